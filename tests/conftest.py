@@ -39,3 +39,17 @@ def crd_dir() -> Path:
     if not CRDS.is_dir():
         pytest.fail(f"CRD schemas not found at {CRDS}: tests expect ../shared/crds next to the checkout")
     return CRDS
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite golden files (manifests, reports) from the current code instead of comparing",
+    )
+
+
+@pytest.fixture(scope="session")
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))

@@ -1,0 +1,61 @@
+"""Human units for durations and sizes: `90s`, `2h`, `30d`, `1.5m`; `120GiB`, `500MB`, `1TiB`.
+
+Plain numbers are seconds and bytes. Errors raise ValueError with a message the caller wraps
+into a UsageError naming its flag.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_SIZE_UNITS = {
+    "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def _split(text: str) -> tuple[float, str]:
+    match = _NUMBER_UNIT.match(str(text))
+    if not match:
+        raise ValueError(f"{text!r} is not a number with a unit")
+    return float(match.group(1)), match.group(2).lower()
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds in `text` (`90s`, `2h`, `30d`; a bare number is seconds)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    value, unit = _split(text)
+    if unit == "":
+        return value
+    if unit not in _DURATION_UNITS:
+        raise ValueError(f"{text!r}: unknown duration unit {unit!r} (use ms, s, m, h, d or w)")
+    return value * _DURATION_UNITS[unit]
+
+
+def parse_size(text: str | float) -> float:
+    """Bytes in `text` (`120GiB`, `500MB`; a bare number is bytes)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    value, unit = _split(text)
+    if unit == "":
+        return value
+    if unit not in _SIZE_UNITS:
+        raise ValueError(f"{text!r}: unknown size unit {unit!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)")
+    return value * _SIZE_UNITS[unit]
+
+
+def format_duration(seconds: float) -> str:
+    """A short human form: 0.4s, 2m05s, 3h10m, 2d04h."""
+    if seconds < 60:
+        return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
