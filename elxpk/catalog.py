@@ -1,0 +1,120 @@
+"""TPU catalog: a type name (`v5p-16` or `v5p-2x2x2`) to its slice shape and GKE/Pathways labels.
+
+Same semantics as xpk's system table (``system_characteristics.py``): chips per VM is 1 for a
+single-chip topology and 4 otherwise, VMs per slice = chips / chips per VM, and the number in
+`prefix-N` counts TensorCores (2 per chip on v4, v5p and tpu7x; 1 on v5e and v6e). Each topology is
+reachable by both spellings; when two topologies have the same core count, the first listed wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class TpuType:
+    """One slice shape, as the worker pods and the Pathways resource manager need it."""
+
+    name: str  # canonical `prefix-<cores>` name, e.g. v5p-16
+    topology: str  # e.g. 2x2x2
+    chips_per_vm: int
+    vms_per_slice: int
+    gke_accelerator: str  # node label cloud.google.com/gke-tpu-accelerator
+    machine_type: str
+    pathways_version: str  # e.g. tpuv5; the resource manager takes `<version>:<topology>`
+
+    @property
+    def instance_type(self) -> str:
+        return f"{self.pathways_version}:{self.topology}"
+
+    @property
+    def chips_per_slice(self) -> int:
+        return self.chips_per_vm * self.vms_per_slice
+
+
+@dataclass(frozen=True)
+class _Family:
+    prefix: str
+    cores_per_chip: int
+    gke_accelerator: str
+    machine_type: str
+    pathways_version: str
+    topologies: tuple[str, ...]
+    single_chip_machine: str | None = None  # machine type of the 1-chip topology, where it exists
+
+
+_V5P_TOPOLOGIES = (
+    "2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x4x12 4x8x8 4x4x20 4x8x12 4x4x28 8x8x8 4x12x12 4x8x20 "
+    "4x4x44 8x8x12 4x4x52 4x8x28 4x12x20 8x8x16 4x4x68 8x12x12 4x4x76 8x8x20 4x12x28 4x8x44 4x4x92 "
+    "8x12x16 4x20x20 4x8x52 12x12x12 8x8x28 4x4x116 8x12x20 4x4x124 8x16x16 4x12x44 4x8x68 4x20x28 "
+    "12x12x16 4x4x148 4x8x76 4x12x52 8x16x20 4x4x164 8x12x28 4x4x172 8x8x44 12x12x20 4x8x92 4x4x188 "
+    "12x16x16 4x28x28 8x20x20 4x12x68 8x8x52 4x4x212 12x12x24 4x20x44 8x16x28 4x12x76 4x8x116 "
+    "4x4x236 12x16x20 4x4x244 4x8x124 12x12x28 16x16x16 4x20x52 8x12x44 8x8x68 4x12x92 8x20x28 "
+    "12x16x24 4x8x148 12x20x20 8x8x76 4x28x44 8x12x52 16x16x20 12x12x36 4x8x164 12x16x28 4x20x68 "
+    "4x8x172 4x12x116 8x16x44 12x20x24 4x28x52 8x8x92 4x12x124 4x8x188 4x20x76 16x16x24 12x24x24 16x20x28"
+).split()
+
+_TPU7X_TOPOLOGIES = (
+    "1x1x1 2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x8x8 8x8x8 4x4x12 4x4x20 4x8x12 8x8x12 8x8x16 "
+    "8x16x16 12x12x12 16x16x16 16x16x24 12x24x24 16x20x28"
+).split()
+
+_FAMILIES: tuple[_Family, ...] = (
+    _Family("v4", 2, "tpu-v4-podslice", "ct4p-hightpu-4t", "tpuv4",
+            tuple("2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x8x8 8x8x8 8x8x12 8x8x16 8x16x16".split())),
+    _Family("v5litepod", 1, "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", "tpuv5e",
+            ("2x4", "4x4", "4x8", "8x8", "8x16", "16x16")),
+    _Family("v5p", 2, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5", tuple(_V5P_TOPOLOGIES)),
+    _Family("v6e", 1, "tpu-v6e-slice", "ct6e-standard-4t", "tpuv6e",
+            ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), single_chip_machine="ct6e-standard-1t"),
+    _Family("tpu7x", 2, "tpu7x", "tpu7x-standard-4t", "tpu7x", tuple(_TPU7X_TOPOLOGIES),
+            single_chip_machine="tpu7x-standard-1t"),
+)
+
+
+def _chips(topology: str) -> int:
+    product = 1
+    for side in topology.split("x"):
+        product *= int(side)
+    return product
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, TpuType]:
+    table: dict[str, TpuType] = {}
+    for fam in _FAMILIES:
+        for topology in fam.topologies:
+            chips = _chips(topology)
+            chips_per_vm = 1 if chips == 1 else 4
+            machine = fam.single_chip_machine if chips == 1 and fam.single_chip_machine else fam.machine_type
+            name = f"{fam.prefix}-{chips * fam.cores_per_chip}"
+            tpu = TpuType(name, topology, chips_per_vm, chips // chips_per_vm, fam.gke_accelerator,
+                          machine, fam.pathways_version)
+            table.setdefault(name, tpu)
+            table[f"{fam.prefix}-{topology}"] = tpu
+    return table
+
+
+class UnknownTpuType(ValueError):
+    """The name is not in the catalog; the message lists the closest known names."""
+
+
+def all_names() -> list[str]:
+    """Every accepted spelling, sorted."""
+    return sorted(_table())
+
+
+def lookup(name: str) -> TpuType:
+    """The slice shape of `name` (`v5p-16`, `v5p-2x2x2`, `v5litepod-16`, `tpu7x-8`, ...)."""
+    key = name.strip().lower()
+    table = _table()
+    if key in table:
+        return table[key]
+    import difflib
+
+    close = difflib.get_close_matches(key, list(table), n=4, cutoff=0.6)
+    if not close:
+        families = ", ".join(f"{f.prefix}-*" for f in _FAMILIES)
+        raise UnknownTpuType(f"unknown TPU type {name!r}; known families: {families}")
+    raise UnknownTpuType(f"unknown TPU type {name!r}; did you mean {', '.join(close)}?")

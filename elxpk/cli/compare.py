@@ -1,0 +1,56 @@
+"""`elxpk compare RUN_A RUN_B`: per-step loss bits and example-id accounting; exit 1 on a mismatch."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from elxpk.cli.report import output_format
+from elxpk.errors import CheckFailed, UsageError
+
+
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="The reference run directory.")],
+    run_b: Annotated[Path, typer.Argument(help="The run directory to check against it.")],
+    rtol: Annotated[
+        float, typer.Option("--rtol", help="Allowed relative loss difference; 0 demands bitwise equality.")
+    ] = 0.0,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    png: Annotated[Path | None, typer.Option("--png", help="Write an overlay plot of both curves here.")] = None,
+) -> None:
+    """Fail (exit 1) when losses diverge beyond --rtol, or either run repeats or skips an example."""
+    from elxpk.runs.compare import compare_runs, render_text
+    from elxpk.runs.rundir import load_run
+
+    problems = []
+    if not math.isfinite(rtol) or rtol < 0:
+        problems.append(f"--rtol: {rtol!r} is not a finite number >= 0; use e.g. --rtol 1e-6")
+    try:
+        fmt = output_format(output)
+    except UsageError as exc:
+        problems.extend(exc.messages)
+    if problems:
+        raise UsageError(*problems)
+    a = load_run(run_a, flag="RUN_A")
+    b = load_run(run_b, flag="RUN_B")
+    result = compare_runs(a, b, rtol=rtol)
+    if png is not None:
+        from elxpk.runs.plots import write_compare_png
+
+        write_compare_png(result, png)
+    if fmt == "json":
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        for line in render_text(result):
+            typer.echo(line)
+    failures = result.failures()
+    if failures:
+        raise CheckFailed(f"runs differ: {failures[0]}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)

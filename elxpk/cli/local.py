@@ -1,0 +1,56 @@
+"""`elxpk local run`: the bundled trainer on this machine, a slice killed on purpose, and the recovery."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from elxpk.local import options as defaults
+
+local_app = typer.Typer(help="Run the elastic loop on this machine: simulated slices, injected faults.",
+                        no_args_is_help=True)
+
+
+@local_app.command("run")
+def run(
+    run_dir: Annotated[str, typer.Option("--run-dir", help="Run directory; an existing one is resumed.")] = "elxpk-run",
+    steps: Annotated[int, typer.Option("--steps", help="Train steps in total; more than done extends.")] = defaults.DEFAULT_STEPS,
+    num_slices: Annotated[int, typer.Option("--num-slices", help="Simulated slices (2 CPU devices each).")] = 2,
+    checkpoint_period: Annotated[
+        int, typer.Option("--checkpoint-period", help="Checkpoint every P steps.")
+    ] = defaults.DEFAULT_CHECKPOINT_PERIOD,
+    kill_slice: Annotated[
+        list[str] | None,
+        typer.Option("--kill-slice", help="Kill slice K at step S: K@S (repeatable). Default on a fresh run: "
+                     f"the last slice at step {defaults.DEFAULT_KILL_STEP}."),
+    ] = None,
+    no_faults: Annotated[bool, typer.Option("--no-faults", help="Inject no fault (a reference run).")] = False,
+    revive_after: Annotated[
+        str, typer.Option("--revive-after", help="Seconds until a killed slice is back (e.g. 2, 1.5s).")
+    ] = str(defaults.DEFAULT_REVIVE_AFTER),
+    mode: Annotated[
+        str, typer.Option("--mode", help="pause-resume, resize (continue on survivors) or multi-controller.")
+    ] = "pause-resume",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of parameters, data and per-step RNG.")] = 0,
+    live: Annotated[
+        bool | None, typer.Option("--live/--plain", help="Live view or plain lines [default: live on a terminal].")
+    ] = None,
+    trainer_arg: Annotated[
+        list[str] | None, typer.Option("--trainer-arg", hidden=True, help="Extra trainer flag, e.g. --d-model=64.")
+    ] = None,
+) -> None:
+    """Train here with simulated slices, kill one, and watch the run restore and continue."""
+    from elxpk.local.options import LocalRunOptions
+    from elxpk.local.run import local_run
+
+    opts = LocalRunOptions.from_flags(
+        run_dir=run_dir, steps=steps, num_slices=num_slices, checkpoint_period=checkpoint_period,
+        kill_slice=kill_slice, no_faults=no_faults, revive_after=revive_after, mode=mode, seed=seed,
+        live=live, trainer_args=tuple(trainer_arg or ()),
+    )
+    local_run(opts)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(local_app, name="local")

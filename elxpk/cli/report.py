@@ -1,0 +1,56 @@
+"""`elxpk report RUN_DIR`: goodput, badput breakdown, one timeline per recovery, and a PNG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from elxpk.errors import UsageError
+
+_FORMATS = ("text", "table", "json")
+
+
+def output_format(value: str) -> str:
+    if value not in _FORMATS:
+        raise UsageError(f"-o/--output: unknown format {value!r}; use text or json")
+    return "json" if value == "json" else "text"
+
+
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    png: Annotated[
+        Path | None, typer.Option("--png", help="Where to write the plot [default: RUN_DIR/report.png].")
+    ] = None,
+    no_png: Annotated[bool, typer.Option("--no-png", help="Write no plot (nothing is written at all).")] = False,
+) -> None:
+    """Goodput and where the rest of the wall time went; a timeline per recovery."""
+    from elxpk.runs.report import build_report, render_text
+    from elxpk.runs.rundir import load_run
+
+    fmt = output_format(output)
+    if png is not None and no_png:
+        raise UsageError("--png: conflicts with --no-png; give one of them")
+    run = load_run(run_dir)
+    result = build_report(run)
+    written = None
+    if not no_png and run.metrics:
+        from elxpk.runs.plots import write_report_png
+
+        written = write_report_png(run, result, png or run.path / "report.png")
+    if fmt == "json":
+        data = result.to_dict()
+        data["png"] = str(written) if written else None
+        typer.echo(json.dumps(data, indent=2))
+        return
+    for line in render_text(result):
+        typer.echo(line)
+    if written:
+        typer.echo(f"plot: {written}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

@@ -1,0 +1,168 @@
+"""`elxpk workload create` (alias `create-pathways`): flags → WorkloadSpec → render → print, write or submit.
+
+Thin on purpose: validation lives in elxpk/spec.py, rendering in elxpk/render.py, submission in
+elxpk/cluster/submit.py. Integer flags are read as text so that the spec reports every bad value at
+once. Only typer is imported at module level: `--dry-run` has a start-up budget. No
+`from __future__ import annotations` here: Typer would eval every string annotation at start-up.
+"""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from elxpk.cli import options
+
+_ELASTIC_HELP = (
+    "Slices Pathways may lose without failing the program (server-side tolerance), passed to the proxy as "
+    "--num_elastic_slices. 0 disables elasticity; must be below --num-slices. Not the same knob as "
+    "--elastic-min-slice-count."
+)
+_MIN_SLICES_HELP = (
+    "Trainer setting elastic_min_slice_count (client-side admission): healthy slices the trainer waits for "
+    "before each attempt. -1 = all (pause and resume); k = resize onto >= k slices, from "
+    "num_slices - elastic_slices to num_slices - 1."
+)
+_PANEL_PATHWAYS = "Pathways"
+_PANEL_TRAINER = "Trainer settings (env ELXPK_* on the training container)"
+_PANEL_OUTPUT = "Output and submission"
+_PANEL_CLUSTER = "Cluster selection"
+
+
+def _int_opt(*names: str, help: str, panel: str | None = None) -> typer.models.OptionInfo:
+    return typer.Option(*names, metavar="INT", help=help, rich_help_panel=panel)
+
+
+def create(
+    workload: Annotated[str | None, typer.Option("--workload", help="JobSet name: a-z, 0-9, '-', at most 40 characters.")] = None,
+    tpu_type: Annotated[str | None, typer.Option("--tpu-type", help="TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.")] = None,
+    num_slices: Annotated[str | None, _int_opt("--num-slices", help="Number of TPU slices (worker replicas). [default: 1]")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="Shell command the user container runs. Required unless --headless or --trainer; with --trainer, extra trainer arguments.")] = None,
+    docker_image: Annotated[str | None, typer.Option("--docker-image", help="Image of the user container. [default: python:3.10]")] = None,
+    docker_name: Annotated[str | None, typer.Option("--docker-name", help="Name of the user container. [default: jax-tpu]")] = None,
+    trainer: Annotated[bool, typer.Option("--trainer", help="Run the bundled trainer (python -m trainer); needs --docker-image built from trainer/Dockerfile.")] = False,
+    no_pathways: Annotated[bool, typer.Option("--no-pathways", help="Multi-controller JobSet: the command runs on every VM of every slice; failures restart the whole group (--max-restarts).")] = False,
+    headless: Annotated[bool, typer.Option("--headless", help="Pathways without a user container: proxy and resource manager only; connect your own client.", rich_help_panel=_PANEL_PATHWAYS)] = False,
+    elastic_slices: Annotated[str | None, _int_opt("--elastic-slices", help=_ELASTIC_HELP + " [default: 0]", panel=_PANEL_PATHWAYS)] = None,
+    max_slice_restarts: Annotated[str | None, _int_opt("--max-slice-restarts", help="Pod restarts each slice may use when elastic: worker backoffLimit = this x VMs per slice (else 4 x VMs per slice), as in xpk. [default: 1]", panel=_PANEL_PATHWAYS)] = None,
+    max_restarts: Annotated[str | None, _int_opt("--max-restarts", help="Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too. [default: 0]")] = None,
+    priority: Annotated[str | None, typer.Option("--priority", help="PriorityClass: very-low, low, medium, high, very-high. [default: medium]")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Kueue LocalQueue (label kueue.x-k8s.io/queue-name). [default: multislice-queue]")] = None,
+    termination_grace_period_seconds: Annotated[str | None, _int_opt("--termination-grace-period-seconds", help="Seconds a pod gets after SIGTERM. [default: 30]")] = None,
+    ttl_seconds_after_finished: Annotated[str | None, _int_opt("--ttl-seconds-after-finished", help="Seconds a finished JobSet is kept. [default: 43200]")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", metavar="KEY=VALUE", help="Env var for the training container; repeatable; overrides --env-file.")] = None,
+    env_file: Annotated[str | None, typer.Option("--env-file", help="File of KEY=VALUE lines ('#' comments allowed).")] = None,
+    proxy_server_image: Annotated[str | None, typer.Option("--proxy-server-image", help="Pathways proxy image.", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    server_image: Annotated[str | None, typer.Option("--server-image", help="Pathways resource manager image (and worker image unless --worker-image).", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    worker_image: Annotated[str | None, typer.Option("--worker-image", help="Pathways worker image. [default: --server-image]", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    pathways_gcs_location: Annotated[str | None, typer.Option("--pathways-gcs-location", help="gs:// scratch location for proxy, resource manager and workers.", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    custom_proxy_server_args: Annotated[str | None, typer.Option("--custom-pathways-proxy-server-args", help="Extra proxy args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    custom_server_args: Annotated[str | None, typer.Option("--custom-pathways-server-args", help="Extra resource manager args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    custom_worker_args: Annotated[str | None, typer.Option("--custom-pathways-worker-args", help="Extra worker args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    checkpoint_dir: Annotated[str | None, typer.Option("--checkpoint-dir", help="checkpoint_dir (ELXPK_CHECKPOINT_DIR).", rich_help_panel=_PANEL_TRAINER)] = None,
+    checkpoint_period: Annotated[str | None, _int_opt("--checkpoint-period", help="checkpoint_period in steps, >= 1 (ELXPK_CHECKPOINT_PERIOD).", panel=_PANEL_TRAINER)] = None,
+    elastic_min_slice_count: Annotated[str | None, _int_opt("--elastic-min-slice-count", help=_MIN_SLICES_HELP + " [default: -1]", panel=_PANEL_TRAINER)] = None,
+    elastic_timeout_seconds: Annotated[str | None, _int_opt("--elastic-timeout-seconds", help="Seconds the trainer waits for slices per attempt (ELXPK_ELASTIC_TIMEOUT_SECONDS).", panel=_PANEL_TRAINER)] = None,
+    elastic_max_retries: Annotated[str | None, _int_opt("--elastic-max-retries", help="Trainer attempts (ELXPK_ELASTIC_MAX_RETRIES); keep equal to --max-slice-restarts.", panel=_PANEL_TRAINER)] = None,
+    slice_mtbf: Annotated[str | None, typer.Option("--slice-mtbf", metavar="DURATION", help="Mean time between slice failures (e.g. 3d); with --step-time, prints a checkpoint_period hint.", rich_help_panel=_PANEL_TRAINER)] = None,
+    step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step (e.g. 1.5s); with --slice-mtbf, prints a checkpoint_period hint.", rich_help_panel=_PANEL_TRAINER)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print only the manifest on stdout; no cluster, no credentials, no network.", rich_help_panel=_PANEL_OUTPUT)] = False,
+    dry_run_server: Annotated[bool, typer.Option("--dry-run-server", help="Send to the cluster as a server-side dry run (admission and schema checks, nothing created).", rich_help_panel=_PANEL_OUTPUT)] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Delete a workload of the same name first.", rich_help_panel=_PANEL_OUTPUT)] = False,
+    output_manifest_file: Annotated[str | None, typer.Option("--output-manifest-file", help="Also write the manifest to this file (with or without --dry-run).", rich_help_panel=_PANEL_OUTPUT)] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="Manifest format: yaml or json.", rich_help_panel=_PANEL_OUTPUT)] = "yaml",
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Kubernetes namespace.", rich_help_panel=_PANEL_CLUSTER)] = "default",
+    project: options.Project = None,
+    zone: options.Zone = None,
+    region: options.Region = None,
+    cluster: options.Cluster = None,
+    kubeconfig: options.Kubeconfig = None,
+    context: options.Context = None,
+) -> None:
+    """Render a Pathways JobSet (or, with --no-pathways, a multi-controller one), then print or submit it.
+
+    Every flag is validated first; bad input exits 2 with one line per problem and writes nothing.
+    """
+    from elxpk.spec import WorkloadSpec
+
+    spec = WorkloadSpec.from_flags(
+        workload=workload, tpu_type=tpu_type, num_slices=num_slices, command=command, docker_image=docker_image,
+        docker_name=docker_name, trainer=trainer, no_pathways=no_pathways, headless=headless,
+        elastic_slices=elastic_slices, max_slice_restarts=max_slice_restarts, max_restarts=max_restarts,
+        priority=priority, queue=queue, namespace=namespace,
+        termination_grace_period_seconds=termination_grace_period_seconds,
+        ttl_seconds_after_finished=ttl_seconds_after_finished, env=env, env_file=env_file,
+        proxy_server_image=proxy_server_image, server_image=server_image, worker_image=worker_image,
+        pathways_gcs_location=pathways_gcs_location, custom_proxy_server_args=custom_proxy_server_args,
+        custom_server_args=custom_server_args, custom_worker_args=custom_worker_args,
+        checkpoint_dir=checkpoint_dir, checkpoint_period=checkpoint_period,
+        elastic_min_slice_count=elastic_min_slice_count, elastic_timeout_seconds=elastic_timeout_seconds,
+        elastic_max_retries=elastic_max_retries, slice_mtbf=slice_mtbf, step_time=step_time,
+        dry_run=dry_run, dry_run_server=dry_run_server, replace=replace, output_format=output,
+        output_manifest_file=output_manifest_file,
+    )
+    for line in spec.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+
+    from elxpk.render import render
+
+    manifest = render(spec)
+    text = manifest.dump(spec.output_format)
+    if spec.output_manifest_file:
+        _write(spec.output_manifest_file, text)
+        print(f"wrote {spec.output_manifest_file}", file=sys.stderr)
+    _checkpoint_hint(spec)
+    if spec.dry_run == "client":
+        sys.stdout.write(text)
+        return
+
+    from elxpk.cluster.submit import submit
+
+    target = options.cluster_target(project, zone, region, cluster, kubeconfig, context, spec.namespace)
+    created = submit(manifest, target, server_dry_run=spec.dry_run == "server", replace=spec.replace)
+    suffix = " (server dry run)" if spec.dry_run == "server" else ""
+    for obj in created:
+        kind, name = obj.get("kind", "object"), obj.get("metadata", {}).get("name", "?")
+        print(f"{kind.lower()}/{name} created{suffix}")
+    if not spec.dry_run:
+        print(f"follow it with: elxpk workload status {spec.workload} -n {spec.namespace}", file=sys.stderr)
+
+
+def _write(path: str, text: str) -> None:
+    """Write through a temporary file and rename, so a failure never leaves half a manifest."""
+    import os
+
+    from elxpk.errors import UsageError
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise UsageError(f"--output-manifest-file {path!r}: cannot write it ({exc.strerror})") from exc
+
+
+def _checkpoint_hint(spec: object) -> None:
+    """The planner's checkpoint_period hint, when --slice-mtbf and --step-time are both given."""
+    if getattr(spec, "slice_mtbf_seconds", None) is None or getattr(spec, "step_time_seconds", None) is None:
+        return
+    try:
+        from elxpk.plan import hint
+    except ModuleNotFoundError as exc:
+        if exc.name in ("elxpk.plan", "elxpk.plan.hint"):  # planner not installed (or not written yet)
+            return
+        raise
+    checkpoint_period_hint = getattr(hint, "checkpoint_period_hint", None)
+    if checkpoint_period_hint is None:
+        return
+    line = checkpoint_period_hint(spec)
+    if line:
+        print(line, file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("create")(create)
+    app.command("create-pathways", help="Alias of `create`, for xpk users.")(create)

@@ -1,0 +1,297 @@
+"""`elxpk workload status|list|delete|logs|wait|kill-slice`: parse and validate flags, then delegate.
+
+Flags are checked before any I/O; the cluster is reached through elxpk.cluster (imported lazily, so
+`elxpk --help` and `workload create --dry-run` never load the kubernetes or Google clients).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from elxpk.cli import options
+from elxpk.errors import UsageError
+
+Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Kubernetes namespace [env ELXPK_NAMESPACE, "
+                                               "config file, else default].")]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def _connect(project, zone, region, cluster, kubeconfig, context, namespace):  # noqa: ANN001, ANN202
+    """Validate the selection (UsageError before any network), then connect."""
+    from elxpk.cluster.connect import connect
+    from elxpk.cluster.defaults import resolve_target, validate_namespace
+
+    target = options.cluster_target(project, zone, region, cluster, kubeconfig, context, namespace or "default")
+    target = resolve_target(target, namespace_given=namespace is not None)
+    validate_namespace(target.namespace)
+    return connect(target, resolved=True), target.namespace
+
+
+def _output(output: str) -> str:
+    from elxpk.cluster.views import check_format
+
+    return check_format(output)
+
+
+def _console(stderr: bool = False):  # noqa: ANN202
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"{question} needs confirmation: pass --yes (stdin is not a terminal)")
+    if not typer.confirm(question, default=False):
+        raise typer.Exit(1)
+
+
+def _duration(flag: str, value: str | None) -> float | None:
+    from elxpk.units import parse_duration
+
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {value}: {exc}") from None
+    if seconds < 0:
+        raise UsageError(f"{flag} {value}: must not be negative")
+    return seconds
+
+
+def status(
+    name: Annotated[str, typer.Argument(help="Workload (JobSet) name.")],
+    output: options.Output = "table",
+    namespace: Namespace = None,
+    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
+    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+) -> None:
+    """Elastic-aware state: slices healthy N/M, restart budget per slice and for the JobSet, Kueue admission."""
+    output = _output(output)
+    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    from elxpk.cluster.observe import fetch_status
+    from elxpk.cluster.views import dump, status_renderables
+
+    result = fetch_status(kube, ns, name, now=time.time())
+    if output == "table":
+        console = _console()
+        for renderable in status_renderables(result):
+            console.print(renderable)
+    else:
+        print(dump(result.to_dict(), output))
+
+
+def list_(
+    filter_: Annotated[str | None, typer.Option("--filter", help="Only names containing this text.")] = None,
+    regex: Annotated[bool, typer.Option("--regex", help="Treat --filter as a regular expression.")] = False,
+    state: Annotated[str | None, typer.Option("--status", help="Only this state: Queued, Admitted, Running, "
+                                              "Degraded, Restarting, Succeeded or Failed.")] = None,
+    output: options.Output = "table",
+    namespace: Namespace = None,
+    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
+    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+) -> None:
+    """Workloads of the namespace (xpk-created ones too): name, state, healthy slices, restarts, age."""
+    from elxpk.status import STATES
+
+    output = _output(output)
+    problems = []
+    wanted_state = None
+    if state is not None:
+        wanted_state = next((s for s in STATES if s.lower() == state.lower()), None)
+        if wanted_state is None:
+            problems.append(f"--status {state}: use one of {', '.join(STATES)}")
+    matcher = None
+    if filter_ is not None:
+        try:
+            matcher = re.compile(filter_ if regex else re.escape(filter_))
+        except re.error as exc:
+            problems.append(f"--filter {filter_!r}: not a valid regular expression ({exc})")
+    if problems:
+        raise UsageError(*problems)
+    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    from elxpk.cluster.observe import fetch_all
+    from elxpk.cluster.views import dump, list_record, list_table
+
+    rows = [s for s in fetch_all(kube, ns, now=time.time())
+            if (matcher is None or matcher.search(s.name)) and (wanted_state is None or s.state == wanted_state)]
+    if output == "table":
+        if rows:
+            _console().print(list_table(rows))
+        else:
+            print(f"no workloads in namespace {ns}" + (" match" if matcher or wanted_state else ""), file=sys.stderr)
+    else:
+        print(dump([list_record(s) for s in rows], output))
+
+
+def delete(
+    name: Annotated[str | None, typer.Argument(help="Workload to delete.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Delete every workload in the namespace.")] = False,
+    yes: Yes = False,
+    namespace: Namespace = None,
+    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
+    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+) -> None:
+    """Delete a workload with foreground propagation (its Jobs and Pods go first)."""
+    if (name is None) == (not all_):
+        raise UsageError("give a workload NAME or --all (not both)")
+    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    from elxpk.cluster.ops import delete_workload
+
+    if name is not None:
+        delete_workload(kube, ns, name)
+        print(f"jobset/{name} deleted (foreground: its pods stop first)")
+        return
+    names = [js["metadata"]["name"] for js in kube.list_jobsets(ns)]
+    if not names:
+        print(f"no workloads in namespace {ns}", file=sys.stderr)
+        return
+    _confirm(f"delete {len(names)} workloads in namespace {ns} ({', '.join(names)})?", yes)
+    for each in names:
+        delete_workload(kube, ns, each)
+        print(f"jobset/{each} deleted")
+
+
+def logs(
+    name: Annotated[str, typer.Argument(help="Workload name.")],
+    head: Annotated[bool, typer.Option("--head", help="The Pathways head (the default when there is one).")] = False,
+    slice_: Annotated[int | None, typer.Option("--slice", help="Slice index K.")] = None,
+    vm: Annotated[int | None, typer.Option("--vm", help="VM index I within the slice (default 0).")] = None,
+    container: Annotated[str | None, typer.Option("--container", "-c", help="Container (default: the main one).")] = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream new lines until the pod ends.")] = False,
+    tail: Annotated[int | None, typer.Option("--tail", help="Only the last N lines.")] = None,
+    namespace: Namespace = None,
+    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
+    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+) -> None:
+    """Logs of the head, or of slice K, VM I."""
+    problems = []
+    if head and (slice_ is not None or vm is not None):
+        problems.append("--head and --slice/--vm select different pods: give one of them")
+    for flag, value in (("--slice", slice_), ("--vm", vm), ("--tail", tail)):
+        if value is not None and value < 0:
+            problems.append(f"{flag} {value}: must be 0 or more")
+    if problems:
+        raise UsageError(*problems)
+    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    from elxpk.cluster.ops import log_source, read_logs
+
+    source = log_source(kube, ns, name, head=head, slice_index=slice_, vm=vm, container=container)
+    print(f"# {name} {source.what}: pod {source.pod}, container {source.container}", file=sys.stderr)
+    for line in read_logs(kube, ns, source, follow=follow, tail=tail):
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def wait(
+    name: Annotated[str, typer.Argument(help="Workload name.")],
+    for_: Annotated[str, typer.Option("--for", help="completed or running.")] = "completed",
+    timeout: Annotated[str | None, typer.Option("--timeout", help="Give up after this long (90s, 2h, 3d); "
+                                                "exit 124. Default: no limit.")] = None,
+    poll: Annotated[str, typer.Option("--poll", help="Seconds between status checks.")] = "5s",
+    output: options.Output = "table",
+    namespace: Namespace = None,
+    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
+    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+) -> None:
+    """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
+    problems = []
+    if for_ not in ("completed", "running"):
+        problems.append(f"--for {for_}: use completed or running")
+    try:
+        timeout_s = _duration("--timeout", timeout)
+        poll_s = _duration("--poll", poll) or 0.0
+        if poll_s <= 0:
+            problems.append(f"--poll {poll}: must be more than 0")
+    except UsageError as exc:
+        problems.extend(exc.messages)
+    output = _output(output)
+    if problems:
+        raise UsageError(*problems)
+    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    from elxpk.cluster.ops import wait_for
+    from elxpk.cluster.views import dump
+
+    err = _console(stderr=True)
+    last: list[str] = []
+
+    def show(status) -> None:  # noqa: ANN001
+        line = f"{status.state}: {status.message} (slices {status.slices_healthy}/{status.slices_total})"
+        if spinner is not None:
+            spinner.update(f"{name}: {line}")
+        elif not last or last[-1] != line:
+            err.print(f"{name}: {line}")
+        last.append(line)
+
+    spinner = err.status(f"waiting for {name} ({for_})") if err.is_terminal else None
+    try:
+        if spinner is not None:
+            spinner.start()
+        result = wait_for(kube, ns, name, until=for_, timeout_s=timeout_s, clock=time.time, sleep=time.sleep,
+                          poll_s=poll_s, on_update=show)
+    finally:
+        if spinner is not None:
+            spinner.stop()
+    if output == "table":
+        print(f"{name}: {result.state}")
+    else:
+        print(dump(result.to_dict(), output))
+
+
+def kill_slice(
+    name: Annotated[str, typer.Argument(help="Workload name.")],
+    slice_: Annotated[int, typer.Option("--slice", help="Slice index K to kill.")],
+    vm: Annotated[int | None, typer.Option("--vm", help="Only VM I of the slice.")] = None,
+    yes: Yes = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Follow the slice until it runs again; report timings.")] = False,
+    timeout: Annotated[str, typer.Option("--timeout", help="With --watch: give up after this long.")] = "30m",
+    namespace: Namespace = None,
+    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
+    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+) -> None:
+    """Fault injection: force-delete the worker pods of slice K (grace period 0), as a lost slice would."""
+    problems = [f"{flag} {value}: must be 0 or more" for flag, value in (("--slice", slice_), ("--vm", vm))
+                if value is not None and value < 0]
+    try:
+        timeout_s = _duration("--timeout", timeout) or 0.0
+    except UsageError as exc:
+        problems.extend(exc.messages)
+    if problems:
+        raise UsageError(*problems)
+    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    from elxpk.cluster.ops import kill, plan_kill, watch_recovery
+    from elxpk.units import format_duration
+
+    plan = plan_kill(kube, ns, name, slice_, vm)
+    what = f"slice {slice_}" + (f" vm {vm}" if vm is not None else "")
+    _confirm(f"force-delete {len(plan.pods)} pods of {what} of {name} ({', '.join(plan.pods)})?", yes)
+    killed_at = time.time()
+    kill(kube, ns, plan)
+    print(f"killed {what} of {name}: {len(plan.pods)} pods force-deleted")
+    if not watch:
+        return
+    err = _console(stderr=True)
+    recovery = watch_recovery(kube, ns, name, plan, killed_at=killed_at, clock=time.time, sleep=time.sleep,
+                              timeout_s=timeout_s, on_tick=lambda text: err.print(f"{name}: {text}"))
+    print(f"{what} running again after {format_duration(recovery.slice_back_s)}")
+    if recovery.next_step_s is not None:
+        print(f"first training step after recovery: {format_duration(recovery.next_step_s)} after the kill")
+    else:
+        print("no recovery event from the trainer in the head's log")
+
+
+def register(workload_app: typer.Typer) -> None:
+    workload_app.command("status")(status)
+    workload_app.command("list")(list_)
+    workload_app.command("delete")(delete)
+    workload_app.command("logs")(logs)
+    workload_app.command("wait")(wait)
+    workload_app.command("kill-slice")(kill_slice)

@@ -1,0 +1,94 @@
+"""Cluster-selection defaults and their validation, before any I/O.
+
+Precedence: flags, then ELXPK_* environment variables (applied by cli/options.cluster_target), then the
+config file `$ELXPK_CONFIG` or `~/.config/elxpk/config.yaml`:
+
+    project: my-proj
+    zone: us-central2-b        # or region:
+    cluster: my-cluster
+    namespace: team-a
+    # or, for a cluster that is not GKE:
+    kubeconfig: ~/clusters/dev.yaml
+    context: dev
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from elxpk.cluster.target import ClusterTarget
+from elxpk.errors import UsageError
+
+_KEYS = {"project", "zone", "region", "location", "cluster", "namespace", "kubeconfig", "context"}
+
+
+def config_path(environ: Mapping[str, str] = os.environ) -> Path:
+    if environ.get("ELXPK_CONFIG"):
+        return Path(environ["ELXPK_CONFIG"]).expanduser()
+    base = Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "elxpk" / "config.yaml"
+
+
+def load_config(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"config file {path}: not valid YAML ({exc.__class__.__name__}): fix or remove it") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"config file {path}: expected a mapping of keys ({', '.join(sorted(_KEYS))})")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; "
+                         f"known keys: {', '.join(sorted(_KEYS))}")
+    return {k: str(v) for k, v in data.items() if v is not None}
+
+
+def resolve_target(target: ClusterTarget, *, namespace_given: bool = True,
+                   environ: Mapping[str, str] = os.environ) -> ClusterTarget:
+    """Fill unset fields from the config file and check the selection is complete; UsageError otherwise.
+
+    A kubeconfig or context (from flags or the file) selects a non-GKE cluster and wins over GKE defaults.
+    """
+    cfg = load_config(config_path(environ))
+    namespace = target.namespace
+    if not namespace_given:
+        namespace = environ.get("ELXPK_NAMESPACE") or cfg.get("namespace") or target.namespace
+    kubeconfig = target.kubeconfig
+    context = target.context
+    if kubeconfig or context:
+        return dataclasses.replace(target, project=None, location=None, cluster=None, namespace=namespace)
+    project = target.project or cfg.get("project")
+    location = target.location or cfg.get("zone") or cfg.get("region") or cfg.get("location")
+    cluster = target.cluster or cfg.get("cluster")
+    if not (project or cluster) and (cfg.get("kubeconfig") or cfg.get("context")):
+        return dataclasses.replace(target, kubeconfig=cfg.get("kubeconfig"), context=cfg.get("context"),
+                                   namespace=namespace)
+    if project or location or cluster:
+        missing = [flag for flag, value in (("--project", project), ("--zone or --region", location),
+                                            ("--cluster", cluster)) if not value]
+        if missing:
+            raise UsageError(*(f"{flag} is required to reach a GKE cluster (or give --kubeconfig/--context "
+                               "for another cluster)" for flag in missing))
+        return dataclasses.replace(target, project=project, location=location, cluster=cluster,
+                                   namespace=namespace)
+    # Nothing chosen: an existing kubeconfig (KUBECONFIG or ~/.kube/config) is used read-only, if there is one.
+    default = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
+    if Path(default).expanduser().is_file():
+        return dataclasses.replace(target, kubeconfig=default, namespace=namespace)
+    raise UsageError("no cluster selected: give --project, --zone/--region and --cluster for GKE, or --kubeconfig "
+                     f"(and --context) for another cluster; defaults can live in {config_path(environ)}")
+
+
+def validate_namespace(namespace: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", namespace or "") or len(namespace) > 63:
+        raise UsageError(f"--namespace {namespace!r} is not a valid namespace name: use lowercase letters, "
+                         "digits and '-', at most 63 characters")

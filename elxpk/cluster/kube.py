@@ -1,0 +1,278 @@
+"""The Kubernetes API as elxpk uses it: plain dicts in and out, bounded retries, one-line errors.
+
+Requests go through the official client's ApiClient (its configuration, auth, TLS and connection pool)
+with REST paths built here: the typed API classes cost seconds of import per CLI start, and large lists are
+parsed once by `json` instead of into model objects. Reads retry with exponential backoff on connection
+errors, timeouts, 429 and 5xx; a create is never blindly retried (see submit.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from elxpk.errors import ClusterError, ConflictError, NotFoundError
+
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+KUEUE_GROUP = "kueue.x-k8s.io"
+SUBMISSION_ANNOTATION = "elxpk.dev/submission-id"
+PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
+_GKE_ROLE_HINT = "grant it with a Role/ClusterRole binding, or the GKE role roles/container.developer"
+
+
+def api_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None,
+             sub: str | None = None) -> str:
+    from urllib.parse import quote
+
+    path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    if namespace:
+        path += f"/namespaces/{quote(namespace, safe='')}"
+    path += f"/{plural}"
+    if name:
+        path += f"/{quote(name, safe='')}"
+    if sub:
+        path += f"/{sub}"
+    return path
+
+
+def plural_of(kind: str) -> str:
+    return kind.lower() + "s"  # JobSet, ConfigMap, Secret, Service, ServiceAccount, PathwaysJob
+
+
+class Kube:
+    """One cluster's API. `calls` counts HTTP requests made (retries included)."""
+
+    def __init__(self, api_client: Any, *, host: str, sleep: Callable[[float], None] = time.sleep,
+                 attempts: int = 4, base_delay: float = 0.5, timeout: tuple[float, float] = (5.0, 30.0)):
+        self.api_client = api_client
+        self.host = host
+        self.sleep = sleep
+        self.attempts = attempts
+        self.base_delay = base_delay
+        self.timeout = timeout
+        self.calls = 0
+        self._kueue_version: str | None | bool = False  # False: not looked up yet
+
+    # --- one request --------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, verb: str, what: str, query: dict | None = None,
+                body: dict | None = None, retry: bool = True, stream: bool = False) -> Any:
+        """One API request; the parsed JSON body, or the raw urllib3 response when `stream`."""
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
+        headers = {"Accept": "application/json, */*" if stream else "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        attempts = self.attempts if retry else 1
+        for attempt in range(1, attempts + 1):
+            self.calls += 1
+            try:
+                serialized = self.api_client.param_serialize(
+                    method, path, query_params=params or None, header_params=dict(headers), body=body,
+                    auth_settings=["BearerToken"])
+                # A followed log may stay quiet for hours: only its connect has a timeout.
+                resp = self.api_client.call_api(*serialized, _request_timeout=None if stream else self.timeout)
+                if not 200 <= resp.status <= 299:
+                    resp.read()
+                    raise ApiException(http_resp=resp)
+                if stream:
+                    return resp.response
+                data = resp.read()
+                return json.loads(data) if data else {}
+            except ApiException as exc:
+                transient = exc.status in (429,) or (exc.status or 0) >= 500
+                if transient and attempt < attempts:
+                    self.sleep(self.base_delay * 2 ** (attempt - 1))
+                    continue
+                error = api_error(exc, verb, what, self.host, attempt)
+                error.retryable = transient  # type: ignore[attr-defined]
+                raise error from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt < attempts:
+                    self.sleep(self.base_delay * 2 ** (attempt - 1))
+                    continue
+                error = ClusterError(unreachable_message(self.host, exc, attempt))
+                # The request may or may not have reached the server: safe to repeat a read, not a create.
+                error.retryable = True  # type: ignore[attr-defined]
+                raise error from None
+        raise AssertionError("unreachable")
+
+    def get(self, path: str, *, what: str, query: dict | None = None) -> dict:
+        return self.request("GET", path, verb="get", what=what, query=query)
+
+    def _paged(self, path: str, *, what: str, label_selector: str | None = None) -> list[dict]:
+        items: list[dict] = []
+        token = None
+        while True:
+            body = self.request("GET", path, verb="list", what=what,
+                                query={"labelSelector": label_selector, "limit": PAGE_SIZE, "continue": token})
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    # --- JobSets and any namespaced object ------------------------------------------------------------
+
+    def get_jobset(self, namespace: str, name: str) -> dict:
+        return self.get(api_path(JOBSET_API, "jobsets", namespace, name),
+                        what=f'JobSet "{name}" in namespace "{namespace}"')
+
+    def list_jobsets(self, namespace: str, label_selector: str | None = None) -> list[dict]:
+        return self._paged(api_path(JOBSET_API, "jobsets", namespace), label_selector=label_selector,
+                           what=f'JobSets in namespace "{namespace}"')
+
+    def delete_jobset(self, namespace: str, name: str, *, propagation: str = "Foreground") -> dict:
+        return self.request("DELETE", api_path(JOBSET_API, "jobsets", namespace, name), verb="delete",
+                            what=f'JobSet "{name}" in namespace "{namespace}"',
+                            query={"propagationPolicy": propagation})
+
+    def create(self, obj: dict, namespace: str, *, dry_run: bool = False) -> dict:
+        """POST one object. Not retried here: after an unanswered POST the caller checks what landed."""
+        kind, name = obj.get("kind", ""), obj.get("metadata", {}).get("name", "")
+        return self.request("POST", api_path(obj["apiVersion"], plural_of(kind), namespace), verb="create",
+                            what=f'{kind} "{name}" in namespace "{namespace}"', body=obj, retry=False,
+                            query={"dryRun": "All" if dry_run else None, "fieldValidation": "Strict"})
+
+    def get_object(self, obj: dict, namespace: str) -> dict:
+        kind, name = obj.get("kind", ""), obj["metadata"]["name"]
+        return self.get(api_path(obj["apiVersion"], plural_of(kind), namespace, name),
+                        what=f'{kind} "{name}" in namespace "{namespace}"')
+
+    def delete_object(self, obj: dict, namespace: str) -> None:
+        kind, name = obj.get("kind", ""), obj["metadata"]["name"]
+        self.request("DELETE", api_path(obj["apiVersion"], plural_of(kind), namespace, name), verb="delete",
+                     what=f'{kind} "{name}" in namespace "{namespace}"', query={"propagationPolicy": "Foreground"})
+
+    # --- children: Jobs and Pods --------------------------------------------------------------------
+
+    def list_jobs(self, namespace: str, label_selector: str) -> list[dict]:
+        return self._paged(api_path("batch/v1", "jobs", namespace), label_selector=label_selector,
+                           what=f'Jobs in namespace "{namespace}"')
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
+        return self._paged(api_path("v1", "pods", namespace), label_selector=label_selector,
+                           what=f'Pods in namespace "{namespace}"')
+
+    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
+        self.request("DELETE", api_path("v1", "pods", namespace, name), verb="delete",
+                     what=f'Pod "{name}" in namespace "{namespace}"',
+                     query={"gracePeriodSeconds": grace_period_seconds})
+
+    def pod_log(self, namespace: str, pod: str, container: str | None, *, tail_lines: int | None = None) -> str:
+        resp = self.request("GET", api_path("v1", "pods", namespace, pod, "log"), verb="get",
+                            what=f'logs of Pod "{pod}"', query={"container": container, "tailLines": tail_lines},
+                            stream=True)
+        try:
+            return resp.data.decode("utf-8", "replace")
+        finally:
+            resp.release_conn()
+
+    def follow_pod_log(self, namespace: str, pod: str, container: str | None,
+                       tail_lines: int | None = None) -> Iterator[str]:
+        resp = self.request("GET", api_path("v1", "pods", namespace, pod, "log"), verb="get",
+                            what=f'logs of Pod "{pod}"', stream=True,
+                            query={"container": container, "follow": "true", "tailLines": tail_lines})
+        buffer = b""
+        try:
+            for chunk in resp.stream(4096, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", "replace")
+            if buffer:
+                yield buffer.decode("utf-8", "replace")
+        finally:
+            resp.release_conn()
+
+    # --- preflight lookups ----------------------------------------------------------------------------
+
+    def jobset_crd_served(self) -> bool:
+        """True when the JobSet API group answers discovery (the CRD is installed and established)."""
+        try:
+            self.get(f"/apis/{JOBSET_API}", what="the JobSet API (jobset.x-k8s.io/v1alpha2)")
+        except NotFoundError:
+            return False
+        return True
+
+    def priority_class_exists(self, name: str) -> bool:
+        try:
+            self.get(api_path("scheduling.k8s.io/v1", "priorityclasses", name=name), what=f'PriorityClass "{name}"')
+        except NotFoundError:
+            return False
+        return True
+
+    def list_nodes(self, label_selector: str, limit: int | None = None) -> list[dict]:
+        body = self.request("GET", api_path("v1", "nodes"), verb="list", what="Nodes",
+                            query={"labelSelector": label_selector, "limit": limit})
+        return body.get("items") or []
+
+    def kueue_version(self) -> str | None:
+        """The served Kueue API version (v1beta2 on Kueue >= 0.15, else v1beta1); None if Kueue is absent."""
+        if self._kueue_version is False:
+            try:
+                group = self.get(f"/apis/{KUEUE_GROUP}", what="the Kueue API group")
+            except NotFoundError:
+                group = {}
+            self._kueue_version = (group.get("preferredVersion") or {}).get("version")
+        return self._kueue_version  # type: ignore[return-value]
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool | None:
+        version = self.kueue_version()
+        if version is None:
+            return None
+        try:
+            self.get(api_path(f"{KUEUE_GROUP}/{version}", "localqueues", namespace, name),
+                     what=f'LocalQueue "{name}" in namespace "{namespace}"')
+        except NotFoundError:
+            return False
+        return True
+
+    def list_kueue_workloads(self, namespace: str, label_selector: str | None = None) -> list[dict]:
+        version = self.kueue_version()
+        if version is None:
+            return []
+        return self._paged(api_path(f"{KUEUE_GROUP}/{version}", "workloads", namespace),
+                           label_selector=label_selector, what=f'Kueue Workloads in namespace "{namespace}"')
+
+
+def _status_message(body: Any) -> str:
+    try:
+        return json.loads(body).get("message", "")
+    except (TypeError, ValueError, AttributeError):
+        return ""
+
+
+def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> ClusterError:
+    """One line for an API error answer, naming what was asked and what to do."""
+    status = exc.status or 0
+    message = _status_message(exc.body)
+    if status == 0:
+        return ClusterError(f"TLS or connection failure talking to the Kubernetes API at {host}: "
+                            f"{str(exc.reason).splitlines()[-1]}")
+    if status == 401:
+        return ClusterError(f"the Kubernetes API at {host} rejected the credentials (401 Unauthorized) while "
+                            f"trying to {verb} {what}: refresh them (application-default login) or check "
+                            "the kubeconfig user")
+    if status == 403:
+        return ClusterError(f"permission denied (403): you need RBAC permission to {verb} {what}; "
+                            f"{_GKE_ROLE_HINT}" + (f" (server: {message})" if message else ""))
+    if status == 404:
+        return NotFoundError(f"{what} not found")
+    if status == 409:
+        return ConflictError(f"{what} already exists")
+    if status == 422:
+        return ClusterError(f"the Kubernetes API rejected {what} as invalid (422): {message}")
+    tried = f" after {attempts} attempts" if attempts > 1 else ""
+    return ClusterError(f"the Kubernetes API at {host} answered {status} {exc.reason or ''} to {verb} {what}"
+                        f"{tried}" + (f": {message}" if message else ""))
+
+
+def unreachable_message(host: str, exc: BaseException, attempts: int) -> str:
+    reason = getattr(exc, "reason", None) or exc
+    text = str(reason).splitlines()[0] if str(reason) else type(exc).__name__
+    return (f"cannot reach the Kubernetes API at {host} after {attempts} attempts ({text}): check the cluster "
+            "endpoint, your network path to it, and --kubeconfig/--context or --project/--zone/--cluster")

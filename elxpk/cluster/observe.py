@@ -1,0 +1,64 @@
+"""Fetch what `status` and `list` need with a bounded number of label-selector LIST calls.
+
+`status NAME`: GET the JobSet, LIST its Jobs, LIST its Pods (pages of 500), LIST its Kueue Workload, plus one
+discovery call for Kueue's version per process: 5 calls for 1 slice or 64, never one per pod.
+`list`: LIST JobSets, Jobs, Pods and Kueue Workloads of the namespace once each, then group in memory.
+"""
+
+from __future__ import annotations
+
+from elxpk.cluster.kube import Kube
+from elxpk.errors import ClusterError, NotFoundError
+from elxpk.status import JOBSET_NAME, KUEUE_JOB_UID, WorkloadStatus, compute_status
+
+JOBSET_MISSING = (
+    "JobSet is not installed on this cluster: install the JobSet controller and CRD (the kubernetes-sigs/jobset "
+    "release manifest, v0.10 or later; xpk's cluster create installs it), then retry"
+)
+
+
+def require_jobset(kube: Kube) -> None:
+    if not kube.jobset_crd_served():
+        raise ClusterError(JOBSET_MISSING)
+
+
+def get_workload(kube: Kube, namespace: str, name: str) -> dict:
+    """The JobSet named `name`; a clear error when it, or the JobSet API itself, is missing."""
+    try:
+        return kube.get_jobset(namespace, name)
+    except NotFoundError:
+        require_jobset(kube)
+        raise NotFoundError(f'workload "{name}" not found in namespace "{namespace}" '
+                            "(`elxpk workload list` shows what exists)") from None
+
+
+def fetch_status(kube: Kube, namespace: str, name: str, now: float) -> WorkloadStatus:
+    jobset = get_workload(kube, namespace, name)
+    selector = f"{JOBSET_NAME}={name}"
+    jobs = kube.list_jobs(namespace, selector)
+    pods = kube.list_pods(namespace, selector)
+    workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset['metadata'].get('uid', '')}")
+    return compute_status(jobset, jobs, pods, workloads, now)
+
+
+def fetch_all(kube: Kube, namespace: str, now: float) -> list[WorkloadStatus]:
+    try:
+        jobsets = kube.list_jobsets(namespace)
+    except NotFoundError:
+        require_jobset(kube)
+        raise
+    if not jobsets:
+        return []
+    jobs = kube.list_jobs(namespace, JOBSET_NAME)
+    pods = kube.list_pods(namespace, JOBSET_NAME)
+    workloads = kube.list_kueue_workloads(namespace)
+    by_name: dict[str, tuple[list[dict], list[dict]]] = {}
+    for job in jobs:
+        by_name.setdefault(job["metadata"]["labels"][JOBSET_NAME], ([], []))[0].append(job)
+    for pod in pods:
+        by_name.setdefault(pod["metadata"]["labels"][JOBSET_NAME], ([], []))[1].append(pod)
+    statuses = []
+    for jobset in jobsets:
+        own_jobs, own_pods = by_name.get(jobset["metadata"]["name"], ([], []))
+        statuses.append(compute_status(jobset, own_jobs, own_pods, workloads, now))
+    return statuses

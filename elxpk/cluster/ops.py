@@ -1,0 +1,242 @@
+"""The verbs that act on a submitted workload: delete, logs, wait and kill-slice.
+
+Clocks and sleeps are injected, so `wait` and `kill-slice --watch` are tested without real waiting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from elxpk.cluster.kube import Kube
+from elxpk.cluster.observe import fetch_status, get_workload
+from elxpk.errors import CheckFailed, ClusterError, NotFoundError, Timeout, UsageError
+from elxpk.status import (
+    COMPLETION_INDEX,
+    HEAD,
+    JOB_INDEX,
+    JOBSET_NAME,
+    REPLICATED_JOB,
+    WorkloadStatus,
+    worker_replicated_job,
+)
+from elxpk.units import format_duration
+
+RECOVERY_EVENT = "first_step_after_recovery"
+
+
+def delete_workload(kube: Kube, namespace: str, name: str) -> None:
+    """Foreground deletion: the JobSet goes once its Jobs and Pods are gone (nothing is left running)."""
+    get_workload(kube, namespace, name)  # a clear "not found" / "JobSet not installed" first
+    kube.delete_jobset(namespace, name, propagation="Foreground")
+
+
+# --- logs -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogSource:
+    pod: str
+    container: str
+    what: str  # "head" or "slice K vm I", for messages
+
+
+def log_source(kube: Kube, namespace: str, name: str, *, head: bool, slice_index: int | None,
+               vm: int | None, container: str | None = None) -> LogSource:
+    """The pod whose log was asked for: the Pathways head by default, else slice K (default 0), VM I (0)."""
+    jobset = get_workload(kube, namespace, name)
+    rjobs = {r["name"]: r for r in jobset.get("spec", {}).get("replicatedJobs") or []}
+    if head and slice_index is not None:
+        raise UsageError("--head and --slice select different pods: give one of them")
+    use_head = head or (slice_index is None and vm is None and HEAD in rjobs)
+    if head and HEAD not in rjobs:
+        raise UsageError(f"--head: workload {name} has no {HEAD} (not a Pathways workload); use --slice K --vm I")
+    if use_head:
+        selector, what = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={HEAD}", "head"
+    else:
+        worker = _worker(jobset, name)
+        k, i = slice_index or 0, vm or 0
+        _check_index(jobset, worker, k, i)
+        selector = (f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={k},"
+                    f"{COMPLETION_INDEX}={i}")
+        what = f"slice {k} vm {i}"
+    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+    if not pods:
+        raise NotFoundError(f"no pod yet for the {what} of workload {name} (is it still queued? "
+                            f"see `elxpk workload status {name}`)")
+    pod = max(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""))
+    containers = [c["name"] for c in pod["spec"].get("containers", [])]
+    if container is not None and container not in containers:
+        raise UsageError(f"--container {container}: pod {pod['metadata']['name']} has {', '.join(containers)}")
+    return LogSource(pod["metadata"]["name"], container or containers[0], what)
+
+
+def read_logs(kube: Kube, namespace: str, source: LogSource, *, follow: bool,
+              tail: int | None = None) -> Iterator[str]:
+    if follow:
+        yield from kube.follow_pod_log(namespace, source.pod, source.container, tail_lines=tail)
+    else:
+        yield from kube.pod_log(namespace, source.pod, source.container, tail_lines=tail).splitlines()
+
+
+# --- wait -------------------------------------------------------------------------------------------------
+
+
+def wait_for(kube: Kube, namespace: str, name: str, *, until: str, timeout_s: float | None,
+             clock: Callable[[], float], sleep: Callable[[float], None], poll_s: float = 5.0,
+             on_update: Callable[[WorkloadStatus], None] = lambda s: None,
+             max_consecutive_errors: int = 5) -> WorkloadStatus:
+    """Poll status until `until` ("completed" or "running") holds. CheckFailed if the workload fails,
+    Timeout when `timeout_s` runs out. A transient API outage is tolerated for a few polls."""
+    if until not in ("completed", "running"):
+        raise UsageError(f"--for {until}: use completed or running")
+    start = clock()
+    errors = 0
+    while True:
+        try:
+            status = fetch_status(kube, namespace, name, now=clock())
+            errors = 0
+        except NotFoundError:
+            raise
+        except ClusterError:
+            errors += 1
+            if errors >= max_consecutive_errors:
+                raise
+            status = None
+        if status is not None:
+            on_update(status)
+            if status.state == "Failed":
+                raise CheckFailed(f"workload {name} failed: {status.message}")
+            if status.state == "Succeeded" or (until == "running" and status.state == "Running"):
+                return status
+        elapsed = clock() - start
+        if timeout_s is not None and elapsed >= timeout_s:
+            state = status.state if status is not None else "unknown (API errors)"
+            raise Timeout(f"workload {name} is still {state} after {format_duration(elapsed)} "
+                          f"(waiting for {until}; raise --timeout to wait longer)")
+        remaining = poll_s if timeout_s is None else min(poll_s, timeout_s - elapsed)
+        sleep(max(remaining, 0.0))
+
+
+# --- kill-slice -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KillPlan:
+    selector: str
+    pods: tuple[str, ...]
+    uids: frozenset[str]
+    expected: int  # pods that must run again for the slice to count as back
+
+
+def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int | None) -> KillPlan:
+    jobset = get_workload(kube, namespace, name)
+    worker = _worker(jobset, name)
+    _check_index(jobset, worker, slice_index, vm)
+    selector = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={slice_index}"
+    if vm is not None:
+        selector += f",{COMPLETION_INDEX}={vm}"
+    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+    if not pods:
+        raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
+    job_spec = worker.get("template", {}).get("spec", {})
+    expected = 1 if vm is not None else min(job_spec.get("parallelism", 1),
+                                            job_spec.get("completions", job_spec.get("parallelism", 1)))
+    return KillPlan(selector, tuple(sorted(p["metadata"]["name"] for p in pods)),
+                    frozenset(p["metadata"]["uid"] for p in pods), expected)
+
+
+def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
+    """Force-delete (grace period 0), as a node or VM loss would; a pod already gone is fine."""
+    for pod in plan.pods:
+        try:
+            kube.delete_pod(namespace, pod, grace_period_seconds=0)
+        except NotFoundError:
+            pass
+
+
+@dataclass(frozen=True)
+class Recovery:
+    slice_back_s: float  # kill -> every replacement pod Running and Ready
+    next_step_s: float | None  # kill -> the trainer's first step after recovery (from the head's log)
+
+
+def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, killed_at: float,
+                   clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float,
+                   poll_s: float = 2.0, on_tick: Callable[[str], None] = lambda s: None) -> Recovery:
+    while True:
+        pods = kube.list_pods(namespace, plan.selector)
+        fresh = [p for p in pods if p["metadata"]["uid"] not in plan.uids and _ready(p)]
+        on_tick(f"{len(fresh)}/{plan.expected} replacement pods ready")
+        if len(fresh) >= plan.expected:
+            back = clock() - killed_at
+            break
+        if clock() - killed_at >= timeout_s:
+            raise Timeout(f"slice pods of {name} not running again after {format_duration(timeout_s)}")
+        sleep(poll_s)
+    next_step = _next_step_after(kube, namespace, name, killed_at)
+    while next_step is None and clock() - killed_at < timeout_s and _has_head(kube, namespace, name):
+        on_tick("slice back; waiting for the trainer's first step after recovery")
+        sleep(poll_s)
+        next_step = _next_step_after(kube, namespace, name, killed_at)
+    return Recovery(back, next_step)
+
+
+def _has_head(kube: Kube, namespace: str, name: str) -> bool:
+    jobset = get_workload(kube, namespace, name)
+    return any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or [])
+
+
+def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
+    """Seconds from the kill to the trainer's `first_step_after_recovery` event in the head's log, if any."""
+    try:
+        source = log_source(kube, namespace, name, head=False, slice_index=None, vm=None)
+    except (NotFoundError, UsageError):
+        return None
+    if source.what != "head":
+        return None
+    for line in kube.pod_log(namespace, source.pod, source.container, tail_lines=2000).splitlines():
+        record = event_record(line)
+        if record and record.get("event") == RECOVERY_EVENT and float(record.get("time", 0)) >= killed_at:
+            return float(record["time"]) - killed_at
+    return None
+
+
+def event_record(line: str) -> dict | None:
+    """A trainer event (an events.jsonl record) embedded in a log line, possibly after a log prefix."""
+    start = line.find("{")
+    if start < 0:
+        return None
+    try:
+        record = json.loads(line[start:])
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and "event" in record else None
+
+
+def _ready(pod: dict) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def _worker(jobset: dict, name: str) -> dict:
+    worker = worker_replicated_job(jobset)
+    if worker is None:
+        raise ClusterError(f"workload {name} has no worker replicatedJob")
+    return worker
+
+
+def _check_index(jobset: dict, worker: dict, slice_index: int, vm: int | None) -> None:
+    replicas = int(worker.get("replicas", 1))
+    spec = worker.get("template", {}).get("spec", {})
+    vms = int(spec.get("parallelism", 1))
+    problems = []
+    if not 0 <= slice_index < replicas:
+        problems.append(f"--slice {slice_index}: workload {jobset['metadata']['name']} has {replicas} slices "
+                        f"(0..{replicas - 1})")
+    if vm is not None and not 0 <= vm < vms:
+        problems.append(f"--vm {vm}: each slice has {vms} VMs (0..{vms - 1})")
+    if problems:
+        raise UsageError(*problems)

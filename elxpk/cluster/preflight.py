@@ -1,0 +1,58 @@
+"""Checks before `workload create` touches anything: is the cluster able to run this manifest?
+
+Hard failures raise ClusterError with the fix; a missing Kueue LocalQueue only warns (a cluster without
+Kueue runs the JobSet directly; with Kueue the workload would sit unadmitted).
+"""
+
+from __future__ import annotations
+
+from elxpk.cluster.kube import Kube
+from elxpk.cluster.observe import JOBSET_MISSING
+from elxpk.errors import ClusterError
+from elxpk.status import HEAD, KUEUE_QUEUE
+
+CPU_NODE_POOL = "cpu-np"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+
+
+def _pod_specs(jobset: dict) -> list[dict]:
+    return [r.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
+            for r in jobset.get("spec", {}).get("replicatedJobs") or []]
+
+
+def is_pathways(jobset: dict) -> bool:
+    return any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or [])
+
+
+def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
+    """Raise ClusterError on what would make the workload fail; return warnings to print."""
+    warnings: list[str] = []
+    jobsets = [o for o in objects if o.get("kind") == "JobSet"]
+    if not jobsets:
+        return warnings
+    if not kube.jobset_crd_served():
+        raise ClusterError(JOBSET_MISSING)
+    problems: list[str] = []
+    priorities = sorted({spec["priorityClassName"] for js in jobsets for spec in _pod_specs(js)
+                         if spec.get("priorityClassName")})
+    for name in priorities:
+        if not kube.priority_class_exists(name):
+            problems.append(f'PriorityClass "{name}" does not exist on this cluster: choose an existing one with '
+                            "--priority, or create it (xpk's cluster create makes very-low .. very-high)")
+    queues = sorted({(js.get("metadata", {}).get("labels") or {}).get(KUEUE_QUEUE) for js in jobsets} - {None})
+    for queue in queues:
+        found = kube.local_queue_exists(namespace, queue)
+        if found is None:
+            warnings.append(f'Kueue is not installed: the queue label "{queue}" is ignored and the JobSet starts '
+                            "without admission control")
+        elif not found:
+            warnings.append(f'Kueue LocalQueue "{queue}" does not exist in namespace "{namespace}": the workload '
+                            "will wait unadmitted until it is created")
+    if any(is_pathways(js) for js in jobsets):
+        if not kube.list_nodes(f"{NODE_POOL_LABEL}={CPU_NODE_POOL}", limit=1):
+            problems.append(f"Pathways needs a CPU node pool named {CPU_NODE_POOL} (nodes labelled "
+                            f"{NODE_POOL_LABEL}={CPU_NODE_POOL}) for its head: create it (xpk's cluster "
+                            "create-pathways does), or use --no-pathways")
+    if problems:
+        raise ClusterError("\n".join(problems))
+    return warnings

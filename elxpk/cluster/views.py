@@ -1,0 +1,101 @@
+"""How statuses look: Rich tables for people, JSON/YAML for machines (same fields as WorkloadStatus.to_dict)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from elxpk.errors import UsageError
+from elxpk.status import WorkloadStatus
+from elxpk.units import format_duration
+
+FORMATS = ("table", "json", "yaml")
+_STATE_STYLE = {"Running": "green", "Succeeded": "green", "Degraded": "yellow", "Restarting": "yellow",
+                "Admitted": "cyan", "Queued": "cyan", "Failed": "red"}
+_SLICE_STYLE = {"Running": "green", "Succeeded": "green", "Starting": "cyan", "Pending": "cyan",
+                "Restarting": "yellow", "Missing": "yellow", "Failed": "red"}
+
+
+def check_format(output: str) -> str:
+    if output not in FORMATS:
+        raise UsageError(f"-o/--output {output!r}: use table, json or yaml")
+    return output
+
+
+def dump(data: Any, output: str) -> str:
+    if output == "json":
+        return json.dumps(data, indent=2, sort_keys=False)
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False).rstrip()
+
+
+def _styled(text: str, styles: dict[str, str]) -> str:
+    style = styles.get(text)
+    return f"[{style}]{text}[/{style}]" if style else text
+
+
+def _budget(used: int, limit: int | None) -> str:
+    if limit is None:
+        return "-"
+    return f"{used}/{limit} used, {max(limit - used, 0)} left"
+
+
+def status_renderables(status: WorkloadStatus) -> list[Any]:
+    from rich.table import Table
+
+    summary = Table.grid(padding=(0, 2))
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("Workload", f"{status.name}  (namespace {status.namespace})"
+                    + ("  [dim]created by xpk[/dim]" if status.created_by else ""))
+    summary.add_row("State", f"{_styled(status.state, _STATE_STYLE)}  {status.message}")
+    summary.add_row("Slices healthy", f"{status.slices_healthy}/{status.slices_total}")
+    if status.head is not None:
+        summary.add_row("Pathways head", _styled(status.head, _SLICE_STYLE))
+    summary.add_row("JobSet restarts", f"{status.restarts} (budget {_budget(status.restarts_counted,
+                                                                            status.max_restarts)}, maxRestarts)")
+    kueue = status.admission or "no Kueue Workload"
+    if status.admission_message and status.admission != "Admitted":
+        kueue += f": {status.admission_message}"
+    summary.add_row("Kueue", f"{kueue}" + (f"  (queue {status.queue})" if status.queue else ""))
+    if status.age_s is not None:
+        summary.add_row("Age", format_duration(status.age_s))
+
+    slices = Table(title=f"Slices ({status.worker_job or 'none'})", title_justify="left")
+    for column in ("slice", "state", "ready", "active", "failed", "pod restarts", "restart budget (backoffLimit)"):
+        slices.add_column(column, justify="right" if column not in ("state", "restart budget (backoffLimit)")
+                          else "left")
+    for s in status.slices:
+        slices.add_row(str(s.index), _styled(s.state, _SLICE_STYLE), f"{s.ready}/{s.expected}", str(s.active),
+                       str(s.failed), str(s.pod_restarts), _budget(s.budget_used, s.backoff_limit))
+    out: list[Any] = [summary, slices]
+    if status.conditions:
+        conditions = Table(title="Latest conditions", title_justify="left")
+        for column in ("time", "type", "status", "reason", "message"):
+            conditions.add_column(column)
+        for c in status.conditions[:5]:
+            conditions.add_row(c.time or "", c.type, c.status, c.reason, c.message)
+        out.append(conditions)
+    return out
+
+
+def list_table(statuses: list[WorkloadStatus]) -> Any:
+    from rich.table import Table
+
+    table = Table()
+    for column in ("name", "state", "healthy slices", "restarts", "age", "queue"):
+        table.add_column(column, justify="right" if column in ("healthy slices", "restarts", "age") else "left")
+    for s in statuses:
+        name = s.name + (" [dim](xpk)[/dim]" if s.created_by else "")
+        table.add_row(name, _styled(s.state, _STATE_STYLE), f"{s.slices_healthy}/{s.slices_total}",
+                      f"{s.restarts}/{s.max_restarts}", format_duration(s.age_s) if s.age_s is not None else "-",
+                      s.queue or "-")
+    return table
+
+
+def list_record(status: WorkloadStatus) -> dict:
+    return {"name": status.name, "namespace": status.namespace, "state": status.state,
+            "slices_healthy": status.slices_healthy, "slices_total": status.slices_total,
+            "restarts": status.restarts, "max_restarts": status.max_restarts, "age_s": status.age_s,
+            "queue": status.queue, "created_by": status.created_by or None, "message": status.message}

@@ -1,0 +1,51 @@
+"""Pause-resume and resize: the trainer's elastic loop in this very process (the Pathways-style path)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from elxpk.local.options import LocalRunOptions
+
+# The wait for slices probes this often: a short poll keeps the local recovery snappy.
+POLL_SECONDS = 0.2
+
+
+def trainer_argv(opts: LocalRunOptions) -> list[str]:
+    """The trainer flags every mode shares; the local run never reads ELXPK_* variables."""
+    return [
+        "--run-dir", str(opts.run_dir),
+        "--steps", str(opts.steps),
+        "--checkpoint-period", str(opts.checkpoint_period),
+        "--devices-per-slice", str(opts.devices_per_slice),
+        "--seed", str(opts.seed),
+        *opts.trainer_args,
+    ]
+
+
+def run_in_process(
+    opts: LocalRunOptions,
+    faults: tuple[str, ...],
+    observer: Callable[[str, dict], None],
+    *,
+    dataset=None,
+):
+    """Run trainer.elastic.train here; returns its TrainResult."""
+    from trainer.cpu import ensure_devices
+
+    # Before jax is imported anywhere in this process: XLA reads the device count once.
+    ensure_devices(opts.num_slices * opts.devices_per_slice)
+    from trainer.config import TrainerConfig
+    from trainer.elastic import train
+    from trainer.faults import FaultSchedule
+
+    argv = [
+        *trainer_argv(opts),
+        "--num-slices", str(opts.num_slices),
+        "--slice-backend", "simulated",
+        "--elastic-enabled",
+        "--elastic-min-slice-count", str(opts.min_slice_count),
+        "--elastic-poll-seconds", str(POLL_SECONDS),
+    ]
+    cfg = TrainerConfig.from_args(argv, environ={})
+    schedule = FaultSchedule.parse(faults, revive_after=opts.revive_after)
+    return train(cfg, faults=schedule, observer=observer, dataset=dataset)

@@ -1,0 +1,36 @@
+"""What an existing --run-dir holds, so a second `elxpk local run` on it resumes or extends it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from elxpk.runs.rundir import METRICS, load_run
+
+
+@dataclass(frozen=True)
+class ExistingRun:
+    path: Path
+    steps_done: int  # steps that count, as recorded in metrics.jsonl
+    checkpoint_steps: tuple[int, ...]  # committed step directories on disk (the trainer validates them)
+
+    @property
+    def fresh(self) -> bool:
+        return self.steps_done == 0 and not self.checkpoint_steps
+
+    def describe(self) -> str:
+        ckpts = ", ".join(map(str, self.checkpoint_steps[-5:])) or "none"
+        return (f"resuming {self.path}: {self.steps_done} steps recorded; checkpoints on disk: {ckpts}; "
+                "the trainer restores the newest one that is committed and matches its digest")
+
+
+def checkpoint_steps(checkpoint_dir: Path) -> tuple[int, ...]:
+    """Numbered step directories (orbax finalises a step by renaming its tmp directory to the number)."""
+    if not checkpoint_dir.is_dir():
+        return ()
+    return tuple(sorted(int(p.name) for p in checkpoint_dir.iterdir() if p.is_dir() and p.name.isdigit()))
+
+
+def inspect_run_dir(run_dir: Path, checkpoint_dir: Path | None = None) -> ExistingRun:
+    steps = len(load_run(run_dir).final_records()) if (run_dir / METRICS).is_file() else 0
+    return ExistingRun(run_dir, steps, checkpoint_steps(checkpoint_dir or run_dir / "checkpoints"))

@@ -1,0 +1,198 @@
+"""Multi-controller mode: one trainer process per slice over jax.distributed, restarted as a group.
+
+This is the non-Pathways path. A process cannot survive the death of a peer on CPU (the survivors abort
+on the missed heartbeats, see ../shared/docs/testing-notes.md section 3), so recovery is what a JobSet
+with `failurePolicy` does: every process of the group exits, and the whole group is started again; the
+cold start restores the newest valid checkpoint through the trainer's ordinary restore path.
+
+The supervisor injects the fault itself: it watches metrics.jsonl (written by process 0) and SIGKILLs the
+victim's process once the kill step is reached. It writes `failure_detected` and `slices_ready` to
+events.jsonl while no trainer process is alive, so the trainer's own records are never interleaved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elxpk.errors import CheckFailed
+from elxpk.local.tail import JsonlTail
+
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Kill:
+    slice: int
+    step: int
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """Everything the supervisor needs; built by the caller from validated options."""
+
+    run_dir: Path
+    num_processes: int
+    devices_per_process: int
+    trainer_args: tuple[str, ...]  # run settings shared by every process (steps, seed, period, ...)
+    kills: tuple[Kill, ...]
+    revive_after: float
+    heartbeat_timeout_s: float = 10.0
+    max_restarts: int = 3  # unexpected failures on top of the injected ones, like JobSet maxRestarts
+    python: str = sys.executable
+
+
+@dataclass
+class GroupResult:
+    attempts: int = 0
+    restarts: int = 0
+    kills_done: list[Kill] = field(default_factory=list)
+    exit_codes: list[list[int]] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def process_env(devices: int, base: dict | None = None) -> dict:
+    """The child's environment: its own CPU device count before jax starts, no cloud probes."""
+    env = dict(os.environ if base is None else base)
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device_count")]
+    env["XLA_FLAGS"] = " ".join([f"--xla_force_host_platform_device_count={devices}", *flags])
+    env["JAX_PLATFORMS"] = "cpu"
+    env.setdefault("NO_GCE_CHECK", "true")
+    return env
+
+
+class GroupSupervisor:
+    def __init__(
+        self,
+        plan: GroupPlan,
+        observer: Callable[[str, dict], None],
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        env: dict | None = None,
+    ) -> None:
+        self.plan = plan
+        self.observe = observer
+        self.clock = clock
+        self.sleep = sleep
+        self.env = process_env(plan.devices_per_process, env)
+        self.logs = plan.run_dir / "logs"
+
+    def _command(self, process_id: int, port: int) -> list[str]:
+        p = self.plan
+        return [
+            p.python, "-m", "trainer", *p.trainer_args,
+            "--run-dir", str(p.run_dir),
+            "--slice-backend", "multi-controller",
+            "--num-slices", str(p.num_processes),
+            "--num-processes", str(p.num_processes),
+            "--process-id", str(process_id),
+            "--devices-per-slice", str(p.devices_per_process),
+            "--coordinator", f"127.0.0.1:{port}",
+            "--heartbeat-timeout-seconds", str(int(p.heartbeat_timeout_s)),
+        ]
+
+    def _start(self, attempt: int) -> list[subprocess.Popen]:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        procs = []
+        for i in range(self.plan.num_processes):
+            log = open(self.logs / f"attempt{attempt}-process{i}.log", "wb")
+            procs.append(subprocess.Popen(self._command(i, port), stdout=log, stderr=subprocess.STDOUT,
+                                          env=self.env, cwd=os.getcwd(), start_new_session=True))
+            log.close()  # the child holds its own descriptor
+        return procs
+
+    def _append_event(self, record: dict) -> None:
+        with open(self.plan.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        self.observe("event", record)
+
+    def run(self) -> GroupResult:
+        plan, result = self.plan, GroupResult()
+        plan.run_dir.mkdir(parents=True, exist_ok=True)
+        metrics = JsonlTail(plan.run_dir / "metrics.jsonl", from_end=True)
+        events = JsonlTail(plan.run_dir / "events.jsonl", from_end=True)
+        pending = sorted(plan.kills, key=lambda k: k.step)
+        unexpected = 0
+        while True:
+            result.attempts += 1
+            procs = self._start(result.attempts)
+            killed: Kill | None = None
+            killed_at = deadline = 0.0
+            killed_step = -1
+            try:
+                while any(p.poll() is None for p in procs):
+                    for record in events.read():
+                        self.observe("event", record)
+                    for record in metrics.read():
+                        self.observe("metric", record)
+                        step = record.get("step")
+                        if killed is None and pending and isinstance(step, int) and step >= pending[0].step:
+                            killed = pending.pop(0)
+                            victim = procs[killed.slice]
+                            if victim.poll() is None:
+                                victim.send_signal(signal.SIGKILL)
+                            killed_at, killed_step = self.clock(), step
+                            # JobSet waits for the failed job; survivors abort on missed heartbeats.
+                            deadline = time.monotonic() + plan.heartbeat_timeout_s + 10.0
+                            self.observe("event", {"event": "failure_detected", "time": killed_at, "step": step,
+                                                   "slice": killed.slice, "source": "supervisor"})
+                    if killed is not None and time.monotonic() > deadline:
+                        for p in procs:
+                            if p.poll() is None:
+                                p.send_signal(signal.SIGKILL)
+                    self.sleep(_POLL_S)
+            finally:
+                for p in procs:  # never leave a trainer behind, even on Ctrl-C
+                    if p.poll() is None:
+                        p.send_signal(signal.SIGKILL)
+                    p.wait()
+            for record in events.read():
+                self.observe("event", record)
+            for record in metrics.read():
+                self.observe("metric", record)
+            codes = [p.returncode for p in procs]
+            result.exit_codes.append(codes)
+            if killed is None and all(c == 0 for c in codes):
+                return result
+            if killed is not None:
+                result.kills_done.append(killed)
+                # Written now that the group is down, with the time of the kill.
+                self._write_only({"event": "failure_detected", "time": killed_at, "step": killed_step,
+                                  "slice": killed.slice, "source": "supervisor",
+                                  "detail": f"process {killed.slice} (slice {killed.slice}) SIGKILLed"})
+                self.sleep(max(0.0, killed_at + plan.revive_after - self.clock()))
+            else:
+                unexpected += 1
+                if unexpected > plan.max_restarts:
+                    raise CheckFailed(self._failure_message(result.attempts, codes))
+            result.restarts += 1
+            self._append_event({"event": "slices_ready", "time": self.clock(), "step": None,
+                                "slices": list(range(plan.num_processes)), "source": "supervisor"})
+
+    def _write_only(self, record: dict) -> None:
+        with open(self.plan.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    def _failure_message(self, attempt: int, codes: Sequence[int]) -> str:
+        worst = next(i for i, c in enumerate(codes) if c != 0)
+        log = self.logs / f"attempt{attempt}-process{worst}.log"
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+        last = f": {tail[0][:300]}" if tail else ""
+        return (f"multi-controller group failed {self.plan.max_restarts + 1} times without an injected fault "
+                f"(exit codes {list(codes)}); see {log}{last}")
+

@@ -1,0 +1,276 @@
+"""The planner's options: raw flag text in, one frozen validated `PlanInputs` out, every error at once.
+
+Values come from three places, in this order of precedence: a flag, the run given to --from-run,
+a documented default. `PlanInputs.sources` says which one each value came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elxpk.errors import UsageError
+from elxpk.plan.calibrate import Calibration
+from elxpk.plan.model import Costs
+from elxpk.units import format_duration, parse_duration, parse_size
+
+DEFAULT_PERIODS = (50, 100, 200, 500, 1000)
+DEFAULTS = {
+    "replacement_s": 100.0,  # the demo: under 2 minutes from kill to next step, mostly pod scheduling
+    "image_pull_s": 60.0,
+    "compile_s": 120.0,
+}
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+@dataclass(frozen=True)
+class PlanFlags:
+    """The flags of `elxpk plan` exactly as typed (strings for anything with units)."""
+
+    num_slices: int | None = None
+    slice_mtbf: str | None = None
+    step_time: str | None = None
+    checkpoint_save: str | None = None
+    checkpoint_size: str | None = None
+    restore: str | None = None
+    replacement: str | None = None
+    image_pull: str | None = None
+    compile: str | None = None
+    price_per_gib_month: float = 0.02
+    max_to_keep: int | None = None
+    ttl: str | None = None
+    checkpoint_period: int | None = None
+    periods: str | None = None
+    from_run: str | None = None
+    output: str = "table"
+    plot: str | None = None
+    simulate: int = 0
+    weibull_shape: float = 1.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    costs: Costs
+    checkpoint_size_bytes: float | None
+    price_per_gib_month: float
+    max_to_keep: int
+    ttl_s: float | None
+    periods: tuple[int, ...]
+    omitted_periods: tuple[int, ...]
+    checkpoint_period: int | None
+    output: str
+    plot: Path | None
+    simulate_trials: int
+    weibull_shape: float
+    seed: int
+    sources: dict[str, str] = field(default_factory=dict)
+    calibration: Calibration | None = None
+
+    @classmethod
+    def from_flags(
+        cls, flags: PlanFlags, *, calibrate: Callable[[Path], Calibration] | None = None
+    ) -> PlanInputs:
+        return _Resolver(flags, calibrate).resolve()
+
+
+class _Resolver:
+    """Collects every error before raising, so one run of the command shows all of them."""
+
+    def __init__(self, flags: PlanFlags, calibrate: Callable[[Path], Calibration] | None) -> None:
+        self.flags = flags
+        self.calibrate = calibrate
+        self.errors: list[str] = []
+        self.sources: dict[str, str] = {}
+
+    def duration(self, flag: str, text: str | None) -> float | None:
+        if text is None:
+            return None
+        try:
+            return parse_duration(text)
+        except ValueError as exc:
+            self.errors.append(f"{flag}: {exc}; give a duration such as 90s, 2h or 30d")
+            return None
+
+    def pick(self, name: str, flag_value, run_value, default=None):
+        """Flag over run over default; records where the value came from."""
+        for source, value in (("flag", flag_value), ("run", run_value), ("default", default)):
+            if value is not None:
+                self.sources[name] = source
+                return value
+        return None
+
+    def resolve(self) -> PlanInputs:
+        f = self.flags
+        mtbf = self.duration("--slice-mtbf", f.slice_mtbf)
+        step = self.duration("--step-time", f.step_time)
+        save = self.duration("--checkpoint-save", f.checkpoint_save)
+        restore = self.duration("--restore", f.restore)
+        replacement = self.duration("--replacement", f.replacement)
+        image_pull = self.duration("--image-pull", f.image_pull)
+        compile_s = self.duration("--compile", f.compile)
+        ttl = self.duration("--ttl", f.ttl)
+        size = None
+        if f.checkpoint_size is not None:
+            try:
+                size = parse_size(f.checkpoint_size)
+            except ValueError as exc:
+                self.errors.append(f"--checkpoint-size: {exc}; give a size such as 120GiB or 500MB")
+        periods = self.parse_periods(f.periods)
+        output = f.output.lower()
+        if output not in ("table", "json"):
+            self.errors.append(f"-o/--output: {f.output!r} is not a format; use table or json")
+        plot = self.check_plot(f.plot)
+
+        cal = self.read_run(f.from_run)
+        run = cal or Calibration.empty()
+        num_slices = self.pick("num_slices", f.num_slices, run.num_slices)
+        step = self.pick("step_time_s", step, run.step_time_s)
+        save = self.pick("save_s", save, run.save_s)
+        restore = self.pick("restore_s", restore, run.restore_s)
+        replacement = self.pick("replacement_s", replacement, run.replacement_s, DEFAULTS["replacement_s"])
+        image_pull = self.pick("image_pull_s", image_pull, None, DEFAULTS["image_pull_s"])
+        compile_s = self.pick("compile_s", compile_s, run.compile_s, DEFAULTS["compile_s"])
+        size = self.pick("checkpoint_size_bytes", size, run.checkpoint_size_bytes)
+        max_to_keep = self.pick("max_to_keep", f.max_to_keep, run.max_to_keep, 5)
+        current = self.pick("checkpoint_period", f.checkpoint_period, run.checkpoint_period)
+
+        need_run = " (the --from-run run has no sample of it)" if cal else " (or --from-run RUN_DIR)"
+        self.positive("--slice-mtbf", mtbf, "30d", "")
+        self.positive("--step-time", step, "2.5s", need_run)
+        self.positive("--checkpoint-save", save, "20s", need_run)
+        self.non_negative("--restore", restore, "90s", need_run)
+        self.non_negative("--replacement", replacement, "100s", "")
+        self.non_negative("--image-pull", image_pull, "60s", "")
+        self.non_negative("--compile", compile_s, "120s", "")
+        if num_slices is None:
+            self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
+        elif num_slices < 1:
+            self.errors.append(f"--num-slices must be at least 1 (got {num_slices})")
+        if f.price_per_gib_month < 0:
+            self.errors.append(f"--price-per-gib-month must be >= 0 (got {f.price_per_gib_month})")
+        if max_to_keep < 0:
+            self.errors.append(f"--max-to-keep must be >= 1, or 0 to keep all (got {max_to_keep})")
+        elif max_to_keep == 0 and ttl is None:
+            self.errors.append("--max-to-keep 0 keeps every checkpoint: give --ttl to bound storage, or keep N >= 1")
+        if ttl is not None and ttl <= 0:
+            self.errors.append(f"--ttl must be a positive duration such as 7d (got {f.ttl!r})")
+        if size is not None and size < 0:
+            self.errors.append(f"--checkpoint-size must be >= 0 (got {f.checkpoint_size!r})")
+        if current is not None and current < 1:
+            self.errors.append(f"--checkpoint-period must be at least 1 step (got {current})")
+        if f.simulate < 0 or f.simulate > 1_000_000:
+            self.errors.append(f"--simulate must be a number of trials from 0 to 1000000 (got {f.simulate})")
+        if not (0.1 <= f.weibull_shape <= 20):
+            self.errors.append(f"--weibull-shape must be between 0.1 and 20 (1 = exponential; got {f.weibull_shape})")
+
+        omitted: tuple[int, ...] = ()
+        if not self.errors:
+            self.check_save_fits(save, step, mtbf, num_slices, current, periods)
+            if f.periods is None:
+                omitted = tuple(p for p in periods if p * step <= save)
+                periods = tuple(p for p in periods if p * step > save)
+        if self.errors:
+            raise UsageError(*self.errors)
+        costs = Costs(
+            num_slices=num_slices,
+            slice_mtbf_s=mtbf,
+            step_time_s=step,
+            save_s=save,
+            restore_s=restore,
+            replacement_s=replacement,
+            image_pull_s=image_pull,
+            compile_s=compile_s,
+        )
+        return PlanInputs(
+            costs=costs,
+            checkpoint_size_bytes=size,
+            price_per_gib_month=f.price_per_gib_month,
+            max_to_keep=max_to_keep,
+            ttl_s=ttl,
+            periods=periods,
+            omitted_periods=omitted,
+            checkpoint_period=current,
+            output=output,
+            plot=plot,
+            simulate_trials=f.simulate,
+            weibull_shape=f.weibull_shape,
+            seed=f.seed,
+            sources=dict(self.sources),
+            calibration=cal,
+        )
+
+    def positive(self, flag: str, value: float | None, example: str, alt: str) -> None:
+        if value is None:
+            if not any(e.startswith(flag) for e in self.errors):
+                self.errors.append(f"{flag} is required{alt}: give a duration such as {example}")
+        elif not (value > 0 and math.isfinite(value)):
+            self.errors.append(f"{flag} must be a positive duration such as {example} (got {value:g}s)")
+
+    def non_negative(self, flag: str, value: float | None, example: str, alt: str) -> None:
+        if value is None:
+            if not any(e.startswith(flag) for e in self.errors):
+                self.errors.append(f"{flag} is required{alt}: give a duration such as {example}")
+        elif not (value >= 0 and math.isfinite(value)):
+            self.errors.append(f"{flag} must be a duration >= 0 such as {example} (got {value:g}s)")
+
+    def parse_periods(self, text: str | None) -> tuple[int, ...]:
+        if text is None:
+            return DEFAULT_PERIODS
+        try:
+            values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+        except ValueError:
+            self.errors.append(f"--periods: {text!r} is not a comma-separated list of step counts such as 50,100,200")
+            return DEFAULT_PERIODS
+        if not values or values[0] < 1:
+            self.errors.append(f"--periods: every period must be a whole number of steps >= 1 (got {text!r})")
+            return DEFAULT_PERIODS
+        return values
+
+    def check_plot(self, text: str | None) -> Path | None:
+        if text is None:
+            return None
+        path = Path(text)
+        if path.suffix.lower() not in PLOT_SUFFIXES:
+            self.errors.append(f"--plot: {text!r} must end in .png, .svg or .pdf")
+        elif not path.parent.is_dir():
+            self.errors.append(f"--plot: directory {str(path.parent)!r} does not exist; create it first")
+        return path
+
+    def read_run(self, text: str | None) -> Calibration | None:
+        if text is None:
+            return None
+        if self.calibrate is None:
+            from elxpk.plan.calibrate import calibrate
+
+            self.calibrate = calibrate
+        try:
+            return self.calibrate(Path(text))
+        except UsageError as exc:
+            self.errors.extend(exc.messages)
+            return None
+
+    def check_save_fits(self, save, step, mtbf, num_slices, current, periods) -> None:
+        """A save must fit inside the compute between saves, and well inside the system MTBF."""
+        system_mtbf = mtbf / num_slices
+        if save >= system_mtbf:
+            self.errors.append(
+                f"--checkpoint-save {format_duration(save)} is not shorter than the system MTBF "
+                f"{format_duration(system_mtbf)} (--slice-mtbf / --num-slices): no checkpoint would ever "
+                "finish; check both values"
+            )
+        if current is not None and current * step <= save:
+            self.errors.append(
+                f"--checkpoint-save {format_duration(save)} is slower than --checkpoint-period {current} x "
+                f"--step-time {format_duration(step)} = {format_duration(current * step)}: raise the period "
+                "or shorten the save"
+            )
+        if self.flags.periods is not None:
+            short = [p for p in periods if p * step <= save]
+            if short:
+                self.errors.append(
+                    f"--periods {','.join(map(str, short))}: a save ({format_duration(save)}) is slower than "
+                    f"that many steps of {format_duration(step)}; drop them or use longer periods"
+                )

@@ -1,0 +1,165 @@
+"""Closed-form expected goodput of a checkpointed job under slice failures, for three recovery modes.
+
+The model (docs/planner.md derives it):
+- N slices each fail with mean time between failures m; the job sees failures at rate lam = N/m
+  (a Poisson process: exact for exponential slices, the many-slice limit otherwise).
+- The job alternates a compute segment of tau = checkpoint_period x step_time seconds with a blocking
+  save of C seconds. A failure anywhere in the segment or the save loses the whole segment.
+- A failure starts a recovery of fixed length R. A failure during the recovery starts it again
+  (a second slice lost while waiting has to be replaced too). A resize recovery also runs degraded
+  on N-1 slices part of the time; that work counts only once the recovery completes.
+
+Renewal-reward over one cycle (fresh start -> failure -> recovery complete) gives, exactly:
+    goodput = lam * (tau / (exp(lam*(tau+C)) - 1) + W_rec) * exp(-lam*R)
+with W_rec the work the recovery itself does (0 except for resize). For W_rec = 0 this is Daly's
+(2006) exact expected wall time M e^(R/M) (e^((tau+C)/M) - 1) / tau per unit of work.
+
+Pure Python (math only): `elxpk workload create` imports this through hint.py at start-up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+PAUSE_RESUME = "pause-resume"
+RESIZE = "resize"
+FULL_RESTART = "full-restart"
+MODES = (PAUSE_RESUME, RESIZE, FULL_RESTART)
+
+MODE_TITLES = {
+    PAUSE_RESUME: "elastic pause-and-resume",
+    RESIZE: "elastic resize",
+    FULL_RESTART: "non-elastic full restart",
+}
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What one failure and one checkpoint cost, and how often failures come. All times in seconds."""
+
+    num_slices: int
+    slice_mtbf_s: float
+    step_time_s: float
+    save_s: float
+    restore_s: float
+    replacement_s: float
+    image_pull_s: float = 60.0
+    compile_s: float = 120.0
+
+    @property
+    def failure_rate(self) -> float:
+        """Failures per second of the whole job (N slices)."""
+        return self.num_slices / self.slice_mtbf_s
+
+    @property
+    def system_mtbf_s(self) -> float:
+        return self.slice_mtbf_s / self.num_slices
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """One recovery: `length_s` until full-speed training resumes; `degraded_s` of it on N-1 slices."""
+
+    mode: str
+    length_s: float
+    degraded_s: float = 0.0
+    degraded_rate: float = 0.0
+
+    def credited_work_s(self, tau_s: float, save_s: float) -> float:
+        """Full-speed seconds of work the degraded phase contributes (its periodic saves still block)."""
+        if self.degraded_s <= 0.0:
+            return 0.0
+        return self.degraded_rate * self.degraded_s * tau_s / (tau_s + save_s)
+
+
+def recovery(costs: Costs, mode: str) -> Recovery:
+    """The recovery of each mode, as fixed phases.
+
+    - pause-resume: wait for the replacement slice, then restore in the same process.
+    - resize: restore at once onto N-1 slices, run degraded until the replacement arrives, then scale
+      up: one save at the current step and one restore onto N slices.
+    - full-restart: the JobSet restarts every pod: replacement scheduling, image pull, compile, restore.
+    """
+    if mode == PAUSE_RESUME:
+        return Recovery(mode, costs.replacement_s + costs.restore_s)
+    if mode == RESIZE:
+        if costs.num_slices < 2:
+            raise ValueError("resize needs at least 2 slices")
+        degraded = max(0.0, costs.replacement_s - costs.restore_s)
+        length = costs.restore_s + degraded + costs.save_s + costs.restore_s
+        return Recovery(mode, length, degraded, (costs.num_slices - 1) / costs.num_slices)
+    if mode == FULL_RESTART:
+        return Recovery(
+            mode, costs.replacement_s + costs.image_pull_s + costs.compile_s + costs.restore_s
+        )
+    raise ValueError(f"unknown mode {mode!r}")
+
+
+def available_modes(costs: Costs) -> tuple[str, ...]:
+    return MODES if costs.num_slices >= 2 else (PAUSE_RESUME, FULL_RESTART)
+
+
+def goodput(costs: Costs, mode: str, tau_s: float) -> float:
+    """Long-run fraction of wall time that becomes committed training progress, at full speed."""
+    lam = costs.failure_rate
+    rec = recovery(costs, mode)
+    x = lam * (tau_s + costs.save_s)
+    if x > 700.0 or lam * rec.length_s > 700.0:
+        return 0.0
+    work = tau_s / math.expm1(x) + rec.credited_work_s(tau_s, costs.save_s)
+    return lam * work * math.exp(-lam * rec.length_s)
+
+
+def first_order_goodput(costs: Costs, mode: str, tau_s: float) -> float:
+    """Young's linearisation 1 - C/(tau+C) - lam*(tau/2 + R): shown for contrast, not used to plan."""
+    lam = costs.failure_rate
+    rec = recovery(costs, mode)
+    lost = costs.save_s / (tau_s + costs.save_s) + lam * ((tau_s + costs.save_s) / 2 + rec.length_s)
+    lost -= lam * rec.credited_work_s(tau_s, costs.save_s)
+    return max(0.0, 1.0 - lost)
+
+
+def young_daly_tau(costs: Costs) -> float:
+    """Young/Daly first-order optimal compute time between saves: sqrt(2 C M_sys)."""
+    return math.sqrt(2.0 * costs.save_s * costs.system_mtbf_s)
+
+
+def optimal_tau(costs: Costs, mode: str) -> float:
+    """The exact optimum of `goodput` over tau (continuous), by a log-spaced scan and golden section.
+
+    The scan brackets the maximum even where the curve is flat; the golden-section search then refines
+    it to ~1e-9 relative in ln(tau).
+    """
+    young = young_daly_tau(costs)
+    lo, hi = math.log(max(young, 1e-9) / 1e3), math.log(max(young, 1e-9) * 1e3)
+    n = 241
+    grid = [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+    values = [goodput(costs, mode, math.exp(x)) for x in grid]
+    best = max(range(n), key=values.__getitem__)
+    a, b = grid[max(best - 1, 0)], grid[min(best + 1, n - 1)]
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = goodput(costs, mode, math.exp(c)), goodput(costs, mode, math.exp(d))
+    while b - a > 1e-10:
+        if fc >= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = goodput(costs, mode, math.exp(c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = goodput(costs, mode, math.exp(d))
+    return math.exp((a + b) / 2.0)
+
+
+def best_period_steps(costs: Costs, mode: str) -> int:
+    """The whole number of steps with the highest model goodput (checkpoint_period is an integer)."""
+    exact = optimal_tau(costs, mode) / costs.step_time_s
+    below = max(1, math.floor(exact))
+    candidates = {below, below + 1}
+    return max(sorted(candidates), key=lambda p: goodput(costs, mode, p * costs.step_time_s))
+
+
+def failures_per_week(costs: Costs) -> float:
+    return costs.failure_rate * 7 * 86400.0

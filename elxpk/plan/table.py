@@ -1,0 +1,155 @@
+"""The Rich rendering of a Plan: headline, recommended period, modes, storage, SLA table."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from elxpk.plan import model
+from elxpk.plan.compute import ModeResult, Plan
+from elxpk.units import format_duration
+
+_SOURCE_NAMES = {
+    "num_slices": "slices",
+    "step_time_s": "step",
+    "save_s": "save",
+    "restore_s": "restore",
+    "replacement_s": "replacement",
+    "compile_s": "compile",
+    "checkpoint_size_bytes": "checkpoint size",
+    "checkpoint_period": "checkpoint_period",
+    "max_to_keep": "max_to_keep",
+}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def _gib(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def _modes_table(title: str, modes: tuple[ModeResult, ...], period: int) -> Table:
+    table = Table(title=f"{title} (checkpoint_period {period})", title_justify="left")
+    table.add_column("mode")
+    table.add_column("downtime / failure", justify="right")
+    table.add_column("goodput", justify="right")
+    table.add_column("hours lost / week", justify="right")
+    table.add_column("slice-hours lost / week", justify="right")
+    table.add_column("its own optimum", justify="right")
+    for m in modes:
+        table.add_row(
+            m.title,
+            format_duration(m.downtime_s),
+            _pct(m.goodput),
+            f"{m.hours_lost_per_week:.2f}",
+            f"{m.slice_hours_lost_per_week:,.1f}",
+            f"{m.optimum_steps} steps ({_pct(m.optimum_goodput)})",
+        )
+    return table
+
+
+def render(plan: Plan, console: Console | None = None) -> None:
+    console = console or Console()
+    if not console.is_terminal:
+        console.width = max(console.width, 140)
+    inputs, costs = plan.inputs, plan.inputs.costs
+    console.print(
+        f"[bold]{costs.num_slices} slices[/], slice MTBF {format_duration(costs.slice_mtbf_s)} -> a failure every "
+        f"[bold]{format_duration(plan.system_mtbf_s)}[/] ({plan.failures_per_week:.1f} per week); "
+        f"step {format_duration(costs.step_time_s)}, save {format_duration(costs.save_s)}, "
+        f"restore {format_duration(costs.restore_s)}, replacement {format_duration(costs.replacement_s)}"
+    )
+    from_run = [name for key, name in _SOURCE_NAMES.items() if inputs.sources.get(key) == "run"]
+    if inputs.calibration and from_run:
+        cal = inputs.calibration
+        console.print(
+            f"from run {cal.run_dir}: {', '.join(from_run)} ({cal.steps_sampled} steps, {cal.saves_sampled} saves, "
+            f"{cal.restores_sampled} restores sampled)"
+        )
+        for note in cal.notes:
+            console.print(f"  note: {note}")
+
+    rec = Table(title="Recommended checkpoint_period", title_justify="left")
+    rec.add_column("rule")
+    rec.add_column("checkpoint_period", justify="right")
+    rec.add_column("compute between saves", justify="right")
+    rec.add_row(
+        "exact optimum of the model (pause-and-resume, also full restart)",
+        f"[bold green]{plan.exact_steps}[/] steps",
+        format_duration(plan.exact_tau_s),
+    )
+    rec.add_row(
+        "Young/Daly first order, sqrt(2 C M_sys)",
+        f"{plan.young_daly_steps} steps",
+        format_duration(plan.young_daly_tau_s),
+    )
+    console.print(rec)
+    console.print(_modes_table("Expected goodput by mode", plan.modes, plan.exact_steps))
+    if plan.current:
+        console.print(_modes_table("At the current setting", plan.current, inputs.checkpoint_period))
+
+    if plan.storage:
+        st = plan.storage
+        ttl = f", ttl {format_duration(inputs.ttl_s)}" if inputs.ttl_s else ""
+        keep = "all" if inputs.max_to_keep == 0 else inputs.max_to_keep
+        console.print(
+            f"storage at {plan.exact_steps} steps: {st.checkpoints_kept} checkpoints kept (max_to_keep {keep}{ttl}) = "
+            f"[bold]{_gib(st.gib_kept)} GiB[/], ${st.monthly_cost:,.2f}/month at "
+            f"${inputs.price_per_gib_month}/GiB-month; {_gib(st.written_gib_per_day)} GiB written/day"
+        )
+    else:
+        console.print("storage: give --checkpoint-size for GiB kept and monthly cost")
+
+    sla = Table(
+        title="SLA: checkpoint_period against goodput (per mode), hours lost and storage", title_justify="left"
+    )
+    sla.add_column("period", justify="right")
+    sla.add_column("compute", justify="right")
+    modes = model.available_modes(costs)
+    for mode in modes:
+        sla.add_column(mode, justify="right")
+    sla.add_column("h lost/wk", justify="right")
+    if plan.storage:
+        sla.add_column("GiB kept", justify="right")
+        sla.add_column("$/month", justify="right")
+        sla.add_column("GiB/day written", justify="right")
+    sla.add_column("")
+    for row in plan.rows:
+        cells = [str(row.period_steps), format_duration(row.compute_s)]
+        cells += [_pct(row.goodput[m]) for m in modes]
+        cells.append(f"{row.hours_lost_per_week[model.PAUSE_RESUME]:.2f}")
+        if row.storage:
+            cells += [_gib(row.storage.gib_kept), f"{row.storage.monthly_cost:,.2f}", _gib(row.storage.written_gib_per_day)]
+        cells.append(", ".join(row.marks))
+        sla.add_row(*cells, style="bold" if "recommended" in row.marks else None)
+    console.print(sla)
+    if inputs.omitted_periods:
+        console.print(
+            f"periods {', '.join(map(str, inputs.omitted_periods))} left out: a save takes longer than their compute"
+        )
+    if plan.simulation:
+        _render_simulation(plan.simulation, console)
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+def _render_simulation(sim: dict, console: Console) -> None:
+    table = Table(
+        title=f"Monte Carlo check ({sim['trials']:,} trials x {format_duration(sim['horizon_s'])}, "
+        f"{sim['distribution']}, {sim['failures']:,} failures)",
+        title_justify="left",
+    )
+    table.add_column("mode")
+    table.add_column("model goodput", justify="right")
+    table.add_column("simulated", justify="right")
+    table.add_column("difference", justify="right")
+    for row in sim["points"]:
+        table.add_row(
+            row["mode"],
+            _pct(row["model_goodput"]),
+            f"{_pct(row['simulated_goodput'])} ± {100 * row['stderr']:.3f}%",
+            f"{100 * row['relative_difference']:+.3f}%",
+        )
+    console.print(table)

@@ -1,0 +1,56 @@
+"""The one quoting filter every user value passes through on its way into a template.
+
+`quote(s)` is a YAML double-quoted scalar that parses back to exactly `s`, whatever `s` holds:
+newlines, quotes, `: `, `{{ }}`, `#`, unicode, control characters. Printable characters stay as they
+are (so manifests stay readable); everything a YAML reader would fold, reject or misread is escaped.
+Both filters return `Rendered`; the template environment refuses any other output, so a value that
+skipped the filter fails the render instead of changing the manifest's structure.
+"""
+
+from __future__ import annotations
+
+
+class Rendered(str):
+    """Text that went through `quote` or `number` and is safe to place as a YAML scalar."""
+
+
+# ASCII: `"`, `\` and the control characters are escaped; the other printable ASCII stays as is.
+_ASCII = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)}
+_ASCII.update({ord("\\"): "\\\\", ord('"'): '\\"', ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r",
+               0: "\\0"})
+# Non-ASCII kept as is: what YAML allows in a stream, minus the three characters it reads as line
+# breaks (U+0085, U+2028, U+2029, which a reader would fold into spaces) and the byte-order mark.
+_LINE_BREAKS_AND_BOM = frozenset("\x85\u2028\u2029\ufeff")
+
+
+def _non_ascii(char: str) -> str:
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        raise ValueError("lone surrogate: the text is not valid unicode")
+    if code < 0xA0 or char in _LINE_BREAKS_AND_BOM or code in (0xFFFE, 0xFFFF):
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return char
+
+
+def quote(value: object) -> Rendered:
+    """`value` (a str) as a double-quoted YAML scalar that round-trips exactly."""
+    if not isinstance(value, str):
+        raise TypeError(f"quote() takes text, got {type(value).__name__}: use |num for integers")
+    text = value.translate(_ASCII)
+    if not text.isascii():
+        text = "".join(c if c.isascii() else _non_ascii(c) for c in text)
+    return Rendered('"' + text + '"')
+
+
+def number(value: object) -> Rendered:
+    """A validated integer as a plain YAML integer."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"number() takes an int, got {type(value).__name__}")
+    return Rendered(str(value))
+
+
+def only_rendered(value: object) -> object:
+    """Jinja `finalize`: every `{{ }}` must have gone through `quote` or `number`."""
+    if isinstance(value, Rendered):
+        return value
+    raise TypeError(f"template printed {value!r} without |q or |num; every value must be quoted")

@@ -1,0 +1,38 @@
+"""Golden inputs: xpk's own golden flags (recipes/Workload_create_pathways.md) plus the elastic shapes.
+
+Each case is the argv after `elxpk workload create`; its manifest lives in goldens/<name>.yaml.
+"""
+
+from __future__ import annotations
+
+XPK_GOLDEN = ["--project=golden-project", "--zone=us-central1-a", "--cluster=golden-cluster",
+              "--workload=golden-workload"]
+
+CASES: dict[str, list[str]] = {
+    # Same inputs as xpk's Workload_create_pathways golden, so the two manifests can be diffed.
+    "pathways-v5p-8": [*XPK_GOLDEN, "--command", "bash hello", "--tpu-type=v5p-8", "--num-slices=1"],
+    # The MaxText elastic guide's shape: v5litepod-16 x 3, tolerate losing 1 slice, 10 restarts each.
+    "elastic-v5litepod-16x3": [*XPK_GOLDEN, "--tpu-type=v5litepod-16", "--num-slices=3", "--elastic-slices=1",
+                               "--max-slice-restarts=10", "--docker-image=gcr.io/golden-project/maxtext:latest",
+                               "--command", "python3 -m maxtext.trainers.pre_train.train base.yml",
+                               "--checkpoint-dir=gs://golden-bucket/run/checkpoints", "--checkpoint-period=100",
+                               "--elastic-timeout-seconds=300", "--elastic-max-retries=10",
+                               "--elastic-min-slice-count=2", "--max-restarts=2"],
+    "headless-v5p-16x2": [*XPK_GOLDEN, "--tpu-type=v5p-2x2x2", "--num-slices=2", "--headless",
+                          "--elastic-slices=1", "--max-slice-restarts=3"],
+    "multi-controller-v6e-16x2": [*XPK_GOLDEN, "--tpu-type=v6e-16", "--num-slices=2", "--no-pathways",
+                                  "--max-restarts=5", "--docker-image=gcr.io/golden-project/train:1",
+                                  "--command", "python3 train.py --steps 1000", "--priority=high"],
+    "trainer-v5litepod-16x3": [*XPK_GOLDEN, "--tpu-type=v5litepod-16", "--num-slices=3", "--trainer",
+                               "--docker-image=gcr.io/golden-project/elxpk-trainer:0.1.0", "--elastic-slices=1",
+                               "--max-slice-restarts=10", "--elastic-max-retries=10",
+                               "--checkpoint-dir=gs://golden-bucket/trainer/checkpoints",
+                               "--checkpoint-period=100", "--command", "--steps 5000"],
+    "custom-args-env": [*XPK_GOLDEN, "--tpu-type=tpu7x-8", "--num-slices=2", "--command", "bash run.sh",
+                        "--custom-pathways-proxy-server-args=--xla_tpu_foo=1 --label='a b'",
+                        "--custom-pathways-server-args=--enable_x", "--custom-pathways-worker-args=--w=1",
+                        "--worker-image=gcr.io/golden-project/worker:2", "--env", "GREETING=hello: world",
+                        "--env", "EMPTY=", "--queue=team-queue", "--namespace=team-a", "--priority=very-low",
+                        "--termination-grace-period-seconds=120", "--ttl-seconds-after-finished=600",
+                        "--pathways-gcs-location=gs://golden-bucket/scratch"],
+}

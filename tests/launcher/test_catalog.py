@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+
+from elxpk.catalog import UnknownTpuType, all_names, lookup
+
+# The issue's table, which is xpk's (verified against system_characteristics.py).
+ISSUE_TABLE = [
+    ("v5p-8", "2x2x1", 4, 1, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5:2x2x1"),
+    ("v5p-16", "2x2x2", 4, 2, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5:2x2x2"),
+    ("v5litepod-16", "4x4", 4, 4, "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", "tpuv5e:4x4"),
+    ("v6e-16", "4x4", 4, 4, "tpu-v6e-slice", "ct6e-standard-4t", "tpuv6e:4x4"),
+    ("v5p-128", "4x4x4", 4, 16, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5:4x4x4"),
+    ("v5litepod-8", "2x4", 4, 2, "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", "tpuv5e:2x4"),
+    ("v5litepod-256", "16x16", 4, 64, "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", "tpuv5e:16x16"),
+    ("v6e-4", "2x2", 4, 1, "tpu-v6e-slice", "ct6e-standard-4t", "tpuv6e:2x2"),
+    ("v6e-1", "1x1", 1, 1, "tpu-v6e-slice", "ct6e-standard-1t", "tpuv6e:1x1"),
+    ("tpu7x-8", "2x2x1", 4, 1, "tpu7x", "tpu7x-standard-4t", "tpu7x:2x2x1"),
+    ("tpu7x-128", "4x4x4", 4, 16, "tpu7x", "tpu7x-standard-4t", "tpu7x:4x4x4"),
+    ("v4-8", "2x2x1", 4, 1, "tpu-v4-podslice", "ct4p-hightpu-4t", "tpuv4:2x2x1"),
+    ("v4-16", "2x2x2", 4, 2, "tpu-v4-podslice", "ct4p-hightpu-4t", "tpuv4:2x2x2"),
+]
+
+
+@pytest.mark.parametrize("row", ISSUE_TABLE, ids=[r[0] for r in ISSUE_TABLE])
+def test_rows(row):
+    name, topology, chips_per_vm, vms, label, machine, instance = row
+    tpu = lookup(name)
+    assert (tpu.topology, tpu.chips_per_vm, tpu.vms_per_slice, tpu.gke_accelerator, tpu.machine_type,
+            tpu.instance_type) == (topology, chips_per_vm, vms, label, machine, instance)
+    assert tpu.name == name
+
+
+def test_both_spellings_are_the_same_slice():
+    assert lookup("v5p-2x2x2") == lookup("v5p-16")
+    assert lookup("v5litepod-4x4") == lookup("v5litepod-16")
+    assert lookup(" V6E-16 ") == lookup("v6e-16")
+
+
+def test_every_family_is_covered():
+    prefixes = {name.rsplit("-", 1)[0] for name in all_names()}
+    assert {"v4", "v5litepod", "v5p", "v6e", "tpu7x"} <= prefixes
+
+
+def test_catalog_is_self_consistent():
+    for name in all_names():
+        tpu = lookup(name)
+        chips = 1
+        for side in tpu.topology.split("x"):
+            chips *= int(side)
+        assert tpu.chips_per_slice == chips
+        assert lookup(tpu.name) == tpu  # the canonical name leads back to the same slice
+
+
+def test_unknown_type_lists_close_matches():
+    with pytest.raises(UnknownTpuType, match=r"did you mean .*v5p-8"):
+        lookup("v5p-9")
+    with pytest.raises(UnknownTpuType, match="v5litepod"):
+        lookup("v5lite-16")
+    with pytest.raises(UnknownTpuType, match="known families"):
+        lookup("h100-80gb-8")

@@ -1,0 +1,166 @@
+"""WorkloadSpec.from_flags: every error at once, one line each, naming the flag and the fix."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from elxpk.errors import UsageError
+from elxpk.spec import WorkloadSpec
+
+BASE = dict(workload="run-1", tpu_type="v5litepod-16", command="python3 train.py")
+
+
+def build(**flags):
+    return WorkloadSpec.from_flags(**{**BASE, **flags})
+
+
+def errors(**flags) -> list[str]:
+    with pytest.raises(UsageError) as info:
+        build(**flags)
+    return info.value.messages
+
+
+def test_defaults_follow_xpk():
+    spec = build()
+    assert (spec.num_slices, spec.elastic_slices, spec.max_slice_restarts, spec.max_restarts) == (1, 0, 1, 0)
+    assert (spec.priority, spec.queue, spec.termination_grace_period_seconds) == ("medium", "multislice-queue", 30)
+    assert spec.ttl_seconds_after_finished == 43200 and spec.pathways and spec.elastic_min_slice_count == -1
+    assert spec.worker_image == spec.server_image
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.num_slices = 2  # type: ignore[misc]
+
+
+def test_xpk_accepted_inputs_are_rejected_all_at_once():
+    # Each of these renders silently in xpk (see ../shared/docs/xpk.md section 2).
+    found = errors(num_slices="2", elastic_slices="5", max_restarts="abc", termination_grace_period_seconds="abc")
+    assert len(found) == 3
+    assert found[0].startswith("--elastic-slices 5: must be below --num-slices (2)")
+    assert found[1].startswith("--max-restarts 'abc': not an integer")
+    assert found[2].startswith("--termination-grace-period-seconds 'abc': not an integer")
+    assert errors(num_slices="0")[0].startswith("--num-slices 0: must be >= 1")
+    assert errors(elastic_slices="-1", num_slices="3")[0].startswith("--elastic-slices -1: must be >= 0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"),
+    [
+        (dict(workload="Bad_Name"), "--workload"),
+        (dict(workload="a" * 41), "--workload"),
+        (dict(workload="1run"), "--workload"),
+        (dict(workload="run-"), "--workload"),
+        (dict(workload=None), "--workload"),
+        (dict(tpu_type="v5p-9"), "--tpu-type"),
+        (dict(tpu_type=None), "--tpu-type"),
+        (dict(num_slices="1.5"), "--num-slices"),
+        (dict(num_slices="3", elastic_slices="1", max_slice_restarts="0"), "--max-slice-restarts"),
+        (dict(checkpoint_period="0"), "--checkpoint-period"),
+        (dict(checkpoint_period="ten"), "--checkpoint-period"),
+        (dict(elastic_timeout_seconds="0"), "--elastic-timeout-seconds"),
+        (dict(elastic_max_retries="x"), "--elastic-max-retries"),
+        (dict(priority="urgent"), "--priority"),
+        (dict(queue="bad queue"), "--queue"),
+        (dict(namespace="Team_A"), "--namespace"),
+        (dict(command=None), "--command"),
+        (dict(command="   "), "--command"),
+        (dict(env=["1ABC=x"]), "--env"),
+        (dict(env=["NOEQUALS"]), "--env"),
+        (dict(env=["JAX_PLATFORMS=cpu"]), "--env"),
+        (dict(env=["ELXPK_CHECKPOINT_PERIOD=5"]), "--env"),
+        (dict(env=["A-B=1"]), "--env"),
+        (dict(docker_image="has space:1"), "--docker-image"),
+        (dict(docker_name="Jax_TPU"), "--docker-name"),
+        (dict(pathways_gcs_location="/tmp/scratch"), "--pathways-gcs-location"),
+        (dict(custom_proxy_server_args="--a='unbalanced"), "--custom-pathways-proxy-server-args"),
+        (dict(output_format="xml"), "--output"),
+        (dict(dry_run=True, dry_run_server=True), "--dry-run"),
+        (dict(output_manifest_file="/no/such/dir/m.yaml"), "--output-manifest-file"),
+        (dict(slice_mtbf="3 fortnights"), "--slice-mtbf"),
+        (dict(step_time="0s"), "--step-time"),
+        (dict(env_file="/no/such/file.env"), "--env-file"),
+        (dict(command="x\udcff"), "--command"),
+    ],
+)
+def test_each_error_is_one_line_naming_its_flag(flags, flag):
+    found = errors(**flags)
+    assert len(found) == 1, found
+    assert found[0].startswith(flag), found
+    assert "\n" not in found[0]
+
+
+def test_elastic_slices_need_pathways():
+    assert errors(num_slices="3", elastic_slices="1", no_pathways=True)[0].startswith("--elastic-slices 1: needs Pathways")
+
+
+def test_headless_rules():
+    assert build(command=None, headless=True).command is None
+    assert errors(headless=True)[0].startswith("--command: a --headless workload")
+    assert errors(command=None, headless=True, no_pathways=True)[0].startswith("--headless: only with Pathways")
+    assert errors(command=None, headless=True, trainer=True, docker_image="img:1")[0].startswith("--trainer")
+
+
+def test_trainer_fills_the_command_and_needs_an_image():
+    spec = build(command=None, trainer=True, docker_image="gcr.io/p/trainer:1")
+    assert spec.command == "python -m trainer"
+    assert build(command="--steps 10", trainer=True, docker_image="i:1").command == "python -m trainer --steps 10"
+    assert errors(command=None, trainer=True)[0].startswith("--trainer: needs --docker-image")
+
+
+class TestElasticMinSliceCount:
+    """-1 or num_slices - elastic_slices .. num_slices - 1; below that the trainer waits in vain."""
+
+    def test_accepted(self):
+        assert build(num_slices="4", elastic_slices="2", elastic_min_slice_count="2").elastic_min_slice_count == 2
+        assert build(num_slices="4", elastic_slices="2", elastic_min_slice_count="3").elastic_min_slice_count == 3
+        assert build(num_slices="4", elastic_min_slice_count="-1").elastic_min_slice_count == -1
+
+    def test_out_of_range(self):
+        for value in ("0", "4", "-2"):
+            found = errors(num_slices="4", elastic_slices="1", elastic_min_slice_count=value)
+            assert found[0].startswith(f"--elastic-min-slice-count {value}: use -1 (wait for all 4 slices) or 1..3")
+
+    def test_below_what_pathways_keeps_explains_both_knobs(self):
+        (line,) = errors(num_slices="4", elastic_slices="1", elastic_min_slice_count="2")
+        assert "below num_slices - elastic_slices = 3" in line
+        assert "--elastic-slices is server-side tolerance" in line and "client-side admission" in line
+        assert line.endswith("use 3..3 or -1")
+
+    def test_not_elastic_means_wait_for_all(self):
+        (line,) = errors(num_slices="4", elastic_min_slice_count="2")
+        assert line.endswith("use -1 or raise --elastic-slices")
+
+
+def test_retries_and_slice_restarts_disagreeing_is_a_warning():
+    spec = build(num_slices="3", elastic_slices="1", max_slice_restarts="10", elastic_max_retries="3")
+    assert len(spec.warnings) == 1 and spec.warnings[0].startswith("--elastic-max-retries 3 and --max-slice-restarts 10")
+    assert build(num_slices="3", elastic_slices="1", max_slice_restarts="10", elastic_max_retries="10").warnings == ()
+
+
+@pytest.mark.parametrize(("elastic", "restarts", "want"), [("1", "10", 40), ("1", "1", 4), ("0", "10", 16)])
+def test_worker_backoff_is_xpks_formula(elastic, restarts, want):
+    # v5litepod-16: 4 VMs per slice. Elastic: restarts x VMs; otherwise 4 x VMs.
+    spec = build(num_slices="3", elastic_slices=elastic, max_slice_restarts=restarts)
+    assert spec.worker_backoff_limit == want
+
+
+def test_env_file_then_env_later_wins(tmp_path):
+    env_file = tmp_path / "run.env"
+    env_file.write_text("# comment\n\nA=1\nB=from file\n", encoding="utf-8")
+    spec = build(env_file=str(env_file), env=["B=from flag", "C=x=y"])
+    assert spec.env == (("A", "1"), ("B", "from flag"), ("C", "x=y"))
+
+
+def test_durations_land_in_seconds():
+    spec = build(slice_mtbf="3d", step_time="1.5s")
+    assert (spec.slice_mtbf_seconds, spec.step_time_seconds) == (3 * 86400, 1.5)
+
+
+def test_custom_args_split_like_a_shell():
+    spec = build(custom_worker_args="--a=1  --b='x y' \"--c\"")
+    assert spec.custom_worker_args == ("--a=1", "--b=x y", "--c")
+
+
+def test_unknown_keys_are_a_programming_error():
+    with pytest.raises(TypeError):
+        build(num_slice="2")

@@ -1,0 +1,99 @@
+"""Static checks of trainer/Dockerfile: it parses, runs the trainer as non-root, pins what pyproject pins."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import dockerfile
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "trainer" / "Dockerfile"
+# Instructions Docker's builder accepts (the Go parser itself accepts any word).
+KNOWN = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
+         "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL", "MAINTAINER"}
+_REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$")
+
+
+def _name(req: str) -> tuple[str, str, str]:
+    m = _REQ.match(req.strip())
+    assert m, f"unparsable requirement {req!r}"
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower(), (m.group(2) or "").strip("[]"), m.group(3).replace(" ", "")
+
+
+@pytest.fixture(scope="module")
+def commands():
+    return dockerfile.parse_file(str(DOCKERFILE))
+
+
+def _pip_installs(commands) -> list[list[str]]:
+    out = []
+    for c in commands:
+        if c.cmd == "RUN" and "pip" in c.value[0] and "install" in c.value[0]:
+            tokens = shlex.split(" ".join(c.value))
+            out.append(tokens[tokens.index("install") + 1:])
+    return out
+
+
+def test_parses_with_known_instructions_from_first(commands):
+    assert commands[0].cmd in ("FROM", "ARG")
+    assert {c.cmd for c in commands} <= KNOWN
+
+
+def test_entrypoint_runs_the_trainer_module(commands):
+    entry = [c for c in commands if c.cmd == "ENTRYPOINT"]
+    assert len(entry) == 1 and entry[0].json, "one exec-form ENTRYPOINT (signals reach python directly)"
+    assert list(entry[0].value) == ["python", "-m", "trainer"]
+    main = ROOT / "trainer" / "__main__.py"
+    assert main.is_file(), "python -m trainer needs trainer/__main__.py"
+    ast.parse(main.read_text())
+
+
+def test_runs_as_non_root(commands):
+    users = [c.value[0] for c in commands if c.cmd == "USER"]
+    assert users, "the image must switch to a non-root user"
+    assert users[-1].split(":")[0] not in ("root", "0")
+    entry_line = next(c.start_line for c in commands if c.cmd == "ENTRYPOINT")
+    user_line = max(c.start_line for c in commands if c.cmd == "USER")
+    assert user_line < entry_line
+    assert not [c for c in commands if c.cmd == "RUN" and c.start_line > user_line], "no RUN after USER"
+
+
+def test_pins_match_pyproject_trainer_extra(commands):
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["trainer"]
+    want = {n: spec for n, _, spec in map(_name, extra)}
+    installs = _pip_installs(commands)
+    assert installs, "no pip install found"
+    got: dict[str, tuple[str, str]] = {}
+    for args in installs:
+        for arg in args:
+            if not arg.startswith("-"):
+                name, extras, spec = _name(arg)
+                got[name] = (extras, spec)
+    assert {n: s for n, (_, s) in got.items()} == want
+    assert "tpu" in got["jax"][0].split(","), "JAX for TPU: install jax[tpu]"
+
+
+def test_no_registry_host_in_pip_commands(commands):
+    for args in _pip_installs(commands):
+        for arg in args:
+            assert not re.match(r"^(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)\b", arg), arg
+            assert "://" not in arg, arg
+
+
+def test_copied_sources_exist_and_cover_trainer_imports(commands):
+    copies = [c for c in commands if c.cmd == "COPY"]
+    sources = [Path(src.rstrip("/")) for c in copies for src in c.value[:-1]]
+    for src in sources:
+        assert (ROOT / src).exists(), f"COPY source {src} missing from the build context"
+    copied = {src.parts[0] for src in sources}
+    for py in (ROOT / "trainer").glob("*.py"):
+        for node in ast.walk(ast.parse(py.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                top = node.module.split(".")[0]
+                if top in ("elxpk", "trainer"):
+                    assert top in copied, f"{py.name} imports {node.module}, which the image lacks"

@@ -1,0 +1,122 @@
+"""Helpers of the planner tests: run `elxpk plan` in-process, write a small run directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from elxpk.cli import plan as plan_cli
+from elxpk.errors import ElxpkError
+
+# The issue's example invocation.
+EXAMPLE = [
+    "--num-slices", "32", "--slice-mtbf", "30d", "--step-time", "2.5s", "--checkpoint-save", "20s",
+    "--checkpoint-size", "120GiB", "--restore", "90s", "--replacement", "100s",
+    "--price-per-gib-month", "0.02", "--max-to-keep", "5",
+]
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer(pretty_exceptions_enable=False)
+
+    @app.callback()
+    def _root() -> None:
+        """elxpk (planner only)."""
+
+    plan_cli.register(app)
+    return app
+
+
+def run_plan(argv: list[str], capsys) -> tuple[int, str, str]:
+    """`elxpk plan ARGV` with the same error mapping as elxpk.cli.main: (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    code = 0
+    try:
+        _app()(args=["plan", *argv], standalone_mode=False)
+    except ElxpkError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=__import__("sys").stderr)
+        code = exc.exit_code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_run(
+    path: Path,
+    *,
+    t0: float = 1_700_000_000.0,
+    step_time: float = 0.5,
+    compile_extra: float = 2.5,
+    steps: int = 40,
+    period: int = 10,
+    blocking: tuple[float, ...] = (0.2, 0.3, 0.25, 0.2),
+    with_blocking_field: bool = True,
+    failure_at: int | None = 25,
+    wait: float = 5.0,
+    restore: float = 1.2,
+    config: dict | None = None,
+    checkpoint_bytes: dict[int, int] | None = None,
+    trainer_style: bool = False,
+) -> dict:
+    """A run directory in the contracts.md format, with a simulated clock; returns its true costs."""
+    path.mkdir(parents=True, exist_ok=True)
+    metrics, events = [], []
+    t = t0
+    saves = iter(blocking)
+    recovering = 0.0
+    events.append({"event": "run_started", "time": t, "step": 0})
+    if trainer_style:
+        # trainer/attempt.py: compile ahead of the first step, then a cold "restore" of nothing.
+        t += compile_extra
+        events.append({"event": "restore_started", "time": t, "step": 0})
+        t += 0.05
+        events.append({"event": "restore_done", "time": t, "step": 0, "from_checkpoint": False,
+                       "compiled": True, "compile_s": compile_extra})
+        compile_extra = 0.0
+    step, executed = 0, 0
+    failed = False
+    while step < steps:
+        if failure_at is not None and step == failure_at and not failed:
+            failed = True
+            restored = (step // period) * period
+            events.append({"event": "failure_detected", "time": t, "step": step, "slice": 1})
+            t += wait
+            events.append({"event": "slices_ready", "time": t, "step": step})
+            events.append({"event": "restore_started", "time": t, "step": restored})
+            t += restore
+            events.append({"event": "restore_done", "time": t, "step": restored, "from_checkpoint": True,
+                           "compiled": False, "compile_s": 0.0})
+            recovering += wait + restore
+            step = restored
+        took = step_time + (compile_extra if executed == 0 else 0.0)
+        t += took
+        metrics.append({"step": step, "loss": 1.0.hex(), "lr": 1e-3, "step_time_s": took,
+                        "examples": [step * 8, step * 8 + 8], "slices": [0, 1]})
+        executed += 1
+        step += 1
+        if step % period == 0:
+            b = next(saves, blocking[-1])
+            t += b
+            detail = {"blocking_s": b} if with_blocking_field else {}
+            events.append({"event": "checkpoint_saved", "time": t, "step": step, **detail})
+            events.append({"event": "checkpoint_committed", "time": t + 0.01, "step": step})
+    events.append({"event": "run_finished", "time": t, "step": step})
+    (path / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    cfg = {"num_slices": 2, "checkpoint_period": period, "max_to_keep": 3, "slice_backend": "multi-controller"}
+    cfg.update(config or {})
+    (path / "run.json").write_text(json.dumps({"config": cfg}))
+    for ckpt_step, size in (checkpoint_bytes or {}).items():
+        d = path / "checkpoints" / str(ckpt_step) / "state"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "data.bin").write_bytes(b"\0" * size)
+    saved = [e for e in events if e["event"] == "checkpoint_saved"]
+    return {
+        "wall": t - t0,
+        "step_times": [m["step_time_s"] for m in metrics],
+        "recovering": recovering,
+        "saves": len(saved),
+        "blocking": [e.get("blocking_s") for e in saved],
+    }

@@ -1,0 +1,99 @@
+"""`elxpk plan --from-run`: step, save and restore times (and more) from a run directory."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from elxpk.errors import UsageError
+from elxpk.plan.calibrate import calibrate
+
+from .helpers import run_plan, write_run
+
+
+def test_medians_from_events_and_metrics(tmp_path):
+    truth = write_run(tmp_path / "run", checkpoint_bytes={10: 1000, 30: 3000, 20: 2000})
+    cal = calibrate(tmp_path / "run")
+    assert cal.step_time_s == pytest.approx(0.5)
+    assert cal.compile_s == pytest.approx(2.5)
+    assert cal.save_s == pytest.approx(statistics.median(truth["blocking"]))
+    assert cal.save_method.startswith("median blocking time")
+    assert cal.restore_s == pytest.approx(1.2)
+    assert cal.replacement_s == pytest.approx(5.0)
+    assert cal.checkpoint_size_bytes == 3000  # the newest step directory
+    assert (cal.num_slices, cal.checkpoint_period, cal.max_to_keep) == (2, 10, 3)
+    assert cal.steps_sampled == len(truth["step_times"]) and cal.restores_sampled == 1
+
+
+def test_save_cost_is_estimated_when_events_carry_no_blocking_time(tmp_path):
+    truth = write_run(tmp_path / "run", blocking=(0.4,), with_blocking_field=False)
+    cal = calibrate(tmp_path / "run")
+    expected = (truth["wall"] - sum(truth["step_times"]) - truth["recovering"]) / truth["saves"]
+    assert expected == pytest.approx(0.4)
+    assert cal.save_s == pytest.approx(expected)
+    assert "upper bound" in cal.save_method and cal.notes
+
+
+def test_replacement_is_not_taken_from_simulated_slices(tmp_path):
+    write_run(tmp_path / "run", config={"slice_backend": "simulated"})
+    cal = calibrate(tmp_path / "run")
+    assert cal.replacement_s is None and any("--replacement" in n for n in cal.notes)
+
+
+def test_torn_last_line_is_survived(tmp_path):
+    write_run(tmp_path / "run")
+    with (tmp_path / "run" / "metrics.jsonl").open("a") as fh:
+        fh.write('{"step": 99, "step_time_s": 1e9, "lo')
+    assert calibrate(tmp_path / "run").step_time_s == pytest.approx(0.5)
+
+
+def test_not_a_run_directory(tmp_path):
+    with pytest.raises(UsageError, match="^--from-run: .* is not a directory"):
+        calibrate(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="^--from-run: .* no step records"):
+        calibrate(tmp_path / "empty")
+
+
+def test_plan_from_run_uses_run_values_and_flags_override_them(tmp_path, capsys):
+    write_run(tmp_path / "run", checkpoint_bytes={40: 4096})
+    code, out, err = run_plan(["--from-run", str(tmp_path / "run"), "--slice-mtbf", "2h", "-o", "json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    inputs = data["inputs"]
+    assert inputs["step_time_s"] == pytest.approx(0.5) and inputs["restore_s"] == pytest.approx(1.2)
+    assert inputs["num_slices"] == 2 and inputs["checkpoint_period"] == 10
+    assert inputs["sources"]["save_s"] == "run" and inputs["sources"]["image_pull_s"] == "default"
+    assert data["calibration"]["checkpoint_size_bytes"] == 4096
+    assert "current" in [m for row in data["sla"] for m in row["marks"]]
+
+    code, out, _ = run_plan(["--from-run", str(tmp_path / "run"), "--slice-mtbf", "2h", "--num-slices", "16",
+                             "--restore", "30s", "-o", "json"], capsys)
+    inputs = json.loads(out)["inputs"]
+    assert (inputs["num_slices"], inputs["restore_s"]) == (16, 30.0)
+    assert inputs["sources"]["num_slices"] == "flag"
+
+
+def test_plan_from_run_without_restores_asks_for_restore(tmp_path, capsys):
+    write_run(tmp_path / "run", failure_at=None)
+    code, _, err = run_plan(["--from-run", str(tmp_path / "run"), "--slice-mtbf", "2h"], capsys)
+    assert code == 2
+    assert err.strip() == (
+        "error: --restore is required (the --from-run run has no sample of it): give a duration such as 90s"
+    )
+
+
+def test_plan_from_a_missing_run_is_a_usage_error(tmp_path, capsys):
+    code, _, err = run_plan(["--from-run", str(tmp_path / "nope"), "--slice-mtbf", "2h"], capsys)
+    assert code == 2 and err.startswith("error: --from-run")
+
+
+def test_trainer_layout_cold_restore_and_ahead_of_time_compile(tmp_path):
+    # The trainer compiles before the first step and logs a cold restore of nothing at every start.
+    write_run(tmp_path / "run", trainer_style=True, compile_extra=3.0)
+    cal = calibrate(tmp_path / "run")
+    assert cal.restore_s == pytest.approx(1.2) and cal.restores_sampled == 1
+    assert cal.compile_s == pytest.approx(3.0)
+    assert cal.step_time_s == pytest.approx(0.5)

@@ -1,0 +1,138 @@
+"""`elxpk plan` end to end: table, JSON, plot, and bad input (one line per error, exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from elxpk.plan import model
+from elxpk.plan.model import PAUSE_RESUME, Costs
+
+from .helpers import EXAMPLE, run_plan
+
+EXAMPLE_COSTS = Costs(32, 30 * 86400, 2.5, 20, 90, 100)
+
+
+def test_example_prints_the_recommendation_modes_storage_and_sla(capsys):
+    code, out, err = run_plan([*EXAMPLE, "--ttl", "7d", "--checkpoint-period", "100"], capsys)
+    assert code == 0, err
+    best = model.best_period_steps(EXAMPLE_COSTS, PAUSE_RESUME)
+    assert f"{best} steps" in out
+    for text in ("Young/Daly", "elastic pause-and-resume", "elastic resize", "non-elastic full restart",
+                 "hours lost / week", "At the current setting", "600 GiB", "$12.00/month", "SLA"):
+        assert text in out, text
+
+
+def test_json_carries_every_figure(capsys):
+    code, out, _ = run_plan([*EXAMPLE, "-o", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    best = model.best_period_steps(EXAMPLE_COSTS, PAUSE_RESUME)
+    assert data["recommended"]["checkpoint_period"] == best
+    assert data["recommended"]["young_daly_checkpoint_period"] == 720  # sqrt(2*20*810000)/2.5
+    modes = {m["mode"]: m for m in data["modes"]}
+    assert set(modes) == {"pause-resume", "resize", "full-restart"}
+    for name, m in modes.items():
+        g = model.goodput(EXAMPLE_COSTS, name, best * 2.5)
+        assert m["goodput"] == pytest.approx(g)
+        assert m["hours_lost_per_week"] == pytest.approx(168 * (1 - g))
+        assert m["slice_hours_lost_per_week"] == pytest.approx(32 * 168 * (1 - g))
+    assert modes["full-restart"]["downtime_s"] == 100 + 60 + 120 + 90
+    assert data["storage"]["gib_kept"] == pytest.approx(600) and data["storage"]["monthly_cost"] == pytest.approx(12)
+    periods = [row["period_steps"] for row in data["sla"]]
+    assert {50, 100, 200, 500, 1000, best, 720} == set(periods) and periods == sorted(periods)
+    assert data["failures_per_week"] == pytest.approx(7 * 86400 * 32 / (30 * 86400))
+    assert data["inputs"]["sources"]["replacement_s"] == "flag"
+
+
+def test_plot_writes_a_png(tmp_path, capsys):
+    target = tmp_path / "goodput.png"
+    code, out, _ = run_plan([*EXAMPLE, "--checkpoint-period", "100", "--plot", str(target)], capsys)
+    assert code == 0 and f"plot: {target}" in out
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_simulate_adds_a_monte_carlo_check(capsys):
+    code, out, _ = run_plan([*EXAMPLE, "-o", "json", "--simulate", "300", "--seed", "3"], capsys)
+    assert code == 0
+    sim = json.loads(out)["simulation"]
+    assert sim["trials"] == 300 and len(sim["points"]) == 3
+    for point in sim["points"]:
+        assert abs(point["relative_difference"]) < 0.01
+
+
+@pytest.mark.parametrize(
+    "extra,flag",
+    [
+        (["--slice-mtbf", "0s"], "--slice-mtbf"),
+        (["--slice-mtbf", "-3d"], "--slice-mtbf"),
+        (["--slice-mtbf", "30 fortnights"], "--slice-mtbf"),
+        (["--step-time", "0"], "--step-time"),
+        (["--checkpoint-size", "12 parsecs"], "--checkpoint-size"),
+        (["--checkpoint-period", "5"], "--checkpoint-save"),  # 20s save > 5 x 2.5s
+        (["--periods", "5,100"], "--periods"),
+        (["--periods", "ten"], "--periods"),
+        (["--num-slices", "0"], "--num-slices"),
+        (["--max-to-keep", "0"], "--max-to-keep"),
+        (["--ttl", "0s"], "--ttl"),
+        (["--price-per-gib-month", "-1"], "--price-per-gib-month"),
+        (["-o", "yaml"], "-o/--output"),
+        (["--plot", "goodput.txt"], "--plot"),
+        (["--plot", "/nonexistent-dir/goodput.png"], "--plot"),
+        (["--slice-mtbf", "10m"], "--checkpoint-save"),  # 32 slices: a failure every 19s, less than a save
+        (["--simulate", "-5"], "--simulate"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_flag_and_exit_2(extra, flag, capsys, tmp_path):
+    code, out, err = run_plan([*EXAMPLE, *extra], capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flag}"), lines
+
+
+def test_every_error_is_reported_at_once_and_no_plot_is_written(tmp_path, capsys):
+    target = tmp_path / "p.png"
+    code, _, err = run_plan(["--slice-mtbf", "0", "--step-time", "x", "--plot", str(target)], capsys)
+    assert code == 2 and not target.exists()
+    flags = [line.split()[1].rstrip(":") for line in err.strip().splitlines()]
+    assert sorted(flags) == sorted(["--slice-mtbf", "--step-time", "--checkpoint-save", "--restore", "--num-slices"])
+
+
+def test_default_periods_shorter_than_a_save_are_left_out_not_refused(capsys):
+    argv = [a if a != "2.5s" else "0.1s" for a in EXAMPLE]  # 50 steps = 5s < a 20s save
+    code, out, _ = run_plan([*argv, "-o", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["omitted_periods"] == [50, 100, 200]
+    assert min(r["period_steps"] for r in data["sla"]) > 200
+
+
+def test_ttl_shorter_than_the_save_interval_warns(capsys):
+    code, out, _ = run_plan([*EXAMPLE, "--ttl", "10m", "-o", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["storage"]["checkpoints_kept"] == 1
+    assert any("--ttl" in w for w in data["warnings"])
+
+
+def test_console_script_maps_bad_input_to_exit_2(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "elxpk.cli.main", "plan", "--num-slices", "4", "--slice-mtbf", "-1d",
+         "--step-time", "1s", "--checkpoint-save", "5s", "--restore", "10s"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: --slice-mtbf") and "Traceback" not in proc.stderr
+
+
+def test_plan_and_hint_import_no_heavy_modules():
+    code = (
+        "import sys, elxpk.cli.plan, elxpk.plan.hint, elxpk.plan.compute, elxpk.plan.table, elxpk.plan.inputs\n"
+        "heavy = [m for m in ('numpy', 'jax', 'matplotlib', 'scipy', 'kubernetes', 'google.cloud') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

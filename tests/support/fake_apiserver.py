@@ -1,0 +1,489 @@
+"""A Kubernetes-compatible API server for tests: stdlib, threaded, HTTP or TLS, spoken to by the real client.
+
+What it implements, as the real kube-apiserver answers it:
+- discovery: /version, /api, /api/v1, /apis, /apis/{group}, /apis/{group}/{version};
+  CRD-backed groups (JobSet) are served only while their CRD exists;
+- get, list (label and field selectors, limit/continue), watch (chunked JSON lines), create (dryRun=All),
+  delete (propagationPolicy, gracePeriodSeconds, cascading to owned objects), pod logs (follow, tailLines);
+- errors as `Status` bodies: 401, 403, 404, 409, 422 (JobSets are checked against the JobSet CRD schema);
+- fault injection for client retries: scripted status codes, dropped connections, slow answers.
+Every request is recorded in `calls`, so tests and the benchmark can count API calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from tests.support.kube_store import RESOURCES, Resource, Store, load_crd_validator
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@dataclass
+class Fault:
+    """One scripted misbehaviour for requests matching `method` and a regex on the path."""
+
+    method: str
+    path: str
+    # "status": answer `code`; "drop": close without acting; "slow": sleep, then act normally;
+    # "lost_reply": act normally (e.g. persist a create) but close the connection instead of answering.
+    action: str
+    code: int = 503
+    seconds: float = 0.0
+    times: int = 1
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+
+
+@dataclass
+class FakeApiServer:
+    store: Store
+    jobset_validator: Callable[[dict], list[str]] | None = None
+    token: str | None = None  # required bearer token; None accepts anything
+    forbidden: set[tuple[str, str]] = field(default_factory=set)  # (verb, plural) answered 403
+    faults: list[Fault] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    seen_tokens: list[str] = field(default_factory=list)
+    tls: ssl.SSLContext | None = None
+    _httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self) -> FakeApiServer:
+        server = self
+
+        class Handler(_Handler):
+            fake = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        if self.tls is not None:
+            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True)
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    def count(self, method: str | None = None) -> int:
+        return sum(1 for c in self.calls if method is None or c.method == method)
+
+    def write_kubeconfig(self, path: Path, *, ca_pem: bytes | None = None, token: str | None = None,
+                         namespace: str = "default") -> Path:
+        import base64
+
+        import yaml
+
+        cluster: dict = {"server": self.url}
+        if ca_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+            "clusters": [{"name": "fake", "cluster": cluster}],
+            "users": [{"name": "fake", "user": {"token": token or self.token or "test-token"}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": namespace}}],
+        }))
+        return path
+
+
+def status_body(code: int, reason: str, message: str, details: dict | None = None) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "details": details or {}, "code": code}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeApiServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet test output
+        pass
+
+    # --- plumbing -----------------------------------------------------------------------------------
+
+    _lost_reply = False
+    _raw_body = b""
+
+    def _send(self, code: int, body: object, content_type: str = "application/json") -> None:
+        if self._lost_reply:
+            self.close_connection = True
+            self.connection.close()
+            return
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _status(self, code: int, reason: str, message: str, details: dict | None = None) -> None:
+        self._send(code, status_body(code, reason, message, details))
+
+    def _body(self) -> dict:
+        return json.loads(self._raw_body or b"{}")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _start_stream(self, content_type: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _fault(self, method: str, path: str) -> bool:
+        """Apply a scripted fault; True when the request has been answered (or dropped)."""
+        for fault in self.fake.faults:
+            if fault.times > 0 and fault.method == method and re.search(fault.path, path):
+                fault.times -= 1
+                if fault.action == "slow":
+                    time.sleep(fault.seconds)
+                    return False
+                if fault.action == "lost_reply":
+                    self._lost_reply = True
+                    return False
+                if fault.action == "drop":
+                    self.close_connection = True
+                    self.connection.close()
+                    return True
+                self._status(fault.code, "InternalError" if fault.code >= 500 else "BadRequest",
+                             f"injected fault {fault.code}")
+                return True
+        return False
+
+    def _authorized(self, verb: str, res: Resource | None, namespace: str) -> bool:
+        header = self.headers.get("Authorization", "")
+        token = header.removeprefix("Bearer ").strip()
+        self.fake.seen_tokens.append(token)
+        if self.fake.token is not None and token != self.fake.token:
+            self._status(401, "Unauthorized", "Unauthorized")
+            return False
+        if res is not None and (verb, res.plural) in self.fake.forbidden:
+            where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+            self._status(403, "Forbidden",
+                         f'{res.qualified} is forbidden: User "tester" cannot {verb} resource "{res.plural}"'
+                         f' in API group "{res.group}"{where}',
+                         {"group": res.group, "kind": res.plural})
+            return False
+        return True
+
+    # --- routing ------------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query)
+        path = parts.path.rstrip("/") or "/"
+        # Read the whole request first: an early answer must not leave body bytes on a kept-alive connection.
+        self._raw_body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.fake.calls.append(Call(method, path, query))
+        if self._fault(method, path):
+            return
+        route = _route(path)
+        if route is None or (route[0] is None and method == "GET"):
+            if self._authorized("get", None, "") and not (method == "GET" and self._discovery(path)):
+                self._status(404, "NotFound", "the server could not find the requested resource")
+            return
+        res, namespace, name, sub = route
+        store = self.fake.store
+        if res is None or not store.served(res):
+            self._status(404, "NotFound", "the server could not find the requested resource")
+            return
+        verb = {"POST": "create", "DELETE": "delete"}.get(method) or (
+            "watch" if _flag(query, "watch") else ("get" if name else "list"))
+        if not self._authorized(verb, res, namespace):
+            return
+        try:
+            if method == "GET" and sub == "log":
+                self._logs(res, namespace, name, query)
+            elif method == "GET" and name:
+                obj = store.get((res.group, res.plural), namespace, name)
+                if obj is None:
+                    self._not_found(res, name)
+                else:
+                    self._send(200, obj)
+            elif method == "GET" and verb == "watch":
+                self._watch(res, namespace or None, query)
+            elif method == "GET":
+                self._list(res, namespace or None, query)
+            elif method == "POST" and not name:
+                self._create(res, namespace, query)
+            elif method == "DELETE" and name:
+                self._delete(res, namespace, name, query)
+            else:
+                self._status(405, "MethodNotAllowed", f"{method} is not supported on {path}")
+        except ValueError as exc:
+            self._status(400, "BadRequest", str(exc))
+
+    def _discovery(self, path: str) -> bool:
+        store = self.fake.store
+        served = [r for r in RESOURCES if store.served(r)]
+        if path == "/version":
+            self._send(200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-fake", "platform": "linux/amd64"})
+        elif path == "/api":
+            self._send(200, {"kind": "APIVersions", "versions": ["v1"],
+                             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+        elif path == "/apis":
+            groups: dict[str, list[str]] = {}
+            for r in served:
+                if r.group:
+                    groups.setdefault(r.group, [])
+                    if r.version not in groups[r.group]:
+                        groups[r.group].append(r.version)
+            self._send(200, {"kind": "APIGroupList", "apiVersion": "v1",
+                             "groups": [_group_doc(g, vs) for g, vs in groups.items()]})
+        elif m := re.fullmatch(r"/apis/([^/]+)", path):
+            versions = sorted({r.version for r in served if r.group == m.group(1)})
+            if not versions:
+                self._status(404, "NotFound", "the server could not find the requested resource")
+            else:
+                self._send(200, {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(m.group(1), versions)})
+        elif m := re.fullmatch(r"/api/(v1)|/apis/([^/]+)/([^/]+)", path):
+            group, version = ("", "v1") if m.group(1) else (m.group(2), m.group(3))
+            listed = [r for r in served if r.group == group and r.version == version]
+            if not listed:
+                self._status(404, "NotFound", "the server could not find the requested resource")
+                return True
+            resources = [{"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
+                          "kind": r.kind, "verbs": ["create", "delete", "get", "list", "watch"]} for r in listed]
+            if group == "":
+                resources.append({"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod",
+                                  "verbs": ["get"]})
+            self._send(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                             "groupVersion": f"{group}/{version}" if group else version, "resources": resources})
+        else:
+            return False
+        return True
+
+    # --- verbs --------------------------------------------------------------------------------------
+
+    def _not_found(self, res: Resource, name: str) -> None:
+        self._status(404, "NotFound", f'{res.qualified} "{name}" not found',
+                     {"name": name, "group": res.group, "kind": res.plural})
+
+    def _list(self, res: Resource, namespace: str | None, query: dict) -> None:
+        items = self.fake.store.list((res.group, res.plural), namespace, _one(query, "labelSelector"),
+                                     _one(query, "fieldSelector"))
+        start = int(_one(query, "continue") or 0)
+        limit = int(_one(query, "limit") or 0)
+        page = items[start:start + limit] if limit else items[start:]
+        more = bool(limit) and start + limit < len(items)
+        meta: dict = {"resourceVersion": str(self.fake.store.resource_version)}
+        if more:
+            meta["continue"] = str(start + limit)
+            meta["remainingItemCount"] = len(items) - start - limit
+        self._send(200, {"kind": f"{res.kind}List", "apiVersion": res.group_version, "metadata": meta,
+                         "items": page})
+
+    def _watch(self, res: Resource, namespace: str | None, query: dict) -> None:
+        from tests.support.kube_store import parse_field_selector, parse_selector
+
+        labels_ok = parse_selector(_one(query, "labelSelector"))
+        fields_ok = parse_field_selector(_one(query, "fieldSelector"))
+        store = self.fake.store
+        key = (res.group, res.plural)
+        timeout = float(_one(query, "timeoutSeconds") or 30)
+        deadline = time.monotonic() + timeout
+
+        def wanted(obj: dict) -> bool:
+            meta = obj["metadata"]
+            return ((namespace is None or meta.get("namespace", "") == namespace)
+                    and labels_ok(meta.get("labels") or {}) and fields_ok(obj))
+
+        self._start_stream("application/json")
+        rv_text = _one(query, "resourceVersion")
+        if rv_text:
+            rv = int(rv_text)
+        else:  # no resourceVersion: synthetic ADDED events for the current state, then changes
+            with store.lock:
+                rv = store.resource_version
+                current = store.list(key, namespace, _one(query, "labelSelector"), _one(query, "fieldSelector"))
+            for obj in current:
+                self._chunk(json.dumps({"type": "ADDED", "object": obj}).encode() + b"\n")
+        try:
+            while time.monotonic() < deadline:
+                with store.lock:
+                    events = [e for e in store.events_after(rv) if e.key == key]
+                    if not events:
+                        store.lock.wait(timeout=min(0.2, max(deadline - time.monotonic(), 0)))
+                        events = [e for e in store.events_after(rv) if e.key == key]
+                for event in events:
+                    rv = max(rv, event.rv)
+                    if wanted(event.obj):
+                        self._chunk(json.dumps({"type": event.type, "object": event.obj}).encode() + b"\n")
+                if not events:
+                    with store.lock:
+                        rv = max(rv, store.resource_version)
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _create(self, res: Resource, namespace: str, query: dict) -> None:
+        body = self._body()
+        meta = body.setdefault("metadata", {})
+        if res.namespaced:
+            if meta.get("namespace") not in (None, namespace):
+                self._status(400, "BadRequest", "the namespace of the provided object does not match the "
+                             "namespace sent on the request")
+                return
+            meta["namespace"] = namespace
+        name = meta.get("name", "")
+        errors = []
+        if not name or not _NAME.match(name) or len(name) > 253:
+            errors.append(f"metadata.name: Invalid value: {name!r}: a lowercase RFC 1123 subdomain must consist"
+                          " of lower case alphanumeric characters, '-' or '.'")
+        if res.kind == "JobSet" and self.fake.jobset_validator is not None:
+            errors.extend(self.fake.jobset_validator(body))
+        if body.get("kind") not in (None, res.kind):
+            errors.append(f"kind: Invalid value: {body.get('kind')!r}: must be {res.kind}")
+        if errors:
+            self._status(422, "Invalid", f'{res.kind} "{name}" is invalid: ' + "; ".join(errors),
+                         {"name": name, "group": res.group, "kind": res.kind,
+                          "causes": [{"reason": "FieldValueInvalid", "message": e} for e in errors]})
+            return
+        dry_run = _one(query, "dryRun") == "All"
+        try:
+            created = self.fake.store.create((res.group, res.plural), body, dry_run=dry_run)
+        except KeyError:
+            self._status(409, "AlreadyExists", f'{res.qualified} "{name}" already exists',
+                         {"name": name, "group": res.group, "kind": res.plural})
+            return
+        self._send(201, created)
+
+    def _delete(self, res: Resource, namespace: str, name: str, query: dict) -> None:
+        body = self._body()
+        dry_run = _one(query, "dryRun") == "All" or body.get("dryRun") == ["All"]
+        deleted = self.fake.store.delete((res.group, res.plural), namespace, name, dry_run=dry_run)
+        if deleted is None:
+            self._not_found(res, name)
+            return
+        policy = _one(query, "propagationPolicy") or body.get("propagationPolicy")
+        if policy == "Foreground":
+            deleted["metadata"]["deletionTimestamp"] = deleted["metadata"]["creationTimestamp"]
+            deleted["metadata"]["finalizers"] = ["foregroundDeletion"]
+            self._send(200, deleted)
+        else:
+            self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                             "details": {"name": name, "group": res.group, "kind": res.plural,
+                                         "uid": deleted["metadata"]["uid"]}})
+
+    def _logs(self, res: Resource, namespace: str, name: str, query: dict) -> None:
+        store = self.fake.store
+        pod = store.get((res.group, res.plural), namespace, name)
+        if pod is None:
+            self._not_found(res, name)
+            return
+        containers = [c["name"] for c in pod["spec"].get("containers", [])]
+        container = _one(query, "container") or (containers[0] if len(containers) == 1 else None)
+        if container is None:
+            self._status(400, "BadRequest", f"a container name must be specified for pod {name}, choose one"
+                         f" of: [{' '.join(containers)}]")
+            return
+        if container not in containers:
+            self._status(400, "BadRequest", f"container {container} is not valid for pod {name}")
+            return
+        key = (namespace, name, container)
+        with store.lock:
+            lines = list(store.logs.get(key, []))
+        tail = _one(query, "tailLines")
+        if tail is not None:
+            lines = lines[-int(tail):] if int(tail) else []
+        if not _flag(query, "follow"):
+            self._send(200, "".join(line + "\n" for line in lines).encode(), "text/plain")
+            return
+        self._start_stream("text/plain")
+        sent = len(store.logs.get(key, []))
+        try:
+            for line in lines:
+                self._chunk(line.encode() + b"\n")
+            deadline = time.monotonic() + 60  # a follow never outlives a test
+            while time.monotonic() < deadline:
+                with store.lock:
+                    new = store.logs.get(key, [])[sent:]
+                    closed = key in store.closed_logs
+                    if not new and not closed:
+                        store.lock.wait(timeout=0.2)
+                        continue
+                for line in new:
+                    self._chunk(line.encode() + b"\n")
+                sent += len(new)
+                if closed and not new:
+                    break
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+def _group_doc(group: str, versions: list[str]) -> dict:
+    docs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": docs, "preferredVersion": docs[-1]}
+
+
+def _one(query: dict, key: str) -> str | None:
+    values = query.get(key)
+    return values[0] if values else None
+
+
+def _flag(query: dict, key: str) -> bool:
+    return (_one(query, key) or "").lower() in ("true", "1")
+
+
+def _route(path: str) -> tuple[Resource | None, str, str, str] | None:
+    """(resource, namespace, name, subresource) for a resource path; None if it is not one."""
+    m = re.fullmatch(r"/api/v1/(.*)|/apis/([^/]+)/([^/]+)/(.*)", path)
+    if not m:
+        return None
+    group, version, rest = ("", "v1", m.group(1)) if m.group(1) is not None else m.group(2, 3, 4)
+    segments = rest.split("/")
+    namespace = ""
+    if segments[0] == "namespaces" and len(segments) >= 3:
+        namespace, segments = segments[1], segments[2:]
+    plural, name, sub = (segments + ["", ""])[:3]
+    res = next((r for r in RESOURCES if r.group == group and r.version == version and r.plural == plural), None)
+    return res, namespace, name, sub
+
+
+def start_fake(*, crd_file: Path | None, clock: Callable[[], float] = time.time, tls: ssl.SSLContext | None = None,
+               token: str | None = None, install_jobset: bool = True, kueue: bool = True) -> FakeApiServer:
+    """A started server; with `install_jobset` the JobSet CRD object is present, so the group is served."""
+    store = Store(clock=clock, kueue_installed=kueue)
+    validator = load_crd_validator(crd_file) if crd_file is not None else None
+    if install_jobset:
+        store.create(("apiextensions.k8s.io", "customresourcedefinitions"), {
+            "metadata": {"name": "jobsets.jobset.x-k8s.io"},
+            "spec": {"group": "jobset.x-k8s.io", "names": {"kind": "JobSet", "plural": "jobsets"},
+                     "scope": "Namespaced", "versions": [{"name": "v1alpha2", "served": True, "storage": True}]},
+        })
+    return FakeApiServer(store=store, jobset_validator=validator, token=token, tls=tls).start()

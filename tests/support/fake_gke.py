@@ -1,0 +1,117 @@
+"""A local stand-in for Google's Container API (REST, v1) and OAuth2 token endpoint, for the GKE credential path.
+
+- GET /v1/projects/{p}/locations/{l}/clusters/{c}: a Cluster in proto-JSON (endpoint, masterAuth CA);
+  404 NOT_FOUND and 403 PERMISSION_DENIED in Google's error shape;
+- POST /token: the OAuth2 refresh-token grant, handing out numbered access tokens.
+google-cloud-container's ClusterManagerClient (transport="rest") and google.auth's authorized-user
+credentials talk to it unchanged; only the endpoints are pointed at loopback.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class FakeGke:
+    clusters: dict[str, dict] = field(default_factory=dict)  # "projects/P/locations/L/clusters/C" -> Cluster
+    token_lifetime_s: int = 3600
+    issued: list[str] = field(default_factory=list)
+    requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, authorization)
+    denied: bool = False
+    _httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def add_cluster(self, project: str, location: str, name: str, *, endpoint: str, ca_pem: bytes) -> None:
+        self.clusters[f"projects/{project}/locations/{location}/clusters/{name}"] = {
+            "name": name,
+            "location": location,
+            "endpoint": endpoint,
+            "status": 2,  # RUNNING
+            "masterAuth": {"clusterCaCertificate": base64.b64encode(ca_pem).decode()},
+            "controlPlaneEndpointsConfig": {
+                "dnsEndpointConfig": {"endpoint": f"gke-{name}.{location}.example.invalid"},
+            },
+        }
+
+    def write_authorized_user(self, path: Path) -> Path:
+        """An application-default-credentials file whose refresh goes to this fake's /token."""
+        path.write_text(json.dumps({
+            "type": "authorized_user",
+            "client_id": "fake-client.apps.example",
+            "client_secret": "fake-secret",
+            "refresh_token": "1//fake-refresh",
+            "token_uri": f"{self.url}/token",
+        }))
+        return path
+
+    def start(self) -> FakeGke:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _send(self, code: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _error(self, code: int, status: str, message: str) -> None:
+                self._send(code, {"error": {"code": code, "message": message, "status": status}})
+
+            def do_POST(self) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                form = parse_qs(self.rfile.read(length).decode())
+                fake.requests.append(("POST", parts.path, self.headers.get("Authorization", "")))
+                if parts.path != "/token" or form.get("grant_type") != ["refresh_token"]:
+                    self._error(400, "INVALID_ARGUMENT", "unsupported grant")
+                    return
+                token = f"ya29.fake-{len(fake.issued) + 1}"
+                fake.issued.append(token)
+                self._send(200, {"access_token": token, "expires_in": fake.token_lifetime_s,
+                                 "token_type": "Bearer", "scope": "https://www.googleapis.com/auth/cloud-platform"})
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                auth = self.headers.get("Authorization", "")
+                fake.requests.append(("GET", parts.path, auth))
+                match = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/clusters/[^/]+)", parts.path)
+                if not match:
+                    self._error(404, "NOT_FOUND", "Not found")
+                elif not auth.startswith("Bearer ya29.") or auth.removeprefix("Bearer ") not in fake.issued:
+                    self._error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+                elif fake.denied:
+                    self._error(403, "PERMISSION_DENIED",
+                                f"Required \"container.clusters.get\" permission(s) for \"{match.group(1)}\".")
+                elif match.group(1) not in fake.clusters:
+                    self._error(404, "NOT_FOUND", f"Not found: {match.group(1)}.")
+                else:
+                    self._send(200, fake.clusters[match.group(1)])
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()

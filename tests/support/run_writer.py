@@ -1,0 +1,93 @@
+"""A small writer of synthetic run directories in the contracts.md format, for report/compare tests.
+
+Everything it writes follows from the FakeRun fields, so tests compute their expectations from the same
+inputs instead of hard-coding them. Time is simulated (an injected start time), never read from a clock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FakeRun:
+    steps: int = 40
+    batch: int = 8
+    step_time: float = 0.1
+    compile_time: float = 1.0  # extra time of the first step of the first session
+    checkpoint_period: int = 10
+    checkpoint_blocking: float = 0.05
+    failures: tuple[tuple[int, int], ...] = ()  # (step at which a slice is lost, checkpoint step restored)
+    lost_slice: int = 1
+    num_slices: int = 2
+    wait_s: float = 0.5  # failure detected -> slices ready
+    restore_s: float = 0.2
+    first_step_delay: float = 0.0  # restore done -> start of the first new step
+    repeat_batch_after_restore: bool = False  # the data-loader bug: replay the last batch after a restore
+    loss_scale: float = 1.0
+    t0: float = 1_700_000_000.0
+    extra_events: tuple[dict, ...] = field(default_factory=tuple)
+
+
+def loss_at(step: int, first_example: int, scale: float = 1.0) -> np.float32:
+    """A loss that depends on the step and on the data, like a real one."""
+    return np.float32(scale * (3.0 / (1.0 + 0.05 * step) + 1e-3 * ((first_example // 8) % 5)))
+
+
+def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    metrics: list[dict] = []
+    events: list[dict] = []
+    t = spec.t0
+
+    def event(name: str, step: int, **details) -> None:
+        events.append({"event": name, "time": t, "step": step, **details})
+
+    event("run_started", 0)
+    pending = list(spec.failures)
+    step, shift, first_after = 0, 0, False
+    while step < spec.steps:
+        if pending and step == pending[0][0]:
+            failed, restored = pending.pop(0)
+            event("failure_detected", failed, slice=spec.lost_slice)
+            t += spec.wait_s
+            event("slices_ready", failed, slices=list(range(spec.num_slices)))
+            event("restore_started", restored)
+            t += spec.restore_s
+            event("restore_done", restored)
+            t += spec.first_step_delay
+            step, first_after = restored, True
+            if spec.repeat_batch_after_restore:
+                shift += 1
+        first = (step - shift) * spec.batch
+        took = spec.step_time + (spec.compile_time if not metrics else 0.0)
+        t += took
+        metrics.append({
+            "step": step,
+            "loss": float(loss_at(step, first, spec.loss_scale)).hex(),
+            "lr": 1e-3,
+            "step_time_s": took,
+            "examples": [first, first + spec.batch],
+            "slices": list(range(spec.num_slices)),
+        })
+        if first_after:
+            event("first_step_after_recovery", step)
+            first_after = False
+        step += 1
+        if step % spec.checkpoint_period == 0:
+            t += spec.checkpoint_blocking
+            event("checkpoint_saved", step, blocking_s=spec.checkpoint_blocking)
+            event("checkpoint_committed", step)
+    event("run_finished", step)
+    events.extend(spec.extra_events)
+    lines = "".join(json.dumps(m) + "\n" for m in metrics)
+    if torn_tail:
+        lines += '{"step": 99999, "loss": "0x1.8p'  # a writer killed mid-line
+    (path / "metrics.jsonl").write_text(lines)
+    (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (path / "run.json").write_text(json.dumps({"config": {"num_slices": spec.num_slices, "steps": spec.steps}}))
+    return path

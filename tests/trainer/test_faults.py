@@ -1,0 +1,43 @@
+"""The fault grammar."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer.faults import Fault, FaultSchedule
+
+
+def test_every_form_parses():
+    schedule = FaultSchedule.parse(["1@120", "0@data:50", "1@save:100", "0@restore", "1@5+9"], revive_after=2.0)
+    assert schedule.faults == (
+        Fault(1, "step", 120, None, "1@120"),
+        Fault(0, "data", 50, None, "0@data:50"),
+        Fault(1, "save", 100, None, "1@save:100"),
+        Fault(0, "restore", None, None, "0@restore"),
+        Fault(1, "step", 5, 9, "1@5+9"),
+    )
+    assert schedule.revive_after == 2.0
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("1-120", "expected K@STEP"),
+    ("1@save", "save needs a step"),
+    ("1@restore:3", "restore takes no step"),
+    ("1@10+5", "must come after step 10"),
+    ("a@1", "expected K@STEP"),
+])
+def test_bad_specs_raise_a_clear_value_error(spec, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        FaultSchedule.parse([spec])
+
+
+def test_all_bad_specs_are_reported_together():
+    with pytest.raises(ValueError) as info:
+        FaultSchedule.parse(["x", "y"], revive_after=-1)
+    assert str(info.value).count("\n") == 2
+
+
+def test_slices_out_of_range_are_problems():
+    assert FaultSchedule.parse(["2@3"]).problems(num_slices=2) == [
+        "--fault '2@3': slice 2 does not exist (slices are 0..1)"
+    ]

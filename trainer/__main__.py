@@ -1,0 +1,50 @@
+"""`python -m trainer`: run the trainer with flags and ELXPK_* environment variables.
+
+Exit codes: 0 done; 2 bad settings (nothing written); 124 slices did not come back in time; 75 a slice
+was lost and this process cannot continue (multi-controller: the supervisor restarts the group);
+1 any other failure, including an exhausted retry budget.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from elxpk.errors import ElxpkError
+
+SLICE_LOST_EXIT_CODE = 75  # EX_TEMPFAIL: try again (restart the group)
+
+
+def main(argv: list[str] | None = None, environ=None) -> int:
+    from trainer.config import TrainerConfig
+    from trainer.cpu import ensure_devices
+
+    try:
+        cfg = TrainerConfig.from_args(sys.argv[1:] if argv is None else argv, os.environ if environ is None else environ)
+        if cfg.slice_backend == "simulated":
+            ensure_devices(cfg.num_slices * cfg.devices_per_slice)
+        elif cfg.slice_backend == "multi-controller":
+            ensure_devices(cfg.devices_per_slice)
+        from trainer.elastic import classify, train
+
+        try:
+            result = train(cfg)
+        except Exception as exc:
+            if classify(exc) is None:
+                raise
+            print(f"error: slice lost: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return SLICE_LOST_EXIT_CODE
+    except ElxpkError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        if exc.__cause__ is not None:
+            print(f"cause: {type(exc.__cause__).__name__}: {str(exc.__cause__).splitlines()[0]}", file=sys.stderr)
+        return exc.exit_code
+    last = result.losses.get(result.final_step - 1)
+    print(f"done: {result.final_step} steps, {result.attempts} attempt(s), final loss "
+          f"{float.fromhex(last) if last else float('nan'):.6f}, run dir {result.run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""One attempt: build the mesh, restore the newest valid checkpoint (or initialise), train to the end.
+
+This is the only code path into training. The elastic loop calls it again after a slice loss in the
+same process, and a cold start after a group restart calls it once: both restore the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trainer import mesh as meshlib
+from trainer import step as steplib
+from trainer.checkpoint import CheckpointStore
+from trainer.metrics import loss_hex
+from trainer.optim import learning_rate
+
+
+class ScaleUpSignal(Exception):
+    """A lost slice is back (resize mode): the current step is checkpointed, restart at full width."""
+
+
+@dataclass
+class Recovery:
+    """Why this attempt starts: a failure or a scale-up, and when it was noticed."""
+
+    reason: str  # "failure" or "scale_up"
+    detected_at: float  # clock.monotonic() at detection
+
+
+@dataclass
+class AttemptContext:
+    """What survives between attempts: config, backend, recorder, clock, data source, compiled steps."""
+
+    cfg: object
+    backend: object
+    recorder: object
+    clock: object
+    dataset: object
+    steps: steplib.StepCache
+    current_step: int = 0
+    latest_committed: int | None = None
+    last_losses: dict[int, str] = field(default_factory=dict)
+    blocking_s: list[float] = field(default_factory=list)
+    recompiled_on_recovery: list[bool] = field(default_factory=list)
+
+
+@dataclass
+class AttemptResult:
+    final_step: int
+    params: dict  # host numpy copies: the device arrays are deleted when the attempt ends
+
+
+def _scalar(value: int, mesh):
+    import jax
+
+    arr = np.int32(value)
+    return jax.make_array_from_callback((), meshlib.replicated(mesh), lambda _: arr)
+
+
+def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | None) -> AttemptResult:
+    import jax
+
+    cfg, backend, rec = ctx.cfg, ctx.backend, ctx.recorder
+    mesh = meshlib.build_mesh(backend.slice_devices(), active)
+    compiled, was_compiled = ctx.steps.get(mesh)
+
+    def fault_hook(point: str, step: int) -> None:
+        backend.fault_point(point, step, active)
+
+    store = CheckpointStore(cfg, fault_hook=fault_hook, recorder=rec, primary=backend.process_index == 0)
+    state = None
+    ok = False
+    try:
+        rec.event("restore_started", ctx.current_step, slices=list(active))
+        restored = store.restore_latest(steplib.state_target(cfg, mesh))
+        if restored is None:
+            start, state, data_state = 0, ctx.steps.init_state(mesh), {"global_next_index": 0}
+        else:
+            start, state, data_state = restored
+        ctx.dataset.set_state(data_state)
+        ctx.current_step = start
+        rec.event("restore_done", start, from_checkpoint=restored is not None, slices=list(active),
+                  compiled=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0)
+
+        for step in range(start, cfg.steps):
+            ctx.current_step = step
+            if cfg.resize_enabled and len(active) < backend.num_slices and backend.revived(active):
+                _checkpoint_for_scale_up(store, step, state, ctx)
+                rec.event("scale_up", step, slices=list(active), returning=backend.revived(active))
+                raise ScaleUpSignal()
+            batch = ctx.dataset.next_batch()
+            backend.fault_point("data", step, active)
+            tokens = meshlib.put_batch(batch.tokens, mesh)
+            backend.fault_point("step", step, active)
+            started = time.perf_counter()
+            state, loss = compiled.executable(state, tokens, _scalar(step, mesh))
+            loss = float(loss)  # sync every step: unsynced CPU collectives can deadlock (testing notes 2b)
+            elapsed = time.perf_counter() - started
+            record = {
+                "step": step,
+                "loss": loss_hex(loss),
+                "lr": learning_rate(step, cfg.learning_rate, cfg.warmup_steps, cfg.decay_steps),
+                "step_time_s": round(elapsed, 6),
+                "examples": [batch.first, batch.end],
+                "slices": list(active),
+            }
+            rec.metric(record)
+            ctx.last_losses[step] = record["loss"]
+            if recovery is not None:
+                ctx.recompiled_on_recovery.append(was_compiled)
+                rec.event("first_step_after_recovery", step, reason=recovery.reason, recompiled=was_compiled,
+                          recovery_s=round(ctx.clock.monotonic() - recovery.detected_at, 6))
+                recovery = None
+            store.poll()
+            _note_commit(store, ctx)
+            done = step + 1
+            if done % cfg.checkpoint_period == 0 or done == cfg.steps:
+                store.save(done, state, ctx.dataset.get_state())
+        ctx.current_step = cfg.steps
+        store.poll(block=True)
+        _note_commit(store, ctx)
+        params = jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), state["params"])
+        ok = True
+        return AttemptResult(cfg.steps, params)
+    finally:
+        # Cleanup between attempts: join the writer, close the manager, drop this attempt's arrays.
+        try:
+            store.close(raise_errors=ok)
+        finally:
+            _note_commit(store, ctx)
+            ctx.blocking_s.extend(store.blocking_s)
+            if state is not None:
+                for leaf in jax.tree.leaves(state):
+                    if not leaf.is_deleted():
+                        leaf.delete()
+
+
+def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:
+    if store.latest_valid is not None and (ctx.latest_committed is None or store.latest_valid > ctx.latest_committed):
+        ctx.latest_committed = store.latest_valid
+
+
+def _checkpoint_for_scale_up(store: CheckpointStore, step: int, state, ctx: AttemptContext) -> None:
+    """Commit the current step before restarting wider, so the scale-up rewinds nothing."""
+    if not store.has(step):
+        store.save(step, state, ctx.dataset.get_state())
+    store.poll(block=True)
+    _note_commit(store, ctx)

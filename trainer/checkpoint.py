@@ -1,0 +1,176 @@
+"""Validated orbax checkpoints: async saves, a digest after commit, restore of the newest valid step.
+
+One `CheckpointStore` lives for one attempt. It opens a fresh orbax CheckpointManager, so what it sees
+is what is on storage, never an in-memory step cache left by a failed save (maxtext PR #5260).
+
+Each step directory holds two orbax items saved as one unit: `state` (params + optimizer state) and
+`meta` (step, data position, config fingerprint); plus `elxpk_digest.json`, written once orbax has
+committed the step. Restore walks the steps newest first and takes the first that is committed and
+matches its digest; every step passed over is reported with its reason and moved aside (to
+`<checkpoint_dir>-quarantine/`), so a later save of the same step number cannot collide with it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from elxpk.errors import UsageError
+from trainer import digest
+
+TMP_SUFFIX = ".orbax-checkpoint-tmp"
+COMMIT_TIMEOUT_S = 600  # bounds every wait on the background writer
+
+
+class CheckpointStore:
+    """Saves and restores one run's checkpoints for the duration of one attempt."""
+
+    def __init__(self, cfg, *, fault_hook: Callable[[str, int], None], recorder, primary: bool = True):
+        self._cfg = cfg
+        self.directory = Path(cfg.checkpoint_dir).absolute()  # orbax (OCDBT) needs absolute paths
+        self._fault_hook = fault_hook
+        self._recorder = recorder
+        self._primary = primary
+        self._pending: tuple[int, float] | None = None  # (step, when save() was called)
+        self._lock = threading.Lock()
+        self.latest_valid: int | None = None
+        self.blocking_s: list[float] = []
+        if primary:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._remove_uncommitted()
+        self._manager = self._open()
+
+    def _open(self):
+        import orbax.checkpoint as ocp
+
+        options = ocp.CheckpointManagerOptions(
+            max_to_keep=self._cfg.max_to_keep,
+            enable_async_checkpointing=True,
+            create=True,
+            async_options=ocp.options.AsyncOptions(
+                timeout_secs=COMMIT_TIMEOUT_S, post_finalization_callback=self._before_commit
+            ),
+        )
+        return ocp.CheckpointManager(self.directory, item_names=("state", "meta"), options=options)
+
+    def _before_commit(self) -> None:
+        # Runs in orbax's writer thread after every file is written and before the rename that commits
+        # the step: the point where a slice death leaves a written but uncommitted checkpoint.
+        with self._lock:
+            pending = self._pending
+        if pending is not None:
+            self._fault_hook("save", pending[0])
+
+    def _remove_uncommitted(self) -> None:
+        """Tmp directories of saves that never committed: report them, then delete them."""
+        for path in sorted(self.directory.glob(f"*{TMP_SUFFIX}")):
+            step = path.name[: -len(TMP_SUFFIX)]
+            self._recorder.event("checkpoint_skipped", int(step) if step.isdigit() else None,
+                                 reason="never committed: the save was interrupted before its commit")
+            shutil.rmtree(path, ignore_errors=True)
+
+    # ---- saving -------------------------------------------------------------------------------
+    def save(self, step: int, state, data_state: dict) -> None:
+        """Start an async save of `state` after `step` completed steps; returns once it is in flight."""
+        import orbax.checkpoint as ocp
+
+        self.poll(block=True)  # orbax would wait for the previous save anyway; finish its digest first
+        meta = {"step": step, "data": data_state, "fingerprint": self._cfg.fingerprint(),
+                "config": self._cfg.fingerprint_fields()}
+        started = time.monotonic()
+        with self._lock:
+            self._pending = (step, started)
+        args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
+        saved = self._manager.save(step, args=args)
+        blocking = time.monotonic() - started
+        if not saved:
+            with self._lock:
+                self._pending = None
+            raise RuntimeError(f"orbax refused to save step {step}: it already lists that step")
+        self.blocking_s.append(blocking)
+        self._recorder.event("checkpoint_saved", step, blocking_s=round(blocking, 6))
+
+    def poll(self, block: bool = False) -> None:
+        """Digest the pending save if it has committed (or, with block=True, once it has)."""
+        with self._lock:
+            pending = self._pending
+        if pending is None:
+            return
+        if block:
+            self._manager.wait_until_finished()
+        elif self._manager.is_saving_in_progress():
+            return
+        self._manager.check_for_errors()  # a failed commit surfaces here, e.g. DATA_LOSS mid-save
+        step, started = pending
+        with self._lock:
+            self._pending = None
+        if (self.directory / str(step)).is_dir():
+            if self._primary:
+                digest.write_digest(self.directory / str(step), step, self._cfg.fingerprint())
+            self.latest_valid = step
+            self._recorder.event("checkpoint_committed", step, commit_s=round(time.monotonic() - started, 6))
+
+    def has(self, step: int) -> bool:
+        with self._lock:
+            pending = self._pending
+        return self.latest_valid == step or (pending is not None and pending[0] == step)
+
+    def close(self, *, raise_errors: bool) -> None:
+        """Join the writer, digest what committed, close the manager. Errors only if asked to."""
+        try:
+            self.poll(block=True)
+        except Exception:
+            with self._lock:
+                self._pending = None
+            if raise_errors:
+                self._manager.close()
+                raise
+        self._manager.close()
+
+    # ---- restoring ----------------------------------------------------------------------------
+    def restore_latest(self, target):
+        """(step, state, data_state) of the newest valid checkpoint, or None when there is none."""
+        import orbax.checkpoint as ocp
+
+        for step in sorted(self._manager.all_steps(), reverse=True):
+            step_dir = self.directory / str(step)
+            reason = digest.verify(step_dir, step)
+            if reason is None:
+                self._check_fingerprint(step, digest.read_digest(step_dir))
+                args = ocp.args.Composite(state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore())
+                try:
+                    restored = self._manager.restore(step, args=args)
+                except Exception as exc:  # noqa: BLE001 - any read failure makes this step unusable
+                    reason = f"orbax could not read it: {str(exc).splitlines()[0][:200]}"
+                    self._manager.close()
+                    self._manager = self._open()  # a failed restore can poison the manager
+                else:
+                    self._fault_hook("restore", step)
+                    meta = restored["meta"]
+                    self.latest_valid = step
+                    return step, restored["state"], meta["data"]
+            self._recorder.event("checkpoint_skipped", step, reason=reason)
+            self._quarantine(step, reason)
+        return None
+
+    def _check_fingerprint(self, step: int, found: dict) -> None:
+        want = self._cfg.fingerprint()
+        if found.get("fingerprint") != want:
+            raise UsageError(
+                f"--checkpoint-dir {self.directory}: step {step} was written by a different configuration "
+                f"(fingerprint {found.get('fingerprint')}, this run {want}: model, batch, seed, data or "
+                "optimiser settings differ); use the original settings or a new --checkpoint-dir"
+            )
+
+    def _quarantine(self, step: int, reason: str) -> None:
+        if not self._primary:
+            return
+        quarantine = self.directory.parent / f"{self.directory.name}-quarantine"
+        quarantine.mkdir(parents=True, exist_ok=True)
+        target = quarantine / f"{step}-{int(time.time() * 1000)}"
+        shutil.move(str(self.directory / str(step)), str(target))
+        (target / "elxpk_skip_reason.txt").write_text(reason + "\n", encoding="utf-8")
+        self._manager.reload()  # forget the moved step

@@ -1,0 +1,33 @@
+"""CPU topology: XLA's virtual host devices stand in for the devices of several slices.
+
+XLA reads XLA_FLAGS once, when jax's CPU backend starts, so the device count must be set before jax
+is imported; afterwards all we can do is check it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from elxpk.errors import UsageError
+
+_COUNT_FLAG = re.compile(r"--xla_force_host_platform_device_count=\S*")
+
+
+def ensure_devices(n: int, environ: dict | None = None) -> None:
+    """Make at least `n` CPU devices available to jax, keeping any other XLA flags."""
+    env = os.environ if environ is None else environ
+    if "jax" not in sys.modules:
+        others = _COUNT_FLAG.sub("", env.get("XLA_FLAGS", "")).split()
+        env["XLA_FLAGS"] = " ".join([f"--xla_force_host_platform_device_count={n}", *others])
+        return
+    import jax
+
+    have = len(jax.devices())
+    if have < n:
+        raise UsageError(
+            f"--num-slices x --devices-per-slice needs {n} devices but jax was already imported with {have}; "
+            f"start a new process, or set XLA_FLAGS=--xla_force_host_platform_device_count={n} "
+            "before importing jax"
+        )

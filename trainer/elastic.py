@@ -1,0 +1,167 @@
+"""The elastic retry loop: one process (same PID) survives slice losses by restoring and retrying.
+
+Semantics follow pathwaysutils' `Manager.elastic_retry` (elastic.md section 7), with its gaps closed:
+
+- Before every attempt, wait for enough healthy slices: all of them (`elastic_min_slice_count` -1,
+  pause-and-resume) or at least k (resize). The wait is bounded by `elastic_timeout_seconds` and
+  predictive like pathwaysutils' (it never sleeps past the deadline); running out is fatal (`Timeout`).
+- Classification, anchored on the status prefix of a `jax.errors.JaxRuntimeError`:
+  `DATA_LOSS:` is a slice loss; `DEADLINE_EXCEEDED:`, `NOT_FOUND:` and `INTERNAL:` may be one and are
+  retried with a warning, but only if a new checkpoint committed since the previous failure (the
+  no-progress guard, so a deterministic bug is not retried until the budget runs out); anything else
+  propagates at once, unchanged.
+- `elastic_max_retries` counts attempts, as pathwaysutils does: 10 means the first attempt plus up to 9
+  retries. A scale-up is not a failure and does not use the budget.
+- Between attempts: the attempt joins its checkpoint writer, closes its manager and deletes its arrays
+  (trainer.attempt); the compiled step is kept, so a same-mesh retry does not recompile.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from elxpk.errors import CheckFailed, Timeout, UsageError
+from trainer.attempt import AttemptContext, Recovery, ScaleUpSignal, run_attempt
+from trainer.clock import SystemClock
+from trainer.faults import FaultSchedule
+from trainer.metrics import RunRecorder
+
+SLICE_DOWN = ("DATA_LOSS",)
+MAYBE_SLICE_DOWN = ("DEADLINE_EXCEEDED", "NOT_FOUND", "INTERNAL")
+_STATUS = re.compile(r"^\s*([A-Z_]+):")
+
+
+@dataclass
+class TrainResult:
+    run_dir: str
+    final_step: int
+    losses: dict[int, str]  # step -> float.hex of its last execution's loss
+    params: dict  # final parameters as host numpy arrays
+    attempts: int
+    recoveries: int
+    compiles: int
+    blocking_save_s: list[float]
+
+
+def classify(error: BaseException) -> str | None:
+    """'slice_down', 'maybe_slice_down', or None (not an elastic event: propagate)."""
+    import jax
+
+    if not isinstance(error, jax.errors.JaxRuntimeError):
+        return None
+    match = _STATUS.match(str(error))
+    code = match.group(1) if match else None
+    if code in SLICE_DOWN:
+        return "slice_down"
+    if code in MAYBE_SLICE_DOWN:
+        return "maybe_slice_down"
+    return None
+
+
+def wait_for_slices(backend, count: int, poll_s: float, timeout_s: float, clock) -> tuple[list[int], float]:
+    """Healthy slices once at least `count` are healthy, and how long that took."""
+    start = clock.monotonic()
+    while True:
+        healthy = backend.healthy_slices()
+        elapsed = clock.monotonic() - start
+        if len(healthy) >= count:
+            return healthy, elapsed
+        if elapsed + poll_s >= timeout_s:
+            raise Timeout(
+                f"elastic: {len(healthy)} of {backend.num_slices} slices healthy {healthy} after "
+                f"{elapsed:.1f}s, {count} needed; raise --elastic-timeout-seconds ({timeout_s:g}) or lower "
+                "--elastic-min-slice-count"
+            )
+        clock.sleep(poll_s)
+
+
+def train(cfg, *, faults: FaultSchedule | None = None, observer=None, dataset=None, clock=None,
+          backend=None) -> TrainResult:
+    """Train `cfg.steps` steps, surviving slice losses when `cfg.elastic_enabled`."""
+    from trainer import step as steplib
+    from trainer.data import ElasticIterator, SyntheticTokens
+    from trainer.model import ModelShape
+    from trainer.slices import make_backend
+
+    clock = clock or SystemClock()
+    schedule = faults if faults is not None else FaultSchedule.parse(cfg.fault, cfg.revive_after)
+    problems = schedule.problems(cfg.num_slices)
+    if problems:
+        raise UsageError(*problems)
+    backend = backend or make_backend(cfg, schedule, clock)
+    recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
+    dataset = dataset or ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
+    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg))
+    quiet = _QuietExpectedErrors()
+    logging.getLogger("absl").addFilter(quiet)
+    try:
+        shape = ModelShape.from_config(cfg)
+        recorder.write_run_json(cfg, {
+            "model": {"params": shape.param_count(), "flops_per_example": shape.flops_per_example()},
+            "slice_backend": cfg.slice_backend,
+        })
+        recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend)
+        result = _retry_loop(ctx)
+        recorder.event("run_finished", result.final_step, attempts=result.attempts, recoveries=result.recoveries)
+        return result
+    finally:
+        logging.getLogger("absl").removeFilter(quiet)
+        recorder.close()
+        backend.close()
+
+
+def _retry_loop(ctx: AttemptContext) -> TrainResult:
+    cfg, backend, rec, clock = ctx.cfg, ctx.backend, ctx.recorder, ctx.clock
+    attempt, recoveries = 1, 0
+    recovery: Recovery | None = None
+    committed_at_last_failure: int | None = -1  # -1: no failure yet
+    while True:
+        active, waited = wait_for_slices(backend, cfg.min_slices, cfg.elastic_poll_seconds,
+                                         cfg.elastic_timeout_seconds, clock)
+        rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)
+        try:
+            result = run_attempt(ctx, active, recovery)
+            return TrainResult(cfg.run_dir, result.final_step, dict(ctx.last_losses), result.params, attempt,
+                               recoveries, ctx.steps.compiles, list(ctx.blocking_s))
+        except ScaleUpSignal:
+            recovery = Recovery("scale_up", clock.monotonic())
+            recoveries += 1
+            continue
+        except Exception as error:
+            kind = classify(error) if cfg.elastic_enabled and backend.in_process_retry else None
+            if kind is None:
+                raise
+            first_line = str(error).splitlines()[0][:300]
+            detected = clock.monotonic()
+            details = {"error": first_line, "kind": kind, "attempt": attempt}
+            if kind == "maybe_slice_down":
+                details["warning"] = "this status may or may not mean a slice is down"
+            rec.event("failure_detected", ctx.current_step, **details)
+            progressed = committed_at_last_failure == -1 or ctx.latest_committed != committed_at_last_failure
+            committed_at_last_failure = ctx.latest_committed
+            if kind == "maybe_slice_down" and not progressed:
+                raise CheckFailed(
+                    f"elastic: {first_line!r} again with no new checkpoint since the previous failure; "
+                    "not retrying what looks like a deterministic error"
+                ) from error
+            if attempt >= cfg.elastic_max_retries:
+                raise CheckFailed(
+                    f"elastic: attempt {attempt} of {cfg.elastic_max_retries} failed ({first_line}); "
+                    "retry budget exhausted (raise --elastic-max-retries)"
+                ) from error
+            attempt += 1
+            recoveries += 1
+            recovery = Recovery("failure", detected)
+
+
+class _QuietExpectedErrors(logging.Filter):
+    """Orbax logs a traceback when a save's commit fails in its writer thread. For a slice loss that is
+    an expected, handled event (reported in events.jsonl), so drop those records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and classify(exc) is not None:
+            return False
+        return "DATA_LOSS" not in record.getMessage()

@@ -1,0 +1,86 @@
+"""The run directory's record files: metrics.jsonl, events.jsonl and run.json (see contracts.md).
+
+Records are appended one JSON object per line and flushed at once, so a killed process loses nothing it
+reported; a cold restart appends to the same files. The observer callback receives exactly the dicts
+that are written.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+Observer = Callable[[str, dict], None]
+
+
+def loss_hex(loss) -> str:
+    """The exact float32 loss as float.hex(), so runs compare bit for bit."""
+    return float(np.float32(loss)).hex()
+
+
+class RunRecorder:
+    """Writes metrics and events of one run; `enabled=False` on every process but the first."""
+
+    def __init__(self, run_dir: str | Path, clock, observer: Observer | None = None, enabled: bool = True):
+        self.run_dir = Path(run_dir)
+        self._clock = clock
+        self._observer = observer
+        self._enabled = enabled
+        self._files = {}
+        if enabled:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            for kind, name in (("metric", "metrics.jsonl"), ("event", "events.jsonl")):
+                self._files[kind] = open(self.run_dir / name, "a", encoding="utf-8")
+
+    def metric(self, record: dict) -> None:
+        self._emit("metric", record)
+
+    def event(self, name: str, step: int | None, **details) -> dict:
+        record = {"event": name, "time": self._clock.time(), "step": step, **details}
+        self._emit("event", record)
+        return record
+
+    def _emit(self, kind: str, record: dict) -> None:
+        if not self._enabled:
+            return
+        handle = self._files[kind]
+        handle.write(json.dumps(record, sort_keys=False) + "\n")
+        handle.flush()
+        if self._observer is not None:
+            self._observer(kind, record)
+
+    def write_run_json(self, cfg, extra: dict) -> None:
+        if not self._enabled:
+            return
+        body = {
+            "config": cfg.to_dict(),
+            "fingerprint": cfg.fingerprint(),
+            "fingerprint_fields": cfg.fingerprint_fields(),
+            "versions": versions(),
+            "started_at": self._clock.time(),
+            **extra,
+        }
+        tmp = self.run_dir / "run.json.tmp"
+        tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(self.run_dir / "run.json")
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._files = {}
+
+
+def versions() -> dict:
+    """Bitwise resume is only promised for one exact build; run.json records which."""
+    found = {"python": platform.python_version()}
+    for name in ("jax", "jaxlib", "orbax-checkpoint", "optax", "numpy"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found

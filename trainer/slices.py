@@ -1,0 +1,202 @@
+"""Slice backends: which devices form which slice, which slices are healthy, and where faults strike.
+
+- `SimulatedSlices`: CPU devices grouped into slices; a fault injector kills and revives them and
+  raises `jax.errors.JaxRuntimeError("DATA_LOSS: ...")`, as the Pathways client does.
+- `PathwaysSlices`: slices from `device.slice_index`, health from pathwaysutils' per-slice probe.
+- `MultiControllerSlices`: one slice per process over jax.distributed; a fault kills its own process
+  (the supervisor or JobSet restarts the group, and the cold start restores).
+
+Every backend answers the same four questions; the elastic loop never asks which one it talks to.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from trainer.faults import Fault, FaultSchedule
+
+
+class SliceBackend:
+    num_slices: int
+    process_index: int = 0
+    in_process_retry = True  # False where a slice loss ends the process (multi-controller)
+
+    def slice_devices(self) -> dict[int, list]:
+        raise NotImplementedError
+
+    def healthy_slices(self) -> list[int]:
+        raise NotImplementedError
+
+    def fault_point(self, point: str, step: int, active: Sequence[int]) -> None:
+        """Called at each injection point; raises a slice-down error if an active slice is down."""
+
+    def revived(self, active: Sequence[int]) -> list[int]:
+        """Healthy slices that are not in `active`: a scale-up is possible."""
+        return sorted(set(self.healthy_slices()) - set(active))
+
+    def close(self) -> None:
+        pass
+
+
+def _probe(devices: Sequence) -> bool:
+    """pathwaysutils' health check: x + 1 on every device of the slice must give 100."""
+    import jax
+    import numpy as np
+
+    values = [jax.device_put(np.float32(99.0), d) + 1 for d in devices]
+    return all(float(v) == 100.0 for v in values)
+
+
+def slice_down_error(message: str):
+    import jax
+
+    return jax.errors.JaxRuntimeError(f"DATA_LOSS: {message}")
+
+
+class SimulatedSlices(SliceBackend):
+    """CPU virtual devices in `num_slices` groups, with scheduled deaths and revivals."""
+
+    def __init__(self, num_slices: int, devices_per_slice: int, faults: FaultSchedule, clock) -> None:
+        import jax
+
+        devices = jax.devices()
+        need = num_slices * devices_per_slice
+        if len(devices) < need:
+            from elxpk.errors import UsageError
+
+            raise UsageError(f"--num-slices x --devices-per-slice needs {need} devices, jax has {len(devices)}; "
+                             f"set XLA_FLAGS=--xla_force_host_platform_device_count={need} before jax starts")
+        self.num_slices = num_slices
+        self._devices = {s: devices[s * devices_per_slice:(s + 1) * devices_per_slice] for s in range(num_slices)}
+        self._faults = faults
+        self._clock = clock
+        self._fired: set[int] = set()
+        self._down: dict[int, tuple[float | None, int | None]] = {}  # slice -> (revive time, revive step)
+        self._lock = threading.Lock()  # the save point fires in orbax's writer thread
+        self.kills: list[tuple[int, str]] = []
+
+    def slice_devices(self) -> dict[int, list]:
+        return dict(self._devices)
+
+    def _revive_due(self, step: int | None) -> None:
+        now = self._clock.monotonic()
+        for s, (at_time, at_step) in list(self._down.items()):
+            if (at_time is not None and now >= at_time) or (at_step is not None and step is not None
+                                                             and step >= at_step):
+                del self._down[s]
+
+    def healthy_slices(self) -> list[int]:
+        with self._lock:
+            self._revive_due(None)
+            alive = [s for s in range(self.num_slices) if s not in self._down]
+        return [s for s in alive if _probe(self._devices[s])]
+
+    def _matches(self, fault: Fault, point: str, step: int) -> bool:
+        if fault.point != point:
+            return False
+        if point == "restore":
+            return True
+        if point == "save":
+            return step >= fault.step
+        return step == fault.step
+
+    def fault_point(self, point: str, step: int, active: Sequence[int]) -> None:
+        fired: set[int] = set()
+        with self._lock:
+            if point == "step":
+                self._revive_due(step)
+            for i, fault in enumerate(self._faults.faults):
+                if i in self._fired or not self._matches(fault, point, step):
+                    continue
+                self._fired.add(i)
+                revive_after = self._faults.revive_after
+                at_time = None if revive_after is None else self._clock.monotonic() + revive_after
+                self._down[fault.slice] = (at_time, fault.revive_at_step)
+                self.kills.append((fault.slice, fault.spec))
+                fired.add(fault.slice)
+            # A save's data left the devices when save() returned, so only a death scheduled for the
+            # commit itself breaks it; everywhere else any dead active slice is a slice-down error.
+            dead = sorted(set(active) & (fired if point == "save" else set(self._down)))
+        if dead:
+            where = {"step": "during step", "data": "in the data loader at step", "save": "while committing "
+                     "the checkpoint of step", "restore": "while restoring step"}[point]
+            raise slice_down_error(f"simulated loss of slice {dead[0]} {where} {step}")
+
+
+class PathwaysSlices(SliceBackend):
+    """Slices of a Pathways (single-controller) backend; faults are real, none are injected."""
+
+    def __init__(self) -> None:
+        import jax
+        from pathwaysutils.elastic import elastic
+
+        self._elastic = elastic
+        self._devices = {s: list(d) for s, d in elastic.get_slice_to_devices(tuple(jax.devices())).items()}
+        self.num_slices = len(self._devices)
+
+    def slice_devices(self) -> dict[int, list]:
+        return dict(self._devices)
+
+    def healthy_slices(self) -> list[int]:
+        return sorted(self._elastic.get_active_slice_indices(self._devices))
+
+
+class MultiControllerSlices(SliceBackend):
+    """One slice per process. A slice loss ends every process (jax aborts the survivors on the missed
+    heartbeat), so there is nothing to wait for in-process: the group restart is the retry."""
+
+    KILLED_EXIT_CODE = 137  # what a SIGKILLed process reports, so supervisors treat both alike
+    in_process_retry = False
+
+    def __init__(self, cfg, faults: FaultSchedule) -> None:
+        import jax
+
+        jax.distributed.initialize(
+            coordinator_address=cfg.coordinator,
+            coordinator_bind_address=cfg.coordinator if cfg.process_id == 0 else None,
+            num_processes=cfg.num_processes,
+            process_id=cfg.process_id,
+            heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
+        )
+        self.num_slices = cfg.num_processes
+        self.process_index = jax.process_index()
+        by_process: dict[int, list] = {}
+        for d in jax.devices():
+            by_process.setdefault(d.process_index, []).append(d)
+        self._devices = {p: sorted(ds, key=lambda d: d.id)[: cfg.devices_per_slice] for p, ds in by_process.items()}
+        self._faults = faults
+        # A restarted group must not replay the fault that killed it: remember fired faults on disk.
+        self._fired_dir = Path(cfg.run_dir) / ".faults-fired"
+
+    def slice_devices(self) -> dict[int, list]:
+        return dict(self._devices)
+
+    def healthy_slices(self) -> list[int]:
+        return sorted(self._devices)
+
+    def fault_point(self, point: str, step: int, active: Sequence[int]) -> None:
+        for i, fault in enumerate(self._faults.faults):
+            marker = self._fired_dir / str(i)
+            if fault.slice != self.process_index or marker.exists():
+                continue
+            if fault.point == point and (point == "restore" or (point == "save" and step >= fault.step)
+                                          or step == fault.step):
+                self._fired_dir.mkdir(parents=True, exist_ok=True)
+                marker.write_text(fault.spec + "\n", encoding="utf-8")
+                os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
+
+    def close(self) -> None:
+        import jax
+
+        jax.distributed.shutdown()
+
+
+def make_backend(cfg, faults: FaultSchedule, clock) -> SliceBackend:
+    if cfg.slice_backend == "simulated":
+        return SimulatedSlices(cfg.num_slices, cfg.devices_per_slice, faults, clock)
+    if cfg.slice_backend == "pathways":
+        return PathwaysSlices()
+    return MultiControllerSlices(cfg, faults)

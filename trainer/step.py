@@ -1,0 +1,110 @@
+"""The jitted train step, compiled ahead of time once per mesh and reused across attempts.
+
+The per-step RNG is fold_in(seed, step), so no RNG state needs saving. MaxText re-lowers and recompiles
+on every elastic attempt; here an attempt on a mesh that was seen before (pause-and-resume, or the
+return to full width after a resize) reuses the executable. The cache is per process, keyed by the
+model/optimizer fingerprint and the mesh's devices, so it also serves repeated train() calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from trainer import mesh as meshlib
+from trainer.model import ModelShape, init_params, loss_fn
+from trainer.optim import make_optimizer
+
+_INIT_STREAM = 0x1417  # the numpy stream of initial weights, apart from everything else seeded
+_CACHE_SIZE = 8  # executables kept per process (each mesh of each model shape is one)
+_EXECUTABLES: OrderedDict[tuple, Compiled] = OrderedDict()
+
+
+def base_key(seed: int) -> jax.Array:
+    return jax.random.PRNGKey(seed)
+
+
+def make_step_fn(cfg):
+    shape, optimizer = ModelShape.from_config(cfg), make_optimizer(cfg)
+
+    def train_step(state, tokens, step):
+        key = jax.random.fold_in(base_key(cfg.seed), step)
+        loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, key)
+        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
+        params = jax.tree.map(lambda p, u: p + u, state["params"], updates)
+        return {"params": params, "opt_state": opt_state}, loss
+
+    return train_step
+
+
+def host_init_state(cfg) -> dict:
+    """The initial train state as host arrays, identical in every process."""
+    params = init_params(ModelShape.from_config(cfg), np.random.default_rng([cfg.seed, _INIT_STREAM]))
+    with jax.default_device(jax.local_devices()[0]):
+        opt_state = make_optimizer(cfg).init(params)
+    return {"params": params, "opt_state": jax.tree.map(np.asarray, opt_state)}
+
+
+def abstract_state(cfg):
+    """Shapes and dtypes of the train state, without allocating it."""
+    shape, optimizer = ModelShape.from_config(cfg), make_optimizer(cfg)
+    params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype),
+                          init_params(shape, np.random.default_rng(0)))
+    return {"params": params, "opt_state": jax.eval_shape(optimizer.init, params)}
+
+
+def state_target(cfg, mesh):
+    """The abstract state placed on `mesh`: what orbax restores into (resharding on read)."""
+    sharding = meshlib.replicated(mesh)
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding), abstract_state(cfg))
+
+
+def place(host_state: dict, mesh) -> dict:
+    """Host arrays -> replicated global arrays on `mesh` (each process fills its own devices)."""
+    rep = meshlib.replicated(mesh)
+    return jax.tree.map(lambda a: jax.make_array_from_callback(a.shape, rep, lambda idx: a[idx]), host_state)
+
+
+@dataclass
+class Compiled:
+    executable: object
+    compile_s: float
+
+
+class StepCache:
+    """Hands out the compiled step for a mesh; counts the compiles one train() call caused."""
+
+    def __init__(self, cfg) -> None:
+        self._cfg = cfg
+        self._fingerprint = cfg.fingerprint()
+        self.compiles = 0
+
+    def get(self, mesh) -> tuple[Compiled, bool]:
+        """The compiled step for `mesh`, and whether it had to be compiled now."""
+        key = (self._fingerprint, meshlib.mesh_key(mesh))
+        if key in _EXECUTABLES:
+            _EXECUTABLES.move_to_end(key)
+            return _EXECUTABLES[key], False
+        cfg, rep = self._cfg, meshlib.replicated(mesh)
+        state = state_target(cfg, mesh)
+        tokens = jax.ShapeDtypeStruct((cfg.global_batch, cfg.seq_len + 1), jnp.int32,
+                                      sharding=meshlib.batch_sharded(mesh))
+        step = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
+        started = time.perf_counter()
+        jitted = jax.jit(make_step_fn(cfg), in_shardings=(rep, meshlib.batch_sharded(mesh), rep),
+                         out_shardings=(rep, rep))
+        compiled = Compiled(jitted.lower(state, tokens, step).compile(), time.perf_counter() - started)
+        _EXECUTABLES[key] = compiled
+        while len(_EXECUTABLES) > _CACHE_SIZE:
+            _EXECUTABLES.popitem(last=False)
+        self.compiles += 1
+        return compiled, True
+
+    def init_state(self, mesh):
+        """A freshly initialised train state on `mesh`."""
+        return place(host_init_state(self._cfg), mesh)
