@@ -65,13 +65,12 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
 
     cfg, backend, rec = ctx.cfg, ctx.backend, ctx.recorder
     mesh = meshlib.build_mesh(backend.slice_devices(), active)
-    compiled, was_compiled = ctx.steps.get(mesh)
 
     def fault_hook(point: str, step: int) -> None:
         backend.fault_point(point, step, active)
 
     store = CheckpointStore(cfg, fault_hook=fault_hook, recorder=rec, primary=backend.process_index == 0)
-    state = None
+    state = tokens = None
     ok = False
     try:
         rec.event("restore_started", ctx.current_step, slices=list(active))
@@ -82,11 +81,14 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
             start, state, data_state = restored
         ctx.dataset.set_state(data_state)
         ctx.current_step = start
+        # Restore before compiling: a checkpoint of another configuration fails fast.
         rec.event("restore_done", start, from_checkpoint=restored is not None, slices=list(active),
-                  compiled=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0)
+                  compile_needed=not ctx.steps.has(mesh))
+        compiled, was_compiled = ctx.steps.get(mesh)
 
         for step in range(start, cfg.steps):
             ctx.current_step = step
+            backend.fault_point("step", step, active)
             if cfg.resize_enabled and len(active) < backend.num_slices and backend.revived(active):
                 _checkpoint_for_scale_up(store, step, state, ctx)
                 rec.event("scale_up", step, slices=list(active), returning=backend.revived(active))
@@ -94,10 +96,9 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
             batch = ctx.dataset.next_batch()
             backend.fault_point("data", step, active)
             tokens = meshlib.put_batch(batch.tokens, mesh)
-            backend.fault_point("step", step, active)
             started = time.perf_counter()
             state, loss = compiled.executable(state, tokens, _scalar(step, mesh))
-            loss = float(loss)  # sync every step: unsynced CPU collectives can deadlock (testing notes 2b)
+            loss = float(loss.addressable_data(0))  # sync every step: unsynced CPU collectives can deadlock (testing notes 2b)
             elapsed = time.perf_counter() - started
             record = {
                 "step": step,
@@ -112,6 +113,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
             if recovery is not None:
                 ctx.recompiled_on_recovery.append(was_compiled)
                 rec.event("first_step_after_recovery", step, reason=recovery.reason, recompiled=was_compiled,
+                          compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                           recovery_s=round(ctx.clock.monotonic() - recovery.detected_at, 6))
                 recovery = None
             store.poll()
@@ -132,10 +134,9 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
         finally:
             _note_commit(store, ctx)
             ctx.blocking_s.extend(store.blocking_s)
-            if state is not None:
-                for leaf in jax.tree.leaves(state):
-                    if not leaf.is_deleted():
-                        leaf.delete()
+            for leaf in jax.tree.leaves((state, tokens)):
+                if not leaf.is_deleted():
+                    leaf.delete()
 
 
 def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:

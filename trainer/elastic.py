@@ -18,6 +18,7 @@ Semantics follow pathwaysutils' `Manager.elastic_retry` (elastic.md section 7), 
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 from dataclasses import dataclass
@@ -118,6 +119,10 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
     recovery: Recovery | None = None
     committed_at_last_failure: int | None = -1  # -1: no failure yet
     while True:
+        if recovery is not None:
+            # The failed attempt's frames sit in a cycle with its exception; free their arrays now,
+            # before the next attempt allocates (pathwaysutils leaves this to the caller).
+            gc.collect()
         active, waited = wait_for_slices(backend, cfg.min_slices, cfg.elastic_poll_seconds,
                                          cfg.elastic_timeout_seconds, clock)
         rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)

@@ -160,6 +160,7 @@ class MultiControllerSlices(SliceBackend):
             num_processes=cfg.num_processes,
             process_id=cfg.process_id,
             heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
+            initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
         )
         self.num_slices = cfg.num_processes
         self.process_index = jax.process_index()

@@ -84,6 +84,9 @@ class StepCache:
         self._fingerprint = cfg.fingerprint()
         self.compiles = 0
 
+    def has(self, mesh) -> bool:
+        return (self._fingerprint, meshlib.mesh_key(mesh)) in _EXECUTABLES
+
     def get(self, mesh) -> tuple[Compiled, bool]:
         """The compiled step for `mesh`, and whether it had to be compiled now."""
         key = (self._fingerprint, meshlib.mesh_key(mesh))

@@ -21,8 +21,16 @@ app = typer.Typer(
 )
 
 
+_registered = False
+
+
 def _register() -> None:
     # Each group registers itself on `app`; a missing module (work in progress) must not break the rest.
+    # Once per process: main() called repeatedly (tests) must not stack duplicate command groups.
+    global _registered
+    if _registered:
+        return
+    _registered = True
     from elxpk.cli import registry
 
     registry.register_all(app)

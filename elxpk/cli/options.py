@@ -13,13 +13,13 @@ import typer
 from elxpk.cluster.target import ClusterTarget
 
 Project = Annotated[
-    str | None, typer.Option("--project", help="GCP project of the GKE cluster [env ELXPK_PROJECT].")
+    str | None, typer.Option("--project", help="GCP project of the GKE cluster \\[env ELXPK_PROJECT].")
 ]
-Zone = Annotated[str | None, typer.Option("--zone", help="Zone of a zonal GKE cluster [env ELXPK_ZONE].")]
+Zone = Annotated[str | None, typer.Option("--zone", help="Zone of a zonal GKE cluster \\[env ELXPK_ZONE].")]
 Region = Annotated[
-    str | None, typer.Option("--region", help="Region of a regional GKE cluster [env ELXPK_REGION].")
+    str | None, typer.Option("--region", help="Region of a regional GKE cluster \\[env ELXPK_REGION].")
 ]
-Cluster = Annotated[str | None, typer.Option("--cluster", help="GKE cluster name [env ELXPK_CLUSTER].")]
+Cluster = Annotated[str | None, typer.Option("--cluster", help="GKE cluster name \\[env ELXPK_CLUSTER].")]
 Kubeconfig = Annotated[
     str | None,
     typer.Option("--kubeconfig", help="Use this kubeconfig instead of GKE lookup (read only, never written)."),

@@ -36,32 +36,32 @@ def _int_opt(*names: str, help: str, panel: str | None = None) -> typer.models.O
 def create(
     workload: Annotated[str | None, typer.Option("--workload", help="JobSet name: a-z, 0-9, '-', at most 40 characters.")] = None,
     tpu_type: Annotated[str | None, typer.Option("--tpu-type", help="TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.")] = None,
-    num_slices: Annotated[str | None, _int_opt("--num-slices", help="Number of TPU slices (worker replicas). [default: 1]")] = None,
+    num_slices: Annotated[str | None, _int_opt("--num-slices", help="Number of TPU slices (worker replicas). Default: 1.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Shell command the user container runs. Required unless --headless or --trainer; with --trainer, extra trainer arguments.")] = None,
-    docker_image: Annotated[str | None, typer.Option("--docker-image", help="Image of the user container. [default: python:3.10]")] = None,
-    docker_name: Annotated[str | None, typer.Option("--docker-name", help="Name of the user container. [default: jax-tpu]")] = None,
+    docker_image: Annotated[str | None, typer.Option("--docker-image", help="Image of the user container. Default: python:3.10.")] = None,
+    docker_name: Annotated[str | None, typer.Option("--docker-name", help="Name of the user container. Default: jax-tpu.")] = None,
     trainer: Annotated[bool, typer.Option("--trainer", help="Run the bundled trainer (python -m trainer); needs --docker-image built from trainer/Dockerfile.")] = False,
     no_pathways: Annotated[bool, typer.Option("--no-pathways", help="Multi-controller JobSet: the command runs on every VM of every slice; failures restart the whole group (--max-restarts).")] = False,
     headless: Annotated[bool, typer.Option("--headless", help="Pathways without a user container: proxy and resource manager only; connect your own client.", rich_help_panel=_PANEL_PATHWAYS)] = False,
-    elastic_slices: Annotated[str | None, _int_opt("--elastic-slices", help=_ELASTIC_HELP + " [default: 0]", panel=_PANEL_PATHWAYS)] = None,
-    max_slice_restarts: Annotated[str | None, _int_opt("--max-slice-restarts", help="Pod restarts each slice may use when elastic: worker backoffLimit = this x VMs per slice (else 4 x VMs per slice), as in xpk. [default: 1]", panel=_PANEL_PATHWAYS)] = None,
-    max_restarts: Annotated[str | None, _int_opt("--max-restarts", help="Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too. [default: 0]")] = None,
-    priority: Annotated[str | None, typer.Option("--priority", help="PriorityClass: very-low, low, medium, high, very-high. [default: medium]")] = None,
-    queue: Annotated[str | None, typer.Option("--queue", help="Kueue LocalQueue (label kueue.x-k8s.io/queue-name). [default: multislice-queue]")] = None,
-    termination_grace_period_seconds: Annotated[str | None, _int_opt("--termination-grace-period-seconds", help="Seconds a pod gets after SIGTERM. [default: 30]")] = None,
-    ttl_seconds_after_finished: Annotated[str | None, _int_opt("--ttl-seconds-after-finished", help="Seconds a finished JobSet is kept. [default: 43200]")] = None,
+    elastic_slices: Annotated[str | None, _int_opt("--elastic-slices", help=_ELASTIC_HELP + " Default: 0.", panel=_PANEL_PATHWAYS)] = None,
+    max_slice_restarts: Annotated[str | None, _int_opt("--max-slice-restarts", help="Pod restarts each slice may use when elastic: worker backoffLimit = this x VMs per slice (else 4 x VMs per slice), as in xpk. Default: 1.", panel=_PANEL_PATHWAYS)] = None,
+    max_restarts: Annotated[str | None, _int_opt("--max-restarts", help="Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too. Default: 0.")] = None,
+    priority: Annotated[str | None, typer.Option("--priority", help="PriorityClass: very-low, low, medium, high, very-high. Default: medium.")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Kueue LocalQueue (label kueue.x-k8s.io/queue-name). Default: multislice-queue.")] = None,
+    termination_grace_period_seconds: Annotated[str | None, _int_opt("--termination-grace-period-seconds", help="Seconds a pod gets after SIGTERM. Default: 30.")] = None,
+    ttl_seconds_after_finished: Annotated[str | None, _int_opt("--ttl-seconds-after-finished", help="Seconds a finished JobSet is kept. Default: 43200.")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", metavar="KEY=VALUE", help="Env var for the training container; repeatable; overrides --env-file.")] = None,
     env_file: Annotated[str | None, typer.Option("--env-file", help="File of KEY=VALUE lines ('#' comments allowed).")] = None,
     proxy_server_image: Annotated[str | None, typer.Option("--proxy-server-image", help="Pathways proxy image.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     server_image: Annotated[str | None, typer.Option("--server-image", help="Pathways resource manager image (and worker image unless --worker-image).", rich_help_panel=_PANEL_PATHWAYS)] = None,
-    worker_image: Annotated[str | None, typer.Option("--worker-image", help="Pathways worker image. [default: --server-image]", rich_help_panel=_PANEL_PATHWAYS)] = None,
+    worker_image: Annotated[str | None, typer.Option("--worker-image", help="Pathways worker image. Default: --server-image.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     pathways_gcs_location: Annotated[str | None, typer.Option("--pathways-gcs-location", help="gs:// scratch location for proxy, resource manager and workers.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     custom_proxy_server_args: Annotated[str | None, typer.Option("--custom-pathways-proxy-server-args", help="Extra proxy args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     custom_server_args: Annotated[str | None, typer.Option("--custom-pathways-server-args", help="Extra resource manager args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     custom_worker_args: Annotated[str | None, typer.Option("--custom-pathways-worker-args", help="Extra worker args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     checkpoint_dir: Annotated[str | None, typer.Option("--checkpoint-dir", help="checkpoint_dir (ELXPK_CHECKPOINT_DIR).", rich_help_panel=_PANEL_TRAINER)] = None,
     checkpoint_period: Annotated[str | None, _int_opt("--checkpoint-period", help="checkpoint_period in steps, >= 1 (ELXPK_CHECKPOINT_PERIOD).", panel=_PANEL_TRAINER)] = None,
-    elastic_min_slice_count: Annotated[str | None, _int_opt("--elastic-min-slice-count", help=_MIN_SLICES_HELP + " [default: -1]", panel=_PANEL_TRAINER)] = None,
+    elastic_min_slice_count: Annotated[str | None, _int_opt("--elastic-min-slice-count", help=_MIN_SLICES_HELP + " Default: -1.", panel=_PANEL_TRAINER)] = None,
     elastic_timeout_seconds: Annotated[str | None, _int_opt("--elastic-timeout-seconds", help="Seconds the trainer waits for slices per attempt (ELXPK_ELASTIC_TIMEOUT_SECONDS).", panel=_PANEL_TRAINER)] = None,
     elastic_max_retries: Annotated[str | None, _int_opt("--elastic-max-retries", help="Trainer attempts (ELXPK_ELASTIC_MAX_RETRIES); keep equal to --max-slice-restarts.", panel=_PANEL_TRAINER)] = None,
     slice_mtbf: Annotated[str | None, typer.Option("--slice-mtbf", metavar="DURATION", help="Mean time between slice failures (e.g. 3d); with --step-time, prints a checkpoint_period hint.", rich_help_panel=_PANEL_TRAINER)] = None,
@@ -116,16 +116,18 @@ def create(
         sys.stdout.write(text)
         return
 
-    from elxpk.cluster.submit import submit
+    from elxpk.cluster import submit as submission
 
     target = options.cluster_target(project, zone, region, cluster, kubeconfig, context, spec.namespace)
-    created = submit(manifest, target, server_dry_run=spec.dry_run == "server", replace=spec.replace)
+    created = submission.submit(manifest, target, server_dry_run=spec.dry_run == "server", replace=spec.replace)
     suffix = " (server dry run)" if spec.dry_run == "server" else ""
     for obj in created:
         kind, name = obj.get("kind", "object"), obj.get("metadata", {}).get("name", "?")
         print(f"{kind.lower()}/{name} created{suffix}")
-    if not spec.dry_run:
-        print(f"follow it with: elxpk workload status {spec.workload} -n {spec.namespace}", file=sys.stderr)
+    follow_up = getattr(submission, "follow_up_commands", None)  # the cluster part's "what next" lines
+    if not spec.dry_run and follow_up is not None:
+        for line in follow_up(spec.workload, target):
+            print(f"  {line}", file=sys.stderr)
 
 
 def _write(path: str, text: str) -> None:

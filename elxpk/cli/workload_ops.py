@@ -16,12 +16,12 @@ import typer
 from elxpk.cli import options
 from elxpk.errors import UsageError
 
-Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Kubernetes namespace [env ELXPK_NAMESPACE, "
-                                               "config file, else default].")]
+Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Kubernetes namespace (env ELXPK_NAMESPACE, "
+                                               "then the config file, else default).")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
-def _connect(project, zone, region, cluster, kubeconfig, context, namespace):  # noqa: ANN001, ANN202
+def _connect(project, zone, region, cluster, kubeconfig, context, namespace):
     """Validate the selection (UsageError before any network), then connect."""
     from elxpk.cluster.connect import connect
     from elxpk.cluster.defaults import resolve_target, validate_namespace
@@ -38,7 +38,7 @@ def _output(output: str) -> str:
     return check_format(output)
 
 
-def _console(stderr: bool = False):  # noqa: ANN202
+def _console(stderr: bool = False):
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
@@ -206,14 +206,21 @@ def wait(
     problems = []
     if for_ not in ("completed", "running"):
         problems.append(f"--for {for_}: use completed or running")
+    timeout_s = poll_s = None
     try:
         timeout_s = _duration("--timeout", timeout)
-        poll_s = _duration("--poll", poll) or 0.0
-        if poll_s <= 0:
+    except UsageError as exc:
+        problems.extend(exc.messages)
+    try:
+        poll_s = _duration("--poll", poll)
+        if not poll_s:
             problems.append(f"--poll {poll}: must be more than 0")
     except UsageError as exc:
         problems.extend(exc.messages)
-    output = _output(output)
+    try:
+        output = _output(output)
+    except UsageError as exc:
+        problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
     kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
@@ -223,7 +230,7 @@ def wait(
     err = _console(stderr=True)
     last: list[str] = []
 
-    def show(status) -> None:  # noqa: ANN001
+    def show(status) -> None:
         line = f"{status.state}: {status.message} (slices {status.slices_healthy}/{status.slices_total})"
         if spinner is not None:
             spinner.update(f"{name}: {line}")
@@ -236,7 +243,7 @@ def wait(
         if spinner is not None:
             spinner.start()
         result = wait_for(kube, ns, name, until=for_, timeout_s=timeout_s, clock=time.time, sleep=time.sleep,
-                          poll_s=poll_s, on_update=show)
+                          poll_s=poll_s or 5.0, on_update=show)
     finally:
         if spinner is not None:
             spinner.stop()
@@ -253,6 +260,7 @@ def kill_slice(
     yes: Yes = False,
     watch: Annotated[bool, typer.Option("--watch", help="Follow the slice until it runs again; report timings.")] = False,
     timeout: Annotated[str, typer.Option("--timeout", help="With --watch: give up after this long.")] = "30m",
+    poll: Annotated[str, typer.Option("--poll", help="With --watch: time between checks.")] = "2s",
     namespace: Namespace = None,
     project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
     cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
@@ -260,10 +268,16 @@ def kill_slice(
     """Fault injection: force-delete the worker pods of slice K (grace period 0), as a lost slice would."""
     problems = [f"{flag} {value}: must be 0 or more" for flag, value in (("--slice", slice_), ("--vm", vm))
                 if value is not None and value < 0]
-    try:
-        timeout_s = _duration("--timeout", timeout) or 0.0
-    except UsageError as exc:
-        problems.extend(exc.messages)
+    timeout_s = poll_s = 0.0
+    for flag, value in (("--timeout", timeout), ("--poll", poll)):
+        try:
+            seconds = _duration(flag, value) or 0.0
+        except UsageError as exc:
+            problems.extend(exc.messages)
+            continue
+        if seconds <= 0:
+            problems.append(f"{flag} {value}: must be more than 0")
+        timeout_s, poll_s = (seconds, poll_s) if flag == "--timeout" else (timeout_s, seconds)
     if problems:
         raise UsageError(*problems)
     kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
@@ -280,7 +294,7 @@ def kill_slice(
         return
     err = _console(stderr=True)
     recovery = watch_recovery(kube, ns, name, plan, killed_at=killed_at, clock=time.time, sleep=time.sleep,
-                              timeout_s=timeout_s, on_tick=lambda text: err.print(f"{name}: {text}"))
+                              timeout_s=timeout_s, poll_s=poll_s, on_tick=lambda text: err.print(f"{name}: {text}"))
     print(f"{what} running again after {format_duration(recovery.slice_back_s)}")
     if recovery.next_step_s is not None:
         print(f"first training step after recovery: {format_duration(recovery.next_step_s)} after the kill")

@@ -110,10 +110,10 @@ def _get_cluster(target: ClusterTarget, credentials: Any, endpoint: str | None) 
         return manager.get_cluster(name=name, timeout=60)
     except gexc.NotFound:
         raise NotFoundError(f"GKE {where} not found: check --project, --zone/--region and --cluster") from None
-    except gexc.PermissionDenied:
+    except (gexc.PermissionDenied, gexc.Forbidden):
         raise ClusterError(f"permission denied reading GKE {where}: you need container.clusters.get "
                            "(e.g. roles/container.clusterViewer) on the project") from None
-    except gexc.Unauthenticated:
+    except (gexc.Unauthenticated, gexc.Unauthorized):
         raise ClusterError(f"the Container API rejected the Google credentials for {where}: refresh them "
                            "(application-default login) or check GOOGLE_APPLICATION_CREDENTIALS") from None
     except google.auth.exceptions.RefreshError as exc:

@@ -8,6 +8,7 @@ errors, timeouts, 429 and 5xx; a create is never blindly retried (see submit.py)
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -74,15 +75,15 @@ class Kube:
                 serialized = self.api_client.param_serialize(
                     method, path, query_params=params or None, header_params=dict(headers), body=body,
                     auth_settings=["BearerToken"])
-                # A followed log may stay quiet for hours: only its connect has a timeout.
-                resp = self.api_client.call_api(*serialized, _request_timeout=None if stream else self.timeout)
+                # A followed log may stay quiet for hours: a stream's connect has a timeout, its reads none.
+                timeout = (self.timeout[0], None) if stream else self.timeout
+                resp = self.api_client.call_api(*serialized, _request_timeout=timeout)
                 if not 200 <= resp.status <= 299:
                     resp.read()
                     raise ApiException(http_resp=resp)
                 if stream:
                     return resp.response
-                data = resp.read()
-                return json.loads(data) if data else {}
+                return _loads(resp.read())
             except ApiException as exc:
                 transient = exc.status in (429,) or (exc.status or 0) >= 500
                 if transient and attempt < attempts:
@@ -237,6 +238,20 @@ class Kube:
             return []
         return self._paged(api_path(f"{KUEUE_GROUP}/{version}", "workloads", namespace),
                            label_selector=label_selector, what=f'Kueue Workloads in namespace "{namespace}"')
+
+
+def _loads(data: bytes) -> Any:
+    """Parse a response body. A 1,000-pod list is ~100k fresh containers: pausing the cyclic GC while
+    parsing (nothing in it can be garbage yet) makes this 2-4x faster."""
+    if not data:
+        return {}
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _status_message(body: Any) -> str:

@@ -29,7 +29,10 @@ RECOVERY_EVENT = "first_step_after_recovery"
 def delete_workload(kube: Kube, namespace: str, name: str) -> None:
     """Foreground deletion: the JobSet goes once its Jobs and Pods are gone (nothing is left running)."""
     get_workload(kube, namespace, name)  # a clear "not found" / "JobSet not installed" first
-    kube.delete_jobset(namespace, name, propagation="Foreground")
+    try:
+        kube.delete_jobset(namespace, name, propagation="Foreground")
+    except NotFoundError:
+        pass  # a retried DELETE whose first attempt went through: the workload is gone, as asked
 
 
 # --- logs -------------------------------------------------------------------------------------------------

@@ -53,8 +53,8 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
     summary.add_row("Slices healthy", f"{status.slices_healthy}/{status.slices_total}")
     if status.head is not None:
         summary.add_row("Pathways head", _styled(status.head, _SLICE_STYLE))
-    summary.add_row("JobSet restarts", f"{status.restarts} (budget {_budget(status.restarts_counted,
-                                                                            status.max_restarts)}, maxRestarts)")
+    summary.add_row("JobSet restarts", f"{status.restarts} (maxRestarts {status.max_restarts}: "
+                    f"{status.restarts_counted} counted, {status.restarts_left} left)")
     kueue = status.admission or "no Kueue Workload"
     if status.admission_message and status.admission != "Admitted":
         kueue += f": {status.admission_message}"

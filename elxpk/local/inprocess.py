@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from elxpk.local.options import LocalRunOptions
+from elxpk.local.options import LOCAL_MODEL, LocalRunOptions
 
 # The wait for slices probes this often: a short poll keeps the local recovery snappy.
 POLL_SECONDS = 0.2
@@ -18,6 +18,7 @@ def trainer_argv(opts: LocalRunOptions) -> list[str]:
         "--checkpoint-period", str(opts.checkpoint_period),
         "--devices-per-slice", str(opts.devices_per_slice),
         "--seed", str(opts.seed),
+        *LOCAL_MODEL,
         *opts.trainer_args,
     ]
 

@@ -102,15 +102,20 @@ class RunProgress:
         elif name == "restore_done":
             started = self._restore_started
             took = f" in {float(t) - started:.1f} s" if started is not None else ""
-            self.say(f"restored step {restored_step(e)}{took}" + _skipped(e))
+            if e.get("from_checkpoint") is False:
+                self.say(f"no valid checkpoint: initialised at step {restored_step(e)}{took}")
+            else:
+                self.say(f"restored step {restored_step(e)}{took}" + _skipped(e))
         elif name == "first_step_after_recovery" and self._pending and not self._pending.first_step:
             self._pending.first_step = True
             self.say(f"step {step} reached {float(t) - self._pending.detected_at:.1f} s after the failure")
         elif name == "scale_up":
-            active = e.get("active_slices", e.get("slices"))
-            for s in active if isinstance(active, list) else []:
+            active = e.get("slices") if isinstance(e.get("slices"), list) else []
+            back = e.get("returning") if isinstance(e.get("returning"), list) else []
+            for s in [*active, *back]:
                 self.health[s] = "healthy"
-            self.say(f"scaled up to {len(active) if isinstance(active, list) else 'all'} slices at step {step}")
+            who = "slice " + ",".join(map(str, back)) + " back: " if back else ""
+            self.say(f"{who}scaling up to {len(active) + len(back)} slices at step {step}")
         elif name == "checkpoint_skipped":
             self.say(f"checkpoint {step} skipped: {e.get('reason', 'no reason given')}")
         elif name == "run_finished":

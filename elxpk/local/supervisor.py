@@ -83,6 +83,7 @@ class GroupSupervisor:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         env: dict | None = None,
+        cwd: str | None = None,
     ) -> None:
         self.plan = plan
         self.observe = observer
@@ -90,6 +91,7 @@ class GroupSupervisor:
         self.sleep = sleep
         self.env = process_env(plan.devices_per_process, env)
         self.logs = plan.run_dir / "logs"
+        self.cwd = cwd or os.getcwd()
 
     def _command(self, process_id: int, port: int) -> list[str]:
         p = self.plan
@@ -112,14 +114,9 @@ class GroupSupervisor:
         for i in range(self.plan.num_processes):
             log = open(self.logs / f"attempt{attempt}-process{i}.log", "wb")
             procs.append(subprocess.Popen(self._command(i, port), stdout=log, stderr=subprocess.STDOUT,
-                                          env=self.env, cwd=os.getcwd(), start_new_session=True))
+                                          env=self.env, cwd=self.cwd, start_new_session=True))
             log.close()  # the child holds its own descriptor
         return procs
-
-    def _append_event(self, record: dict) -> None:
-        with open(self.plan.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
-        self.observe("event", record)
 
     def run(self) -> GroupResult:
         plan, result = self.plan, GroupResult()
@@ -128,19 +125,27 @@ class GroupSupervisor:
         events = JsonlTail(plan.run_dir / "events.jsonl", from_end=True)
         pending = sorted(plan.kills, key=lambda k: k.step)
         unexpected = 0
+        recovering_since: float | None = None  # kill time of the failure this attempt recovers from
         while True:
             result.attempts += 1
             procs = self._start(result.attempts)
             killed: Kill | None = None
             killed_at = deadline = 0.0
             killed_step = -1
+            deferred: list[dict] = []  # our events, written once the group is down
             try:
                 while any(p.poll() is None for p in procs):
-                    for record in events.read():
-                        self.observe("event", record)
+                    self._relay(events, "event")
                     for record in metrics.read():
                         self.observe("metric", record)
                         step = record.get("step")
+                        if recovering_since is not None and isinstance(step, int):
+                            # A cold start does not know it is a recovery: the supervisor does.
+                            now = self.clock()
+                            deferred.append(self._event("first_step_after_recovery", now, step,
+                                                        reason="group_restart",
+                                                        recovery_s=round(now - recovering_since, 6)))
+                            recovering_since = None
                         if killed is None and pending and isinstance(step, int) and step >= pending[0].step:
                             killed = pending.pop(0)
                             victim = procs[killed.slice]
@@ -149,8 +154,9 @@ class GroupSupervisor:
                             killed_at, killed_step = self.clock(), step
                             # JobSet waits for the failed job; survivors abort on missed heartbeats.
                             deadline = time.monotonic() + plan.heartbeat_timeout_s + 10.0
-                            self.observe("event", {"event": "failure_detected", "time": killed_at, "step": step,
-                                                   "slice": killed.slice, "source": "supervisor"})
+                            deferred.append(self._event(
+                                "failure_detected", killed_at, killed_step, slice=killed.slice,
+                                detail=f"process {killed.slice} (slice {killed.slice}) SIGKILLed"))
                     if killed is not None and time.monotonic() > deadline:
                         for p in procs:
                             if p.poll() is None:
@@ -161,32 +167,41 @@ class GroupSupervisor:
                     if p.poll() is None:
                         p.send_signal(signal.SIGKILL)
                     p.wait()
-            for record in events.read():
-                self.observe("event", record)
+            self._relay(events, "event")
             for record in metrics.read():
                 self.observe("metric", record)
+            self._write(deferred)  # the group is down: nothing else writes events.jsonl now
             codes = [p.returncode for p in procs]
             result.exit_codes.append(codes)
             if killed is None and all(c == 0 for c in codes):
                 return result
             if killed is not None:
                 result.kills_done.append(killed)
-                # Written now that the group is down, with the time of the kill.
-                self._write_only({"event": "failure_detected", "time": killed_at, "step": killed_step,
-                                  "slice": killed.slice, "source": "supervisor",
-                                  "detail": f"process {killed.slice} (slice {killed.slice}) SIGKILLed"})
+                recovering_since = killed_at
+                # The replacement "pod" comes up revive_after seconds after the kill.
                 self.sleep(max(0.0, killed_at + plan.revive_after - self.clock()))
             else:
                 unexpected += 1
                 if unexpected > plan.max_restarts:
                     raise CheckFailed(self._failure_message(result.attempts, codes))
             result.restarts += 1
-            self._append_event({"event": "slices_ready", "time": self.clock(), "step": None,
-                                "slices": list(range(plan.num_processes)), "source": "supervisor"})
+            self._write([self._event("slices_ready", self.clock(), None, slices=list(range(plan.num_processes)))])
 
-    def _write_only(self, record: dict) -> None:
-        with open(self.plan.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+    def _event(self, name: str, t: float, step: int | None, **details) -> dict:
+        """One supervisor event, shown at once; written to events.jsonl by `_write`."""
+        record = {"event": name, "time": t, "step": step, "source": "supervisor", **details}
+        self.observe("event", record)
+        return record
+
+    def _write(self, records: list[dict]) -> None:
+        if records:
+            with open(self.plan.run_dir / "events.jsonl", "a", encoding="utf-8") as handle:
+                handle.write("".join(json.dumps(r) + "\n" for r in records))
+
+    def _relay(self, tail: JsonlTail, kind: str) -> None:
+        for record in tail.read():
+            if record.get("source") != "supervisor":  # ours were shown when they happened
+                self.observe(kind, record)
 
     def _failure_message(self, attempt: int, codes: Sequence[int]) -> str:
         worst = next(i for i, c in enumerate(codes) if c != 0)

@@ -7,7 +7,6 @@ the plan. Nothing here imports jax: a run directory is plain JSON lines plus che
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +43,13 @@ class Calibration:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+def _median(values: list[float]) -> float:
+    # Not statistics.median: importing statistics pulls in random, decimal and fractions (CLI start-up).
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     from elxpk.runs.jsonl import read_jsonl  # the shared reader: survives a torn last line
 
@@ -73,7 +79,7 @@ def _compile_s(events: list[dict], step_times: list[float], median_step: float |
     first step); otherwise the first step's excess over the median step."""
     reported = [c for c in (_num(e, "compile_s") for e in events if e.get("event") == "restore_done") if c]
     if reported:
-        return statistics.median(reported)
+        return _median(reported)
     if step_times and median_step is not None:
         return max(0.0, step_times[0] - median_step)
     return None
@@ -120,7 +126,7 @@ def calibrate(run_dir: Path) -> Calibration:
     notes: list[str] = []
 
     times = [t for t in (_num(r, "step_time_s") for r in metrics) if t is not None and t > 0]
-    step_time = statistics.median(times) if times else None
+    step_time = _median(times) if times else None
     compile_s = _compile_s(events, times, step_time)
 
     saves = [e for e in events if e.get("event") == "checkpoint_saved"]
@@ -128,7 +134,7 @@ def calibrate(run_dir: Path) -> Calibration:
                             for e in saves) if b is not None]
     save_s, save_method = None, ""
     if blocking:
-        save_s, save_method = statistics.median(blocking), "median blocking time of checkpoint_saved events"
+        save_s, save_method = _median(blocking), "median blocking time of checkpoint_saved events"
     elif saves and times:
         save_s = _unexplained_wall_per_save(events, times, len(saves))
         save_method = "wall time not spent in steps or recoveries, per save (an upper bound)"
@@ -144,19 +150,20 @@ def calibrate(run_dir: Path) -> Calibration:
         if config.get("slice_backend") == "simulated":
             notes.append("replacement time not taken from a run with simulated slices; give --replacement")
         else:
-            replacement = statistics.median(waits)
+            replacement = _median(waits)
 
-    ckpt_dir = Path(config["checkpoint_dir"]) if isinstance(config.get("checkpoint_dir"), str) else None
-    if ckpt_dir is not None and not ckpt_dir.is_absolute():
-        ckpt_dir = run_dir / ckpt_dir
-    size = _newest_checkpoint_bytes(ckpt_dir or run_dir / "checkpoints")
+    # run.json records the checkpoint directory as the run saw it; a copied run keeps it beside itself.
+    size = None
+    for ckpt_dir in (config.get("checkpoint_dir"), "checkpoints"):
+        if isinstance(ckpt_dir, str) and size is None:
+            size = _newest_checkpoint_bytes(run_dir / ckpt_dir)  # an absolute path replaces run_dir
 
     return Calibration(
         run_dir=str(run_dir),
         step_time_s=step_time,
         save_s=save_s,
         save_method=save_method,
-        restore_s=statistics.median(restores) if restores else None,
+        restore_s=_median(restores) if restores else None,
         replacement_s=replacement,
         compile_s=compile_s,
         checkpoint_size_bytes=size,

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from elxpk.errors import UsageError
 from elxpk.plan.calibrate import Calibration
+from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
-from elxpk.units import format_duration, parse_duration, parse_size
+from elxpk.units import parse_duration, parse_size
 
 DEFAULT_PERIODS = (50, 100, 200, 500, 1000)
 DEFAULTS = {
@@ -137,7 +138,10 @@ class _Resolver:
         max_to_keep = self.pick("max_to_keep", f.max_to_keep, run.max_to_keep, 5)
         current = self.pick("checkpoint_period", f.checkpoint_period, run.checkpoint_period)
 
-        need_run = " (the --from-run run has no sample of it)" if cal else " (or --from-run RUN_DIR)"
+        if f.from_run is None:
+            need_run = " (or --from-run RUN_DIR)"
+        else:  # an unreadable run already has its own error line
+            need_run = " (the --from-run run has no sample of it)" if cal else ""
         self.positive("--slice-mtbf", mtbf, "30d", "")
         self.positive("--step-time", step, "2.5s", need_run)
         self.positive("--checkpoint-save", save, "20s", need_run)

@@ -63,30 +63,48 @@ def _slot_failures(rng, trials: int, slots: int, mtbf: float, shape: float, hori
     return times[:, :keep]
 
 
-def _run(failures, horizon: float, tau: float, save: float, rec_len: float, credit: float):
-    """Committed work (seconds at full speed) of each trial over the horizon."""
+def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float):
+    """Per trial: (work, time) up to the end of the cycle in progress at `horizon`.
+
+    A cycle runs from one restart at full speed to the next. Cutting the run at a fixed time would bias
+    the estimate by the fresh start at t = 0 (~1/horizon); ending instead at the first cycle boundary
+    at or after `horizon` makes the number of cycles a stopping time, so sum(work) / sum(time) is the
+    renewal-reward estimate of the long-run goodput. Failures are generated up to `end` > horizon.
+    """
     import numpy as np
 
     trials = failures.shape[0]
     seg = tau + save
-    ready = np.zeros(trials)  # when the job last (re)started at full speed
-    work = np.zeros(trials)
-    pending = np.zeros(trials)  # 1 while a completed recovery's own work is still to be credited
+    ready = np.zeros(trials)  # when the job last (re)started at full speed: a cycle boundary once it holds
+    work = np.zeros(trials)  # committed work before `ready`, at full speed
+    pending = np.zeros(trials)  # 1 while the recovery ending at `ready` has its own work to credit
+    done = np.zeros(trials, dtype=bool)
+    b_time = np.zeros(trials)
+    b_work = np.zeros(trials)
     for j in range(failures.shape[1]):
         f = failures[:, j]
-        live = np.isfinite(f)
-        ran = live & (f >= ready)  # else the failure hit a recovery, which starts again
+        live = np.isfinite(f) & ~done
+        if not live.any():
+            break
+        ran = live & (f >= ready)  # the recovery before completed: `ready` is a boundary (else it restarts)
+        finish = ran & (ready >= horizon)
+        b_time = np.where(finish, ready, b_time)
+        b_work = np.where(finish, work + pending * credit, b_work)
+        done |= finish
+        live &= ~finish
+        ran &= ~finish
         whole = np.floor((f - ready) / seg)
         work += np.where(ran, whole * tau + pending * credit, 0.0)
         pending = np.where(live, 1.0, pending)
         ready = np.where(live, f + rec_len, ready)
-    # At the horizon the segment in progress counts as done: a stop, not a failure.
-    ran = horizon >= ready
-    elapsed = np.where(ran, horizon - ready, 0.0)
+    # No failure after the last restart before `end`: its recovery completed, so `ready` is the boundary.
+    # (When `ready` < horizon the trial ran failure-free to `end`; count that run as one long cycle.)
+    tail = ~done
+    elapsed = np.where(tail & (ready < horizon), end - ready, 0.0)
     whole = np.floor(elapsed / seg)
-    partial = np.minimum(elapsed - whole * seg, tau)
-    work += np.where(ran, whole * tau + partial + pending * credit, 0.0)
-    return work
+    b_work = np.where(tail, work + pending * credit + whole * tau + np.minimum(elapsed - whole * seg, tau), b_work)
+    b_time = np.where(tail, np.where(ready < horizon, end, ready), b_time)
+    return b_work, b_time
 
 
 def simulate(
@@ -103,32 +121,38 @@ def simulate(
 
     rng = np.random.default_rng(seed)
     recs = {mode: recovery(costs, mode) for mode in {m for m, _ in points}}
+    # Room for the cycle in progress at the horizon to end: a failure (12 MTBFs leave e^-12 per trial
+    # without one), then its recovery.
+    end = horizon_s + 12.0 * costs.system_mtbf_s + 3.0 * max(r.length_s for r in recs.values())
     if shape == 1.0:
-        width = costs.failure_rate * horizon_s + 6.0 * math.sqrt(costs.failure_rate * horizon_s) + 10
+        width = costs.failure_rate * end + 6.0 * math.sqrt(costs.failure_rate * end) + 10
     else:
-        per_slot = horizon_s / costs.slice_mtbf_s + 6.0 * math.sqrt(horizon_s / costs.slice_mtbf_s) + 5
+        per_slot = end / costs.slice_mtbf_s + 6.0 * math.sqrt(end / costs.slice_mtbf_s) + 5
         width = 2 * costs.num_slices * per_slot  # the unsorted array and its sorted copy
     chunk = max(1, min(trials, int(_CHUNK_FLOATS / width)))
-    sums = np.zeros(len(points))
-    squares = np.zeros(len(points))
+    works = [[] for _ in points]
+    times = [[] for _ in points]
     n_failures = 0
     done = 0
     while done < trials:
         size = min(chunk, trials - done)
-        failures = _slot_failures(rng, size, costs.num_slices, costs.slice_mtbf_s, shape, horizon_s)
-        n_failures += int(np.isfinite(failures).sum())
+        failures = _slot_failures(rng, size, costs.num_slices, costs.slice_mtbf_s, shape, end)
+        n_failures += int((failures < horizon_s).sum())
         for i, (mode, tau) in enumerate(points):
             rec = recs[mode]
             credit = rec.credited_work_s(tau, costs.save_s)
-            g = _run(failures, horizon_s, tau, costs.save_s, rec.length_s, credit) / horizon_s
-            sums[i] += g.sum()
-            squares[i] += (g * g).sum()
+            w, t = _run(failures, horizon_s, end, tau, costs.save_s, rec.length_s, credit)
+            works[i].append(w)
+            times[i].append(t)
         done += size
     out = []
     for i, (mode, tau) in enumerate(points):
-        mean = sums[i] / trials
-        var = max(squares[i] / trials - mean * mean, 0.0) * trials / max(trials - 1, 1)
-        out.append(SimResult(mode, tau, float(mean), math.sqrt(var / trials), trials, n_failures))
+        w, t = np.concatenate(works[i]), np.concatenate(times[i])
+        g = w.sum() / t.sum()
+        # Ratio estimator: delta-method standard error.
+        resid = w - g * t
+        stderr = math.sqrt(resid.var(ddof=1) / trials) / t.mean() if trials > 1 else math.nan
+        out.append(SimResult(mode, tau, float(g), stderr, trials, n_failures))
     return out
 
 

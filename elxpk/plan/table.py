@@ -7,7 +7,7 @@ from rich.table import Table
 
 from elxpk.plan import model
 from elxpk.plan.compute import ModeResult, Plan
-from elxpk.units import format_duration
+from elxpk.plan.fmt import duration as format_duration
 
 _SOURCE_NAMES = {
     "num_slices": "slices",
@@ -136,11 +136,11 @@ def render(plan: Plan, console: Console | None = None) -> None:
 
 
 def _render_simulation(sim: dict, console: Console) -> None:
-    table = Table(
-        title=f"Monte Carlo check ({sim['trials']:,} trials x {format_duration(sim['horizon_s'])}, "
-        f"{sim['distribution']}, {sim['failures']:,} failures)",
-        title_justify="left",
+    console.print(
+        f"Monte Carlo check: {sim['trials']:,} trials x {format_duration(sim['horizon_s'])}, "
+        f"{sim['distribution']} slice failures, {sim['failures']:,} failures in all (seed {sim['seed']})"
     )
+    table = Table()
     table.add_column("mode")
     table.add_column("model goodput", justify="right")
     table.add_column("simulated", justify="right")

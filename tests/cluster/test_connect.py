@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -38,10 +37,7 @@ def gke(tls, tls_fake):
 
 
 def _user_credentials(gke: FakeGke, tmp_path: Path):
-    import google.oauth2.credentials
-
-    info = json.loads(gke.write_authorized_user(tmp_path / "adc.json").read_text())
-    return google.oauth2.credentials.Credentials.from_authorized_user_info(info)
+    return gke.user_credentials()
 
 
 def test_kubeconfig_sends_its_token_and_is_never_written(fake, kubeconfig):
@@ -90,13 +86,15 @@ def test_gke_endpoint_ca_and_refreshed_token_over_tls(gke, tls_fake, tmp_path):
     assert kube.jobset_crd_served()
     assert kube.list_jobsets("default") == []
     # The Container API saw a bearer token; the API server saw fresh tokens from the token endpoint.
-    assert gke.requests[-1][0] == "GET" and gke.requests[-1][2].startswith("Bearer ya29.fake-")
+    [describe] = [r for r in gke.requests if r[0] == "GET"]
+    assert describe[1] == "/v1/projects/proj/locations/us-central2-b/clusters/tpu-cluster"
+    assert describe[2].startswith("Bearer ya29.fake-")
     assert set(tls_fake.seen_tokens) <= set(gke.issued)
     assert len(set(tls_fake.seen_tokens)) >= 2
 
 
 def test_gke_via_application_default_credentials(gke, tls_fake, tmp_path, monkeypatch):
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(gke.write_authorized_user(tmp_path / "adc.json")))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(gke.write_service_account(tmp_path / "sa.json")))
     monkeypatch.setenv("ELXPK_CONTAINER_API_ENDPOINT", gke.url)
     kube = connect(ClusterTarget(project="proj", location="us-central2-b", cluster="tpu-cluster"))
     assert kube.jobset_crd_served()

@@ -84,7 +84,7 @@ def test_status_uses_a_bounded_number_of_calls(fake, kube, clock):
     assert sum(1 for c in calls if "/pods" in c.path) == 1  # one label-selector LIST, not one call per pod
 
 
-def test_status_without_kueue_and_non_pathways_jobset(jobset_crd, clock):
+def test_status_without_kueue_and_non_pathways_jobset(jobset_crd, clock, tmp_path):
     from elxpk.cluster.connect import connect
     from elxpk.cluster.target import ClusterTarget
     from tests.support.fake_apiserver import start_fake
@@ -97,14 +97,10 @@ def test_status_without_kueue_and_non_pathways_jobset(jobset_crd, clock):
         del js["spec"]["coordinator"], js["spec"]["successPolicy"]
         server.store.create(("jobset.x-k8s.io", "jobsets"), {**js, "metadata": {**js["metadata"], "namespace": "default"}})
         ctl = ScriptedJobSet(server.store, "default", "plain", clock)
-        ctl._create_jobs(attempt=0)
+        ctl._create_jobs(attempt=0)  # no Kueue: the JobSet controller starts the Jobs at once
         ctl.run()
-        import tempfile
-        from pathlib import Path
-
-        with tempfile.TemporaryDirectory() as tmp:
-            kube = connect(ClusterTarget(kubeconfig=str(server.write_kubeconfig(Path(tmp) / "k"))))
-            st = fetch_status(kube, "default", "plain", now=clock())
+        kube = connect(ClusterTarget(kubeconfig=str(server.write_kubeconfig(tmp_path / "k"))))
+        st = fetch_status(kube, "default", "plain", now=clock())
         assert (st.state, st.worker_job, st.slices_total, st.head, st.admission) == ("Running", "slice", 3, None, None)
     finally:
         server.stop()

@@ -138,3 +138,20 @@ def test_follow_up_commands_carry_the_cluster_selection():
     regional = ClusterTarget(project="p", location="us-central2", cluster="c")
     assert "--region us-central2" in follow_up_commands("w", regional)[1]
     assert follow_up_commands("w", ClusterTarget(kubeconfig="/k.yaml"))[3] == "elxpk workload delete w --kubeconfig /k.yaml"
+
+
+def test_without_kueue_the_queue_label_only_warns(jobset_crd, clock, tmp_path):
+    from elxpk.cluster.connect import connect
+    from tests.cluster.conftest import seed_cluster
+    from tests.support.fake_apiserver import start_fake
+
+    server = start_fake(crd_file=jobset_crd, clock=clock, kueue=False)
+    try:
+        seed_cluster(server)
+        kube = connect(ClusterTarget(kubeconfig=str(server.write_kubeconfig(tmp_path / "k"))))
+        _, warnings = _submit(kube, pathways_jobset())
+        assert warnings == ['Kueue is not installed: the queue label "multislice-queue" is ignored and the JobSet '
+                            "starts without admission control"]
+        assert len(server.store.list(JOBSETS, "default")) == 1
+    finally:
+        server.stop()

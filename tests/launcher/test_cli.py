@@ -41,8 +41,8 @@ def test_bad_input_exits_2_with_one_line_per_error_and_writes_nothing(cli, tmp_p
     assert result.out == ""
     assert not out_file.exists() and list(tmp_path.iterdir()) == []
     flags = [line.split()[1].rstrip(":") for line in result.error_lines]
-    assert flags == ["--workload", "--tpu-type", "--elastic-slices", "--max-restarts", "--command",
-                     "--checkpoint-period", "--env"]
+    assert sorted(flags) == sorted(["--workload", "--tpu-type", "--elastic-slices", "--max-restarts", "--command",
+                                    "--checkpoint-period", "--env"])
     assert len(result.err.splitlines()) == len(flags)  # nothing but the error lines, no trace
 
 

@@ -52,10 +52,13 @@ BENIGN = dict(workload="run-1", tpu_type="v5p-16", num_slices="2", command="x", 
        no_pathways=st.booleans())
 def test_hostile_values_round_trip_and_keep_the_structure(command, values, args, proxy, ckpt, no_pathways):
     flags = dict(BENIGN, no_pathways=no_pathways)
-    benign = render(WorkloadSpec.from_flags(**flags)).objects
     hostile_flags = dict(flags, command=command, env=[f"A={values[0]}", f"B={values[1]}"],
                          custom_worker_args=shlex.join(args), custom_proxy_server_args=shlex.join([proxy]),
                          checkpoint_dir=ckpt)
+    if no_pathways:  # Pathways-only flags are refused for multi-controller workloads
+        for key in ("custom_worker_args", "custom_proxy_server_args"):
+            del flags[key], hostile_flags[key]
+    benign = render(WorkloadSpec.from_flags(**flags)).objects
     manifest = render(WorkloadSpec.from_flags(**hostile_flags))
     assert shape(manifest.objects) == shape(benign)
     (obj,) = manifest.objects
@@ -91,7 +94,10 @@ def valid_flags(draw):
              if k not in ("JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
                           "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID") and not k.startswith("ELXPK_")],
     )
-    if not headless:
+    if headless:  # no user container: the flags that configure it are refused
+        for key in ("env", "checkpoint_period", "elastic_min_slice_count"):
+            del flags[key]
+    else:
         flags["command"] = draw(text.filter(lambda s: s.strip()))
     if trainer:
         flags["docker_image"] = "gcr.io/p/trainer:1"

@@ -89,6 +89,26 @@ def test_each_error_is_one_line_naming_its_flag(flags, flag):
     assert "\n" not in found[0]
 
 
+@pytest.mark.parametrize("key", ["server_image", "proxy_server_image", "worker_image", "pathways_gcs_location",
+                                 "custom_proxy_server_args", "custom_server_args", "custom_worker_args"])
+def test_pathways_flags_are_refused_for_multi_controller(key):
+    (line,) = errors(no_pathways=True, **{key: "gs://x" if key == "pathways_gcs_location" else "img:1"})
+    assert line.endswith("only for Pathways workloads; drop it or drop --no-pathways")
+
+
+@pytest.mark.parametrize("key", ["env", "checkpoint_dir", "checkpoint_period", "docker_image",
+                                 "elastic_max_retries"])
+def test_user_container_flags_are_refused_when_headless(key):
+    value = ["A=1"] if key == "env" else "5"
+    (line,) = errors(command=None, headless=True, **{key: value})
+    assert line.endswith("a --headless workload has no user container to pass it to; drop it")
+
+
+def test_slice_restarts_without_elasticity_warn():
+    (warning,) = build(max_slice_restarts="5").warnings
+    assert warning.startswith("--max-slice-restarts only counts with --elastic-slices > 0")
+
+
 def test_elastic_slices_need_pathways():
     assert errors(num_slices="3", elastic_slices="1", no_pathways=True)[0].startswith("--elastic-slices 1: needs Pathways")
 

@@ -97,3 +97,33 @@ def test_trainer_layout_cold_restore_and_ahead_of_time_compile(tmp_path):
     assert cal.restore_s == pytest.approx(1.2) and cal.restores_sampled == 1
     assert cal.compile_s == pytest.approx(3.0)
     assert cal.step_time_s == pytest.approx(0.5)
+
+
+def test_a_run_the_trainer_wrote(tmp_path):
+    # Recorded from `python -m trainer --steps 40 --checkpoint-period 10 --num-slices 2 --elastic-enabled
+    # --fault 1@25 --revive-after 1` (checkpoints left out): a cold start, one slice loss, one restore.
+    import shutil
+    from pathlib import Path
+
+    run = shutil.copytree(Path(__file__).parent / "data" / "trainer_run", tmp_path / "run")
+    # Moved runs: the recorded absolute checkpoint_dir is gone, the copy's own checkpoints/ is used.
+    meta = json.loads((run / "run.json").read_text())
+    meta["config"]["checkpoint_dir"] = str(tmp_path / "gone")
+    (run / "run.json").write_text(json.dumps(meta))
+    (run / "checkpoints" / "40" / "state").mkdir(parents=True)
+    (run / "checkpoints" / "40" / "state" / "d").write_bytes(b"x" * 777)
+    (run / "checkpoints" / "40.orbax-checkpoint-tmp-9").mkdir()
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    by_name = {}
+    for e in events:
+        by_name.setdefault(e["event"], []).append(e)
+    cal = calibrate(run)
+    restore = by_name["restore_done"][1]["time"] - by_name["restore_started"][1]["time"]
+    assert cal.restore_s == pytest.approx(restore) and cal.restores_sampled == 1
+    assert cal.save_s == pytest.approx(statistics.median(e["blocking_s"] for e in by_name["checkpoint_saved"]))
+    assert cal.compile_s == pytest.approx(by_name["restore_done"][0]["compile_s"])
+    steps = [json.loads(line)["step_time_s"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert cal.step_time_s == pytest.approx(statistics.median(steps)) and cal.steps_sampled == 45
+    assert (cal.num_slices, cal.checkpoint_period, cal.max_to_keep) == (2, 10, 3)
+    assert cal.replacement_s is None  # simulated slices: their "replacement" is the fault's revive delay
+    assert cal.checkpoint_size_bytes == 777

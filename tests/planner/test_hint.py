@@ -52,3 +52,8 @@ def test_a_measured_save_cost_moves_the_optimum():
     assert checkpoint_period_hint(WithSave(checkpoint_period=150)) is None
     line = checkpoint_period_hint(WithSave(checkpoint_period=1000))
     assert line is not None and "2.0s saves" in line
+
+
+def test_an_unset_period_is_the_trainers_default():
+    line = checkpoint_period_hint(Spec(checkpoint_period=None))
+    assert line is not None and line.startswith("hint: the default checkpoint_period 100 is")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import ssl
 import threading
 import time
@@ -23,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.fake_paths import flag, group_doc, one, route, status_body
+from tests.support.fake_streams import StreamingVerbs
 from tests.support.kube_store import RESOURCES, Resource, Store, load_crd_validator
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -106,17 +109,17 @@ class FakeApiServer:
         return path
 
 
-def status_body(code: int, reason: str, message: str, details: dict | None = None) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "details": details or {}, "code": code}
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(StreamingVerbs, BaseHTTPRequestHandler):
     fake: FakeApiServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: object) -> None:  # quiet test output
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes: without NODELAY, Nagle + delayed ACK add 40 ms a request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     # --- plumbing -----------------------------------------------------------------------------------
 
@@ -211,18 +214,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake.calls.append(Call(method, path, query))
         if self._fault(method, path):
             return
-        route = _route(path)
-        if route is None or (route[0] is None and method == "GET"):
+        routed = route(path)
+        if routed is None or (routed[0] is None and method == "GET"):
             if self._authorized("get", None, "") and not (method == "GET" and self._discovery(path)):
                 self._status(404, "NotFound", "the server could not find the requested resource")
             return
-        res, namespace, name, sub = route
+        res, namespace, name, sub = routed
         store = self.fake.store
         if res is None or not store.served(res):
             self._status(404, "NotFound", "the server could not find the requested resource")
             return
         verb = {"POST": "create", "DELETE": "delete"}.get(method) or (
-            "watch" if _flag(query, "watch") else ("get" if name else "list"))
+            "watch" if flag(query, "watch") else ("get" if name else "list"))
         if not self._authorized(verb, res, namespace):
             return
         try:
@@ -263,13 +266,13 @@ class _Handler(BaseHTTPRequestHandler):
                     if r.version not in groups[r.group]:
                         groups[r.group].append(r.version)
             self._send(200, {"kind": "APIGroupList", "apiVersion": "v1",
-                             "groups": [_group_doc(g, vs) for g, vs in groups.items()]})
+                             "groups": [group_doc(g, vs) for g, vs in groups.items()]})
         elif m := re.fullmatch(r"/apis/([^/]+)", path):
             versions = sorted({r.version for r in served if r.group == m.group(1)})
             if not versions:
                 self._status(404, "NotFound", "the server could not find the requested resource")
             else:
-                self._send(200, {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(m.group(1), versions)})
+                self._send(200, {"kind": "APIGroup", "apiVersion": "v1", **group_doc(m.group(1), versions)})
         elif m := re.fullmatch(r"/api/(v1)|/apis/([^/]+)/([^/]+)", path):
             group, version = ("", "v1") if m.group(1) else (m.group(2), m.group(3))
             listed = [r for r in served if r.group == group and r.version == version]
@@ -294,61 +297,20 @@ class _Handler(BaseHTTPRequestHandler):
                      {"name": name, "group": res.group, "kind": res.plural})
 
     def _list(self, res: Resource, namespace: str | None, query: dict) -> None:
-        items = self.fake.store.list((res.group, res.plural), namespace, _one(query, "labelSelector"),
-                                     _one(query, "fieldSelector"))
-        start = int(_one(query, "continue") or 0)
-        limit = int(_one(query, "limit") or 0)
-        page = items[start:start + limit] if limit else items[start:]
-        more = bool(limit) and start + limit < len(items)
-        meta: dict = {"resourceVersion": str(self.fake.store.resource_version)}
-        if more:
-            meta["continue"] = str(start + limit)
-            meta["remainingItemCount"] = len(items) - start - limit
-        self._send(200, {"kind": f"{res.kind}List", "apiVersion": res.group_version, "metadata": meta,
-                         "items": page})
-
-    def _watch(self, res: Resource, namespace: str | None, query: dict) -> None:
-        from tests.support.kube_store import parse_field_selector, parse_selector
-
-        labels_ok = parse_selector(_one(query, "labelSelector"))
-        fields_ok = parse_field_selector(_one(query, "fieldSelector"))
         store = self.fake.store
-        key = (res.group, res.plural)
-        timeout = float(_one(query, "timeoutSeconds") or 30)
-        deadline = time.monotonic() + timeout
-
-        def wanted(obj: dict) -> bool:
-            meta = obj["metadata"]
-            return ((namespace is None or meta.get("namespace", "") == namespace)
-                    and labels_ok(meta.get("labels") or {}) and fields_ok(obj))
-
-        self._start_stream("application/json")
-        rv_text = _one(query, "resourceVersion")
-        if rv_text:
-            rv = int(rv_text)
-        else:  # no resourceVersion: synthetic ADDED events for the current state, then changes
-            with store.lock:
-                rv = store.resource_version
-                current = store.list(key, namespace, _one(query, "labelSelector"), _one(query, "fieldSelector"))
-            for obj in current:
-                self._chunk(json.dumps({"type": "ADDED", "object": obj}).encode() + b"\n")
-        try:
-            while time.monotonic() < deadline:
-                with store.lock:
-                    events = [e for e in store.events_after(rv) if e.key == key]
-                    if not events:
-                        store.lock.wait(timeout=min(0.2, max(deadline - time.monotonic(), 0)))
-                        events = [e for e in store.events_after(rv) if e.key == key]
-                for event in events:
-                    rv = max(rv, event.rv)
-                    if wanted(event.obj):
-                        self._chunk(json.dumps({"type": event.type, "object": event.obj}).encode() + b"\n")
-                if not events:
-                    with store.lock:
-                        rv = max(rv, store.resource_version)
-            self._end_stream()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
+        start = int(one(query, "continue") or 0)
+        limit = int(one(query, "limit") or 0)
+        with store.lock:  # serialise while holding the lock instead of deep-copying a 1,000-pod list
+            items = store.list((res.group, res.plural), namespace, one(query, "labelSelector"),
+                               one(query, "fieldSelector"), copies=False)
+            page = items[start:start + limit] if limit else items[start:]
+            meta: dict = {"resourceVersion": str(store.resource_version)}
+            if limit and start + limit < len(items):
+                meta["continue"] = str(start + limit)
+                meta["remainingItemCount"] = len(items) - start - limit
+            data = json.dumps({"kind": f"{res.kind}List", "apiVersion": res.group_version, "metadata": meta,
+                               "items": page}).encode()
+        self._send(200, data)
 
     def _create(self, res: Resource, namespace: str, query: dict) -> None:
         body = self._body()
@@ -373,7 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
                          {"name": name, "group": res.group, "kind": res.kind,
                           "causes": [{"reason": "FieldValueInvalid", "message": e} for e in errors]})
             return
-        dry_run = _one(query, "dryRun") == "All"
+        dry_run = one(query, "dryRun") == "All"
         try:
             created = self.fake.store.create((res.group, res.plural), body, dry_run=dry_run)
         except KeyError:
@@ -384,12 +346,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _delete(self, res: Resource, namespace: str, name: str, query: dict) -> None:
         body = self._body()
-        dry_run = _one(query, "dryRun") == "All" or body.get("dryRun") == ["All"]
+        dry_run = one(query, "dryRun") == "All" or body.get("dryRun") == ["All"]
         deleted = self.fake.store.delete((res.group, res.plural), namespace, name, dry_run=dry_run)
         if deleted is None:
             self._not_found(res, name)
             return
-        policy = _one(query, "propagationPolicy") or body.get("propagationPolicy")
+        policy = one(query, "propagationPolicy") or body.get("propagationPolicy")
         if policy == "Foreground":
             deleted["metadata"]["deletionTimestamp"] = deleted["metadata"]["creationTimestamp"]
             deleted["metadata"]["finalizers"] = ["foregroundDeletion"]
@@ -398,82 +360,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                              "details": {"name": name, "group": res.group, "kind": res.plural,
                                          "uid": deleted["metadata"]["uid"]}})
-
-    def _logs(self, res: Resource, namespace: str, name: str, query: dict) -> None:
-        store = self.fake.store
-        pod = store.get((res.group, res.plural), namespace, name)
-        if pod is None:
-            self._not_found(res, name)
-            return
-        containers = [c["name"] for c in pod["spec"].get("containers", [])]
-        container = _one(query, "container") or (containers[0] if len(containers) == 1 else None)
-        if container is None:
-            self._status(400, "BadRequest", f"a container name must be specified for pod {name}, choose one"
-                         f" of: [{' '.join(containers)}]")
-            return
-        if container not in containers:
-            self._status(400, "BadRequest", f"container {container} is not valid for pod {name}")
-            return
-        key = (namespace, name, container)
-        with store.lock:
-            lines = list(store.logs.get(key, []))
-        tail = _one(query, "tailLines")
-        if tail is not None:
-            lines = lines[-int(tail):] if int(tail) else []
-        if not _flag(query, "follow"):
-            self._send(200, "".join(line + "\n" for line in lines).encode(), "text/plain")
-            return
-        self._start_stream("text/plain")
-        sent = len(store.logs.get(key, []))
-        try:
-            for line in lines:
-                self._chunk(line.encode() + b"\n")
-            deadline = time.monotonic() + 60  # a follow never outlives a test
-            while time.monotonic() < deadline:
-                with store.lock:
-                    new = store.logs.get(key, [])[sent:]
-                    closed = key in store.closed_logs
-                    if not new and not closed:
-                        store.lock.wait(timeout=0.2)
-                        continue
-                for line in new:
-                    self._chunk(line.encode() + b"\n")
-                sent += len(new)
-                if closed and not new:
-                    break
-            self._end_stream()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-
-def _group_doc(group: str, versions: list[str]) -> dict:
-    docs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-    return {"name": group, "versions": docs, "preferredVersion": docs[-1]}
-
-
-def _one(query: dict, key: str) -> str | None:
-    values = query.get(key)
-    return values[0] if values else None
-
-
-def _flag(query: dict, key: str) -> bool:
-    return (_one(query, key) or "").lower() in ("true", "1")
-
-
-def _route(path: str) -> tuple[Resource | None, str, str, str] | None:
-    """(resource, namespace, name, subresource) for a resource path; None if it is not one."""
-    m = re.fullmatch(r"/api/v1/(.*)|/apis/([^/]+)/([^/]+)/(.*)", path)
-    if not m:
-        return None
-    group, version, rest = ("", "v1", m.group(1)) if m.group(1) is not None else m.group(2, 3, 4)
-    segments = rest.split("/")
-    namespace = ""
-    if segments[0] == "namespaces" and len(segments) >= 3:
-        namespace, segments = segments[1], segments[2:]
-    plural, name, sub = (segments + ["", ""])[:3]
-    res = next((r for r in RESOURCES if r.group == group and r.version == version and r.plural == plural), None)
-    return res, namespace, name, sub
-
 
 def start_fake(*, crd_file: Path | None, clock: Callable[[], float] = time.time, tls: ssl.SSLContext | None = None,
                token: str | None = None, install_jobset: bool = True, kueue: bool = True) -> FakeApiServer:

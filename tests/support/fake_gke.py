@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,13 +46,28 @@ class FakeGke:
             },
         }
 
-    def write_authorized_user(self, path: Path) -> Path:
-        """An application-default-credentials file whose refresh goes to this fake's /token."""
+    def user_credentials(self):  # noqa: ANN201
+        """google.oauth2 user credentials (no token yet) whose refresh goes to this fake's /token."""
+        import google.oauth2.credentials
+
+        return google.oauth2.credentials.Credentials(
+            token=None, refresh_token="1//fake-refresh", token_uri=f"{self.url}/token",
+            client_id="fake-client.apps.example", client_secret="fake-secret")
+
+    def write_service_account(self, path: Path) -> Path:
+        """A service-account key file for application-default credentials; its token_uri is this fake.
+
+        (An authorized-user file would not do: google.auth always sends those to Google's own endpoint.)
+        """
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
         path.write_text(json.dumps({
-            "type": "authorized_user",
-            "client_id": "fake-client.apps.example",
-            "client_secret": "fake-secret",
-            "refresh_token": "1//fake-refresh",
+            "type": "service_account", "project_id": "proj", "private_key_id": "k1", "private_key": pem,
+            "client_email": "trainer@proj.iam.gserviceaccount.com", "client_id": "1",
             "token_uri": f"{self.url}/token",
         }))
         return path
@@ -64,6 +80,10 @@ class FakeGke:
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms Nagle stalls
 
             def _send(self, code: int, body: dict) -> None:
                 data = json.dumps(body).encode()
@@ -81,7 +101,8 @@ class FakeGke:
                 length = int(self.headers.get("Content-Length") or 0)
                 form = parse_qs(self.rfile.read(length).decode())
                 fake.requests.append(("POST", parts.path, self.headers.get("Authorization", "")))
-                if parts.path != "/token" or form.get("grant_type") != ["refresh_token"]:
+                grants = (["refresh_token"], ["urn:ietf:params:oauth:grant-type:jwt-bearer"])
+                if parts.path != "/token" or form.get("grant_type") not in grants:
                     self._error(400, "INVALID_ARGUMENT", "unsupported grant")
                     return
                 token = f"ya29.fake-{len(fake.issued) + 1}"
@@ -96,7 +117,7 @@ class FakeGke:
                 match = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/clusters/[^/]+)", parts.path)
                 if not match:
                     self._error(404, "NOT_FOUND", "Not found")
-                elif not auth.startswith("Bearer ya29.") or auth.removeprefix("Bearer ") not in fake.issued:
+                elif not _accepted(auth.removeprefix("Bearer "), fake.issued):
                     self._error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
                 elif fake.denied:
                     self._error(403, "PERMISSION_DENIED",
@@ -115,3 +136,17 @@ class FakeGke:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+
+
+def _accepted(token: str, issued: list[str]) -> bool:
+    """A token from /token, or a self-signed JWT (GAPIC clients sign one with a service-account key)."""
+    if token in issued:
+        return True
+    parts = token.split(".")
+    if len(parts) != 3:
+        return False
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return False
+    return str(claims.get("iss", "")).endswith(".iam.gserviceaccount.com")

@@ -183,7 +183,8 @@ class Store:
             return copy.deepcopy(obj) if obj is not None else None
 
     def list(self, key: Key, namespace: str | None, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+             field_selector: str | None = None, *, copies: bool = True) -> list[dict]:
+        """Matching objects; `copies=False` returns the stored dicts (only while holding `lock`)."""
         labels_ok = parse_selector(label_selector)
         fields_ok = parse_field_selector(field_selector)
         with self.lock:
@@ -192,8 +193,7 @@ class Store:
                 if (namespace is None or ns == namespace)
                 and labels_ok(obj["metadata"].get("labels") or {}) and fields_ok(obj)
             ]
-            # Callers serialise the list; a shallow copy of each top level is enough to keep it stable.
-            return [copy.deepcopy(o) for o in items]
+            return [copy.deepcopy(o) for o in items] if copies else items
 
     def create(self, key: Key, obj: dict, *, dry_run: bool = False) -> dict:
         """Fill server-set metadata and store; raises KeyError if the name is taken."""

@@ -44,6 +44,6 @@ def test_examples_exactly_once_under_resize(resize_run):
 
 
 def test_back_at_full_width_reuses_the_first_compile(resize_run):
-    compiled = [e["compiled"] for e in resize_run.events_named("restore_done")]
-    assert compiled[1] is True  # the one-slice mesh is new
-    assert compiled[2] is False  # the two-slice mesh was compiled before
+    first_steps = resize_run.events_named("first_step_after_recovery")
+    assert [e["reason"] for e in first_steps] == ["failure", "scale_up"]
+    assert first_steps[1]["recompiled"] is False  # the two-slice mesh was compiled before

@@ -1,0 +1,371 @@
+"""Validation of `workload create` flags into a WorkloadSpec: one pass, every error collected.
+
+Raw values arrive as typed on the command line (integers as text), so a bad integer is reported
+together with every other problem. Each message is one line: the flag, what is wrong, the fix.
+A flag that would be silently ignored in this shape of workload is an error, not a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from elxpk.catalog import UnknownTpuType, lookup
+from elxpk.errors import UsageError
+from elxpk.spec import (
+    DEFAULT_DOCKER_IMAGE,
+    DEFAULT_GCS_LOCATION,
+    DEFAULT_PROXY_IMAGE,
+    DEFAULT_QUEUE,
+    DEFAULT_SERVER_IMAGE,
+    ELASTIC_KNOBS_HELP,
+    PRIORITIES,
+    RESERVED_ENV,
+    TRAINER_COMMAND,
+    WorkloadSpec,
+)
+
+_WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Flags that only mean something for a Pathways workload, or only with a user container.
+_PATHWAYS_ONLY = (("proxy_server_image", "--proxy-server-image"), ("server_image", "--server-image"),
+                  ("worker_image", "--worker-image"), ("pathways_gcs_location", "--pathways-gcs-location"),
+                  ("custom_proxy_server_args", "--custom-pathways-proxy-server-args"),
+                  ("custom_server_args", "--custom-pathways-server-args"),
+                  ("custom_worker_args", "--custom-pathways-worker-args"))
+_USER_CONTAINER_ONLY = (("docker_image", "--docker-image"), ("docker_name", "--docker-name"), ("env", "--env"),
+                        ("env_file", "--env-file"), ("checkpoint_dir", "--checkpoint-dir"),
+                        ("checkpoint_period", "--checkpoint-period"),
+                        ("elastic_min_slice_count", "--elastic-min-slice-count"),
+                        ("elastic_timeout_seconds", "--elastic-timeout-seconds"),
+                        ("elastic_max_retries", "--elastic-max-retries"))
+
+
+class FlagChecker:
+    """Collects every error (and warning) over one pass through the flags."""
+
+    def __init__(self, flags: Mapping[str, object]) -> None:
+        self.flags = dict(flags)
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def get(self, key: str, default: object = None) -> object:
+        value = self.flags.get(key)
+        return default if value is None else value
+
+    def text(self, key: str, flag: str, default: str | None = None) -> str | None:
+        value = self.get(key, default)
+        if value is None:
+            return None
+        value = str(value)
+        if _SURROGATE.search(value):
+            self.errors.append(f"{flag}: the value is not valid UTF-8 text; pass it as UTF-8")
+        return value
+
+    def integer(self, key: str, flag: str, default: int | None, *, low: int | None = None,
+                high: int | None = None, fix: str = "") -> int | None:
+        """`fix` says what the number means; it ends the message in parentheses."""
+        raw = self.get(key)
+        if raw is None:
+            return default
+        bounds = "" if low is None else (f" >= {low}" if high is None else f" from {low} to {high}")
+        why = f" ({fix})" if fix else ""
+        try:
+            value = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(str(raw).strip(), 10)
+        except ValueError:
+            self.errors.append(f"{flag} {raw!r}: not an integer; pass a whole number{bounds}{why}")
+            return default
+        if (low is not None and value < low) or (high is not None and value > high):
+            self.errors.append(f"{flag} {value}: must be{bounds}{why}")
+            return default
+        return value
+
+    def duration(self, key: str, flag: str) -> float | None:
+        raw = self.get(key)
+        if raw is None:
+            return None
+        from elxpk.units import parse_duration
+
+        try:
+            seconds = parse_duration(raw)  # type: ignore[arg-type]
+        except ValueError as exc:
+            self.errors.append(f"{flag}: {exc}; e.g. 90s, 30m, 4h or 7d")
+            return None
+        if seconds <= 0:
+            self.errors.append(f"{flag} {raw!r}: must be positive; e.g. 90s, 30m, 4h or 7d")
+            return None
+        return seconds
+
+    def args(self, key: str, flag: str) -> tuple[str, ...]:
+        raw = self.text(key, flag)
+        if not raw:
+            return ()
+        import shlex
+
+        try:
+            return tuple(shlex.split(raw))
+        except ValueError as exc:
+            self.errors.append(f"{flag}: {exc} in {raw!r}; balance the quotes (arguments split like a shell)")
+            return ()
+
+    def env(self) -> tuple[tuple[str, str], ...]:
+        pairs: dict[str, str] = {}
+        lines = (line.strip() for line in self.env_file_lines())
+        sources: list[tuple[str, object]] = [("--env-file", x) for x in lines if x and not x.startswith("#")]
+        sources += [("--env", x) for x in _seq(self.get("env"))]
+        for flag, item in sources:
+            item = str(item)
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep:
+                self.errors.append(f"{flag} {item!r}: expected KEY=VALUE")
+            elif not _ENV_KEY.match(key):
+                self.errors.append(f"{flag} {key!r}: env names are letters, digits and '_', not starting "
+                                   f"with a digit; rename it (e.g. MY_VAR)")
+            elif key in RESERVED_ENV:
+                self.errors.append(f"{flag} {key}: set by elxpk itself; drop it")
+            elif key.startswith("ELXPK_"):
+                self.errors.append(f"{flag} {key}: trainer settings have their own flags "
+                                   f"(--checkpoint-dir, --checkpoint-period, --elastic-*); use those")
+            elif _SURROGATE.search(value):
+                self.errors.append(f"{flag} {key}: the value is not valid UTF-8 text; pass it as UTF-8")
+            else:
+                pairs[key] = value  # later wins: --env overrides --env-file
+        return tuple(pairs.items())
+
+    def env_file_lines(self) -> list[str]:
+        path = self.text("env_file", "--env-file")
+        if not path:
+            return []
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            self.errors.append(f"--env-file {path!r}: cannot read it ({reason}); give a readable KEY=VALUE file")
+            return []
+
+    def outputs(self) -> dict[str, object]:
+        err = self.errors.append
+        fmt = (self.text("output_format", "--output", "yaml") or "yaml").lower()
+        if fmt not in ("yaml", "json"):
+            err(f"--output {fmt!r}: use yaml or json")
+        dry_run = self.get("dry_run", False)
+        server = self.get("dry_run_server", False)
+        if dry_run and server:
+            err("--dry-run and --dry-run-server: pick one (client-side print, or a server-side dry run)")
+        out_file = self.text("output_manifest_file", "--output-manifest-file")
+        if out_file is not None:
+            import os
+
+            parent = os.path.dirname(os.path.abspath(out_file)) if out_file else ""
+            if not out_file or os.path.isdir(out_file):
+                err(f"--output-manifest-file {out_file!r}: give a file path, e.g. manifest.yaml")
+            elif not os.path.isdir(parent):
+                err(f"--output-manifest-file {out_file!r}: directory {parent!r} does not exist; create it first")
+        return dict(dry_run="server" if server else ("client" if dry_run else None),
+                    replace=bool(self.get("replace", False)), output_format=fmt, output_manifest_file=out_file)
+
+    def given(self, key: str) -> bool:
+        value = self.flags.get(key)
+        return value is not None and value is not False and value != [] and value != ()
+
+    def build(self) -> WorkloadSpec:
+        unknown = set(self.flags) - _KNOWN_FLAGS
+        if unknown:  # a programming error in the caller, not user input
+            raise TypeError(f"WorkloadSpec.from_flags got unknown keys: {sorted(unknown)}")
+        fields: dict[str, object] = {}
+        fields.update(self.identity())
+        fields.update(self.shape())
+        fields.update(self.slices(bool(fields["pathways"])))
+        fields.update(self.containers())
+        fields.update(self.trainer_settings(fields["num_slices"], fields["elastic_slices"],  # type: ignore[arg-type]
+                                            fields["max_slice_restarts"]))
+        fields.update(self.outputs())
+        if self.errors:
+            raise UsageError(*self.errors)
+        return WorkloadSpec(**fields, warnings=tuple(self.warnings))  # type: ignore[arg-type]
+
+    def identity(self) -> dict[str, object]:
+        """Names and labels: workload, TPU type, queue, namespace, priority."""
+        err = self.errors.append
+        workload = self.text("workload", "--workload") or ""
+        if not workload:
+            err("--workload: required; name the workload, e.g. --workload my-run-1")
+        elif len(workload) > 40 or not _WORKLOAD_NAME.match(workload):
+            err(f"--workload {workload!r}: use at most 40 characters of a-z, 0-9 and '-', starting with a "
+                f"letter and ending with a letter or digit (e.g. my-run-1)")
+        tpu = None
+        tpu_name = self.text("tpu_type", "--tpu-type")
+        if not tpu_name:
+            err("--tpu-type: required; e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16")
+        else:
+            try:
+                tpu = lookup(tpu_name)
+            except UnknownTpuType as exc:
+                err(f"--tpu-type: {exc}")
+        priority = self.text("priority", "--priority", "medium") or "medium"
+        if priority not in PRIORITIES:
+            err(f"--priority {priority!r}: use one of {', '.join(PRIORITIES)}")
+        queue = self.text("queue", "--queue", DEFAULT_QUEUE) or ""
+        if not queue or len(queue) > 63 or not _LABEL_VALUE.match(queue):
+            err(f"--queue {queue!r}: must be a Kubernetes label value (at most 63 letters, digits, '-', '_', "
+                f"'.'); name your Kueue LocalQueue, e.g. {DEFAULT_QUEUE}")
+        namespace = self.text("namespace", "--namespace", "default") or ""
+        if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+            err(f"--namespace {namespace!r}: must be an RFC 1123 label (a-z, 0-9, '-', at most 63 characters)")
+        return dict(workload=workload, tpu=tpu, priority=priority, queue=queue, namespace=namespace)
+
+    def shape(self) -> dict[str, object]:
+        """Pathways or multi-controller, headless or not, user command or bundled trainer."""
+        err = self.errors.append
+        pathways = not bool(self.get("no_pathways", False))
+        headless = bool(self.get("headless", False))
+        trainer = bool(self.get("trainer", False))
+        command = self.text("command", "--command")
+        if command is not None and not command.strip():
+            command = None
+        if headless and not pathways:
+            err("--headless: only with Pathways (it drops the user container); drop --no-pathways or --headless")
+        elif headless:
+            if trainer:
+                err("--trainer: needs the user container that --headless drops; drop one of them")
+            if command is not None:
+                err("--command: a --headless workload has no user container to run it in; drop --command")
+            for key, flag in _USER_CONTAINER_ONLY:
+                if self.given(key):
+                    err(f"{flag}: a --headless workload has no user container to pass it to; drop it")
+            command = None
+        elif trainer:
+            command = TRAINER_COMMAND + (f" {command}" if command else "")
+            if not self.given("docker_image"):
+                err("--trainer: needs --docker-image, an image built from trainer/Dockerfile "
+                    "(elxpk[trainer] installed)")
+        elif command is None:
+            err("--command: required unless --headless (Pathways without a user container) or --trainer; "
+                "e.g. --command 'python3 train.py'")
+        if not pathways:
+            for key, flag in _PATHWAYS_ONLY:
+                if self.given(key):
+                    err(f"{flag}: only for Pathways workloads; drop it or drop --no-pathways")
+        return dict(pathways=pathways, headless=headless, trainer=trainer, command=command)
+
+    def slices(self, pathways: bool) -> dict[str, object]:
+        """Slice counts and restart budgets; see docs/launcher.md for how they reach the manifest."""
+        err = self.errors.append
+        num_slices = self.integer("num_slices", "--num-slices", 1, low=1, fix="TPU slices to run on")
+        n = num_slices if num_slices is not None else 1
+        e = self.integer("elastic_slices", "--elastic-slices", 0, low=0,
+                         fix="slices Pathways may lose; 0 disables elasticity") or 0
+        if e and e >= n:
+            err(f"--elastic-slices {e}: must be below --num-slices ({n}); at least one slice must survive, "
+                f"so use 0..{n - 1} or raise --num-slices")
+            e = 0
+        if e and not pathways:
+            err(f"--elastic-slices {e}: needs Pathways; drop --no-pathways or set --elastic-slices 0 "
+                f"(multi-controller runs restart as a whole, see --max-restarts)")
+            e = 0
+        max_slice_restarts = self.integer("max_slice_restarts", "--max-slice-restarts", 1, low=0,
+                                          fix="pod restarts each slice may use") or 0
+        if e and max_slice_restarts == 0:
+            err("--max-slice-restarts 0: an elastic run needs >= 1, otherwise a lost slice is never "
+                "restarted and the run fails; use 1 or more")
+        elif not e and self.given("max_slice_restarts") and not self.given("elastic_slices"):
+            self.warnings.append("--max-slice-restarts only counts with --elastic-slices > 0; without it each "
+                                 "slice's Job gets 4 x VMs-per-slice pod restarts, as in xpk")
+        return dict(
+            num_slices=n, elastic_slices=e, max_slice_restarts=max_slice_restarts,
+            max_restarts=self.integer("max_restarts", "--max-restarts", 0, low=0,
+                                      fix="whole-JobSet restarts; 0 = fail on the first group failure"),
+            termination_grace_period_seconds=self.integer(
+                "termination_grace_period_seconds", "--termination-grace-period-seconds", 30, low=0,
+                fix="seconds a pod gets to exit after SIGTERM"),
+            ttl_seconds_after_finished=self.integer("ttl_seconds_after_finished", "--ttl-seconds-after-finished",
+                                                    43200, low=0, fix="seconds a finished JobSet is kept"),
+        )
+
+    def containers(self) -> dict[str, object]:
+        """Images, container name, Pathways args and env."""
+        err = self.errors.append
+        for key, flag in (("docker_image", "--docker-image"), ("proxy_server_image", "--proxy-server-image"),
+                          ("server_image", "--server-image"), ("worker_image", "--worker-image")):
+            image = self.text(key, flag)
+            if image is not None and (not image.strip() or any(c.isspace() for c in image)):
+                err(f"{flag} {image!r}: an image reference has no spaces; e.g. gcr.io/my-project/my-image:tag")
+        docker_name = self.text("docker_name", "--docker-name", "jax-tpu") or ""
+        if len(docker_name) > 63 or not _DNS_LABEL.match(docker_name):
+            err(f"--docker-name {docker_name!r}: a container name is an RFC 1123 label (a-z, 0-9, '-'), "
+                f"e.g. jax-tpu")
+        gcs = self.text("pathways_gcs_location", "--pathways-gcs-location", DEFAULT_GCS_LOCATION) or ""
+        if not gcs.startswith("gs://") or any(c.isspace() for c in gcs):
+            err(f"--pathways-gcs-location {gcs!r}: must be a gs:// URL with no spaces, e.g. {DEFAULT_GCS_LOCATION}")
+        server_image = self.text("server_image", "--server-image") or DEFAULT_SERVER_IMAGE
+        return dict(
+            docker_image=self.text("docker_image", "--docker-image") or DEFAULT_DOCKER_IMAGE,
+            docker_name=docker_name,
+            proxy_server_image=self.text("proxy_server_image", "--proxy-server-image") or DEFAULT_PROXY_IMAGE,
+            server_image=server_image,
+            worker_image=self.text("worker_image", "--worker-image") or server_image,
+            pathways_gcs_location=gcs,
+            custom_proxy_server_args=self.args("custom_proxy_server_args", "--custom-pathways-proxy-server-args"),
+            custom_server_args=self.args("custom_server_args", "--custom-pathways-server-args"),
+            custom_worker_args=self.args("custom_worker_args", "--custom-pathways-worker-args"),
+            env=self.env(),
+        )
+
+    def trainer_settings(self, n: int, e: int, restarts: int) -> dict[str, object]:
+        """The MaxText-named settings that reach the trainer as ELXPK_* env (docs/interfaces.md)."""
+        err = self.errors.append
+        checkpoint_dir = self.text("checkpoint_dir", "--checkpoint-dir")
+        if checkpoint_dir is not None and not checkpoint_dir.strip():
+            err("--checkpoint-dir: empty; give a directory, e.g. gs://my-bucket/run-1/checkpoints")
+        min_count = self.integer("elastic_min_slice_count", "--elastic-min-slice-count", -1,
+                                 fix="-1 waits for all slices")
+        if min_count is not None and min_count != -1:
+            floor = n - e
+            if not 1 <= min_count <= n - 1:
+                err(f"--elastic-min-slice-count {min_count}: use -1 (wait for all {n} slices) or 1..{n - 1}")
+            elif min_count < floor:
+                hint = f"use {floor}..{n - 1} or -1" if floor <= n - 1 else "use -1 or raise --elastic-slices"
+                err(f"--elastic-min-slice-count {min_count}: below num_slices - elastic_slices = {floor}; "
+                    f"the trainer would wait for slices that Pathways will not give back "
+                    f"({ELASTIC_KNOBS_HELP}); {hint}")
+        max_retries = self.integer("elastic_max_retries", "--elastic-max-retries", None, low=1,
+                                   fix="trainer attempts, e.g. 10")
+        if e and max_retries is not None and restarts and max_retries != restarts:
+            self.warnings.append(
+                f"--elastic-max-retries {max_retries} and --max-slice-restarts {restarts} disagree: "
+                f"the trainer gives up after {max_retries} attempts while each slice may restart "
+                f"{restarts} times; keep them equal unless you mean it")
+        return dict(
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_period=self.integer("checkpoint_period", "--checkpoint-period", None, low=1,
+                                           fix="steps between checkpoints, e.g. 100"),
+            elastic_min_slice_count=min_count,
+            elastic_timeout_seconds=self.integer("elastic_timeout_seconds", "--elastic-timeout-seconds", None,
+                                                 low=1, fix="seconds to wait for slices on each attempt, e.g. 300"),
+            elastic_max_retries=max_retries,
+            slice_mtbf_seconds=self.duration("slice_mtbf", "--slice-mtbf"),
+            step_time_seconds=self.duration("step_time", "--step-time"),
+        )
+
+
+_KNOWN_FLAGS = frozenset(
+    "workload tpu_type num_slices command docker_image docker_name no_pathways headless trainer "
+    "elastic_slices max_slice_restarts max_restarts priority queue namespace termination_grace_period_seconds "
+    "ttl_seconds_after_finished proxy_server_image server_image worker_image pathways_gcs_location "
+    "custom_proxy_server_args custom_server_args custom_worker_args env env_file checkpoint_dir "
+    "checkpoint_period elastic_min_slice_count elastic_timeout_seconds elastic_max_retries slice_mtbf "
+    "step_time dry_run dry_run_server replace output_format output_manifest_file".split()
+)
+
+
+def _seq(value: object) -> Iterable[object]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)):
+        return (value,)
+    return value  # type: ignore[return-value]

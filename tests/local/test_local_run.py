@@ -1,0 +1,152 @@
+"""End to end: `elxpk local run` with a kill, its report, and its comparison with an uninterrupted run.
+
+Tiny model, few steps; the runs are session-scoped and shared. In-process runs reuse this process's jax
+(4 CPU devices = 2 slices x 2, set by tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elxpk.local.options import LocalRunOptions
+from elxpk.local.run import local_run
+
+STEPS, PERIOD, KILL, EXTENDED = 30, 10, 17, 36
+TINY = ("--d-model=32", "--n-layers=1", "--n-heads=2", "--d-ff=64", "--seq-len=16", "--vocab-size=64",
+        "--global-batch=8")
+TINY_FLAGS = [f"--trainer-arg={a}" for a in TINY]
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from elxpk.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory):
+    """An uninterrupted run, long enough to check an extended run too."""
+    run_dir = tmp_path_factory.mktemp("local") / "reference"
+    code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--steps", EXTENDED, "--checkpoint-period",
+                             PERIOD, "--no-faults", "--plain", *TINY_FLAGS)
+    assert code == 0, err
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def killed(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("local") / "killed"
+    code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--steps", STEPS, "--checkpoint-period", PERIOD,
+                             "--kill-slice", f"1@{KILL}", "--revive-after", "0.2", "--plain", *TINY_FLAGS)
+    assert code == 0, err
+    return run_dir, out, err
+
+
+def test_kill_is_shown_reported_once_and_matches_reference(killed, reference):
+    run_dir, out, err = killed
+    restored = KILL // PERIOD * PERIOD
+    assert f"slice 1 lost at step {KILL}" in out
+    assert f"restored step {restored} in" in out
+    assert f"step {KILL + 1} reached" in out
+    assert "Traceback" not in out + err
+    assert (run_dir / "report.json").is_file() and (run_dir / "report.png").is_file()
+
+    code, out, _ = run_cli("report", run_dir, "-o", "json", "--no-png")
+    report = json.loads(out)
+    assert code == 0 and len(report["recoveries"]) == 1
+    rec = report["recoveries"][0]
+    assert (rec["failure_step"], rec["restored_step"], rec["lost_slices"]) == (KILL, restored, [1])
+    assert rec["first_step_s"] > rec["restored_s"] >= rec["slices_ready_s"] >= 0
+    assert report["steps"] == STEPS and report["rewound_steps"] == KILL - restored
+    assert 0 < report["goodput"] < 1
+
+    code, out, err = run_cli("compare", reference, run_dir, "-o", "json")
+    result = json.loads(out)
+    assert code == 0, result["failures"]
+    assert result["bitwise_equal"] and result["common_steps"] == STEPS
+    assert result["examples_b"]["duplicates"] == 0 and result["examples_b"]["gaps"] == 0
+
+
+def test_resume_extends_from_the_newest_checkpoint(killed, reference, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "extended"
+    shutil.copytree(killed[0], run_dir)
+    code, out, _ = run_cli("local", "run", "--run-dir", run_dir, "--steps", STEPS, "--plain", *TINY_FLAGS)
+    assert code == 0 and f"already has {STEPS} steps" in out
+    code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--steps", EXTENDED, "--checkpoint-period",
+                             PERIOD, "--plain", *TINY_FLAGS)
+    assert code == 0, err
+    assert f"resuming {run_dir}: {STEPS} steps recorded" in out
+    assert f"restored step {STEPS} in" in out  # the final save of the first run
+    assert "no faults)" in out and "lost at step" not in out.split("goodput")[0]  # no default kill on resume
+    code, out, _ = run_cli("compare", reference, run_dir, "-o", "json")
+    result = json.loads(out)
+    assert code == 0 and result["bitwise_equal"] and result["common_steps"] == EXTENDED
+
+
+class ReplayAfterRestore:
+    """The Olmo 3 data-loader bug: after a restore it serves the last batch again."""
+
+    def __init__(self, inner, batch: int) -> None:
+        self.inner, self.batch = inner, batch
+
+    def next_batch(self):
+        return self.inner.next_batch()
+
+    def get_state(self) -> dict:
+        return self.inner.get_state()
+
+    def set_state(self, state: dict) -> None:
+        position = int(state["global_next_index"])
+        self.inner.set_state({"global_next_index": max(0, position - self.batch)})
+
+
+def test_broken_loader_is_caught_by_compare(reference, tmp_path):
+    from trainer.config import TrainerConfig
+    from trainer.data import ElasticIterator, SyntheticTokens
+
+    cfg = TrainerConfig.from_args(list(TINY), {})
+    broken = ReplayAfterRestore(ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed),
+                                                cfg.global_batch), cfg.global_batch)
+    opts = LocalRunOptions.from_flags(run_dir=str(tmp_path / "broken"), steps=STEPS, num_slices=2,
+                                      checkpoint_period=PERIOD, kill_slice=[f"1@{KILL}"], no_faults=False,
+                                      revive_after=0.2, mode="pause-resume", seed=0, live=False,
+                                      report=False, trainer_args=TINY)
+    import io
+
+    local_run(opts, out=io.StringIO(), dataset=broken)
+    code, out, err = run_cli("compare", reference, tmp_path / "broken")
+    assert code == 1
+    restored = KILL // PERIOD * PERIOD
+    assert f"run B consumed {cfg.global_batch} example(s) more than once" in out
+    assert f"[{(restored - 1) * cfg.global_batch}, {restored * cfg.global_batch})" in out
+    assert err.startswith("error: runs differ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--kill-slice", "5@10"], "--kill-slice '5@10': slice 5 does not exist"),
+        (["--steps", "0"], "--steps 0"),
+        (["--kill-slice", "1@5", "--no-faults"], "--no-faults"),
+        (["--kill-slice", "1@500"], "--kill-slice '1@500': step 500 is never reached"),
+        (["--mode", "multi-controller", "--kill-slice", "1@save:10"], "--kill-slice '1@save:10'"),
+        (["--revive-after", "soon"], "--revive-after 'soon'"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, argv, flag):
+    run_dir = tmp_path / "never"
+    code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--plain", *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flag}"), lines
+    assert not run_dir.exists() and out == ""

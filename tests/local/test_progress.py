@@ -1,0 +1,82 @@
+"""The live view's state and its two renderings, fed with records of a synthetic run."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from elxpk.local.progress import RunProgress
+from elxpk.local.view import LiveView, PlainView, make_view
+from tests.support.run_writer import FakeRun, write_run
+
+SPEC = FakeRun(steps=40, failures=((23, 20),), wait_s=0.7, restore_s=0.3)
+
+
+def replay(tmp_path, observe) -> None:
+    """Feed the records in the order a trainer emits them: by time, metrics between events."""
+    run_dir = write_run(tmp_path / "run", SPEC)
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    # The writer's metric of step s lands before the events with a later time; interleave by position.
+    queue = iter(metrics)
+    for e in events:
+        if e["event"] in ("checkpoint_saved", "first_step_after_recovery", "run_finished"):
+            target = e["step"] if e["event"] != "first_step_after_recovery" else e["step"] + 1
+            while True:
+                m = next(queue, None)
+                if m is None:
+                    break
+                observe("metric", m)
+                if m["step"] + 1 == target:
+                    break
+        observe("event", e)
+
+
+def test_progress_lines_tell_the_recovery(tmp_path):
+    now = [SPEC.t0 + 100.0]
+    progress = RunProgress(total_steps=SPEC.steps, num_slices=2, clock=lambda: now[0])
+    replay(tmp_path, progress.observe)
+    failed, restored = SPEC.failures[0]
+    assert f"slice 1 lost at step {failed}" in progress.lines
+    assert f"restored step {restored} in {SPEC.restore_s:.1f} s" in progress.lines
+    first = SPEC.wait_s + SPEC.restore_s + SPEC.step_time
+    assert f"step {restored} reached {first:.1f} s after the failure" in progress.lines
+    caught = [line for line in progress.lines if line.startswith(f"step {failed + 1} reached")]
+    detected = next(e for e in progress.lines if "lost" in e)
+    assert detected and len(caught) == 1  # measured on the injected clock
+    assert progress.health == {0: "healthy", 1: "healthy"} and progress.finished
+    assert progress.recoveries == 1 and progress.step == SPEC.steps - 1
+
+
+def test_plain_view_prints_events_and_tenths(tmp_path):
+    out = io.StringIO()
+    view = make_view(RunProgress(total_steps=SPEC.steps, num_slices=2), live=None, out=out)
+    assert isinstance(view, PlainView)  # a StringIO is not a terminal
+    with view:
+        replay(tmp_path, view.observe)
+    text = out.getvalue()
+    assert "slice 1 lost at step 23" in text and f"step {SPEC.steps}/{SPEC.steps} loss" in text
+    assert sum(1 for line in text.splitlines() if line.startswith("step ") and "loss" in line) >= 10
+
+
+def test_live_view_renders_bar_health_and_events(tmp_path):
+    from rich.console import Console
+
+    out = io.StringIO()
+    progress = RunProgress(total_steps=SPEC.steps, num_slices=2)
+    console = Console(file=out, force_terminal=True, width=100)
+    view = LiveView(progress, console)
+    lost_seen = []
+
+    def observe(kind, record):
+        view.observe(kind, record)
+        if kind == "event" and record["event"] == "failure_detected":
+            console.print(view)  # what the live display shows at that moment
+            lost_seen.append(progress.health[1])
+
+    with view:
+        replay(tmp_path, observe)
+    text = out.getvalue()
+    assert lost_seen == ["lost"]
+    assert "slice 1: lost" in text and "slice 0: healthy" in text and "loss" in text
+    assert f"{SPEC.steps}/{SPEC.steps}" in text
