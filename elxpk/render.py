@@ -69,10 +69,13 @@ def render(spec: WorkloadSpec) -> Manifest:
 
 
 def templates_dir() -> Path:
-    """The packaged templates (elxpk/templates in the wheel), else the checkout's top-level templates/."""
-    packaged = Path(__file__).resolve().parent / "templates"
+    """The packaged templates (elxpk/templates in the wheel), else the checkout's top-level templates/
+    (an editable install, where hatch's force-include does not apply)."""
+    from importlib.resources import files
+
+    packaged = files("elxpk").joinpath("templates")
     if packaged.is_dir():
-        return packaged
+        return Path(str(packaged))
     return Path(__file__).resolve().parent.parent / "templates"
 
 
@@ -99,7 +102,7 @@ def _bytecode_cache() -> Any:
 
         def dump_bytecode(self, bucket: Any) -> None:
             try:
-                os.makedirs(directory, exist_ok=True)
+                os.makedirs(directory, mode=0o700, exist_ok=True)
                 super().dump_bytecode(bucket)
             except OSError:
                 pass

@@ -33,10 +33,15 @@ def compare(
         fmt = output_format(output)
     except UsageError as exc:
         problems.extend(exc.messages)
+    runs = []
+    for path, flag in ((run_a, "RUN_A"), (run_b, "RUN_B")):
+        try:
+            runs.append(load_run(path, flag=flag))
+        except UsageError as exc:
+            problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
-    a = load_run(run_a, flag="RUN_A")
-    b = load_run(run_b, flag="RUN_B")
+    a, b = runs
     result = compare_runs(a, b, rtol=rtol)
     if png is not None:
         from elxpk.runs.plots import write_compare_png

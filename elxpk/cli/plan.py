@@ -25,6 +25,7 @@ def plan(
     ttl: Annotated[str | None, typer.Option("--ttl", metavar="DURATION", help="Bucket lifecycle: delete checkpoints older than this.")] = None,
     checkpoint_period: Annotated[int | None, typer.Option("--checkpoint-period", help="Your current setting, to compare.")] = None,
     periods: Annotated[str | None, typer.Option("--periods", metavar="N,N,...", help="SLA table rows [50,100,200,500,1000].")] = None,
+    job_duration: Annotated[str, typer.Option("--job-duration", metavar="DURATION", help="Expected wall time of the job, for elastic_max_retries.")] = "30d",
     from_run: Annotated[str | None, typer.Option("--from-run", metavar="RUN_DIR", help="Take step, save and restore times from this run directory.")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
     plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", help="Write goodput against period to FILE.png.")] = None,
@@ -40,7 +41,7 @@ def plan(
         num_slices=num_slices, slice_mtbf=slice_mtbf, step_time=step_time, checkpoint_save=checkpoint_save,
         checkpoint_size=checkpoint_size, restore=restore, replacement=replacement, image_pull=image_pull,
         compile=compile_time, price_per_gib_month=price_per_gib_month, max_to_keep=max_to_keep, ttl=ttl,
-        checkpoint_period=checkpoint_period, periods=periods, from_run=from_run, output=output, plot=plot,
+        checkpoint_period=checkpoint_period, periods=periods, job_duration=job_duration, from_run=from_run, output=output, plot=plot,
         simulate=simulate, weibull_shape=weibull_shape, seed=seed,
     )
     inputs = PlanInputs.from_flags(flags)

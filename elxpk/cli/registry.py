@@ -16,12 +16,33 @@ GROUPS: list[str] = [
 ]
 
 
-def register_all(app: typer.Typer) -> None:
+def register_all(app: typer.Typer, only: str | None = None) -> None:
+    """Register every group on `app`, each module once.
+
+    With `only` (the first command-line word), register just that module when it adds a sub-group:
+    Typer builds every registered command on each call, and `workload create --dry-run` has a start-up
+    budget. A module that adds plain commands gets the others too, since Typer would collapse an app
+    holding a single command into that command.
+    """
+    if only is not None:
+        wanted = next((name for name in GROUPS if name.rsplit(".", 1)[1] == only), None)
+        if wanted is not None:
+            _register_module(app, wanted)
+            if app.registered_groups and not app.registered_commands:
+                return
     for name in GROUPS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # the group is not written yet
-                continue
-            raise
-        module.register(app)
+        _register_module(app, name)
+
+
+def _register_module(app: typer.Typer, name: str) -> None:
+    done = app.__dict__.setdefault("_elxpk_registered", set())
+    if name in done:
+        return
+    done.add(name)
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:  # the group is not written yet
+            return
+        raise
+    module.register(app)

@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from elxpk.local.options import LOCAL_MODEL, LocalRunOptions
+from elxpk.local.options import LocalRunOptions
 
 # The wait for slices probes this often: a short poll keeps the local recovery snappy.
 POLL_SECONDS = 0.2
-
-
-def trainer_argv(opts: LocalRunOptions) -> list[str]:
-    """The trainer flags every mode shares; the local run never reads ELXPK_* variables."""
-    return [
-        "--run-dir", str(opts.run_dir),
-        "--steps", str(opts.steps),
-        "--checkpoint-period", str(opts.checkpoint_period),
-        "--devices-per-slice", str(opts.devices_per_slice),
-        "--seed", str(opts.seed),
-        *LOCAL_MODEL,
-        *opts.trainer_args,
-    ]
 
 
 def run_in_process(
@@ -40,7 +27,7 @@ def run_in_process(
     from trainer.faults import FaultSchedule
 
     argv = [
-        *trainer_argv(opts),
+        *opts.trainer_flags(),
         "--num-slices", str(opts.num_slices),
         "--slice-backend", "simulated",
         "--elastic-enabled",

@@ -38,9 +38,17 @@ class LocalRunOptions:
     report: bool = True
     trainer_args: tuple[str, ...] = field(default=())  # extra trainer flags (model size in tests/bench)
 
-    @property
-    def explicit_faults(self) -> bool:
-        return bool(self.kill_slice) or self.no_faults
+    def trainer_flags(self) -> list[str]:
+        """The trainer flags every mode shares; the local run never reads ELXPK_* variables."""
+        return [
+            "--run-dir", str(self.run_dir),
+            "--steps", str(self.steps),
+            "--checkpoint-period", str(self.checkpoint_period),
+            "--devices-per-slice", str(self.devices_per_slice),
+            "--seed", str(self.seed),
+            *LOCAL_MODEL,
+            *self.trainer_args,
+        ]
 
     def faults_for(self, fresh: bool) -> tuple[str, ...]:
         """The kill specs: as given; on a fresh run without fault flags, one kill of the last slice."""

@@ -80,11 +80,17 @@ class RunProgress:
         name, step = e.get("event"), e.get("step")
         t = e.get("time") if isinstance(e.get("time"), (int, float)) else self.clock()
         if name == "run_started":
+            for s, state in self.health.items():
+                if state == "restarting":
+                    self.health[s] = "healthy"
             self.say(f"run started at step {step}")
         elif name == "failure_detected":
             lost = lost_slices(e)
-            for s in lost:
-                self.health[s] = "lost"
+            for s in self.health:
+                if s in lost:
+                    self.health[s] = "lost"
+                elif e.get("source") == "supervisor":
+                    self.health[s] = "restarting"  # a group restart takes every process down
             who = "slice " + ",".join(map(str, lost)) if lost else "a slice"
             self._pending = _Pending(step if isinstance(step, int) else None, float(t))
             self.recoveries += 1
@@ -92,7 +98,7 @@ class RunProgress:
         elif name == "slices_ready":
             active = e.get("active_slices", e.get("slices"))
             for s, state in self.health.items():
-                if state == "lost" and (not isinstance(active, list) or s in active):
+                if state in ("lost", "restarting") and (not isinstance(active, list) or s in active):
                     self.health[s] = "healthy"
             if self._pending and not self._pending.slices_ready:
                 self._pending.slices_ready = True

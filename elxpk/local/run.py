@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from elxpk.errors import UsageError
 from elxpk.local.options import LocalRunOptions
 from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
@@ -32,12 +33,11 @@ def _kills(faults: tuple[str, ...]):
 def _train(opts: LocalRunOptions, faults: tuple[str, ...], progress: RunProgress, out: TextIO, dataset) -> None:
     with make_view(progress, opts.live, out) as view:
         if opts.mode == "multi-controller":
-            from elxpk.local.inprocess import trainer_argv
             from elxpk.local.supervisor import GroupPlan, GroupSupervisor
 
             plan = GroupPlan(
                 run_dir=opts.run_dir, num_processes=opts.num_slices, devices_per_process=opts.devices_per_slice,
-                trainer_args=tuple(trainer_argv(opts)), kills=_kills(faults),
+                trainer_args=tuple(opts.trainer_flags()), kills=_kills(faults),
                 revive_after=opts.revive_after,
             )
             GroupSupervisor(plan, view.observe).run()
@@ -56,6 +56,8 @@ def local_run(
 ) -> LocalRunResult:
     """Train (or resume, or extend) in opts.run_dir, then write report.json and report.png there."""
     out = out or sys.stdout
+    if opts.run_dir.exists() and not opts.run_dir.is_dir():
+        raise UsageError(f"--run-dir {opts.run_dir}: is a file; give a new or an existing run directory")
     existing = inspect_run_dir(opts.run_dir)
     faults = opts.faults_for(fresh=existing.fresh)
     trained = existing.steps_done < opts.steps

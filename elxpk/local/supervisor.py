@@ -92,6 +92,13 @@ class GroupSupervisor:
         self.env = process_env(plan.devices_per_process, env)
         self.logs = plan.run_dir / "logs"
         self.cwd = cwd or os.getcwd()
+        # State of the group being watched (reset per attempt in run()).
+        self._procs: list[subprocess.Popen] = []
+        self._pending: list[Kill] = []
+        self._recovering_since: float | None = None
+        self._killed: Kill | None = None
+        self._killed_at = self._deadline = 0.0
+        self._deferred: list[dict] = []
 
     def _command(self, process_id: int, port: int) -> list[str]:
         p = self.plan
@@ -123,69 +130,72 @@ class GroupSupervisor:
         plan.run_dir.mkdir(parents=True, exist_ok=True)
         metrics = JsonlTail(plan.run_dir / "metrics.jsonl", from_end=True)
         events = JsonlTail(plan.run_dir / "events.jsonl", from_end=True)
-        pending = sorted(plan.kills, key=lambda k: k.step)
+        self._pending = sorted(plan.kills, key=lambda k: k.step)
+        self._recovering_since = None  # kill time of the failure the current group recovers from
         unexpected = 0
-        recovering_since: float | None = None  # kill time of the failure this attempt recovers from
         while True:
             result.attempts += 1
-            procs = self._start(result.attempts)
-            killed: Kill | None = None
-            killed_at = deadline = 0.0
-            killed_step = -1
-            deferred: list[dict] = []  # our events, written once the group is down
+            self._procs = self._start(result.attempts)
+            self._killed, self._killed_at, self._deferred = None, 0.0, []
             try:
-                while any(p.poll() is None for p in procs):
+                while any(p.poll() is None for p in self._procs):
                     self._relay(events, "event")
                     for record in metrics.read():
-                        self.observe("metric", record)
-                        step = record.get("step")
-                        if recovering_since is not None and isinstance(step, int):
-                            # A cold start does not know it is a recovery: the supervisor does.
-                            now = self.clock()
-                            deferred.append(self._event("first_step_after_recovery", now, step,
-                                                        reason="group_restart",
-                                                        recovery_s=round(now - recovering_since, 6)))
-                            recovering_since = None
-                        if killed is None and pending and isinstance(step, int) and step >= pending[0].step:
-                            killed = pending.pop(0)
-                            victim = procs[killed.slice]
-                            if victim.poll() is None:
-                                victim.send_signal(signal.SIGKILL)
-                            killed_at, killed_step = self.clock(), step
-                            # JobSet waits for the failed job; survivors abort on missed heartbeats.
-                            deadline = time.monotonic() + plan.heartbeat_timeout_s + 10.0
-                            deferred.append(self._event(
-                                "failure_detected", killed_at, killed_step, slice=killed.slice,
-                                detail=f"process {killed.slice} (slice {killed.slice}) SIGKILLed"))
-                    if killed is not None and time.monotonic() > deadline:
-                        for p in procs:
+                        self._on_metric(record)
+                    if self._killed is not None and time.monotonic() > self._deadline:
+                        for p in self._procs:  # survivors that outlived the heartbeat timeout
                             if p.poll() is None:
                                 p.send_signal(signal.SIGKILL)
                     self.sleep(_POLL_S)
             finally:
-                for p in procs:  # never leave a trainer behind, even on Ctrl-C
+                for p in self._procs:  # never leave a trainer behind, even on Ctrl-C
                     if p.poll() is None:
                         p.send_signal(signal.SIGKILL)
                     p.wait()
             self._relay(events, "event")
             for record in metrics.read():
-                self.observe("metric", record)
-            self._write(deferred)  # the group is down: nothing else writes events.jsonl now
-            codes = [p.returncode for p in procs]
+                self._on_metric(record)
+            self._write(self._deferred)  # the group is down: nothing else writes events.jsonl now
+            codes = [p.returncode for p in self._procs]
             result.exit_codes.append(codes)
-            if killed is None and all(c == 0 for c in codes):
+            if self._killed is None and all(c == 0 for c in codes):
                 return result
-            if killed is not None:
-                result.kills_done.append(killed)
-                recovering_since = killed_at
+            if self._killed is not None:
+                result.kills_done.append(self._killed)
+                self._recovering_since = self._killed_at
                 # The replacement "pod" comes up revive_after seconds after the kill.
-                self.sleep(max(0.0, killed_at + plan.revive_after - self.clock()))
+                self.sleep(max(0.0, self._killed_at + plan.revive_after - self.clock()))
             else:
                 unexpected += 1
                 if unexpected > plan.max_restarts:
                     raise CheckFailed(self._failure_message(result.attempts, codes))
             result.restarts += 1
             self._write([self._event("slices_ready", self.clock(), None, slices=list(range(plan.num_processes)))])
+
+    def _on_metric(self, record: dict) -> None:
+        """Relay one step to the view; note the first step of a restarted group; kill at the kill step."""
+        self.observe("metric", record)
+        step = record.get("step")
+        if not isinstance(step, int):
+            return
+        if self._recovering_since is not None:
+            # A cold start does not know it is a recovery: the supervisor does.
+            now = self.clock()
+            self._deferred.append(self._event("first_step_after_recovery", now, step, reason="group_restart",
+                                              recovery_s=round(now - self._recovering_since, 6)))
+            self._recovering_since = None
+        if self._killed is not None or not self._pending or step < self._pending[0].step:
+            return
+        kill = self._pending.pop(0)
+        victim = self._procs[kill.slice]
+        if victim.poll() is not None:  # it finished before we got to it: nothing to kill
+            return
+        victim.send_signal(signal.SIGKILL)
+        self._killed, self._killed_at = kill, self.clock()
+        # JobSet waits for the failed job; the survivors abort on their own after missed heartbeats.
+        self._deadline = time.monotonic() + self.plan.heartbeat_timeout_s + 10.0
+        self._deferred.append(self._event("failure_detected", self._killed_at, step, slice=kill.slice,
+                                          detail=f"process {kill.slice} (slice {kill.slice}) SIGKILLed"))
 
     def _event(self, name: str, t: float, step: int | None, **details) -> dict:
         """One supervisor event, shown at once; written to events.jsonl by `_write`."""

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from elxpk.local.progress import RunProgress
 
-_HEALTH_STYLE = {"healthy": "green", "idle": "yellow", "lost": "bold red"}
+_HEALTH_STYLE = {"healthy": "green", "idle": "yellow", "restarting": "yellow", "lost": "bold red"}
 _SHOWN_LINES = 8
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from elxpk.plan import model
+from elxpk.plan.elastic import MAXTEXT_DEFAULT_RETRIES, ElasticSettings, elastic_settings
+from elxpk.plan.fmt import duration
 from elxpk.plan.inputs import PlanInputs
 from elxpk.plan.storage import Storage, storage
 
@@ -49,6 +51,7 @@ class Plan:
     current: tuple[ModeResult, ...]  # at --checkpoint-period, if given
     storage: Storage | None  # at the recommended period
     rows: tuple[PeriodRow, ...]
+    elastic: ElasticSettings
     warnings: tuple[str, ...] = field(default_factory=tuple)
     simulation: dict | None = None
 
@@ -61,6 +64,7 @@ class Plan:
                 "price_per_gib_month": inputs.price_per_gib_month,
                 "max_to_keep": inputs.max_to_keep,
                 "ttl_s": inputs.ttl_s,
+                "job_duration_s": inputs.job_duration_s,
                 "checkpoint_period": inputs.checkpoint_period,
                 "sources": inputs.sources,
             },
@@ -76,6 +80,7 @@ class Plan:
             "modes": [asdict(m) for m in self.modes],
             "current": [asdict(m) for m in self.current] if self.current else None,
             "storage": asdict(self.storage) if self.storage else None,
+            "elasticity": asdict(self.elastic),
             "sla": [
                 {**asdict(r), "storage": asdict(r.storage) if r.storage else None, "marks": list(r.marks)}
                 for r in self.rows
@@ -158,6 +163,13 @@ def make_plan(inputs: PlanInputs) -> Plan:
                 "lifecycle rule can delete the only committed checkpoint; raise --ttl"
             )
     current = _mode_results(inputs, inputs.checkpoint_period) if inputs.checkpoint_period else ()
+    elastic = elastic_settings(costs, exact_steps, inputs.job_duration_s)
+    if elastic.default_retries_last_s < inputs.job_duration_s:
+        warnings.append(
+            f"with elastic_max_retries {MAXTEXT_DEFAULT_RETRIES} (the MaxText default) the attempt budget runs out "
+            f"after about {duration(elastic.default_retries_last_s)} of this job, within --job-duration "
+            f"{duration(inputs.job_duration_s)}: set elastic_max_retries {elastic.elastic_max_retries}"
+        )
     return Plan(
         inputs=inputs,
         system_mtbf_s=costs.system_mtbf_s,
@@ -170,5 +182,6 @@ def make_plan(inputs: PlanInputs) -> Plan:
         current=current,
         storage=_storage(inputs, exact_steps),
         rows=tuple(rows),
+        elastic=elastic,
         warnings=tuple(warnings),
     )

@@ -44,6 +44,7 @@ class PlanFlags:
     ttl: str | None = None
     checkpoint_period: int | None = None
     periods: str | None = None
+    job_duration: str = "30d"
     from_run: str | None = None
     output: str = "table"
     plot: str | None = None
@@ -62,6 +63,7 @@ class PlanInputs:
     periods: tuple[int, ...]
     omitted_periods: tuple[int, ...]
     checkpoint_period: int | None
+    job_duration_s: float
     output: str
     plot: Path | None
     simulate_trials: int
@@ -113,6 +115,7 @@ class _Resolver:
         image_pull = self.duration("--image-pull", f.image_pull)
         compile_s = self.duration("--compile", f.compile)
         ttl = self.duration("--ttl", f.ttl)
+        job_duration = self.duration("--job-duration", f.job_duration)
         size = None
         if f.checkpoint_size is not None:
             try:
@@ -153,7 +156,7 @@ class _Resolver:
             self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
         elif num_slices < 1:
             self.errors.append(f"--num-slices must be at least 1 (got {num_slices})")
-        if f.price_per_gib_month < 0:
+        if not (f.price_per_gib_month >= 0 and math.isfinite(f.price_per_gib_month)):
             self.errors.append(f"--price-per-gib-month must be >= 0 (got {f.price_per_gib_month})")
         if max_to_keep < 0:
             self.errors.append(f"--max-to-keep must be >= 1, or 0 to keep all (got {max_to_keep})")
@@ -161,6 +164,8 @@ class _Resolver:
             self.errors.append("--max-to-keep 0 keeps every checkpoint: give --ttl to bound storage, or keep N >= 1")
         if ttl is not None and ttl <= 0:
             self.errors.append(f"--ttl must be a positive duration such as 7d (got {f.ttl!r})")
+        if job_duration is not None and not (job_duration > 0 and math.isfinite(job_duration)):
+            self.errors.append(f"--job-duration must be a positive duration such as 30d (got {f.job_duration!r})")
         if size is not None and size < 0:
             self.errors.append(f"--checkpoint-size must be >= 0 (got {f.checkpoint_size!r})")
         if current is not None and current < 1:
@@ -172,9 +177,12 @@ class _Resolver:
 
         omitted: tuple[int, ...] = ()
         if not self.errors:
+            if current is not None and self.sources.get("checkpoint_period") == "run" and current * step <= save:
+                # The run's own period need not fit the costs being planned for: left out, not refused.
+                omitted, current = (current,), None
             self.check_save_fits(save, step, mtbf, num_slices, current, periods)
             if f.periods is None:
-                omitted = tuple(p for p in periods if p * step <= save)
+                omitted += tuple(p for p in periods if p * step <= save)
                 periods = tuple(p for p in periods if p * step > save)
         if self.errors:
             raise UsageError(*self.errors)
@@ -197,6 +205,7 @@ class _Resolver:
             periods=periods,
             omitted_periods=omitted,
             checkpoint_period=current,
+            job_duration_s=job_duration,
             output=output,
             plot=plot,
             simulate_trials=f.simulate,

@@ -204,7 +204,7 @@ def check_plan(costs: Costs, period_steps: int, *, trials: int, shape: float, se
             "model_goodput": analytic,
             "simulated_goodput": r.goodput,
             "stderr": r.stderr,
-            "relative_difference": (analytic - r.goodput) / r.goodput if r.goodput else float("nan"),
+            "relative_difference": (analytic - r.goodput) / r.goodput if r.goodput else None,
         })
     return {
         "trials": trials,

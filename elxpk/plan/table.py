@@ -51,7 +51,7 @@ def _modes_table(title: str, modes: tuple[ModeResult, ...], period: int) -> Tabl
 
 
 def render(plan: Plan, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(highlight=False)  # explicit styles only; auto-highlighting halves the speed
     if not console.is_terminal:
         console.width = max(console.width, 140)
     inputs, costs = plan.inputs, plan.inputs.costs
@@ -102,6 +102,15 @@ def render(plan: Plan, console: Console | None = None) -> None:
     else:
         console.print("storage: give --checkpoint-size for GiB kept and monthly cost")
 
+    el = plan.elastic
+    console.print(
+        f"elasticity: [bold]elastic_min_slice_count {el.elastic_min_slice_count}[/] "
+        f"({model.MODE_TITLES[el.mode]} rates higher), [bold]elastic_timeout_seconds {el.elastic_timeout_seconds}[/] "
+        f"(covers 3 x replacement), [bold]elastic_max_retries {el.elastic_max_retries}[/] "
+        f"({el.expected_failures:.1f} failures expected in --job-duration {format_duration(el.job_duration_s)}; "
+        "attempts never reset)"
+    )
+
     sla = Table(
         title="SLA: checkpoint_period against goodput (per mode), hours lost and storage", title_justify="left"
     )
@@ -150,6 +159,6 @@ def _render_simulation(sim: dict, console: Console) -> None:
             row["mode"],
             _pct(row["model_goodput"]),
             f"{_pct(row['simulated_goodput'])} ± {100 * row['stderr']:.3f}%",
-            f"{100 * row['relative_difference']:+.3f}%",
+            "n/a" if row["relative_difference"] is None else f"{100 * row['relative_difference']:+.3f}%",
         )
     console.print(table)

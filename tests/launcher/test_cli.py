@@ -146,3 +146,15 @@ def test_bad_input_never_reaches_the_cluster(cli, cluster):
     result = cli("workload", "create", *GOOD, "--elastic-slices", "3", "--kubeconfig", kubeconfig)
     assert result.code == 2
     assert len(server.calls) == before
+
+
+def test_dry_run_needs_no_home_credentials_or_usable_cache(tmp_path):
+    """A CI box: no HOME, no kubeconfig, no cloud credentials, a cache dir that cannot be created."""
+    cache = tmp_path / "a-file"  # not a directory, so even root cannot create the cache under it
+    cache.write_text("", encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(cache), "HOME": str(tmp_path / "missing-home")}
+    done = subprocess.run([str(ELXPK), "workload", "create", *CASES["pathways-v5p-8"], "--dry-run"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout == (Path(__file__).parent / "goldens" / "pathways-v5p-8.yaml").read_text(encoding="utf-8")

@@ -194,6 +194,8 @@ def test_rendering_imports_no_cluster_or_jax_code():
         "from elxpk.cli.main import main\n"
         "rc = main(['workload', 'create', '--workload', 'w', '--tpu-type', 'v5p-8', '--command', 'x', '--dry-run'])\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'kubernetes', 'google', 'orbax'))\n"
+        # Start-up budget: `elxpk workload ...` builds only the workload group, not every other command.
+        "bad += sorted(m for m in ('elxpk.cli.local', 'elxpk.cli.plan', 'elxpk.cli.report') if m in sys.modules)\n"
         "print(rc, bad, file=sys.stderr)\n"
         "sys.exit(rc or len(bad))\n"
     )

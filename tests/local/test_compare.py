@@ -83,3 +83,9 @@ def test_bad_flags_exit_2(runs, cli, extra, flag, tmp_path):
 def test_missing_run_names_its_argument(runs, cli, tmp_path):
     code, _, err = cli("compare", runs("a", CLEAN), tmp_path / "absent")
     assert code == 2 and err.startswith("error: RUN_B")
+
+
+def test_both_missing_runs_are_reported_at_once(cli, tmp_path):
+    code, _, err = cli("compare", tmp_path / "a", tmp_path / "b", "--rtol", "-2")
+    lines = err.strip().splitlines()
+    assert code == 2 and [line.split(":")[1].strip() for line in lines] == ["--rtol", "RUN_A", "RUN_B"]

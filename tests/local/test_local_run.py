@@ -150,3 +150,25 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, argv, flag):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {flag}"), lines
     assert not run_dir.exists() and out == ""
+
+
+def test_run_dir_that_is_a_file_is_bad_input(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("not a run")
+    code, out, err = run_cli("local", "run", "--run-dir", path, "--plain")
+    assert code == 2 and err.startswith("error: --run-dir") and path.read_text() == "not a run"
+
+
+def test_resize_continues_on_the_survivor(reference, tmp_path):
+    run_dir = tmp_path / "resize"
+    code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--mode", "resize", "--steps", STEPS,
+                             "--checkpoint-period", PERIOD, "--kill-slice", f"1@{KILL}", "--revive-after", "600",
+                             "--plain", *TINY_FLAGS)
+    assert code == 0, err
+    assert f"slice 1 lost at step {KILL}" in out
+    final = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()][-1]
+    assert final["step"] == STEPS - 1 and final["slices"] == [0]  # finished on the survivor alone
+    code, out, _ = run_cli("compare", reference, run_dir, "--rtol", "1e-5", "-o", "json")
+    result = json.loads(out)
+    assert code == 0, result["failures"]
+    assert result["examples_b"]["duplicates"] == 0 and result["examples_b"]["gaps"] == 0

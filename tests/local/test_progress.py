@@ -80,3 +80,12 @@ def test_live_view_renders_bar_health_and_events(tmp_path):
     assert lost_seen == ["lost"]
     assert "slice 1: lost" in text and "slice 0: healthy" in text and "loss" in text
     assert f"{SPEC.steps}/{SPEC.steps}" in text
+
+
+def test_group_restart_marks_every_process_restarting():
+    progress = RunProgress(total_steps=10, num_slices=2, clock=lambda: 0.0)
+    progress.observe("event", {"event": "failure_detected", "time": 1.0, "step": 4, "slice": 1, "source": "supervisor"})
+    assert progress.health == {0: "restarting", 1: "lost"}
+    progress.observe("event", {"event": "slices_ready", "time": 2.0, "step": None, "slices": [0, 1]})
+    assert progress.health == {0: "healthy", 1: "healthy"}
+    assert progress.lines == ["slice 1 lost at step 4", "slices ready 1.0 s after the failure"]

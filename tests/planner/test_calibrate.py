@@ -127,3 +127,13 @@ def test_a_run_the_trainer_wrote(tmp_path):
     assert (cal.num_slices, cal.checkpoint_period, cal.max_to_keep) == (2, 10, 3)
     assert cal.replacement_s is None  # simulated slices: their "replacement" is the fault's revive delay
     assert cal.checkpoint_size_bytes == 777
+
+
+def test_a_run_period_too_short_for_the_planned_save_is_left_out(tmp_path, capsys):
+    # The local run saved every 10 steps of 0.5s; a 20s production save does not fit in 5s.
+    write_run(tmp_path / "run")
+    code, out, err = run_plan(["--from-run", str(tmp_path / "run"), "--slice-mtbf", "30d", "--num-slices", "32",
+                               "--checkpoint-save", "20s", "-o", "json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["inputs"]["checkpoint_period"] is None and data["omitted_periods"][0] == 10

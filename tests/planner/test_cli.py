@@ -50,8 +50,9 @@ def test_json_carries_every_figure(capsys):
 
 def test_plot_writes_a_png(tmp_path, capsys):
     target = tmp_path / "goodput.png"
-    code, out, _ = run_plan([*EXAMPLE, "--checkpoint-period", "100", "--plot", str(target)], capsys)
-    assert code == 0 and f"plot: {target}" in out
+    code, out, _ = run_plan([*EXAMPLE, "--checkpoint-period", "100", "--simulate", "200", "--plot", str(target)],
+                            capsys)
+    assert code == 0 and f"plot: {target}" in out and "Monte Carlo check" in out
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
