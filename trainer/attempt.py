@@ -44,7 +44,6 @@ class AttemptContext:
     latest_committed: int | None = None
     last_losses: dict[int, str] = field(default_factory=dict)
     blocking_s: list[float] = field(default_factory=list)
-    recompiled_on_recovery: list[bool] = field(default_factory=list)
 
 
 @dataclass
@@ -98,7 +97,8 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
             tokens = meshlib.put_batch(batch.tokens, mesh)
             started = time.perf_counter()
             state, loss = compiled.executable(state, tokens, _scalar(step, mesh))
-            loss = float(loss.addressable_data(0))  # sync every step: unsynced CPU collectives can deadlock (testing notes 2b)
+            # Sync on every step: unsynced CPU collectives can deadlock (testing notes 2b).
+            loss = float(loss.addressable_data(0))
             elapsed = time.perf_counter() - started
             record = {
                 "step": step,
@@ -111,7 +111,6 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
             rec.metric(record)
             ctx.last_losses[step] = record["loss"]
             if recovery is not None:
-                ctx.recompiled_on_recovery.append(was_compiled)
                 rec.event("first_step_after_recovery", step, reason=recovery.reason, recompiled=was_compiled,
                           compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                           recovery_s=round(ctx.clock.monotonic() - recovery.detected_at, 6))

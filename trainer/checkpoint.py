@@ -135,6 +135,12 @@ class CheckpointStore:
         """(step, state, data_state) of the newest valid checkpoint, or None when there is none."""
         import orbax.checkpoint as ocp
 
+        try:
+            return self._restore_newest_valid(target, ocp)
+        finally:
+            self._forget_quarantined()
+
+    def _restore_newest_valid(self, target, ocp):
         for step in sorted(self._manager.all_steps(), reverse=True):
             step_dir = self.directory / str(step)
             reason = digest.verify(step_dir, step)
@@ -173,4 +179,14 @@ class CheckpointStore:
         target = quarantine / f"{step}-{int(time.time() * 1000)}"
         shutil.move(str(self.directory / str(step)), str(target))
         (target / "elxpk_skip_reason.txt").write_text(reason + "\n", encoding="utf-8")
-        self._manager.reload()  # forget the moved step
+
+    def _forget_quarantined(self) -> None:
+        """Every process re-lists the steps once the primary has moved the bad ones away; a process
+        that still listed a moved step would refuse to save it again and stall the others' save."""
+        import jax
+
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices("elxpk-checkpoint-quarantine")
+        self._manager.reload()

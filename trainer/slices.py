@@ -94,6 +94,12 @@ class SimulatedSlices(SliceBackend):
             alive = [s for s in range(self.num_slices) if s not in self._down]
         return [s for s in alive if _probe(self._devices[s])]
 
+    def revived(self, active: Sequence[int]) -> list[int]:
+        # Asked at every step while degraded, so bookkeeping only; the wait before the next attempt probes.
+        with self._lock:
+            self._revive_due(None)
+            return sorted(set(range(self.num_slices)) - set(self._down) - set(active))
+
     def _matches(self, fault: Fault, point: str, step: int) -> bool:
         if fault.point != point:
             return False
@@ -129,11 +135,14 @@ class SimulatedSlices(SliceBackend):
 class PathwaysSlices(SliceBackend):
     """Slices of a Pathways (single-controller) backend; faults are real, none are injected."""
 
+    PROBE_INTERVAL_S = 10.0  # pathwaysutils' default poll interval
+
     def __init__(self) -> None:
         import jax
         from pathwaysutils.elastic import elastic
 
         self._elastic = elastic
+        self._next_probe = 0.0
         self._devices = {s: list(d) for s, d in elastic.get_slice_to_devices(tuple(jax.devices())).items()}
         self.num_slices = len(self._devices)
 
@@ -142,6 +151,17 @@ class PathwaysSlices(SliceBackend):
 
     def healthy_slices(self) -> list[int]:
         return sorted(self._elastic.get_active_slice_indices(self._devices))
+
+    def revived(self, active: Sequence[int]) -> list[int]:
+        # Asked at every step while degraded: probe the missing slices at most every PROBE_INTERVAL_S.
+        import time
+
+        now = time.monotonic()
+        if now < self._next_probe:
+            return []
+        self._next_probe = now + self.PROBE_INTERVAL_S
+        missing = {s: d for s, d in self._devices.items() if s not in active}
+        return sorted(self._elastic.get_active_slice_indices(missing)) if missing else []
 
 
 class MultiControllerSlices(SliceBackend):

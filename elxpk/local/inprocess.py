@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 
 from elxpk.local.options import LocalRunOptions
@@ -20,6 +22,9 @@ def run_in_process(
     """Run trainer.elastic.train here; returns its TrainResult."""
     from trainer.cpu import ensure_devices
 
+    if "jax" not in sys.modules:
+        # Simulated slices are CPU devices, even on a laptop whose jax would pick a GPU by default.
+        os.environ["JAX_PLATFORMS"] = "cpu"
     # Before jax is imported anywhere in this process: XLA reads the device count once.
     ensure_devices(opts.num_slices * opts.devices_per_slice)
     from trainer.config import TrainerConfig

@@ -46,6 +46,7 @@ def test_one_recovery_timeline_and_goodput(tmp_path):
     assert rec.restore_s == pytest.approx(spec.restore_s)
     assert rec.first_step_s == pytest.approx(spec.wait_s + spec.restore_s + spec.step_time)
     assert rec.rewound_steps == failed - restored
+    assert rec.caught_up_s == pytest.approx(rec.first_step_s + (failed + 1 - restored) * spec.step_time)
     assert report.steps == spec.steps
     assert report.executed == len(executions(spec))
     assert report.wall_s == pytest.approx(expected_wall(spec))
@@ -78,6 +79,8 @@ def test_two_failures_two_timelines(tmp_path):
     report = build_report(load_run(write_run(tmp_path / "run", spec)))
     assert [(r.failure_step, r.restored_step) for r in report.recoveries] == list(spec.failures)
     assert report.executed - report.steps == sum(f - r for f, r in spec.failures)
+    for rec, (failed, restored) in zip(report.recoveries, spec.failures, strict=True):
+        assert rec.caught_up_s == pytest.approx(rec.first_step_s + (failed + 1 - restored) * spec.step_time)
 
 
 def test_wall_time_counts_crash_gaps_but_not_clean_stops():

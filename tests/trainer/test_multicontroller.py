@@ -38,7 +38,13 @@ def _start_group(cfg, run_dir, repo_root, extra) -> list[subprocess.Popen]:
 
 
 def _wait(group) -> tuple[list[int], list[str]]:
-    outputs = [p.communicate(timeout=240)[0] for p in group]
+    try:
+        outputs = [p.communicate(timeout=180)[0] for p in group]
+    finally:
+        for p in group:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     return [p.returncode for p in group], outputs
 
 
