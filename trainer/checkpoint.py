@@ -54,7 +54,10 @@ class CheckpointStore:
                 timeout_secs=COMMIT_TIMEOUT_S, post_finalization_callback=self._before_commit
             ),
         )
-        return ocp.CheckpointManager(self.directory, item_names=("state", "meta"), options=options)
+        handlers = {"state": ocp.PyTreeCheckpointHandler(type_handler_registry=_registry()),
+                    "meta": ocp.JsonCheckpointHandler()}
+        return ocp.CheckpointManager(self.directory, item_names=("state", "meta"), item_handlers=handlers,
+                                     options=options)
 
     def _before_commit(self) -> None:
         # Runs in orbax's writer thread after every file is written and before the rename that commits
@@ -83,7 +86,7 @@ class CheckpointStore:
         started = time.monotonic()
         with self._lock:
             self._pending = (step, started)
-        args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
+        args = ocp.args.Composite(state=ocp.args.PyTreeSave(state), meta=ocp.args.JsonSave(meta))
         saved = self._manager.save(step, args=args)
         blocking = time.monotonic() - started
         if not saved:
@@ -146,7 +149,9 @@ class CheckpointStore:
             reason = digest.verify(step_dir, step)
             if reason is None:
                 self._check_fingerprint(step, digest.read_digest(step_dir))
-                args = ocp.args.Composite(state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore())
+                restore_args = ocp.checkpoint_utils.construct_restore_args(target)
+                args = ocp.args.Composite(state=ocp.args.PyTreeRestore(item=target, restore_args=restore_args),
+                                          meta=ocp.args.JsonRestore())
                 try:
                     restored = self._manager.restore(step, args=args)
                 except Exception as exc:  # noqa: BLE001 - any read failure makes this step unusable
@@ -190,3 +195,20 @@ class CheckpointStore:
 
             multihost_utils.sync_global_devices("elxpk-checkpoint-quarantine")
         self._manager.reload()
+
+
+def _registry():
+    """Orbax's default type handlers, except that a jax.Array is written whole by its first replica.
+
+    The state is fully replicated. By default orbax splits every array across its replicas, with one eager
+    slice per replica per array, and that dominates save()'s blocking time for a small state (about 135 ms
+    against 20 ms for 5 MB on 4 CPU devices). Sharded states would want the default back."""
+    import jax
+    import numpy as np
+    from orbax.checkpoint import type_handlers as th
+
+    return th.create_type_handler_registry(
+        (int, th.ScalarHandler()), (float, th.ScalarHandler()), (bytes, th.ScalarHandler()),
+        (np.number, th.ScalarHandler()), (np.ndarray, th.NumpyHandler()), (str, th.StringHandler()),
+        (jax.Array, th.ArrayHandler(use_replica_parallel=False)),
+    )
