@@ -1,0 +1,93 @@
+"""The PNGs of `elxpk report` and `elxpk compare` (matplotlib, Agg backend, imported on use)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from elxpk.runs.compare import Comparison
+from elxpk.runs.health import lost_intervals
+from elxpk.runs.report import RunReport
+from elxpk.runs.rundir import Run, loss_value
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _event_times(run: Run) -> list[float]:
+    return [float(e["time"]) for e in run.events if isinstance(e.get("time"), (int, float))]
+
+
+def write_report_png(run: Run, report: RunReport, path: Path) -> Path:
+    """Loss curve with failure/recovery markers above a slice-health timeline."""
+    plt = _pyplot()
+    fig, (ax_loss, ax_health) = plt.subplots(2, 1, figsize=(9, 6), gridspec_kw={"height_ratios": [3, 1.4]})
+    final = run.final_records()
+    ax_loss.plot(list(final), [loss_value(r) for r in final.values()], lw=1.2, label="loss (steps that count)")
+    void = run.superseded_records()
+    if void:
+        ax_loss.scatter([r["step"] for r in void], [loss_value(r) for r in void], s=6, c="0.6",
+                        label="rewound executions", zorder=3)
+    for i, rec in enumerate(report.recoveries):
+        if rec.failure_step is not None:
+            ax_loss.axvline(rec.failure_step, color="tab:red", ls="--", lw=1,
+                            label="slice lost" if i == 0 else None)
+        if rec.restored_step is not None:
+            ax_loss.axvline(rec.restored_step, color="tab:green", ls=":", lw=1.2,
+                            label="restored checkpoint" if i == 0 else None)
+    ax_loss.set_xlabel("step")
+    ax_loss.set_ylabel("loss")
+    ax_loss.set_title(f"{run.path.name}: goodput {100 * report.goodput:.1f}%, {len(report.recoveries)} recovery(ies)")
+    ax_loss.legend(loc="upper right", fontsize=8)
+
+    times = _event_times(run)
+    t0 = min(times) if times else 0.0
+    t1 = max(times) if times else 1.0
+    slices = list(range(run.num_slices or 1))
+    lost = lost_intervals(run.events)
+    for s in slices:
+        ax_health.broken_barh([(0, t1 - t0)], (s - 0.35, 0.7), color="tab:green", alpha=0.6)
+    for iv in lost:
+        row = iv.slice if iv.slice >= 0 else len(slices) - 1
+        end = iv.end if iv.end is not None else t1
+        ax_health.broken_barh([(iv.start - t0, max(end - iv.start, 1e-3))], (row - 0.35, 0.7), color="tab:red")
+    for rec in report.recoveries:
+        for offset, colour in ((0.0, "tab:red"), (rec.restored_s, "tab:blue"), (rec.first_step_s, "tab:green")):
+            if offset is not None:
+                ax_health.axvline(rec.detected_at - t0 + offset, color=colour, lw=0.8, ls=":")
+    ax_health.set_yticks(slices, [f"slice {s}" for s in slices])
+    ax_health.set_xlabel("wall time (s): green healthy, red lost; lines: detect, restored, first new step")
+    ax_health.set_xlim(0, max(t1 - t0, 1e-3))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_compare_png(c: Comparison, path: Path) -> Path:
+    """Both loss curves overlaid, and their difference B - A below."""
+    plt = _pyplot()
+    fig, (ax, ax_diff) = plt.subplots(2, 1, figsize=(9, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1.5]})
+    ax.plot(c.steps, c.loss_a, lw=1.6, label=f"A {Path(c.run_a).name}")
+    ax.plot(c.steps, c.loss_b, lw=1.0, ls="--", label=f"B {Path(c.run_b).name}")
+    if c.first_divergent_step is not None:
+        ax.axvline(c.first_divergent_step, color="tab:red", ls=":", lw=1, label="first divergent step")
+    ax.set_ylabel("loss")
+    verdict = "bitwise equal" if c.steps and c.bitwise_equal == len(c.steps) else "diverged"
+    ax.set_title(f"loss A vs B: {verdict}")
+    ax.legend(fontsize=8)
+    ax_diff.plot(c.steps, [b - a for a, b in zip(c.loss_a, c.loss_b, strict=True)], lw=1, color="tab:purple")
+    ax_diff.axhline(0.0, color="0.5", lw=0.6)
+    ax_diff.set_xlabel("step")
+    ax_diff.set_ylabel("B - A")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
