@@ -7,40 +7,16 @@ or misplaced field fails validation instead of being silently pruned by the API 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from elxpk.cli.main import main
+from tests.support.crd import strict_crd_schema
 
 GOLDENS = Path(__file__).parent / "goldens"
 KUBE_VERSION = "1.37.0"
-
-
-def strictify(schema: Any) -> Any:
-    """A copy of an OpenAPI v3 schema that forbids unknown fields wherever the API server would prune them."""
-    schema = copy.deepcopy(schema)
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if (
-                "properties" in node
-                and not node.get("x-kubernetes-preserve-unknown-fields")
-                and "additionalProperties" not in node
-            ):
-                node["additionalProperties"] = False
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(schema)
-    return schema
 
 
 @pytest.fixture(scope="session")
@@ -48,10 +24,7 @@ def jobset_validator(crd_dir: Path) -> Callable[[dict], list[str]]:
     """Validate a JobSet against the real CRD schema (v1alpha2), unknown fields forbidden; returns errors."""
     import jsonschema
 
-    with open(crd_dir / "jobset.x-k8s.io_jobsets.yaml", encoding="utf-8") as handle:
-        crd = yaml.load(handle, Loader=yaml.CSafeLoader)
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
-    schema = strictify(version["schema"]["openAPIV3Schema"])
+    schema = strict_crd_schema(crd_dir / "jobset.x-k8s.io_jobsets.yaml")
     validator = jsonschema.Draft7Validator(schema)
 
     def errors(obj: dict) -> list[str]:

@@ -16,7 +16,6 @@ import json
 import re
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support import loopback
 from tests.support.fake_paths import flag, group_doc, one, route, status_body
 from tests.support.fake_streams import StreamingVerbs
 from tests.support.kube_store import RESOURCES, Resource, Store, load_crd_validator
@@ -76,17 +76,11 @@ class FakeApiServer:
         class Handler(_Handler):
             fake = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        if self.tls is not None:
-            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True)
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._httpd = loopback.serve(Handler, self.tls)
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+        loopback.stop(self._httpd)
 
     def count(self, method: str | None = None) -> int:
         return sum(1 for c in self.calls if method is None or c.method == method)

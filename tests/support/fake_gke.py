@@ -13,11 +13,12 @@ import base64
 import json
 import re
 import socket
-import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support import loopback
 
 
 @dataclass
@@ -127,15 +128,11 @@ class FakeGke:
                 else:
                     self._send(200, fake.clusters[match.group(1)])
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._httpd = loopback.serve(Handler)
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+        loopback.stop(self._httpd)
 
 
 def _accepted(token: str, issued: list[str]) -> bool:

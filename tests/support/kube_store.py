@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tests.support.crd import strict_crd_schema
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -279,25 +281,8 @@ class Store:
 def load_crd_validator(crd_file: Path) -> Callable[[dict], list[str]]:
     """jsonschema over the CRD's openAPIV3Schema, made strict (unknown fields rejected, as the server does)."""
     import jsonschema
-    import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    crd = yaml.load(crd_file.read_text(), Loader=loader)
-    schema = copy.deepcopy(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
-
-    def strictify(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "object" and "properties" in node and not node.get(
-                "x-kubernetes-preserve-unknown-fields"
-            ):
-                node.setdefault("additionalProperties", False)
-            for value in node.values():
-                strictify(value)
-        elif isinstance(node, list):
-            for value in node:
-                strictify(value)
-
-    strictify(schema)
+    schema = copy.deepcopy(strict_crd_schema(crd_file))
     # metadata is validated by the server's ObjectMeta rules, not the CRD schema.
     schema["properties"]["metadata"] = {"type": "object"}
     validator = jsonschema.Draft7Validator(schema)
