@@ -124,9 +124,8 @@ def create(
     for obj in created:
         kind, name = obj.get("kind", "object"), obj.get("metadata", {}).get("name", "?")
         print(f"{kind.lower()}/{name} created{suffix}")
-    follow_up = getattr(submission, "follow_up_commands", None)  # the cluster part's "what next" lines
-    if not spec.dry_run and follow_up is not None:
-        for line in follow_up(spec.workload, target):
+    if not spec.dry_run:
+        for line in submission.follow_up_commands(spec.workload, target):
             print(f"  {line}", file=sys.stderr)
 
 

@@ -158,3 +158,21 @@ def test_dry_run_needs_no_home_credentials_or_usable_cache(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout == (Path(__file__).parent / "goldens" / "pathways-v5p-8.yaml").read_text(encoding="utf-8")
+
+
+def test_kubectl_dry_run_spellings(cli):
+    client = cli("workload", "create", *GOOD, "--dry-run=client")
+    assert client.code == 0 and client.out == cli("workload", "create", *GOOD, "--dry-run").out
+    bad = cli("workload", "create", *GOOD, "--dry-run=bogus")
+    assert bad.code == 2 and bad.out == ""
+    assert bad.error_lines == [bad.err.strip()] and "--dry-run=server" in bad.err
+    # A user value that happens to spell the flag is data, not a flag.
+    value = cli("workload", "create", *GOOD[:-1], "--dry-run=server", "--dry-run")
+    assert value.code == 0 and '"--dry-run=server"' in value.out
+
+
+def test_unknown_option_is_a_usage_error_without_a_traceback():
+    result = subprocess.run([str(ELXPK), "workload", "create", *GOOD, "--no-such-flag"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "No such option" in result.stderr and "Traceback" not in result.stderr
