@@ -80,10 +80,12 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
             start, state, data_state = restored
         ctx.dataset.set_state(data_state)
         ctx.current_step = start
-        # Restore before compiling: a checkpoint of another configuration fails fast.
-        rec.event("restore_done", start, from_checkpoint=restored is not None, slices=list(active),
-                  compile_needed=not ctx.steps.has(mesh))
+        restored_at = ctx.clock.time()
+        # Restore before compiling: a checkpoint of another configuration fails fast. The event is written
+        # once the step is compiled, so it can carry the compile time; its `time` is still the restore's end.
         compiled, was_compiled = ctx.steps.get(mesh)
+        rec.event("restore_done", start, at=restored_at, from_checkpoint=restored is not None, slices=list(active),
+                  compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0)
 
         for step in range(start, cfg.steps):
             ctx.current_step = step
@@ -107,12 +109,12 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
                 "step_time_s": round(elapsed, 6),
                 "examples": [batch.first, batch.end],
                 "slices": list(active),
+                "time": ctx.clock.time(),  # when the step ended: the report times recoveries with it
             }
             rec.metric(record)
             ctx.last_losses[step] = record["loss"]
             if recovery is not None:
                 rec.event("first_step_after_recovery", step, reason=recovery.reason, recompiled=was_compiled,
-                          compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                           recovery_s=round(ctx.clock.monotonic() - recovery.detected_at, 6))
                 recovery = None
             store.poll()

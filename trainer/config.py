@@ -63,7 +63,8 @@ class TrainerConfig:
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)")
     num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)")
-    coordinator: str | None = _opt(None, "jax.distributed coordinator HOST:PORT (multi-controller)")
+    coordinator: str | None = _opt(None, "jax.distributed coordinator HOST:PORT (multi-controller; omit on a "
+                                         "TPU cluster, where jax detects it)")
     heartbeat_timeout_seconds: int = _opt(10, "jax.distributed heartbeat timeout (multi-controller)")
 
     def __post_init__(self) -> None:
@@ -125,20 +126,9 @@ class TrainerConfig:
         k = self.elastic_min_slice_count
         if k == 0 or k < -1 or k > self.num_slices:
             p.append(f"--elastic-min-slice-count {k}: use -1 (all slices) or 1..{self.num_slices} (--num-slices)")
-        for n in self.slice_counts():
-            if n >= 1 and self.global_batch % (n * max(self.devices_per_slice, 1)):
-                p.append(f"--global-batch {self.global_batch}: must divide evenly over {n} slice(s) x "
-                         f"{self.devices_per_slice} devices; use a multiple of "
-                         f"{self._batch_multiple()}")
-                break
-        if self.slice_backend == "multi-controller":
-            if self.coordinator is None:
-                p.append("--coordinator: required with --slice-backend multi-controller (e.g. 127.0.0.1:8476)")
-            if self.num_processes != self.num_slices:
-                p.append(f"--num-processes {self.num_processes}: must equal --num-slices {self.num_slices} "
-                         "(one slice per process)")
-            if not 0 <= self.process_id < self.num_processes:
-                p.append(f"--process-id {self.process_id}: must be in 0..{self.num_processes - 1}")
+        if not self.topology_from_hardware:
+            p.extend(self.batch_problems(self.devices_per_slice))
+        p.extend(self._controller_problems())
         try:
             from trainer.faults import FaultSchedule
 
@@ -147,15 +137,70 @@ class TrainerConfig:
             p.extend(str(exc).splitlines())
         return p
 
+    def batch_problems(self, devices_per_slice: int, where: str = "") -> list[str]:
+        """The global batch must split evenly over every device of every slice count a run may reach."""
+        for n in self.slice_counts():
+            if n >= 1 and self.global_batch % (n * max(devices_per_slice, 1)):
+                return [f"--global-batch {self.global_batch}: must divide evenly over {n} slice(s) x "
+                        f"{devices_per_slice} devices{where}; use a multiple of "
+                        f"{self._batch_multiple(devices_per_slice)}"]
+        return []
+
+    def _controller_problems(self) -> list[str]:
+        p = []
+        if self.slice_backend != "multi-controller":
+            if self.coordinator is not None:
+                p.append(f"--coordinator {self.coordinator}: only with --slice-backend multi-controller")
+            return p
+        if self.coordinator is None:
+            # On a TPU cluster jax detects the process and the process count; a half-given layout is a mistake.
+            for name, default in (("process_id", 0), ("num_processes", 1)):
+                if getattr(self, name) != default:
+                    p.append(f"{flag_name(name)} {getattr(self, name)}: give it only together with --coordinator "
+                             "(without one, jax detects the processes of the TPU cluster)")
+            return p
+        host, _, port = self.coordinator.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            p.append(f"--coordinator {self.coordinator!r}: use HOST:PORT, e.g. 127.0.0.1:8476")
+        if self.num_processes != self.num_slices:
+            p.append(f"--num-processes {self.num_processes}: must equal --num-slices {self.num_slices} "
+                     "(one slice per process with --coordinator)")
+        if not 0 <= self.process_id < self.num_processes:
+            p.append(f"--process-id {self.process_id}: must be in 0..{self.num_processes - 1}")
+        return p
+
+    @property
+    def topology_from_hardware(self) -> bool:
+        """Pathways and multi-controller on a TPU cluster take the devices per slice from the hardware."""
+        return self.slice_backend == "pathways" or (self.slice_backend == "multi-controller"
+                                                    and self.coordinator is None)
+
+    def on_hardware(self, num_slices: int, devices_per_slice: int, where: str) -> TrainerConfig:
+        """This config on the topology the backend found (`where`, e.g. 'the TPU cluster').
+
+        Raises UsageError when the hardware contradicts it: another slice count, or a global batch that
+        does not divide over the real devices.
+        """
+        problems = []
+        if num_slices != self.num_slices:
+            problems.append(f"--num-slices {self.num_slices}: {where} has {num_slices} slice(s); set --num-slices "
+                            f"(ELXPK_NUM_SLICES) to {num_slices}")
+        problems.extend(self.batch_problems(devices_per_slice, f" ({where} has {devices_per_slice} per slice)"))
+        if problems:
+            raise UsageError(*problems)
+        if devices_per_slice == self.devices_per_slice:
+            return self
+        return dataclasses.replace(self, devices_per_slice=devices_per_slice)
+
     def slice_counts(self) -> range:
         """Every slice count a run may train on: the global batch must divide over each of them."""
         low = self.num_slices if self.elastic_min_slice_count == -1 else self.elastic_min_slice_count
         return range(low, self.num_slices + 1)
 
-    def _batch_multiple(self) -> int:
+    def _batch_multiple(self, devices_per_slice: int) -> int:
         from math import lcm
 
-        return lcm(*(n * self.devices_per_slice for n in self.slice_counts()))
+        return lcm(*(n * devices_per_slice for n in self.slice_counts()))
 
     @property
     def resize_enabled(self) -> bool:

@@ -92,6 +92,11 @@ def train(cfg, *, faults: FaultSchedule | None = None, observer=None, dataset=No
     if problems:
         raise UsageError(*problems)
     backend = backend or make_backend(cfg, schedule, clock)
+    try:
+        cfg = fit_to_backend(cfg, backend)
+    except UsageError:
+        backend.close()
+        raise
     recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
     dataset = dataset or ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg))
@@ -102,6 +107,8 @@ def train(cfg, *, faults: FaultSchedule | None = None, observer=None, dataset=No
         recorder.write_run_json(cfg, {
             "model": {"params": shape.param_count(), "flops_per_example": shape.flops_per_example()},
             "slice_backend": cfg.slice_backend,
+            "topology": {"num_slices": backend.num_slices, "devices_per_slice": cfg.devices_per_slice,
+                         "processes": _process_count(cfg)},
         })
         recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend)
         result = _retry_loop(ctx)
@@ -111,6 +118,26 @@ def train(cfg, *, faults: FaultSchedule | None = None, observer=None, dataset=No
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
+
+
+def fit_to_backend(cfg, backend):
+    """The config on the backend's real topology. Pathways and a TPU cluster decide the devices per
+    slice (not --devices-per-slice); the global batch is checked against them here, before anything is
+    written."""
+    from trainer.topology import devices_per_slice
+
+    if not cfg.topology_from_hardware:
+        return cfg
+    where = "the Pathways backend" if cfg.slice_backend == "pathways" else "the TPU cluster"
+    return cfg.on_hardware(backend.num_slices, devices_per_slice(backend.slice_devices()), where)
+
+
+def _process_count(cfg) -> int:
+    if cfg.slice_backend != "multi-controller":
+        return 1
+    import jax
+
+    return jax.process_count()
 
 
 def _retry_loop(ctx: AttemptContext) -> TrainResult:
@@ -143,7 +170,7 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             details = {"error": first_line, "kind": kind, "attempt": attempt}
             if kind == "maybe_slice_down":
                 details["warning"] = "this status may or may not mean a slice is down"
-            rec.event("failure_detected", ctx.current_step, **details)
+            rec.event("failure_detected", ctx.current_step, slices_lost=backend.lost_slices(active), **details)
             progressed = committed_at_last_failure == -1 or ctx.latest_committed != committed_at_last_failure
             committed_at_last_failure = ctx.latest_committed
             if kind == "maybe_slice_down" and not progressed:

@@ -40,8 +40,9 @@ class RunRecorder:
     def metric(self, record: dict) -> None:
         self._emit("metric", record)
 
-    def event(self, name: str, step: int | None, **details) -> dict:
-        record = {"event": name, "time": self._clock.time(), "step": step, **details}
+    def event(self, name: str, step: int | None, *, at: float | None = None, **details) -> dict:
+        """Append an event; `at` (unix seconds) when it happened earlier than it is written."""
+        record = {"event": name, "time": self._clock.time() if at is None else at, "step": step, **details}
         self._emit("event", record)
         return record
 

@@ -3,8 +3,10 @@
 - `SimulatedSlices`: CPU devices grouped into slices; a fault injector kills and revives them and
   raises `jax.errors.JaxRuntimeError("DATA_LOSS: ...")`, as the Pathways client does.
 - `PathwaysSlices`: slices from `device.slice_index`, health from pathwaysutils' per-slice probe.
-- `MultiControllerSlices`: one slice per process over jax.distributed; a fault kills its own process
-  (the supervisor or JobSet restarts the group, and the cold start restores).
+- `MultiControllerSlices`: jax.distributed, one controller per host. Locally (explicit --coordinator) one
+  slice per process; on a TPU cluster (no --coordinator) slices by `device.slice_index`, several processes
+  per slice on multi-VM slices. A fault kills the processes of its slice (the supervisor or JobSet restarts
+  the group, and the cold start restores).
 
 Every backend answers the same four questions; the elastic loop never asks which one it talks to.
 """
@@ -36,6 +38,10 @@ class SliceBackend:
     def revived(self, active: Sequence[int]) -> list[int]:
         """Healthy slices that are not in `active`: a scale-up is possible."""
         return sorted(set(self.healthy_slices()) - set(active))
+
+    def lost_slices(self, active: Sequence[int]) -> list[int]:
+        """After a slice-down error: which active slices it took down (probed, as pathwaysutils does)."""
+        return sorted(set(active) - set(self.healthy_slices()))
 
     def close(self) -> None:
         pass
@@ -77,6 +83,7 @@ class SimulatedSlices(SliceBackend):
         self._down: dict[int, tuple[float | None, int | None]] = {}  # slice -> (revive time, revive step)
         self._lock = threading.Lock()  # the save point fires in orbax's writer thread
         self.kills: list[tuple[int, str]] = []
+        self._last_lost: list[int] = []
 
     def slice_devices(self) -> dict[int, list]:
         return dict(self._devices)
@@ -99,6 +106,12 @@ class SimulatedSlices(SliceBackend):
         with self._lock:
             self._revive_due(None)
             return sorted(set(range(self.num_slices)) - set(self._down) - set(active))
+
+    def lost_slices(self, active: Sequence[int]) -> list[int]:
+        # What the last injected fault took down: with --revive-after 0 it may be back already.
+        with self._lock:
+            lost, self._last_lost = self._last_lost, []
+        return [s for s in lost if s in active]
 
     def _matches(self, fault: Fault, point: str, step: int) -> bool:
         if fault.point != point:
@@ -127,6 +140,8 @@ class SimulatedSlices(SliceBackend):
             # commit itself breaks it; everywhere else any dead active slice is a slice-down error.
             dead = sorted(set(active) & (fired if point == "save" else set(self._down)))
         if dead:
+            with self._lock:
+                self._last_lost = dead
             where = {"step": "during step", "data": "in the data loader at step", "save": "while committing "
                      "the checkpoint of step", "restore": "while restoring step"}[point]
             raise slice_down_error(f"simulated loss of slice {dead[0]} {where} {step}")
@@ -165,8 +180,14 @@ class PathwaysSlices(SliceBackend):
 
 
 class MultiControllerSlices(SliceBackend):
-    """One slice per process. A slice loss ends every process (jax aborts the survivors on the missed
-    heartbeat), so there is nothing to wait for in-process: the group restart is the retry."""
+    """jax.distributed with one controller per host. A slice loss ends every process (jax aborts the
+    survivors on the missed heartbeat), so there is nothing to wait for in-process: the group restart is
+    the retry.
+
+    With --coordinator (local CPU) each process is one slice of its first --devices-per-slice devices.
+    Without it (TPU on GKE: the launcher sets no address) jax detects the cluster, and slices come from
+    `device.slice_index` with every device of the slice, however many processes share it.
+    """
 
     KILLED_EXIT_CODE = 137  # what a SIGKILLed process reports, so supervisors treat both alike
     in_process_retry = False
@@ -174,23 +195,40 @@ class MultiControllerSlices(SliceBackend):
     def __init__(self, cfg, faults: FaultSchedule) -> None:
         import jax
 
-        jax.distributed.initialize(
-            coordinator_address=cfg.coordinator,
-            coordinator_bind_address=cfg.coordinator if cfg.process_id == 0 else None,
-            num_processes=cfg.num_processes,
-            process_id=cfg.process_id,
-            heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
-            initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
-        )
-        self.num_slices = cfg.num_processes
+        from elxpk.errors import UsageError
+        from trainer.topology import TopologyError, group_slices, slice_of_process
+
+        explicit = cfg.coordinator is not None
+        if explicit:
+            jax.distributed.initialize(
+                coordinator_address=cfg.coordinator,
+                coordinator_bind_address=cfg.coordinator if cfg.process_id == 0 else None,
+                num_processes=cfg.num_processes,
+                process_id=cfg.process_id,
+                heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
+                initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
+            )
+        else:
+            try:
+                # No address: jax reads the Cloud TPU / GKE metadata (or another cluster it knows).
+                jax.distributed.initialize(heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds)
+            except ValueError as exc:
+                raise UsageError(f"--coordinator: not given, and jax found no cluster to join ({exc}); pass "
+                                 "--coordinator HOST:PORT with --process-id and --num-processes") from None
         self.process_index = jax.process_index()
-        by_process: dict[int, list] = {}
-        for d in jax.devices():
-            by_process.setdefault(d.process_index, []).append(d)
-        self._devices = {p: sorted(ds, key=lambda d: d.id)[: cfg.devices_per_slice] for p, ds in by_process.items()}
+        try:
+            self._devices = group_slices(jax.devices(), one_slice_per_process=explicit,
+                                         devices_per_slice=cfg.devices_per_slice if explicit else None)
+            self.slice_index = slice_of_process(self._devices, self.process_index)
+        except TopologyError as exc:
+            jax.distributed.shutdown()
+            raise UsageError(f"--slice-backend multi-controller: {exc}") from None
+        self.num_slices = len(self._devices)
         self._faults = faults
-        # A restarted group must not replay the fault that killed it: remember fired faults on disk.
+        # A restarted group must not replay the fault that killed it: fired faults are remembered on disk.
+        # Read once at start, so every process of a multi-host slice fires the same fault at the same step.
         self._fired_dir = Path(cfg.run_dir) / ".faults-fired"
+        self._fired_before = {i for i in range(len(faults.faults)) if (self._fired_dir / str(i)).exists()}
 
     def slice_devices(self) -> dict[int, list]:
         return dict(self._devices)
@@ -200,13 +238,12 @@ class MultiControllerSlices(SliceBackend):
 
     def fault_point(self, point: str, step: int, active: Sequence[int]) -> None:
         for i, fault in enumerate(self._faults.faults):
-            marker = self._fired_dir / str(i)
-            if fault.slice != self.process_index or marker.exists():
+            if fault.slice != self.slice_index or i in self._fired_before:
                 continue
             if fault.point == point and (point == "restore" or (point == "save" and step >= fault.step)
                                           or step == fault.step):
                 self._fired_dir.mkdir(parents=True, exist_ok=True)
-                marker.write_text(fault.spec + "\n", encoding="utf-8")
+                (self._fired_dir / str(i)).write_text(fault.spec + "\n", encoding="utf-8")
                 os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
 
     def close(self) -> None:

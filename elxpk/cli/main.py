@@ -28,7 +28,7 @@ def _register(argv: list[str] | None = None) -> None:
     # for `elxpk <group> ...` only that group: building every other command costs ~40 ms of start-up.
     from elxpk.cli import registry
 
-    registry.register_all(app, only=argv[0] if argv else None)
+    registry.register_all(app, only=argv[0] if argv else None, words=argv[1:] if argv else ())
 
 
 # kubectl's spelling, `--dry-run=client|server|none`. Typer options cannot take an optional value, so

@@ -16,10 +16,11 @@ GROUPS: list[str] = [
 ]
 
 
-def register_all(app: typer.Typer, only: str | None = None) -> None:
+def register_all(app: typer.Typer, only: str | None = None, words: list[str] | tuple[str, ...] = ()) -> None:
     """Register every group on `app`, each module once.
 
-    With `only` (the first command-line word), register just that module when it adds a sub-group:
+    With `only` (the first command-line word), register just that module when it adds a sub-group
+    (a module whose register() takes a second argument gets `words`, the rest of the command line):
     Typer builds every registered command on each call, and `workload create --dry-run` has a start-up
     budget. A module that adds plain commands gets the others too, since Typer would collapse an app
     holding a single command into that command.
@@ -27,14 +28,14 @@ def register_all(app: typer.Typer, only: str | None = None) -> None:
     if only is not None:
         wanted = next((name for name in GROUPS if name.rsplit(".", 1)[1] == only), None)
         if wanted is not None:
-            _register_module(app, wanted)
+            _register_module(app, wanted, words)
             if app.registered_groups and not app.registered_commands:
                 return
     for name in GROUPS:
         _register_module(app, name)
 
 
-def _register_module(app: typer.Typer, name: str) -> None:
+def _register_module(app: typer.Typer, name: str, words: list[str] | tuple[str, ...] = ()) -> None:
     done = app.__dict__.setdefault("_elxpk_registered", set())
     if name in done:
         return
@@ -45,4 +46,7 @@ def _register_module(app: typer.Typer, name: str) -> None:
         if exc.name == name:  # the group is not written yet
             return
         raise
-    module.register(app)
+    if words and module.register.__code__.co_argcount >= 2:
+        module.register(app, words)
+    else:
+        module.register(app)

@@ -16,10 +16,15 @@ workload_app = typer.Typer(
 )
 
 _COMMAND_MODULES = ["elxpk.cli.workload_create", "elxpk.cli.workload_ops"]
+# `workload create --dry-run` has a start-up budget, and Typer builds every registered command on each
+# call (~30 ms for the six follow-up verbs), so these two words register only the create module.
+_CREATE_WORDS = {"create", "create-pathways"}
 
 
-def register(app: typer.Typer) -> None:
-    for name in _COMMAND_MODULES:
+def register(app: typer.Typer, words: list[str] | tuple[str, ...] = ()) -> None:
+    """`words` is the command line after `workload`, when known."""
+    modules = _COMMAND_MODULES[:1] if words and words[0] in _CREATE_WORDS else _COMMAND_MODULES
+    for name in modules:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:

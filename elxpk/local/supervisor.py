@@ -194,7 +194,7 @@ class GroupSupervisor:
         self._killed, self._killed_at = kill, self.clock()
         # JobSet waits for the failed job; the survivors abort on their own after missed heartbeats.
         self._deadline = time.monotonic() + self.plan.heartbeat_timeout_s + 10.0
-        self._deferred.append(self._event("failure_detected", self._killed_at, step, slice=kill.slice,
+        self._deferred.append(self._event("failure_detected", self._killed_at, step, slices_lost=[kill.slice],
                                           detail=f"process {kill.slice} (slice {kill.slice}) SIGKILLed"))
 
     def _event(self, name: str, t: float, step: int | None, **details) -> dict:

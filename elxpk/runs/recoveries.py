@@ -14,8 +14,9 @@ _PHASES = ("slices_ready", "restore_started", "restore_done", "first_step_after_
 
 
 def lost_slices(event: dict) -> tuple[int, ...]:
-    """The slices an event names as lost, under any of the names writers use."""
-    for key in ("lost_slices", "slices_lost", "slices", "slice"):
+    """The slices an event names as lost: `slices_lost` as the trainer and the supervisor write it, older
+    names, and, for runs written before the field existed, the slice named in the error text."""
+    for key in ("slices_lost", "lost_slices", "slices", "slice"):
         value = event.get(key)
         if isinstance(value, int):
             return (value,)
@@ -47,7 +48,7 @@ class Recovery:
     first_step_s: float | None
     restored_step: int | None
     first_step: int | None
-    caught_up_s: float | None = None  # when the step after the failed one ran (estimated from step times)
+    caught_up_s: float | None = None  # when the step after the failed one ended (metric time, or estimated)
 
     @property
     def complete(self) -> bool:
@@ -143,8 +144,11 @@ def recoveries(events: tuple[dict, ...] | list[dict]) -> list[Recovery]:
 
 
 def with_catch_up(found: list[Recovery], metrics: tuple[dict, ...]) -> list[Recovery]:
-    """Add when each recovery regained its lost progress: the first new step's time plus the step times
-    of the re-executed steps up to the one after the failed step (metrics carry no timestamps)."""
+    """Add when each recovery regained its lost progress: when the step after the failed one ended.
+
+    Metrics records carry their end `time`; for runs written before they did, it is estimated as the first
+    new step's time plus the step times of the re-executed steps.
+    """
     out, start = [], 0
     for rec in found:
         if rec.first_step_s is None or rec.first_step is None or rec.failure_step is None:
@@ -163,7 +167,8 @@ def with_catch_up(found: list[Recovery], metrics: tuple[dict, ...]) -> list[Reco
             if k > i:
                 elapsed += float(metrics[k].get("step_time_s") or 0.0)
             if isinstance(step, int) and step > rec.failure_step:
-                caught = elapsed
+                ended = _time(metrics[k])
+                caught = ended - rec.detected_at if ended is not None else elapsed
                 start = k
                 break
         out.append(replace(rec, caught_up_s=caught))

@@ -133,8 +133,17 @@ def compile_times(metrics: tuple[dict, ...]) -> list[float]:
 
 
 def compile_outside_steps(events: tuple[dict, ...]) -> float | None:
-    """Compile time the trainer reports on its events (it compiles ahead of the step it times)."""
-    values = [float(e["compile_s"]) for e in events if isinstance(e.get("compile_s"), (int, float))]
+    """Compile time the trainer reports on its events (it compiles ahead of the step it times).
+
+    The trainer reports each attempt's compile as `compile_s` on `restore_done` (0 when it reused the
+    executable). Runs written before that carry it only on other events, e.g. a recompile on
+    `first_step_after_recovery`.
+    """
+    def reported(names: tuple[str, ...] | None) -> list[float]:
+        return [float(e["compile_s"]) for e in events if isinstance(e.get("compile_s"), (int, float))
+                and (names is None or e.get("event") in names)]
+
+    values = reported(("restore_done",)) or reported(None)
     return sum(values) if values else None
 
 
