@@ -37,16 +37,14 @@ def register_all(app: typer.Typer, only: str | None = None, words: list[str] | t
 
 def _register_module(app: typer.Typer, name: str, words: list[str] | tuple[str, ...] = ()) -> None:
     done = app.__dict__.setdefault("_elxpk_registered", set())
-    if name in done:
-        return
-    done.add(name)
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name == name:  # the group is not written yet
             return
         raise
-    if words and module.register.__code__.co_argcount >= 2:
-        module.register(app, words)
-    else:
+    if module.register.__code__.co_argcount >= 2:
+        module.register(app, words)  # it takes the rest of the command line and registers idempotently
+    elif name not in done:
+        done.add(name)
         module.register(app)

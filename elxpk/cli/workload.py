@@ -22,9 +22,14 @@ _CREATE_WORDS = {"create", "create-pathways"}
 
 
 def register(app: typer.Typer, words: list[str] | tuple[str, ...] = ()) -> None:
-    """`words` is the command line after `workload`, when known."""
+    """`words` is the command line after `workload`, when known. Idempotent: main() runs repeatedly in
+    tests, and a later call may need a module an earlier, narrower one skipped."""
+    done = workload_app.__dict__.setdefault("_elxpk_modules", set())
     modules = _COMMAND_MODULES[:1] if words and words[0] in _CREATE_WORDS else _COMMAND_MODULES
     for name in modules:
+        if name in done:
+            continue
+        done.add(name)
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -32,4 +37,5 @@ def register(app: typer.Typer, words: list[str] | tuple[str, ...] = ()) -> None:
                 continue
             raise
         module.register(workload_app)
-    app.add_typer(workload_app, name="workload")
+    if not any(info.typer_instance is workload_app for info in app.registered_groups):
+        app.add_typer(workload_app, name="workload")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -28,15 +29,17 @@ def expected_wall(spec: FakeRun) -> float:
     runs = executions(spec)
     saves = sum(1 for s in runs if (s + 1) % spec.checkpoint_period == 0)
     per_failure = spec.wait_s + spec.restore_s + spec.first_step_delay
-    return (spec.compile_time + len(runs) * spec.step_time + len(spec.failures) * per_failure
+    return (spec.compile_time + len(runs) * (spec.step_time + spec.host_gap) + len(spec.failures) * per_failure
             + saves * spec.checkpoint_blocking)
 
 
 ONE_KILL = FakeRun(steps=40, failures=((23, 20),), wait_s=0.7, restore_s=0.3)
 
 
-def test_one_recovery_timeline_and_goodput(tmp_path):
-    spec = ONE_KILL
+@pytest.mark.parametrize("legacy", [False, True], ids=["current", "legacy-format"])
+def test_one_recovery_timeline_and_goodput(tmp_path, legacy):
+    # The legacy format (no slices_lost, no compile_s, no metric times) exercises the report's fallbacks.
+    spec = replace(ONE_KILL, legacy=legacy)
     report = build_report(load_run(write_run(tmp_path / "run", spec)))
     (failed, restored), = spec.failures
     assert len(report.recoveries) == 1
@@ -63,6 +66,23 @@ def test_one_recovery_timeline_and_goodput(tmp_path):
     assert bad.other_s == pytest.approx(0.0, abs=1e-6)
     assert report.examples.exactly_once and report.examples.unique == spec.steps * spec.batch
     assert "slice 1 lost at step 23; restored step 20 in 0.3 s" in rec.describe()
+
+
+def test_trainer_fields_are_used_over_estimates(tmp_path):
+    # Host time between steps is in no step_time_s: only the metric times see it.
+    spec = replace(ONE_KILL, host_gap=0.05, lost_slice=0)
+    run = load_run(write_run(tmp_path / "run", spec))
+    report = build_report(run)
+    (failed, restored), = spec.failures
+    (rec,) = report.recoveries
+    assert rec.lost == (0,)  # from slices_lost
+    detected = next(e["time"] for e in run.events if e["event"] == "failure_detected")
+    back = next(r["time"] for r in reversed(run.metrics) if r["step"] == failed + 1)
+    assert rec.caught_up_s == pytest.approx(back - detected)
+    estimate = rec.first_step_s + (failed + 1 - restored) * spec.step_time
+    assert rec.caught_up_s > estimate + (failed - restored) * spec.host_gap * 0.9  # not the old estimate
+    assert report.badput.compile_s == pytest.approx(spec.compile_time)  # restore_done's compile_s
+    assert report.wall_s == pytest.approx(expected_wall(spec))
 
 
 def test_clean_run_has_no_recovery_and_counts_compile(tmp_path):

@@ -18,7 +18,7 @@ class FakeRun:
     steps: int = 40
     batch: int = 8
     step_time: float = 0.1
-    compile_time: float = 1.0  # extra time of the first step of the first session
+    compile_time: float = 1.0  # the first compile: before step 0 (legacy: inside step 0's step time)
     checkpoint_period: int = 10
     checkpoint_blocking: float = 0.05
     failures: tuple[tuple[int, int], ...] = ()  # (step at which a slice is lost, checkpoint step restored)
@@ -29,6 +29,8 @@ class FakeRun:
     first_step_delay: float = 0.0  # restore done -> start of the first new step
     repeat_batch_after_restore: bool = False  # the data-loader bug: replay the last batch after a restore
     loss_scale: float = 1.0
+    host_gap: float = 0.0  # time between steps outside their step_time_s (host work, logging)
+    legacy: bool = False  # the format before slices_lost, restore_done's compile_s and metric times
     t0: float = 1_700_000_000.0
     extra_events: tuple[dict, ...] = field(default_factory=tuple)
 
@@ -48,24 +50,31 @@ def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
         events.append({"event": name, "time": t, "step": step, **details})
 
     event("run_started", 0)
+    if not spec.legacy:  # the trainer restores (nothing, on a fresh run), then compiles before step 0
+        event("restore_started", 0)
+        event("restore_done", 0, from_checkpoint=False, compile_s=spec.compile_time)
+        t += spec.compile_time
     pending = list(spec.failures)
     step, shift, first_after = 0, 0, False
     while step < spec.steps:
         if pending and step == pending[0][0]:
             failed, restored = pending.pop(0)
-            event("failure_detected", failed, slice=spec.lost_slice)
+            if spec.legacy:  # the slice named only in the error text
+                event("failure_detected", failed, error=f"DATA_LOSS: simulated loss of slice {spec.lost_slice}")
+            else:
+                event("failure_detected", failed, slices_lost=[spec.lost_slice])
             t += spec.wait_s
             event("slices_ready", failed, slices=list(range(spec.num_slices)))
             event("restore_started", restored)
             t += spec.restore_s
-            event("restore_done", restored)
+            event("restore_done", restored, **({} if spec.legacy else {"compile_s": 0.0}))
             t += spec.first_step_delay
             step, first_after = restored, True
             if spec.repeat_batch_after_restore:
                 shift += 1
         first = (step - shift) * spec.batch
-        took = spec.step_time + (spec.compile_time if not metrics else 0.0)
-        t += took
+        took = spec.step_time + (spec.compile_time if spec.legacy and not metrics else 0.0)
+        t += spec.host_gap + took
         metrics.append({
             "step": step,
             "loss": float(loss_at(step, first, spec.loss_scale)).hex(),
@@ -73,6 +82,7 @@ def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
             "step_time_s": took,
             "examples": [first, first + spec.batch],
             "slices": list(range(spec.num_slices)),
+            **({} if spec.legacy else {"time": t}),
         })
         if first_after:
             event("first_step_after_recovery", step)
