@@ -23,28 +23,25 @@ def _split(text: str) -> tuple[float, str]:
     return float(match.group(1)), match.group(2).lower()
 
 
-def parse_duration(text: str | float) -> float:
-    """Seconds in `text` (`90s`, `2h`, `30d`; a bare number is seconds)."""
+def _parse(text: str | float, units: dict[str, float], kind: str, names: str) -> float:
     if isinstance(text, (int, float)):
         return float(text)
     value, unit = _split(text)
     if unit == "":
         return value
-    if unit not in _DURATION_UNITS:
-        raise ValueError(f"{text!r}: unknown duration unit {unit!r} (use ms, s, m, h, d or w)")
-    return value * _DURATION_UNITS[unit]
+    if unit not in units:
+        raise ValueError(f"{text!r}: unknown {kind} unit {unit!r} (use {names})")
+    return value * units[unit]
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds in `text` (`90s`, `2h`, `30d`; a bare number is seconds)."""
+    return _parse(text, _DURATION_UNITS, "duration", "ms, s, m, h, d or w")
 
 
 def parse_size(text: str | float) -> float:
     """Bytes in `text` (`120GiB`, `500MB`; a bare number is bytes)."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    value, unit = _split(text)
-    if unit == "":
-        return value
-    if unit not in _SIZE_UNITS:
-        raise ValueError(f"{text!r}: unknown size unit {unit!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)")
-    return value * _SIZE_UNITS[unit]
+    return _parse(text, _SIZE_UNITS, "size", "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB")
 
 
 def format_duration(seconds: float) -> str:
