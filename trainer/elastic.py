@@ -166,11 +166,13 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             if kind is None:
                 raise
             first_line = str(error).splitlines()[0][:300]
-            detected = clock.monotonic()
+            detected, detected_at = clock.monotonic(), clock.time()
             details = {"error": first_line, "kind": kind, "attempt": attempt}
             if kind == "maybe_slice_down":
                 details["warning"] = "this status may or may not mean a slice is down"
-            rec.event("failure_detected", ctx.current_step, slices_lost=backend.lost_slices(active), **details)
+            # Which slices: on Pathways this probes them, so the event keeps the time of the detection.
+            rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=backend.lost_slices(active),
+                      **details)
             progressed = committed_at_last_failure == -1 or ctx.latest_committed != committed_at_last_failure
             committed_at_last_failure = ctx.latest_committed
             if kind == "maybe_slice_down" and not progressed:

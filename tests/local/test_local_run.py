@@ -65,6 +65,16 @@ def test_kill_is_shown_reported_once_and_matches_reference(killed, reference):
     rec = report["recoveries"][0]
     assert (rec["failure_step"], rec["restored_step"], rec["lost_slices"]) == (KILL, restored, [1])
     assert rec["first_step_s"] > rec["restored_s"] >= rec["slices_ready_s"] >= 0
+    # From the trainer's own fields: the lost slice (slices_lost), the return past the failed step (metric
+    # times), each attempt's compile (restore_done's compile_s).
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    (failure,) = [e for e in events if e["event"] == "failure_detected"]
+    assert failure["slices_lost"] == [1]
+    back = [m for m in metrics if m["step"] == KILL + 1][-1]
+    assert rec["caught_up_s"] == pytest.approx(back["time"] - failure["time"])
+    compiles = [e["compile_s"] for e in events if e["event"] == "restore_done"]
+    assert report["badput"]["compile_s"] == pytest.approx(sum(compiles))
     assert report["steps"] == STEPS and report["rewound_steps"] == KILL - restored
     assert 0 < report["goodput"] < 1
 

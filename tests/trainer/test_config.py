@@ -53,10 +53,13 @@ def test_batch_must_divide_over_every_slice_count_a_resize_can_reach():
     assert TrainerConfig(num_slices=4, devices_per_slice=1, global_batch=8).global_batch == 8
 
 
-def test_multi_controller_needs_a_coordinator_and_one_process_per_slice():
+def test_multi_controller_process_layout_comes_with_a_coordinator():
+    # Without --coordinator jax detects the processes (TPU cluster); a half-given layout is refused.
     with pytest.raises(UsageError) as info:
         TrainerConfig(slice_backend="multi-controller", num_processes=3)
-    assert "--coordinator" in str(info.value) and "--num-processes 3" in str(info.value)
+    assert "--num-processes 3: give it only together with --coordinator" in str(info.value)
+    with pytest.raises(UsageError, match="--num-processes 3: must equal --num-slices 2"):
+        TrainerConfig(slice_backend="multi-controller", num_processes=3, coordinator="127.0.0.1:8476")
 
 
 def test_fingerprint_ignores_run_length_and_topology_but_not_the_model():

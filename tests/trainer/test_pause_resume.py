@@ -36,6 +36,33 @@ def test_kill_is_detected_and_recovered_in_the_same_process(pause_resume_run):
     assert run.result.attempts == 2 and run.result.recoveries == 1
 
 
+def test_events_name_the_lost_slice_and_each_attempts_compile(pause_resume_run):
+    run = pause_resume_run
+    (failure,) = run.events_named("failure_detected")
+    assert failure["slices_lost"] == [1]
+    restores = run.events_named("restore_done")
+    assert len(restores) == 2
+    for restore in restores:  # compile_s is the compile that followed the restore, 0 when reused
+        assert (restore["compile_s"] > 0) == restore["compile_needed"]
+    assert restores[1]["compile_s"] == 0.0  # the retry on the same mesh
+    # `time` is the restore's end although the event is written after the compile.
+    started = run.events_named("restore_started")
+    assert all(s["time"] <= r["time"] for s, r in zip(started, restores, strict=True))
+
+
+def test_metric_records_carry_their_end_time(pause_resume_run):
+    run = pause_resume_run
+    times = [r["time"] for r in run.metrics]
+    assert times == sorted(times)
+    first = run.events_named("run_started")[0]["time"]
+    last = run.events_named("run_finished")[-1]["time"]
+    assert first < times[0] and times[-1] <= last
+    (failure,) = run.events_named("failure_detected")
+    (back,) = run.events_named("first_step_after_recovery")
+    rerun = [r for r in run.metrics if r["time"] > failure["time"]]
+    assert rerun[0]["step"] == back["step"] and rerun[0]["time"] <= back["time"]
+
+
 def test_same_mesh_retry_reuses_the_compiled_step(pause_resume_run):
     (first,) = pause_resume_run.events_named("first_step_after_recovery")
     assert first["recompiled"] is False
