@@ -8,20 +8,20 @@ Each step directory holds two orbax items saved as one unit: `state` (params + o
 committed the step. Restore walks the steps newest first and takes the first that is committed and
 matches its digest; every step passed over is reported with its reason and moved aside (to
 `<checkpoint_dir>-quarantine/`), so a later save of the same step number cannot collide with it.
+
+The checkpoint directory may be local or `gs://...`: every file operation on it goes through
+`trainer.ckpt_storage` and `trainer.digest` (etils.epath), as orbax's own do.
 """
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from elxpk.errors import UsageError
-from trainer import digest
+from trainer import ckpt_storage, digest
 
-TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_TIMEOUT_S = 600  # bounds every wait on the background writer
 
 
@@ -30,7 +30,7 @@ class CheckpointStore:
 
     def __init__(self, cfg, *, fault_hook: Callable[[str, int], None], recorder, primary: bool = True):
         self._cfg = cfg
-        self.directory = Path(cfg.checkpoint_dir).absolute()  # orbax (OCDBT) needs absolute paths
+        self.directory = ckpt_storage.checkpoint_root(cfg.checkpoint_dir)  # orbax (OCDBT) needs absolute paths
         self._fault_hook = fault_hook
         self._recorder = recorder
         self._primary = primary
@@ -68,12 +68,12 @@ class CheckpointStore:
             self._fault_hook("save", pending[0])
 
     def _remove_uncommitted(self) -> None:
-        """Tmp directories of saves that never committed: report them, then delete them."""
-        for path in sorted(self.directory.glob(f"*{TMP_SUFFIX}")):
-            step = path.name[: -len(TMP_SUFFIX)]
-            self._recorder.event("checkpoint_skipped", int(step) if step.isdigit() else None,
+        """Saves that never committed (tmp directories; on gs://, steps without orbax's commit marker):
+        report them, then delete them."""
+        for path, step in ckpt_storage.uncommitted(self.directory):
+            self._recorder.event("checkpoint_skipped", step,
                                  reason="never committed: the save was interrupted before its commit")
-            shutil.rmtree(path, ignore_errors=True)
+            ckpt_storage.remove_tree(path, ignore_errors=True)
 
     # ---- saving -------------------------------------------------------------------------------
     def save(self, step: int, state, data_state: dict) -> None:
@@ -179,11 +179,7 @@ class CheckpointStore:
     def _quarantine(self, step: int, reason: str) -> None:
         if not self._primary:
             return
-        quarantine = self.directory.parent / f"{self.directory.name}-quarantine"
-        quarantine.mkdir(parents=True, exist_ok=True)
-        target = quarantine / f"{step}-{int(time.time() * 1000)}"
-        shutil.move(str(self.directory / str(step)), str(target))
-        (target / "elxpk_skip_reason.txt").write_text(reason + "\n", encoding="utf-8")
+        ckpt_storage.quarantine(self.directory, step, reason)
 
     def _forget_quarantined(self) -> None:
         """Every process re-lists the steps once the primary has moved the bad ones away; a process

@@ -2,59 +2,66 @@
 
 Orbax restores a flipped byte silently and has no checksum of array data, so a step is restorable only
 if its digest file exists (the save was committed and seen to finish) and every file still matches it.
+
+Every file operation goes through `etils.epath`, as orbax's own do, so a step directory may be local or
+on an object store (`gs://...`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-from pathlib import Path
+
+from etils import epath
+
+from trainer.ckpt_storage import files_under, is_object_store
 
 DIGEST_FILE = "elxpk_digest.json"
 _VERSION = 1
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: epath.Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
-def _files(step_dir: Path) -> dict[str, Path]:
-    found = {}
-    for root, _, names in os.walk(step_dir):
-        for name in names:
-            path = Path(root) / name
-            rel = path.relative_to(step_dir).as_posix()
-            if rel != DIGEST_FILE and not rel.endswith(".tmp"):
-                found[rel] = path
-    return found
+def _files(step_dir: epath.Path) -> dict[str, epath.Path]:
+    return {rel: path for rel, path in files_under(step_dir).items()
+            if rel != DIGEST_FILE and not rel.endswith(".tmp")}
 
 
-def write_digest(step_dir: Path, step: int, fingerprint: str) -> None:
+def write_digest(step_dir: epath.PathLike, step: int, fingerprint: str) -> None:
+    step_dir = epath.Path(step_dir)
     body = {
         "version": _VERSION,
         "step": step,
         "fingerprint": fingerprint,
         "files": {rel: _sha256(path) for rel, path in sorted(_files(step_dir).items())},
     }
+    text = json.dumps(body, indent=1, sort_keys=True)
+    if is_object_store(step_dir):
+        # An object becomes visible whole when its upload finishes, so a direct write is already
+        # all-or-nothing; a rename there would be a copy plus a delete.
+        (step_dir / DIGEST_FILE).write_text(text, encoding="utf-8")
+        return
     tmp = step_dir / (DIGEST_FILE + ".tmp")
-    tmp.write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, step_dir / DIGEST_FILE)  # the digest appears whole or not at all
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(step_dir / DIGEST_FILE)  # the digest appears whole or not at all
 
 
-def read_digest(step_dir: Path) -> dict | None:
+def read_digest(step_dir: epath.PathLike) -> dict | None:
     try:
-        return json.loads((step_dir / DIGEST_FILE).read_text(encoding="utf-8"))
+        return json.loads((epath.Path(step_dir) / DIGEST_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def verify(step_dir: Path, step: int) -> str | None:
+def verify(step_dir: epath.PathLike, step: int) -> str | None:
     """None if the step directory matches its digest, else the reason it does not."""
+    step_dir = epath.Path(step_dir)
     digest = read_digest(step_dir)
     if digest is None:
         if (step_dir / DIGEST_FILE).exists():
@@ -68,7 +75,7 @@ def verify(step_dir: Path, step: int) -> str | None:
         if rel not in present:
             return f"file missing: {rel}"
         if _sha256(present[rel]) != expected[rel]:
-            size = present[rel].stat().st_size
+            size = present[rel].stat().length
             return f"file changed: {rel} (sha256 mismatch, {size} bytes now)"
     extra = sorted(set(present) - set(expected))
     if extra:

@@ -1,0 +1,98 @@
+"""Checkpoints on an object store (`gs://`): the trainer's own file operations, without a bucket.
+
+No GCS is reachable here. Two checks stand in for it:
+- the digest, leftover and quarantine code runs for real on `gs://` paths through epath's fsspec backend,
+  against an in-memory fsspec filesystem registered as "gs" (tests/trainer/fake_gcs.py), in a fresh
+  interpreter so that the registration cannot leak into other tests;
+- a scan of trainer/ proves that nothing touches the checkpoint directory through os, pathlib, shutil or
+  the builtin open, so no code path is left that would only work on a local disk.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+
+from tests.conftest import REPO_ROOT
+from tests.support.runs import PERIOD, STEPS
+
+# The modules that handle the checkpoint directory, and the only os calls they may make.
+CHECKPOINT_MODULES = ("checkpoint.py", "digest.py", "ckpt_storage.py")
+ALLOWED_OS = {"os.fspath", "os.path.abspath"}
+
+
+def test_checkpoint_file_operations_work_on_gs_paths(reference_run):
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.trainer.gs_scenario", str(reference_run.run_dir / "checkpoints")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    steps = [STEPS - 2 * PERIOD, STEPS - PERIOD, STEPS]
+    newest = str(STEPS)
+    assert out["root"] == "gs://bucket/run/ckpt"
+    assert out["backend"] == "_FileSystemSpecBackend"
+    assert out["listings_cache"] is False  # gcsfs would otherwise answer listings from a stale cache
+    assert out["steps"] == steps
+    assert out["markers"] == [True, True, True]  # orbax's commit marker, present locally too
+    # Digests written locally verify on gs://, and one written on gs:// is byte for byte the local one.
+    assert out["verify_uploaded"] == {str(s): None for s in steps}
+    assert out["digest_identical"]
+    assert out["digest_tmp_left"] == []
+    assert out["uncommitted"] == [["gs://bucket/run/ckpt/20", 20],
+                                  ["gs://bucket/run/ckpt/24.orbax-checkpoint-tmp", 24]]
+    assert out["after_cleanup"] == sorted(str(s) for s in steps)
+    assert out["corrupt_reason"].startswith("file changed: state/")
+    assert out["quarantine_target"] == f"gs://bucket/run/ckpt-quarantine/{newest}-1234"
+    assert out["quarantine_files"] == sorted([*out["source_files"], "elxpk_skip_reason.txt"])
+    assert not out["source_exists"]
+    assert out["skip_reason"] == out["corrupt_reason"] + "\n"
+    assert out["steps_after"] == sorted(str(s) for s in steps[:-1])
+
+
+def test_local_leftovers_and_quarantine_keep_their_local_behaviour(tmp_path):
+    from trainer import ckpt_storage
+
+    root = ckpt_storage.checkpoint_root(str(tmp_path / "ckpt"))
+    for name in ("4", "8", f"12{ckpt_storage.TMP_SUFFIX}"):
+        (root / name / "state").mkdir(parents=True)
+        (root / name / "state" / "data").write_bytes(b"x" * 10)
+    # Locally orbax commits by rename, so a step directory without gs://'s marker is committed.
+    assert [(p.name, s) for p, s in ckpt_storage.uncommitted(root)] == [(f"12{ckpt_storage.TMP_SUFFIX}", 12)]
+    target = ckpt_storage.quarantine(root, 8, "file changed: state/data", now_ms=5)
+    assert target == tmp_path / "ckpt-quarantine" / "8-5"
+    assert sorted(ckpt_storage.files_under(target)) == ["elxpk_skip_reason.txt", "state/data"]
+    assert not (root / "8").exists() and (root / "4").is_dir()
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            names.add(ast.unparse(node.func))
+    return names
+
+
+def test_no_local_filesystem_api_touches_the_checkpoint_directory():
+    problems = []
+    trainer = REPO_ROOT / "trainer"
+    for name in CHECKPOINT_MODULES:
+        tree = ast.parse((trainer / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                problems += [f"{name}: imports {m}" for m in modules if m in ("shutil", "pathlib", "glob")]
+        for call in _calls(tree):
+            if call == "open" or (call.startswith("os.") and call not in ALLOWED_OS):
+                problems.append(f"{name}: calls {call}")
+    # Every other trainer module leaves the checkpoint directory to those modules.
+    for path in sorted(trainer.glob("*.py")):
+        if path.name not in (*CHECKPOINT_MODULES, "config.py") and "checkpoint_dir" in path.read_text("utf-8"):
+            problems.append(f"{path.name}: uses checkpoint_dir directly")
+    assert problems == []
+
+
+def test_the_scan_would_catch_a_local_call():
+    tree = ast.parse("import shutil\nshutil.move(a, b)\nos.replace(a, b)\nopen(p)\nos.fspath(p)\n")
+    assert _calls(tree) - ALLOWED_OS == {"shutil.move", "os.replace", "open"}

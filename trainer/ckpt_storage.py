@@ -1,0 +1,122 @@
+"""File operations on the checkpoint directory, for a local path and for an object store (`gs://`).
+
+Everything here goes through `etils.epath`, which orbax uses too: a local path through `os`, `gs://`
+through fsspec (gcsfs, the `trainer` extra) or TensorFlow's gfile where that is installed. Two things
+differ on an object store and are handled here:
+- A "directory" is only a name prefix, and a rename is a copy of every object followed by a delete.
+- Orbax does not commit a step there by renaming `<step>.orbax-checkpoint-tmp` to `<step>`: it writes
+  `<step>/` in place and marks it committed with `<step>/commit_success.txt` (orbax's
+  CommitFileTemporaryPath). Orbax lists only marked steps, so an unmarked step directory is a leftover.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from etils import epath
+
+TMP_SUFFIX = ".orbax-checkpoint-tmp"
+COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
+SKIP_REASON_FILE = "elxpk_skip_reason.txt"
+
+
+def checkpoint_root(checkpoint_dir: str) -> epath.Path:
+    """The checkpoint directory as orbax needs it: a URL as given, a local path made absolute."""
+    path = epath.Path(checkpoint_dir)
+    if not is_object_store(path):
+        return epath.Path(os.path.abspath(checkpoint_dir))
+    _no_listing_cache()
+    return path
+
+
+def _no_listing_cache() -> None:
+    """Make gcsfs list the bucket every time instead of answering from its directory cache.
+
+    gcsfs caches every listing forever and drops an entry only when a write goes through the same
+    gcsfs instance. Tensorstore writes the arrays itself and other processes write too, so a cached
+    listing would miss committed steps and files, and the digest would be written over a stale file list.
+    Set before epath builds (and caches) its filesystem; the operator's own fsspec config wins."""
+    import fsspec.config
+
+    for protocol in ("gs", "gcs"):
+        fsspec.config.conf.setdefault(protocol, {}).setdefault("use_listings_cache", False)
+
+
+def is_object_store(path: epath.PathLike) -> bool:
+    return "://" in os.fspath(path)
+
+
+def files_under(top: epath.Path) -> dict[str, epath.Path]:
+    """Every file below `top`, keyed by its path relative to `top` (posix separators).
+
+    Built on iterdir rather than epath's walk: over fsspec, walk yields roots without their `gs://`."""
+    found: dict[str, epath.Path] = {}
+    pending = [(top, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        for child in folder.iterdir():
+            rel = f"{prefix}{child.name}"
+            if child.is_dir():
+                pending.append((child, rel + "/"))
+            else:
+                found[rel] = child
+    return found
+
+
+def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
+    """(path, step or None) of every save that never committed, oldest name first."""
+    leftovers = []
+    for path in sorted(directory.iterdir(), key=lambda p: p.name):
+        if path.name.endswith(TMP_SUFFIX):
+            step = path.name[: -len(TMP_SUFFIX)]
+            leftovers.append((path, int(step) if step.isdigit() else None))
+        elif (is_object_store(directory) and path.name.isdigit() and path.is_dir()
+              and not (path / COMMIT_MARKER).exists()):
+            leftovers.append((path, int(path.name)))
+    return leftovers
+
+
+def remove_tree(path: epath.Path, *, ignore_errors: bool = False) -> None:
+    """Delete a directory and everything in it; a path already gone is never an error."""
+    try:
+        path.rmtree()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        if not ignore_errors:
+            raise
+
+
+def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None) -> epath.Path:
+    """Move step `step` to `<directory>-quarantine/<step>-<ms>/` with its skip reason; return the target.
+
+    Moved rather than marked: orbax lists every committed step directory, so a marker alone would leave
+    the step in orbax's list, and a later save of the same step number would be refused."""
+    source = directory / str(step)
+    stamp = int(time.time() * 1000) if now_ms is None else now_ms
+    target = directory.parent / f"{directory.name}-quarantine" / f"{step}-{stamp}"
+    if not is_object_store(directory):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            source.rename(target)
+        except OSError:  # another filesystem, e.g. the checkpoint directory is a mount point
+            _copy_then_delete(source, target)
+    else:
+        _copy_then_delete(source, target)
+    (target / SKIP_REASON_FILE).write_text(reason + "\n", encoding="utf-8")
+    return target
+
+
+def _copy_then_delete(source: epath.Path, target: epath.Path) -> None:
+    """A move where no rename exists, as on an object store, where a "move" is always a copy plus a delete.
+
+    Every file is copied before anything is deleted. A crash in between leaves the source partly deleted:
+    it then fails its digest at the next restore and is moved again, so it is never restored, and the
+    complete copy is already in the quarantine."""
+    local = not is_object_store(target)
+    for rel, path in sorted(files_under(source).items()):
+        if local:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        path.copy(target / rel, overwrite=True)
+    remove_tree(source)
