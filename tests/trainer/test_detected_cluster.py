@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.support.processes import wait_group
 from tests.support.runs import STEPS, read_jsonl
 from tests.trainer.test_cold_restart import _flags
 
@@ -47,14 +48,8 @@ def test_without_a_coordinator_or_a_cluster_it_is_a_usage_error(repo_root, tmp_p
 def _run_group(args: list[str], base: dict[str, str], repo_root) -> tuple[list[int], str]:
     group = [subprocess.Popen(args, cwd=repo_root, env={**base, "SLURM_PROCID": str(i), "SLURM_LOCALID": str(i)},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
-    try:
-        outputs = [p.communicate(timeout=240)[0] for p in group]
-    finally:
-        for p in group:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return [p.returncode for p in group], outputs[0][-2000:] + outputs[1][-2000:]
+    codes, outputs = wait_group(group, 240)
+    return codes, outputs[0][-2000:] + outputs[1][-2000:]
 
 
 @pytest.mark.slow

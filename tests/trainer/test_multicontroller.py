@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.support.processes import wait_group
 from tests.support.runs import STEPS, read_jsonl
 from tests.trainer.test_cold_restart import _flags
 
@@ -37,22 +38,11 @@ def _start_group(cfg, run_dir, repo_root, extra) -> list[subprocess.Popen]:
                              stderr=subprocess.STDOUT, text=True) for i in range(2)]
 
 
-def _wait(group) -> tuple[list[int], list[str]]:
-    try:
-        outputs = [p.communicate(timeout=180)[0] for p in group]
-    finally:
-        for p in group:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return [p.returncode for p in group], outputs
-
-
 def test_group_restart_after_a_killed_process_restores_and_reproduces(reference_run, repo_root, tmp_path):
     cfg = reference_run.cfg
-    codes, _ = _wait(_start_group(cfg, tmp_path, repo_root, ["--fault", "1@6"]))
+    codes, _ = wait_group(_start_group(cfg, tmp_path, repo_root, ["--fault", "1@6"]), 180)
     assert codes[1] == 137 and codes[0] != 0  # the survivor cannot continue on its own
-    codes, outputs = _wait(_start_group(cfg, tmp_path, repo_root, ["--fault", "1@6"]))  # fault already fired
+    codes, outputs = wait_group(_start_group(cfg, tmp_path, repo_root, ["--fault", "1@6"]), 180)  # fault already fired
     assert codes == [0, 0], outputs[0][-2000:]
 
     metrics = read_jsonl(tmp_path / "metrics.jsonl")  # written by process 0 only
