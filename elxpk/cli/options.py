@@ -5,7 +5,6 @@ Every `workload` verb takes the same cluster-selection flags; they resolve into 
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -38,12 +37,12 @@ def cluster_target(
     context: str | None,
     namespace: str = "default",
 ) -> ClusterTarget:
-    """Flags first, then ELXPK_* environment variables. Config-file defaults are applied in cluster/."""
-    env = os.environ
+    """The cluster flags as given. ELXPK_* variables and the config file fill the gaps later, in one
+    place: elxpk.cluster.defaults.resolve_target."""
     return ClusterTarget(
-        project=project or env.get("ELXPK_PROJECT"),
-        location=zone or region or env.get("ELXPK_ZONE") or env.get("ELXPK_REGION"),
-        cluster=cluster or env.get("ELXPK_CLUSTER"),
+        project=project,
+        location=zone or region,
+        cluster=cluster,
         kubeconfig=kubeconfig,
         context=context,
         namespace=namespace,

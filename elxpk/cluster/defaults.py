@@ -1,6 +1,6 @@
 """Cluster-selection defaults and their validation, before any I/O.
 
-Precedence: flags, then ELXPK_* environment variables (applied by cli/options.cluster_target), then the
+Precedence (all applied by resolve_target): flags, then ELXPK_* environment variables, then the
 config file `$ELXPK_CONFIG` or `~/.config/elxpk/config.yaml`:
 
     project: my-proj
@@ -64,9 +64,10 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True,
     context = target.context
     if kubeconfig or context:
         return dataclasses.replace(target, project=None, location=None, cluster=None, namespace=namespace)
-    project = target.project or cfg.get("project")
-    location = target.location or cfg.get("zone") or cfg.get("region") or cfg.get("location")
-    cluster = target.cluster or cfg.get("cluster")
+    project = target.project or environ.get("ELXPK_PROJECT") or cfg.get("project")
+    location = (target.location or environ.get("ELXPK_ZONE") or environ.get("ELXPK_REGION")
+                or cfg.get("zone") or cfg.get("region") or cfg.get("location"))
+    cluster = target.cluster or environ.get("ELXPK_CLUSTER") or cfg.get("cluster")
     if not (project or cluster) and (cfg.get("kubeconfig") or cfg.get("context")):
         return dataclasses.replace(target, kubeconfig=cfg.get("kubeconfig"), context=cfg.get("context"),
                                    namespace=namespace)

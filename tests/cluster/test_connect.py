@@ -152,6 +152,16 @@ def test_defaults_from_config_file_and_validation(tmp_path):
         resolve_target(ClusterTarget(), environ=env)
 
 
+def test_environment_sits_between_flags_and_config_file(tmp_path):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("project: file-p\nzone: us-central2-b\ncluster: file-c\n")
+    env = {"ELXPK_CONFIG": str(cfg), "ELXPK_PROJECT": "env-p", "ELXPK_REGION": "us-east5",
+           "ELXPK_NAMESPACE": "env-ns"}
+    target = resolve_target(ClusterTarget(cluster="flag-c"), namespace_given=False, environ=env)
+    assert (target.project, target.location, target.cluster, target.namespace) == (
+        "env-p", "us-east5", "flag-c", "env-ns")
+
+
 def test_nothing_selected_is_a_usage_error(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(UsageError, match="no cluster selected: give --project"):
