@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from elxpk.errors import ElxpkError
+from elxpk_contract.errors import ElxpkError
 
 SLICE_LOST_EXIT_CODE = 75  # EX_TEMPFAIL: try again (restart the group)
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from elxpk.errors import UsageError
+from elxpk_contract.errors import UsageError
 from trainer import ckpt_storage, digest
 
 COMMIT_TIMEOUT_S = 600  # bounds every wait on the background writer

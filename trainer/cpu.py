@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-from elxpk.errors import UsageError
+from elxpk_contract.errors import UsageError
 
 _COUNT_FLAG = re.compile(r"--xla_force_host_platform_device_count=\S*")
 

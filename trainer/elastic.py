@@ -23,7 +23,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from elxpk.errors import CheckFailed, Timeout, UsageError
+from elxpk_contract.errors import CheckFailed, Timeout, UsageError
 from trainer.attempt import AttemptContext, Recovery, ScaleUpSignal, run_attempt
 from trainer.clock import SystemClock
 from trainer.faults import FaultSchedule

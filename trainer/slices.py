@@ -71,7 +71,7 @@ class SimulatedSlices(SliceBackend):
         devices = jax.devices()
         need = num_slices * devices_per_slice
         if len(devices) < need:
-            from elxpk.errors import UsageError
+            from elxpk_contract.errors import UsageError
 
             raise UsageError(f"--num-slices x --devices-per-slice needs {need} devices, jax has {len(devices)}; "
                              f"set XLA_FLAGS=--xla_force_host_platform_device_count={need} before jax starts")
@@ -195,7 +195,7 @@ class MultiControllerSlices(SliceBackend):
     def __init__(self, cfg, faults: FaultSchedule) -> None:
         import jax
 
-        from elxpk.errors import UsageError
+        from elxpk_contract.errors import UsageError
         from trainer.topology import TopologyError, group_slices, slice_of_process
 
         explicit = cfg.coordinator is not None

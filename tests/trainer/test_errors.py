@@ -95,7 +95,7 @@ def test_maybe_slice_error_without_progress_is_not_retried_forever(tmp_path):
 
 def test_unreachable_minimum_slice_count_times_out_within_timeout_plus_poll(tmp_path):
     clock = FakeClock()
-    cfg = tiny_config(tmp_path, elastic_timeout_seconds=30.0, elastic_poll_seconds=4.0)
+    cfg = tiny_config(tmp_path, elastic_timeout_seconds=30, elastic_poll_seconds=4.0)
     with pytest.raises(Timeout, match="1 of 2 slices healthy \\[0\\] .* 2 needed") as info:
         train(cfg, faults=FaultSchedule.parse(["1@3"]), clock=clock)  # never revived
     assert clock.slept <= cfg.elastic_timeout_seconds + cfg.elastic_poll_seconds

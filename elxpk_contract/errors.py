@@ -1,0 +1,46 @@
+"""The small, flat set of exceptions elxpk raises on purpose.
+
+Each maps to one exit code (see contracts: 0 ok, 1 the checked thing failed, 2 bad input, 124 timeout).
+The CLI prints ``str(exc)`` as one line, never a stack trace, for every subclass of ``ElxpkError``.
+"""
+
+from __future__ import annotations
+
+
+class ElxpkError(Exception):
+    """Base class: an expected failure with a message fit for a terminal or an issue."""
+
+    exit_code = 1
+
+
+class UsageError(ElxpkError):
+    """Bad input: a flag value, a missing file, a conflicting combination. Nothing was written."""
+
+    exit_code = 2
+
+    def __init__(self, *messages: str) -> None:
+        # Several validation errors are reported at once; each stays one line.
+        self.messages = [m for m in messages if m]
+        super().__init__("\n".join(self.messages))
+
+
+class ClusterError(ElxpkError):
+    """The cluster or the cloud API answered with an error (auth, missing CRD, server error)."""
+
+
+class NotFoundError(ClusterError):
+    """The named object does not exist."""
+
+
+class ConflictError(ClusterError):
+    """The object already exists (HTTP 409)."""
+
+
+class CheckFailed(ElxpkError):
+    """The thing checked failed: the workload failed, two runs diverged, a duplicate example was found."""
+
+
+class Timeout(ElxpkError):
+    """A bounded wait ran out."""
+
+    exit_code = 124

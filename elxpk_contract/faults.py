@@ -1,0 +1,93 @@
+"""The fault schedule: which slice dies, where, and when it comes back.
+
+Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
+
+    K@S            kill slice K when step S (0-based) is about to run
+    K@data:S       kill slice K inside the data loader, while it produces the batch of step S
+    K@save:S       kill slice K while the first checkpoint at or after step S is being committed:
+                   its data are written but the commit (the rename of the tmp directory) never happens
+    K@restore      kill slice K during the next restore from a checkpoint
+    ...@...+R      (suffix on any form) revive slice K when the run reaches step R; only useful when
+                   the run can continue without K (resize mode, `--elastic-min-slice-count` below
+                   the slice count): in pause-and-resume mode no step runs while K is down
+
+A killed slice otherwise comes back `revive_after` seconds after it died (`--revive-after`); with
+neither, it stays down. Each fault fires once. The schedule is pure data: the simulated slice backend
+(`trainer.slices`) keeps track of what has fired.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+POINTS = ("step", "data", "save", "restore")
+
+_SPEC = re.compile(
+    r"^(?P<slice>\d+)@(?:(?P<point>data|save|restore)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
+    r"(?:\+(?P<revive>\d+))?$"
+)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scheduled slice death."""
+
+    slice: int
+    point: str  # one of POINTS
+    step: int | None  # None only for "restore"
+    revive_at_step: int | None
+    spec: str
+
+
+@dataclass(frozen=True)
+class FaultSchedule:
+    """An ordered set of faults plus the default time a killed slice stays down."""
+
+    faults: tuple[Fault, ...] = ()
+    revive_after: float | None = None
+
+    @classmethod
+    def parse(cls, specs: Iterable[str], revive_after: float | None = None) -> FaultSchedule:
+        """Parse `--fault` specs; raises ValueError naming every bad spec and the grammar."""
+        faults, errors = [], []
+        for raw in specs:
+            spec = raw.strip()
+            match = _SPEC.match(spec)
+            if not match:
+                errors.append(
+                    f"--fault {raw!r}: expected K@STEP, K@data:STEP, K@save:STEP or K@restore, "
+                    "optionally with +REVIVE_STEP (e.g. 1@120, 1@save:100, 0@restore, 1@50+80)"
+                )
+                continue
+            point = match["point"] or "step"
+            step = match["step"] if point == "step" else match["pstep"]
+            if point in ("data", "save") and step is None:
+                errors.append(f"--fault {raw!r}: {point} needs a step, e.g. 1@{point}:100")
+                continue
+            if point == "restore" and step is not None:
+                errors.append(f"--fault {raw!r}: restore takes no step; use 1@restore")
+                continue
+            revive = int(match["revive"]) if match["revive"] is not None else None
+            at = int(step) if step is not None else None
+            if revive is not None and at is not None and revive <= at:
+                errors.append(f"--fault {raw!r}: the revive step {revive} must come after step {at}")
+                continue
+            faults.append(Fault(int(match["slice"]), point, at, revive, spec))
+        if revive_after is not None and not revive_after >= 0:
+            errors.append(f"--revive-after {revive_after!r}: must be a number of seconds >= 0")
+        if errors:
+            raise ValueError("\n".join(errors))
+        return cls(tuple(faults), revive_after)
+
+    def problems(self, num_slices: int) -> list[str]:
+        """Messages for faults that cannot apply to a run with `num_slices` slices."""
+        return [
+            f"--fault {f.spec!r}: slice {f.slice} does not exist (slices are 0..{num_slices - 1})"
+            for f in self.faults
+            if f.slice >= num_slices
+        ]
+
+    def __bool__(self) -> bool:
+        return bool(self.faults)

@@ -1,0 +1,370 @@
+"""The trainer settings table: every setting declared once, with its type, default, bounds, help and
+MaxText name. Everything else reads it: the trainer's flags and ELXPK_* env, `workload create`'s trainer
+flags and their checks, the env the launcher renders, `elxpk local run`, and the planner's defaults.
+
+Each field is a flag (`--field-name`) and an environment variable (`ELXPK_FIELD_NAME`); flags override
+env vars, env vars override defaults. The elastic and checkpoint settings keep MaxText's names.
+Validation runs before any I/O and reports every problem at once as one `UsageError`, one line per
+problem, each naming its flag and the fix; the launcher, `local run` and the trainer share the messages.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elxpk_contract.errors import UsageError
+from elxpk_contract.faults import FaultSchedule
+
+BACKENDS = ("simulated", "pathways", "multi-controller")
+# Who passes a setting besides the trainer's own flags and env (the `expose` metadata):
+LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and renders ELXPK_<NAME>
+LAUNCHER_DERIVED = "derived"  # `workload create` renders ELXPK_<NAME> from its own flags (see render)
+
+
+def _opt(default: Any, help: str, *, low: float | None = None, high: float | None = None,
+         choices: tuple[str, ...] = (), maxtext: str | None = None, expose: str | None = None,
+         fix: str = "") -> Any:
+    """One row of the table. `low`/`high` bound numbers (inclusive); `fix` ends a bounds message."""
+    return field(default=default, metadata={"help": help, "low": low, "high": high, "choices": choices,
+                                            "maxtext": maxtext, "expose": expose, "fix": fix})
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    # Run layout.
+    run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json")
+    checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
+                                      maxtext="checkpoint_dir", expose=LAUNCHER_FLAG)
+    steps: int = _opt(200, "number of train steps", low=1)
+    checkpoint_period: int = _opt(100, "save a checkpoint every this many steps", low=1,
+                                  maxtext="checkpoint_period", expose=LAUNCHER_FLAG,
+                                  fix="steps between checkpoints, e.g. 100")
+    max_to_keep: int = _opt(3, "checkpoints kept on disk (>= 2, so a corrupt newest one has a fallback)", low=2,
+                            fix="keep at least 2 so a corrupt newest checkpoint has a valid predecessor")
+    seed: int = _opt(0, "seed of the parameters, the data and the per-step RNG", low=0, high=2**32 - 1)
+    # Topology.
+    num_slices: int = _opt(2, "number of slices", low=1, expose=LAUNCHER_DERIVED)
+    devices_per_slice: int = _opt(2, "devices per slice (CPU: virtual XLA host devices)", low=1)
+    slice_backend: str = _opt("simulated", "simulated | pathways | multi-controller", choices=BACKENDS,
+                              expose=LAUNCHER_DERIVED)
+    # Elastic retry loop (MaxText names).
+    elastic_enabled: bool = _opt(False, "retry in the same process after a slice loss", maxtext="elastic_enabled",
+                                 expose=LAUNCHER_DERIVED)
+    elastic_min_slice_count: int = _opt(-1, "healthy slices each attempt waits for: -1 all of them (pause and "
+                                            "resume); k from 1 to num_slices - 1 resizes onto >= k slices",
+                                        maxtext="elastic_min_slice_count", expose=LAUNCHER_FLAG)
+    elastic_timeout_seconds: int = _opt(300, "seconds one attempt waits for enough healthy slices", low=1,
+                                        maxtext="elastic_timeout_seconds", expose=LAUNCHER_FLAG,
+                                        fix="whole seconds to wait for slices on each attempt, e.g. 300")
+    elastic_max_retries: int = _opt(10, "total attempts, counted like pathwaysutils (1 = no retry)", low=1,
+                                    maxtext="elastic_max_retries", expose=LAUNCHER_FLAG,
+                                    fix="trainer attempts, e.g. 10")
+    elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0)
+    # Model, data and optimiser (all part of the checkpoint fingerprint).
+    global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1)
+    seq_len: int = _opt(64, "tokens per example", low=1)
+    vocab_size: int = _opt(512, "vocabulary size", low=1)
+    d_model: int = _opt(256, "model width", low=1)
+    n_layers: int = _opt(4, "transformer blocks", low=1)
+    n_heads: int = _opt(4, "attention heads", low=1)
+    d_ff: int = _opt(1024, "MLP hidden width", low=1)
+    dropout: float = _opt(0.1, "dropout rate in [0, 1) (the per-step RNG is fold_in(seed, step))", low=0.0)
+    learning_rate: float = _opt(3e-3, "peak learning rate", low=0.0)
+    warmup_steps: int = _opt(20, "linear warm-up steps", low=0)
+    decay_steps: int = _opt(1000, "cosine decay horizon in steps (independent of --steps)", low=1)
+    weight_decay: float = _opt(0.01, "AdamW weight decay", low=0.0)
+    # Simulated faults (simulated backend; multi-controller kills its own process).
+    fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@data:STEP, K@save:STEP, K@restore [+REVIVE_STEP]")
+    revive_after: float | None = _opt(None, "seconds until a killed slice comes back (default: never)", low=0.0)
+    # Multi-controller backend.
+    process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
+    num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)", low=1)
+    coordinator: str | None = _opt(None, "jax.distributed coordinator HOST:PORT (multi-controller; omit on a "
+                                         "TPU cluster, where jax detects it)")
+    heartbeat_timeout_seconds: int = _opt(10, "jax.distributed heartbeat timeout (multi-controller)", low=1)
+
+    def __post_init__(self) -> None:
+        if self.checkpoint_dir is None:
+            object.__setattr__(self, "checkpoint_dir", str(Path(self.run_dir) / "checkpoints"))
+        object.__setattr__(self, "fault", tuple(self.fault))
+        problems = self.problems()
+        if problems:
+            raise UsageError(*problems)
+
+    @classmethod
+    def from_args(cls, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> TrainerConfig:
+        """Flags over ELXPK_* env vars over defaults; every conversion error is reported at once."""
+        environ = environ or {}
+        namespace = _parser().parse_args(list(argv or []))
+        values, errors = {}, []
+        for f in dataclasses.fields(cls):
+            raw = getattr(namespace, f.name)
+            source = flag_name(f.name)
+            if raw is None or raw == []:
+                env_key = env_name(f.name)
+                if env_key not in environ:
+                    continue
+                raw, source = environ[env_key], env_key
+                if f.name == "fault":
+                    raw = [s for s in raw.split(",") if s.strip()]
+            try:
+                values[f.name] = _convert(f, raw)
+            except ValueError as exc:
+                errors.append(f"{source} {raw!r}: {exc}")
+        try:  # bounds and cross-field problems of what did convert, reported with the conversion errors
+            config = cls(**values)
+        except UsageError as exc:
+            raise UsageError(*errors, *exc.messages) from None
+        if errors:
+            raise UsageError(*errors)
+        return config
+
+    def problems(self) -> list[str]:
+        """Every validation message (empty when the config is usable)."""
+        p = [m for f in dataclasses.fields(self) if (m := bounds_problem(f.name, getattr(self, f.name)))]
+        p.extend(cross_problems(self.num_slices, self.elastic_min_slice_count))
+        if self.d_model % max(self.n_heads, 1):
+            p.append(f"--n-heads {self.n_heads}: must divide --d-model {self.d_model}")
+        if not self.topology_from_hardware:
+            p.extend(self.batch_problems(self.devices_per_slice))
+        p.extend(self._controller_problems())
+        try:
+            p.extend(FaultSchedule.parse(self.fault, self.revive_after).problems(self.num_slices))
+        except ValueError as exc:
+            p.extend(str(exc).splitlines())
+        return p
+
+    def batch_problems(self, devices_per_slice: int, where: str = "") -> list[str]:
+        """The global batch must split evenly over every device of every slice count a run may reach."""
+        for n in self.slice_counts():
+            if n >= 1 and self.global_batch % (n * max(devices_per_slice, 1)):
+                return [f"--global-batch {self.global_batch}: must divide evenly over {n} slice(s) x "
+                        f"{devices_per_slice} devices{where}; use a multiple of "
+                        f"{self._batch_multiple(devices_per_slice)}"]
+        return []
+
+    def _controller_problems(self) -> list[str]:
+        p = []
+        if self.slice_backend != "multi-controller":
+            if self.coordinator is not None:
+                p.append(f"--coordinator {self.coordinator}: only with --slice-backend multi-controller")
+            return p
+        if self.coordinator is None:
+            # On a TPU cluster jax detects the process and the process count; a half-given layout is a mistake.
+            for name, default in (("process_id", 0), ("num_processes", 1)):
+                if getattr(self, name) != default:
+                    p.append(f"{flag_name(name)} {getattr(self, name)}: give it only together with --coordinator "
+                             "(without one, jax detects the processes of the TPU cluster)")
+            return p
+        host, _, port = self.coordinator.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            p.append(f"--coordinator {self.coordinator!r}: use HOST:PORT, e.g. 127.0.0.1:8476")
+        if self.num_processes != self.num_slices:
+            p.append(f"--num-processes {self.num_processes}: must equal --num-slices {self.num_slices} "
+                     "(one slice per process with --coordinator)")
+        if not 0 <= self.process_id < self.num_processes:
+            p.append(f"--process-id {self.process_id}: must be in 0..{self.num_processes - 1}")
+        return p
+
+    @property
+    def topology_from_hardware(self) -> bool:
+        """Pathways and multi-controller on a TPU cluster take the devices per slice from the hardware."""
+        return self.slice_backend == "pathways" or (self.slice_backend == "multi-controller"
+                                                    and self.coordinator is None)
+
+    def on_hardware(self, num_slices: int, devices_per_slice: int, where: str) -> TrainerConfig:
+        """This config on the topology the backend found (`where`, e.g. 'the TPU cluster').
+
+        Raises UsageError when the hardware contradicts it: another slice count, or a global batch that
+        does not divide over the real devices.
+        """
+        problems = []
+        if num_slices != self.num_slices:
+            problems.append(f"--num-slices {self.num_slices}: {where} has {num_slices} slice(s); set --num-slices "
+                            f"(ELXPK_NUM_SLICES) to {num_slices}")
+        problems.extend(self.batch_problems(devices_per_slice, f" ({where} has {devices_per_slice} per slice)"))
+        if problems:
+            raise UsageError(*problems)
+        if devices_per_slice == self.devices_per_slice:
+            return self
+        return dataclasses.replace(self, devices_per_slice=devices_per_slice)
+
+    def slice_counts(self) -> range:
+        """Every slice count a run may train on: the global batch must divide over each of them."""
+        low = self.num_slices if self.elastic_min_slice_count == -1 else self.elastic_min_slice_count
+        return range(low, self.num_slices + 1)
+
+    def _batch_multiple(self, devices_per_slice: int) -> int:
+        from math import lcm
+
+        return lcm(*(n * devices_per_slice for n in self.slice_counts()))
+
+    @property
+    def resize_enabled(self) -> bool:
+        return self.elastic_min_slice_count != -1 and self.elastic_min_slice_count < self.num_slices
+
+    @property
+    def min_slices(self) -> int:
+        return self.num_slices if self.elastic_min_slice_count == -1 else self.elastic_min_slice_count
+
+    def fingerprint(self) -> str:
+        """Hash of what makes a checkpoint meaningful: model, batch, seed, data and optimiser."""
+        return hashlib.sha256(json.dumps(self.fingerprint_fields(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def fingerprint_fields(self) -> dict:
+        names = ("global_batch", "seq_len", "vocab_size", "d_model", "n_layers", "n_heads", "d_ff",
+                 "dropout", "learning_rate", "warmup_steps", "decay_steps", "weight_decay", "seed")
+        return {"dataset": "synthetic-v1", **{n: getattr(self, n) for n in names}}
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def env_name(name: str) -> str:
+    return "ELXPK_" + name.upper()
+
+
+FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(TrainerConfig)}
+
+
+def setting(name: str) -> dataclasses.Field:
+    """The table row of one setting (its metadata: help, low, high, choices, maxtext, expose, fix)."""
+    return FIELDS[name]
+
+
+def default(name: str) -> Any:
+    """The trainer's default for `name`: the planner and the launcher's hints read it here."""
+    return FIELDS[name].default
+
+
+def exposed(kind: str) -> list[dataclasses.Field]:
+    """The settings the launcher takes as flags (LAUNCHER_FLAG) or renders from its own (LAUNCHER_DERIVED)."""
+    return [f for f in FIELDS.values() if f.metadata["expose"] == kind]
+
+
+def check_setting(name: str, raw: object, source: str | None = None) -> tuple[Any, str | None]:
+    """Convert a raw value (text as typed, or a Python value) and check its bounds.
+
+    Returns (value, None) or (None, one-line problem naming `source`, the flag by default). The launcher,
+    `local run` and the trainer call this, so all three refuse the same values with the same message.
+    """
+    f = FIELDS[name]
+    source = source or flag_name(name)
+    try:
+        value = _convert(f, raw)
+    except ValueError as exc:
+        return None, f"{source} {raw!r}: {exc}"
+    problem = bounds_problem(name, value, source)
+    return (None, problem) if problem else (value, None)
+
+
+def bounds_problem(name: str, value: Any, source: str | None = None) -> str | None:
+    """The bounds and choices of the table, as one message; None when `value` is within them."""
+    f = FIELDS[name]
+    meta, source = f.metadata, source or flag_name(name)
+    if value is None or isinstance(value, (bool, tuple)):
+        return None
+    if meta["choices"] and value not in meta["choices"]:
+        return f"{source} {value!r}: use one of {', '.join(meta['choices'])}"
+    if isinstance(value, str):
+        return None
+    if f.type == "int" and not isinstance(value, int):
+        return f"{source} {value!r}: must be a whole number"
+    low, high = meta["low"], meta["high"]
+    why = f" ({meta['fix']})" if meta["fix"] else ""
+    if name == "dropout" and not 0.0 <= value < 1.0:
+        return f"{source} {value}: must be in [0, 1)"
+    if low is not None and high is not None and not low <= value <= high:
+        return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
+    if low is not None and not value >= low:
+        if isinstance(low, float) and low == 0.0 and name.endswith("_seconds"):
+            return f"{source} {value}: must be a positive number of seconds"
+        at_least = "0 or more" if low == 0 else f"at least {_num(low)}"
+        return f"{source} {value}: must be {at_least}{why}"
+    if name == "elastic_poll_seconds" and not value > 0:
+        return f"{source} {value}: must be a positive number of seconds"
+    return None
+
+
+def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:
+    """elastic_min_slice_count against num_slices: -1 waits for all; 1..N-1 resizes. N itself is refused
+    (it means "all", spelled -1), and so is anything outside."""
+    k = min_slice_count
+    if k == -1:
+        return []
+    if num_slices < 2:
+        return [f"--elastic-min-slice-count {k}: use -1 (wait for the only slice); resizing needs "
+                "--num-slices 2 or more"]
+    if not 1 <= k <= num_slices - 1:
+        return [f"--elastic-min-slice-count {k}: use -1 (wait for all {num_slices} slices) or "
+                f"1..{num_slices - 1} (resize onto the survivors)"]
+    return []
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and exit; report like every other error
+        raise UsageError(f"{message} (see python -m trainer --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m trainer", description="elxpk's deterministic elastic JAX trainer.")
+    for f in dataclasses.fields(TrainerConfig):
+        help_text = f"{f.metadata['help']} [env {env_name(f.name)}; default {f.default!r}]"
+        if f.type == "bool":
+            parser.add_argument(flag_name(f.name), dest=f.name, action=argparse.BooleanOptionalAction,
+                                default=None, help=help_text)
+        elif f.name == "fault":
+            parser.add_argument(flag_name(f.name), dest=f.name, action="append", default=None,
+                                help=help_text + " (repeatable; env: comma-separated)")
+        else:
+            parser.add_argument(flag_name(f.name), dest=f.name, default=None, help=help_text)
+    return parser
+
+
+def _convert(f: dataclasses.Field, raw: object) -> Any:
+    kind = f.type
+    if f.name == "fault":
+        return tuple(raw)  # type: ignore[arg-type]
+    if isinstance(raw, bool) and kind == "bool":
+        return raw
+    text = str(raw).strip()
+    if kind == "bool":
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError("use true or false")
+    if kind == "int":
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return raw
+        try:
+            return int(text, 10)
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+    if kind in ("float", "float | None"):
+        if kind == "float | None" and text.lower() in ("", "none", "never"):
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError("must be a finite number")
+        return value
+    return text
