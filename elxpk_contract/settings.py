@@ -29,12 +29,22 @@ LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and 
 LAUNCHER_DERIVED = "derived"  # `workload create` renders ELXPK_<NAME> from its own flags (see render)
 
 
+# Flags of `python -m trainer` that do something instead of setting something: not rows of the table,
+# never in the config, its JSON or the env. Name -> help.
+ACTIONS: dict[str, str] = {
+    "print_config": "print the resolved configuration (flags over ELXPK_* env over defaults) as JSON with "
+                    "sorted keys and exit 0, without importing jax; bad settings exit 2 as a run would",
+}
+
+
 def _opt(default: Any, help: str, *, low: float | None = None, high: float | None = None,
          choices: tuple[str, ...] = (), maxtext: str | None = None, expose: str | None = None,
-         fix: str = "") -> Any:
-    """One row of the table. `low`/`high` bound numbers (inclusive); `fix` ends a bounds message."""
+         fix: str = "", derived_from: str = "") -> Any:
+    """One row of the table. `low`/`high` bound numbers (inclusive); `fix` ends a bounds message;
+    `derived_from` says which launcher flags a LAUNCHER_DERIVED setting is rendered from."""
     return field(default=default, metadata={"help": help, "low": low, "high": high, "choices": choices,
-                                            "maxtext": maxtext, "expose": expose, "fix": fix})
+                                            "maxtext": maxtext, "expose": expose, "fix": fix,
+                                            "derived_from": derived_from})
 
 
 @dataclass(frozen=True)
@@ -51,13 +61,14 @@ class TrainerConfig:
                             fix="keep at least 2 so a corrupt newest checkpoint has a valid predecessor")
     seed: int = _opt(0, "seed of the parameters, the data and the per-step RNG", low=0, high=2**32 - 1)
     # Topology.
-    num_slices: int = _opt(2, "number of slices", low=1, expose=LAUNCHER_DERIVED)
+    num_slices: int = _opt(2, "number of slices", low=1, expose=LAUNCHER_DERIVED, derived_from="`--num-slices`")
     devices_per_slice: int = _opt(2, "devices per slice (CPU: virtual XLA host devices)", low=1)
     slice_backend: str = _opt("simulated", "simulated | pathways | multi-controller", choices=BACKENDS,
-                              expose=LAUNCHER_DERIVED)
+                              expose=LAUNCHER_DERIVED,
+                              derived_from="`pathways` by default, `multi-controller` with `--no-pathways`")
     # Elastic retry loop (MaxText names).
     elastic_enabled: bool = _opt(False, "retry in the same process after a slice loss", maxtext="elastic_enabled",
-                                 expose=LAUNCHER_DERIVED)
+                                 expose=LAUNCHER_DERIVED, derived_from="`true` when `--elastic-slices` > 0")
     elastic_min_slice_count: int = _opt(-1, "healthy slices each attempt waits for: -1 all of them (pause and "
                                             "resume); k from 1 to num_slices - 1 resizes onto >= k slices",
                                         maxtext="elastic_min_slice_count", expose=LAUNCHER_FLAG)
@@ -102,9 +113,20 @@ class TrainerConfig:
     @classmethod
     def from_args(cls, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> TrainerConfig:
         """Flags over ELXPK_* env vars over defaults; every conversion error is reported at once."""
-        environ = environ or {}
+        return cls.from_command_line(argv, environ)[0]
+
+    @classmethod
+    def from_command_line(cls, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+                          ) -> tuple[TrainerConfig, frozenset[str]]:
+        """The config (as `from_args`) and the ACTIONS named on the command line, e.g. {"print_config"}."""
         namespace = _parser().parse_args(list(argv or []))
-        values, errors = {}, []
+        actions = frozenset(name for name in ACTIONS if getattr(namespace, name))
+        return cls._from_namespace(namespace, environ or {}), actions
+
+    @classmethod
+    def _from_namespace(cls, namespace: argparse.Namespace, environ: Mapping[str, str]) -> TrainerConfig:
+        values: dict[str, Any] = {}
+        errors: list[str] = []
         for f in dataclasses.fields(cls):
             raw = getattr(namespace, f.name)
             source = flag_name(f.name)
@@ -227,6 +249,10 @@ class TrainerConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def to_json(self) -> str:
+        """What `python -m trainer --print-config` prints: every setting, sorted keys, JSON types."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2)
+
 
 def flag_name(name: str) -> str:
     return "--" + name.replace("_", "-")
@@ -334,6 +360,9 @@ def _parser() -> argparse.ArgumentParser:
                                 help=help_text + " (repeatable; env: comma-separated)")
         else:
             parser.add_argument(flag_name(f.name), dest=f.name, default=None, help=help_text)
+    actions = parser.add_argument_group("actions (instead of a run)")
+    for name, help_text in ACTIONS.items():
+        actions.add_argument(flag_name(name), dest=name, action="store_true", help=help_text)
     return parser
 
 

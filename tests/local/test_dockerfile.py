@@ -1,4 +1,5 @@
-"""Static checks of trainer/Dockerfile: it parses, runs the trainer as non-root, pins what pyproject pins."""
+"""Static checks of trainer/Dockerfile: it parses, runs the trainer as non-root, pins what pyproject pins,
+and ships only the trainer and the contract package (never the launcher)."""
 
 from __future__ import annotations
 
@@ -85,15 +86,34 @@ def test_no_registry_host_in_pip_commands(commands):
             assert "://" not in arg, arg
 
 
-def test_copied_sources_exist_and_cover_trainer_imports(commands):
+def _copied(commands) -> set[str]:
     copies = [c for c in commands if c.cmd == "COPY"]
     sources = [Path(src.rstrip("/")) for c in copies for src in c.value[:-1]]
     for src in sources:
         assert (ROOT / src).exists(), f"COPY source {src} missing from the build context"
-    copied = {src.parts[0] for src in sources}
-    for py in (ROOT / "trainer").glob("*.py"):
+    return {src.parts[0] for src in sources}
+
+
+def _project_imports(folder: str) -> set[tuple[str, str]]:
+    """(file, module) of every absolute import of a project package in `folder`."""
+    found = set()
+    for py in (ROOT / folder).glob("*.py"):
         for node in ast.walk(ast.parse(py.read_text())):
+            names = []
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                top = node.module.split(".")[0]
-                if top in ("elxpk", "trainer"):
-                    assert top in copied, f"{py.name} imports {node.module}, which the image lacks"
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            found |= {(py.name, n) for n in names if n.split(".")[0] in ("elxpk", "elxpk_contract", "trainer")}
+    return found
+
+
+def test_image_copies_only_the_trainer_and_the_contract(commands):
+    assert _copied(commands) == {"trainer", "elxpk_contract"}
+
+
+def test_copied_sources_cover_trainer_and_contract_imports(commands):
+    copied = _copied(commands)
+    for folder in ("trainer", "elxpk_contract"):
+        for file, module in _project_imports(folder):
+            assert module.split(".")[0] in copied, f"{folder}/{file} imports {module}, which the image lacks"

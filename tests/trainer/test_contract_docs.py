@@ -1,0 +1,38 @@
+"""docs/interfaces.md's settings table is the contract's, and no doc or comment points outside the repo.
+
+Regenerate the table with `pytest tests/trainer/test_contract_docs.py --update-goldens`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from elxpk_contract.settings import LAUNCHER_DERIVED, LAUNCHER_FLAG, env_name, exposed
+from elxpk_contract.settings_doc import BEGIN, END, embed, launcher_table
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "interfaces.md"
+
+
+def test_interfaces_page_carries_the_generated_settings_table(update_goldens):
+    page = PAGE.read_text(encoding="utf-8")
+    if update_goldens:
+        PAGE.write_text(embed(page), encoding="utf-8")
+        page = PAGE.read_text(encoding="utf-8")
+    assert page == embed(page), "docs/interfaces.md: regenerate the settings table with --update-goldens"
+    assert page.count(BEGIN) == 1 and page.count(END) == 1
+
+
+def test_table_has_one_row_per_setting_the_launcher_passes():
+    rows = launcher_table().splitlines()[2:]
+    settings = [*exposed(LAUNCHER_FLAG), *exposed(LAUNCHER_DERIVED)]
+    assert len(rows) == len(settings) >= 8
+    for row, f in zip(rows, settings, strict=True):
+        assert f"`{env_name(f.name)}`" in row.split(" | ")[1]
+        if f.metadata["maxtext"]:
+            assert row.endswith(f"| `{f.metadata['maxtext']}` |")
+
+
+def test_trainer_docs_do_not_point_outside_the_repository():
+    for path in (PAGE, ROOT / "docs" / "trainer.md"):
+        assert "../shared" not in path.read_text(encoding="utf-8"), path
