@@ -1,0 +1,275 @@
+"""The launcher's trainer settings as MaxText config overrides (`key=value` after the config file).
+
+`maxtext_overrides(settings, pathways=..., elastic=..., user_command=...)` is pure: it returns the
+overrides, the edited command, and every problem as one line (errors: exit 2, nothing submitted;
+warnings: stderr). The mapping, the refusals and the checkpoint location are described in
+docs/maxtext.md. Standard library only (render path).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from elxpk.maxtext import command as cmd
+from elxpk.maxtext.keys import (
+    ELASTIC_ITERATOR_PACKING_RULE,
+    ENV_PREFIX,
+    KEYS,
+    MODEL_CONFIG_KEYS,
+    parse_value,
+    render_value,
+)
+from elxpk_contract.settings import check_setting, flag_name
+
+# Launcher settings (elxpk_contract.settings names) that become the MaxText key of the same name.
+DIRECT = ("checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries", "elastic_min_slice_count")
+# Settings the caller passes as the `pathways`/`elastic` arguments instead (rendered from other flags).
+DERIVED = ("num_slices", "slice_backend", "elastic_enabled")
+ENTRY_HINT = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml key=value ..."
+DATA_FIX = ("dataset_type=grain", "grain_use_elastic_iterator=true")
+
+
+@dataclass(frozen=True)
+class Overrides:
+    values: tuple[tuple[str, str], ...]  # (MaxText key, value) elxpk appends, in order
+    command: str  # the user's command with the overrides inserted (unchanged when there are errors)
+    errors: tuple[str, ...]  # one line each, naming the elxpk flag and the fix
+    warnings: tuple[str, ...]
+    checkpoints: str | None = None  # where MaxText writes checkpoints, when --checkpoint-dir is given
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return tuple(f"{k}={v}" for k, v in self.values)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.values)
+
+
+@dataclass(frozen=True)
+class _Want:
+    key: str
+    value: object
+    source: str  # the elxpk flag (and value) that asks for it, for messages
+    fix: str  # how to resolve a conflict with --command
+
+
+def checkpoint_location(checkpoint_dir: str) -> tuple[str, str]:
+    """(base_output_directory, run_name) for `--checkpoint-dir D`: MaxText then writes checkpoints in
+    D/checkpoints/ (types.py: checkpoint_dir = base_output_directory/run_name/checkpoints/).
+
+    Raises ValueError with the reason and an example when D cannot be split that way.
+    """
+    d = checkpoint_dir.strip().rstrip("/")
+    if "${" in d:
+        raise ValueError("MaxText (OmegaConf) reads ${...} as an interpolation; use a literal path")
+    scheme, sep, path = d.partition("://")
+    if sep and "/" not in path.strip("/"):
+        raise ValueError(f"give a directory inside the bucket, e.g. {d}/my-run (it becomes run_name)")
+    base, run = posixpath.split(d)
+    if not run or run in (".", "..") or not base or (sep and base == f"{scheme}:/"):
+        raise ValueError("give a parent directory too, e.g. gs://BUCKET/my-run (the last part becomes run_name)")
+    if _YAML_NOT_TEXT.fullmatch(run.lower()):
+        raise ValueError(f"its last part {run!r} becomes run_name, which MaxText would not read as text; "
+                         f"add a letter, e.g. {base}/run-{run}")
+    return base, run
+
+
+_YAML_NOT_TEXT = re.compile(r"[-+]?[\d_]+(\.[\d_]*)?(e[-+]?\d+)?|true|false|yes|no|on|off|null|none|~|\.inf|\.nan")
+
+
+def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
+                      user_command: str) -> Overrides:
+    """The overrides for `settings` (elxpk setting name -> value as typed or converted; None or absent:
+    not given, so MaxText keeps its own value) on a MaxText `user_command`.
+
+    `pathways`: the workload runs on Pathways (enable_single_controller=true). `elastic`: elastic training
+    is on (--elastic-slices >= 1). Raises ValueError for a setting name elxpk has no MaxText mapping for.
+    """
+    errors: list[str] = []
+    warnings: list[str] = []
+    wants, checkpoints = _wanted(settings, pathways=pathways, elastic=elastic, errors=errors)
+    if elastic and not pathways:
+        errors.append("--no-pathways with --elastic-slices: MaxText trains elastically only on Pathways "
+                      "(types.py: elastic training requires enable_single_controller=true); drop --no-pathways "
+                      "or use --elastic-slices 0")
+    try:
+        found = cmd.find_invocations(user_command)
+    except cmd.CommandError as exc:
+        errors.append(f"--command {exc}; fix the quoting")
+        found = []
+    else:
+        if not found:
+            where = ("inside a quoted string (e.g. bash -c '...'), where elxpk cannot add overrides"
+                     if cmd.mentions_maxtext(user_command) else "no MaxText trainer")
+            errors.append(f"--command runs {where}; run it directly: {ENTRY_HINT}")
+        elif len(found) > 1:
+            errors.append(f"--command runs MaxText {len(found)} times; elxpk adds its overrides to one run only, "
+                          "so run one MaxText trainer per workload")
+    if len(found) != 1:
+        return Overrides(tuple((w.key, render_value(w.value)) for w in wants), user_command, tuple(errors),
+                         tuple(warnings), checkpoints)
+    inv = found[0]
+    emit = [w for w in wants if _agrees(w, inv, errors)]
+    _check_command_values(inv, {w.key for w in wants}, errors)
+    if elastic:
+        warnings.extend(_data_order_warnings(inv))
+    values = tuple((w.key, render_value(w.value)) for w in emit)
+    edited = user_command if errors else cmd.insert(user_command, inv.insert_at, [f"{k}={v}" for k, v in values])
+    return Overrides(values, edited, tuple(errors), tuple(warnings), checkpoints)
+
+
+def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
+            errors: list[str]) -> tuple[list[_Want], str | None]:
+    unknown = sorted(set(settings) - set(DIRECT) - set(DERIVED) - {"checkpoint_dir"})
+    if unknown:
+        raise ValueError(f"no MaxText mapping for setting(s) {', '.join(unknown)}")
+    state = "on (--elastic-slices >= 1)" if elastic else "off (--elastic-slices 0)"
+    wants = [_Want("elastic_enabled", elastic, f"elastic training {state}",
+                   "set elasticity with --elastic-slices, not in --command")]
+    if pathways:
+        wants.append(_Want("enable_single_controller", True, "Pathways",
+                           "drop it from --command (or use --no-pathways)"))
+    given: dict[str, object] = {}
+    for name in ("checkpoint_dir", *DIRECT):
+        raw = settings.get(name)
+        if raw is None:
+            continue
+        value, problem = (str(raw), None) if name == "checkpoint_dir" else check_setting(name, raw)
+        if problem:
+            errors.append(problem)
+            continue
+        reason = KEYS[name].problem(value) if name in KEYS else None
+        if reason:
+            errors.append(f"{flag_name(name)} {value}: {reason}")
+            continue
+        given[name] = value
+    checkpoints = None
+    asked = [name for name in ("checkpoint_dir", "checkpoint_period") if name in given]
+    if asked:  # a checkpoint flag means checkpoints are wanted
+        first = asked[0]
+        wants.append(_Want("enable_checkpointing", True, f"{flag_name(first)} {given[first]}",
+                           "drop enable_checkpointing from --command, or drop the checkpoint flags"))
+    if "checkpoint_dir" in given:
+        d = given["checkpoint_dir"]
+        try:
+            base, run = checkpoint_location(str(d))
+        except ValueError as exc:
+            errors.append(f"--checkpoint-dir {d}: {exc}")
+        else:
+            checkpoints = f"{base}/{run}/checkpoints/"
+            why = "(MaxText writes checkpoints to base_output_directory/run_name/checkpoints)"
+            wants.append(_Want("base_output_directory", base, f"--checkpoint-dir {d}",
+                               f"{why}; drop base_output_directory from --command, or use --checkpoint-dir "
+                               f"<theirs>/{run}"))
+            wants.append(_Want("run_name", run, f"--checkpoint-dir {d}",
+                               f"{why}; drop run_name from --command, or use --checkpoint-dir {base}/<theirs>"))
+    for name in DIRECT:
+        if name in given:
+            wants.append(_Want(name, given[name], f"{flag_name(name)} {given[name]}",
+                               f"drop {name} from --command, or drop {flag_name(name)}"))
+    return wants, checkpoints
+
+
+def _same(key: str, a: object, b: object) -> bool:
+    if key == "base_output_directory":
+        return str(a).rstrip("/") == str(b).rstrip("/")
+    return a == b
+
+
+def _agrees(w: _Want, inv: cmd.Invocation, errors: list[str]) -> bool:
+    """Whether elxpk must still append `w` (False when --command already sets the same value). A different
+    value in --command, in an M_ env var or in the model config is an error."""
+    mine = f"{w.key}={render_value(w.value)}"
+    env_name = ENV_PREFIX + w.key.upper()
+    if env_name in inv.env:
+        errors.append(f"{w.source}: --command sets {inv.env[env_name].raw}, and MaxText refuses a key set both as "
+                      f"{env_name} and on its command line, where elxpk writes {mine}; drop {env_name}")
+        return False
+    model = inv.value("model_name")
+    preset = MODEL_CONFIG_KEYS.get(model or "", {})
+    if w.key in preset and not _same(w.key, preset[w.key], w.value) and not _flag_true(inv, "override_model_config"):
+        errors.append(f"{w.source}: model_name={model} sets {w.key}={preset[w.key]} in its model config, and MaxText "
+                      f"refuses {mine} on top of it; add override_model_config=true to --command")
+    word = inv.overrides.get(w.key)
+    if word is None:
+        return True
+    if word.dynamic:
+        fix = w.fix.split(", or use")[0]
+        errors.append(f"{w.source}: --command sets {word.raw}, which the shell expands, so elxpk cannot check it "
+                      f"against {mine}{_sep(fix)}{fix}")
+        return False
+    try:
+        theirs = parse_value(w.key, word.value.split("=", 1)[1])
+    except ValueError:
+        theirs = None
+    if theirs is not None and _same(w.key, theirs, w.value):
+        return False
+    fix = w.fix.replace("<theirs>", str(theirs).rstrip("/")) if theirs is not None else w.fix.split(", or use")[0]
+    errors.append(f"{w.source}: --command already sets {word.raw}, but elxpk writes {mine}{_sep(fix)}{fix}")
+    return False
+
+
+def _sep(fix: str) -> str:
+    return " " if fix.startswith("(") else "; "
+
+
+def _flag_true(inv: cmd.Invocation, key: str) -> bool:
+    text = inv.value(key)
+    try:
+        return text is not None and parse_value(key, text) is True
+    except ValueError:
+        return False
+
+
+def _check_command_values(inv: cmd.Invocation, written: set[str], errors: list[str]) -> None:
+    """Values --command itself gives to keys elxpk knows, checked against MaxText's own rules."""
+    for key, word in inv.overrides.items():
+        if key not in KEYS or key in written or word.dynamic:
+            continue
+        try:
+            value = parse_value(key, word.value.split("=", 1)[1])
+        except ValueError as exc:
+            errors.append(f"--command {word.raw}: {exc}")
+            continue
+        reason = KEYS[key].problem(value)
+        if reason:
+            errors.append(f"--command {word.raw}: {reason}")
+
+
+def _command_value(inv: cmd.Invocation, key: str) -> object:
+    """The value --command gives `key`, else MaxText's default; None when the shell decides it."""
+    word = inv.overrides.get(key)
+    if word is None:
+        return KEYS[key].default
+    if word.dynamic:
+        return None
+    try:
+        return parse_value(key, word.value.split("=", 1)[1])
+    except ValueError:
+        return None
+
+
+def _data_order_warnings(inv: cmd.Invocation) -> list[str]:
+    """The Olmo lesson: only grain checkpoints the data position, and only its elastic iterator restores it
+    onto another slice count. Anything else may repeat or skip examples after a restore or resize."""
+    dataset = _command_value(inv, "dataset_type")
+    iterator = _command_value(inv, "grain_use_elastic_iterator")
+    config = f" (elxpk cannot see inside {inv.config.value})" if inv.config else ""
+    out = []
+    if dataset != "grain" or iterator is not True:
+        what = ("grain without grain_use_elastic_iterator=true" if dataset == "grain" else
+                f"dataset_type={dataset}" if dataset is not None else "a dataset_type the shell decides")
+        risk = ("a restore or resize may repeat or skip data: MaxText checkpoints the data position only with "
+                "dataset_type=grain" if dataset != "grain" else
+                "a resize may repeat or skip data: only grain's elastic iterator restores the data position "
+                "onto another slice count")
+        out.append(f"--command reads {what}{config} with elastic training on; {risk}. Add "
+                   f"{' '.join(DATA_FIX)} to --command (the elastic iterator also needs packing=false)")
+    if iterator is True and _command_value(inv, "packing") is not False:
+        out.append(f"--command sets grain_use_elastic_iterator=true without packing=false{config}; MaxText refuses "
+                   f"that at start-up ({ELASTIC_ITERATOR_PACKING_RULE}); add packing=false")
+    return out

@@ -1,0 +1,282 @@
+"""The launcher's trainer settings as MaxText overrides: mapping, conflicts, refusals, warnings."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from elxpk.maxtext.command import find_invocations
+from elxpk.maxtext.keys import KEYS
+from elxpk.maxtext.overrides import checkpoint_location, maxtext_overrides
+
+MODULE = "maxtext.trainers.pre_train.train"
+CFG = "src/maxtext/configs/base.yml"
+RUN = f"python3 -m {MODULE} {CFG}"
+GRAIN = "dataset_type=grain grain_use_elastic_iterator=true packing=false"
+
+
+def make(settings=None, *, pathways=True, elastic=True, command=f"{RUN} {GRAIN}"):
+    return maxtext_overrides(settings or {}, pathways=pathways, elastic=elastic, user_command=command)
+
+
+def words_after_config(command: str) -> list[str]:
+    words = shlex.split(command)
+    return words[words.index(CFG) + 1:]
+
+
+# ---- mapping: every setting ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    ({"checkpoint_period": 100}, ["enable_checkpointing=true", "checkpoint_period=100"]),
+    ({"checkpoint_period": "250"}, ["enable_checkpointing=true", "checkpoint_period=250"]),
+    ({"elastic_timeout_seconds": 600}, ["elastic_timeout_seconds=600"]),
+    ({"elastic_max_retries": "3"}, ["elastic_max_retries=3"]),
+    ({"elastic_min_slice_count": 2}, ["elastic_min_slice_count=2"]),
+    ({"elastic_min_slice_count": -1}, ["elastic_min_slice_count=-1"]),
+    ({"checkpoint_dir": "gs://bucket/qwen/ckpt"},
+     ["enable_checkpointing=true", "base_output_directory=gs://bucket/qwen", "run_name=ckpt"]),
+    ({"checkpoint_dir": "/mnt/runs/r1/"}, ["enable_checkpointing=true", "base_output_directory=/mnt/runs", "run_name=r1"]),
+])
+def test_each_setting_maps_to_its_maxtext_key(settings, expected):
+    o = make(settings)
+    assert o.errors == () and o.warnings == ()
+    assert list(o.tokens) == ["elastic_enabled=true", "enable_single_controller=true", *expected]
+    assert words_after_config(o.command) == [*o.tokens, *GRAIN.split()]
+
+
+def test_every_setting_at_once_in_a_fixed_order():
+    o = make({"checkpoint_dir": "gs://b/q/ckpt", "checkpoint_period": 100, "elastic_timeout_seconds": 300,
+              "elastic_max_retries": 10, "elastic_min_slice_count": 2, "num_slices": 3, "slice_backend": "pathways",
+              "elastic_enabled": True})
+    assert o.errors == ()
+    assert o.tokens == ("elastic_enabled=true", "enable_single_controller=true", "enable_checkpointing=true",
+                        "base_output_directory=gs://b/q", "run_name=ckpt", "checkpoint_period=100",
+                        "elastic_timeout_seconds=300", "elastic_max_retries=10", "elastic_min_slice_count=2")
+    assert set(o.keys) <= set(KEYS)
+    assert o.checkpoints == "gs://b/q/ckpt/checkpoints/"
+
+
+def test_elasticity_and_pathways_are_always_written_and_nothing_else_when_no_setting_is_given():
+    assert make().tokens == ("elastic_enabled=true", "enable_single_controller=true")
+    assert make(elastic=False).tokens == ("elastic_enabled=false", "enable_single_controller=true")
+    assert make(pathways=False, elastic=False).tokens == ("elastic_enabled=false",)
+    assert make({"checkpoint_dir": None, "checkpoint_period": None}).tokens == make().tokens
+
+
+def test_the_command_is_edited_only_after_the_config_file_of_the_maxtext_run():
+    command = f"cd /app && JAX_X=1 {RUN} {GRAIN} 2>&1 | tee /tmp/log && echo done"
+    o = make({"checkpoint_period": 100}, command=command)
+    assert o.errors == ()
+    assert o.command == (f"cd /app && JAX_X=1 {RUN} elastic_enabled=true enable_single_controller=true "
+                         f"enable_checkpointing=true checkpoint_period=100 {GRAIN} 2>&1 | tee /tmp/log && echo done")
+    (inv,) = find_invocations(o.command)
+    assert inv.value("checkpoint_period") == "100" and inv.value("dataset_type") == "grain"
+
+
+def test_checkpoint_dir_with_spaces_stays_one_word_each():
+    o = make({"checkpoint_dir": "gs://b/my dir/run 1"})
+    assert o.errors == ()
+    assert "base_output_directory=gs://b/my dir" in shlex.split(o.command)
+    assert "run_name=run 1" in shlex.split(o.command)
+    assert o.checkpoints == "gs://b/my dir/run 1/checkpoints/"
+
+
+@pytest.mark.parametrize(("d", "base", "run"), [
+    ("gs://b/ckpt", "gs://b", "ckpt"), ("gs://b/a/b/c/", "gs://b/a/b", "c"), ("/abs/x", "/abs", "x"),
+    ("rel/x", "rel", "x"), ("gs://b/run-123", "gs://b", "run-123"),
+])
+def test_checkpoint_location(d, base, run):
+    assert checkpoint_location(d) == (base, run)
+
+
+# ---- conflicts with --command --------------------------------------------------------------------------
+
+def test_a_different_value_in_the_command_is_refused_naming_both():
+    o = make({"checkpoint_period": 100}, command=f"{RUN} {GRAIN} checkpoint_period=500")
+    assert o.errors == ("--checkpoint-period 100: --command already sets checkpoint_period=500, but elxpk writes "
+                        "checkpoint_period=100; drop checkpoint_period from --command, or drop --checkpoint-period",)
+    assert o.command == f"{RUN} {GRAIN} checkpoint_period=500"  # nothing written on error
+
+
+@pytest.mark.parametrize("theirs", ["checkpoint_period=100", "checkpoint_period=1_00", "checkpoint_period=100.0"])
+def test_the_same_value_in_the_command_is_kept_and_not_repeated(theirs):
+    o = make({"checkpoint_period": 100}, command=f"{RUN} {GRAIN} {theirs}")
+    assert o.errors == ()
+    assert "checkpoint_period" not in o.keys
+    assert sum(w.startswith("checkpoint_period=") for w in shlex.split(o.command)) == 1
+
+
+def test_same_bool_spelled_differently_is_the_same():
+    o = make(command=f"{RUN} {GRAIN} elastic_enabled=True enable_single_controller=1")
+    assert o.errors == () and o.keys == ()
+
+
+def test_run_name_conflict_suggests_the_checkpoint_dir_that_agrees():
+    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} run_name=qwen-1")
+    assert o.errors == ("--checkpoint-dir gs://b/q/ckpt: --command already sets run_name=qwen-1, but elxpk writes "
+                        "run_name=ckpt (MaxText writes checkpoints to base_output_directory/run_name/checkpoints); "
+                        "drop run_name from --command, or use --checkpoint-dir gs://b/q/qwen-1",)
+
+
+def test_base_output_directory_conflict_suggests_the_checkpoint_dir_that_agrees():
+    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} base_output_directory=gs://other/")
+    assert len(o.errors) == 1
+    assert o.errors[0].endswith("or use --checkpoint-dir gs://other/ckpt")
+    assert "base_output_directory=gs://other/" in o.errors[0]
+
+
+def test_base_output_directory_with_trailing_slash_agrees():
+    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} base_output_directory=gs://b/q/ run_name=ckpt")
+    assert o.errors == ()
+    assert "base_output_directory" not in o.keys and "run_name" not in o.keys
+
+
+def test_a_value_the_shell_decides_cannot_be_checked():
+    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} run_name=$RUN_NAME")
+    assert o.errors == ("--checkpoint-dir gs://b/q/ckpt: --command sets run_name=$RUN_NAME, which the shell "
+                        "expands, so elxpk cannot check it against run_name=ckpt (MaxText writes checkpoints to "
+                        "base_output_directory/run_name/checkpoints); drop run_name from --command",)
+
+
+def test_an_m_env_var_for_a_written_key_is_refused():
+    o = make({"checkpoint_period": 100}, command=f"M_CHECKPOINT_PERIOD=100 {RUN} {GRAIN}")
+    assert len(o.errors) == 1
+    assert o.errors[0].startswith("--checkpoint-period 100: --command sets M_CHECKPOINT_PERIOD=100")
+    assert o.errors[0].endswith("drop M_CHECKPOINT_PERIOD")
+
+
+def test_elastic_enabled_in_the_command_against_the_launcher():
+    o = make(elastic=False, command=f"{RUN} {GRAIN} elastic_enabled=true")
+    assert o.errors == ("elastic training off (--elastic-slices 0): --command already sets elastic_enabled=true, "
+                        "but elxpk writes elastic_enabled=false; set elasticity with --elastic-slices, not in --command",)
+
+
+def test_single_controller_off_in_the_command_on_pathways():
+    o = make(command=f"{RUN} {GRAIN} enable_single_controller=false")
+    assert o.errors == ("Pathways: --command already sets enable_single_controller=false, but elxpk writes "
+                        "enable_single_controller=true; drop it from --command (or use --no-pathways)",)
+
+
+def test_checkpointing_off_in_the_command_with_checkpoint_flags():
+    o = make({"checkpoint_period": 50}, command=f"{RUN} {GRAIN} enable_checkpointing=false")
+    assert o.errors == ("--checkpoint-period 50: --command already sets enable_checkpointing=false, but elxpk writes "
+                        "enable_checkpointing=true; drop enable_checkpointing from --command, or drop the checkpoint "
+                        "flags",)
+
+
+def test_model_config_that_sets_a_written_key():
+    command = f"{RUN} {GRAIN} model_name=gpt3-175b"
+    o = make({"checkpoint_period": 100}, command=command)
+    assert o.errors == ("--checkpoint-period 100: model_name=gpt3-175b sets checkpoint_period=10000 in its model "
+                        "config, and MaxText refuses checkpoint_period=100 on top of it; add override_model_config=true "
+                        "to --command",)
+    assert make({"checkpoint_period": 100}, command=command + " override_model_config=true").errors == ()
+    assert make({"checkpoint_period": 10_000}, command=command).errors == ()
+    assert make({"checkpoint_period": 100}, command=f"{RUN} {GRAIN} model_name=qwen3-0.6b").errors == ()
+
+
+# ---- refusals ------------------------------------------------------------------------------------------
+
+def test_elasticity_without_pathways_is_refused():
+    o = make(pathways=False, elastic=True)
+    assert o.errors == ("--no-pathways with --elastic-slices: MaxText trains elastically only on Pathways (types.py: "
+                        "elastic training requires enable_single_controller=true); drop --no-pathways or use "
+                        "--elastic-slices 0",)
+    assert o.command == f"{RUN} {GRAIN}"
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"checkpoint_period": 0}, "--checkpoint-period 0: must be at least 1"),
+    ({"checkpoint_period": "abc"}, "--checkpoint-period 'abc': must be a whole number"),
+    ({"elastic_timeout_seconds": 0}, "--elastic-timeout-seconds 0: must be at least 1"),
+    ({"elastic_max_retries": 0}, "--elastic-max-retries 0: must be at least 1"),
+    ({"elastic_min_slice_count": 0}, "--elastic-min-slice-count 0: MaxText needs at least 1 or -1 (elastic_utils"),
+    ({"elastic_min_slice_count": -2}, "--elastic-min-slice-count -2: MaxText needs at least 1 or -1"),
+])
+def test_values_outside_maxtexts_ranges_are_refused(settings, message):
+    o = make(settings)
+    assert len(o.errors) == 1 and o.errors[0].startswith(message), o.errors
+    assert o.command == f"{RUN} {GRAIN}"
+
+
+@pytest.mark.parametrize(("d", "message"), [
+    ("gs://bucket", "--checkpoint-dir gs://bucket: give a directory inside the bucket, e.g. gs://bucket/my-run"),
+    ("gs://bucket/", "--checkpoint-dir gs://bucket/: give a directory inside the bucket"),
+    ("ckpt", "--checkpoint-dir ckpt: give a parent directory too"),
+    ("gs://b/123", "--checkpoint-dir gs://b/123: its last part '123' becomes run_name, which MaxText would not read "
+                   "as text; add a letter, e.g. gs://b/run-123"),
+    ("gs://b/true", "--checkpoint-dir gs://b/true: its last part 'true' becomes run_name"),
+    ("gs://b/${x}/r", "--checkpoint-dir gs://b/${x}/r: MaxText (OmegaConf) reads ${...} as an interpolation"),
+])
+def test_checkpoint_dirs_that_cannot_become_base_and_run_name(d, message):
+    o = make({"checkpoint_dir": d})
+    assert len(o.errors) == 1 and o.errors[0].startswith(message), o.errors
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("checkpoint_period=0", "--command checkpoint_period=0: MaxText needs at least 1 (common/checkpointing.py"),
+    ("dataset_type=csv", "--command dataset_type=csv: MaxText accepts synthetic, hf, grain, tfds, c4_mlperf, olmo_grain"),
+    ("elastic_backup_kind=disk", "--command elastic_backup_kind=disk: MaxText accepts snapshot, checkpoint"),
+    ("elastic_max_retries=x", "--command elastic_max_retries=x: must be a whole number"),
+    ("packing=maybe", "--command packing=maybe: use true or false"),
+])
+def test_values_the_command_gives_are_checked_too(extra, message):
+    o = make(command=f"{RUN} {GRAIN.replace('packing=false', '')} {extra}")
+    assert any(e.startswith(message) for e in o.errors), o.errors
+
+
+def test_command_that_does_not_run_maxtext_directly():
+    assert make(command="python -m trainer --steps 5").errors[0].startswith("--command runs no MaxText trainer; run it "
+                                                                             "directly: python3 -m maxtext")
+    hidden = make(command=f"bash -c '{RUN}'").errors
+    assert hidden[0].startswith("--command runs inside a quoted string (e.g. bash -c '...'), where elxpk cannot add")
+    twice = make(command=f"{RUN} {GRAIN} && {RUN} {GRAIN}").errors
+    assert twice == ("--command runs MaxText 2 times; elxpk adds its overrides to one run only, so run one MaxText "
+                     "trainer per workload",)
+    assert make(command=f"{RUN} run_name='x").errors == ("--command has an unclosed single quote; fix the quoting",)
+
+
+def test_all_problems_are_reported_together():
+    o = make({"checkpoint_period": 0, "elastic_min_slice_count": 0, "checkpoint_dir": "gs://b"}, pathways=False,
+             command=f"{RUN} {GRAIN} dataset_type=csv")
+    assert len(o.errors) == 5, o.errors
+    assert all("\n" not in e for e in o.errors)
+
+
+def test_unknown_setting_is_a_programming_error():
+    with pytest.raises(ValueError, match="no MaxText mapping for setting"):
+        make({"steps": 5})
+
+
+# ---- the data-order warning (the Olmo lesson) ----------------------------------------------------------
+
+@pytest.mark.parametrize(("extra", "what"), [
+    ("", "dataset_type=synthetic"),
+    ("dataset_type=hf", "dataset_type=hf"),
+    ("dataset_type=tfds grain_use_elastic_iterator=true packing=false", "dataset_type=tfds"),
+    ("dataset_type=grain", "grain without grain_use_elastic_iterator=true"),
+    ("dataset_type=grain grain_use_elastic_iterator=false", "grain without grain_use_elastic_iterator=true"),
+    ("dataset_type=$DS grain_use_elastic_iterator=true packing=false", "a dataset_type the shell decides"),
+])
+def test_elastic_without_grain_elastic_iterator_warns_and_shows_the_fix(extra, what):
+    o = make({"checkpoint_period": 100}, command=f"{RUN} {extra}")
+    assert o.errors == ()
+    data = [w for w in o.warnings if "repeat or skip" in w]
+    assert len(data) == 1, o.warnings
+    assert data[0].startswith(f"--command reads {what} (elxpk cannot see inside {CFG}) with elastic training on; ")
+    assert data[0].endswith("Add dataset_type=grain grain_use_elastic_iterator=true to --command (the elastic "
+                            "iterator also needs packing=false)")
+    fixed = make({"checkpoint_period": 100}, command=f"{RUN} {GRAIN}")
+    assert fixed.warnings == ()
+
+
+def test_no_data_order_warning_without_elasticity():
+    assert make(elastic=False, command=RUN).warnings == ()
+
+
+def test_elastic_iterator_without_packing_false_warns():
+    o = make(command=f"{RUN} dataset_type=grain grain_use_elastic_iterator=true")
+    assert o.warnings == (f"--command sets grain_use_elastic_iterator=true without packing=false (elxpk cannot see "
+                          f"inside {CFG}); MaxText refuses that at start-up (`grain_use_elastic_iterator=True` "
+                          "requires `packing=False`.); add packing=false",)
