@@ -86,7 +86,8 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
     """The overrides for `settings` (elxpk setting name -> value as typed or converted; None or absent:
     not given, so MaxText keeps its own value) on a MaxText `user_command`.
 
-    `pathways`: the workload runs on Pathways (enable_single_controller=true). `elastic`: elastic training
+    `pathways`: the workload runs on Pathways (enable_single_controller=true; false with --no-pathways, where
+    the command runs on every VM as multi-controller JAX). `elastic`: elastic training
     is on (--elastic-slices >= 1). Raises ValueError for a setting name elxpk has no MaxText mapping for.
     """
     errors: list[str] = []
@@ -130,9 +131,9 @@ def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
     state = "on (--elastic-slices >= 1)" if elastic else "off (--elastic-slices 0)"
     wants = [_Want("elastic_enabled", elastic, f"elastic training {state}",
                    "set elasticity with --elastic-slices, not in --command")]
-    if pathways:
-        wants.append(_Want("enable_single_controller", True, "Pathways",
-                           "drop it from --command (or use --no-pathways)"))
+    wants.append(_Want("enable_single_controller", True, "Pathways", "drop it from --command (or use --no-pathways)")
+                 if pathways else
+                 _Want("enable_single_controller", False, "--no-pathways", "drop it from --command (or drop --no-pathways)"))
     given: dict[str, object] = {}
     for name in ("checkpoint_dir", *DIRECT):
         raw = settings.get(name)
@@ -258,7 +259,8 @@ def _data_order_warnings(inv: cmd.Invocation) -> list[str]:
     onto another slice count. Anything else may repeat or skip examples after a restore or resize."""
     dataset = _command_value(inv, "dataset_type")
     iterator = _command_value(inv, "grain_use_elastic_iterator")
-    config = f" (elxpk cannot see inside {inv.config.value})" if inv.config else ""
+    stock = inv.config is None or inv.config.value.endswith("configs/base.yml")  # its values are vendored
+    config = "" if stock else f" (elxpk cannot see inside {inv.config.value})"
     out = []
     if dataset != "grain" or iterator is not True:
         what = ("grain without grain_use_elastic_iterator=true" if dataset == "grain" else

@@ -60,7 +60,7 @@ def test_every_setting_at_once_in_a_fixed_order():
 def test_elasticity_and_pathways_are_always_written_and_nothing_else_when_no_setting_is_given():
     assert make().tokens == ("elastic_enabled=true", "enable_single_controller=true")
     assert make(elastic=False).tokens == ("elastic_enabled=false", "enable_single_controller=true")
-    assert make(pathways=False, elastic=False).tokens == ("elastic_enabled=false",)
+    assert make(pathways=False, elastic=False).tokens == ("elastic_enabled=false", "enable_single_controller=false")
     assert make({"checkpoint_dir": None, "checkpoint_period": None}).tokens == make().tokens
 
 
@@ -156,6 +156,12 @@ def test_single_controller_off_in_the_command_on_pathways():
     o = make(command=f"{RUN} {GRAIN} enable_single_controller=false")
     assert o.errors == ("Pathways: --command already sets enable_single_controller=false, but elxpk writes "
                         "enable_single_controller=true; drop it from --command (or use --no-pathways)",)
+
+
+def test_single_controller_on_in_the_command_without_pathways():
+    o = make(pathways=False, elastic=False, command=f"{RUN} {GRAIN} enable_single_controller=true")
+    assert o.errors == ("--no-pathways: --command already sets enable_single_controller=true, but elxpk writes "
+                        "enable_single_controller=false; drop it from --command (or drop --no-pathways)",)
 
 
 def test_checkpointing_off_in_the_command_with_checkpoint_flags():
@@ -264,7 +270,7 @@ def test_elastic_without_grain_elastic_iterator_warns_and_shows_the_fix(extra, w
     assert o.errors == ()
     data = [w for w in o.warnings if "repeat or skip" in w]
     assert len(data) == 1, o.warnings
-    assert data[0].startswith(f"--command reads {what} (elxpk cannot see inside {CFG}) with elastic training on; ")
+    assert data[0].startswith(f"--command reads {what} with elastic training on; ")
     assert data[0].endswith("Add dataset_type=grain grain_use_elastic_iterator=true to --command (the elastic "
                             "iterator also needs packing=false)")
     fixed = make({"checkpoint_period": 100}, command=f"{RUN} {GRAIN}")
@@ -277,6 +283,12 @@ def test_no_data_order_warning_without_elasticity():
 
 def test_elastic_iterator_without_packing_false_warns():
     o = make(command=f"{RUN} dataset_type=grain grain_use_elastic_iterator=true")
-    assert o.warnings == (f"--command sets grain_use_elastic_iterator=true without packing=false (elxpk cannot see "
-                          f"inside {CFG}); MaxText refuses that at start-up (`grain_use_elastic_iterator=True` "
-                          "requires `packing=False`.); add packing=false",)
+    assert o.warnings == ("--command sets grain_use_elastic_iterator=true without packing=false; MaxText refuses "
+                          "that at start-up (`grain_use_elastic_iterator=True` requires `packing=False`.); add "
+                          "packing=false",)
+
+
+def test_a_custom_config_file_may_set_the_data_keys_and_the_warning_says_so():
+    o = make(command=f"python3 -m {MODULE} /app/qwen.yml")
+    assert len(o.warnings) == 1
+    assert o.warnings[0].startswith("--command reads dataset_type=synthetic (elxpk cannot see inside /app/qwen.yml) ")
