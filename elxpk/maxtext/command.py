@@ -136,6 +136,12 @@ def _scan_word(command: str, i: int) -> tuple[int, bool]:
             if command.startswith("$(", i):
                 i = _scan_parens(command, i + 2)
                 continue
+            if command.startswith("${", i):  # ${VAR:-a b} may hold spaces
+                close = command.find("}", i + 2)
+                if close == -1:
+                    raise CommandError("has an unclosed ${")
+                i = close + 1
+                continue
         i += 1
     return i, dynamic
 
@@ -272,7 +278,7 @@ def find_invocations(command: str) -> list[Invocation]:
 
 
 def mentions_maxtext(command: str) -> bool:
-    """Whether a MaxText entry point appears anywhere, e.g. inside `bash -c '...'` where elxpk cannot edit it."""
+    """Whether a MaxText entry point appears anywhere, e.g. in `bash -c '...'`, where elxpk cannot edit it."""
     return _MENTION.search(command) is not None
 
 

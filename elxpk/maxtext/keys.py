@@ -59,7 +59,7 @@ KEYS: dict[str, MaxTextKey] = {k.name: k for k in (
        rule="types.py DatasetType"),
     _k("grain_use_elastic_iterator", "bool", False, "bool",
        "grain ElasticIterator: its checkpoint restores onto another number of data shards"),
-    _k("grain_file_type", "str", "arrayrecord", "str", "grain file format (the elastic iterator: arrayrecord)"),
+    _k("grain_file_type", "str", "arrayrecord", "str", "grain file format (elastic iterator: arrayrecord)"),
     _k("packing", "bool", True, "bool", "pack sequences (the elastic iterator needs packing=false)"),
     # Pathways and elasticity (types.py ElasticTraining; "Elastic training is Pathways-specific").
     _k("enable_single_controller", "bool", False, "bool", "single-controller (Pathways) mode"),
@@ -71,7 +71,8 @@ KEYS: dict[str, MaxTextKey] = {k.name: k for k in (
     _k("elastic_max_retries", "int", 10, "int", "total attempts", low=1,
        rule="pathwaysutils ElasticRetryLimit: max_attempts must be positive"),
     _k("elastic_min_slice_count", "int", -1, "int", "slices each attempt waits for; -1: all of them", low=1,
-       sentinel=-1, rule="elastic_utils passes -1 as None, all slices; pathwaysutils takes 0 as met by no slice"),
+       sentinel=-1,
+       rule="elastic_utils passes -1 as None, all slices; pathwaysutils takes 0 as met by no slice"),
     # Model configs (configs/models/NAME.yml) that set a key elxpk writes make MaxText refuse a different
     # CLI value unless override_model_config=true (pyconfig.validate_no_keys_overridden_twice).
     _k("model_name", "str", "default", "ModelName", "model config to load from configs/models/"),
@@ -109,7 +110,8 @@ def parse_value(key: str, text: str) -> object:
         raise ValueError("use true or false")
     if kind == "int":
         try:
-            number = float(t.replace("_", "")) if "." in t or "e" in t.lower() else int(t.replace("_", ""), 10)
+            digits = t.replace("_", "")
+            number = float(digits) if "." in t or "e" in t.lower() else int(digits, 10)
         except ValueError:
             raise ValueError("must be a whole number") from None
         if isinstance(number, float):

@@ -77,7 +77,7 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
             why = "is cut off (the writer stopped mid-line)" if cut else "is not JSON"
             raise MetricsFileError(f"{path}: line {number} {why}: {line[:60]!r}") from None
         except RecursionError:
-            raise MetricsFileError(f"{path}: line {number} is nested too deeply to be a metrics record") from None
+            raise MetricsFileError(f"{path}: line {number} is nested too deeply to be a record") from None
         if not isinstance(record, dict):
             raise MetricsFileError(f"{path}: line {number} is not a JSON object: {line[:60]!r}")
         name = record.get("run_name")

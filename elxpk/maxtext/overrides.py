@@ -71,14 +71,17 @@ def checkpoint_location(checkpoint_dir: str) -> tuple[str, str]:
         raise ValueError(f"give a directory inside the bucket, e.g. {d}/my-run (it becomes run_name)")
     base, run = posixpath.split(d)
     if not run or run in (".", "..") or not base or (sep and base == f"{scheme}:/"):
-        raise ValueError("give a parent directory too, e.g. gs://BUCKET/my-run (the last part becomes run_name)")
+        raise ValueError("give a parent directory too, e.g. gs://BUCKET/my-run "
+                         "(the last part becomes run_name)")
     if _YAML_NOT_TEXT.fullmatch(run.lower()):
         raise ValueError(f"its last part {run!r} becomes run_name, which MaxText would not read as text; "
                          f"add a letter, e.g. {base}/run-{run}")
     return base, run
 
 
-_YAML_NOT_TEXT = re.compile(r"[-+]?[\d_]+(\.[\d_]*)?(e[-+]?\d+)?|true|false|yes|no|on|off|null|none|~|\.inf|\.nan")
+# Words YAML reads as a number, boolean or null: MaxText's str-typed run_name would refuse them.
+_YAML_NOT_TEXT = re.compile(r"[-+]?[\d_]+(\.[\d_]*)?(e[-+]?\d+)?"
+                            r"|true|false|yes|no|on|off|null|none|~|\.inf|\.nan")
 
 
 def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
@@ -95,8 +98,8 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
     wants, checkpoints = _wanted(settings, pathways=pathways, elastic=elastic, errors=errors)
     if elastic and not pathways:
         errors.append("--no-pathways with --elastic-slices: MaxText trains elastically only on Pathways "
-                      "(types.py: elastic training requires enable_single_controller=true); drop --no-pathways "
-                      "or use --elastic-slices 0")
+                      "(types.py: elastic training requires enable_single_controller=true); "
+                      "drop --no-pathways or use --elastic-slices 0")
     try:
         found = cmd.find_invocations(user_command)
     except cmd.CommandError as exc:
@@ -108,8 +111,8 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
                      if cmd.mentions_maxtext(user_command) else "no MaxText trainer")
             errors.append(f"--command runs {where}; run it directly: {ENTRY_HINT}")
         elif len(found) > 1:
-            errors.append(f"--command runs MaxText {len(found)} times; elxpk adds its overrides to one run only, "
-                          "so run one MaxText trainer per workload")
+            errors.append(f"--command runs MaxText {len(found)} times; elxpk adds its overrides to one run "
+                          "only, so run one MaxText trainer per workload")
     if len(found) != 1:
         return Overrides(tuple((w.key, render_value(w.value)) for w in wants), user_command, tuple(errors),
                          tuple(warnings), checkpoints)
@@ -119,7 +122,8 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
     if elastic:
         warnings.extend(_data_order_warnings(inv))
     values = tuple((w.key, render_value(w.value)) for w in emit)
-    edited = user_command if errors else cmd.insert(user_command, inv.insert_at, [f"{k}={v}" for k, v in values])
+    tokens = [f"{k}={v}" for k, v in values]
+    edited = user_command if errors else cmd.insert(user_command, inv.insert_at, tokens)
     return Overrides(values, edited, tuple(errors), tuple(warnings), checkpoints)
 
 
@@ -131,9 +135,12 @@ def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
     state = "on (--elastic-slices >= 1)" if elastic else "off (--elastic-slices 0)"
     wants = [_Want("elastic_enabled", elastic, f"elastic training {state}",
                    "set elasticity with --elastic-slices, not in --command")]
-    wants.append(_Want("enable_single_controller", True, "Pathways", "drop it from --command (or use --no-pathways)")
-                 if pathways else
-                 _Want("enable_single_controller", False, "--no-pathways", "drop it from --command (or drop --no-pathways)"))
+    if pathways:
+        wants.append(_Want("enable_single_controller", True, "Pathways",
+                           "drop it from --command (or use --no-pathways)"))
+    else:
+        wants.append(_Want("enable_single_controller", False, "--no-pathways",
+                           "drop it from --command (or drop --no-pathways)"))
     given: dict[str, object] = {}
     for name in ("checkpoint_dir", *DIRECT):
         raw = settings.get(name)
@@ -167,7 +174,8 @@ def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
                                f"{why}; drop base_output_directory from --command, or use --checkpoint-dir "
                                f"<theirs>/{run}"))
             wants.append(_Want("run_name", run, f"--checkpoint-dir {d}",
-                               f"{why}; drop run_name from --command, or use --checkpoint-dir {base}/<theirs>"))
+                               f"{why}; drop run_name from --command, or use --checkpoint-dir "
+                               f"{base}/<theirs>"))
     for name in DIRECT:
         if name in given:
             wants.append(_Want(name, given[name], f"{flag_name(name)} {given[name]}",
@@ -187,21 +195,23 @@ def _agrees(w: _Want, inv: cmd.Invocation, errors: list[str]) -> bool:
     mine = f"{w.key}={render_value(w.value)}"
     env_name = ENV_PREFIX + w.key.upper()
     if env_name in inv.env:
-        errors.append(f"{w.source}: --command sets {inv.env[env_name].raw}, and MaxText refuses a key set both as "
-                      f"{env_name} and on its command line, where elxpk writes {mine}; drop {env_name}")
+        errors.append(f"{w.source}: --command sets {inv.env[env_name].raw}, and MaxText refuses a key set "
+                      f"both as {env_name} and on its command line, where elxpk writes {mine}; "
+                      f"drop {env_name}")
         return False
     model = inv.value("model_name")
     preset = MODEL_CONFIG_KEYS.get(model or "", {})
-    if w.key in preset and not _same(w.key, preset[w.key], w.value) and not _flag_true(inv, "override_model_config"):
-        errors.append(f"{w.source}: model_name={model} sets {w.key}={preset[w.key]} in its model config, and MaxText "
-                      f"refuses {mine} on top of it; add override_model_config=true to --command")
+    overridden = _flag_true(inv, "override_model_config")
+    if w.key in preset and not _same(w.key, preset[w.key], w.value) and not overridden:
+        errors.append(f"{w.source}: model_name={model} sets {w.key}={preset[w.key]} in its model config, "
+                      f"and MaxText refuses {mine} on top of it; add override_model_config=true to --command")
     word = inv.overrides.get(w.key)
     if word is None:
         return True
     if word.dynamic:
         fix = w.fix.split(", or use")[0]
-        errors.append(f"{w.source}: --command sets {word.raw}, which the shell expands, so elxpk cannot check it "
-                      f"against {mine}{_sep(fix)}{fix}")
+        errors.append(f"{w.source}: --command sets {word.raw}, which the shell expands, so elxpk cannot "
+                      f"check it against {mine}{_sep(fix)}{fix}")
         return False
     try:
         theirs = parse_value(w.key, word.value.split("=", 1)[1])
@@ -209,7 +219,10 @@ def _agrees(w: _Want, inv: cmd.Invocation, errors: list[str]) -> bool:
         theirs = None
     if theirs is not None and _same(w.key, theirs, w.value):
         return False
-    fix = w.fix.replace("<theirs>", str(theirs).rstrip("/")) if theirs is not None else w.fix.split(", or use")[0]
+    if theirs is None:
+        fix = w.fix.split(", or use")[0]
+    else:
+        fix = w.fix.replace("<theirs>", str(theirs).rstrip("/"))
     errors.append(f"{w.source}: --command already sets {word.raw}, but elxpk writes {mine}{_sep(fix)}{fix}")
     return False
 
@@ -265,13 +278,13 @@ def _data_order_warnings(inv: cmd.Invocation) -> list[str]:
     if dataset != "grain" or iterator is not True:
         what = ("grain without grain_use_elastic_iterator=true" if dataset == "grain" else
                 f"dataset_type={dataset}" if dataset is not None else "a dataset_type the shell decides")
-        risk = ("a restore or resize may repeat or skip data: MaxText checkpoints the data position only with "
-                "dataset_type=grain" if dataset != "grain" else
+        risk = ("a restore or resize may repeat or skip data: MaxText checkpoints the data position only "
+                "with dataset_type=grain" if dataset != "grain" else
                 "a resize may repeat or skip data: only grain's elastic iterator restores the data position "
                 "onto another slice count")
         out.append(f"--command reads {what}{config} with elastic training on; {risk}. Add "
                    f"{' '.join(DATA_FIX)} to --command (the elastic iterator also needs packing=false)")
     if iterator is True and _command_value(inv, "packing") is not False:
-        out.append(f"--command sets grain_use_elastic_iterator=true without packing=false{config}; MaxText refuses "
-                   f"that at start-up ({ELASTIC_ITERATOR_PACKING_RULE}); add packing=false")
+        out.append(f"--command sets grain_use_elastic_iterator=true without packing=false{config}; "
+                   f"MaxText refuses that at start-up ({ELASTIC_ITERATOR_PACKING_RULE}); add packing=false")
     return out

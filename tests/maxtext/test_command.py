@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elxpk.maxtext.command import (
     CommandError,
@@ -112,10 +114,13 @@ def test_redirections_pipes_and_background_are_not_arguments():
 
 
 def test_dynamic_words_are_one_word_and_marked():
-    command = f"python3 -m {MODULE} {CFG} run_name=$(date +%s-%N) base_output_directory=\"$BUCKET/x\" steps=`cat n`"
+    command = (f"python3 -m {MODULE} {CFG} run_name=$(date +%s-%N) base_output_directory=\"$BUCKET/x\" "
+               "steps=`cat n` model_name=${MODEL:-qwen3 0.6b}")
     inv = only(command)
     assert inv.overrides["run_name"].raw == "run_name=$(date +%s-%N)"
-    assert all(inv.overrides[k].dynamic for k in ("run_name", "base_output_directory", "steps"))
+    assert inv.overrides["model_name"].raw == "model_name=${MODEL:-qwen3 0.6b}"
+    assert all(inv.overrides[k].dynamic for k in ("run_name", "base_output_directory", "steps", "model_name"))
+    assert not inv.config.dynamic
 
 
 def test_comments_and_line_continuations():
@@ -163,3 +168,35 @@ def test_package_imports_no_jax_kubernetes_or_google():
     out = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True,
                          timeout=60, check=True).stdout.strip()
     assert out == ""
+
+
+# ---- property: splicing changes nothing but the inserted words ------------------------------------------
+
+_plain = st.text(alphabet=st.sampled_from("abcxyz019_-./:"), min_size=1, max_size=8)
+_value = st.one_of(_plain, _plain.map(lambda t: f"'{t} {t}'"), _plain.map(lambda t: f'"{t}"'),
+                   _plain.map(lambda t: f"$X{t.replace('-', '').replace('.', '').replace('/', '').replace(':', '')}"))
+_override = st.tuples(st.sampled_from(["steps", "run_name", "dataset_type", "packing"]), _value).map("=".join)
+_space = st.sampled_from([" ", "  ", "\t", " \\\n  "])
+_chain = st.sampled_from(["", "cd /app && ", "export A=1; ", "JAX_X=1 "])
+_tail = st.sampled_from(["", " && echo done", " 2>&1 | tee log", " > out &", " # note=1"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(_chain, _space, st.lists(_override, max_size=4), _tail,
+       st.lists(st.tuples(st.sampled_from(["a", "b_c", "run_name"]), _plain), min_size=1, max_size=3))
+def test_splicing_keeps_the_rest_of_the_command_and_adds_exactly_the_tokens(prefix, sep, extra, tail, new):
+    command = prefix + sep.join(["python3", "-m", MODULE, CFG, *extra]) + tail
+    before = only(command)
+    tokens = [f"{k}={v} x" for k, v in new]
+    out = spliced(command, tokens)
+    added = out[before.insert_at:len(out) - (len(command) - before.insert_at)]
+    assert out[:before.insert_at] == command[:before.insert_at]
+    assert out[before.insert_at + len(added):] == command[before.insert_at:]
+    assert shlex.split(added) == tokens
+    after = only(out)
+    for key, word in before.overrides.items():
+        if key not in dict(new):
+            assert after.overrides[key].raw == word.raw
+    for k, v in dict(new).items():  # a key given twice: the later word wins, as in MaxText
+        if k not in before.overrides:
+            assert after.value(k) == f"{v} x"
