@@ -62,7 +62,7 @@ def bare_loop(cfg, steps: int) -> tuple[float, list[float]]:
 
     backend = SimulatedSlices(cfg.num_slices, cfg.devices_per_slice, FaultSchedule(), SystemClock())
     mesh = meshlib.build_mesh(backend.slice_devices(), [0, 1])
-    cache = steplib.StepCache(cfg)
+    cache = steplib.StepCache(cfg, SystemClock())
     compiled, _ = cache.get(mesh)
     state = cache.init_state(mesh)
     data = ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)

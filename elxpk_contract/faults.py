@@ -40,6 +40,15 @@ class Fault:
     revive_at_step: int | None
     spec: str
 
+    def strikes(self, point: str, step: int) -> bool:
+        """Whether this fault fires at injection point `point` of step `step`: a save fault at the first
+        commit at or after its step, a restore fault at the next restore, the others at their step."""
+        if self.point != point:
+            return False
+        if self.step is None:  # restore
+            return True
+        return step >= self.step if point == "save" else step == self.step
+
 
 @dataclass(frozen=True)
 class FaultSchedule:

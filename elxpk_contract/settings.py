@@ -230,6 +230,11 @@ class TrainerConfig:
         return lcm(*(n * devices_per_slice for n in self.slice_counts()))
 
     @property
+    def checkpoint_path(self) -> str:
+        """`checkpoint_dir` as resolved (RUN_DIR/checkpoints unless given): never None after __init__."""
+        return self.checkpoint_dir if self.checkpoint_dir is not None else str(Path(self.run_dir) / "checkpoints")
+
+    @property
     def resize_enabled(self) -> bool:
         return self.elastic_min_slice_count != -1 and self.elastic_min_slice_count < self.num_slices
 

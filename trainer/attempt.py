@@ -6,8 +6,8 @@ same process, and a cold start after a group restart calls it once: both restore
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,13 +17,21 @@ from trainer.checkpoint import CheckpointStore
 from trainer.metrics import loss_hex
 from trainer.optim import learning_rate
 
+if TYPE_CHECKING:
+    from elxpk_contract.settings import TrainerConfig
+    from trainer.clock import Clock
+    from trainer.data import DataSource
+    from trainer.elastic import ElasticPolicy
+    from trainer.metrics import RunRecorder
+    from trainer.slices import SliceBackend
+
 
 class ScaleUpSignal(Exception):
     """A lost slice is back (resize mode): the current step is checkpointed, restart at full width."""
 
 
-@dataclass
-class Recovery:
+@dataclass(frozen=True)
+class AttemptRecovery:
     """Why this attempt starts: a failure or a scale-up, and when it was noticed."""
 
     reason: str  # "failure" or "scale_up"
@@ -32,14 +40,16 @@ class Recovery:
 
 @dataclass
 class AttemptContext:
-    """What survives between attempts: config, backend, recorder, clock, data source, compiled steps."""
+    """What survives between attempts: config, backend, recorder, clock, data source, compiled steps, and
+    the elastic policy that decides when to resize."""
 
-    cfg: object
-    backend: object
-    recorder: object
-    clock: object
-    dataset: object
+    cfg: TrainerConfig
+    backend: SliceBackend
+    recorder: RunRecorder
+    clock: Clock
+    dataset: DataSource
     steps: steplib.StepCache
+    policy: ElasticPolicy
     current_step: int = 0
     latest_committed: int | None = None
     last_losses: dict[int, str] = field(default_factory=dict)
@@ -49,17 +59,17 @@ class AttemptContext:
 @dataclass
 class AttemptResult:
     final_step: int
-    params: dict  # host numpy copies: the device arrays are deleted when the attempt ends
+    params: dict[str, Any]  # host numpy copies: the device arrays are deleted when the attempt ends
 
 
-def _scalar(value: int, mesh):
+def _scalar(value: int, mesh: Any) -> Any:
     import jax
 
     arr = np.int32(value)
     return jax.make_array_from_callback((), meshlib.replicated(mesh), lambda _: arr)
 
 
-def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | None) -> AttemptResult:
+def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecovery | None) -> AttemptResult:
     import jax
 
     cfg, backend, rec = ctx.cfg, ctx.backend, ctx.recorder
@@ -68,7 +78,8 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
     def fault_hook(point: str, step: int) -> None:
         backend.fault_point(point, step, active)
 
-    store = CheckpointStore(cfg, fault_hook=fault_hook, recorder=rec, primary=backend.process_index == 0)
+    store = CheckpointStore(cfg, fault_hook=fault_hook, recorder=rec, clock=ctx.clock,
+                            primary=backend.process_index == 0)
     state = tokens = None
     ok = False
     try:
@@ -90,19 +101,20 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: Recovery | Non
         for step in range(start, cfg.steps):
             ctx.current_step = step
             backend.fault_point("step", step, active)
-            if cfg.resize_enabled and len(active) < backend.num_slices and backend.revived(active):
+            returning = ctx.policy.scale_up_ready(backend, active)
+            if returning:
                 _checkpoint_for_scale_up(store, step, state, ctx)
-                rec.event("scale_up", step, slices=list(active), returning=backend.revived(active))
+                rec.event("scale_up", step, slices=list(active), returning=returning)
                 raise ScaleUpSignal()
             batch = ctx.dataset.next_batch()
             backend.fault_point("data", step, active)
             tokens = meshlib.put_batch(batch.tokens, mesh)
-            started = time.perf_counter()
+            started = ctx.clock.monotonic()
             state, loss = compiled.executable(state, tokens, _scalar(step, mesh))
             # Sync on every step: unsynced CPU collectives can deadlock (testing notes 2b).
             loss = float(loss.addressable_data(0))
-            elapsed = time.perf_counter() - started
-            record = {
+            elapsed = ctx.clock.monotonic() - started
+            record: dict[str, Any] = {
                 "step": step,
                 "loss": loss_hex(loss),
                 "lr": learning_rate(step, cfg.learning_rate, cfg.warmup_steps, cfg.decay_steps),
@@ -145,7 +157,7 @@ def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:
         ctx.latest_committed = store.latest_valid
 
 
-def _checkpoint_for_scale_up(store: CheckpointStore, step: int, state, ctx: AttemptContext) -> None:
+def _checkpoint_for_scale_up(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext) -> None:
     """Commit the current step before restarting wider, so the scale-up rewinds nothing."""
     if not store.has(step):
         store.save(step, state, ctx.dataset.get_state())

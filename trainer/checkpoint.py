@@ -16,11 +16,13 @@ The checkpoint directory may be local or `gs://...`: every file operation on it 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
+from typing import Any
 
 from elxpk_contract.errors import UsageError
+from elxpk_contract.settings import TrainerConfig
 from trainer import ckpt_storage, digest
+from trainer.clock import Clock
 
 COMMIT_TIMEOUT_S = 600  # bounds every wait on the background writer
 
@@ -28,9 +30,11 @@ COMMIT_TIMEOUT_S = 600  # bounds every wait on the background writer
 class CheckpointStore:
     """Saves and restores one run's checkpoints for the duration of one attempt."""
 
-    def __init__(self, cfg, *, fault_hook: Callable[[str, int], None], recorder, primary: bool = True):
+    def __init__(self, cfg: TrainerConfig, *, fault_hook: Callable[[str, int], None], recorder: Any, clock: Clock,
+                 primary: bool = True) -> None:
         self._cfg = cfg
-        self.directory = ckpt_storage.checkpoint_root(cfg.checkpoint_dir)  # orbax (OCDBT) needs absolute paths
+        self._clock = clock
+        self.directory = ckpt_storage.checkpoint_root(cfg.checkpoint_path)  # orbax (OCDBT) needs absolute paths
         self._fault_hook = fault_hook
         self._recorder = recorder
         self._primary = primary
@@ -83,12 +87,12 @@ class CheckpointStore:
         self.poll(block=True)  # orbax would wait for the previous save anyway; finish its digest first
         meta = {"step": step, "data": data_state, "fingerprint": self._cfg.fingerprint(),
                 "config": self._cfg.fingerprint_fields()}
-        started = time.monotonic()
+        started = self._clock.monotonic()
         with self._lock:
             self._pending = (step, started)
         args = ocp.args.Composite(state=ocp.args.PyTreeSave(state), meta=ocp.args.JsonSave(meta))
         saved = self._manager.save(step, args=args)
-        blocking = time.monotonic() - started
+        blocking = self._clock.monotonic() - started
         if not saved:
             with self._lock:
                 self._pending = None
@@ -114,7 +118,7 @@ class CheckpointStore:
             if self._primary:
                 digest.write_digest(self.directory / str(step), step, self._cfg.fingerprint())
             self.latest_valid = step
-            self._recorder.event("checkpoint_committed", step, commit_s=round(time.monotonic() - started, 6))
+            self._recorder.event("checkpoint_committed", step, commit_s=round(self._clock.monotonic() - started, 6))
 
     def has(self, step: int) -> bool:
         with self._lock:
@@ -143,29 +147,40 @@ class CheckpointStore:
         finally:
             self._forget_quarantined()
 
-    def _restore_newest_valid(self, target, ocp):
+    def _restore_newest_valid(self, target: Any, ocp: Any) -> tuple[int, Any, dict] | None:
         for step in sorted(self._manager.all_steps(), reverse=True):
             step_dir = self.directory / str(step)
             reason = digest.verify(step_dir, step)
             if reason is None:
-                self._check_fingerprint(step, digest.read_digest(step_dir))
-                restore_args = ocp.checkpoint_utils.construct_restore_args(target)
-                args = ocp.args.Composite(state=ocp.args.PyTreeRestore(item=target, restore_args=restore_args),
-                                          meta=ocp.args.JsonRestore())
-                try:
-                    restored = self._manager.restore(step, args=args)
-                except Exception as exc:  # noqa: BLE001 - any read failure makes this step unusable
-                    reason = f"orbax could not read it: {str(exc).splitlines()[0][:200]}"
-                    self._manager.close()
-                    self._manager = self._open()  # a failed restore can poison the manager
-                else:
+                self._check_fingerprint(step, digest.read_digest(step_dir) or {})
+                restored, reason = self._restore_step(step, target, ocp)
+                if restored is not None:
                     self._fault_hook("restore", step)
-                    meta = restored["meta"]
                     self.latest_valid = step
-                    return step, restored["state"], meta["data"]
+                    return step, restored["state"], restored["meta"]["data"]
             self._recorder.event("checkpoint_skipped", step, reason=reason)
             self._quarantine(step, reason)
         return None
+
+    def _restore_step(self, step: int, target: Any, ocp: Any) -> tuple[dict | None, str]:
+        """(the restored items, "") or (None, why the step cannot be resumed)."""
+        restore_args = ocp.checkpoint_utils.construct_restore_args(target)
+        args = ocp.args.Composite(state=ocp.args.PyTreeRestore(item=target, restore_args=restore_args),
+                                  meta=ocp.args.JsonRestore())
+        try:
+            restored = self._manager.restore(step, args=args)
+        except Exception as exc:  # noqa: BLE001 - any read failure makes this step unusable
+            self._manager.close()
+            self._manager = self._open()  # a failed restore can poison the manager
+            return None, f"orbax could not read it: {str(exc).splitlines()[0][:200]}"
+        problem = _meta_problem(restored["meta"], step)
+        if problem is None:
+            return restored, ""
+        import jax
+
+        for leaf in jax.tree.leaves(restored["state"]):  # the arrays are on the devices: free them now
+            leaf.delete()
+        return None, problem
 
     def _check_fingerprint(self, step: int, found: dict) -> None:
         want = self._cfg.fingerprint()
@@ -179,7 +194,7 @@ class CheckpointStore:
     def _quarantine(self, step: int, reason: str) -> None:
         if not self._primary:
             return
-        ckpt_storage.quarantine(self.directory, step, reason)
+        ckpt_storage.quarantine(self.directory, step, reason, now_ms=int(self._clock.time() * 1000))
 
     def _forget_quarantined(self) -> None:
         """Every process re-lists the steps once the primary has moved the bad ones away; a process
@@ -191,6 +206,19 @@ class CheckpointStore:
 
             multihost_utils.sync_global_devices("elxpk-checkpoint-quarantine")
         self._manager.reload()
+
+
+def _meta_problem(meta: object, step: int) -> str | None:
+    """Why the restored `meta` item cannot resume step `step`: it must be the record save() wrote for it.
+
+    A step directory that was renamed or copied under another number (digest rewritten to match) still
+    records its own step; resuming it would train from the wrong step with the wrong data position."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("data"), dict):
+        return "its metadata item has the wrong shape (no data position)"
+    recorded = meta.get("step")
+    if recorded != step or isinstance(recorded, bool):
+        return f"it records step {recorded!r:.40} but sits in directory {step} (renamed or copied)"
+    return None
 
 
 def _registry():

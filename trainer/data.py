@@ -16,6 +16,7 @@ checks them for exactly-once consumption.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -57,6 +58,16 @@ class SyntheticTokens:
             noise_key = _mix(key + pos * np.uint64(0xD6E8FEB86659FD93))
             noisy = (noise_key % np.uint64(10)) == np.uint64(0)
         return np.where(noisy, (noise_key >> np.uint64(8)) % v, clean).astype(np.int32)
+
+
+class DataSource(Protocol):
+    """What the trainer reads batches from (`train(dataset=...)`); ElasticIterator is the real one."""
+
+    def next_batch(self) -> Batch: ...
+
+    def get_state(self) -> dict: ...  # saved in every checkpoint
+
+    def set_state(self, state: dict) -> None: ...  # called on every restore
 
 
 class ElasticIterator:

@@ -53,23 +53,43 @@ def write_digest(step_dir: epath.PathLike, step: int, fingerprint: str) -> None:
 
 
 def read_digest(step_dir: epath.PathLike) -> dict | None:
+    """The digest record, or None when it is missing, unreadable or not of the shape write_digest writes."""
     try:
-        return json.loads((epath.Path(step_dir) / DIGEST_FILE).read_text(encoding="utf-8"))
+        record = json.loads((epath.Path(step_dir) / DIGEST_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return record if shape_problem(record) is None else None
+
+
+def shape_problem(record: object) -> str | None:
+    """Why `record` is not a digest as write_digest writes it (valid JSON can still be anything)."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    kinds = {"version": int, "step": int, "fingerprint": str, "files": dict}
+    for key, kind in kinds.items():
+        if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
+            return f"{key!r} is {record.get(key)!r:.60}, not a {kind.__name__}"
+    for rel, sha in record["files"].items():
+        if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+            return f"files[{rel!r}] is {sha!r:.60}, not a sha256 hex digest"
+    return None
 
 
 def verify(step_dir: epath.PathLike, step: int) -> str | None:
     """None if the step directory matches its digest, else the reason it does not."""
     step_dir = epath.Path(step_dir)
-    digest = read_digest(step_dir)
-    if digest is None:
-        if (step_dir / DIGEST_FILE).exists():
-            return "digest file unreadable"
-        return "no digest: the save was not seen to commit (interrupted, or the digest marker was removed)"
-    if digest.get("version") != _VERSION or digest.get("step") != step:
-        return f"digest belongs to step {digest.get('step')!r}, not {step}"
-    expected: dict = digest.get("files", {})
+    try:
+        record = json.loads((step_dir / DIGEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        if not (step_dir / DIGEST_FILE).exists():
+            return "no digest: the save was not seen to commit (interrupted, or the digest marker was removed)"
+        return "digest file unreadable"
+    problem = shape_problem(record)
+    if problem is not None:
+        return f"digest file has the wrong shape: {problem}"
+    if record["version"] != _VERSION or record["step"] != step:
+        return f"digest belongs to step {record['step']!r} (version {record['version']}), not {step}"
+    expected: dict = record["files"]
     present = _files(step_dir)
     for rel in sorted(expected):
         if rel not in present:

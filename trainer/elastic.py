@@ -21,17 +21,26 @@ from __future__ import annotations
 import gc
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from elxpk_contract.errors import CheckFailed, Timeout, UsageError
-from trainer.attempt import AttemptContext, Recovery, ScaleUpSignal, run_attempt
-from trainer.clock import SystemClock
+from elxpk_contract.settings import TrainerConfig
+from trainer.attempt import AttemptContext, AttemptRecovery, ScaleUpSignal, run_attempt
+from trainer.clock import Clock, SystemClock
 from trainer.faults import FaultSchedule
 from trainer.metrics import RunRecorder
+
+if TYPE_CHECKING:
+    from trainer.data import DataSource
+    from trainer.metrics import Observer
+    from trainer.slices import SliceBackend
 
 SLICE_DOWN = ("DATA_LOSS",)
 MAYBE_SLICE_DOWN = ("DEADLINE_EXCEEDED", "NOT_FOUND", "INTERNAL")
 _STATUS = re.compile(r"^\s*([A-Z_]+):")
+_NO_FAILURE_YET = object()
 
 
 @dataclass
@@ -39,7 +48,7 @@ class TrainResult:
     run_dir: str
     final_step: int
     losses: dict[int, str]  # step -> float.hex of its last execution's loss
-    params: dict  # final parameters as host numpy arrays
+    params: dict[str, Any]  # final parameters as host numpy arrays
     attempts: int
     recoveries: int
     compiles: int
@@ -61,7 +70,65 @@ def classify(error: BaseException) -> str | None:
     return None
 
 
-def wait_for_slices(backend, count: int, poll_s: float, timeout_s: float, clock) -> tuple[list[int], float]:
+@dataclass(frozen=True)
+class Verdict:
+    """The policy's answer to a failed attempt."""
+
+    kind: str | None  # classify()'s; None: not an elastic event, the error propagates unchanged
+    give_up: str | None = None  # why the loop stops retrying (raised as CheckFailed); None: retry
+
+
+class ElasticPolicy:
+    """Every decision of the elastic loop, from the settings: how many slices an attempt waits for (all of
+    them, or at least k when resizing) and for how long, when a resized run scales back up, and whether a
+    failed attempt is retried (elastic at all, retry budget, no-progress guard)."""
+
+    def __init__(self, cfg: TrainerConfig, *, in_process_retry: bool = True) -> None:
+        self.retries = cfg.elastic_enabled and in_process_retry
+        self.min_slices = cfg.min_slices  # num_slices with -1 (pause and resume), else k (resize)
+        self.resize = cfg.resize_enabled
+        self.max_attempts = cfg.elastic_max_retries
+        self.timeout_s = float(cfg.elastic_timeout_seconds)
+        self.poll_s = cfg.elastic_poll_seconds
+        self._committed_at_last_failure: object = _NO_FAILURE_YET
+
+    def wait_for_slices(self, backend: SliceBackend, clock: Clock) -> tuple[list[int], float]:
+        """The healthy slices once enough are healthy, and how long that took; Timeout when the wait would
+        pass the deadline (predictive, like pathwaysutils': it never sleeps past it)."""
+        return wait_for_slices(backend, self.min_slices, self.poll_s, self.timeout_s, clock)
+
+    def scale_up_ready(self, backend: SliceBackend, active: Sequence[int]) -> list[int]:
+        """Slices back while a resized run trains on fewer: the run should restart wider. Asks the backend
+        only while degraded (on Pathways that is a probe)."""
+        if not self.resize or len(active) >= backend.num_slices:
+            return []
+        return backend.revived(active)
+
+    def judge(self, error: BaseException, attempt: int, latest_committed: int | None) -> Verdict:
+        """Whether attempt number `attempt` (1-based), failed with `error`, is retried. A status that may or
+        may not be a slice loss is retried only if a checkpoint committed since the previous failure, so a
+        deterministic error is not retried until the budget runs out."""
+        kind = classify(error) if self.retries else None
+        if kind is None:
+            return Verdict(None)
+        progressed = latest_committed != self._committed_at_last_failure
+        self._committed_at_last_failure = latest_committed
+        first_line = _first_line(error)
+        if kind == "maybe_slice_down" and not progressed:
+            return Verdict(kind, f"elastic: {first_line!r} again with no new checkpoint since the previous "
+                                 "failure; not retrying what looks like a deterministic error")
+        if attempt >= self.max_attempts:
+            return Verdict(kind, f"elastic: attempt {attempt} of {self.max_attempts} failed ({first_line}); "
+                                 "retry budget exhausted (raise --elastic-max-retries)")
+        return Verdict(kind)
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).splitlines() or [""])[0][:300]
+
+
+def wait_for_slices(backend: SliceBackend, count: int, poll_s: float, timeout_s: float,
+                    clock: Clock) -> tuple[list[int], float]:
     """Healthy slices once at least `count` are healthy, and how long that took."""
     start = clock.monotonic()
     while True:
@@ -78,8 +145,9 @@ def wait_for_slices(backend, count: int, poll_s: float, timeout_s: float, clock)
         clock.sleep(poll_s)
 
 
-def train(cfg, *, faults: FaultSchedule | None = None, observer=None, dataset=None, clock=None,
-          backend=None) -> TrainResult:
+def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: Observer | None = None,
+          dataset: DataSource | None = None, clock: Clock | None = None,
+          backend: SliceBackend | None = None) -> TrainResult:
     """Train `cfg.steps` steps, surviving slice losses when `cfg.elastic_enabled`."""
     from trainer import step as steplib
     from trainer.data import ElasticIterator, SyntheticTokens
@@ -99,7 +167,8 @@ def train(cfg, *, faults: FaultSchedule | None = None, observer=None, dataset=No
         raise
     recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
     dataset = dataset or ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
-    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg))
+    policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
+    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock), policy)
     quiet = _QuietExpectedErrors()
     logging.getLogger("absl").addFilter(quiet)
     try:
@@ -120,7 +189,7 @@ def train(cfg, *, faults: FaultSchedule | None = None, observer=None, dataset=No
         backend.close()
 
 
-def fit_to_backend(cfg, backend):
+def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:
     """The config on the backend's real topology. Pathways and a TPU cluster decide the devices per
     slice (not --devices-per-slice); the global batch is checked against them here, before anything is
     written."""
@@ -132,7 +201,7 @@ def fit_to_backend(cfg, backend):
     return cfg.on_hardware(backend.num_slices, devices_per_slice(backend.slice_devices()), where)
 
 
-def _process_count(cfg) -> int:
+def _process_count(cfg: TrainerConfig) -> int:
     if cfg.slice_backend != "multi-controller":
         return 1
     import jax
@@ -141,53 +210,40 @@ def _process_count(cfg) -> int:
 
 
 def _retry_loop(ctx: AttemptContext) -> TrainResult:
-    cfg, backend, rec, clock = ctx.cfg, ctx.backend, ctx.recorder, ctx.clock
+    cfg, backend, rec, clock, policy = ctx.cfg, ctx.backend, ctx.recorder, ctx.clock, ctx.policy
     attempt, recoveries = 1, 0
-    recovery: Recovery | None = None
-    committed_at_last_failure: int | None = -1  # -1: no failure yet
+    recovery: AttemptRecovery | None = None
     while True:
         if recovery is not None:
             # The failed attempt's frames sit in a cycle with its exception; free their arrays now,
             # before the next attempt allocates (pathwaysutils leaves this to the caller).
             gc.collect()
-        active, waited = wait_for_slices(backend, cfg.min_slices, cfg.elastic_poll_seconds,
-                                         cfg.elastic_timeout_seconds, clock)
+        active, waited = policy.wait_for_slices(backend, clock)
         rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)
         try:
             result = run_attempt(ctx, active, recovery)
             return TrainResult(cfg.run_dir, result.final_step, dict(ctx.last_losses), result.params, attempt,
                                recoveries, ctx.steps.compiles, list(ctx.blocking_s))
         except ScaleUpSignal:
-            recovery = Recovery("scale_up", clock.monotonic())
+            recovery = AttemptRecovery("scale_up", clock.monotonic())
             recoveries += 1
             continue
         except Exception as error:
-            kind = classify(error) if cfg.elastic_enabled and backend.in_process_retry else None
-            if kind is None:
+            verdict = policy.judge(error, attempt, ctx.latest_committed)
+            if verdict.kind is None:
                 raise
-            first_line = str(error).splitlines()[0][:300]
             detected, detected_at = clock.monotonic(), clock.time()
-            details = {"error": first_line, "kind": kind, "attempt": attempt}
-            if kind == "maybe_slice_down":
+            details: dict[str, Any] = {"error": _first_line(error), "kind": verdict.kind, "attempt": attempt}
+            if verdict.kind == "maybe_slice_down":
                 details["warning"] = "this status may or may not mean a slice is down"
             # Which slices: on Pathways this probes them, so the event keeps the time of the detection.
             rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=backend.lost_slices(active),
                       **details)
-            progressed = committed_at_last_failure == -1 or ctx.latest_committed != committed_at_last_failure
-            committed_at_last_failure = ctx.latest_committed
-            if kind == "maybe_slice_down" and not progressed:
-                raise CheckFailed(
-                    f"elastic: {first_line!r} again with no new checkpoint since the previous failure; "
-                    "not retrying what looks like a deterministic error"
-                ) from error
-            if attempt >= cfg.elastic_max_retries:
-                raise CheckFailed(
-                    f"elastic: attempt {attempt} of {cfg.elastic_max_retries} failed ({first_line}); "
-                    "retry budget exhausted (raise --elastic-max-retries)"
-                ) from error
+            if verdict.give_up is not None:
+                raise CheckFailed(verdict.give_up) from error
             attempt += 1
             recoveries += 1
-            recovery = Recovery("failure", detected)
+            recovery = AttemptRecovery("failure", detected)
 
 
 class _QuietExpectedErrors(logging.Filter):

@@ -17,8 +17,11 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from trainer.faults import Fault, FaultSchedule
+from elxpk_contract.settings import TrainerConfig
+from trainer.clock import Clock
+from trainer.faults import FaultSchedule
 
 
 class SliceBackend:
@@ -26,7 +29,7 @@ class SliceBackend:
     process_index: int = 0
     in_process_retry = True  # False where a slice loss ends the process (multi-controller)
 
-    def slice_devices(self) -> dict[int, list]:
+    def slice_devices(self) -> dict[int, list[Any]]:
         raise NotImplementedError
 
     def healthy_slices(self) -> list[int]:
@@ -47,7 +50,7 @@ class SliceBackend:
         pass
 
 
-def _probe(devices: Sequence) -> bool:
+def _probe(devices: Sequence[Any]) -> bool:
     """pathwaysutils' health check: x + 1 on every device of the slice must give 100."""
     import jax
     import numpy as np
@@ -56,7 +59,7 @@ def _probe(devices: Sequence) -> bool:
     return all(float(v) == 100.0 for v in values)
 
 
-def slice_down_error(message: str):
+def slice_down_error(message: str) -> Exception:
     import jax
 
     return jax.errors.JaxRuntimeError(f"DATA_LOSS: {message}")
@@ -65,7 +68,7 @@ def slice_down_error(message: str):
 class SimulatedSlices(SliceBackend):
     """CPU virtual devices in `num_slices` groups, with scheduled deaths and revivals."""
 
-    def __init__(self, num_slices: int, devices_per_slice: int, faults: FaultSchedule, clock) -> None:
+    def __init__(self, num_slices: int, devices_per_slice: int, faults: FaultSchedule, clock: Clock) -> None:
         import jax
 
         devices = jax.devices()
@@ -85,7 +88,7 @@ class SimulatedSlices(SliceBackend):
         self.kills: list[tuple[int, str]] = []
         self._last_lost: list[int] = []
 
-    def slice_devices(self) -> dict[int, list]:
+    def slice_devices(self) -> dict[int, list[Any]]:
         return dict(self._devices)
 
     def _revive_due(self, step: int | None) -> None:
@@ -113,22 +116,13 @@ class SimulatedSlices(SliceBackend):
             lost, self._last_lost = self._last_lost, []
         return [s for s in lost if s in active]
 
-    def _matches(self, fault: Fault, point: str, step: int) -> bool:
-        if fault.point != point:
-            return False
-        if point == "restore":
-            return True
-        if point == "save":
-            return step >= fault.step
-        return step == fault.step
-
     def fault_point(self, point: str, step: int, active: Sequence[int]) -> None:
         fired: set[int] = set()
         with self._lock:
             if point == "step":
                 self._revive_due(step)
             for i, fault in enumerate(self._faults.faults):
-                if i in self._fired or not self._matches(fault, point, step):
+                if i in self._fired or not fault.strikes(point, step):
                     continue
                 self._fired.add(i)
                 revive_after = self._faults.revive_after
@@ -152,16 +146,17 @@ class PathwaysSlices(SliceBackend):
 
     PROBE_INTERVAL_S = 10.0  # pathwaysutils' default poll interval
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
         import jax
         from pathwaysutils.elastic import elastic
 
         self._elastic = elastic
+        self._clock = clock
         self._next_probe = 0.0
         self._devices = {s: list(d) for s, d in elastic.get_slice_to_devices(tuple(jax.devices())).items()}
         self.num_slices = len(self._devices)
 
-    def slice_devices(self) -> dict[int, list]:
+    def slice_devices(self) -> dict[int, list[Any]]:
         return dict(self._devices)
 
     def healthy_slices(self) -> list[int]:
@@ -169,9 +164,7 @@ class PathwaysSlices(SliceBackend):
 
     def revived(self, active: Sequence[int]) -> list[int]:
         # Asked at every step while degraded: probe the missing slices at most every PROBE_INTERVAL_S.
-        import time
-
-        now = time.monotonic()
+        now = self._clock.monotonic()
         if now < self._next_probe:
             return []
         self._next_probe = now + self.PROBE_INTERVAL_S
@@ -192,7 +185,7 @@ class MultiControllerSlices(SliceBackend):
     KILLED_EXIT_CODE = 137  # what a SIGKILLed process reports, so supervisors treat both alike
     in_process_retry = False
 
-    def __init__(self, cfg, faults: FaultSchedule) -> None:
+    def __init__(self, cfg: TrainerConfig, faults: FaultSchedule) -> None:
         import jax
 
         from elxpk_contract.errors import UsageError
@@ -230,7 +223,7 @@ class MultiControllerSlices(SliceBackend):
         self._fired_dir = Path(cfg.run_dir) / ".faults-fired"
         self._fired_before = {i for i in range(len(faults.faults)) if (self._fired_dir / str(i)).exists()}
 
-    def slice_devices(self) -> dict[int, list]:
+    def slice_devices(self) -> dict[int, list[Any]]:
         return dict(self._devices)
 
     def healthy_slices(self) -> list[int]:
@@ -240,8 +233,7 @@ class MultiControllerSlices(SliceBackend):
         for i, fault in enumerate(self._faults.faults):
             if fault.slice != self.slice_index or i in self._fired_before:
                 continue
-            if fault.point == point and (point == "restore" or (point == "save" and step >= fault.step)
-                                          or step == fault.step):
+            if fault.strikes(point, step):
                 self._fired_dir.mkdir(parents=True, exist_ok=True)
                 (self._fired_dir / str(i)).write_text(fault.spec + "\n", encoding="utf-8")
                 os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
@@ -252,9 +244,9 @@ class MultiControllerSlices(SliceBackend):
         jax.distributed.shutdown()
 
 
-def make_backend(cfg, faults: FaultSchedule, clock) -> SliceBackend:
+def make_backend(cfg: TrainerConfig, faults: FaultSchedule, clock: Clock) -> SliceBackend:
     if cfg.slice_backend == "simulated":
         return SimulatedSlices(cfg.num_slices, cfg.devices_per_slice, faults, clock)
     if cfg.slice_backend == "pathways":
-        return PathwaysSlices()
+        return PathwaysSlices(clock)
     return MultiControllerSlices(cfg, faults)

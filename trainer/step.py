@@ -8,9 +8,10 @@ model/optimizer fingerprint and the mesh's devices, so it also serves repeated t
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +20,10 @@ import numpy as np
 from trainer import mesh as meshlib
 from trainer.model import ModelShape, init_params, loss_fn
 from trainer.optim import make_optimizer
+
+if TYPE_CHECKING:
+    from elxpk_contract.settings import TrainerConfig
+    from trainer.clock import Clock
 
 _INIT_STREAM = 0x1417  # the numpy stream of initial weights, apart from everything else seeded
 _CACHE_SIZE = 8  # executables kept per process (each mesh of each model shape is one)
@@ -72,15 +77,16 @@ def place(host_state: dict, mesh) -> dict:
 
 @dataclass
 class Compiled:
-    executable: object
+    executable: Callable[..., Any]  # (state, tokens, step) -> (state, loss)
     compile_s: float
 
 
 class StepCache:
     """Hands out the compiled step for a mesh; counts the compiles one train() call caused."""
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg: TrainerConfig, clock: Clock) -> None:
         self._cfg = cfg
+        self._clock = clock
         self._fingerprint = cfg.fingerprint()
         self.compiles = 0
 
@@ -98,10 +104,10 @@ class StepCache:
         tokens = jax.ShapeDtypeStruct((cfg.global_batch, cfg.seq_len + 1), jnp.int32,
                                       sharding=meshlib.batch_sharded(mesh))
         step = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
-        started = time.perf_counter()
+        started = self._clock.monotonic()
         jitted = jax.jit(make_step_fn(cfg), in_shardings=(rep, meshlib.batch_sharded(mesh), rep),
                          out_shardings=(rep, rep))
-        compiled = Compiled(jitted.lower(state, tokens, step).compile(), time.perf_counter() - started)
+        compiled = Compiled(jitted.lower(state, tokens, step).compile(), self._clock.monotonic() - started)
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:
             _EXECUTABLES.popitem(last=False)

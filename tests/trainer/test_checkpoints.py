@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from elxpk.errors import UsageError
+from elxpk_contract.errors import UsageError
 from tests.support.runs import STEPS, load_run, tiny_config
 
 
@@ -48,10 +49,26 @@ def _remove_marker(step_dir: Path) -> None:
     (step_dir / "elxpk_digest.json").unlink()
 
 
+def _reshape_digest(change):
+    """Rewrite the digest as valid JSON of the wrong shape: `change` maps the record to what is written."""
+    def corrupt(step_dir: Path) -> None:
+        path = step_dir / "elxpk_digest.json"
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+    return corrupt
+
+
 @pytest.mark.parametrize("corrupt, reason", [
     (_truncate, "file changed"),
     (_flip_byte, "file changed"),
     (_remove_marker, "no digest"),
+    (_reshape_digest(lambda d: [d]), "digest file has the wrong shape: a JSON list, not an object"),
+    (_reshape_digest(lambda d: {**d, "files": sorted(d["files"])}),
+     "digest file has the wrong shape: 'files' is ["),
+    (_reshape_digest(lambda d: {**d, "files": dict.fromkeys(d["files"], 1)}),
+     "digest file has the wrong shape: files["),
+    (_reshape_digest(lambda d: {**d, "step": str(d["step"])}), "digest file has the wrong shape: 'step' is '16'"),
+    (_reshape_digest(lambda d: {k: v for k, v in d.items() if k != "fingerprint"}),
+     "digest file has the wrong shape: 'fingerprint' is None, not a str"),
 ])
 def test_corrupt_latest_checkpoint_is_skipped_and_the_previous_restored(
         reference_run, tmp_path, corrupt, reason):
@@ -77,3 +94,29 @@ def test_checkpoint_of_another_configuration_is_a_clear_error(reference_run, tmp
     with pytest.raises(UsageError, match="written by a different configuration"):
         train(tiny_config(tmp_path, seed=8))
     assert (tmp_path / "checkpoints" / str(STEPS)).is_dir()  # nothing was moved or deleted
+
+
+def test_checkpoint_recording_another_step_than_its_directory_is_skipped(reference_run, tmp_path):
+    """A step directory copied under a newer number, with a digest rewritten to match, still records its own
+    step in its metadata: resuming it would start at the wrong step with the wrong data position."""
+    from trainer import digest
+    from trainer.elastic import train
+
+    root = tmp_path / "checkpoints"
+    shutil.copytree(reference_run.run_dir / "checkpoints", root)
+    fake = STEPS + 4
+    shutil.copytree(root / str(STEPS), root / str(fake))
+    (root / str(fake) / "elxpk_digest.json").unlink()
+    cfg = tiny_config(tmp_path, steps=fake)
+    digest.write_digest(root / str(fake), fake, cfg.fingerprint())
+    assert digest.verify(root / str(fake), fake) is None  # the digest alone cannot tell
+    run = load_run(cfg, train(cfg), tmp_path)
+    (skipped,) = run.events_named("checkpoint_skipped")
+    assert skipped["step"] == fake
+    assert skipped["reason"] == f"it records step {STEPS} but sits in directory {fake} (renamed or copied)"
+    assert run.events_named("restore_done")[0]["step"] == STEPS
+    assert [r["step"] for r in run.metrics] == list(range(STEPS, fake))  # no step was skipped
+    assert run.metrics[0]["examples"][0] == STEPS * cfg.global_batch  # the data position of step 16
+    (moved,) = (tmp_path / "checkpoints-quarantine").iterdir()
+    assert moved.name.startswith(f"{fake}-")
+    assert (moved / "elxpk_skip_reason.txt").read_text().strip() == skipped["reason"]

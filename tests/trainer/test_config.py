@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elxpk.errors import UsageError
+from elxpk_contract.errors import UsageError
 from trainer.config import TrainerConfig
 
 

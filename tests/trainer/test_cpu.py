@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from elxpk.errors import UsageError
+from elxpk_contract.errors import UsageError
 from trainer.cpu import ensure_devices
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import pytest
 
-from elxpk.errors import CheckFailed, Timeout
+from elxpk_contract.errors import CheckFailed, Timeout
 from tests.support.runs import read_jsonl, tiny_config
 from trainer.data import ElasticIterator, SyntheticTokens
 from trainer.elastic import classify, train

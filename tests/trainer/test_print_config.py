@@ -95,8 +95,9 @@ def test_launcher_side_check_gives_the_trainers_message(name, raw, message):
 
 
 def test_a_closed_stdout_is_a_one_line_error():
-    done = subprocess.run([sys.executable, "-m", "trainer", "--print-config"], cwd=ROOT, stderr=subprocess.PIPE,
-                          text=True, timeout=120, preexec_fn=lambda: os.close(1))
+    # The shell closes the trainer's stdout (`>&-`); a preexec_fn would fork this jax-threaded process.
+    done = subprocess.run(["sh", "-c", 'exec "$0" -m trainer --print-config >&-', sys.executable], cwd=ROOT,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.splitlines() == ["error: --print-config: cannot write the configuration to standard "
                                         "output: standard output is closed"]

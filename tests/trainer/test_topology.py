@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from elxpk.errors import UsageError
+from elxpk_contract.errors import UsageError
 from trainer.config import TrainerConfig
 from trainer.topology import TopologyError, devices_per_slice, group_slices, slice_of_process
 
