@@ -11,6 +11,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from elxpk.admission import require_admissible
+from elxpk.admission.names import pathways_subdomain
 from elxpk.errors import ElxpkError
 from elxpk.manifest import Manifest, parse_documents
 from elxpk.spec import WorkloadSpec
@@ -59,12 +61,14 @@ def render(spec: WorkloadSpec) -> Manifest:
     """The manifest for `spec`: a Pathways JobSet, or a multi-controller JobSet with `--no-pathways`."""
     name = "pathways.yaml.j2" if spec.pathways else "multi_controller.yaml.j2"
     env, command = container_env(spec), command_argv(spec)
-    text = _template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command)
+    subdomain = pathways_subdomain(spec.workload) if spec.pathways else None  # see elxpk/admission/names.py
+    text = _template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command, subdomain=subdomain)
     try:
         objects = parse_documents(text)
     except Exception as exc:  # a template bug, not bad input: the spec was validated
         raise ElxpkError(f"internal error: {name} rendered invalid YAML ({exc}); please report it") from exc
     _check(objects, spec, env, command)
+    require_admissible(objects)  # a validated spec must render what the cluster admits
     return Manifest(objects=objects, text=text)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.errors import UsageError
 from elxpk.spec import (
@@ -182,6 +183,7 @@ class FlagChecker:
         fields.update(self.shape())
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
+        self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
         fields.update(self.trainer_settings(fields["num_slices"], fields["elastic_slices"],  # type: ignore[arg-type]
                                             fields["max_slice_restarts"]))
         fields.update(self.outputs())
@@ -195,9 +197,9 @@ class FlagChecker:
         workload = self.text("workload", "--workload") or ""
         if not workload:
             err("--workload: required; name the workload, e.g. --workload my-run-1")
-        elif len(workload) > 40 or not _WORKLOAD_NAME.match(workload):
-            err(f"--workload {workload!r}: use at most 40 characters of a-z, 0-9 and '-', starting with a "
-                f"letter and ending with a letter or digit (e.g. my-run-1)")
+        elif not _WORKLOAD_NAME.fullmatch(workload):  # its length limit depends on the shape: build()
+            err(f"--workload {workload!r}: use a-z, 0-9 and '-', starting with a letter and ending with a "
+                f"letter or digit (e.g. my-run-1)")
         tpu = None
         tpu_name = self.text("tpu_type", "--tpu-type")
         if not tpu_name:

@@ -1,8 +1,7 @@
 """Process-wide test environment. Set before anything imports jax or google.auth.
 
 - 4 virtual CPU devices = 2 simulated slices x 2 devices (the trainer's test topology).
-- Short collective timeouts, so a CPU collective stall aborts in seconds, not minutes
-  (see ../shared/docs/testing-notes.md, section 2b).
+- Short collective timeouts, so a CPU collective stall aborts in seconds, not minutes.
 - NO_GCE_CHECK: google.auth must never probe the metadata server from a test.
 """
 
@@ -25,8 +24,6 @@ os.environ.pop("KUBECONFIG", None)
 import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
-CRDS = SHARED / "crds"
 
 
 @pytest.fixture(scope="session")
@@ -36,9 +33,10 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def crd_dir() -> Path:
-    if not CRDS.is_dir():
-        pytest.fail(f"CRD schemas not found at {CRDS}: tests expect ../shared/crds next to the checkout")
-    return CRDS
+    """The CRDs vendored in the package (elxpk/crds/), as `elxpk workload validate` reads them."""
+    from elxpk.admission.schema import crds_dir
+
+    return crds_dir()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -15,7 +15,7 @@ workload_app = typer.Typer(
     no_args_is_help=True,
 )
 
-_COMMAND_MODULES = ["elxpk.cli.workload_create", "elxpk.cli.workload_ops"]
+_COMMAND_MODULES = ["elxpk.cli.workload_create", "elxpk.cli.workload_ops", "elxpk.cli.workload_validate"]
 # `workload create --dry-run` has a start-up budget, and Typer builds every registered command on each
 # call (~30 ms for the six follow-up verbs), so these two words register only the create module.
 _CREATE_WORDS = {"create", "create-pathways"}

@@ -47,6 +47,9 @@ def test_templates_are_in_the_wheel(installed):
     names = zipfile.ZipFile(wheel).namelist()
     assert "elxpk/templates/pathways.yaml.j2" in names
     assert "elxpk/templates/multi_controller.yaml.j2" in names
+    # `elxpk workload validate` reads the vendored CRDs and their index from the installed package.
+    for crd in ("jobset.x-k8s.io_jobsets.yaml", "pathways-job.pathways.domain_pathwaysjobs.yaml", "jobset-index.json"):
+        assert f"elxpk/crds/{crd}" in names
 
 
 def test_installed_wheel_renders_the_golden(installed, tmp_path):

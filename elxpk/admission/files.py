@@ -1,0 +1,96 @@
+"""`elxpk workload validate FILE...`: the checks a cluster would make on a manifest, offline.
+
+Each YAML document is checked by kind:
+- JobSet: the vendored CRD schema (strict, int32/int64 formats enforced), the admission rules of
+  `elxpk.admission.check_jobset`, and each replicatedJob's template against the core Job and pod schemas;
+- PathwaysJob: its vendored CRD schema and object meta;
+- any other kind the core schemas know (Service, ConfigMap, ...): its core schema (strict) and object meta;
+- anything else is skipped, with a note.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from elxpk.admission.violation import Violation
+from elxpk.errors import UsageError
+
+STDIN = "-"
+
+
+@dataclass
+class Report:
+    """What validating some files found: `lines` are `FILE: PATH: message`, `notes` are for stderr."""
+
+    lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    documents: int = 0
+
+
+def read_documents(name: str) -> list[Any]:
+    """The YAML documents of a file (or stdin for `-`); UsageError (exit 2) when it cannot be read or parsed."""
+    import yaml
+
+    try:
+        if name == STDIN:
+            text = sys.stdin.read()
+        else:
+            with open(name, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise UsageError(f"{name}: cannot read it ({reason}); give a readable YAML file, or - for stdin") from exc
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        documents = list(yaml.load_all(text, Loader=loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(f"{name}: not valid YAML{where} ({problem}); fix the file") from exc
+    return [d for d in documents if d is not None]
+
+
+def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
+    """The violations of one document, and a note when its kind was skipped."""
+    from elxpk import admission
+    from elxpk.admission import core, objectmeta, schema
+
+    if not isinstance(obj, dict):
+        return [Violation("<root>", f"not a Kubernetes object (a YAML {type(obj).__name__})")], None
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not api_version or not kind or not isinstance(api_version, str) or not isinstance(kind, str):
+        return [Violation("<root>", "Required value: apiVersion and kind are required")], None
+    if (api_version, kind) == admission.JOBSET:
+        found = schema.schema_problems(obj) + admission.check_jobset(obj) + core.job_template_core_problems(obj)
+    elif (api_version, kind) in schema.CRDS:
+        found = schema.schema_problems(obj) + objectmeta.object_meta_problems(obj.get("metadata"))
+    else:
+        try:
+            found = core.core_problems(obj)
+        except core.NoSchema:
+            return [], f"{api_version} {kind}: no schema known to elxpk, skipped"
+        found += objectmeta.object_meta_problems(obj.get("metadata"), namespaced=kind != "Namespace")
+    return sorted(set(found), key=lambda v: (v.path, v.message)), None
+
+
+def validate_files(names: list[str]) -> Report:
+    """Check every document of every file. Reads all files first: one unreadable file is exit 2, before
+    anything is reported."""
+    if names.count(STDIN) > 1:
+        raise UsageError("-: stdin can be read once; name it once")
+    loaded = [(name, read_documents(name)) for name in names]
+    report = Report()
+    for name, documents in loaded:
+        if not documents:
+            report.notes.append(f"{name}: no YAML documents, nothing to check")
+        for number, obj in enumerate(documents, start=1):
+            where = name if len(documents) == 1 else f"{name} (document {number})"
+            found, note = document_problems(obj)
+            report.documents += 1
+            if note:
+                report.notes.append(f"{where}: {note}")
+            report.lines += [f"{where}: {violation}" for violation in found]
+    return report

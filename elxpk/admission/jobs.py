@@ -1,0 +1,206 @@
+"""The batch/v1 Job rules for each replicatedJob's template: JobSet admits a JobSet whose Job templates the
+Job API refuses later, and then no pod is ever created (kubernetes-sigs/jobset#422 and #1024;
+GoogleCloudPlatform/ml-auto-solutions#1369, a podFailurePolicy on a restartPolicy OnFailure worker).
+
+From kubernetes/kubernetes `pkg/apis/batch/validation/validation.go` (`validateJobSpec`,
+`validatePodFailurePolicy`, `validatePodReplacementPolicy`) and, for the pod template, the parts of
+`pkg/apis/core/validation/validation.go` (`ValidatePodTemplateSpec`, `validateContainers`,
+`validateInitContainers`, `ValidateVolumes`, `validateVolumeMounts`) that a launcher's manifest can get
+wrong. The core pod schema itself (field types, unknown fields) is checked by `workload validate` with
+kubernetes-validate. Run on the defaulted JobSet (restartPolicy OnFailure when unset).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elxpk.admission import identifiers
+from elxpk.admission.objectmeta import annotation_problems, label_problems
+from elxpk.admission.violation import Violation, join
+
+MAX_PARALLELISM_INDEXED = 100_000  # `maxParallelismForIndexedJob`
+MAX_FAILED_INDEXES = 100_000  # `maxFailedIndexesForIndexedJob`
+MAX_POD_FAILURE_RULES = 20  # `maxPodFailurePolicyRules`
+MAX_EXIT_CODE_VALUES = 255  # `maxPodFailurePolicyOnExitCodesValues`
+POD_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+POD_REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def job_template_problems(jobset: dict) -> list[Violation]:
+    """Every replicatedJob's `template.spec` as a batch/v1 JobSpec, and its pod template."""
+    found = []
+    spec = _dict(jobset.get("spec"))
+    # JobSet adds a volume for each volumeClaimPolicies template (`addVolumes`): mounts may name them.
+    claims = {str(_dict(_dict(t).get("metadata")).get("name")) for policy in _list(spec.get("volumeClaimPolicies"))
+              for t in _list(_dict(policy).get("templates"))}
+    for i, rjob in enumerate(_list(spec.get("replicatedJobs"))):
+        path = join(join("spec.replicatedJobs", i), "template")
+        template = _dict(_dict(rjob).get("template"))
+        found += label_problems(_dict(template.get("metadata")).get("labels"), join(path, "metadata.labels"))
+        found += annotation_problems(_dict(template.get("metadata")).get("annotations"),
+                                     join(path, "metadata.annotations"))
+        found += job_spec_problems(_dict(template.get("spec")), join(path, "spec"), claims)
+    return found
+
+
+def job_spec_problems(spec: dict, path: str, claims: set[str] = frozenset()) -> list[Violation]:
+    """`validateJobSpec`."""
+    found = []
+    for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
+                "backoffLimitPerIndex", "maxFailedIndexes"):
+        value = _int(spec.get(key))
+        if value is not None and value < 0:  # `ValidateNonnegativeField`
+            found.append(Violation(join(path, key), f"Invalid value: {value}: must be greater than or equal to 0"))
+    parallelism, completions = _int(spec.get("parallelism")), _int(spec.get("completions"))
+    per_index, max_failed = spec.get("backoffLimitPerIndex"), _int(spec.get("maxFailedIndexes"))
+    if max_failed is not None and per_index is None:
+        found.append(Violation(join(path, "backoffLimitPerIndex"), "Required value: when maxFailedIndexes is specified"))
+    mode = spec.get("completionMode")
+    if mode is not None and mode not in ("NonIndexed", "Indexed"):
+        found.append(Violation(join(path, "completionMode"), f"Unsupported value: {mode!r}: supported values: "
+                                                             f"\"NonIndexed\", \"Indexed\""))
+    if mode == "Indexed":
+        if completions is None:
+            found.append(Violation(join(path, "completions"), "Required value: when completion mode is Indexed"))
+        if parallelism is not None and parallelism > MAX_PARALLELISM_INDEXED:
+            found.append(Violation(join(path, "parallelism"), f"Invalid value: {parallelism}: must be less than or "
+                                   f"equal to {MAX_PARALLELISM_INDEXED} when completion mode is Indexed"))
+        if completions is not None and max_failed is not None and max_failed > completions:
+            found.append(Violation(join(path, "maxFailedIndexes"), f"Invalid value: {max_failed}: must be less "
+                                                                   f"than or equal to completions"))
+        if max_failed is not None and max_failed > MAX_FAILED_INDEXES:
+            found.append(Violation(join(path, "maxFailedIndexes"), f"Invalid value: {max_failed}: must be less "
+                                                                   f"than or equal to {MAX_FAILED_INDEXES}"))
+    else:
+        for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
+            if spec.get(key) is not None:
+                found.append(Violation(join(path, key), f"Invalid value: {spec[key]}: requires indexed completion "
+                                                        f"mode"))
+    failure_policy = spec.get("podFailurePolicy")
+    pod = _dict(_dict(spec.get("template")).get("spec"))
+    if failure_policy is not None:
+        found += _pod_failure_policy_problems(_dict(failure_policy), spec, pod, join(path, "podFailurePolicy"))
+    if spec.get("successPolicy") is not None and mode != "Indexed":
+        found.append(Violation(join(path, "successPolicy"), "Invalid value: requires indexed completion mode"))
+    replacement = spec.get("podReplacementPolicy")
+    if replacement is not None:
+        allowed = ("Failed",) if failure_policy is not None else POD_REPLACEMENT_POLICIES
+        if replacement not in allowed:
+            found.append(Violation(join(path, "podReplacementPolicy"), f"Unsupported value: {replacement!r}: "
+                                   f"supported values: {', '.join(repr(a) for a in allowed)}"))
+    found += pod_spec_problems(pod, join(path, "template.spec"), claims)
+    restart = pod.get("restartPolicy")
+    restart_path = join(path, "template.spec.restartPolicy")
+    if restart in (None, "", "Always"):
+        found.append(Violation(restart_path, f"Required value: valid values: \"OnFailure\", \"Never\" "
+                                             f"({restart!r} given)"))
+    elif restart not in ("OnFailure", "Never"):
+        found.append(Violation(restart_path, f"Unsupported value: {restart!r}: supported values: \"OnFailure\", "
+                                             f"\"Never\""))
+    elif failure_policy is not None and restart != "Never":
+        found.append(Violation(restart_path, f"Invalid value: {restart!r}: only \"Never\" is supported when "
+                                             f"podFailurePolicy is specified"))
+    return found
+
+
+def _pod_failure_policy_problems(policy: dict, spec: dict, pod: dict, path: str) -> list[Violation]:
+    """`validatePodFailurePolicy` and `validatePodFailurePolicyRule(OnExitCodes)`."""
+    rules = _list(policy.get("rules"))
+    found = []
+    if len(rules) > MAX_POD_FAILURE_RULES:
+        found.append(Violation(join(path, "rules"), f"Too many: {len(rules)}: must have at most "
+                                                    f"{MAX_POD_FAILURE_RULES} items"))
+    names = {_dict(c).get("name") for c in _list(pod.get("containers")) + _list(pod.get("initContainers"))}
+    for i, rule in enumerate(rules):
+        rule, rule_path = _dict(rule), join(join(path, "rules"), i)
+        action = rule.get("action")
+        if not action:
+            found.append(Violation(join(rule_path, "action"), f"Required value: valid values: {POD_FAILURE_ACTIONS}"))
+        elif action == "FailIndex" and spec.get("backoffLimitPerIndex") is None:
+            found.append(Violation(join(rule_path, "action"), "Invalid value: \"FailIndex\": requires the "
+                                                              "backoffLimitPerIndex to be set"))
+        elif action not in POD_FAILURE_ACTIONS:
+            found.append(Violation(join(rule_path, "action"), f"Unsupported value: {action!r}"))
+        exit_codes, conditions = rule.get("onExitCodes"), _list(rule.get("onPodConditions"))
+        if exit_codes is not None and conditions:
+            found.append(Violation(rule_path, "specifying both OnExitCodes and OnPodConditions is not supported"))
+        if exit_codes is None and not conditions:
+            found.append(Violation(rule_path, "specifying one of OnExitCodes and OnPodConditions is required"))
+        if exit_codes is not None:
+            found += _exit_code_problems(_dict(exit_codes), names, join(rule_path, "onExitCodes"))
+    return found
+
+
+def _exit_code_problems(codes: dict, names: set, path: str) -> list[Violation]:
+    found = []
+    operator = codes.get("operator")
+    if operator not in ("In", "NotIn"):
+        found.append(Violation(join(path, "operator"), f"Unsupported value: {operator!r}: supported values: "
+                                                       f"\"In\", \"NotIn\""))
+    container = codes.get("containerName")
+    if container is not None and container not in names:
+        found.append(Violation(join(path, "containerName"), f"Invalid value: {container!r}: must be one of the "
+                                                            f"container or initContainer names in the pod template"))
+    values = [v for v in _list(codes.get("values")) if _int(v) is not None]
+    if not values:
+        found.append(Violation(join(path, "values"), "Invalid value: at least one value is required"))
+    elif len(values) > MAX_EXIT_CODE_VALUES:
+        found.append(Violation(join(path, "values"), f"Too many: {len(values)}: must have at most "
+                                                     f"{MAX_EXIT_CODE_VALUES} items"))
+    if operator == "In" and 0 in values:
+        found.append(Violation(join(path, "values"), "Invalid value: 0: must not be 0 for the In operator"))
+    if len(set(values)) != len(values):
+        found.append(Violation(join(path, "values"), "Duplicate value"))
+    if values != sorted(values):
+        found.append(Violation(join(path, "values"), "Invalid value: must be ordered"))
+    return found
+
+
+def pod_spec_problems(pod: dict, path: str, claims: set[str] = frozenset()) -> list[Violation]:
+    """Container names (required, DNS-1123 labels, unique across init and regular containers: two
+    containers of one name pass the JobSet webhook and fail every Job creation), init-container restart
+    policies, volume names, and mounts of volumes that exist."""
+    found = []
+    seen: dict[str, str] = {}
+    volumes = set(claims)
+    for v, volume in enumerate(_list(pod.get("volumes"))):
+        name = str(_dict(volume).get("name", ""))
+        found += [Violation(join(join(join(path, "volumes"), v), "name"), f"Invalid value: {name!r}: {p}")
+                  for p in identifiers.dns1123_label(name)]
+        volumes.add(name)
+    if not _list(pod.get("containers")):
+        found.append(Violation(join(path, "containers"), "Required value"))
+    for kind in ("initContainers", "containers"):
+        for c, box in enumerate(_list(pod.get(kind))):
+            box, box_path = _dict(box), join(join(path, kind), c)
+            name = str(box.get("name", ""))
+            if not name:
+                found.append(Violation(join(box_path, "name"), "Required value"))
+            else:
+                found += [Violation(join(box_path, "name"), f"Invalid value: {name!r}: {p}")
+                          for p in identifiers.dns1123_label(name)]
+            if name and name in seen:
+                found.append(Violation(join(box_path, "name"), f"Duplicate value: {name!r} (also {seen[name]})"))
+            seen.setdefault(name, box_path)
+            restart = box.get("restartPolicy")
+            if restart is not None and kind == "initContainers" and restart != "Always":
+                found.append(Violation(join(box_path, "restartPolicy"), f"Unsupported value: {restart!r}: "
+                                                                        f"supported values: \"Always\""))
+            for m, mount in enumerate(_list(box.get("volumeMounts"))):
+                mount_name = _dict(mount).get("name")
+                if mount_name not in volumes:
+                    found.append(Violation(join(join(join(box_path, "volumeMounts"), m), "name"),
+                                           f"Not found: {mount_name!r}"))
+    return found

@@ -1,0 +1,33 @@
+"""One reason the API server, the JobSet webhook or the Job API would refuse an object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    path: str  # the field path, as the API server prints it: spec.replicatedJobs[0].template.spec.completions
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+def join(path: str, child: str | int) -> str:
+    """`field.Path.Child` / `.Index`: `spec` + `replicatedJobs` -> `spec.replicatedJobs`, + 0 -> `...[0]`."""
+    if isinstance(child, int):
+        return f"{path}[{child}]"
+    return f"{path}.{child}" if path else child
+
+
+def int32_message(value: int) -> str:
+    return f"{value} does not fit in int32 (format: int32): must be from {-2**31} to {2**31 - 1}"
+
+
+def int64_message(value: int) -> str:
+    return f"{value} does not fit in int64 (format: int64): must be from {-2**63} to {2**63 - 1}"
+
+
+# format -> (lowest, highest, message): the integer formats the CRD schemas use.
+INT_RANGES = {"int32": (-2**31, 2**31 - 1, int32_message), "int64": (-2**63, 2**63 - 1, int64_message)}
