@@ -137,11 +137,12 @@ class TrainerConfig:
                 raw, source = environ[env_key], env_key
                 if f.name == "fault":
                     raw = [s for s in raw.split(",") if s.strip()]
-            try:
-                values[f.name] = _convert(f, raw)
-            except ValueError as exc:
-                errors.append(f"{source} {raw!r}: {exc}")
-        try:  # bounds and cross-field problems of what did convert, reported with the conversion errors
+            value, problem = check_setting(f.name, raw, source)  # names the env var when the value came from it
+            if problem is None:
+                values[f.name] = value
+            else:
+                errors.append(problem)
+        try:  # cross-field problems of what is valid alone, reported with the per-setting errors
             config = cls(**values)
         except UsageError as exc:
             raise UsageError(*errors, *exc.messages) from None

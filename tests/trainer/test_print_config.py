@@ -69,6 +69,7 @@ def test_print_config_is_an_action_not_a_setting():
     (["--seed", "-1"], {}, "--seed -1: must be from 0 to 4294967295"),
     (["--elastic-timeout-seconds", "1.5"], {}, "--elastic-timeout-seconds '1.5': must be a whole number"),
     ([], {"ELXPK_ELASTIC_TIMEOUT_SECONDS": "1.5"}, "ELXPK_ELASTIC_TIMEOUT_SECONDS '1.5': must be a whole number"),
+    ([], {"ELXPK_SEED": "-1"}, "ELXPK_SEED -1: must be from 0 to 4294967295"),  # names where the value came from
     (["--num-slices", "3", "--elastic-min-slice-count", "3", "--global-batch", "12"], {},
      "--elastic-min-slice-count 3: use -1 (wait for all 3 slices) or 1..2 (resize onto the survivors)"),
     (["--slice-backend", "tpu"], {}, "--slice-backend 'tpu': use one of simulated, pathways, multi-controller"),
