@@ -1,5 +1,7 @@
-"""The run directory's record files: metrics.jsonl, events.jsonl and run.json (see contracts.md).
+"""The writer of the run directory's records: metrics.jsonl, events.jsonl and run.json.
 
+Every record is one of the typed records of elxpk_contract/records.py, built (and so checked) here before
+it is written: a field a record does not declare is a bug caught at the writer, not in a reader.
 Records are appended one JSON object per line and flushed at once, so a killed process loses nothing it
 reported; a cold restart appends to the same files. The observer callback receives exactly the dicts
 that are written.
@@ -14,6 +16,8 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+
+from elxpk_contract.records import Metric, RunInfo, make_event, parse_metric
 
 Observer = Callable[[str, dict], None]
 
@@ -37,12 +41,16 @@ class RunRecorder:
             for kind, name in (("metric", "metrics.jsonl"), ("event", "events.jsonl")):
                 self._files[kind] = open(self.run_dir / name, "a", encoding="utf-8")
 
-    def metric(self, record: dict) -> None:
-        self._emit("metric", record)
+    def metric(self, record: Metric | dict) -> None:
+        """Append one step's record (a `Metric`, or a dict of its fields, checked here)."""
+        typed = record if isinstance(record, Metric) else parse_metric(record)
+        self._emit("metric", typed.to_json())
 
     def event(self, name: str, step: int | None, *, at: float | None = None, **details) -> dict:
-        """Append an event; `at` (unix seconds) when it happened earlier than it is written."""
-        record = {"event": name, "time": self._clock.time() if at is None else at, "step": step, **details}
+        """Append an event of a kind records.EVENTS declares; `at` (unix seconds) when it happened
+        earlier than it is written. Returns the dict written."""
+        typed = make_event(name, self._clock.time() if at is None else at, step, **details)
+        record = typed.to_json()
         self._emit("event", record)
         return record
 
@@ -58,16 +66,11 @@ class RunRecorder:
     def write_run_json(self, cfg, extra: dict) -> None:
         if not self._enabled:
             return
-        body = {
-            "config": cfg.to_dict(),
-            "fingerprint": cfg.fingerprint(),
-            "fingerprint_fields": cfg.fingerprint_fields(),
-            "versions": versions(),
-            "started_at": self._clock.time(),
-            **extra,
-        }
+        info = RunInfo(config=cfg.to_dict(), fingerprint=cfg.fingerprint(),
+                       fingerprint_fields=cfg.fingerprint_fields(), versions=versions(),
+                       started_at=self._clock.time(), **extra)
         tmp = self.run_dir / "run.json.tmp"
-        tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(info.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         tmp.replace(self.run_dir / "run.json")
 
     def close(self) -> None:
@@ -78,7 +81,7 @@ class RunRecorder:
 
 def versions() -> dict:
     """Bitwise resume is only promised for one exact build; run.json records which."""
-    found = {"python": platform.python_version()}
+    found: dict[str, str | None] = {"python": platform.python_version()}
     for name in ("jax", "jaxlib", "orbax-checkpoint", "optax", "numpy"):
         try:
             found[name] = metadata.version(name)

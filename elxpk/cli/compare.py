@@ -56,6 +56,3 @@ def compare(
     if failures:
         raise CheckFailed(f"runs differ: {failures[0]}")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("compare")(compare)

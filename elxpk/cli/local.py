@@ -1,4 +1,8 @@
-"""`elxpk local run`: the bundled trainer on this machine, a slice killed on purpose, and the recovery."""
+"""`elxpk local run`: the bundled trainer on this machine, a slice killed on purpose, and the recovery.
+
+The settings it shares with the trainer take their help from the contract table and are checked by it
+(as text, so `--steps abc` gets the trainer's own message); the local defaults are in local/options.py.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,22 @@ from typing import Annotated
 import typer
 
 from elxpk.local import options as defaults
-
-local_app = typer.Typer(help="Run the elastic loop on this machine: simulated slices, injected faults.",
-                        no_args_is_help=True)
+from elxpk_contract.settings import setting
 
 
-@local_app.command("run")
+def _help(name: str, extra: str = "") -> str:
+    return setting(name).metadata["help"] + extra
+
+
 def run(
     run_dir: Annotated[str, typer.Option("--run-dir", help="Run directory; an existing one is resumed.")] = "elxpk-run",
-    steps: Annotated[int, typer.Option("--steps", help="Train steps in total; more than done extends.")] = defaults.DEFAULT_STEPS,
-    num_slices: Annotated[int, typer.Option("--num-slices", help="Simulated slices (2 CPU devices each).")] = 2,
+    steps: Annotated[str, typer.Option("--steps", metavar="N", help=_help("steps", "; more than done extends a run"))
+                     ] = str(defaults.DEFAULT_STEPS),
+    num_slices: Annotated[str, typer.Option("--num-slices", metavar="S",
+                                            help=_help("num_slices", " (simulated, 2 CPU devices each)"))] = "2",
     checkpoint_period: Annotated[
-        int, typer.Option("--checkpoint-period", help="Checkpoint every P steps.")
-    ] = defaults.DEFAULT_CHECKPOINT_PERIOD,
+        str, typer.Option("--checkpoint-period", metavar="P", help=_help("checkpoint_period"))
+    ] = str(defaults.DEFAULT_CHECKPOINT_PERIOD),
     kill_slice: Annotated[
         list[str] | None,
         typer.Option("--kill-slice", help="Kill slice K at step S: K@S (repeatable). Default on a fresh run: "
@@ -32,12 +39,12 @@ def run(
     mode: Annotated[
         str, typer.Option("--mode", help="pause-resume, resize (continue on survivors) or multi-controller.")
     ] = "pause-resume",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of parameters, data and per-step RNG.")] = 0,
+    seed: Annotated[str, typer.Option("--seed", metavar="X", help=_help("seed"))] = str(setting("seed").default),
     live: Annotated[
         bool | None, typer.Option("--live/--plain", help="Live view or plain lines [default: live on a terminal].")
     ] = None,
     trainer_arg: Annotated[
-        list[str] | None, typer.Option("--trainer-arg", hidden=True, help="Extra trainer flag, e.g. --d-model=64.")
+        list[str] | None, typer.Option("--trainer-arg", hidden=True, help="A model setting, e.g. --d-model=64.")
     ] = None,
 ) -> None:
     """Train here with simulated slices, kill one, and watch the run restore and continue."""
@@ -51,6 +58,3 @@ def run(
     )
     local_run(opts)
 
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(local_app, name="local")

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from elxpk_contract.settings import default
+
 Dur = "a duration: 90s, 2h, 30d"
 
 
@@ -21,7 +23,7 @@ def plan(
     image_pull: Annotated[str | None, typer.Option("--image-pull", metavar="DURATION", help="Non-elastic restart: image pull [60s].")] = None,
     compile_time: Annotated[str | None, typer.Option("--compile", metavar="DURATION", help="Non-elastic restart: compile [120s, or the run's].")] = None,
     price_per_gib_month: Annotated[float, typer.Option("--price-per-gib-month", help="Storage price, $/GiB-month.")] = 0.02,
-    max_to_keep: Annotated[int | None, typer.Option("--max-to-keep", help="Checkpoints kept (0 = all, needs --ttl) [5].")] = None,
+    max_to_keep: Annotated[int | None, typer.Option("--max-to-keep", help=f"Checkpoints kept (0 = all, needs --ttl) [the run's, else {default('max_to_keep')}].")] = None,
     ttl: Annotated[str | None, typer.Option("--ttl", metavar="DURATION", help="Bucket lifecycle: delete checkpoints older than this.")] = None,
     checkpoint_period: Annotated[int | None, typer.Option("--checkpoint-period", help="Your current setting, to compare.")] = None,
     periods: Annotated[str | None, typer.Option("--periods", metavar="N,N,...", help="SLA table rows [50,100,200,500,1000].")] = None,
@@ -31,7 +33,7 @@ def plan(
     plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", help="Write goodput against period to FILE.png.")] = None,
     simulate: Annotated[int, typer.Option("--simulate", help="Also check the model with this many Monte Carlo trials.")] = 0,
     weibull_shape: Annotated[float, typer.Option("--weibull-shape", help="Weibull shape of slice failures in --simulate (1 = exponential, <1 infant mortality).")] = 1.0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of --simulate.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --simulate (0 or more).")] = 0,
 ) -> None:
     """Recommended checkpoint_period, goodput per recovery mode, failure and storage costs."""
     from elxpk.plan.compute import make_plan

@@ -19,11 +19,24 @@ def output_format(value: str) -> str:
     return "json" if value == "json" else "text"
 
 
+def check_png_path(png: Path) -> Path:
+    """`--png PATH` writes exactly PATH: a .png file whose directory exists. A directory, a missing parent
+    or another suffix is refused (exit 2) rather than guessed at; an existing file is replaced."""
+    if png.suffix.lower() != ".png":
+        raise UsageError(f"--png {png}: must name a .png file, e.g. --png report.png")
+    if png.is_dir():
+        raise UsageError(f"--png {png}: is a directory; name the file to write, e.g. --png {png / 'report.png'}")
+    if not png.parent.is_dir():
+        raise UsageError(f"--png {png}: directory {png.parent} does not exist; create it first")
+    return png
+
+
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`).")],
     output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
     png: Annotated[
-        Path | None, typer.Option("--png", help="Where to write the plot [default: RUN_DIR/report.png].")
+        Path | None, typer.Option("--png", help="The .png file to write the plot to, in an existing directory "
+                                  "[default: RUN_DIR/report.png].")
     ] = None,
     no_png: Annotated[bool, typer.Option("--no-png", help="Write no plot (nothing is written at all).")] = False,
 ) -> None:
@@ -34,6 +47,8 @@ def report(
     fmt = output_format(output)
     if png is not None and no_png:
         raise UsageError("--png: conflicts with --no-png; give one of them")
+    if png is not None:
+        check_png_path(png)
     run = load_run(run_dir)
     result = build_report(run)
     written = None
@@ -51,6 +66,3 @@ def report(
     if written:
         typer.echo(f"plot: {written}")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("report")(report)

@@ -1,25 +1,42 @@
-"""LocalRunOptions: every `elxpk local run` flag, validated before anything is read or written."""
+"""LocalRunOptions: every `elxpk local run` flag, validated before anything is read or written.
+
+The settings it shares with the trainer (steps, num_slices, checkpoint_period, seed, the model) are
+checked by the contract table (elxpk_contract.settings), so `local run` and the trainer refuse the same
+values with the same message, and `trainer_config()` builds the trainer's `TrainerConfig` directly.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
+from elxpk_contract.settings import TrainerConfig, check_setting, flag_name
 
 MODES = ("pause-resume", "resize", "multi-controller")
-# A fresh run with no fault flags gets one kill, so the first thing a user sees is a recovery.
+# The local run's own defaults, where they differ from the trainer's (declared once, here):
+# 300 steps with a kill at step 120 is a run of about a minute whose first minute shows a recovery;
+# a checkpoint every 50 steps (the trainer's default is 100) makes that kill rewind 20 steps, not 20 of
+# a 100-step period, so the recovery costs seconds while its rewind is still visible in the report.
 DEFAULT_STEPS = 300
 DEFAULT_CHECKPOINT_PERIOD = 50
 DEFAULT_KILL_STEP = 120
 DEFAULT_REVIVE_AFTER = 1.0
+# The wait for slices probes this often: a short poll keeps the local recovery snappy.
+POLL_SECONDS = 0.2
 # A model sized so the default run takes about a minute on 2 CPU cores and its loss visibly falls;
-# the trainer's own defaults are sized for a bigger machine. --trainer-arg flags come after and win.
-LOCAL_MODEL = ("--d-model", "128", "--n-layers", "2", "--n-heads", "4", "--d-ff", "512", "--seq-len", "32",
-               "--vocab-size", "256", "--learning-rate", "1e-2")
-_STEP_KILL = re.compile(r"^(\d+)@(\d+)$")
+# the trainer's own defaults are sized for a bigger machine. --trainer-arg settings win over these.
+LOCAL_MODEL: dict[str, Any] = {"d_model": 128, "n_layers": 2, "n_heads": 4, "d_ff": 512, "seq_len": 32,
+                               "vocab_size": 256, "learning_rate": 1e-2}
+# What `local run` sets itself (its flags and modes); --trainer-arg may not override them.
+_OWN = {"run_dir", "steps", "num_slices", "checkpoint_period", "seed", "devices_per_slice", "slice_backend",
+        "elastic_enabled", "elastic_min_slice_count", "elastic_poll_seconds", "fault", "revive_after",
+        "process_id", "num_processes", "coordinator"}
+_STEP_KILL = re.compile(r"(\d+)@(\d+)")
 
 
 @dataclass(frozen=True)
@@ -36,19 +53,22 @@ class LocalRunOptions:
     seed: int = 0
     live: bool | None = None  # None: a live view when stdout is a terminal
     report: bool = True
-    trainer_args: tuple[str, ...] = field(default=())  # extra trainer flags (model size in tests/bench)
+    model: dict[str, Any] = field(default_factory=lambda: dict(LOCAL_MODEL))  # model settings, checked
 
-    def trainer_flags(self) -> list[str]:
-        """The trainer flags every mode shares; the local run never reads ELXPK_* variables."""
-        return [
-            "--run-dir", str(self.run_dir),
-            "--steps", str(self.steps),
-            "--checkpoint-period", str(self.checkpoint_period),
-            "--devices-per-slice", str(self.devices_per_slice),
-            "--seed", str(self.seed),
-            *LOCAL_MODEL,
-            *self.trainer_args,
-        ]
+    def trainer_config(self, faults: tuple[str, ...] = ()) -> TrainerConfig:
+        """The trainer's configuration for this run (the local run never reads ELXPK_* variables).
+
+        In-process modes carry the faults and the elastic settings; multi-controller is not elastic in
+        process (the supervisor restarts the group), and the supervisor injects its kills itself.
+        """
+        in_process = self.mode != "multi-controller"
+        return TrainerConfig(
+            run_dir=str(self.run_dir), steps=self.steps, checkpoint_period=self.checkpoint_period, seed=self.seed,
+            num_slices=self.num_slices, devices_per_slice=self.devices_per_slice, slice_backend="simulated",
+            elastic_enabled=in_process, elastic_min_slice_count=self.min_slice_count,
+            elastic_poll_seconds=POLL_SECONDS, fault=faults if in_process else (),
+            revive_after=self.revive_after if in_process else None, **self.model,
+        )
 
     def faults_for(self, fresh: bool) -> tuple[str, ...]:
         """The kill specs: as given; on a fresh run without fault flags, one kill of the last slice."""
@@ -70,32 +90,30 @@ class LocalRunOptions:
         cls,
         *,
         run_dir: str,
-        steps: int,
-        num_slices: int,
-        checkpoint_period: int,
+        steps: int | str,
+        num_slices: int | str,
+        checkpoint_period: int | str,
         kill_slice: list[str] | tuple[str, ...] | None,
         no_faults: bool,
         revive_after: str | float,
         mode: str,
-        seed: int,
+        seed: int | str,
         live: bool | None = None,
         report: bool = True,
         trainer_args: tuple[str, ...] = (),
     ) -> LocalRunOptions:
         """Check every flag and report every problem at once (UsageError, one line per flag)."""
         problems: list[str] = []
+        shared = {}
+        for name, raw in (("steps", steps), ("num_slices", num_slices), ("checkpoint_period", checkpoint_period),
+                          ("seed", seed)):
+            shared[name], problem = check_setting(name, raw)
+            if problem:
+                problems.append(problem)
         kills = tuple(k.strip() for k in (kill_slice or ()))
-        if steps < 1:
-            problems.append(f"--steps {steps}: must be at least 1, e.g. --steps {DEFAULT_STEPS}")
-        if num_slices < 1:
-            problems.append(f"--num-slices {num_slices}: must be at least 1, e.g. --num-slices 2")
-        if checkpoint_period < 1:
-            problems.append(f"--checkpoint-period {checkpoint_period}: must be at least 1, e.g. 50")
-        if seed < 0:
-            problems.append(f"--seed {seed}: must be 0 or more")
         if mode not in MODES:
             problems.append(f"--mode {mode!r}: use one of {', '.join(MODES)}")
-        if mode == "resize" and num_slices < 2:
+        if mode == "resize" and shared["num_slices"] is not None and shared["num_slices"] < 2:
             problems.append("--mode resize: needs --num-slices 2 or more (it continues on the survivors)")
         if kills and no_faults:
             problems.append("--no-faults: conflicts with --kill-slice; give one of them")
@@ -106,31 +124,63 @@ class LocalRunOptions:
         except ValueError as exc:
             problems.append(f"--revive-after {revive_after!r}: {exc}; give seconds, e.g. 2 or 1.5s")
             revive = DEFAULT_REVIVE_AFTER
-        problems.extend(_kill_problems(kills, num_slices, steps, mode))
+        problems.extend(_kill_problems(kills, shared["num_slices"], shared["steps"], mode))
         if not str(run_dir).strip():
             problems.append("--run-dir: must not be empty")
+        model = dict(LOCAL_MODEL)
+        problems.extend(_model_overrides(trainer_args, model))
         if problems:
             raise UsageError(*problems)
-        return cls(
-            run_dir=Path(run_dir),
-            steps=steps,
-            num_slices=num_slices,
-            checkpoint_period=checkpoint_period,
-            kill_slice=kills,
-            no_faults=no_faults,
-            revive_after=revive,
-            mode=mode,
-            seed=seed,
-            live=live,
-            report=report,
-            trainer_args=tuple(trainer_args),
-        )
+        opts = cls(run_dir=Path(run_dir), kill_slice=kills, no_faults=no_faults, revive_after=revive, mode=mode,
+                   live=live, report=report, model=model, **shared)
+        opts.trainer_config(opts.faults_for(fresh=True))  # the trainer's cross-field checks, before any I/O
+        return opts
 
 
-def _kill_problems(kills: tuple[str, ...], num_slices: int, steps: int, mode: str) -> list[str]:
+def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
+    """--trainer-arg=--NAME=VALUE: a trainer setting outside what local run sets, checked by the table."""
+    from elxpk_contract.settings import FIELDS
+
+    problems = []
+    for arg in args:
+        flag, _, raw = arg.partition("=")
+        name = flag.removeprefix("--").replace("-", "_")
+        if not flag.startswith("--") or not _ or name not in FIELDS or name in _OWN:
+            problems.append(f"--trainer-arg {arg!r}: use --NAME=VALUE for a trainer setting that local run does "
+                            "not set itself, e.g. --trainer-arg=--d-model=64")
+            continue
+        value, problem = check_setting(name, raw, flag_name(name))
+        if problem:
+            problems.append(f"--trainer-arg {problem}")
+        else:
+            model[name] = value
+    return problems
+
+
+def config_flags(cfg: TrainerConfig) -> list[str]:
+    """The `python -m trainer` flags that reproduce `cfg` (every setting that differs from its default);
+    the multi-controller supervisor starts its processes with them."""
+    flags: list[str] = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if value == f.default:
+            continue
+        name = flag_name(f.name)
+        if isinstance(value, bool):
+            flags.append(name if value else "--no-" + name[2:])
+        elif isinstance(value, tuple):
+            for item in value:
+                flags += [name, str(item)]
+        else:
+            flags += [name, repr(value) if isinstance(value, float) else str(value)]
+    return flags
+
+
+def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | None, mode: str) -> list[str]:
+    """Each kill spec against the slices and steps (None: that flag was refused; its checks are skipped)."""
     problems = []
     for spec in kills:
-        match = _STEP_KILL.match(spec)
+        match = _STEP_KILL.fullmatch(spec)
         if mode == "multi-controller" and not match:
             problems.append(f"--kill-slice {spec!r}: multi-controller kills a process at a step; use K@STEP, e.g. 1@120")
             continue
@@ -138,25 +188,24 @@ def _kill_problems(kills: tuple[str, ...], num_slices: int, steps: int, mode: st
             problems.extend(_trainer_grammar(spec, num_slices))
             continue
         k, step = int(match.group(1)), int(match.group(2))
-        if k >= num_slices:
+        if num_slices is not None and k >= num_slices:
             problems.append(
                 f"--kill-slice {spec!r}: slice {k} does not exist with --num-slices {num_slices} "
                 f"(slices are 0..{num_slices - 1})"
             )
-        if steps >= 1 and step >= steps:
+        if steps is not None and step >= steps:
             problems.append(f"--kill-slice {spec!r}: step {step} is never reached with --steps {steps}; "
                             f"kill at a step below {steps}")
     return problems
 
 
-def _trainer_grammar(spec: str, num_slices: int) -> list[str]:
-    """The trainer's richer fault grammar (K@save:S, K@data:S, K@restore, +REVIVE): its own checks."""
-    try:
-        from trainer.faults import FaultSchedule
-    except ImportError:  # the trainer extra is not installed: only K@STEP is understood here
-        return [f"--kill-slice {spec!r}: expected K@STEP, e.g. 1@120"]
+def _trainer_grammar(spec: str, num_slices: int | None) -> list[str]:
+    """The trainer's richer fault grammar (K@save:S, K@data:S, K@restore, +REVIVE): the contract's checks."""
+    from elxpk_contract.faults import FaultSchedule
+
     try:
         schedule = FaultSchedule.parse([spec])
     except ValueError as exc:
         return [line.replace("--fault", "--kill-slice", 1) for line in str(exc).splitlines()]
-    return [p.replace("--fault", "--kill-slice", 1) for p in schedule.problems(num_slices)]
+    found = schedule.problems(num_slices) if num_slices is not None else []
+    return [p.replace("--fault", "--kill-slice", 1) for p in found]

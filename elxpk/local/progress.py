@@ -11,8 +11,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from elxpk.runs.recoveries import lost_slices, restored_step
-from elxpk.runs.rundir import loss_value
+from elxpk_contract.records import (
+    CheckpointSkipped,
+    Event,
+    FailureDetected,
+    FirstStepAfterRecovery,
+    Metric,
+    RecordError,
+    RestoreDone,
+    RestoreStarted,
+    RunFinished,
+    RunStarted,
+    ScaleUp,
+    SlicesReady,
+    parse_event,
+    parse_metric,
+)
 
 
 @dataclass
@@ -52,97 +66,78 @@ class RunProgress:
             listener(line)
 
     def observe(self, kind: str, record: dict) -> None:
-        if kind == "metric":
-            self._metric(record)
-        elif kind == "event":
-            self._event(record)
-
-    def _metric(self, record: dict) -> None:
-        step = record.get("step")
-        if not isinstance(step, int):
+        """The observer seam: `record` is the dict written; a malformed one is left to `elxpk report`."""
+        try:
+            if kind == "metric":
+                self._metric(parse_metric(record))
+            elif kind == "event":
+                self._event(parse_event(record))
+        except RecordError:
             return
-        self.step, self.loss, self.executed = step, loss_value(record), self.executed + 1
+
+    def _metric(self, record: Metric) -> None:
+        step = record.step
+        self.step, self.loss, self.executed = step, record.loss_value, self.executed + 1
         if self.first_step is None:
             self.first_step = step
-        active = record.get("slices")
-        if isinstance(active, list):
-            for s in self.health:
-                if s in active:
-                    self.health[s] = "healthy"
-                elif self.health[s] == "healthy":
-                    self.health[s] = "idle"  # alive but not in the mesh (resize mode)
+        for s in self.health:
+            if s in record.slices:
+                self.health[s] = "healthy"
+            elif self.health[s] == "healthy":
+                self.health[s] = "idle"  # alive but not in the mesh (resize mode)
         pending = self._pending
         if pending and not pending.caught_up and pending.failure_step is not None and step > pending.failure_step:
             pending.caught_up = True
             self.say(f"step {step} reached {self.clock() - pending.detected_at:.1f} s after the failure")
 
-    def _event(self, e: dict) -> None:
-        name, step = e.get("event"), e.get("step")
-        t = e.get("time") if isinstance(e.get("time"), (int, float)) else self.clock()
-        if name == "run_started":
+    def _event(self, e: Event) -> None:
+        step, t = e.step, e.time
+        if isinstance(e, RunStarted):
             for s, state in self.health.items():
                 if state == "restarting":
                     self.health[s] = "healthy"
             self.say(f"run started at step {step}")
-        elif name == "failure_detected":
-            lost = lost_slices(e)
+        elif isinstance(e, FailureDetected):
             for s in self.health:
-                if s in lost:
+                if s in e.slices_lost:
                     self.health[s] = "lost"
-                elif e.get("source") == "supervisor":
+                elif e.source == "supervisor":
                     self.health[s] = "restarting"  # a group restart takes every process down
-            who = "slice " + ",".join(map(str, lost)) if lost else "a slice"
-            self._pending = _Pending(step if isinstance(step, int) else None, float(t))
+            who = "slice " + ",".join(map(str, e.slices_lost)) if e.slices_lost else "a slice"
+            self._pending = _Pending(step, t)
             self.recoveries += 1
             self.say(f"{who} lost at step {step}")
-        elif name == "slices_ready":
-            active = e.get("active_slices", e.get("slices"))
+        elif isinstance(e, SlicesReady):
             for s, state in self.health.items():
-                if state in ("lost", "restarting") and (not isinstance(active, list) or s in active):
+                if state in ("lost", "restarting") and s in e.slices:
                     self.health[s] = "healthy"
             if self._pending and not self._pending.slices_ready:
                 self._pending.slices_ready = True
-                self.say(f"slices ready {float(t) - self._pending.detected_at:.1f} s after the failure")
-        elif name == "restore_started":
-            self._restore_started = float(t)
-        elif name == "restore_done":
+                self.say(f"slices ready {t - self._pending.detected_at:.1f} s after the failure")
+        elif isinstance(e, RestoreStarted):
+            self._restore_started = t
+        elif isinstance(e, RestoreDone):
             started = self._restore_started
-            took = f" in {float(t) - started:.1f} s" if started is not None else ""
-            if e.get("from_checkpoint") is False:
-                self.say(f"no valid checkpoint: initialised at step {restored_step(e)}{took}")
+            took = f" in {t - started:.1f} s" if started is not None else ""
+            if not e.from_checkpoint:
+                self.say(f"no valid checkpoint: initialised at step {step}{took}")
             else:
-                self.say(f"restored step {restored_step(e)}{took}" + _skipped(e))
-        elif name == "first_step_after_recovery" and self._pending and not self._pending.first_step:
+                self.say(f"restored step {step}{took}")
+        elif isinstance(e, FirstStepAfterRecovery) and self._pending and not self._pending.first_step:
             self._pending.first_step = True
-            self.say(f"step {step} reached {float(t) - self._pending.detected_at:.1f} s after the failure")
-        elif name == "scale_up":
-            active = e.get("slices") if isinstance(e.get("slices"), list) else []
-            back = e.get("returning") if isinstance(e.get("returning"), list) else []
-            for s in [*active, *back]:
+            self.say(f"step {step} reached {t - self._pending.detected_at:.1f} s after the failure")
+        elif isinstance(e, ScaleUp):
+            for s in [*e.slices, *e.returning]:
                 self.health[s] = "healthy"
-            who = "slice " + ",".join(map(str, back)) + " back: " if back else ""
-            self.say(f"{who}scaling up to {len(active) + len(back)} slices at step {step}")
-        elif name == "checkpoint_skipped":
-            self.say(f"checkpoint {step} skipped: {e.get('reason', 'no reason given')}")
-        elif name == "run_finished":
+            who = "slice " + ",".join(map(str, e.returning)) + " back: " if e.returning else ""
+            self.say(f"{who}scaling up to {len(e.slices) + len(e.returning)} slices at step {step}")
+        elif isinstance(e, CheckpointSkipped):
+            self.say(f"checkpoint {step} skipped: {e.reason or 'no reason given'}")
+        elif isinstance(e, RunFinished):
             self.finished = True
-            self.say(f"run finished at step {step}")
+            self.say(f"run finished: {step} steps done")
 
     def status_line(self) -> str:
         step = "-" if self.step is None else str(self.step + 1)
         loss = "-" if self.loss is None else f"{self.loss:.4f}"
         return f"step {step}/{self.total_steps} loss {loss}"
-
-
-def _skipped(e: dict) -> str:
-    """Why newer checkpoints were passed over, when the restore event says so."""
-    skipped = e.get("skipped")
-    if isinstance(skipped, list) and skipped:
-        parts = []
-        for item in skipped:
-            if isinstance(item, dict):
-                parts.append(f"{item.get('step')} ({item.get('reason', '?')})")
-            else:
-                parts.append(str(item))
-        return "; skipped " + ", ".join(parts)
-    return ""

@@ -1,12 +1,21 @@
-"""`elxpk local run` from validated options to a finished run directory with its report."""
+"""`elxpk local run` from validated options to a finished run directory with its report.
+
+Before anything is written: the run directory must be creatable (no file on its path), an existing run
+must have been trained with the same model, data and seed (its run.json fingerprint), and no other
+`local run` may hold the directory (an flock on RUN_DIR/.elxpk-lock, released when the process exits).
+"""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 from elxpk.errors import UsageError
@@ -14,6 +23,10 @@ from elxpk.local.options import LocalRunOptions
 from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
 from elxpk.local.view import make_view
+from elxpk.runs.words import plural
+from elxpk_contract.settings import TrainerConfig
+
+LOCK = ".elxpk-lock"
 
 
 @dataclass(frozen=True)
@@ -30,21 +43,63 @@ def _kills(faults: tuple[str, ...]):
     return tuple(Kill(int(k), int(s)) for k, s in (spec.split("@") for spec in faults))
 
 
-def _train(opts: LocalRunOptions, faults: tuple[str, ...], progress: RunProgress, out: TextIO, dataset) -> None:
+def _train(opts: LocalRunOptions, cfg: TrainerConfig, faults: tuple[str, ...], progress: RunProgress,
+           out: TextIO, dataset) -> None:
     with make_view(progress, opts.live, out) as view:
         if opts.mode == "multi-controller":
             from elxpk.local.supervisor import GroupPlan, GroupSupervisor
 
-            plan = GroupPlan(
-                run_dir=opts.run_dir, num_processes=opts.num_slices, devices_per_process=opts.devices_per_slice,
-                trainer_args=tuple(opts.trainer_flags()), kills=_kills(faults),
-                revive_after=opts.revive_after,
-            )
+            plan = GroupPlan(config=cfg, kills=_kills(faults), revive_after=opts.revive_after)
             GroupSupervisor(plan, view.observe).run()
         else:
             from elxpk.local.inprocess import run_in_process
 
-            run_in_process(opts, faults, view.observe, dataset=dataset)
+            run_in_process(cfg, view.observe, dataset=dataset)
+
+
+def check_run_dir(run_dir: Path) -> None:
+    """A run directory must be a directory, or creatable: no file anywhere on its path."""
+    for path in (run_dir, *run_dir.parents):
+        if path.exists() and not path.is_dir():
+            where = "is a file" if path == run_dir else f"is under {path}, which is a file"
+            raise UsageError(f"--run-dir {run_dir}: {where}; give a new or an existing run directory")
+
+
+def check_same_configuration(existing: ExistingRun, cfg: TrainerConfig) -> None:
+    """A resumed run must train what its checkpoints hold; refused here, before anything is written."""
+    from elxpk.runs.rundir import load_info
+
+    info = load_info(existing.path, "--run-dir")
+    if info is None or info.fingerprint == cfg.fingerprint():
+        return
+    mine = cfg.fingerprint_fields()
+    differ = [f"{name} {info.fingerprint_fields.get(name)!r} there, {mine[name]!r} now"
+              for name in mine if info.fingerprint_fields.get(name) != mine[name]]
+    raise UsageError(f"--run-dir {existing.path}: holds a run of another configuration "
+                     f"({'; '.join(differ) or 'fingerprint ' + info.fingerprint}); use its settings to resume "
+                     "it, or a new --run-dir")
+
+
+@contextmanager
+def run_dir_lock(run_dir: Path) -> Iterator[None]:
+    """Hold RUN_DIR/.elxpk-lock exclusively; a second `local run` on the directory is refused at once.
+
+    flock, not a pid file: the kernel releases it when this process exits, however it exits.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise UsageError(f"--run-dir {run_dir}: another `elxpk local run` (pid {holder}) is using it; "
+                             "wait for it to finish, or give another --run-dir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def local_run(
@@ -56,23 +111,26 @@ def local_run(
 ) -> LocalRunResult:
     """Train (or resume, or extend) in opts.run_dir, then write report.json and report.png there."""
     out = out or sys.stdout
-    if opts.run_dir.exists() and not opts.run_dir.is_dir():
-        raise UsageError(f"--run-dir {opts.run_dir}: is a file; give a new or an existing run directory")
+    check_run_dir(opts.run_dir)
     existing = inspect_run_dir(opts.run_dir)
     faults = opts.faults_for(fresh=existing.fresh)
-    trained = existing.steps_done < opts.steps
-    if not existing.fresh:
-        print(existing.describe(), file=out, flush=True)
-    if trained:
-        mode = f"{opts.mode}, {opts.num_slices} slice(s)"
-        plan = f"kill {', '.join(faults)}" if faults else "no faults"
-        print(f"training {opts.steps} steps in {opts.run_dir} ({mode}; {plan})", file=out, flush=True)
-        progress = RunProgress(total_steps=opts.steps, num_slices=opts.num_slices, clock=clock)
-        _train(opts, faults, progress, out, dataset)
-    else:
-        print(f"{opts.run_dir} already has {existing.steps_done} steps; pass --steps above "
-              f"{existing.steps_done} to extend it", file=out, flush=True)
-    report = write_report(opts, out) if opts.report else None
+    cfg = opts.trainer_config(faults)
+    check_same_configuration(existing, cfg)
+    with run_dir_lock(opts.run_dir):
+        existing = inspect_run_dir(opts.run_dir)  # again, now that no other run can change it
+        trained = existing.steps_done < opts.steps
+        if not existing.fresh:
+            print(existing.describe(), file=out, flush=True)
+        if trained:
+            mode = f"{opts.mode}, {plural(opts.num_slices, 'slice')}"
+            plan = f"kill {', '.join(faults)}" if faults else "no faults"
+            print(f"training {opts.steps} steps in {opts.run_dir} ({mode}; {plan})", file=out, flush=True)
+            progress = RunProgress(total_steps=opts.steps, num_slices=opts.num_slices, clock=clock)
+            _train(opts, cfg, faults, progress, out, dataset)
+        else:
+            print(f"{opts.run_dir} already has {existing.steps_done} steps; pass --steps above "
+                  f"{existing.steps_done} to extend it", file=out, flush=True)
+        report = write_report(opts, out) if opts.report else None
     return LocalRunResult(existing, faults, trained, report)
 
 
@@ -86,7 +144,7 @@ def write_report(opts: LocalRunOptions, out: TextIO):
     (opts.run_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     png = write_report_png(run, report, opts.run_dir / "report.png")
     print(f"goodput {100 * report.goodput:.1f}% over {report.wall_s:.1f} s; "
-          f"{len(report.recoveries)} recovery(ies); report: {opts.run_dir / 'report.json'}, {png}", file=out)
+          f"{plural(len(report.recoveries), 'recovery')}; report: {opts.run_dir / 'report.json'}, {png}", file=out)
     for rec in report.recoveries:
         print(f"  {rec.describe()}", file=out)
     return report

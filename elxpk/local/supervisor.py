@@ -12,6 +12,7 @@ events.jsonl while no trainer process is alive, so the trainer's own records are
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -24,7 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elxpk.errors import CheckFailed
+from elxpk.local.options import config_flags
 from elxpk.local.tail import JsonlTail
+from elxpk_contract.records import make_event
+from elxpk_contract.settings import TrainerConfig
 
 _POLL_S = 0.05
 
@@ -39,15 +43,20 @@ class Kill:
 class GroupPlan:
     """Everything the supervisor needs; built by the caller from validated options."""
 
-    run_dir: Path
-    num_processes: int
-    devices_per_process: int
-    trainer_args: tuple[str, ...]  # run settings shared by every process (steps, seed, period, ...)
+    config: TrainerConfig  # the run's settings (steps, seed, period, model, slices, devices per slice)
     kills: tuple[Kill, ...]
     revive_after: float
     heartbeat_timeout_s: float = 10.0
     max_restarts: int = 3  # unexpected failures on top of the injected ones, like JobSet maxRestarts
     python: str = sys.executable
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.config.run_dir)
+
+    @property
+    def num_processes(self) -> int:
+        return self.config.num_slices
 
 
 @dataclass
@@ -89,7 +98,7 @@ class GroupSupervisor:
         self.observe = observer
         self.clock = clock
         self.sleep = sleep
-        self.env = process_env(plan.devices_per_process, env)
+        self.env = process_env(plan.config.devices_per_slice, env)
         self.logs = plan.run_dir / "logs"
         self.cwd = cwd or os.getcwd()
         # State of the group being watched (reset per attempt in run()).
@@ -102,17 +111,11 @@ class GroupSupervisor:
 
     def _command(self, process_id: int, port: int) -> list[str]:
         p = self.plan
-        return [
-            p.python, "-m", "trainer", *p.trainer_args,
-            "--run-dir", str(p.run_dir),
-            "--slice-backend", "multi-controller",
-            "--num-slices", str(p.num_processes),
-            "--num-processes", str(p.num_processes),
-            "--process-id", str(process_id),
-            "--devices-per-slice", str(p.devices_per_process),
-            "--coordinator", f"127.0.0.1:{port}",
-            "--heartbeat-timeout-seconds", str(int(p.heartbeat_timeout_s)),
-        ]
+        cfg = dataclasses.replace(
+            p.config, slice_backend="multi-controller", num_processes=p.num_processes, process_id=process_id,
+            coordinator=f"127.0.0.1:{port}", heartbeat_timeout_seconds=int(p.heartbeat_timeout_s),
+        )
+        return [p.python, "-m", "trainer", *config_flags(cfg)]
 
     def _start(self, attempt: int) -> list[subprocess.Popen]:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -195,11 +198,12 @@ class GroupSupervisor:
         # JobSet waits for the failed job; the survivors abort on their own after missed heartbeats.
         self._deadline = time.monotonic() + self.plan.heartbeat_timeout_s + 10.0
         self._deferred.append(self._event("failure_detected", self._killed_at, step, slices_lost=[kill.slice],
-                                          detail=f"process {kill.slice} (slice {kill.slice}) SIGKILLed"))
+                                          error=f"process {kill.slice} (slice {kill.slice}) SIGKILLed",
+                                          kind="process_killed"))
 
     def _event(self, name: str, t: float, step: int | None, **details) -> dict:
         """One supervisor event, shown at once; written to events.jsonl by `_write`."""
-        record = {"event": name, "time": t, "step": step, "source": "supervisor", **details}
+        record = make_event(name, t, step, source="supervisor", **details).to_json()
         self.observe("event", record)
         return record
 

@@ -19,6 +19,7 @@ class PlainView(AbstractContextManager):
         self.progress = progress
         self.out = out or sys.stdout
         self._every = max(1, progress.total_steps // 10)
+        self._shown = 0  # the highest tenth mark printed: a rewind re-executes steps, not their lines
         progress.listeners.append(self._line)
 
     def _line(self, text: str) -> None:
@@ -27,7 +28,10 @@ class PlainView(AbstractContextManager):
     def observe(self, kind: str, record: dict) -> None:
         self.progress.observe(kind, record)
         step = record.get("step") if kind == "metric" else None
-        if isinstance(step, int) and ((step + 1) % self._every == 0 or step + 1 == self.progress.total_steps):
+        if not isinstance(step, int) or step + 1 <= self._shown:
+            return
+        if (step + 1) % self._every == 0 or step + 1 == self.progress.total_steps:
+            self._shown = step + 1
             self._line(self.progress.status_line())
 
     def __exit__(self, *exc) -> None:

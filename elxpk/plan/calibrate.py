@@ -1,20 +1,17 @@
-"""Measured costs from a run directory (contracts.md format): step, save, restore and more.
+"""Measured costs from a run directory: step, save, restore and more.
 
 Every figure is a median over the run's samples, so one slow first step or one slow save does not set
-the plan. Nothing here imports jax: a run directory is plain JSON lines plus checkpoint folders.
+the plan. The run is read by the one reader of run directories (elxpk/runs/rundir.load_run) and used
+through its typed records. Nothing here imports jax: a run directory is JSON lines plus checkpoints.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from elxpk.errors import UsageError
-
-# Detail fields a `checkpoint_saved` event may carry for the time the save blocked training
-# (the same set `elxpk report` reads).
-BLOCKING_KEYS = ("blocking_s", "block_s", "duration_s", "save_s")
 
 
 @dataclass(frozen=True)
@@ -50,49 +47,16 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    from elxpk.runs.jsonl import read_jsonl  # the shared reader: survives a torn last line
-
-    return list(read_jsonl(path).records)
-
-
-def _num(record: dict, key: str) -> float | None:
-    value = record.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _pairs(events: list[dict], start: str, end: str) -> list[tuple[float, dict]]:
+def _pairs(events: Sequence, start: type, end: type) -> list[tuple[float, object]]:
     """(duration, end event) from each `start` event to the next `end` event."""
     out, began = [], None
     for e in events:
-        t = _num(e, "time")
-        if e.get("event") == start and t is not None:
-            began = t
-        elif e.get("event") == end and began is not None and t is not None:
-            out.append((t - began, e))
+        if isinstance(e, start):
+            began = e.time
+        elif isinstance(e, end) and began is not None:
+            out.append((e.time - began, e))
             began = None
     return out
-
-
-def _compile_s(events: list[dict], step_times: list[float], median_step: float | None) -> float | None:
-    """Compile time of a cold start: the trainer reports it on restore_done (it compiles ahead of the
-    first step); otherwise the first step's excess over the median step."""
-    reported = [c for c in (_num(e, "compile_s") for e in events if e.get("event") == "restore_done") if c]
-    if reported:
-        return _median(reported)
-    if step_times and median_step is not None:
-        return max(0.0, step_times[0] - median_step)
-    return None
-
-
-def _config(run_dir: Path) -> dict:
-    try:
-        data = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    if isinstance(data, dict) and isinstance(data.get("config"), dict):
-        return data["config"]
-    return data if isinstance(data, dict) else {}
 
 
 def _newest_checkpoint_bytes(ckpt_dir: Path) -> float | None:
@@ -106,56 +70,66 @@ def _newest_checkpoint_bytes(ckpt_dir: Path) -> float | None:
     return float(sum(f.stat().st_size for f in newest.rglob("*") if f.is_file()))
 
 
-def _int(config: dict, key: str) -> int | None:
-    value = config.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def calibrate(run_dir: Path) -> Calibration:
     """Read `run_dir`; raise UsageError naming --from-run when it is not a usable run directory."""
-    if not run_dir.is_dir():
-        raise UsageError(f"--from-run: {str(run_dir)!r} is not a directory; give a run directory")
-    metrics = _read_jsonl(run_dir / "metrics.jsonl")
-    events = _read_jsonl(run_dir / "events.jsonl")
-    if not metrics:
+    from elxpk.runs.rundir import load_run
+    from elxpk_contract.records import (
+        CheckpointSaved,
+        FailureDetected,
+        RestoreDone,
+        RestoreStarted,
+        RunFinished,
+        RunStarted,
+        SlicesReady,
+    )
+
+    run = load_run(run_dir, flag="--from-run")
+    if not run.metrics:
         raise UsageError(
             f"--from-run: {str(run_dir)!r} has no step records in metrics.jsonl; give the directory of a run "
             "that trained at least one step"
         )
-    config = _config(run_dir)
-    notes: list[str] = []
+    info, notes = run.info, []
 
-    times = [t for t in (_num(r, "step_time_s") for r in metrics) if t is not None and t > 0]
+    times = [m.step_time_s for m in run.metrics if m.step_time_s > 0]
     step_time = _median(times) if times else None
-    compile_s = _compile_s(events, times, step_time)
+    # The trainer compiles ahead of each attempt's first step and reports it on restore_done.
+    compiles = [e.compile_s for e in run.events_of(RestoreDone) if e.compile_s > 0]
+    compile_s = _median(compiles) if compiles else None
 
-    saves = [e for e in events if e.get("event") == "checkpoint_saved"]
-    blocking = [b for b in (next((_num(e, k) for k in BLOCKING_KEYS if _num(e, k) is not None), None)
-                            for e in saves) if b is not None]
+    saves = run.events_of(CheckpointSaved)
+    blocking = [e.blocking_s for e in saves if e.blocking_s > 0]
     save_s, save_method = None, ""
     if blocking:
         save_s, save_method = _median(blocking), "median blocking time of checkpoint_saved events"
     elif saves and times:
-        save_s = _unexplained_wall_per_save(events, times, len(saves))
-        save_method = "wall time not spent in steps or recoveries, per save (an upper bound)"
-        if save_s is not None:
+        start = next((e.time for e in run.events_of(RunStarted)), None)
+        end = next((e.time for e in reversed(run.events_of(RunFinished))), None)
+        # Not a save: recoveries, each session's restore of nothing, and every compile.
+        recovering = sum(d for d, _ in _pairs(run.events, FailureDetected, RestoreDone))
+        recovering += sum(d for d, done in _pairs(run.events, RestoreStarted, RestoreDone) if not done.from_checkpoint)
+        recovering += sum(e.compile_s for e in run.events_of(RestoreDone))
+        if start is not None and end is not None and end - start - sum(times) - recovering > 0:
+            save_s = (end - start - sum(times) - recovering) / len(saves)
             notes.append("the run's checkpoint_saved events carry no blocking time; the save cost is estimated")
+        save_method = "wall time not spent in steps or recoveries, per save (an upper bound)"
 
     # A cold start with nothing to restore also logs restore_started/restore_done (from_checkpoint false).
-    restores = [d for d, done in _pairs(events, "restore_started", "restore_done")
-                if d >= 0 and done.get("from_checkpoint") is not False]
+    restores = [d for d, done in _pairs(run.events, RestoreStarted, RestoreDone) if d >= 0 and done.from_checkpoint]
     replacement = None
-    waits = [d for d, _ in _pairs(events, "failure_detected", "slices_ready") if d >= 0]
+    waits = [d for d, _ in _pairs(run.events, FailureDetected, SlicesReady) if d >= 0]
+    backend = info.setting("slice_backend", str) if info else None
     if waits:
-        if config.get("slice_backend") == "simulated":
+        if backend == "simulated":
             notes.append("replacement time not taken from a run with simulated slices; give --replacement")
         else:
             replacement = _median(waits)
 
     # run.json records the checkpoint directory as the run saw it; a copied run keeps it beside itself.
     size = None
-    for ckpt_dir in (config.get("checkpoint_dir"), "checkpoints"):
-        if isinstance(ckpt_dir, str) and size is None:
+    recorded = info.setting("checkpoint_dir", str) if info else None
+    for ckpt_dir in (recorded, "checkpoints"):
+        if ckpt_dir is not None and size is None:
             size = _newest_checkpoint_bytes(run_dir / ckpt_dir)  # an absolute path replaces run_dir
 
     return Calibration(
@@ -167,21 +141,11 @@ def calibrate(run_dir: Path) -> Calibration:
         replacement_s=replacement,
         compile_s=compile_s,
         checkpoint_size_bytes=size,
-        num_slices=_int(config, "num_slices"),
-        checkpoint_period=_int(config, "checkpoint_period"),
-        max_to_keep=_int(config, "max_to_keep"),
+        num_slices=run.num_slices,
+        checkpoint_period=info.setting("checkpoint_period") if info else None,
+        max_to_keep=info.setting("max_to_keep") if info else None,
         steps_sampled=len(times),
         saves_sampled=len(blocking) or len(saves),
         restores_sampled=len(restores),
         notes=tuple(notes),
     )
-
-
-def _unexplained_wall_per_save(events: list[dict], step_times: list[float], n_saves: int) -> float | None:
-    start = next((_num(e, "time") for e in events if e.get("event") == "run_started"), None)
-    end = next((_num(e, "time") for e in reversed(events) if e.get("event") == "run_finished"), None)
-    if start is None or end is None or end <= start:
-        return None
-    recovering = sum(d for d, _ in _pairs(events, "failure_detected", "restore_done"))
-    unexplained = (end - start) - sum(step_times) - recovering
-    return max(unexplained, 0.0) / n_saves if unexplained > 0 else None

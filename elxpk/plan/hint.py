@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import PAUSE_RESUME, Costs, best_period_steps
+from elxpk_contract.settings import default
 
 # Assumed when the spec carries no measured cost: the issue's example save, restore and replacement.
 DEFAULT_SAVE_SECONDS = 20.0
 DEFAULT_RESTORE_SECONDS = 90.0
 DEFAULT_REPLACEMENT_SECONDS = 100.0
-# What the bundled trainer uses when --checkpoint-period is not given (trainer/config.py).
-TRAINER_DEFAULT_PERIOD = 100
+# What the bundled trainer uses when --checkpoint-period is not given (the contract's settings table).
+TRAINER_DEFAULT_PERIOD: int = default("checkpoint_period")
 # More than this factor away from the optimum (either side) earns a hint.
 TOLERANCE = 2.0
 
@@ -21,7 +22,7 @@ TOLERANCE = 2.0
 def checkpoint_period_hint(spec) -> str | None:
     """One line when `spec.checkpoint_period` is more than 2x away from the planned optimum, else None.
 
-    A `checkpoint_period` of None means the trainer's default (100 steps), which is checked too.
+    A `checkpoint_period` of None means the trainer's default (TRAINER_DEFAULT_PERIOD), checked too.
 
     Reads `checkpoint_period`, `num_slices`, `slice_mtbf_seconds`, `step_time_seconds` and, when present,
     `checkpoint_save_seconds`, `restore_seconds`, `replacement_seconds`. Returns None whenever the inputs

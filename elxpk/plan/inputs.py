@@ -16,12 +16,15 @@ from elxpk.plan.calibrate import Calibration
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
 from elxpk.units import parse_duration, parse_size
+from elxpk_contract.settings import default
 
 DEFAULT_PERIODS = (50, 100, 200, 500, 1000)
 DEFAULTS = {
     "replacement_s": 100.0,  # the demo: under 2 minutes from kill to next step, mostly pod scheduling
     "image_pull_s": 60.0,
     "compile_s": 120.0,
+    # Without --max-to-keep or a run: what the trainer keeps by default (the contract's settings table).
+    "max_to_keep": default("max_to_keep"),
 }
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -138,7 +141,7 @@ class _Resolver:
         image_pull = self.pick("image_pull_s", image_pull, None, DEFAULTS["image_pull_s"])
         compile_s = self.pick("compile_s", compile_s, run.compile_s, DEFAULTS["compile_s"])
         size = self.pick("checkpoint_size_bytes", size, run.checkpoint_size_bytes)
-        max_to_keep = self.pick("max_to_keep", f.max_to_keep, run.max_to_keep, 5)
+        max_to_keep = self.pick("max_to_keep", f.max_to_keep, run.max_to_keep, DEFAULTS["max_to_keep"])
         current = self.pick("checkpoint_period", f.checkpoint_period, run.checkpoint_period)
 
         if f.from_run is None:
@@ -172,6 +175,8 @@ class _Resolver:
             self.errors.append(f"--checkpoint-period must be at least 1 step (got {current})")
         if f.simulate < 0 or f.simulate > 1_000_000:
             self.errors.append(f"--simulate must be a number of trials from 0 to 1000000 (got {f.simulate})")
+        if f.seed < 0:
+            self.errors.append(f"--seed {f.seed}: must be 0 or more (the seed of --simulate)")
         if not (0.1 <= f.weibull_shape <= 20):
             self.errors.append(f"--weibull-shape must be between 0.1 and 20 (1 = exponential; got {f.weibull_shape})")
 

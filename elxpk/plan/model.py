@@ -58,7 +58,7 @@ class Costs:
 
 
 @dataclass(frozen=True)
-class Recovery:
+class RecoveryCosts:
     """One recovery: `length_s` until full-speed training resumes; `degraded_s` of it on N-1 slices."""
 
     mode: str
@@ -73,7 +73,7 @@ class Recovery:
         return self.degraded_rate * self.degraded_s * tau_s / (tau_s + save_s)
 
 
-def recovery(costs: Costs, mode: str) -> Recovery:
+def recovery(costs: Costs, mode: str) -> RecoveryCosts:
     """The recovery of each mode, as fixed phases.
 
     - pause-resume: wait for the replacement slice, then restore in the same process.
@@ -82,15 +82,15 @@ def recovery(costs: Costs, mode: str) -> Recovery:
     - full-restart: the JobSet restarts every pod: replacement scheduling, image pull, compile, restore.
     """
     if mode == PAUSE_RESUME:
-        return Recovery(mode, costs.replacement_s + costs.restore_s)
+        return RecoveryCosts(mode, costs.replacement_s + costs.restore_s)
     if mode == RESIZE:
         if costs.num_slices < 2:
             raise ValueError("resize needs at least 2 slices")
         degraded = max(0.0, costs.replacement_s - costs.restore_s)
         length = costs.restore_s + degraded + costs.save_s + costs.restore_s
-        return Recovery(mode, length, degraded, (costs.num_slices - 1) / costs.num_slices)
+        return RecoveryCosts(mode, length, degraded, (costs.num_slices - 1) / costs.num_slices)
     if mode == FULL_RESTART:
-        return Recovery(
+        return RecoveryCosts(
             mode, costs.replacement_s + costs.image_pull_s + costs.compile_s + costs.restore_s
         )
     raise ValueError(f"unknown mode {mode!r}")

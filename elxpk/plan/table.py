@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -30,14 +31,26 @@ def _gib(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
+def _table(title: str | None = None) -> Table:
+    """Every table is readable at 80 columns: light borders, one space between cells, headers that fold
+    (key cells get a min_width so Rich narrows the headers, never the numbers)."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True,
+                 show_edge=False)
+
+
+def _num_column(table: Table, header: str) -> None:
+    """A right-aligned column whose cells never wrap; its header breaks at the newlines given."""
+    table.add_column(header, justify="right", no_wrap=True)
+
+
 def _modes_table(title: str, modes: tuple[ModeResult, ...], period: int) -> Table:
-    table = Table(title=f"{title} (checkpoint_period {period})", title_justify="left")
-    table.add_column("mode")
-    table.add_column("downtime / failure", justify="right")
-    table.add_column("goodput", justify="right")
-    table.add_column("hours lost / week", justify="right")
-    table.add_column("slice-hours lost / week", justify="right")
-    table.add_column("its own optimum", justify="right")
+    table = _table(f"{title} (checkpoint_period {period})")
+    table.add_column("mode", min_width=max(len(w) for m in modes for w in m.title.split()))
+    _num_column(table, "downtime\n/ failure")
+    _num_column(table, "goodput")
+    _num_column(table, "hours lost\n/ week")
+    _num_column(table, "slice-hours\nlost / week")
+    _num_column(table, "own optimum\nsteps (goodput)")
     for m in modes:
         table.add_row(
             m.title,
@@ -45,7 +58,7 @@ def _modes_table(title: str, modes: tuple[ModeResult, ...], period: int) -> Tabl
             _pct(m.goodput),
             f"{m.hours_lost_per_week:.2f}",
             f"{m.slice_hours_lost_per_week:,.1f}",
-            f"{m.optimum_steps} steps ({_pct(m.optimum_goodput)})",
+            f"{m.optimum_steps} ({_pct(m.optimum_goodput)})",
         )
     return table
 
@@ -71,19 +84,20 @@ def render(plan: Plan, console: Console | None = None) -> None:
         for note in cal.notes:
             console.print(f"  note: {note}")
 
-    rec = Table(title="Recommended checkpoint_period", title_justify="left")
+    rec = _table("Recommended checkpoint_period")
     rec.add_column("rule")
-    rec.add_column("checkpoint_period", justify="right")
-    rec.add_column("compute between saves", justify="right")
+    _num_column(rec, "checkpoint\nperiod")
+    _num_column(rec, "compute\nbetween saves")
+    # The compute of the whole-step period shown (not the continuous optimum): the same figure as its SLA row.
     rec.add_row(
         "exact optimum of the model (pause-and-resume, also full restart)",
         f"[bold green]{plan.exact_steps}[/] steps",
-        format_duration(plan.exact_tau_s),
+        format_duration(plan.exact_steps * costs.step_time_s),
     )
     rec.add_row(
         "Young/Daly first order, sqrt(2 C M_sys)",
         f"{plan.young_daly_steps} steps",
-        format_duration(plan.young_daly_tau_s),
+        format_duration(plan.young_daly_steps * costs.step_time_s),
     )
     console.print(rec)
     console.print(_modes_table("Expected goodput by mode", plan.modes, plan.exact_steps))
@@ -111,29 +125,33 @@ def render(plan: Plan, console: Console | None = None) -> None:
         "attempts never reset)"
     )
 
-    sla = Table(
-        title="SLA: checkpoint_period against goodput (per mode), hours lost and storage", title_justify="left"
-    )
-    sla.add_column("period", justify="right")
-    sla.add_column("compute", justify="right")
+    sla = _table("SLA: goodput per mode by checkpoint_period (hours lost: pause-and-resume)")
+    _num_column(sla, "period")
+    _num_column(sla, "compute")
     modes = model.available_modes(costs)
     for mode in modes:
-        sla.add_column(mode, justify="right")
-    sla.add_column("h lost/wk", justify="right")
-    if plan.storage:
-        sla.add_column("GiB kept", justify="right")
-        sla.add_column("$/month", justify="right")
-        sla.add_column("GiB/day written", justify="right")
-    sla.add_column("")
+        _num_column(sla, mode.replace("-", "-\n", 1))
+    _num_column(sla, "h lost\n/ week")
+    sla.add_column("", min_width=max((len(", ".join(r.marks)) for r in plan.rows), default=0))
     for row in plan.rows:
         cells = [str(row.period_steps), format_duration(row.compute_s)]
         cells += [_pct(row.goodput[m]) for m in modes]
         cells.append(f"{row.hours_lost_per_week[model.PAUSE_RESUME]:.2f}")
-        if row.storage:
-            cells += [_gib(row.storage.gib_kept), f"{row.storage.monthly_cost:,.2f}", _gib(row.storage.written_gib_per_day)]
         cells.append(", ".join(row.marks))
         sla.add_row(*cells, style="bold" if "recommended" in row.marks else None)
     console.print(sla)
+    if plan.storage:
+        store = _table("SLA storage: what each period keeps and writes")
+        _num_column(store, "period")
+        _num_column(store, "GiB kept")
+        _num_column(store, "$ / month")
+        _num_column(store, "GiB written\n/ day")
+        for row in plan.rows:
+            if row.storage:
+                store.add_row(str(row.period_steps), _gib(row.storage.gib_kept), f"{row.storage.monthly_cost:,.2f}",
+                              _gib(row.storage.written_gib_per_day),
+                              style="bold" if "recommended" in row.marks else None)
+        console.print(store)
     if inputs.omitted_periods:
         console.print(
             f"periods {', '.join(map(str, inputs.omitted_periods))} left out: a save takes longer than their compute"
@@ -149,11 +167,11 @@ def _render_simulation(sim: dict, console: Console) -> None:
         f"Monte Carlo check: {sim['trials']:,} trials x {format_duration(sim['horizon_s'])}, "
         f"{sim['distribution']} slice failures, {sim['failures']:,} failures in all (seed {sim['seed']})"
     )
-    table = Table()
-    table.add_column("mode")
-    table.add_column("model goodput", justify="right")
-    table.add_column("simulated", justify="right")
-    table.add_column("difference", justify="right")
+    table = _table()
+    table.add_column("mode", no_wrap=True)
+    _num_column(table, "model\ngoodput")
+    _num_column(table, "simulated")
+    _num_column(table, "difference")
     for row in sim["points"]:
         table.add_row(
             row["mode"],

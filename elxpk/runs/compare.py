@@ -1,7 +1,9 @@
 """Exact comparison of two runs: per-step loss bits and example ids (the Olmo 3 data-loader lesson).
 
 Only the record that counts for each step is compared (the last one written). Losses are compared as
-float32 bit patterns; the relative difference is |a - b| / max(|a|, |b|).
+float32 bit patterns; the relative difference is |a - b| / max(|a|, |b|). A NaN or infinite loss in either
+run is a divergence even when both runs have the same bits there: a run that blew up matches nothing.
+Arrays are sized by the steps recorded, never indexed by step number.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from elxpk.runs.examples import ExampleAccount, account
-from elxpk.runs.rundir import Run, example_range, loss_value
+from elxpk.runs.rundir import Run
+from elxpk.runs.words import plural
+from elxpk_contract.records import Metric
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class Comparison:
     max_rel_diff: float
     data_order_mismatches: int  # common steps that consumed different example ranges
     first_data_mismatch_step: int | None
+    first_nonfinite_a: int | None  # first step (of all that count) whose loss is NaN or infinite
+    first_nonfinite_b: int | None
     examples_a: ExampleAccount
     examples_b: ExampleAccount
 
@@ -39,6 +45,9 @@ class Comparison:
         out = []
         if not self.steps:
             out.append("the runs have no step in common")
+        for name, step in (("A", self.first_nonfinite_a), ("B", self.first_nonfinite_b)):
+            if step is not None:
+                out.append(f"run {name} diverged: its loss is not finite (NaN or infinite) from step {step}")
         if self.first_beyond_rtol_step is not None:
             out.append(
                 f"losses diverge beyond --rtol {self.rtol:g} from step {self.first_beyond_rtol_step} "
@@ -46,13 +55,15 @@ class Comparison:
             )
         for name, ex in (("A", self.examples_a), ("B", self.examples_b)):
             if ex.duplicates:
-                out.append(f"run {name} consumed {ex.duplicates} example(s) more than once, first at ids "
+                out.append(f"run {name} consumed {plural(ex.duplicates, 'example')} more than once, first at ids "
                            f"{_ranges(ex.duplicate_ranges)}")
             if ex.gaps:
-                out.append(f"run {name} never consumed {ex.gaps} example(s), first at ids {_ranges(ex.gap_ranges)}")
+                out.append(f"run {name} never consumed {plural(ex.gaps, 'example')}, first at ids "
+                           f"{_ranges(ex.gap_ranges)}")
         if self.data_order_mismatches:
-            out.append(f"{self.data_order_mismatches} step(s) consumed different examples in the two runs, "
-                       f"first at step {self.first_data_mismatch_step}")
+            steps = plural(self.data_order_mismatches, "step")
+            out.append(f"{steps} consumed different examples in the two runs, first at step "
+                       f"{self.first_data_mismatch_step}")
         return out
 
     @property
@@ -75,6 +86,8 @@ class Comparison:
             "max_rel_diff": self.max_rel_diff,
             "data_order_mismatches": self.data_order_mismatches,
             "first_data_mismatch_step": self.first_data_mismatch_step,
+            "first_nonfinite_a": self.first_nonfinite_a,
+            "first_nonfinite_b": self.first_nonfinite_b,
             "examples_a": self.examples_a.to_dict(),
             "examples_b": self.examples_b.to_dict(),
             "passed": self.passed,
@@ -91,12 +104,24 @@ def _first(mask: np.ndarray, steps: np.ndarray) -> int | None:
     return int(steps[hits[0]]) if hits.size else None
 
 
+def _float32(values: list[float]) -> np.ndarray:
+    with np.errstate(over="ignore"):  # a value beyond float32's range is inf, as the trainer would see it
+        return np.asarray(values, dtype=np.float32)
+
+
+def _first_nonfinite(final: dict[int, Metric]) -> int | None:
+    if not final:
+        return None
+    bad = np.flatnonzero(~np.isfinite(_float32([r.loss_value for r in final.values()])))
+    return list(final)[bad[0]] if bad.size else None
+
+
 def compare_runs(a: Run, b: Run, *, rtol: float = 0.0) -> Comparison:
     final_a, final_b = a.final_records(), b.final_records()
     common = sorted(set(final_a) & set(final_b))
     steps = np.asarray(common, dtype=np.int64)
-    la = np.asarray([loss_value(final_a[s]) for s in common], dtype=np.float32)
-    lb = np.asarray([loss_value(final_b[s]) for s in common], dtype=np.float32)
+    la = _float32([final_a[s].loss_value for s in common])
+    lb = _float32([final_b[s].loss_value for s in common])
     same_bits = la.view(np.uint32) == lb.view(np.uint32)
     with np.errstate(invalid="ignore", divide="ignore"):
         abs_diff = np.abs(la.astype(np.float64) - lb.astype(np.float64))
@@ -106,7 +131,7 @@ def compare_runs(a: Run, b: Run, *, rtol: float = 0.0) -> Comparison:
     rel_diff = np.where(same_bits, 0.0, np.nan_to_num(rel_diff, nan=np.inf))
     abs_diff = np.where(same_bits, 0.0, np.nan_to_num(abs_diff, nan=np.inf))
     beyond = ~same_bits & (rel_diff > rtol)
-    order = np.asarray([example_range(final_a[s]) != example_range(final_b[s]) for s in common], dtype=bool)
+    order = np.asarray([final_a[s].examples != final_b[s].examples for s in common], dtype=bool)
     return Comparison(
         run_a=str(a.path),
         run_b=str(b.path),
@@ -123,6 +148,8 @@ def compare_runs(a: Run, b: Run, *, rtol: float = 0.0) -> Comparison:
         max_rel_diff=float(rel_diff.max()) if rel_diff.size else 0.0,
         data_order_mismatches=int(order.sum()),
         first_data_mismatch_step=_first(order, steps),
+        first_nonfinite_a=_first_nonfinite(final_a),
+        first_nonfinite_b=_first_nonfinite(final_b),
         examples_a=account(final_a),
         examples_b=account(final_b),
     )
@@ -141,8 +168,9 @@ def render_text(c: Comparison) -> list[str]:
             f"max abs diff {c.max_abs_diff:.3g}, max rel diff {c.max_rel_diff:.3g}"
         )
     for name, ex in (("A", c.examples_a), ("B", c.examples_b)):
-        state = "each exactly once" if ex.exactly_once else f"{ex.duplicates} duplicate(s), {ex.gaps} gap(s)"
-        lines.append(f"examples {name}: {ex.unique} ids over {ex.steps} steps, {state}")
+        state = ("each exactly once" if ex.exactly_once
+                 else f"{plural(ex.duplicates, 'duplicate')}, {plural(ex.gaps, 'gap')}")
+        lines.append(f"examples {name}: {ex.unique} ids over {plural(ex.steps, 'step')}, {state}")
     failures = c.failures()
     lines.append("result: " + ("match" if not failures else "MISMATCH"))
     lines.extend(f"  - {f}" for f in failures)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from elxpk.runs.rundir import example_range
+from elxpk_contract.records import Metric
 
 _SHOWN = 5  # ranges listed per kind; the counts are always complete
 
@@ -21,7 +21,8 @@ class ExampleAccount:
     gaps: int  # ids below the highest one consumed that no step read
     duplicate_ranges: tuple[tuple[int, int], ...]  # the first few, half-open
     gap_ranges: tuple[tuple[int, int], ...]
-    missing_steps: tuple[int, ...]  # steps below the last one with no record at all
+    missing_steps: tuple[int, ...]  # the first few steps below the last one with no record at all
+    missing_count: int  # all of them
 
     @property
     def exactly_once(self) -> bool:
@@ -36,6 +37,7 @@ class ExampleAccount:
             "duplicate_ranges": [list(r) for r in self.duplicate_ranges],
             "gap_ranges": [list(r) for r in self.gap_ranges],
             "missing_steps": list(self.missing_steps),
+            "missing_count": self.missing_count,
         }
 
 
@@ -46,9 +48,22 @@ def _append(ranges: list[tuple[int, int]], lo: int, hi: int) -> None:
         ranges.append((lo, hi))
 
 
-def account(final_records: dict[int, dict]) -> ExampleAccount:
+def _missing(steps: list[int]) -> tuple[tuple[int, ...], int]:
+    """The first few absent steps below the last, and how many: walked gap by gap, so a stray record of
+    step 10**11 costs one subtraction, not a range of 10**11."""
+    shown: list[int] = []
+    count, expected = 0, 0
+    for step in steps:
+        if step > expected:
+            count += step - expected
+            shown.extend(range(expected, min(step, expected + _SHOWN - len(shown))))
+        expected = step + 1
+    return tuple(shown[:_SHOWN]), count
+
+
+def account(final_records: dict[int, Metric]) -> ExampleAccount:
     """Sweep the half-open ranges of the steps that count; coverage 0 is a gap, coverage k > 1 duplicates."""
-    ranges = [r for r in (example_range(rec) for rec in final_records.values()) if r and r[1] > r[0]]
+    ranges = [rec.examples for rec in final_records.values() if rec.examples[1] > rec.examples[0]]
     points: dict[int, int] = {}
     for lo, hi in ranges:
         points[lo] = points.get(lo, 0) + 1
@@ -70,9 +85,7 @@ def account(final_records: dict[int, dict]) -> ExampleAccount:
                     _append(dup_ranges, prev, point)
         coverage += points[point]
         prev = max(prev, point)
-    steps = sorted(final_records)
-    present = set(steps)
-    missing = tuple(s for s in range(0, steps[-1] + 1) if s not in present) if steps else ()
+    missing, missing_count = _missing(sorted(final_records))
     return ExampleAccount(
         steps=len(ranges),
         unique=unique,
@@ -81,4 +94,5 @@ def account(final_records: dict[int, dict]) -> ExampleAccount:
         duplicate_ranges=tuple(dup_ranges[:_SHOWN]),
         gap_ranges=tuple(gap_ranges[:_SHOWN]),
         missing_steps=missing,
+        missing_count=missing_count,
     )

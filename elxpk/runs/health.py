@@ -1,12 +1,11 @@
-"""Slice-health intervals over wall time, from events (for the report's timeline plot and JSON)."""
+"""Slice-health intervals over wall time, from the typed events (for the report's timeline plot)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elxpk.runs.recoveries import lost_slices
-
-_ACTIVE_KEYS = ("active_slices", "active", "slices")
+from elxpk_contract.records import Event, FailureDetected, RunStarted, ScaleUp, SlicesReady
 
 
 @dataclass(frozen=True)
@@ -16,15 +15,7 @@ class LostInterval:
     end: float | None  # None: still lost when the run ended
 
 
-def _active(event: dict) -> set[int] | None:
-    for key in _ACTIVE_KEYS:
-        value = event.get(key)
-        if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
-            return set(value)
-    return None
-
-
-def lost_intervals(events: tuple[dict, ...] | list[dict]) -> list[LostInterval]:
+def lost_intervals(events: Sequence[Event]) -> list[LostInterval]:
     """When each slice was lost: from its failure until an event shows it active again.
 
     In pause-resume the run waits for all slices, so `slices_ready` ends the loss; in resize mode
@@ -33,17 +24,18 @@ def lost_intervals(events: tuple[dict, ...] | list[dict]) -> list[LostInterval]:
     open_: dict[int, float] = {}
     out: list[LostInterval] = []
     for e in events:
-        t = e.get("time")
-        if not isinstance(t, (int, float)):
+        if isinstance(e, FailureDetected):
+            for s in e.slices_lost or (-1,):  # -1: the writer could not tell which slice
+                open_.setdefault(s, e.time)
             continue
-        name = e.get("event")
-        if name == "failure_detected":
-            for s in lost_slices(e) or (-1,):  # -1: the writer did not say which slice
-                open_.setdefault(s, float(t))
-        elif name in ("slices_ready", "scale_up", "run_started"):
-            active = _active(e)
-            for s in list(open_):
-                if active is None and name == "slices_ready" or active is not None and s in active:
-                    out.append(LostInterval(s, open_.pop(s), float(t)))
+        if isinstance(e, ScaleUp):
+            active = {*e.slices, *e.returning}
+        elif isinstance(e, (SlicesReady, RunStarted)):
+            active = set(e.slices)
+        else:
+            continue
+        for s in list(open_):
+            if s in active or (s == -1 and isinstance(e, SlicesReady)):
+                out.append(LostInterval(s, open_.pop(s), e.time))
     out.extend(LostInterval(s, start, None) for s, start in open_.items())
     return sorted(out, key=lambda i: (i.slice, i.start))

@@ -1,7 +1,8 @@
-"""JSON-lines reading that survives a writer killed mid-line.
+"""JSON-lines reading that survives a writer killed mid-line, and refuses anything else that is damaged.
 
 A SIGKILLed trainer can leave a partial last line; a restarted writer may then append its first record to
-that partial line. Both cases keep every complete record and count the damage instead of failing.
+that partial line. Both cases keep every complete record and count the damage instead of failing. Any
+other line that is not JSON, and a file that is not UTF-8 text at all, is a `JsonLinesError`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+class JsonLinesError(ValueError):
+    """The file is not JSON lines; the message says where (one line)."""
+
+
 @dataclass(frozen=True)
 class JsonLines:
     records: tuple[dict, ...]
+    line_numbers: tuple[int, ...]  # 1-based line of each record, for error messages
     damaged_lines: int  # lines that held a torn record (its complete part, if any, was kept)
 
 
@@ -32,10 +38,14 @@ def _salvage(line: str) -> dict | None:
     return None
 
 
-def parse_lines(text: str) -> JsonLines:
+def parse_lines(text: str, *, strict: bool = False) -> JsonLines:
+    """Every complete record. With `strict`, a line that is neither JSON, nor a torn record followed by a
+    complete one, nor a torn last line, raises JsonLinesError; so does a line that is not an object."""
     records: list[dict] = []
+    numbers: list[int] = []
     damaged = 0
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -43,15 +53,32 @@ def parse_lines(text: str) -> JsonLines:
         except ValueError:
             damaged += 1
             obj = _salvage(line)
+            if obj is None and strict and number != len(lines):  # only the last line may be torn for good
+                raise JsonLinesError(f"line {number} is not JSON: {line[:60]!r}") from None
+        except RecursionError:
+            raise JsonLinesError(f"line {number} is nested too deeply to be a record") from None
         if isinstance(obj, dict):
             records.append(obj)
-    return JsonLines(tuple(records), damaged)
+            numbers.append(number)
+        elif obj is not None and strict:
+            raise JsonLinesError(f"line {number} is not a JSON object: {line[:60]!r}")
+    return JsonLines(tuple(records), tuple(numbers), damaged)
 
 
 def read_jsonl(path: Path) -> JsonLines:
-    """All complete records of `path`; a missing file reads as empty."""
+    """All complete records of `path`; a missing file reads as empty. Raises JsonLinesError for a file that
+    is not UTF-8 text or holds a line that is not a torn record."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = path.read_bytes()
     except FileNotFoundError:
-        return JsonLines((), 0)
-    return parse_lines(text)
+        return JsonLines((), (), 0)
+    except OSError as exc:
+        raise JsonLinesError(f"cannot be read ({exc.strerror or exc})") from None
+    nul = data.find(b"\0")
+    if nul != -1:
+        raise JsonLinesError(f"is binary, not JSON lines (a NUL byte at offset {nul})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonLinesError(f"is not UTF-8 text (byte {exc.start}); not a JSON-lines record file") from None
+    return parse_lines(text, strict=True)

@@ -7,7 +7,8 @@ from pathlib import Path
 from elxpk.runs.compare import Comparison
 from elxpk.runs.health import lost_intervals
 from elxpk.runs.report import RunReport
-from elxpk.runs.rundir import Run, loss_value
+from elxpk.runs.rundir import Run
+from elxpk.runs.words import plural
 
 
 def _pyplot():
@@ -20,18 +21,28 @@ def _pyplot():
 
 
 def _event_times(run: Run) -> list[float]:
-    return [float(e["time"]) for e in run.events if isinstance(e.get("time"), (int, float))]
+    return [e.time for e in run.events]
 
 
 def write_report_png(run: Run, report: RunReport, path: Path) -> Path:
-    """Loss curve with failure/recovery markers above a slice-health timeline."""
+    """Loss curve with failure/recovery markers above a slice-health timeline, saved to exactly `path`
+    (the caller checked it: elxpk/cli/report.py)."""
+    plt = _pyplot()
+    fig = report_figure(run, report)
+    fig.savefig(path, dpi=110, format="png")
+    plt.close(fig)
+    return path
+
+
+def report_figure(run: Run, report: RunReport):
+    """The report's figure (matplotlib), before it is saved."""
     plt = _pyplot()
     fig, (ax_loss, ax_health) = plt.subplots(2, 1, figsize=(9, 6), gridspec_kw={"height_ratios": [3, 1.4]})
     final = run.final_records()
-    ax_loss.plot(list(final), [loss_value(r) for r in final.values()], lw=1.2, label="loss (steps that count)")
+    ax_loss.plot(list(final), [r.loss_value for r in final.values()], lw=1.2, label="loss (steps that count)")
     void = run.superseded_records()
     if void:
-        ax_loss.scatter([r["step"] for r in void], [loss_value(r) for r in void], s=6, c="0.6",
+        ax_loss.scatter([r.step for r in void], [r.loss_value for r in void], s=6, c="0.6",
                         label="rewound executions", zorder=3)
     for i, rec in enumerate(report.recoveries):
         if rec.failure_step is not None:
@@ -42,7 +53,7 @@ def write_report_png(run: Run, report: RunReport, path: Path) -> Path:
                             label="restored checkpoint" if i == 0 else None)
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("loss")
-    ax_loss.set_title(f"{run.path.name}: goodput {100 * report.goodput:.1f}%, {len(report.recoveries)} recovery(ies)")
+    ax_loss.set_title(f"{run.path.name}: goodput {100 * report.goodput:.1f}%, {plural(len(report.recoveries), 'recovery')}")
     ax_loss.legend(loc="upper right", fontsize=8)
 
     times = _event_times(run)
@@ -56,18 +67,21 @@ def write_report_png(run: Run, report: RunReport, path: Path) -> Path:
         row = iv.slice if iv.slice >= 0 else len(slices) - 1
         end = iv.end if iv.end is not None else t1
         ax_health.broken_barh([(iv.start - t0, max(end - iv.start, 1e-3))], (row - 0.35, 0.7), color="tab:red")
+    labelled: set[str] = set()
     for rec in report.recoveries:
-        for offset, colour in ((0.0, "tab:red"), (rec.restored_s, "tab:blue"), (rec.first_step_s, "tab:green")):
+        for label, offset, colour in (("failure detected", 0.0, "tab:red"), ("restored", rec.restored_s, "tab:blue"),
+                                      ("first new step", rec.first_step_s, "tab:green")):
             if offset is not None:
-                ax_health.axvline(rec.detected_at - t0 + offset, color=colour, lw=0.8, ls=":")
+                ax_health.axvline(rec.detected_at - t0 + offset, color=colour, lw=0.8, ls=":",
+                                  label=None if label in labelled else label)
+                labelled.add(label)
     ax_health.set_yticks(slices, [f"slice {s}" for s in slices])
-    ax_health.set_xlabel("wall time (s): green healthy, red lost; lines: detect, restored, first new step")
+    ax_health.set_xlabel("wall time (s): bars green while a slice is healthy, red while it is lost")
+    if labelled:
+        ax_health.legend(loc="upper right", fontsize=7)
     ax_health.set_xlim(0, max(t1 - t0, 1e-3))
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def write_compare_png(c: Comparison, path: Path) -> Path:

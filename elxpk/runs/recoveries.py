@@ -1,44 +1,30 @@
 """One timeline per recovery: failure detected -> slices ready -> restored -> first new step.
 
-Built from events.jsonl alone, so the same code reads in-process recoveries (pause-resume, resize) and
-multi-controller group restarts (where the supervisor writes the detection and the restarted trainer the rest).
+Built from the typed events (and the metric times), so the same code reads in-process recoveries
+(pause-resume, resize), multi-controller group restarts (where the supervisor writes the detection and
+the restarted trainer the rest) and cold restarts (a new session that restores and trains on, with no
+`first_step_after_recovery` of its own: the first step it records ends the recovery).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-_SLICE_IN_TEXT = re.compile(r"\bslice (\d+)\b")
-_PHASES = ("slices_ready", "restore_started", "restore_done", "first_step_after_recovery")
-
-
-def lost_slices(event: dict) -> tuple[int, ...]:
-    """The slices an event names as lost: `slices_lost` as the trainer and the supervisor write it, older
-    names, and, for runs written before the field existed, the slice named in the error text."""
-    for key in ("slices_lost", "lost_slices", "slices", "slice"):
-        value = event.get(key)
-        if isinstance(value, int):
-            return (value,)
-        if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
-            return tuple(value)
-    for key in ("error", "detail"):  # e.g. "DATA_LOSS: simulated loss of slice 1 at step 120"
-        if isinstance(event.get(key), str):
-            found = _SLICE_IN_TEXT.findall(event[key])
-            if found:
-                return tuple(sorted({int(s) for s in found}))
-    return ()
-
-
-def restored_step(event: dict) -> int | None:
-    for key in ("restored_step", "checkpoint_step", "step"):
-        if isinstance(event.get(key), int):
-            return event[key]
-    return None
+from elxpk_contract.records import (
+    Event,
+    FailureDetected,
+    FirstStepAfterRecovery,
+    Metric,
+    RestoreDone,
+    RestoreStarted,
+    RunStarted,
+    SlicesReady,
+)
 
 
 @dataclass(frozen=True)
-class Recovery:
+class RecoveryTimeline:
     failure_step: int | None
     lost: tuple[int, ...]
     detected_at: float  # unix seconds
@@ -48,7 +34,8 @@ class Recovery:
     first_step_s: float | None
     restored_step: int | None
     first_step: int | None
-    caught_up_s: float | None = None  # when the step after the failed one ended (metric time, or estimated)
+    cold_restart: bool = False  # a new session (run_started) carried the recovery
+    caught_up_s: float | None = None  # when the step after the failed one ended (its metric time)
 
     @property
     def complete(self) -> bool:
@@ -79,6 +66,7 @@ class Recovery:
             "restored_step": self.restored_step,
             "first_step": self.first_step,
             "rewound_steps": self.rewound_steps,
+            "cold_restart": self.cold_restart,
             "caught_up_s": self.caught_up_s,
         }
 
@@ -86,6 +74,8 @@ class Recovery:
         """One line, e.g. 'slice 1 lost at step 120; restored step 100 in 0.4 s; step 100 reached 2.1 s ...'."""
         who = "slice " + ",".join(map(str, self.lost)) if self.lost else "a slice"
         parts = [f"{who} lost at step {self.failure_step if self.failure_step is not None else '?'}"]
+        if self.cold_restart:
+            parts.append("cold restart")
         if self.restored_step is not None:
             took = f" in {self.restore_s:.1f} s" if self.restore_s is not None else ""
             parts.append(f"restored step {self.restored_step}{took}")
@@ -99,77 +89,65 @@ class Recovery:
         return "; ".join(parts)
 
 
-def _time(event: dict) -> float | None:
-    value = event.get("time")
-    return float(value) if isinstance(value, (int, float)) else None
+def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[RecoveryTimeline]:
+    """Pair each failure_detected with the first of each later phase before the next failure.
 
-
-def recoveries(events: tuple[dict, ...] | list[dict]) -> list[Recovery]:
-    """Pair each failure_detected with the first of each later phase before the next failure."""
-    found: list[Recovery] = []
+    The recovery ends at its `first_step_after_recovery`; a cold restart writes none, so there the first
+    metric record after the detection (and after the restore) ends it.
+    """
+    found: list[RecoveryTimeline] = []
     # By time, not file order: a supervisor writes its events once the group it watched is down.
-    timed = sorted((e for e in events if _time(e) is not None), key=_time)
-    starts = [i for i, e in enumerate(timed) if e.get("event") == "failure_detected"]
+    timed = sorted(events, key=lambda e: e.time)
+    starts = [i for i, e in enumerate(timed) if isinstance(e, FailureDetected)]
     for n, i in enumerate(starts):
-        detect = timed[i]
-        t0 = _time(detect)
+        detect: FailureDetected = timed[i]
+        t0 = detect.time
         end = starts[n + 1] if n + 1 < len(starts) else len(timed)
-        first: dict[str, dict] = {}
+        first: dict[type, Event] = {}
         for e in timed[i + 1 : end]:
-            name = e.get("event")
-            if name in _PHASES and name not in first:
-                first[name] = e
-            if name == "first_step_after_recovery":
+            kind = type(e)
+            if kind in (SlicesReady, RestoreStarted, RestoreDone, FirstStepAfterRecovery, RunStarted):
+                first.setdefault(kind, e)
+            if kind is FirstStepAfterRecovery:
                 break
+        until = timed[end].time if end < len(timed) else float("inf")
 
-        def offset(name: str, first: dict[str, dict] = first, t0: float = t0) -> float | None:
-            return _time(first[name]) - t0 if name in first else None
+        def offset(kind: type, first: dict[type, Event] = first, t0: float = t0) -> float | None:
+            return first[kind].time - t0 if kind in first else None
 
-        done = first.get("restore_done", {})
-        step_event = first.get("first_step_after_recovery", {})
+        done = first.get(RestoreDone)
+        step_event = first.get(FirstStepAfterRecovery)
+        first_step = step_event.step if step_event is not None else None
+        first_step_s = offset(FirstStepAfterRecovery)
+        if step_event is None and done is not None:  # a cold restart: the first step it records
+            after = next((m for m in metrics if done.time <= m.time < until), None)
+            if after is not None:
+                first_step, first_step_s = after.step, after.time - t0
         found.append(
-            Recovery(
-                failure_step=detect.get("step") if isinstance(detect.get("step"), int) else None,
-                lost=lost_slices(detect),
+            RecoveryTimeline(
+                failure_step=detect.step,
+                lost=detect.slices_lost,
                 detected_at=t0,
-                slices_ready_s=offset("slices_ready"),
-                restore_started_s=offset("restore_started"),
-                restored_s=offset("restore_done"),
-                first_step_s=offset("first_step_after_recovery"),
-                restored_step=restored_step(done) if done else None,
-                first_step=step_event.get("step") if isinstance(step_event.get("step"), int) else None,
+                slices_ready_s=offset(SlicesReady),
+                restore_started_s=offset(RestoreStarted),
+                restored_s=offset(RestoreDone),
+                first_step_s=first_step_s,
+                restored_step=done.step if done is not None else None,
+                first_step=first_step,
+                cold_restart=RunStarted in first,
             )
         )
     return found
 
 
-def with_catch_up(found: list[Recovery], metrics: tuple[dict, ...]) -> list[Recovery]:
-    """Add when each recovery regained its lost progress: when the step after the failed one ended.
-
-    Metrics records carry their end `time`; for runs written before they did, it is estimated as the first
-    new step's time plus the step times of the re-executed steps.
-    """
-    out, start = [], 0
+def with_catch_up(found: list[RecoveryTimeline], metrics: Sequence[Metric]) -> list[RecoveryTimeline]:
+    """Add when each recovery regained its lost progress: when the step after the failed one ended."""
+    out = []
     for rec in found:
-        if rec.first_step_s is None or rec.first_step is None or rec.failure_step is None:
+        if rec.first_step_s is None or rec.failure_step is None:
             out.append(rec)
             continue
-        # The recovery's first record: its first step, executed again after a rewind.
-        i = next((k for k in range(start, len(metrics)) if metrics[k].get("step") == rec.first_step
-                  and k > 0 and isinstance(metrics[k - 1].get("step"), int)
-                  and metrics[k - 1]["step"] >= rec.first_step), None)
-        if i is None:
-            out.append(rec)
-            continue
-        elapsed, caught = rec.first_step_s, None
-        for k in range(i, len(metrics)):
-            step = metrics[k].get("step")
-            if k > i:
-                elapsed += float(metrics[k].get("step_time_s") or 0.0)
-            if isinstance(step, int) and step > rec.failure_step:
-                ended = _time(metrics[k])
-                caught = ended - rec.detected_at if ended is not None else elapsed
-                start = k
-                break
-        out.append(replace(rec, caught_up_s=caught))
+        start = rec.detected_at + rec.first_step_s
+        back = next((m for m in metrics if m.time >= start and m.step > rec.failure_step), None)
+        out.append(replace(rec, caught_up_s=back.time - rec.detected_at) if back is not None else rec)
     return out

@@ -1,6 +1,7 @@
 """Goodput and badput of one run: where the wall time went.
 
-- goodput = productive step time / wall time; productive = the steps that count, less their compile time.
+- goodput = productive step time / wall time; productive = the step times of the steps that count (the
+  trainer compiles before an attempt's first step and reports it on restore_done, so step times hold none).
 - badput: rewound steps (executions a rewind made void), restore, waiting for slices, compile, checkpoint
   blocking, and other (start-up, imports, tracing: the rest of the wall time).
 - wall time spans the run's sessions; the gap after a session that ended cleanly (`run_finished`, e.g.
@@ -9,14 +10,22 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from elxpk.runs.examples import ExampleAccount, account
-from elxpk.runs.recoveries import Recovery, recoveries, with_catch_up
-from elxpk.runs.rundir import Run, loss_value
-
-_CHECKPOINT_BLOCKING_KEYS = ("blocking_s", "block_s", "duration_s", "save_s")
+from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
+from elxpk.runs.rundir import Run
+from elxpk.runs.words import plural
+from elxpk_contract.records import (
+    CheckpointCommitted,
+    CheckpointSaved,
+    CheckpointSkipped,
+    Event,
+    RestoreDone,
+    RestoreStarted,
+    RunFinished,
+    RunStarted,
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ class RunReport:
     wall_s: float
     productive_s: float
     badput: Badput
-    recoveries: tuple[Recovery, ...]
+    recoveries: tuple[RecoveryTimeline, ...]
     sessions: int
     examples: ExampleAccount
     final_loss: float | None
@@ -80,93 +89,34 @@ class RunReport:
         }
 
 
-def _t(event: dict) -> float | None:
-    value = event.get("time")
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def wall_time(events: tuple[dict, ...]) -> tuple[float, int]:
+def wall_time(events: tuple[Event, ...]) -> tuple[float, int]:
     """(wall seconds, sessions) from event times; a session starts at each run_started."""
-    timed = sorted((e for e in events if _t(e) is not None), key=_t)
+    timed = sorted(events, key=lambda e: e.time)
     if not timed:
         return 0.0, 0
-    sessions: list[list[dict]] = []
+    sessions: list[list[Event]] = []
     for e in timed:
-        if e.get("event") == "run_started" or not sessions:
+        if isinstance(e, RunStarted) or not sessions:
             sessions.append([])
         sessions[-1].append(e)
     wall = 0.0
     for i, session in enumerate(sessions):
-        start, end = _t(session[0]), max(_t(e) for e in session)
+        start, end = session[0].time, max(e.time for e in session)
         wall += end - start
-        clean = any(e.get("event") == "run_finished" for e in session)
+        clean = any(isinstance(e, RunFinished) for e in session)
         if i + 1 < len(sessions) and not clean:
-            wall += max(0.0, _t(sessions[i + 1][0]) - end)  # a crash: the restart counts
+            wall += max(0.0, sessions[i + 1][0].time - end)  # a crash: the restart counts
     return wall, len(sessions)
 
 
-def _step_time(record: dict) -> float:
-    value = record.get("step_time_s")
-    return float(value) if isinstance(value, (int, float)) else 0.0
-
-
-def compile_times(metrics: tuple[dict, ...]) -> list[float]:
-    """Compile seconds inside each record's step time.
-
-    A record that reports `compile_s` is taken at its word. Otherwise the first step of each attempt
-    (the first record, and each one that does not follow its predecessor's step) is assumed to compile,
-    and its excess over the median step time is counted.
-    """
-    if any(isinstance(r.get("compile_s"), (int, float)) for r in metrics):
-        return [float(r.get("compile_s") or 0.0) for r in metrics]
-    times = [_step_time(r) for r in metrics]
-    if not times:
-        return []
-    median = statistics.median(times)
-    out = [0.0] * len(metrics)
-    for i, record in enumerate(metrics):
-        prev = metrics[i - 1].get("step") if i else None
-        step = record.get("step")
-        if i == 0 or not isinstance(prev, int) or not isinstance(step, int) or step != prev + 1:
-            out[i] = max(0.0, times[i] - median)
-    return out
-
-
-def compile_outside_steps(events: tuple[dict, ...]) -> float | None:
-    """Compile time the trainer reports on its events (it compiles ahead of the step it times).
-
-    The trainer reports each attempt's compile as `compile_s` on `restore_done` (0 when it reused the
-    executable). Runs written before that carry it only on other events, e.g. a recompile on
-    `first_step_after_recovery`.
-    """
-    def reported(names: tuple[str, ...] | None) -> list[float]:
-        return [float(e["compile_s"]) for e in events if isinstance(e.get("compile_s"), (int, float))
-                and (names is None or e.get("event") in names)]
-
-    values = reported(("restore_done",)) or reported(None)
-    return sum(values) if values else None
-
-
-def checkpoint_blocking(events: tuple[dict, ...]) -> float:
-    total = 0.0
-    for e in events:
-        if e.get("event") != "checkpoint_saved":
-            continue
-        for key in _CHECKPOINT_BLOCKING_KEYS:
-            if isinstance(e.get(key), (int, float)):
-                total += float(e[key])
-                break
-    return total
-
-
-def restore_time(events: tuple[dict, ...]) -> float:
+def restore_time(events: tuple[Event, ...]) -> float:
     """Every restore, the resume of a fresh session included: each restore_started to its restore_done."""
     total, started = 0.0, None
     for e in events:
-        if e.get("event") == "restore_started":
-            started = _t(e)
-        elif e.get("event") == "restore_done" and started is not None and _t(e) is not None:
-            total += _t(e) - started
+        if isinstance(e, RestoreStarted):
+            started = e.time
+        elif isinstance(e, RestoreDone) and started is not None:
+            total += e.time - started
             started = None
     return total
 
@@ -174,43 +124,38 @@ def restore_time(events: tuple[dict, ...]) -> float:
 def build_report(run: Run) -> RunReport:
     metrics = run.metrics
     final = run.final_records()
-    ahead = compile_outside_steps(run.events)
-    # A trainer that compiles ahead of its first step says so; then step times hold no compile.
-    compile_s = compile_times(metrics) if ahead is None else [0.0] * len(metrics)
-    last_index = {r["step"]: i for i, r in enumerate(metrics) if isinstance(r.get("step"), int)}
+    last_index = {r.step: i for i, r in enumerate(metrics)}
     productive = rewound = 0.0
     for i, record in enumerate(metrics):
-        if not isinstance(record.get("step"), int):
-            continue
-        net = max(0.0, _step_time(record) - compile_s[i])
-        if last_index[record["step"]] == i:
-            productive += net
+        # The trainer compiles before an attempt's first step (restore_done's compile_s): step times are net.
+        if last_index[record.step] == i:
+            productive += record.step_time_s
         else:
-            rewound += net
-    found = tuple(with_catch_up(recoveries(run.events), metrics))
+            rewound += record.step_time_s
+    found = tuple(with_catch_up(recoveries(run.events, metrics), metrics))
     waiting = sum(r.slices_ready_s for r in found if r.slices_ready_s is not None)
     restore = restore_time(run.events)
-    ckpt = checkpoint_blocking(run.events)
+    ckpt = sum(e.blocking_s for e in run.events_of(CheckpointSaved))
+    compile_total = sum(e.compile_s for e in run.events_of(RestoreDone))
     wall, sessions = wall_time(run.events)
-    if wall <= 0.0:  # no timed events: the best we know is the sum of step times
-        wall = sum(_step_time(r) for r in metrics)
-    compile_total = sum(compile_s) + (ahead or 0.0)
+    if wall <= 0.0:  # no events: the best we know is the sum of step times
+        wall = sum(r.step_time_s for r in metrics)
     other = max(0.0, wall - productive - rewound - restore - waiting - compile_total - ckpt)
     last_step = max(final) if final else None
     return RunReport(
         run_dir=str(run.path),
         steps=len(final),
         last_step=last_step,
-        executed=sum(1 for r in metrics if isinstance(r.get("step"), int)),
+        executed=len(metrics),
         wall_s=wall,
         productive_s=productive,
         badput=Badput(rewound, restore, waiting, compile_total, ckpt, other),
         recoveries=found,
         sessions=sessions,
         examples=account(final),
-        final_loss=loss_value(final[last_step]) if final else None,
-        checkpoints_committed=len(run.events_named("checkpoint_committed")),
-        checkpoints_skipped=len(run.events_named("checkpoint_skipped")),
+        final_loss=final[last_step].loss_value if final else None,
+        checkpoints_committed=len(run.events_of(CheckpointCommitted)),
+        checkpoints_skipped=len(run.events_of(CheckpointSkipped)),
         damaged_lines=run.damaged_lines,
     )
 
@@ -223,8 +168,8 @@ def render_text(report: RunReport) -> list[str]:
     """The human form of a report, one line per item."""
     w = report.wall_s
     lines = [
-        f"run {report.run_dir}: {report.steps} steps (last {report.last_step}), "
-        f"{report.executed - report.steps} rewound, {report.sessions} session(s)",
+        f"run {report.run_dir}: {plural(report.steps, 'step')} done{_missing(report)}, "
+        f"{report.executed - report.steps} rewound, {plural(report.sessions, 'session')}",
         f"goodput {100.0 * report.goodput:.1f}%: {report.productive_s:.2f} s productive of {w:.2f} s wall",
         "badput:",
     ]
@@ -241,10 +186,18 @@ def render_text(report: RunReport) -> list[str]:
         lines.append("     " + " -> ".join(f"{n} {v:+.2f} s" if v is not None else f"{n} ?" for n, v in marks))
     ex = report.examples
     verdict = "each example exactly once" if ex.exactly_once else f"{ex.duplicates} duplicate, {ex.gaps} missing"
-    lines.append(f"examples: {ex.unique} consumed by {ex.steps} steps; {verdict}")
+    lines.append(f"examples: {ex.unique} consumed by {plural(ex.steps, 'step')}; {verdict}")
     if report.final_loss is not None:
         lines.append(f"final loss {report.final_loss:.6f}")
     lines.append(f"checkpoints: {report.checkpoints_committed} committed, {report.checkpoints_skipped} skipped")
     if report.damaged_lines:
-        lines.append(f"note: {report.damaged_lines} torn line(s) from a killed writer were skipped")
+        torn = plural(report.damaged_lines, "torn line")
+        lines.append(f"note: {torn} from a killed writer {'was' if report.damaged_lines == 1 else 'were'} skipped")
     return lines
+
+
+def _missing(report: RunReport) -> str:
+    """Steps done is the count of distinct steps; say so when they are not exactly 0..N-1."""
+    if report.last_step is None or report.last_step + 1 == report.steps:
+        return ""
+    return f" (up to step {report.last_step}, {report.examples.missing_count} missing)"

@@ -1,83 +1,92 @@
-"""One run directory as data: its metrics, events and run.json (format in ../shared/docs/contracts.md)."""
+"""One run directory as typed records: the one reader of metrics.jsonl, events.jsonl and run.json.
+
+The record types are declared in elxpk_contract/records.py (the trainer and the supervisor write them).
+A record of the wrong shape, a binary or unreadable file, or a broken run.json is a UsageError naming the
+flag, the file and the line; only a torn line left by a killed writer is tolerated (and counted).
+"""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from elxpk.errors import UsageError
-from elxpk.runs.jsonl import read_jsonl
+from elxpk.runs.jsonl import JsonLinesError, read_jsonl
+from elxpk_contract.records import (
+    Event,
+    Metric,
+    RecordError,
+    RunInfo,
+    parse_event,
+    parse_metric,
+    parse_run_info,
+)
 
 METRICS = "metrics.jsonl"
 EVENTS = "events.jsonl"
 RUN_JSON = "run.json"
 
 
-def loss_value(record: dict) -> float:
-    """The float32 loss of a metrics record (written as float.hex(), so it round-trips exactly)."""
-    loss = record.get("loss")
-    if isinstance(loss, str):
-        try:
-            return float.fromhex(loss)
-        except ValueError:
-            return float(loss)  # a decimal string from a foreign writer
-    if isinstance(loss, (int, float)):
-        return float(loss)
-    return math.nan
-
-
-def example_range(record: dict) -> tuple[int, int] | None:
-    """The half-open global example-id range `[first, end)` a step consumed, if recorded."""
-    ex = record.get("examples")
-    if isinstance(ex, (list, tuple)) and len(ex) == 2 and all(isinstance(v, int) for v in ex):
-        return int(ex[0]), int(ex[1])
-    return None
-
-
 @dataclass(frozen=True)
 class Run:
     path: Path
-    metrics: tuple[dict, ...]  # every executed step in execution order; rewound steps appear twice
-    events: tuple[dict, ...]  # in file order (time order: one writer at a time)
-    run_json: dict | None
+    metrics: tuple[Metric, ...]  # every executed step in execution order; rewound steps appear twice
+    events: tuple[Event, ...]  # in file order (time order: one writer at a time)
+    info: RunInfo | None  # run.json, when the run got as far as writing it
     damaged_lines: int  # torn lines left by killed writers (their complete parts were kept)
 
-    def final_records(self) -> dict[int, dict]:
+    def final_records(self) -> dict[int, Metric]:
         """The record that counts for each step (the last one written), by step."""
-        final: dict[int, dict] = {}
+        final: dict[int, Metric] = {}
         for record in self.metrics:
-            step = record.get("step")
-            if isinstance(step, int):
-                final[step] = record
+            final[record.step] = record
         return dict(sorted(final.items()))
 
-    def superseded_records(self) -> list[dict]:
+    def superseded_records(self) -> list[Metric]:
         """Records of executions that a rewind made void: every record of a step but its last."""
-        last_index: dict[int, int] = {}
-        for i, record in enumerate(self.metrics):
-            if isinstance(record.get("step"), int):
-                last_index[record["step"]] = i
-        return [
-            r for i, r in enumerate(self.metrics) if isinstance(r.get("step"), int) and last_index[r["step"]] != i
-        ]
+        last_index = {record.step: i for i, record in enumerate(self.metrics)}
+        return [r for i, r in enumerate(self.metrics) if last_index[r.step] != i]
 
-    def events_named(self, *names: str) -> list[dict]:
-        return [e for e in self.events if e.get("event") in names]
+    def events_of(self, kind: type[Event]) -> list:
+        return [e for e in self.events if isinstance(e, kind)]
 
     @property
     def num_slices(self) -> int | None:
-        config = (self.run_json or {}).get("config", self.run_json or {})
-        value = config.get("num_slices") if isinstance(config, dict) else None
-        if isinstance(value, int):
-            return value
-        seen = {s for r in self.metrics for s in r.get("slices") or [] if isinstance(s, int)}
+        if self.info is not None and self.info.setting("num_slices") is not None:
+            return self.info.setting("num_slices")
+        seen = {s for r in self.metrics for s in r.slices}
         return max(seen) + 1 if seen else None
 
 
+def _records(root: Path, name: str, flag: str, parse) -> tuple[tuple, int]:
+    try:
+        lines = read_jsonl(root / name)
+    except JsonLinesError as exc:
+        raise UsageError(f"{flag}: {root / name} {exc}") from None
+    out = []
+    for number, data in zip(lines.line_numbers, lines.records, strict=True):
+        try:
+            out.append(parse(data))
+        except RecordError as exc:
+            raise UsageError(f"{flag}: {root / name} line {number}: {exc}") from None
+    return tuple(out), lines.damaged_lines
+
+
+def load_info(root: Path, flag: str = "RUN_DIR") -> RunInfo | None:
+    """run.json, or None when the run has none yet; a broken one is a UsageError."""
+    path = root / RUN_JSON
+    if not path.exists():
+        return None
+    try:
+        return parse_run_info(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        why = str(exc).splitlines()[0] if isinstance(exc, RecordError) else "not valid JSON (truncated?)"
+        raise UsageError(f"{flag}: {path} is damaged: {why}") from None
+
+
 def load_run(path: str | Path, *, flag: str = "RUN_DIR") -> Run:
-    """Read a run directory; a path that is not one is a UsageError naming `flag`."""
+    """Read a run directory; a path that is not one, or a damaged record, is a UsageError naming `flag`."""
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"{flag}: {root} is not a directory; pass a run directory (one with {METRICS})")
@@ -85,19 +94,7 @@ def load_run(path: str | Path, *, flag: str = "RUN_DIR") -> Run:
         raise UsageError(
             f"{flag}: {root} has no {METRICS}; pass the --run-dir of `elxpk local run` or the trainer's run_dir"
         )
-    metrics = read_jsonl(root / METRICS)
-    events = read_jsonl(root / EVENTS)
-    run_json = None
-    if (root / RUN_JSON).is_file():
-        try:
-            loaded = json.loads((root / RUN_JSON).read_text(encoding="utf-8"))
-            run_json = loaded if isinstance(loaded, dict) else None
-        except ValueError:
-            run_json = None
-    return Run(
-        path=root,
-        metrics=metrics.records,
-        events=events.records,
-        run_json=run_json,
-        damaged_lines=metrics.damaged_lines + events.damaged_lines,
-    )
+    metrics, torn_metrics = _records(root, METRICS, flag, parse_metric)
+    events, torn_events = _records(root, EVENTS, flag, parse_event)
+    return Run(path=root, metrics=metrics, events=events, info=load_info(root, flag),
+               damaged_lines=torn_metrics + torn_events)

@@ -9,8 +9,8 @@ from tests.conftest import REPO_ROOT
 
 _PROBE = """
 import sys
-from elxpk.cli import main
-main._register()
+from elxpk.cli.commands import build_app
+build_app([])  # the whole command table
 import elxpk.local.options, elxpk.local.progress, elxpk.local.view, elxpk.local.supervisor
 import elxpk.runs.report, elxpk.runs.compare, elxpk.runs.health
 heavy = sorted(m for m in ("jax", "jaxlib", "orbax", "optax", "matplotlib") if m in sys.modules)

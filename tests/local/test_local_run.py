@@ -7,6 +7,7 @@ Tiny model, few steps; the runs are session-scoped and shared. In-process runs r
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -121,23 +122,22 @@ class ReplayAfterRestore:
 
 
 def test_broken_loader_is_caught_by_compare(reference, tmp_path):
-    from trainer.config import TrainerConfig
     from trainer.data import ElasticIterator, SyntheticTokens
 
-    cfg = TrainerConfig.from_args(list(TINY), {})
-    broken = ReplayAfterRestore(ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed),
-                                                cfg.global_batch), cfg.global_batch)
     opts = LocalRunOptions.from_flags(run_dir=str(tmp_path / "broken"), steps=STEPS, num_slices=2,
                                       checkpoint_period=PERIOD, kill_slice=[f"1@{KILL}"], no_faults=False,
                                       revive_after=0.2, mode="pause-resume", seed=0, live=False,
                                       report=False, trainer_args=TINY)
+    cfg = opts.trainer_config()
+    broken = ReplayAfterRestore(ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed),
+                                                cfg.global_batch), cfg.global_batch)
     import io
 
     local_run(opts, out=io.StringIO(), dataset=broken)
     code, out, err = run_cli("compare", reference, tmp_path / "broken")
     assert code == 1
     restored = KILL // PERIOD * PERIOD
-    assert f"run B consumed {cfg.global_batch} example(s) more than once" in out
+    assert f"run B consumed {cfg.global_batch} examples more than once" in out
     assert f"[{(restored - 1) * cfg.global_batch}, {restored * cfg.global_batch})" in out
     assert err.startswith("error: runs differ")
 
@@ -167,6 +167,54 @@ def test_run_dir_that_is_a_file_is_bad_input(tmp_path):
     path.write_text("not a run")
     code, out, err = run_cli("local", "run", "--run-dir", path, "--plain")
     assert code == 2 and err.startswith("error: --run-dir") and path.read_text() == "not a run"
+
+
+def test_run_dir_under_a_file_is_bad_input(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("not a run")
+    code, out, err = run_cli("local", "run", "--run-dir", path / "sub" / "run", "--plain")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.strip() == f"error: --run-dir {path / 'sub' / 'run'}: is under {path}, which is a file; give a new " \
+                          "or an existing run directory"
+    assert path.read_text() == "not a run" and sorted(tmp_path.iterdir()) == [path]
+
+
+def _snapshot(run_dir) -> dict:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+def test_second_run_on_a_locked_run_dir_is_refused(killed, tmp_path):
+    import shutil
+
+    from elxpk.local.run import run_dir_lock
+
+    run_dir = tmp_path / "busy"
+    shutil.copytree(killed[0], run_dir)
+    with run_dir_lock(run_dir):  # a first `local run` holds it (an flock, as a second process would see it)
+        before = _snapshot(run_dir)
+        code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--steps", EXTENDED, "--plain", *TINY_FLAGS)
+        assert code == 2 and out == ""
+        assert err.strip().splitlines() == [f"error: --run-dir {run_dir}: another `elxpk local run` (pid {os.getpid()}) "
+                                            "is using it; wait for it to finish, or give another --run-dir"]
+        assert _snapshot(run_dir) == before
+    # Released with its holder: the same command now runs.
+    code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--steps", STEPS, "--plain", *TINY_FLAGS)
+    assert code == 0 and f"already has {STEPS} steps" in out, err
+
+
+def test_resume_refused_for_another_configuration_writes_nothing(killed, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "other"
+    shutil.copytree(killed[0], run_dir)
+    before = _snapshot(run_dir)
+    code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--steps", EXTENDED, "--seed", "9", "--plain",
+                             *TINY_FLAGS)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1
+    assert lines[0].startswith(f"error: --run-dir {run_dir}: holds a run of another configuration (seed 0 there, "
+                               "9 now)")
+    assert _snapshot(run_dir) == before  # run.json, events.jsonl and the checkpoints untouched
 
 
 def test_resize_continues_on_the_survivor(reference, tmp_path):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from elxpk.errors import UsageError
-from elxpk.local.options import DEFAULT_KILL_STEP, LocalRunOptions
+from elxpk.local.options import DEFAULT_KILL_STEP, LOCAL_MODEL, LocalRunOptions, config_flags
+from elxpk_contract.settings import TrainerConfig, check_setting
 
 
 def flags(**over):
@@ -39,3 +40,41 @@ def test_trainer_fault_grammar_passes_through_outside_multi_controller():
     assert LocalRunOptions.from_flags(**flags(mode="resize")).min_slice_count == 1
     with pytest.raises(UsageError, match="--mode resize: needs --num-slices 2"):
         LocalRunOptions.from_flags(**flags(mode="resize", num_slices=1))
+
+
+@pytest.mark.parametrize(("name", "raw"), [("steps", "abc"), ("steps", "0"), ("seed", "-1"), ("seed", str(2**32)),
+                                           ("num_slices", "0"), ("checkpoint_period", "1.5")])
+def test_shared_settings_are_refused_with_the_trainers_message(name, raw):
+    _, expected = check_setting(name, raw)
+    with pytest.raises(UsageError) as local:
+        LocalRunOptions.from_flags(**flags(**{name: raw}))
+    with pytest.raises(UsageError) as trainer:
+        TrainerConfig.from_args(["--" + name.replace("_", "-"), raw])
+    assert expected in local.value.messages and expected in trainer.value.messages
+
+
+def test_trainer_config_is_built_directly_with_the_local_model():
+    opts = LocalRunOptions.from_flags(**flags(steps="40", seed="5", mode="resize", checkpoint_period="10",
+                                              trainer_args=("--d-model=64", "--global-batch=8")))
+    cfg = opts.trainer_config(("1@20",))
+    expected = TrainerConfig(run_dir="r", steps=40, seed=5, checkpoint_period=10, num_slices=2, devices_per_slice=2,
+                             elastic_enabled=True, elastic_min_slice_count=1, elastic_poll_seconds=0.2,
+                             fault=("1@20",), revive_after=1.0, **{**LOCAL_MODEL, "d_model": 64, "global_batch": 8})
+    assert cfg == expected
+    # The multi-controller supervisor's flags reproduce the same config in the child's parser.
+    assert TrainerConfig.from_args(config_flags(cfg)) == cfg
+
+
+@pytest.mark.parametrize(("arg", "says"), [("--d-model=abc", "--trainer-arg --d-model 'abc': must be a whole number"),
+                                           ("--steps=5", "--trainer-arg '--steps=5': use --NAME=VALUE"),
+                                           ("--no-such=1", "--trainer-arg '--no-such=1'")])
+def test_trainer_args_are_checked_by_the_table(arg, says):
+    with pytest.raises(UsageError) as info:
+        LocalRunOptions.from_flags(**flags(trainer_args=(arg,)))
+    assert any(m.startswith(says) for m in info.value.messages), info.value.messages
+
+
+def test_cross_field_problems_are_found_before_any_io():
+    # 16 examples do not split over 3 slices x 2 devices: the trainer's own check, at option time.
+    with pytest.raises(UsageError, match=r"--global-batch 16: must divide evenly over 3 slice"):
+        LocalRunOptions.from_flags(**flags(num_slices="3"))

@@ -12,9 +12,9 @@ from tests.support.run_writer import FakeRun, write_run
 SPEC = FakeRun(steps=40, failures=((23, 20),), wait_s=0.7, restore_s=0.3)
 
 
-def replay(tmp_path, observe) -> None:
+def replay(tmp_path, observe, spec: FakeRun = SPEC) -> None:
     """Feed the records in the order a trainer emits them: by time, metrics between events."""
-    run_dir = write_run(tmp_path / "run", SPEC)
+    run_dir = write_run(tmp_path / "run", spec)
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     # The writer's metric of step s lands before the events with a later time; interleave by position.
@@ -84,8 +84,33 @@ def test_live_view_renders_bar_health_and_events(tmp_path):
 
 def test_group_restart_marks_every_process_restarting():
     progress = RunProgress(total_steps=10, num_slices=2, clock=lambda: 0.0)
-    progress.observe("event", {"event": "failure_detected", "time": 1.0, "step": 4, "slice": 1, "source": "supervisor"})
+    progress.observe("event", {"event": "failure_detected", "time": 1.0, "step": 4, "slices_lost": [1],
+                                       "source": "supervisor"})
     assert progress.health == {0: "restarting", 1: "lost"}
     progress.observe("event", {"event": "slices_ready", "time": 2.0, "step": None, "slices": [0, 1]})
     assert progress.health == {0: "healthy", 1: "healthy"}
     assert progress.lines == ["slice 1 lost at step 4", "slices ready 1.0 s after the failure"]
+
+
+def test_plain_view_prints_each_tenth_once_across_a_rewind(tmp_path):
+    # Killed at step 26 with a checkpoint at 20: steps 20..25 run twice, and the tenth mark "step 24/40"
+    # falls inside them; it is printed once.
+    spec = FakeRun(steps=40, failures=((26, 20),))
+    out = io.StringIO()
+    with PlainView(RunProgress(total_steps=spec.steps, num_slices=2), out) as view:
+        replay(tmp_path, view.observe, spec)
+    lines = out.getvalue().splitlines()
+    marks = [line.split()[1] for line in lines if line.startswith("step ") and " loss " in line]
+    assert len(marks) == len(set(marks)) == 10
+    assert len(lines) == len(set(lines))  # no progress line twice
+
+
+def test_finished_line_and_report_say_the_same_step_count(tmp_path):
+    from elxpk.runs.report import build_report, render_text
+    from elxpk.runs.rundir import load_run
+
+    progress = RunProgress(total_steps=SPEC.steps, num_slices=2)
+    replay(tmp_path, progress.observe)
+    report_line = render_text(build_report(load_run(tmp_path / "run")))[0]
+    assert progress.lines[-1] == f"run finished: {SPEC.steps} steps done"
+    assert f": {SPEC.steps} steps done," in report_line and "last" not in report_line

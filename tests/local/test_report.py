@@ -11,6 +11,7 @@ from elxpk.runs.examples import account
 from elxpk.runs.jsonl import parse_lines
 from elxpk.runs.report import build_report, wall_time
 from elxpk.runs.rundir import load_run
+from elxpk_contract.records import FailureDetected, Metric, make_event
 from tests.support.run_writer import FakeRun, write_run
 
 
@@ -36,10 +37,8 @@ def expected_wall(spec: FakeRun) -> float:
 ONE_KILL = FakeRun(steps=40, failures=((23, 20),), wait_s=0.7, restore_s=0.3)
 
 
-@pytest.mark.parametrize("legacy", [False, True], ids=["current", "legacy-format"])
-def test_one_recovery_timeline_and_goodput(tmp_path, legacy):
-    # The legacy format (no slices_lost, no compile_s, no metric times) exercises the report's fallbacks.
-    spec = replace(ONE_KILL, legacy=legacy)
+def test_one_recovery_timeline_and_goodput(tmp_path):
+    spec = ONE_KILL
     report = build_report(load_run(write_run(tmp_path / "run", spec)))
     (failed, restored), = spec.failures
     assert len(report.recoveries) == 1
@@ -76,8 +75,8 @@ def test_trainer_fields_are_used_over_estimates(tmp_path):
     (failed, restored), = spec.failures
     (rec,) = report.recoveries
     assert rec.lost == (0,)  # from slices_lost
-    detected = next(e["time"] for e in run.events if e["event"] == "failure_detected")
-    back = next(r["time"] for r in reversed(run.metrics) if r["step"] == failed + 1)
+    detected = next(e.time for e in run.events_of(FailureDetected))
+    back = next(r.time for r in reversed(run.metrics) if r.step == failed + 1)
     assert rec.caught_up_s == pytest.approx(back - detected)
     estimate = rec.first_step_s + (failed + 1 - restored) * spec.step_time
     assert rec.caught_up_s > estimate + (failed - restored) * spec.host_gap * 0.9  # not the old estimate
@@ -104,9 +103,9 @@ def test_two_failures_two_timelines(tmp_path):
 
 
 def test_wall_time_counts_crash_gaps_but_not_clean_stops():
-    def session(t: float, finished: bool) -> list[dict]:
-        evs = [{"event": "run_started", "time": t, "step": 0}, {"event": "checkpoint_saved", "time": t + 5, "step": 1}]
-        return evs + ([{"event": "run_finished", "time": t + 10, "step": 2}] if finished else [])
+    def session(t: float, finished: bool) -> list:
+        evs = [make_event("run_started", t, 0), make_event("checkpoint_saved", t + 5, 1)]
+        return evs + ([make_event("run_finished", t + 10, 2)] if finished else [])
 
     clean = session(0, True) + session(100, True)
     assert wall_time(tuple(clean)) == (20.0, 2)
@@ -124,12 +123,23 @@ def test_torn_lines_are_survived(tmp_path):
     assert [r["step"] for r in parsed.records] == [1, 3] and parsed.damaged_lines == 1
 
 
+def _metric(step: int, first: int, end: int) -> Metric:
+    return Metric(step=step, loss="0x1p+0", lr=0.0, step_time_s=0.1, examples=(first, end), slices=(0,), time=0.0)
+
+
 def test_example_accounting_finds_duplicates_and_gaps():
-    recs = {0: {"examples": [0, 8]}, 1: {"examples": [4, 12]}, 2: {"examples": [16, 24]}, 4: {"examples": [24, 32]}}
+    recs = {0: _metric(0, 0, 8), 1: _metric(1, 4, 12), 2: _metric(2, 16, 24), 4: _metric(4, 24, 32)}
     acc = account(recs)
     assert (acc.duplicates, acc.gaps, acc.unique) == (4, 4, 28)
     assert acc.duplicate_ranges == ((4, 8),) and acc.gap_ranges == ((12, 16),)
-    assert acc.missing_steps == (3,)
+    assert acc.missing_steps == (3,) and acc.missing_count == 1
+
+
+def test_missing_steps_are_counted_gap_by_gap():
+    # One stray record far ahead: counted without walking every step below it.
+    far = 10**11
+    acc = account({0: _metric(0, 0, 8), far: _metric(far, 8, 16)})
+    assert acc.missing_count == far - 1 and acc.missing_steps == (1, 2, 3, 4, 5)
 
 
 def test_cli_report_json_and_png(tmp_path, cli_json):
@@ -172,3 +182,72 @@ def test_cli_report_bad_input_exits_2(tmp_path, cli, argv, flag):
 def test_report_json_is_plain_data(tmp_path):
     report = build_report(load_run(write_run(tmp_path / "run", ONE_KILL)))
     assert json.loads(json.dumps(report.to_dict()))["steps"] == ONE_KILL.steps
+
+
+def test_png_writes_the_path_it_names(tmp_path, cli):
+    run_dir = write_run(tmp_path / "run", ONE_KILL)
+    target = tmp_path / "plots" / "mine.png"
+    target.parent.mkdir()
+    code, out, _ = cli("report", run_dir, "--png", target)
+    assert code == 0 and f"plot: {target}" in out
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not (run_dir / "report.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [("{dir}", "is a directory; name the file to write"), ("{missing}/r.png", "does not exist; create it first"),
+     ("{dir}/plot.jpg", "must name a .png file"), ("{dir}/plot", "must name a .png file")],
+)
+def test_png_refuses_what_it_would_not_write_exactly(tmp_path, cli, target, says):
+    run_dir = write_run(tmp_path / "run", ONE_KILL)
+    (tmp_path / "out.png").mkdir()  # a directory whose name ends in .png
+    paths = {"dir": tmp_path / "out.png", "missing": tmp_path / "nope"}
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    code, out, err = cli("report", run_dir, "--png", target.format(**paths))
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and lines[0].startswith("error: --png ") and says in lines[0]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written anywhere
+
+
+def test_a_cold_restart_recovery_is_recovered(tmp_path, cli):
+    # The process died after the detection; a new session restored and trained on, with no
+    # first_step_after_recovery of its own: its first step ends the recovery.
+    spec = replace(ONE_KILL, cold_restart=True)
+    run = load_run(write_run(tmp_path / "run", spec))
+    (rec,) = build_report(run).recoveries
+    (failed, restored), = spec.failures
+    assert rec.complete and rec.cold_restart and rec.first_step == restored
+    assert rec.first_step_s == pytest.approx(spec.wait_s + spec.restore_s + spec.step_time)
+    assert "not recovered" not in rec.describe() and "cold restart" in rec.describe()
+    code, out, _ = cli("report", tmp_path / "run", "--no-png")
+    assert code == 0 and "not recovered" not in out and "2 sessions" in out
+
+
+def test_a_failure_without_recovery_says_so(tmp_path):
+    spec = FakeRun(steps=20)
+    run_dir = write_run(tmp_path / "run", spec)
+    with (run_dir / "events.jsonl").open("a") as fh:
+        fh.write(json.dumps(make_event("failure_detected", spec.t0 + 999, 20, slices_lost=[1]).to_json()) + "\n")
+    (rec,) = build_report(load_run(run_dir)).recoveries
+    assert rec.describe().endswith("not recovered")
+
+
+def test_counts_are_proper_plurals(tmp_path, cli):
+    code, out, _ = cli("report", write_run(tmp_path / "one", ONE_KILL), "--no-png")
+    assert code == 0 and "1 session," not in out and "1 session" in out and "(s)" not in out
+    assert f": {ONE_KILL.steps} steps done," in out and "last" not in out.splitlines()[0]
+    two = FakeRun(steps=30, failures=((15, 10), (25, 20)), cold_restart=True)
+    code, out, _ = cli("report", write_run(tmp_path / "two", two), "--no-png")
+    assert code == 0 and "3 sessions" in out and "(s)" not in out and "(ies)" not in out
+
+
+def test_report_png_has_a_legend_for_the_recovery_lines(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from elxpk.runs.plots import report_figure
+
+    run = load_run(write_run(tmp_path / "run", ONE_KILL))
+    fig = report_figure(run, build_report(run))
+    legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes if ax.get_legend()]
+    plt.close(fig)
+    assert ["failure detected", "restored", "first new step"] in legends

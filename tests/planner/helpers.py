@@ -9,6 +9,8 @@ import typer
 
 from elxpk.cli import plan as plan_cli
 from elxpk.errors import ElxpkError
+from elxpk_contract.records import Metric, make_event
+from tests.support.run_writer import run_info
 
 # The issue's example invocation.
 EXAMPLE = [
@@ -58,56 +60,52 @@ def write_run(
     restore: float = 1.2,
     config: dict | None = None,
     checkpoint_bytes: dict[int, int] | None = None,
-    trainer_style: bool = False,
 ) -> dict:
-    """A run directory in the contracts.md format, with a simulated clock; returns its true costs."""
+    """A run directory written through the typed records, with a simulated clock; returns its true costs."""
     path.mkdir(parents=True, exist_ok=True)
     metrics, events = [], []
     t = t0
     saves = iter(blocking)
     recovering = 0.0
-    events.append({"event": "run_started", "time": t, "step": 0})
-    if trainer_style:
-        # trainer/attempt.py: compile ahead of the first step, then a cold "restore" of nothing.
-        t += compile_extra
-        events.append({"event": "restore_started", "time": t, "step": 0})
-        t += 0.05
-        events.append({"event": "restore_done", "time": t, "step": 0, "from_checkpoint": False,
-                       "compiled": True, "compile_s": compile_extra})
-        compile_extra = 0.0
-    step, executed = 0, 0
+
+    def event(name: str, step: int, **details) -> None:
+        events.append(make_event(name, t, step, **details).to_json())
+
+    event("run_started", 0)
+    # trainer/attempt.py: a cold "restore" of nothing, then the compile, ahead of the first step.
+    event("restore_started", 0)
+    t += 0.05
+    event("restore_done", 0, from_checkpoint=False, compile_needed=True, compile_s=compile_extra)
+    t += compile_extra
+    step = 0
     failed = False
     while step < steps:
         if failure_at is not None and step == failure_at and not failed:
             failed = True
             restored = (step // period) * period
-            events.append({"event": "failure_detected", "time": t, "step": step, "slice": 1})
+            event("failure_detected", step, slices_lost=[1])
             t += wait
-            events.append({"event": "slices_ready", "time": t, "step": step})
-            events.append({"event": "restore_started", "time": t, "step": restored})
+            event("slices_ready", step)
+            event("restore_started", restored)
             t += restore
-            events.append({"event": "restore_done", "time": t, "step": restored, "from_checkpoint": True,
-                           "compiled": False, "compile_s": 0.0})
+            event("restore_done", restored, from_checkpoint=True, compile_s=0.0)
             recovering += wait + restore
             step = restored
-        took = step_time + (compile_extra if executed == 0 else 0.0)
-        t += took
-        metrics.append({"step": step, "loss": 1.0.hex(), "lr": 1e-3, "step_time_s": took,
-                        "examples": [step * 8, step * 8 + 8], "slices": [0, 1]})
-        executed += 1
+        t += step_time
+        metrics.append(Metric(step=step, loss=1.0.hex(), lr=1e-3, step_time_s=step_time, examples=(step * 8, step * 8 + 8),
+                              slices=(0, 1), time=t).to_json())
         step += 1
         if step % period == 0:
             b = next(saves, blocking[-1])
             t += b
-            detail = {"blocking_s": b} if with_blocking_field else {}
-            events.append({"event": "checkpoint_saved", "time": t, "step": step, **detail})
-            events.append({"event": "checkpoint_committed", "time": t + 0.01, "step": step})
-    events.append({"event": "run_finished", "time": t, "step": step})
+            event("checkpoint_saved", step, **({"blocking_s": b} if with_blocking_field else {}))
+            event("checkpoint_committed", step)
+    event("run_finished", step)
     (path / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     cfg = {"num_slices": 2, "checkpoint_period": period, "max_to_keep": 3, "slice_backend": "multi-controller"}
     cfg.update(config or {})
-    (path / "run.json").write_text(json.dumps({"config": cfg}))
+    (path / "run.json").write_text(json.dumps(run_info(cfg).to_json()))
     for ckpt_step, size in (checkpoint_bytes or {}).items():
         d = path / "checkpoints" / str(ckpt_step) / "state"
         d.mkdir(parents=True, exist_ok=True)
@@ -115,6 +113,7 @@ def write_run(
     saved = [e for e in events if e["event"] == "checkpoint_saved"]
     return {
         "wall": t - t0,
+        "startup": 0.05 + compile_extra,  # the cold restore of nothing and the first compile
         "step_times": [m["step_time_s"] for m in metrics],
         "recovering": recovering,
         "saves": len(saved),

@@ -30,7 +30,7 @@ def test_medians_from_events_and_metrics(tmp_path):
 def test_save_cost_is_estimated_when_events_carry_no_blocking_time(tmp_path):
     truth = write_run(tmp_path / "run", blocking=(0.4,), with_blocking_field=False)
     cal = calibrate(tmp_path / "run")
-    expected = (truth["wall"] - sum(truth["step_times"]) - truth["recovering"]) / truth["saves"]
+    expected = (truth["wall"] - truth["startup"] - sum(truth["step_times"]) - truth["recovering"]) / truth["saves"]
     assert expected == pytest.approx(0.4)
     assert cal.save_s == pytest.approx(expected)
     assert "upper bound" in cal.save_method and cal.notes
@@ -53,6 +53,9 @@ def test_not_a_run_directory(tmp_path):
     with pytest.raises(UsageError, match="^--from-run: .* is not a directory"):
         calibrate(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="^--from-run: .* has no metrics.jsonl"):
+        calibrate(tmp_path / "empty")
+    (tmp_path / "empty" / "metrics.jsonl").write_text("")
     with pytest.raises(UsageError, match="^--from-run: .* no step records"):
         calibrate(tmp_path / "empty")
 
@@ -92,7 +95,7 @@ def test_plan_from_a_missing_run_is_a_usage_error(tmp_path, capsys):
 
 def test_trainer_layout_cold_restore_and_ahead_of_time_compile(tmp_path):
     # The trainer compiles before the first step and logs a cold restore of nothing at every start.
-    write_run(tmp_path / "run", trainer_style=True, compile_extra=3.0)
+    write_run(tmp_path / "run", compile_extra=3.0)
     cal = calibrate(tmp_path / "run")
     assert cal.restore_s == pytest.approx(1.2) and cal.restores_sampled == 1
     assert cal.compile_s == pytest.approx(3.0)
@@ -101,7 +104,9 @@ def test_trainer_layout_cold_restore_and_ahead_of_time_compile(tmp_path):
 
 def test_a_run_the_trainer_wrote(tmp_path):
     # Recorded from `python -m trainer --steps 40 --checkpoint-period 10 --num-slices 2 --elastic-enabled
-    # --fault 1@25 --revive-after 1` (checkpoints left out): a cold start, one slice loss, one restore.
+    # --fault 1@25 --revive-after 1 --d-model 64 --n-layers 2 --d-ff 256` (checkpoints left out): a cold
+    # start, one slice loss, one restore. Re-record it when the record format (elxpk_contract/records.py)
+    # changes.
     import shutil
     from pathlib import Path
 

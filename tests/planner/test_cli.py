@@ -22,8 +22,72 @@ def test_example_prints_the_recommendation_modes_storage_and_sla(capsys):
     best = model.best_period_steps(EXAMPLE_COSTS, PAUSE_RESUME)
     assert f"{best} steps" in out
     for text in ("Young/Daly", "elastic pause-and-resume", "elastic resize", "non-elastic full restart",
-                 "hours lost / week", "At the current setting", "600 GiB", "$12.00/month", "SLA"):
+                 "hours lost", "At the current setting", "600 GiB", "$12.00/month", "SLA"):
         assert text in out, text
+
+
+def _render_at(width: int, argv: list[str]) -> list[str]:
+    from rich.console import Console
+
+    from elxpk.plan.compute import make_plan
+    from elxpk.plan.inputs import PlanFlags, PlanInputs
+    from elxpk.plan.table import render
+
+    names = {"--num-slices": "num_slices", "--slice-mtbf": "slice_mtbf", "--step-time": "step_time",
+             "--checkpoint-save": "checkpoint_save", "--checkpoint-size": "checkpoint_size", "--restore": "restore",
+             "--replacement": "replacement", "--price-per-gib-month": "price_per_gib_month",
+             "--max-to-keep": "max_to_keep", "--checkpoint-period": "checkpoint_period"}
+    values = dict(zip(argv[::2], argv[1::2], strict=True))
+    kinds = {"num_slices": int, "max_to_keep": int, "checkpoint_period": int, "price_per_gib_month": float}
+    flags = PlanFlags(**{names[k]: kinds.get(names[k], str)(v) for k, v in values.items()})
+    console = Console(width=width, force_terminal=True, color_system=None, record=True)
+    render(make_plan(PlanInputs.from_flags(flags)), console)
+    return console.export_text().splitlines()
+
+
+def test_tables_are_readable_at_80_columns():
+    lines = _render_at(80, [*EXAMPLE, "--checkpoint-period", "100"])
+    assert max(len(line) for line in lines) <= 80
+    text = "\n".join(lines)
+    assert "…" not in text  # nothing truncated
+    best = model.best_period_steps(EXAMPLE_COSTS, PAUSE_RESUME)
+    row = next(line for line in lines if line.split()[:1] == [str(best)] and "recommended" in line)
+    assert "97.57%" in row and "recommended" in row
+    for title in ("elastic resize", "pause-and-resume", "non-elastic full", f"{best} (97.57%)", "young-daly",
+                  "current"):
+        assert title in text, title
+
+
+def test_the_same_period_prints_the_same_everywhere():
+    # 715 steps x 2.5 s = 1787.5 s, while the continuous optimum is 1787.4 s: both tables show the period's.
+    from elxpk.plan.fmt import duration
+
+    best = model.best_period_steps(EXAMPLE_COSTS, PAUSE_RESUME)
+    shown = duration(best * EXAMPLE_COSTS.step_time_s)
+    lines = _render_at(120, [*EXAMPLE, "--checkpoint-period", "100"])
+    recommended = next(line for line in lines if line.startswith("exact optimum"))
+    sla = next(line for line in lines if line.split()[:1] == [str(best)])
+    assert shown in recommended and shown in sla
+    assert duration(1787.5) == duration(1787.5000001) == "29m48s" and duration(1787.4) == "29m47s"
+    assert duration(2.5) == "2.5s" and duration(30 * 86400) == "30d"
+
+
+def test_defaults_come_from_the_contract(capsys):
+    from elxpk.plan.hint import TRAINER_DEFAULT_PERIOD
+    from elxpk_contract.settings import default
+
+    assert TRAINER_DEFAULT_PERIOD == default("checkpoint_period")
+    argv = [a for a in EXAMPLE if a not in ("--max-to-keep", "5")]
+    code, out, _ = run_plan([*argv, "-o", "json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["inputs"]["max_to_keep"] == default("max_to_keep")
+    assert data["inputs"]["sources"]["max_to_keep"] == "default"
+
+
+def test_negative_seed_is_refused(capsys):
+    code, out, err = run_plan([*EXAMPLE, "--simulate", "10", "--seed", "-1"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["error: --seed -1: must be 0 or more (the seed of --simulate)"]
 
 
 def test_json_carries_every_figure(capsys):

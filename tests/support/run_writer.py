@@ -1,4 +1,5 @@
-"""A small writer of synthetic run directories in the contracts.md format, for report/compare tests.
+"""A small writer of synthetic run directories, for report/compare tests, through the typed records of
+elxpk_contract/records.py (so it writes exactly what the trainer writes).
 
 Everything it writes follows from the FakeRun fields, so tests compute their expectations from the same
 inputs instead of hard-coding them. Time is simulated (an injected start time), never read from a clock.
@@ -12,13 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
+from elxpk_contract.records import Metric, RunInfo, make_event
+
 
 @dataclass(frozen=True)
 class FakeRun:
     steps: int = 40
     batch: int = 8
     step_time: float = 0.1
-    compile_time: float = 1.0  # the first compile: before step 0 (legacy: inside step 0's step time)
+    compile_time: float = 1.0  # the first compile: before step 0, reported on restore_done
     checkpoint_period: int = 10
     checkpoint_blocking: float = 0.05
     failures: tuple[tuple[int, int], ...] = ()  # (step at which a slice is lost, checkpoint step restored)
@@ -30,7 +33,7 @@ class FakeRun:
     repeat_batch_after_restore: bool = False  # the data-loader bug: replay the last batch after a restore
     loss_scale: float = 1.0
     host_gap: float = 0.0  # time between steps outside their step_time_s (host work, logging)
-    legacy: bool = False  # the format before slices_lost, restore_done's compile_s and metric times
+    cold_restart: bool = False  # each failure ends the session; a new one (run_started) restores
     t0: float = 1_700_000_000.0
     extra_events: tuple[dict, ...] = field(default_factory=tuple)
 
@@ -45,45 +48,38 @@ def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
     metrics: list[dict] = []
     events: list[dict] = []
     t = spec.t0
+    slices = list(range(spec.num_slices))
 
-    def event(name: str, step: int, **details) -> None:
-        events.append({"event": name, "time": t, "step": step, **details})
+    def event(name: str, step: int | None, **details) -> None:
+        events.append(make_event(name, t, step, **details).to_json())
 
-    event("run_started", 0)
-    if not spec.legacy:  # the trainer restores (nothing, on a fresh run), then compiles before step 0
-        event("restore_started", 0)
-        event("restore_done", 0, from_checkpoint=False, compile_s=spec.compile_time)
-        t += spec.compile_time
+    event("run_started", 0, slices=slices)
+    # The trainer restores (nothing, on a fresh run), then compiles before step 0.
+    event("restore_started", 0, slices=slices)
+    event("restore_done", 0, from_checkpoint=False, compile_needed=True, compile_s=spec.compile_time)
+    t += spec.compile_time
     pending = list(spec.failures)
     step, shift, first_after = 0, 0, False
     while step < spec.steps:
         if pending and step == pending[0][0]:
             failed, restored = pending.pop(0)
-            if spec.legacy:  # the slice named only in the error text
-                event("failure_detected", failed, error=f"DATA_LOSS: simulated loss of slice {spec.lost_slice}")
-            else:
-                event("failure_detected", failed, slices_lost=[spec.lost_slice])
+            event("failure_detected", failed, slices_lost=[spec.lost_slice])
             t += spec.wait_s
-            event("slices_ready", failed, slices=list(range(spec.num_slices)))
-            event("restore_started", restored)
+            if spec.cold_restart:  # the process died; a new session starts and restores
+                event("run_started", 0, slices=slices)
+            event("slices_ready", failed, slices=slices)
+            event("restore_started", restored, slices=slices)
             t += spec.restore_s
-            event("restore_done", restored, **({} if spec.legacy else {"compile_s": 0.0}))
+            event("restore_done", restored, slices=slices, compile_s=0.0)
             t += spec.first_step_delay
-            step, first_after = restored, True
+            step, first_after = restored, not spec.cold_restart
             if spec.repeat_batch_after_restore:
                 shift += 1
         first = (step - shift) * spec.batch
-        took = spec.step_time + (spec.compile_time if spec.legacy and not metrics else 0.0)
-        t += spec.host_gap + took
-        metrics.append({
-            "step": step,
-            "loss": float(loss_at(step, first, spec.loss_scale)).hex(),
-            "lr": 1e-3,
-            "step_time_s": took,
-            "examples": [first, first + spec.batch],
-            "slices": list(range(spec.num_slices)),
-            **({} if spec.legacy else {"time": t}),
-        })
+        t += spec.host_gap + spec.step_time
+        metrics.append(Metric(step=step, loss=float(loss_at(step, first, spec.loss_scale)).hex(), lr=1e-3,
+                              step_time_s=spec.step_time, examples=(first, first + spec.batch),
+                              slices=tuple(slices), time=t).to_json())
         if first_after:
             event("first_step_after_recovery", step)
             first_after = False
@@ -99,5 +95,14 @@ def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
         lines += '{"step": 99999, "loss": "0x1.8p'  # a writer killed mid-line
     (path / "metrics.jsonl").write_text(lines)
     (path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    (path / "run.json").write_text(json.dumps({"config": {"num_slices": spec.num_slices, "steps": spec.steps}}))
+    (path / "run.json").write_text(json.dumps(run_info({"num_slices": spec.num_slices, "steps": spec.steps}).to_json()))
     return path
+
+
+def run_info(config: dict, started_at: float = 1_700_000_000.0) -> RunInfo:
+    """A run.json for a synthetic run: the given config, a fingerprint of it."""
+    import hashlib
+
+    fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    return RunInfo(config=config, fingerprint=fingerprint, fingerprint_fields={}, versions={},
+                   started_at=started_at, slice_backend=str(config.get("slice_backend", "simulated")))

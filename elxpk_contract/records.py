@@ -1,0 +1,279 @@
+"""The run directory's records, declared once: metrics.jsonl, events.jsonl and run.json.
+
+The trainer (trainer/metrics.py) and the local multi-controller supervisor write them through these
+classes; elxpk/runs/rundir.py is the one reader, and everything after it (report, compare, recoveries,
+health, `plan --from-run`, the live view) reads the typed fields. Version 0.1: there is no older format.
+
+- `Metric`: one executed step (metrics.jsonl). A rewound step is executed, and written, again.
+- one frozen dataclass per event kind (events.jsonl), each a subclass of `Event`, keyed by `EVENTS`;
+- `RunInfo`: run.json, the resolved configuration and the build that ran it.
+
+`to_json()` is the exact dict written (and handed to observers); `parse_metric`, `parse_event` and
+`parse_run_info` check a decoded dict field by field and raise `RecordError` (one line) on a wrong shape.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+# What float.hex() writes (and nothing else: "abc" would parse as hex too).
+_FLOAT_HEX = re.compile(r"-?(0x[01](\.[0-9a-f]+)?p[+-]\d+|inf)|nan")
+# A step or an example id beyond this is no real run's (and would overflow the int64 arrays of readers).
+MAX_INDEX = 2**62
+
+
+class RecordError(ValueError):
+    """A decoded record does not have the declared shape; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    step: int
+    loss: str  # the float32 loss as float.hex(), so runs compare bit for bit ("nan", "inf" when it blew up)
+    lr: float
+    step_time_s: float  # the step's device time; an attempt's compile happens before its first step
+    examples: tuple[int, int]  # the half-open global example-id range [first, end) the step consumed
+    slices: tuple[int, ...]  # the slices in the mesh
+    time: float  # unix seconds when the step ended
+
+    @property
+    def loss_value(self) -> float:
+        return float.fromhex(self.loss)
+
+    def to_json(self) -> dict:
+        return _to_json(self)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Fields every event has. `step`: the step the run was at (what each kind means by it is below)."""
+
+    NAME: ClassVar[str] = ""
+    time: float  # unix seconds when it happened (may be earlier than when it was written)
+    step: int | None
+    source: str = "trainer"  # or "supervisor": the local multi-controller supervisor wrote it
+
+    def to_json(self) -> dict:
+        return {"event": self.NAME, **_to_json(self)}
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    NAME: ClassVar[str] = "run_started"
+    slices: tuple[int, ...] = ()
+    backend: str = ""
+
+
+@dataclass(frozen=True)
+class RunFinished(Event):
+    NAME: ClassVar[str] = "run_finished"  # step: the number of steps done
+    attempts: int = 1
+    recoveries: int = 0
+
+
+@dataclass(frozen=True)
+class FailureDetected(Event):
+    NAME: ClassVar[str] = "failure_detected"  # step: the step that failed
+    slices_lost: tuple[int, ...] = ()  # empty: the writer could not tell which
+    error: str = ""  # first line of what was seen, e.g. "DATA_LOSS: ..." or "process 1 SIGKILLed"
+    kind: str = ""  # the trainer's classification, e.g. slice_down, maybe_slice_down; process_killed
+    attempt: int | None = None
+    warning: str = ""
+
+
+@dataclass(frozen=True)
+class SlicesReady(Event):
+    NAME: ClassVar[str] = "slices_ready"
+    slices: tuple[int, ...] = ()  # the slices the next attempt uses
+    wait_s: float | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True)
+class RestoreStarted(Event):
+    NAME: ClassVar[str] = "restore_started"
+    slices: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class RestoreDone(Event):
+    NAME: ClassVar[str] = "restore_done"  # step: the restored step (0 when nothing was restored)
+    from_checkpoint: bool = True
+    slices: tuple[int, ...] = ()
+    compile_needed: bool = False
+    compile_s: float = 0.0  # the attempt compiles right after restoring, before its first step
+
+
+@dataclass(frozen=True)
+class FirstStepAfterRecovery(Event):
+    NAME: ClassVar[str] = "first_step_after_recovery"  # step: the first step executed again
+    reason: str = "failure"  # failure, scale_up, group_restart
+    recompiled: bool = False
+    recovery_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ScaleUp(Event):
+    NAME: ClassVar[str] = "scale_up"
+    slices: tuple[int, ...] = ()  # the survivors in use until now
+    returning: tuple[int, ...] = ()  # the slices that came back
+
+
+@dataclass(frozen=True)
+class CheckpointSaved(Event):
+    NAME: ClassVar[str] = "checkpoint_saved"  # step: the checkpoint's step
+    blocking_s: float = 0.0  # how long the save blocked training
+
+
+@dataclass(frozen=True)
+class CheckpointCommitted(Event):
+    NAME: ClassVar[str] = "checkpoint_committed"
+    commit_s: float | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointSkipped(Event):
+    NAME: ClassVar[str] = "checkpoint_skipped"
+    reason: str = ""
+
+
+EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (
+    RunStarted, RunFinished, FailureDetected, SlicesReady, RestoreStarted, RestoreDone, FirstStepAfterRecovery,
+    ScaleUp, CheckpointSaved, CheckpointCommitted, CheckpointSkipped)}
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """run.json: written when a session starts (a resumed run rewrites it)."""
+
+    config: dict[str, Any]  # TrainerConfig.to_dict() as resolved for the run
+    fingerprint: str  # of what makes a checkpoint meaningful (TrainerConfig.fingerprint)
+    fingerprint_fields: dict[str, Any]
+    versions: dict[str, Any]  # python and library versions: bitwise resume holds for one exact build
+    started_at: float
+    slice_backend: str = ""
+    model: dict[str, Any] = field(default_factory=dict)  # params, flops_per_example
+    topology: dict[str, Any] = field(default_factory=dict)  # num_slices, devices_per_slice, processes
+
+    def setting(self, name: str, kind: type = int) -> Any:
+        """One configuration value when it has the expected type, else None."""
+        value = self.config.get(name)
+        if kind is int and isinstance(value, bool):
+            return None
+        return value if isinstance(value, kind) else None
+
+    def to_json(self) -> dict:
+        return _to_json(self)
+
+
+def make_event(name: str, time: float, step: int | None, **details: Any) -> Event:
+    """The typed event `name`; a detail its kind does not declare is a TypeError (a writer's bug)."""
+    try:
+        cls = EVENTS[name]
+    except KeyError:
+        raise TypeError(f"unknown event {name!r}; declare it in elxpk_contract/records.py") from None
+    return cls(time=time, step=step, **details)
+
+
+def parse_metric(data: object) -> Metric:
+    metric = _parse(Metric, data)
+    if not _FLOAT_HEX.fullmatch(metric.loss):
+        raise RecordError(f"loss {metric.loss[:40]!r}: not a float.hex() value")
+    if metric.step < 0:
+        raise RecordError(f"step {metric.step}: steps count from 0")
+    first, end = metric.examples
+    if not 0 <= first <= end:
+        raise RecordError(f"examples {list(metric.examples)}: not a range [first, end) of example ids")
+    return metric
+
+
+def parse_event(data: object) -> Event:
+    if not isinstance(data, dict):
+        raise RecordError(f"expected a JSON object, got {type(data).__name__}")
+    name = data.get("event")
+    if name not in EVENTS:
+        raise RecordError(f"event {name!r}: not one of {', '.join(EVENTS)}")
+    return _parse(EVENTS[name], {k: v for k, v in data.items() if k != "event"})
+
+
+def parse_run_info(data: object) -> RunInfo:
+    return _parse(RunInfo, data)
+
+
+# ---- one generic field checker, driven by the annotations above ----------------------------------------
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _parse(cls: type, data: object):
+    if not isinstance(data, dict):
+        raise RecordError(f"expected a JSON object, got {type(data).__name__}")
+    hints, values = _hints(cls), {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise RecordError(f"{f.name}: missing")
+            continue
+        values[f.name] = _check(f.name, data[f.name], hints[f.name])
+    return cls(**values)
+
+
+def _check(name: str, value: object, hint: Any) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _check(name, value, inner)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise RecordError(f"{name}: expected a list, got {value!r:.40}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_check(name, v, args[0]) for v in value)
+        if len(value) != len(args):
+            raise RecordError(f"{name}: expected {len(args)} values, got {value!r:.40}")
+        return tuple(_check(name, v, a) for v, a in zip(value, args, strict=True))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise RecordError(f"{name}: expected an object, got {value!r:.40}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise RecordError(f"{name}: expected true or false, got {value!r:.40}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise RecordError(f"{name}: expected a whole number, got {value!r:.40}")
+        if abs(value) > MAX_INDEX:
+            raise RecordError(f"{name}: {value} is out of range (at most {MAX_INDEX})")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise RecordError(f"{name}: expected a finite number, got {value!r:.40}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise RecordError(f"{name}: expected a string, got {value!r:.40}")
+        return value
+    return value
+
+
+def _to_json(record: object) -> dict:
+    out = {}
+    for f in dataclasses.fields(record):  # type: ignore[arg-type]
+        value = getattr(record, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
