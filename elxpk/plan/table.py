@@ -34,7 +34,7 @@ def _gib(x: float) -> str:
 def _table(title: str | None = None) -> Table:
     """Every table is readable at 80 columns: light borders, one space between cells, headers that fold
     (key cells get a min_width so Rich narrows the headers, never the numbers)."""
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True,
+    return Table(title=title and "\n" + title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True,
                  show_edge=False)
 
 
@@ -125,13 +125,13 @@ def render(plan: Plan, console: Console | None = None) -> None:
         "attempts never reset)"
     )
 
-    sla = _table("SLA: goodput per mode by checkpoint_period (hours lost: pause-and-resume)")
+    sla = _table("SLA: goodput by checkpoint_period")
     _num_column(sla, "period")
     _num_column(sla, "compute")
     modes = model.available_modes(costs)
     for mode in modes:
         _num_column(sla, mode.replace("-", "-\n", 1))
-    _num_column(sla, "h lost\n/ week")
+    _num_column(sla, "h lost / wk\n(pause)")
     sla.add_column("", min_width=max((len(", ".join(r.marks)) for r in plan.rows), default=0))
     for row in plan.rows:
         cells = [str(row.period_steps), format_duration(row.compute_s)]
@@ -141,7 +141,7 @@ def render(plan: Plan, console: Console | None = None) -> None:
         sla.add_row(*cells, style="bold" if "recommended" in row.marks else None)
     console.print(sla)
     if plan.storage:
-        store = _table("SLA storage: what each period keeps and writes")
+        store = _table("SLA: storage by checkpoint_period")
         _num_column(store, "period")
         _num_column(store, "GiB kept")
         _num_column(store, "$ / month")

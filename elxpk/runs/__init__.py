@@ -1,12 +1,16 @@
 """Readers of a run directory (metrics.jsonl, events.jsonl, run.json) and what is computed from them.
 
-- jsonl.py: tolerant JSON-lines reading (a killed writer leaves a torn line)
-- rundir.py: `load_run(path) -> Run`; the last record of a step wins
+The records are the typed ones of elxpk_contract/records.py (the trainer and the supervisor write them).
+
+- jsonl.py: JSON-lines reading (a killed writer's torn line is tolerated; other damage is an error)
+- rundir.py: `load_run(path) -> Run` of typed records, the one reader; the last record of a step wins
 - examples.py: example-id accounting (duplicates and gaps)
-- recoveries.py: one timeline per recovery, from events
+- recoveries.py: one `RecoveryTimeline` per recovery, from events (and metric times)
+- health.py: when each slice was lost, for the report's timeline
 - report.py: goodput and the badput breakdown of one run
 - compare.py: per-step loss and example comparison of two runs
 - plots.py: the PNGs (matplotlib, imported lazily)
+- words.py: counted nouns ("1 recovery", "2 recoveries")
 
 Nothing here imports jax: `elxpk report` and `elxpk compare` must stay fast enough for CI.
 """
