@@ -26,8 +26,9 @@ def check_jobset(jobset: dict[str, Any]) -> list[Violation]:
 
     found = objectmeta.type_meta_problems(jobset, *JOBSET)
     found += objectmeta.object_meta_problems(jobset.get("metadata"))
-    found += fields.integer_problems(jobset)
-    found += fields.list_problems(jobset)
+    indexed = fields.indexed_fields(jobset)
+    found += fields.integer_problems(jobset, indexed)
+    found += fields.list_problems(jobset, indexed)
     obj = webhook.defaulted(jobset)
     found += webhook.webhook_problems(obj)
     found += jobs.job_template_problems(obj)

@@ -10,9 +10,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from elxpk.admission.schema import jobset_index
@@ -26,31 +26,60 @@ def _steps(pattern: str) -> list[str]:
     return _STEP.findall(pattern)
 
 
-def walk(obj: Any, pattern: str) -> Iterator[tuple[str, Any]]:
-    """Every (field path, value) of `obj` matching an index pattern; missing or mistyped parts yield nothing."""
-    nodes: list[tuple[str, Any]] = [("", obj)]
-    for step in _steps(pattern):
-        following: list[tuple[str, Any]] = []
-        for path, node in nodes:
-            if step == "[]" and isinstance(node, list):
-                following += [(join(path, i), item) for i, item in enumerate(node)]
-            elif step == "{}" and isinstance(node, dict):
-                following += [(f"{path}[{key}]", value) for key, value in node.items()]
-            elif isinstance(node, dict) and step in node:
-                following.append((join(path, step), node[step]))
-        nodes = following
-    return iter(nodes)
+@functools.cache
+def _trie() -> dict:
+    """The index as one tree of steps, so that one walk of the object visits every indexed field; a node's
+    "" entry lists what applies there: ("int", format), ("map", keys, defaults) or ("set",)."""
+    index = jobset_index()
+    root: dict = {}
+
+    def node_for(pattern: str) -> dict:
+        node = root
+        for step in _steps(pattern):
+            node = node.setdefault(step, {})
+        return node
+
+    for fmt, patterns in index["int"].items():
+        for pattern in patterns:
+            node_for(pattern).setdefault("", []).append(("int", fmt))
+    for pattern, spec in index["listMaps"].items():
+        node_for(pattern).setdefault("", []).append(("map", spec["keys"], spec["defaults"]))
+    for pattern in index["listSets"]:
+        node_for(pattern).setdefault("", []).append(("set",))
+    return root
 
 
-def integer_problems(obj: dict) -> list[Violation]:
+def _visit(value: Any, node: dict, path: str, out: list[tuple[str, Any, tuple]]) -> None:
+    for rule in node.get("", ()):
+        out.append((path, value, rule))
+    if isinstance(value, dict):
+        for key, child in node.items():
+            if key == "{}":
+                for name, item in value.items():
+                    _visit(item, child, f"{path}[{name}]", out)
+            elif key not in ("", "[]") and key in value:
+                _visit(value[key], child, join(path, key), out)
+    elif isinstance(value, list) and "[]" in node:
+        for i, item in enumerate(value):
+            _visit(item, node["[]"], join(path, i), out)
+
+
+def indexed_fields(obj: dict) -> list[tuple[str, Any, tuple]]:
+    """(field path, value, rule) for every field of `obj` the index has a rule for."""
+    out: list[tuple[str, Any, tuple]] = []
+    _visit(obj, _trie(), "", out)
+    return out
+
+
+def integer_problems(obj: dict, fields: list[tuple[str, Any, tuple]] | None = None) -> list[Violation]:
     """Rule 17: every int32/int64 field of the JobSet within its range."""
     found = []
-    for fmt, patterns in jobset_index()["int"].items():
-        low, high, message = INT_RANGES[fmt]
-        for pattern in patterns:
-            for path, value in walk(obj, pattern):
-                if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
-                    found.append(Violation(path, message(value)))
+    for path, value, rule in indexed_fields(obj) if fields is None else fields:
+        if rule[0] != "int" or not isinstance(value, int) or isinstance(value, bool):
+            continue
+        low, high, message = INT_RANGES[rule[1]]
+        if not low <= value <= high:
+            found.append(Violation(path, message(value)))
     return found
 
 
@@ -60,30 +89,18 @@ def _key(item: Any, keys: list[str], defaults: dict[str, Any]) -> str | None:
     return json.dumps({k: item.get(k, defaults.get(k)) for k in keys}, sort_keys=True, default=str)
 
 
-def list_problems(obj: dict) -> list[Violation]:
+def list_problems(obj: dict, fields: list[tuple[str, Any, tuple]] | None = None) -> list[Violation]:
     """Rule 15: `ValidateListSetsAndMaps` over every list-type map and set of the JobSet."""
     found = []
-    index = jobset_index()
-    for pattern, spec in index["listMaps"].items():
-        for path, items in walk(obj, pattern):
-            if not isinstance(items, list):
+    for path, items, rule in indexed_fields(obj) if fields is None else fields:
+        if rule[0] not in ("map", "set") or not isinstance(items, list):
+            continue
+        seen: set[str] = set()
+        for i, item in enumerate(items):
+            key = _key(item, rule[1], rule[2]) if rule[0] == "map" else json.dumps(item, sort_keys=True, default=str)
+            if key is None:
                 continue
-            seen: set[str] = set()
-            for i, item in enumerate(items):
-                key = _key(item, spec["keys"], spec["defaults"])
-                if key is None:
-                    continue
-                if key in seen:
-                    found.append(Violation(join(path, i), f"Duplicate value: {key}"))
-                seen.add(key)
-    for pattern in index["listSets"]:
-        for path, items in walk(obj, pattern):
-            if not isinstance(items, list):
-                continue
-            seen_values: set[str] = set()
-            for i, item in enumerate(items):
-                key = json.dumps(item, sort_keys=True, default=str)
-                if key in seen_values:
-                    found.append(Violation(join(path, i), f"Duplicate value: {key}"))
-                seen_values.add(key)
+            if key in seen:
+                found.append(Violation(join(path, i), f"Duplicate value: {key}"))
+            seen.add(key)
     return found

@@ -1,7 +1,7 @@
 """Multi-controller mode: one trainer process per slice over jax.distributed, restarted as a group.
 
 This is the non-Pathways path. A process cannot survive the death of a peer on CPU (the survivors abort
-on the missed heartbeats, see ../shared/docs/testing-notes.md section 3), so recovery is what a JobSet
+on the missed heartbeats: XLA's CPU collectives have no way to drop a peer), so recovery is what a JobSet
 with `failurePolicy` does: every process of the group exits, and the whole group is started again; the
 cold start restores the newest valid checkpoint through the trainer's ordinary restore path.
 
