@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from elxpk.local import options as defaults
-from elxpk_contract.settings import setting
+from elxpk_contract.settings import default, setting
 
 
 def _help(name: str, extra: str = "") -> str:
@@ -19,27 +19,28 @@ def _help(name: str, extra: str = "") -> str:
 
 
 def run(
-    run_dir: Annotated[str, typer.Option("--run-dir", help="Run directory; an existing one is resumed.")] = "elxpk-run",
+    run_dir: Annotated[str, typer.Option("--run-dir", metavar="DIR", help="Run directory; an existing one is resumed.")] = "elxpk-run",
     steps: Annotated[str, typer.Option("--steps", metavar="N", help=_help("steps", "; more than done extends a run"))
                      ] = str(defaults.DEFAULT_STEPS),
     num_slices: Annotated[str, typer.Option("--num-slices", metavar="S",
-                                            help=_help("num_slices", " (simulated, 2 CPU devices each)"))] = "2",
+                                            help=_help("num_slices", " (simulated, 2 CPU devices each)"))
+                          ] = str(default("num_slices")),
     checkpoint_period: Annotated[
         str, typer.Option("--checkpoint-period", metavar="P", help=_help("checkpoint_period"))
     ] = str(defaults.DEFAULT_CHECKPOINT_PERIOD),
     kill_slice: Annotated[
         list[str] | None,
-        typer.Option("--kill-slice", help="Kill slice K at step S: K@S (repeatable). Default on a fresh run: "
+        typer.Option("--kill-slice", metavar="K@STEP", help="Kill slice K at step S: K@S (repeatable). Default on a fresh run: "
                      f"the last slice at step {defaults.DEFAULT_KILL_STEP}."),
     ] = None,
     no_faults: Annotated[bool, typer.Option("--no-faults", help="Inject no fault (a reference run).")] = False,
     revive_after: Annotated[
-        str, typer.Option("--revive-after", help="Seconds until a killed slice is back (e.g. 2, 1.5s).")
+        str, typer.Option("--revive-after", metavar="SECONDS", help="Seconds until a killed slice is back (e.g. 2, 1.5s).")
     ] = str(defaults.DEFAULT_REVIVE_AFTER),
     mode: Annotated[
-        str, typer.Option("--mode", help="pause-resume, resize (continue on survivors) or multi-controller.")
+        str, typer.Option("--mode", metavar="MODE", help="pause-resume, resize (continue on survivors) or multi-controller.")
     ] = "pause-resume",
-    seed: Annotated[str, typer.Option("--seed", metavar="X", help=_help("seed"))] = str(setting("seed").default),
+    seed: Annotated[str, typer.Option("--seed", metavar="X", help=_help("seed"))] = str(default("seed")),
     live: Annotated[
         bool | None, typer.Option("--live/--plain", help="Live view or plain lines [default: live on a terminal].")
     ] = None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
-from elxpk_contract.settings import TrainerConfig, check_setting, flag_name
+from elxpk_contract.settings import TrainerConfig, check_setting, default, flag_name
 
 MODES = ("pause-resume", "resize", "multi-controller")
 # The local run's own defaults, where they differ from the trainer's (declared once, here):
@@ -43,14 +43,14 @@ _STEP_KILL = re.compile(r"(\d+)@(\d+)")
 class LocalRunOptions:
     run_dir: Path
     steps: int = DEFAULT_STEPS
-    num_slices: int = 2
-    devices_per_slice: int = 2
+    num_slices: int = default("num_slices")
+    devices_per_slice: int = default("devices_per_slice")  # virtual CPU devices: 2 per simulated slice
     checkpoint_period: int = DEFAULT_CHECKPOINT_PERIOD
     kill_slice: tuple[str, ...] = ()  # as given; empty means "default" (see faults_for)
     no_faults: bool = False
     revive_after: float = DEFAULT_REVIVE_AFTER
     mode: str = "pause-resume"
-    seed: int = 0
+    seed: int = default("seed")
     live: bool | None = None  # None: a live view when stdout is a terminal
     report: bool = True
     model: dict[str, Any] = field(default_factory=lambda: dict(LOCAL_MODEL))  # model settings, checked
