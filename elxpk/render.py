@@ -1,5 +1,6 @@
-"""Pure rendering: `render(spec) -> Manifest`. No I/O apart from reading the packaged templates,
-no clock, no randomness, no cluster. Imports jinja2 and yaml only; never jax, kubernetes or google.*.
+"""Pure rendering: `render(spec) -> Manifest`. No I/O apart from reading the packaged templates (nothing
+is written: compiled templates stay in memory), no clock, no randomness, no cluster. Imports jinja2 and
+yaml only; never jax, kubernetes or google.*.
 
 The templates give the manifest its readable shape; the text is then parsed back and checked against
 the spec, so that no value, however hostile, can have changed the structure.
@@ -34,22 +35,34 @@ def command_argv(spec: WorkloadSpec) -> tuple[str, ...]:
     return ("bash", "-c", COMMAND_WRAPPER, "elxpk", spec.command or "")
 
 
+# The settings the contract marks "derived": the launcher renders them from its own flags.
+_DERIVED = {
+    "num_slices": lambda spec: spec.num_slices,
+    "slice_backend": lambda spec: spec.slice_backend,
+    "elastic_enabled": lambda spec: spec.elastic,
+}
+
+
 def trainer_env(spec: WorkloadSpec) -> tuple[tuple[str, str], ...]:
-    """The launcher→trainer settings mapping of docs/interfaces.md, as env on the container that trains."""
-    pairs = [
-        ("ELXPK_SLICE_BACKEND", spec.slice_backend),
-        ("ELXPK_NUM_SLICES", str(spec.num_slices)),
-        ("ELXPK_ELASTIC_ENABLED", "true" if spec.elastic else "false"),
-        ("ELXPK_ELASTIC_MIN_SLICE_COUNT", str(spec.elastic_min_slice_count)),
-    ]
-    optional = (
-        ("ELXPK_CHECKPOINT_DIR", spec.checkpoint_dir),
-        ("ELXPK_CHECKPOINT_PERIOD", spec.checkpoint_period),
-        ("ELXPK_ELASTIC_TIMEOUT_SECONDS", spec.elastic_timeout_seconds),
-        ("ELXPK_ELASTIC_MAX_RETRIES", spec.elastic_max_retries),
-    )
-    pairs += [(name, str(value)) for name, value in optional if value is not None]
+    """The launcher→trainer settings, as ELXPK_<NAME> env on the container that trains, in the contract
+    table's order: every "derived" setting, and each "launcher" setting that was given as a flag."""
+    from elxpk_contract.settings import FIELDS, LAUNCHER_DERIVED, env_name
+
+    given = dict(spec.settings)
+    pairs = []
+    for name, field in FIELDS.items():
+        if field.metadata["expose"] == LAUNCHER_DERIVED:
+            pairs.append((env_name(name), env_value(_DERIVED[name](spec))))
+        elif name in given:
+            pairs.append((env_name(name), env_value(given[name])))
     return tuple(pairs)
+
+
+def env_value(value: object) -> str:
+    """A setting's value as the trainer's parser reads it back (booleans as true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def container_env(spec: WorkloadSpec) -> tuple[tuple[str, str], ...]:
@@ -83,37 +96,6 @@ def templates_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "templates"
 
 
-def _bytecode_cache() -> Any:
-    """Compiled templates under the user cache dir: skips Jinja's lexer and compiler (~60 ms a start).
-
-    Keyed by a hash of the template source, so an edited template is recompiled. Best effort: a
-    read-only or missing cache directory just means compiling every time.
-    """
-    import os
-    import sys
-
-    import jinja2
-
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "elxpk", f"templates-py{sys.version_info[0]}{sys.version_info[1]}")
-
-    class BestEffortCache(jinja2.FileSystemBytecodeCache):
-        def load_bytecode(self, bucket: Any) -> None:
-            try:
-                super().load_bytecode(bucket)
-            except (OSError, EOFError, ValueError, TypeError):
-                bucket.reset()
-
-        def dump_bytecode(self, bucket: Any) -> None:
-            try:
-                os.makedirs(directory, mode=0o700, exist_ok=True)
-                super().dump_bytecode(bucket)
-            except OSError:
-                pass
-
-    return BestEffortCache(directory)
-
-
 def _template(name: str) -> Any:
     return environment().get_template(name)
 
@@ -126,7 +108,6 @@ def environment() -> Any:
     from elxpk.yamlquote import number, only_rendered, quote
 
     env = jinja2.Environment(
-        bytecode_cache=_bytecode_cache(),
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         trim_blocks=True,
         lstrip_blocks=True,

@@ -9,6 +9,7 @@ flag and the fix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from elxpk.catalog import TpuType
 
@@ -59,17 +60,9 @@ class WorkloadSpec:
     custom_server_args: tuple[str, ...] = ()
     custom_worker_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
-    checkpoint_dir: str | None = None
-    checkpoint_period: int | None = None
-    elastic_min_slice_count: int = -1
-    elastic_timeout_seconds: int | None = None
-    elastic_max_retries: int | None = None
-    slice_mtbf_seconds: float | None = None
-    step_time_seconds: float | None = None
-    dry_run: str | None = None  # None (submit), "client" (print only) or "server" (server-side dry run)
-    replace: bool = False
-    output_format: str = "yaml"
-    output_manifest_file: str | None = None
+    # The trainer settings given as `workload create` flags: (name, value) in the contract table's order.
+    # Names, defaults, bounds and help live in elxpk_contract.settings; nothing here repeats them.
+    settings: tuple[tuple[str, Any], ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -86,9 +79,44 @@ class WorkloadSpec:
     def slice_backend(self) -> str:
         return "pathways" if self.pathways else "multi-controller"
 
+    def setting(self, name: str) -> Any:
+        """A trainer setting as the trainer will see it: the value given, else the contract's default."""
+        given = dict(self.settings)
+        if name in given:
+            return given[name]
+        from elxpk_contract.settings import default
+
+        return default(name)
+
     @classmethod
     def from_flags(cls, **flags: object) -> WorkloadSpec:
-        """Validate raw flag values (see elxpk/spec_checks.py) into a spec, or raise UsageError with all errors."""
-        from elxpk.spec_checks import FlagChecker
+        """Validate raw flag values (see elxpk/spec_checks.py) into a spec, or raise UsageError with all errors.
 
-        return FlagChecker(flags).build()
+        Only what the manifest depends on; the invocation's own options go through `parse_create`.
+        """
+        from elxpk.spec_checks import OPTION_FLAGS, FlagChecker
+
+        options = sorted(set(flags) & OPTION_FLAGS)
+        if options:  # a programming error in the caller, not user input
+            raise TypeError(f"WorkloadSpec.from_flags got invocation options {options}; use parse_create")
+        return FlagChecker(flags).build()[0]
+
+
+@dataclass(frozen=True)
+class CreateOptions:
+    """How this `workload create` runs, apart from what it renders: nothing here changes the manifest."""
+
+    dry_run: str | None = None  # None (submit), "client" (print only) or "server" (server-side dry run)
+    replace: bool = False
+    output_format: str = "yaml"
+    output_manifest_file: str | None = None
+    # Inputs of the checkpoint_period hint (seconds); the hint is printed when both are given.
+    slice_mtbf_seconds: float | None = None
+    step_time_seconds: float | None = None
+
+
+def parse_create(**flags: object) -> tuple[WorkloadSpec, CreateOptions]:
+    """Every `workload create` flag validated at once: the spec and the invocation options, or UsageError."""
+    from elxpk.spec_checks import FlagChecker
+
+    return FlagChecker(flags).build()

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.errors import UsageError
+from elxpk.output_formats import output_problem
 from elxpk.spec import (
     DEFAULT_DOCKER_IMAGE,
     DEFAULT_GCS_LOCATION,
@@ -23,26 +25,39 @@ from elxpk.spec import (
     PRIORITIES,
     RESERVED_ENV,
     TRAINER_COMMAND,
+    CreateOptions,
     WorkloadSpec,
 )
+from elxpk_contract.settings import (
+    LAUNCHER_DERIVED,
+    LAUNCHER_FLAG,
+    check_setting,
+    cross_problems,
+    env_name,
+    exposed,
+    flag_name,
+)
 
-_WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# `\Z`, not `$`: `$` also matches before a final newline, and "run-1\n" is not a name. Used with .match.
+_WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# Kubernetes expands `$(NAME)` in a container's command, args and env values when NAME is an env var of
+# the container, and leaves it as is otherwise; `$$(NAME)` is the escape (kubernetes/pkg/kubelet/container/
+# helpers.go ExpandContainerCommandAndArgs, third_party/forked/golang/expansion/expand.go).
+_K8S_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# Flags that only mean something for a Pathways workload, or only with a user container.
+# Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
 _PATHWAYS_ONLY = (("proxy_server_image", "--proxy-server-image"), ("server_image", "--server-image"),
                   ("worker_image", "--worker-image"), ("pathways_gcs_location", "--pathways-gcs-location"),
                   ("custom_proxy_server_args", "--custom-pathways-proxy-server-args"),
                   ("custom_server_args", "--custom-pathways-server-args"),
                   ("custom_worker_args", "--custom-pathways-worker-args"))
-_USER_CONTAINER_ONLY = (("docker_image", "--docker-image"), ("docker_name", "--docker-name"), ("env", "--env"),
-                        ("env_file", "--env-file"), ("checkpoint_dir", "--checkpoint-dir"),
-                        ("checkpoint_period", "--checkpoint-period"),
-                        ("elastic_min_slice_count", "--elastic-min-slice-count"),
-                        ("elastic_timeout_seconds", "--elastic-timeout-seconds"),
-                        ("elastic_max_retries", "--elastic-max-retries"))
+# User-container flags that xpk's `create-pathways --headless` accepts and ignores (it renders no user
+# container: xpk src/xpk/core/pathways.py get_user_workload_for_pathways): a warning, so xpk scripts run.
+_XPK_HEADLESS_IGNORES = (("command", "--command"), ("docker_image", "--docker-image"),
+                         ("docker_name", "--docker-name"), ("env", "--env"), ("env_file", "--env-file"))
 
 
 class FlagChecker:
@@ -149,11 +164,14 @@ class FlagChecker:
             self.errors.append(f"--env-file {path!r}: cannot read it ({reason}); give a readable KEY=VALUE file")
             return []
 
-    def outputs(self) -> dict[str, object]:
+    def outputs(self) -> CreateOptions:
+        """How the command runs (dry run, replace, output), apart from the manifest; see CreateOptions."""
         err = self.errors.append
-        fmt = (self.text("output_format", "--output", "yaml") or "yaml").lower()
-        if fmt not in ("yaml", "json"):
-            err(f"--output {fmt!r}: use yaml or json")
+        fmt = self.text("output_format", "--output", "yaml") or "yaml"
+        problem = output_problem("manifest", fmt)
+        if problem:
+            err(problem)
+        fmt = fmt.lower()
         dry_run = self.get("dry_run", False)
         server = self.get("dry_run_server", False)
         if dry_run and server:
@@ -167,14 +185,17 @@ class FlagChecker:
                 err(f"--output-manifest-file {out_file!r}: give a file path, e.g. manifest.yaml")
             elif not os.path.isdir(parent):
                 err(f"--output-manifest-file {out_file!r}: directory {parent!r} does not exist; create it first")
-        return dict(dry_run="server" if server else ("client" if dry_run else None),
-                    replace=bool(self.get("replace", False)), output_format=fmt, output_manifest_file=out_file)
+        return CreateOptions(dry_run="server" if server else ("client" if dry_run else None),
+                             replace=bool(self.get("replace", False)), output_format=fmt,
+                             output_manifest_file=out_file,
+                             slice_mtbf_seconds=self.duration("slice_mtbf", "--slice-mtbf"),
+                             step_time_seconds=self.duration("step_time", "--step-time"))
 
     def given(self, key: str) -> bool:
         value = self.flags.get(key)
         return value is not None and value is not False and value != [] and value != ()
 
-    def build(self) -> WorkloadSpec:
+    def build(self) -> tuple[WorkloadSpec, CreateOptions]:
         unknown = set(self.flags) - _KNOWN_FLAGS
         if unknown:  # a programming error in the caller, not user input
             raise TypeError(f"WorkloadSpec.from_flags got unknown keys: {sorted(unknown)}")
@@ -184,12 +205,16 @@ class FlagChecker:
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
-        fields.update(self.trainer_settings(fields["num_slices"], fields["elastic_slices"],  # type: ignore[arg-type]
-                                            fields["max_slice_restarts"]))
-        fields.update(self.outputs())
+        fields["settings"] = self.trainer_settings(fields["num_slices"], fields["elastic_slices"],  # type: ignore[arg-type]
+                                                   fields["max_slice_restarts"])
+        options = self.outputs()
+        if fields["headless"]:
+            fields["env"] = ()  # ignored with a warning (see shape): no user container to carry it
+        else:
+            self.references(fields["command"], fields["env"], fields["settings"])  # type: ignore[arg-type]
         if self.errors:
             raise UsageError(*self.errors)
-        return WorkloadSpec(**fields, warnings=tuple(self.warnings))  # type: ignore[arg-type]
+        return WorkloadSpec(**fields, warnings=tuple(self.warnings)), options  # type: ignore[arg-type]
 
     def identity(self) -> dict[str, object]:
         """Names and labels: workload, TPU type, queue, namespace, priority."""
@@ -235,11 +260,13 @@ class FlagChecker:
         elif headless:
             if trainer:
                 err("--trainer: needs the user container that --headless drops; drop one of them")
-            if command is not None:
-                err("--command: a --headless workload has no user container to run it in; drop --command")
-            for key, flag in _USER_CONTAINER_ONLY:
+            for key, flag in _XPK_HEADLESS_IGNORES:  # xpk ignores them; so do we, aloud
                 if self.given(key):
-                    err(f"{flag}: a --headless workload has no user container to pass it to; drop it")
+                    self.warnings.append(f"{flag}: ignored, a --headless workload has no user container "
+                                         "(as in xpk); drop it to silence this")
+            for name in _SETTING_NAMES:  # elxpk's own flags: no xpk script passes them, so a mistake
+                if self.given(name):
+                    err(f"{flag_name(name)}: a --headless workload has no user container to pass it to; drop it")
             command = None
         elif trainer:
             command = TRAINER_COMMAND + (f" {command}" if command else "")
@@ -318,51 +345,67 @@ class FlagChecker:
             env=self.env(),
         )
 
-    def trainer_settings(self, n: int, e: int, restarts: int) -> dict[str, object]:
-        """The MaxText-named settings that reach the trainer as ELXPK_* env (docs/interfaces.md)."""
+    def trainer_settings(self, n: int, e: int, restarts: int) -> tuple[tuple[str, Any], ...]:
+        """The trainer settings given as flags, checked by the contract (elxpk_contract.settings), so the
+        launcher refuses exactly what the trainer would, with the same message."""
         err = self.errors.append
-        checkpoint_dir = self.text("checkpoint_dir", "--checkpoint-dir")
-        if checkpoint_dir is not None and not checkpoint_dir.strip():
-            err("--checkpoint-dir: empty; give a directory, e.g. gs://my-bucket/run-1/checkpoints")
-        min_count = self.integer("elastic_min_slice_count", "--elastic-min-slice-count", -1,
-                                 fix="-1 waits for all slices")
-        if min_count is not None and min_count != -1:
+        values: dict[str, Any] = {}
+        for name in _SETTING_NAMES:
+            raw = self.get(name)
+            if raw is None:
+                continue
+            if isinstance(raw, str) and not raw.strip():
+                err(f"{flag_name(name)}: empty; give a value or drop the flag")
+                continue
+            value, problem = check_setting(name, raw)
+            if problem:
+                err(problem)
+            else:
+                values[name] = value
+        min_count = values.get("elastic_min_slice_count")
+        if min_count is not None:
+            cross = cross_problems(n, min_count)
+            self.errors.extend(cross)
             floor = n - e
-            if not 1 <= min_count <= n - 1:
-                err(f"--elastic-min-slice-count {min_count}: use -1 (wait for all {n} slices) or 1..{n - 1}")
-            elif min_count < floor:
+            if not cross and min_count != -1 and min_count < floor:  # the launcher's own rule: Pathways' side
                 hint = f"use {floor}..{n - 1} or -1" if floor <= n - 1 else "use -1 or raise --elastic-slices"
                 err(f"--elastic-min-slice-count {min_count}: below num_slices - elastic_slices = {floor}; "
                     f"the trainer would wait for slices that Pathways will not give back "
                     f"({ELASTIC_KNOBS_HELP}); {hint}")
-        max_retries = self.integer("elastic_max_retries", "--elastic-max-retries", None, low=1,
-                                   fix="trainer attempts, e.g. 10")
+        max_retries = values.get("elastic_max_retries")
         if e and max_retries is not None and restarts and max_retries != restarts:
             self.warnings.append(
                 f"--elastic-max-retries {max_retries} and --max-slice-restarts {restarts} disagree: "
                 f"the trainer gives up after {max_retries} attempts while each slice may restart "
                 f"{restarts} times; keep them equal unless you mean it")
-        return dict(
-            checkpoint_dir=checkpoint_dir,
-            checkpoint_period=self.integer("checkpoint_period", "--checkpoint-period", None, low=1,
-                                           fix="steps between checkpoints, e.g. 100"),
-            elastic_min_slice_count=min_count,
-            elastic_timeout_seconds=self.integer("elastic_timeout_seconds", "--elastic-timeout-seconds", None,
-                                                 low=1, fix="seconds to wait for slices on each attempt, e.g. 300"),
-            elastic_max_retries=max_retries,
-            slice_mtbf_seconds=self.duration("slice_mtbf", "--slice-mtbf"),
-            step_time_seconds=self.duration("step_time", "--step-time"),
-        )
+        return tuple(values.items())
+
+    def references(self, command: str | None, env: tuple[tuple[str, str], ...],
+                   settings: tuple[tuple[str, Any], ...]) -> None:
+        """Warn about `$(NAME)` in --command/--env that names no env var of the container: Kubernetes
+        expands the ones that do, and leaves these as they are (then bash runs `$(NAME)` as a command)."""
+        defined = set(RESERVED_ENV) | {key for key, _ in env} | {env_name(name) for name, _ in settings}
+        defined |= {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)}
+        sources = [("--command", command or "")] + [(f"--env {key}", value) for key, value in env]
+        for flag, text in sources:
+            for name in dict.fromkeys(m.group(1) for m in _K8S_REFERENCE.finditer(text) if m.group(1) is not None):
+                if name not in defined:
+                    self.warnings.append(
+                        f"{flag}: $({name}) names no env var of the container, so Kubernetes leaves it as is "
+                        f"(bash then runs it as a command); define {name} with --env, or write $$({name}) "
+                        f"to silence this")
 
 
+_SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
+# The invocation options of `workload create` (see CreateOptions): they never change the manifest.
+OPTION_FLAGS = frozenset("dry_run dry_run_server replace output_format output_manifest_file slice_mtbf "
+                         "step_time".split())
 _KNOWN_FLAGS = frozenset(
     "workload tpu_type num_slices command docker_image docker_name no_pathways headless trainer "
     "elastic_slices max_slice_restarts max_restarts priority queue namespace termination_grace_period_seconds "
     "ttl_seconds_after_finished proxy_server_image server_image worker_image pathways_gcs_location "
-    "custom_proxy_server_args custom_server_args custom_worker_args env env_file checkpoint_dir "
-    "checkpoint_period elastic_min_slice_count elastic_timeout_seconds elastic_max_retries slice_mtbf "
-    "step_time dry_run dry_run_server replace output_format output_manifest_file".split()
-)
+    "custom_proxy_server_args custom_server_args custom_worker_args env env_file".split()
+) | OPTION_FLAGS | frozenset(_SETTING_NAMES)
 
 
 def _seq(value: object) -> Iterable[object]:

@@ -1,35 +1,19 @@
-"""Entry point of the ``elxpk`` console script.
+"""Entry point of the ``elxpk`` console script: the command table (elxpk/cli/commands.py) and the one
+top-level handler that turns every error into one line on stderr and an exit code.
 
-Command modules are imported here, so each must keep heavy imports (jax, kubernetes, google.*)
-inside its function bodies: ``elxpk workload create --dry-run`` has a start-up budget.
+Command modules keep heavy imports (jax, kubernetes, google.*) inside their function bodies:
+``elxpk workload create --dry-run`` has a start-up budget.
 """
 
 from __future__ import annotations
 
-import importlib
+import os
 import sys
+from collections.abc import Callable
 
 import typer
 
 from elxpk.errors import ElxpkError, UsageError
-
-app = typer.Typer(
-    name="elxpk",
-    help="Launch and follow elastic multi-slice JAX training on GKE, or run the whole loop locally.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def _register(argv: list[str] | None = None) -> None:
-    # Each group registers itself on `app`; a missing module (work in progress) must not break the rest.
-    # The registry registers each module once per process (main() is called repeatedly in tests), and
-    # for `elxpk <group> ...` only that group: building every other command costs ~40 ms of start-up.
-    from elxpk.cli import registry
-
-    registry.register_all(app, only=argv[0] if argv else None, words=argv[1:] if argv else ())
-
 
 # kubectl's spelling, `--dry-run=client|server|none`. Typer options cannot take an optional value, so
 # these exact tokens are rewritten to the flags that `workload create` declares.
@@ -38,6 +22,7 @@ _KUBECTL_DRY_RUN = {"--dry-run=client": ["--dry-run"], "--dry-run=server": ["--d
 # Options whose next token is a user value: never rewrite that value.
 _TAKES_VALUE = ("--command", "--env", "--custom-pathways-proxy-server-args", "--custom-pathways-server-args",
                 "--custom-pathways-worker-args")
+DEBUG_ENV = "ELXPK_DEBUG"
 
 
 def kubectl_dry_run(args: list[str]) -> list[str]:
@@ -55,44 +40,126 @@ def kubectl_dry_run(args: list[str]) -> list[str]:
     return out
 
 
-def _click_exceptions() -> list:
-    """Click's exception modules: typer >= 0.28 vendors click as typer._click; older typer uses click."""
-    modules = []
+class _Stream:
+    """A standard stream whose write errors (a full disk, a closed pipe) become one ElxpkError naming it."""
+
+    def __init__(self, stream, name: str) -> None:
+        self._stream, self._name = stream, name
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: OSError) -> ElxpkError:
+        # Python flushes the stream again at exit and would print its own traceback-like noise: point the
+        # descriptor at /dev/null so that last flush succeeds (real descriptors only; not under pytest).
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
+        error = ElxpkError(f"cannot write to {self._name}: {exc.strerror or exc}")
+        error.stream = self._name  # type: ignore[attr-defined]
+        return error
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, other click exceptions) of every click this typer may use: typer >= 0.28 vendors
+    click as typer._click (without Abort or Exit, which typer itself defines); older typer uses click."""
+    import importlib
+
+    usage: list[type] = []
+    other: list[type] = []
     for name in ("typer._click.exceptions", "click.exceptions"):
         try:
-            modules.append(importlib.import_module(name))
+            module = importlib.import_module(name)
         except ImportError:
             continue
-    return modules
+        usage.append(module.UsageError)
+        other.append(module.ClickException)
+    return tuple(usage), tuple(other)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; expected errors become one line on stderr and their exit code."""
+def _report(line: str, *, stderr_failed: bool = False) -> None:
+    """One line on stderr; on stdout when stderr cannot take it (the exit code still says it failed)."""
+    streams = (sys.stdout,) if stderr_failed else (sys.stderr, sys.stdout)
+    for stream in streams:
+        try:
+            if stream is not None:
+                print(line, file=stream, flush=True)
+                return
+        except (OSError, ValueError, ElxpkError):
+            continue
+
+
+def run_guarded(action: Callable[[], object]) -> int:
+    """Run `action` and map whatever it raises to an exit code, printing one line and never a traceback
+    (unless ELXPK_DEBUG=1). Works with every typer/click the pins allow (typer 0.12 to 0.28)."""
     try:
-        args = kubectl_dry_run(list(argv if argv is not None else sys.argv[1:]))
-        _register(args)
-        app(args=args, standalone_mode=False)
+        result = action()
     except ElxpkError as exc:
         for line in str(exc).splitlines() or [type(exc).__name__]:
-            print(f"error: {line}", file=sys.stderr)
+            _report(f"error: {line}", stderr_failed=getattr(exc, "stream", None) == "stderr")
         return exc.exit_code
-    except SystemExit as exc:  # typer.Exit inside standalone_mode=False
-        return int(exc.code or 0)
+    except typer.Exit as exc:  # click's Exit in typer < 0.28, typer's own since
+        return int(getattr(exc, "exit_code", 0) or 0)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        return 1
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # click usage errors arrive here with standalone_mode=False
-        for exceptions in _click_exceptions():
-            if isinstance(exc, exceptions.UsageError):
-                exc.show()
-                return 2
-            if isinstance(exc, exceptions.Abort):
-                print("aborted", file=sys.stderr)
-                return 1
-            if isinstance(exc, exceptions.Exit):
-                return exc.exit_code
-        raise
-    return 0
+        usage, other = _click_exception_types()
+        if isinstance(exc, usage + other):
+            exc.show()  # type: ignore[attr-defined]
+            return 2 if isinstance(exc, usage) else int(getattr(exc, "exit_code", 1))
+        if os.environ.get(DEBUG_ENV) == "1":
+            import traceback
+
+            traceback.print_exc()
+        first = (str(exc).splitlines() or [""])[0]
+        _report(f"error: internal error: {type(exc).__name__}: {first} (set {DEBUG_ENV}=1 for the traceback)")
+        return 1
+    # click returns the code of an Exit raised inside a command when standalone_mode is off
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; every error becomes one line on stderr and its exit code."""
+    closed = [name for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr)) if stream is None]
+    if closed:  # Python sets a stream to None when its descriptor was closed at start (`>&-`)
+        _report(f"error: cannot write to {closed[0]}: it is closed; elxpk prints its results and errors there")
+        return 1
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Stream(sys.stdout, "stdout"), _Stream(sys.stderr, "stderr")
+
+    def invoke() -> object:
+        from elxpk.cli.commands import build_app
+
+        args = kubectl_dry_run(list(argv if argv is not None else sys.argv[1:]))
+        result = build_app(args)(args=args, prog_name="elxpk", standalone_mode=False)
+        sys.stdout.flush()  # a full or closed stdout is reported here, not by the interpreter at exit
+        return result
+
+    try:
+        return run_guarded(invoke)
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 if __name__ == "__main__":

@@ -1,49 +1,139 @@
-"""Typer option types shared by several commands (cluster selection, output format).
+"""Typer options declared once and shared by the commands: cluster selection, `-o/--output`, and the
+trainer settings of `workload create` (generated from the contract table, elxpk_contract.settings).
 
-Every `workload` verb takes the same cluster-selection flags; they resolve into one ClusterTarget.
+Two decorators add a block of flags to a command's signature, so each flag is declared here only:
+`with_cluster` turns the seven cluster flags into one `cluster: ClusterSelection` argument, and
+`with_trainer_settings` turns every setting the contract exposes to the launcher into one
+`settings: dict[name, raw text]` argument. Typer reads a function's `__signature__`, which both set.
+Nothing heavy is imported here: `workload create --dry-run` has a start-up budget.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
-from elxpk.cluster.target import ClusterTarget
+from elxpk.output_formats import OUTPUT_FORMATS, output_format, output_problem
 
-Project = Annotated[
-    str | None, typer.Option("--project", help="GCP project of the GKE cluster \\[env ELXPK_PROJECT].")
-]
-Zone = Annotated[str | None, typer.Option("--zone", help="Zone of a zonal GKE cluster \\[env ELXPK_ZONE].")]
-Region = Annotated[
-    str | None, typer.Option("--region", help="Region of a regional GKE cluster \\[env ELXPK_REGION].")
-]
-Cluster = Annotated[str | None, typer.Option("--cluster", help="GKE cluster name \\[env ELXPK_CLUSTER].")]
-Kubeconfig = Annotated[
-    str | None,
-    typer.Option("--kubeconfig", help="Use this kubeconfig instead of GKE lookup (read only, never written)."),
-]
-Context = Annotated[str | None, typer.Option("--context", help="kubeconfig context to use.")]
-Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Kubernetes namespace.")]
-Output = Annotated[str, typer.Option("--output", "-o", help="Output format: table, json or yaml.")]
+__all__ = ["output_format", "output_problem"]  # re-exported: commands validate -o through options
+
+CLUSTER_PANEL = "Cluster selection"
+TRAINER_PANEL = "Trainer settings (env ELXPK_* on the training container)"
+OUTPUT_PANEL = "Output and submission"
 
 
-def cluster_target(
-    project: str | None,
-    zone: str | None,
-    region: str | None,
-    cluster: str | None,
-    kubeconfig: str | None,
-    context: str | None,
-    namespace: str = "default",
-) -> ClusterTarget:
-    """The cluster flags as given. ELXPK_* variables and the config file fill the gaps later, in one
-    place: elxpk.cluster.defaults.resolve_target."""
-    return ClusterTarget(
-        project=project,
-        location=zone or region,
-        cluster=cluster,
-        kubeconfig=kubeconfig,
-        context=context,
-        namespace=namespace,
-    )
+def _option(*names: str, help: str, panel: str | None = None, metavar: str | None = None) -> Any:
+    return typer.Option(*names, help=help, rich_help_panel=panel, metavar=metavar)
+
+
+def output_option(kind: str, panel: str | None = None) -> Any:
+    """The `-o/--output` option type of one kind of command (validated by `output_format`)."""
+    formats = OUTPUT_FORMATS[kind]
+    words = ", ".join(formats[:-1]) + f" or {formats[-1]}"
+    return Annotated[str, _option("--output", "-o", help=f"Output format: {words}.", panel=panel,
+                                  metavar="FORMAT")]
+
+
+ManifestOutput = output_option("manifest", OUTPUT_PANEL)
+StatusOutput = output_option("status")
+
+_TEXT = str | None
+# The cluster-selection flags, declared once; every verb gets all of them in the same panel.
+CLUSTER_FLAGS: tuple[tuple[str, Any], ...] = (
+    ("project", Annotated[_TEXT, _option("--project", help="GCP project of the GKE cluster [env ELXPK_PROJECT].",
+                                         panel=CLUSTER_PANEL)]),
+    ("zone", Annotated[_TEXT, _option("--zone", help="Zone of a zonal GKE cluster [env ELXPK_ZONE].",
+                                      panel=CLUSTER_PANEL)]),
+    ("region", Annotated[_TEXT, _option("--region", help="Region of a regional GKE cluster [env ELXPK_REGION].",
+                                        panel=CLUSTER_PANEL)]),
+    ("cluster", Annotated[_TEXT, _option("--cluster", help="GKE cluster name [env ELXPK_CLUSTER].",
+                                         panel=CLUSTER_PANEL)]),
+    ("kubeconfig", Annotated[_TEXT, _option("--kubeconfig", help="Use this kubeconfig instead of a GKE lookup "
+                                            "(read only, never written).", panel=CLUSTER_PANEL)]),
+    ("context", Annotated[_TEXT, _option("--context", help="kubeconfig context to use.", panel=CLUSTER_PANEL)]),
+    ("namespace", Annotated[_TEXT, _option("--namespace", "-n", help="Kubernetes namespace [env ELXPK_NAMESPACE, "
+                                           "then the config file, else default].", panel=CLUSTER_PANEL)]),
+)
+
+
+@dataclass(frozen=True)
+class ClusterSelection:
+    """The cluster flags as given (None = not given); `resolve` fills the gaps from ELXPK_* and the config."""
+
+    project: str | None = None
+    zone: str | None = None
+    region: str | None = None
+    cluster: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+
+    def resolve(self, *, require_cluster: bool = True) -> Any:
+        """The ClusterTarget after elxpk.cluster.defaults.resolve_target, the one resolution every verb uses.
+
+        `require_cluster=False` (a client-side dry run) fills what the environment and config file give,
+        the namespace above all, without asking for a complete cluster selection.
+        """
+        from elxpk.cluster.defaults import resolve_target
+        from elxpk.cluster.target import ClusterTarget
+
+        target = ClusterTarget(project=self.project, location=self.zone or self.region, cluster=self.cluster,
+                               kubeconfig=self.kubeconfig, context=self.context,
+                               namespace=self.namespace or "default")
+        return resolve_target(target, namespace_given=self.namespace is not None, require_cluster=require_cluster)
+
+
+def _extend_signature(func: Callable[..., Any], drop: str, added: list[inspect.Parameter],
+                      pack: Callable[[dict[str, Any]], Any]) -> Callable[..., Any]:
+    """`func` with parameter `drop` replaced by `added` (keyword-only); `pack` turns their values into it."""
+    signature = inspect.signature(func, eval_str=True)
+    kept = [p for p in signature.parameters.values() if p.name != drop]
+    names = [p.name for p in added]
+
+    @functools.wraps(func)
+    def command(**kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in names}
+        return func(**kwargs, **{drop: pack(values)})
+
+    params = kept + added
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
+def with_cluster(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command the cluster flags; it receives them as `cluster: ClusterSelection`."""
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None)
+             for name, kind in CLUSTER_FLAGS]
+    return _extend_signature(func, "cluster", added, lambda values: ClusterSelection(**values))
+
+
+def trainer_setting_parameters() -> list[inspect.Parameter]:
+    """One `--flag` per setting the contract exposes to the launcher; help, name and default from the table.
+
+    Values arrive as typed text, so `check_setting` reports every bad one together with the other problems.
+    """
+    from elxpk_contract.settings import LAUNCHER_FLAG, env_name, exposed, flag_name
+
+    params = []
+    for field in exposed(LAUNCHER_FLAG):
+        meta = field.metadata
+        default = "none" if field.default is None else field.default
+        maxtext = f"MaxText {meta['maxtext']}; " if meta["maxtext"] else ""
+        help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
+                    f"trainer default {default})."
+        metavar = "INT" if field.type == "int" else "TEXT"
+        kind = Annotated[_TEXT, _option(flag_name(field.name), help=help_text, panel=TRAINER_PANEL,
+                                        metavar=metavar)]
+        params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None))
+    return params
+
+
+def with_trainer_settings(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command the trainer-setting flags; it receives them as `settings: dict[name, str | None]`."""
+    return _extend_signature(func, "settings", trainer_setting_parameters(), dict)

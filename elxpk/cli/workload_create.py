@@ -16,25 +16,19 @@ from elxpk.cli import options
 _ELASTIC_HELP = (
     "Slices Pathways may lose without failing the program (server-side tolerance), passed to the proxy as "
     "--num_elastic_slices. 0 disables elasticity; must be below --num-slices. Not the same knob as "
-    "--elastic-min-slice-count."
-)
-_MIN_SLICES_HELP = (
-    "Trainer setting elastic_min_slice_count (client-side admission): healthy slices the trainer waits for "
-    "before each attempt. -1 = all (pause and resume); k = resize onto >= k slices, from "
-    "num_slices - elastic_slices to num_slices - 1."
+    "--elastic-min-slice-count (the trainer's side; with Pathways at least num_slices - elastic_slices)."
 )
 _PANEL_PATHWAYS = "Pathways"
-_PANEL_TRAINER = "Trainer settings (env ELXPK_* on the training container)"
-_PANEL_OUTPUT = "Output and submission"
-_PANEL_CLUSTER = "Cluster selection"
 
 
 def _int_opt(*names: str, help: str, panel: str | None = None) -> typer.models.OptionInfo:
     return typer.Option(*names, metavar="INT", help=help, rich_help_panel=panel)
 
 
+@options.with_cluster
+@options.with_trainer_settings
 def create(
-    workload: Annotated[str | None, typer.Option("--workload", help="JobSet name: a-z, 0-9, '-', at most 40 characters.")] = None,
+    workload: Annotated[str | None, typer.Option("--workload", help="JobSet name: a-z, 0-9, '-', starting with a letter; at most 39 characters for Pathways (the limit of each shape is checked).")] = None,
     tpu_type: Annotated[str | None, typer.Option("--tpu-type", help="TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.")] = None,
     num_slices: Annotated[str | None, _int_opt("--num-slices", help="Number of TPU slices (worker replicas). Default: 1.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Shell command the user container runs. Required unless --headless or --trainer; with --trainer, extra trainer arguments.")] = None,
@@ -59,111 +53,87 @@ def create(
     custom_proxy_server_args: Annotated[str | None, typer.Option("--custom-pathways-proxy-server-args", help="Extra proxy args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     custom_server_args: Annotated[str | None, typer.Option("--custom-pathways-server-args", help="Extra resource manager args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     custom_worker_args: Annotated[str | None, typer.Option("--custom-pathways-worker-args", help="Extra worker args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
-    checkpoint_dir: Annotated[str | None, typer.Option("--checkpoint-dir", help="checkpoint_dir (ELXPK_CHECKPOINT_DIR).", rich_help_panel=_PANEL_TRAINER)] = None,
-    checkpoint_period: Annotated[str | None, _int_opt("--checkpoint-period", help="checkpoint_period in steps, >= 1 (ELXPK_CHECKPOINT_PERIOD).", panel=_PANEL_TRAINER)] = None,
-    elastic_min_slice_count: Annotated[str | None, _int_opt("--elastic-min-slice-count", help=_MIN_SLICES_HELP + " Default: -1.", panel=_PANEL_TRAINER)] = None,
-    elastic_timeout_seconds: Annotated[str | None, _int_opt("--elastic-timeout-seconds", help="Seconds the trainer waits for slices per attempt (ELXPK_ELASTIC_TIMEOUT_SECONDS).", panel=_PANEL_TRAINER)] = None,
-    elastic_max_retries: Annotated[str | None, _int_opt("--elastic-max-retries", help="Trainer attempts (ELXPK_ELASTIC_MAX_RETRIES); keep equal to --max-slice-restarts.", panel=_PANEL_TRAINER)] = None,
-    slice_mtbf: Annotated[str | None, typer.Option("--slice-mtbf", metavar="DURATION", help="Mean time between slice failures (e.g. 3d); with --step-time, prints a checkpoint_period hint.", rich_help_panel=_PANEL_TRAINER)] = None,
-    step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step (e.g. 1.5s); with --slice-mtbf, prints a checkpoint_period hint.", rich_help_panel=_PANEL_TRAINER)] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print only the manifest on stdout; no cluster, no credentials, no network.", rich_help_panel=_PANEL_OUTPUT)] = False,
-    dry_run_server: Annotated[bool, typer.Option("--dry-run-server", help="Send to the cluster as a server-side dry run (admission and schema checks, nothing created).", rich_help_panel=_PANEL_OUTPUT)] = False,
-    replace: Annotated[bool, typer.Option("--replace", help="Delete a workload of the same name first.", rich_help_panel=_PANEL_OUTPUT)] = False,
-    output_manifest_file: Annotated[str | None, typer.Option("--output-manifest-file", help="Also write the manifest to this file (with or without --dry-run).", rich_help_panel=_PANEL_OUTPUT)] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="Manifest format: yaml or json.", rich_help_panel=_PANEL_OUTPUT)] = "yaml",
-    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Kubernetes namespace.", rich_help_panel=_PANEL_CLUSTER)] = "default",
-    project: options.Project = None,
-    zone: options.Zone = None,
-    region: options.Region = None,
-    cluster: options.Cluster = None,
-    kubeconfig: options.Kubeconfig = None,
-    context: options.Context = None,
+    slice_mtbf: Annotated[str | None, typer.Option("--slice-mtbf", metavar="DURATION", help="Mean time between slice failures (e.g. 3d); with --step-time, prints a checkpoint_period hint.", rich_help_panel=options.TRAINER_PANEL)] = None,
+    step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step (e.g. 1.5s); with --slice-mtbf, prints a checkpoint_period hint.", rich_help_panel=options.TRAINER_PANEL)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print only the manifest on stdout; no cluster, no credentials, no network.", rich_help_panel=options.OUTPUT_PANEL)] = False,
+    dry_run_server: Annotated[bool, typer.Option("--dry-run-server", help="Send to the cluster as a server-side dry run (admission and schema checks, nothing created).", rich_help_panel=options.OUTPUT_PANEL)] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Delete a workload of the same name first.", rich_help_panel=options.OUTPUT_PANEL)] = False,
+    output_manifest_file: Annotated[str | None, typer.Option("--output-manifest-file", help="Also write the manifest to this file (with or without --dry-run).", rich_help_panel=options.OUTPUT_PANEL)] = None,
+    output: options.ManifestOutput = "yaml",
+    settings: dict | None = None,
+    cluster: options.ClusterSelection | None = None,
 ) -> None:
     """Render a Pathways JobSet (or, with --no-pathways, a multi-controller one), then print or submit it.
 
     Every flag is validated first; bad input exits 2 with one line per problem and writes nothing.
     """
-    from elxpk.spec import WorkloadSpec
+    from elxpk.errors import UsageError
+    from elxpk.spec import parse_create
 
-    spec = WorkloadSpec.from_flags(
-        workload=workload, tpu_type=tpu_type, num_slices=num_slices, command=command, docker_image=docker_image,
-        docker_name=docker_name, trainer=trainer, no_pathways=no_pathways, headless=headless,
-        elastic_slices=elastic_slices, max_slice_restarts=max_slice_restarts, max_restarts=max_restarts,
-        priority=priority, queue=queue, namespace=namespace,
-        termination_grace_period_seconds=termination_grace_period_seconds,
-        ttl_seconds_after_finished=ttl_seconds_after_finished, env=env, env_file=env_file,
-        proxy_server_image=proxy_server_image, server_image=server_image, worker_image=worker_image,
-        pathways_gcs_location=pathways_gcs_location, custom_proxy_server_args=custom_proxy_server_args,
-        custom_server_args=custom_server_args, custom_worker_args=custom_worker_args,
-        checkpoint_dir=checkpoint_dir, checkpoint_period=checkpoint_period,
-        elastic_min_slice_count=elastic_min_slice_count, elastic_timeout_seconds=elastic_timeout_seconds,
-        elastic_max_retries=elastic_max_retries, slice_mtbf=slice_mtbf, step_time=step_time,
-        dry_run=dry_run, dry_run_server=dry_run_server, replace=replace, output_format=output,
-        output_manifest_file=output_manifest_file,
-    )
+    # The one target resolution of every verb: flags, then ELXPK_* and the config file (the namespace too).
+    # A client-side dry run sends nothing, so it needs no complete cluster selection. Its problems are
+    # reported with those of the other flags.
+    try:
+        target, target_problems = cluster.resolve(require_cluster=not dry_run), []
+    except UsageError as exc:
+        target, target_problems = cluster.resolve(require_cluster=False), exc.messages
+    try:
+        spec, run = parse_create(
+            workload=workload, tpu_type=tpu_type, num_slices=num_slices, command=command, docker_image=docker_image,
+            docker_name=docker_name, trainer=trainer, no_pathways=no_pathways, headless=headless,
+            elastic_slices=elastic_slices, max_slice_restarts=max_slice_restarts, max_restarts=max_restarts,
+            priority=priority, queue=queue, namespace=target.namespace,
+            termination_grace_period_seconds=termination_grace_period_seconds,
+            ttl_seconds_after_finished=ttl_seconds_after_finished, env=env, env_file=env_file,
+            proxy_server_image=proxy_server_image, server_image=server_image, worker_image=worker_image,
+            pathways_gcs_location=pathways_gcs_location, custom_proxy_server_args=custom_proxy_server_args,
+            custom_server_args=custom_server_args, custom_worker_args=custom_worker_args,
+            slice_mtbf=slice_mtbf, step_time=step_time, dry_run=dry_run, dry_run_server=dry_run_server,
+            replace=replace, output_format=output, output_manifest_file=output_manifest_file, **settings,
+        )
+    except UsageError as exc:
+        raise UsageError(*exc.messages, *target_problems) from None
+    if target_problems:
+        raise UsageError(*target_problems)
     for line in spec.warnings:
         print(f"warning: {line}", file=sys.stderr)
 
     from elxpk.render import render
 
     manifest = render(spec)
-    text = manifest.dump(spec.output_format)
-    if spec.output_manifest_file:
-        _write(spec.output_manifest_file, text)
-        print(f"wrote {spec.output_manifest_file}", file=sys.stderr)
-    _checkpoint_hint(spec)
-    if spec.dry_run == "client":
+    text = manifest.dump(run.output_format)
+    if run.output_manifest_file:
+        from elxpk.cli.outfile import write_text
+
+        write_text(run.output_manifest_file, text, flag="--output-manifest-file")
+        print(f"wrote {run.output_manifest_file}", file=sys.stderr)
+    _checkpoint_hint(spec, run)
+    if run.dry_run == "client":
         sys.stdout.write(text)
         return
 
     from elxpk.cluster import submit as submission
 
-    target = options.cluster_target(project, zone, region, cluster, kubeconfig, context, spec.namespace)
-    created = submission.submit(manifest, target, server_dry_run=spec.dry_run == "server", replace=spec.replace)
-    suffix = " (server dry run)" if spec.dry_run == "server" else ""
+    created = submission.submit(manifest, target, server_dry_run=run.dry_run == "server", replace=run.replace)
+    suffix = " (server dry run)" if run.dry_run == "server" else ""
     for obj in created:
         kind, name = obj.get("kind", "object"), obj.get("metadata", {}).get("name", "?")
         print(f"{kind.lower()}/{name} created{suffix}")
-    if not spec.dry_run:
+    if not run.dry_run:
         for line in submission.follow_up_commands(spec.workload, target):
             print(f"  {line}", file=sys.stderr)
 
 
-def _write(path: str, text: str) -> None:
-    """Write through a temporary file and rename, so a failure never leaves half a manifest."""
-    import os
-
-    from elxpk.errors import UsageError
-
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"--output-manifest-file {path!r}: cannot write it ({exc.strerror})") from exc
-
-
-def _checkpoint_hint(spec: object) -> None:
+def _checkpoint_hint(spec, run) -> None:
     """The planner's checkpoint_period hint, when --slice-mtbf and --step-time are both given."""
-    if getattr(spec, "slice_mtbf_seconds", None) is None or getattr(spec, "step_time_seconds", None) is None:
+    if run.slice_mtbf_seconds is None or run.step_time_seconds is None:
         return
-    try:
-        from elxpk.plan import hint
-    except ModuleNotFoundError as exc:
-        if exc.name in ("elxpk.plan", "elxpk.plan.hint"):  # planner not installed (or not written yet)
-            return
-        raise
-    checkpoint_period_hint = getattr(hint, "checkpoint_period_hint", None)
-    if checkpoint_period_hint is None:
-        return
-    line = checkpoint_period_hint(spec)
+    from types import SimpleNamespace
+
+    from elxpk.plan.hint import checkpoint_period_hint
+
+    line = checkpoint_period_hint(SimpleNamespace(
+        checkpoint_period=dict(spec.settings).get("checkpoint_period"), num_slices=spec.num_slices,
+        slice_mtbf_seconds=run.slice_mtbf_seconds, step_time_seconds=run.step_time_seconds))
     if line:
         print(line, file=sys.stderr)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("create")(create)
-    app.command("create-pathways", help="Alias of `create`, for xpk users.")(create)

@@ -16,26 +16,21 @@ import typer
 from elxpk.cli import options
 from elxpk.errors import UsageError
 
-Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Kubernetes namespace (env ELXPK_NAMESPACE, "
-                                               "then the config file, else default).")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
-def _connect(project, zone, region, cluster, kubeconfig, context, namespace):
+def _connect(cluster: options.ClusterSelection):
     """Validate the selection (UsageError before any network), then connect."""
     from elxpk.cluster.connect import connect
-    from elxpk.cluster.defaults import resolve_target, validate_namespace
+    from elxpk.cluster.defaults import validate_namespace
 
-    target = options.cluster_target(project, zone, region, cluster, kubeconfig, context, namespace or "default")
-    target = resolve_target(target, namespace_given=namespace is not None)
+    target = cluster.resolve()
     validate_namespace(target.namespace)
     return connect(target, resolved=True), target.namespace
 
 
 def _output(output: str) -> str:
-    from elxpk.cluster.views import check_format
-
-    return check_format(output)
+    return options.output_format("status", output)
 
 
 def _console(stderr: bool = False):
@@ -67,16 +62,15 @@ def _duration(flag: str, value: str | None) -> float | None:
     return seconds
 
 
+@options.with_cluster
 def status(
-    name: Annotated[str, typer.Argument(help="Workload (JobSet) name.")],
-    output: options.Output = "table",
-    namespace: Namespace = None,
-    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
-    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
+    output: options.StatusOutput = "table",
+    cluster: options.ClusterSelection | None = None,
 ) -> None:
     """Elastic-aware state: slices healthy N/M, restart budget per slice and for the JobSet, Kueue admission."""
     output = _output(output)
-    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    kube, ns = _connect(cluster)
     from elxpk.cluster.observe import fetch_status
     from elxpk.cluster.views import dump, status_renderables
 
@@ -89,18 +83,17 @@ def status(
         print(dump(result.to_dict(), output))
 
 
+@options.with_cluster
 def list_(
     filter_: Annotated[str | None, typer.Option("--filter", help="Only names containing this text.")] = None,
     regex: Annotated[bool, typer.Option("--regex", help="Treat --filter as a regular expression.")] = False,
     state: Annotated[str | None, typer.Option("--status", help="Only this state: Queued, Admitted, Running, "
                                               "Degraded, Restarting, Succeeded or Failed.")] = None,
-    output: options.Output = "table",
-    namespace: Namespace = None,
-    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
-    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+    output: options.StatusOutput = "table",
+    cluster: options.ClusterSelection | None = None,
 ) -> None:
     """Workloads of the namespace (xpk-created ones too): name, state, healthy slices, restarts, age."""
-    from elxpk.status import STATES
+    from elxpk.cluster.status import STATES
 
     output = _output(output)
     problems = []
@@ -117,7 +110,7 @@ def list_(
             problems.append(f"--filter {filter_!r}: not a valid regular expression ({exc})")
     if problems:
         raise UsageError(*problems)
-    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    kube, ns = _connect(cluster)
     from elxpk.cluster.observe import fetch_all
     from elxpk.cluster.views import dump, list_record, list_table
 
@@ -132,18 +125,17 @@ def list_(
         print(dump([list_record(s) for s in rows], output))
 
 
+@options.with_cluster
 def delete(
-    name: Annotated[str | None, typer.Argument(help="Workload to delete.")] = None,
+    name: Annotated[str | None, typer.Argument(metavar="NAME", help="Workload to delete.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Delete every workload in the namespace.")] = False,
     yes: Yes = False,
-    namespace: Namespace = None,
-    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
-    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+    cluster: options.ClusterSelection | None = None,
 ) -> None:
     """Delete a workload with foreground propagation (its Jobs and Pods go first)."""
     if (name is None) == (not all_):
         raise UsageError("give a workload NAME or --all (not both)")
-    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    kube, ns = _connect(cluster)
     from elxpk.cluster.ops import delete_workload
 
     if name is not None:
@@ -160,17 +152,16 @@ def delete(
         print(f"jobset/{each} deleted")
 
 
+@options.with_cluster
 def logs(
-    name: Annotated[str, typer.Argument(help="Workload name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.")],
     head: Annotated[bool, typer.Option("--head", help="The Pathways head (the default when there is one).")] = False,
     slice_: Annotated[int | None, typer.Option("--slice", help="Slice index K.")] = None,
     vm: Annotated[int | None, typer.Option("--vm", help="VM index I within the slice (default 0).")] = None,
     container: Annotated[str | None, typer.Option("--container", "-c", help="Container (default: the main one).")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream new lines until the pod ends.")] = False,
     tail: Annotated[int | None, typer.Option("--tail", help="Only the last N lines.")] = None,
-    namespace: Namespace = None,
-    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
-    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+    cluster: options.ClusterSelection | None = None,
 ) -> None:
     """Logs of the head, or of slice K, VM I."""
     problems = []
@@ -181,7 +172,7 @@ def logs(
             problems.append(f"{flag} {value}: must be 0 or more")
     if problems:
         raise UsageError(*problems)
-    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    kube, ns = _connect(cluster)
     from elxpk.cluster.ops import log_source, read_logs
 
     source = log_source(kube, ns, name, head=head, slice_index=slice_, vm=vm, container=container)
@@ -191,16 +182,15 @@ def logs(
         sys.stdout.flush()
 
 
+@options.with_cluster
 def wait(
-    name: Annotated[str, typer.Argument(help="Workload name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.")],
     for_: Annotated[str, typer.Option("--for", help="completed or running.")] = "completed",
     timeout: Annotated[str | None, typer.Option("--timeout", help="Give up after this long (90s, 2h, 3d); "
                                                 "exit 124. Default: no limit.")] = None,
     poll: Annotated[str, typer.Option("--poll", help="Seconds between status checks.")] = "5s",
-    output: options.Output = "table",
-    namespace: Namespace = None,
-    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
-    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+    output: options.StatusOutput = "table",
+    cluster: options.ClusterSelection | None = None,
 ) -> None:
     """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
     problems = []
@@ -223,7 +213,7 @@ def wait(
         problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
-    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    kube, ns = _connect(cluster)
     from elxpk.cluster.ops import wait_for
     from elxpk.cluster.views import dump
 
@@ -253,17 +243,16 @@ def wait(
         print(dump(result.to_dict(), output))
 
 
+@options.with_cluster
 def kill_slice(
-    name: Annotated[str, typer.Argument(help="Workload name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.")],
     slice_: Annotated[int, typer.Option("--slice", help="Slice index K to kill.")],
     vm: Annotated[int | None, typer.Option("--vm", help="Only VM I of the slice.")] = None,
     yes: Yes = False,
     watch: Annotated[bool, typer.Option("--watch", help="Follow the slice until it runs again; report timings.")] = False,
     timeout: Annotated[str, typer.Option("--timeout", help="With --watch: give up after this long.")] = "30m",
     poll: Annotated[str, typer.Option("--poll", help="With --watch: time between checks.")] = "2s",
-    namespace: Namespace = None,
-    project: options.Project = None, zone: options.Zone = None, region: options.Region = None,
-    cluster: options.Cluster = None, kubeconfig: options.Kubeconfig = None, context: options.Context = None,
+    cluster: options.ClusterSelection | None = None,
 ) -> None:
     """Fault injection: force-delete the worker pods of slice K (grace period 0), as a lost slice would."""
     problems = [f"{flag} {value}: must be 0 or more" for flag, value in (("--slice", slice_), ("--vm", vm))
@@ -280,7 +269,7 @@ def kill_slice(
         timeout_s, poll_s = (seconds, poll_s) if flag == "--timeout" else (timeout_s, seconds)
     if problems:
         raise UsageError(*problems)
-    kube, ns = _connect(project, zone, region, cluster, kubeconfig, context, namespace)
+    kube, ns = _connect(cluster)
     from elxpk.cluster.ops import kill, plan_kill, watch_recovery
     from elxpk.units import format_duration
 
@@ -300,12 +289,3 @@ def kill_slice(
         print(f"first training step after recovery: {format_duration(recovery.next_step_s)} after the kill")
     else:
         print("no recovery event from the trainer in the head's log")
-
-
-def register(workload_app: typer.Typer) -> None:
-    workload_app.command("status")(status)
-    workload_app.command("list")(list_)
-    workload_app.command("delete")(delete)
-    workload_app.command("logs")(logs)
-    workload_app.command("wait")(wait)
-    workload_app.command("kill-slice")(kill_slice)

@@ -50,11 +50,13 @@ def load_config(path: Path) -> dict[str, str]:
     return {k: str(v) for k, v in data.items() if v is not None}
 
 
-def resolve_target(target: ClusterTarget, *, namespace_given: bool = True,
+def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, require_cluster: bool = True,
                    environ: Mapping[str, str] = os.environ) -> ClusterTarget:
     """Fill unset fields from the config file and check the selection is complete; UsageError otherwise.
 
     A kubeconfig or context (from flags or the file) selects a non-GKE cluster and wins over GKE defaults.
+    `require_cluster=False` (a client-side dry run: nothing is sent) fills the same fields, the namespace
+    included, but does not ask for a complete selection.
     """
     cfg = load_config(config_path(environ))
     namespace = target.namespace
@@ -74,7 +76,7 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True,
     if project or location or cluster:
         missing = [flag for flag, value in (("--project", project), ("--zone or --region", location),
                                             ("--cluster", cluster)) if not value]
-        if missing:
+        if missing and require_cluster:
             raise UsageError(*(f"{flag} is required to reach a GKE cluster (or give --kubeconfig/--context "
                                "for another cluster)" for flag in missing))
         return dataclasses.replace(target, project=project, location=location, cluster=cluster,
@@ -83,6 +85,8 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True,
     default = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
     if Path(default).expanduser().is_file():
         return dataclasses.replace(target, kubeconfig=default, namespace=namespace)
+    if not require_cluster:
+        return dataclasses.replace(target, namespace=namespace)
     raise UsageError("no cluster selected: give --project, --zone/--region and --cluster for GKE, or --kubeconfig "
                      f"(and --context) for another cluster; defaults can live in {config_path(environ)}")
 

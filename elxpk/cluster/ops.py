@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.observe import fetch_status, get_workload
-from elxpk.errors import CheckFailed, ClusterError, NotFoundError, Timeout, UsageError
-from elxpk.status import (
+from elxpk.cluster.status import (
     COMPLETION_INDEX,
     HEAD,
     JOB_INDEX,
@@ -21,6 +20,7 @@ from elxpk.status import (
     WorkloadStatus,
     worker_replicated_job,
 )
+from elxpk.errors import CheckFailed, ClusterError, NotFoundError, Timeout, UsageError
 from elxpk.units import format_duration
 
 RECOVERY_EVENT = "first_step_after_recovery"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.observe import JOBSET_MISSING
+from elxpk.cluster.status import HEAD, KUEUE_QUEUE
 from elxpk.errors import ClusterError
-from elxpk.status import HEAD, KUEUE_QUEUE
 
 CPU_NODE_POOL = "cpu-np"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"

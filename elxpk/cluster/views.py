@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from elxpk.errors import UsageError
-from elxpk.status import WorkloadStatus
+from elxpk.cluster.status import WorkloadStatus
 from elxpk.units import format_duration
 
 FORMATS = ("table", "json", "yaml")
@@ -14,12 +13,6 @@ _STATE_STYLE = {"Running": "green", "Succeeded": "green", "Degraded": "yellow", 
                 "Admitted": "cyan", "Queued": "cyan", "Failed": "red"}
 _SLICE_STYLE = {"Running": "green", "Succeeded": "green", "Starting": "cyan", "Pending": "cyan",
                 "Restarting": "yellow", "Missing": "yellow", "Failed": "red"}
-
-
-def check_format(output: str) -> str:
-    if output not in FORMATS:
-        raise UsageError(f"-o/--output {output!r}: use table, json or yaml")
-    return output
 
 
 def dump(data: Any, output: str) -> str:

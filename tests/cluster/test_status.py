@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from elxpk.cluster.observe import fetch_all, fetch_status
-from elxpk.status import compute_status, latest_conditions
+from elxpk.cluster.status import compute_status, latest_conditions
 from tests.cluster.conftest import pathways_jobset, scripted
 
 

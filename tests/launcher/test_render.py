@@ -9,6 +9,7 @@ import pytest
 
 from elxpk.render import command_argv, environment, render
 from elxpk.spec import WorkloadSpec
+from elxpk_contract.settings import LAUNCHER_DERIVED, TrainerConfig, env_name, exposed
 
 
 def jobset(**flags) -> dict:
@@ -138,9 +139,43 @@ def test_trainer_settings_mapping():
 
 def test_unset_trainer_settings_are_left_to_trainer_defaults():
     env = env_of(pod(jobs(jobset())["pathways-head"])["containers"][0])
-    assert {k for k in env if k.startswith("ELXPK_")} == {
-        "ELXPK_SLICE_BACKEND", "ELXPK_NUM_SLICES", "ELXPK_ELASTIC_ENABLED", "ELXPK_ELASTIC_MIN_SLICE_COUNT"}
+    # Only what the launcher derives from its own flags; every "launcher" setting not given is left out.
+    assert {k for k in env if k.startswith("ELXPK_")} == {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)} == {
+        "ELXPK_SLICE_BACKEND", "ELXPK_NUM_SLICES", "ELXPK_ELASTIC_ENABLED"}
     assert env["ELXPK_ELASTIC_ENABLED"] == "false"
+
+
+@pytest.mark.parametrize("flags", [
+    dict(),
+    dict(num_slices="3", elastic_slices="1", checkpoint_dir="gs://b/c", checkpoint_period="7",
+         elastic_min_slice_count="2", elastic_timeout_seconds="60", elastic_max_retries="4"),
+    dict(no_pathways=True, num_slices="2", checkpoint_period="50"),
+])
+def test_the_trainer_reads_back_what_the_launcher_rendered(flags):
+    spec = WorkloadSpec.from_flags(workload="run-1", tpu_type="v5litepod-16", command="python3 train.py", **flags)
+    (obj,) = render(spec).objects
+    job = "slice-job" if flags.get("no_pathways") else "pathways-head"
+    env = {k: v for k, v in env_of(pod(jobs(obj)[job])["containers"][0]).items() if k.startswith("ELXPK_")}
+    config = TrainerConfig.from_args([], environ={**env, "ELXPK_GLOBAL_BATCH": "96"})
+    for name, value in spec.settings:
+        assert getattr(config, name) == value
+    assert (config.num_slices, config.slice_backend, config.elastic_enabled) == (
+        spec.num_slices, spec.slice_backend, spec.elastic)
+
+
+def test_render_writes_nothing(tmp_path):
+    """render() is pure: a fresh process with an empty HOME (and no XDG cache dir) leaves it empty."""
+    home = tmp_path / "home"
+    home.mkdir()
+    code = ("from elxpk.render import render; from elxpk.spec import WorkloadSpec; "
+            "render(WorkloadSpec.from_flags(workload='w', tpu_type='v5p-8', command='x')); "
+            "render(WorkloadSpec.from_flags(workload='w', tpu_type='v5p-8', command='x', no_pathways=True))")
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert list(home.rglob("*")) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
 
 
 def test_user_env_follows_trainer_env():

@@ -1,4 +1,4 @@
-"""WorkloadSpec.from_flags: every error at once, one line each, naming the flag and the fix."""
+"""WorkloadSpec.from_flags / parse_create: every error at once, one line each, naming the flag and the fix."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ import dataclasses
 import pytest
 
 from elxpk.errors import UsageError
-from elxpk.spec import WorkloadSpec
+from elxpk.spec import CreateOptions, WorkloadSpec, parse_create
+from elxpk_contract.settings import TrainerConfig, default
 
 BASE = dict(workload="run-1", tpu_type="v5litepod-16", command="python3 train.py")
 
 
 def build(**flags):
-    return WorkloadSpec.from_flags(**{**BASE, **flags})
+    return parse_create(**{**BASE, **flags})[0]
+
+
+def invocation(**flags) -> CreateOptions:
+    return parse_create(**{**BASE, **flags})[1]
 
 
 def errors(**flags) -> list[str]:
@@ -26,14 +31,15 @@ def test_defaults_follow_xpk():
     spec = build()
     assert (spec.num_slices, spec.elastic_slices, spec.max_slice_restarts, spec.max_restarts) == (1, 0, 1, 0)
     assert (spec.priority, spec.queue, spec.termination_grace_period_seconds) == ("medium", "multislice-queue", 30)
-    assert spec.ttl_seconds_after_finished == 43200 and spec.pathways and spec.elastic_min_slice_count == -1
+    assert spec.ttl_seconds_after_finished == 43200 and spec.pathways and spec.settings == ()
+    assert spec.setting("elastic_min_slice_count") == default("elastic_min_slice_count") == -1
     assert spec.worker_image == spec.server_image
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.num_slices = 2  # type: ignore[misc]
 
 
 def test_xpk_accepted_inputs_are_rejected_all_at_once():
-    # Each of these renders silently in xpk (see ../shared/docs/xpk.md section 2).
+    # Each of these renders silently in xpk, whose `workload create` checks none of them.
     found = errors(num_slices="2", elastic_slices="5", max_restarts="abc", termination_grace_period_seconds="abc")
     assert len(found) == 3
     assert found[0].startswith("--elastic-slices 5: must be below --num-slices (2)")
@@ -73,7 +79,7 @@ def test_xpk_accepted_inputs_are_rejected_all_at_once():
         (dict(docker_name="Jax_TPU"), "--docker-name"),
         (dict(pathways_gcs_location="/tmp/scratch"), "--pathways-gcs-location"),
         (dict(custom_proxy_server_args="--a='unbalanced"), "--custom-pathways-proxy-server-args"),
-        (dict(output_format="xml"), "--output"),
+        (dict(output_format="xml"), "-o/--output"),
         (dict(dry_run=True, dry_run_server=True), "--dry-run"),
         (dict(output_manifest_file="/no/such/dir/m.yaml"), "--output-manifest-file"),
         (dict(slice_mtbf="3 fortnights"), "--slice-mtbf"),
@@ -96,12 +102,20 @@ def test_pathways_flags_are_refused_for_multi_controller(key):
     assert line.endswith("only for Pathways workloads; drop it or drop --no-pathways")
 
 
-@pytest.mark.parametrize("key", ["env", "checkpoint_dir", "checkpoint_period", "docker_image",
-                                 "elastic_max_retries"])
-def test_user_container_flags_are_refused_when_headless(key):
-    value = ["A=1"] if key == "env" else "5"
-    (line,) = errors(command=None, headless=True, **{key: value})
+@pytest.mark.parametrize("key", ["checkpoint_dir", "checkpoint_period", "elastic_max_retries"])
+def test_trainer_settings_are_refused_when_headless(key):
+    (line,) = errors(command=None, headless=True, **{key: "5"})
     assert line.endswith("a --headless workload has no user container to pass it to; drop it")
+
+
+@pytest.mark.parametrize(("key", "flag"), [("env", "--env"), ("docker_image", "--docker-image"),
+                                           ("docker_name", "--docker-name"), ("command", "--command")])
+def test_flags_xpk_ignores_when_headless_are_a_warning(key, flag):
+    # xpk's create-pathways --headless renders no user container and ignores these: a script must still run.
+    spec = build(headless=True, **{"command": None, key: ["A=1"] if key == "env" else "jax-x"})
+    assert spec.headless and spec.command is None and spec.env == ()
+    (warning,) = spec.warnings
+    assert warning.startswith(f"{flag}: ignored, a --headless workload has no user container")
 
 
 def test_slice_restarts_without_elasticity_warn():
@@ -115,7 +129,6 @@ def test_elastic_slices_need_pathways():
 
 def test_headless_rules():
     assert build(command=None, headless=True).command is None
-    assert errors(headless=True)[0].startswith("--command: a --headless workload")
     assert errors(command=None, headless=True, no_pathways=True)[0].startswith("--headless: only with Pathways")
     assert errors(command=None, headless=True, trainer=True, docker_image="img:1")[0].startswith("--trainer")
 
@@ -131,9 +144,9 @@ class TestElasticMinSliceCount:
     """-1 or num_slices - elastic_slices .. num_slices - 1; below that the trainer waits in vain."""
 
     def test_accepted(self):
-        assert build(num_slices="4", elastic_slices="2", elastic_min_slice_count="2").elastic_min_slice_count == 2
-        assert build(num_slices="4", elastic_slices="2", elastic_min_slice_count="3").elastic_min_slice_count == 3
-        assert build(num_slices="4", elastic_min_slice_count="-1").elastic_min_slice_count == -1
+        for n, e, k in (("4", "2", 2), ("4", "2", 3), ("4", "0", -1)):
+            spec = build(num_slices=n, elastic_slices=e, elastic_min_slice_count=str(k))
+            assert spec.setting("elastic_min_slice_count") == k
 
     def test_out_of_range(self):
         for value in ("0", "4", "-2"):
@@ -172,8 +185,57 @@ def test_env_file_then_env_later_wins(tmp_path):
 
 
 def test_durations_land_in_seconds():
-    spec = build(slice_mtbf="3d", step_time="1.5s")
-    assert (spec.slice_mtbf_seconds, spec.step_time_seconds) == (3 * 86400, 1.5)
+    run = invocation(slice_mtbf="3d", step_time="1.5s")
+    assert (run.slice_mtbf_seconds, run.step_time_seconds) == (3 * 86400, 1.5)
+
+
+def test_invocation_options_are_not_part_of_the_spec():
+    spec, run = parse_create(**BASE, dry_run=True, replace=True, output_format="JSON",
+                             output_manifest_file="m.yaml")
+    assert (run.dry_run, run.replace, run.output_format, run.output_manifest_file) == ("client", True, "json",
+                                                                                     "m.yaml")
+    assert spec == parse_create(**BASE)[0]
+    with pytest.raises(TypeError):
+        WorkloadSpec.from_flags(**BASE, dry_run=True)
+
+
+@pytest.mark.parametrize(("key", "flag"), [("workload", "--workload"), ("namespace", "--namespace"),
+                                           ("queue", "--queue"), ("docker_name", "--docker-name")])
+def test_a_trailing_newline_is_not_part_of_a_valid_name(key, flag):
+    (line,) = errors(**{key: "run-1\n"})
+    assert line.startswith(flag)
+
+
+@pytest.mark.parametrize(("flags", "raw"), [
+    (dict(elastic_timeout_seconds="1.5"), ["--elastic-timeout-seconds", "1.5"]),
+    (dict(checkpoint_period="0"), ["--checkpoint-period", "0"]),
+    (dict(elastic_max_retries="ten"), ["--elastic-max-retries", "ten"]),
+    (dict(num_slices="3", elastic_slices="2", elastic_min_slice_count="3"),
+     ["--num-slices", "3", "--elastic-min-slice-count", "3"]),
+])
+def test_launcher_and_trainer_refuse_the_same_values_with_the_same_message(flags, raw):
+    (line,) = errors(**flags)
+    with pytest.raises(UsageError) as trainer:
+        TrainerConfig.from_args(raw)
+    assert line in trainer.value.messages
+
+
+def test_settings_keep_the_values_the_trainer_parses():
+    spec = build(num_slices="3", elastic_slices="1", checkpoint_dir="gs://b/c", checkpoint_period="100",
+                 elastic_min_slice_count="2", elastic_timeout_seconds="300", elastic_max_retries="1")
+    assert spec.settings == (("checkpoint_dir", "gs://b/c"), ("checkpoint_period", 100),
+                             ("elastic_min_slice_count", 2), ("elastic_timeout_seconds", 300),
+                             ("elastic_max_retries", 1))
+
+
+def test_a_kubernetes_reference_to_no_env_var_warns():
+    # Kubernetes expands $(NAME) when NAME is an env var of the container and leaves it as is otherwise.
+    spec = build(command="echo $(HOSTNAME) $(MY_VAR) $$(ESCAPED) $(ELXPK_NUM_SLICES)", env=["MY_VAR=1",
+                                                                                       "B=$(NOPE)"])
+    assert [w.split(":")[0] for w in spec.warnings] == ["--command", "--env B"]
+    assert "$(HOSTNAME) names no env var of the container" in spec.warnings[0]
+    assert "$(NOPE)" in spec.warnings[1]
+    assert build(command="echo $(MY_VAR)", env=["MY_VAR=1"]).warnings == ()
 
 
 def test_custom_args_split_like_a_shell():

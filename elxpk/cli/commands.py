@@ -1,0 +1,131 @@
+"""The command table: every `elxpk` command, where its function lives, and the groups that hold them.
+
+`build_app(argv)` makes the Typer app for one invocation. When the command line names a command of the
+table, only that command's module is imported and only it is built: Typer builds every registered
+command on each call (~30 ms for the six follow-up verbs), and `workload create --dry-run` has a
+start-up budget. Anything else (`--help`, a group alone, a typo) gets the whole table.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperCommand
+
+APP_HELP = "Launch and follow elastic multi-slice JAX training on GKE, or run the whole loop locally."
+
+
+@dataclass(frozen=True)
+class Command:
+    path: tuple[str, ...]  # ("workload", "create") or ("report",)
+    module: str
+    function: str
+    help: str | None = None  # None: the function's docstring
+    optional: bool = False  # the module may not exist yet (a command being written): skipped, not an error
+
+
+GROUPS: dict[str, str] = {
+    "workload": "Create and follow elastic Pathways/JobSet workloads (kubectl-style verbs).",
+    "local": "Run the elastic loop on this machine: simulated slices, injected faults.",
+}
+
+# Order is the order of `elxpk --help` and `elxpk workload --help`.
+COMMANDS: tuple[Command, ...] = (
+    Command(("workload", "create"), "elxpk.cli.workload_create", "create"),
+    Command(("workload", "create-pathways"), "elxpk.cli.workload_create", "create",
+            help="Alias of `create`, for xpk users."),
+    Command(("workload", "validate"), "elxpk.cli.workload_validate", "validate", optional=True),
+    Command(("workload", "status"), "elxpk.cli.workload_ops", "status"),
+    Command(("workload", "list"), "elxpk.cli.workload_ops", "list_"),
+    Command(("workload", "delete"), "elxpk.cli.workload_ops", "delete"),
+    Command(("workload", "logs"), "elxpk.cli.workload_ops", "logs"),
+    Command(("workload", "wait"), "elxpk.cli.workload_ops", "wait"),
+    Command(("workload", "kill-slice"), "elxpk.cli.workload_ops", "kill_slice"),
+    Command(("local", "run"), "elxpk.cli.local", "run"),
+    Command(("report",), "elxpk.cli.report", "report"),
+    Command(("compare",), "elxpk.cli.compare", "compare"),
+    Command(("plan",), "elxpk.cli.plan", "plan"),
+)
+
+
+def wanted(argv: Sequence[str]) -> tuple[Command, ...]:
+    """The commands to build for this command line: the one it names, else all of them."""
+    for command in COMMANDS:
+        if tuple(argv[: len(command.path)]) == command.path:
+            return (command,)
+    return COMMANDS
+
+
+def _function(command: Command) -> Callable[..., Any] | None:
+    try:
+        module = importlib.import_module(command.module)
+    except ModuleNotFoundError as exc:
+        if command.optional and exc.name == command.module:
+            return None
+        raise
+    return getattr(module, command.function)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from elxpk import __version__
+
+        print(f"elxpk {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                                          callback=_show_version)] = False,
+) -> None:
+    # A callback keeps the top level a group even when only one command is built.
+    pass
+
+
+class PanelHelpCommand(TyperCommand):
+    """Help in click's plain layout, one section per help panel ("Cluster selection", ...).
+
+    Rich's option table crops long flag names (`--termination-grace-period-…`) at 80 columns; click's
+    layout gives a long name its own line and wraps the help beneath it.
+    """
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        # typer 0.28 writes a required argument as {NAME} in the usage line; NAME is the convention
+        pieces = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            default = "Arguments" if param.param_type_name == "argument" else "Options"
+            sections.setdefault(getattr(param, "rich_help_panel", None) or default, []).append(record)
+        for title in sorted(sections, key=lambda t: (t != "Arguments", t != "Options")):  # stable otherwise
+            with formatter.section(title):
+                formatter.write_dl(sections[title])
+
+
+def build_app(argv: Sequence[str]) -> typer.Typer:
+    app = typer.Typer(name="elxpk", help=APP_HELP, no_args_is_help=True, add_completion=False,
+                      pretty_exceptions_enable=False, rich_markup_mode=None)
+    app.callback()(_root)
+    groups: dict[str, typer.Typer] = {}
+    for command in wanted(argv):
+        function = _function(command)
+        if function is None:
+            continue
+        if len(command.path) == 1:
+            app.command(command.path[0], help=command.help, cls=PanelHelpCommand)(function)
+            continue
+        group_name, name = command.path
+        if group_name not in groups:
+            groups[group_name] = typer.Typer(help=GROUPS[group_name], no_args_is_help=True, rich_markup_mode=None)
+            app.add_typer(groups[group_name], name=group_name)
+        groups[group_name].command(name, help=command.help, cls=PanelHelpCommand)(function)
+    return app
