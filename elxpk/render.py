@@ -96,8 +96,13 @@ def templates_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "templates"
 
 
+@cache
 def _template(name: str) -> Any:
-    return environment().get_template(name)
+    """The compiled template: ahead of time when fresh (elxpk/template_build.py), else in memory."""
+    from elxpk.template_build import load
+
+    env = environment()
+    return load(env, name) or env.get_template(name)
 
 
 @cache

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from elxpk import template_build
 from elxpk.render import command_argv, environment, render
 from elxpk.spec import WorkloadSpec
+from elxpk.template_build import TEMPLATES, generate, load, module_name
 from elxpk_contract.settings import LAUNCHER_DERIVED, TrainerConfig, env_name, exposed
 
 
@@ -237,3 +240,21 @@ def test_rendering_imports_no_cluster_or_jax_code():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().endswith("0 []")
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_compiled_templates_are_fresh(template):
+    """elxpk/compiled_templates holds Jinja's compiled form of templates/ (a stale one is only slower).
+    After editing a template: .venv/bin/python -m elxpk.template_build"""
+    env = environment()
+    committed = (Path(template_build.__file__).parent / "compiled_templates" / f"{module_name(template)}.py")
+    assert committed.read_text(encoding="utf-8") == generate(env, template), \
+        "stale: run .venv/bin/python -m elxpk.template_build"
+    assert load(env, template) is not None
+
+
+def test_a_stale_compiled_template_is_not_used(tmp_path):
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.DictLoader({"pathways.yaml.j2": "edited {{ 1 }}"}))
+    assert load(env, "pathways.yaml.j2") is None  # the module's digest is of the real source
