@@ -8,9 +8,13 @@ error, as the API server would. Imported only by `elxpk workload validate`.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from elxpk.admission.violation import Violation, join
+
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?")
 
 
 class NoSchema(Exception):
@@ -27,18 +31,19 @@ def kube_version() -> str:
 
 @functools.lru_cache(maxsize=32)
 def _validator(api_version: str, kind: str) -> Any:
-    import re
-
     import jsonschema
     from kubernetes_validate import utils
     from referencing import Registry, Resource
 
+    # The names become a file name: only well-formed ones (no '/', no '..', no length attack) get that far.
+    if not _KIND.fullmatch(kind) or not _API_VERSION.fullmatch(api_version):
+        raise NoSchema(f"{api_version} {kind}")
     version = kube_version()
     directory = f"kubernetes-json-schema/v{version}-local-strict"
     group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # as kubernetes-validate names files
     try:
         schema = utils.schema_contents(f"{directory}/{kind.lower()}-{group}.json", version)
-    except (FileNotFoundError, utils.VersionNotSupportedError) as exc:
+    except (OSError, utils.VersionNotSupportedError) as exc:
         raise NoSchema(f"{api_version} {kind}") from exc
     definitions = _definitions(directory, version)
     registry = definitions @ (Resource.from_contents(schema) @ Registry())

@@ -18,6 +18,7 @@ from elxpk.admission.violation import Violation
 from elxpk.errors import UsageError
 
 STDIN = "-"
+MAX_NODES = 1_000_000  # a 200-slice JobSet has about 1,000
 
 
 @dataclass
@@ -50,7 +51,32 @@ def read_documents(name: str) -> list[Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UsageError(f"{name}: not valid YAML{where} ({problem}); fix the file") from exc
-    return [d for d in documents if d is not None]
+    documents = [d for d in documents if d is not None]
+    if _too_big(documents):  # e.g. a "billion laughs" of YAML aliases: every check walks the expanded tree
+        raise UsageError(f"{name}: more than {MAX_NODES} values once YAML aliases are expanded; a manifest "
+                         f"is far smaller, so check what produced it")
+    return documents
+
+
+def _too_big(documents: list[Any]) -> bool:
+    """More than MAX_NODES values, counting shared (aliased) values once per reference, as the checks do."""
+    stack, seen = list(documents), 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _short(value: str) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
@@ -71,7 +97,7 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
         try:
             found = core.core_problems(obj)
         except core.NoSchema:
-            return [], f"{api_version} {kind}: no schema known to elxpk, skipped"
+            return [], f"apiVersion {_short(api_version)}, kind {_short(kind)}: no schema known to elxpk, skipped"
         found += objectmeta.object_meta_problems(obj.get("metadata"), namespaced=kind != "Namespace")
     return sorted(set(found), key=lambda v: (v.path, v.message)), None
 

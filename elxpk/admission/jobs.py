@@ -122,7 +122,7 @@ def _pod_failure_policy_problems(policy: dict, spec: dict, pod: dict, path: str)
     if len(rules) > MAX_POD_FAILURE_RULES:
         found.append(Violation(join(path, "rules"), f"Too many: {len(rules)}: must have at most "
                                                     f"{MAX_POD_FAILURE_RULES} items"))
-    names = {_dict(c).get("name") for c in _list(pod.get("containers")) + _list(pod.get("initContainers"))}
+    names = {str(_dict(c).get("name")) for c in _list(pod.get("containers")) + _list(pod.get("initContainers"))}
     for i, rule in enumerate(rules):
         rule, rule_path = _dict(rule), join(join(path, "rules"), i)
         action = rule.get("action")
@@ -150,7 +150,7 @@ def _exit_code_problems(codes: dict, names: set, path: str) -> list[Violation]:
         found.append(Violation(join(path, "operator"), f"Unsupported value: {operator!r}: supported values: "
                                                        f"\"In\", \"NotIn\""))
     container = codes.get("containerName")
-    if container is not None and container not in names:
+    if container is not None and str(container) not in names:
         found.append(Violation(join(path, "containerName"), f"Invalid value: {container!r}: must be one of the "
                                                             f"container or initContainer names in the pod template"))
     values = [v for v in _list(codes.get("values")) if _int(v) is not None]
@@ -200,7 +200,7 @@ def pod_spec_problems(pod: dict, path: str, claims: set[str] = frozenset()) -> l
                                                                         f"supported values: \"Always\""))
             for m, mount in enumerate(_list(box.get("volumeMounts"))):
                 mount_name = _dict(mount).get("name")
-                if mount_name not in volumes:
+                if str(mount_name) not in volumes:
                     found.append(Violation(join(join(join(box_path, "volumeMounts"), m), "name"),
                                            f"Not found: {mount_name!r}"))
     return found

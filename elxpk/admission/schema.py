@@ -156,9 +156,13 @@ def schema_problems(obj: dict) -> list[Violation]:
         path = _field_path(error.absolute_path)
         if error.validator == "format" and error.validator_value in INT_RANGES:
             message = INT_RANGES[error.validator_value][2](error.instance)
+        elif error.validator == "enum":  # the API server's wording
+            allowed = [json.dumps(v) for v in error.validator_value]
+            shown = ", ".join(allowed[:8]) + (f", ... ({len(allowed)} in all)" if len(allowed) > 8 else "")
+            message = f"Unsupported value: {_short(error.instance)}: supported values: {shown}"
         elif error.validator == "additionalProperties":
             message = f"unknown field: {error.message.split('(')[-1].rstrip(')')}"
-        elif error.validator in ("type", "enum", "required", "minimum", "maximum", "minItems", "maxItems",
+        elif error.validator in ("type", "required", "minimum", "maximum", "minItems", "maxItems",
                                  "minLength", "maxLength", "pattern", "format"):
             message = f"{error.validator}: {error.message if len(error.message) <= 160 else _short(error.instance)}"
         else:

@@ -104,7 +104,7 @@ def webhook_problems(jobset: dict) -> list[Violation]:
         names.add(str(rjob.get("name")))
         found += _replicated_job_problems(name, rjob, join("spec.replicatedJobs", i), names)
     for target in _list(_dict(spec.get("successPolicy")).get("targetReplicatedJobs")):  # rule 8
-        if target not in names:
+        if str(target) not in names:
             found.append(Violation("spec.successPolicy.targetReplicatedJobs",
                                    f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs"))
     if policy:
@@ -170,7 +170,7 @@ def _depends_on_problems(rjob: dict, rname: str, earlier: set[str], path: str) -
     found = []
     for j, item in enumerate(_list(rjob.get("dependsOn"))):
         target = _dict(item).get("name")
-        if target not in earlier:
+        if str(target) not in earlier:
             found.append(Violation(join(join(path, "dependsOn"), j),
                                    f"replicatedJob: {rname} cannot depend on replicatedJob: {target}"))
     return found
@@ -180,7 +180,7 @@ def _failure_policy_problems(policy: dict, rjobs: list[dict], names: set[str]) -
     """`validateFailurePolicy`."""
     path = "spec.failurePolicy.rules"
     rules = [r for r in _list(policy.get("rules")) if isinstance(r, dict)]
-    if any(r.get("action") in RESTART_JOB_ACTIONS for r in rules):
+    if any(str(r.get("action")) in RESTART_JOB_ACTIONS for r in rules):
         return [Violation(path, "RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not "
                                 "allowed when RestartJob feature gate is disabled")]
     found, seen = [], {}
@@ -198,11 +198,11 @@ def _failure_policy_problems(policy: dict, rjobs: list[dict], names: set[str]) -
                                    f"alphanumeric character or '_'"))
         seen.setdefault(name, []).append(i)
         for target in _list(rule.get("targetReplicatedJobs")):
-            if target not in names:
+            if str(target) not in names:
                 found.append(Violation(join(rule_path, "targetReplicatedJobs"), f"invalid replicatedJob name "
                                        f"'{target}' in failure policy does not appear in .spec.ReplicatedJobs"))
         for reason in _list(rule.get("onJobFailureReasons")):
-            if reason not in JOB_FAILURE_REASONS:
+            if str(reason) not in JOB_FAILURE_REASONS:
                 found.append(Violation(join(rule_path, "onJobFailureReasons"), f"invalid job failure reason "
                                        f"'{reason}' in failure policy is not a recognized job failure reason"))
     for name, indices in seen.items():

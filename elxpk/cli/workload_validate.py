@@ -35,7 +35,3 @@ def validate(files: Files) -> None:
     print(f"OK: {report.documents} document(s) in {len(files)} file(s) pass the JobSet schema, admission and "
           f"Job rules")
 
-
-def register(app: typer.Typer) -> None:
-    """For a group module list that registers modules rather than functions."""
-    app.command("validate")(validate)

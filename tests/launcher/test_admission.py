@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from elxpk.admission import check_jobset, names
 from elxpk.admission.schema import JOBSET_INDEX, crds_dir, derive_index, schema_problems, served_schema
@@ -271,3 +273,36 @@ def test_the_schema_check_is_strict_and_enforces_int32():
     assert ("spec.replicatedJobs[1].template.spec.template.spec.containers[0]: unknown field: "
             "'imagePullPolicyy' was unexpected") in found
     assert any(v.startswith("spec.replicatedJobs[1].replicas: 2147483648 does not fit in int32") for v in found)
+
+
+def _paths(node: object, prefix: tuple = ()) -> list[tuple]:
+    """Every path to a value in a parsed manifest."""
+    out = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _paths(value, (*prefix, i))
+    return out
+
+
+GOLDEN_PATHS = _paths(golden())[1:]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.sampled_from(GOLDEN_PATHS),
+       value=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                      max_size=3), max_leaves=6))
+def test_any_damaged_manifest_gets_violations_not_a_crash(where, value):
+    # `workload validate` reads whatever a user hands it: every rule must survive every shape of value.
+    from elxpk.admission.files import document_problems
+
+    jobset = golden()
+    node = jobset
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = value
+    found, note = document_problems(jobset)
+    assert note is None and all(v.path and v.message for v in found)

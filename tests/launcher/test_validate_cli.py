@@ -105,7 +105,8 @@ def test_stdin_and_several_documents(cli, monkeypatch):
     result = cli("workload", "validate", "-")
     assert result.code == 1
     assert result.out.splitlines() == ["- (document 2): spec.ports[0].port: 'http' is not of type 'integer'"]
-    assert "note: - (document 3): example.com/v1 Widget: no schema known to elxpk, skipped" in result.err
+    assert ("note: - (document 3): apiVersion 'example.com/v1', kind 'Widget': no schema known to elxpk, skipped"
+            in result.err)
 
 
 @pytest.mark.parametrize(("content", "words"), [
@@ -124,3 +125,37 @@ def test_unreadable_or_bad_yaml_is_one_line_and_exit_2(cli, tmp_path, content, w
     assert result.code == 2 and result.out == ""
     assert result.error_lines == [line for line in result.err.splitlines() if line]
     assert len(result.error_lines) == 1 and words in result.error_lines[0]
+
+
+def test_a_pathways_job_is_checked_against_its_vendored_crd(cli, tmp_path):
+    job = {"apiVersion": "pathways-job.pathways.domain/v1", "kind": "PathwaysJob",
+           "metadata": {"name": "pw-1"},
+           "spec": {"maxRestarts": 2, "controller": {"deploymentMode": "default"},
+                    "workers": [{"type": "ct5p-hightpu-4t", "topology": "2x2x1", "numSlices": 2}]}}
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(job), encoding="utf-8")
+    assert cli("workload", "validate", str(good)).code == 0
+    job["spec"]["maxRestarts"] = 2**31
+    job["spec"]["controller"]["deploymentMode"] = "colocate"
+    job["metadata"]["name"] = "PW_1"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(job), encoding="utf-8")
+    result = cli("workload", "validate", str(bad))
+    assert result.code == 1
+    lines = result.out.splitlines()
+    assert f"{bad}: spec.maxRestarts: 2147483648 does not fit in int32 (format: int32): must be from " \
+           f"-2147483648 to 2147483647" in lines
+    assert f'{bad}: spec.controller.deploymentMode: Unsupported value: \'colocate\': supported values: ' \
+           f'"colocate_head_with_workers", "default"' in lines
+    assert any(line.startswith(f"{bad}: metadata.name: Invalid value: 'PW_1'") for line in lines), lines
+
+
+def test_a_yaml_alias_bomb_is_refused_not_expanded(cli, tmp_path):
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(levels) + "\n", encoding="utf-8")
+    result = cli("workload", "validate", str(path))
+    assert result.code == 2 and result.out == ""
+    assert result.error_lines == [f"error: {path}: more than 1000000 values once YAML aliases are expanded; a "
+                                  f"manifest is far smaller, so check what produced it"]
