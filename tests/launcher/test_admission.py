@@ -306,3 +306,22 @@ def test_any_damaged_manifest_gets_violations_not_a_crash(where, value):
     node[where[-1]] = value
     found, note = document_problems(jobset)
     assert note is None and all(v.path and v.message for v in found)
+
+
+def test_the_render_path_loads_no_schema_validator():
+    # `workload create --dry-run` runs the admission rules on every render, but jsonschema and
+    # kubernetes-validate (for `workload validate`) stay out of its start-up.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from elxpk.cli.main import main\n"
+        f"rc = main(['workload', 'create', '--workload', {EXAMPLE!r}, '--tpu-type', 'v5p-8', '--command', 'x',"
+        " '--dry-run'])\n"
+        "loaded = sorted(m for m in ('jsonschema', 'kubernetes_validate', 'elxpk.admission.schema')"
+        " if m in sys.modules)\n"
+        "print(rc, 'elxpk.admission.webhook' in sys.modules, loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stderr.strip().splitlines()[-1] == "0 True ['elxpk.admission.schema']"
