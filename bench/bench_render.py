@@ -7,6 +7,10 @@ path imported no jax, kubernetes or google.* module, and diffs the two manifests
 
     .venv/bin/python bench/bench_render.py            # installs xpk into bench/out/venv-xpk on first use
     .venv/bin/python bench/bench_render.py --runs 9
+    .venv/bin/python bench/bench_render.py --baseline /tmp/base   # also time another checkout of elxpk
+
+`--baseline DIR` runs that checkout's launcher (DIR first on PYTHONPATH, same interpreter and packages)
+alongside, e.g. a `git worktree add /tmp/base HEAD~1`, to show what a change did to start-up.
 
 Targets (issue #4): elxpk wall time <= 15% of xpk's, peak RSS <= 50% of xpk's.
 """
@@ -97,6 +101,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs of each tool (>= 5)")
     parser.add_argument("--xpk-version", default=XPK_VERSION)
+    parser.add_argument("--baseline", type=Path, help="another elxpk checkout to time alongside")
     args = parser.parse_args()
     runs = max(5, args.runs)
     xpk = ensure_xpk(args.xpk_version)
@@ -110,9 +115,13 @@ def main() -> int:
         "elxpk": ([str(elxpk), "workload", "create", *FLAGS, "--dry-run"], base_env),
         "xpk": ([str(xpk), "workload", "create-pathways", *FLAGS, "--dry-run"], xpk_env),
     }
+    if args.baseline:
+        main_code = "import sys; from elxpk.cli.main import main; sys.exit(main())"
+        commands["base"] = ([sys.executable, "-c", main_code, "workload", "create", *FLAGS, "--dry-run"],
+                            {**base_env, "PYTHONPATH": str(args.baseline.resolve())})
     samples: dict[str, list[tuple[float, int, float]]] = {name: [] for name in commands}
     outputs: dict[str, str] = {}
-    for name, (argv, env) in commands.items():  # warm-up: .pyc files, elxpk's template cache
+    for name, (argv, env) in commands.items():  # warm-up: .pyc files, the page cache
         outputs[name] = run_once(argv, env)[2]
     for _ in range(runs):
         for name, (argv, env) in commands.items():
@@ -135,6 +144,9 @@ def main() -> int:
           f"{'ok' if wall_ratio <= WALL_TARGET else 'MISSED'}")
     print(f"peak RSS ratio elxpk/xpk: {rss_ratio:.1%} (target <= {RSS_TARGET:.0%}) "
           f"{'ok' if rss_ratio <= RSS_TARGET else 'MISSED'}")
+    if "base" in med:
+        print(f"elxpk/baseline ({args.baseline}): wall {med['elxpk'][0] / med['base'][0]:.1%}, "
+              f"CPU {med['elxpk'][2] / med['base'][2]:.1%}, peak RSS {med['elxpk'][1] / med['base'][1]:.1%}")
 
     argv, env = commands["elxpk"]
     stderr = run_once(argv, {**env, "PYTHONPROFILEIMPORTTIME": "1"})[3]

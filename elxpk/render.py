@@ -87,13 +87,11 @@ def render(spec: WorkloadSpec) -> Manifest:
 
 def templates_dir() -> Path:
     """The packaged templates (elxpk/templates in the wheel), else the checkout's top-level templates/
-    (an editable install, where hatch's force-include does not apply)."""
-    from importlib.resources import files
-
-    packaged = files("elxpk").joinpath("templates")
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "templates"
+    (an editable install, where hatch's force-include does not apply). elxpk is a plain directory
+    package in both, so no importlib.resources (~2 ms of start-up)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "templates"
+    return packaged if packaged.is_dir() else here.parent / "templates"
 
 
 @cache
