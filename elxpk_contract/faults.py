@@ -7,6 +7,9 @@ Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
     K@save:S       kill slice K while the first checkpoint at or after step S is being committed:
                    its data are written but the commit (the rename of the tmp directory) never happens
     K@restore      kill slice K during the next restore from a checkpoint
+    K@hang:S       slice K stops making progress when step S is about to run, without raising: the step
+                   blocks (interruptibly, in the simulated backend) until the stall watchdog
+                   (`--stall-timeout-seconds`) notices, marks K lost, and the elastic loop recovers
     ...@...+R      (suffix on any form) revive slice K when the run reaches step R; only useful when
                    the run can continue without K (resize mode, `--elastic-min-slice-count` below
                    the slice count): in pause-and-resume mode no step runs while K is down
@@ -22,10 +25,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-POINTS = ("step", "data", "save", "restore")
+POINTS = ("step", "data", "save", "restore", "hang")
 
 _SPEC = re.compile(
-    r"^(?P<slice>\d+)@(?:(?P<point>data|save|restore)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
+    r"^(?P<slice>\d+)@(?:(?P<point>data|save|restore|hang)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
     r"(?:\+(?P<revive>\d+))?$"
 )
 
@@ -42,7 +45,10 @@ class Fault:
 
     def strikes(self, point: str, step: int) -> bool:
         """Whether this fault fires at injection point `point` of step `step`: a save fault at the first
-        commit at or after its step, a restore fault at the next restore, the others at their step."""
+        commit at or after its step, a restore fault at the next restore, the others at their step.
+        A hang strikes at the "step" point of its step (a backend tells it from a kill by `point`)."""
+        if self.point == "hang":
+            return point == "step" and step == self.step
         if self.point != point:
             return False
         if self.step is None:  # restore
@@ -66,13 +72,13 @@ class FaultSchedule:
             match = _SPEC.match(spec)
             if not match:
                 errors.append(
-                    f"--fault {raw!r}: expected K@STEP, K@data:STEP, K@save:STEP or K@restore, "
-                    "optionally with +REVIVE_STEP (e.g. 1@120, 1@save:100, 0@restore, 1@50+80)"
+                    f"--fault {raw!r}: expected K@STEP, K@data:STEP, K@save:STEP, K@hang:STEP or K@restore, "
+                    "optionally with +REVIVE_STEP (e.g. 1@120, 1@save:100, 1@hang:60, 0@restore, 1@50+80)"
                 )
                 continue
             point = match["point"] or "step"
             step = match["step"] if point == "step" else match["pstep"]
-            if point in ("data", "save") and step is None:
+            if point in ("data", "save", "hang") and step is None:
                 errors.append(f"--fault {raw!r}: {point} needs a step, e.g. 1@{point}:100")
                 continue
             if point == "restore" and step is not None:

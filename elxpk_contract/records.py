@@ -144,9 +144,80 @@ class CheckpointSkipped(Event):
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class StallDetected(Event):
+    NAME: ClassVar[str] = "stall_detected"  # step: the step that did not complete
+    slices: tuple[int, ...] = ()  # the slices that stopped making progress; empty: the trainer cannot tell
+    timeout_s: float = 0.0  # the stall timeout in force (elxpk_contract/stall.py)
+    since_s: float = 0.0  # seconds since the last step completed (or the attempt's first step began)
+    stacks: str = ""  # the file with every thread's stack, relative to the run directory
+    action: str = ""  # "recover": treated as a lost slice in process; "exit": the process exits 76 (STALLED)
+
+
+@dataclass(frozen=True)
+class Preempted(Event):
+    NAME: ClassVar[str] = "preempted"  # step: the step the run had reached
+    signal: str = "SIGTERM"
+    checkpoint_step: int | None = None  # the newest committed checkpoint when the trainer stopped
+    saved: bool = False  # whether it saved the current step on the way out
+
+
 EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (
     RunStarted, RunFinished, FailureDetected, SlicesReady, RestoreStarted, RestoreDone, FirstStepAfterRecovery,
-    ScaleUp, CheckpointSaved, CheckpointCommitted, CheckpointSkipped)}
+    ScaleUp, CheckpointSaved, CheckpointCommitted, CheckpointSkipped, StallDetected, Preempted)}
+
+PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What `workload status` shows of a running trainer: CHECKPOINT_DIR/elxpk-progress.json.
+
+    The primary trainer process rewrites it atomically (a whole object on gs://; write then rename on a
+    local disk) at most every PROGRESS_PERIOD_S seconds while steps complete, after each committed
+    checkpoint, and when it stops. A trainer that hangs stops rewriting it, so the ages grow."""
+
+    steps_done: int  # completed steps: the next step to run
+    step_time: float | None  # unix seconds when the last step completed; None before the first
+    checkpoint_step: int | None  # the newest committed checkpoint's step; None before the first
+    checkpoint_time: float | None  # unix seconds when it committed (or was restored from)
+    updated_at: float  # unix seconds when this was written
+    state: str = "running"  # running, done, stalled, preempted, failed
+    attempt: int = 1  # the elastic loop's attempt within this process
+
+    def step_age(self, now: float) -> float | None:
+        """Seconds since the last step completed, at unix time `now`."""
+        return None if self.step_time is None else max(0.0, now - self.step_time)
+
+    def checkpoint_age(self, now: float) -> float | None:
+        return None if self.checkpoint_time is None else max(0.0, now - self.checkpoint_time)
+
+    def to_json(self) -> dict:
+        return {"version": PROGRESS_VERSION, **_to_json(self)}
+
+
+PROGRESS_VERSION = 1
+PROGRESS_STATES = ("running", "done", "stalled", "preempted", "failed")
+
+
+def read_progress(text: str) -> Progress:
+    """The progress record in `text` (the file's content); RecordError (one line) on anything else."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RecordError(f"{PROGRESS_FILE}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{PROGRESS_FILE}: expected a JSON object, got {type(data).__name__}")
+    if data.get("version") != PROGRESS_VERSION:
+        raise RecordError(f"{PROGRESS_FILE}: version {data.get('version')!r:.20}, this reader knows {PROGRESS_VERSION}")
+    progress = _parse(Progress, {k: v for k, v in data.items() if k != "version"})
+    if progress.state not in PROGRESS_STATES:
+        raise RecordError(f"state {progress.state[:20]!r}: not one of {', '.join(PROGRESS_STATES)}")
+    if progress.steps_done < 0 or (progress.checkpoint_step is not None and progress.checkpoint_step < 0):
+        raise RecordError("steps_done, checkpoint_step: steps count from 0")
+    return progress
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,9 @@ class TrainerConfig:
                                     maxtext="elastic_max_retries", expose=LAUNCHER_FLAG,
                                     fix="trainer attempts, e.g. 10")
     elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0)
+    stall_timeout_seconds: float = _opt(0.0, "seconds without a completed step before the run counts as stalled "
+                                             "(stacks dumped, then treated as a lost slice); 0: auto, max(600, 20 x "
+                                             "the median step interval), see elxpk_contract/stall.py", low=0.0)
     # Model, data and optimiser (all part of the checkpoint fingerprint).
     global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1)
     seq_len: int = _opt(64, "tokens per example", low=1)
@@ -93,7 +96,8 @@ class TrainerConfig:
     decay_steps: int = _opt(1000, "cosine decay horizon in steps (independent of --steps)", low=1)
     weight_decay: float = _opt(0.01, "AdamW weight decay", low=0.0)
     # Simulated faults (simulated backend; multi-controller kills its own process).
-    fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@data:STEP, K@save:STEP, K@restore [+REVIVE_STEP]")
+    fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@data:STEP, K@save:STEP, K@hang:STEP, K@restore "
+                                                 "[+REVIVE_STEP]")
     revive_after: float | None = _opt(None, "seconds until a killed slice comes back (default: never)", low=0.0)
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)

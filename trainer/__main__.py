@@ -1,8 +1,9 @@
 """`python -m trainer`: run the trainer with flags and ELXPK_* environment variables.
 
-Exit codes: 0 done; 2 bad settings (nothing written); 124 slices did not come back in time; 75 a slice
-was lost and this process cannot continue (multi-controller: the supervisor restarts the group);
-1 any other failure, including an exhausted retry budget.
+Exit codes (elxpk_contract/exit_codes.py, mapped by trainer/outcome.py): 0 done; 2 bad settings (nothing
+written); 70 an error in the training code (traceback on stderr, then one line); 75 a slice was lost or a
+peer died; 76 stalled (no step within the stall timeout); 77 preempted (SIGTERM: saved, then stopped);
+124 slices did not come back in time; 1 anything unclassified.
 
 `--print-config` prints the resolved settings as JSON and exits 0 (2 on bad settings, as a run would)
 before anything imports jax: it shows what the launcher's ELXPK_* env amounts to on a machine without jax.
@@ -12,29 +13,51 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from elxpk_contract.errors import CheckFailed, ElxpkError
+from elxpk_contract.exit_codes import SLICE_LOST
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
-
-SLICE_LOST_EXIT_CODE = 75  # EX_TEMPFAIL: try again (restart the group)
+    from trainer.preemption import StopRequest
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    from trainer.preemption import StopRequest, stop_on_sigterm
+
+    stop = StopRequest()
+    restore_handler = stop_on_sigterm(stop)
     try:
-        return _run(sys.argv[1:] if argv is None else argv, os.environ if environ is None else environ)
+        return _run(sys.argv[1:] if argv is None else argv, os.environ if environ is None else environ, stop)
     except ElxpkError as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
         if exc.__cause__ is not None:
-            print(f"cause: {type(exc.__cause__).__name__}: {str(exc.__cause__).splitlines()[0]}", file=sys.stderr)
+            print(f"cause: {type(exc.__cause__).__name__}: {_first_line(exc.__cause__)}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - every outcome maps to a documented code
+        from trainer.outcome import exit_code_for
+
+        code = exit_code_for(exc)
+        if code is SLICE_LOST:
+            print(f"error: slice lost: {_first_line(exc)}", file=sys.stderr)
+        else:  # the training code's own error: the traceback for the log, then the one line
+            traceback.print_exc(file=sys.stderr)
+            print(f"error: {code.name.replace('_', ' ')} (exit {code.code}): {type(exc).__name__}: "
+                  f"{_first_line(exc)}", file=sys.stderr)
+        return code.code
+    finally:
+        restore_handler()
 
 
-def _run(argv: Sequence[str], environ: Mapping[str, str]) -> int:
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0][:500]
+
+
+def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | None = None) -> int:
     from trainer.config import TrainerConfig
 
     cfg, actions = TrainerConfig.from_command_line(argv, environ)
@@ -46,15 +69,9 @@ def _run(argv: Sequence[str], environ: Mapping[str, str]) -> int:
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)
     elif cfg.slice_backend == "multi-controller":
         ensure_devices(cfg.devices_per_slice)
-    from trainer.elastic import classify, train
+    from trainer.elastic import train
 
-    try:
-        result = train(cfg)
-    except Exception as exc:
-        if classify(exc) is None:
-            raise
-        print(f"error: slice lost: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return SLICE_LOST_EXIT_CODE
+    result = train(cfg, stop=stop)
     last = result.losses.get(result.final_step - 1)
     print(f"done: {result.final_step} steps, {result.attempts} attempt(s), final loss "
           f"{float.fromhex(last) if last else float('nan'):.6f}, run dir {result.run_dir}")

@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from trainer.data import DataSource
     from trainer.elastic import ElasticPolicy
     from trainer.metrics import RunRecorder
+    from trainer.preemption import StopRequest
+    from trainer.progress import ProgressWriter
     from trainer.slices import SliceBackend
+    from trainer.watchdog import StallWatchdog
 
 
 class ScaleUpSignal(Exception):
@@ -50,6 +53,10 @@ class AttemptContext:
     dataset: DataSource
     steps: steplib.StepCache
     policy: ElasticPolicy
+    watchdog: StallWatchdog | None = None  # armed only inside the step loop
+    progress: ProgressWriter | None = None  # CHECKPOINT_DIR/elxpk-progress.json
+    stop: StopRequest | None = None  # set by SIGTERM: save and stop at the next step boundary
+    attempt: int = 1
     current_step: int = 0
     latest_committed: int | None = None
     last_losses: dict[int, str] = field(default_factory=dict)
@@ -97,13 +104,19 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
         compiled, was_compiled = ctx.steps.get(mesh)
         rec.event("restore_done", start, at=restored_at, from_checkpoint=restored is not None, slices=list(active),
                   compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0)
+        if restored is not None and ctx.progress is not None:
+            ctx.progress.checkpoint(start, restored_at)
+        if ctx.watchdog is not None:  # from here on steps should complete; restore and compile are done
+            ctx.watchdog.arm(start, active)
 
         for step in range(start, cfg.steps):
             ctx.current_step = step
+            if ctx.stop is not None and ctx.stop.requested:
+                _stop_for_preemption(store, step, state, ctx)
             backend.fault_point("step", step, active)
             returning = ctx.policy.scale_up_ready(backend, active)
             if returning:
-                _checkpoint_for_scale_up(store, step, state, ctx)
+                _checkpoint_now(store, step, state, ctx)
                 rec.event("scale_up", step, slices=list(active), returning=returning)
                 raise ScaleUpSignal()
             batch = ctx.dataset.next_batch()
@@ -125,6 +138,10 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             }
             rec.metric(record)
             ctx.last_losses[step] = record["loss"]
+            if ctx.watchdog is not None:
+                ctx.watchdog.beat(step + 1)
+            if ctx.progress is not None:
+                ctx.progress.step_done(step + 1, record["time"], ctx.attempt)
             if recovery is not None:
                 rec.event("first_step_after_recovery", step, reason=recovery.reason, recompiled=was_compiled,
                           recovery_s=round(ctx.clock.monotonic() - recovery.detected_at, 6))
@@ -135,12 +152,16 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             if done % cfg.checkpoint_period == 0 or done == cfg.steps:
                 store.save(done, state, ctx.dataset.get_state())
         ctx.current_step = cfg.steps
+        if ctx.watchdog is not None:  # the final commit wait is bounded by orbax's timeout instead
+            ctx.watchdog.disarm()
         store.poll(block=True)
         _note_commit(store, ctx)
         params = jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), state["params"])
         ok = True
         return AttemptResult(cfg.steps, params)
     finally:
+        if ctx.watchdog is not None:
+            ctx.watchdog.disarm()
         # Cleanup between attempts: join the writer, close the manager, drop this attempt's arrays.
         try:
             store.close(raise_errors=ok)
@@ -155,10 +176,34 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
 def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:
     if store.latest_valid is not None and (ctx.latest_committed is None or store.latest_valid > ctx.latest_committed):
         ctx.latest_committed = store.latest_valid
+        if ctx.progress is not None:
+            ctx.progress.checkpoint(store.latest_valid, ctx.clock.time())
 
 
-def _checkpoint_for_scale_up(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext) -> None:
-    """Commit the current step before restarting wider, so the scale-up rewinds nothing."""
+def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext) -> None:
+    """SIGTERM arrived: commit the current step if this process can save alone, then stop with PREEMPTED.
+
+    A single controller (simulated, Pathways) saves by itself. Under multi-controller every process takes
+    part in a save, and a preemption usually signals only some of them, so a save could block until the
+    grace period ends in SIGKILL: there the trainer stops at once and the group restart rewinds to the
+    newest committed checkpoint."""
+    from elxpk_contract.exit_codes import PREEMPTED, TrainerStopped
+
+    saved = False
+    if ctx.backend.in_process_retry and step > 0:
+        if ctx.watchdog is not None:
+            ctx.watchdog.disarm()  # the save has the grace period as its bound
+        _checkpoint_now(store, step, state, ctx)
+        saved = True
+    assert ctx.stop is not None
+    ctx.recorder.event("preempted", step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed,
+                       saved=saved)
+    raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) at step {step}; newest checkpoint: step "
+                                    f"{ctx.latest_committed}" + (" (saved on the way out)" if saved else ""))
+
+
+def _checkpoint_now(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext) -> None:
+    """Commit the current step (before restarting wider, or stopping), so the restart rewinds nothing."""
     if not store.has(step):
         store.save(step, state, ctx.dataset.get_state())
     store.poll(block=True)

@@ -25,16 +25,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from elxpk_contract.errors import CheckFailed, Timeout, UsageError
+from elxpk_contract.errors import Timeout, UsageError
+from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.settings import TrainerConfig
 from trainer.attempt import AttemptContext, AttemptRecovery, ScaleUpSignal, run_attempt
 from trainer.clock import Clock, SystemClock
 from trainer.faults import FaultSchedule
 from trainer.metrics import RunRecorder
+from trainer.progress import ProgressWriter
+from trainer.stalls import StallResponse
+from trainer.watchdog import StallWatchdog
 
 if TYPE_CHECKING:
     from trainer.data import DataSource
     from trainer.metrics import Observer
+    from trainer.preemption import StopRequest
     from trainer.slices import SliceBackend
 
 SLICE_DOWN = ("DATA_LOSS",)
@@ -75,7 +80,8 @@ class Verdict:
     """The policy's answer to a failed attempt."""
 
     kind: str | None  # classify()'s; None: not an elastic event, the error propagates unchanged
-    give_up: str | None = None  # why the loop stops retrying (raised as CheckFailed); None: retry
+    give_up: str | None = None  # why the loop stops retrying (raised as TrainerStopped); None: retry
+    deterministic: bool = False  # the give-up looks like the user's error (USER_ERROR), not the infra's
 
 
 class ElasticPolicy:
@@ -116,7 +122,7 @@ class ElasticPolicy:
         first_line = _first_line(error)
         if kind == "maybe_slice_down" and not progressed:
             return Verdict(kind, f"elastic: {first_line!r} again with no new checkpoint since the previous "
-                                 "failure; not retrying what looks like a deterministic error")
+                                 "failure; not retrying what looks like a deterministic error", deterministic=True)
         if attempt >= self.max_attempts:
             return Verdict(kind, f"elastic: attempt {attempt} of {self.max_attempts} failed ({first_line}); "
                                  "retry budget exhausted (raise --elastic-max-retries)")
@@ -147,8 +153,9 @@ def wait_for_slices(backend: SliceBackend, count: int, poll_s: float, timeout_s:
 
 def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: Observer | None = None,
           dataset: DataSource | None = None, clock: Clock | None = None,
-          backend: SliceBackend | None = None) -> TrainResult:
-    """Train `cfg.steps` steps, surviving slice losses when `cfg.elastic_enabled`."""
+          backend: SliceBackend | None = None, stop: StopRequest | None = None) -> TrainResult:
+    """Train `cfg.steps` steps, surviving slice losses (and stalls) when `cfg.elastic_enabled`; `stop`
+    (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped."""
     from trainer import step as steplib
     from trainer.data import ElasticIterator, SyntheticTokens
     from trainer.model import ModelShape
@@ -168,9 +175,12 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
     dataset = dataset or ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
-    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock), policy)
+    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock), policy, stop=stop)
+    ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
+    ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, StallResponse(ctx))
     quiet = _QuietExpectedErrors()
     logging.getLogger("absl").addFilter(quiet)
+    state = "failed"
     try:
         shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
@@ -180,10 +190,17 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
                          "processes": _process_count(cfg)},
         })
         recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend)
-        result = _retry_loop(ctx)
+        try:
+            result = _retry_loop(ctx)
+        except TrainerStopped as stopped:
+            state = "preempted" if stopped.code is PREEMPTED else "failed"
+            raise
         recorder.event("run_finished", result.final_step, attempts=result.attempts, recoveries=result.recoveries)
+        state = "done"
         return result
     finally:
+        ctx.watchdog.close()
+        ctx.progress.finish(state)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
@@ -218,6 +235,10 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             # The failed attempt's frames sit in a cycle with its exception; free their arrays now,
             # before the next attempt allocates (pathwaysutils leaves this to the caller).
             gc.collect()
+        if ctx.stop is not None and ctx.stop.requested:  # between attempts: nothing to save
+            rec.event("preempted", ctx.current_step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed)
+            raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) between attempts at step "
+                                            f"{ctx.current_step}; newest checkpoint: step {ctx.latest_committed}")
         active, waited = policy.wait_for_slices(backend, clock)
         rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)
         try:
@@ -240,8 +261,9 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=backend.lost_slices(active),
                       **details)
             if verdict.give_up is not None:
-                raise CheckFailed(verdict.give_up) from error
+                raise TrainerStopped(USER_ERROR if verdict.deterministic else SLICE_LOST, verdict.give_up) from error
             attempt += 1
+            ctx.attempt = attempt
             recoveries += 1
             recovery = AttemptRecovery("failure", detected)
 

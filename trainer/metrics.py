@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import platform
+import threading
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -36,6 +37,7 @@ class RunRecorder:
         self._observer = observer
         self._enabled = enabled
         self._files = {}
+        self._lock = threading.Lock()  # the stall watchdog writes its event from its own thread
         if enabled:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             for kind, name in (("metric", "metrics.jsonl"), ("event", "events.jsonl")):
@@ -57,9 +59,10 @@ class RunRecorder:
     def _emit(self, kind: str, record: dict) -> None:
         if not self._enabled:
             return
-        handle = self._files[kind]
-        handle.write(json.dumps(record, sort_keys=False) + "\n")
-        handle.flush()
+        with self._lock:
+            handle = self._files[kind]
+            handle.write(json.dumps(record, sort_keys=False) + "\n")
+            handle.flush()
         if self._observer is not None:
             self._observer(kind, record)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from elxpk_contract.settings import TrainerConfig
 from trainer.clock import Clock
-from trainer.faults import FaultSchedule
+from trainer.faults import Fault, FaultSchedule
 
 
 class SliceBackend:
@@ -45,6 +45,17 @@ class SliceBackend:
     def lost_slices(self, active: Sequence[int]) -> list[int]:
         """After a slice-down error: which active slices it took down (probed, as pathwaysutils does)."""
         return sorted(set(active) - set(self.healthy_slices()))
+
+    # A stall (trainer/stalls.py): only a backend that injected the hang knows which slice hangs and can
+    # unblock it; a real hung collective cannot be interrupted from Python, so the process exits instead.
+    def stalled_slices(self) -> list[int]:
+        return []
+
+    def can_interrupt_stall(self) -> bool:
+        return False
+
+    def interrupt_stall(self, why: str) -> None:
+        """Mark the stalled slice lost and make the hung step raise a slice-down error."""
 
     def close(self) -> None:
         pass
@@ -87,6 +98,9 @@ class SimulatedSlices(SliceBackend):
         self._lock = threading.Lock()  # the save point fires in orbax's writer thread
         self.kills: list[tuple[int, str]] = []
         self._last_lost: list[int] = []
+        self._hang: Fault | None = None  # the injected hang now blocking the step
+        self._release = threading.Event()
+        self._release_reason = ""
 
     def slice_devices(self) -> dict[int, list[Any]]:
         return dict(self._devices)
@@ -116,8 +130,57 @@ class SimulatedSlices(SliceBackend):
             lost, self._last_lost = self._last_lost, []
         return [s for s in lost if s in active]
 
+    def stalled_slices(self) -> list[int]:
+        with self._lock:
+            return [] if self._hang is None else [self._hang.slice]
+
+    def can_interrupt_stall(self) -> bool:
+        with self._lock:
+            return self._hang is not None
+
+    def interrupt_stall(self, why: str) -> None:
+        with self._lock:
+            fault = self._hang
+            if fault is None:
+                return
+            self._mark_down(fault)
+            self._last_lost = [fault.slice]
+            self._release_reason = why
+        self._release.set()
+
+    def close(self) -> None:
+        with self._lock:
+            self._release_reason = "the backend closed"
+        self._release.set()  # never leave a step blocked on an injected hang
+
+    def _mark_down(self, fault: Fault) -> None:
+        revive_after = self._faults.revive_after
+        at_time = None if revive_after is None else self._clock.monotonic() + revive_after
+        self._down[fault.slice] = (at_time, fault.revive_at_step)
+
+    def _hang_if_due(self, step: int, active: Sequence[int]) -> None:
+        """An injected hang: the step blocks, without raising, until the stall watchdog interrupts it."""
+        with self._lock:
+            due = [(i, f) for i, f in enumerate(self._faults.faults)
+                   if f.point == "hang" and i not in self._fired and f.strikes("step", step)]
+            if not due:
+                return
+            i, fault = due[0]
+            self._fired.add(i)
+            if fault.slice not in active:  # a slice outside the mesh cannot stall the step
+                return
+            self._hang = fault
+            self.kills.append((fault.slice, fault.spec))
+            self._release.clear()
+        self._release.wait()
+        with self._lock:
+            self._hang, why = None, self._release_reason
+        raise slice_down_error(f"simulated stall of slice {fault.slice} at step {step}: {why}")
+
     def fault_point(self, point: str, step: int, active: Sequence[int]) -> None:
         fired: set[int] = set()
+        if point == "step":
+            self._hang_if_due(step, active)
         with self._lock:
             if point == "step":
                 self._revive_due(step)
@@ -125,9 +188,7 @@ class SimulatedSlices(SliceBackend):
                 if i in self._fired or not fault.strikes(point, step):
                     continue
                 self._fired.add(i)
-                revive_after = self._faults.revive_after
-                at_time = None if revive_after is None else self._clock.monotonic() + revive_after
-                self._down[fault.slice] = (at_time, fault.revive_at_step)
+                self._mark_down(fault)
                 self.kills.append((fault.slice, fault.spec))
                 fired.add(fault.slice)
             # A save's data left the devices when save() returned, so only a death scheduled for the
@@ -236,6 +297,8 @@ class MultiControllerSlices(SliceBackend):
             if fault.strikes(point, step):
                 self._fired_dir.mkdir(parents=True, exist_ok=True)
                 (self._fired_dir / str(i)).write_text(fault.spec + "\n", encoding="utf-8")
+                if fault.point == "hang":  # no progress, no error: the stall watchdogs end every process
+                    threading.Event().wait()
                 os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
 
     def close(self) -> None:

@@ -1,0 +1,167 @@
+"""The failure-classification contract (issue 15): every way the trainer ends maps to a documented code,
+and the launcher can tell what to fail at once (user errors) from what to retry (infrastructure)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import pytest
+
+from elxpk.local.options import config_flags
+from elxpk_contract.errors import CheckFailed, Timeout, UsageError
+from elxpk_contract.exit_codes import (
+    BAD_SETTINGS,
+    EXIT_CODES,
+    PREEMPTED,
+    SLICE_LOST,
+    STALLED,
+    TIMEOUT,
+    UNCLASSIFIED,
+    USER_ERROR,
+    TrainerStopped,
+    retryable_codes,
+    user_error_codes,
+)
+from elxpk_contract.records import PROGRESS_FILE, read_progress
+from tests.support.runs import read_jsonl, tiny_config
+from trainer.__main__ import main
+from trainer.outcome import exit_code_for
+
+
+def test_codes_are_distinct_documented_and_clear_of_the_signal_range():
+    codes = [c.code for c in EXIT_CODES]
+    assert len(set(codes)) == len(codes) and len({c.name for c in EXIT_CODES}) == len(codes)
+    assert not [c for c in codes if 126 <= c <= 165]
+    assert all(c.meaning for c in EXIT_CODES)
+    assert user_error_codes() == [BAD_SETTINGS.code, USER_ERROR.code]  # a Job fails at once on these
+    assert set(retryable_codes()) == {SLICE_LOST.code, STALLED.code, PREEMPTED.code, TIMEOUT.code, UNCLASSIFIED.code}
+    assert PREEMPTED.action == "Ignore" and SLICE_LOST.action == STALLED.action == "Count"
+    assert UNCLASSIFIED.action != "FailJob"  # an unknown crash is not known to be the user's
+
+
+@pytest.mark.parametrize("error, expected", [
+    (UsageError("--steps 0: must be at least 1"), BAD_SETTINGS),
+    (Timeout("elastic: 1 of 2 slices healthy"), TIMEOUT),
+    (TrainerStopped(PREEMPTED, "preempted"), PREEMPTED),
+    (TrainerStopped(USER_ERROR, "again with no new checkpoint"), USER_ERROR),
+    (CheckFailed("something checked failed"), UNCLASSIFIED),
+    (jax.errors.JaxRuntimeError("DATA_LOSS: slice 1 is gone"), SLICE_LOST),
+    (jax.errors.JaxRuntimeError("UNAVAILABLE: Socket closed"), SLICE_LOST),  # a survivor of a dead peer
+    (jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: out of memory"), USER_ERROR),
+    (ZeroDivisionError("division by zero"), USER_ERROR),  # an exception in model code
+])
+def test_each_outcome_maps_to_its_code(error, expected):
+    assert exit_code_for(error) is expected
+
+
+def _flags(tmp_path, **overrides) -> list[str]:
+    return config_flags(tiny_config(tmp_path, **overrides))
+
+
+def test_unexpected_exception_exits_user_error_with_one_line_after_the_traceback(tmp_path, capsys):
+    (tmp_path / "file").write_text("not a directory\n")
+    code = main(_flags(tmp_path / "run", checkpoint_dir=str(tmp_path / "file" / "ckpt")), environ={})
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == USER_ERROR.code == 70
+    assert "Traceback (most recent call last):" in err  # for the log; the one line comes last
+    assert err[-1].startswith("error: user error (exit 70): NotADirectoryError: ")
+
+
+def test_slice_loss_without_in_process_retry_exits_slice_lost(tmp_path, capsys):
+    code = main([*_flags(tmp_path, elastic_enabled=False), "--fault", "1@2"], environ={})
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == SLICE_LOST.code == 75
+    assert err == ["error: slice lost: DATA_LOSS: simulated loss of slice 1 during step 2"]
+
+
+def test_sigterm_becomes_a_stop_request():
+    from trainer.preemption import StopRequest, stop_on_sigterm
+
+    stop = StopRequest()
+    before = signal.getsignal(signal.SIGTERM)
+    restore = stop_on_sigterm(stop)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # the handler runs between bytecodes of the main thread
+            if stop.requested:
+                break
+        assert stop.requested == "SIGTERM"
+    finally:
+        restore()
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_preemption_saves_the_current_step_and_the_resumed_run_is_bitwise_equal(tmp_path, reference_run):
+    from elxpk.runs.compare import compare_runs
+    from elxpk.runs.rundir import load_run
+    from trainer.elastic import train
+    from trainer.preemption import StopRequest
+
+    stop = StopRequest()
+
+    def observer(kind, record):
+        if kind == "metric" and record["step"] == 5:
+            stop.request("SIGTERM")  # as the handler does when the kubelet preempts the pod
+
+    cfg = tiny_config(tmp_path)
+    with pytest.raises(TrainerStopped) as info:
+        train(cfg, observer=observer, stop=stop)
+    assert info.value.code is PREEMPTED and info.value.exit_code == 77
+    (preempted,) = [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "preempted"]
+    assert preempted["step"] == 6 and preempted["saved"] is True and preempted["checkpoint_step"] == 6
+    progress = read_progress((tmp_path / "checkpoints" / PROGRESS_FILE).read_text(encoding="utf-8"))
+    assert progress.state == "preempted" and progress.steps_done == 6 and progress.checkpoint_step == 6
+
+    train(cfg)  # the restarted pod: resumes from the step saved on the way out, rewinding nothing
+    restores = [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "restore_done"]
+    assert restores[-1]["step"] == 6
+    comparison = compare_runs(load_run(reference_run.run_dir), load_run(tmp_path))
+    assert comparison.passed, comparison.failures()
+    assert comparison.bitwise_equal == len(comparison.steps) and comparison.examples_b.exactly_once
+
+
+def _trainer(repo_root, flags):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # the trainer sets its own devices
+    return subprocess.Popen([sys.executable, "-m", "trainer", *flags], cwd=repo_root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_hang_without_in_process_retry_exits_stalled_with_the_stacks(repo_root, tmp_path):
+    proc = _trainer(repo_root, [*_flags(tmp_path, elastic_enabled=False, stall_timeout_seconds=2.0),
+                                "--fault", "1@hang:3"])
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == STALLED.code == 76, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("error: stalled: no step completed for ")
+    assert "Thread \"MainThread\"" in err  # the stacks went to the log too
+    (stall,) = [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "stall_detected"]
+    assert stall["action"] == "exit" and stall["step"] == 3 and stall["slices"] == [1]
+    assert "_hang_if_due" in (tmp_path / stall["stacks"]).read_text(encoding="utf-8")
+    progress = read_progress((tmp_path / "checkpoints" / PROGRESS_FILE).read_text(encoding="utf-8"))
+    assert progress.state == "stalled" and progress.steps_done == 3
+
+
+@pytest.mark.slow
+def test_sigterm_mid_run_exits_preempted_after_saving(repo_root, tmp_path):
+    proc = _trainer(repo_root, _flags(tmp_path, steps=1_000_000, checkpoint_period=100_000, decay_steps=32))
+    try:
+        for _ in range(3000):  # until a few steps have completed (no timing is asserted)
+            if len(read_jsonl(tmp_path / "metrics.jsonl")) >= 3 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == PREEMPTED.code == 77, err[-2000:]
+    (preempted,) = [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "preempted"]
+    assert preempted["saved"] is True and preempted["checkpoint_step"] == preempted["step"] >= 3
+    assert (tmp_path / "checkpoints" / str(preempted["step"])).is_dir()
+    assert err.strip().splitlines()[-1].startswith("error: preempted (SIGTERM) at step ")

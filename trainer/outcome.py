@@ -1,0 +1,41 @@
+"""Every way `python -m trainer` ends, mapped to one code of elxpk_contract.exit_codes.
+
+- `ElxpkError`s carry their code: UsageError 2 (BAD_SETTINGS), Timeout 124, TrainerStopped its own
+  (the elastic loop giving up: 75 or 70; a preemption: 77), any other 1 (UNCLASSIFIED).
+- A jax runtime error whose status says a slice or a peer went away is SLICE_LOST (75): DATA_LOSS,
+  DEADLINE_EXCEEDED, NOT_FOUND and INTERNAL as the elastic loop classifies them, plus UNAVAILABLE,
+  ABORTED and CANCELLED, which survivors of a dead peer report ("Socket closed", a cancelled
+  collective). Counting those as user errors would end a run on an infrastructure cascade.
+- Any other exception is the training code's (model, data, a deterministic runtime error such as
+  RESOURCE_EXHAUSTED): USER_ERROR (70), one line on stderr after the traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from elxpk_contract.errors import ElxpkError
+from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST, UNCLASSIFIED, USER_ERROR, ExitCode
+
+PEER_GONE = ("DATA_LOSS", "DEADLINE_EXCEEDED", "NOT_FOUND", "INTERNAL", "UNAVAILABLE", "ABORTED", "CANCELLED")
+_STATUS = re.compile(r"^\s*([A-Z_]+):")
+
+
+def exit_code_for(error: BaseException) -> ExitCode:
+    if isinstance(error, ElxpkError):
+        return BY_CODE.get(error.exit_code, UNCLASSIFIED)
+    if _is_peer_gone(error):
+        return SLICE_LOST
+    return USER_ERROR
+
+
+def _is_peer_gone(error: BaseException) -> bool:
+    if "jax" not in sys.modules:  # nothing imported jax, so this cannot be one of its errors
+        return False
+    import jax
+
+    if not isinstance(error, jax.errors.JaxRuntimeError):
+        return False
+    match = _STATUS.match(str(error))
+    return match is not None and match.group(1) in PEER_GONE
