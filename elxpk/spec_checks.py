@@ -205,8 +205,8 @@ class FlagChecker:
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
-        fields["settings"] = self.trainer_settings(fields["num_slices"], fields["elastic_slices"],  # type: ignore[arg-type]
-                                                   fields["max_slice_restarts"])
+        n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
+        fields["settings"] = self.trainer_settings(n, e, restarts)
         options = self.outputs()
         if fields["headless"]:
             fields["env"] = ()  # ignored with a warning (see shape): no user container to carry it

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Annotated, Any
 
 import typer
@@ -88,6 +89,10 @@ class ClusterSelection:
         return resolve_target(target, namespace_given=self.namespace is not None, require_cluster=require_cluster)
 
 
+NO_CLUSTER_FLAGS = ClusterSelection()  # the placeholder default of a `cluster` parameter (with_cluster fills it)
+NO_SETTINGS: Mapping[str, str | None] = MappingProxyType({})  # likewise for `settings`
+
+
 def _extend_signature(func: Callable[..., Any], drop: str, added: list[inspect.Parameter],
                       pack: Callable[[dict[str, Any]], Any]) -> Callable[..., Any]:
     """`func` with parameter `drop` replaced by `added` (keyword-only); `pack` turns their values into it."""
@@ -135,5 +140,5 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
 
 
 def with_trainer_settings(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Give a command the trainer-setting flags; it receives them as `settings: dict[name, str | None]`."""
+    """Give a command the trainer-setting flags; it receives them as `settings: {name: text or None}`."""
     return _extend_signature(func, "settings", trainer_setting_parameters(), dict)

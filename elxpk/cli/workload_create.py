@@ -7,6 +7,7 @@ once. Only typer is imported at module level: `--dry-run` has a start-up budget.
 """
 
 import sys
+from collections.abc import Mapping
 from typing import Annotated
 
 import typer
@@ -60,8 +61,8 @@ def create(
     replace: Annotated[bool, typer.Option("--replace", help="Delete a workload of the same name first.", rich_help_panel=options.OUTPUT_PANEL)] = False,
     output_manifest_file: Annotated[str | None, typer.Option("--output-manifest-file", help="Also write the manifest to this file (with or without --dry-run).", rich_help_panel=options.OUTPUT_PANEL)] = None,
     output: options.ManifestOutput = "yaml",
-    settings: dict | None = None,
-    cluster: options.ClusterSelection | None = None,
+    settings: Mapping[str, str | None] = options.NO_SETTINGS,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Render a Pathways JobSet (or, with --no-pathways, a multi-controller one), then print or submit it.
 

@@ -66,7 +66,7 @@ def _duration(flag: str, value: str | None) -> float | None:
 def status(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
     output: options.StatusOutput = "table",
-    cluster: options.ClusterSelection | None = None,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Elastic-aware state: slices healthy N/M, restart budget per slice and for the JobSet, Kueue admission."""
     output = _output(output)
@@ -90,7 +90,7 @@ def list_(
     state: Annotated[str | None, typer.Option("--status", help="Only this state: Queued, Admitted, Running, "
                                               "Degraded, Restarting, Succeeded or Failed.")] = None,
     output: options.StatusOutput = "table",
-    cluster: options.ClusterSelection | None = None,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Workloads of the namespace (xpk-created ones too): name, state, healthy slices, restarts, age."""
     from elxpk.cluster.status import STATES
@@ -130,7 +130,7 @@ def delete(
     name: Annotated[str | None, typer.Argument(metavar="NAME", help="Workload to delete.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Delete every workload in the namespace.")] = False,
     yes: Yes = False,
-    cluster: options.ClusterSelection | None = None,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Delete a workload with foreground propagation (its Jobs and Pods go first)."""
     if (name is None) == (not all_):
@@ -161,7 +161,7 @@ def logs(
     container: Annotated[str | None, typer.Option("--container", "-c", help="Container (default: the main one).")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream new lines until the pod ends.")] = False,
     tail: Annotated[int | None, typer.Option("--tail", help="Only the last N lines.")] = None,
-    cluster: options.ClusterSelection | None = None,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Logs of the head, or of slice K, VM I."""
     problems = []
@@ -190,7 +190,7 @@ def wait(
                                                 "exit 124. Default: no limit.")] = None,
     poll: Annotated[str, typer.Option("--poll", help="Seconds between status checks.")] = "5s",
     output: options.StatusOutput = "table",
-    cluster: options.ClusterSelection | None = None,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
     problems = []
@@ -252,7 +252,7 @@ def kill_slice(
     watch: Annotated[bool, typer.Option("--watch", help="Follow the slice until it runs again; report timings.")] = False,
     timeout: Annotated[str, typer.Option("--timeout", help="With --watch: give up after this long.")] = "30m",
     poll: Annotated[str, typer.Option("--poll", help="With --watch: time between checks.")] = "2s",
-    cluster: options.ClusterSelection | None = None,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Fault injection: force-delete the worker pods of slice K (grace period 0), as a lost slice would."""
     problems = [f"{flag} {value}: must be 0 or more" for flag, value in (("--slice", slice_), ("--vm", vm))

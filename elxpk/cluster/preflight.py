@@ -39,7 +39,8 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
         if not kube.priority_class_exists(name):
             problems.append(f'PriorityClass "{name}" does not exist on this cluster: choose an existing one with '
                             "--priority, or create it (xpk's cluster create makes very-low .. very-high)")
-    queues = sorted({(js.get("metadata", {}).get("labels") or {}).get(KUEUE_QUEUE) for js in jobsets} - {None})
+    labels = [(js.get("metadata", {}).get("labels") or {}).get(KUEUE_QUEUE) for js in jobsets]
+    queues = sorted({str(queue) for queue in labels if queue is not None})
     for queue in queues:
         found = kube.local_queue_exists(namespace, queue)
         if found is None:
