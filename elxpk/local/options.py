@@ -28,6 +28,9 @@ DEFAULT_KILL_STEP = 120
 DEFAULT_REVIVE_AFTER = 1.0
 # The wait for slices probes this often: a short poll keeps the local recovery snappy.
 POLL_SECONDS = 0.2
+# In-process runs call a step stalled after this long (a hang, `--kill-slice K@hang:STEP`, is seconds away
+# from its recovery); the local model's steps take milliseconds. --trainer-arg=--stall-timeout-seconds wins.
+STALL_TIMEOUT_SECONDS = 5.0
 # A model sized so the default run takes about a minute on 2 CPU cores and its loss visibly falls;
 # the trainer's own defaults are sized for a bigger machine. --trainer-arg settings win over these.
 LOCAL_MODEL: dict[str, Any] = {"d_model": 128, "n_layers": 2, "n_heads": 4, "d_ff": 512, "seq_len": 32,
@@ -67,7 +70,8 @@ class LocalRunOptions:
             num_slices=self.num_slices, devices_per_slice=self.devices_per_slice, slice_backend="simulated",
             elastic_enabled=in_process, elastic_min_slice_count=self.min_slice_count,
             elastic_poll_seconds=POLL_SECONDS, fault=faults if in_process else (),
-            revive_after=self.revive_after if in_process else None, **self.model,
+            revive_after=self.revive_after if in_process else None,
+            **{"stall_timeout_seconds": STALL_TIMEOUT_SECONDS if in_process else 0.0, **self.model},
         )
 
     def faults_for(self, fresh: bool) -> tuple[str, ...]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from elxpk.errors import UsageError
-from elxpk.local.options import DEFAULT_KILL_STEP, LOCAL_MODEL, LocalRunOptions, config_flags
+from elxpk.local.options import (
+    DEFAULT_KILL_STEP,
+    LOCAL_MODEL,
+    STALL_TIMEOUT_SECONDS,
+    LocalRunOptions,
+    config_flags,
+)
 from elxpk_contract.settings import TrainerConfig, check_setting
 
 
@@ -59,7 +65,8 @@ def test_trainer_config_is_built_directly_with_the_local_model():
     cfg = opts.trainer_config(("1@20",))
     expected = TrainerConfig(run_dir="r", steps=40, seed=5, checkpoint_period=10, num_slices=2, devices_per_slice=2,
                              elastic_enabled=True, elastic_min_slice_count=1, elastic_poll_seconds=0.2,
-                             fault=("1@20",), revive_after=1.0, **{**LOCAL_MODEL, "d_model": 64, "global_batch": 8})
+                             fault=("1@20",), revive_after=1.0, stall_timeout_seconds=STALL_TIMEOUT_SECONDS,
+                             **{**LOCAL_MODEL, "d_model": 64, "global_batch": 8})
     assert cfg == expected
     # The multi-controller supervisor's flags reproduce the same config in the child's parser.
     assert TrainerConfig.from_args(config_flags(cfg)) == cfg

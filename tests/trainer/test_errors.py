@@ -6,6 +6,7 @@ import jax
 import pytest
 
 from elxpk_contract.errors import CheckFailed, Timeout
+from elxpk_contract.exit_codes import SLICE_LOST, USER_ERROR
 from tests.support.runs import read_jsonl, tiny_config
 from trainer.data import ElasticIterator, SyntheticTokens
 from trainer.elastic import classify, train
@@ -80,6 +81,7 @@ def test_exhausted_budget_is_a_clear_error_carrying_the_cause(tmp_path):
         train(cfg, faults=FaultSchedule.parse(["1@5", "0@9"], revive_after=0.0))
     assert isinstance(info.value.__cause__, jax.errors.JaxRuntimeError)
     assert "slice 0" in str(info.value.__cause__)
+    assert info.value.exit_code == SLICE_LOST.code  # infrastructure: the group restart may still succeed
 
 
 def test_maybe_slice_error_without_progress_is_not_retried_forever(tmp_path):
@@ -89,6 +91,7 @@ def test_maybe_slice_error_without_progress_is_not_retried_forever(tmp_path):
         train(cfg, dataset=data)
     assert info.value.__cause__ is data.error
     assert data.raised == 2  # retried once with a warning, then given up
+    assert info.value.exit_code == USER_ERROR.code  # deterministic: the Job fails at once
     failures = [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "failure_detected"]
     assert all("warning" in e for e in failures)
 

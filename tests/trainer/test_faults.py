@@ -41,3 +41,11 @@ def test_slices_out_of_range_are_problems():
     assert FaultSchedule.parse(["2@3"]).problems(num_slices=2) == [
         "--fault '2@3': slice 2 does not exist (slices are 0..1)"
     ]
+
+
+def test_hang_needs_a_step_and_strikes_only_before_its_step():
+    (hang,) = FaultSchedule.parse(["1@hang:6+9"]).faults
+    assert hang == Fault(1, "hang", 6, 9, "1@hang:6+9")
+    assert hang.strikes("step", 6) and not hang.strikes("step", 7) and not hang.strikes("data", 6)
+    with pytest.raises(ValueError, match="hang needs a step, e.g. 1@hang:100"):
+        FaultSchedule.parse(["1@hang"])

@@ -1,0 +1,87 @@
+"""CHECKPOINT_DIR/elxpk-progress.json: written by the trainer (trainer/progress.py), read by the launcher
+through `elxpk_contract.records.read_progress`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress
+from trainer.progress import ProgressWriter
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _read(tmp_path) -> Progress:
+    return read_progress((tmp_path / PROGRESS_FILE).read_text(encoding="utf-8"))
+
+
+def test_steps_are_published_at_most_every_period_and_checkpoints_at_once(tmp_path):
+    clock = ManualClock()
+    writer = ProgressWriter(str(tmp_path), clock, period_s=30.0)
+    writer.step_done(1, at=1_000.5, attempt=1)  # the first step is published at once
+    assert _read(tmp_path).steps_done == 1
+    clock.now += 10
+    writer.step_done(2, at=1_010.0, attempt=1)
+    assert _read(tmp_path).steps_done == 1  # within the period: not rewritten
+    writer.checkpoint(2, at=1_010.5)
+    published = _read(tmp_path)
+    assert (published.steps_done, published.step_time, published.checkpoint_step) == (2, 1_010.0, 2)
+    assert published.checkpoint_time == 1_010.5 and published.updated_at == clock.now
+    clock.now += 30
+    writer.step_done(3, at=1_040.0, attempt=2)
+    assert (_read(tmp_path).steps_done, _read(tmp_path).attempt) == (3, 2)
+    writer.finish("done")
+    assert _read(tmp_path).state == "done"
+    assert [p.name for p in tmp_path.iterdir()] == [PROGRESS_FILE]  # the temporary file was renamed
+
+
+def test_a_restarted_trainer_keeps_the_commit_time_of_the_checkpoint_it_restores(tmp_path):
+    clock = ManualClock()
+    first = ProgressWriter(str(tmp_path), clock)
+    first.checkpoint(8, at=1_000.0)
+    clock.now += 500
+    second = ProgressWriter(str(tmp_path), clock)
+    second.checkpoint(8, at=clock.now)  # restored: committed by the first process, 500 s ago
+    assert _read(tmp_path).checkpoint_time == 1_000.0
+    assert _read(tmp_path).checkpoint_age(clock.now) == 500.0
+
+
+def test_reader_gives_ages_and_round_trips_what_the_writer_wrote():
+    progress = Progress(steps_done=120, step_time=1_000.0, checkpoint_step=100, checkpoint_time=900.0,
+                        updated_at=1_001.0, state="running", attempt=3)
+    assert read_progress(json.dumps(progress.to_json())) == progress
+    assert progress.step_age(1_060.0) == 60.0 and progress.checkpoint_age(1_060.0) == 160.0
+    fresh = Progress(0, None, None, None, 5.0)
+    assert fresh.step_age(10.0) is None and fresh.checkpoint_age(10.0) is None
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("{", "not JSON"),
+    ("[]", "expected a JSON object"),
+    ('{"version": 2}', "version 2, this reader knows 1"),
+    ('{"version": 1, "steps_done": 3}', "step_time: missing"),
+    ('{"version": 1, "steps_done": "3", "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
+     '"updated_at": 1}', "steps_done: expected a whole number"),
+    ('{"version": 1, "steps_done": 3, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
+     '"updated_at": 1, "state": "sleeping"}', "state 'sleeping': not one of"),
+    ('{"version": 1, "steps_done": -1, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
+     '"updated_at": 1}', "steps count from 0"),
+])
+def test_reader_refuses_anything_else_in_one_line(text, says):
+    with pytest.raises(RecordError, match=says) as info:
+        read_progress(text)
+    assert "\n" not in str(info.value)
