@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from elxpk.cli.options import RunOutput
 from elxpk.cli.report import output_format
 from elxpk.errors import CheckFailed, UsageError
 
@@ -19,7 +20,7 @@ def compare(
     rtol: Annotated[
         float, typer.Option("--rtol", help="Allowed relative loss difference; 0 demands bitwise equality.")
     ] = 0.0,
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    output: RunOutput = "text",
     png: Annotated[Path | None, typer.Option("--png", help="Write an overlay plot of both curves here.")] = None,
 ) -> None:
     """Fail (exit 1) when losses diverge beyond --rtol, or either run repeats or skips an example."""

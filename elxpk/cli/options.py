@@ -42,6 +42,8 @@ def output_option(kind: str, panel: str | None = None) -> Any:
 
 ManifestOutput = output_option("manifest", OUTPUT_PANEL)
 StatusOutput = output_option("status")
+RunOutput = output_option("run")
+PlanOutput = output_option("plan")
 
 _TEXT = str | None
 # The cluster-selection flags, declared once; every verb gets all of them in the same panel.

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from elxpk.cli.options import PlanOutput
 from elxpk_contract.settings import default
 
 Dur = "a duration: 90s, 2h, 30d"
@@ -29,7 +30,7 @@ def plan(
     periods: Annotated[str | None, typer.Option("--periods", metavar="N,N,...", help="SLA table rows [50,100,200,500,1000].")] = None,
     job_duration: Annotated[str, typer.Option("--job-duration", metavar="DURATION", help="Expected wall time of the job, for elastic_max_retries.")] = "30d",
     from_run: Annotated[str | None, typer.Option("--from-run", metavar="RUN_DIR", help="Take step, save and restore times from this run directory.")] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+    output: PlanOutput = "table",
     plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", help="Write goodput against period to FILE.png.")] = None,
     simulate: Annotated[int, typer.Option("--simulate", help="Also check the model with this many Monte Carlo trials.")] = 0,
     weibull_shape: Annotated[float, typer.Option("--weibull-shape", help="Weibull shape of slice failures in --simulate (1 = exponential, <1 infant mortality).")] = 1.0,

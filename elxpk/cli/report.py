@@ -8,15 +8,13 @@ from typing import Annotated
 
 import typer
 
+from elxpk.cli.options import RunOutput
 from elxpk.errors import UsageError
-
-_FORMATS = ("text", "table", "json")
+from elxpk.output_formats import output_format as checked_format
 
 
 def output_format(value: str) -> str:
-    if value not in _FORMATS:
-        raise UsageError(f"-o/--output: unknown format {value!r}; use text or json")
-    return "json" if value == "json" else "text"
+    return checked_format("run", value)  # -o is checked in one place, one vocabulary per kind of command
 
 
 def check_png_path(png: Path) -> Path:
@@ -33,7 +31,7 @@ def check_png_path(png: Path) -> Path:
 
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`).")],
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    output: RunOutput = "text",
     png: Annotated[
         Path | None, typer.Option("--png", help="The .png file to write the plot to, in an existing directory "
                                   "[default: RUN_DIR/report.png].")

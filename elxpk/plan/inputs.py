@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elxpk.errors import UsageError
+from elxpk.output_formats import output_problem
 from elxpk.plan.calibrate import Calibration
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
@@ -127,8 +128,9 @@ class _Resolver:
                 self.errors.append(f"--checkpoint-size: {exc}; give a size such as 120GiB or 500MB")
         periods = self.parse_periods(f.periods)
         output = f.output.lower()
-        if output not in ("table", "json"):
-            self.errors.append(f"-o/--output: {f.output!r} is not a format; use table or json")
+        problem = output_problem("plan", f.output)  # -o is checked in one place (elxpk/output_formats.py)
+        if problem:
+            self.errors.append(problem)
         plot = self.check_plot(f.plot)
 
         cal = self.read_run(f.from_run)
