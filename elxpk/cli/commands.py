@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 APP_HELP = "Launch and follow elastic multi-slice JAX training on GKE, or run the whole loop locally."
 
@@ -111,9 +111,20 @@ class PanelHelpCommand(TyperCommand):
                 formatter.write_dl(sections[title])
 
 
+class TableOrderGroup(TyperGroup):
+    """Lists its commands in the table's order (Typer would list plain commands before groups)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        prefix = tuple(ctx.command_path.split()[1:])  # () for elxpk, ("workload",) for elxpk workload
+        order = list(dict.fromkeys(c.path[len(prefix)] for c in COMMANDS
+                                   if c.path[: len(prefix)] == prefix and len(c.path) > len(prefix)))
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda name: order.index(name) if name in order else len(order))
+
+
 def build_app(argv: Sequence[str]) -> typer.Typer:
     app = typer.Typer(name="elxpk", help=APP_HELP, no_args_is_help=True, add_completion=False,
-                      pretty_exceptions_enable=False, rich_markup_mode=None)
+                      pretty_exceptions_enable=False, rich_markup_mode=None, cls=TableOrderGroup)
     app.callback()(_root)
     groups: dict[str, typer.Typer] = {}
     for command in wanted(argv):
@@ -125,7 +136,8 @@ def build_app(argv: Sequence[str]) -> typer.Typer:
             continue
         group_name, name = command.path
         if group_name not in groups:
-            groups[group_name] = typer.Typer(help=GROUPS[group_name], no_args_is_help=True, rich_markup_mode=None)
+            groups[group_name] = typer.Typer(help=GROUPS[group_name], no_args_is_help=True, rich_markup_mode=None,
+                                             cls=TableOrderGroup)
             app.add_typer(groups[group_name], name=group_name)
         groups[group_name].command(name, help=command.help, cls=PanelHelpCommand)(function)
     return app
