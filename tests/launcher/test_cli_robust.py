@@ -130,6 +130,12 @@ def test_a_closed_stdout_is_one_clear_line_and_exit_1():
     assert "Traceback" not in done.stderr
 
 
+def test_a_closed_stderr_is_reported_on_stdout():
+    done = run("workload", "create", *GOOD, "--dry-run", shell_redirect="2>&-")
+    assert done.returncode == 1
+    assert done.stdout.startswith("error: cannot write to stderr: it is closed")
+
+
 def test_a_full_stderr_is_reported_on_stdout():
     # --max-slice-restarts without --elastic-slices prints a warning on stderr, which cannot take it.
     done = run("workload", "create", *GOOD, "--max-slice-restarts", "3", "--dry-run", shell_redirect="2>/dev/full")
