@@ -120,3 +120,15 @@ def _copy_then_delete(source: epath.Path, target: epath.Path) -> None:
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
         path.copy(target / rel, overwrite=True)
     remove_tree(source)
+
+
+def write_whole(path: epath.Path, text: str, *, tmp_name: str) -> None:
+    """Replace the file at `path` so a reader sees the old content or the new, never a part: on an object
+    store one upload is atomic; on a disk, write `tmp_name` beside it, then rename it over `path`."""
+    if is_object_store(path):
+        path.write_text(text, encoding="utf-8")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / tmp_name
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -26,9 +26,9 @@ PROGRESS_PERIOD_S = 30.0  # one small write per half minute per run: cheap on gs
 
 
 class ProgressWriter:
-    def __init__(self, checkpoint_dir: str, clock: Clock, *, enabled: bool = True,
+    def __init__(self, checkpoint_path: str, clock: Clock, *, enabled: bool = True,
                  period_s: float = PROGRESS_PERIOD_S) -> None:
-        self.path = ckpt_storage.checkpoint_root(checkpoint_dir) / PROGRESS_FILE
+        self.path = ckpt_storage.checkpoint_root(checkpoint_path) / PROGRESS_FILE
         self._clock = clock
         self._enabled = enabled
         self._period_s = period_s
@@ -75,12 +75,6 @@ class ProgressWriter:
         self._update(updated_at=self._clock.time())
         text = json.dumps(self.progress.to_json(), sort_keys=True) + "\n"
         try:
-            if ckpt_storage.is_object_store(self.path):
-                self.path.write_text(text, encoding="utf-8")  # one object upload: readers see old or new
-            else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = self.path.parent / f".{PROGRESS_FILE}.{os.getpid()}.partial"
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, self.path)
+            ckpt_storage.write_whole(self.path, text, tmp_name=f".{PROGRESS_FILE}.{os.getpid()}.partial")
         except OSError as exc:  # publishing progress must never stop training
             print(f"warning: cannot write {self.path}: {exc}", file=sys.stderr, flush=True)
