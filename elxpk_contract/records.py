@@ -6,7 +6,9 @@ health, `plan --from-run`, the live view) reads the typed fields. Version 0.1: t
 
 - `Metric`: one executed step (metrics.jsonl). A rewound step is executed, and written, again.
 - one frozen dataclass per event kind (events.jsonl), each a subclass of `Event`, keyed by `EVENTS`;
-- `RunInfo`: run.json, the resolved configuration and the build that ran it.
+- `RunInfo`: run.json, the resolved configuration and the build that ran it;
+- `Progress`: CHECKPOINT_DIR/elxpk-progress.json, the trainer's last step and checkpoint for
+  `workload status` (`read_progress` parses it).
 
 `to_json()` is the exact dict written (and handed to observers); `parse_metric`, `parse_event` and
 `parse_run_info` check a decoded dict field by field and raise `RecordError` (one line) on a wrong shape.
