@@ -7,6 +7,7 @@ into a UsageError naming its flag.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _SIZE_UNITS = {
@@ -23,7 +24,7 @@ def _split(text: str) -> tuple[float, str]:
     return float(match.group(1)), match.group(2).lower()
 
 
-def _parse(text: str | float, units: dict[str, float], kind: str, names: str) -> float:
+def _parse(text: str | float, units: Mapping[str, float], kind: str, names: str) -> float:
     if isinstance(text, (int, float)):
         return float(text)
     value, unit = _split(text)

@@ -93,6 +93,16 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
         found = schema.schema_problems(obj) + admission.check_jobset(obj) + core.job_template_core_problems(obj)
     elif (api_version, kind) in schema.CRDS:
         found = schema.schema_problems(obj) + objectmeta.object_meta_problems(obj.get("metadata"))
+    elif kind in {k for _, k in schema.CRDS}:
+        # A known kind under an apiVersion its CRD does not serve: the API server has no such resource (404);
+        # say which one it serves (apiextensions-apiserver customresource/validator.go ValidateTypeMeta).
+        served = sorted(v for v, k in schema.CRDS if k == kind)
+        return [Violation("apiVersion", f"Unsupported value: {_short(api_version)}: {kind} is served as "
+                                        f"{', '.join(served)}")], None
+    elif api_version in {v for v, _ in schema.CRDS}:
+        served = sorted(k for v, k in schema.CRDS if v == api_version)
+        return [Violation("kind", f"Unsupported value: {_short(kind)}: {api_version} serves "
+                                  f"{', '.join(served)}")], None
     else:
         try:
             found = core.core_problems(obj)

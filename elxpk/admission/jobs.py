@@ -12,6 +12,7 @@ kubernetes-validate. Run on the defaulted JobSet (restartPolicy OnFailure when u
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from elxpk.admission import identifiers
@@ -55,7 +56,7 @@ def job_template_problems(jobset: dict) -> list[Violation]:
     return found
 
 
-def job_spec_problems(spec: dict, path: str, claims: set[str] = frozenset()) -> list[Violation]:
+def job_spec_problems(spec: dict, path: str, claims: AbstractSet[str] = frozenset()) -> list[Violation]:
     """`validateJobSpec`."""
     found = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
@@ -168,7 +169,7 @@ def _exit_code_problems(codes: dict, names: set, path: str) -> list[Violation]:
     return found
 
 
-def pod_spec_problems(pod: dict, path: str, claims: set[str] = frozenset()) -> list[Violation]:
+def pod_spec_problems(pod: dict, path: str, claims: AbstractSet[str] = frozenset()) -> list[Violation]:
     """Container names (required, DNS-1123 labels, unique across init and regular containers: two
     containers of one name pass the JobSet webhook and fail every Job creation), init-container restart
     policies, volume names, and mounts of volumes that exist."""

@@ -183,7 +183,8 @@ def _failure_policy_problems(policy: dict, rjobs: list[dict], names: set[str]) -
     if any(str(r.get("action")) in RESTART_JOB_ACTIONS for r in rules):
         return [Violation(path, "RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not "
                                 "allowed when RestartJob feature gate is disabled")]
-    found, seen = [], {}
+    found: list[Violation] = []
+    seen: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
         rule_path = join(path, i)
         name = str(rule.get("name", ""))

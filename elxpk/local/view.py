@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from contextlib import AbstractContextManager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from elxpk.local.progress import RunProgress
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 _HEALTH_STYLE = {"healthy": "green", "idle": "yellow", "restarting": "yellow", "lost": "bold red"}
 _SHOWN_LINES = 8
@@ -52,7 +55,7 @@ class LiveView(AbstractContextManager):
             TimeElapsedColumn(), console=self.console,
         )
         self._task = self._bar.add_task("train", total=progress.total_steps, loss="-")
-        self._live = None
+        self._live: Live | None = None
 
     def __rich__(self):
         from rich.console import Group

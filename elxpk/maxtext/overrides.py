@@ -273,7 +273,7 @@ def _data_order_warnings(inv: cmd.Invocation) -> list[str]:
     dataset = _command_value(inv, "dataset_type")
     iterator = _command_value(inv, "grain_use_elastic_iterator")
     stock = inv.config is None or inv.config.value.endswith("configs/base.yml")  # its values are vendored
-    config = "" if stock else f" (elxpk cannot see inside {inv.config.value})"
+    config = "" if stock or inv.config is None else f" (elxpk cannot see inside {inv.config.value})"
     out = []
     if dataset != "grain" or iterator is not True:
         what = ("grain without grain_use_elastic_iterator=true" if dataset == "grain" else

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from elxpk.errors import UsageError
+from elxpk_contract.records import Event
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,10 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _pairs(events: Sequence, start: type, end: type) -> list[tuple[float, object]]:
+_End = TypeVar("_End", bound=Event)
+
+
+def _pairs(events: Sequence[Event], start: type[Event], end: type[_End]) -> list[tuple[float, _End]]:
     """(duration, end event) from each `start` event to the next `end` event."""
     out, began = [], None
     for e in events:

@@ -193,6 +193,8 @@ class _Resolver:
                 periods = tuple(p for p in periods if p * step > save)
         if self.errors:
             raise UsageError(*self.errors)
+        # Each of these is checked above (a missing one is an error line), so none is None here.
+        assert mtbf is not None and step is not None and save is not None and job_duration is not None
         costs = Costs(
             num_slices=num_slices,
             slice_mtbf_s=mtbf,

@@ -130,8 +130,8 @@ def simulate(
         per_slot = end / costs.slice_mtbf_s + 6.0 * math.sqrt(end / costs.slice_mtbf_s) + 5
         width = 2 * costs.num_slices * per_slot  # the unsorted array and its sorted copy
     chunk = max(1, min(trials, int(_CHUNK_FLOATS / width)))
-    works = [[] for _ in points]
-    times = [[] for _ in points]
+    works: list[list[float]] = [[] for _ in points]
+    times: list[list[float]] = [[] for _ in points]
     n_failures = 0
     done = 0
     while done < trials:

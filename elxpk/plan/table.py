@@ -101,7 +101,7 @@ def render(plan: Plan, console: Console | None = None) -> None:
     )
     console.print(rec)
     console.print(_modes_table("Expected goodput by mode", plan.modes, plan.exact_steps))
-    if plan.current:
+    if plan.current and inputs.checkpoint_period is not None:
         console.print(_modes_table("At the current setting", plan.current, inputs.checkpoint_period))
 
     if plan.storage:

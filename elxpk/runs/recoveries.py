@@ -100,7 +100,8 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
     timed = sorted(events, key=lambda e: e.time)
     starts = [i for i, e in enumerate(timed) if isinstance(e, FailureDetected)]
     for n, i in enumerate(starts):
-        detect: FailureDetected = timed[i]
+        detect = timed[i]
+        assert isinstance(detect, FailureDetected)
         t0 = detect.time
         end = starts[n + 1] if n + 1 < len(starts) else len(timed)
         first: dict[type, Event] = {}

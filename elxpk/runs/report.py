@@ -153,7 +153,7 @@ def build_report(run: Run) -> RunReport:
         recoveries=found,
         sessions=sessions,
         examples=account(final),
-        final_loss=final[last_step].loss_value if final else None,
+        final_loss=final[last_step].loss_value if last_step is not None else None,
         checkpoints_committed=len(run.events_of(CheckpointCommitted)),
         checkpoints_skipped=len(run.events_of(CheckpointSkipped)),
         damaged_lines=run.damaged_lines,
