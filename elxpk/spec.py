@@ -20,6 +20,7 @@ DEFAULT_GCS_LOCATION = "gs://cloud-pathways-staging/tmp"
 DEFAULT_DOCKER_IMAGE = "python:3.10"  # xpk's --base-docker-image default
 DEFAULT_QUEUE = "multislice-queue"  # the LocalQueue an xpk-made cluster has
 TRAINER_COMMAND = "python -m trainer"
+TRAINERS = ("elxpk", "maxtext")  # the values of --trainer: the bundled trainer, or a MaxText --command
 # Env names the rendered manifest sets itself; a user value would silently shadow or be shadowed.
 RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
                           "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
@@ -43,7 +44,8 @@ class WorkloadSpec:
     docker_name: str = "jax-tpu"
     pathways: bool = True
     headless: bool = False
-    trainer: bool = False
+    trainer: bool = False  # the bundled trainer (--trainer, --trainer elxpk)
+    maxtext: bool = False  # --trainer maxtext: `command` is the MaxText command with elxpk's overrides added
     elastic_slices: int = 0
     max_slice_restarts: int = 1
     max_restarts: int = 0

@@ -25,6 +25,7 @@ from elxpk.spec import (
     PRIORITIES,
     RESERVED_ENV,
     TRAINER_COMMAND,
+    TRAINERS,
     CreateOptions,
     WorkloadSpec,
 )
@@ -207,6 +208,7 @@ class FlagChecker:
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
         n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
         fields["settings"] = self.trainer_settings(n, e, restarts)
+        self.settings_destination(fields)
         options = self.outputs()
         if fields["headless"]:
             fields["env"] = ()  # ignored with a warning (see shape): no user container to carry it
@@ -251,15 +253,16 @@ class FlagChecker:
         err = self.errors.append
         pathways = not bool(self.get("no_pathways", False))
         headless = bool(self.get("headless", False))
-        trainer = bool(self.get("trainer", False))
+        kind = self.trainer_kind()
+        trainer, maxtext = kind == "elxpk", kind == "maxtext"
         command = self.text("command", "--command")
         if command is not None and not command.strip():
             command = None
         if headless and not pathways:
             err("--headless: only with Pathways (it drops the user container); drop --no-pathways or --headless")
         elif headless:
-            if trainer:
-                err("--trainer: needs the user container that --headless drops; drop one of them")
+            if kind:
+                err(f"--trainer {kind}: needs the user container that --headless drops; drop one of them")
             for key, flag in _XPK_HEADLESS_IGNORES:  # xpk ignores them; so do we, aloud
                 if self.given(key):
                     self.warnings.append(f"{flag}: ignored, a --headless workload has no user container "
@@ -273,14 +276,46 @@ class FlagChecker:
             if not self.given("docker_image"):
                 err("--trainer: needs --docker-image, an image built from trainer/Dockerfile "
                     "(elxpk[trainer] installed)")
-        elif command is None:
+        elif command is None and not maxtext:  # maxtext: settings_destination names --trainer maxtext
             err("--command: required unless --headless (Pathways without a user container) or --trainer; "
                 "e.g. --command 'python3 train.py'")
         if not pathways:
             for key, flag in _PATHWAYS_ONLY:
                 if self.given(key):
                     err(f"{flag}: only for Pathways workloads; drop it or drop --no-pathways")
-        return dict(pathways=pathways, headless=headless, trainer=trainer, command=command)
+        return dict(pathways=pathways, headless=headless, trainer=trainer, maxtext=maxtext, command=command)
+
+    def trainer_kind(self) -> str | None:
+        """--trainer: None (the user's own --command), "elxpk" (bare --trainer) or "maxtext"."""
+        raw = self.flags.get("trainer")
+        if raw is None or raw is False:
+            return None
+        if raw is True:
+            return "elxpk"
+        kind = str(raw).strip().lower()
+        if kind not in TRAINERS:
+            self.errors.append(f"--trainer {raw!r}: use --trainer (or --trainer elxpk) for the bundled trainer, "
+                               f"or --trainer maxtext for a MaxText --command")
+            return None
+        return kind
+
+    def settings_destination(self, fields: dict[str, object]) -> None:
+        """Where the trainer settings go, by what runs: with --trainer maxtext, into the MaxText command as
+        overrides (its refusals are errors here); with another command, a warning when nothing reads them."""
+        from elxpk.maxtext import launcher
+
+        settings = fields["settings"]
+        if fields["maxtext"] and not fields["headless"]:
+            refused = [name for name, _ in settings if any(  # type: ignore[attr-defined]
+                e.startswith((flag_name(name) + " ", flag_name(name) + ":")) for e in self.errors)]
+            done = launcher.maxtext_command(fields["command"], settings, pathways=bool(fields["pathways"]),  # type: ignore[arg-type]
+                                            elastic=int(fields["elastic_slices"]) > 0, refused=refused)  # type: ignore[call-overload]
+            fields["command"] = done.command
+            self.errors.extend(done.errors)
+            self.warnings.extend(done.warnings)
+        elif fields["command"] and not fields["trainer"] and not fields["headless"]:
+            self.warnings.extend(launcher.unread_settings_warnings(
+                str(fields["command"]), settings, int(fields["elastic_slices"])))  # type: ignore[arg-type, call-overload]
 
     def slices(self, pathways: bool) -> dict[str, object]:
         """Slice counts and restart budgets; see docs/launcher.md for how they reach the manifest."""

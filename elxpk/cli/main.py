@@ -40,6 +40,26 @@ def kubectl_dry_run(args: list[str]) -> list[str]:
     return out
 
 
+def bare_trainer(args: list[str]) -> list[str]:
+    """`--trainer` alone (followed by another option, or last) -> `--trainer=elxpk`, the bundled trainer.
+
+    `workload create --trainer` takes a value (`elxpk` or `maxtext`), and Typer options cannot make it
+    optional, so the bare spelling that scripts already use is rewritten here. The command has no positional
+    arguments, so a token after `--trainer` that is not an option is its value.
+    """
+    out: list[str] = []
+    for index, token in enumerate(args):
+        if token == "--":
+            return out + args[index:]
+        following = args[index + 1] if index + 1 < len(args) else None
+        if (token == "--trainer" and not (index and args[index - 1] in _TAKES_VALUE)
+                and (following is None or following.startswith("-"))):
+            out.append("--trainer=elxpk")
+        else:
+            out.append(token)
+    return out
+
+
 class _Stream:
     """A standard stream whose write errors (a full disk, a closed pipe) become one ElxpkError naming it."""
 
@@ -151,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     def invoke() -> object:
         from elxpk.cli.commands import build_app
 
-        args = kubectl_dry_run(list(argv if argv is not None else sys.argv[1:]))
+        args = bare_trainer(kubectl_dry_run(list(argv if argv is not None else sys.argv[1:])))
         result = build_app(args)(args=args, prog_name="elxpk", standalone_mode=False)
         sys.stdout.flush()  # a full or closed stdout is reported here, not by the interpreter at exit
         return result

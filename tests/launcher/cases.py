@@ -8,6 +8,12 @@ from __future__ import annotations
 XPK_GOLDEN = ["--project=golden-project", "--zone=us-central1-a", "--cluster=golden-cluster",
               "--workload=golden-workload"]
 
+# The user's MaxText command of the demo golden, as typed (elxpk adds its overrides after the config file).
+MAXTEXT_DEMO_COMMAND = ("python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml "
+                        "model_name=qwen3-0.6b per_device_batch_size=4 steps=2000 dataset_type=grain "
+                        "grain_train_files='gs://golden-bucket/data/*.array_record' grain_use_elastic_iterator=true "
+                        "packing=false")
+
 CASES: dict[str, list[str]] = {
     # Same inputs as xpk's Workload_create_pathways golden, so the two manifests can be diffed.
     "pathways-v5p-8": [*XPK_GOLDEN, "--command", "bash hello", "--tpu-type=v5p-8", "--num-slices=1"],
@@ -18,6 +24,14 @@ CASES: dict[str, list[str]] = {
                                "--checkpoint-dir=gs://golden-bucket/run/checkpoints", "--checkpoint-period=100",
                                "--elastic-timeout-seconds=300", "--elastic-max-retries=10",
                                "--elastic-min-slice-count=2", "--max-restarts=2"],
+    # The MaxText elastic demo (Qwen3 0.6B, v5litepod-16 x 3, tolerate losing 1 slice) with --trainer maxtext:
+    # the trainer settings become MaxText overrides after the config file (docs/maxtext.md).
+    "maxtext-qwen3-v5litepod-16x3": [
+        *XPK_GOLDEN, "--tpu-type=v5litepod-16", "--num-slices=3", "--elastic-slices=1", "--max-slice-restarts=10",
+        "--trainer", "maxtext", "--docker-image=gcr.io/golden-project/maxtext:0.2.5",
+        "--command", MAXTEXT_DEMO_COMMAND,
+        "--checkpoint-dir=gs://golden-bucket/qwen/ckpt", "--checkpoint-period=100", "--elastic-max-retries=10",
+        "--elastic-timeout-seconds=300"],
     "headless-v5p-16x2": [*XPK_GOLDEN, "--tpu-type=v5p-2x2x2", "--num-slices=2", "--headless",
                           "--elastic-slices=1", "--max-slice-restarts=3"],
     "multi-controller-v6e-16x2": [*XPK_GOLDEN, "--tpu-type=v6e-16", "--num-slices=2", "--no-pathways",

@@ -166,8 +166,10 @@ class TestElasticMinSliceCount:
 
 def test_retries_and_slice_restarts_disagreeing_is_a_warning():
     spec = build(num_slices="3", elastic_slices="1", max_slice_restarts="10", elastic_max_retries="3")
-    assert len(spec.warnings) == 1 and spec.warnings[0].startswith("--elastic-max-retries 3 and --max-slice-restarts 10")
-    assert build(num_slices="3", elastic_slices="1", max_slice_restarts="10", elastic_max_retries="10").warnings == ()
+    # The second warning: python3 train.py is not known to read ELXPK_ELASTIC_MAX_RETRIES (issue 13).
+    assert len(spec.warnings) == 2 and spec.warnings[0].startswith("--elastic-max-retries 3 and --max-slice-restarts 10")
+    equal = build(num_slices="3", elastic_slices="1", max_slice_restarts="10", elastic_max_retries="10").warnings
+    assert [w for w in equal if "disagree" in w] == [] and len(equal) == 1
 
 
 @pytest.mark.parametrize(("elastic", "restarts", "want"), [("1", "10", 40), ("1", "1", 4), ("0", "10", 16)])
