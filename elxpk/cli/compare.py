@@ -1,4 +1,8 @@
-"""`elxpk compare RUN_A RUN_B`: per-step loss bits and example-id accounting; exit 1 on a mismatch."""
+"""`elxpk compare RUN_A RUN_B`: per-step loss bits and example-id accounting; exit 1 on a mismatch.
+
+Either side may be a MaxText metrics_file (or a directory holding one): losses are compared, and what a
+MaxText file cannot show (exactly-once data) is printed as not checked.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ from elxpk.errors import CheckFailed, UsageError
 
 
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="The reference run directory.")],
-    run_b: Annotated[Path, typer.Argument(help="The run directory to check against it.")],
+    run_a: Annotated[Path, typer.Argument(help="The reference run: a run directory, or a MaxText metrics_file "
+                                          "(or a directory holding one).")],
+    run_b: Annotated[Path, typer.Argument(help="The run to check against it (the same kinds).")],
     rtol: Annotated[
         float, typer.Option("--rtol", help="Allowed relative loss difference; 0 demands bitwise equality.")
     ] = 0.0,
@@ -25,7 +30,7 @@ def compare(
 ) -> None:
     """Fail (exit 1) when losses diverge beyond --rtol, or either run repeats or skips an example."""
     from elxpk.runs.compare import compare_runs, render_text
-    from elxpk.runs.rundir import load_run
+    from elxpk.runs.sources import load_source
 
     problems = []
     if not math.isfinite(rtol) or rtol < 0:
@@ -37,7 +42,7 @@ def compare(
     runs = []
     for path, flag in ((run_a, "RUN_A"), (run_b, "RUN_B")):
         try:
-            runs.append(load_run(path, flag=flag))
+            runs.append(load_source(path, flag=flag))
         except UsageError as exc:
             problems.extend(exc.messages)
     if problems:

@@ -1,4 +1,8 @@
-"""`elxpk report RUN_DIR`: goodput, badput breakdown, one timeline per recovery, and a PNG."""
+"""`elxpk report RUN_DIR`: goodput, badput breakdown, one timeline per recovery, and a PNG.
+
+On a MaxText metrics_file (or a directory holding one): the loss curve and the step times, which is what
+that file supports (elxpk/runs/maxtext_report.py).
+"""
 
 from __future__ import annotations
 
@@ -30,24 +34,30 @@ def check_png_path(png: Path) -> Path:
 
 
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`).")],
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`), or a "
+                                            "MaxText metrics_file (or a directory holding one).")],
     output: RunOutput = "text",
     png: Annotated[
         Path | None, typer.Option("--png", help="The .png file to write the plot to, in an existing directory "
-                                  "[default: RUN_DIR/report.png].")
+                                  "[default: report.png in RUN_DIR, or next to a MaxText metrics file].")
     ] = None,
     no_png: Annotated[bool, typer.Option("--no-png", help="Write no plot (nothing is written at all).")] = False,
 ) -> None:
-    """Goodput and where the rest of the wall time went; a timeline per recovery."""
+    """Goodput and where the rest of the wall time went; a timeline per recovery. For a MaxText metrics
+    file: the loss curve and the step times."""
+    from elxpk.maxtext.metrics import MaxTextMetrics
     from elxpk.runs.report import build_report, render_text
-    from elxpk.runs.rundir import load_run
+    from elxpk.runs.sources import load_source
 
     fmt = output_format(output)
     if png is not None and no_png:
         raise UsageError("--png: conflicts with --no-png; give one of them")
     if png is not None:
         check_png_path(png)
-    run = load_run(run_dir)
+    run = load_source(run_dir)
+    if isinstance(run, MaxTextMetrics):
+        _maxtext_report(run, fmt, None if no_png else png or Path(run.path).parent / "report.png")
+        return
     result = build_report(run)
     written = None
     if not no_png and run.metrics:
@@ -64,3 +74,21 @@ def report(
     if written:
         typer.echo(f"plot: {written}")
 
+
+
+def _maxtext_report(metrics, fmt: str, png: Path | None) -> None:
+    from elxpk.runs.maxtext_report import build_maxtext_report, render_maxtext_text
+
+    result = build_maxtext_report(metrics)
+    written = None
+    if png is not None:
+        from elxpk.runs.plots import write_maxtext_report_png
+
+        written = write_maxtext_report_png(metrics, result, png)
+    if fmt == "json":
+        typer.echo(json.dumps({**result.to_dict(), "png": str(written) if written else None}, indent=2))
+        return
+    for line in render_maxtext_text(result):
+        typer.echo(line)
+    if written:
+        typer.echo(f"plot: {written}")

@@ -8,7 +8,9 @@ The records are the typed ones of elxpk_contract/records.py (the trainer and the
 - recoveries.py: one `RecoveryTimeline` per recovery, from events (and metric times)
 - health.py: when each slice was lost, for the report's timeline
 - report.py: goodput and the badput breakdown of one run
-- compare.py: per-step loss and example comparison of two runs
+- sources.py: what compare/report read: a run directory, or a MaxText metrics_file (or a directory holding one)
+- compare.py: per-step loss and example comparison of two runs (either may be a MaxText metrics file)
+- maxtext_report.py: report on a MaxText metrics file: loss curve and step times
 - plots.py: the PNGs (matplotlib, imported lazily)
 - words.py: counted nouns ("1 recovery", "2 recoveries")
 

@@ -1,9 +1,14 @@
 """Exact comparison of two runs: per-step loss bits and example ids (the Olmo 3 data-loader lesson).
 
 Only the record that counts for each step is compared (the last one written). Losses are compared as
-float32 bit patterns; the relative difference is |a - b| / max(|a|, |b|). A NaN or infinite loss in either
-run is a divergence even when both runs have the same bits there: a run that blew up matches nothing.
-Arrays are sized by the steps recorded, never indexed by step number.
+float32 bit patterns (float64 when both runs are MaxText metrics files, which hold float64 text); the
+relative difference is |a - b| / max(|a|, |b|). A NaN or infinite loss in either run is a divergence even
+when both runs have the same bits there: a run that blew up matches nothing. Arrays are sized by the
+steps recorded, never indexed by step number.
+
+Either run may be a MaxText metrics file (elxpk/maxtext/metrics.py). It has no example ids, so for it
+exactly-once data and the per-step data order cannot be checked: the comparison lists that under
+`not_checked` and prints it, rather than passing it silently.
 """
 
 from __future__ import annotations
@@ -12,10 +17,33 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from elxpk.maxtext.metrics import MaxTextMetrics
 from elxpk.runs.examples import ExampleAccount, account
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
 from elxpk_contract.records import Metric
+
+ELXPK_RUN = "elxpk run"
+MAXTEXT_FILE = "MaxText metrics file"
+
+
+@dataclass(frozen=True)
+class Series:
+    """One side of a comparison: the loss that counts at each step, and its example ids when it has any."""
+
+    path: str
+    kind: str  # ELXPK_RUN or MAXTEXT_FILE
+    loss: dict[int, float]  # step -> loss of the record that counts, ascending steps
+    records: dict[int, Metric] | None  # the records that count, with their example ranges; None: no ids
+    redone: tuple[int, ...]  # steps written more than once (redone after a restore)
+
+    @classmethod
+    def of(cls, run: Run | MaxTextMetrics) -> Series:
+        if isinstance(run, MaxTextMetrics):
+            return cls(run.path, MAXTEXT_FILE, run.loss_by_step(), None, run.repeated_steps)
+        final = run.final_records()
+        redone = tuple(sorted({r.step for r in run.superseded_records()}))
+        return cls(str(run.path), ELXPK_RUN, {s: r.loss_value for s, r in final.items()}, final, redone)
 
 
 @dataclass(frozen=True)
@@ -37,8 +65,20 @@ class Comparison:
     first_data_mismatch_step: int | None
     first_nonfinite_a: int | None  # first step (of all that count) whose loss is NaN or infinite
     first_nonfinite_b: int | None
-    examples_a: ExampleAccount
-    examples_b: ExampleAccount
+    examples_a: ExampleAccount | None  # None: the run has no example ids (a MaxText metrics file)
+    examples_b: ExampleAccount | None
+    kind_a: str = ELXPK_RUN
+    kind_b: str = ELXPK_RUN
+    redone_a: int = 0  # steps a run wrote more than once; the last record of each counts
+    redone_b: int = 0
+
+    def not_checked(self) -> list[str]:
+        """What this comparison cannot check, one line each (said plainly, never passed silently)."""
+        out = [f"exactly-once data in run {name}: a {MAXTEXT_FILE} has no example ids"
+               for name, ex in (("A", self.examples_a), ("B", self.examples_b)) if ex is None]
+        if out:
+            out.append("data order (the same examples at each step in both runs): it needs example ids in both")
+        return out
 
     def failures(self) -> list[str]:
         """Why the comparison fails, one line each; empty when it passes."""
@@ -54,6 +94,8 @@ class Comparison:
                 f"(max rel diff {self.max_rel_diff:.3g})"
             )
         for name, ex in (("A", self.examples_a), ("B", self.examples_b)):
+            if ex is None:
+                continue
             if ex.duplicates:
                 out.append(f"run {name} consumed {plural(ex.duplicates, 'example')} more than once, first at ids "
                            f"{_ranges(ex.duplicate_ranges)}")
@@ -88,10 +130,15 @@ class Comparison:
             "first_data_mismatch_step": self.first_data_mismatch_step,
             "first_nonfinite_a": self.first_nonfinite_a,
             "first_nonfinite_b": self.first_nonfinite_b,
-            "examples_a": self.examples_a.to_dict(),
-            "examples_b": self.examples_b.to_dict(),
+            "kind_a": self.kind_a,
+            "kind_b": self.kind_b,
+            "redone_steps_a": self.redone_a,
+            "redone_steps_b": self.redone_b,
+            "examples_a": self.examples_a.to_dict() if self.examples_a is not None else None,
+            "examples_b": self.examples_b.to_dict() if self.examples_b is not None else None,
             "passed": self.passed,
             "failures": self.failures(),
+            "not_checked": self.not_checked(),
         }
 
 
@@ -104,43 +151,53 @@ def _first(mask: np.ndarray, steps: np.ndarray) -> int | None:
     return int(steps[hits[0]]) if hits.size else None
 
 
-def _float32(values: list[float]) -> np.ndarray:
+def _floats(values: list[float], dtype: type = np.float32) -> np.ndarray:
     with np.errstate(over="ignore"):  # a value beyond float32's range is inf, as the trainer would see it
-        return np.asarray(values, dtype=np.float32)
+        return np.asarray(values, dtype=dtype)
 
 
-def _first_nonfinite(final: dict[int, Metric]) -> int | None:
-    if not final:
+def _first_nonfinite(loss: dict[int, float], dtype: type = np.float32) -> int | None:
+    if not loss:
         return None
-    bad = np.flatnonzero(~np.isfinite(_float32([r.loss_value for r in final.values()])))
-    return list(final)[bad[0]] if bad.size else None
+    bad = np.flatnonzero(~np.isfinite(_floats(list(loss.values()), dtype)))
+    return list(loss)[bad[0]] if bad.size else None
 
 
-def compare_runs(a: Run, b: Run, *, rtol: float = 0.0) -> Comparison:
-    final_a, final_b = a.final_records(), b.final_records()
-    common = sorted(set(final_a) & set(final_b))
+def compare_runs(a: Run | MaxTextMetrics, b: Run | MaxTextMetrics, *, rtol: float = 0.0) -> Comparison:
+    """Compare two runs, each an elxpk run directory or a MaxText metrics file (see `Series`)."""
+    return compare_series(Series.of(a), Series.of(b), rtol=rtol)
+
+
+def compare_series(a: Series, b: Series, *, rtol: float = 0.0) -> Comparison:
+    # The bundled trainer records float32 losses; MaxText's file holds float64 text (of float32 values,
+    # normally): float32 bits whenever an elxpk run takes part, float64 bits for MaxText against MaxText.
+    dtype = np.float64 if a.kind == b.kind == MAXTEXT_FILE else np.float32
+    bits = np.uint64 if dtype is np.float64 else np.uint32
+    common = sorted(set(a.loss) & set(b.loss))
     steps = np.asarray(common, dtype=np.int64)
-    la = _float32([final_a[s].loss_value for s in common])
-    lb = _float32([final_b[s].loss_value for s in common])
-    same_bits = la.view(np.uint32) == lb.view(np.uint32)
+    la = _floats([a.loss[s] for s in common], dtype)
+    lb = _floats([b.loss[s] for s in common], dtype)
+    same_bits = la.view(bits) == lb.view(bits)
     with np.errstate(invalid="ignore", divide="ignore"):
         abs_diff = np.abs(la.astype(np.float64) - lb.astype(np.float64))
         scale = np.maximum(np.abs(la), np.abs(lb)).astype(np.float64)
-        rel_diff = np.where(scale > 0, abs_diff / scale, 0.0)
+        rel_diff = np.where(scale > 0, abs_diff / scale, np.where(np.isnan(scale), np.nan, 0.0))
     # NaN in only one run (or two different NaNs) is a divergence of any size.
     rel_diff = np.where(same_bits, 0.0, np.nan_to_num(rel_diff, nan=np.inf))
     abs_diff = np.where(same_bits, 0.0, np.nan_to_num(abs_diff, nan=np.inf))
     beyond = ~same_bits & (rel_diff > rtol)
-    order = np.asarray([final_a[s].examples != final_b[s].examples for s in common], dtype=bool)
+    with_ids = a.records is not None and b.records is not None
+    order = np.asarray([with_ids and a.records[s].examples != b.records[s].examples  # type: ignore[index]
+                        for s in common], dtype=bool)
     return Comparison(
-        run_a=str(a.path),
-        run_b=str(b.path),
+        run_a=a.path,
+        run_b=b.path,
         rtol=rtol,
         steps=tuple(common),
         loss_a=tuple(float(v) for v in la),
         loss_b=tuple(float(v) for v in lb),
-        only_a=len(set(final_a) - set(final_b)),
-        only_b=len(set(final_b) - set(final_a)),
+        only_a=len(set(a.loss) - set(b.loss)),
+        only_b=len(set(b.loss) - set(a.loss)),
         bitwise_equal=int(same_bits.sum()),
         first_divergent_step=_first(~same_bits, steps),
         first_beyond_rtol_step=_first(beyond, steps),
@@ -148,16 +205,20 @@ def compare_runs(a: Run, b: Run, *, rtol: float = 0.0) -> Comparison:
         max_rel_diff=float(rel_diff.max()) if rel_diff.size else 0.0,
         data_order_mismatches=int(order.sum()),
         first_data_mismatch_step=_first(order, steps),
-        first_nonfinite_a=_first_nonfinite(final_a),
-        first_nonfinite_b=_first_nonfinite(final_b),
-        examples_a=account(final_a),
-        examples_b=account(final_b),
+        first_nonfinite_a=_first_nonfinite(a.loss, dtype),
+        first_nonfinite_b=_first_nonfinite(b.loss, dtype),
+        examples_a=account(a.records) if a.records is not None else None,
+        examples_b=account(b.records) if b.records is not None else None,
+        kind_a=a.kind,
+        kind_b=b.kind,
+        redone_a=len(a.redone),
+        redone_b=len(b.redone),
     )
 
 
 def render_text(c: Comparison) -> list[str]:
     n = len(c.steps)
-    lines = [f"A {c.run_a}", f"B {c.run_b}"]
+    lines = [f"A {c.run_a}{_kind(c.kind_a)}", f"B {c.run_b}{_kind(c.kind_b)}"]
     extra = f" (+{c.only_a} only in A, +{c.only_b} only in B)" if c.only_a or c.only_b else ""
     lines.append(f"steps compared: {n}{extra}")
     if n and c.bitwise_equal == n:
@@ -168,10 +229,24 @@ def render_text(c: Comparison) -> list[str]:
             f"max abs diff {c.max_abs_diff:.3g}, max rel diff {c.max_rel_diff:.3g}"
         )
     for name, ex in (("A", c.examples_a), ("B", c.examples_b)):
+        if ex is None:
+            lines.append(f"examples {name}: NOT CHECKED: a {MAXTEXT_FILE} has no example ids, so whether each "
+                         f"example was consumed exactly once cannot be checked")
+            continue
         state = ("each exactly once" if ex.exactly_once
                  else f"{plural(ex.duplicates, 'duplicate')}, {plural(ex.gaps, 'gap')}")
         lines.append(f"examples {name}: {ex.unique} ids over {plural(ex.steps, 'step')}, {state}")
+    for name, redone, kind in (("A", c.redone_a, c.kind_a), ("B", c.redone_b, c.kind_b)):
+        if redone and kind == MAXTEXT_FILE:
+            lines.append(f"note: run {name} wrote {plural(redone, 'step')} twice (redone after a restore); "
+                         f"the last line of each step is compared")
     failures = c.failures()
-    lines.append("result: " + ("match" if not failures else "MISMATCH"))
+    unchecked = c.not_checked()
+    lines.append("result: " + ("MISMATCH" if failures else "match on losses only" if unchecked else "match"))
     lines.extend(f"  - {f}" for f in failures)
+    lines.extend(f"  - not checked: {u}" for u in unchecked)
     return lines
+
+
+def _kind(kind: str) -> str:
+    return f" ({kind})" if kind == MAXTEXT_FILE else ""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from elxpk.maxtext.metrics import MaxTextMetrics
 from elxpk.runs.compare import Comparison
 from elxpk.runs.health import lost_intervals
+from elxpk.runs.maxtext_report import MaxTextReport
 from elxpk.runs.report import RunReport
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
@@ -103,5 +105,45 @@ def write_compare_png(c: Comparison, path: Path) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def maxtext_report_figure(m: MaxTextMetrics, report: MaxTextReport):
+    """A MaxText metrics file's figure: the loss curve above the step times (what the file holds)."""
+    plt = _pyplot()
+    fig, (ax_loss, ax_time) = plt.subplots(2, 1, figsize=(9, 6), sharex=True,
+                                           gridspec_kw={"height_ratios": [3, 1.6]})
+    ax_loss.plot(m.steps, m.loss, lw=1.2, label="loss (last line of each step)")
+    redone = set(m.repeated_steps)
+    if redone:
+        loss = m.loss_by_step()
+        ax_loss.scatter(sorted(redone), [loss[s] for s in sorted(redone)], s=6, c="0.5", zorder=3,
+                        label="steps redone after a restore")
+    if report.first_nonfinite_step is not None:
+        ax_loss.axvline(report.first_nonfinite_step, color="tab:red", ls="--", lw=1, label="loss not finite")
+    ax_loss.set_ylabel("loss")
+    ax_loss.set_title(f"{Path(m.path).name}: MaxText, {plural(report.steps, 'step')}")
+    ax_loss.legend(loc="upper right", fontsize=8)
+    timed = [(s, t) for s, t in zip(m.steps, m.step_time_s, strict=True) if t is not None]
+    if timed:
+        ax_time.plot([s for s, _ in timed], [t for _, t in timed], lw=0.8, color="tab:orange",
+                     label="perf/step_time_seconds")
+        if report.step_time_median_s is not None:
+            ax_time.axhline(report.step_time_median_s, color="0.4", ls=":", lw=1, label="median after the first")
+            # The first step compiles: keep it from flattening the rest of the curve.
+            ax_time.set_ylim(0, max(report.step_time_p95_s or 0.0, report.step_time_median_s) * 2 or 1.0)
+        ax_time.legend(loc="upper right", fontsize=7)
+    ax_time.set_xlabel("step")
+    ax_time.set_ylabel("step time (s)")
+    fig.tight_layout()
+    return fig
+
+
+def write_maxtext_report_png(m: MaxTextMetrics, report: MaxTextReport, path: Path) -> Path:
+    """The MaxText figure, saved to exactly `path` (checked by the caller: elxpk/cli/report.py)."""
+    plt = _pyplot()
+    fig = maxtext_report_figure(m, report)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
     return path
