@@ -45,6 +45,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(("workload", "logs"), "elxpk.cli.workload_ops", "logs"),
     Command(("workload", "wait"), "elxpk.cli.workload_ops", "wait"),
     Command(("workload", "kill-slice"), "elxpk.cli.workload_ops", "kill_slice"),
+    Command(("workload", "events"), "elxpk.cli.workload_events", "events"),
     Command(("local", "run"), "elxpk.cli.local", "run"),
     Command(("report",), "elxpk.cli.report", "report"),
     Command(("compare",), "elxpk.cli.compare", "compare"),

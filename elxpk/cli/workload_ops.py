@@ -74,7 +74,7 @@ def status(
     from elxpk.cluster.observe import fetch_status
     from elxpk.cluster.views import dump, status_renderables
 
-    result = fetch_status(kube, ns, name, now=time.time())
+    result = fetch_status(kube, ns, name, now=time.time(), with_progress=True)
     if output == "table":
         console = _console()
         for renderable in status_renderables(result):
@@ -161,10 +161,14 @@ def logs(
     container: Annotated[str | None, typer.Option("--container", "-c", help="Container (default: the main one).")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Stream new lines until the pod ends.")] = False,
     tail: Annotated[int | None, typer.Option("--tail", help="Only the last N lines.")] = None,
+    previous: Annotated[bool, typer.Option("--previous", "-p", help="The last terminated container's log "
+                                           "(after a restart in place: why it exited).")] = False,
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Logs of the head, or of slice K, VM I."""
     problems = []
+    if previous and follow:
+        problems.append("--previous and --follow: a terminated container's log does not grow; give one of them")
     if head and (slice_ is not None or vm is not None):
         problems.append("--head and --slice/--vm select different pods: give one of them")
     for flag, value in (("--slice", slice_), ("--vm", vm), ("--tail", tail)):
@@ -176,8 +180,9 @@ def logs(
     from elxpk.cluster.ops import log_source, read_logs
 
     source = log_source(kube, ns, name, head=head, slice_index=slice_, vm=vm, container=container)
-    print(f"# {name} {source.what}: pod {source.pod}, container {source.container}", file=sys.stderr)
-    for line in read_logs(kube, ns, source, follow=follow, tail=tail):
+    print(f"# {name} {source.what}: pod {source.pod}, container {source.container}"
+          + (" (previous, terminated)" if previous else ""), file=sys.stderr)
+    for line in read_logs(kube, ns, source, follow=follow, tail=tail, previous=previous):
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
@@ -246,35 +251,68 @@ def wait(
 @options.with_cluster
 def kill_slice(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.")],
-    slice_: Annotated[int, typer.Option("--slice", help="Slice index K to kill.")],
-    vm: Annotated[int | None, typer.Option("--vm", help="Only VM I of the slice.")] = None,
+    slice_: Annotated[str, typer.Option("--slice", help="Slice index K to kill, or random (a new draw each "
+                                        "round).")],
+    vm: Annotated[int | None, typer.Option("--vm", help="Only VM I of the slice (--mode delete, one round).")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="delete: force-delete the pods (a lost VM); evict: the "
+                                      "Eviction API (a drain); exit: the trainer's container dies of a signal "
+                                      "through exec.")] = "delete",
+    exit_code: Annotated[int, typer.Option("--exit-code", help="With --mode exit: the code, 128 + a signal "
+                                           "(137 SIGKILL, 143 SIGTERM).")] = 143,
+    repeat: Annotated[int, typer.Option("--repeat", help="Soak test: this many rounds, each watched to "
+                                        "recovery, then a summary.")] = 1,
+    every: Annotated[str, typer.Option("--every", help="With --repeat: time from one kill to the next.")] = "10m",
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of --slice random (a soak run repeats).")] = None,
     yes: Yes = False,
     watch: Annotated[bool, typer.Option("--watch", help="Follow the slice until it runs again; report timings.")] = False,
     timeout: Annotated[str, typer.Option("--timeout", help="With --watch: give up after this long.")] = "30m",
     poll: Annotated[str, typer.Option("--poll", help="With --watch: time between checks.")] = "2s",
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
-    """Fault injection: force-delete the worker pods of slice K (grace period 0), as a lost slice would."""
-    problems = [f"{flag} {value}: must be 0 or more" for flag, value in (("--slice", slice_), ("--vm", vm))
-                if value is not None and value < 0]
-    timeout_s = poll_s = 0.0
-    for flag, value in (("--timeout", timeout), ("--poll", poll)):
+    """Fault injection: take slice K down (force delete, eviction or a signal), once or as a soak test."""
+    from elxpk.cluster.soak import MODES, check_exit_code
+
+    problems = []
+    if slice_ != "random":
+        try:
+            if int(slice_) < 0:
+                problems.append(f"--slice {slice_}: must be 0 or more")
+        except ValueError:
+            problems.append(f"--slice {slice_}: use a slice index (0, 1, ...) or random")
+    if vm is not None and vm < 0:
+        problems.append(f"--vm {vm}: must be 0 or more")
+    if mode not in MODES:
+        problems.append(f"--mode {mode}: use {', '.join(MODES)}")
+    elif mode == "exit" and (problem := check_exit_code(exit_code)):
+        problems.append(problem)
+    if repeat < 1:
+        problems.append(f"--repeat {repeat}: must be 1 or more")
+    if vm is not None and (repeat > 1 or mode != "delete" or slice_ == "random"):
+        problems.append("--vm: only with --mode delete, one round and a given --slice K; drop --vm to take "
+                        "the whole slice down")
+    timeout_s = poll_s = every_s = 0.0
+    for flag, value in (("--timeout", timeout), ("--poll", poll), ("--every", every)):
         try:
             seconds = _duration(flag, value) or 0.0
         except UsageError as exc:
             problems.extend(exc.messages)
             continue
-        if seconds <= 0:
+        if seconds <= 0 and flag != "--every":
             problems.append(f"{flag} {value}: must be more than 0")
-        timeout_s, poll_s = (seconds, poll_s) if flag == "--timeout" else (timeout_s, seconds)
+        timeout_s, poll_s, every_s = {"--timeout": (seconds, poll_s, every_s), "--poll": (timeout_s, seconds, every_s),
+                                      "--every": (timeout_s, poll_s, seconds)}[flag]
     if problems:
         raise UsageError(*problems)
     kube, ns = _connect(cluster)
+    if repeat > 1 or mode != "delete" or slice_ == "random":
+        _soak(kube, ns, name, slice_, mode, exit_code, repeat, every_s, seed, yes, watch, timeout_s, poll_s)
+        return
     from elxpk.cluster.ops import kill, plan_kill, watch_recovery
     from elxpk.units import format_duration
 
-    plan = plan_kill(kube, ns, name, slice_, vm)
-    what = f"slice {slice_}" + (f" vm {vm}" if vm is not None else "")
+    index = int(slice_)
+    plan = plan_kill(kube, ns, name, index, vm)
+    what = f"slice {index}" + (f" vm {vm}" if vm is not None else "")
     _confirm(f"force-delete {len(plan.pods)} pods of {what} of {name} ({', '.join(plan.pods)})?", yes)
     killed_at = time.time()
     kill(kube, ns, plan)
@@ -289,3 +327,40 @@ def kill_slice(
         print(f"first training step after recovery: {format_duration(recovery.next_step_s)} after the kill")
     else:
         print("no recovery event from the trainer in the head's log")
+
+
+def _soak(kube, ns: str, name: str, slice_: str, mode: str, exit_code: int, repeat: int, every_s: float,
+          seed: int | None, yes: bool, watch: bool, timeout_s: float, poll_s: float) -> None:
+    """Evict/exit modes, --slice random and --repeat: rounds watched to recovery when repeated or --watch."""
+    import random
+
+    from elxpk.cluster.soak import inject, soak, summary_lines
+    from elxpk.units import format_duration
+
+    how = {"delete": "force-delete", "evict": "evict", "exit": f"make exit with {exit_code}"}[mode]
+    rounds = f"{repeat} times, every {format_duration(every_s)}" if repeat > 1 else "once"
+    _confirm(f"{how} the pods of slice {slice_} of {name} in namespace {ns}, {rounds}?", yes)
+    rng = random.Random(seed)
+    if repeat == 1 and not watch:
+        from elxpk.cluster.ops import plan_kill
+        from elxpk.cluster.soak import slice_count
+
+        index = rng.randrange(slice_count(kube, ns, name)) if slice_ == "random" else int(slice_)
+        plan = plan_kill(kube, ns, name, index, None)
+        inject(kube, ns, plan, mode, exit_code)
+        done = {"delete": "force-deleted", "evict": "evicted", "exit": f"sent signal {exit_code - 128}"}[mode]
+        print(f"slice {index} of {name}: {len(plan.pods)} pods {done}")
+        return
+    err = _console(stderr=True)
+
+    def show(r) -> None:
+        result = (f"back after {format_duration(r.recovery_s)}" if r.recovered else f"NOT recovered: {r.error}")
+        print(f"round {r.index}/{repeat}: slice {r.slice} ({r.mode}, {r.pods} pods) {result}", flush=True)
+
+    summary = soak(kube, ns, name, slice_spec=slice_, mode=mode, repeat=repeat, every_s=every_s,
+                   exit_code=exit_code, rng=rng, clock=time.time, sleep=time.sleep, timeout_s=timeout_s,
+                   poll_s=poll_s, on_tick=lambda text: err.print(f"{name}: {text}"), on_round=show)
+    for line in summary_lines(summary):
+        print(line)
+    if summary.succeeded < len(summary.rounds):
+        raise typer.Exit(1)

@@ -105,12 +105,14 @@ class Kube:
     def get(self, path: str, *, what: str, query: dict | None = None) -> dict:
         return self.request("GET", path, verb="get", what=what, query=query)
 
-    def _paged(self, path: str, *, what: str, label_selector: str | None = None) -> list[dict]:
+    def _paged(self, path: str, *, what: str, label_selector: str | None = None,
+               field_selector: str | None = None) -> list[dict]:
         items: list[dict] = []
         token = None
         while True:
             body = self.request("GET", path, verb="list", what=what,
-                                query={"labelSelector": label_selector, "limit": PAGE_SIZE, "continue": token})
+                                query={"labelSelector": label_selector, "fieldSelector": field_selector,
+                                       "limit": PAGE_SIZE, "continue": token})
             items.extend(body.get("items") or [])
             token = (body.get("metadata") or {}).get("continue")
             if not token:
@@ -163,10 +165,14 @@ class Kube:
                      what=f'Pod "{name}" in namespace "{namespace}"',
                      query={"gracePeriodSeconds": grace_period_seconds})
 
-    def pod_log(self, namespace: str, pod: str, container: str | None, *, tail_lines: int | None = None) -> str:
+    def pod_log(self, namespace: str, pod: str, container: str | None, *, tail_lines: int | None = None,
+                previous: bool = False) -> str:
+        """The container's log; `previous`: of its last terminated instance (kept by the kubelet until the
+        pod goes)."""
         resp = self.request("GET", api_path("v1", "pods", namespace, pod, "log"), verb="get",
-                            what=f'logs of Pod "{pod}"', query={"container": container, "tailLines": tail_lines},
-                            stream=True)
+                            what=f'{"previous " if previous else ""}logs of Pod "{pod}"', stream=True,
+                            query={"container": container, "tailLines": tail_lines,
+                                   "previous": "true" if previous else None})
         try:
             return resp.data.decode("utf-8", "replace")
         finally:
@@ -186,6 +192,62 @@ class Kube:
                     yield line.decode("utf-8", "replace")
             if buffer:
                 yield buffer.decode("utf-8", "replace")
+        finally:
+            resp.release_conn()
+
+    def list_events(self, namespace: str, field_selector: str | None = None) -> list[dict]:
+        """core/v1 Events (kept about an hour by the API server: `workload events --record` outlives them)."""
+        return self._paged(api_path("v1", "events", namespace), field_selector=field_selector,
+                           what=f'Events in namespace "{namespace}"')
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """The Eviction API (policy/v1), as `kubectl drain` evicts: honours PodDisruptionBudgets, and the
+        pod gets a DisruptionTarget condition. Not retried: a 429 means a budget forbids it now."""
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        self.request("POST", api_path("v1", "pods", namespace, name, "eviction"), verb="evict",
+                     what=f'Pod "{name}" in namespace "{namespace}"', body=body, retry=False)
+
+    def exec_in_pod(self, namespace: str, pod: str, container: str, command: list[str], *,
+                    timeout_s: float = 60.0) -> tuple[str, int | None]:
+        """Run `command` in a container through the API's exec (a WebSocket, via kubernetes.stream):
+        (stdout, exit code; None when the connection ended before the command reported one)."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.stream import stream
+
+        self.calls += 1
+        core = client.CoreV1Api(self.api_client)
+        try:
+            resp = stream(core.connect_get_namespaced_pod_exec, pod, namespace, command=command,
+                          container=container, stdin=False, stdout=True, stderr=True, tty=False,
+                          _preload_content=False, _request_timeout=self.timeout[0])
+            resp.run_forever(timeout=timeout_s)
+            out = resp.read_stdout(timeout=0)
+            code = resp.returncode
+            resp.close()
+        except ApiException as exc:
+            raise api_error(exc, "exec in", f'Pod "{pod}" in namespace "{namespace}"', self.host) from None
+        except (OSError, ValueError) as exc:
+            raise ClusterError(f"exec in Pod {pod!r} failed: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                               ) from None
+        return out or "", code
+
+    def watch_pods(self, namespace: str, label_selector: str, *, resource_version: str | None = None,
+                   timeout_s: int = 300) -> Iterator[tuple[str, dict]]:
+        """(event type, pod) from the watch API until the server ends the watch after `timeout_s`."""
+        resp = self.request("GET", api_path("v1", "pods", namespace), verb="watch",
+                            what=f'Pods in namespace "{namespace}"', stream=True,
+                            query={"labelSelector": label_selector, "watch": "true",
+                                   "resourceVersion": resource_version, "timeoutSeconds": timeout_s})
+        buffer = b""
+        try:
+            for chunk in resp.stream(4096, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        event = json.loads(line)
+                        yield event.get("type", ""), event.get("object") or {}
         finally:
             resp.release_conn()
 

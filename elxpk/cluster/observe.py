@@ -32,13 +32,28 @@ def get_workload(kube: Kube, namespace: str, name: str) -> dict:
                             "(`elxpk workload list` shows what exists)") from None
 
 
-def fetch_status(kube: Kube, namespace: str, name: str, now: float) -> WorkloadStatus:
+def fetch_objects(kube: Kube, namespace: str, name: str) -> tuple[dict, list[dict], list[dict], list[dict]]:
+    """The JobSet, its Jobs, its Pods and its Kueue Workloads."""
     jobset = get_workload(kube, namespace, name)
     selector = f"{JOBSET_NAME}={name}"
     jobs = kube.list_jobs(namespace, selector)
     pods = kube.list_pods(namespace, selector)
     workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset['metadata'].get('uid', '')}")
-    return compute_status(jobset, jobs, pods, workloads, now)
+    return jobset, jobs, pods, workloads
+
+
+def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False) -> WorkloadStatus:
+    """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names."""
+    jobset, jobs, pods, workloads = fetch_objects(kube, namespace, name)
+    status = compute_status(jobset, jobs, pods, workloads, now)
+    if not with_progress:
+        return status
+    import dataclasses
+
+    from elxpk.cluster.progress import progress_of
+
+    progress, problem = progress_of(jobset, now)
+    return dataclasses.replace(status, progress=progress, progress_problem=problem)
 
 
 def fetch_all(kube: Kube, namespace: str, now: float) -> list[WorkloadStatus]:

@@ -76,11 +76,19 @@ def log_source(kube: Kube, namespace: str, name: str, *, head: bool, slice_index
 
 
 def read_logs(kube: Kube, namespace: str, source: LogSource, *, follow: bool,
-              tail: int | None = None) -> Iterator[str]:
+              tail: int | None = None, previous: bool = False) -> Iterator[str]:
     if follow:
         yield from kube.follow_pod_log(namespace, source.pod, source.container, tail_lines=tail)
-    else:
-        yield from kube.pod_log(namespace, source.pod, source.container, tail_lines=tail).splitlines()
+        return
+    try:
+        text = kube.pod_log(namespace, source.pod, source.container, tail_lines=tail, previous=previous)
+    except ClusterError as exc:
+        if previous and ("not found" in str(exc) or " 400 " in str(exc)):  # the server's answer: 400
+            raise NotFoundError(f"--previous: the {source.what} container ({source.pod}/{source.container}) "
+                                "has not terminated since its pod started: there is no previous log "
+                                "(a replaced pod's log went with it; see `elxpk workload events`)") from None
+        raise
+    yield from text.splitlines()
 
 
 # --- wait -------------------------------------------------------------------------------------------------

@@ -90,6 +90,10 @@ class WorkloadStatus:
     admission_message: str
     conditions: tuple[Condition, ...] = field(default=())  # latest first
     created_by: str = ""  # "xpk" when the xpk label is present
+    # pod restarts and failures of the pods still there, by cause (infra, user, unknown): see incidents.py
+    restart_causes: dict[str, int] = field(default_factory=dict)
+    progress: dict | None = None  # the trainer's progress record and its ages, when it could be read
+    progress_problem: str = ""  # why it could not be read, when the workload names a checkpoint dir
 
     @property
     def slices_total(self) -> int:
@@ -212,6 +216,8 @@ def _kueue(workloads: list[dict], jobset: dict) -> tuple[str | None, str | None,
 
 def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict],
                    now: float) -> WorkloadStatus:
+    from elxpk.cluster.incidents import restart_causes
+
     meta, spec, status = jobset.get("metadata", {}), jobset.get("spec", {}), jobset.get("status") or {}
     conditions = status.get("conditions") or []
     worker = worker_replicated_job(jobset)
@@ -248,6 +254,7 @@ def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: 
         restarts=restarts, restarts_counted=counted, max_restarts=max_restarts, queue=queue,
         admission=admission, admission_message=admission_message, conditions=latest_conditions(conditions),
         created_by="xpk" if XPK_WORKLOAD in labels else "",
+        restart_causes=restart_causes(pods),
     )
 
 

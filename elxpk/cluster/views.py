@@ -48,6 +48,14 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         summary.add_row("Pathways head", _styled(status.head, _SLICE_STYLE))
     summary.add_row("JobSet restarts", f"{status.restarts} (maxRestarts {status.max_restarts}: "
                     f"{status.restarts_counted} counted, {status.restarts_left} left)")
+    causes = status.restart_causes
+    if any(causes.values()):
+        summary.add_row("Restart causes", ", ".join(f"{n} {cause}" for cause, n in causes.items() if n)
+                        + "  [dim](infra: disruption, eviction, retryable exit code; user: user-error code)[/dim]")
+    if status.progress is not None:
+        summary.add_row("Trainer", progress_text(status.progress))
+    elif status.progress_problem:
+        summary.add_row("Trainer", f"[dim]{status.progress_problem}[/dim]")
     kueue = status.admission or "no Kueue Workload"
     if status.admission_message and status.admission != "Admitted":
         kueue += f": {status.admission_message}"
@@ -71,6 +79,19 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
             conditions.add_row(c.time or "", c.type, c.status, c.reason, c.message)
         out.append(conditions)
     return out
+
+
+def progress_text(progress: dict) -> str:
+    def age(seconds: float | None) -> str:
+        return "-" if seconds is None else format_duration(seconds) + " ago"
+
+    step = f"step {progress['steps_done']} done {age(progress.get('step_age_s'))}"
+    if progress.get("checkpoint_step") is None:
+        ckpt = "no checkpoint committed yet"
+    else:
+        ckpt = f"checkpoint {progress['checkpoint_step']} committed {age(progress.get('checkpoint_age_s'))}"
+    state = progress.get("state", "running")
+    return f"{step}; {ckpt}" + (f"; trainer {state}" if state != "running" else "")
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:

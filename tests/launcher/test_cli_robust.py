@@ -21,7 +21,8 @@ from elxpk_contract.settings import LAUNCHER_FLAG, exposed, flag_name
 ELXPK = Path(sys.executable).parent / "elxpk"
 GOOD = ["--workload", "run-1", "--tpu-type", "v5p-8", "--command", "python3 train.py"]
 CLUSTER_FLAGS = ["--project", "--zone", "--region", "--cluster", "--kubeconfig", "--context", "--namespace"]
-WORKLOAD_VERBS = ["create", "create-pathways", "status", "list", "delete", "logs", "wait", "kill-slice"]
+WORKLOAD_VERBS = ["create", "create-pathways", "status", "list", "delete", "logs", "wait", "kill-slice",
+                  "events"]
 
 
 @pytest.fixture(autouse=True)

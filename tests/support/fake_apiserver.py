@@ -4,7 +4,8 @@ What it implements, as the real kube-apiserver answers it:
 - discovery: /version, /api, /api/v1, /apis, /apis/{group}, /apis/{group}/{version};
   CRD-backed groups (JobSet) are served only while their CRD exists;
 - get, list (label and field selectors, limit/continue), watch (chunked JSON lines), create (dryRun=All),
-  delete (propagationPolicy, gracePeriodSeconds, cascading to owned objects), pod logs (follow, tailLines);
+  delete (propagationPolicy, gracePeriodSeconds, cascading to owned objects), pod logs (follow, tailLines,
+  previous), pod exec over a WebSocket and the eviction subresource (fake_exec.py);
 - errors as `Status` bodies: 401, 403, 404, 409, 422 (JobSets are checked against the JobSet CRD schema);
 - fault injection for client retries: scripted status codes, dropped connections, slow answers.
 Every request is recorded in `calls`, so tests and the benchmark can count API calls.
@@ -24,6 +25,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support import loopback
+from tests.support.fake_exec import PodSubresources
 from tests.support.fake_paths import flag, group_doc, one, route, status_body
 from tests.support.fake_streams import StreamingVerbs
 from tests.support.kube_store import RESOURCES, Resource, Store, load_crd_validator
@@ -103,7 +105,7 @@ class FakeApiServer:
         return path
 
 
-class _Handler(StreamingVerbs, BaseHTTPRequestHandler):
+class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
     fake: FakeApiServer
     protocol_version = "HTTP/1.1"
 
@@ -225,6 +227,10 @@ class _Handler(StreamingVerbs, BaseHTTPRequestHandler):
         try:
             if method == "GET" and sub == "log":
                 self._logs(res, namespace, name, query)
+            elif method == "GET" and sub == "exec" and res.plural == "pods":
+                self._exec(res, namespace, name, query)
+            elif method == "POST" and sub == "eviction" and res.plural == "pods":
+                self._evict(res, namespace, name)
             elif method == "GET" and name:
                 obj = store.get((res.group, res.plural), namespace, name)
                 if obj is None:
@@ -278,6 +284,10 @@ class _Handler(StreamingVerbs, BaseHTTPRequestHandler):
             if group == "":
                 resources.append({"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod",
                                   "verbs": ["get"]})
+                resources.append({"name": "pods/exec", "singularName": "", "namespaced": True,
+                                  "kind": "PodExecOptions", "verbs": ["create", "get"]})
+                resources.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                                  "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
             self._send(200, {"kind": "APIResourceList", "apiVersion": "v1",
                              "groupVersion": f"{group}/{version}" if group else version, "resources": resources})
         else:

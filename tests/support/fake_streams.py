@@ -70,11 +70,18 @@ class StreamingVerbs:
             return
         key = (namespace, name, container)
         with store.lock:
-            lines = list(store.logs.get(key, []))
+            if flag(query, "previous"):  # the last terminated container's log, as the kubelet keeps it
+                if key not in store.previous_logs:
+                    self._status(400, "BadRequest", f'previous terminated container "{container}" in pod '
+                                 f'"{name}" not found')
+                    return
+                lines = list(store.previous_logs[key])
+            else:
+                lines = list(store.logs.get(key, []))
         tail = one(query, "tailLines")
         if tail is not None:
             lines = lines[-int(tail):] if int(tail) else []
-        if not flag(query, "follow"):
+        if not flag(query, "follow") or flag(query, "previous"):  # a terminated container has no more
             self._send(200, "".join(line + "\n" for line in lines).encode(), "text/plain")
             return
         self._start_stream("text/plain")

@@ -168,7 +168,7 @@ class ScriptedJobSet:
         self.store.create(PODS, pod)
 
     def _set_pod(self, pod: dict, *, ready: bool, phase: str = "Running", restart: bool = False,
-                 exit_code: int = 1) -> None:
+                 exit_code: int = 1, reason: str = "Error") -> None:
         status = pod["status"]
         status["phase"] = phase
         status["conditions"] = [{"type": "PodScheduled", "status": "True"},
@@ -178,14 +178,16 @@ class ScriptedJobSet:
             cs["ready"] = ready
             if restart:
                 cs["restartCount"] += 1
-                cs["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error",
+                cs["lastState"] = {"terminated": {"exitCode": exit_code, "reason": reason,
                                                   "finishedAt": self._now()}}
+                self.store.restart_log(self.namespace, pod["metadata"]["name"], cs["name"])
             if phase == "Running":
                 cs["state"] = ({"running": {"startedAt": self._now()}} if ready or not restart
                                else {"waiting": {"reason": "CrashLoopBackOff"}})
             else:
                 cs["state"] = {"terminated": {"exitCode": 0 if phase == "Succeeded" else exit_code,
-                                              "reason": "Completed" if phase == "Succeeded" else "Error"}}
+                                              "reason": "Completed" if phase == "Succeeded" else reason,
+                                              "finishedAt": self._now()}}
         self.store.put(PODS, pod)
 
     def _refresh_job(self, job_name: str) -> None:
@@ -311,6 +313,45 @@ class ScriptedJobSet:
         js["status"]["terminalState"] = "Completed"
         self.store.put(JOBSETS, js)
         self._kueue_conditions(self._condition("Finished", "True", "JobFinished", "Job finished successfully"))
+
+    def crash_pod(self, pod_name: str, exit_code: int = 1, reason: str = "Error") -> None:
+        """One pod's container exits with `exit_code` and restarts in place (not ready until `heal`)."""
+        pod = self.store.get(PODS, self.namespace, pod_name)
+        assert pod is not None, pod_name
+        self._set_pod(pod, ready=False, restart=True, exit_code=exit_code, reason=reason)
+        self._refresh_job(pod["metadata"]["labels"]["batch.kubernetes.io/job-name"])
+        self._refresh_jobset()
+
+    def disrupt_pod(self, pod_name: str, reason: str = "EvictionByEvictionAPI", node: str = "") -> None:
+        """What an eviction or a node loss leaves: a DisruptionTarget condition, the container killed
+        by SIGTERM (143), the pod Failed (the Job controller replaces it on `reconcile` once it is gone)."""
+        pod = self.store.get(PODS, self.namespace, pod_name)
+        assert pod is not None, pod_name
+        if node:
+            pod["spec"]["nodeName"] = node
+        self._set_pod(pod, ready=False, phase="Failed", exit_code=143)
+        pod["status"]["conditions"].append(
+            {"type": "DisruptionTarget", "status": "True", "reason": reason, "lastTransitionTime": self._now(),
+             "message": {"EvictionByEvictionAPI": "Eviction API: evicting",
+                         "PreemptionByScheduler": "Kube-scheduler: preempting",
+                         "DeletionByTaintManager": "Taint manager: deleting due to NoExecute taint"}.get(reason, "")})
+        self.store.put(PODS, pod)
+
+    def evict_workload(self, message: str = "Preempted to accommodate a higher priority Workload") -> None:
+        """Kueue evicts the workload (preemption by a higher-priority one)."""
+        self._kueue_conditions(self._condition("Evicted", "True", "Preempted", message),
+                               self._condition("Preempted", "True", "InClusterQueue", message))
+
+    def heal(self) -> None:
+        """The Job controller and the kubelet catch up: `reconcile`, and containers restarted in place run
+        and are ready again."""
+        self.reconcile()
+        for pod in self.pods():
+            if pod["status"]["phase"] == "Running" and not all(c["ready"] for c in pod["status"]["containerStatuses"]):
+                self._set_pod(pod, ready=True)
+        for job in self.jobs():
+            self._refresh_job(job["metadata"]["name"])
+        self._refresh_jobset()
 
     def reconcile(self) -> None:
         """One pass of the Job controller: pending pods start; deleted pods count as failed and are replaced."""

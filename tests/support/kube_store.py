@@ -56,6 +56,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "configmaps", "ConfigMap"),
     Resource("", "v1", "services", "Service"),
     Resource("", "v1", "namespaces", "Namespace", namespaced=False),
+    Resource("", "v1", "events", "Event"),
+    Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     Resource("batch", "v1", "jobs", "Job"),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False),
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False),
@@ -158,6 +160,13 @@ class Store:
     events: list[Event] = field(default_factory=list)
     logs: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
     closed_logs: set[tuple[str, str, str]] = field(default_factory=set)
+    # (namespace, pod, container) -> the log of the last terminated container (`previous=true`)
+    previous_logs: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    # exec: (namespace, pod, container, command) -> (stdout, exit code); a test's script plays the container
+    on_exec: Callable[[str, str, str, list[str]], tuple[str, int]] | None = None
+    execs: list[tuple[str, str, str, list[str]]] = field(default_factory=list)
+    # eviction: called with the evicted pod (a controller marks it DisruptionTarget and replaces it)
+    on_evict: Callable[[dict], None] | None = None
     resource_version: int = 100
     lock: threading.Condition = field(default_factory=threading.Condition)
 
@@ -269,6 +278,13 @@ class Store:
     def append_log(self, namespace: str, pod: str, container: str, *lines: str) -> None:
         with self.lock:
             self.logs.setdefault((namespace, pod, container), []).extend(lines)
+            self.lock.notify_all()
+
+    def restart_log(self, namespace: str, pod: str, container: str) -> None:
+        """The container restarted: its log so far becomes the previous container's, a new one starts."""
+        with self.lock:
+            key = (namespace, pod, container)
+            self.previous_logs[key] = self.logs.pop(key, [])
             self.lock.notify_all()
 
     def close_log(self, namespace: str, pod: str, container: str) -> None:

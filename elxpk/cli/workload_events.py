@@ -1,0 +1,59 @@
+"""`elxpk workload events NAME [--watch] [--record PATH] [-o json]`: one line per incident of a workload."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from elxpk.cli import options
+from elxpk.cli.workload_ops import _connect
+from elxpk.output_formats import output_format
+
+
+@options.with_cluster
+def events(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Keep following (the watch API) until the "
+                                        "workload finishes.")] = False,
+    record: Annotated[str | None, typer.Option("--record", help="Append new incidents to this JSONL file, "
+                                               "local or gs://BUCKET/OBJECT; incidents already there are "
+                                               "skipped, so the history outlives the pods.")] = None,
+    output: options.RunOutput = "text",
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
+) -> None:
+    """Incidents: container exits (code, reason, classified infra/user), disruptions and evictions, Kueue
+    evictions, JobSet restarts, the first failed Job, Warning Events. Time, slice, pod and node each."""
+    fmt = output_format("run", output)
+    if record is not None:
+        from elxpk.cluster.incident_log import check_record_path
+
+        check_record_path(record)
+    kube, ns = _connect(cluster)
+    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.incident_log import record as append_record
+
+    pending = []
+
+    def emit(incident) -> None:
+        if fmt == "json":
+            sys.stdout.write(json.dumps(incident.to_dict(), sort_keys=True) + "\n")
+        else:
+            sys.stdout.write(incident.line() + "\n")
+        sys.stdout.flush()
+        if record is not None:
+            pending.append(incident)
+            if watch:  # while following, each incident is kept as soon as it is seen
+                append_record(record, pending)
+                pending.clear()
+
+    count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic)
+    if record is not None and pending:
+        append_record(record, pending)  # one append (one read-modify-write on gs://) for a snapshot
+    if fmt == "text" and count == 0:
+        print(f"no incidents for workload {name}", file=sys.stderr)
+    if record is not None:
+        print(f"# {count} incidents seen; new ones appended to {record}", file=sys.stderr)

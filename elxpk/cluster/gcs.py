@@ -1,0 +1,111 @@
+"""Small objects on Cloud Storage through its JSON API: read one, and append lines without losing any.
+
+`append_lines` is a read-modify-write with a generation precondition (`ifGenerationMatch`): two
+recorders appending at once cannot overwrite each other's lines; the loser gets 412 and retries on
+the new content. Objects here are small (an incident log, a progress record), so rewriting is fine.
+
+Credentials are Application Default Credentials through google-auth's AuthorizedSession (imported
+lazily: only a `gs://` path loads it). With STORAGE_EMULATOR_HOST set (the convention of Google's
+client libraries and of GCS emulators) requests go there, unauthenticated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from elxpk.errors import ClusterError
+
+ENDPOINT = "https://storage.googleapis.com"
+SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
+ATTEMPTS = 20  # concurrent appenders: each 412 means someone else's lines landed; try again on top of them
+BACKOFF_S = 0.01  # first pause after a 412, doubled each time up to 1 s, jittered so contenders spread out
+
+
+def split_url(url: str) -> tuple[str, str]:
+    rest = url.removeprefix("gs://")
+    bucket, _, name = rest.partition("/")
+    if not bucket or not name or name.endswith("/"):
+        raise ClusterError(f"{url}: not a gs://BUCKET/OBJECT path")
+    return bucket, name
+
+
+def session_and_endpoint() -> tuple[Any, str]:
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    if emulator:
+        import requests
+
+        return requests.Session(), emulator.rstrip("/")
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+    from google.auth.transport.requests import AuthorizedSession
+
+    try:
+        credentials, _ = google.auth.default(scopes=[SCOPE])
+    except DefaultCredentialsError:
+        raise ClusterError("no Google credentials for gs:// paths: run `gcloud auth application-default "
+                           "login`, or set GOOGLE_APPLICATION_CREDENTIALS") from None
+    return AuthorizedSession(credentials), ENDPOINT
+
+
+class Gcs:
+    def __init__(self, session: Any = None, endpoint: str | None = None) -> None:
+        if session is None:
+            session, endpoint = session_and_endpoint()
+        self.session = session
+        self.endpoint = endpoint or ENDPOINT
+
+    def _check(self, resp: Any, what: str) -> None:
+        if resp.status_code >= 400:
+            try:
+                message = resp.json().get("error", {}).get("message", "")
+            except ValueError:
+                message = resp.text[:200]
+            hint = " (check that the account may read and write the bucket)" if resp.status_code == 403 else ""
+            raise ClusterError(f"Cloud Storage answered {resp.status_code} to {what}: {message}{hint}")
+
+    def read(self, url: str) -> tuple[bytes | None, int]:
+        """(content, generation); (None, 0) when the object does not exist."""
+        bucket, name = split_url(url)
+        resp = self.session.get(f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}",
+                                params={"alt": "media"}, timeout=60)
+        if resp.status_code == 404:
+            return None, 0
+        self._check(resp, f"reading {url}")
+        return resp.content, int(resp.headers.get("x-goog-generation") or 0)
+
+    def write(self, url: str, data: bytes, *, if_generation_match: int | None = None) -> bool:
+        """Upload the whole object; False when the generation precondition failed (412)."""
+        bucket, name = split_url(url)
+        params: dict[str, Any] = {"uploadType": "media", "name": name}
+        if if_generation_match is not None:
+            params["ifGenerationMatch"] = if_generation_match
+        resp = self.session.post(f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o", params=params,
+                                 data=data, headers={"Content-Type": "application/x-ndjson"}, timeout=60)
+        if resp.status_code == 412:
+            return False
+        self._check(resp, f"writing {url}")
+        return True
+
+    def append_lines(self, url: str, make_lines: Callable[[bytes], list[str]]) -> int:
+        """Append what `make_lines(current content)` returns (it may drop what is already there); the
+        number of lines appended."""
+        import random
+        import time
+
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0.5, 1.0) * min(BACKOFF_S * 2 ** (attempt - 1), 1.0))
+            content, generation = self.read(url)
+            lines = make_lines(content or b"")
+            if not lines:
+                return 0
+            body = (content or b"")
+            if body and not body.endswith(b"\n"):
+                body += b"\n"
+            body += "".join(line + "\n" for line in lines).encode()
+            if self.write(url, body, if_generation_match=generation):
+                return len(lines)
+        raise ClusterError(f"{url}: changed by other writers {ATTEMPTS} times in a row; try again")

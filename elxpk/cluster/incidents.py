@@ -1,0 +1,235 @@
+"""Incidents: one normalised record per thing that went wrong, read from the objects while they exist.
+
+Pure (objects in, records out; no I/O). Sources, as the API reports them:
+- a container that terminated with a non-zero code (`state.terminated`, or `lastState.terminated` after a
+  restart in place): exit code, reason (OOMKilled, Error), pod, node, slice;
+- a pod's DisruptionTarget condition (preemption, eviction, node loss, kubelet termination) or a pod the
+  kubelet evicted (`status.reason` Evicted);
+- the Kueue Workload's Evicted / Preempted conditions;
+- JobSet restarts (`status.restarts`, dated by the creation of the Jobs of each restart attempt) and the
+  failed Jobs, the first of them marked;
+- Warning core/v1 Events about the workload's objects.
+
+Each exit code is classified with the trainer's exit-code table (elxpk_contract.exit_codes): `infra`
+(retryable: slice lost, stall, preemption, timeout), `user` (bad settings, an error in the training code);
+a code outside the table (137 after SIGKILL or the OOM killer, 134) is `unknown`: the orchestrator
+counts it. Every incident has a stable `id` (a hash of what identifies it), so a recorder can append
+the same incident once however often it is seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from elxpk.cluster.status import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
+
+INFRA, USER, UNKNOWN = "infra", "user", "unknown"
+CAUSES = (INFRA, USER, UNKNOWN)
+# DisruptionTarget reasons (k8s.io/api/core/v1): all outside the workload's control
+DISRUPTION_REASONS = ("PreemptionByScheduler", "PreemptionByKubeScheduler", "DeletionByTaintManager",
+                      "EvictionByEvictionAPI", "DeletionByPodGC", "TerminationByKubelet")
+
+
+@dataclass(frozen=True)
+class Incident:
+    id: str
+    time: str | None  # RFC 3339, as the API wrote it
+    kind: str  # exit, disruption, evicted, kueue_eviction, jobset_restart, job_failed, event
+    cause: str  # infra, user or unknown
+    reason: str
+    message: str = ""
+    slice: int | None = None
+    pod: str | None = None
+    node: str | None = None
+    container: str | None = None
+    exit_code: int | None = None
+    workload: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        where = " ".join(part for part in (
+            f"slice {self.slice}" if self.slice is not None else "",
+            f"pod {self.pod}" if self.pod else "", f"node {self.node}" if self.node else "") if part)
+        what = f"exit {self.exit_code}/{self.reason}" if self.exit_code is not None else self.reason
+        text = f"{self.time or '-'}  {self.kind:<14} {self.cause:<7} {what}"
+        return text + (f"  {where}" if where else "") + (f"  {self.message}" if self.message else "")
+
+
+def incident_from_dict(data: dict) -> Incident:
+    fields = Incident.__dataclass_fields__
+    return Incident(**{k: v for k, v in data.items() if k in fields})
+
+
+def _id(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:16]
+
+
+def classify_exit(code: int) -> str:
+    from elxpk_contract.exit_codes import BY_CODE
+
+    known = BY_CODE.get(code)
+    if known is None:
+        return UNKNOWN
+    return INFRA if known.retryable else USER
+
+
+def exit_meaning(code: int) -> str:
+    from elxpk_contract.exit_codes import BY_CODE
+
+    known = BY_CODE.get(code)
+    if known is not None:
+        return known.name
+    if 128 < code < 160:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(code - 128).name}"
+        except ValueError:
+            return f"killed by signal {code - 128}"
+    return ""
+
+
+def _slice(labels: dict) -> int | None:
+    if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
+        return None
+    try:
+        return int(labels[JOB_INDEX])
+    except (KeyError, ValueError):
+        return None
+
+
+def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
+    meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status") or {}
+    labels = meta.get("labels") or {}
+    base = {"slice": _slice(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload}
+    uid = meta.get("uid", meta.get("name"))
+    found: list[Incident] = []
+    for cs in status.get("containerStatuses") or []:
+        for when in ("lastState", "state"):
+            term = (cs.get(when) or {}).get("terminated")
+            if not term or int(term.get("exitCode", 0)) == 0:
+                continue
+            code = int(term["exitCode"])
+            finished = term.get("finishedAt")
+            meaning = exit_meaning(code)
+            found.append(Incident(
+                _id("exit", uid, cs.get("name"), code, finished or cs.get("restartCount", 0)), finished, "exit",
+                classify_exit(code), term.get("reason") or "Error",
+                "; ".join(p for p in (meaning, term.get("message", "")) if p), container=cs.get("name"),
+                exit_code=code, **base))
+    for c in status.get("conditions") or []:
+        if c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+            found.append(Incident(_id("disruption", uid, c.get("reason")), c.get("lastTransitionTime"),
+                                  "disruption", INFRA, c.get("reason") or "DisruptionTarget", c.get("message", ""),
+                                  **base))
+    if status.get("reason") == "Evicted":  # the kubelet's node-pressure eviction (no DisruptionTarget on old nodes)
+        found.append(Incident(_id("evicted", uid), status.get("startTime"), "evicted", INFRA, "Evicted",
+                              status.get("message", ""), **base))
+    return found
+
+
+def job_incidents(jobs: list[dict], workload: str = "") -> list[Incident]:
+    failed = []
+    for job in jobs:
+        labels = job["metadata"].get("labels") or {}
+        for c in (job.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "Failed" and c.get("status") == "True":
+                failed.append((parse_time(c.get("lastTransitionTime")) or 0.0, job, c, labels))
+    failed.sort(key=lambda row: row[0])
+    found = []
+    for n, (_, job, c, labels) in enumerate(failed):
+        reason = c.get("reason") or "Failed"
+        cause = USER if reason == "PodFailurePolicy" and "FailJob" in (c.get("message") or "") else UNKNOWN
+        message = ("first failed Job; " if n == 0 else "") + (c.get("message") or "")
+        found.append(Incident(_id("job_failed", job["metadata"].get("uid"), reason), c.get("lastTransitionTime"),
+                              "job_failed", cause, reason, f"Job {job['metadata']['name']}: {message}",
+                              slice=_slice(labels), workload=workload))
+    return found
+
+
+def jobset_incidents(jobset: dict, jobs: list[dict]) -> list[Incident]:
+    status = jobset.get("status") or {}
+    name, uid = jobset["metadata"].get("name", ""), jobset["metadata"].get("uid", "")
+    restarts = int(status.get("restarts") or 0)
+    counted = int(status.get("restartsCountTowardsMax", restarts) or 0)
+    started: dict[int, str] = {}
+    for job in jobs:
+        attempt = int((job["metadata"].get("labels") or {}).get(RESTART_ATTEMPT, 0))
+        created = job["metadata"].get("creationTimestamp")
+        if created and (attempt not in started or created < started[attempt]):
+            started[attempt] = created
+    found = []
+    for n in range(1, restarts + 1):
+        found.append(Incident(_id("jobset_restart", uid, n), started.get(n), "jobset_restart", UNKNOWN,
+                              "Recreate", f"JobSet restart {n} of {name} ({counted} counted towards maxRestarts)",
+                              workload=name))
+    return found
+
+
+def kueue_incidents(workloads: list[dict], workload: str = "") -> list[Incident]:
+    found = []
+    for w in workloads:
+        for c in (w.get("status") or {}).get("conditions") or []:
+            if c.get("type") in ("Evicted", "Preempted") and c.get("status") == "True":
+                found.append(Incident(_id("kueue", w["metadata"].get("uid"), c.get("type"), c.get("reason"),
+                                          c.get("lastTransitionTime")), c.get("lastTransitionTime"),
+                                      "kueue_eviction", INFRA, c.get("reason") or c["type"],
+                                      f"Kueue Workload {w['metadata']['name']}: {c.get('message', '')}",
+                                      workload=workload))
+    return found
+
+
+def event_incidents(events: list[dict], names: set[str], workload: str = "") -> list[Incident]:
+    """Warning Events whose object is one of `names` (the JobSet, its Jobs and Pods, its Kueue Workload)."""
+    found = []
+    for e in events:
+        involved = e.get("involvedObject") or {}
+        if e.get("type") != "Warning" or involved.get("name") not in names:
+            continue
+        when = e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")
+        pod = involved.get("name") if involved.get("kind") == "Pod" else None
+        reason = e.get("reason") or "Warning"
+        cause = INFRA if reason in ("Preempted", "Evicted", "NodeNotReady", "TaintManagerEviction") else UNKNOWN
+        found.append(Incident(_id("event", e["metadata"].get("uid"), when), when, "event", cause, reason,
+                              f"{involved.get('kind', '')}/{involved.get('name', '')}: {e.get('message', '')}",
+                              pod=pod, node=(e.get("source") or {}).get("host"), workload=workload))
+    return found
+
+
+def collect(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict],
+            events: Iterable[dict] = ()) -> list[Incident]:
+    """Every incident the objects show, oldest first (undated ones last), each once."""
+    name = jobset["metadata"].get("name", "")
+    found = [i for pod in pods for i in pod_incidents(pod, name)]
+    found += job_incidents(jobs, name) + jobset_incidents(jobset, jobs) + kueue_incidents(workloads, name)
+    names = {name} | {o["metadata"]["name"] for o in (*jobs, *pods, *workloads)}
+    found += event_incidents(list(events), names, name)
+    unique = {i.id: i for i in found}
+    return sorted(unique.values(), key=lambda i: (i.time is None, parse_time(i.time) or 0.0, i.kind, i.id))
+
+
+def restart_causes(pods: list[dict]) -> dict[str, int]:
+    """Pod-level restarts and failures of the pods still there, by cause. A disruption (preemption,
+    eviction, node loss) is infra whatever the container's code; otherwise the code of the container's
+    last termination decides for all its restarts (the API keeps only the last one)."""
+    counts = dict.fromkeys(CAUSES, 0)
+    for pod in pods:
+        status = pod.get("status") or {}
+        disrupted = any(i.kind in ("disruption", "evicted") for i in pod_incidents(pod))
+        for cs in status.get("containerStatuses") or []:
+            last = (cs.get("lastState") or {}).get("terminated") or {}
+            now = (cs.get("state") or {}).get("terminated") or {}
+            restarts = int(cs.get("restartCount") or 0)
+            failed_now = int(now.get("exitCode", 0)) != 0
+            n = restarts + (1 if failed_now else 0)
+            code = int((now if failed_now else last).get("exitCode", 0) or 0)
+            if n and (disrupted or code):
+                counts[INFRA if disrupted else classify_exit(code)] += n
+        if disrupted and not any(int(cs.get("restartCount") or 0) or (cs.get("state") or {}).get("terminated")
+                                 for cs in status.get("containerStatuses") or []):
+            counts[INFRA] += 1
+    return counts

@@ -1,0 +1,77 @@
+"""The trainer's progress as `workload status` shows it: CHECKPOINT_DIR/elxpk-progress.json.
+
+The trainer publishes it (trainer/progress.py, record elxpk_contract.records.Progress); the checkpoint
+directory is found in the workload itself: the ELXPK_CHECKPOINT_DIR env or a --checkpoint-dir argument of
+the trainer container (the Pathways head's, else the first worker's). A local path (tests, a shared
+filesystem) is read directly, gs:// through the JSON API (elxpk/cluster/gcs.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from elxpk.cluster.status import HEAD, worker_replicated_job
+from elxpk.errors import ElxpkError
+
+SETTING = "checkpoint_dir"
+
+
+def checkpoint_dir(jobset: dict) -> str | None:
+    from elxpk_contract.settings import env_name, flag_name
+
+    env, flag = env_name(SETTING), flag_name(SETTING)
+    rjobs = jobset.get("spec", {}).get("replicatedJobs") or []
+    worker = worker_replicated_job(jobset)
+    ordered = [r for r in rjobs if r.get("name") == HEAD] + ([worker] if worker else [])
+    for rjob in ordered:
+        pod_spec = rjob.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
+        for container in pod_spec.get("containers") or []:
+            for var in container.get("env") or []:
+                if var.get("name") == env and var.get("value"):
+                    return var["value"]
+            args = [*(container.get("command") or []), *(container.get("args") or [])]
+            for i, arg in enumerate(args):
+                if arg.startswith(flag + "="):
+                    return arg.split("=", 1)[1]
+                if arg == flag and i + 1 < len(args):
+                    return args[i + 1]
+    return None
+
+
+def read_progress_text(directory: str) -> str | None:
+    from elxpk_contract.records import PROGRESS_FILE
+
+    if directory.startswith("gs://"):
+        from elxpk.cluster.gcs import Gcs
+
+        content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE)
+        return None if content is None else content.decode("utf-8", "replace")
+    path = Path(directory) / PROGRESS_FILE
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def progress_of(jobset: dict, now: float) -> tuple[dict | None, str]:
+    """(progress record with ages, '') or (None, why not); (None, '') when the workload names no directory."""
+    from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
+
+    directory = checkpoint_dir(jobset)
+    if directory is None:
+        return None, ""
+    try:
+        text = read_progress_text(directory)
+    except (ElxpkError, OSError) as exc:
+        return None, f"cannot read {directory}/{PROGRESS_FILE}: {exc}"
+    if text is None:
+        return None, f"no {PROGRESS_FILE} in {directory} yet (the trainer writes it after its first step)"
+    try:
+        progress = read_progress(text)
+    except RecordError as exc:
+        return None, str(exc)
+    data = progress.to_json()
+    data["directory"] = directory
+    data["step_age_s"] = progress.step_age(now)
+    data["checkpoint_age_s"] = progress.checkpoint_age(now)
+    return data, ""
