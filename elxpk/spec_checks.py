@@ -302,9 +302,11 @@ class FlagChecker:
     def settings_destination(self, fields: dict[str, object]) -> None:
         """Where the trainer settings go, by what runs: with --trainer maxtext, into the MaxText command as
         overrides (its refusals are errors here); with another command, a warning when nothing reads them."""
+        settings = fields["settings"]
+        if not (fields["maxtext"] or settings or fields["elastic_slices"]):
+            return  # nothing to place (and the render path skips importing the MaxText modules)
         from elxpk.maxtext import launcher
 
-        settings = fields["settings"]
         if fields["maxtext"] and not fields["headless"]:
             refused = [name for name, _ in settings if any(  # type: ignore[attr-defined]
                 e.startswith((flag_name(name) + " ", flag_name(name) + ":")) for e in self.errors)]
