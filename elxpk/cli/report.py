@@ -42,6 +42,9 @@ def report(
                                   "[default: report.png in RUN_DIR, or next to a MaxText metrics file].")
     ] = None,
     no_png: Annotated[bool, typer.Option("--no-png", help="Write no plot (nothing is written at all).")] = False,
+    incidents: Annotated[str | None, typer.Option("--incidents", help="An incident record (`elxpk workload "
+                                                  "events --record FILE`, local or gs://) to merge with the "
+                                                  "trainer's events into one timeline.")] = None,
 ) -> None:
     """Goodput and where the rest of the wall time went; a timeline per recovery. For a MaxText metrics
     file: the loss curve and the step times."""
@@ -64,13 +67,28 @@ def report(
         from elxpk.runs.plots import write_report_png
 
         written = write_report_png(run, result, png or run.path / "report.png")
+    timeline = None
+    if incidents is not None:
+        from elxpk.cluster.incident_log import read_recorded
+        from elxpk.runs.incident_timeline import merge
+
+        timeline = merge(read_recorded(incidents), run.events)
     if fmt == "json":
         data = result.to_dict()
         data["png"] = str(written) if written else None
+        if timeline is not None:
+            from elxpk.runs.incident_timeline import to_json
+
+            data["incidents"] = to_json(timeline)
         typer.echo(json.dumps(data, indent=2))
         return
     for line in render_text(result):
         typer.echo(line)
+    if timeline is not None:
+        from elxpk.runs.incident_timeline import render
+
+        for line in render(timeline):
+            typer.echo(line)
     if written:
         typer.echo(f"plot: {written}")
 

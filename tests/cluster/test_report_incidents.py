@@ -1,0 +1,54 @@
+"""`elxpk report RUN_DIR --incidents FILE`: a recorded incident file merged with the trainer's events."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from elxpk.cli.main import main
+from elxpk.cluster.incident_log import record
+from elxpk.cluster.incidents import Incident
+from tests.support.run_writer import FakeRun, write_run
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_report_merges_recorded_incidents_with_trainer_events(tmp_path, capsys):
+    run_dir = write_run(tmp_path / "run", FakeRun(steps=30, step_time=1.0, failures=((15, 10),)))
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    detected = next(e["time"] for e in events if e["event"] == "failure_detected")
+    recovered = next(e["time"] for e in events if e["event"] == "first_step_after_recovery")
+    killed_at = float(int(detected))  # the pod's exit, recorded at second resolution, just before detection
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [
+        Incident("a1", _iso(killed_at), "exit", "infra", "Error", "slice_lost", slice=1, pod="train-worker-1-0",
+                 node="gke-tpu-3", exit_code=75, workload="train"),
+        Incident("a2", None, "jobset_restart", "unknown", "Recreate", "JobSet restart 1", workload="train"),
+    ])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("incidents: ")))
+    assert lines[start] == f"incidents: 2 (1 infra, 1 unknown), merged with {len(events)} trainer events"
+    timeline = [line.split("s  ", 1)[-1] for line in lines[start + 1:]]
+    exit_at = next(i for i, line in enumerate(timeline) if "exit 75/Error" in line)
+    assert timeline[exit_at + 1].startswith("trainer  failure_detected at step 15")
+    assert "slice 1 pod train-worker-1-0 node gke-tpu-3" in timeline[exit_at]
+    assert f"trainer stepping again {recovered - killed_at:.1f} s later" in timeline[exit_at]
+    assert "jobset_restart" in timeline[-1]  # undated: last
+
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    cluster = [e for e in data["incidents"] if e["source"] == "cluster"]
+    assert cluster[0]["exit_code"] == 75 and cluster[0]["recovered_after_s"] == recovered - killed_at
+    assert cluster[1]["recovered_after_s"] is None
+
+
+def test_report_incidents_missing_file_is_a_usage_error(tmp_path, capsys):
+    run_dir = write_run(tmp_path / "run", FakeRun(steps=5))
+    code = main(["report", str(run_dir), "--incidents", str(tmp_path / "none.jsonl"), "--no-png"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("error: --incidents ") and "cannot read" in err
