@@ -101,6 +101,11 @@ def test_spellings_of_trainer(cli):
     named = cli("workload", "create", *BASE, "--trainer", "elxpk")
     assert bare.code == named.code == 0 and bare.out == named.out
     assert rendered_command(bare.out) == "python -m trainer"
+    # Bare --trainer before another flag; and a --command whose value reads --trainer stays a command.
+    before = cli("workload", "create", "--trainer", *BASE)
+    assert before.code == 0 and before.out == bare.out
+    literal = cli("workload", "create", *BASE, "--command", "--trainer")
+    assert literal.code == 0 and rendered_command(literal.out) == "--trainer"
 
 
 # ---- refusals: exit 2, every problem at once, nothing written ------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from elxpk.maxtext.command import find_invocations
 from elxpk.maxtext.keys import (
     ELASTIC_ITERATOR_PACKING_RULE,
     KEYS,
@@ -162,3 +163,16 @@ def test_the_trainer_elxpk_recognises_is_the_elastic_one(wheel):
     logger = text(wheel, "maxtext/common/metric_logger.py")
     assert 'metrics_dict["step"] = float(step)' in logger and 'metrics_dict["run_name"] = run_name' in logger
     assert '"learning/loss"' in logger and '"perf/step_time_seconds"' in logger
+
+
+def test_every_key_of_the_demo_golden_command_is_in_base_yml(wheel, base_yml):
+    """The rendered --trainer maxtext golden (tests/launcher/goldens): every key=value of its MaxText command,
+    elxpk's and the user's, is a base.yml key, and its model config ships in the wheel."""
+    golden = Path(__file__).resolve().parents[1] / "launcher" / "goldens" / "maxtext-qwen3-v5litepod-16x3.yaml"
+    jobset = yaml.safe_load(golden.read_text(encoding="utf-8"))
+    jobs = {job["name"]: job for job in jobset["spec"]["replicatedJobs"]}
+    (box,) = jobs["pathways-head"]["template"]["spec"]["template"]["spec"]["containers"]
+    (run,) = find_invocations(box["command"][-1])
+    assert run.overrides and not set(run.overrides) - set(base_yml)
+    model = run.value("model_name")
+    assert f"maxtext/configs/models/{model}.yml" in wheel.namelist()
