@@ -1,7 +1,8 @@
 """How long `workload status` takes on a big elastic workload, and how many API calls it makes.
 
 64 slices x 16 VMs = 1,024 worker pods (plus the Pathways head) on the fake API server, over real HTTP with
-the real kubernetes client. Status must answer in <= 1 s from a bounded number of label-selector LISTs.
+the real kubernetes client. Status must answer in <= 1 s from a bounded number of label-selector LISTs;
+`workload events` (the same LISTs plus one of Events) is timed too.
 Baseline, measured in the same run: the naive approach of one GET per pod (a per-pod shell loop).
 
     .venv/bin/python bench/bench_status.py [--slices 64] [--vms 16] [--repeat 5]
@@ -62,6 +63,14 @@ def main() -> int:
             fetch_status(kube, "default", "big", now=clock())
             warm_times.append(time.perf_counter() - start)
             warm_calls = len(server.calls) - calls0
+        # `workload events`: the same LISTs plus the namespace's Events, every pod's incidents computed.
+        from elxpk.cluster.events_feed import snapshot
+
+        calls0 = len(server.calls)
+        start = time.perf_counter()
+        incidents, _ = snapshot(kube, "default", "big")
+        events_s = time.perf_counter() - start
+        events_calls = len(server.calls) - calls0
         # Baseline: one GET per pod, as a per-pod loop would do, on the same server in the same run.
         names = [p["metadata"]["name"] for p in ctl.pods()]
         calls0 = len(server.calls)
@@ -82,6 +91,7 @@ def main() -> int:
     print(f"state: {status.state}, slices healthy {status.slices_healthy}/{status.slices_total}")
     print(f"status, first call of a process: {cold:.3f}s with {cold_calls} API calls")
     print(f"status, steady state (median of {args.repeat}): {warm:.3f}s with {warm_calls} API calls")
+    print(f"events snapshot: {events_s:.3f}s with {events_calls} API calls, {len(incidents)} incidents")
     print(f"baseline, one GET per pod: {naive:.3f}s with {naive_calls} API calls")
     print(f"ratio baseline/status: {naive / warm:.1f}x time, {naive_calls / warm_calls:.0f}x calls")
     print(f"whole CLI in a fresh process (`elxpk workload status big -o json`): {cli:.2f}s")

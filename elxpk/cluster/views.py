@@ -46,8 +46,11 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
     summary.add_row("Slices healthy", f"{status.slices_healthy}/{status.slices_total}")
     if status.head is not None:
         summary.add_row("Pathways head", _styled(status.head, _SLICE_STYLE))
+    ignored = status.restarts - status.restarts_counted
     summary.add_row("JobSet restarts", f"{status.restarts} (maxRestarts {status.max_restarts}: "
-                    f"{status.restarts_counted} counted, {status.restarts_left} left)")
+                    f"{status.restarts_counted} counted, {status.restarts_left} left)"
+                    + (f"; {ignored} not counted (a failurePolicy rule: RestartJobSetAndIgnoreMaxRestarts, "
+                       "infra)" if ignored > 0 else ""))
     causes = status.restart_causes
     if any(causes.values()):
         summary.add_row("Restart causes", ", ".join(f"{n} {cause}" for cause, n in causes.items() if n)

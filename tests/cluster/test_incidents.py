@@ -289,3 +289,13 @@ def test_watch_follows_new_incidents_through_the_watch_api(fake, clock, kube):
     assert count == 2 and [i.exit_code for i, _ in seen] == [75, 137]
     assert seen[1][1]  # the second came in on the watch, not from a later snapshot
     assert sum(1 for c in fake.calls if c.query.get("watch") == ["true"]) == 1
+
+
+def test_status_names_jobset_restarts_a_failure_policy_rule_did_not_count(fake, clock, capsys, k):
+    ctl = _running(fake, clock, slices=2, vms=1, max_restarts=3)
+    ctl.exhaust_slice(0)  # counted
+    js = ctl.jobset()
+    js["status"]["restarts"] = 3  # two more, restarted by a rule that ignores maxRestarts (infra reasons)
+    fake.store.put(("jobset.x-k8s.io", "jobsets"), js)
+    code, out, _ = run(capsys, "workload", "status", "train", *k)
+    assert "3 (maxRestarts 3: 1 counted, 2 left); 2 not counted (a failurePolicy rule" in out
