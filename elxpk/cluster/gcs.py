@@ -66,11 +66,22 @@ class Gcs:
             hint = " (check that the account may read and write the bucket)" if resp.status_code == 403 else ""
             raise ClusterError(f"Cloud Storage answered {resp.status_code} to {what}: {message}{hint}")
 
+    def _send(self, method: str, url: str, what: str, **kwargs: Any) -> Any:
+        """One request; a transport or credential failure becomes one line (ClusterError)."""
+        import requests
+        from google.auth.exceptions import GoogleAuthError
+
+        try:
+            return self.session.request(method, url, timeout=60, **kwargs)
+        except (requests.RequestException, GoogleAuthError, OSError) as exc:
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ClusterError(f"cannot reach Cloud Storage ({self.endpoint}) while {what}: {text}") from None
+
     def read(self, url: str) -> tuple[bytes | None, int]:
         """(content, generation); (None, 0) when the object does not exist."""
         bucket, name = split_url(url)
-        resp = self.session.get(f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}",
-                                params={"alt": "media"}, timeout=60)
+        resp = self._send("GET", f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}",
+                          f"reading {url}", params={"alt": "media"})
         if resp.status_code == 404:
             return None, 0
         self._check(resp, f"reading {url}")
@@ -82,8 +93,9 @@ class Gcs:
         params: dict[str, Any] = {"uploadType": "media", "name": name}
         if if_generation_match is not None:
             params["ifGenerationMatch"] = if_generation_match
-        resp = self.session.post(f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o", params=params,
-                                 data=data, headers={"Content-Type": "application/x-ndjson"}, timeout=60)
+        resp = self._send("POST", f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o",
+                          f"writing {url}", params=params, data=data,
+                          headers={"Content-Type": "application/x-ndjson"})
         if resp.status_code == 412:
             return False
         self._check(resp, f"writing {url}")

@@ -183,17 +183,24 @@ def kueue_incidents(workloads: list[dict], workload: str = "") -> list[Incident]
     return found
 
 
+# Normal-type Events that still report an incident (Kueue's and the scheduler's preemptions, evictions)
+INCIDENT_REASONS = ("Preempted", "Evicted", "EvictedDueToPodsReadyTimeout", "TaintManagerEviction")
+
+
 def event_incidents(events: list[dict], names: set[str], workload: str = "") -> list[Incident]:
-    """Warning Events whose object is one of `names` (the JobSet, its Jobs and Pods, its Kueue Workload)."""
+    """Warning Events (and Normal ones of INCIDENT_REASONS) whose object is one of `names` (the JobSet,
+    its Jobs and Pods, its Kueue Workload)."""
     found = []
     for e in events:
         involved = e.get("involvedObject") or {}
-        if e.get("type") != "Warning" or involved.get("name") not in names:
+        if involved.get("name") not in names:
+            continue
+        if e.get("type") != "Warning" and e.get("reason") not in INCIDENT_REASONS:
             continue
         when = e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")
         pod = involved.get("name") if involved.get("kind") == "Pod" else None
         reason = e.get("reason") or "Warning"
-        cause = INFRA if reason in ("Preempted", "Evicted", "NodeNotReady", "TaintManagerEviction") else UNKNOWN
+        cause = INFRA if reason in (*INCIDENT_REASONS, "NodeNotReady") else UNKNOWN
         found.append(Incident(_id("event", e["metadata"].get("uid"), when), when, "event", cause, reason,
                               f"{involved.get('kind', '')}/{involved.get('name', '')}: {e.get('message', '')}",
                               pod=pod, node=(e.get("source") or {}).get("host"), workload=workload))

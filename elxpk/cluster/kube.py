@@ -239,6 +239,8 @@ class Kube:
                             what=f'Pods in namespace "{namespace}"', stream=True,
                             query={"labelSelector": label_selector, "watch": "true",
                                    "resourceVersion": resource_version, "timeoutSeconds": timeout_s})
+        import urllib3
+
         buffer = b""
         try:
             for chunk in resp.stream(4096, decode_content=True):
@@ -248,6 +250,8 @@ class Kube:
                     if line.strip():
                         event = json.loads(line)
                         yield event.get("type", ""), event.get("object") or {}
+        except (urllib3.exceptions.HTTPError, OSError, ValueError):
+            return  # a watch cut short (a dropped connection, a torn line): the caller lists and watches again
         finally:
             resp.release_conn()
 

@@ -120,7 +120,12 @@ def inject(kube: Kube, namespace: str, plan: KillPlan, mode: str, exit_code: int
             if mode == "evict":
                 kube.evict_pod(namespace, pod)
             elif pod in containers:
-                kube.exec_in_pod(namespace, pod, containers[pod], exit_command(exit_code))
+                out, code = kube.exec_in_pod(namespace, pod, containers[pod], exit_command(exit_code))
+                if code:  # None: the connection ended with the container, as a kill of PID 1 may end it
+                    raise ClusterError(f"exec in pod {pod} (container {containers[pod]}): "
+                                       f"`{' '.join(exit_command(exit_code)[2:])}` exited {code}"
+                                       + (f": {out.strip().splitlines()[-1]}" if out.strip() else "")
+                                       + " (the image needs /bin/sh and kill; use --mode delete or evict)")
         except NotFoundError:
             pass  # gone already (the JobSet restarted the group): the slice is down, as intended
 

@@ -299,3 +299,43 @@ def test_status_names_jobset_restarts_a_failure_policy_rule_did_not_count(fake, 
     fake.store.put(("jobset.x-k8s.io", "jobsets"), js)
     code, out, _ = run(capsys, "workload", "status", "train", *k)
     assert "3 (maxRestarts 3: 1 counted, 2 left); 2 not counted (a failurePolicy rule" in out
+
+
+def test_normal_events_count_only_when_they_report_an_incident(fake, clock, kube):
+    from elxpk.cluster.events_feed import snapshot
+
+    ctl = _running(fake, clock, slices=1, vms=1)
+    pod = _pod(ctl, 0)
+    for n, reason in enumerate(("Scheduled", "Preempted")):
+        fake.store.create(("", "events"), {
+            "metadata": {"name": f"{pod}.{n}", "namespace": "default"}, "type": "Normal", "reason": reason,
+            "message": reason, "lastTimestamp": "2026-05-28T20:30:00Z",
+            "involvedObject": {"kind": "Pod", "name": pod}})
+    incidents, finished = snapshot(kube, "default", "train")
+    assert [(i.kind, i.reason, i.cause) for i in incidents] == [("event", "Preempted", "infra")]
+    assert not finished
+
+
+def test_unreachable_gcs_is_one_line(fake, clock, capsys, k, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    ctl = _running(fake, clock, slices=1, vms=1)
+    ctl.crash_pod(_pod(ctl, 0), exit_code=75)
+    code, _, err = run(capsys, "workload", "events", "train", "--record", "gs://runs/incidents.jsonl", *k)
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1 and "cannot reach Cloud Storage" in errors[0] and "Traceback" not in err
+
+
+def test_watch_on_a_finished_workload_prints_its_history_and_returns(fake, clock, capsys, k):
+    ctl = _running(fake, clock, slices=1, vms=1)
+    ctl.crash_pod(_pod(ctl, 0), exit_code=76)
+    ctl.heal()
+    ctl.complete()
+    code, out, err = run(capsys, "workload", "events", "train", "--watch", *k)
+    assert code == 0, err
+    assert len(out.splitlines()) == 1 and "exit 76/Error" in out and "stalled" in out
+    assert not any(c.query.get("watch") for c in fake.calls)

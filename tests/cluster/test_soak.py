@@ -144,3 +144,14 @@ def test_kill_slice_cli_soak_and_bad_flags(fake, clock, capsys, kubeconfig):
     assert code == 0, err
     index = random.Random(3).randrange(2)
     assert out.strip() == f"slice {index} of train: 2 pods evicted"
+
+
+def test_exit_mode_reports_a_failed_exec_in_one_line(fake, clock, capsys, kubeconfig):
+    _running(fake, clock, slices=1, vms=1)
+    fake.store.on_exec = lambda ns, pod, container, command: ("sh: kill: not found\n", 127)
+    code = main(["workload", "kill-slice", "train", "--slice", "0", "--mode", "exit", "--exit-code", "137",
+                 "--yes", "--kubeconfig", str(kubeconfig)])
+    _, err = capsys.readouterr()
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1 and len(errors) == 1 and "Traceback" not in err
+    assert "`kill -9 1` exited 127: sh: kill: not found" in errors[0]
