@@ -171,12 +171,16 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
             pods = kube.list_pods(namespace, plan.selector)
             before = {p["metadata"]["uid"]: _restarts(p) for p in pods}
             killed_at = clock()
-            inject(kube, namespace, plan, mode, exit_code)
-            took = wait_back(kube, namespace, plan, before, killed_at=killed_at, clock=clock, sleep=sleep,
-                             timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick)
-            error = "" if took is not None else f"not running again within {timeout_s:g}s"
-            result = Round(index + 1, k, mode, len(plan.pods), took is not None, took,
-                           rewound if took is not None else None, error)
+            try:
+                inject(kube, namespace, plan, mode, exit_code)
+            except ClusterError as exc:  # e.g. a PodDisruptionBudget refused the eviction: the round failed
+                result = Round(index + 1, k, mode, len(plan.pods), False, None, None, f"not injected: {exc}")
+            else:
+                took = wait_back(kube, namespace, plan, before, killed_at=killed_at, clock=clock, sleep=sleep,
+                                 timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick)
+                error = "" if took is not None else f"not running again within {timeout_s:g}s"
+                result = Round(index + 1, k, mode, len(plan.pods), took is not None, took,
+                               rewound if took is not None else None, error)
         summary.rounds.append(result)
         on_round(result)
         if index + 1 < repeat:

@@ -86,6 +86,7 @@ def test_evict_soak_goes_through_the_eviction_api(fake, kube, clock):
 
 def test_eviction_honours_a_pod_disruption_budget(fake, kube, clock):
     ctl = _running(fake, clock, slices=2, vms=2)
+    # 5 pods carry the label (the head and 4 workers): none may go
     fake.store.create(("policy", "poddisruptionbudgets"), {
         "metadata": {"name": "keep-workers", "namespace": "default"},
         "spec": {"minAvailable": 5, "selector": {"matchLabels": {"jobset.sigs.k8s.io/jobset-name": "train"}}}})
@@ -93,6 +94,11 @@ def test_eviction_honours_a_pod_disruption_budget(fake, kube, clock):
     with pytest.raises(ClusterError, match="answered 429 .*disruption budget"):
         kube.evict_pod("default", pod)
     assert fake.store.get(("", "pods"), "default", pod) is not None
+    summary = soak(kube, "default", "train", slice_spec="0", mode="evict", repeat=2, every_s=0, exit_code=143,
+                   rng=random.Random(0), clock=clock, sleep=clock.sleep, timeout_s=60, poll_s=1)
+    assert [r.recovered for r in summary.rounds] == [False, False]  # the soak goes on and says why
+    assert summary.rounds[0].error.startswith("not injected: the Kubernetes API at ")
+    assert "disruption budget" in summary.rounds[0].error
 
 
 def test_exit_soak_runs_kill_through_exec_and_the_container_restarts(fake, kube, clock):
@@ -155,3 +161,33 @@ def test_exit_mode_reports_a_failed_exec_in_one_line(fake, clock, capsys, kubeco
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 1 and len(errors) == 1 and "Traceback" not in err
     assert "`kill -9 1` exited 127: sh: kill: not found" in errors[0]
+
+
+def test_kill_slice_cli_repeat_prints_rounds_and_the_summary(fake, clock, capsys, kubeconfig):
+    import threading
+
+    ctl = _running(fake, clock, slices=2, vms=2)
+    stop = threading.Event()
+
+    def job_controller() -> None:  # the Job controller, while the CLI soaks (bounded by the CLI's --timeout)
+        while not stop.is_set():
+            ctl.reconcile()
+            stop.wait(0.01)
+
+    thread = threading.Thread(target=job_controller)
+    thread.start()
+    try:
+        code = main(["workload", "kill-slice", "train", "--slice", "random", "--seed", "5", "--repeat", "3",
+                     "--every", "0s", "--poll", "0.01s", "--timeout", "20s", "--yes",
+                     "--kubeconfig", str(kubeconfig)])
+    finally:
+        stop.set()
+        thread.join()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.splitlines()
+    draws = random.Random(5)
+    for n, line in enumerate(lines[:3], 1):
+        assert line.startswith(f"round {n}/3: slice {draws.randrange(2)} (delete, 2 pods) back after ")
+    assert lines[3] == "recoveries: 3/3 succeeded"
+    assert lines[4].startswith("recovery time: p50 ") and lines[6].startswith("budget consumed: JobSet restarts 0")
