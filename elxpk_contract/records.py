@@ -234,6 +234,7 @@ class RunInfo:
     slice_backend: str = ""
     model: dict[str, Any] = field(default_factory=dict)  # params, flops_per_example
     topology: dict[str, Any] = field(default_factory=dict)  # num_slices, devices_per_slice, processes
+    memory: dict[str, Any] = field(default_factory=dict)  # state_bytes, state_bytes_per_device (largest)
 
     def setting(self, name: str, kind: type = int) -> Any:
         """One configuration value when it has the expected type, else None."""

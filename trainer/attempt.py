@@ -16,6 +16,7 @@ from trainer import step as steplib
 from trainer.checkpoint import CheckpointStore
 from trainer.metrics import loss_hex
 from trainer.optim import learning_rate
+from trainer.sharding import host_copy
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -156,7 +157,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             ctx.watchdog.disarm()
         store.poll(block=True)
         _note_commit(store, ctx)
-        params = jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), state["params"])
+        params = jax.tree.map(host_copy, state["params"])  # FSDP: assembled from this process's shards
         ok = True
         return AttemptResult(cfg.steps, params)
     finally:

@@ -169,6 +169,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     backend = backend or make_backend(cfg, schedule, clock)
     try:
         cfg = fit_to_backend(cfg, backend)
+        memory = _memory_record(cfg, backend)  # a step that cannot fit is refused before anything is written
     except UsageError:
         backend.close()
         raise
@@ -188,6 +189,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
             "slice_backend": cfg.slice_backend,
             "topology": {"num_slices": backend.num_slices, "devices_per_slice": cfg.devices_per_slice,
                          "processes": _process_count(cfg)},
+            "memory": memory,
         })
         recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend)
         try:
@@ -216,6 +218,16 @@ def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:
         return cfg
     where = "the Pathways backend" if cfg.slice_backend == "pathways" else "the TPU cluster"
     return cfg.on_hardware(backend.num_slices, devices_per_slice(backend.slice_devices()), where)
+
+
+def _memory_record(cfg: TrainerConfig, backend: SliceBackend) -> dict:
+    """The state's bytes in total and per device on the full mesh, after the memory check."""
+    from trainer import mesh as meshlib
+    from trainer import step as steplib
+    from trainer.memory import memory_record
+
+    mesh = meshlib.build_mesh(backend.slice_devices(), list(range(backend.num_slices)))
+    return memory_record(cfg, steplib.state_target(cfg, mesh), mesh)
 
 
 def _process_count(cfg: TrainerConfig) -> int:

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from trainer import mesh as meshlib
+from trainer import sharding
 from trainer.model import ModelShape, init_params, loss_fn
 from trainer.optim import make_optimizer
 
@@ -64,15 +65,18 @@ def abstract_state(cfg):
 
 
 def state_target(cfg, mesh):
-    """The abstract state placed on `mesh`: what orbax restores into (resharding on read)."""
-    sharding = meshlib.replicated(mesh)
-    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding), abstract_state(cfg))
+    """The abstract state placed on `mesh` (FSDP within a slice): what orbax restores into, resharding
+    on read."""
+    abstract = abstract_state(cfg)
+    return jax.tree.map(lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract,
+                        sharding.state_shardings(abstract, mesh))
 
 
 def place(host_state: dict, mesh) -> dict:
-    """Host arrays -> replicated global arrays on `mesh` (each process fills its own devices)."""
-    rep = meshlib.replicated(mesh)
-    return jax.tree.map(lambda a: jax.make_array_from_callback(a.shape, rep, lambda idx: a[idx]), host_state)
+    """Host arrays -> global arrays on `mesh` in the FSDP layout (each process fills its own devices)."""
+    shardings = sharding.state_shardings(host_state, mesh)
+    return jax.tree.map(lambda a, s: jax.make_array_from_callback(a.shape, s, lambda idx: a[idx]), host_state,
+                        shardings)
 
 
 @dataclass
@@ -94,19 +98,21 @@ class StepCache:
         return (self._fingerprint, meshlib.mesh_key(mesh)) in _EXECUTABLES
 
     def get(self, mesh) -> tuple[Compiled, bool]:
-        """The compiled step for `mesh`, and whether it had to be compiled now."""
+        """The compiled step for `mesh`, and whether it had to be compiled now. The state goes in and comes
+        out in the FSDP layout (trainer.sharding); the batch is split over every device."""
         key = (self._fingerprint, meshlib.mesh_key(mesh))
         if key in _EXECUTABLES:
             _EXECUTABLES.move_to_end(key)
             return _EXECUTABLES[key], False
         cfg, rep = self._cfg, meshlib.replicated(mesh)
         state = state_target(cfg, mesh)
+        state_shardings = jax.tree.map(lambda a: a.sharding, state)
         tokens = jax.ShapeDtypeStruct((cfg.global_batch, cfg.seq_len + 1), jnp.int32,
                                       sharding=meshlib.batch_sharded(mesh))
         step = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
         started = self._clock.monotonic()
-        jitted = jax.jit(make_step_fn(cfg), in_shardings=(rep, meshlib.batch_sharded(mesh), rep),
-                         out_shardings=(rep, rep))
+        jitted = jax.jit(make_step_fn(cfg), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
+                         out_shardings=(state_shardings, rep))
         compiled = Compiled(jitted.lower(state, tokens, step).compile(), self._clock.monotonic() - started)
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:

@@ -35,7 +35,8 @@ def main(local_dir: str) -> dict:
     out["verify_uploaded"] = {s: digest.verify(root / str(s), s) for s in steps}
     newest = steps[-1]
     local_digest = (local / str(newest) / digest.DIGEST_FILE).read_text(encoding="utf-8")
-    digest.write_digest(root / str(newest), newest, digest.read_digest(local / str(newest))["fingerprint"])
+    record = digest.read_digest(local / str(newest))
+    digest.write_digest(root / str(newest), newest, record["fingerprint"], record["arrays"])
     out["digest_identical"] = (root / str(newest) / digest.DIGEST_FILE).read_text(encoding="utf-8") == local_digest
     out["digest_tmp_left"] = [rel for rel in ckpt_storage.files_under(root / str(newest)) if rel.endswith(".tmp")]
 
@@ -48,12 +49,11 @@ def main(local_dir: str) -> dict:
         ckpt_storage.remove_tree(path, ignore_errors=True)
     out["after_cleanup"] = sorted(p.name for p in root.iterdir())
 
-    # A flipped byte is caught, and the step is moved aside by copy + delete.
+    # A truncated file is caught from the listing alone, and the step is moved aside by copy + delete.
     files = ckpt_storage.files_under(root / str(newest))
     rel, victim = max(((r, p) for r, p in files.items() if r.startswith("state/")), key=lambda rp: rp[1].stat().length)
     data = bytearray(victim.read_bytes())
-    data[len(data) // 10] ^= 0x01
-    victim.write_bytes(bytes(data))
+    victim.write_bytes(bytes(data[: len(data) // 2]))
     reason = digest.verify(root / str(newest), newest)
     out["corrupt_reason"] = reason
     target = ckpt_storage.quarantine(root, newest, reason, now_ms=1234)

@@ -59,13 +59,15 @@ def _reshape_digest(change):
 
 @pytest.mark.parametrize("corrupt, reason", [
     (_truncate, "file changed"),
-    (_flip_byte, "file changed"),
+    (_flip_byte, "fingerprint mismatch: "),
     (_remove_marker, "no digest"),
     (_reshape_digest(lambda d: [d]), "digest file has the wrong shape: a JSON list, not an object"),
     (_reshape_digest(lambda d: {**d, "files": sorted(d["files"])}),
      "digest file has the wrong shape: 'files' is ["),
-    (_reshape_digest(lambda d: {**d, "files": dict.fromkeys(d["files"], 1)}),
+    (_reshape_digest(lambda d: {**d, "files": dict.fromkeys(d["files"], "1")}),
      "digest file has the wrong shape: files["),
+    (_reshape_digest(lambda d: {**d, "arrays": dict.fromkeys(d["arrays"], "0" * 64)}),
+     "digest file has the wrong shape: arrays["),
     (_reshape_digest(lambda d: {**d, "step": str(d["step"])}), "digest file has the wrong shape: 'step' is '16'"),
     (_reshape_digest(lambda d: {k: v for k, v in d.items() if k != "fingerprint"}),
      "digest file has the wrong shape: 'fingerprint' is None, not a str"),
@@ -108,7 +110,7 @@ def test_checkpoint_recording_another_step_than_its_directory_is_skipped(referen
     shutil.copytree(root / str(STEPS), root / str(fake))
     (root / str(fake) / "elxpk_digest.json").unlink()
     cfg = tiny_config(tmp_path, steps=fake)
-    digest.write_digest(root / str(fake), fake, cfg.fingerprint())
+    digest.write_digest(root / str(fake), fake, cfg.fingerprint(), digest.read_digest(root / str(STEPS))["arrays"])
     assert digest.verify(root / str(fake), fake) is None  # the digest alone cannot tell
     run = load_run(cfg, train(cfg), tmp_path)
     (skipped,) = run.events_named("checkpoint_skipped")

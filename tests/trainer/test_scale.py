@@ -1,0 +1,224 @@
+"""FSDP within a slice, the on-device fingerprint, and the memory check (issue 10, items 2 and 5)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from elxpk_contract.errors import UsageError
+from tests.support.runs import STEPS, tiny_config
+
+
+def _mesh(slices: int, per_slice: int):
+    import jax
+
+    from trainer import mesh as meshlib
+
+    devices = jax.devices()
+    groups = {s: devices[s * per_slice:(s + 1) * per_slice] for s in range(slices)}
+    return meshlib.build_mesh(groups, list(range(slices)))
+
+
+def _host_state(cfg):
+    from trainer import step as steplib
+
+    return steplib.host_init_state(cfg)
+
+
+# ---- FSDP layout ------------------------------------------------------------------------------------
+
+def test_fsdp_spec_splits_the_largest_divisible_dimension_and_replicates_the_rest():
+    from jax.sharding import PartitionSpec as P
+
+    from trainer.sharding import fsdp_spec
+
+    assert fsdp_spec((256, 768), 2) == P(None, "data")
+    assert fsdp_spec((768, 256), 2) == P("data")
+    assert fsdp_spec((255, 768), 4) == P(None, "data")  # 255 is not divisible by 4
+    assert fsdp_spec((255, 257), 2) == P()  # nothing divides: replicated
+    assert fsdp_spec((64,), 2) == P()  # too small to be worth splitting
+    assert fsdp_spec((), 2) == P()
+    assert fsdp_spec((4096, 4096), 1) == P()  # one device per slice: nothing to split over
+
+
+def test_state_bytes_per_device_are_the_total_over_devices_per_slice():
+    """2 slices x 2 devices: each device holds about half the state, each slice a whole copy."""
+    from trainer import step as steplib
+    from trainer.memory import state_layout
+    from trainer.sharding import host_copy, per_device_bytes
+
+    cfg = tiny_config("unused", d_model=64, d_ff=256, vocab_size=256)
+    mesh = _mesh(2, 2)
+    host = _host_state(cfg)
+    state = steplib.place(host, mesh)
+    total, per_device = per_device_bytes(state)
+    assert total == sum(a.nbytes for a in __import__("jax").tree.leaves(host))
+    assert abs(per_device - total / 2) <= 0.03 * total, (per_device, total)
+    assert per_device < 0.53 * total
+    # The layout computed from the shardings alone (run.json's figure) is what the arrays hold.
+    assert state_layout(steplib.state_target(cfg, mesh)) == (total, per_device)
+    # Every slice holds a whole copy: its two devices' shards cover every element.
+    embed = state["params"]["embed_VxD"]
+    by_slice: dict[int, int] = {}
+    for shard in embed.addressable_shards:
+        row = next(s for s in range(2) if shard.device in mesh.devices[s])
+        by_slice[row] = by_slice.get(row, 0) + shard.data.size
+    assert by_slice == {0: embed.size, 1: embed.size}
+    assert np.array_equal(host_copy(embed), host["params"]["embed_VxD"])
+
+
+def test_run_json_records_the_memory_of_the_fsdp_state(reference_run):
+    body = json.loads((reference_run.run_dir / "run.json").read_text())
+    memory = body["memory"]
+    assert memory["state_bytes_per_device"] < memory["state_bytes"]
+    assert abs(memory["state_bytes_per_device"] - memory["state_bytes"] / 2) <= 0.1 * memory["state_bytes"]
+    assert memory["check"].startswith("skipped: the cpu device reports no memory limit")
+
+
+# ---- memory check -----------------------------------------------------------------------------------
+
+def test_a_model_too_big_for_the_device_is_refused_before_compiling():
+    from trainer import step as steplib
+    from trainer.memory import memory_record
+
+    cfg = tiny_config("unused", d_model=1024, n_layers=8, d_ff=4096, vocab_size=32000, n_heads=8, seq_len=512)
+    mesh = _mesh(2, 2)
+    target = steplib.state_target(cfg, mesh)  # abstract: nothing is allocated
+    with pytest.raises(UsageError) as raised:
+        memory_record(cfg, target, mesh, limit=1 << 30)  # a 1 GiB device
+    (message,) = raised.value.messages  # one line
+    assert "--d-model 1024" in message and "--n-layers 8" in message and "per device" in message
+    assert f"device {mesh.devices.flat[0]} has 1.00 GiB" in message
+    fits = memory_record(cfg, target, mesh, limit=1 << 40)
+    assert fits["check"] == "fits" and fits["device_limit_bytes"] == 1 << 40
+    assert fits["estimate_bytes_per_device"] > fits["state_bytes_per_device"]
+
+
+def test_more_devices_per_slice_lower_the_estimate():
+    from trainer import step as steplib
+    from trainer.memory import estimate
+
+    cfg = tiny_config("unused", d_model=256, d_ff=1024, vocab_size=4096, n_heads=4, global_batch=16)
+    abstract = steplib.abstract_state(cfg)
+    one, four = estimate(cfg, abstract, 1, 4), estimate(cfg, abstract, 4, 4)
+    assert four.state < one.state / 3
+    assert four.activations == one.activations  # the batch share is per device either way
+
+
+# ---- fingerprint ------------------------------------------------------------------------------------
+
+def test_fingerprint_is_the_same_on_any_mesh_and_on_the_host():
+    from trainer import step as steplib
+    from trainer.fingerprint import fingerprint
+
+    cfg = tiny_config("unused")
+    host = _host_state(cfg)
+    on_host = fingerprint(host)
+    assert len(on_host) > 10 and all(len(v) == 16 for v in on_host.values())
+    for slices, per_slice in ((2, 2), (1, 2), (1, 4), (4, 1)):
+        assert fingerprint(steplib.place(host, _mesh(slices, per_slice))) == on_host, (slices, per_slice)
+
+
+def test_fingerprint_catches_any_single_changed_element_and_moved_elements():
+    import jax.numpy as jnp
+
+    from trainer.fingerprint import fingerprint, mismatch
+
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((64, 48)).astype(np.float32)
+    want = fingerprint({"w": base})
+    for flat in rng.choice(base.size, 20, replace=False):
+        for bit in (0, 7, 22, 31):
+            changed = base.copy().reshape(-1)
+            changed.view(np.uint32)[flat] ^= np.uint32(1 << bit)
+            assert fingerprint({"w": changed.reshape(base.shape)}) != want
+    swapped = base.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    assert fingerprint({"w": swapped}) != want  # the same values at other indices
+    assert fingerprint({"w": base.T.copy().T}) == want
+    # bf16 and int arrays fingerprint too (by their own bits)
+    halves = jnp.asarray(base, jnp.bfloat16)
+    assert fingerprint({"b": halves}) != fingerprint({"b": halves * 2})
+    assert fingerprint({"i": np.arange(10, dtype=np.int32)}) != fingerprint({"i": np.arange(1, 11, dtype=np.int32)})
+    assert mismatch(want, fingerprint({"w": swapped})).startswith("fingerprint mismatch: w ")
+
+
+def test_restore_onto_a_different_mesh_reshards_and_matches_the_fingerprint(reference_run, tmp_path):
+    """The 2 x 2 run's newest checkpoint restored onto one slice of 4 devices: FSDP over 4 instead of 2."""
+    import shutil
+
+    from trainer import digest
+    from trainer import step as steplib
+    from trainer.checkpoint import CheckpointStore
+    from trainer.clock import SystemClock
+    from trainer.fingerprint import fingerprint
+
+    shutil.copytree(reference_run.run_dir / "checkpoints", tmp_path / "checkpoints")
+    cfg = tiny_config(tmp_path)
+
+    class Recorder:
+        events: list = []
+
+        def event(self, name, step, **details):
+            self.events.append((name, step, details))
+
+    store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
+    try:
+        mesh = _mesh(1, 4)
+        step, state, data = store.restore_latest(steplib.state_target(cfg, mesh))
+    finally:
+        store.close(raise_errors=True)
+    assert step == STEPS and Recorder.events == []
+    assert data == {"global_next_index": STEPS * cfg.global_batch}
+    embed = state["params"]["embed_VxD"]
+    assert {s.data.shape for s in embed.addressable_shards} == {(embed.shape[0] // 4, embed.shape[1])}  # 4 ways
+    record = digest.read_digest(tmp_path / "checkpoints" / str(STEPS))
+    assert fingerprint(state) == record["arrays"]
+    final = reference_run.result.params["embed_VxD"]
+    assert np.array_equal(np.asarray(embed), final)
+
+
+@pytest.mark.parametrize("where", [0.02, 0.25, 0.5, 0.75, 0.98])
+def test_a_flipped_byte_anywhere_in_the_array_data_never_restores_a_wrong_state(reference_run, tmp_path, where):
+    """Orbax restores many flipped bytes silently; the fingerprint catches every one that reaches the state.
+
+    A byte that restore never reads (an unreferenced copy inside orbax's OCDBT data file) cannot change
+    the state: then the step is restored, and it is bitwise the state that was saved."""
+    import shutil
+
+    from trainer import step as steplib
+    from trainer.checkpoint import CheckpointStore
+    from trainer.clock import SystemClock
+    from trainer.sharding import host_copy
+
+    shutil.copytree(reference_run.run_dir / "checkpoints", tmp_path / "checkpoints")
+    step_dir = tmp_path / "checkpoints" / str(STEPS)
+    data_files = sorted((p for p in (step_dir / "state").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    target = data_files[-1]
+    data = bytearray(target.read_bytes())
+    data[int(len(data) * where)] ^= 0x10
+    target.write_bytes(bytes(data))
+
+    skipped: list = []
+
+    class Recorder:
+        def event(self, name, step, **details):
+            skipped.append((name, step, details["reason"]))
+
+    cfg = tiny_config(tmp_path)
+    store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
+    try:
+        step, state, _ = store.restore_latest(steplib.state_target(cfg, _mesh(2, 2)))
+    finally:
+        store.close(raise_errors=True)
+    if step == STEPS:  # the flip missed every byte restore reads
+        assert skipped == []
+        final = reference_run.result.params
+        assert all(np.array_equal(host_copy(state["params"][k]), final[k]) for k in ("embed_VxD", "pos_LxD"))
+        return
+    assert step == STEPS - cfg.checkpoint_period
+    ((name, at, reason),) = skipped
+    assert name == "checkpoint_skipped" and at == STEPS
+    assert reason.startswith(("fingerprint mismatch: ", "orbax could not read it")), reason

@@ -1,0 +1,114 @@
+"""A fingerprint of every array of the train state, computed on the devices that hold it.
+
+For each array: the sum, modulo 2^32, of mix(bits(x_i), i) over its elements, in two independent lanes
+(two multipliers), so 64 bits per array. `bits` is the element's own bit pattern widened to uint32 and `i`
+its flat index in the global array. Integer addition is associative and commutative, so the sum is the
+same whatever the reduction order, hence on any mesh and any sharding: a state saved from one mesh and
+restored onto another fingerprints the same, and the per-device partial sums need no gather of data.
+
+mix is a bijection of the element's bits for a fixed index (multiply by an odd constant, xor, then the
+murmur3 finaliser, all invertible mod 2^32), so a change to one element always changes the sum: a single
+flipped byte or a zeroed element is caught with certainty, not with high probability. Several changed
+elements escape only if their changes cancel in both lanes at once.
+
+The index wraps at 2^32 elements per array (16 GiB of float32 in one array), which only weakens the
+position binding beyond that size, never the bits' own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
+
+_LANES = ((0x9E3779B1, 0x85EBCA77), (0xC2B2AE3D, 0x27D4EB2F))  # (bits multiplier, index multiplier)
+_FUNCTIONS: dict[Any, Any] = {}
+
+
+def _bits(x: jax.Array) -> jax.Array:
+    """The element's bits as uint32: floats and ints bit-cast to the unsigned type of their width."""
+    if x.dtype == jnp.bool_:
+        return x.astype(jnp.uint32)
+    width = x.dtype.itemsize
+    if width > 4:
+        raise TypeError(f"fingerprint: {x.dtype} arrays (64-bit) are not supported")
+    unsigned = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32}[width]
+    return jax.lax.bitcast_convert_type(x, unsigned).astype(jnp.uint32)
+
+
+def _finalise(h: jax.Array) -> jax.Array:
+    h = h ^ (h >> 16)
+    h = h * jnp.uint32(0x85EBCA6B)
+    h = h ^ (h >> 13)
+    h = h * jnp.uint32(0xC2B2AE35)
+    return h ^ (h >> 16)
+
+
+def _leaf(x: jax.Array) -> jax.Array:
+    bits = _bits(x)
+    # The flat index as a sum of per-dimension iotas: each device builds only its own shard's indices.
+    index = jnp.zeros(x.shape, jnp.uint32)
+    stride = 1
+    for dim in reversed(range(x.ndim)):
+        index = index + jax.lax.broadcasted_iota(jnp.uint32, x.shape, dim) * jnp.uint32(stride % 2**32)
+        stride *= x.shape[dim]
+    lanes = []
+    for bits_mul, index_mul in _LANES:
+        mixed = _finalise(bits * jnp.uint32(bits_mul) ^ (index * jnp.uint32(index_mul) + jnp.uint32(0x165667B1)))
+        lanes.append(jnp.sum(mixed, dtype=jnp.uint32))
+    return jnp.stack(lanes)
+
+
+def _all(leaves: list[jax.Array]) -> jax.Array:
+    return jnp.stack([_leaf(x) for x in leaves]) if leaves else jnp.zeros((0, 2), jnp.uint32)
+
+
+def _function(leaves: list[jax.Array]):
+    """One jitted reduction per (shapes, dtypes, shardings) of the state: compiled once per mesh."""
+    key = tuple((x.shape, str(x.dtype), getattr(x, "sharding", None)) for x in leaves)
+    fn = _FUNCTIONS.get(key)
+    if fn is None:
+        sharding = getattr(leaves[0], "sharding", None) if leaves else None
+        mesh = getattr(sharding, "mesh", None)
+        # Replicated result: every process reads its own copy (multi-controller has no global fetch).
+        out = NamedSharding(mesh, PartitionSpec()) if mesh is not None else None
+        fn = jax.jit(_all, out_shardings=out)
+        _FUNCTIONS.clear()  # one state layout at a time; an old mesh's executable is not kept alive
+        _FUNCTIONS[key] = fn
+    return fn
+
+
+def _key(entry: Any) -> str:
+    for attr in ("key", "idx", "name"):  # DictKey, SequenceKey, GetAttrKey
+        if hasattr(entry, attr):
+            return str(getattr(entry, attr))
+    return str(entry)
+
+
+def leaf_names(tree: Any) -> list[str]:
+    """Each leaf's path as 'params/blocks/0/ln1', in jax's flattening order."""
+    return ["/".join(_key(e) for e in path) for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def fingerprint(tree: Any) -> dict[str, str]:
+    """{leaf path: 16 hex digits} for every array in `tree` (jax arrays on any mesh, or host arrays).
+
+    Only two uint32 per array come back to the host; the arrays themselves stay where they are."""
+    leaves = jax.tree.leaves(tree)
+    result = _function(leaves)(leaves)
+    sums = np.asarray(result.addressable_data(0))
+    return {name: f"{int(a):08x}{int(b):08x}" for name, (a, b) in zip(leaf_names(tree), sums, strict=True)}
+
+
+def mismatch(expected: dict[str, str], found: dict[str, str]) -> str | None:
+    """Why `found` is not `expected`, naming the first array that differs; None when they agree."""
+    if sorted(expected) != sorted(found):
+        missing = sorted(set(expected) ^ set(found))
+        return f"fingerprint mismatch: the arrays differ ({missing[0]} in one and not the other)"
+    for name in sorted(expected):
+        if expected[name] != found[name]:
+            return f"fingerprint mismatch: {name} (saved {expected[name]}, restored {found[name]})"
+    return None

@@ -1,0 +1,111 @@
+"""Will the train step fit in device memory? An estimate made before compiling, and a clear refusal.
+
+A step that cannot fit fails deep inside XLA with RESOURCE_EXHAUSTED after minutes of compiling and, in
+an elastic run, looks like a failure to retry. Estimated up front from the shapes, it is a usage error
+naming the model flags and the device.
+
+Per device, in bytes (f32 = 4 bytes; the estimate errs high, it only has to rule out the hopeless):
+- state: each array's bytes divided by the slice's device count when FSDP splits it (trainer.sharding);
+- gradients and the optimizer's update temporaries: twice the per-device parameter bytes;
+- activations kept for the backward pass, for the device's share of the batch (b = global_batch / all
+  devices), per layer: b*L*(10*D + 2*F) floats (norms, q/k/v, attention output, MLP in and out) plus
+  2*b*H*L*L floats (attention logits and weights); plus 3*b*L*V floats for the logits, log-softmax and
+  its gradient;
+- parameters gathered by FSDP for one layer at a time: the largest layer's parameter bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from elxpk_contract.errors import UsageError
+from trainer.sharding import fsdp_spec
+
+_F32 = 4
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    state: int
+    gradients: int
+    activations: int
+    gathered: int
+
+    @property
+    def total(self) -> int:
+        return self.state + self.gradients + self.activations + self.gathered
+
+
+def _sharded_bytes(abstract: Any, data_size: int) -> int:
+    total = 0
+    for leaf in jax.tree.leaves(abstract):
+        nbytes = int(np.prod(leaf.shape, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
+        total += nbytes // data_size if fsdp_spec(tuple(leaf.shape), data_size) else nbytes
+    return total
+
+
+def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_devices: int) -> MemoryEstimate:
+    """The per-device memory of one train step on a mesh of `total_devices` in slices of
+    `devices_per_slice`."""
+    d, f, length, vocab = cfg.d_model, cfg.d_ff, cfg.seq_len, cfg.vocab_size
+    local_batch = max(1, -(-cfg.global_batch // total_devices))
+    state = _sharded_bytes(abstract_state, devices_per_slice)
+    params = _sharded_bytes(abstract_state["params"], devices_per_slice)
+    per_layer = local_batch * length * (10 * d + 2 * f) + 2 * local_batch * cfg.n_heads * length * length
+    activations = _F32 * (cfg.n_layers * per_layer + 3 * local_batch * length * vocab)
+    gathered = _F32 * max(4 * d * d + 2 * d * f, vocab * d)
+    return MemoryEstimate(state, 2 * params, activations, gathered)
+
+
+def device_limit(device: Any) -> int | None:
+    """The bytes the device's allocator may use, or None where it does not say (CPU)."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 - a backend without the call (or one that fails) has no limit to check
+        return None
+    if not stats or not isinstance(stats.get("bytes_limit"), int):
+        return None
+    return int(stats["bytes_limit"])
+
+
+def state_layout(target: Any) -> tuple[int, int]:
+    """(state bytes, the most state bytes any one device holds) of an abstract state placed on a mesh
+    (ShapeDtypeStructs with shardings): exactly what the arrays' addressable shards will be."""
+    total = 0
+    by_device: dict[Any, int] = {}
+    for leaf in jax.tree.leaves(target):
+        itemsize = np.dtype(leaf.dtype).itemsize
+        total += int(np.prod(leaf.shape, dtype=np.int64)) * itemsize
+        for device, index in leaf.sharding.devices_indices_map(tuple(leaf.shape)).items():
+            shard = [len(range(*i.indices(n))) for i, n in zip(index, leaf.shape, strict=True)]
+            by_device[device] = by_device.get(device, 0) + int(np.prod(shard, dtype=np.int64)) * itemsize
+    return total, max(by_device.values(), default=0)
+
+
+def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None) -> dict:
+    """run.json's "memory" block for the state `target` on `mesh`, after checking that the step fits one
+    of its devices (UsageError when it cannot). `limit` overrides the device's own (tests)."""
+    state_bytes, per_device = state_layout(target)
+    device = mesh.devices.flat[0]
+    limit = device_limit(device) if limit is None else limit
+    need = estimate(cfg, target, mesh.shape["data"], mesh.devices.size)
+    record: dict[str, Any] = {"state_bytes": state_bytes, "state_bytes_per_device": per_device,
+                              "estimate_bytes_per_device": need.total, "device_limit_bytes": limit}
+    if limit is None:
+        record["check"] = f"skipped: the {getattr(device, 'platform', '')} device reports no memory limit"
+        return record
+    if need.total > limit:
+        gib = 2**30
+        raise UsageError(
+            f"--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
+            f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}: the train step needs about "
+            f"{need.total / gib:.2f} GiB per device (state {need.state / gib:.2f}, gradients "
+            f"{need.gradients / gib:.2f}, activations {need.activations / gib:.2f} GiB) but device {device} "
+            f"has {limit / gib:.2f} GiB; use a smaller model or batch, or more devices per slice"
+        )
+    record["check"] = "fits"
+    return record
