@@ -70,12 +70,25 @@ def container_env(spec: WorkloadSpec) -> tuple[tuple[str, str], ...]:
     return trainer_env(spec) + spec.env
 
 
+def failure_rules(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The podFailurePolicy rules of the Job that runs the user container, and the JobSet's failurePolicy
+    rules; none for --headless (no user container, no exit code of ours to classify)."""
+    from elxpk.failure_policy import jobset_failure_rules, pod_failure_rules
+
+    if spec.trainer_job is None:
+        return [], []
+    target = spec.trainer_job if spec.pathways else None  # Pathways: only the head fails by its policy
+    return (pod_failure_rules(spec.docker_name, spec.restart_on_exit_codes), jobset_failure_rules(target))
+
+
 def render(spec: WorkloadSpec) -> Manifest:
     """The manifest for `spec`: a Pathways JobSet, or a multi-controller JobSet with `--no-pathways`."""
     name = "pathways.yaml.j2" if spec.pathways else "multi_controller.yaml.j2"
     env, command = container_env(spec), command_argv(spec)
     subdomain = pathways_subdomain(spec.workload) if spec.pathways else None  # see elxpk/admission/names.py
-    text = _template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command, subdomain=subdomain)
+    pod_rules, jobset_rules = failure_rules(spec)
+    text = _template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command, subdomain=subdomain,
+                                  pod_failure_rules=pod_rules, jobset_failure_rules=jobset_rules)
     try:
         objects = parse_documents(text)
     except Exception as exc:  # a template bug, not bad input: the spec was validated

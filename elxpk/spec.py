@@ -62,6 +62,8 @@ class WorkloadSpec:
     custom_server_args: tuple[str, ...] = ()
     custom_worker_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    # --restart-on-exit-codes: codes restarted (counted) instead of failing the Job at once (xpk's flag).
+    restart_on_exit_codes: tuple[int, ...] = ()
     # The trainer settings given as `workload create` flags: (name, value) in the contract table's order.
     # Names, defaults, bounds and help live in elxpk_contract.settings; nothing here repeats them.
     settings: tuple[tuple[str, Any], ...] = ()
@@ -76,6 +78,13 @@ class WorkloadSpec:
         """xpk's formula, inherited from the PathwaysJob controller: pod restarts a slice's Job tolerates."""
         vms = self.tpu.vms_per_slice
         return self.max_slice_restarts * vms if self.elastic else 4 * vms
+
+    @property
+    def trainer_job(self) -> str | None:
+        """The replicatedJob whose pods run the user container, None when there is none (--headless)."""
+        if not self.pathways:
+            return "slice-job"
+        return None if self.headless else "pathways-head"
 
     @property
     def slice_backend(self) -> str:

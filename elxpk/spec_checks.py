@@ -205,6 +205,7 @@ class FlagChecker:
         fields.update(self.shape())
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
+        fields["restart_on_exit_codes"] = self.restart_codes(fields)
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
         n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
         fields["settings"] = self.trainer_settings(n, e, restarts)
@@ -382,6 +383,32 @@ class FlagChecker:
             env=self.env(),
         )
 
+    def restart_codes(self, fields: Mapping[str, object]) -> tuple[int, ...]:
+        """--restart-on-exit-codes as in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) that restart
+        the group (counted) instead of failing the Job at once; sorted, unique."""
+        flag, raw = "--restart-on-exit-codes", self.text("restart_on_exit_codes", "--restart-on-exit-codes")
+        if raw is None:
+            return ()
+        if fields["headless"]:
+            self.errors.append(f"{flag}: a --headless workload has no user container whose exit code it "
+                               f"could classify; drop it")
+            return ()
+        codes: set[int] = set()
+        for item in (part.strip() for part in raw.split(",")):
+            low, sep, high = item.partition("-")
+            try:
+                first, last = (int(low, 10), int(high, 10)) if sep else (int(item, 10), int(item, 10))
+            except ValueError:
+                self.errors.append(f"{flag} {raw!r}: {item!r} is not an exit code; give comma-separated codes "
+                                   f"or ranges from 1 to 255, e.g. 1,75-77")
+                return ()
+            if not 1 <= first <= last <= 255:
+                self.errors.append(f"{flag} {raw!r}: {item!r} is outside 1..255 (0 is success, exit codes "
+                                   f"end at 255); e.g. 1,75-77")
+                return ()
+            codes.update(range(first, last + 1))
+        return tuple(sorted(codes))
+
     def trainer_settings(self, n: int, e: int, restarts: int) -> tuple[tuple[str, Any], ...]:
         """The trainer settings given as flags, checked by the contract (elxpk_contract.settings), so the
         launcher refuses exactly what the trainer would, with the same message."""
@@ -441,7 +468,7 @@ _KNOWN_FLAGS = frozenset(
     "workload tpu_type num_slices command docker_image docker_name no_pathways headless trainer "
     "elastic_slices max_slice_restarts max_restarts priority queue namespace termination_grace_period_seconds "
     "ttl_seconds_after_finished proxy_server_image server_image worker_image pathways_gcs_location "
-    "custom_proxy_server_args custom_server_args custom_worker_args env env_file".split()
+    "custom_proxy_server_args custom_server_args custom_worker_args env env_file restart_on_exit_codes".split()
 ) | OPTION_FLAGS | frozenset(_SETTING_NAMES)
 
 
