@@ -22,8 +22,10 @@ from typing import Any
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import FaultSchedule
+from elxpk_contract.presets import DEFAULT_MODEL, MODEL_PRESETS, SHAPE_SETTINGS, preset_value
 
 BACKENDS = ("simulated", "pathways", "multi-controller")
+COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
 # Who passes a setting besides the trainer's own flags and env (the `expose` metadata):
 LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and renders ELXPK_<NAME>
 LAUNCHER_DERIVED = "derived"  # `workload create` renders ELXPK_<NAME> from its own flags (see render)
@@ -39,12 +41,13 @@ ACTIONS: dict[str, str] = {
 
 def _opt(default: Any, help: str, *, low: float | None = None, high: float | None = None,
          choices: tuple[str, ...] = (), maxtext: str | None = None, expose: str | None = None,
-         fix: str = "", derived_from: str = "") -> Any:
+         fix: str = "", derived_from: str = "", internal: bool = False) -> Any:
     """One row of the table. `low`/`high` bound numbers (inclusive); `fix` ends a bounds message;
-    `derived_from` says which launcher flags a LAUNCHER_DERIVED setting is rendered from."""
+    `derived_from` says which launcher flags a LAUNCHER_DERIVED setting is rendered from; `internal`
+    marks a value the trainer resolves itself: no flag, no env var, but kept in run.json."""
     return field(default=default, metadata={"help": help, "low": low, "high": high, "choices": choices,
                                             "maxtext": maxtext, "expose": expose, "fix": fix,
-                                            "derived_from": derived_from})
+                                            "derived_from": derived_from, "internal": internal})
 
 
 @dataclass(frozen=True)
@@ -81,15 +84,32 @@ class TrainerConfig:
     elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0)
     stall_timeout_seconds: float = _opt(0.0, "seconds without a completed step before the run counts as stalled "
                                              "(stacks dumped, then treated as a lost slice); 0: auto, max(600, 20 x "
-                                             "the median step interval), see elxpk_contract/stall.py", low=0.0)
+                                             "the median step interval), see elxpk_contract/stall.py", low=0.0,
+                                        expose=LAUNCHER_FLAG, fix="seconds without a step before a stall, e.g. 1800; "
+                                                                  "0 for auto")
     # Model, data and optimiser (all part of the checkpoint fingerprint).
     global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1)
-    seq_len: int = _opt(64, "tokens per example", low=1)
-    vocab_size: int = _opt(512, "vocabulary size", low=1)
-    d_model: int = _opt(256, "model width", low=1)
-    n_layers: int = _opt(4, "transformer blocks", low=1)
-    n_heads: int = _opt(4, "attention heads", low=1)
-    d_ff: int = _opt(1024, "MLP hidden width", low=1)
+    model: str = _opt(DEFAULT_MODEL, "model preset (Llama-like shapes, elxpk_contract/presets.py); each shape "
+                                     "flag given (--d-model, ...) overrides its preset value",
+                      choices=tuple(MODEL_PRESETS))
+    # The shape settings default to None, "from the --model preset"; __post_init__ resolves them, so a
+    # constructed config always holds ints (precedence: flag/env > preset > the default preset).
+    seq_len: int = _opt(None, "tokens per example (default: from --model)", low=1)
+    vocab_size: int = _opt(None, "vocabulary size; every data token must be below it (default: from --model)",
+                           low=1)
+    d_model: int = _opt(None, "model width (default: from --model)", low=1)
+    n_layers: int = _opt(None, "transformer blocks (default: from --model)", low=1)
+    n_heads: int = _opt(None, "attention heads (default: from --model)", low=1)
+    d_ff: int = _opt(None, "MLP hidden width (default: from --model)", low=1)
+    compute_dtype: str = _opt("auto", "dtype of the forward and backward matmuls; master params, optimizer "
+                                      "state, logits, softmax and loss stay float32; auto: bfloat16 on GPU "
+                                      "and TPU, float32 on CPU", choices=COMPUTE_DTYPES)
+    data: str | None = _opt(None, "tokenized training data: a .npy file of one 1-D uint16/uint32 token stream, "
+                                  "or .array_record file(s) of token chunks (comma-separated), local or gs://; "
+                                  "default: synthetic tokens (see docs/trainer.md)")
+    dataset_identity: str = _opt("synthetic-v1", "what the data is, as the trainer found it when opening it "
+                                                 "(path, token dtype and count, content hash): part of the "
+                                                 "checkpoint fingerprint", internal=True)
     dropout: float = _opt(0.1, "dropout rate in [0, 1) (the per-step RNG is fold_in(seed, step))", low=0.0)
     learning_rate: float = _opt(3e-3, "peak learning rate", low=0.0)
     warmup_steps: int = _opt(20, "linear warm-up steps", low=0)
@@ -110,6 +130,9 @@ class TrainerConfig:
         if self.checkpoint_dir is None:
             object.__setattr__(self, "checkpoint_dir", str(Path(self.run_dir) / "checkpoints"))
         object.__setattr__(self, "fault", tuple(self.fault))
+        for name in SHAPE_SETTINGS:
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, preset_value(self.model, name))
         problems = self.problems()
         if problems:
             raise UsageError(*problems)
@@ -132,6 +155,8 @@ class TrainerConfig:
         values: dict[str, Any] = {}
         errors: list[str] = []
         for f in dataclasses.fields(cls):
+            if f.metadata["internal"]:
+                continue
             raw = getattr(namespace, f.name)
             source = flag_name(f.name)
             if raw is None or raw == []:
@@ -254,7 +279,12 @@ class TrainerConfig:
     def fingerprint_fields(self) -> dict:
         names = ("global_batch", "seq_len", "vocab_size", "d_model", "n_layers", "n_heads", "d_ff",
                  "dropout", "learning_rate", "warmup_steps", "decay_steps", "weight_decay", "seed")
-        return {"dataset": "synthetic-v1", **{n: getattr(self, n) for n in names}}
+        # compute_dtype as the trainer resolved it: a bf16 checkpoint must not resume in f32 compute. float32
+        # is the historical format and adds no key (older checkpoints stay resumable); "auto" in a config not
+        # yet run counts as float32, what it resolves to on CPU, where `local run` pre-checks a resume. The
+        # model preset is not here: the shape it resolved to is.
+        precision = {} if self.compute_dtype in ("auto", "float32") else {"compute_dtype": self.compute_dtype}
+        return {"dataset": self.dataset_identity, **precision, **{n: getattr(self, n) for n in names}}
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -361,6 +391,8 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m trainer", description="elxpk's deterministic elastic JAX trainer.")
     for f in dataclasses.fields(TrainerConfig):
+        if f.metadata["internal"]:
+            continue
         help_text = f"{f.metadata['help']} [env {env_name(f.name)}; default {f.default!r}]"
         if f.type == "bool":
             parser.add_argument(flag_name(f.name), dest=f.name, action=argparse.BooleanOptionalAction,

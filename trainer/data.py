@@ -1,4 +1,4 @@
-"""Deterministic synthetic token data, addressed by global example index.
+"""Training data addressed by global example index: synthetic tokens (the default) or `--data` files.
 
 Every example has an id (its global index) and its tokens are a pure function of (seed, id), so any
 process, mesh or restart produces the same batch for the same ids. The iterator's whole state is the
@@ -11,14 +11,20 @@ A data source for `trainer.elastic.train(dataset=...)` is any object with:
     set_state(state: dict) -> None   rewind/advance to a saved position (called on every restore)
 `Batch.first/end` must name the ids actually served: metrics.jsonl records them, and `elxpk compare`
 checks them for exactly-once consumption.
+
+Real token data (`--data`, trainer/tokens.py) is served the same way: example i is a fixed slice of one
+token stream, so resume and resize keep every example exactly once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from elxpk_contract.settings import TrainerConfig
 
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -60,6 +66,12 @@ class SyntheticTokens:
         return np.where(noisy, (noise_key >> np.uint64(8)) % v, clean).astype(np.int32)
 
 
+class Examples(Protocol):
+    """Examples by global id: SyntheticTokens, or trainer.tokens.TokenStream for --data."""
+
+    def examples(self, first: int, end: int) -> np.ndarray: ...  # int32 [end - first, seq_len + 1]
+
+
 class DataSource(Protocol):
     """What the trainer reads batches from (`train(dataset=...)`); ElasticIterator is the real one."""
 
@@ -73,7 +85,7 @@ class DataSource(Protocol):
 class ElasticIterator:
     """Serves consecutive global batches; the position is global examples consumed."""
 
-    def __init__(self, dataset: SyntheticTokens, global_batch: int) -> None:
+    def __init__(self, dataset: Examples, global_batch: int) -> None:
         self.dataset = dataset
         self.global_batch = global_batch
         self.global_next_index = 0
@@ -90,3 +102,20 @@ class ElasticIterator:
 
     def set_state(self, state: dict) -> None:
         self.global_next_index = int(state["global_next_index"])
+
+
+def open_dataset(cfg: TrainerConfig) -> tuple[TrainerConfig, ElasticIterator]:
+    """The run's data source, and `cfg` with the dataset's identity (part of the checkpoint fingerprint).
+
+    With --data the files are opened and checked here, before anything is compiled: format, dtype, enough
+    tokens for steps x global_batch examples, and the vocabulary (UsageError, one line per problem).
+    """
+    import dataclasses
+
+    if cfg.data is None:
+        return cfg, ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
+    from trainer.tokens import open_stream
+
+    stream = open_stream(cfg.data, cfg.seq_len, cfg.vocab_size)
+    stream.check_run(cfg.steps * cfg.global_batch, f"--steps {cfg.steps} x --global-batch {cfg.global_batch}")
+    return dataclasses.replace(cfg, dataset_identity=stream.info.identity()), ElasticIterator(stream, cfg.global_batch)

@@ -157,8 +157,9 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     """Train `cfg.steps` steps, surviving slice losses (and stalls) when `cfg.elastic_enabled`; `stop`
     (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped."""
     from trainer import step as steplib
-    from trainer.data import ElasticIterator, SyntheticTokens
+    from trainer.data import open_dataset
     from trainer.model import ModelShape
+    from trainer.precision import resolved
     from trainer.slices import make_backend
 
     clock = clock or SystemClock()
@@ -168,13 +169,14 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         raise UsageError(*problems)
     backend = backend or make_backend(cfg, schedule, clock)
     try:
-        cfg = fit_to_backend(cfg, backend)
+        cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
+        if dataset is None:  # of the checkpoint fingerprint: both resolved first
+            cfg, dataset = open_dataset(cfg)
         memory = _memory_record(cfg, backend)  # a step that cannot fit is refused before anything is written
     except UsageError:
         backend.close()
         raise
     recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
-    dataset = dataset or ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock), policy, stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
@@ -185,7 +187,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     try:
         shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
-            "model": {"params": shape.param_count(), "flops_per_example": shape.flops_per_example()},
+            "model": {"params": shape.param_count(), "flops_per_example": shape.flops_per_example(),
+                      "preset": cfg.model, "compute_dtype": cfg.compute_dtype, "attention": shape.attention or "xla"},
             "slice_backend": cfg.slice_backend,
             "topology": {"num_slices": backend.num_slices, "devices_per_slice": cfg.devices_per_slice,
                          "processes": _process_count(cfg)},

@@ -1,12 +1,18 @@
-"""A small decoder-only transformer LM in plain jax (pre-norm, RMSNorm, tied embeddings).
+"""A decoder-only transformer LM in plain jax (pre-norm, RMSNorm, tied embeddings).
 
 Tensor names carry their shapes (B batch, L length, D width, H heads, K head width, F MLP width,
 V vocabulary), as in nanodo.
+
+Mixed precision (`compute_dtype` bfloat16): the float32 master params are cast to bfloat16 inside the
+loss, so the matmuls and activations run in bfloat16 while the gradients (through the cast), the optimizer
+state and the update stay float32. RMSNorm statistics, the attention softmax, the logits and the loss are
+computed in float32. With float32 compute every cast is a no-op.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -22,10 +28,16 @@ class ModelShape:
     n_heads: int
     d_ff: int
     dropout: float
+    compute_dtype: str = "float32"  # resolved: float32 or bfloat16 (see trainer/precision.py)
+    attention: Literal["cudnn"] | None = None  # jax.nn.dot_product_attention's implementation; None: XLA
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
-        return cls(cfg.vocab_size, cfg.seq_len, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout)
+        from trainer.precision import attention_implementation, resolve_compute_dtype
+
+        dtype = resolve_compute_dtype(cfg.compute_dtype)
+        return cls(cfg.vocab_size, cfg.seq_len, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout,
+                   dtype, attention_implementation(dtype, cfg.d_model // cfg.n_heads))
 
     def param_count(self) -> int:
         d, f = self.d_model, self.d_ff
@@ -68,7 +80,8 @@ def init_params(shape: ModelShape, rng: np.random.Generator) -> dict:
 
 
 def _rms_norm(x_BxLxD, scale_D):
-    return x_BxLxD * jax.lax.rsqrt(jnp.mean(x_BxLxD**2, axis=-1, keepdims=True) + 1e-6) * scale_D
+    x32 = x_BxLxD.astype(jnp.float32)  # the statistics in float32 whatever the compute dtype
+    return (x32 * jax.lax.rsqrt(jnp.mean(x32**2, axis=-1, keepdims=True) + 1e-6) * scale_D).astype(x_BxLxD.dtype)
 
 
 def _dropout(x, rate: float, key):
@@ -78,16 +91,15 @@ def _dropout(x, rate: float, key):
     return jnp.where(keep, x / (1.0 - rate), 0.0)
 
 
-def _attention(x_BxLxD, block, n_heads: int):
+def _attention(x_BxLxD, block, shape: ModelShape):
     b, length, d = x_BxLxD.shape
-    k_width = d // n_heads
+    k_width = d // shape.n_heads
     qkv_BxLx3D = x_BxLxD @ block["wqkv_Dx3D"]
-    q, k, v = (t.reshape(b, length, n_heads, k_width) for t in jnp.split(qkv_BxLx3D, 3, axis=-1))
-    logits_BxHxLxL = jnp.einsum("bqhk,bshk->bhqs", q, k) / jnp.sqrt(float(k_width))
-    causal_LxL = jnp.tril(jnp.ones((length, length), bool))
-    weights = jax.nn.softmax(jnp.where(causal_LxL, logits_BxHxLxL, -1e30), axis=-1)
-    out_BxLxD = jnp.einsum("bhqs,bshk->bqhk", weights, v).reshape(b, length, d)
-    return out_BxLxD @ block["wo_DxD"]
+    q, k, v = (t.reshape(b, length, shape.n_heads, k_width) for t in jnp.split(qkv_BxLx3D, 3, axis=-1))
+    # Causal attention through jax's fused entry point: XLA computes the logits and softmax in float32;
+    # on GPU with bfloat16 compute the cuDNN flash kernel is picked (precision.attention_implementation).
+    out_BxLxHxK = jax.nn.dot_product_attention(q, k, v, is_causal=True, implementation=shape.attention)
+    return out_BxLxHxK.reshape(b, length, d) @ block["wo_DxD"]
 
 
 def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Array | None):
@@ -96,15 +108,19 @@ def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Arr
     x_BxLxD = params["embed_VxD"][tokens_BxL] + params["pos_LxD"][:length]
     keys = jax.random.split(key, 2 * shape.n_layers) if key is not None else [None] * (2 * shape.n_layers)
     for i, block in enumerate(params["blocks"]):
-        h = _attention(_rms_norm(x_BxLxD, block["ln1"]), block, shape.n_heads)
+        h = _attention(_rms_norm(x_BxLxD, block["ln1"]), block, shape)
         x_BxLxD = x_BxLxD + _dropout(h, shape.dropout, keys[2 * i])
         h = jax.nn.gelu(_rms_norm(x_BxLxD, block["ln2"]) @ block["w1_DxF"]) @ block["w2_FxD"]
         x_BxLxD = x_BxLxD + _dropout(h, shape.dropout, keys[2 * i + 1])
-    return _rms_norm(x_BxLxD, params["ln_f"]) @ params["embed_VxD"].T
+    # The logits leave the matmul in float32 (accumulated in float32 whatever the compute dtype).
+    return jnp.matmul(_rms_norm(x_BxLxD, params["ln_f"]), params["embed_VxD"].T, preferred_element_type=jnp.float32)
 
 
 def loss_fn(params: dict, tokens: jax.Array, shape: ModelShape, key: jax.Array | None) -> jax.Array:
-    """Mean next-token cross-entropy over every token of the global batch."""
+    """Mean next-token cross-entropy over every token of the global batch, in float32."""
+    dtype = jnp.dtype(shape.compute_dtype)
+    if dtype != jnp.float32:  # master params stay float32 outside; their gradients come back through the cast
+        params = jax.tree.map(lambda p: p.astype(dtype), params)
     logits_BxLxV = forward(params, tokens[:, :-1], shape, key)
     targets_BxL = tokens[:, 1:]
     logp = jax.nn.log_softmax(logits_BxLxV.astype(jnp.float32), axis=-1)

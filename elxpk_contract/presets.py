@@ -1,0 +1,35 @@
+"""Model presets for `--model`: Llama-like shapes, declared once. Standard library only.
+
+Precedence, for each shape setting (seq_len, vocab_size, d_model, n_layers, n_heads, d_ff): a flag or
+ELXPK_* env var wins, then the `--model` preset, then the default preset `tiny` (the trainer's historical
+defaults). `TrainerConfig` resolves it in `__post_init__`, so `--print-config`, run.json and the
+checkpoint fingerprint all show the resolved numbers.
+
+The MLP here is GELU with two matrices where Llama uses SwiGLU with three, so `d_ff` is Llama's hidden
+width x 3/2 rounded to a multiple of 128: the same MLP parameter count. Head width is 64 (125m, 350m)
+or 128 (1b, 7b); the vocabulary is Llama 2's 32000 tokens.
+"""
+
+from __future__ import annotations
+
+SHAPE_SETTINGS = ("seq_len", "vocab_size", "d_model", "n_layers", "n_heads", "d_ff")
+DEFAULT_MODEL = "tiny"
+
+MODEL_PRESETS: dict[str, dict[str, int]] = {
+    # ~0.6M params: the default, fast on CPU.
+    "tiny": {"seq_len": 64, "vocab_size": 512, "d_model": 256, "n_layers": 4, "n_heads": 4, "d_ff": 1024},
+    # ~0.11B (GPT-3 Small / OPT-125m layout).
+    "125m": {"seq_len": 2048, "vocab_size": 32000, "d_model": 768, "n_layers": 12, "n_heads": 12, "d_ff": 3072},
+    # ~0.34B (GPT-3 Medium layout).
+    "350m": {"seq_len": 2048, "vocab_size": 32000, "d_model": 1024, "n_layers": 24, "n_heads": 16, "d_ff": 4096},
+    # ~0.87B (TinyLlama-like width, 16 layers): the issue-10 benchmark shape at seq 2048.
+    "1b": {"seq_len": 2048, "vocab_size": 32000, "d_model": 2048, "n_layers": 16, "n_heads": 16, "d_ff": 8192},
+    # ~6.6B (Llama 2 7B: d 4096, 32 layers, 32 heads; SwiGLU 11008 -> GELU 16384).
+    "7b": {"seq_len": 2048, "vocab_size": 32000, "d_model": 4096, "n_layers": 32, "n_heads": 32, "d_ff": 16384},
+}
+
+
+def preset_value(model: str, name: str) -> int:
+    """The preset's value of shape setting `name` (unknown models fall back to the default preset; the
+    settings table refuses them with a one-line message)."""
+    return MODEL_PRESETS.get(model, MODEL_PRESETS[DEFAULT_MODEL])[name]

@@ -1,0 +1,98 @@
+"""Mixed precision (--compute-dtype): float32 master state, bfloat16 matmuls, float32 loss (issue 10)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from elxpk_contract.errors import UsageError
+from tests.support.runs import STEPS, run_trainer, tiny_config
+from trainer.precision import attention_implementation, resolve_compute_dtype
+from trainer.tokens import write_npy
+
+
+def test_auto_is_bfloat16_on_gpu_and_tpu_and_float32_on_cpu():
+    assert resolve_compute_dtype("auto", "tpu") == resolve_compute_dtype("auto", "gpu") == "bfloat16"
+    assert resolve_compute_dtype("auto", "cpu") == "float32"
+    assert resolve_compute_dtype("float32", "tpu") == "float32"
+    assert resolve_compute_dtype("bfloat16", "cpu") == "bfloat16"
+    assert resolve_compute_dtype("auto") == "float32"  # these tests run on CPU
+
+
+def test_cudnn_attention_only_on_gpu_in_bfloat16_with_a_supported_head_width():
+    assert attention_implementation("bfloat16", 128, "gpu") == "cudnn"
+    assert attention_implementation("bfloat16", 128, "cpu") is None
+    assert attention_implementation("bfloat16", 128, "tpu") is None  # XLA's own TPU lowering
+    assert attention_implementation("float32", 128, "gpu") is None
+    assert attention_implementation("bfloat16", 256, "gpu") is None
+
+
+def test_the_loss_and_gradients_are_float32_when_the_matmuls_are_bfloat16():
+    import jax
+    import jax.numpy as jnp
+
+    from trainer.model import ModelShape, init_params, loss_fn
+
+    shape32 = ModelShape(64, 16, 32, 2, 2, 64, 0.0)
+    shape16 = ModelShape(64, 16, 32, 2, 2, 64, 0.0, compute_dtype="bfloat16")
+    params = jax.tree.map(jnp.asarray, init_params(shape32, np.random.default_rng(0)))
+    tokens = jnp.asarray(np.random.default_rng(1).integers(0, 64, (4, 17)), jnp.int32)
+    loss16, grads16 = jax.value_and_grad(loss_fn)(params, tokens, shape16, None)
+    loss32 = loss_fn(params, tokens, shape32, None)
+    assert loss16.dtype == jnp.float32
+    assert {g.dtype for g in jax.tree.leaves(grads16)} == {jnp.dtype(jnp.float32)}
+    assert float(loss16) != float(loss32)  # the cast happened
+    assert abs(float(loss16) - float(loss32)) < 0.05 * float(loss32)  # and bf16 only rounds
+    hlo = jax.jit(loss_fn, static_argnums=2).lower(params, tokens, shape16, None).as_text()
+    assert "bf16" in hlo
+
+
+@pytest.fixture(scope="module")
+def bf16_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bf16")
+    tokens = (np.arange(STEPS * 8 * 16 + 1) * 3) % 64  # a count mod the vocabulary: learnable
+    write_npy(str(root / "count.npy"), tokens)
+    return run_trainer(root / "run", compute_dtype="bfloat16", data=str(root / "count.npy"), dropout=0.0,
+                       learning_rate=1e-2)
+
+
+def test_bf16_runs_train_with_finite_falling_losses(bf16_run):
+    losses = [float.fromhex(bf16_run.last_by_step()[s]["loss"]) for s in range(STEPS)]
+    assert all(np.isfinite(losses))
+    assert np.mean(losses[-4:]) < 0.5 * np.mean(losses[:4])
+    import jax
+
+    # Master params stay float32 (so does the optimizer state restored into the same abstract tree).
+    assert {leaf.dtype for leaf in jax.tree.leaves(bf16_run.result.params)} == {np.dtype(np.float32)}
+
+
+def test_run_json_records_the_resolved_compute_dtype(bf16_run, reference_run):
+    info = json.loads((bf16_run.run_dir / "run.json").read_text())
+    assert info["config"]["compute_dtype"] == "bfloat16"
+    assert info["model"]["compute_dtype"] == "bfloat16" and info["model"]["attention"] == "xla"
+    assert info["fingerprint_fields"]["compute_dtype"] == "bfloat16"
+    ref = json.loads((reference_run.run_dir / "run.json").read_text())
+    assert ref["config"]["compute_dtype"] == "float32"  # auto, resolved on CPU
+    assert ref["model"]["compute_dtype"] == "float32"
+    # float32 is the historical checkpoint format: no key, the same fingerprint as before the setting.
+    assert "compute_dtype" not in ref["fingerprint_fields"]
+    assert ref["fingerprint"] == reference_run.cfg.fingerprint()
+
+
+def test_a_bf16_checkpoint_refuses_to_resume_in_float32(bf16_run, tmp_path):
+    shutil.copytree(bf16_run.run_dir / "checkpoints", tmp_path / "checkpoints")
+    data = str(bf16_run.run_dir.parent / "count.npy")
+    settings = dict(data=data, dropout=0.0, learning_rate=1e-2)
+    with pytest.raises(UsageError, match="written by a different configuration"):
+        run_trainer(tmp_path, compute_dtype="float32", **settings)
+    fp32 = tiny_config(tmp_path, compute_dtype="float32", **settings)
+    assert fp32.fingerprint() != tiny_config(tmp_path, compute_dtype="bfloat16", **settings).fingerprint()
+
+
+def test_an_unknown_compute_dtype_is_a_one_line_error():
+    with pytest.raises(UsageError) as err:
+        tiny_config("unused", compute_dtype="float16")
+    assert list(err.value.messages) == ["--compute-dtype 'float16': use one of auto, float32, bfloat16"]

@@ -1,0 +1,97 @@
+"""Model presets (--model) and their precedence; attention through jax.nn.dot_product_attention (issue 10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from elxpk_contract.errors import UsageError
+from elxpk_contract.presets import MODEL_PRESETS, SHAPE_SETTINGS
+from elxpk_contract.settings import TrainerConfig, default
+
+
+def _shape(cfg: TrainerConfig) -> dict:
+    return {name: getattr(cfg, name) for name in SHAPE_SETTINGS}
+
+
+def test_each_preset_resolves_to_its_shape():
+    for name, shape in MODEL_PRESETS.items():
+        assert _shape(TrainerConfig.from_args(["--model", name])) == shape
+    assert _shape(TrainerConfig()) == MODEL_PRESETS["tiny"]  # the default preset
+    assert default("model") == "tiny" and default("d_model") is None  # None: "from the preset"
+
+
+def test_flags_and_env_override_the_preset_field_by_field():
+    cfg = TrainerConfig.from_args(["--model", "1b", "--d-model", "1024"], {"ELXPK_N_LAYERS": "3"})
+    assert (cfg.d_model, cfg.n_layers) == (1024, 3)
+    assert {k: v for k, v in _shape(cfg).items() if k not in ("d_model", "n_layers")} == \
+        {k: v for k, v in MODEL_PRESETS["1b"].items() if k not in ("d_model", "n_layers")}
+    env_model = TrainerConfig.from_args(["--n-layers", "2"], {"ELXPK_MODEL": "125m", "ELXPK_N_LAYERS": "5"})
+    assert (env_model.model, env_model.n_layers, env_model.d_model) == ("125m", 2, 768)  # flag over env
+    # A value equal to the tiny default is still an explicit choice, not "unset".
+    assert TrainerConfig.from_args(["--model", "7b", "--seq-len", "64"]).seq_len == 64
+    assert TrainerConfig(model="350m", d_ff=512).d_ff == 512  # constructing the config follows the same rule
+
+
+def test_print_config_shows_the_resolved_values(repo_root):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ELXPK_")}
+    proc = subprocess.run([sys.executable, "-m", "trainer", "--print-config", "--model", "350m", "--n-heads", "8"],
+                          cwd=repo_root, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed["model"] == "350m"
+    assert _shape(TrainerConfig(**{k: printed[k] for k in SHAPE_SETTINGS})) == {**MODEL_PRESETS["350m"], "n_heads": 8}
+    assert "dataset_identity" in printed and "--dataset-identity" not in proc.stderr
+
+
+def test_presets_are_consistent_llama_like_shapes():
+    from trainer.model import ModelShape
+
+    for name, shape in MODEL_PRESETS.items():
+        assert shape["d_model"] % shape["n_heads"] == 0, name
+        cfg = TrainerConfig(model=name)
+        assert cfg.problems() == []
+        if name != "tiny":
+            assert shape["d_model"] // shape["n_heads"] in (64, 128) and shape["vocab_size"] == 32000
+            params = ModelShape.from_config(cfg).param_count()
+            nominal = {"125m": 125e6, "350m": 350e6, "1b": 1e9, "7b": 7e9}[name]
+            assert 0.75 * nominal < params < 1.1 * nominal, (name, params)
+
+
+def test_an_unknown_model_and_bad_overrides_are_one_line_errors():
+    with pytest.raises(UsageError) as err:
+        TrainerConfig.from_args(["--model", "13b"])
+    assert list(err.value.messages) == ["--model '13b': use one of tiny, 125m, 350m, 1b, 7b"]
+    with pytest.raises(UsageError) as err:
+        TrainerConfig.from_args(["--model", "1b", "--n-heads", "3", "--d-model", "0"])
+    # Every problem at once: the refused --d-model leaves the preset's width for the cross-field check.
+    assert list(err.value.messages) == ["--d-model 0: must be at least 1", "--n-heads 3: must divide --d-model 2048"]
+    with pytest.raises(UsageError) as err:
+        TrainerConfig.from_args(["--model", "1b", "--n-heads", "3"])
+    assert list(err.value.messages) == ["--n-heads 3: must divide --d-model 2048"]
+
+
+def test_attention_is_causal_and_matches_the_explicit_softmax():
+    import jax
+    import jax.numpy as jnp
+
+    from trainer.model import ModelShape, _attention, init_params
+
+    shape = ModelShape(64, 16, 32, 1, 4, 64, 0.0)
+    block = jax.tree.map(jnp.asarray, init_params(shape, np.random.default_rng(0))["blocks"][0])
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((2, 16, 32)), jnp.float32)
+    out = _attention(x, block, shape)
+    # The textbook computation: softmax(QK^T / sqrt(k) + causal mask) V.
+    q, k, v = (t.reshape(2, 16, 4, 8) for t in jnp.split(x @ block["wqkv_Dx3D"], 3, axis=-1))
+    logits = jnp.einsum("bqhk,bshk->bhqs", q, k) / jnp.sqrt(8.0)
+    weights = jax.nn.softmax(jnp.where(jnp.tril(jnp.ones((16, 16), bool)), logits, -jnp.inf), axis=-1)
+    expected = jnp.einsum("bhqs,bshk->bqhk", weights, v).reshape(2, 16, 32) @ block["wo_DxD"]
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=1e-5, atol=1e-6)
+    # Changing the last position changes no earlier output.
+    changed = _attention(x.at[:, -1].add(1.0), block, shape)
+    np.testing.assert_array_equal(np.asarray(changed[:, :-1]), np.asarray(out[:, :-1]))
