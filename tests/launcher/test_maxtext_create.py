@@ -78,18 +78,33 @@ def test_demo_golden_keeps_the_elxpk_env_too():
 def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
     values = {"checkpoint_dir": "gs://b/q/run-a", "checkpoint_period": "50", "elastic_min_slice_count": "2",
               "elastic_timeout_seconds": "120", "elastic_max_retries": "10"}
-    assert set(values) == {f.name for f in exposed(LAUNCHER_FLAG)}, "a new launcher setting needs a case here"
+    mapped = [f for f in exposed(LAUNCHER_FLAG) if f.metadata["maxtext"]]
+    assert set(values) == {f.name for f in mapped}, "a new launcher setting needs a case here"
     flags = [f"{flag_name(name)}={value}" for name, value in values.items()]
     command = f"{TRAIN} {GRAIN}"
     result = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", command, *flags)
     assert result.code == 0, result.err
     added = added_overrides(rendered_command(result.out), command)
-    for f in exposed(LAUNCHER_FLAG):
+    for f in mapped:
         if f.name == "checkpoint_dir":  # MaxText derives checkpoint_dir from these two
             assert (added["base_output_directory"], added["run_name"]) == ("gs://b/q", "run-a")
         else:
             assert added[f.metadata["maxtext"]] == values[f.name]
     assert result.err == ""  # grain with the elastic iterator: no data-order warning
+
+
+def test_a_launcher_setting_without_a_maxtext_key_is_env_only(cli):
+    unmapped = [f.name for f in exposed(LAUNCHER_FLAG) if not f.metadata["maxtext"]]
+    assert "stall_timeout_seconds" in unmapped
+    command = f"{TRAIN} {GRAIN}"
+    result = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", command,
+                 "--stall-timeout-seconds=1800")
+    assert result.code == 0, result.err
+    assert added_overrides(rendered_command(result.out), command) == added_overrides(
+        rendered_command(cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", command).out),
+        command)
+    assert "--stall-timeout-seconds: MaxText has no key for it" in result.err
+    assert env_name("stall_timeout_seconds") in result.err
 
 
 def test_spellings_of_trainer(cli):
