@@ -9,9 +9,12 @@ flag and the fix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elxpk.catalog import TpuType
+
+if TYPE_CHECKING:
+    from elxpk.budget_checks import Times
 
 PRIORITIES = ("very-low", "low", "medium", "high", "very-high")
 DEFAULT_PROXY_IMAGE = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
@@ -124,6 +127,9 @@ class CreateOptions:
     # Inputs of the checkpoint_period hint (seconds); the hint is printed when both are given.
     slice_mtbf_seconds: float | None = None
     step_time_seconds: float | None = None
+    # Step, save and replacement times (--step-time, --checkpoint-save-time, --slice-replacement-time,
+    # --from-run): the timeout and budget checks (elxpk/budget_checks.py) and the hint read them.
+    times: Times | None = None
 
 
 def parse_create(**flags: object) -> tuple[WorkloadSpec, CreateOptions]:

@@ -34,6 +34,7 @@ from elxpk_contract.settings import (
     LAUNCHER_FLAG,
     check_setting,
     cross_problems,
+    default,
     env_name,
     exposed,
     flag_name,
@@ -186,11 +187,37 @@ class FlagChecker:
                 err(f"--output-manifest-file {out_file!r}: give a file path, e.g. manifest.yaml")
             elif not os.path.isdir(parent):
                 err(f"--output-manifest-file {out_file!r}: directory {parent!r} does not exist; create it first")
+        from elxpk.budget_checks import read_times
+
+        times, problems = read_times(step=self.get("step_time"), save=self.get("checkpoint_save_time"),
+                                     replacement=self.get("slice_replacement_time"), from_run=self.get("from_run"))
+        self.errors.extend(problems)
         return CreateOptions(dry_run="server" if server else ("client" if dry_run else None),
                              replace=bool(self.get("replace", False)), output_format=fmt,
                              output_manifest_file=out_file,
                              slice_mtbf_seconds=self.duration("slice_mtbf", "--slice-mtbf"),
-                             step_time_seconds=self.duration("step_time", "--step-time"))
+                             step_time_seconds=times.step_s, times=times)
+
+    def budgets(self, fields: Mapping[str, Any], times: Any) -> None:
+        """The timeouts and restart budgets against the step, save and replacement times
+        (elxpk/budget_checks.py): impossible combinations are errors, poor ones warnings."""
+        from elxpk.budget_checks import Budgets, budget_findings
+
+        given = dict(fields["settings"])
+
+        def setting(name: str) -> Any:
+            return given[name] if name in given else default(name)
+
+        budgets = Budgets(
+            pathways=bool(fields["pathways"]), elastic=int(fields["elastic_slices"]) > 0,
+            has_trainer=not fields["headless"], grace_s=int(fields["termination_grace_period_seconds"]),
+            max_slice_restarts=int(fields["max_slice_restarts"]), max_restarts=int(fields["max_restarts"]),
+            elastic_timeout_s=setting("elastic_timeout_seconds"),
+            elastic_min_slice_count=setting("elastic_min_slice_count"),
+            stall_timeout_s=setting("stall_timeout_seconds"), elastic_max_retries=given.get("elastic_max_retries"))
+        errors, warnings = budget_findings(budgets, times)
+        self.errors.extend(errors)
+        self.warnings.extend(warnings)
 
     def given(self, key: str) -> bool:
         value = self.flags.get(key)
@@ -211,6 +238,7 @@ class FlagChecker:
         fields["settings"] = self.trainer_settings(n, e, restarts)
         self.settings_destination(fields)
         options = self.outputs()
+        self.budgets(fields, options.times)
         if fields["headless"]:
             fields["env"] = ()  # ignored with a warning (see shape): no user container to carry it
         else:
@@ -436,12 +464,6 @@ class FlagChecker:
                 err(f"--elastic-min-slice-count {min_count}: below num_slices - elastic_slices = {floor}; "
                     f"the trainer would wait for slices that Pathways will not give back "
                     f"({ELASTIC_KNOBS_HELP}); {hint}")
-        max_retries = values.get("elastic_max_retries")
-        if e and max_retries is not None and restarts and max_retries != restarts:
-            self.warnings.append(
-                f"--elastic-max-retries {max_retries} and --max-slice-restarts {restarts} disagree: "
-                f"the trainer gives up after {max_retries} attempts while each slice may restart "
-                f"{restarts} times; keep them equal unless you mean it")
         return tuple(values.items())
 
     def references(self, command: str | None, env: tuple[tuple[str, str], ...],
@@ -463,7 +485,7 @@ class FlagChecker:
 _SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
 # The invocation options of `workload create` (see CreateOptions): they never change the manifest.
 OPTION_FLAGS = frozenset("dry_run dry_run_server replace output_format output_manifest_file slice_mtbf "
-                         "step_time".split())
+                         "step_time checkpoint_save_time slice_replacement_time from_run".split())
 _KNOWN_FLAGS = frozenset(
     "workload tpu_type num_slices command docker_image docker_name no_pathways headless trainer "
     "elastic_slices max_slice_restarts max_restarts priority queue namespace termination_grace_period_seconds "

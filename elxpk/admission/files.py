@@ -27,6 +27,8 @@ class Report:
 
     lines: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # timeouts and budgets that work badly (stderr)
+    budget_lines: int = 0  # of `lines`, the timeouts and budgets that cannot work
     documents: int = 0
 
 
@@ -112,9 +114,10 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
     return sorted(set(found), key=lambda v: (v.path, v.message)), None
 
 
-def validate_files(names: list[str]) -> Report:
+def validate_files(names: list[str], times: Any = None) -> Report:
     """Check every document of every file. Reads all files first: one unreadable file is exit 2, before
-    anything is reported."""
+    anything is reported. Each JobSet's timeouts and restart budgets are checked against `times`
+    (elxpk/budget_checks.py): a combination that cannot work is a line, one that works badly a warning."""
     if names.count(STDIN) > 1:
         raise UsageError("-: stdin can be read once; name it once")
     loaded = [(name, read_documents(name)) for name in names]
@@ -129,4 +132,23 @@ def validate_files(names: list[str]) -> Report:
             if note:
                 report.notes.append(f"{where}: {note}")
             report.lines += [f"{where}: {violation}" for violation in found]
+            if isinstance(obj, dict) and (obj.get("apiVersion"), obj.get("kind")) == JOBSET_KIND:
+                errors, warnings = jobset_budget_findings(obj, times)
+                report.lines += [f"{where}: timeouts and budgets: {line}" for line in errors]
+                report.budget_lines += len(errors)
+                report.warnings += [f"{where}: {line}" for line in warnings]
     return report
+
+
+JOBSET_KIND = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+
+
+def jobset_budget_findings(jobset: dict, times: Any = None) -> tuple[list[str], list[str]]:
+    """The cross-field timeout and budget rules on a JobSet, with its values read from its fields and env."""
+    from elxpk.budget_checks import Times, budget_findings, budgets_from_jobset
+
+    try:
+        budgets = budgets_from_jobset(jobset)
+    except (TypeError, ValueError, AttributeError):  # a malformed manifest: its violations say why
+        return [], []
+    return budget_findings(budgets, times or Times())

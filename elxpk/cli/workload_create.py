@@ -56,7 +56,10 @@ def create(
     custom_server_args: Annotated[str | None, typer.Option("--custom-pathways-server-args", help="Extra resource manager args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     custom_worker_args: Annotated[str | None, typer.Option("--custom-pathways-worker-args", help="Extra worker args, split like a shell.", rich_help_panel=_PANEL_PATHWAYS)] = None,
     slice_mtbf: Annotated[str | None, typer.Option("--slice-mtbf", metavar="DURATION", help="Mean time between slice failures (e.g. 3d); with --step-time, prints a checkpoint_period hint.", rich_help_panel=options.TRAINER_PANEL)] = None,
-    step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step (e.g. 1.5s); with --slice-mtbf, prints a checkpoint_period hint.", rich_help_panel=options.TRAINER_PANEL)] = None,
+    step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step (e.g. 1.5s): checked against --stall-timeout-seconds; with --slice-mtbf, prints a checkpoint_period hint.", rich_help_panel=options.TRAINER_PANEL)] = None,
+    checkpoint_save_time: Annotated[str | None, typer.Option("--checkpoint-save-time", metavar="DURATION", help="How long a checkpoint save blocks (e.g. 45s): checked against --termination-grace-period-seconds and --stall-timeout-seconds, and used by the checkpoint_period hint.", rich_help_panel=options.TRAINER_PANEL)] = None,
+    slice_replacement_time: Annotated[str | None, typer.Option("--slice-replacement-time", metavar="DURATION", help="How long a lost slice takes to come back (e.g. 12m): checked against --elastic-timeout-seconds, and used by the checkpoint_period hint.", rich_help_panel=options.TRAINER_PANEL)] = None,
+    from_run: Annotated[str | None, typer.Option("--from-run", metavar="RUN_DIR", help="A run directory whose measured step, save and replacement times stand in for --step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).", rich_help_panel=options.TRAINER_PANEL)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print only the manifest on stdout; no cluster, no credentials, no network.", rich_help_panel=options.OUTPUT_PANEL)] = False,
     dry_run_server: Annotated[bool, typer.Option("--dry-run-server", help="Send to the cluster as a server-side dry run (admission and schema checks, nothing created).", rich_help_panel=options.OUTPUT_PANEL)] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Delete a workload of the same name first.", rich_help_panel=options.OUTPUT_PANEL)] = False,
@@ -90,7 +93,8 @@ def create(
             proxy_server_image=proxy_server_image, server_image=server_image, worker_image=worker_image,
             pathways_gcs_location=pathways_gcs_location, custom_proxy_server_args=custom_proxy_server_args,
             custom_server_args=custom_server_args, custom_worker_args=custom_worker_args,
-            slice_mtbf=slice_mtbf, step_time=step_time, dry_run=dry_run, dry_run_server=dry_run_server,
+            slice_mtbf=slice_mtbf, step_time=step_time, checkpoint_save_time=checkpoint_save_time,
+            slice_replacement_time=slice_replacement_time, from_run=from_run, dry_run=dry_run, dry_run_server=dry_run_server,
             replace=replace, output_format=output, output_manifest_file=output_manifest_file, **settings,
         )
     except UsageError as exc:
@@ -127,15 +131,20 @@ def create(
 
 
 def _checkpoint_hint(spec, run) -> None:
-    """The planner's checkpoint_period hint, when --slice-mtbf and --step-time are both given."""
+    """The planner's checkpoint_period hint, when --slice-mtbf and a step time (--step-time or --from-run)
+    are given; with the save and replacement times when known."""
     if run.slice_mtbf_seconds is None or run.step_time_seconds is None:
         return
     from types import SimpleNamespace
 
     from elxpk.plan.hint import checkpoint_period_hint
 
+    times = run.times
     line = checkpoint_period_hint(SimpleNamespace(
         checkpoint_period=dict(spec.settings).get("checkpoint_period"), num_slices=spec.num_slices,
-        slice_mtbf_seconds=run.slice_mtbf_seconds, step_time_seconds=run.step_time_seconds))
+        slice_mtbf_seconds=run.slice_mtbf_seconds, step_time_seconds=run.step_time_seconds,
+        checkpoint_save_seconds=times.save_s if times else None,
+        replacement_seconds=times.replacement_s if times else None,
+        restore_seconds=times.restore_s if times else None))
     if line:
         print(line, file=sys.stderr)

@@ -19,19 +19,40 @@ Files = Annotated[list[str], typer.Argument(
     metavar="FILE...")]
 
 
-def validate(files: Files) -> None:
-    """Check manifests offline against the JobSet CRD, JobSet's admission rules and the core Job and pod
-    schemas: one line per violation (FILE: PATH: message), exit 1 if any, 0 when all pass."""
-    from elxpk.admission.files import validate_files
+_TIMES = "Timeouts and budgets"
 
-    report = validate_files(list(files))
+
+def validate(
+    files: Files,
+    step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step (e.g. 1.5s), checked against the stall timeout.", rich_help_panel=_TIMES)] = None,
+    checkpoint_save_time: Annotated[str | None, typer.Option("--checkpoint-save-time", metavar="DURATION", help="How long a checkpoint save blocks (e.g. 45s), checked against the grace period and the stall timeout.", rich_help_panel=_TIMES)] = None,
+    slice_replacement_time: Annotated[str | None, typer.Option("--slice-replacement-time", metavar="DURATION", help="How long a lost slice takes to come back (e.g. 12m), checked against ELXPK_ELASTIC_TIMEOUT_SECONDS.", rich_help_panel=_TIMES)] = None,
+    from_run: Annotated[str | None, typer.Option("--from-run", metavar="RUN_DIR", help="A run directory whose measured times stand in for the three above (each flag given wins).", rich_help_panel=_TIMES)] = None,
+) -> None:
+    """Check manifests offline against the JobSet CRD, JobSet's admission rules and the core Job and pod
+    schemas: one line per violation (FILE: PATH: message), exit 1 if any, 0 when all pass. Each JobSet's
+    timeouts and restart budgets are checked too (grace period, elastic timeout, stall timeout, retries
+    against backoffLimit and maxRestarts; docs/launcher.md), against the times given."""
+    from elxpk.admission.files import validate_files
+    from elxpk.budget_checks import read_times
+    from elxpk.errors import UsageError
+
+    times, problems = read_times(step=step_time, save=checkpoint_save_time, replacement=slice_replacement_time,
+                                 from_run=from_run)
+    if problems:
+        raise UsageError(*problems)
+    report = validate_files(list(files), times)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for line in report.lines:
         print(line)
     if report.lines:
-        raise CheckFailed(f"{len(report.lines)} violation(s) in {report.documents} document(s); the cluster "
-                          f"would refuse them")
+        why = "the cluster would refuse them"
+        if report.budget_lines:
+            why += f" ({report.budget_lines} of them: timeouts and budgets that cannot work together)"
+        raise CheckFailed(f"{len(report.lines)} violation(s) in {report.documents} document(s); {why}")
     print(f"OK: {report.documents} document(s) in {len(files)} file(s) pass the JobSet schema, admission and "
           f"Job rules")
 

@@ -19,12 +19,13 @@ GOOD = ["--workload", "run-1", "--tpu-type", "v5litepod-16", "--num-slices", "3"
 
 
 def test_dry_run_prints_only_the_manifest(cli):
-    result = cli("workload", "create", *GOOD, "--elastic-slices", "1", "--max-slice-restarts", "10",
-                 "--elastic-max-retries", "3", "--dry-run")
+    result = cli("workload", "create", *GOOD, "--elastic-slices", "1", "--max-slice-restarts", "2",
+                 "--elastic-max-retries", "10", "--dry-run")
     assert result.code == 0
     (obj,) = yaml.safe_load_all(result.out)
     assert obj["kind"] == "JobSet"
-    assert result.err.startswith("warning: --elastic-max-retries 3 and --max-slice-restarts 10 disagree")
+    assert "warning: --elastic-max-retries 10 allows 9 in-process recoveries, but --max-slice-restarts 2" \
+        in result.err.splitlines()[-1]
 
 
 def test_create_pathways_is_an_alias(cli):

@@ -164,12 +164,12 @@ class TestElasticMinSliceCount:
         assert line.endswith("use -1 or raise --elastic-slices")
 
 
-def test_retries_and_slice_restarts_disagreeing_is_a_warning():
-    spec = build(num_slices="3", elastic_slices="1", max_slice_restarts="10", elastic_max_retries="3")
+def test_retries_beyond_the_slice_restarts_is_a_warning():
+    spec = build(num_slices="3", elastic_slices="1", max_slice_restarts="2", elastic_max_retries="10")
     # The second warning: python3 train.py is not known to read ELXPK_ELASTIC_MAX_RETRIES (issue 13).
-    assert len(spec.warnings) == 2 and spec.warnings[0].startswith("--elastic-max-retries 3 and --max-slice-restarts 10")
-    equal = build(num_slices="3", elastic_slices="1", max_slice_restarts="10", elastic_max_retries="10").warnings
-    assert [w for w in equal if "disagree" in w] == [] and len(equal) == 1
+    assert len(spec.warnings) == 2 and spec.warnings[1].startswith("--elastic-max-retries 10 allows 9")
+    enough = build(num_slices="3", elastic_slices="1", max_slice_restarts="9", elastic_max_retries="10").warnings
+    assert [w for w in enough if "in-process recoveries" in w] == [] and len(enough) == 1
 
 
 @pytest.mark.parametrize(("elastic", "restarts", "want"), [("1", "10", 40), ("1", "1", 4), ("0", "10", 16)])
