@@ -149,7 +149,7 @@ def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
     for arg in args:
         flag, _, raw = arg.partition("=")
         name = flag.removeprefix("--").replace("-", "_")
-        if not flag.startswith("--") or not _ or name not in FIELDS or name in _OWN:
+        if not flag.startswith("--") or not _ or name not in FIELDS or name in _OWN or FIELDS[name].metadata["internal"]:
             problems.append(f"--trainer-arg {arg!r}: use --NAME=VALUE for a trainer setting that local run does "
                             "not set itself, e.g. --trainer-arg=--d-model=64")
             continue

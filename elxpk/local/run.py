@@ -70,6 +70,10 @@ def check_same_configuration(existing: ExistingRun, cfg: TrainerConfig) -> None:
     from elxpk.runs.rundir import load_info
 
     info = load_info(existing.path, "--run-dir")
+    if info is not None and cfg.data is not None:  # the trainer fingerprints the --data it opens: so does this
+        from trainer.data import open_dataset
+
+        cfg = open_dataset(cfg)[0]
     if info is None or info.fingerprint == cfg.fingerprint():
         return
     mine = cfg.fingerprint_fields()

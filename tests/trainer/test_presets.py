@@ -95,3 +95,13 @@ def test_attention_is_causal_and_matches_the_explicit_softmax():
     # Changing the last position changes no earlier output.
     changed = _attention(x.at[:, -1].add(1.0), block, shape)
     np.testing.assert_array_equal(np.asarray(changed[:, :-1]), np.asarray(out[:, :-1]))
+
+
+def test_the_dataset_identity_is_resolved_by_the_trainer_not_set_by_anyone():
+    from elxpk.local.options import _model_overrides
+
+    with pytest.raises(UsageError, match="unrecognized arguments: --dataset-identity"):
+        TrainerConfig.from_args(["--dataset-identity", "npy:forged"])
+    assert TrainerConfig.from_args([], {"ELXPK_DATASET_IDENTITY": "npy:forged"}).dataset_identity == "synthetic-v1"
+    model: dict = {}
+    assert _model_overrides(("--dataset-identity=npy:forged",), model) and model == {}

@@ -214,3 +214,16 @@ def test_gs_paths_go_through_the_checkpoints_filesystem_layer(tmp_path, repo_roo
     assert out["identity"].startswith("npy:gs://bucket/data/t.npy:uint16:3000:")
     assert out["identity"].split(":")[-1] == local.info.identity().split(":")[-1]  # same content hash
     assert out["truncated"].startswith("--data gs://bucket/data/cut.npy: truncated or padded")
+
+
+def test_local_run_resume_check_fingerprints_the_data_like_the_trainer(data_dir, ramp_reference, tmp_path):
+    import dataclasses
+
+    from elxpk.local.resume import ExistingRun
+    from elxpk.local.run import check_same_configuration
+
+    existing = ExistingRun(ramp_reference.run_dir, STEPS, (STEPS,))
+    check_same_configuration(existing, ramp_reference.cfg)  # same file: resumable (the config holds only the path)
+    write_npy(str(tmp_path / "other.npy"), _stream(NEEDED, seed=11))
+    with pytest.raises(UsageError, match=r"holds a run of another configuration \(dataset 'npy:"):
+        check_same_configuration(existing, dataclasses.replace(ramp_reference.cfg, data=str(tmp_path / "other.npy")))
