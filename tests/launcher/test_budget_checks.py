@@ -193,3 +193,14 @@ class TestRenderedManifest:
             True, True, 30, None)
         errors, _ = budget_findings(budgets, Times(save_s=45.0, labels={"save": "SAVE"}))
         assert errors and errors[0].startswith("--termination-grace-period-seconds 30 is shorter than SAVE")
+
+
+def test_the_checkpoint_hint_uses_the_given_times(cli):
+    args = ["workload", "create", "--workload", "run-1", "--tpu-type", "v5litepod-16", "--num-slices", "3",
+            "--command", "python3 train.py", "--slice-mtbf", "3d", "--step-time", "1s", "--dry-run"]
+    assumed = [line for line in cli(*args).err.splitlines() if line.startswith("hint: ")]
+    given = [line for line in cli(*args, "--checkpoint-save-time", "45s", "--slice-replacement-time", "2m",
+                                  "--termination-grace-period-seconds", "200").err.splitlines()
+             if line.startswith("hint: ")]
+    assert len(assumed) == len(given) == 1 and "an assumed" in assumed[0] and "45s saves" in given[0]
+    assert assumed[0].split(" steps for ")[0] != given[0].split(" steps for ")[0]  # another planned period
