@@ -186,9 +186,11 @@ def compare_series(a: Series, b: Series, *, rtol: float = 0.0) -> Comparison:
     rel_diff = np.where(same_bits, 0.0, np.nan_to_num(rel_diff, nan=np.inf))
     abs_diff = np.where(same_bits, 0.0, np.nan_to_num(abs_diff, nan=np.inf))
     beyond = ~same_bits & (rel_diff > rtol)
-    with_ids = a.records is not None and b.records is not None
-    order = np.asarray([with_ids and a.records[s].examples != b.records[s].examples  # type: ignore[index]
-                        for s in common], dtype=bool)
+    if a.records is not None and b.records is not None:
+        ra, rb = a.records, b.records
+        order = np.array([ra[s].examples != rb[s].examples for s in common], dtype=np.bool_)
+    else:
+        order = np.zeros(len(common), dtype=np.bool_)
     return Comparison(
         run_a=a.path,
         run_b=b.path,
