@@ -93,14 +93,24 @@ def leaf_names(tree: Any) -> list[str]:
     return ["/".join(_key(e) for e in path) for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
 
 
-def fingerprint(tree: Any) -> dict[str, str]:
-    """{leaf path: 16 hex digits} for every array in `tree` (jax arrays on any mesh, or host arrays).
+class Pending:
+    """A fingerprint dispatched to the devices and not yet fetched: dispatch returns at once, so the train
+    loop does not wait for it; `result()` blocks until the devices are done."""
 
-    Only two uint32 per array come back to the host; the arrays themselves stay where they are."""
-    leaves = jax.tree.leaves(tree)
-    result = _function(leaves)(leaves)
-    sums = np.asarray(result.addressable_data(0))
-    return {name: f"{int(a):08x}{int(b):08x}" for name, (a, b) in zip(leaf_names(tree), sums, strict=True)}
+    def __init__(self, tree: Any) -> None:
+        leaves = jax.tree.leaves(tree)
+        self._names = leaf_names(tree)
+        self._sums = _function(leaves)(leaves)
+
+    def result(self) -> dict[str, str]:
+        """{leaf path: 16 hex digits}. Only two uint32 per array come to the host."""
+        sums = np.asarray(self._sums.addressable_data(0))
+        return {name: f"{int(a):08x}{int(b):08x}" for name, (a, b) in zip(self._names, sums, strict=True)}
+
+
+def fingerprint(tree: Any) -> dict[str, str]:
+    """{leaf path: 16 hex digits} for every array in `tree` (jax arrays on any mesh, or host arrays)."""
+    return Pending(tree).result()
 
 
 def mismatch(expected: dict[str, str], found: dict[str, str]) -> str | None:

@@ -8,9 +8,9 @@ Per device, in bytes (f32 = 4 bytes; the estimate errs high, it only has to rule
 - state: each array's bytes divided by the slice's device count when FSDP splits it (trainer.sharding);
 - gradients and the optimizer's update temporaries: twice the per-device parameter bytes;
 - activations kept for the backward pass, for the device's share of the batch (b = global_batch / all
-  devices), per layer: b*L*(10*D + 2*F) floats (norms, q/k/v, attention output, MLP in and out) plus
-  2*b*H*L*L floats (attention logits and weights); plus 3*b*L*V floats for the logits, log-softmax and
-  its gradient;
+  devices), per layer: b*L*(10*D + 2*F) values of the compute dtype (norms, q/k/v, attention output, MLP
+  in and out) plus 2*b*H*L*L float32 (attention logits and weights; none with a fused flash kernel such
+  as cuDNN's, which never stores them); plus 3*b*L*V float32 for the logits, log-softmax and its gradient;
 - parameters gathered by FSDP for one layer at a time: the largest layer's parameter bytes.
 """
 
@@ -51,12 +51,18 @@ def _sharded_bytes(abstract: Any, data_size: int) -> int:
 def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_devices: int) -> MemoryEstimate:
     """The per-device memory of one train step on a mesh of `total_devices` in slices of
     `devices_per_slice`."""
+    from trainer.model import ModelShape
+
+    shape = ModelShape.from_config(cfg)
+    compute_bytes = 2 if getattr(shape, "compute_dtype", "float32") == "bfloat16" else _F32
+    fused_attention = getattr(shape, "attention", None) is not None
     d, f, length, vocab = cfg.d_model, cfg.d_ff, cfg.seq_len, cfg.vocab_size
-    local_batch = max(1, -(-cfg.global_batch // total_devices))
+    b = max(1, -(-cfg.global_batch // total_devices))
     state = _sharded_bytes(abstract_state, devices_per_slice)
     params = _sharded_bytes(abstract_state["params"], devices_per_slice)
-    per_layer = local_batch * length * (10 * d + 2 * f) + 2 * local_batch * cfg.n_heads * length * length
-    activations = _F32 * (cfg.n_layers * per_layer + 3 * local_batch * length * vocab)
+    scores = 0 if fused_attention else 2 * b * cfg.n_heads * length * length * _F32
+    per_layer = b * length * (10 * d + 2 * f) * compute_bytes + scores
+    activations = cfg.n_layers * per_layer + 3 * b * length * vocab * _F32
     gathered = _F32 * max(4 * d * d + 2 * d * f, vocab * d)
     return MemoryEstimate(state, 2 * params, activations, gathered)
 
@@ -100,8 +106,9 @@ def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None)
         return record
     if need.total > limit:
         gib = 2**30
+        preset = f"--model {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
         raise UsageError(
-            f"--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
+            f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
             f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}: the train step needs about "
             f"{need.total / gib:.2f} GiB per device (state {need.state / gib:.2f}, gradients "
             f"{need.gradients / gib:.2f}, activations {need.activations / gib:.2f} GiB) but device {device} "

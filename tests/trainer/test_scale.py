@@ -222,3 +222,46 @@ def test_a_flipped_byte_anywhere_in_the_array_data_never_restores_a_wrong_state(
     ((name, at, reason),) = skipped
     assert name == "checkpoint_skipped" and at == STEPS
     assert reason.startswith(("fingerprint mismatch: ", "orbax could not read it")), reason
+
+
+def _bytes_read() -> int:
+    for line in open("/proc/self/io", encoding="ascii"):  # every read syscall of every thread
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
+def test_a_save_reads_nothing_back_and_a_resume_reads_each_byte_once(tmp_path):
+    from pathlib import Path
+
+    from trainer import step as steplib
+    from trainer.checkpoint import CheckpointStore
+    from trainer.clock import SystemClock
+
+    class Recorder:
+        def event(self, name, step, **details):
+            assert name != "checkpoint_skipped", details
+
+    cfg = tiny_config(tmp_path, d_model=128, d_ff=512, vocab_size=2048, n_heads=4)
+    mesh = _mesh(2, 2)
+    state = steplib.place(_host_state(cfg), mesh)
+    store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
+    store.save(1, state, {"global_next_index": 0})  # the first save sets orbax up (and imports)
+    store.poll(block=True)
+    before = _bytes_read()
+    store.save(2, state, {"global_next_index": 8})
+    store.poll(block=True)
+    read_after_save = _bytes_read() - before
+    store.close(raise_errors=True)
+    size = sum(p.stat().st_size for p in (Path(cfg.checkpoint_path) / "2").rglob("*") if p.is_file())
+    assert size > 1_000_000
+    assert read_after_save <= 0.15 * size, (read_after_save, size)
+
+    store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
+    before = _bytes_read()
+    step, restored, data = store.restore_latest(steplib.state_target(cfg, mesh))
+    read_on_resume = _bytes_read() - before
+    store.close(raise_errors=True)
+    assert step == 2 and data == {"global_next_index": 8}
+    assert size * 0.9 <= read_on_resume <= 1.25 * size, (read_on_resume, size)

@@ -1,0 +1,303 @@
+"""The trainer at scale: MFU and the checkpoint path's costs, as figures and as ratios measured in one run.
+
+    .venv/bin/python bench/bench_scale.py [--quick] [--mode auto|proxy|accelerator] [--out FILE.json]
+
+On an accelerator (GPU/TPU), for the `1b` preset (d_model 2048, 16 layers, d_ff 8192, seq 2048, vocab
+32000; explicit shapes where the preset table is not there), on one slice of every local device:
+- MFU = model FLOPs per second / peak (bf16 dense; --peak-tflops, default 989 for an H200). Model FLOPs
+  per step = tokens * (6 * N + 6 * n_layers * d_model * seq_len), N = the matmul parameters
+  (n_layers * (4 d^2 + 2 d f) + vocab * d, the tied output projection; the position table and the norms
+  are not matmuls). The attention term is QK^T and AV (2 * 2 * seq * d per token per layer forward, x3
+  for forward + backward) with causal attention counted at half: 6 * n_layers * d * seq per token.
+- save() blocking (the time the train loop waits, fingerprint included), restore time (fingerprint check
+  included) and fingerprint time, each the median of several.
+
+On CPU (the proxy; 2 slices x 2 virtual devices, the FSDP layout of the trainer's tests):
+- bytes read after a save (through commit and the validity record) / bytes written: goal <= 0.15;
+- bytes read by a resume (restore + fingerprint check) / the checkpoint's size: goal <= 1.25;
+- save() blocking against a plain host copy of the same state (jax.device_get), measured in the same run.
+Bytes read are /proc/self/io's `rchar` (every read syscall of every thread, page cache hits included)
+around the operation, after a warm-up save and restore so no module is imported during the measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from trainer.cpu import ensure_devices  # noqa: E402
+
+ensure_devices(4)
+
+from trainer.config import TrainerConfig  # noqa: E402
+
+EXPLICIT_1B = dict(d_model=2048, n_layers=16, n_heads=16, d_ff=8192, seq_len=2048, vocab_size=32000)
+PROXY_MODEL = dict(d_model=512, n_layers=4, n_heads=8, d_ff=2048, seq_len=128, vocab_size=16000)
+QUICK_PROXY_MODEL = dict(d_model=256, n_layers=2, n_heads=4, d_ff=1024, seq_len=64, vocab_size=8000)
+
+
+def rchar() -> int:
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no rchar")
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def model_flops_per_step(cfg) -> tuple[float, int]:
+    """(model FLOPs of one training step, N the matmul parameter count): the formula in the docstring."""
+    d, f, layers, seq = cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.seq_len
+    n_matmul = layers * (4 * d * d + 2 * d * f) + cfg.vocab_size * d
+    tokens = cfg.global_batch * seq
+    return tokens * (6.0 * n_matmul + 6.0 * layers * d * seq), n_matmul
+
+
+def make_config(run_dir: Path, shapes: dict | None, **overrides) -> TrainerConfig:
+    from elxpk_contract.settings import FIELDS
+
+    settings: dict = dict(run_dir=str(run_dir), dropout=0.0, seed=1, max_to_keep=2, **overrides)
+    if shapes is None and "model" in FIELDS:
+        settings["model"] = "1b"  # the preset table (issue 10, item 4)
+    else:
+        settings.update(shapes or EXPLICIT_1B)
+    cfg = TrainerConfig(**settings)
+    try:  # the compute dtype resolved for this backend, where the trainer has that step
+        from trainer.precision import resolved  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return cfg
+    return resolved(cfg)
+
+
+class _Events:
+    def event(self, name, step, **details) -> None:
+        if name == "checkpoint_skipped":
+            raise RuntimeError(f"bench: step {step} skipped: {details.get('reason')}")
+
+
+def _store(cfg):
+    from trainer.checkpoint import CheckpointStore
+    from trainer.clock import SystemClock
+
+    return CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=_Events(), clock=SystemClock())
+
+
+def _placed_state(cfg, mesh):
+    """The initial state with its AdamW moments filled with noise: zeros would compress, and a trained
+    state's moments do not."""
+    import jax
+    import numpy as np
+
+    from trainer import step as steplib
+
+    rng = np.random.default_rng(0)
+    host = steplib.host_init_state(cfg)
+
+    def noisy(a):
+        if a.ndim == 0 or a.dtype != np.float32:
+            return a
+        return (1e-3 * rng.standard_normal(a.shape)).astype(np.float32)
+
+    host["opt_state"] = jax.tree.map(noisy, host["opt_state"])
+    return steplib.place(host, mesh)
+
+
+def checkpoint_costs(cfg, mesh, repeats: int) -> dict:
+    """Save blocking, commit, bytes read after a save and on resume, restore and fingerprint times."""
+    import jax
+
+    from trainer import step as steplib
+    from trainer.fingerprint import fingerprint
+
+    state = _placed_state(cfg, mesh)
+    fingerprint(state)  # compile the reduction once
+    fp_s, host_s, blocking, after_save, written, restore_s, resume_ratio = [], [], [], [], [], [], []
+    data = {"global_next_index": 0}
+    root = Path(cfg.checkpoint_path)
+    # warm-up: orbax's first save and restore import and set up what later ones reuse
+    store = _store(cfg)
+    store.save(1, state, data)
+    store.close(raise_errors=True)
+    store = _store(cfg)
+    warm = store.restore_latest(steplib.state_target(cfg, mesh))
+    store.close(raise_errors=True)
+    assert warm is not None
+    jax.tree.map(lambda a: a.delete(), warm[1])
+    saver = _store(cfg)  # one store per attempt in the trainer, so several saves share one manager
+    saver.save(2, state, data)  # its first save sets the manager up
+    saver.poll(block=True)
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        fingerprint(state)
+        fp_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        host = jax.device_get(state)
+        host_s.append(time.perf_counter() - t0)
+        del host
+        step = 3 + i
+        before = rchar()
+        saver.save(step, state, data)
+        saver.poll(block=True)  # through commit and the validity record: everything a save does
+        read = rchar() - before
+        blocking.append(saver.blocking_s[-1])
+        size = tree_bytes(root / str(step))
+        written.append(size)
+        after_save.append(read / size)
+        store = _store(cfg)
+        before, t0 = rchar(), time.perf_counter()
+        restored = store.restore_latest(steplib.state_target(cfg, mesh))  # newest: `step`
+        restore_s.append(time.perf_counter() - t0)
+        resume_ratio.append((rchar() - before) / size)
+        store.close(raise_errors=True)
+        assert restored is not None and restored[0] == step
+        jax.tree.map(lambda a: a.delete(), restored[1])
+    saver.close(raise_errors=True)
+    handlers = handler_blocking(state, repeats)
+    med = statistics.median
+    return {
+        "orbax_handler_blocking_s": handlers,
+        "checkpoint_bytes": med(written),
+        "read_after_save_ratio": med(after_save), "read_after_save_goal": 0.15,
+        "resume_read_ratio": med(resume_ratio), "resume_read_goal": 1.25,
+        "save_blocking_s": med(blocking), "host_copy_s": med(host_s),
+        "save_blocking_vs_host_copy": med(blocking) / med(host_s),
+        "restore_s": med(restore_s), "fingerprint_s": med(fp_s),
+        "samples": {"blocking_s": blocking, "host_copy_s": host_s, "restore_s": restore_s,
+                    "after_save": after_save, "resume": resume_ratio},
+    }
+
+
+def handler_blocking(state, repeats: int) -> dict:
+    """save() blocking of orbax's default array handler against `use_replica_parallel=False` (what the
+    trainer used before FSDP), on the same state: the trainer keeps the default unless this says otherwise
+    on the target."""
+    import jax
+    import numpy as np
+    import orbax.checkpoint as ocp
+    from orbax.checkpoint import type_handlers as th
+
+    def whole_by_first_replica():
+        return ocp.PyTreeCheckpointHandler(type_handler_registry=th.create_type_handler_registry(
+            (int, th.ScalarHandler()), (float, th.ScalarHandler()), (bytes, th.ScalarHandler()),
+            (np.number, th.ScalarHandler()), (np.ndarray, th.NumpyHandler()), (str, th.StringHandler()),
+            (jax.Array, th.ArrayHandler(use_replica_parallel=False))))
+
+    found = {}
+    for name, handler in (("default", ocp.PyTreeCheckpointHandler), ("replica_parallel_off", whole_by_first_replica)):
+        root = Path(tempfile.mkdtemp(prefix="elxpk-bench-handler-"))
+        manager = ocp.CheckpointManager(root, item_names=("state",), item_handlers={"state": handler()},
+                                        options=ocp.CheckpointManagerOptions(max_to_keep=1))
+        times = []
+        for i in range(repeats + 1):  # the first save sets orbax up
+            t0 = time.perf_counter()
+            manager.save(i, args=ocp.args.Composite(state=ocp.args.PyTreeSave(state)))
+            times.append(time.perf_counter() - t0)
+            manager.wait_until_finished()
+        manager.close()
+        shutil.rmtree(root, ignore_errors=True)
+        found[name] = statistics.median(times[1:])
+    found["default_vs_off"] = found["default"] / found["replica_parallel_off"]
+    return found
+
+
+def mfu(cfg, mesh, steps: int, peak_tflops: float) -> dict:
+    from trainer import mesh as meshlib
+    from trainer import step as steplib
+    from trainer.attempt import _scalar
+    from trainer.clock import SystemClock
+    from trainer.data import ElasticIterator, SyntheticTokens
+
+    cache = steplib.StepCache(cfg, SystemClock())
+    compiled, _ = cache.get(mesh)
+    state = cache.init_state(mesh)
+    data = ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
+    batches = [meshlib.put_batch(data.next_batch().tokens, mesh) for _ in range(2)]
+    times = []
+    for step in range(steps + 2):  # the first two are warm-up
+        t0 = time.perf_counter()
+        state, loss = compiled.executable(state, batches[step % 2], _scalar(step, mesh))
+        float(loss.addressable_data(0))
+        times.append(time.perf_counter() - t0)
+    step_s = statistics.median(times[2:])
+    flops, n_matmul = model_flops_per_step(cfg)
+    achieved = flops / step_s
+    return {"step_s": step_s, "model_flops_per_step": flops, "n_matmul_params": n_matmul,
+            "tflops": achieved / 1e12, "peak_tflops": peak_tflops, "mfu": achieved / (peak_tflops * 1e12),
+            "compile_s": compiled.compile_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--mode", choices=("auto", "proxy", "accelerator"), default="auto")
+    parser.add_argument("--peak-tflops", type=float, default=989.0)
+    parser.add_argument("--global-batch", type=int, default=0, help="accelerator: examples per step (0: 8/dev)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+
+    import jax
+
+    from trainer import mesh as meshlib
+
+    platform = jax.devices()[0].platform
+    mode = args.mode if args.mode != "auto" else ("proxy" if platform == "cpu" else "accelerator")
+    work = Path(tempfile.mkdtemp(prefix="elxpk-bench-scale-"))
+    result: dict = {"mode": mode, "platform": platform, "devices": len(jax.devices())}
+    try:
+        if mode == "accelerator":
+            devices = jax.local_devices()
+            batch = args.global_batch or 8 * len(devices)
+            shapes = QUICK_PROXY_MODEL if platform == "cpu" else None  # cpu: exercise the path, tiny shapes
+            cfg = make_config(work / "run", shapes, num_slices=1, devices_per_slice=len(devices),
+                              global_batch=batch)
+            mesh = meshlib.build_mesh({0: devices}, [0])
+            result["model"] = {k: getattr(cfg, k) for k in ("d_model", "n_layers", "d_ff", "seq_len", "vocab_size")}
+            result["compute_dtype"] = getattr(cfg, "compute_dtype", "float32")
+            result["mfu"] = mfu(cfg, mesh, 3 if args.quick else 10, args.peak_tflops)
+            result["checkpoint"] = checkpoint_costs(cfg, mesh, 2 if args.quick else 5)
+        else:
+            shapes = QUICK_PROXY_MODEL if args.quick else PROXY_MODEL
+            cfg = make_config(work / "run", shapes, num_slices=2, devices_per_slice=2, global_batch=8)
+            devices = jax.devices()[:4]
+            mesh = meshlib.build_mesh({0: devices[:2], 1: devices[2:]}, [0, 1])
+            result["model"] = dict(shapes)
+            result["checkpoint"] = checkpoint_costs(cfg, mesh, 2 if args.quick else 4)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    _print(result)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def _print(result: dict) -> None:
+    print(f"bench_scale: {result['mode']} on {result['devices']} {result['platform']} device(s), model {result['model']}")
+    if "mfu" in result:
+        m = result["mfu"]
+        print(f"  MFU {m['mfu']:.1%}  ({m['tflops']:.1f} TFLOP/s of {m['peak_tflops']:g}; step {m['step_s'] * 1e3:.1f} ms;"
+              " FLOPs/step = tokens * (6 N + 6 layers d seq), causal attention at half)")
+    c = result["checkpoint"]
+    print(f"  checkpoint {c['checkpoint_bytes'] / 2**20:.1f} MiB")
+    print(f"  read back after save: {c['read_after_save_ratio']:.3f} x written (goal <= {c['read_after_save_goal']})")
+    print(f"  read on resume:       {c['resume_read_ratio']:.3f} x checkpoint (goal <= {c['resume_read_goal']})")
+    print(f"  save() blocking {c['save_blocking_s'] * 1e3:.1f} ms vs host copy (jax.device_get) "
+          f"{c['host_copy_s'] * 1e3:.1f} ms: {c['save_blocking_vs_host_copy']:.2f}x")
+    print(f"  restore {c['restore_s'] * 1e3:.1f} ms; fingerprint {c['fingerprint_s'] * 1e3:.2f} ms")
+    h = c["orbax_handler_blocking_s"]
+    print(f"  orbax save() blocking alone: default handler {h['default'] * 1e3:.1f} ms, use_replica_parallel=False "
+          f"{h['replica_parallel_off'] * 1e3:.1f} ms ({h['default_vs_off']:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
