@@ -1,8 +1,8 @@
 """A fingerprint of every array of the train state, computed on the devices that hold it.
 
-For each array: the sum, modulo 2^32, of mix(bits(x_i), i) over its elements, in two independent lanes
-(two multipliers), so 64 bits per array. `bits` is the element's own bit pattern widened to uint32 and `i`
-its flat index in the global array. Integer addition is associative and commutative, so the sum is the
+For each array: the sum, modulo 2^32, of mix(bits(x_i), i) over its elements, and the sum of a second
+bijective scramble of each mixed term: two lanes, 64 bits per array. `bits` is the element's own bit
+pattern widened to uint32 and `i` its flat index in the global array. Integer addition is associative and commutative, so the sum is the
 same whatever the reduction order, hence on any mesh and any sharding: a state saved from one mesh and
 restored onto another fingerprints the same, and the per-device partial sums need no gather of data.
 
@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-_LANES = ((0x9E3779B1, 0x85EBCA77), (0xC2B2AE3D, 0x27D4EB2F))  # (bits multiplier, index multiplier)
+_BITS_MUL, _INDEX_MUL, _INDEX_ADD, _LANE2_MUL = 0x9E3779B1, 0x85EBCA77, 0x165667B1, 0x2C1B3C6D
 _FUNCTIONS: dict[Any, Any] = {}
 
 
@@ -55,11 +55,11 @@ def _leaf(x: jax.Array) -> jax.Array:
     for dim in reversed(range(x.ndim)):
         index = index + jax.lax.broadcasted_iota(jnp.uint32, x.shape, dim) * jnp.uint32(stride % 2**32)
         stride *= x.shape[dim]
-    lanes = []
-    for bits_mul, index_mul in _LANES:
-        mixed = _finalise(bits * jnp.uint32(bits_mul) ^ (index * jnp.uint32(index_mul) + jnp.uint32(0x165667B1)))
-        lanes.append(jnp.sum(mixed, dtype=jnp.uint32))
-    return jnp.stack(lanes)
+    mixed = _finalise(bits * jnp.uint32(_BITS_MUL) ^ (index * jnp.uint32(_INDEX_MUL) + jnp.uint32(_INDEX_ADD)))
+    # The second lane: a further bijective xorshift-multiply of the first, so a change whose lane-1 terms
+    # cancel (the sum is linear) almost never cancels here too; cheaper than a second full mix.
+    second = (mixed ^ (mixed >> 15)) * jnp.uint32(_LANE2_MUL)
+    return jnp.stack([jnp.sum(mixed, dtype=jnp.uint32), jnp.sum(second, dtype=jnp.uint32)])
 
 
 def _all(leaves: list[jax.Array]) -> jax.Array:

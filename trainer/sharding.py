@@ -40,16 +40,18 @@ def state_shardings(abstract: Any, mesh: Mesh) -> Any:
 
 
 def host_copy(x: jax.Array) -> np.ndarray:
-    """The whole array on the host, assembled from this process's shards (no cross-process traffic).
+    """The whole array on the host, in every process.
 
-    Each process holds at least one full slice, and each slice a full copy, so its own shards cover it."""
+    Assembled from this process's own shards when it holds every device of the array; otherwise (a slice
+    spread over several processes, as on a multi-host TPU slice) gathered from the other processes, which
+    all take part: `is_fully_addressable` is a property of the sharding, the same in every process."""
+    if not x.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
     out = np.empty(x.shape, dtype=x.dtype)
-    covered = np.zeros(x.shape, dtype=bool)
     for shard in x.addressable_shards:
         out[shard.index] = np.asarray(shard.data)
-        covered[shard.index] = True
-    if not covered.all():
-        raise RuntimeError(f"host_copy: this process's shards do not cover an array of shape {x.shape}")
     return out
 
 
