@@ -56,13 +56,14 @@ class TrainerConfig:
     run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json")
     checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
                                       maxtext="checkpoint_dir", expose=LAUNCHER_FLAG)
-    steps: int = _opt(200, "number of train steps", low=1)
+    steps: int = _opt(200, "number of train steps", expose=LAUNCHER_FLAG, low=1)
     checkpoint_period: int = _opt(100, "save a checkpoint every this many steps", low=1,
                                   maxtext="checkpoint_period", expose=LAUNCHER_FLAG,
                                   fix="steps between checkpoints, e.g. 100")
     max_to_keep: int = _opt(3, "checkpoints kept on disk (>= 2, so a corrupt newest one has a fallback)", low=2,
                             fix="keep at least 2 so a corrupt newest checkpoint has a valid predecessor")
-    seed: int = _opt(0, "seed of the parameters, the data and the per-step RNG", low=0, high=2**32 - 1)
+    seed: int = _opt(0, "seed of the parameters, the data and the per-step RNG", low=0, high=2**32 - 1,
+                     expose=LAUNCHER_FLAG)
     # Topology.
     num_slices: int = _opt(2, "number of slices", low=1, expose=LAUNCHER_DERIVED, derived_from="`--num-slices`")
     devices_per_slice: int = _opt(2, "devices per slice (CPU: virtual XLA host devices)", low=1)
@@ -88,9 +89,10 @@ class TrainerConfig:
                                         expose=LAUNCHER_FLAG, fix="seconds without a step before a stall, e.g. 1800; "
                                                                   "0 for auto")
     # Model, data and optimiser (all part of the checkpoint fingerprint).
-    global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1)
+    global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1,
+                             expose=LAUNCHER_FLAG)
     model: str = _opt(DEFAULT_MODEL, "model preset (Llama-like shapes, elxpk_contract/presets.py); each shape "
-                                     "flag given (--d-model, ...) overrides its preset value",
+                                     "flag given (--d-model, ...) overrides its preset value", expose=LAUNCHER_FLAG,
                       choices=tuple(MODEL_PRESETS))
     # The shape settings default to None, "from the --model preset"; __post_init__ resolves them, so a
     # constructed config always holds ints (precedence: flag/env > preset > the default preset).
@@ -103,10 +105,10 @@ class TrainerConfig:
     d_ff: int = _opt(None, "MLP hidden width (default: from --model)", low=1)
     compute_dtype: str = _opt("auto", "dtype of the forward and backward matmuls; master params, optimizer "
                                       "state, logits, softmax and loss stay float32; auto: bfloat16 on GPU "
-                                      "and TPU, float32 on CPU", choices=COMPUTE_DTYPES)
+                                      "and TPU, float32 on CPU", expose=LAUNCHER_FLAG, choices=COMPUTE_DTYPES)
     data: str | None = _opt(None, "tokenized training data: a .npy file of one 1-D uint16/uint32 token stream, "
                                   "or .array_record file(s) of token chunks (comma-separated), local or gs://; "
-                                  "default: synthetic tokens (see docs/trainer.md)")
+                                  "default: synthetic tokens (see docs/trainer.md)", expose=LAUNCHER_FLAG)
     dataset_identity: str = _opt("synthetic-v1", "what the data is, as the trainer found it when opening it "
                                                  "(path, token dtype and count, content hash): part of the "
                                                  "checkpoint fingerprint", internal=True)

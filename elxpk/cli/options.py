@@ -134,7 +134,9 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
         maxtext = f"MaxText {meta['maxtext']}; " if meta["maxtext"] else ""
         help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
                     f"trainer default {default})."
-        metavar = "INT" if field.type == "int" else "TEXT"
+        metavar = ("[" + "|".join(meta["choices"]) + "]" if meta["choices"] else
+                   {"int": "INT", "float": "SECONDS" if field.name.endswith("_seconds") else "NUMBER"}
+                   .get(str(field.type), "TEXT"))
         kind = Annotated[_TEXT, _option(flag_name(field.name), help=help_text, panel=TRAINER_PANEL,
                                         metavar=metavar)]
         params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None))
