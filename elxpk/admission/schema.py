@@ -2,7 +2,7 @@
 
 "Strict": every object schema that lists properties and does not preserve unknown fields gets
 `additionalProperties: false`, so a typo'd or misplaced field fails instead of being silently pruned, as
-the API server's strict field validation (`kubectl apply --validate=strict`) would do. `format: int32` and
+the API server's strict field validation (`fieldValidation=Strict`) would do. `format: int32` and
 `int64` are enforced: a JSON-schema validator ignores `format` unless told to check it, while the API
 server's decoder refuses the overflow.
 

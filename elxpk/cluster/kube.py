@@ -201,7 +201,7 @@ class Kube:
                            what=f'Events in namespace "{namespace}"')
 
     def evict_pod(self, namespace: str, name: str) -> None:
-        """The Eviction API (policy/v1), as `kubectl drain` evicts: honours PodDisruptionBudgets, and the
+        """The Eviction API (policy/v1), as a node drain evicts: honours PodDisruptionBudgets, and the
         pod gets a DisruptionTarget condition. Not retried: a 429 means a budget forbids it now."""
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
         self.request("POST", api_path("v1", "pods", namespace, name, "eviction"), verb="evict",
