@@ -13,11 +13,10 @@ kubernetes-validate. Run on the defaulted JobSet (restartPolicy OnFailure when u
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
-from typing import Any
 
 from elxpk.admission import identifiers
 from elxpk.admission.objectmeta import annotation_problems, label_problems
-from elxpk.admission.violation import Violation, join
+from elxpk.admission.violation import Violation, as_dict, as_int, as_list, join
 
 MAX_PARALLELISM_INDEXED = 100_000  # `maxParallelismForIndexedJob`
 MAX_FAILED_INDEXES = 100_000  # `maxFailedIndexesForIndexedJob`
@@ -27,32 +26,20 @@ POD_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
 POD_REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def job_template_problems(jobset: dict) -> list[Violation]:
     """Every replicatedJob's `template.spec` as a batch/v1 JobSpec, and its pod template."""
     found = []
-    spec = _dict(jobset.get("spec"))
+    spec = as_dict(jobset.get("spec"))
     # JobSet adds a volume for each volumeClaimPolicies template (`addVolumes`): mounts may name them.
-    claims = {str(_dict(_dict(t).get("metadata")).get("name")) for policy in _list(spec.get("volumeClaimPolicies"))
-              for t in _list(_dict(policy).get("templates"))}
-    for i, rjob in enumerate(_list(spec.get("replicatedJobs"))):
+    claims = {str(as_dict(as_dict(t).get("metadata")).get("name")) for policy in as_list(spec.get("volumeClaimPolicies"))
+              for t in as_list(as_dict(policy).get("templates"))}
+    for i, rjob in enumerate(as_list(spec.get("replicatedJobs"))):
         path = join(join("spec.replicatedJobs", i), "template")
-        template = _dict(_dict(rjob).get("template"))
-        found += label_problems(_dict(template.get("metadata")).get("labels"), join(path, "metadata.labels"))
-        found += annotation_problems(_dict(template.get("metadata")).get("annotations"),
+        template = as_dict(as_dict(rjob).get("template"))
+        found += label_problems(as_dict(template.get("metadata")).get("labels"), join(path, "metadata.labels"))
+        found += annotation_problems(as_dict(template.get("metadata")).get("annotations"),
                                      join(path, "metadata.annotations"))
-        found += job_spec_problems(_dict(template.get("spec")), join(path, "spec"), claims)
+        found += job_spec_problems(as_dict(template.get("spec")), join(path, "spec"), claims)
     return found
 
 
@@ -61,11 +48,11 @@ def job_spec_problems(spec: dict, path: str, claims: AbstractSet[str] = frozense
     found = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
                 "backoffLimitPerIndex", "maxFailedIndexes"):
-        value = _int(spec.get(key))
+        value = as_int(spec.get(key))
         if value is not None and value < 0:  # `ValidateNonnegativeField`
             found.append(Violation(join(path, key), f"Invalid value: {value}: must be greater than or equal to 0"))
-    parallelism, completions = _int(spec.get("parallelism")), _int(spec.get("completions"))
-    per_index, max_failed = spec.get("backoffLimitPerIndex"), _int(spec.get("maxFailedIndexes"))
+    parallelism, completions = as_int(spec.get("parallelism")), as_int(spec.get("completions"))
+    per_index, max_failed = spec.get("backoffLimitPerIndex"), as_int(spec.get("maxFailedIndexes"))
     if max_failed is not None and per_index is None:
         found.append(Violation(join(path, "backoffLimitPerIndex"), "Required value: when maxFailedIndexes is specified"))
     mode = spec.get("completionMode")
@@ -90,9 +77,9 @@ def job_spec_problems(spec: dict, path: str, claims: AbstractSet[str] = frozense
                 found.append(Violation(join(path, key), f"Invalid value: {spec[key]}: requires indexed completion "
                                                         f"mode"))
     failure_policy = spec.get("podFailurePolicy")
-    pod = _dict(_dict(spec.get("template")).get("spec"))
+    pod = as_dict(as_dict(spec.get("template")).get("spec"))
     if failure_policy is not None:
-        found += _pod_failure_policy_problems(_dict(failure_policy), spec, pod, join(path, "podFailurePolicy"))
+        found += _pod_failure_policy_problems(as_dict(failure_policy), spec, pod, join(path, "podFailurePolicy"))
     if spec.get("successPolicy") is not None and mode != "Indexed":
         found.append(Violation(join(path, "successPolicy"), "Invalid value: requires indexed completion mode"))
     replacement = spec.get("podReplacementPolicy")
@@ -118,14 +105,14 @@ def job_spec_problems(spec: dict, path: str, claims: AbstractSet[str] = frozense
 
 def _pod_failure_policy_problems(policy: dict, spec: dict, pod: dict, path: str) -> list[Violation]:
     """`validatePodFailurePolicy` and `validatePodFailurePolicyRule(OnExitCodes)`."""
-    rules = _list(policy.get("rules"))
+    rules = as_list(policy.get("rules"))
     found = []
     if len(rules) > MAX_POD_FAILURE_RULES:
         found.append(Violation(join(path, "rules"), f"Too many: {len(rules)}: must have at most "
                                                     f"{MAX_POD_FAILURE_RULES} items"))
-    names = {str(_dict(c).get("name")) for c in _list(pod.get("containers")) + _list(pod.get("initContainers"))}
+    names = {str(as_dict(c).get("name")) for c in as_list(pod.get("containers")) + as_list(pod.get("initContainers"))}
     for i, rule in enumerate(rules):
-        rule, rule_path = _dict(rule), join(join(path, "rules"), i)
+        rule, rule_path = as_dict(rule), join(join(path, "rules"), i)
         action = rule.get("action")
         if not action:
             found.append(Violation(join(rule_path, "action"), f"Required value: valid values: {POD_FAILURE_ACTIONS}"))
@@ -134,13 +121,13 @@ def _pod_failure_policy_problems(policy: dict, spec: dict, pod: dict, path: str)
                                                               "backoffLimitPerIndex to be set"))
         elif action not in POD_FAILURE_ACTIONS:
             found.append(Violation(join(rule_path, "action"), f"Unsupported value: {action!r}"))
-        exit_codes, conditions = rule.get("onExitCodes"), _list(rule.get("onPodConditions"))
+        exit_codes, conditions = rule.get("onExitCodes"), as_list(rule.get("onPodConditions"))
         if exit_codes is not None and conditions:
             found.append(Violation(rule_path, "specifying both OnExitCodes and OnPodConditions is not supported"))
         if exit_codes is None and not conditions:
             found.append(Violation(rule_path, "specifying one of OnExitCodes and OnPodConditions is required"))
         if exit_codes is not None:
-            found += _exit_code_problems(_dict(exit_codes), names, join(rule_path, "onExitCodes"))
+            found += _exit_code_problems(as_dict(exit_codes), names, join(rule_path, "onExitCodes"))
     return found
 
 
@@ -154,7 +141,7 @@ def _exit_code_problems(codes: dict, names: set, path: str) -> list[Violation]:
     if container is not None and str(container) not in names:
         found.append(Violation(join(path, "containerName"), f"Invalid value: {container!r}: must be one of the "
                                                             f"container or initContainer names in the pod template"))
-    values = [v for v in _list(codes.get("values")) if _int(v) is not None]
+    values = [v for v in as_list(codes.get("values")) if as_int(v) is not None]
     if not values:
         found.append(Violation(join(path, "values"), "Invalid value: at least one value is required"))
     elif len(values) > MAX_EXIT_CODE_VALUES:
@@ -176,16 +163,16 @@ def pod_spec_problems(pod: dict, path: str, claims: AbstractSet[str] = frozenset
     found = []
     seen: dict[str, str] = {}
     volumes = set(claims)
-    for v, volume in enumerate(_list(pod.get("volumes"))):
-        name = str(_dict(volume).get("name", ""))
+    for v, volume in enumerate(as_list(pod.get("volumes"))):
+        name = str(as_dict(volume).get("name", ""))
         found += [Violation(join(join(join(path, "volumes"), v), "name"), f"Invalid value: {name!r}: {p}")
                   for p in identifiers.dns1123_label(name)]
         volumes.add(name)
-    if not _list(pod.get("containers")):
+    if not as_list(pod.get("containers")):
         found.append(Violation(join(path, "containers"), "Required value"))
     for kind in ("initContainers", "containers"):
-        for c, box in enumerate(_list(pod.get(kind))):
-            box, box_path = _dict(box), join(join(path, kind), c)
+        for c, box in enumerate(as_list(pod.get(kind))):
+            box, box_path = as_dict(box), join(join(path, kind), c)
             name = str(box.get("name", ""))
             if not name:
                 found.append(Violation(join(box_path, "name"), "Required value"))
@@ -199,8 +186,8 @@ def pod_spec_problems(pod: dict, path: str, claims: AbstractSet[str] = frozenset
             if restart is not None and kind == "initContainers" and restart != "Always":
                 found.append(Violation(join(box_path, "restartPolicy"), f"Unsupported value: {restart!r}: "
                                                                         f"supported values: \"Always\""))
-            for m, mount in enumerate(_list(box.get("volumeMounts"))):
-                mount_name = _dict(mount).get("name")
+            for m, mount in enumerate(as_list(box.get("volumeMounts"))):
+                mount_name = as_dict(mount).get("name")
                 if str(mount_name) not in volumes:
                     found.append(Violation(join(join(join(box_path, "volumeMounts"), m), "name"),
                                            f"Not found: {mount_name!r}"))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from elxpk.admission.identifiers import LABEL_VALUE_MAX
+from elxpk.admission.violation import as_int
 
 MAX_INT32 = 2**31 - 1
 MAX_INT64 = 2**63 - 1
@@ -109,10 +110,6 @@ def container_name_problem(docker_name: str, *, pathways: bool, headless: bool) 
     return None
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def flag_problems(fields: Mapping[str, object]) -> list[str]:
     """What `workload create` must refuse (exit 2) because JobSet or the API server would: the workload
     name for this shape, container-name collisions, and the integers the CRD stores as int32.
@@ -123,8 +120,8 @@ def flag_problems(fields: Mapping[str, object]) -> list[str]:
     problems: list[str] = []
     pathways, headless = bool(fields.get("pathways", True)), bool(fields.get("headless", False))
     tpu = fields.get("tpu")
-    vms = _int(getattr(tpu, "vms_per_slice", None))
-    slices = _int(fields.get("num_slices"))
+    vms = as_int(getattr(tpu, "vms_per_slice", None))
+    slices = as_int(fields.get("num_slices"))
     name = fields.get("workload")
     if isinstance(name, str) and name and vms and slices:
         problem = workload_name_problem(name, pathways=pathways, num_slices=slices, vms_per_slice=vms)
@@ -149,18 +146,18 @@ def _int32_problems(fields: Mapping[str, object], vms: int | None, slices: int |
     for key, flag, field in (("max_restarts", "--max-restarts", "failurePolicy.maxRestarts"),
                              ("ttl_seconds_after_finished", "--ttl-seconds-after-finished", "ttlSecondsAfterFinished"),
                              ("num_slices", "--num-slices", "replicas")):
-        value = _int(fields.get(key))
+        value = as_int(fields.get(key))
         if value is not None and value > MAX_INT32:
             problems.append(f"{flag} {value}: must be at most {MAX_INT32} ({field}: {why})")
-    grace = _int(fields.get("termination_grace_period_seconds"))
+    grace = as_int(fields.get("termination_grace_period_seconds"))
     if grace is not None and grace > MAX_INT64:
         problems.append(f"--termination-grace-period-seconds {grace}: must be at most {MAX_INT64} "
                         f"(a 64-bit integer in the pod spec)")
     if vms and slices and slices <= MAX_INT32 and slices * vms > MAX_INT32:
         problems.append(f"--num-slices {slices}: at most {MAX_INT32 // vms} slices of {vms} VMs (JobSet: replicas x "
                         f"parallelism must not exceed {MAX_INT32})")
-    restarts = _int(fields.get("max_slice_restarts"))
-    elastic = (_int(fields.get("elastic_slices")) or 0) > 0
+    restarts = as_int(fields.get("max_slice_restarts"))
+    elastic = (as_int(fields.get("elastic_slices")) or 0) > 0
     if vms and restarts is not None and elastic and restarts * vms > MAX_INT32:
         problems.append(f"--max-slice-restarts {restarts}: at most {MAX_INT32 // vms} with {vms} VMs per slice "
                         f"(the worker Job's backoffLimit = restarts x VMs; {why})")

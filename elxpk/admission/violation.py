@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, order=True)
@@ -31,3 +32,17 @@ def int64_message(value: int) -> str:
 
 # format -> (lowest, highest, message): the integer formats the CRD schemas use.
 INT_RANGES = {"int32": (-2**31, 2**31 - 1, int32_message), "int64": (-2**63, 2**63 - 1, int64_message)}
+
+
+# A user's YAML can hold any shape where an object is expected: the rules read fields through these, so a
+# wrong shape is a schema violation (reported by the schema check), never a crash in a rule.
+def as_dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

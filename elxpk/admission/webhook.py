@@ -15,7 +15,7 @@ from typing import Any
 
 from elxpk.admission import identifiers
 from elxpk.admission.names import MAX_INT32, coordinator_endpoint, gen_job_name, gen_pod_name
-from elxpk.admission.violation import Violation, join
+from elxpk.admission.violation import Violation, as_dict, as_int, as_list, join
 
 MAX_MANAGED_BY = 63  # `maxManagedByLength`
 MAX_VOLUME_CLAIM = 63  # `maxVolumeClaimLength`
@@ -24,18 +24,6 @@ RULE_NAME = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")  # `ruleNameFm
 JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes", "MaxFailedIndexesExceeded",
                        "PodFailurePolicy")
 RESTART_JOB_ACTIONS = ("RestartJob", "RestartJobAndIgnoreMaxRestarts")
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def defaulted(jobset: dict) -> dict:
@@ -47,21 +35,21 @@ def defaulted(jobset: dict) -> dict:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return obj
-    for rjob in _list(spec.get("replicatedJobs")):
+    for rjob in as_list(spec.get("replicatedJobs")):
         if not isinstance(rjob, dict):
             continue
         rjob.setdefault("replicas", 1)
         rjob.setdefault("groupName", "default")
-        job_spec = _dict(_dict(rjob.get("template")).get("spec"))
+        job_spec = as_dict(as_dict(rjob.get("template")).get("spec"))
         if job_spec:
             job_spec.setdefault("completionMode", "Indexed")
-            pod_spec = _dict(_dict(job_spec.get("template")).get("spec"))
+            pod_spec = as_dict(as_dict(job_spec.get("template")).get("spec"))
             if pod_spec and not pod_spec.get("restartPolicy"):
                 pod_spec["restartPolicy"] = "OnFailure"
     if isinstance(spec.get("failurePolicy"), dict):
         policy = spec["failurePolicy"]
         policy.setdefault("restartStrategy", "Recreate")
-        for i, rule in enumerate(_list(policy.get("rules"))):
+        for i, rule in enumerate(as_list(policy.get("rules"))):
             if isinstance(rule, dict) and not rule.get("name"):
                 rule["name"] = f"failurePolicyRule{i}"
     if spec.get("successPolicy") is None:
@@ -77,22 +65,22 @@ def defaulted(jobset: dict) -> dict:
 
 def webhook_problems(jobset: dict) -> list[Violation]:
     """`ValidateCreate` on a defaulted JobSet."""
-    spec = _dict(jobset.get("spec"))
-    name = str(_dict(jobset.get("metadata")).get("name") or "")
+    spec = as_dict(jobset.get("spec"))
+    name = str(as_dict(jobset.get("metadata")).get("name") or "")
     # `getJobSetNameForValidation`: a generateName gets 5 random characters.
-    if not name and _dict(jobset.get("metadata")).get("generateName"):
+    if not name and as_dict(jobset.get("metadata")).get("generateName"):
         name = str(jobset["metadata"]["generateName"]) + "xxxxx"
     found: list[Violation] = []
-    policy = _dict(spec.get("failurePolicy"))
+    policy = as_dict(spec.get("failurePolicy"))
     if policy.get("restartStrategy") == "InPlaceRestart":
         found.append(Violation("spec.failurePolicy.restartStrategy", "InPlaceRestart restart strategy cannot be "
                                                                      "set when InPlaceRestart feature gate is disabled"))
-    rjobs = [r for r in _list(spec.get("replicatedJobs")) if isinstance(r, dict)]
+    rjobs = [r for r in as_list(spec.get("replicatedJobs")) if isinstance(r, dict)]
     # Rule 1: the first replicatedJob has no dependsOn.
     if rjobs and rjobs[0].get("dependsOn") is not None:
         found.append(Violation("spec.replicatedJobs[0].dependsOn", "DependsOn can't be set for the first "
                                                                    "ReplicatedJob"))
-    found += _subdomain_problems(_dict(spec.get("network")).get("subdomain"))  # rule 2
+    found += _subdomain_problems(as_dict(spec.get("network")).get("subdomain"))  # rule 2
     if spec.get("managedBy") is not None:  # rule 3
         manager = str(spec["managedBy"])
         found += [Violation("spec.managedBy", f"Invalid value: {manager!r}: {p}")
@@ -103,7 +91,7 @@ def webhook_problems(jobset: dict) -> list[Violation]:
     for i, rjob in enumerate(rjobs):
         names.add(str(rjob.get("name")))
         found += _replicated_job_problems(name, rjob, join("spec.replicatedJobs", i), names)
-    for target in _list(_dict(spec.get("successPolicy")).get("targetReplicatedJobs")):  # rule 8
+    for target in as_list(as_dict(spec.get("successPolicy")).get("targetReplicatedJobs")):  # rule 8
         if str(target) not in names:
             found.append(Violation("spec.successPolicy.targetReplicatedJobs",
                                    f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs"))
@@ -134,9 +122,9 @@ def _subdomain_problems(subdomain: Any) -> list[Violation]:
 def _replicated_job_problems(jobset: str, rjob: dict, path: str, earlier: set[str]) -> list[Violation]:
     found = []
     rname = str(rjob.get("name", ""))
-    replicas = _int(rjob.get("replicas"))
-    job_spec = _dict(_dict(rjob.get("template")).get("spec"))
-    parallelism = _int(job_spec.get("parallelism"))
+    replicas = as_int(rjob.get("replicas"))
+    job_spec = as_dict(as_dict(rjob.get("template")).get("spec"))
+    parallelism = as_int(job_spec.get("parallelism"))
     parallelism = 1 if parallelism is None else parallelism
     if replicas is not None and parallelism * replicas > MAX_INT32:  # rule 4
         found.append(Violation(path, f"the product of replicas and parallelism must not exceed {MAX_INT32} "
@@ -154,7 +142,7 @@ def _replicated_job_problems(jobset: str, rjob: dict, path: str, earlier: set[st
             problem = ("JobSet name is too long, job names generated for this JobSet will exceed 63 characters "
                        f"({longest_job}: {len(longest_job)})")
         found.append(Violation(join(path, "name"), f"Invalid value: {longest_job!r}: {problem}"))
-    completions = _int(job_spec.get("completions"))
+    completions = as_int(job_spec.get("completions"))
     if job_spec.get("completionMode") == "Indexed" and completions is not None:  # rule 7
         pod = gen_pod_name(jobset, rname, replicas - 1, completions - 1) + "-abcde"
         for problem in identifiers.dns1035_label(pod):
@@ -168,8 +156,8 @@ def _replicated_job_problems(jobset: str, rjob: dict, path: str, earlier: set[st
 def _depends_on_problems(rjob: dict, rname: str, earlier: set[str], path: str) -> list[Violation]:
     """Rule 1, second half: dependsOn names an earlier replicatedJob (`earlier` includes this one, as upstream)."""
     found = []
-    for j, item in enumerate(_list(rjob.get("dependsOn"))):
-        target = _dict(item).get("name")
+    for j, item in enumerate(as_list(rjob.get("dependsOn"))):
+        target = as_dict(item).get("name")
         if str(target) not in earlier:
             found.append(Violation(join(join(path, "dependsOn"), j),
                                    f"replicatedJob: {rname} cannot depend on replicatedJob: {target}"))
@@ -179,7 +167,7 @@ def _depends_on_problems(rjob: dict, rname: str, earlier: set[str], path: str) -
 def _failure_policy_problems(policy: dict, rjobs: list[dict], names: set[str]) -> list[Violation]:
     """`validateFailurePolicy`."""
     path = "spec.failurePolicy.rules"
-    rules = [r for r in _list(policy.get("rules")) if isinstance(r, dict)]
+    rules = [r for r in as_list(policy.get("rules")) if isinstance(r, dict)]
     if any(str(r.get("action")) in RESTART_JOB_ACTIONS for r in rules):
         return [Violation(path, "RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not "
                                 "allowed when RestartJob feature gate is disabled")]
@@ -198,11 +186,11 @@ def _failure_policy_problems(policy: dict, rjobs: list[dict], names: set[str]) -
                                    f"by a string of alphanumeric characters or '_,:', and must end with an "
                                    f"alphanumeric character or '_'"))
         seen.setdefault(name, []).append(i)
-        for target in _list(rule.get("targetReplicatedJobs")):
+        for target in as_list(rule.get("targetReplicatedJobs")):
             if str(target) not in names:
                 found.append(Violation(join(rule_path, "targetReplicatedJobs"), f"invalid replicatedJob name "
                                        f"'{target}' in failure policy does not appear in .spec.ReplicatedJobs"))
-        for reason in _list(rule.get("onJobFailureReasons")):
+        for reason in as_list(rule.get("onJobFailureReasons")):
             if str(reason) not in JOB_FAILURE_REASONS:
                 found.append(Violation(join(rule_path, "onJobFailureReasons"), f"invalid job failure reason "
                                        f"'{reason}' in failure policy is not a recognized job failure reason"))
@@ -216,17 +204,17 @@ def _failure_policy_problems(policy: dict, rjobs: list[dict], names: set[str]) -
 def _coordinator_problems(jobset: str, spec: dict, rjobs: list[dict]) -> list[Violation]:
     """`validateCoordinator`, then `validateCoordinatorLabelValue` (`CoordinatorEndpoint`)."""
     path = "spec.coordinator"
-    coordinator = _dict(spec.get("coordinator"))
+    coordinator = as_dict(spec.get("coordinator"))
     target = coordinator.get("replicatedJob")
-    job_index, pod_index = _int(coordinator.get("jobIndex")) or 0, _int(coordinator.get("podIndex")) or 0
+    job_index, pod_index = as_int(coordinator.get("jobIndex")) or 0, as_int(coordinator.get("podIndex")) or 0
     rjob = next((r for r in rjobs if r.get("name") == target), None)
     found = []
     if rjob is None:
         found.append(Violation(path, f"coordinator replicatedJob {target} does not exist"))
     else:
-        job_spec = _dict(_dict(rjob.get("template")).get("spec"))
-        completions = _int(job_spec.get("completions"))
-        if not 0 <= job_index < (_int(rjob.get("replicas")) or 0):
+        job_spec = as_dict(as_dict(rjob.get("template")).get("spec"))
+        completions = as_int(job_spec.get("completions"))
+        if not 0 <= job_index < (as_int(rjob.get("replicas")) or 0):
             found.append(Violation(path, f"coordinator job index {job_index} is invalid for replicatedJob {target}"))
         elif job_spec.get("completionMode") != "Indexed" or completions is None:
             found.append(Violation(path, "job for coordinator pod must be indexed completion mode, and completions "
@@ -234,7 +222,7 @@ def _coordinator_problems(jobset: str, spec: dict, rjobs: list[dict]) -> list[Vi
         elif not 0 <= pod_index < completions:
             found.append(Violation(path, f"coordinator pod index {pod_index} is invalid for replicatedJob {target} "
                                          f"job index {job_index}"))
-    subdomain = _dict(spec.get("network")).get("subdomain")
+    subdomain = as_dict(spec.get("network")).get("subdomain")
     endpoint = coordinator_endpoint(jobset, str(target), job_index, pod_index, str(subdomain) if subdomain else None)
     problems = identifiers.label_value(endpoint)
     if problems:
@@ -249,10 +237,10 @@ def _volume_claim_problems(jobset: str, spec: dict, rjobs: list[dict]) -> list[V
     `<template>-<jobset>`), without the existing-PVC lookup."""
     found: list[Violation] = []
     claimed: set[str] = set()
-    for p, policy in enumerate(_list(spec.get("volumeClaimPolicies"))):
-        for t, template in enumerate(_list(_dict(policy).get("templates"))):
+    for p, policy in enumerate(as_list(spec.get("volumeClaimPolicies"))):
+        for t, template in enumerate(as_list(as_dict(policy).get("templates"))):
             path = f"spec.volumeClaimPolicies[{p}].template[{t}].name"
-            name = str(_dict(_dict(template).get("metadata")).get("name", ""))
+            name = str(as_dict(as_dict(template).get("metadata")).get("name", ""))
             if name in claimed:
                 found.append(Violation(path, f"Invalid value: {name!r}: names must be unique for "
                                              f"VolumeClaimPolicies template"))
@@ -268,13 +256,13 @@ def _volume_claim_problems(jobset: str, spec: dict, rjobs: list[dict]) -> list[V
 def _claim_mount_problems(rjobs: list[dict], claim: str) -> list[Violation]:
     found, mounted = [], False
     for i, rjob in enumerate(rjobs):
-        pod = _dict(_dict(_dict(_dict(rjob.get("template")).get("spec")).get("template")).get("spec"))
-        for v, volume in enumerate(_list(pod.get("volumes"))):
-            if _dict(volume).get("name") == claim:
+        pod = as_dict(as_dict(as_dict(as_dict(rjob.get("template")).get("spec")).get("template")).get("spec"))
+        for v, volume in enumerate(as_list(pod.get("volumes"))):
+            if as_dict(volume).get("name") == claim:
                 found.append(Violation(f"spec.replicatedJobs[{i}].template.spec.template.spec.volumes[{v}].name",
                                        f"volume name conflicts with VolumeClaimPolicy template name: {claim}"))
-        for box in _list(pod.get("initContainers")) + _list(pod.get("containers")):
-            if any(_dict(m).get("name") == claim for m in _list(_dict(box).get("volumeMounts"))):
+        for box in as_list(pod.get("initContainers")) + as_list(pod.get("containers")):
+            if any(as_dict(m).get("name") == claim for m in as_list(as_dict(box).get("volumeMounts"))):
                 mounted = True
     if not mounted:
         found.append(Violation("spec.replicatedJobs", f"replicatedJob containers don't have a matching volumeMount: "
@@ -285,7 +273,7 @@ def _claim_mount_problems(rjobs: list[dict], claim: str) -> list[Violation]:
 def cel_problems(spec: dict) -> list[Violation]:
     """Rule 16, the CRD's `x-kubernetes-validations` on JobSetSpec: `!(has(self.startupPolicy) &&
     self.startupPolicy.startupPolicyOrder == 'InOrder' && self.replicatedJobs.exists(x, has(x.dependsOn)))`."""
-    in_order = _dict(spec.get("startupPolicy")).get("startupPolicyOrder") == "InOrder"
-    if in_order and any(isinstance(r, dict) and "dependsOn" in r for r in _list(spec.get("replicatedJobs"))):
+    in_order = as_dict(spec.get("startupPolicy")).get("startupPolicyOrder") == "InOrder"
+    if in_order and any(isinstance(r, dict) and "dependsOn" in r for r in as_list(spec.get("replicatedJobs"))):
         return [Violation("spec", "Invalid value: StartupPolicy and DependsOn APIs are mutually exclusive")]
     return []
