@@ -111,6 +111,12 @@ class RestoreDone(Event):
     slices: tuple[int, ...] = ()
     compile_needed: bool = False
     compile_s: float = 0.0  # the attempt compiles right after restoring, before its first step
+    # Where the state came from: "live" (rebuilt from the surviving slices' copy of the last completed step,
+    # nothing read from storage), "checkpoint" (from_checkpoint true) or "init"; "" in records written before
+    # it existed (from_checkpoint tells). Not named `source`: every event's `source` is its writer.
+    state_source: str = ""
+    live_fallback: str = ""  # why a live recovery was not used and the checkpoint was, e.g. "every slice lost"
+    rebuild_s: float | None = None  # live: survivors' shards -> the new mesh, fingerprint checked
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.presets import DEFAULT_MODEL, MODEL_PRESETS, SHAPE_SETTINGS, preset_value
 
 BACKENDS = ("simulated", "pathways", "multi-controller")
+RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
 COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
 # Who passes a setting besides the trainer's own flags and env (the `expose` metadata):
 LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and renders ELXPK_<NAME>
@@ -88,6 +89,10 @@ class TrainerConfig:
                                              "the median step interval), see elxpk_contract/stall.py", low=0.0,
                                         expose=LAUNCHER_FLAG, fix="seconds without a step before a stall, e.g. 1800; "
                                                                   "0 for auto")
+    recovery: str = _opt("live", "where a slice loss resumes from: live, the surviving slices' copy of the last "
+                                 "completed step (no rewind; multi-controller always falls back to the "
+                                 "checkpoint, since jax aborts the survivors), or checkpoint, the newest "
+                                 "valid checkpoint", choices=RECOVERIES)
     # Model, data and optimiser (all part of the checkpoint fingerprint).
     global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1,
                              expose=LAUNCHER_FLAG)
@@ -117,6 +122,10 @@ class TrainerConfig:
     warmup_steps: int = _opt(20, "linear warm-up steps", low=0)
     decay_steps: int = _opt(1000, "cosine decay horizon in steps (independent of --steps)", low=1)
     weight_decay: float = _opt(0.01, "AdamW weight decay", low=0.0)
+    deterministic_reduction: str = _opt("on", "on: the gradient is summed over fixed per-slice shards in one order, "
+                                              "so a resize is bitwise equal to an uninterrupted run; off: XLA's "
+                                              "all-reduce over the active slices (docs/trainer.md)",
+                                        choices=("on", "off"))
     # Simulated faults (simulated backend; multi-controller kills its own process).
     fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@data:STEP, K@save:STEP, K@hang:STEP, K@restore "
                                                  "[+REVIVE_STEP]")

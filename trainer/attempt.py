@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainer import live_recovery as live
 from trainer import mesh as meshlib
 from trainer import step as steplib
 from trainer.checkpoint import CheckpointStore
@@ -40,6 +41,7 @@ class AttemptRecovery:
 
     reason: str  # "failure" or "scale_up"
     detected_at: float  # clock.monotonic() at detection
+    lost: tuple[int, ...] = ()  # the slices the failure took down (their buffers are gone)
 
 
 @dataclass
@@ -62,6 +64,7 @@ class AttemptContext:
     latest_committed: int | None = None
     last_losses: dict[int, str] = field(default_factory=dict)
     blocking_s: list[float] = field(default_factory=list)
+    live: live.LiveState | None = None  # the last completed step, kept for a live recovery (--recovery live)
 
 
 @dataclass
@@ -90,22 +93,24 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
                             primary=backend.process_index == 0)
     state = tokens = None
     ok = False
+    keep_live = live.unavailable(cfg, backend) is None
     try:
         rec.event("restore_started", ctx.current_step, slices=list(active))
-        restored = store.restore_latest(steplib.state_target(cfg, mesh))
-        if restored is None:
-            start, state, data_state = 0, ctx.steps.init_state(mesh), {"global_next_index": 0}
-        else:
-            start, state, data_state = restored
+        began = ctx.clock.monotonic()
+        start, state, data_state, source, fallback = _starting_state(ctx, store, mesh, active, recovery)
         ctx.dataset.set_state(data_state)
         ctx.current_step = start
-        restored_at = ctx.clock.time()
+        restored_at, rebuild_s = ctx.clock.time(), ctx.clock.monotonic() - began
+        if keep_live and ctx.live is None:
+            ctx.live = live.keep(start, state, data_state, active)
         # Restore before compiling: a checkpoint of another configuration fails fast. The event is written
         # once the step is compiled, so it can carry the compile time; its `time` is still the restore's end.
         compiled, was_compiled = ctx.steps.get(mesh)
-        rec.event("restore_done", start, at=restored_at, from_checkpoint=restored is not None, slices=list(active),
-                  compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0)
-        if restored is not None and ctx.progress is not None:
+        rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
+                  compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
+                  state_source=source, live_fallback=fallback,
+                  rebuild_s=round(rebuild_s, 6) if source == "live" else None)
+        if source == "checkpoint" and ctx.progress is not None:
             ctx.progress.checkpoint(start, restored_at)
         if ctx.watchdog is not None:  # from here on steps should complete; restore and compile are done
             ctx.watchdog.arm(start, active)
@@ -117,7 +122,8 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             backend.fault_point("step", step, active)
             returning = ctx.policy.scale_up_ready(backend, active)
             if returning:
-                _checkpoint_now(store, step, state, ctx)
+                if not keep_live:  # live: the returning slices get the state from a survivor instead
+                    _checkpoint_now(store, step, state, ctx)
                 rec.event("scale_up", step, slices=list(active), returning=returning)
                 raise ScaleUpSignal()
             batch = ctx.dataset.next_batch()
@@ -139,6 +145,8 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             }
             rec.metric(record)
             ctx.last_losses[step] = record["loss"]
+            if keep_live:  # fingerprinted now, while every slice of the mesh is alive
+                ctx.live = live.keep(step + 1, state, ctx.dataset.get_state(), active)
             if ctx.watchdog is not None:
                 ctx.watchdog.beat(step + 1)
             if ctx.progress is not None:
@@ -169,9 +177,42 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
         finally:
             _note_commit(store, ctx)
             ctx.blocking_s.extend(store.blocking_s)
+            # The live state survives a failed attempt (the next one rebuilds from it); a finished one frees it.
+            if ok:
+                ctx.live = None
+            kept = ctx.live.leaf_ids() if ctx.live is not None else set()
             for leaf in jax.tree.leaves((state, tokens)):
-                if not leaf.is_deleted():
+                if id(leaf) not in kept and not leaf.is_deleted():
                     leaf.delete()
+
+
+def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, active: list[int],
+                    recovery: AttemptRecovery | None) -> tuple[int, Any, dict, str, str]:
+    """(step, state, data position, "live" | "checkpoint" | "init", why live was not used or "").
+
+    After a failure or a scale-up, the state comes from the live replicas when it can; otherwise (and at
+    the start of a session) from the newest valid checkpoint, or a fresh initialisation."""
+    cfg, backend = ctx.cfg, ctx.backend
+    fallback = ""
+    kept, ctx.live = ctx.live, None
+    why_not = live.unavailable(cfg, backend)
+    if kept is not None and why_not is None and recovery is not None:
+        survivors = live.survivors_of(kept, recovery.lost, active)
+        state, problem = live.rebuild(kept, backend.slice_devices(), survivors, active)
+        if state is not None:
+            ctx.live = live.LiveState(kept.step, state, kept.data_state, tuple(active), kept.reference)
+            return kept.step, state, dict(kept.data_state), "live", ""
+        fallback = problem or "the live state could not be rebuilt"
+    elif recovery is not None and why_not is None:
+        fallback = "no live state was kept (the attempt failed before its state existed)"
+    elif cfg.recovery == "live" and why_not is not None:
+        fallback = why_not  # multi-controller: every restart is a cold start from storage
+    del kept  # the old mesh's arrays: their buffers are freed once no rebuilt array shares them
+    restored = store.restore_latest(steplib.state_target(cfg, mesh))
+    if restored is None:
+        return 0, ctx.steps.init_state(mesh), {"global_next_index": 0}, "init", fallback if recovery else ""
+    start, state, data_state = restored
+    return start, state, data_state, "checkpoint", fallback
 
 
 def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:

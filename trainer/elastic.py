@@ -230,7 +230,13 @@ def _memory_record(cfg: TrainerConfig, backend: SliceBackend) -> dict:
     from trainer.memory import memory_record
 
     mesh = meshlib.build_mesh(backend.slice_devices(), list(range(backend.num_slices)))
-    return memory_record(cfg, steplib.state_target(cfg, mesh), mesh)
+    record = memory_record(cfg, steplib.state_target(cfg, mesh), mesh)
+    # The cost of keeping the last completed step alive through a step (trainer.live_recovery): the step
+    # does not donate its input state, so each device holds the input and the output state at once, one
+    # state share more than a donating step would (bench/bench_local.py measures it from XLA's own
+    # memory analysis). The step never donates, whatever --recovery says, so the cost is the same in both.
+    record["live_recovery_bytes_per_device"] = record["state_bytes_per_device"]
+    return record
 
 
 def _process_count(cfg: TrainerConfig) -> int:
@@ -273,14 +279,14 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             if verdict.kind == "maybe_slice_down":
                 details["warning"] = "this status may or may not mean a slice is down"
             # Which slices: on Pathways this probes them, so the event keeps the time of the detection.
-            rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=backend.lost_slices(active),
-                      **details)
+            lost = backend.lost_slices(active)
+            rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=lost, **details)
             if verdict.give_up is not None:
                 raise TrainerStopped(USER_ERROR if verdict.deterministic else SLICE_LOST, verdict.give_up) from error
             attempt += 1
             ctx.attempt = attempt
             recoveries += 1
-            recovery = AttemptRecovery("failure", detected)
+            recovery = AttemptRecovery("failure", detected, tuple(lost))
 
 
 class _QuietExpectedErrors(logging.Filter):

@@ -1,5 +1,9 @@
 """One timeline per recovery: failure detected -> slices ready -> restored -> first new step.
 
+A live recovery (trainer.live_recovery) reads the same way with "state rebuilt" for "restored": its
+restore_done says `state_source: live`, its step is the failed step, and it rewinds nothing; a live
+recovery that could not be trusted says why (`live_fallback`) and restored a checkpoint instead.
+
 Built from the typed events (and the metric times), so the same code reads in-process recoveries
 (pause-resume, resize), multi-controller group restarts (where the supervisor writes the detection and
 the restarted trainer the rest) and cold restarts (a new session that restores and trains on, with no
@@ -36,6 +40,12 @@ class RecoveryTimeline:
     first_step: int | None
     cold_restart: bool = False  # a new session (run_started) carried the recovery
     caught_up_s: float | None = None  # when the step after the failed one ended (its metric time)
+    state_source: str = ""  # restore_done's: live, checkpoint or init ("" in older records)
+    live_fallback: str = ""  # why a live recovery fell back to the checkpoint
+
+    @property
+    def live(self) -> bool:
+        return self.state_source == "live"
 
     @property
     def complete(self) -> bool:
@@ -68,6 +78,8 @@ class RecoveryTimeline:
             "rewound_steps": self.rewound_steps,
             "cold_restart": self.cold_restart,
             "caught_up_s": self.caught_up_s,
+            "state_source": self.state_source,
+            "live_fallback": self.live_fallback,
         }
 
     def describe(self) -> str:
@@ -78,7 +90,13 @@ class RecoveryTimeline:
             parts.append("cold restart")
         if self.restored_step is not None:
             took = f" in {self.restore_s:.1f} s" if self.restore_s is not None else ""
-            parts.append(f"restored step {self.restored_step}{took}")
+            if self.live:
+                parts.append(f"state of step {self.restored_step} rebuilt from the surviving slices{took}, "
+                             "0 steps rewound")
+            else:
+                parts.append(f"restored step {self.restored_step}{took}")
+        if self.live_fallback:
+            parts.append(f"live recovery not used ({self.live_fallback})")
         if self.first_step_s is not None:
             step = self.first_step if self.first_step is not None else "?"
             parts.append(f"step {step} reached {self.first_step_s:.1f} s after the failure")
@@ -136,9 +154,19 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
                 restored_step=done.step if done is not None else None,
                 first_step=first_step,
                 cold_restart=RunStarted in first,
+                state_source=_state_source(done),
+                live_fallback=done.live_fallback if isinstance(done, RestoreDone) else "",
             )
         )
     return found
+
+
+def _state_source(done: Event | None) -> str:
+    if not isinstance(done, RestoreDone):
+        return ""
+    if done.state_source:
+        return done.state_source
+    return "checkpoint" if done.from_checkpoint else "init"  # written before state_source existed
 
 
 def with_catch_up(found: list[RecoveryTimeline], metrics: Sequence[Metric]) -> list[RecoveryTimeline]:

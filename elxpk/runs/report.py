@@ -179,8 +179,8 @@ def render_text(report: RunReport) -> list[str]:
     lines.append(f"recoveries: {len(report.recoveries)}")
     for i, rec in enumerate(report.recoveries, 1):
         lines.append(f"  {i}. {rec.describe()}")
-        marks = [("detect", 0.0), ("slices ready", rec.slices_ready_s), ("restored", rec.restored_s),
-                 ("first new step", rec.first_step_s)]
+        marks = [("detect", 0.0), ("slices ready", rec.slices_ready_s),
+                 ("state rebuilt" if rec.live else "restored", rec.restored_s), ("first new step", rec.first_step_s)]
         if rec.caught_up_s is not None and rec.failure_step is not None and rec.rewound_steps:
             marks.append((f"step {rec.failure_step + 1}", rec.caught_up_s))
         lines.append("     " + " -> ".join(f"{n} {v:+.2f} s" if v is not None else f"{n} ?" for n, v in marks))

@@ -46,7 +46,8 @@ def reference(tmp_path_factory):
 def killed(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("local") / "killed"
     code, out, err = run_cli("local", "run", "--run-dir", run_dir, "--steps", STEPS, "--checkpoint-period", PERIOD,
-                             "--kill-slice", f"1@{KILL}", "--revive-after", "0.2", "--plain", *TINY_FLAGS)
+                             "--kill-slice", f"1@{KILL}", "--revive-after", "0.2", "--plain", *TINY_FLAGS,
+                             "--trainer-arg=--recovery=checkpoint")  # the rewind path; test_live_local_run: live
     assert code == 0, err
     return run_dir, out, err
 
@@ -127,7 +128,7 @@ def test_broken_loader_is_caught_by_compare(reference, tmp_path):
     opts = LocalRunOptions.from_flags(run_dir=str(tmp_path / "broken"), steps=STEPS, num_slices=2,
                                       checkpoint_period=PERIOD, kill_slice=[f"1@{KILL}"], no_faults=False,
                                       revive_after=0.2, mode="pause-resume", seed=0, live=False,
-                                      report=False, trainer_args=TINY)
+                                      report=False, trainer_args=(*TINY, "--recovery=checkpoint"))
     cfg = opts.trainer_config()
     broken = ReplayAfterRestore(ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed),
                                                 cfg.global_batch), cfg.global_batch)

@@ -34,6 +34,8 @@ def tiny_config(run_dir: Path | str, **overrides):
         num_slices=2, devices_per_slice=2, global_batch=8, seq_len=16, vocab_size=64, d_model=32,
         n_layers=2, n_heads=2, d_ff=64, dropout=0.1, learning_rate=3e-3, warmup_steps=4, decay_steps=32,
         elastic_enabled=True, elastic_poll_seconds=0.05, elastic_timeout_seconds=60,
+        # These shared runs exercise the checkpoint path; tests/trainer/test_live_recovery.py the live one.
+        recovery="checkpoint",
     )
     settings.update(overrides)
     return TrainerConfig(**settings)
