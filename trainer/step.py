@@ -48,6 +48,26 @@ def make_step_fn(cfg):
     return train_step
 
 
+def step_fn(cfg, mesh):
+    """The step for `mesh`: with --deterministic-reduction on, the gradient is combined in an order fixed by
+    the job's nominal slices (trainer.reduction), so a resize does not change the result; off, XLA's plain
+    all-reduce over the active slices."""
+    if cfg.deterministic_reduction == "on":
+        from trainer.reduction import make_deterministic_step_fn
+
+        return make_deterministic_step_fn(cfg, mesh)
+    return make_step_fn(cfg)
+
+
+def compiler_options(cfg) -> dict[str, str | bool] | None:
+    """XLA options of the step's executable (trainer.reduction.COMPILER_OPTIONS says why)."""
+    if cfg.deterministic_reduction == "on":
+        from trainer.reduction import COMPILER_OPTIONS
+
+        return dict(COMPILER_OPTIONS)
+    return None
+
+
 def host_init_state(cfg) -> dict:
     """The initial train state as host arrays, identical in every process."""
     params = init_params(ModelShape.from_config(cfg), np.random.default_rng([cfg.seed, _INIT_STREAM]))
@@ -91,7 +111,8 @@ class StepCache:
     def __init__(self, cfg: TrainerConfig, clock: Clock) -> None:
         self._cfg = cfg
         self._clock = clock
-        self._fingerprint = cfg.fingerprint()
+        # The reduction mode changes the executable (and the last bits of the result), not the checkpoint.
+        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction)
         self.compiles = 0
 
     def has(self, mesh) -> bool:
@@ -111,9 +132,10 @@ class StepCache:
                                       sharding=meshlib.batch_sharded(mesh))
         step = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
         started = self._clock.monotonic()
-        jitted = jax.jit(make_step_fn(cfg), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
+        jitted = jax.jit(step_fn(cfg, mesh), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
                          out_shardings=(state_shardings, rep))
-        compiled = Compiled(jitted.lower(state, tokens, step).compile(), self._clock.monotonic() - started)
+        executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg))
+        compiled = Compiled(executable, self._clock.monotonic() - started)
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:
             _EXECUTABLES.popitem(last=False)
