@@ -65,6 +65,7 @@ class AttemptContext:
     last_losses: dict[int, str] = field(default_factory=dict)
     blocking_s: list[float] = field(default_factory=list)
     live: live.LiveState | None = None  # the last completed step, kept for a live recovery (--recovery live)
+    live_prepared: bool = False  # the live recovery's checks are compiled (trainer.live_recovery.prepare)
 
 
 @dataclass
@@ -106,10 +107,16 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
         # Restore before compiling: a checkpoint of another configuration fails fast. The event is written
         # once the step is compiled, so it can carry the compile time; its `time` is still the restore's end.
         compiled, was_compiled = ctx.steps.get(mesh)
+        prepare_s = 0.0
+        if keep_live and not ctx.live_prepared:
+            began = ctx.clock.monotonic()
+            live.prepare(lambda m: steplib.state_target(cfg, m), backend.slice_devices(),
+                         list(range(backend.num_slices)))
+            ctx.live_prepared, prepare_s = True, ctx.clock.monotonic() - began
         rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
                   compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                   state_source=source, live_fallback=fallback,
-                  rebuild_s=round(rebuild_s, 6) if source == "live" else None)
+                  rebuild_s=round(rebuild_s, 6) if source == "live" else None, live_prepare_s=round(prepare_s, 6))
         if source == "checkpoint" and ctx.progress is not None:
             ctx.progress.checkpoint(start, restored_at)
         if ctx.watchdog is not None:  # from here on steps should complete; restore and compile are done
@@ -145,7 +152,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             }
             rec.metric(record)
             ctx.last_losses[step] = record["loss"]
-            if keep_live:  # fingerprinted now, while every slice of the mesh is alive
+            if keep_live:  # the step did not donate its input; from here the new state is the one to keep
                 ctx.live = live.keep(step + 1, state, ctx.dataset.get_state(), active)
             if ctx.watchdog is not None:
                 ctx.watchdog.beat(step + 1)
@@ -200,7 +207,7 @@ def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, acti
         survivors = live.survivors_of(kept, recovery.lost, active)
         state, problem = live.rebuild(kept, backend.slice_devices(), survivors, active)
         if state is not None:
-            ctx.live = live.LiveState(kept.step, state, kept.data_state, tuple(active), kept.reference)
+            ctx.live = live.LiveState(kept.step, state, kept.data_state, tuple(active))
             return kept.step, state, dict(kept.data_state), "live", ""
         fallback = problem or "the live state could not be rebuilt"
     elif recovery is not None and why_not is None:

@@ -6,16 +6,25 @@ was never applied (the compiled step does not donate its input state: the output
 the input stays valid until the loop drops it), so nothing has to be rewound:
 
 - `LiveState` is the last completed step as the step loop left it: the number of steps done, the state on
-  the mesh it was computed on, the data position of the next step, and the state's fingerprint
-  (trainer.fingerprint) taken right after the step, while every slice was alive.
+  the mesh it was computed on and the data position of the next step. Keeping it costs nothing per step
+  (a reference, no copy, no fingerprint); its memory is the step's undonated input.
 - `rebuild` takes, for every array, the single-device shards that sit on surviving devices, assembles them
   into a global array on the survivors-only mesh (no copy: `jax.make_array_from_single_device_arrays`
   wraps the same buffers), and, when the new mesh has more slices (the end of a pause, a scale-up, a
   revived slice), reshards onto it with `jax.device_put`: the returning slices receive the state device
   to device from a survivor, not from storage. Only addressable shards are used, which is what a single
   controller (the simulated backend, Pathways) sees.
-- The rebuilt state's fingerprint must equal the reference before any step runs on it; the fingerprint
-  is sharding-invariant, so the two meshes agree on an intact state.
+- Before any step runs on it, every replica of the rebuilt state (each slice of the new mesh, survivors
+  and returning slices alike) is fingerprinted on its own devices and must equal the fingerprint of the
+  survivors' replicas as the failed attempt left them (which must agree with each other). One call of
+  trainer.fingerprint's reduction on a mesh gives every slice's own result: the arrays are replicated over
+  'slice', so each slice's devices reduce their own replica (tests/trainer/test_live_recovery.py checks
+  that a difference on one slice shows on that slice only). The fingerprint is sharding-invariant, so the
+  old and new meshes agree when intact. Taking the reference at recovery, not after every step, keeps the
+  step loop free of it (bench/bench_local.py: a per-step fingerprint of the local model's state costs
+  about a fifth of its CPU step); it cannot see a survivor's buffer corrupted in place between its step
+  and the failure, which nothing on the step path would see either. `prepare` compiles those checks for
+  the full mesh and every mesh one slice short when the session starts, so a recovery compiles nothing.
 
 Each case where the live path cannot be trusted is a reason (a string), and the caller falls back to the
 newest valid checkpoint and records the reason: `--recovery checkpoint`; a backend whose survivors do not
@@ -31,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trainer import mesh as meshlib
-from trainer.fingerprint import fingerprint, mismatch
+from trainer.fingerprint import _all, leaf_names, mismatch
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -46,7 +55,6 @@ class LiveState:
     state: Any
     data_state: dict
     slices: tuple[int, ...]
-    reference: dict[str, str]  # fingerprint() of `state`, taken while every slice of `slices` was alive
 
     def leaf_ids(self) -> set[int]:
         import jax
@@ -65,8 +73,8 @@ def unavailable(cfg: TrainerConfig, backend: SliceBackend) -> str | None:
 
 
 def keep(step: int, state: Any, data_state: dict, slices: Sequence[int]) -> LiveState:
-    """The live state after `step` steps; fingerprints it now, while its slices are all alive."""
-    return LiveState(step, state, dict(data_state), tuple(slices), fingerprint(state))
+    """The live state after `step` steps (held, not copied)."""
+    return LiveState(step, state, dict(data_state), tuple(slices))
 
 
 def survivors_of(live: LiveState, lost: Sequence[int], ready: Sequence[int]) -> list[int]:
@@ -81,15 +89,20 @@ def _normalised(index: tuple | None, shape: tuple[int, ...]) -> tuple:
 
 
 def survivor_copy(x: Any, survivor_mesh: Any) -> Any | str:
-    """`x` as a global array on `survivor_mesh` from the shards its devices already hold, or why not.
+    """`x` as a global array on `survivor_mesh` from the shards its devices already hold, or why not."""
+    return _on_mesh(x, survivor_mesh)
 
-    The same PartitionSpec on the survivors-only mesh must give every survivor device the block it holds
-    now; it does not when an array is split across the 'slice' axis (then no survivor has all of it)."""
+
+def _on_mesh(x: Any, sub_mesh: Any) -> Any | str:
+    """`x` re-wrapped on `sub_mesh` (some of its slices) without a copy, or why it cannot be.
+
+    The same PartitionSpec on the smaller mesh must give every device the block it holds now; it does not
+    when an array is split across the 'slice' axis (then no slice has all of it)."""
     import jax
     from jax.sharding import NamedSharding
 
     spec = x.sharding.spec
-    target = NamedSharding(survivor_mesh, spec)
+    target = NamedSharding(sub_mesh, spec)
     held = {shard.device: shard for shard in x.addressable_shards}
     wanted = target.addressable_devices_indices_map(x.shape)
     pieces = []
@@ -124,7 +137,66 @@ def rebuild(live: LiveState, slice_devices: dict[int, list[Any]], survivors: Seq
 
         copies = [jax.device_put(c, NamedSharding(new_mesh, c.sharding.spec)) for c in copies]
     state = jax.tree.unflatten(treedef, copies)
-    problem = mismatch(live.reference, fingerprint(state))
-    if problem is not None:
-        return None, f"the rebuilt state does not match the survivors' state of step {live.step}: {problem}"
+    # The reference: the survivors' replicas as the failed attempt left them (re-wrapped, not copied); they
+    # must agree with each other, and every replica of the rebuilt state with them.
+    reference_tree = jax.tree.unflatten(treedef, [_on_mesh(leaf, survivor_mesh) for leaf in leaves])
+    references = replica_fingerprints(reference_tree, survivor_mesh)
+    for s, found in zip(survivors[1:], references[1:], strict=True):
+        problem = mismatch(references[0], found)
+        if problem is not None:
+            return None, f"the surviving slices disagree on step {live.step}: slice {s}'s replica: {problem}"
+    rebuilt = replica_fingerprints(state, meshlib.build_mesh(slice_devices, new_slices))
+    for s, found in zip(sorted(new_slices), rebuilt, strict=True):
+        problem = mismatch(references[0], found)
+        if problem is not None:
+            return None, (f"the rebuilt state does not match the survivors' state of step {live.step}: slice "
+                          f"{s}'s replica: {problem}")
     return state, None
+
+
+_SUMS: dict[tuple, Any] = {}  # layout -> trainer.fingerprint's reduction compiled for it
+_SUMS_KEPT = 16
+
+
+def _sums(leaves: list[Any], mesh: Any) -> Any:
+    """The compiled per-array sums for this layout (arrays or ShapeDtypeStructs with shardings)."""
+    import jax
+
+    key = tuple((tuple(x.shape), str(x.dtype), x.sharding) for x in leaves)
+    compiled = _SUMS.get(key)
+    if compiled is None:
+        # Replicated result: each slice's devices reduce their own replica (the 'slice' axis is not summed
+        # over), so reading the result on a slice's device gives that slice's fingerprint.
+        compiled = jax.jit(_all, out_shardings=meshlib.replicated(mesh)).lower(leaves).compile()
+        _SUMS[key] = compiled
+        while len(_SUMS) > _SUMS_KEPT:
+            _SUMS.pop(next(iter(_SUMS)))
+    return compiled
+
+
+def replica_fingerprints(tree: Any, mesh: Any) -> list[dict[str, str]]:
+    """The fingerprint of each slice's replica of `tree` (mesh rows in order), each read from the
+    devices of its own slice."""
+    import jax
+    import numpy as np
+
+    leaves = jax.tree.leaves(tree)
+    out = _sums(leaves, mesh)(leaves)
+    by_device = {shard.device: shard for shard in out.addressable_shards}
+    names = leaf_names(tree)
+    found = []
+    for row in mesh.devices:
+        sums = np.asarray(by_device[row[0]].data)
+        found.append({name: f"{int(a):08x}{int(b):08x}" for name, (a, b) in zip(names, sums, strict=True)})
+    return found
+
+
+def prepare(target_for: Any, slice_devices: dict[int, list[Any]], slices: Sequence[int]) -> None:
+    """Compile the checks of the likely recoveries before any failure, so a recovery compiles nothing of
+    its own: the full mesh and every mesh one slice short. `target_for(mesh)` is the state's layout."""
+    import jax
+
+    meshes = [list(slices)] + ([[s for s in slices if s != lost] for lost in slices] if len(slices) > 1 else [])
+    for chosen in meshes:
+        mesh = meshlib.build_mesh(slice_devices, chosen)
+        _sums(jax.tree.leaves(target_for(mesh)), mesh)

@@ -191,3 +191,33 @@ def test_a_multi_controller_backend_cannot_recover_live():
     assert live_recovery.unavailable(cfg, SimulatedSlices.__new__(SimulatedSlices)) is None
     assert live_recovery.unavailable(tiny_config("unused"), SimulatedSlices.__new__(SimulatedSlices)) == (
         "--recovery checkpoint")
+
+
+def test_each_slice_is_checked_on_its_own_replica():
+    """One reduction on the mesh gives each slice its own replica's fingerprint, so a bad copy on one slice
+    cannot hide behind another's result; survivors that disagree are not trusted."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from trainer import live_recovery, mesh
+
+    devices = jax.devices()[:4]
+    slice_devices = {0: devices[:2], 1: devices[2:]}
+    full = mesh.build_mesh(slice_devices, [0, 1])
+    host = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    bad = host.copy()
+    bad[5, 7] = -1.0
+    sharding = NamedSharding(full, PartitionSpec(None, "data"))
+    index = sharding.devices_indices_map(host.shape)
+    pieces = [jax.device_put((bad if d in slice_devices[1] else host)[index[d]], d) for d in devices]
+    split_brain = jax.make_array_from_single_device_arrays(host.shape, sharding, pieces)
+    first, second = live_recovery.replica_fingerprints({"w": split_brain}, full)
+    assert first != second
+    kept = live_recovery.keep(3, {"w": split_brain}, {"global_next_index": 24}, [0, 1])
+    rebuilt, reason = live_recovery.rebuild(kept, slice_devices, [0, 1], [0, 1])
+    assert rebuilt is None and reason is not None and reason.startswith("the surviving slices disagree on step 3")
+    # Slice 0 alone is intact: its replica is what slice 1 receives.
+    rebuilt, reason = live_recovery.rebuild(kept, slice_devices, [0], [0, 1])
+    assert reason is None
+    np.testing.assert_array_equal(np.asarray(rebuilt["w"].addressable_shards[-1].data),
+                                  host[index[devices[3]]])
