@@ -35,6 +35,8 @@ def plan(
     simulate: Annotated[int, typer.Option("--simulate", help="Also check the model with this many Monte Carlo trials.")] = 0,
     weibull_shape: Annotated[float, typer.Option("--weibull-shape", help="Weibull shape of slice failures in --simulate (1 = exponential, <1 infant mortality).")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --simulate (0 or more).")] = 0,
+    job_mtbf: Annotated[str | None, typer.Option("--job-mtbf", metavar="DURATION", help="Mean time between whole-job failures (every slice or the controller); given, plans the live-replica mode (--recovery live), whose slice failures rewind nothing.")] = None,
+    reshard: Annotated[str | None, typer.Option("--reshard", metavar="DURATION", help="Live-replica: rebuilding the state from the survivors [10s].")] = None,
 ) -> None:
     """Recommended checkpoint_period, goodput per recovery mode, failure and storage costs."""
     from elxpk.plan.compute import make_plan
@@ -45,7 +47,7 @@ def plan(
         checkpoint_size=checkpoint_size, restore=restore, replacement=replacement, image_pull=image_pull,
         compile=compile_time, price_per_gib_month=price_per_gib_month, max_to_keep=max_to_keep, ttl=ttl,
         checkpoint_period=checkpoint_period, periods=periods, job_duration=job_duration, from_run=from_run, output=output, plot=plot,
-        simulate=simulate, weibull_shape=weibull_shape, seed=seed,
+        simulate=simulate, weibull_shape=weibull_shape, seed=seed, job_mtbf=job_mtbf, reshard=reshard,
     )
     inputs = PlanInputs.from_flags(flags)
     result = make_plan(inputs)

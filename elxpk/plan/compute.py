@@ -54,6 +54,8 @@ class Plan:
     elastic: ElasticSettings
     warnings: tuple[str, ...] = field(default_factory=tuple)
     simulation: dict | None = None
+    # live-replica: against the pause-and-resume optimum, what the longer period saves in storage traffic
+    storage_saved: dict | None = None
 
     def to_dict(self) -> dict:
         inputs = self.inputs
@@ -85,6 +87,7 @@ class Plan:
                 {**asdict(r), "storage": asdict(r.storage) if r.storage else None, "marks": list(r.marks)}
                 for r in self.rows
             ],
+            "storage_saved": self.storage_saved,
             "omitted_periods": list(inputs.omitted_periods),
             "warnings": list(self.warnings),
         }
@@ -127,12 +130,31 @@ def _storage(inputs: PlanInputs, period: int) -> Storage | None:
     )
 
 
+def _storage_saved(inputs: PlanInputs, live_steps: int) -> dict:
+    """Saves per day and GiB written per day at the pause-and-resume optimum against the live-replica one."""
+    costs = inputs.costs
+    rewind_steps = model.best_period_steps(costs, model.PAUSE_RESUME)
+    per_day = {steps: 86400.0 / (steps * costs.step_time_s + costs.save_s) for steps in (rewind_steps, live_steps)}
+    saved: dict = {
+        "pause_resume_checkpoint_period": rewind_steps,
+        "live_checkpoint_period": live_steps,
+        "saves_per_day": {"pause_resume": per_day[rewind_steps], "live": per_day[live_steps]},
+        "blocking_save_s_per_day_saved": (per_day[rewind_steps] - per_day[live_steps]) * costs.save_s,
+    }
+    if inputs.checkpoint_size_bytes is not None:
+        gib = inputs.checkpoint_size_bytes / 2**30
+        saved["written_gib_per_day_saved"] = (per_day[rewind_steps] - per_day[live_steps]) * gib
+    return saved
+
+
 def make_plan(inputs: PlanInputs) -> Plan:
     costs = inputs.costs
-    young_tau = model.young_daly_tau(costs)
+    # With a job MTBF the live-replica mode is planned for: the period then guards whole-job failures only.
+    planned = model.planning_mode(costs)
+    young_tau = model.young_daly_tau(costs, planned)
     young_steps = max(1, round(young_tau / costs.step_time_s))
-    exact_tau = model.optimal_tau(costs, model.PAUSE_RESUME)
-    exact_steps = model.best_period_steps(costs, model.PAUSE_RESUME)
+    exact_tau = model.optimal_tau(costs, planned)
+    exact_steps = model.best_period_steps(costs, planned)
 
     marks: dict[int, list[str]] = {p: [] for p in inputs.periods}
     marks.setdefault(exact_steps, []).append("recommended")
@@ -181,6 +203,7 @@ def make_plan(inputs: PlanInputs) -> Plan:
         modes=_mode_results(inputs, exact_steps),
         current=current,
         storage=_storage(inputs, exact_steps),
+        storage_saved=_storage_saved(inputs, exact_steps) if planned == model.LIVE else None,
         rows=tuple(rows),
         elastic=elastic,
         warnings=tuple(warnings),

@@ -27,6 +27,9 @@ DEFAULTS = {
     # Without --max-to-keep or a run: what the trainer keeps by default (the contract's settings table).
     "max_to_keep": default("max_to_keep"),
 }
+# Live-replica recovery's reshard when not measured: the local bench rebuilds in ~0.03 s, a large state
+# over a data-center network moves at tens of GB/s per slice; 10 s errs high for most jobs.
+DEFAULT_RESHARD_S = 10.0
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
@@ -55,6 +58,8 @@ class PlanFlags:
     simulate: int = 0
     weibull_shape: float = 1.0
     seed: int = 0
+    job_mtbf: str | None = None  # whole-job failures: given, the live-replica mode is planned for
+    reshard: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,8 @@ class _Resolver:
         replacement = self.duration("--replacement", f.replacement)
         image_pull = self.duration("--image-pull", f.image_pull)
         compile_s = self.duration("--compile", f.compile)
+        job_mtbf = self.duration("--job-mtbf", f.job_mtbf)
+        reshard = self.duration("--reshard", f.reshard)
         ttl = self.duration("--ttl", f.ttl)
         job_duration = self.duration("--job-duration", f.job_duration)
         size = None
@@ -157,6 +164,10 @@ class _Resolver:
         self.non_negative("--replacement", replacement, "100s", "")
         self.non_negative("--image-pull", image_pull, "60s", "")
         self.non_negative("--compile", compile_s, "120s", "")
+        if job_mtbf is not None:
+            self.positive("--job-mtbf", job_mtbf, "90d", "")
+        if reshard is not None:
+            self.non_negative("--reshard", reshard, "10s", "")
         if num_slices is None:
             self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
         elif num_slices < 1:
@@ -204,6 +215,8 @@ class _Resolver:
             replacement_s=replacement,
             image_pull_s=image_pull,
             compile_s=compile_s,
+            job_mtbf_s=job_mtbf,
+            reshard_s=DEFAULT_RESHARD_S if reshard is None else reshard,
         )
         return PlanInputs(
             costs=costs,

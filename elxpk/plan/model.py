@@ -14,6 +14,15 @@ Renewal-reward over one cycle (fresh start -> failure -> recovery complete) give
 with W_rec the work the recovery itself does (0 except for resize). For W_rec = 0 this is Daly's
 (2006) exact expected wall time M e^(R/M) (e^((tau+C)/M) - 1) / tau per unit of work.
 
+Live-replica recovery (trainer/live_recovery.py, `--recovery live`) splits the failures in two. A slice
+failure (rate lam = N/m) rewinds nothing: it costs only its recovery, the wait for the replacement slice
+plus the reshard (R_s), as pure downtime, so it scales goodput by exp(-lam*R_s) whatever the checkpoint
+period. A whole-job failure (every slice, or the controller; rate 1/M_job, the separate --job-mtbf) still
+costs a full restart and the rewind, so it alone sets the checkpoint period:
+    goodput_live = daly(1/M_job, tau, C, R_job) * exp(-lam*R_s)
+with daly() the formula above (W_rec = 0) and R_job the full restart. The two processes are taken as
+independent (a slice failure during a job restart is not counted twice: that overlap is second order).
+
 Pure Python (math only): `elxpk workload create` imports this through hint.py at start-up.
 """
 
@@ -25,12 +34,14 @@ from dataclasses import dataclass
 PAUSE_RESUME = "pause-resume"
 RESIZE = "resize"
 FULL_RESTART = "full-restart"
+LIVE = "live-replica"
 MODES = (PAUSE_RESUME, RESIZE, FULL_RESTART)
 
 MODE_TITLES = {
     PAUSE_RESUME: "elastic pause-and-resume",
     RESIZE: "elastic resize",
     FULL_RESTART: "non-elastic full restart",
+    LIVE: "live-replica (no rewind)",
 }
 
 
@@ -46,6 +57,12 @@ class Costs:
     replacement_s: float
     image_pull_s: float = 60.0
     compile_s: float = 120.0
+    job_mtbf_s: float | None = None  # whole-job failures (live-replica mode only; None: that mode is not shown)
+    reshard_s: float = 10.0  # live-replica: rebuilding the state from the survivors onto the new mesh
+
+    @property
+    def job_failure_rate(self) -> float:
+        return 0.0 if self.job_mtbf_s is None else 1.0 / self.job_mtbf_s
 
     @property
     def failure_rate(self) -> float:
@@ -93,15 +110,26 @@ def recovery(costs: Costs, mode: str) -> RecoveryCosts:
         return RecoveryCosts(
             mode, costs.replacement_s + costs.image_pull_s + costs.compile_s + costs.restore_s
         )
+    if mode == LIVE:  # a slice failure: wait for the slice, reshard; no restore, no rewind
+        return RecoveryCosts(mode, costs.replacement_s + costs.reshard_s)
     raise ValueError(f"unknown mode {mode!r}")
 
 
 def available_modes(costs: Costs) -> tuple[str, ...]:
-    return MODES if costs.num_slices >= 2 else (PAUSE_RESUME, FULL_RESTART)
+    modes = MODES if costs.num_slices >= 2 else (PAUSE_RESUME, FULL_RESTART)
+    return (*modes, LIVE) if costs.job_mtbf_s is not None and costs.num_slices >= 2 else modes
+
+
+def planning_mode(costs: Costs) -> str:
+    """The mode the recommended checkpoint_period is for: live-replica when a job MTBF is given (then the
+    period guards only whole-job failures), else pause-and-resume."""
+    return LIVE if LIVE in available_modes(costs) else PAUSE_RESUME
 
 
 def goodput(costs: Costs, mode: str, tau_s: float) -> float:
     """Long-run fraction of wall time that becomes committed training progress, at full speed."""
+    if mode == LIVE:
+        return _live_goodput(costs, tau_s)
     lam = costs.failure_rate
     rec = recovery(costs, mode)
     x = lam * (tau_s + costs.save_s)
@@ -109,6 +137,18 @@ def goodput(costs: Costs, mode: str, tau_s: float) -> float:
         return 0.0
     work = tau_s / math.expm1(x) + rec.credited_work_s(tau_s, costs.save_s)
     return lam * work * math.exp(-lam * rec.length_s)
+
+
+def _live_goodput(costs: Costs, tau_s: float) -> float:
+    lam_job, lam = costs.job_failure_rate, costs.failure_rate
+    slices = math.exp(-lam * recovery(costs, LIVE).length_s) if lam * recovery(costs, LIVE).length_s < 700 else 0.0
+    if lam_job == 0.0:
+        return slices * tau_s / (tau_s + costs.save_s)
+    restart = recovery(costs, FULL_RESTART).length_s
+    x = lam_job * (tau_s + costs.save_s)
+    if x > 700.0 or lam_job * restart > 700.0:
+        return 0.0
+    return lam_job * tau_s / math.expm1(x) * math.exp(-lam_job * restart) * slices
 
 
 def first_order_goodput(costs: Costs, mode: str, tau_s: float) -> float:
@@ -120,9 +160,11 @@ def first_order_goodput(costs: Costs, mode: str, tau_s: float) -> float:
     return max(0.0, 1.0 - lost)
 
 
-def young_daly_tau(costs: Costs) -> float:
-    """Young/Daly first-order optimal compute time between saves: sqrt(2 C M_sys)."""
-    return math.sqrt(2.0 * costs.save_s * costs.system_mtbf_s)
+def young_daly_tau(costs: Costs, mode: str = PAUSE_RESUME) -> float:
+    """Young/Daly first-order optimal compute time between saves: sqrt(2 C M), M the MTBF of the failures
+    that rewind (every slice failure; in live-replica mode only whole-job failures)."""
+    mtbf = costs.job_mtbf_s if mode == LIVE and costs.job_mtbf_s is not None else costs.system_mtbf_s
+    return math.sqrt(2.0 * costs.save_s * mtbf)
 
 
 def optimal_tau(costs: Costs, mode: str) -> float:
@@ -131,7 +173,7 @@ def optimal_tau(costs: Costs, mode: str) -> float:
     The scan brackets the maximum even where the curve is flat; the golden-section search then refines
     it to ~1e-9 relative in ln(tau).
     """
-    young = young_daly_tau(costs)
+    young = young_daly_tau(costs, mode)
     lo, hi = math.log(max(young, 1e-9) / 1e3), math.log(max(young, 1e-9) * 1e3)
     n = 241
     grid = [lo + (hi - lo) * i / (n - 1) for i in range(n)]

@@ -89,13 +89,15 @@ def render(plan: Plan, console: Console | None = None) -> None:
     _num_column(rec, "checkpoint\nperiod")
     _num_column(rec, "compute\nbetween saves")
     # The compute of the whole-step period shown (not the continuous optimum): the same figure as its SLA row.
+    live = model.planning_mode(costs) == model.LIVE
     rec.add_row(
+        "exact optimum of the model (live-replica: whole-job failures only)" if live else
         "exact optimum of the model (pause-and-resume, also full restart)",
         f"[bold green]{plan.exact_steps}[/] steps",
         format_duration(plan.exact_steps * costs.step_time_s),
     )
     rec.add_row(
-        "Young/Daly first order, sqrt(2 C M_sys)",
+        "Young/Daly first order, sqrt(2 C M_job)" if live else "Young/Daly first order, sqrt(2 C M_sys)",
         f"{plan.young_daly_steps} steps",
         format_duration(plan.young_daly_steps * costs.step_time_s),
     )
@@ -115,6 +117,16 @@ def render(plan: Plan, console: Console | None = None) -> None:
         )
     else:
         console.print("storage: give --checkpoint-size for GiB kept and monthly cost")
+    if plan.storage_saved:
+        saved = plan.storage_saved
+        written = saved.get("written_gib_per_day_saved")
+        console.print(
+            f"live-replica saves: checkpoint_period {saved['live_checkpoint_period']} instead of "
+            f"{saved['pause_resume_checkpoint_period']} (pause-and-resume's optimum): "
+            f"{saved['saves_per_day']['pause_resume'] - saved['saves_per_day']['live']:.1f} fewer saves/day, "
+            f"{format_duration(saved['blocking_save_s_per_day_saved'])} less save blocking/day"
+            + (f", {_gib(written)} GiB less written/day" if written is not None else "")
+        )
 
     el = plan.elastic
     console.print(
