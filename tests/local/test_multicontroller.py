@@ -38,6 +38,8 @@ def test_group_restart_resumes_bit_identically(tmp_path):
     assert len(report["recoveries"]) == 1 and report["sessions"] == 2
     rec = report["recoveries"][0]
     assert rec["lost_slices"] == [1] and rec["restored_step"] % PERIOD == 0
+    # --recovery live is the default, but jax aborted the survivors: the checkpoint, and the reason said.
+    assert rec["state_source"] == "checkpoint" and "multi-controller" in rec["live_fallback"]
     assert rec["first_step_s"] is not None and rec["first_step_s"] > rec["slices_ready_s"] >= 0
 
     code, out, _ = run_cli("compare", ref, killed, "-o", "json")
