@@ -8,6 +8,9 @@
    import, compile, restore, first step). Target: in-process >= 3x faster.
 3. Save cost: the time one save blocks the train loop, and the time until it is committed.
 4. Achieved FLOP/s of the train step (model FLOPs per step / step time). No accelerator is used.
+5. Deterministic reduction (issue 12): step time of --deterministic-reduction on against the plain all-reduce
+   (off) at full width, interleaved in the same run (goal <= 1.10), and both on the survivor (1 of 2 slices).
+   `--only reduction` runs this part alone.
 
 The machine is shared and timings are noisy: the overhead compares the best of several interleaved repeats
 (and also prints the ratio of medians); the other figures are medians.
@@ -50,7 +53,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def bare_loop(cfg, steps: int) -> tuple[float, list[float]]:
+def bare_loop(cfg, steps: int, active: tuple[int, ...] = (0, 1)) -> tuple[float, list[float]]:
     """The same compiled step, data and per-step sync as train(), and nothing else."""
     from trainer import mesh as meshlib
     from trainer import step as steplib
@@ -61,7 +64,7 @@ def bare_loop(cfg, steps: int) -> tuple[float, list[float]]:
     from trainer.slices import SimulatedSlices
 
     backend = SimulatedSlices(cfg.num_slices, cfg.devices_per_slice, FaultSchedule(), SystemClock())
-    mesh = meshlib.build_mesh(backend.slice_devices(), [0, 1])
+    mesh = meshlib.build_mesh(backend.slice_devices(), list(active))
     cache = steplib.StepCache(cfg, SystemClock())
     compiled, _ = cache.get(mesh)
     state = cache.init_state(mesh)
@@ -159,21 +162,76 @@ def flops(work: Path, model: dict, steps: int) -> dict:
             "achieved_flops_per_s": per_step / median}
 
 
+def reduction_cost(work: Path, model: dict, steps: int, repeats: int) -> dict:
+    """Median step time per (mode, width), best of `repeats` interleaved rounds (the machine is shared:
+    disturbance only adds time). The ratios are on/off at the same width, and each mode's survivor/full."""
+    from trainer.model import ModelShape
+
+    cases = {(mode, active): bench_config(work / f"reduction-{mode}", deterministic_reduction=mode, **model)
+             for mode in ("off", "on") for active in ((0, 1), (0,))}
+    for (_, active), cfg in cases.items():
+        bare_loop(cfg, 2, active)  # compile every executable first
+    best: dict[tuple, float] = {}
+    for _ in range(repeats):
+        for (mode, active), cfg in cases.items():
+            median = statistics.median(bare_loop(cfg, steps, active)[1])
+            best[(mode, active)] = min(best.get((mode, active), float("inf")), median)
+    cfg = cases[("on", (0, 1))]
+    params, d = ModelShape.from_config(cfg).param_count(), cfg.devices_per_slice
+    n = cfg.num_slices
+    return {
+        "params": params, "steps": steps, "repeats": repeats,
+        "step_s": {f"{mode}/{len(active)}-slice": t for (mode, active), t in best.items()},
+        "full_width_on_over_off": best[("on", (0, 1))] / best[("off", (0, 1))],
+        "survivor_on_over_off": best[("on", (0,))] / best[("off", (0,))],
+        "survivor_over_full_on": best[("on", (0,))] / best[("on", (0, 1))],
+        "survivor_over_full_off": best[("off", (0,))] / best[("off", (0, 1))],
+        # Bytes one device receives across slices per step at full width (float32 gradient, FSDP over d).
+        "cross_slice_bytes_per_device": {"partial_sums_all_gather": (n - 1) * params * 4 / d,
+                                         "ring_all_reduce": 2 * (n - 1) / n * params * 4 / d},
+    }
+
+
+def print_reduction(name: str, r: dict) -> None:
+    t = r["step_s"]
+    print(f"reduction  {name} ({r['params'] / 1e6:.2f}M params): full width on/off "
+          f"{t['on/2-slice'] * 1e3:.1f}/{t['off/2-slice'] * 1e3:.1f} ms = {r['full_width_on_over_off']:.3f} "
+          f"(goal <= 1.10); survivor on/off {t['on/1-slice'] * 1e3:.1f}/{t['off/1-slice'] * 1e3:.1f} ms = "
+          f"{r['survivor_on_over_off']:.3f}; survivor/full: on {r['survivor_over_full_on']:.2f}, "
+          f"off {r['survivor_over_full_off']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats (a smoke run)")
     parser.add_argument("--out", default=str(REPO / "bench" / "out" / "trainer.json"))
+    parser.add_argument("--only", choices=("reduction",), help="run one part alone (written to --out)")
     args = parser.parse_args()
     steps, repeats = (200, 1) if args.quick else (400, 5)
     work = Path(tempfile.mkdtemp(prefix="elxpk-bench-"))
+    default_model = dict(global_batch=16, seq_len=64, vocab_size=512, d_model=256, n_layers=4, n_heads=4,
+                         d_ff=1024)
+    reduction_runs = (20, 1) if args.quick else (40, 3)
+    if args.only == "reduction":
+        try:
+            found = {"bench_model": reduction_cost(work, {}, *reduction_runs),
+                     "default_model": reduction_cost(work, default_model, reduction_runs[0] // 4, reduction_runs[1])}
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"reduction": found}, indent=2) + "\n")
+        for name, r in found.items():
+            print_reduction(name, r)
+        print(f"written to {args.out}")
+        return
     try:
         over = overhead(work, steps, repeats)
         inproc = in_process_recovery(work, repeats)
         cold = cold_restart(work, work / "recover0", repeats)
-        default_model = dict(global_batch=16, seq_len=64, vocab_size=512, d_model=256, n_layers=4, n_heads=4,
-                             d_ff=1024)
         rate_small = flops(work, {}, 20 if args.quick else 50)
         rate_default = flops(work, default_model, 3 if args.quick else 8)
+        reduction = {"bench_model": reduction_cost(work, {}, *reduction_runs),
+                     "default_model": reduction_cost(work, default_model, reduction_runs[0] // 4, reduction_runs[1])}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = {
@@ -182,6 +240,7 @@ def main() -> None:
                      "cold_over_in_process": statistics.median(cold) / statistics.median(inproc),
                      "in_process_samples": inproc, "cold_samples": cold},
         "flops": {"bench_model": rate_small, "default_model": rate_default},
+        "reduction": reduction,
         "device": "CPU (2 shared cores, 4 virtual XLA devices); no accelerator was lent to this task",
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -197,6 +256,8 @@ def main() -> None:
     for name, f in report["flops"].items():
         print(f"flop/s     {name}: {f['params'] / 1e6:.2f}M params, {f['flops_per_step'] / 1e9:.2f} GFLOP/step, "
               f"{f['step_time_s'] * 1e3:.1f} ms/step -> {f['achieved_flops_per_s'] / 1e9:.2f} GFLOP/s achieved")
+    for name, r in report["reduction"].items():
+        print_reduction(name, r)
     print(f"written to {args.out}")
 
 
