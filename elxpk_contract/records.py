@@ -117,7 +117,7 @@ class RestoreDone(Event):
     state_source: str = ""
     live_fallback: str = ""  # why a live recovery was not used and the checkpoint was, e.g. "every slice lost"
     rebuild_s: float | None = None  # live: survivors' shards -> the new mesh, fingerprint checked
-    live_prepare_s: float = 0.0  # compiling the live checks ahead of any failure (once per session)
+    live_prepare_s: float = 0.0  # the live checks' compile, in the background from the session's start
 
 
 @dataclass(frozen=True)

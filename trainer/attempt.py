@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainer import live_recovery as live
+from trainer import live_recovery
 from trainer import mesh as meshlib
 from trainer import step as steplib
 from trainer.checkpoint import CheckpointStore
@@ -64,8 +64,9 @@ class AttemptContext:
     latest_committed: int | None = None
     last_losses: dict[int, str] = field(default_factory=dict)
     blocking_s: list[float] = field(default_factory=list)
-    live: live.LiveState | None = None  # the last completed step, kept for a live recovery (--recovery live)
-    live_prepared: bool = False  # the live recovery's checks are compiled (trainer.live_recovery.prepare)
+    live: live_recovery.LiveState | None = None  # the last completed step, kept for a live recovery (--recovery live)
+    live_checks: live_recovery.Preparation | None = None  # the live checks, compiling in the background from the start
+    live_checks_started: bool = False
 
 
 @dataclass
@@ -94,7 +95,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
                             primary=backend.process_index == 0)
     state = tokens = None
     ok = False
-    keep_live = live.unavailable(cfg, backend) is None
+    keep_live = live_recovery.unavailable(cfg, backend) is None
     try:
         rec.event("restore_started", ctx.current_step, slices=list(active))
         began = ctx.clock.monotonic()
@@ -103,16 +104,18 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
         ctx.current_step = start
         restored_at, rebuild_s = ctx.clock.time(), ctx.clock.monotonic() - began
         if keep_live and ctx.live is None:
-            ctx.live = live.keep(start, state, data_state, active)
+            ctx.live = live_recovery.keep(start, state, data_state, active)
         # Restore before compiling: a checkpoint of another configuration fails fast. The event is written
         # once the step is compiled, so it can carry the compile time; its `time` is still the restore's end.
-        compiled, was_compiled = ctx.steps.get(mesh)
         prepare_s = 0.0
-        if keep_live and not ctx.live_prepared:
-            began = ctx.clock.monotonic()
-            live.prepare(lambda m: steplib.state_target(cfg, m), backend.slice_devices(),
-                         list(range(backend.num_slices)))
-            ctx.live_prepared, prepare_s = True, ctx.clock.monotonic() - began
+        if source == "live" and ctx.live_checks is not None:  # reported once, with the first live recovery
+            prepare_s, ctx.live_checks = ctx.live_checks.seconds or 0.0, None
+        if keep_live and not ctx.live_checks_started:  # compiles beside the step's compile, then the steps
+            ctx.live_checks_started = True
+            ctx.live_checks = live_recovery.Preparation(lambda m: steplib.state_target(cfg, m),
+                                                        backend.slice_devices(), list(range(backend.num_slices)),
+                                                        ctx.clock)
+        compiled, was_compiled = ctx.steps.get(mesh)
         rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
                   compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                   state_source=source, live_fallback=fallback,
@@ -153,7 +156,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             rec.metric(record)
             ctx.last_losses[step] = record["loss"]
             if keep_live:  # the step did not donate its input; from here the new state is the one to keep
-                ctx.live = live.keep(step + 1, state, ctx.dataset.get_state(), active)
+                ctx.live = live_recovery.keep(step + 1, state, ctx.dataset.get_state(), active)
             if ctx.watchdog is not None:
                 ctx.watchdog.beat(step + 1)
             if ctx.progress is not None:
@@ -202,12 +205,14 @@ def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, acti
     cfg, backend = ctx.cfg, ctx.backend
     fallback = ""
     kept, ctx.live = ctx.live, None
-    why_not = live.unavailable(cfg, backend)
+    why_not = live_recovery.unavailable(cfg, backend)
     if kept is not None and why_not is None and recovery is not None:
-        survivors = live.survivors_of(kept, recovery.lost, active)
-        state, problem = live.rebuild(kept, backend.slice_devices(), survivors, active)
+        if ctx.live_checks is not None:
+            ctx.live_checks.wait()  # compiled in the background: do not compile the same checks twice
+        survivors = live_recovery.survivors_of(kept, recovery.lost, active)
+        state, problem = live_recovery.rebuild(kept, backend.slice_devices(), survivors, active)
         if state is not None:
-            ctx.live = live.LiveState(kept.step, state, kept.data_state, tuple(active))
+            ctx.live = live_recovery.LiveState(kept.step, state, kept.data_state, tuple(active))
             return kept.step, state, dict(kept.data_state), "live", ""
         fallback = problem or "the live state could not be rebuilt"
     elif recovery is not None and why_not is None:

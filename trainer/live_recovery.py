@@ -191,6 +191,35 @@ def replica_fingerprints(tree: Any, mesh: Any) -> list[dict[str, str]]:
     return found
 
 
+class Preparation:
+    """`prepare` in a background thread, started with the session: the compiles overlap training instead of
+    delaying its start, and a recovery waits for them (`wait`) rather than compiling the same again."""
+
+    def __init__(self, target_for: Any, slice_devices: dict[int, list[Any]], slices: Sequence[int],
+                 clock: Any) -> None:
+        import threading
+
+        self.seconds: float | None = None
+        self.error = ""
+        self._clock = clock
+        self._thread = threading.Thread(target=self._run, args=(target_for, slice_devices, list(slices)),
+                                        name="elxpk-live-prepare", daemon=True)
+        self._thread.start()
+
+    def _run(self, target_for: Any, slice_devices: dict[int, list[Any]], slices: list[int]) -> None:
+        began = self._clock.monotonic()
+        try:
+            prepare(target_for, slice_devices, slices)
+        except Exception as exc:  # noqa: BLE001 - a recovery then compiles what it needs itself
+            self.error = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        self.seconds = self._clock.monotonic() - began
+
+    def wait(self) -> float:
+        """Block until the compiles are done; their seconds."""
+        self._thread.join()
+        return self.seconds or 0.0
+
+
 def prepare(target_for: Any, slice_devices: dict[int, list[Any]], slices: Sequence[int]) -> None:
     """Compile the checks of the likely recoveries before any failure, so a recovery compiles nothing of
     its own: the full mesh and every mesh one slice short. `target_for(mesh)` is the state's layout."""

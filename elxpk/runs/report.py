@@ -136,8 +136,8 @@ def build_report(run: Run) -> RunReport:
     waiting = sum(r.slices_ready_s for r in found if r.slices_ready_s is not None)
     restore = restore_time(run.events)
     ckpt = sum(e.blocking_s for e in run.events_of(CheckpointSaved))
-    # The live recovery's checks are compiled once per session too (restore_done's live_prepare_s).
-    compile_total = sum(e.compile_s + e.live_prepare_s for e in run.events_of(RestoreDone))
+    # restore_done's live_prepare_s is not here: those compiles ran in the background, beside the steps.
+    compile_total = sum(e.compile_s for e in run.events_of(RestoreDone))
     wall, sessions = wall_time(run.events)
     if wall <= 0.0:  # no events: the best we know is the sum of step times
         wall = sum(r.step_time_s for r in metrics)
