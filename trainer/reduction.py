@@ -7,9 +7,9 @@ reduction order is a constant of the job:
 
 - Fixed virtual shards. The global batch is cut into `num_slices` (the NOMINAL count) shards of
   global_batch / num_slices consecutive examples. Shard n is always computed by the same per-shard program
-  (`_shard_gradient`): the same shapes, the same split over the devices of one slice, the same dropout
-  key fold_in(fold_in(step key, n), device index in the slice), the same within-slice reduction over
-  'data'. Which slice runs it does not enter the computation.
+  (`one_shard`): the same shapes, the same split over the devices of one slice, the same dropout keys
+  (example i of the global batch: fold_in(step key, i)), the same within-slice reduction over 'data'.
+  Which slice runs it does not enter the computation.
 - Slots. With A active slices each carries S = ceil(num_slices / A) slots; slot (a, s) holds shard
   a * S + s (`slot_layout`). Slots past the last shard are padding: computed (every slice runs the same
   loop) and never read. A slice runs its slots in a `lax.scan`, i.e. gradient accumulation over the
@@ -78,6 +78,7 @@ def shard_gradients_fn(cfg, mesh: Mesh):
     gradient partial sums [A*S, ...]), all of them on every slice. The building block of the step, and what
     the width-invariance test compares across meshes."""
     shape = ModelShape.from_config(cfg)
+    per_shard = cfg.global_batch // cfg.num_slices
     param_specs = jax.tree.map(lambda a: sharding.fsdp_spec(tuple(a.shape), mesh.shape["data"]),
                                _abstract_params(cfg))
 
@@ -88,8 +89,17 @@ def shard_gradients_fn(cfg, mesh: Mesh):
 
         def one_shard(carry, slot):
             tokens, shard_id = slot
-            shard_key = jax.random.fold_in(jax.random.fold_in(key, shard_id), jax.lax.axis_index("data"))
-            loss, grads = jax.value_and_grad(loss_fn)(full, tokens, shape, shard_key)
+            local = tokens.shape[0]
+            # Example i of the global batch draws its dropout from fold_in(step key, i): the masks depend on
+            # neither the width nor the nominal topology (a 1 x 4 run sees the same masks as a 2 x 2 one).
+            first = shard_id * per_shard + jax.lax.axis_index("data") * local
+            keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(local))
+
+            def mean_loss(p):
+                per_example = jax.vmap(lambda t, k: loss_fn(p, t[None], shape, k))(tokens, keys)
+                return jnp.mean(per_example)
+
+            loss, grads = jax.value_and_grad(mean_loss)(full)
             grads = jax.tree.map(  # the reduction inside the slice, as the plain step has it
                 lambda g, d: jax.lax.psum(g, "data") if d is None
                 else jax.lax.psum_scatter(g, "data", scatter_dimension=d, tiled=True), grads, dims)
