@@ -221,3 +221,24 @@ def test_each_slice_is_checked_on_its_own_replica():
     assert reason is None
     np.testing.assert_array_equal(np.asarray(rebuilt["w"].addressable_shards[-1].data),
                                   host[index[devices[3]]])
+
+
+def test_the_step_keeps_its_input_state_alive(tmp_path):
+    """Live recovery rests on this: a step that donated its input would leave nothing to recover from
+    when it fails midway. Fails if donation is ever turned on."""
+    import jax
+
+    from tests.support.runs import tiny_config
+    from trainer import mesh, step
+    from trainer.clock import SystemClock
+
+    cfg = tiny_config(tmp_path, recovery="live")
+    devices = jax.devices()[:4]
+    full = mesh.build_mesh({0: devices[:2], 1: devices[2:]}, [0, 1])
+    cache = step.StepCache(cfg, SystemClock())
+    compiled, _ = cache.get(full)
+    state = cache.init_state(full)
+    tokens = mesh.put_batch(np.zeros((cfg.global_batch, cfg.seq_len + 1), np.int32), full)
+    new_state, _ = compiled.executable(state, tokens, jax.device_put(np.int32(0), mesh.replicated(full)))
+    jax.block_until_ready(new_state)
+    assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(state))
