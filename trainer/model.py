@@ -85,8 +85,13 @@ def _rms_norm(x_BxLxD, scale_D):
 
 
 def _dropout(x, rate: float, key):
+    """`key` is one key for the whole batch, or one per example ([B, 2]: trainer/reduction.py's, so that an
+    example's mask does not depend on how the batch is split)."""
     if rate == 0.0 or key is None:
         return x
+    if key.ndim == 2:
+        keep = jax.vmap(lambda k: jax.random.bernoulli(k, 1.0 - rate, x.shape[1:]))(key)
+        return jnp.where(keep, x / (1.0 - rate), 0.0)
     keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
     return jnp.where(keep, x / (1.0 - rate), 0.0)
 
@@ -106,7 +111,12 @@ def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Arr
     """Logits [B, L, V]; `key` drives dropout (None: evaluation, no dropout)."""
     length = tokens_BxL.shape[1]
     x_BxLxD = params["embed_VxD"][tokens_BxL] + params["pos_LxD"][:length]
-    keys = jax.random.split(key, 2 * shape.n_layers) if key is not None else [None] * (2 * shape.n_layers)
+    if key is None:
+        keys = [None] * (2 * shape.n_layers)
+    elif key.ndim == 2:  # one key per example: each splits its own, [2 * n_layers, B, 2]
+        keys = jnp.swapaxes(jax.vmap(lambda k: jax.random.split(k, 2 * shape.n_layers))(key), 0, 1)
+    else:
+        keys = jax.random.split(key, 2 * shape.n_layers)
     for i, block in enumerate(params["blocks"]):
         h = _attention(_rms_norm(x_BxLxD, block["ln1"]), block, shape)
         x_BxLxD = x_BxLxD + _dropout(h, shape.dropout, keys[2 * i])

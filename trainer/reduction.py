@@ -95,11 +95,7 @@ def shard_gradients_fn(cfg, mesh: Mesh):
             first = shard_id * per_shard + jax.lax.axis_index("data") * local
             keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(local))
 
-            def mean_loss(p):
-                per_example = jax.vmap(lambda t, k: loss_fn(p, t[None], shape, k))(tokens, keys)
-                return jnp.mean(per_example)
-
-            loss, grads = jax.value_and_grad(mean_loss)(full)
+            loss, grads = jax.value_and_grad(loss_fn)(full, tokens, shape, keys)  # keys: one per example
             grads = jax.tree.map(  # the reduction inside the slice, as the plain step has it
                 lambda g, d: jax.lax.psum(g, "data") if d is None
                 else jax.lax.psum_scatter(g, "data", scatter_dimension=d, tiled=True), grads, dims)
