@@ -111,6 +111,7 @@ def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Arr
     """Logits [B, L, V]; `key` drives dropout (None: evaluation, no dropout)."""
     length = tokens_BxL.shape[1]
     x_BxLxD = params["embed_VxD"][tokens_BxL] + params["pos_LxD"][:length]
+    keys: list[None] | jax.Array
     if key is None:
         keys = [None] * (2 * shape.n_layers)
     elif key.ndim == 2:  # one key per example: each splits its own, [2 * n_layers, B, 2]
