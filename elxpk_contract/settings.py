@@ -11,7 +11,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -157,38 +156,10 @@ class TrainerConfig:
     def from_command_line(cls, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
                           ) -> tuple[TrainerConfig, frozenset[str]]:
         """The config (as `from_args`) and the ACTIONS named on the command line, e.g. {"print_config"}."""
-        namespace = _parser().parse_args(list(argv or []))
-        actions = frozenset(name for name in ACTIONS if getattr(namespace, name))
-        return cls._from_namespace(namespace, environ or {}), actions
+        # argparse is imported only by the trainer's entry point, not on the launcher's start-up path.
+        from elxpk_contract.command_line import parse_command_line
 
-    @classmethod
-    def _from_namespace(cls, namespace: argparse.Namespace, environ: Mapping[str, str]) -> TrainerConfig:
-        values: dict[str, Any] = {}
-        errors: list[str] = []
-        for f in dataclasses.fields(cls):
-            if f.metadata["internal"]:
-                continue
-            raw = getattr(namespace, f.name)
-            source = flag_name(f.name)
-            if raw is None or raw == []:
-                env_key = env_name(f.name)
-                if env_key not in environ:
-                    continue
-                raw, source = environ[env_key], env_key
-                if f.name == "fault":
-                    raw = [s for s in raw.split(",") if s.strip()]
-            value, problem = check_setting(f.name, raw, source)  # names the env var when the value came from it
-            if problem is None:
-                values[f.name] = value
-            else:
-                errors.append(problem)
-        try:  # cross-field problems of what is valid alone, reported with the per-setting errors
-            config = cls(**values)
-        except UsageError as exc:
-            raise UsageError(*errors, *exc.messages) from None
-        if errors:
-            raise UsageError(*errors)
-        return config
+        return parse_command_line(cls, argv, environ or {})
 
     def problems(self) -> list[str]:
         """Every validation message (empty when the config is usable)."""
@@ -340,7 +311,7 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
     f = FIELDS[name]
     source = source or flag_name(name)
     try:
-        value = _convert(f, raw)
+        value = convert_setting(f, raw)
     except ValueError as exc:
         return None, f"{source} {raw!r}: {exc}"
     problem = bounds_problem(name, value, source)
@@ -394,32 +365,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse would print usage and exit; report like every other error
-        raise UsageError(f"{message} (see python -m trainer --help)")
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m trainer", description="elxpk's deterministic elastic JAX trainer.")
-    for f in dataclasses.fields(TrainerConfig):
-        if f.metadata["internal"]:
-            continue
-        help_text = f"{f.metadata['help']} [env {env_name(f.name)}; default {f.default!r}]"
-        if f.type == "bool":
-            parser.add_argument(flag_name(f.name), dest=f.name, action=argparse.BooleanOptionalAction,
-                                default=None, help=help_text)
-        elif f.name == "fault":
-            parser.add_argument(flag_name(f.name), dest=f.name, action="append", default=None,
-                                help=help_text + " (repeatable; env: comma-separated)")
-        else:
-            parser.add_argument(flag_name(f.name), dest=f.name, default=None, help=help_text)
-    actions = parser.add_argument_group("actions (instead of a run)")
-    for name, help_text in ACTIONS.items():
-        actions.add_argument(flag_name(name), dest=name, action="store_true", help=help_text)
-    return parser
-
-
-def _convert(f: dataclasses.Field, raw: object) -> Any:
+def convert_setting(f: dataclasses.Field, raw: object) -> Any:
     kind = f.type
     if f.name == "fault":
         return tuple(raw)  # type: ignore[arg-type]

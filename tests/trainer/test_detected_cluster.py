@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -67,7 +68,9 @@ def test_a_slice_of_two_processes_trains_dies_together_and_resumes(reference_run
         return _run_group(args, env, repo_root)
 
     codes, out = group()
-    assert codes == [137, 137], out  # the fault of slice 0 kills every process of slice 0
+    # The fault of slice 0 kills every process of slice 0 (137). Process 0 hosts the coordination service:
+    # when it dies first, the JAX runtime aborts process 1 (SIGABRT) before it reaches the fault itself.
+    assert codes[0] == 137 and codes[1] in (137, -signal.SIGABRT), out
     codes, out = group()  # the restarted group does not fire it again
     assert codes == [0, 0], out
 

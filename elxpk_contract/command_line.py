@@ -1,0 +1,75 @@
+"""`python -m trainer`'s command line: one flag per row of the settings table, each also read from its
+ELXPK_* env var (flags win), plus the ACTIONS. Kept apart from the table so that the launcher, which
+reads the table on every `workload create`, never imports argparse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from elxpk_contract.errors import UsageError
+from elxpk_contract.settings import ACTIONS, check_setting, env_name, flag_name
+
+if TYPE_CHECKING:
+    from elxpk_contract.settings import TrainerConfig
+
+
+def parse_command_line(cls: type[TrainerConfig], argv: Sequence[str] | None, environ: Mapping[str, str]
+                       ) -> tuple[TrainerConfig, frozenset[str]]:
+    """The config from flags over env over defaults, and the actions named; every problem reported at once."""
+    namespace = _parser(cls).parse_args(list(argv or []))
+    actions = frozenset(name for name in ACTIONS if getattr(namespace, name))
+    values: dict[str, Any] = {}
+    errors: list[str] = []
+    for f in dataclasses.fields(cls):
+        if f.metadata["internal"]:
+            continue
+        raw = getattr(namespace, f.name)
+        source = flag_name(f.name)
+        if raw is None or raw == []:
+            env_key = env_name(f.name)
+            if env_key not in environ:
+                continue
+            raw, source = environ[env_key], env_key
+            if f.name == "fault":
+                raw = [s for s in raw.split(",") if s.strip()]
+        value, problem = check_setting(f.name, raw, source)  # names the env var when the value came from it
+        if problem is None:
+            values[f.name] = value
+        else:
+            errors.append(problem)
+    try:  # cross-field problems of what is valid alone, reported with the per-setting errors
+        config = cls(**values)
+    except UsageError as exc:
+        raise UsageError(*errors, *exc.messages) from None
+    if errors:
+        raise UsageError(*errors)
+    return config, actions
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and exit; report like every other error
+        raise UsageError(f"{message} (see python -m trainer --help)")
+
+
+def _parser(cls: type[TrainerConfig]) -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m trainer", description="elxpk's deterministic elastic JAX trainer.")
+    for f in dataclasses.fields(cls):
+        if f.metadata["internal"]:
+            continue
+        help_text = f"{f.metadata['help']} [env {env_name(f.name)}; default {f.default!r}]"
+        if f.type == "bool":
+            parser.add_argument(flag_name(f.name), dest=f.name, action=argparse.BooleanOptionalAction,
+                                default=None, help=help_text)
+        elif f.name == "fault":
+            parser.add_argument(flag_name(f.name), dest=f.name, action="append", default=None,
+                                help=help_text + " (repeatable; env: comma-separated)")
+        else:
+            parser.add_argument(flag_name(f.name), dest=f.name, default=None, help=help_text)
+    actions = parser.add_argument_group("actions (instead of a run)")
+    for name, help_text in ACTIONS.items():
+        actions.add_argument(flag_name(name), dest=name, action="store_true", help=help_text)
+    return parser
