@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from elxpk.runs.jsonl import decode_text
+
 LOSS = "learning/loss"
 STEP_TIME = "perf/step_time_seconds"
 
@@ -120,13 +122,10 @@ def read_metrics(path: str | Path) -> MaxTextMetrics:
         raise MetricsFileError(f"{p}: is a directory, not a MaxText metrics_file") from None
     except OSError as exc:
         raise MetricsFileError(f"{p}: cannot be read ({exc.strerror or exc})") from None
-    nul = data.find(b"\0")
-    if nul != -1:
-        raise MetricsFileError(f"{p}: is binary, not JSON lines (a NUL byte at offset {nul})")
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MetricsFileError(f"{p}: is not UTF-8 text (byte {exc.start})") from None
+        text = decode_text(data)
+    except ValueError as exc:
+        raise MetricsFileError(f"{p}: {exc}") from None
     return parse_metrics(text, str(p))
 
 

@@ -74,11 +74,19 @@ def read_jsonl(path: Path) -> JsonLines:
         return JsonLines((), (), 0)
     except OSError as exc:
         raise JsonLinesError(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = decode_text(data)
+    except ValueError as exc:
+        raise JsonLinesError(str(exc)) from None
+    return parse_lines(text, strict=True)
+
+
+def decode_text(data: bytes) -> str:
+    """`data` as UTF-8 text; ValueError (one line, what is wrong and where) for a binary or non-UTF-8 file."""
     nul = data.find(b"\0")
     if nul != -1:
-        raise JsonLinesError(f"is binary, not JSON lines (a NUL byte at offset {nul})")
+        raise ValueError(f"is binary, not JSON lines (a NUL byte at offset {nul})")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise JsonLinesError(f"is not UTF-8 text (byte {exc.start}); not a JSON-lines record file") from None
-    return parse_lines(text, strict=True)
+        raise ValueError(f"is not UTF-8 text (byte {exc.start})") from None

@@ -7,6 +7,7 @@ import pytest
 
 from elxpk_contract.errors import CheckFailed, Timeout
 from elxpk_contract.exit_codes import SLICE_LOST, USER_ERROR
+from tests.support.clock import ManualClock
 from tests.support.runs import read_jsonl, tiny_config
 from trainer.data import ElasticIterator, SyntheticTokens
 from trainer.elastic import classify, train
@@ -25,23 +26,6 @@ class FailingData(ElasticIterator):
             self.raised += 1
             raise self.error
         return super().next_batch()
-
-
-class FakeClock:
-    """Time advances only when the trainer sleeps: waits are exact and instant."""
-
-    def __init__(self):
-        self.now, self.slept = 1_000.0, 0.0
-
-    def time(self):
-        return self.now
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-        self.slept += seconds
 
 
 @pytest.mark.parametrize("message, kind", [
@@ -97,7 +81,7 @@ def test_maybe_slice_error_without_progress_is_not_retried_forever(tmp_path):
 
 
 def test_unreachable_minimum_slice_count_times_out_within_timeout_plus_poll(tmp_path):
-    clock = FakeClock()
+    clock = ManualClock()
     cfg = tiny_config(tmp_path, elastic_timeout_seconds=30, elastic_poll_seconds=4.0)
     with pytest.raises(Timeout, match="1 of 2 slices healthy \\[0\\] .* 2 needed") as info:
         train(cfg, faults=FaultSchedule.parse(["1@3"]), clock=clock)  # never revived

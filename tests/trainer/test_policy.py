@@ -7,6 +7,7 @@ import pytest
 
 from elxpk_contract.errors import Timeout
 from elxpk_contract.settings import TrainerConfig
+from tests.support.clock import ManualClock
 from trainer.elastic import ElasticPolicy, Verdict
 
 DATA_LOSS = jax.errors.JaxRuntimeError("DATA_LOSS: slice 1 is gone")
@@ -28,20 +29,6 @@ class Slices:
         return sorted(set(self.healthy) - set(active))
 
 
-class StepClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def time(self):
-        return self.now
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 def _policy(**settings) -> ElasticPolicy:
     return ElasticPolicy(TrainerConfig(**{"elastic_enabled": True, "num_slices": 4, "devices_per_slice": 1,
                                           "global_batch": 12, **settings}))
@@ -50,7 +37,7 @@ def _policy(**settings) -> ElasticPolicy:
 def test_pause_and_resume_waits_for_all_slices_and_resize_for_k():
     assert _policy().min_slices == 4
     assert _policy(elastic_min_slice_count=3).min_slices == 3
-    slices, clock = Slices(4, [0, 2, 3]), StepClock()
+    slices, clock = Slices(4, [0, 2, 3]), ManualClock(0.0)
     assert _policy(elastic_min_slice_count=3).wait_for_slices(slices, clock) == ([0, 2, 3], 0.0)
     with pytest.raises(Timeout, match="3 of 4 slices healthy .* 4 needed"):
         _policy(elastic_timeout_seconds=5, elastic_poll_seconds=1.0).wait_for_slices(slices, clock)

@@ -8,21 +8,8 @@ import json
 import pytest
 
 from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress
+from tests.support.clock import ManualClock
 from trainer.progress import ProgressWriter
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def _read(tmp_path) -> Progress:

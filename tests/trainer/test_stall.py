@@ -10,6 +10,7 @@ from elxpk.runs.compare import compare_runs
 from elxpk.runs.rundir import load_run as load_run_dir
 from elxpk_contract.records import PROGRESS_FILE, read_progress
 from elxpk_contract.stall import STALL_FLOOR_S, STALL_MIN_STEPS, STALL_STEP_MULTIPLE, effective_stall_timeout
+from tests.support.clock import ManualClock
 from tests.support.runs import PERIOD, STEPS, run_trainer
 from trainer.watchdog import StallWatchdog
 
@@ -68,23 +69,9 @@ def test_progress_file_names_the_last_step_and_checkpoint(hang_run):
     assert progress.checkpoint_time is not None and progress.checkpoint_time >= committed["time"]
 
 
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 @pytest.fixture
 def watchdog():
-    clock = ManualClock()
+    clock = ManualClock(100.0)
     dog = StallWatchdog(10.0, clock, on_stall=lambda stall: None)
     yield dog, clock
     dog.close()
@@ -110,7 +97,7 @@ def test_watchdog_is_due_only_while_armed_and_past_the_timeout(watchdog):
 def test_watchdog_fires_once_from_its_thread():
     import threading
 
-    clock, fired, seen = ManualClock(), threading.Event(), []
+    clock, fired, seen = ManualClock(100.0), threading.Event(), []
     dog = StallWatchdog(5.0, clock, on_stall=lambda stall: (seen.append(stall), fired.set()))
     try:
         dog.arm(3, [0])
