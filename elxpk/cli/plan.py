@@ -73,7 +73,3 @@ def plan(
     render(result)
     if inputs.plot is not None:
         typer.echo(f"plot: {inputs.plot}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("plan")(plan)

@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import typer
-
-from elxpk.cli import plan as plan_cli
-from elxpk.errors import ElxpkError
+from elxpk.cli.main import main
 from elxpk_contract.records import Metric, make_event
 from tests.support.run_writer import run_info
 
@@ -20,27 +17,10 @@ EXAMPLE = [
 ]
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer(pretty_exceptions_enable=False)
-
-    @app.callback()
-    def _root() -> None:
-        """elxpk (planner only)."""
-
-    plan_cli.register(app)
-    return app
-
-
 def run_plan(argv: list[str], capsys) -> tuple[int, str, str]:
-    """`elxpk plan ARGV` with the same error mapping as elxpk.cli.main: (exit code, stdout, stderr)."""
+    """`elxpk plan ARGV` through the real entry point, in process: (exit code, stdout, stderr)."""
     capsys.readouterr()
-    code = 0
-    try:
-        _app()(args=["plan", *argv], standalone_mode=False)
-    except ElxpkError as exc:
-        for line in str(exc).splitlines():
-            print(f"error: {line}", file=__import__("sys").stderr)
-        code = exc.exit_code
+    code = main(["plan", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 
