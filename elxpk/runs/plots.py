@@ -46,13 +46,15 @@ def report_figure(run: Run, report: RunReport):
     if void:
         ax_loss.scatter([r.step for r in void], [r.loss_value for r in void], s=6, c="0.6",
                         label="rewound executions", zorder=3)
-    for i, rec in enumerate(report.recoveries):
-        if rec.failure_step is not None:
-            ax_loss.axvline(rec.failure_step, color="tab:red", ls="--", lw=1,
-                            label="slice lost" if i == 0 else None)
-        if rec.restored_step is not None:
-            ax_loss.axvline(rec.restored_step, color="tab:green", ls=":", lw=1.2,
-                            label="restored checkpoint" if i == 0 else None)
+    shown: set[str] = set()  # one legend entry per kind of line
+    for rec in report.recoveries:
+        lines = [("slice lost", rec.failure_step, "tab:red", "--")]
+        restored = "state rebuilt from the survivors" if rec.live else "restored checkpoint"
+        lines.append((restored, rec.restored_step, "tab:green" if rec.live else "tab:olive", ":"))
+        for label, step, colour, style in lines:
+            if step is not None:
+                ax_loss.axvline(step, color=colour, ls=style, lw=1.1, label=None if label in shown else label)
+                shown.add(label)
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("loss")
     ax_loss.set_title(f"{run.path.name}: goodput {100 * report.goodput:.1f}%, {plural(len(report.recoveries), 'recovery')}")
@@ -71,7 +73,8 @@ def report_figure(run: Run, report: RunReport):
         ax_health.broken_barh([(iv.start - t0, max(end - iv.start, 1e-3))], (row - 0.35, 0.7), color="tab:red")
     labelled: set[str] = set()
     for rec in report.recoveries:
-        for label, offset, colour in (("failure detected", 0.0, "tab:red"), ("restored", rec.restored_s, "tab:blue"),
+        restored = "state rebuilt" if rec.live else "restored"
+        for label, offset, colour in (("failure detected", 0.0, "tab:red"), (restored, rec.restored_s, "tab:blue"),
                                       ("first new step", rec.first_step_s, "tab:green")):
             if offset is not None:
                 ax_health.axvline(rec.detected_at - t0 + offset, color=colour, lw=0.8, ls=":",

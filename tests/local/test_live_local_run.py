@@ -66,3 +66,19 @@ def test_pause_resume_is_bitwise_equal_to_the_uninterrupted_run(runs):
     result = json.loads(out)
     assert code == 0, result["failures"]
     assert result["bitwise_equal"] and result["common_steps"] == STEPS
+
+
+def test_the_report_figure_names_a_live_rebuild_as_such(runs):
+    import matplotlib.pyplot as plt
+
+    from elxpk.runs.plots import report_figure
+    from elxpk.runs.report import build_report
+    from elxpk.runs.rundir import load_run
+
+    run = load_run(runs["pause-resume"][0])
+    fig = report_figure(run, build_report(run))
+    legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes if ax.get_legend()]
+    plt.close(fig)
+    assert any("state rebuilt from the survivors" in labels for labels in legends), legends
+    assert ["failure detected", "state rebuilt", "first new step"] in legends
+    assert not any("restored checkpoint" in labels for labels in legends)
