@@ -6,6 +6,8 @@ naming the model flags and the device.
 
 Per device, in bytes (f32 = 4 bytes; the estimate errs high, it only has to rule out the hopeless):
 - state: each array's bytes divided by the slice's device count when FSDP splits it (trainer.sharding);
+- the step's input state, kept alive beside its output: the step never donates it, so a slice lost in the
+  middle of a step leaves the last completed step's state on the survivors (live recovery);
 - gradients and the optimizer's update temporaries: twice the per-device parameter bytes;
 - activations kept for the backward pass, for the device's share of the batch (b = global_batch / all
   devices), per layer: b*L*(10*D + 2*F) values of the compute dtype (norms, q/k/v, attention output, MLP
@@ -31,13 +33,14 @@ _F32 = 4
 @dataclass(frozen=True)
 class MemoryEstimate:
     state: int
+    kept_input: int  # the undonated input state (see the module docstring)
     gradients: int
     activations: int
     gathered: int
 
     @property
     def total(self) -> int:
-        return self.state + self.gradients + self.activations + self.gathered
+        return self.state + self.kept_input + self.gradients + self.activations + self.gathered
 
 
 def _sharded_bytes(abstract: Any, data_size: int) -> int:
@@ -64,7 +67,7 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
     per_layer = b * length * (10 * d + 2 * f) * compute_bytes + scores
     activations = cfg.n_layers * per_layer + 3 * b * length * vocab * _F32
     gathered = _F32 * max(4 * d * d + 2 * d * f, vocab * d)
-    return MemoryEstimate(state, 2 * params, activations, gathered)
+    return MemoryEstimate(state, state, 2 * params, activations, gathered)
 
 
 def device_limit(device: Any) -> int | None:
@@ -110,7 +113,7 @@ def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None)
         raise UsageError(
             f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
             f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}: the train step needs about "
-            f"{need.total / gib:.2f} GiB per device (state {need.state / gib:.2f}, gradients "
+            f"{need.total / gib:.2f} GiB per device (state {need.state / gib:.2f} and its kept input copy, gradients "
             f"{need.gradients / gib:.2f}, activations {need.activations / gib:.2f} GiB) but device {device} "
             f"has {limit / gib:.2f} GiB; use a smaller model or batch, or more devices per slice"
         )
