@@ -138,3 +138,31 @@ def scripted(fake: FakeApiServer, clock: FakeClock, jobset: dict, namespace: str
     body = {**jobset, "metadata": {**jobset["metadata"], "namespace": namespace}}
     fake.store.create(("jobset.x-k8s.io", "jobsets"), body)
     return ScriptedJobSet(fake.store, namespace, jobset["metadata"]["name"], clock)
+
+
+WORKER = "jobset.sigs.k8s.io/replicatedjob-name=worker"  # label selector of the worker pods
+
+
+def running(fake: FakeApiServer, clock: FakeClock, jobset: dict | str = "train", **kwargs) -> ScriptedJobSet:
+    """A JobSet queued, admitted and running: `jobset` itself, or a Pathways JobSet of that name (with
+    `pathways_jobset`'s keyword arguments)."""
+    ctl = scripted(fake, clock, pathways_jobset(jobset, **kwargs) if isinstance(jobset, str) else jobset)
+    ctl.queue()
+    ctl.admit()
+    ctl.run()
+    return ctl
+
+
+def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    """`elxpk ARGV` through the real entry point, in process: (exit code, stdout, stderr)."""
+    from elxpk.cli.main import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture()
+def k(kubeconfig: Path) -> list[str]:
+    """The cluster-selection flags that reach the fake API server."""
+    return ["--kubeconfig", str(kubeconfig)]

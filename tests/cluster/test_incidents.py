@@ -8,38 +8,16 @@ import threading
 
 import pytest
 
-from elxpk.cli.main import main
 from elxpk.cluster.incident_log import read_recorded, record
 from elxpk.cluster.incidents import Incident, classify_exit
 from elxpk.cluster.observe import fetch_status
-from tests.cluster.conftest import START, pathways_jobset, scripted
+from tests.cluster.conftest import START, WORKER, pathways_jobset, run_cli, running
 from tests.support.fake_gcs import FakeGcs
-
-WORKER = "jobset.sigs.k8s.io/replicatedjob-name=worker"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(autouse=True)
 def wide_terminal(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-
-
-@pytest.fixture()
-def k(kubeconfig):
-    return ["--kubeconfig", str(kubeconfig)]
-
-
-def _running(fake, clock, jobset=None, **kwargs):
-    ctl = scripted(fake, clock, jobset or pathways_jobset(**kwargs))
-    ctl.queue()
-    ctl.admit()
-    ctl.run()
-    return ctl
 
 
 def _pod(ctl, slice_index: int, vm: int = 0) -> str:
@@ -69,9 +47,9 @@ def _seed_incidents(fake, ctl, clock):
 
 
 def test_events_show_oom_kill_eviction_kueue_and_warning_events(fake, clock, capsys, k):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     oom, evicted = _seed_incidents(fake, ctl, clock)
-    code, out, err = run(capsys, "workload", "events", "train", *k)
+    code, out, err = run_cli(capsys, "workload", "events", "train", *k)
     assert code == 0, err
     lines = out.splitlines()
     exit_line = next(line for line in lines if "exit 137/OOMKilled" in line)
@@ -82,7 +60,7 @@ def test_events_show_oom_kill_eviction_kueue_and_warning_events(fake, clock, cap
     assert any("kueue_eviction" in line and "Preempted" in line for line in lines)
     assert any("FailedMount" in line and "gcs-fuse" in line for line in lines)
     assert not any("other-pod" in line for line in lines)
-    code, out, _ = run(capsys, "workload", "events", "train", "-o", "json", *k)
+    code, out, _ = run_cli(capsys, "workload", "events", "train", "-o", "json", *k)
     records = [json.loads(line) for line in out.splitlines()]
     oom_record = next(r for r in records if r["exit_code"] == 137)
     assert (oom_record["reason"], oom_record["slice"], oom_record["pod"]) == ("OOMKilled", 0, oom)
@@ -91,20 +69,20 @@ def test_events_show_oom_kill_eviction_kueue_and_warning_events(fake, clock, cap
 
 
 def test_events_classify_exit_codes_with_the_trainer_table(fake, clock, capsys, k):
-    ctl = _running(fake, clock, slices=2, vms=1)
+    ctl = running(fake, clock, slices=2, vms=1)
     ctl.crash_pod(_pod(ctl, 0), exit_code=75)
     ctl.crash_pod(_pod(ctl, 1), exit_code=70)
-    code, out, _ = run(capsys, "workload", "events", "train", "-o", "json", *k)
+    code, out, _ = run_cli(capsys, "workload", "events", "train", "-o", "json", *k)
     causes = {r["exit_code"]: (r["cause"], r["message"]) for r in map(json.loads, out.splitlines())}
     assert causes[75] == ("infra", "slice_lost") and causes[70] == ("user", "user_error")
     assert (classify_exit(76), classify_exit(2), classify_exit(134)) == ("infra", "user", "unknown")
 
 
 def test_events_jobset_restart_and_first_failed_job(fake, clock, capsys, k):
-    ctl = _running(fake, clock, slices=2, vms=1, max_restarts=2)
+    ctl = running(fake, clock, slices=2, vms=1, max_restarts=2)
     clock.now += 100
     ctl.exhaust_slice(1)  # slice 1's Job fails; the JobSet recreates everything
-    code, out, _ = run(capsys, "workload", "events", "train", "-o", "json", *k)
+    code, out, _ = run_cli(capsys, "workload", "events", "train", "-o", "json", *k)
     kinds = [json.loads(line)["kind"] for line in out.splitlines()]
     assert "jobset_restart" in kinds
     # the failed Job went with the restart (its pods too): what the objects still show is the restart
@@ -114,24 +92,24 @@ def test_events_jobset_restart_and_first_failed_job(fake, clock, capsys, k):
 
 
 def test_first_failed_job_is_marked(fake, clock, capsys, k):
-    ctl = _running(fake, clock, slices=2, vms=1, max_restarts=0)
+    ctl = running(fake, clock, slices=2, vms=1, max_restarts=0)
     clock.now += 10
     ctl.exhaust_slice(1)
-    code, out, _ = run(capsys, "workload", "events", "train", *k)
+    code, out, _ = run_cli(capsys, "workload", "events", "train", *k)
     failed = [line for line in out.splitlines() if "job_failed" in line]
     assert len(failed) == 1 and "first failed Job" in failed[0] and "train-worker-1" in failed[0]
 
 
 def test_record_appends_each_incident_once(fake, clock, capsys, k, tmp_path):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     _seed_incidents(fake, ctl, clock)
     path = tmp_path / "incidents.jsonl"
-    code, out, err = run(capsys, "workload", "events", "train", "--record", str(path), *k)
+    code, out, err = run_cli(capsys, "workload", "events", "train", "--record", str(path), *k)
     assert code == 0, err
     first = path.read_text().splitlines()
     assert len(first) == len(out.splitlines()) >= 4
     ctl.crash_pod(_pod(ctl, 1, 0), exit_code=76)  # one new incident
-    run(capsys, "workload", "events", "train", "--record", str(path), *k)
+    run_cli(capsys, "workload", "events", "train", "--record", str(path), *k)
     second = path.read_text().splitlines()
     assert second[: len(first)] == first and len(second) == len(first) + 1
     assert json.loads(second[-1])["exit_code"] == 76
@@ -143,9 +121,9 @@ def test_record_appends_each_incident_once(fake, clock, capsys, k, tmp_path):
 
 def test_record_path_problems_exit_2_before_any_request(fake, capsys, k, tmp_path):
     before = len(fake.calls)
-    code, _, err = run(capsys, "workload", "events", "train", "--record", str(tmp_path / "no" / "x.jsonl"), *k)
+    code, _, err = run_cli(capsys, "workload", "events", "train", "--record", str(tmp_path / "no" / "x.jsonl"), *k)
     assert code == 2 and "does not exist; create it first" in err
-    code, _, err = run(capsys, "workload", "events", "train", "--record", "gs://bucket-only", *k)
+    code, _, err = run_cli(capsys, "workload", "events", "train", "--record", "gs://bucket-only", *k)
     assert code == 2 and "--record gs://bucket-only: name an object" in err
     assert len(fake.calls) == before
 
@@ -182,11 +160,11 @@ def test_record_on_gcs_concurrent_appenders_lose_nothing(gcs):
 
 
 def test_events_record_to_gcs_through_the_cli(fake, clock, capsys, k, gcs):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     _seed_incidents(fake, ctl, clock)
     url = "gs://runs/train/incidents.jsonl"
     for _ in range(2):
-        code, out, err = run(capsys, "workload", "events", "train", "--record", url, *k)
+        code, out, err = run_cli(capsys, "workload", "events", "train", "--record", url, *k)
         assert code == 0, err
     content, _ = gcs.objects[("runs", "train/incidents.jsonl")]
     assert len(content.decode().splitlines()) == len(out.splitlines())
@@ -211,40 +189,40 @@ def _write_progress(directory, **fields) -> None:
 
 
 def test_status_splits_restarts_by_cause(fake, clock, kube, capsys, k):
-    ctl = _running(fake, clock, slices=3, vms=1)
+    ctl = running(fake, clock, slices=3, vms=1)
     ctl.crash_pod(_pod(ctl, 0), exit_code=75)  # infra: slice lost
     ctl.crash_pod(_pod(ctl, 0), exit_code=75)
     ctl.crash_pod(_pod(ctl, 1), exit_code=70)  # user error
     ctl.disrupt_pod(_pod(ctl, 2), "PreemptionByScheduler")  # infra, whatever the code
     status = fetch_status(kube, "default", "train", now=clock())
     assert status.restart_causes == {"infra": 3, "user": 1, "unknown": 0}
-    code, out, _ = run(capsys, "workload", "status", "train", *k)
+    code, out, _ = run_cli(capsys, "workload", "status", "train", *k)
     assert "Restart causes   3 infra, 1 user  (infra: disruption" in out
-    code, out, _ = run(capsys, "workload", "status", "train", "-o", "json", *k)
+    code, out, _ = run_cli(capsys, "workload", "status", "train", "-o", "json", *k)
     assert json.loads(out)["restart_causes"]["user"] == 1
 
 
 def test_status_shows_trainer_progress_and_ages(fake, clock, kube, capsys, k, tmp_path):
-    _running(fake, clock, _with_checkpoint_dir(str(tmp_path)))
+    running(fake, clock, _with_checkpoint_dir(str(tmp_path)))
     status = fetch_status(kube, "default", "train", now=clock(), with_progress=True)
     assert status.progress is None and "no elxpk-progress.json in" in status.progress_problem
     _write_progress(tmp_path)
     status = fetch_status(kube, "default", "train", now=clock(), with_progress=True)
     assert (status.progress["steps_done"], status.progress["checkpoint_step"]) == (130, 100)
     assert (status.progress["step_age_s"], status.progress["checkpoint_age_s"]) == (30.0, 600.0)
-    code, out, _ = run(capsys, "workload", "status", "train", *k)
+    code, out, _ = run_cli(capsys, "workload", "status", "train", *k)
     assert code == 0
     line = next(line for line in out.splitlines() if line.startswith("Trainer "))
     assert "step 130 done " in line and "checkpoint 100 committed " in line
     (tmp_path / "elxpk-progress.json").write_text("{not json")
-    code, out, _ = run(capsys, "workload", "status", "train", *k)
+    code, out, _ = run_cli(capsys, "workload", "status", "train", *k)
     assert code == 0 and "elxpk-progress.json: not JSON" in out
 
 
 def test_status_reads_progress_from_gcs(fake, clock, kube, gcs):
     from elxpk_contract.records import Progress
 
-    _running(fake, clock, _with_checkpoint_dir("gs://runs/ckpt"))
+    running(fake, clock, _with_checkpoint_dir("gs://runs/ckpt"))
     progress = Progress(7, START - 5, None, None, START - 5, "stalled")
     gcs.objects[("runs", "ckpt/elxpk-progress.json")] = (json.dumps(progress.to_json()).encode(), 1)
     status = fetch_status(kube, "default", "train", now=clock(), with_progress=True)
@@ -255,28 +233,28 @@ def test_status_reads_progress_from_gcs(fake, clock, kube, gcs):
 
 
 def test_logs_previous_shows_the_terminated_container(fake, clock, capsys, k):
-    ctl = _running(fake, clock, slices=2, vms=1)
+    ctl = running(fake, clock, slices=2, vms=1)
     pod = _pod(ctl, 1)
     fake.store.append_log("default", pod, "pathways-worker", "step 10", "RESOURCE_EXHAUSTED: out of HBM")
     ctl.crash_pod(pod, exit_code=137, reason="OOMKilled")
     fake.store.append_log("default", pod, "pathways-worker", "starting again")
-    code, out, err = run(capsys, "workload", "logs", "train", "--slice", "1", "--previous", *k)
+    code, out, err = run_cli(capsys, "workload", "logs", "train", "--slice", "1", "--previous", *k)
     assert code == 0, err
     assert out == "step 10\nRESOURCE_EXHAUSTED: out of HBM\n" and "(previous, terminated)" in err
     assert any(c.query.get("previous") == ["true"] for c in fake.calls if c.path.endswith("/log"))
-    code, out, _ = run(capsys, "workload", "logs", "train", "--slice", "1", *k)
+    code, out, _ = run_cli(capsys, "workload", "logs", "train", "--slice", "1", *k)
     assert out == "starting again\n"
-    code, out, err = run(capsys, "workload", "logs", "train", "--slice", "0", "--previous", *k)
+    code, out, err = run_cli(capsys, "workload", "logs", "train", "--slice", "0", "--previous", *k)
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 1 and len(errors) == 1 and "no previous log" in errors[0] and "Traceback" not in err
-    code, _, err = run(capsys, "workload", "logs", "train", "--previous", "-f", *k)
+    code, _, err = run_cli(capsys, "workload", "logs", "train", "--previous", "-f", *k)
     assert code == 2 and "--previous and --follow" in err
 
 
 def test_watch_follows_new_incidents_through_the_watch_api(fake, clock, kube):
     from elxpk.cluster.events_feed import follow
 
-    ctl = _running(fake, clock, slices=2, vms=1)
+    ctl = running(fake, clock, slices=2, vms=1)
     ctl.crash_pod(_pod(ctl, 0), exit_code=75)
     seen: list[tuple[Incident, bool]] = []
 
@@ -292,19 +270,19 @@ def test_watch_follows_new_incidents_through_the_watch_api(fake, clock, kube):
 
 
 def test_status_names_jobset_restarts_a_failure_policy_rule_did_not_count(fake, clock, capsys, k):
-    ctl = _running(fake, clock, slices=2, vms=1, max_restarts=3)
+    ctl = running(fake, clock, slices=2, vms=1, max_restarts=3)
     ctl.exhaust_slice(0)  # counted
     js = ctl.jobset()
     js["status"]["restarts"] = 3  # two more, restarted by a rule that ignores maxRestarts (infra reasons)
     fake.store.put(("jobset.x-k8s.io", "jobsets"), js)
-    code, out, _ = run(capsys, "workload", "status", "train", *k)
+    code, out, _ = run_cli(capsys, "workload", "status", "train", *k)
     assert "3 (maxRestarts 3: 1 counted, 2 left); 2 not counted (a failurePolicy rule" in out
 
 
 def test_normal_events_count_only_when_they_report_an_incident(fake, clock, kube):
     from elxpk.cluster.events_feed import snapshot
 
-    ctl = _running(fake, clock, slices=1, vms=1)
+    ctl = running(fake, clock, slices=1, vms=1)
     pod = _pod(ctl, 0)
     for n, reason in enumerate(("Scheduled", "Preempted")):
         fake.store.create(("", "events"), {
@@ -323,19 +301,19 @@ def test_unreachable_gcs_is_one_line(fake, clock, capsys, k, monkeypatch):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    ctl = _running(fake, clock, slices=1, vms=1)
+    ctl = running(fake, clock, slices=1, vms=1)
     ctl.crash_pod(_pod(ctl, 0), exit_code=75)
-    code, _, err = run(capsys, "workload", "events", "train", "--record", "gs://runs/incidents.jsonl", *k)
+    code, _, err = run_cli(capsys, "workload", "events", "train", "--record", "gs://runs/incidents.jsonl", *k)
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 1 and len(errors) == 1 and "cannot reach Cloud Storage" in errors[0] and "Traceback" not in err
 
 
 def test_watch_on_a_finished_workload_prints_its_history_and_returns(fake, clock, capsys, k):
-    ctl = _running(fake, clock, slices=1, vms=1)
+    ctl = running(fake, clock, slices=1, vms=1)
     ctl.crash_pod(_pod(ctl, 0), exit_code=76)
     ctl.heal()
     ctl.complete()
-    code, out, err = run(capsys, "workload", "events", "train", "--watch", *k)
+    code, out, err = run_cli(capsys, "workload", "events", "train", "--watch", *k)
     assert code == 0, err
     assert len(out.splitlines()) == 1 and "exit 76/Error" in out and "stalled" in out
     assert not any(c.query.get("watch") for c in fake.calls)

@@ -17,16 +17,8 @@ from elxpk.cluster.ops import (
     watch_recovery,
 )
 from elxpk.errors import CheckFailed, ClusterError, NotFoundError, Timeout, UsageError
-from tests.cluster.conftest import pathways_jobset, scripted
+from tests.cluster.conftest import pathways_jobset, running, scripted
 from tests.support.fake_apiserver import Fault
-
-
-def _running(fake, clock, **kwargs):
-    ctl = scripted(fake, clock, pathways_jobset(**kwargs))
-    ctl.queue()
-    ctl.admit()
-    ctl.run()
-    return ctl
 
 
 def test_wait_follows_the_story_to_success(fake, kube, clock):
@@ -50,21 +42,21 @@ def test_wait_for_running_returns_once_all_slices_are_ready(fake, kube, clock):
 
 
 def test_wait_fails_fast_on_a_failed_jobset(fake, kube, clock):
-    ctl = _running(fake, clock, slices=2, max_restarts=0)
+    ctl = running(fake, clock, slices=2, max_restarts=0)
     clock.on_sleep = [lambda: ctl.exhaust_slice(0)]
     with pytest.raises(CheckFailed, match="workload train failed: .*reached maximum number of restarts"):
         wait_for(kube, "default", "train", until="completed", timeout_s=600, clock=clock, sleep=clock.sleep)
 
 
 def test_wait_times_out_with_the_state_it_saw(fake, kube, clock):
-    _running(fake, clock)
+    running(fake, clock)
     with pytest.raises(Timeout, match=r"still Running after 30s \(waiting for completed"):
         wait_for(kube, "default", "train", until="completed", timeout_s=30, clock=clock, sleep=clock.sleep, poll_s=7)
     assert clock.slept == [7, 7, 7, 7, 2]  # never sleeps past the deadline
 
 
 def test_wait_rides_out_a_short_api_outage(fake, kube, clock):
-    ctl = _running(fake, clock)
+    ctl = running(fake, clock)
     kube.attempts = 1  # no per-request retry, so the outage reaches wait's own tolerance
     fake.faults.append(Fault("GET", "/jobsets/train$", "status", code=503, times=2))
     clock.on_sleep = [lambda: None, lambda: None, ctl.complete]
@@ -93,7 +85,7 @@ def test_reads_retry_with_backoff_then_give_a_clear_error(fake, kubeconfig):
 
 
 def test_kill_slice_force_deletes_and_watch_reports_recovery(fake, kube, clock):
-    ctl = _running(fake, clock, slices=3, vms=2)
+    ctl = running(fake, clock, slices=3, vms=2)
     plan = plan_kill(kube, "default", "train", 1, None)
     assert len(plan.pods) == 2 and plan.expected == 2
     killed_at = clock()
@@ -119,7 +111,7 @@ def test_kill_slice_force_deletes_and_watch_reports_recovery(fake, kube, clock):
 
 
 def test_kill_one_vm_and_bad_indexes(fake, kube, clock):
-    _running(fake, clock, slices=2, vms=4)
+    running(fake, clock, slices=2, vms=4)
     plan = plan_kill(kube, "default", "train", 0, 3)
     assert len(plan.pods) == 1 and plan.expected == 1 and "-worker-0-3-" in plan.pods[0]
     with pytest.raises(UsageError) as info:
@@ -128,7 +120,7 @@ def test_kill_one_vm_and_bad_indexes(fake, kube, clock):
 
 
 def test_logs_of_head_and_of_a_slice_vm(fake, kube, clock):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     ctl.head_log("hello from the head", "step 1")
     head = log_source(kube, "default", "train", head=False, slice_index=None, vm=None)
     assert (head.what, head.container) == ("head", "jax-tpu")
@@ -144,7 +136,7 @@ def test_logs_of_head_and_of_a_slice_vm(fake, kube, clock):
 
 
 def test_logs_follow_streams_until_the_container_ends(fake, kube, clock):
-    ctl = _running(fake, clock)
+    ctl = running(fake, clock)
     ctl.head_log("first")
     source = log_source(kube, "default", "train", head=True, slice_index=None, vm=None)
     lines = read_logs(kube, "default", source, follow=True)
@@ -155,7 +147,7 @@ def test_logs_follow_streams_until_the_container_ends(fake, kube, clock):
 
 
 def test_delete_is_foreground_and_takes_the_children(fake, kube, clock):
-    _running(fake, clock)
+    running(fake, clock)
     delete_workload(kube, "default", "train")
     [call] = [c for c in fake.calls if c.method == "DELETE"]
     assert call.query["propagationPolicy"] == ["Foreground"]

@@ -11,17 +11,7 @@ import pytest
 from elxpk.cli.main import main
 from elxpk.cluster.soak import exit_command, soak, summary_lines
 from elxpk.errors import ClusterError
-from tests.cluster.conftest import START, pathways_jobset, scripted
-
-WORKER = "jobset.sigs.k8s.io/replicatedjob-name=worker"
-
-
-def _running(fake, clock, jobset=None, **kwargs):
-    ctl = scripted(fake, clock, jobset or pathways_jobset(**kwargs))
-    ctl.queue()
-    ctl.admit()
-    ctl.run()
-    return ctl
+from tests.cluster.conftest import START, WORKER, pathways_jobset, running
 
 
 def _progress(tmp_path, steps_done: int, checkpoint_step: int) -> dict:
@@ -36,7 +26,7 @@ def _progress(tmp_path, steps_done: int, checkpoint_step: int) -> dict:
 
 
 def test_delete_soak_summary_over_the_scripted_cluster(fake, kube, clock, tmp_path):
-    ctl = _running(fake, clock, _progress(tmp_path, steps_done=130, checkpoint_step=100))
+    ctl = running(fake, clock, _progress(tmp_path, steps_done=130, checkpoint_step=100))
     r, idle = ctl.reconcile, (lambda: None)
     # one controller step per poll: replace the deleted pods, then start them; round 3 is slow to schedule;
     # the pause between rounds is one sleep too
@@ -62,7 +52,7 @@ def test_delete_soak_summary_over_the_scripted_cluster(fake, kube, clock, tmp_pa
 
 
 def test_soak_counts_a_slice_that_never_comes_back(fake, kube, clock):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     clock.on_sleep = [ctl.reconcile, ctl.reconcile]  # the first round recovers; then the controller stops
     summary = soak(kube, "default", "train", slice_spec="1", mode="delete", repeat=2, every_s=0, exit_code=143,
                    rng=random.Random(0), clock=clock, sleep=clock.sleep, timeout_s=30, poll_s=5)
@@ -73,7 +63,7 @@ def test_soak_counts_a_slice_that_never_comes_back(fake, kube, clock):
 
 
 def test_evict_soak_goes_through_the_eviction_api(fake, kube, clock):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     evicted: list[str] = []
     fake.store.on_evict = lambda pod: evicted.append(pod["metadata"]["name"])
     clock.on_sleep = [ctl.reconcile] * 20
@@ -85,7 +75,7 @@ def test_evict_soak_goes_through_the_eviction_api(fake, kube, clock):
 
 
 def test_eviction_honours_a_pod_disruption_budget(fake, kube, clock):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     # 5 pods carry the label (the head and 4 workers): none may go
     fake.store.create(("policy", "poddisruptionbudgets"), {
         "metadata": {"name": "keep-workers", "namespace": "default"},
@@ -102,7 +92,7 @@ def test_eviction_honours_a_pod_disruption_budget(fake, kube, clock):
 
 
 def test_exit_soak_runs_kill_through_exec_and_the_container_restarts(fake, kube, clock):
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
 
     def container(namespace, pod, name, command):  # the container's PID 1 dies of the signal
         assert command == exit_command(137) == ["/bin/sh", "-c", "kill -9 1"]
@@ -120,7 +110,7 @@ def test_exit_soak_runs_kill_through_exec_and_the_container_restarts(fake, kube,
 
 
 def test_exec_reports_the_commands_exit_code_over_the_websocket(fake, kube, clock):
-    ctl = _running(fake, clock, slices=1, vms=1)
+    ctl = running(fake, clock, slices=1, vms=1)
     pod = ctl.pods(WORKER)[0]["metadata"]["name"]
     fake.store.on_exec = lambda ns, p, c, command: ("out: " + " ".join(command), 3)
     assert kube.exec_in_pod("default", pod, "pathways-worker", ["echo", "hi"]) == ("out: echo hi", 3)
@@ -129,7 +119,7 @@ def test_exec_reports_the_commands_exit_code_over_the_websocket(fake, kube, cloc
 
 
 def test_kill_slice_cli_soak_and_bad_flags(fake, clock, capsys, kubeconfig):
-    _running(fake, clock, slices=2, vms=2)
+    running(fake, clock, slices=2, vms=2)
     k = ["--kubeconfig", str(kubeconfig)]
     before = len(fake.calls)
     code = main(["workload", "kill-slice", "train", "--slice", "two", "--mode", "drain", "--repeat", "0",
@@ -153,7 +143,7 @@ def test_kill_slice_cli_soak_and_bad_flags(fake, clock, capsys, kubeconfig):
 
 
 def test_exit_mode_reports_a_failed_exec_in_one_line(fake, clock, capsys, kubeconfig):
-    _running(fake, clock, slices=1, vms=1)
+    running(fake, clock, slices=1, vms=1)
     fake.store.on_exec = lambda ns, pod, container, command: ("sh: kill: not found\n", 127)
     code = main(["workload", "kill-slice", "train", "--slice", "0", "--mode", "exit", "--exit-code", "137",
                  "--yes", "--kubeconfig", str(kubeconfig)])
@@ -166,7 +156,7 @@ def test_exit_mode_reports_a_failed_exec_in_one_line(fake, clock, capsys, kubeco
 def test_kill_slice_cli_repeat_prints_rounds_and_the_summary(fake, clock, capsys, kubeconfig):
     import threading
 
-    ctl = _running(fake, clock, slices=2, vms=2)
+    ctl = running(fake, clock, slices=2, vms=2)
     stop = threading.Event()
 
     def job_controller() -> None:  # the Job controller, while the CLI soaks (bounded by the CLI's --timeout)
