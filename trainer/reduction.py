@@ -49,7 +49,16 @@ SLOTS_SPEC = PartitionSpec("slice", None, "data", None)  # [active slice, slot, 
 # broadcast of the softmax sum, algsimp keeps `g / broadcast(sum)`; where it has not, it rewrites it to
 # `g * broadcast(1 / sum)`, which rounds differently. Without the CSE pass both pipelines simplify the
 # per-shard program the same way (found by diffing --xla_dump_hlo_pass_re dumps; tested for 1..4 devices).
-COMPILER_OPTIONS: dict[str, str | bool] = {"xla_disable_hlo_passes": "cse"}
+# Only a job with one device per slice and more than one slice can reach a one-device mesh after a resize, so
+# only such a job pays for it (compiler_options): CSE stays on for real slices of several chips.
+CSE_OFF: dict[str, str | bool] = {"xla_disable_hlo_passes": "cse"}
+
+
+def compiler_options(cfg, mesh: Mesh) -> dict[str, str | bool] | None:
+    """XLA options for the deterministic step on `mesh`. A property of the job, not of the width: every mesh
+    of the job has the same devices per slice, so full width and every survivor get the same options."""
+    one_device_survivor = cfg.num_slices > 1 and mesh.shape["data"] == 1
+    return dict(CSE_OFF) if one_device_survivor else None
 
 
 def slot_layout(num_shards: int, num_active: int) -> np.ndarray:

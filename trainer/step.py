@@ -59,12 +59,12 @@ def step_fn(cfg, mesh):
     return make_step_fn(cfg)
 
 
-def compiler_options(cfg) -> dict[str, str | bool] | None:
-    """XLA options of the step's executable (trainer.reduction.COMPILER_OPTIONS says why)."""
+def compiler_options(cfg, mesh) -> dict[str, str | bool] | None:
+    """XLA options of the step's executable on `mesh` (trainer.reduction.CSE_OFF says why)."""
     if cfg.deterministic_reduction == "on":
-        from trainer.reduction import COMPILER_OPTIONS
+        from trainer.reduction import compiler_options as deterministic_options
 
-        return dict(COMPILER_OPTIONS)
+        return deterministic_options(cfg, mesh)
     return None
 
 
@@ -134,7 +134,7 @@ class StepCache:
         started = self._clock.monotonic()
         jitted = jax.jit(step_fn(cfg, mesh), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
                          out_shardings=(state_shardings, rep))
-        executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg))
+        executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg, mesh))
         compiled = Compiled(executable, self._clock.monotonic() - started)
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:

@@ -79,7 +79,8 @@ def test_plain_all_reduce_depends_on_the_width(tmp_path):
 def test_per_shard_partial_gradients_are_bitwise_equal_at_every_width(tmp_path, per_slice):
     """The per-shard program is the same at every width: shard n's partial sum has the same bits whether its
     slice computes only it (full width) or carries it with another (one survivor: a 2-slot scan). With one
-    device per slice the survivor's mesh is a single device, which XLA compiles without SPMD partitioning."""
+    device per slice the survivor's mesh is a single device, which XLA compiles without SPMD partitioning (and
+    the step without CSE); with two, every mesh is partitioned and CSE stays on."""
     import jax
 
     from trainer import mesh as meshlib
@@ -101,7 +102,7 @@ def test_per_shard_partial_gradients_are_bitwise_equal_at_every_width(tmp_path, 
         ids = jax.device_put(np.maximum(layout, 0), jax.sharding.NamedSharding(mesh, jax.P("slice", None)))
         params = steplib.place(host_state, mesh)["params"]
         fn = jax.jit(reduction.shard_gradients_fn(cfg, mesh)).lower(params, slots, ids, key).compile(
-            compiler_options=dict(reduction.COMPILER_OPTIONS))
+            compiler_options=reduction.compiler_options(cfg, mesh))
         losses, partials = fn(params, slots, ids, key)
         flat = layout.reshape(-1)
         by_width[len(active)] = {

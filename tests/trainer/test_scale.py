@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -227,7 +228,7 @@ def test_a_flipped_byte_anywhere_in_the_array_data_never_restores_a_wrong_state(
 
 
 def _bytes_read() -> int:
-    for line in open("/proc/self/io", encoding="ascii"):  # every read syscall of every thread
+    for line in Path("/proc/self/io").read_text(encoding="ascii").splitlines():  # every read of every thread
         if line.startswith("rchar:"):
             return int(line.split()[1])
     raise AssertionError("no rchar in /proc/self/io")

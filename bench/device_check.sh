@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 10's accelerator figures as one prepared command, for a single-GPU (or TPU) host that has jax with
+# its accelerator plugin, orbax-checkpoint and optax installed (no install step: such lent machines have no
+# network). From the repository root:
+#
+#     bash bench/device_check.sh        # figures in $OUT when set (the device tool), else bench/out/
+#
+# It records the versions and the device, then runs bench/bench_scale.py on the `1b` preset: MFU of the
+# shipped default (bfloat16 compute, cuDNN attention) against the float32 baseline measured in the same run,
+# save() blocking, restore and fingerprint times, and which orbax array handler saves faster. bench_scale
+# rewrites its JSON after every measurement and stops starting MFU configurations after MFU_BUDGET_S, so a
+# run cut short still leaves what it measured. Total wall time on an H200 is meant to stay under 7 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-bench/out}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# XLA's GPU client takes 75% of device memory unless told otherwise; the trainer's memory estimate checks
+# against the limit the client reports, so give it what a training job would.
+export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.92}
+
+timeout 120 "$py" - <<'EOF' 2>&1 | tee "$out/versions.txt"
+import jax, numpy, optax, orbax.checkpoint as ocp
+from importlib import metadata
+print("jax", jax.__version__, "jaxlib", metadata.version("jaxlib"), "orbax", metadata.version("orbax-checkpoint"),
+      "optax", optax.__version__, "numpy", numpy.__version__)
+device = jax.devices()[0]
+stats = device.memory_stats() or {}
+print("devices", jax.devices(), "kind", device.device_kind, "bytes_limit", stats.get("bytes_limit"))
+EOF
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$out/versions.txt"
+
+timeout "${BENCH_SCALE_TIMEOUT:-400}" "$py" bench/bench_scale.py --mode accelerator \
+    --budget-s "${MFU_BUDGET_S:-200}" --out "$out/bench_scale.json" 2>&1 | tee "$out/bench_scale.log"
+echo "device_check: exit ${PIPESTATUS[0]} after ${SECONDS} s; figures in $out/bench_scale.json"
+
+# If time is left: the same default configurations with cuBLAS for every matmul instead of XLA's choice
+# between it and Triton's GEMM emitter (NVIDIA's JAX-Toolbox sets this flag), to see which the trainer wants.
+if [ "$SECONDS" -lt "${VARIANT_IF_UNDER_S:-330}" ]; then
+    XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_triton_gemm=false" timeout 150 "$py" bench/bench_scale.py \
+        --mode accelerator --parts default --budget-s 100 --out "$out/bench_scale_cublas.json" 2>&1 \
+        | tee "$out/bench_scale_cublas.log"
+fi
