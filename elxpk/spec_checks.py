@@ -8,12 +8,13 @@ A flag that would be silently ignored in this shape of workload is an error, not
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.errors import UsageError
+from elxpk.flag_values import FlagValues
 from elxpk.output_formats import output_problem
 from elxpk.spec import (
     DEFAULT_DOCKER_IMAGE,
@@ -44,12 +45,10 @@ from elxpk_contract.settings import (
 _WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
-_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # Kubernetes expands `$(NAME)` in a container's command, args and env values when NAME is an env var of
 # the container, and leaves it as is otherwise; `$$(NAME)` is the escape (kubernetes/pkg/kubelet/container/
 # helpers.go ExpandContainerCommandAndArgs, third_party/forked/golang/expansion/expand.go).
 _K8S_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
 _PATHWAYS_ONLY = (("proxy_server_image", "--proxy-server-image"), ("server_image", "--server-image"),
                   ("worker_image", "--worker-image"), ("pathways_gcs_location", "--pathways-gcs-location"),
@@ -62,109 +61,8 @@ _XPK_HEADLESS_IGNORES = (("command", "--command"), ("docker_image", "--docker-im
                          ("docker_name", "--docker-name"), ("env", "--env"), ("env_file", "--env-file"))
 
 
-class FlagChecker:
+class FlagChecker(FlagValues):
     """Collects every error (and warning) over one pass through the flags."""
-
-    def __init__(self, flags: Mapping[str, object]) -> None:
-        self.flags = dict(flags)
-        self.errors: list[str] = []
-        self.warnings: list[str] = []
-
-    def get(self, key: str, default: object = None) -> object:
-        value = self.flags.get(key)
-        return default if value is None else value
-
-    def text(self, key: str, flag: str, default: str | None = None) -> str | None:
-        value = self.get(key, default)
-        if value is None:
-            return None
-        value = str(value)
-        if _SURROGATE.search(value):
-            self.errors.append(f"{flag}: the value is not valid UTF-8 text; pass it as UTF-8")
-        return value
-
-    def integer(self, key: str, flag: str, default: int | None, *, low: int | None = None,
-                high: int | None = None, fix: str = "") -> int | None:
-        """`fix` says what the number means; it ends the message in parentheses."""
-        raw = self.get(key)
-        if raw is None:
-            return default
-        bounds = "" if low is None else (f" >= {low}" if high is None else f" from {low} to {high}")
-        why = f" ({fix})" if fix else ""
-        try:
-            value = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(str(raw).strip(), 10)
-        except ValueError:
-            self.errors.append(f"{flag} {raw!r}: not an integer; pass a whole number{bounds}{why}")
-            return default
-        if (low is not None and value < low) or (high is not None and value > high):
-            self.errors.append(f"{flag} {value}: must be{bounds}{why}")
-            return default
-        return value
-
-    def duration(self, key: str, flag: str) -> float | None:
-        raw = self.get(key)
-        if raw is None:
-            return None
-        from elxpk.units import parse_duration
-
-        try:
-            seconds = parse_duration(raw)  # type: ignore[arg-type]
-        except ValueError as exc:
-            self.errors.append(f"{flag}: {exc}; e.g. 90s, 30m, 4h or 7d")
-            return None
-        if seconds <= 0:
-            self.errors.append(f"{flag} {raw!r}: must be positive; e.g. 90s, 30m, 4h or 7d")
-            return None
-        return seconds
-
-    def args(self, key: str, flag: str) -> tuple[str, ...]:
-        raw = self.text(key, flag)
-        if not raw:
-            return ()
-        import shlex
-
-        try:
-            return tuple(shlex.split(raw))
-        except ValueError as exc:
-            self.errors.append(f"{flag}: {exc} in {raw!r}; balance the quotes (arguments split like a shell)")
-            return ()
-
-    def env(self) -> tuple[tuple[str, str], ...]:
-        pairs: dict[str, str] = {}
-        lines = (line.strip() for line in self.env_file_lines())
-        sources: list[tuple[str, object]] = [("--env-file", x) for x in lines if x and not x.startswith("#")]
-        sources += [("--env", x) for x in _seq(self.get("env"))]
-        for flag, item in sources:
-            item = str(item)
-            key, sep, value = item.partition("=")
-            key = key.strip()
-            if not sep:
-                self.errors.append(f"{flag} {item!r}: expected KEY=VALUE")
-            elif not _ENV_KEY.match(key):
-                self.errors.append(f"{flag} {key!r}: env names are letters, digits and '_', not starting "
-                                   f"with a digit; rename it (e.g. MY_VAR)")
-            elif key in RESERVED_ENV:
-                self.errors.append(f"{flag} {key}: set by elxpk itself; drop it")
-            elif key.startswith("ELXPK_"):
-                self.errors.append(f"{flag} {key}: trainer settings have their own flags "
-                                   f"(--checkpoint-dir, --checkpoint-period, --elastic-*); use those")
-            elif _SURROGATE.search(value):
-                self.errors.append(f"{flag} {key}: the value is not valid UTF-8 text; pass it as UTF-8")
-            else:
-                pairs[key] = value  # later wins: --env overrides --env-file
-        return tuple(pairs.items())
-
-    def env_file_lines(self) -> list[str]:
-        path = self.text("env_file", "--env-file")
-        if not path:
-            return []
-        try:
-            with open(path, encoding="utf-8") as handle:
-                return handle.read().splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            self.errors.append(f"--env-file {path!r}: cannot read it ({reason}); give a readable KEY=VALUE file")
-            return []
 
     def outputs(self) -> CreateOptions:
         """How the command runs (dry run, replace, output), apart from the manifest; see CreateOptions."""
@@ -492,11 +390,3 @@ _KNOWN_FLAGS = frozenset(
     "ttl_seconds_after_finished proxy_server_image server_image worker_image pathways_gcs_location "
     "custom_proxy_server_args custom_server_args custom_worker_args env env_file restart_on_exit_codes".split()
 ) | OPTION_FLAGS | frozenset(_SETTING_NAMES)
-
-
-def _seq(value: object) -> Iterable[object]:
-    if value is None:
-        return ()
-    if isinstance(value, (str, bytes)):
-        return (value,)
-    return value  # type: ignore[return-value]

@@ -91,7 +91,8 @@ class TrainerConfig:
     recovery: str = _opt("live", "where a slice loss resumes from: live, the surviving slices' copy of the last "
                                  "completed step (no rewind; multi-controller always falls back to the "
                                  "checkpoint, since jax aborts the survivors), or checkpoint, the newest "
-                                 "valid checkpoint", choices=RECOVERIES)
+                                 "valid checkpoint (the step then donates its input state: one state share "
+                                 "less per device)", choices=RECOVERIES)
     # Model, data and optimiser (all part of the checkpoint fingerprint).
     global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1,
                              expose=LAUNCHER_FLAG)

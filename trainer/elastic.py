@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from elxpk_contract.errors import Timeout, UsageError
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.settings import TrainerConfig
+from trainer import live_recovery
 from trainer.attempt import AttemptContext, AttemptRecovery, ScaleUpSignal, run_attempt
 from trainer.clock import Clock, SystemClock
 from trainer.faults import FaultSchedule
@@ -172,13 +173,15 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
         if dataset is None:  # of the checkpoint fingerprint: both resolved first
             cfg, dataset = open_dataset(cfg)
-        memory = _memory_record(cfg, backend)  # a step that cannot fit is refused before anything is written
+        donate = live_recovery.step_donates(cfg, backend)
+        memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
     except UsageError:
         backend.close()
         raise
     recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
-    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock), policy, stop=stop)
+    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
+                         stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, StallResponse(ctx))
     quiet = _QuietExpectedErrors()
@@ -223,19 +226,19 @@ def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:
     return cfg.on_hardware(backend.num_slices, devices_per_slice(backend.slice_devices()), where)
 
 
-def _memory_record(cfg: TrainerConfig, backend: SliceBackend) -> dict:
+def _memory_record(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> dict:
     """The state's bytes in total and per device on the full mesh, after the memory check."""
     from trainer import mesh as meshlib
     from trainer import step as steplib
     from trainer.memory import memory_record
 
     mesh = meshlib.build_mesh(backend.slice_devices(), list(range(backend.num_slices)))
-    record = memory_record(cfg, steplib.state_target(cfg, mesh), mesh)
-    # The cost of keeping the last completed step alive through a step (trainer.live_recovery): the step
-    # does not donate its input state, so each device holds the input and the output state at once, one
-    # state share more than a donating step would (bench/bench_local.py measures it from XLA's own
-    # memory analysis). The step never donates, whatever --recovery says, so the cost is the same in both.
-    record["live_recovery_bytes_per_device"] = record["state_bytes_per_device"]
+    record = memory_record(cfg, steplib.state_target(cfg, mesh), mesh, donates=donate)
+    # The cost of keeping the last completed step alive through a step (trainer.live_recovery): a step that
+    # does not donate its input state holds the input and the output state at once, one state share more
+    # per device than a donating step (bench/bench_local.py measures it from XLA's own memory analysis).
+    # Zero where the step donates (--recovery checkpoint, multi-controller).
+    record["live_recovery_bytes_per_device"] = 0 if donate else record["state_bytes_per_device"]
     return record
 
 

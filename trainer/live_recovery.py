@@ -72,6 +72,14 @@ def unavailable(cfg: TrainerConfig, backend: SliceBackend) -> str | None:
     return None
 
 
+def step_donates(cfg: TrainerConfig, backend: SliceBackend) -> bool:
+    """Whether the compiled step may donate its input state to its output (XLA reuses the buffers: one
+    state share less per device). Only where recovery never reads the last completed step's buffers:
+    --recovery checkpoint, or the multi-controller backend. With live recovery the input must survive a
+    step that fails midway."""
+    return unavailable(cfg, backend) is not None
+
+
 def keep(step: int, state: Any, data_state: dict, slices: Sequence[int]) -> LiveState:
     """The live state after `step` steps (held, not copied)."""
     return LiveState(step, state, dict(data_state), tuple(slices))

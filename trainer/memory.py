@@ -6,8 +6,9 @@ naming the model flags and the device.
 
 Per device, in bytes (f32 = 4 bytes; the estimate errs high, it only has to rule out the hopeless):
 - state: each array's bytes divided by the slice's device count when FSDP splits it (trainer.sharding);
-- the step's input state, kept alive beside its output: the step never donates it, so a slice lost in the
-  middle of a step leaves the last completed step's state on the survivors (live recovery);
+- the step's input state, kept alive beside its output where the step does not donate it (live recovery:
+  a slice lost in the middle of a step leaves the last completed step's state on the survivors); nothing
+  where it does (--recovery checkpoint, multi-controller);
 - gradients and the optimizer's update temporaries: twice the per-device parameter bytes;
 - activations kept for the backward pass, for the device's share of the batch (b = global_batch / all
   devices), per layer: b*L*(10*D + 2*F) values of the compute dtype (norms, q/k/v, attention output, MLP
@@ -33,7 +34,7 @@ _F32 = 4
 @dataclass(frozen=True)
 class MemoryEstimate:
     state: int
-    kept_input: int  # the undonated input state (see the module docstring)
+    kept_input: int  # the undonated input state (see the module docstring); 0 when the step donates it
     gradients: int
     activations: int
     gathered: int
@@ -51,9 +52,10 @@ def _sharded_bytes(abstract: Any, data_size: int) -> int:
     return total
 
 
-def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_devices: int) -> MemoryEstimate:
+def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_devices: int, *,
+             donates: bool = False) -> MemoryEstimate:
     """The per-device memory of one train step on a mesh of `total_devices` in slices of
-    `devices_per_slice`."""
+    `devices_per_slice`; `donates`: the step gives its input state's buffers to its output."""
     from trainer.model import ModelShape
 
     shape = ModelShape.from_config(cfg)
@@ -67,7 +69,7 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
     per_layer = b * length * (10 * d + 2 * f) * compute_bytes + scores
     activations = cfg.n_layers * per_layer + 3 * b * length * vocab * _F32
     gathered = _F32 * max(4 * d * d + 2 * d * f, vocab * d)
-    return MemoryEstimate(state, state, 2 * params, activations, gathered)
+    return MemoryEstimate(state, 0 if donates else state, 2 * params, activations, gathered)
 
 
 def device_limit(device: Any) -> int | None:
@@ -95,13 +97,14 @@ def state_layout(target: Any) -> tuple[int, int]:
     return total, max(by_device.values(), default=0)
 
 
-def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None) -> dict:
+def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None, donates: bool = False) -> dict:
     """run.json's "memory" block for the state `target` on `mesh`, after checking that the step fits one
-    of its devices (UsageError when it cannot). `limit` overrides the device's own (tests)."""
+    of its devices (UsageError when it cannot). `limit` overrides the device's own (tests); `donates`: the
+    step gives its input state's buffers to its output."""
     state_bytes, per_device = state_layout(target)
     device = mesh.devices.flat[0]
     limit = device_limit(device) if limit is None else limit
-    need = estimate(cfg, target, mesh.shape["data"], mesh.devices.size)
+    need = estimate(cfg, target, mesh.shape["data"], mesh.devices.size, donates=donates)
     record: dict[str, Any] = {"state_bytes": state_bytes, "state_bytes_per_device": per_device,
                               "estimate_bytes_per_device": need.total, "device_limit_bytes": limit}
     if limit is None:
@@ -109,11 +112,12 @@ def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None)
         return record
     if need.total > limit:
         gib = 2**30
+        kept = " and its kept input copy" if need.kept_input else ""
         preset = f"--model {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
         raise UsageError(
             f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
             f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}: the train step needs about "
-            f"{need.total / gib:.2f} GiB per device (state {need.state / gib:.2f} and its kept input copy, gradients "
+            f"{need.total / gib:.2f} GiB per device (state {need.state / gib:.2f}{kept}, gradients "
             f"{need.gradients / gib:.2f}, activations {need.activations / gib:.2f} GiB) but device {device} "
             f"has {limit / gib:.2f} GiB; use a smaller model or batch, or more devices per slice"
         )

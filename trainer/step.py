@@ -108,11 +108,15 @@ class Compiled:
 class StepCache:
     """Hands out the compiled step for a mesh; counts the compiles one train() call caused."""
 
-    def __init__(self, cfg: TrainerConfig, clock: Clock) -> None:
+    def __init__(self, cfg: TrainerConfig, clock: Clock, *, donate: bool = False) -> None:
+        """`donate`: the step gives its input state's buffers to its output (trainer.live_recovery.
+        step_donates says when that is allowed); the caller must not touch a state after passing it in."""
         self._cfg = cfg
         self._clock = clock
-        # The reduction mode changes the executable (and the last bits of the result), not the checkpoint.
-        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction)
+        self._donate = donate
+        # The reduction mode and donation change the executable (and the reduction the last bits of the
+        # result), not the checkpoint.
+        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction, donate)
         self.compiles = 0
 
     def has(self, mesh) -> bool:
@@ -133,7 +137,7 @@ class StepCache:
         step = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
         started = self._clock.monotonic()
         jitted = jax.jit(step_fn(cfg, mesh), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
-                         out_shardings=(state_shardings, rep))
+                         out_shardings=(state_shardings, rep), donate_argnums=(0,) if self._donate else ())
         executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg, mesh))
         compiled = Compiled(executable, self._clock.monotonic() - started)
         _EXECUTABLES[key] = compiled

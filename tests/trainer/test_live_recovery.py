@@ -59,12 +59,15 @@ def test_pause_resume_rebuilds_the_failed_step_from_the_survivor(live_pause, ref
     _bitwise_equal(run, reference_run)
 
 
-def test_run_json_carries_the_memory_cost_of_the_live_state(live_pause):
+def test_run_json_carries_the_memory_cost_of_the_live_state(live_pause, pause_resume_run):
     import json
 
     memory = json.loads((live_pause.run_dir / "run.json").read_text())["memory"]
     # One more share of the state per device: the step's input is kept while its output is written.
     assert memory["live_recovery_bytes_per_device"] == memory["state_bytes_per_device"] > 0
+    # --recovery checkpoint: the step donates its input, nothing extra is kept.
+    memory = json.loads((pause_resume_run.run_dir / "run.json").read_text())["memory"]
+    assert memory["live_recovery_bytes_per_device"] == 0 < memory["state_bytes_per_device"]
 
 
 def test_resize_with_the_slice_kept_away_continues_on_the_survivor(tmp_path, reference_run):
@@ -223,22 +226,30 @@ def test_each_slice_is_checked_on_its_own_replica():
                                   host[index[devices[3]]])
 
 
-def test_the_step_keeps_its_input_state_alive(tmp_path):
-    """Live recovery rests on this: a step that donated its input would leave nothing to recover from
-    when it fails midway. Fails if donation is ever turned on."""
+@pytest.mark.parametrize("recovery", ["live", "checkpoint"])
+def test_the_step_donates_its_input_state_only_where_recovery_does_not_need_it(tmp_path, recovery):
+    """Live recovery rests on the step keeping its input: a step that donated it would leave nothing to
+    recover from when it fails midway. With --recovery checkpoint the input's buffers become the output
+    (issue 10: one state share less per device). Fails if either side of that changes."""
     import jax
 
     from tests.support.runs import tiny_config
-    from trainer import mesh, step
+    from trainer import live_recovery, mesh, step
     from trainer.clock import SystemClock
+    from trainer.slices import MultiControllerSlices, SimulatedSlices
 
-    cfg = tiny_config(tmp_path, recovery="live")
+    cfg = tiny_config(tmp_path, recovery=recovery)
     devices = jax.devices()[:4]
     full = mesh.build_mesh({0: devices[:2], 1: devices[2:]}, [0, 1])
-    cache = step.StepCache(cfg, SystemClock())
+    # The backends' class attributes are what the decision reads (no backend need be started for it).
+    donate = live_recovery.step_donates(cfg, SimulatedSlices)  # type: ignore[arg-type]
+    assert donate == (recovery == "checkpoint")
+    assert live_recovery.step_donates(cfg, MultiControllerSlices)  # type: ignore[arg-type]  # no live path
+    cache = step.StepCache(cfg, SystemClock(), donate=donate)
     compiled, _ = cache.get(full)
     state = cache.init_state(full)
     tokens = mesh.put_batch(np.zeros((cfg.global_batch, cfg.seq_len + 1), np.int32), full)
     new_state, _ = compiled.executable(state, tokens, jax.device_put(np.int32(0), mesh.replicated(full)))
     jax.block_until_ready(new_state)
-    assert not any(leaf.is_deleted() for leaf in jax.tree.leaves(state))
+    deleted = [leaf.is_deleted() for leaf in jax.tree.leaves(state)]
+    assert all(deleted) if donate else not any(deleted)

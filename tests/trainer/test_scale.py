@@ -106,8 +106,11 @@ def test_more_devices_per_slice_lower_the_estimate():
     one, four = estimate(cfg, abstract, 1, 4), estimate(cfg, abstract, 4, 4)
     assert four.state < one.state / 3
     assert four.activations == one.activations  # the batch share is per device either way
-    # The step never donates its input (live recovery keeps the last completed step): both copies count.
+    # Live recovery keeps the last completed step, so the step does not donate its input: both copies count.
     assert four.kept_input == four.state and four.total >= 2 * four.state + four.gradients
+    # Where the step donates (--recovery checkpoint, multi-controller) the input's buffers become the output.
+    donating = estimate(cfg, abstract, 4, 4, donates=True)
+    assert donating.kept_input == 0 and donating.total == four.total - four.state
 
 
 # ---- fingerprint ------------------------------------------------------------------------------------
