@@ -7,8 +7,9 @@ report's timeline): recovery time is failure -> first new step; "back" is failur
 after the failed one (for a rewinding recovery that includes re-executing the rewound steps).
 
 It also measures what keeping the last completed step alive costs (trainer.live_recovery): the step
-compiled as the trainer compiles it (no donation) against the same step donating its input state, from
-XLA's own memory analysis of both executables, per device, next to the state's bytes per device.
+compiled as the trainer compiles it for --recovery live (no donation) against the step it compiles for
+--recovery checkpoint (donating its input state), from XLA's own memory analysis of both executables, per
+device, next to the state's bytes per device.
 
     .venv/bin/python bench/bench_local.py [--steps 150] [--kill 70] [--period 25] [--repeats 1]
         [--modes live,checkpoint,multi-controller]
@@ -73,25 +74,23 @@ def memory_cost(devices: int = 4) -> dict:
 
     cfg = TrainerConfig(num_slices=2, devices_per_slice=devices // 2, **LOCAL_MODEL)
     mesh = meshlib.build_mesh({0: jax.devices()[:devices // 2], 1: jax.devices()[devices // 2:devices]}, [0, 1])
+    from trainer.clock import SystemClock
+
     state = steplib.state_target(cfg, mesh)
-    shardings = jax.tree.map(lambda a: a.sharding, state)
     rep = meshlib.replicated(mesh)
-    tokens = jax.ShapeDtypeStruct((cfg.global_batch, cfg.seq_len + 1), jax.numpy.int32,
-                                  sharding=meshlib.batch_sharded(mesh))
-    step = jax.ShapeDtypeStruct((), jax.numpy.int32, sharding=rep)
     out = {}
-    for name, donate in (("kept", ()), ("donated", (0,))):
-        jitted = jax.jit(steplib.make_step_fn(cfg), in_shardings=(shardings, meshlib.batch_sharded(mesh), rep),
-                         out_shardings=(shardings, rep), donate_argnums=donate)
-        analysis = jitted.lower(state, tokens, step).compile().memory_analysis()
+    executables = {}
+    for name, donate in (("kept", False), ("donated", True)):  # exactly what the trainer compiles for each
+        compiled_step, _ = steplib.StepCache(cfg, SystemClock(), donate=donate).get(mesh)
+        executables[name] = compiled_step.executable
+        analysis = compiled_step.executable.memory_analysis()
         out[name] = (analysis.argument_size_in_bytes + analysis.output_size_in_bytes
                      + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes)
     out["state_per_device"] = state_layout(state)[1]
     # What the live path adds to every step: the fingerprint of the new state (median of 20, after warm-up).
     from trainer.fingerprint import fingerprint
 
-    compiled = jax.jit(steplib.make_step_fn(cfg), in_shardings=(shardings, meshlib.batch_sharded(mesh), rep),
-                       out_shardings=(shardings, rep)).lower(state, tokens, step).compile()
+    compiled = executables["kept"]
     live_state = steplib.place(steplib.host_init_state(cfg), mesh)
     batch = meshlib.put_batch(np.zeros((cfg.global_batch, cfg.seq_len + 1), np.int32), mesh)
     step_s, print_s = [], []
