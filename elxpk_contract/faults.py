@@ -3,6 +3,9 @@
 Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
 
     K@S            kill slice K when step S (0-based) is about to run
+    K@mid:S        kill slice K while step S runs: the step has been dispatched (its input state handed
+                   to it, and donated where the step donates) and the loss surfaces when the loop
+                   waits for its result, as a real slice loss does
     K@data:S       kill slice K inside the data loader, while it produces the batch of step S
     K@save:S       kill slice K while the first checkpoint at or after step S is being committed:
                    its data are written but the commit (the rename of the tmp directory) never happens
@@ -25,10 +28,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-POINTS = ("step", "data", "save", "restore", "hang")
+POINTS = ("step", "mid", "data", "save", "restore", "hang")
 
 _SPEC = re.compile(
-    r"^(?P<slice>\d+)@(?:(?P<point>data|save|restore|hang)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
+    r"^(?P<slice>\d+)@(?:(?P<point>mid|data|save|restore|hang)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
     r"(?:\+(?P<revive>\d+))?$"
 )
 
@@ -72,13 +75,14 @@ class FaultSchedule:
             match = _SPEC.match(spec)
             if not match:
                 errors.append(
-                    f"--fault {raw!r}: expected K@STEP, K@data:STEP, K@save:STEP, K@hang:STEP or K@restore, "
-                    "optionally with +REVIVE_STEP (e.g. 1@120, 1@save:100, 1@hang:60, 0@restore, 1@50+80)"
+                    f"--fault {raw!r}: expected K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP or "
+                    "K@restore, optionally with +REVIVE_STEP (e.g. 1@120, 1@mid:120, 1@save:100, 1@hang:60, "
+                    "0@restore, 1@50+80)"
                 )
                 continue
             point = match["point"] or "step"
             step = match["step"] if point == "step" else match["pstep"]
-            if point in ("data", "save", "hang") and step is None:
+            if point in ("mid", "data", "save", "hang") and step is None:
                 errors.append(f"--fault {raw!r}: {point} needs a step, e.g. 1@{point}:100")
                 continue
             if point == "restore" and step is not None:

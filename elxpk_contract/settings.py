@@ -127,7 +127,7 @@ class TrainerConfig:
                                               "all-reduce over the active slices (docs/trainer.md)",
                                         choices=("on", "off"))
     # Simulated faults (simulated backend; multi-controller kills its own process).
-    fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@data:STEP, K@save:STEP, K@hang:STEP, K@restore "
+    fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP, K@restore "
                                                  "[+REVIVE_STEP]")
     revive_after: float | None = _opt(None, "seconds until a killed slice comes back (default: never)", low=0.0)
     # Multi-controller backend.

@@ -141,6 +141,9 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
             tokens = meshlib.put_batch(batch.tokens, mesh)
             started = ctx.clock.monotonic()
             state, loss = compiled.executable(state, tokens, _scalar(step, mesh))
+            # A slice lost while the step runs surfaces here, at the wait for its result: `state` is already
+            # the step's (unusable) output, and its input is gone where the step donates it.
+            backend.fault_point("mid", step, active)
             # Sync on every step: unsynced CPU collectives can deadlock (testing notes 2b).
             loss = float(loss.addressable_data(0))
             elapsed = ctx.clock.monotonic() - started

@@ -197,8 +197,8 @@ class SimulatedSlices(SliceBackend):
         if dead:
             with self._lock:
                 self._last_lost = dead
-            where = {"step": "during step", "data": "in the data loader at step", "save": "while committing "
-                     "the checkpoint of step", "restore": "while restoring step"}[point]
+            where = {"step": "before step", "mid": "while running step", "data": "in the data loader at step",
+                     "save": "while committing the checkpoint of step", "restore": "while restoring step"}[point]
             raise slice_down_error(f"simulated loss of slice {dead[0]} {where} {step}")
 
 

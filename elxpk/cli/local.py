@@ -30,7 +30,7 @@ def run(
     ] = str(defaults.DEFAULT_CHECKPOINT_PERIOD),
     kill_slice: Annotated[
         list[str] | None,
-        typer.Option("--kill-slice", metavar="K@STEP", help="Kill slice K at step S: K@S (repeatable); also K@save:S, K@data:S, "
+        typer.Option("--kill-slice", metavar="K@STEP", help="Kill slice K at step S: K@S (repeatable); also K@mid:S (while step S runs), K@save:S, K@data:S, "
                      "K@restore, and K@hang:S (K stops making progress; the 5 s stall timeout recovers it). "
                      "Default on a fresh run: "
                      f"the last slice at step {defaults.DEFAULT_KILL_STEP}."),

@@ -70,6 +70,26 @@ def test_run_json_carries_the_memory_cost_of_the_live_state(live_pause, pause_re
     assert memory["live_recovery_bytes_per_device"] == 0 < memory["state_bytes_per_device"]
 
 
+@pytest.mark.parametrize("recovery", ["live", "checkpoint"])
+def test_a_slice_lost_while_the_step_runs_discards_its_output(tmp_path, reference_run, recovery):
+    """K@mid:S: the step was dispatched (and, with --recovery checkpoint, donated its input) when the loss
+    surfaces at the wait for its result. Live: resume at S from the survivor's copy of the input; checkpoint:
+    rewind to the newest checkpoint. Either way the failed step's output is never used, every example is
+    trained on exactly once in the result, and the run is bitwise the uninterrupted one."""
+    run = run_trainer(tmp_path, faults=[f"1@mid:{KILL}"], revive_after=0.0, recovery=recovery)
+    (failure,) = run.events_named("failure_detected")
+    assert failure["step"] == KILL and "while running step" in failure["error"]
+    (restore,) = [e for e in run.events_named("restore_done") if e["step"] > 0]
+    if recovery == "live":
+        assert restore["state_source"] == "live" and restore["step"] == KILL
+        _each_step_once_each_example_once(run)
+    else:
+        assert restore["state_source"] == "checkpoint" and restore["step"] == KILL - KILL % PERIOD
+        ids = [i for s, r in sorted(run.last_by_step().items()) for i in range(*r["examples"])]
+        assert ids == list(range(STEPS * run.cfg.global_batch))  # the rewound steps replayed the same examples
+    _bitwise_equal(run, reference_run)
+
+
 def test_resize_with_the_slice_kept_away_continues_on_the_survivor(tmp_path, reference_run):
     run = run_trainer(tmp_path, faults=[f"1@{KILL}"], recovery="live", elastic_min_slice_count=1)
     (restore,) = _live_restores(run)
