@@ -67,11 +67,12 @@ def tree_bytes(path: Path) -> int:
 
 
 def model_flops_per_step(cfg) -> tuple[float, int]:
-    """(model FLOPs of one training step, N the matmul parameter count): the formula in the docstring."""
-    d, f, layers, seq = cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.seq_len
-    n_matmul = layers * (4 * d * d + 2 * d * f) + cfg.vocab_size * d
-    tokens = cfg.global_batch * seq
-    return tokens * (6.0 * n_matmul + 6.0 * layers * d * seq), n_matmul
+    """(model FLOPs of one training step, N the matmul parameter count): the formula in the docstring, which
+    is the trainer's own (ModelShape.flops_per_example, also in run.json)."""
+    from trainer.model import ModelShape
+
+    shape = ModelShape.from_config(cfg)
+    return shape.flops_per_example() * cfg.global_batch, shape.matmul_params()
 
 
 def make_config(run_dir: Path, shapes: dict | None, **overrides) -> TrainerConfig:

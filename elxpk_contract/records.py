@@ -118,6 +118,7 @@ class RestoreDone(Event):
     live_fallback: str = ""  # why a live recovery was not used and the checkpoint was, e.g. "every slice lost"
     rebuild_s: float | None = None  # live: survivors' shards -> the new mesh, fingerprint checked
     live_prepare_s: float = 0.0  # the live checks' compile, in the background from the session's start
+    compiled_bytes_per_device: int | None = None  # XLA's memory analysis of this attempt's compiled step
 
 
 @dataclass(frozen=True)

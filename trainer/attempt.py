@@ -118,6 +118,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
         compiled, was_compiled = ctx.steps.get(mesh)
         rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
                   compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
+                  compiled_bytes_per_device=compiled.bytes_per_device if was_compiled else None,
                   state_source=source, live_fallback=fallback,
                   rebuild_s=round(rebuild_s, 6) if source == "live" else None, live_prepare_s=round(prepare_s, 6))
         if source == "checkpoint" and ctx.progress is not None:

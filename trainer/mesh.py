@@ -20,9 +20,10 @@ def build_mesh(slice_devices: Mapping[int, Sequence[jax.Device]], active: Sequen
     return Mesh(np.array(rows, dtype=object), AXES)
 
 
-def mesh_key(mesh: Mesh) -> tuple[int, ...]:
-    """Identity of a mesh for the compile cache: its devices in order."""
-    return tuple(d.id for d in mesh.devices.flat)
+def mesh_key(mesh: Mesh) -> tuple:
+    """Identity of a mesh for the compile cache: its shape and its devices in order (the same devices as
+    1 x 4 and as 2 x 2 are two layouts, and two executables)."""
+    return tuple(mesh.devices.shape), tuple(d.id for d in mesh.devices.flat)
 
 
 def replicated(mesh: Mesh) -> NamedSharding:

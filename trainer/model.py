@@ -44,11 +44,20 @@ class ModelShape:
         block = 4 * d * d + 2 * d * f + 2 * d
         return self.vocab_size * d + self.seq_len * d + self.n_layers * block + d
 
+    def matmul_params(self) -> int:
+        """N of the FLOP count: the parameters of matmuls (the tied output projection counts; the position
+        table and the norms are not matmuls)."""
+        d, f = self.d_model, self.d_ff
+        return self.n_layers * (4 * d * d + 2 * d * f) + self.vocab_size * d
+
     def flops_per_example(self) -> float:
-        """Model FLOPs of one training example (forward + backward = 3x forward), matmuls only."""
-        d, f, length = self.d_model, self.d_ff, self.seq_len
-        per_token = 2 * (self.n_layers * (4 * d * d + 2 * d * f) + d * self.vocab_size)
-        attention = 2 * self.n_layers * 2 * length * d  # QK^T and AV, counted without the causal half
+        """Model FLOPs of one training example, matmuls only, forward + backward = 3 x forward:
+        seq_len * (6 N + 6 n_layers d_model seq_len). The second term is QK^T and AV (2 * 2 * seq_len *
+        d_model per token and layer, forward) with causal attention counted at half, as MFU is usually
+        reported (PaLM appendix B; MaxText)."""
+        d, length = self.d_model, self.seq_len
+        per_token = 2 * self.matmul_params()
+        attention = 2 * self.n_layers * length * d  # QK^T and AV, the causal half
         return 3.0 * length * (per_token + attention)
 
 

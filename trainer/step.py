@@ -9,7 +9,6 @@ model/optimizer fingerprint and the mesh's devices, so it also serves repeated t
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from trainer import mesh as meshlib
 from trainer import sharding
+from trainer.memory import check_compiled
 from trainer.model import ModelShape, init_params, loss_fn
 from trainer.optim import make_optimizer
 
@@ -101,8 +101,9 @@ def place(host_state: dict, mesh) -> dict:
 
 @dataclass
 class Compiled:
-    executable: Callable[..., Any]  # (state, tokens, step) -> (state, loss)
+    executable: Any  # a jax Compiled: (state, tokens, step) -> (state, loss)
     compile_s: float
+    bytes_per_device: int | None = None  # XLA's memory analysis (trainer.memory.check_compiled); None: none
 
 
 class StepCache:
@@ -140,6 +141,9 @@ class StepCache:
                          out_shardings=(state_shardings, rep), donate_argnums=(0,) if self._donate else ())
         executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg, mesh))
         compiled = Compiled(executable, self._clock.monotonic() - started)
+        # Refused here, before a step allocates anything, when XLA says it cannot fit (a survivors' mesh
+        # carries more shards per device than the full width the pre-compile estimate checked).
+        compiled.bytes_per_device = check_compiled(cfg, executable, mesh)
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:
             _EXECUTABLES.popitem(last=False)

@@ -76,7 +76,7 @@ def test_slice_loss_without_in_process_retry_exits_slice_lost(tmp_path, capsys):
     code = main([*_flags(tmp_path, elastic_enabled=False), "--fault", "1@2"], environ={})
     err = capsys.readouterr().err.strip().splitlines()
     assert code == SLICE_LOST.code == 75
-    assert err == ["error: slice lost: DATA_LOSS: simulated loss of slice 1 during step 2"]
+    assert err == ["error: slice lost: DATA_LOSS: simulated loss of slice 1 before step 2"]
 
 
 def test_sigterm_becomes_a_stop_request():

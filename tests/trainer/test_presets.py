@@ -105,3 +105,16 @@ def test_the_dataset_identity_is_resolved_by_the_trainer_not_set_by_anyone():
     assert TrainerConfig.from_args([], {"ELXPK_DATASET_IDENTITY": "npy:forged"}).dataset_identity == "synthetic-v1"
     model: dict = {}
     assert _model_overrides(("--dataset-identity=npy:forged",), model) and model == {}
+
+
+def test_model_flops_count_matmuls_with_causal_attention_at_half():
+    """The one FLOP formula (run.json, bench_scale's MFU): 6 N per token plus QK^T and AV at half the
+    square, for the `1b` preset worked out by hand."""
+    from trainer.model import ModelShape
+
+    shape = ModelShape.from_config(TrainerConfig(model="1b", compute_dtype="float32"))
+    d, f, layers, length, vocab = 2048, 8192, 16, 2048, 32000
+    n = layers * (4 * d * d + 2 * d * f) + vocab * d
+    assert shape.matmul_params() == n == 870_842_368
+    full_square = 3 * length * 2 * layers * 2 * length * d  # QK^T and AV over every (query, key) pair
+    assert shape.flops_per_example() == length * (6 * n + 6 * layers * d * length) == 6 * length * n + full_square / 2

@@ -113,6 +113,53 @@ def test_more_devices_per_slice_lower_the_estimate():
     assert donating.kept_input == 0 and donating.total == four.total - four.state
 
 
+# (slices, devices per slice, donate, shapes): FSDP-split and unsplit layouts, parameter-heavy and
+# logit-heavy models, with and without donation.
+_ESTIMATE_CASES = [
+    (1, 4, False, dict(d_model=256, n_layers=4, d_ff=1024, vocab_size=512, seq_len=16, n_heads=4)),
+    (2, 2, True, dict(d_model=256, n_layers=4, d_ff=1024, vocab_size=512, seq_len=16, n_heads=4)),
+    (1, 1, False, dict(d_model=64, n_layers=2, d_ff=256, vocab_size=4096, seq_len=64, n_heads=4)),
+    (1, 4, True, dict(d_model=64, n_layers=2, d_ff=256, vocab_size=4096, seq_len=64, n_heads=4)),
+]
+
+
+@pytest.mark.parametrize("slices, per_slice, donate, shapes", _ESTIMATE_CASES,
+                         ids=["fsdp-1x4", "fsdp-2x2-donating", "logits-1x1", "logits-1x4-donating"])
+def test_the_estimate_errs_high_against_xla_own_memory_analysis(slices, per_slice, donate, shapes):
+    """The pre-compile estimate against what XLA's buffer assignment of the compiled step needs per device
+    (the trainer checks that figure too, after compiling): never much below it, which would let a step that
+    cannot fit through to fail late, and not far above it, which would refuse one that fits."""
+    from trainer import step as steplib
+    from trainer.clock import SystemClock
+    from trainer.memory import estimate
+
+    cfg = tiny_config("unused", num_slices=slices, devices_per_slice=per_slice, global_batch=8, **shapes)
+    mesh = _mesh(slices, per_slice)
+    compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=donate).get(mesh)
+    assert compiled.bytes_per_device is not None and compiled.bytes_per_device > 0
+    need = estimate(cfg, steplib.state_target(cfg, mesh), per_slice, slices * per_slice, donates=donate)
+    assert 0.95 <= need.total / compiled.bytes_per_device <= 1.6, (need, compiled.bytes_per_device)
+
+
+def test_a_compiled_step_too_big_for_the_device_is_refused_before_it_runs(reference_run):
+    from trainer import step as steplib
+    from trainer.clock import SystemClock
+    from trainer.memory import check_compiled
+
+    cfg, mesh = reference_run.cfg, _mesh(2, 2)
+    compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=True).get(mesh)  # --recovery checkpoint donates
+    need = compiled.bytes_per_device
+    assert need is not None and check_compiled(cfg, compiled.executable, mesh, limit=need) == need
+    with pytest.raises(UsageError) as raised:
+        check_compiled(cfg, compiled.executable, mesh, limit=need - 1)
+    (message,) = raised.value.messages
+    assert "XLA's memory analysis of the compiled step" in message and "on 2 x 2 devices" in message
+    assert f"--global-batch {cfg.global_batch}" in message and "has 0.00 GiB" in message
+    # Each attempt that compiled says what its step needs.
+    (first, *_) = reference_run.events_named("restore_done")
+    assert first["compiled_bytes_per_device"] == compiled.bytes_per_device
+
+
 # ---- fingerprint ------------------------------------------------------------------------------------
 
 def test_fingerprint_is_the_same_on_any_mesh_and_on_the_host():
@@ -271,3 +318,21 @@ def test_a_save_reads_nothing_back_and_a_resume_reads_each_byte_once(tmp_path):
     store.close(raise_errors=True)
     assert step == 2 and data == {"global_next_index": 8}
     assert size * 0.9 <= read_on_resume <= 1.25 * size, (read_on_resume, size)
+
+
+def test_the_same_devices_in_another_layout_get_their_own_executable():
+    """1 x 4 and 2 x 2 over the same four devices are two layouts: the step cache must not hand one's
+    executable to the other (it would be refused for its shardings, or worse)."""
+    import jax
+
+    from trainer import step as steplib
+    from trainer.clock import SystemClock
+
+    wide = tiny_config("unused", num_slices=1, devices_per_slice=4)
+    square = tiny_config("unused", num_slices=2, devices_per_slice=2)
+    assert wide.fingerprint() == square.fingerprint()  # the topology is not part of the checkpoint
+    one, _ = steplib.StepCache(wide, SystemClock()).get(_mesh(1, 4))
+    two, _ = steplib.StepCache(square, SystemClock()).get(_mesh(2, 2))  # either may be cached already
+    assert two is not one
+    assert jax.tree.leaves(one.executable.input_shardings)[0].mesh.shape == {"slice": 1, "data": 4}
+    assert jax.tree.leaves(two.executable.input_shardings)[0].mesh.shape == {"slice": 2, "data": 2}
