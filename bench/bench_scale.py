@@ -10,9 +10,9 @@ checkpoint costs are always measured). bench/device_check.sh is the one prepared
 On an accelerator (GPU/TPU), for the `1b` preset (d_model 2048, 16 layers, d_ff 8192, seq 2048, vocab
 32000; explicit shapes where the preset table is not there), on one slice of every local device:
 - the baseline, measured in the same run: float32 compute with XLA's attention (the trainer before issue
-  10), at the largest batch of 8, 4, 2 or 1 per device that the trainer's memory estimate lets fit;
+  10), at the largest batch of 8, 4, 2 or 1 per device that fits (the trainer's two memory checks);
 - the shipped default (bfloat16 compute, cuDNN attention on GPU) at 8 and 16 examples per device (each
-  only if the estimate fits), the best of them reported as the MFU and as a ratio to the baseline;
+  only where it fits), the best of them reported as the MFU and as a ratio to the baseline;
 - MFU = model FLOPs per second / peak (bf16 dense; --peak-tflops, default 989 for an H200). Model FLOPs
   per step = tokens * (6 * N + 6 * n_layers * d_model * seq_len), N = the matmul parameters
   (n_layers * (4 d^2 + 2 d f) + vocab * d, the tied output projection; the position table and the norms
@@ -234,9 +234,13 @@ def mfu(cfg, mesh, steps: int, peak_tflops: float) -> dict:
     from trainer.attempt import _scalar
     from trainer.clock import SystemClock
     from trainer.data import ElasticIterator, SyntheticTokens
+    from trainer.memory import compiled_refusal, device_limit
 
     cache = steplib.StepCache(cfg, SystemClock())
     compiled, _ = cache.get(mesh)
+    refusal = compiled_refusal(cfg, compiled.bytes_per_device, mesh, device_limit(mesh.devices.flat[0]))
+    if refusal is not None:  # XLA's own figure: the step would run out of memory (the trainer refuses it too)
+        raise refusal
     state = cache.init_state(mesh)
     data = ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
     batches = [meshlib.put_batch(data.next_batch().tokens, mesh) for _ in range(2)]
@@ -255,7 +259,8 @@ def mfu(cfg, mesh, steps: int, peak_tflops: float) -> dict:
 
 
 def fits(cfg, mesh) -> str | None:
-    """None when the trainer's memory estimate lets the step fit a device of `mesh`, else the refusal."""
+    """None unless the trainer's memory estimate refuses the step outright (before compiling); XLA's own
+    figure after the compile is checked in mfu()."""
     from elxpk_contract.errors import UsageError
     from trainer import step as steplib
     from trainer.memory import memory_record

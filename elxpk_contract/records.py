@@ -122,6 +122,15 @@ class RestoreDone(Event):
 
 
 @dataclass(frozen=True)
+class ResizeRefused(Event):
+    NAME: ClassVar[str] = "resize_refused"  # step: the step the run was about to resume at
+    slices: tuple[int, ...] = ()  # the survivors the step was compiled for
+    needed_bytes: int = 0  # XLA's memory analysis of that step, per device
+    limit_bytes: int = 0  # what a device may use
+    min_slices: int = 0  # the run now waits for at least this many slices
+
+
+@dataclass(frozen=True)
 class FirstStepAfterRecovery(Event):
     NAME: ClassVar[str] = "first_step_after_recovery"  # step: the first step executed again
     reason: str = "failure"  # failure, scale_up, group_restart
@@ -173,8 +182,9 @@ class Preempted(Event):
 
 
 EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (
-    RunStarted, RunFinished, FailureDetected, SlicesReady, RestoreStarted, RestoreDone, FirstStepAfterRecovery,
-    ScaleUp, CheckpointSaved, CheckpointCommitted, CheckpointSkipped, StallDetected, Preempted)}
+    RunStarted, RunFinished, FailureDetected, SlicesReady, RestoreStarted, RestoreDone, ResizeRefused,
+    FirstStepAfterRecovery, ScaleUp, CheckpointSaved, CheckpointCommitted, CheckpointSkipped, StallDetected,
+    Preempted)}
 
 PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
 

@@ -35,6 +35,16 @@ class ScaleUpSignal(Exception):
     """A lost slice is back (resize mode): the current step is checkpointed, restart at full width."""
 
 
+class ResizeDoesNotFit(Exception):
+    """The step compiled for fewer slices needs more memory per device than a device has (a survivor carries
+    the missing slices' shards): wait for more slices instead of failing the run."""
+
+    def __init__(self, slices: list[int], needed_bytes: int, limit_bytes: int) -> None:
+        super().__init__(f"the step on {len(slices)} slices needs {needed_bytes} bytes per device, "
+                         f"a device has {limit_bytes}")
+        self.slices, self.needed_bytes, self.limit_bytes = slices, needed_bytes, limit_bytes
+
+
 @dataclass(frozen=True)
 class AttemptRecovery:
     """Why this attempt starts: a failure or a scale-up, and when it was noticed."""
@@ -116,6 +126,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
                                                         backend.slice_devices(), list(range(backend.num_slices)),
                                                         ctx.clock)
         compiled, was_compiled = ctx.steps.get(mesh)
+        _check_fits(ctx, compiled, mesh, active)
         rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
                   compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                   compiled_bytes_per_device=compiled.bytes_per_device if was_compiled else None,
@@ -229,6 +240,22 @@ def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, acti
         return 0, ctx.steps.init_state(mesh), {"global_next_index": 0}, "init", fallback if recovery else ""
     start, state, data_state = restored
     return start, state, data_state, "checkpoint", fallback
+
+
+def _check_fits(ctx: AttemptContext, compiled: steplib.Compiled, mesh: Any, active: list[int]) -> None:
+    """Before the first step allocates anything: XLA's own figure for this mesh against the device's limit.
+    The full width is refused with one line (the pre-compile estimate let it through); a narrower mesh
+    (a resize: each survivor carries more shards) makes the run wait for more slices instead."""
+    from trainer.memory import compiled_refusal
+
+    limit = ctx.backend.memory_limit()
+    refusal = compiled_refusal(ctx.cfg, compiled.bytes_per_device, mesh, limit)
+    if refusal is None:
+        return
+    if len(active) < ctx.backend.num_slices:
+        assert compiled.bytes_per_device is not None and limit is not None
+        raise ResizeDoesNotFit(list(active), compiled.bytes_per_device, limit)
+    raise refusal
 
 
 def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:

@@ -29,7 +29,7 @@ from elxpk_contract.errors import Timeout, UsageError
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.settings import TrainerConfig
 from trainer import live_recovery
-from trainer.attempt import AttemptContext, AttemptRecovery, ScaleUpSignal, run_attempt
+from trainer.attempt import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal, run_attempt
 from trainer.clock import Clock, SystemClock
 from trainer.faults import FaultSchedule
 from trainer.metrics import RunRecorder
@@ -233,7 +233,7 @@ def _memory_record(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> d
     from trainer.memory import memory_record
 
     mesh = meshlib.build_mesh(backend.slice_devices(), list(range(backend.num_slices)))
-    record = memory_record(cfg, steplib.state_target(cfg, mesh), mesh, donates=donate)
+    record = memory_record(cfg, steplib.state_target(cfg, mesh), mesh, limit=backend.memory_limit(), donates=donate)
     # The cost of keeping the last completed step alive through a step (trainer.live_recovery): a step that
     # does not donate its input state holds the input and the output state at once, one state share more
     # per device than a donating step (bench/bench_local.py measures it from XLA's own memory analysis).
@@ -272,6 +272,13 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
         except ScaleUpSignal:
             recovery = AttemptRecovery("scale_up", clock.monotonic())
             recoveries += 1
+            continue
+        except ResizeDoesNotFit as refused:
+            # Not a failure (no retry is spent, the recovery in progress goes on): from now on the run waits
+            # for one slice more than this, since the need per device only grows as slices drop out.
+            policy.min_slices = len(refused.slices) + 1
+            rec.event("resize_refused", ctx.current_step, slices=refused.slices, needed_bytes=refused.needed_bytes,
+                      limit_bytes=refused.limit_bytes, min_slices=policy.min_slices)
             continue
         except Exception as error:
             verdict = policy.judge(error, attempt, ctx.latest_committed)

@@ -35,6 +35,12 @@ class SliceBackend:
     def healthy_slices(self) -> list[int]:
         raise NotImplementedError
 
+    def memory_limit(self) -> int | None:
+        """Bytes one device may use (its allocator's limit), or None where the device does not say (CPU)."""
+        from trainer.memory import device_limit
+
+        return device_limit(next(iter(self.slice_devices().values()))[0])
+
     def fault_point(self, point: str, step: int, active: Sequence[int]) -> None:
         """Called at each injection point; raises a slice-down error if an active slice is down."""
 
@@ -79,7 +85,9 @@ def slice_down_error(message: str) -> Exception:
 class SimulatedSlices(SliceBackend):
     """CPU virtual devices in `num_slices` groups, with scheduled deaths and revivals."""
 
-    def __init__(self, num_slices: int, devices_per_slice: int, faults: FaultSchedule, clock: Clock) -> None:
+    def __init__(self, num_slices: int, devices_per_slice: int, faults: FaultSchedule, clock: Clock, *,
+                 memory_limit_bytes: int | None = None) -> None:
+        """`memory_limit_bytes`: what each simulated device may use (CPU devices report no limit)."""
         import jax
 
         devices = jax.devices()
@@ -101,9 +109,13 @@ class SimulatedSlices(SliceBackend):
         self._hang: Fault | None = None  # the injected hang now blocking the step
         self._release = threading.Event()
         self._release_reason = ""
+        self._memory_limit = memory_limit_bytes
 
     def slice_devices(self) -> dict[int, list[Any]]:
         return dict(self._devices)
+
+    def memory_limit(self) -> int | None:
+        return self._memory_limit if self._memory_limit is not None else super().memory_limit()
 
     def _revive_due(self, step: int | None) -> None:
         now = self._clock.monotonic()

@@ -18,7 +18,7 @@ import numpy as np
 
 from trainer import mesh as meshlib
 from trainer import sharding
-from trainer.memory import check_compiled
+from trainer.memory import compiled_bytes
 from trainer.model import ModelShape, init_params, loss_fn
 from trainer.optim import make_optimizer
 
@@ -103,7 +103,7 @@ def place(host_state: dict, mesh) -> dict:
 class Compiled:
     executable: Any  # a jax Compiled: (state, tokens, step) -> (state, loss)
     compile_s: float
-    bytes_per_device: int | None = None  # XLA's memory analysis (trainer.memory.check_compiled); None: none
+    bytes_per_device: int | None = None  # XLA's memory analysis (trainer.memory.compiled_bytes); None: none
 
 
 class StepCache:
@@ -140,10 +140,7 @@ class StepCache:
         jitted = jax.jit(step_fn(cfg, mesh), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
                          out_shardings=(state_shardings, rep), donate_argnums=(0,) if self._donate else ())
         executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg, mesh))
-        compiled = Compiled(executable, self._clock.monotonic() - started)
-        # Refused here, before a step allocates anything, when XLA says it cannot fit (a survivors' mesh
-        # carries more shards per device than the full width the pre-compile estimate checked).
-        compiled.bytes_per_device = check_compiled(cfg, executable, mesh)
+        compiled = Compiled(executable, self._clock.monotonic() - started, compiled_bytes(executable))
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:
             _EXECUTABLES.popitem(last=False)

@@ -18,6 +18,7 @@ from elxpk_contract.records import (
     FirstStepAfterRecovery,
     Metric,
     RecordError,
+    ResizeRefused,
     RestoreDone,
     RestoreStarted,
     RunFinished,
@@ -131,6 +132,9 @@ class RunProgress:
                 self.health[s] = "healthy"
             who = "slice " + ",".join(map(str, e.returning)) + " back: " if e.returning else ""
             self.say(f"{who}scaling up to {len(e.slices) + len(e.returning)} slices at step {step}")
+        elif isinstance(e, ResizeRefused):
+            self.say(f"resize to {len(e.slices)} slices refused: the step needs {e.needed_bytes / 2**20:.1f} MiB "
+                     f"per device, a device has {e.limit_bytes / 2**20:.1f} MiB; waiting for {e.min_slices} slices")
         elif isinstance(e, CheckpointSkipped):
             self.say(f"checkpoint {step} skipped: {e.reason or 'no reason given'}")
         elif isinstance(e, RunFinished):

@@ -43,3 +43,52 @@ def test_back_at_full_width_reuses_the_first_compile(resize_run):
     first_steps = resize_run.events_named("first_step_after_recovery")
     assert [e["reason"] for e in first_steps] == ["failure", "scale_up"]
     assert first_steps[1]["recompiled"] is False  # the two-slice mesh was compiled before
+
+
+def _compiled_bytes(cfg, slices: list[int]) -> int:
+    import jax
+
+    from trainer import mesh as meshlib
+    from trainer import step as steplib
+    from trainer.clock import SystemClock
+
+    devices = jax.devices()
+    per = cfg.devices_per_slice
+    mesh = meshlib.build_mesh({s: devices[s * per:(s + 1) * per] for s in range(cfg.num_slices)}, slices)
+    compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=True).get(mesh)  # --recovery checkpoint donates
+    assert compiled.bytes_per_device is not None
+    return compiled.bytes_per_device
+
+
+def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_path):
+    """4 slices of one device, resize allowed down to 1: on 3 survivors each carries two shards and the step
+    needs more memory than a device has (XLA's own figure, checked before the step runs). The run does not
+    fail: it records the refusal, waits for the slice, and resumes at full width, bitwise as ever."""
+    from tests.support.runs import load_run, run_trainer, tiny_config
+    from trainer.clock import SystemClock
+    from trainer.elastic import train
+    from trainer.faults import FaultSchedule
+    from trainer.memory import estimate
+    from trainer.slices import SimulatedSlices
+    from trainer.step import abstract_state
+
+    cfg = tiny_config(tmp_path / "refused", num_slices=4, devices_per_slice=1, global_batch=12,
+                      elastic_min_slice_count=1)
+    full, three = _compiled_bytes(cfg, [0, 1, 2, 3]), _compiled_bytes(cfg, [0, 2, 3])
+    limit = three - 1  # one byte short for the survivors
+    assert full < limit < three  # the premise: the survivors' step needs more per device than the full one
+    assert estimate(cfg, abstract_state(cfg), 1, 4, donates=True).total <= limit  # the start-up check passes
+    clock = SystemClock()
+    backend = SimulatedSlices(4, 1, FaultSchedule.parse(["1@6"], revive_after=0.3), clock, memory_limit_bytes=limit)
+    run = load_run(cfg, train(cfg, backend=backend, clock=clock), cfg.run_dir)
+
+    (refused,) = run.events_named("resize_refused")
+    assert refused["slices"] == [0, 2, 3] and refused["min_slices"] == 4
+    assert refused["needed_bytes"] == three and refused["limit_bytes"] == limit
+    assert {tuple(r["slices"]) for r in run.metrics} == {(0, 1, 2, 3)}  # no step ran on the survivors
+    assert not [e for e in run.events_named("failure_detected") if e["step"] != 6]  # one failure, no retry spent
+    reference = run_trainer(tmp_path / "ref", num_slices=4, devices_per_slice=1, global_batch=12)
+    got, ref = run.last_by_step(), reference.last_by_step()
+    assert [got[s]["loss"] for s in range(STEPS)] == [ref[s]["loss"] for s in range(STEPS)]
+    ids = [i for s in range(STEPS) for i in range(*got[s]["examples"])]
+    assert ids == list(range(STEPS * cfg.global_batch))

@@ -114,50 +114,63 @@ def test_more_devices_per_slice_lower_the_estimate():
 
 
 # (slices, devices per slice, donate, shapes): FSDP-split and unsplit layouts, parameter-heavy and
-# logit-heavy models, with and without donation.
-_ESTIMATE_CASES = [
-    (1, 4, False, dict(d_model=256, n_layers=4, d_ff=1024, vocab_size=512, seq_len=16, n_heads=4)),
-    (2, 2, True, dict(d_model=256, n_layers=4, d_ff=1024, vocab_size=512, seq_len=16, n_heads=4)),
-    (1, 1, False, dict(d_model=64, n_layers=2, d_ff=256, vocab_size=4096, seq_len=64, n_heads=4)),
-    (1, 4, True, dict(d_model=64, n_layers=2, d_ff=256, vocab_size=4096, seq_len=64, n_heads=4)),
-]
+# logit-heavy models, with and without donation, and four slices (one partial sum each).
+_PARAMS = dict(d_model=256, n_layers=4, d_ff=1024, vocab_size=512, seq_len=16, n_heads=4)
+_LOGITS = dict(d_model=64, n_layers=2, d_ff=256, vocab_size=4096, seq_len=64, n_heads=4)
+_ESTIMATE_CASES = [(1, 4, False, _PARAMS), (2, 2, True, _PARAMS), (1, 1, False, _LOGITS), (1, 4, True, _LOGITS),
+                   (4, 1, True, _PARAMS)]
 
 
 @pytest.mark.parametrize("slices, per_slice, donate, shapes", _ESTIMATE_CASES,
-                         ids=["fsdp-1x4", "fsdp-2x2-donating", "logits-1x1", "logits-1x4-donating"])
-def test_the_estimate_errs_high_against_xla_own_memory_analysis(slices, per_slice, donate, shapes):
-    """The pre-compile estimate against what XLA's buffer assignment of the compiled step needs per device
-    (the trainer checks that figure too, after compiling): never much below it, which would let a step that
-    cannot fit through to fail late, and not far above it, which would refuse one that fits."""
+                         ids=["fsdp-1x4", "fsdp-2x2-donating", "logits-1x1", "logits-1x4-donating", "4x1"])
+def test_the_estimate_never_overshoots_xla_by_more_than_its_margin(slices, per_slice, donate, shapes):
+    """The pre-compile estimate against what XLA's buffer assignment of the compiled step needs per device.
+    It refuses only above ESTIMATE_MARGIN x the device, so it must never overshoot by more than that (or it
+    would refuse a step that fits); below XLA's figure is allowed (the compile's own check catches it), but
+    not by far, or it would wave through what is hopeless and cost a long compile."""
     from trainer import step as steplib
     from trainer.clock import SystemClock
-    from trainer.memory import estimate
+    from trainer.memory import ESTIMATE_MARGIN, estimate
 
     cfg = tiny_config("unused", num_slices=slices, devices_per_slice=per_slice, global_batch=8, **shapes)
     mesh = _mesh(slices, per_slice)
     compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=donate).get(mesh)
     assert compiled.bytes_per_device is not None and compiled.bytes_per_device > 0
     need = estimate(cfg, steplib.state_target(cfg, mesh), per_slice, slices * per_slice, donates=donate)
-    assert 0.95 <= need.total / compiled.bytes_per_device <= 1.6, (need, compiled.bytes_per_device)
+    assert 0.6 <= need.total / compiled.bytes_per_device <= ESTIMATE_MARGIN, (need, compiled.bytes_per_device)
 
 
-def test_a_compiled_step_too_big_for_the_device_is_refused_before_it_runs(reference_run):
+def test_a_compiled_step_too_big_for_the_device_is_refused_before_it_runs(reference_run, tmp_path):
+    """XLA's own figure for the full width, checked before the first step: one line, exit 2, nothing run.
+    (A narrower mesh waits for more slices instead: test_resize.py.)"""
     from trainer import step as steplib
     from trainer.clock import SystemClock
-    from trainer.memory import check_compiled
+    from trainer.elastic import train
+    from trainer.faults import FaultSchedule
+    from trainer.memory import compiled_refusal
+    from trainer.slices import SimulatedSlices
 
     cfg, mesh = reference_run.cfg, _mesh(2, 2)
     compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=True).get(mesh)  # --recovery checkpoint donates
     need = compiled.bytes_per_device
-    assert need is not None and check_compiled(cfg, compiled.executable, mesh, limit=need) == need
-    with pytest.raises(UsageError) as raised:
-        check_compiled(cfg, compiled.executable, mesh, limit=need - 1)
-    (message,) = raised.value.messages
+    assert need is not None and compiled_refusal(cfg, need, mesh, need) is None
+    refusal = compiled_refusal(cfg, need, mesh, need - 1)
+    assert refusal is not None
+    (message,) = refusal.messages
     assert "XLA's memory analysis of the compiled step" in message and "on 2 x 2 devices" in message
     assert f"--global-batch {cfg.global_batch}" in message and "has 0.00 GiB" in message
     # Each attempt that compiled says what its step needs.
     (first, *_) = reference_run.events_named("restore_done")
-    assert first["compiled_bytes_per_device"] == compiled.bytes_per_device
+    assert first["compiled_bytes_per_device"] == need
+    # End to end: a device one byte short. The estimate is within its margin of that, so it lets the step
+    # compile ("unsure" in run.json), and XLA's figure refuses it before any step runs.
+    small = tiny_config(tmp_path, seed=8)  # another fingerprint: compiled afresh
+    clock = SystemClock()
+    backend = SimulatedSlices(2, 2, FaultSchedule(), clock, memory_limit_bytes=need - 1)
+    with pytest.raises(UsageError, match="XLA's memory analysis"):
+        train(small, backend=backend, clock=clock)
+    assert json.loads((tmp_path / "run.json").read_text())["memory"]["check"].startswith("unsure: the estimate is")
+    assert not (tmp_path / "metrics.jsonl").exists() or not (tmp_path / "metrics.jsonl").read_text().strip()
 
 
 # ---- fingerprint ------------------------------------------------------------------------------------
