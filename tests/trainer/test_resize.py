@@ -64,8 +64,8 @@ def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_
     """4 slices of one device, resize allowed down to 1: on 3 survivors each carries two shards and the step
     needs more memory than a device has (XLA's own figure, checked before the step runs). The run does not
     fail: it records the refusal, waits for the slice, and resumes at full width, bitwise as ever."""
+    from tests.support.clock import ManualClock
     from tests.support.runs import load_run, run_trainer, tiny_config
-    from trainer.clock import SystemClock
     from trainer.elastic import train
     from trainer.faults import FaultSchedule
     from trainer.memory import estimate
@@ -78,7 +78,9 @@ def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_
     limit = three - 1  # one byte short for the survivors
     assert full < limit < three  # the premise: the survivors' step needs more per device than the full one
     assert estimate(cfg, abstract_state(cfg), 1, 4, donates=True).total <= limit  # the start-up check passes
-    clock = SystemClock()
+    # Time moves only when the trainer sleeps: the slice is still down when the survivors are tried, however
+    # long the failure handling takes on a loaded machine, and back after the wait's sixth poll.
+    clock = ManualClock()
     backend = SimulatedSlices(4, 1, FaultSchedule.parse(["1@6"], revive_after=0.3), clock, memory_limit_bytes=limit)
     run = load_run(cfg, train(cfg, backend=backend, clock=clock), cfg.run_dir)
 
