@@ -3,7 +3,7 @@
 The per-step RNG is fold_in(seed, step), so no RNG state needs saving. MaxText re-lowers and recompiles
 on every elastic attempt; here an attempt on a mesh that was seen before (pause-and-resume, or the
 return to full width after a resize) reuses the executable. The cache is per process, keyed by the
-model/optimizer fingerprint and the mesh's devices, so it also serves repeated train() calls.
+model/optimizer fingerprint and the mesh (its shape and devices), so it also serves repeated train() calls.
 """
 
 from __future__ import annotations
