@@ -20,6 +20,7 @@ from elxpk_contract.records import (
     FailureDetected,
     FirstStepAfterRecovery,
     Metric,
+    ResizeRefused,
     RestoreDone,
     RestoreStarted,
     RunStarted,
@@ -42,6 +43,7 @@ class RecoveryTimeline:
     caught_up_s: float | None = None  # when the step after the failed one ended (its metric time)
     state_source: str = ""  # restore_done's: live, checkpoint or init ("" in older records)
     live_fallback: str = ""  # why a live recovery fell back to the checkpoint
+    refused_widths: tuple[int, ...] = ()  # slice counts a resize was refused at (memory): the run waited instead
 
     @property
     def live(self) -> bool:
@@ -80,6 +82,7 @@ class RecoveryTimeline:
             "caught_up_s": self.caught_up_s,
             "state_source": self.state_source,
             "live_fallback": self.live_fallback,
+            "refused_widths": list(self.refused_widths),
         }
 
     def describe(self) -> str:
@@ -97,6 +100,8 @@ class RecoveryTimeline:
                 parts.append(f"restored step {self.restored_step}{took}")
         if self.live_fallback:
             parts.append(f"live recovery not used ({self.live_fallback})")
+        for width in self.refused_widths:
+            parts.append(f"resize to {width} slices refused (out of device memory), waited for more")
         if self.first_step_s is not None:
             step = self.first_step if self.first_step is not None else "?"
             parts.append(f"step {step} reached {self.first_step_s:.1f} s after the failure")
@@ -123,8 +128,13 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
         t0 = detect.time
         end = starts[n + 1] if n + 1 < len(starts) else len(timed)
         first: dict[type, Event] = {}
+        refused: list[int] = []
         for e in timed[i + 1 : end]:
             kind = type(e)
+            if isinstance(e, ResizeRefused):  # that attempt never restored: its phases start again
+                refused.append(len(e.slices))
+                first.pop(SlicesReady, None)
+                first.pop(RestoreStarted, None)
             if kind in (SlicesReady, RestoreStarted, RestoreDone, FirstStepAfterRecovery, RunStarted):
                 first.setdefault(kind, e)
             if kind is FirstStepAfterRecovery:
@@ -156,6 +166,7 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
                 cold_restart=RunStarted in first,
                 state_source=_state_source(done),
                 live_fallback=done.live_fallback if isinstance(done, RestoreDone) else "",
+                refused_widths=tuple(refused),
             )
         )
     return found

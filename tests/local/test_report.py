@@ -251,3 +251,23 @@ def test_report_png_has_a_legend_for_the_recovery_lines(tmp_path):
     legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes if ax.get_legend()]
     plt.close(fig)
     assert ["failure detected", "restored", "first new step"] in legends
+
+
+def test_a_refused_resize_shows_in_the_recovery_and_its_wait_counts():
+    """The attempt on the survivors was refused (out of device memory) before it restored; the recovery's
+    phases are those of the attempt that ran, after the wait for the slice."""
+    from elxpk.runs.recoveries import recoveries
+
+    events = [make_event("failure_detected", 100.0, 6, slices_lost=(1,), kind="slice_down"),
+              make_event("slices_ready", 100.1, 6, slices=(0, 2, 3)),
+              make_event("restore_started", 100.1, 6, slices=(0, 2, 3)),
+              make_event("resize_refused", 100.2, 6, slices=(0, 2, 3), needed_bytes=10, limit_bytes=9, min_slices=4),
+              make_event("slices_ready", 104.0, 6, slices=(0, 1, 2, 3)),
+              make_event("restore_started", 104.0, 6, slices=(0, 1, 2, 3)),
+              make_event("restore_done", 104.5, 6, slices=(0, 1, 2, 3), state_source="live", from_checkpoint=False),
+              make_event("first_step_after_recovery", 105.0, 6)]
+    (rec,) = recoveries(events)
+    assert rec.refused_widths == (3,)
+    assert rec.slices_ready_s == pytest.approx(4.0) and rec.restore_s == pytest.approx(0.5)
+    assert "resize to 3 slices refused (out of device memory), waited for more" in rec.describe()
+    assert rec.to_dict()["refused_widths"] == [3]
