@@ -31,7 +31,7 @@ print("devices", jax.devices(), "kind", device.device_kind, "bytes_limit", stats
 EOF
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$out/versions.txt"
 
-timeout "${BENCH_SCALE_TIMEOUT:-400}" "$py" bench/bench_scale.py --mode accelerator \
+timeout "${BENCH_SCALE_TIMEOUT:-420}" "$py" bench/bench_scale.py --mode accelerator \
     --budget-s "${MFU_BUDGET_S:-200}" --out "$out/bench_scale.json" 2>&1 | tee "$out/bench_scale.log"
 echo "device_check: exit ${PIPESTATUS[0]} after ${SECONDS} s; figures in $out/bench_scale.json"
 
