@@ -115,9 +115,9 @@ def state_layout(target: Any) -> tuple[int, int]:
 
 
 def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None, donates: bool = False) -> dict:
-    """run.json's "memory" block for the state `target` on `mesh`, after checking that the step fits one
-    of its devices (UsageError when it cannot). `limit` overrides the device's own (tests); `donates`: the
-    step gives its input state's buffers to its output."""
+    """run.json's "memory" block for the state `target` on `mesh`, after the pre-compile check (UsageError
+    when the estimate is over ESTIMATE_MARGIN x the device). `limit` overrides the device's own (tests, a
+    simulated device); `donates`: the step gives its input state's buffers to its output."""
     state_bytes, per_device = state_layout(target)
     device = mesh.devices.flat[0]
     limit = device_limit(device) if limit is None else limit
