@@ -32,7 +32,9 @@ Per device, in bytes (f32 = 4 bytes):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -90,14 +92,29 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
 
 
 def device_limit(device: Any) -> int | None:
-    """The bytes the device's allocator may use, or None where it does not say (CPU)."""
+    """The bytes the device's allocator may use (its `bytes_limit`); for a CPU device, which reports none,
+    its share of the host memory available now; None where neither is known."""
     try:
         stats = device.memory_stats()
     except Exception:  # noqa: BLE001 - a backend without the call (or one that fails) has no limit to check
+        stats = None
+    if stats and isinstance(stats.get("bytes_limit"), int):
+        return int(stats["bytes_limit"])
+    return _host_share() if getattr(device, "platform", "") == "cpu" else None
+
+
+def _host_share() -> int | None:
+    """A CPU device allocates from host memory, and all of this process's CPU devices from the same RAM:
+    MemAvailable (/proc/meminfo) split over them. Without it (not Linux) there is no limit to check. A model
+    too big for the machine is then a one-line refusal instead of an allocation failure or the OOM killer."""
+    try:
+        text = Path("/proc/meminfo").read_text(encoding="ascii")
+    except OSError:
         return None
-    if not stats or not isinstance(stats.get("bytes_limit"), int):
+    match = re.search(r"^MemAvailable:\s+(\d+) kB$", text, re.MULTILINE)
+    if match is None:
         return None
-    return int(stats["bytes_limit"])
+    return int(match.group(1)) * 1024 // max(1, len(jax.local_devices(backend="cpu")))
 
 
 def state_layout(target: Any) -> tuple[int, int]:
