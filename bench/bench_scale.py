@@ -181,6 +181,7 @@ def checkpoint_costs(cfg, mesh, repeats: int, handler_repeats: int, keep) -> Non
         assert restored is not None and restored[0] == step
         jax.tree.map(lambda a: a.delete(), restored[1])
     saver.close(raise_errors=True)
+    shutil.rmtree(root, ignore_errors=True)  # a 1b checkpoint is ~10 GiB: leave the disk to the handler runs
     med = statistics.median
     found = {
         "checkpoint_bytes": med(written),
