@@ -120,10 +120,14 @@ class RunProgress:
         elif isinstance(e, RestoreDone):
             started = self._restore_started
             took = f" in {t - started:.1f} s" if started is not None else ""
-            if not e.from_checkpoint:
-                self.say(f"no valid checkpoint: initialised at step {step}{took}")
-            else:
+            if e.state_source == "live":
+                self.say(f"state of step {step} rebuilt from the surviving slices{took}, 0 steps rewound")
+            elif e.from_checkpoint:
                 self.say(f"restored step {step}{took}")
+            else:
+                self.say(f"no valid checkpoint: initialised at step {step}{took}")
+            if e.live_fallback:
+                self.say(f"live recovery not used: {e.live_fallback}")
         elif isinstance(e, FirstStepAfterRecovery) and self._pending and not self._pending.first_step:
             self._pending.first_step = True
             self.say(f"step {step} reached {t - self._pending.detected_at:.1f} s after the failure")

@@ -41,6 +41,9 @@ def test_kill_at_37_rewinds_nothing_and_runs_each_step_once(runs, mode):
     run_dir, out = runs[mode]
     assert f"slice 1 lost at step {KILL}" in out
     assert f"state of step {KILL} rebuilt from the surviving slices" in out and "0 steps rewound" in out
+    # The progress line of the rebuild says so too (it once read "no valid checkpoint: initialised").
+    assert f"initialised at step {KILL}" not in out
+    assert f"\nstate of step {KILL} rebuilt from the surviving slices in " in out
     metrics = _lines(run_dir / "metrics.jsonl")
     assert [m["step"] for m in metrics] == list(range(STEPS))
     code, text, _ = run_cli("report", run_dir, "-o", "json", "--no-png")
