@@ -7,6 +7,8 @@ order, so the losses equal the uninterrupted run's bit for bit (more in test_bit
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.runs import PERIOD, RESIZE_KILL_STEP, RESIZE_REVIVE_STEP, STEPS
 
 
@@ -45,7 +47,7 @@ def test_back_at_full_width_reuses_the_first_compile(resize_run):
     assert first_steps[1]["recompiled"] is False  # the two-slice mesh was compiled before
 
 
-def _compiled_bytes(cfg, slices: list[int]) -> int:
+def _compiled_bytes(cfg, slices: list[int], donate: bool) -> int:
     import jax
 
     from trainer import mesh as meshlib
@@ -55,12 +57,13 @@ def _compiled_bytes(cfg, slices: list[int]) -> int:
     devices = jax.devices()
     per = cfg.devices_per_slice
     mesh = meshlib.build_mesh({s: devices[s * per:(s + 1) * per] for s in range(cfg.num_slices)}, slices)
-    compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=True).get(mesh)  # --recovery checkpoint donates
+    compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=donate).get(mesh)
     assert compiled.bytes_per_device is not None
     return compiled.bytes_per_device
 
 
-def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_path):
+@pytest.mark.parametrize("recovery", ["checkpoint", "live"])
+def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_path, recovery):
     """4 slices of one device, resize allowed down to 1: on 3 survivors each carries two shards and the step
     needs more memory than a device has (XLA's own figure, checked before the step runs). The run does not
     fail: it records the refusal, waits for the slice, and resumes at full width, bitwise as ever."""
@@ -73,11 +76,12 @@ def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_
     from trainer.step import abstract_state
 
     cfg = tiny_config(tmp_path / "refused", num_slices=4, devices_per_slice=1, global_batch=12,
-                      elastic_min_slice_count=1)
-    full, three = _compiled_bytes(cfg, [0, 1, 2, 3]), _compiled_bytes(cfg, [0, 2, 3])
+                      elastic_min_slice_count=1, recovery=recovery)
+    donate = recovery == "checkpoint"  # live recovery keeps the step's input, so its step needs more
+    full, three = _compiled_bytes(cfg, [0, 1, 2, 3], donate), _compiled_bytes(cfg, [0, 2, 3], donate)
     limit = three - 1  # one byte short for the survivors
     assert full < limit < three  # the premise: the survivors' step needs more per device than the full one
-    assert estimate(cfg, abstract_state(cfg), 1, 4, donates=True).total <= limit  # the start-up check passes
+    assert estimate(cfg, abstract_state(cfg), 1, 4, donates=donate).total <= limit  # the start-up check passes
     # Time moves only when the trainer sleeps: the slice is still down when the survivors are tried, however
     # long the failure handling takes on a loaded machine, and back after the wait's sixth poll.
     clock = ManualClock()
@@ -90,6 +94,8 @@ def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_
     assert {tuple(r["slices"]) for r in run.metrics} == {(0, 1, 2, 3)}  # no step ran on the survivors
     assert not [e for e in run.events_named("failure_detected") if e["step"] != 6]  # one failure, no retry spent
     reference = run_trainer(tmp_path / "ref", num_slices=4, devices_per_slice=1, global_batch=12)
+    restore = run.events_named("restore_done")[-1]
+    assert restore["slices"] == [0, 1, 2, 3] and restore["state_source"] == recovery  # live: no rewind
     got, ref = run.last_by_step(), reference.last_by_step()
     assert [got[s]["loss"] for s in range(STEPS)] == [ref[s]["loss"] for s in range(STEPS)]
     ids = [i for s in range(STEPS) for i in range(*got[s]["examples"])]
