@@ -12,18 +12,12 @@ from elxpk.runs.jsonl import parse_lines
 from elxpk.runs.report import build_report, wall_time
 from elxpk.runs.rundir import load_run
 from elxpk_contract.records import FailureDetected, Metric, make_event
-from tests.support.run_writer import FakeRun, write_run
+from tests.support.run_writer import FakeRun, executed_steps, write_run
 
 
 def executions(spec: FakeRun) -> list[int]:
     """The step sequence the writer executes, derived from the spec alone."""
-    out, step, pending = [], 0, list(spec.failures)
-    while step < spec.steps:
-        if pending and step == pending[0][0]:
-            step = pending.pop(0)[1]
-        out.append(step)
-        step += 1
-    return out
+    return executed_steps(spec.steps, spec.failures)
 
 
 def expected_wall(spec: FakeRun) -> float:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import run_writer
 from tests.support.run_writer import loss_at
 
 
@@ -48,13 +49,7 @@ def maxtext_line(step: int, loss: float, run_name: str, step_time: float) -> str
 
 def executed_steps(run: MaxTextRun) -> list[int]:
     """The steps in the order MaxText ran them: after each restore it redoes the steps since the checkpoint."""
-    order, step, pending = [], 0, list(run.restores)
-    while step < run.steps:
-        if pending and step == pending[0][0]:
-            step = pending.pop(0)[1]
-        order.append(step)
-        step += 1
-    return order
+    return run_writer.executed_steps(run.steps, run.restores)
 
 
 def write_maxtext_metrics(path: Path, run: MaxTextRun) -> Path:

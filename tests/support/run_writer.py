@@ -16,6 +16,18 @@ import numpy as np
 from elxpk_contract.records import Metric, RunInfo, make_event
 
 
+def executed_steps(steps: int, rewinds: tuple[tuple[int, int], ...]) -> list[int]:
+    """The steps in the order a run executes them: at each (failed, restored) it goes back to `restored` and
+    redoes the steps since."""
+    order, step, pending = [], 0, list(rewinds)
+    while step < steps:
+        if pending and step == pending[0][0]:
+            step = pending.pop(0)[1]
+        order.append(step)
+        step += 1
+    return order
+
+
 @dataclass(frozen=True)
 class FakeRun:
     steps: int = 40
