@@ -362,6 +362,18 @@ def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:
     return []
 
 
+def redundant_min_slice_count(min_slice_count: int, num_slices: int, elastic_slices: int) -> str:
+    """The warning for k below N - E (1 <= k): redundant, not wrong. Pathways keeps the program alive only
+    while at most E slices are lost, so every attempt that runs finds at least N - E healthy slices and a
+    smaller k never takes effect. MaxText accepts it; so do the launcher and the trainer."""
+    k, n, e = min_slice_count, num_slices, elastic_slices
+    floor = n - e
+    return (f"--elastic-min-slice-count {k}: below num_slices - elastic_slices = {floor}, so it never takes "
+            f"effect: Pathways fails the program before fewer than {floor} slices remain (it tolerates "
+            f"losing {e}), so every attempt finds at least {floor}; it is redundant, use "
+            + (f"{floor}..{n - 1} or -1" if floor <= n - 1 else "-1") + " to say what happens")
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
