@@ -56,7 +56,7 @@ class TrainerConfig:
     run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json")
     checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
                                       maxtext="checkpoint_dir", expose=LAUNCHER_FLAG)
-    steps: int = _opt(200, "number of train steps", expose=LAUNCHER_FLAG, low=1)
+    steps: int = _opt(200, "number of train steps", maxtext="steps", expose=LAUNCHER_FLAG, low=1)
     checkpoint_period: int = _opt(100, "save a checkpoint every this many steps", low=1,
                                   maxtext="checkpoint_period", expose=LAUNCHER_FLAG,
                                   fix="steps between checkpoints, e.g. 100")
