@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from elxpk.maxtext.command import find_invocations
@@ -341,7 +341,7 @@ def test_an_m_env_var_of_a_key_the_command_sets_is_refused():
 
 
 @pytest.mark.parametrize("last", [".5", "0x1f", "12:30", "-", "[x]", "@r", "'r'", "123", "true", "null", "a #b",
-                                  "x: y", "~", "{a}", "*x", "&x", "!x", "%x", "|", ">", "r'q", 'r"q'])
+                                  "x: y", "~", "{a}", "*x", "&x", "!x", "%x", "|", ">", "r'q", 'r"q', "a:"])
 def test_checkpoint_dir_parts_reach_maxtext_as_the_same_text(last):
     o = make({"checkpoint_dir": f"gs://b/q/{last}"})
     assert o.errors == ()
@@ -354,6 +354,8 @@ def test_checkpoint_dir_parts_reach_maxtext_as_the_same_text(last):
 
 
 @given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30))
+@example("gs://b/x:")
+@example("a: b")
 def test_yaml_text_reads_back_as_the_same_string_or_is_refused(value):
     try:
         written = yaml_text(value)

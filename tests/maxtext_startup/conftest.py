@@ -53,6 +53,12 @@ class Worker:
         self.proc.stdin.flush()  # type: ignore[union-attr]
         return self._read()
 
+    def from_cli(self, words: list[str]) -> dict:
+        """OmegaConf's parse of `words`, as pyconfig does it first: {key: [type name, value]}."""
+        self.proc.stdin.write(json.dumps({"op": "from_cli", "words": words}) + "\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        return self._read()
+
     def close(self) -> None:
         self.proc.stdin.close()  # type: ignore[union-attr]
         self.proc.wait(timeout=60)
@@ -60,7 +66,7 @@ class Worker:
 
 
 @pytest.fixture(scope="session")
-def maxtext(tmp_path_factory) -> Iterator[Callable[..., dict]]:
+def maxtext_worker(tmp_path_factory) -> Iterator[Worker]:
     try:
         python = maxtext_python()
     except NoPython as exc:
@@ -71,9 +77,15 @@ def maxtext(tmp_path_factory) -> Iterator[Callable[..., dict]]:
         pytest.fail(f"building the MaxText venv failed: {exc}", pytrace=False)
     worker = Worker(python, tmp_path_factory.mktemp("maxtext-cwd"))
     try:
-        yield worker.initialize
+        yield worker
     finally:
         worker.close()
+
+
+@pytest.fixture(scope="session")
+def maxtext(maxtext_worker) -> Callable[..., dict]:
+    """MaxText's `initialize` on the words after `python -m maxtext.trainers.pre_train.train`: its reply."""
+    return maxtext_worker.initialize
 
 
 @pytest.fixture(scope="session")

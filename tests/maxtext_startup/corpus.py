@@ -21,7 +21,7 @@ COMMAND = f"{RUN} model_name=qwen3-0.6b per_device_batch_size=1 {GRAIN}"
 # Last parts of --checkpoint-dir that YAML reads as something other than the same text unless quoted.
 HOSTILE_NAMES = (".5", "0x1f", "12:30", "-", "[x]", "@r", "'r'", "123", "true", "null", "~", "{a}", "a b", "r#1",
                  "x: y", "*x", "&x", "!x", "%x", "|", ">", 'r"q', "r'q", "1e3", "0o17", "+1", ".inf", "yes", "Off",
-                 "2026-12-01", "a,b", "?x", "`x")
+                 "2026-12-01", "a,b", "?x", "`x", "a:", "a:b")
 
 RENDERED: dict[str, list[str]] = {
     **{f"checkpoint-dir-name {name!r}": [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", f"gs://b/q/{name}"]

@@ -7,7 +7,9 @@ and each `initialize` well under one.
 Protocol: one JSON object per line on stdin, `{"argv": [...], "env": {"M_KEY": "value", ...}}`, where argv
 is what `python -m maxtext.trainers.pre_train.train` received (argv[0] the program). For each, one JSON
 line on the protocol stream: `{"ok": true, "values": {key: value}}` or `{"ok": false, "error": "Type:
-message"}`. MaxText's own output (it prints freely) goes to stderr.
+message"}`. `{"op": "from_cli", "words": [...]}` runs only the first step of that, OmegaConf's parse of the
+key=value words, and answers `{"ok": true, "values": {key: [type name, value]}}`. MaxText's own output (it
+prints freely) goes to stderr.
 """
 
 from __future__ import annotations
@@ -26,6 +28,17 @@ REPORTED = ("base_output_directory", "run_name", "checkpoint_dir", "enable_check
 
 def _plain(value: object) -> object:
     return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+def _from_cli(words: list[str]) -> dict:
+    """`words` as pyconfig reads them (OmegaConf.from_cli): {key: [type name, value]}, or the error."""
+    import omegaconf
+
+    try:
+        parsed = omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.from_cli(words), resolve=True)
+    except Exception as exc:  # noqa: BLE001 - YAML and interpolation errors
+        return {"ok": False, "error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
+    return {"ok": True, "values": {k: [type(v).__name__, _plain(v)] for k, v in parsed.items()}}
 
 
 def main() -> None:
@@ -47,6 +60,9 @@ def main() -> None:
     protocol.write(json.dumps({"ready": True, "train": train.__file__}) + "\n")
     for line in sys.stdin:
         case = json.loads(line)
+        if case.get("op") == "from_cli":  # only the parse of key=value words MaxText does first
+            protocol.write(json.dumps(_from_cli(case["words"])) + "\n")
+            continue
         added = {k: v for k, v in case.get("env", {}).items() if k not in os.environ}
         os.environ.update(added)
         try:
