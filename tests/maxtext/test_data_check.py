@@ -148,3 +148,9 @@ def test_validate_check_data(tmp_path):
     manifest.write_text(elxpk(*create_flags(str(tmp_path / "gone.array_record"))).stdout)
     done = elxpk("workload", "validate", str(manifest), "--check-data")
     assert done.returncode == 2 and "matches no file" in done.stderr
+
+
+def test_an_empty_gcs_object(gcs):
+    put(gcs, "d/zero.array_record", b"")
+    (line,) = check_data("gs://bkt/d/zero.array_record")
+    assert "gs://bkt/d/zero.array_record is empty" in line
