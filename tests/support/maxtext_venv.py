@@ -109,5 +109,8 @@ def _run(argv: list[str]) -> None:
         raise BuildFailed(f"{' '.join(argv[:4])} ...: {last}", offline=any(s in text for s in OFFLINE))
 
 
-if __name__ == "__main__":  # build (or find) it: python -m tests.support.maxtext_venv
-    print(maxtext_python())
+if __name__ == "__main__":  # build (or find) it: python -m tests.support.maxtext_venv (.ci/run does)
+    try:
+        print(maxtext_python())
+    except (NoPython, BuildFailed) as exc:
+        sys.exit(f"MaxText venv: {exc}")
