@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,9 +327,15 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
     if value is None or isinstance(value, (bool, tuple)):
         return None
     if meta["choices"] and value not in meta["choices"]:
-        return f"{source} {value!r}: use one of {', '.join(meta['choices'])}"
+        return f"{source} {value!r:.80}: use one of {', '.join(meta['choices'])}"
     if isinstance(value, str):
+        if not value.strip() or "\x00" in value:
+            # A blank path would resolve to the working directory; a NUL byte is no path at all.
+            what = "empty or blank" if not value.strip() else "a NUL byte"
+            return f"{source} {value!r:.80}: must not be {what}; {_EMPTY_FIX.get(name, 'give a value')}, or leave it unset"
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{source} {value}: must be a finite number"
     if f.type == "int" and not isinstance(value, int):
         return f"{source} {value!r}: must be a whole number"
     low, high = meta["low"], meta["high"]
@@ -345,6 +352,14 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
     if name == "elastic_poll_seconds" and not value > 0:
         return f"{source} {value}: must be a positive number of seconds"
     return None
+
+
+_EMPTY_FIX = {  # what a blank string setting should have been
+    "run_dir": "give a directory, e.g. elxpk-run",
+    "checkpoint_dir": "give a directory (default RUN_DIR/checkpoints), e.g. gs://bucket/run/checkpoints",
+    "data": "give a .npy file or .array_record files",
+    "coordinator": "give HOST:PORT, e.g. 127.0.0.1:8476",
+}
 
 
 def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:

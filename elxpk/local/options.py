@@ -129,13 +129,14 @@ class LocalRunOptions:
             problems.append(f"--revive-after {revive_after!r}: {exc}; give seconds, e.g. 2 or 1.5s")
             revive = DEFAULT_REVIVE_AFTER
         problems.extend(_kill_problems(kills, shared["num_slices"], shared["steps"], mode))
-        if not str(run_dir).strip():
-            problems.append("--run-dir: must not be empty")
+        run_dir_value, run_dir_problem = check_setting("run_dir", run_dir)
+        if run_dir_problem:
+            problems.append(run_dir_problem)
         model = dict(LOCAL_MODEL)
         problems.extend(_model_overrides(trainer_args, model))
         if problems:
             raise UsageError(*problems)
-        opts = cls(run_dir=Path(run_dir), kill_slice=kills, no_faults=no_faults, revive_after=revive, mode=mode,
+        opts = cls(run_dir=Path(run_dir_value), kill_slice=kills, no_faults=no_faults, revive_after=revive, mode=mode,
                    live=live, report=report, model=model, **shared)
         opts.trainer_config(opts.faults_for(fresh=True))  # the trainer's cross-field checks, before any I/O
         return opts

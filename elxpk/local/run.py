@@ -119,6 +119,10 @@ def local_run(
     existing = inspect_run_dir(opts.run_dir)
     faults = opts.faults_for(fresh=existing.fresh)
     cfg = opts.trainer_config(faults)
+    from trainer.ckpt_storage import refuse_unsafe_checkpoints
+
+    given = "checkpoint_dir" in opts.model  # else RUN_DIR/checkpoints
+    refuse_unsafe_checkpoints(cfg.checkpoint_path, "--trainer-arg=--checkpoint-dir" if given else "--run-dir")
     check_same_configuration(existing, cfg)
     with run_dir_lock(opts.run_dir):
         existing = inspect_run_dir(opts.run_dir)  # again, now that no other run can change it
