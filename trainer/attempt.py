@@ -15,6 +15,7 @@ from trainer import live_recovery
 from trainer import mesh as meshlib
 from trainer import step as steplib
 from trainer.checkpoint import CheckpointStore
+from trainer.fingerprint import prepare as prepare_fingerprint
 from trainer.metrics import loss_hex
 from trainer.optim import learning_rate
 from trainer.sharding import host_copy
@@ -127,6 +128,8 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
                                                         ctx.clock)
         compiled, was_compiled = ctx.steps.get(mesh)
         _check_fits(ctx, compiled, mesh, active)
+        # Every compile before the watchdog is armed: the saves inside the step loop fingerprint the state.
+        prepare_fingerprint(state)
         rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
                   compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                   compiled_bytes_per_device=compiled.bytes_per_device if was_compiled else None,

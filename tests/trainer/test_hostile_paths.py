@@ -129,3 +129,29 @@ def test_quarantine_moves_only_step_directories_and_keeps_them_inside(tmp_path):
     assert (root / "3" / "notes.txt").read_text() == "not a checkpoint"
     assert ckpt_storage.quarantine(root, 5, "reason", now_ms=1) == root / "elxpk-quarantine" / "5-1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_resume_of_another_configuration_writes_nothing(tmp_path):
+    """The refusal comes before run.json, events.jsonl or the progress record are touched."""
+    work = _user_tree(tmp_path)
+    first = _run(["-m", "trainer", *TINY, "--run-dir", "r"], work)
+    assert first.returncode == 0, first.stderr
+    before = _snapshot(tmp_path)
+    proc = _run(["-m", "trainer", *TINY, "--run-dir", "r", "--seed", "9"], work)
+    _refused(proc, "--checkpoint-dir")
+    assert "written by a different configuration" in proc.stderr
+    assert _snapshot(tmp_path) == before
+    again = _run(["-m", "trainer", *TINY, "--run-dir", "r", "--steps", "6"], work)  # the original settings resume
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_model_too_big_for_the_machine_is_refused_before_any_allocation(tmp_path):
+    import resource
+
+    work = _user_tree(tmp_path)
+    before = _snapshot(tmp_path)
+    proc = _run(["-m", "trainer", "--model", "7b", "--run-dir", "r"], work)
+    _refused(proc, "--model 7b")
+    assert "per device" in proc.stderr and _snapshot(tmp_path) == before
+    # The 7B parameters alone are 27 GB of float32; the refused process never came near that.
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 4 * 2**20  # KiB
