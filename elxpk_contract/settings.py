@@ -173,7 +173,7 @@ class TrainerConfig:
             p.extend(self.batch_problems(self.devices_per_slice))
         p.extend(self._controller_problems())
         try:
-            p.extend(FaultSchedule.parse(self.fault, self.revive_after).problems(self.num_slices))
+            p.extend(FaultSchedule.parse(self.fault, self.revive_after).problems(self.num_slices, self.steps))
         except ValueError as exc:
             p.extend(str(exc).splitlines())
         return p

@@ -231,6 +231,8 @@ def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, acti
         state, problem = live_recovery.rebuild(kept, backend.slice_devices(), survivors, active)
         if state is not None:
             ctx.live = live_recovery.LiveState(kept.step, state, kept.data_state, tuple(active))
+            # `K@restore` strikes the next restore of the state, whichever the source: here, the survivors'.
+            backend.fault_point("restore", kept.step, active)
             return kept.step, state, dict(kept.data_state), "live", ""
         fallback = problem or "the live state could not be rebuilt"
     elif recovery is not None and why_not is None:

@@ -166,7 +166,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
 
     clock = clock or SystemClock()
     schedule = faults if faults is not None else FaultSchedule.parse(cfg.fault, cfg.revive_after)
-    problems = schedule.problems(cfg.num_slices)
+    problems = schedule.problems(cfg.num_slices, cfg.steps)
     if problems:
         raise UsageError(*problems)
     backend = backend or make_backend(cfg, schedule, clock)

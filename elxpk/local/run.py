@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from elxpk.errors import UsageError
-from elxpk.local.options import LocalRunOptions
+from elxpk.local.options import LocalRunOptions, in_local_words
 from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
 from elxpk.local.view import make_view
@@ -118,7 +118,8 @@ def local_run(
     check_run_dir(opts.run_dir)
     existing = inspect_run_dir(opts.run_dir)
     faults = opts.faults_for(fresh=existing.fresh)
-    cfg = opts.trainer_config(faults)
+    with in_local_words():
+        cfg = opts.trainer_config(faults)
     from trainer.ckpt_storage import refuse_unsafe_checkpoints
 
     given = "checkpoint_dir" in opts.model  # else RUN_DIR/checkpoints
@@ -134,7 +135,8 @@ def local_run(
             plan = f"kill {', '.join(faults)}" if faults else "no faults"
             print(f"training {opts.steps} steps in {opts.run_dir} ({mode}; {plan})", file=out, flush=True)
             progress = RunProgress(total_steps=opts.steps, num_slices=opts.num_slices, clock=clock)
-            _train(opts, cfg, faults, progress, out, dataset)
+            with in_local_words():  # the trainer's refusals (memory, data, topology) in this command's flags
+                _train(opts, cfg, faults, progress, out, dataset)
         else:
             print(f"{opts.run_dir} already has {existing.steps_done} steps; pass --steps above "
                   f"{existing.steps_done} to extend it", file=out, flush=True)
