@@ -192,7 +192,7 @@ def _unannounced_ends(events: Sequence[Event], metrics: Sequence[Metric]) -> lis
     re-executes what the old one had done. Dated at the old session's last record, at the step it was on."""
     sessions = sorted(e.time for e in events if isinstance(e, RunStarted))
     ends = []
-    for began, restarted in zip(sessions, sessions[1:]):
+    for began, restarted in zip(sessions, sessions[1:], strict=False):
         inside = [e for e in events if began <= e.time < restarted]
         if any(isinstance(e, (FailureDetected, RunFinished, Preempted)) for e in inside):
             continue  # announced: a detected failure, a finished session (then extended) or a preemption
