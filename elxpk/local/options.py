@@ -189,7 +189,7 @@ def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
             continue
         value, problem = check_setting(name, raw, flag_name(name))
         if problem:
-            problems.append(f"--trainer-arg {problem}")
+            problems.append(f"--trainer-arg={problem}")
         else:
             model[name] = value
     return problems

@@ -125,6 +125,26 @@ def local_run(
     given = "checkpoint_dir" in opts.model  # else RUN_DIR/checkpoints
     refuse_unsafe_checkpoints(cfg.checkpoint_path, "--trainer-arg=--checkpoint-dir" if given else "--run-dir")
     check_same_configuration(existing, cfg)
+    created = [p for p in (opts.run_dir, *opts.run_dir.parents) if not p.exists()]  # deepest first
+    try:
+        return _locked_run(opts, existing, faults, cfg, out, clock, dataset)
+    except UsageError:
+        _remove_if_untouched(created)  # a refusal from inside the trainer (memory, data) leaves nothing behind
+        raise
+
+
+def _remove_if_untouched(created: list[Path]) -> None:
+    """Remove the directories this run created, if they hold nothing but its lock."""
+    for path in created:
+        try:
+            (path / LOCK).unlink(missing_ok=True)
+            path.rmdir()
+        except OSError:  # something was written after all: keep it
+            return
+
+
+def _locked_run(opts: LocalRunOptions, existing: ExistingRun, faults: tuple[str, ...], cfg: TrainerConfig,
+                out: TextIO, clock: Callable[[], float], dataset) -> LocalRunResult:
     with run_dir_lock(opts.run_dir):
         existing = inspect_run_dir(opts.run_dir)  # again, now that no other run can change it
         trained = existing.steps_done < opts.steps
