@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,16 @@ def _main(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+TRAINER_FLAGS = {flag_name(n) for n in ROWS} | {"--no-elastic-enabled", "--print-config", "--help"}
+_FLAG = re.compile(r"(?<![\w=-])--[a-z][a-z0-9-]*")
+
+
+def _names_only_trainer_flags(line: str) -> bool:
+    """A message of `python -m trainer` names flags `python -m trainer` has (not the launcher's or local
+    run's); an unrecognised argument is quoted as given."""
+    return "unrecognized arguments" in line or set(_FLAG.findall(line)) <= TRAINER_FLAGS
+
+
 def _check(code: int, out: str, err: str, *, single: bool) -> None:
     assert code in (0, 2), (code, err)
     assert "Traceback" not in err and "internal error" not in err
@@ -56,6 +67,7 @@ def _check(code: int, out: str, err: str, *, single: bool) -> None:
         return
     lines = err.splitlines()
     assert out == "" and lines and all(line.startswith("error: ") for line in lines), err
+    assert all(_names_only_trainer_flags(line) for line in lines), err
     if single:
         assert len(lines) == 1, lines
 
