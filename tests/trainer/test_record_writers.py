@@ -8,11 +8,14 @@ Each either refuses at the writer (RecordError: nothing written) or writes a fil
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import tempfile
 import typing
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -48,8 +51,11 @@ def _fields(cls, skip=()) -> st.SearchStrategy:
 
 
 @pytest.fixture(scope="module")
-def clock():
-    return ManualClock(start=1_700_000_000.0)
+def clock(tmp_path_factory):
+    """The writers' clock; it also carries the module's scratch directory (removed by pytest)."""
+    clock = ManualClock(start=1_700_000_000.0)
+    clock.scratch = tmp_path_factory.mktemp("writers")  # type: ignore[attr-defined]
+    return clock
 
 
 @SETTINGS
@@ -82,17 +88,10 @@ def test_every_event_the_writer_writes_the_reader_reads(clock, name, data):
 @given(fields=_fields(Metric))
 def test_every_metric_the_writer_writes_the_reader_reads(clock, fields):
     from elxpk.runs.rundir import load_run
-    from trainer.metrics import RunRecorder
 
-    with tempfile.TemporaryDirectory() as tmp:
-        recorder = RunRecorder(tmp, clock)
-        try:
-            recorder.metric(json.loads(json.dumps(fields)) if _jsonable(fields) else fields)
-        except (RecordError, TypeError):
-            pass
-        finally:
-            recorder.close()
-        assert len(load_run(tmp).metrics) <= 1
+    with _refused_or_written(clock) as (recorder, tmp):
+        recorder.metric(json.loads(json.dumps(fields)) if _jsonable(fields) else fields)
+    assert len(load_run(tmp).metrics) <= 1
 
 
 @SETTINGS
@@ -101,17 +100,10 @@ def test_every_metric_the_writer_writes_the_reader_reads(clock, fields):
 def test_every_run_json_the_writer_writes_the_reader_reads(clock, extra):
     from elxpk.runs.rundir import load_info
     from elxpk_contract.settings import TrainerConfig
-    from trainer.metrics import RunRecorder
 
-    with tempfile.TemporaryDirectory() as tmp:
-        recorder = RunRecorder(tmp, clock)
-        try:
-            recorder.write_run_json(TrainerConfig(run_dir=tmp), extra)
-        except RecordError:
-            assert not (Path(tmp) / "run.json").exists()
-        finally:
-            recorder.close()
-        load_info(Path(tmp))
+    with _refused_or_written(clock) as (recorder, tmp):
+        recorder.write_run_json(TrainerConfig(run_dir=str(tmp)), extra)
+    load_info(tmp)
 
 
 @SETTINGS
@@ -129,6 +121,22 @@ def test_every_progress_record_the_writer_writes_the_reader_reads(clock, fields)
         path = Path(tmp) / "elxpk-progress.json"
         if path.exists():
             read_progress(path.read_text(encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def _refused_or_written(clock) -> Iterator[tuple[Any, Path]]:
+    """A RunRecorder in a directory that outlives it (for the reader): a RecordError from the writer is a
+    refusal, nothing written; anything else propagates."""
+    from trainer.metrics import RunRecorder
+
+    tmp = Path(tempfile.mkdtemp(dir=clock.scratch))
+    recorder = RunRecorder(tmp, clock)
+    try:
+        yield recorder, tmp
+    except RecordError:
+        pass
+    finally:
+        recorder.close()
 
 
 def _jsonable(value) -> bool:
