@@ -6,6 +6,7 @@ into a UsageError naming its flag.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -19,6 +20,8 @@ _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z
 
 def _split(text: str) -> tuple[float, str]:
     match = _NUMBER_UNIT.match(str(text))
+    if not match and str(text).strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
+        raise ValueError(f"{text!r}: must be a finite number")
     if not match:
         raise ValueError(f"{text!r} is not a number with a unit")
     return float(match.group(1)), match.group(2).lower()
@@ -26,13 +29,15 @@ def _split(text: str) -> tuple[float, str]:
 
 def _parse(text: str | float, units: Mapping[str, float], kind: str, names: str) -> float:
     if isinstance(text, (int, float)):
-        return float(text)
-    value, unit = _split(text)
-    if unit == "":
-        return value
-    if unit not in units:
-        raise ValueError(f"{text!r}: unknown {kind} unit {unit!r} (use {names})")
-    return value * units[unit]
+        value = float(text)
+    else:
+        value, unit = _split(text)
+        if unit not in ("", *units):
+            raise ValueError(f"{text!r}: unknown {kind} unit {unit!r} (use {names})")
+        value *= units.get(unit, 1.0)
+    if not math.isfinite(value):  # one rule with the settings table: `1e400` is refused like `inf`
+        raise ValueError(f"{text!r}: must be a finite number")
+    return value
 
 
 def parse_duration(text: str | float) -> float:

@@ -9,7 +9,8 @@ Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
     K@data:S       kill slice K inside the data loader, while it produces the batch of step S
     K@save:S       kill slice K while the first checkpoint at or after step S is being committed:
                    its data are written but the commit (the rename of the tmp directory) never happens
-    K@restore      kill slice K during the next restore from a checkpoint
+    K@restore      kill slice K during the next restore of the state: from a checkpoint, or under live
+                   recovery from the surviving slices (after another fault)
     K@hang:S       slice K stops making progress when step S is about to run, without raising: the step
                    blocks (interruptibly, in the simulated backend) until the stall watchdog
                    (`--stall-timeout-seconds`) notices, marks K lost, and the elastic loop recovers
@@ -17,8 +18,9 @@ Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
                    the run can continue without K (resize mode, `--elastic-min-slice-count` below
                    the slice count): in pause-and-resume mode no step runs while K is down
 
-A killed slice otherwise comes back `revive_after` seconds after it died (`--revive-after`); with
-neither, it stays down. Each fault fires once. The schedule is pure data: the simulated slice backend
+A killed slice without +R comes back `revive_after` seconds after it died (`--revive-after`); with
+neither, it stays down. An explicit +R wins over `revive_after`. A fault or revive step the run never
+reaches (beyond --steps) is refused (`problems`). Each fault fires once. The schedule is pure data: the simulated slice backend
 (`trainer.slices`) keeps track of what has fired.
 """
 
@@ -100,13 +102,25 @@ class FaultSchedule:
             raise ValueError("\n".join(errors))
         return cls(tuple(faults), revive_after)
 
-    def problems(self, num_slices: int) -> list[str]:
-        """Messages for faults that cannot apply to a run with `num_slices` slices."""
-        return [
-            f"--fault {f.spec!r}: slice {f.slice} does not exist (slices are 0..{num_slices - 1})"
-            for f in self.faults
-            if f.slice >= num_slices
-        ]
+    def problems(self, num_slices: int, steps: int | None = None) -> list[str]:
+        """Messages for faults that cannot apply to a run with `num_slices` slices and `steps` steps. One
+        rule for every kind: a fault (or revive) step the run never reaches is refused, not ignored. Steps
+        run 0..steps-1; saves are numbered by the steps done, the last one is `steps` itself."""
+        found = []
+        for f in self.faults:
+            if f.slice >= num_slices:
+                found.append(f"--fault {f.spec!r}: slice {f.slice} does not exist (slices are 0..{num_slices - 1})")
+            if steps is None:
+                continue
+            last = steps if f.point == "save" else steps - 1
+            if f.step is not None and f.step > last:
+                what = "no checkpoint is saved at or after step {} with" if f.point == "save" else \
+                    "step {} is never reached with"
+                found.append(f"--fault {f.spec!r}: {what.format(f.step)} --steps {steps}; use a step up to {last}")
+            elif f.revive_at_step is not None and f.revive_at_step > steps - 1:
+                found.append(f"--fault {f.spec!r}: the revive step {f.revive_at_step} is never reached with "
+                             f"--steps {steps}; revive at a step up to {steps - 1}")
+        return found
 
     def __bool__(self) -> bool:
         return bool(self.faults)

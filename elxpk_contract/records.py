@@ -266,12 +266,34 @@ class RunInfo:
 
 
 def make_event(name: str, time: float, step: int | None, **details: Any) -> Event:
-    """The typed event `name`; a detail its kind does not declare is a TypeError (a writer's bug)."""
+    """The typed event `name`, as its reader will read it back; a detail its kind does not declare is a
+    TypeError, a value its reader would refuse a RecordError (both a writer's bug, caught before writing)."""
     try:
         cls = EVENTS[name]
     except KeyError:
         raise TypeError(f"unknown event {name!r}; declare it in elxpk_contract/records.py") from None
-    return cls(time=time, step=step, **details)
+    event = cls(time=time, step=step, **details)
+    written(event)
+    return event
+
+
+def written(record: Metric | Event | RunInfo | Progress) -> dict:
+    """The exact dict a writer writes for `record`, once its own reader has read it back from JSON: a
+    writer never writes what its reader refuses (RecordError here, before anything is written)."""
+    import json
+
+    data = record.to_json()
+    try:
+        text = json.dumps(data)
+    except (TypeError, ValueError) as exc:
+        raise RecordError(f"{type(record).__name__}: not JSON: {exc}") from None
+    if isinstance(record, Progress):
+        read_progress(text)
+    else:
+        reader: Any = (parse_metric if isinstance(record, Metric) else parse_event if isinstance(record, Event)
+                       else parse_run_info)
+        reader(json.loads(text))
+    return data
 
 
 def parse_metric(data: object) -> Metric:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.presets import DEFAULT_MODEL, MODEL_PRESETS, SHAPE_SETTINGS, preset_value
+from elxpk_contract.records import MAX_INDEX
 
 BACKENDS = ("simulated", "pathways", "multi-controller")
 RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
@@ -172,18 +174,22 @@ class TrainerConfig:
             p.extend(self.batch_problems(self.devices_per_slice))
         p.extend(self._controller_problems())
         try:
-            p.extend(FaultSchedule.parse(self.fault, self.revive_after).problems(self.num_slices))
+            p.extend(FaultSchedule.parse(self.fault, self.revive_after).problems(self.num_slices, self.steps))
         except ValueError as exc:
             p.extend(str(exc).splitlines())
         return p
 
     def batch_problems(self, devices_per_slice: int, where: str = "") -> list[str]:
-        """The global batch must split evenly over every device of every slice count a run may reach."""
-        for n in self.slice_counts():
+        """The global batch must split evenly over every device of every slice count a run may reach.
+        The loop ends at the first count that does not divide it (a small one for any batch), so even an
+        absurd --num-slices costs little; the hint names a multiple only where there are few counts."""
+        counts = self.slice_counts()
+        for n in counts:
             if n >= 1 and self.global_batch % (n * max(devices_per_slice, 1)):
+                hint = (f"use a multiple of {self._batch_multiple(devices_per_slice)}" if len(counts) <= 64 else
+                        "use fewer slices or a higher --elastic-min-slice-count")
                 return [f"--global-batch {self.global_batch}: must divide evenly over {n} slice(s) x "
-                        f"{devices_per_slice} devices{where}; use a multiple of "
-                        f"{self._batch_multiple(devices_per_slice)}"]
+                        f"{devices_per_slice} devices{where}; {hint}"]
         return []
 
     def _controller_problems(self) -> list[str]:
@@ -235,7 +241,8 @@ class TrainerConfig:
     def slice_counts(self) -> range:
         """Every slice count a run may train on: the global batch must divide over each of them."""
         low = self.num_slices if self.elastic_min_slice_count == -1 else self.elastic_min_slice_count
-        return range(low, self.num_slices + 1)
+        # Clamped: an out-of-range count is refused by cross_problems, and must not make this range huge.
+        return range(min(max(low, 1), self.num_slices), self.num_slices + 1)
 
     def _batch_multiple(self, devices_per_slice: int) -> int:
         from math import lcm
@@ -314,7 +321,7 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
     try:
         value = convert_setting(f, raw)
     except ValueError as exc:
-        return None, f"{source} {raw!r}: {exc}"
+        return None, f"{source} {raw!r:.80}: {exc}"
     problem = bounds_problem(name, value, source)
     return (None, problem) if problem else (value, None)
 
@@ -326,9 +333,15 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
     if value is None or isinstance(value, (bool, tuple)):
         return None
     if meta["choices"] and value not in meta["choices"]:
-        return f"{source} {value!r}: use one of {', '.join(meta['choices'])}"
+        return f"{source} {value!r:.80}: use one of {', '.join(meta['choices'])}"
     if isinstance(value, str):
+        if not value.strip() or "\x00" in value:
+            # A blank path would resolve to the working directory; a NUL byte is no path at all.
+            what = "be empty or blank" if not value.strip() else "contain a NUL byte"
+            return f"{source} {value!r:.80}: must not {what}; {_EMPTY_FIX.get(name, 'give a value')}, or leave it unset"
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{source} {value}: must be a finite number"
     if f.type == "int" and not isinstance(value, int):
         return f"{source} {value!r}: must be a whole number"
     low, high = meta["low"], meta["high"]
@@ -337,6 +350,8 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
         return f"{source} {value}: must be in [0, 1)"
     if low is not None and high is not None and not low <= value <= high:
         return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
+    if f.type == "int" and value > MAX_INDEX:  # no count or step of a run goes beyond what its records hold
+        return f"{source} {value}: must be at most {MAX_INDEX}{why}"
     if low is not None and not value >= low:
         if isinstance(low, float) and low == 0.0 and name.endswith("_seconds"):
             return f"{source} {value}: must be a positive number of seconds"
@@ -345,6 +360,14 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
     if name == "elastic_poll_seconds" and not value > 0:
         return f"{source} {value}: must be a positive number of seconds"
     return None
+
+
+_EMPTY_FIX = {  # what a blank string setting should have been
+    "run_dir": "give a directory, e.g. elxpk-run",
+    "checkpoint_dir": "give a directory (default RUN_DIR/checkpoints), e.g. gs://bucket/run/checkpoints",
+    "data": "give a .npy file or .array_record files",
+    "coordinator": "give HOST:PORT, e.g. 127.0.0.1:8476",
+}
 
 
 def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:
@@ -408,4 +431,4 @@ def convert_setting(f: dataclasses.Field, raw: object) -> Any:
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError("must be a finite number")
         return value
-    return text
+    return text or str(raw)  # a blank value as given, so its refusal shows what was given

@@ -15,6 +15,7 @@ from trainer import live_recovery
 from trainer import mesh as meshlib
 from trainer import step as steplib
 from trainer.checkpoint import CheckpointStore
+from trainer.fingerprint import prepare as prepare_fingerprint
 from trainer.metrics import loss_hex
 from trainer.optim import learning_rate
 from trainer.sharding import host_copy
@@ -127,6 +128,8 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
                                                         ctx.clock)
         compiled, was_compiled = ctx.steps.get(mesh)
         _check_fits(ctx, compiled, mesh, active)
+        # Every compile before the watchdog is armed: the saves inside the step loop fingerprint the state.
+        prepare_fingerprint(state)
         rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
                   compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
                   compiled_bytes_per_device=compiled.bytes_per_device if was_compiled else None,
@@ -228,6 +231,8 @@ def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, acti
         state, problem = live_recovery.rebuild(kept, backend.slice_devices(), survivors, active)
         if state is not None:
             ctx.live = live_recovery.LiveState(kept.step, state, kept.data_state, tuple(active))
+            # `K@restore` strikes the next restore of the state, whichever the source: here, the survivors'.
+            backend.fault_point("restore", kept.step, active)
             return kept.step, state, dict(kept.data_state), "live", ""
         fallback = problem or "the live state could not be rebuilt"
     elif recovery is not None and why_not is None:

@@ -9,7 +9,7 @@ committed the step (trainer.digest). The fingerprint of every array (trainer.fin
 the devices when save() is called, so nothing is read back after a save; after a restore the restored
 arrays are fingerprinted again, on the new mesh, and must match. Restore walks the steps newest first and
 takes the first that is committed, lists its files at their sizes, reads and matches its fingerprint;
-every step passed over is reported with its reason and moved aside (to `<checkpoint_dir>-quarantine/`),
+every step passed over is reported with its reason and moved aside (to `<checkpoint_dir>/elxpk-quarantine/`),
 so a later save of the same step number cannot collide with it.
 
 The checkpoint directory may be local or `gs://...`: every file operation on it goes through
@@ -153,6 +153,8 @@ class CheckpointStore:
         """(step, state, data_state) of the newest valid checkpoint, or None when there is none."""
         import orbax.checkpoint as ocp
 
+        # Numbered folders that appeared since the start are not steps: refuse rather than move them.
+        ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path)
         try:
             return self._restore_newest_valid(target, ocp)
         finally:
@@ -198,13 +200,7 @@ class CheckpointStore:
         return None, problem
 
     def _check_fingerprint(self, step: int, found: dict) -> None:
-        want = self._cfg.fingerprint()
-        if found.get("fingerprint") != want:
-            raise UsageError(
-                f"--checkpoint-dir {self.directory}: step {step} was written by a different configuration "
-                f"(fingerprint {found.get('fingerprint')}, this run {want}: model, batch, seed, data or "
-                "optimiser settings differ); use the original settings or a new --checkpoint-dir"
-            )
+        _refuse_fingerprint(self._cfg, self.directory, step, found)
 
     def _quarantine(self, step: int, reason: str) -> None:
         if not self._primary:
@@ -221,6 +217,31 @@ class CheckpointStore:
 
             multihost_utils.sync_global_devices("elxpk-checkpoint-quarantine")
         self._manager.reload()
+
+
+def refuse_other_configuration(cfg: TrainerConfig) -> None:
+    """UsageError before anything is written when the newest step with a readable digest was written by a
+    different configuration: the restore would refuse it anyway, but only after the run had rewritten
+    run.json, appended events and marked its progress record failed."""
+    root = ckpt_storage.checkpoint_root(cfg.checkpoint_path)
+    if not root.is_dir():
+        return
+    steps = sorted((int(p.name) for p in root.iterdir() if ckpt_storage.is_step_dir(p)), reverse=True)
+    for step in steps:
+        record = digest.read_digest(root / str(step))
+        if record is not None:
+            _refuse_fingerprint(cfg, root, step, record)
+            return
+
+
+def _refuse_fingerprint(cfg: TrainerConfig, directory: Any, step: int, found: dict) -> None:
+    want = cfg.fingerprint()
+    if found.get("fingerprint") != want:
+        raise UsageError(
+            f"--checkpoint-dir {directory}: step {step} was written by a different configuration "
+            f"(fingerprint {str(found.get('fingerprint'))[:40]}, this run {want}: model, batch, seed, data or "
+            "optimiser settings differ); use the original settings or a new --checkpoint-dir"
+        )
 
 
 def _meta_problem(meta: object, step: int) -> str | None:

@@ -19,6 +19,12 @@ from etils import epath
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
 SKIP_REASON_FILE = "elxpk_skip_reason.txt"
+DIGEST_FILE = "elxpk_digest.json"  # trainer.digest's record of a committed step
+QUARANTINE_DIR = "elxpk-quarantine"  # inside the checkpoint directory: steps passed over at restore
+# What makes a numbered directory a step this trainer (or orbax under it) wrote: one of these files, or
+# one of the two items it saves (an interrupted save on gs:// may have written only the items so far).
+_STEP_MARKERS = (DIGEST_FILE, "_CHECKPOINT_METADATA", COMMIT_MARKER)
+_ITEM_DIRS = ("state", "meta")
 
 
 def checkpoint_root(checkpoint_dir: str) -> epath.Path:
@@ -47,6 +53,44 @@ def is_object_store(path: epath.PathLike) -> bool:
     return "://" in os.fspath(path)
 
 
+def is_step_dir(path: epath.Path) -> bool:
+    """Whether `path` is a step directory of a checkpoint: a canonical step number (what orbax names a step
+    and the run records can hold) carrying this trainer's or orbax's metadata. Nothing else in a checkpoint
+    directory is ever moved or deleted."""
+    from elxpk_contract.records import MAX_INDEX
+
+    name = path.name
+    if not (name.isascii() and name.isdigit() and str(int(name)) == name and int(name) <= MAX_INDEX):
+        return False
+    return any((path / m).exists() for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
+
+
+def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-dir") -> None:
+    """UsageError (nothing written) when the trainer must not manage `checkpoint_dir`: the working directory
+    or a parent of it (its numbered folders would be taken for steps), or a directory holding numbered
+    folders that are not checkpoints (orbax would list them as steps: restore would move them aside and
+    its cleanup of old steps would delete them)."""
+    from elxpk_contract.errors import UsageError
+
+    root = checkpoint_root(checkpoint_dir)
+    if not is_object_store(root):
+        real, cwd = os.path.realpath(os.fspath(root)), os.path.realpath(os.getcwd())
+        if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
+            where = "the working directory" if cwd == real else f"a parent of the working directory ({cwd})"
+            raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "
+                             "their own, e.g. RUN_DIR/checkpoints (the default)")
+    try:
+        children = list(root.iterdir()) if root.is_dir() else []
+    except OSError as exc:
+        raise UsageError(f"{source} {checkpoint_dir!r:.200}: cannot be listed ({exc})") from None
+    foreign = sorted(c.name for c in children if c.name.isdigit() and c.is_dir() and not is_step_dir(c))
+    if foreign:
+        shown = ", ".join(f"{n[:30]}/" for n in foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise UsageError(f"{source} {checkpoint_dir!r:.200}: holds {shown}, numbered like checkpoint steps but not "
+                         "written by the trainer (no orbax or elxpk metadata); move them out, or give another "
+                         "checkpoint directory")
+
+
 def files_under(top: epath.Path) -> dict[str, epath.Path]:
     """Every file below `top`, keyed by its path relative to `top` (posix separators).
 
@@ -70,8 +114,8 @@ def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
     for path in sorted(directory.iterdir(), key=lambda p: p.name):
         if path.name.endswith(TMP_SUFFIX):
             step = path.name[: -len(TMP_SUFFIX)]
-            leftovers.append((path, int(step) if step.isdigit() else None))
-        elif (is_object_store(directory) and path.name.isdigit() and path.is_dir()
+            leftovers.append((path, int(step) if step.isascii() and step.isdigit() else None))
+        elif (is_object_store(directory) and is_step_dir(path)
               and not (path / COMMIT_MARKER).exists()):
             leftovers.append((path, int(path.name)))
     return leftovers
@@ -89,13 +133,17 @@ def remove_tree(path: epath.Path, *, ignore_errors: bool = False) -> None:
 
 
 def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None) -> epath.Path:
-    """Move step `step` to `<directory>-quarantine/<step>-<ms>/` with its skip reason; return the target.
+    """Move step `step` to `<directory>/elxpk-quarantine/<step>-<ms>/` with its skip reason; return the target.
 
     Moved rather than marked: orbax lists every committed step directory, so a marker alone would leave
-    the step in orbax's list, and a later save of the same step number would be refused."""
+    the step in orbax's list, and a later save of the same step number would be refused. The quarantine
+    stays inside the checkpoint directory (orbax lists only numbered names), so nothing outside it is
+    written; only a step directory of a checkpoint (`is_step_dir`) is ever moved."""
     source = directory / str(step)
+    if not is_step_dir(source):
+        raise ValueError(f"{source} is not a checkpoint step directory; not moving it")
     stamp = int(time.time() * 1000) if now_ms is None else now_ms
-    target = directory.parent / f"{directory.name}-quarantine" / f"{step}-{stamp}"
+    target = directory / QUARANTINE_DIR / f"{step}-{stamp}"
     if not is_object_store(directory):
         target.parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -20,9 +20,8 @@ import json
 
 from etils import epath
 
-from trainer.ckpt_storage import files_under, is_object_store
+from trainer.ckpt_storage import DIGEST_FILE, files_under, is_object_store
 
-DIGEST_FILE = "elxpk_digest.json"
 _VERSION = 2
 _HEX = frozenset("0123456789abcdef")
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from elxpk_contract.errors import Timeout, UsageError
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.settings import TrainerConfig
-from trainer import live_recovery
+from trainer import ckpt_storage, live_recovery
 from trainer.attempt import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal, run_attempt
 from trainer.clock import Clock, SystemClock
 from trainer.faults import FaultSchedule
@@ -158,6 +158,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     """Train `cfg.steps` steps, surviving slice losses (and stalls) when `cfg.elastic_enabled`; `stop`
     (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped."""
     from trainer import step as steplib
+    from trainer.checkpoint import refuse_other_configuration
     from trainer.data import open_dataset
     from trainer.model import ModelShape
     from trainer.precision import resolved
@@ -165,14 +166,17 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
 
     clock = clock or SystemClock()
     schedule = faults if faults is not None else FaultSchedule.parse(cfg.fault, cfg.revive_after)
-    problems = schedule.problems(cfg.num_slices)
+    problems = schedule.problems(cfg.num_slices, cfg.steps)
     if problems:
         raise UsageError(*problems)
     backend = backend or make_backend(cfg, schedule, clock)
     try:
+        # Before anything is written: never manage the working directory or a folder of numbered folders.
+        ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path)
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
         if dataset is None:  # of the checkpoint fingerprint: both resolved first
             cfg, dataset = open_dataset(cfg)
+        refuse_other_configuration(cfg)  # a resume of another configuration writes nothing
         donate = live_recovery.step_donates(cfg, backend)
         memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
     except UsageError:

@@ -76,6 +76,8 @@ def _function(leaves: list[jax.Array]):
         # Replicated result: every process reads its own copy (multi-controller has no global fetch).
         out = NamedSharding(mesh, PartitionSpec()) if mesh is not None else None
         fn = jax.jit(_all, out_shardings=out)
+        if mesh is not None:  # compiled here, not at its first call: `prepare` runs this before a step loop
+            fn = fn.lower(leaves).compile()
         _FUNCTIONS.clear()  # one state layout at a time; an old mesh's executable is not kept alive
         _FUNCTIONS[key] = fn
     return fn
@@ -91,6 +93,13 @@ def _key(entry: Any) -> str:
 def leaf_names(tree: Any) -> list[str]:
     """Each leaf's path as 'params/blocks/0/ln1', in jax's flattening order."""
     return ["/".join(_key(e) for e in path) for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def prepare(tree: Any) -> None:
+    """Compile the reduction for `tree`'s layout (arrays, or ShapeDtypeStructs with shardings) without
+    running it: the attempt calls this before arming the stall watchdog, so the first save inside the step
+    loop compiles nothing (the watchdog must never count a compile)."""
+    _function(jax.tree.leaves(tree))
 
 
 class Pending:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elxpk_contract.records import Metric, RunInfo, make_event, parse_metric
+from elxpk_contract.records import Metric, RunInfo, make_event, parse_metric, written
 
 Observer = Callable[[str, dict], None]
 
@@ -46,7 +46,7 @@ class RunRecorder:
     def metric(self, record: Metric | dict) -> None:
         """Append one step's record (a `Metric`, or a dict of its fields, checked here)."""
         typed = record if isinstance(record, Metric) else parse_metric(record)
-        self._emit("metric", typed.to_json())
+        self._emit("metric", written(typed))
 
     def event(self, name: str, step: int | None, *, at: float | None = None, **details) -> dict:
         """Append an event of a kind records.EVENTS declares; `at` (unix seconds) when it happened
@@ -73,7 +73,7 @@ class RunRecorder:
                        fingerprint_fields=cfg.fingerprint_fields(), versions=versions(),
                        started_at=self._clock.time(), **extra)
         tmp = self.run_dir / "run.json.tmp"
-        tmp.write_text(json.dumps(info.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(written(info), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         tmp.replace(self.run_dir / "run.json")
 
     def close(self) -> None:

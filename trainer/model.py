@@ -63,18 +63,29 @@ class ModelShape:
 
 def init_params(shape: ModelShape, rng: np.random.Generator) -> dict:
     """Initial parameters as host float32 arrays: numpy, so no device program has to be compiled."""
+    return _param_tree(shape, lambda dims, scale: (scale * rng.standard_normal(dims)).astype(np.float32),
+                       lambda dims: np.ones(dims, np.float32))
+
+
+def param_shapes(shape: ModelShape) -> dict:
+    """The parameters' shapes and dtypes (jax.ShapeDtypeStruct), allocating nothing: what the memory check
+    reads before any array of a model that may not fit exists."""
+    def struct(dims, _scale=None):
+        return jax.ShapeDtypeStruct(tuple(dims), jnp.float32)
+
+    return _param_tree(shape, struct, struct)
+
+
+def _param_tree(shape: ModelShape, normal, ones) -> dict:
+    """The parameter layout, declared once: `normal(dims, scale)` and `ones(dims)` make each leaf."""
     d, f = shape.d_model, shape.d_ff
-
-    def normal(dims, scale):
-        return (scale * rng.standard_normal(dims)).astype(np.float32)
-
     out_scale = 0.02 / (2 * shape.n_layers) ** 0.5  # keeps the residual stream's variance flat in depth
     blocks = [
         {
-            "ln1": np.ones((d,), np.float32),
+            "ln1": ones((d,)),
             "wqkv_Dx3D": normal((d, 3 * d), 0.02),
             "wo_DxD": normal((d, d), out_scale),
-            "ln2": np.ones((d,), np.float32),
+            "ln2": ones((d,)),
             "w1_DxF": normal((d, f), 0.02),
             "w2_FxD": normal((f, d), out_scale),
         }
@@ -84,7 +95,7 @@ def init_params(shape: ModelShape, rng: np.random.Generator) -> dict:
         "embed_VxD": normal((shape.vocab_size, d), 0.02),
         "pos_LxD": normal((shape.seq_len, d), 0.01),
         "blocks": blocks,
-        "ln_f": np.ones((d,), np.float32),
+        "ln_f": ones((d,)),
     }
 
 

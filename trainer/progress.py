@@ -18,7 +18,7 @@ import json
 import os
 import sys
 
-from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress
+from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress, written
 from trainer import ckpt_storage
 from trainer.clock import Clock
 
@@ -73,7 +73,7 @@ class ProgressWriter:
             return
         self._next_write = self._clock.monotonic() + self._period_s
         self._update(updated_at=self._clock.time())
-        text = json.dumps(self.progress.to_json(), sort_keys=True) + "\n"
+        text = json.dumps(written(self.progress), sort_keys=True) + "\n"
         try:
             ckpt_storage.write_whole(self.path, text, tmp_name=f".{PROGRESS_FILE}.{os.getpid()}.partial")
         except OSError as exc:  # publishing progress must never stop training

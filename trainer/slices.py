@@ -167,6 +167,8 @@ class SimulatedSlices(SliceBackend):
 
     def _mark_down(self, fault: Fault) -> None:
         revive_after = self._faults.revive_after
+        if fault.revive_at_step is not None:  # an explicit +R wins over --revive-after
+            revive_after = None
         at_time = None if revive_after is None else self._clock.monotonic() + revive_after
         self._down[fault.slice] = (at_time, fault.revive_at_step)
 

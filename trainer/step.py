@@ -19,7 +19,7 @@ import numpy as np
 from trainer import mesh as meshlib
 from trainer import sharding
 from trainer.memory import compiled_bytes
-from trainer.model import ModelShape, init_params, loss_fn
+from trainer.model import ModelShape, init_params, loss_fn, param_shapes
 from trainer.optim import make_optimizer
 
 if TYPE_CHECKING:
@@ -79,8 +79,7 @@ def host_init_state(cfg) -> dict:
 def abstract_state(cfg):
     """Shapes and dtypes of the train state, without allocating it."""
     shape, optimizer = ModelShape.from_config(cfg), make_optimizer(cfg)
-    params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype),
-                          init_params(shape, np.random.default_rng(0)))
+    params = param_shapes(shape)
     return {"params": params, "opt_state": jax.eval_shape(optimizer.init, params)}
 
 

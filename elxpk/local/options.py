@@ -7,8 +7,10 @@ values with the same message, and `trainer_config()` builds the trainer's `Train
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,16 +131,48 @@ class LocalRunOptions:
             problems.append(f"--revive-after {revive_after!r}: {exc}; give seconds, e.g. 2 or 1.5s")
             revive = DEFAULT_REVIVE_AFTER
         problems.extend(_kill_problems(kills, shared["num_slices"], shared["steps"], mode))
-        if not str(run_dir).strip():
-            problems.append("--run-dir: must not be empty")
+        run_dir_value, run_dir_problem = check_setting("run_dir", run_dir)
+        if run_dir_problem:
+            problems.append(run_dir_problem)
         model = dict(LOCAL_MODEL)
         problems.extend(_model_overrides(trainer_args, model))
         if problems:
             raise UsageError(*problems)
-        opts = cls(run_dir=Path(run_dir), kill_slice=kills, no_faults=no_faults, revive_after=revive, mode=mode,
+        opts = cls(run_dir=Path(run_dir_value), kill_slice=kills, no_faults=no_faults, revive_after=revive, mode=mode,
                    live=live, report=report, model=model, **shared)
-        opts.trainer_config(opts.faults_for(fresh=True))  # the trainer's cross-field checks, before any I/O
+        with in_local_words():
+            opts.trainer_config(opts.faults_for(fresh=True))  # the trainer's cross-field checks, before any I/O
         return opts
+
+
+_FLAG = re.compile(r"(?<![\w=-])--([a-z][a-z0-9-]*)")
+# The trainer's flags that `local run` spells otherwise; the rest of what it sets itself has no flag here.
+_LOCAL_SPELLING = {"fault": "--kill-slice", "revive_after": "--revive-after", "run_dir": "--run-dir",
+                   "steps": "--steps", "num_slices": "--num-slices", "checkpoint_period": "--checkpoint-period",
+                   "seed": "--seed"}
+
+
+def local_words(message: str) -> str:
+    """A trainer message with each trainer flag named as `local run` takes it: its own flags as they are,
+    every other setting as --trainer-arg=--NAME."""
+    from elxpk_contract.settings import FIELDS
+
+    def spell(match: re.Match) -> str:
+        name = match.group(1).replace("-", "_")
+        if name in _LOCAL_SPELLING:
+            return _LOCAL_SPELLING[name]
+        return f"--trainer-arg=--{match.group(1)}" if name in FIELDS and name not in _OWN else match.group(0)
+
+    return _FLAG.sub(spell, message)
+
+
+@contextlib.contextmanager
+def in_local_words() -> Iterator[None]:
+    """Re-raise the trainer's UsageError with its flags named as `local run` takes them."""
+    try:
+        yield
+    except UsageError as exc:
+        raise UsageError(*(local_words(m) for m in str(exc).splitlines())) from None
 
 
 def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
@@ -155,7 +189,7 @@ def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
             continue
         value, problem = check_setting(name, raw, flag_name(name))
         if problem:
-            problems.append(f"--trainer-arg {problem}")
+            problems.append(f"--trainer-arg={problem}")
         else:
             model[name] = value
     return problems
@@ -181,35 +215,26 @@ def config_flags(cfg: TrainerConfig) -> list[str]:
 
 
 def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | None, mode: str) -> list[str]:
-    """Each kill spec against the slices and steps (None: that flag was refused; its checks are skipped)."""
+    """Each kill spec against the slices and steps (None: that flag was refused; its checks are skipped).
+    The contract's grammar and rules (elxpk_contract.faults), the same for every fault kind as the
+    trainer's; multi-controller kills a process at a step, so it takes K@STEP only."""
     problems = []
     for spec in kills:
-        match = _STEP_KILL.fullmatch(spec)
-        if mode == "multi-controller" and not match:
+        if mode == "multi-controller" and not _STEP_KILL.fullmatch(spec):
             problems.append(f"--kill-slice {spec!r}: multi-controller kills a process at a step; use K@STEP, e.g. 1@120")
             continue
-        if not match:
-            problems.extend(_trainer_grammar(spec, num_slices))
-            continue
-        k, step = int(match.group(1)), int(match.group(2))
-        if num_slices is not None and k >= num_slices:
-            problems.append(
-                f"--kill-slice {spec!r}: slice {k} does not exist with --num-slices {num_slices} "
-                f"(slices are 0..{num_slices - 1})"
-            )
-        if steps is not None and step >= steps:
-            problems.append(f"--kill-slice {spec!r}: step {step} is never reached with --steps {steps}; "
-                            f"kill at a step below {steps}")
+        problems.extend(_trainer_grammar(spec, num_slices, steps))
     return problems
 
 
-def _trainer_grammar(spec: str, num_slices: int | None) -> list[str]:
-    """The trainer's richer fault grammar (K@save:S, K@data:S, K@restore, +REVIVE): the contract's checks."""
+def _trainer_grammar(spec: str, num_slices: int | None, steps: int | None) -> list[str]:
+    """The trainer's fault grammar (K@S, K@mid:S, K@save:S, K@data:S, K@hang:S, K@restore, +REVIVE): the
+    contract's checks, named as this command's flag."""
     from elxpk_contract.faults import FaultSchedule
 
     try:
         schedule = FaultSchedule.parse([spec])
     except ValueError as exc:
         return [line.replace("--fault", "--kill-slice", 1) for line in str(exc).splitlines()]
-    found = schedule.problems(num_slices) if num_slices is not None else []
+    found = schedule.problems(num_slices, steps) if num_slices is not None else []
     return [p.replace("--fault", "--kill-slice", 1) for p in found]

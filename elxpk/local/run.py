@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from elxpk.errors import UsageError
-from elxpk.local.options import LocalRunOptions
+from elxpk.local.options import LocalRunOptions, in_local_words
 from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
 from elxpk.local.view import make_view
@@ -118,8 +118,33 @@ def local_run(
     check_run_dir(opts.run_dir)
     existing = inspect_run_dir(opts.run_dir)
     faults = opts.faults_for(fresh=existing.fresh)
-    cfg = opts.trainer_config(faults)
+    with in_local_words():
+        cfg = opts.trainer_config(faults)
+    from trainer.ckpt_storage import refuse_unsafe_checkpoints
+
+    given = "checkpoint_dir" in opts.model  # else RUN_DIR/checkpoints
+    refuse_unsafe_checkpoints(cfg.checkpoint_path, "--trainer-arg=--checkpoint-dir" if given else "--run-dir")
     check_same_configuration(existing, cfg)
+    created = [p for p in (opts.run_dir, *opts.run_dir.parents) if not p.exists()]  # deepest first
+    try:
+        return _locked_run(opts, existing, faults, cfg, out, clock, dataset)
+    except UsageError:
+        _remove_if_untouched(created)  # a refusal from inside the trainer (memory, data) leaves nothing behind
+        raise
+
+
+def _remove_if_untouched(created: list[Path]) -> None:
+    """Remove the directories this run created, if they hold nothing but its lock."""
+    for path in created:
+        try:
+            (path / LOCK).unlink(missing_ok=True)
+            path.rmdir()
+        except OSError:  # something was written after all: keep it
+            return
+
+
+def _locked_run(opts: LocalRunOptions, existing: ExistingRun, faults: tuple[str, ...], cfg: TrainerConfig,
+                out: TextIO, clock: Callable[[], float], dataset) -> LocalRunResult:
     with run_dir_lock(opts.run_dir):
         existing = inspect_run_dir(opts.run_dir)  # again, now that no other run can change it
         trained = existing.steps_done < opts.steps
@@ -130,7 +155,8 @@ def local_run(
             plan = f"kill {', '.join(faults)}" if faults else "no faults"
             print(f"training {opts.steps} steps in {opts.run_dir} ({mode}; {plan})", file=out, flush=True)
             progress = RunProgress(total_steps=opts.steps, num_slices=opts.num_slices, clock=clock)
-            _train(opts, cfg, faults, progress, out, dataset)
+            with in_local_words():  # the trainer's refusals (memory, data, topology) in this command's flags
+                _train(opts, cfg, faults, progress, out, dataset)
         else:
             print(f"{opts.run_dir} already has {existing.steps_done} steps; pass --steps above "
                   f"{existing.steps_done} to extend it", file=out, flush=True)

@@ -20,9 +20,11 @@ from elxpk_contract.records import (
     FailureDetected,
     FirstStepAfterRecovery,
     Metric,
+    Preempted,
     ResizeRefused,
     RestoreDone,
     RestoreStarted,
+    RunFinished,
     RunStarted,
     SlicesReady,
 )
@@ -44,6 +46,8 @@ class RecoveryTimeline:
     state_source: str = ""  # restore_done's: live, checkpoint or init ("" in older records)
     live_fallback: str = ""  # why a live recovery fell back to the checkpoint
     refused_widths: tuple[int, ...] = ()  # slice counts a resize was refused at (memory): the run waited instead
+    interrupted: bool = False  # another failure came before its first step (e.g. a slice lost during the restore)
+    undetected: bool = False  # no failure_detected: a session ended unannounced (SIGKILL) and a new one restored
 
     @property
     def live(self) -> bool:
@@ -83,12 +87,15 @@ class RecoveryTimeline:
             "state_source": self.state_source,
             "live_fallback": self.live_fallback,
             "refused_widths": list(self.refused_widths),
+            "interrupted": self.interrupted,
+            "undetected": self.undetected,
         }
 
     def describe(self) -> str:
         """One line, e.g. 'slice 1 lost at step 120; restored step 100 in 0.4 s; step 100 reached 2.1 s ...'."""
         who = "slice " + ",".join(map(str, self.lost)) if self.lost else "a slice"
-        parts = [f"{who} lost at step {self.failure_step if self.failure_step is not None else '?'}"]
+        at = self.failure_step if self.failure_step is not None else "?"
+        parts = [f"session ended unannounced (killed) at step {at}" if self.undetected else f"{who} lost at step {at}"]
         if self.cold_restart:
             parts.append("cold restart")
         if self.restored_step is not None:
@@ -107,6 +114,8 @@ class RecoveryTimeline:
             parts.append(f"step {step} reached {self.first_step_s:.1f} s after the failure")
             if self.caught_up_s is not None and self.failure_step is not None and self.rewound_steps:
                 parts.append(f"step {self.failure_step + 1} after {self.caught_up_s:.1f} s")
+        elif self.interrupted:
+            parts.append("interrupted by another failure before its first step (the next recovery carries on)")
         else:
             parts.append("not recovered")
         return "; ".join(parts)
@@ -120,7 +129,7 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
     """
     found: list[RecoveryTimeline] = []
     # By time, not file order: a supervisor writes its events once the group it watched is down.
-    timed = sorted(events, key=lambda e: e.time)
+    timed = sorted([*events, *_unannounced_ends(events, metrics)], key=lambda e: e.time)
     starts = [i for i, e in enumerate(timed) if isinstance(e, FailureDetected)]
     for n, i in enumerate(starts):
         detect = timed[i]
@@ -167,9 +176,32 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
                 state_source=_state_source(done),
                 live_fallback=done.live_fallback if isinstance(done, RestoreDone) else "",
                 refused_widths=tuple(refused),
+                interrupted=first_step_s is None and n + 1 < len(starts),
+                undetected=detect.kind == _UNANNOUNCED,
             )
         )
     return found
+
+
+_UNANNOUNCED = "session_ended_unannounced"
+
+
+def _unannounced_ends(events: Sequence[Event], metrics: Sequence[Metric]) -> list[FailureDetected]:
+    """A failure for each session that ended with no record of why (a SIGKILL, an OOM kill, a stall exit)
+    and was followed by a new session: nobody wrote failure_detected, yet the new session restores and
+    re-executes what the old one had done. Dated at the old session's last record, at the step it was on."""
+    sessions = sorted(e.time for e in events if isinstance(e, RunStarted))
+    ends = []
+    for began, restarted in zip(sessions, sessions[1:], strict=False):
+        inside = [e for e in events if began <= e.time < restarted]
+        if any(isinstance(e, (FailureDetected, RunFinished, Preempted)) for e in inside):
+            continue  # announced: a detected failure, a finished session (then extended) or a preemption
+        done = [m for m in metrics if began <= m.time < restarted]
+        last = max([*(e.time for e in inside), *(m.time for m in done)])
+        step = max((m.step for m in done), default=-1) + 1
+        ends.append(FailureDetected(time=last, step=step, kind=_UNANNOUNCED, source="report",
+                                    error="the session ended without a record (killed); its restart found it"))
+    return ends
 
 
 def _state_source(done: Event | None) -> str:

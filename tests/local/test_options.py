@@ -72,7 +72,7 @@ def test_trainer_config_is_built_directly_with_the_local_model():
     assert TrainerConfig.from_args(config_flags(cfg)) == cfg
 
 
-@pytest.mark.parametrize(("arg", "says"), [("--d-model=abc", "--trainer-arg --d-model 'abc': must be a whole number"),
+@pytest.mark.parametrize(("arg", "says"), [("--d-model=abc", "--trainer-arg=--d-model 'abc': must be a whole number"),
                                            ("--steps=5", "--trainer-arg '--steps=5': use --NAME=VALUE"),
                                            ("--no-such=1", "--trainer-arg '--no-such=1'")])
 def test_trainer_args_are_checked_by_the_table(arg, says):
@@ -83,5 +83,5 @@ def test_trainer_args_are_checked_by_the_table(arg, says):
 
 def test_cross_field_problems_are_found_before_any_io():
     # 16 examples do not split over 3 slices x 2 devices: the trainer's own check, at option time.
-    with pytest.raises(UsageError, match=r"--global-batch 16: must divide evenly over 3 slice"):
+    with pytest.raises(UsageError, match=r"^--trainer-arg=--global-batch 16: must divide evenly over 3 slice"):
         LocalRunOptions.from_flags(**flags(num_slices="3"))

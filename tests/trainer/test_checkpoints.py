@@ -87,7 +87,7 @@ def test_corrupt_latest_checkpoint_is_skipped_and_the_previous_restored(
     assert run.events_named("restore_done")[0]["step"] == STEPS - cfg.checkpoint_period
     ref = reference_run.last_by_step()
     assert {r["step"]: r["loss"] for r in run.metrics} == {s: ref[s]["loss"] for s in range(12, STEPS)}
-    quarantined = list((tmp_path / "checkpoints-quarantine").iterdir())
+    quarantined = list((tmp_path / "checkpoints" / "elxpk-quarantine").iterdir())
     assert len(quarantined) == 1 and quarantined[0].name.startswith(f"{STEPS}-")
 
 
@@ -121,6 +121,6 @@ def test_checkpoint_recording_another_step_than_its_directory_is_skipped(referen
     assert run.events_named("restore_done")[0]["step"] == STEPS
     assert [r["step"] for r in run.metrics] == list(range(STEPS, fake))  # no step was skipped
     assert run.metrics[0]["examples"][0] == STEPS * cfg.global_batch  # the data position of step 16
-    (moved,) = (tmp_path / "checkpoints-quarantine").iterdir()
+    (moved,) = (tmp_path / "checkpoints" / "elxpk-quarantine").iterdir()
     assert moved.name.startswith(f"{fake}-")
     assert (moved / "elxpk_skip_reason.txt").read_text().strip() == skipped["reason"]

@@ -20,7 +20,7 @@ from tests.support.runs import PERIOD, STEPS
 
 # The modules that handle the checkpoint directory, and the only os calls they may make.
 CHECKPOINT_MODULES = ("checkpoint.py", "digest.py", "ckpt_storage.py")
-ALLOWED_OS = {"os.fspath", "os.path.abspath"}
+ALLOWED_OS = {"os.fspath", "os.path.abspath", "os.path.realpath", "os.getcwd"}  # the last two: the working-directory check
 
 
 def test_checkpoint_file_operations_work_on_gs_paths(reference_run):
@@ -44,11 +44,11 @@ def test_checkpoint_file_operations_work_on_gs_paths(reference_run):
                                   ["gs://bucket/run/ckpt/24.orbax-checkpoint-tmp", 24]]
     assert out["after_cleanup"] == sorted(str(s) for s in steps)
     assert out["corrupt_reason"].startswith("file changed: state/")
-    assert out["quarantine_target"] == f"gs://bucket/run/ckpt-quarantine/{newest}-1234"
+    assert out["quarantine_target"] == f"gs://bucket/run/ckpt/elxpk-quarantine/{newest}-1234"
     assert out["quarantine_files"] == sorted([*out["source_files"], "elxpk_skip_reason.txt"])
     assert not out["source_exists"]
     assert out["skip_reason"] == out["corrupt_reason"] + "\n"
-    assert out["steps_after"] == sorted(str(s) for s in steps[:-1])
+    assert out["steps_after"] == sorted([*(str(s) for s in steps[:-1]), "elxpk-quarantine"])
 
 
 def test_local_leftovers_and_quarantine_keep_their_local_behaviour(tmp_path):
@@ -61,7 +61,7 @@ def test_local_leftovers_and_quarantine_keep_their_local_behaviour(tmp_path):
     # Locally orbax commits by rename, so a step directory without gs://'s marker is committed.
     assert [(p.name, s) for p, s in ckpt_storage.uncommitted(root)] == [(f"12{ckpt_storage.TMP_SUFFIX}", 12)]
     target = ckpt_storage.quarantine(root, 8, "file changed: state/data", now_ms=5)
-    assert target == tmp_path / "ckpt-quarantine" / "8-5"
+    assert target == tmp_path / "ckpt" / "elxpk-quarantine" / "8-5"
     assert sorted(ckpt_storage.files_under(target)) == ["elxpk_skip_reason.txt", "state/data"]
     assert not (root / "8").exists() and (root / "4").is_dir()
 
