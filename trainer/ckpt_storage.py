@@ -88,12 +88,15 @@ def remove_tree(path: epath.Path, *, ignore_errors: bool = False) -> None:
             raise
 
 
-def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None) -> epath.Path:
+def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None,
+               name: str | None = None) -> epath.Path:
     """Move step `step` to `<directory>-quarantine/<step>-<ms>/` with its skip reason; return the target.
+    `name`: the entry to move when it is not `<step>` (orbax's `<step>.orbax-checkpoint-tmp` of a save that
+    never committed; `elxpk checkpoint inspect --quarantine` moves those too).
 
     Moved rather than marked: orbax lists every committed step directory, so a marker alone would leave
     the step in orbax's list, and a later save of the same step number would be refused."""
-    source = directory / str(step)
+    source = directory / (name or str(step))
     stamp = int(time.time() * 1000) if now_ms is None else now_ms
     target = directory.parent / f"{directory.name}-quarantine" / f"{step}-{stamp}"
     if not is_object_store(directory):
