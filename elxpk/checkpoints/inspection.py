@@ -98,8 +98,8 @@ def _is_step_entry(name: str) -> bool:
 def resolve(arg: str) -> Any:
     """The directory holding the `<step>/` entries: DIR itself, else DIR/checkpoints. UsageError (exit 2)
     when DIR does not exist, is a file, or holds other things and no checkpoint."""
-    from trainer import ckpt_storage
     from elxpk_contract.records import PROGRESS_FILE
+    from trainer import ckpt_storage
 
     if not arg.strip():
         raise UsageError("DIR: empty; give the checkpoint directory, e.g. gs://BUCKET/RUN/checkpoints")
@@ -173,12 +173,12 @@ def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None
     if not isinstance(meta, dict):
         return UNREADABLE, f"{STEP_METADATA} is a JSON {type(meta).__name__}, not an object"
     handlers = meta.get("item_handlers")
-    items = sorted(handlers) if isinstance(handlers, dict) else []
-    for item in items:
+    items: dict = handlers if isinstance(handlers, dict) else {}
+    for item, handler in sorted(items.items()):
         folder = step_dir / item
         if not folder.is_dir():
             return TORN, f"item {item!r} missing (listed in {STEP_METADATA})"
-        if "PyTree" in str(handlers[item]) or "Standard" in str(handlers[item]):
+        if "PyTree" in str(handler) or "Standard" in str(handler):
             tree, problem = _read_json(folder / ITEM_METADATA)
             if tree is None:
                 return (TORN if problem.startswith("no ") else UNREADABLE), f"item {item!r}: {problem}"
@@ -281,13 +281,13 @@ def _cadence(result: Inspection) -> None:
     """Gaps of two periods or more between committed saves, and after the last one (the trainer's step)."""
     numbers = sorted({s.step for s in result.steps})
     if result.period is None and len(numbers) >= 2:
-        result.period = min(b - a for a, b in zip(numbers, numbers[1:]))
+        result.period = min(b - a for a, b in zip(numbers, numbers[1:], strict=False))
         result.period_source = "inferred"
     period = result.period
     if period is None:
         return
     saved = [s.step for s in result.committed()]
-    for a, b in zip(saved, saved[1:]):
+    for a, b in zip(saved, saved[1:], strict=False):
         if b - a >= 2 * period:
             result.gaps.append((a, b))
             result.findings.append(f"no committed save between steps {a} and {b}: {(b - a) / period:g} periods "
