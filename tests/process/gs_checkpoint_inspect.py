@@ -22,8 +22,8 @@ fake_gcs.install()
 
 from etils import epath  # noqa: E402  (after the fake is registered, before epath caches a filesystem)
 
-from elxpk.cli.main import main  # noqa: E402
 from elxpk.checkpoints.inspection import TMP_STEP  # noqa: E402
+from elxpk.cli.main import main  # noqa: E402
 from trainer import ckpt_storage  # noqa: E402
 
 URL = "gs://bucket/run/checkpoints"
