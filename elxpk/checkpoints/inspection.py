@@ -265,7 +265,8 @@ def _restore(result: Inspection) -> None:
         if s.state != COMMITTED:
             kept = "" if s.has_metadata or s.state != TORN else \
                 " (--quarantine leaves it: it holds no file orbax or the trainer writes)"
-            result.findings.append(f"step {s.step} ({s.name}) is {s.state}: {s.reason}{kept}")
+            name = "" if s.name == str(s.step) else f" ({s.name})"
+            result.findings.append(f"step {s.step}{name} is {s.state}: {s.reason}{kept}")
     if result.layout == TRAINER_LAYOUT:
         whole = result.committed()
         result.restore_step = whole[-1].step if whole else None
