@@ -168,7 +168,7 @@ def _trainer_problem(step_dir: Any, step: int) -> tuple[str, str] | None:
 
 def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None:
     """(state, reason) of a committed orbax step from its metadata and listing; None when whole."""
-    if meta is None:
+    if why:
         return (TORN, f"{why}: orbax writes it into every step") if why.startswith("no ") else (UNREADABLE, why)
     if not isinstance(meta, dict):
         return UNREADABLE, f"{STEP_METADATA} is a JSON {type(meta).__name__}, not an object"
@@ -180,7 +180,9 @@ def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None
             return TORN, f"item {item!r} missing (listed in {STEP_METADATA})"
         if "PyTree" in str(handler) or "Standard" in str(handler):
             tree, problem = _read_json(folder / ITEM_METADATA)
-            if tree is None:
+            if not problem and not isinstance(tree, dict):
+                problem = f"{ITEM_METADATA} is a JSON {type(tree).__name__}, not an object"
+            if problem:
                 return (TORN if problem.startswith("no ") else UNREADABLE), f"item {item!r}: {problem}"
     from trainer.ckpt_storage import files_under
 

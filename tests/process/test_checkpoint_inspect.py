@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from elxpk.checkpoints.inspection import TMP_STEP
 from elxpk_contract.records import PROGRESS_FILE, Progress
@@ -275,3 +277,43 @@ def test_an_empty_checkpoint_directory_is_healthy(tmp_path):
     done = elxpk(["checkpoint", "inspect", str(tmp_path / "checkpoints")], tmp_path)
     assert done.code == 0 and "no checkpoint saved yet" in done.out and "restore: none" in done.out
 
+
+
+# --- the reader never fails on what it reads ----------------------------------------------------------------
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                    max_leaves=12)
+CONTENT = st.one_of(st.binary(max_size=512), JSON.map(lambda v: json.dumps(v).encode()),
+                    st.dictionaries(st.sampled_from(["item_handlers", "commit_timestamp_nsecs", "version", "step",
+                                                     "files", "arrays", "fingerprint"]), JSON, max_size=5)
+                    .map(lambda v: json.dumps(v).encode()))
+
+
+@pytest.mark.parametrize("layout", ["orbax", "trainer"])
+def test_any_content_of_a_metadata_file_is_classified_never_raised(layout, orbax_dir, finished_short_run, tmp_path):
+    from elxpk.checkpoints.inspection import COMMITTED, inspect_directory
+    from trainer.ckpt_storage import checkpoint_root
+
+    source = orbax_dir if layout == "orbax" else finished_short_run / "checkpoints"
+    root = copy(source, tmp_path)
+    step = "6" if layout == "orbax" else "4"
+    files = (["_CHECKPOINT_METADATA", "items/_METADATA", "items/manifest.ocdbt"] if layout == "orbax"
+             else ["elxpk_digest.json", "_CHECKPOINT_METADATA"])
+    originals = {rel: (root / step / rel).read_bytes() for rel in files}
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(rel=st.sampled_from(files), content=CONTENT)
+    def check(rel, content):
+        (root / step / rel).write_bytes(content)
+        try:
+            report = inspect_directory(checkpoint_root(str(root)), None)
+            [found] = [s for s in report.steps if s.name == step]
+            assert found.state in ("committed", "torn", "unreadable")
+            assert (found.state == COMMITTED) == (found.reason == "")
+            if layout == "trainer" and rel == "elxpk_digest.json" and content != originals[rel]:
+                assert found.state != COMMITTED  # the digest is the trainer's record: any change shows
+        finally:
+            (root / step / rel).write_bytes(originals[rel])
+
+    check()
