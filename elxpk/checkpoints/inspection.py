@@ -91,8 +91,18 @@ def checkpoint_period(text: str | None) -> int | None:
     return int(value)
 
 
+def step_of(name: str) -> tuple[int, bool] | None:
+    """(step, whether it is orbax's temporary directory) of an entry name, or None when it is no step's.
+    More than 18 digits is no step (records.MAX_INDEX) and would not even convert (Python's 4300-digit cap)."""
+    tmp = TMP_STEP.match(name)
+    digits = tmp.group(1) if tmp else name
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        return None
+    return int(digits), tmp is not None
+
+
 def _is_step_entry(name: str) -> bool:
-    return name.isdigit() or TMP_STEP.match(name) is not None
+    return step_of(name) is not None
 
 
 def resolve(arg: str) -> Any:
@@ -224,7 +234,8 @@ def _layout(root: Any, names: list[str]) -> str:
     from elxpk_contract.records import PROGRESS_FILE
     from trainer.digest import DIGEST_FILE
 
-    if PROGRESS_FILE in names or any(n.isdigit() and (root / n / DIGEST_FILE).exists() for n in names):
+    numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1]]
+    if PROGRESS_FILE in names or any((root / n / DIGEST_FILE).exists() for n in numbered):
         return TRAINER_LAYOUT
     return ORBAX_LAYOUT if any(_is_step_entry(n) for n in names) else EMPTY
 
@@ -247,11 +258,11 @@ def inspect_directory(root: Any, period: int | None) -> Inspection:
     uncommitted = {p.name for p, _ in ckpt_storage.uncommitted(root)}  # the trainer's own definition
     steps = []
     for name in names:
-        tmp = TMP_STEP.match(name)
-        if tmp is None and not (name.isdigit() and (root / name).is_dir()):
+        parsed = step_of(name)
+        if parsed is None or not (parsed[1] or (root / name).is_dir()):
             continue
-        step = int(tmp.group(1)) if tmp else int(name)
-        steps.append(_inspect_step(root, name, step, name in uncommitted or tmp is not None, layout))
+        step, tmp = parsed
+        steps.append(_inspect_step(root, name, step, tmp or name in uncommitted, layout))
     steps.sort(key=lambda s: (s.step, s.name))
     result = Inspection(str(root), layout, steps, None, period, "--checkpoint-period" if period else "",
                         _trainer_step(root) if layout == TRAINER_LAYOUT else None)
@@ -262,7 +273,7 @@ def inspect_directory(root: Any, period: int | None) -> Inspection:
 
 def _restore(result: Inspection) -> None:
     """The trainer restores the newest step its check passes; orbax (MaxText) the newest it lists."""
-    listed = [s for s in result.steps if s.name.isdigit() and not s.reason.startswith("never committed")]
+    listed = [s for s in result.steps if s.name == str(s.step) and not s.reason.startswith("never committed")]
     for s in result.steps:
         if s.state != COMMITTED:
             kept = "" if s.has_metadata or s.state != TORN else \

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from elxpk.cli.options import RunOutput
-from elxpk.errors import CheckFailed, UsageError
+from elxpk.errors import CheckFailed, ElxpkError, UsageError
 from elxpk.output_formats import output_format
 
 
@@ -45,12 +45,15 @@ def inspect(
     root = inspection.resolve(directory)
     if quarantine:
         inspection.refuse_cwd(root)
-    result = inspection.inspect_directory(root, period)
-    if quarantine:
-        moved = inspection.quarantine(result, root, now_ms=int(time.time() * 1000))
-        if moved:
-            result = inspection.inspect_directory(root, period)
-        result.moved = moved
+    try:
+        result = inspection.inspect_directory(root, period)
+        if quarantine:
+            moved = inspection.quarantine(result, root, now_ms=int(time.time() * 1000))
+            if moved:
+                result = inspection.inspect_directory(root, period)
+            result.moved = moved
+    except OSError as exc:  # the listing or a move failed: storage, not the input
+        raise ElxpkError(f"DIR {directory}: {exc}") from None
     if fmt == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:

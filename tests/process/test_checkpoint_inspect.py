@@ -212,8 +212,11 @@ def test_quarantine_leaves_what_carries_no_orbax_or_trainer_file(orbax_dir, tmp_
     (root / "8.orbax-checkpoint-tmp").mkdir()  # a save killed before orbax wrote anything
     (root / "10").mkdir()
     (root / "10" / "notes.txt").write_text("someone else's")
+    no_step = root / ("9" * 200)  # no step number (over 18 digits), whatever it holds
+    shutil.copytree(root / "2", no_step)
     code, report, _ = inspect(root, "--quarantine", cwd=tmp_path)
     assert code == 1 and report["moved"] == []
+    assert sorted(states(report)) == ["10", "2", "4", "6", "8.orbax-checkpoint-tmp"] and no_step.is_dir()
     assert (root / "8.orbax-checkpoint-tmp").is_dir() and (root / "10" / "notes.txt").is_file()
     assert not (root.parent / "checkpoints-quarantine").exists()
     assert all("--quarantine leaves it" in f for f in report["findings"] if f.startswith("step "))
