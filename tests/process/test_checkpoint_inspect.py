@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elxpk.checkpoints.inspection import TMP_STEP
+from elxpk.checkpoints.inspection import MARKS, TMP_STEP
 from elxpk_contract.records import PROGRESS_FILE, Progress
 from tests.conftest import REPO_ROOT
 from tests.process.conftest import elxpk, user_env
@@ -46,16 +46,25 @@ def orbax_latest(directory: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def kill_mid_save(args: list[str], checkpoints: Path, cwd: Path, *, step: int | None = None) -> str:
+def _written(tmp: Path) -> bool:
+    try:
+        return any(p.name in MARKS for p in tmp.rglob("*"))
+    except OSError:  # renamed away while listed: the save committed
+        return False
+
+
+def kill_mid_save(args: list[str], checkpoints: Path, cwd: Path, *, step: int | None = None,
+                  written: bool = False) -> str:
     """Start a writer, SIGKILL it as soon as orbax's temporary directory of a save (of `step`, or any)
-    appears, and return that directory's name. Polled, never timed."""
+    appears (with `written`: once orbax has written its metadata into it), and return that directory's
+    name. Polled, never timed."""
     proc = subprocess.Popen(args, cwd=cwd, env=user_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
             names = [p.name for p in checkpoints.iterdir()] if checkpoints.is_dir() else []
             torn = [n for n in names if (m := TMP_STEP.match(n)) and (step is None or int(m.group(1)) == step)]
-            if torn:
+            if torn and (not written or _written(checkpoints / torn[0])):
                 proc.kill()
                 proc.wait()
                 return torn[0]
@@ -77,10 +86,12 @@ def orbax_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def killed_orbax_dir(tmp_path_factory) -> tuple[Path, str]:
-    """Saves 2 and 4 committed, then the process SIGKILLed while orbax writes step 6 (256 MiB)."""
+    """Saves 2 and 4 committed, then the process SIGKILLed while orbax writes step 6 (256 MiB), once orbax
+    has written its first files there (a kill before that leaves an empty directory: see the test of what
+    --quarantine leaves)."""
     root = tmp_path_factory.mktemp("killed") / "checkpoints"
     name = kill_mid_save([sys.executable, "-m", "tests.support.orbax_writer", str(root), "2:1,4:1,6:256"], root,
-                         REPO_ROOT, step=6)
+                         REPO_ROOT, step=6, written=True)
     assert not (root / "6").exists()
     return root, name
 
@@ -144,9 +155,12 @@ def test_a_save_killed_mid_write_by_sigkill_is_torn_and_quarantine_moves_it(kill
 
 
 def test_a_trainer_killed_mid_save_leaves_a_torn_step_that_inspect_finds(tmp_path):
-    run = tmp_path / "run"
-    flags = ["--run-dir", str(run), "--steps", "40", "--checkpoint-period", "2"]
-    name = kill_mid_save([sys.executable, "-m", "trainer", *flags], run / "checkpoints", tmp_path)
+    for attempt in range(3):  # the kill can land just after a small save's commit: then kill again
+        run = tmp_path / f"run{attempt}"
+        flags = ["--run-dir", str(run), "--steps", "40", "--checkpoint-period", "2"]
+        name = kill_mid_save([sys.executable, "-m", "trainer", *flags], run / "checkpoints", tmp_path)
+        if (run / "checkpoints" / name).exists():
+            break
     code, report, _ = inspect(run, "--checkpoint-period", "2", cwd=tmp_path)
     assert code == 1 and report["layout"] == "elxpk trainer"
     assert states(report)[name][0] == "torn"
