@@ -53,6 +53,10 @@ def is_object_store(path: epath.PathLike) -> bool:
     return "://" in os.fspath(path)
 
 
+def _carries_step_metadata(path: epath.Path) -> bool:
+    return any((path / m).exists() for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
+
+
 def is_step_dir(path: epath.Path) -> bool:
     """Whether `path` is a step directory of a checkpoint: a canonical step number (what orbax names a step
     and the run records can hold) carrying this trainer's or orbax's metadata. Nothing else in a checkpoint
@@ -62,7 +66,26 @@ def is_step_dir(path: epath.Path) -> bool:
     name = path.name
     if not (name.isascii() and name.isdigit() and str(int(name)) == name and int(name) <= MAX_INDEX):
         return False
-    return any((path / m).exists() for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
+    return _carries_step_metadata(path)
+
+
+def _is_step_entry(path: epath.Path, step: int) -> bool:
+    """A temporary entry of step `step` (`<step>.orbax-checkpoint-tmp...`) with orbax's or the trainer's files."""
+    name, prefix = path.name, str(step)
+    if not (name == prefix or (name.startswith(prefix) and not name[len(prefix)].isdigit())):
+        return False
+    return _carries_step_metadata(path)
+
+
+def cwd_or_parent(root: epath.Path) -> str:
+    """'the working directory' or 'a parent of the working directory (...)' when `root` is either, else ''.
+    Nothing elxpk moves may lie under the shell's feet."""
+    if is_object_store(root):
+        return ""
+    real, cwd = os.path.realpath(os.fspath(root)), os.path.realpath(os.getcwd())
+    if cwd == real:
+        return "the working directory"
+    return f"a parent of the working directory ({cwd})" if cwd.startswith(real.rstrip(os.sep) + os.sep) else ""
 
 
 def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-dir") -> None:
@@ -73,12 +96,10 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
     from elxpk_contract.errors import UsageError
 
     root = checkpoint_root(checkpoint_dir)
-    if not is_object_store(root):
-        real, cwd = os.path.realpath(os.fspath(root)), os.path.realpath(os.getcwd())
-        if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
-            where = "the working directory" if cwd == real else f"a parent of the working directory ({cwd})"
-            raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "
-                             "their own, e.g. RUN_DIR/checkpoints (the default)")
+    where = cwd_or_parent(root)
+    if where:
+        raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "
+                         "their own, e.g. RUN_DIR/checkpoints (the default)")
     try:
         children = list(root.iterdir()) if root.is_dir() else []
     except OSError as exc:
@@ -132,15 +153,19 @@ def remove_tree(path: epath.Path, *, ignore_errors: bool = False) -> None:
             raise
 
 
-def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None) -> epath.Path:
+def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None,
+               name: str | None = None) -> epath.Path:
     """Move step `step` to `<directory>/elxpk-quarantine/<step>-<ms>/` with its skip reason; return the target.
+    `name`: the entry to move when it is not `<step>` (orbax's `<step>.orbax-checkpoint-tmp` of a save that
+    never committed; `elxpk checkpoint inspect --quarantine` moves those too).
 
     Moved rather than marked: orbax lists every committed step directory, so a marker alone would leave
     the step in orbax's list, and a later save of the same step number would be refused. The quarantine
     stays inside the checkpoint directory (orbax lists only numbered names), so nothing outside it is
-    written; only a step directory of a checkpoint (`is_step_dir`) is ever moved."""
-    source = directory / str(step)
-    if not is_step_dir(source):
+    written; only a step directory of a checkpoint (`is_step_dir`, or a temporary one of that step carrying
+    the same metadata) is ever moved."""
+    source = directory / (name or str(step))
+    if not (is_step_dir(source) if name is None else _is_step_entry(source, step)):
         raise ValueError(f"{source} is not a checkpoint step directory; not moving it")
     stamp = int(time.time() * 1000) if now_ms is None else now_ms
     target = directory / QUARANTINE_DIR / f"{step}-{stamp}"

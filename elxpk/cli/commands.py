@@ -31,6 +31,7 @@ class Command:
 GROUPS: dict[str, str] = {
     "workload": "Create and follow elastic Pathways/JobSet workloads (kubectl-style verbs).",
     "local": "Run the elastic loop on this machine: simulated slices, injected faults.",
+    "checkpoint": "Check a checkpoint directory (local or gs://): whole, torn and skipped saves.",
 }
 
 # Order is the order of `elxpk --help` and `elxpk workload --help`.
@@ -47,6 +48,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(("workload", "kill-slice"), "elxpk.cli.workload_ops", "kill_slice"),
     Command(("workload", "events"), "elxpk.cli.workload_events", "events"),
     Command(("local", "run"), "elxpk.cli.local", "run"),
+    Command(("checkpoint", "inspect"), "elxpk.cli.checkpoint", "inspect"),
     Command(("report",), "elxpk.cli.report", "report"),
     Command(("compare",), "elxpk.cli.compare", "compare"),
     Command(("plan",), "elxpk.cli.plan", "plan"),

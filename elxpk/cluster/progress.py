@@ -9,17 +9,42 @@ filesystem) is read directly, gs:// through the JSON API (elxpk/cluster/gcs.py).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from elxpk.cluster.status import HEAD, worker_replicated_job
 from elxpk.errors import ElxpkError
 
+if TYPE_CHECKING:
+    from elxpk_contract.records import Progress
+
 SETTING = "checkpoint_dir"
+PERIOD = "checkpoint_period"
 
 
 def checkpoint_dir(jobset: dict) -> str | None:
+    return setting_value(jobset, SETTING)
+
+
+def checkpoint_period(jobset: dict) -> int:
+    """The save period the workload gives its trainer (env or flag, as for the directory), else the default."""
+    from elxpk_contract.settings import default
+
+    value = setting_value(jobset, PERIOD)
+    return int(value) if value is not None and value.strip().isdigit() and int(value) > 0 else int(default(PERIOD))
+
+
+def saves_stopped(progress: Progress, period: int) -> bool:
+    """A running trainer two periods or more past its last committed save (or past step 0 without one): the
+    cadence `elxpk checkpoint inspect` checks, from the record alone."""
+    return progress.state == "running" and progress.steps_done - (progress.checkpoint_step or 0) >= 2 * period
+
+
+def setting_value(jobset: dict, setting: str) -> str | None:
+    """A trainer setting as the workload gives it: its ELXPK_* env or its --flag in the trainer container's
+    command (the Pathways head's, else the first worker's)."""
     from elxpk_contract.settings import env_name, flag_name
 
-    env, flag = env_name(SETTING), flag_name(SETTING)
+    env, flag = env_name(setting), flag_name(setting)
     rjobs = jobset.get("spec", {}).get("replicatedJobs") or []
     worker = worker_replicated_job(jobset)
     ordered = [r for r in rjobs if r.get("name") == HEAD] + ([worker] if worker else [])
@@ -74,4 +99,6 @@ def progress_of(jobset: dict, now: float) -> tuple[dict | None, str]:
     data["directory"] = directory
     data["step_age_s"] = progress.step_age(now)
     data["checkpoint_age_s"] = progress.checkpoint_age(now)
+    data["checkpoint_period"] = period = checkpoint_period(jobset)
+    data["saves_stopped"] = saves_stopped(progress, period)
     return data, ""

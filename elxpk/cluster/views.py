@@ -94,7 +94,12 @@ def progress_text(progress: dict) -> str:
     else:
         ckpt = f"checkpoint {progress['checkpoint_step']} committed {age(progress.get('checkpoint_age_s'))}"
     state = progress.get("state", "running")
-    return f"{step}; {ckpt}" + (f"; trainer {state}" if state != "running" else "")
+    stopped = ""
+    if progress.get("saves_stopped"):
+        last = progress.get("checkpoint_step") or 0
+        stopped = (f"; [yellow]saves stopped: no checkpoint for {progress['steps_done'] - last} steps (period "
+                   f"{progress.get('checkpoint_period')}): elxpk checkpoint inspect {progress.get('directory')}[/yellow]")
+    return f"{step}; {ckpt}" + (f"; trainer {state}" if state != "running" else "") + stopped
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:

@@ -219,6 +219,22 @@ def test_status_shows_trainer_progress_and_ages(fake, clock, kube, capsys, k, tm
     assert code == 0 and "elxpk-progress.json: not JSON" in out
 
 
+def test_status_warns_when_saves_stopped_two_periods_ago(fake, clock, kube, capsys, k, tmp_path):
+    jobset = _with_checkpoint_dir(str(tmp_path))
+    head = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    head["env"].append({"name": "ELXPK_CHECKPOINT_PERIOD", "value": "15"})
+    running(fake, clock, jobset)
+    _write_progress(tmp_path)  # step 130, the last checkpoint at 100: two periods of 15
+    status = fetch_status(kube, "default", "train", now=clock(), with_progress=True)
+    assert (status.progress["checkpoint_period"], status.progress["saves_stopped"]) == (15, True)
+    code, out, _ = run_cli(capsys, "workload", "status", "train", *k)
+    assert code == 0 and "saves stopped: no checkpoint for 30 steps (period 15)" in " ".join(out.split())
+    _write_progress(tmp_path, checkpoint_step=120)
+    assert not fetch_status(kube, "default", "train", now=clock(), with_progress=True).progress["saves_stopped"]
+    _write_progress(tmp_path, state="done")  # a finished run saves no more
+    assert not fetch_status(kube, "default", "train", now=clock(), with_progress=True).progress["saves_stopped"]
+
+
 def test_status_reads_progress_from_gcs(fake, clock, kube, gcs):
     from elxpk_contract.records import Progress
 

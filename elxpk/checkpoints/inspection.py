@@ -1,0 +1,336 @@
+"""What a checkpoint directory holds, step by step: committed, torn or unreadable; the step a restore takes;
+the save cadence achieved. `elxpk checkpoint inspect DIR [--quarantine]`.
+
+Two layouts, both orbax CheckpointManager directories of `<step>/` entries:
+- the bundled trainer's (trainer/checkpoint.py): each step also holds `elxpk_digest.json`, the record of
+  its files and sizes. A step is whole when the trainer's own check passes (`trainer.digest.verify`); the
+  trainer restores the newest whole step (the arrays' fingerprints are checked then, on the devices).
+- MaxText's (`base_output_directory/run_name/checkpoints/<step>`), orbax alone: a step is whole when orbax
+  committed it and its metadata is there and parses (`_CHECKPOINT_METADATA`, each item's `_METADATA`, the
+  OCDBT manifests, no empty file). Without a digest a truncated array file cannot be seen from the listing.
+  MaxText restores orbax's newest listed step whatever it holds: a torn one there is what `--quarantine`
+  moves aside.
+
+A save that never committed is what the trainer calls uncommitted (`trainer.ckpt_storage.uncommitted`:
+orbax's `<step>.orbax-checkpoint-tmp` directory; on `gs://` a `<step>/` without orbax's commit marker).
+Every file operation goes through etils.epath, as orbax's and the trainer's do, so `gs://` works wherever
+gcsfs is installed. Nothing here imports jax: reading a listing and a few small JSON files needs none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from elxpk.errors import ElxpkError, UsageError
+
+COMMITTED, TORN, UNREADABLE = "committed", "torn", "unreadable"
+TRAINER_LAYOUT, ORBAX_LAYOUT, EMPTY = "elxpk trainer", "orbax (MaxText)", "empty"
+# orbax's TMP_DIR_STEP_PATTERN (orbax/checkpoint/_src/path/step.py), with its optional `-<timestamp>` tail
+TMP_STEP = re.compile(r"^(?:.*_)?(\d+)\.orbax-checkpoint-tmp(?:-\d+)?$")
+STEP_METADATA = "_CHECKPOINT_METADATA"  # orbax writes it into every step: item handlers, commit time
+ITEM_METADATA = "_METADATA"  # a PyTree item's tree metadata
+# What orbax or the trainer writes into a step: only an entry holding one of these is ever moved.
+MARKS = frozenset({STEP_METADATA, ITEM_METADATA, "_sharding", "manifest.ocdbt", "commit_success.txt",
+                   "elxpk_digest.json"})
+MAX_JSON_BYTES = 4 << 20  # a metadata file larger than this is no orbax metadata: never read it whole
+SUBDIR = "checkpoints"  # the trainer's RUN_DIR/checkpoints and MaxText's run_name/checkpoints
+
+
+@dataclass
+class Step:
+    step: int
+    name: str  # the entry's name: "8", or "8.orbax-checkpoint-tmp"
+    state: str  # committed, torn or unreadable
+    reason: str = ""
+    committed_at: float | None = None  # unix seconds, from orbax's _CHECKPOINT_METADATA
+    has_metadata: bool = False  # carries orbax's or the trainer's files (what --quarantine may move)
+
+
+@dataclass
+class Inspection:
+    directory: str
+    layout: str
+    steps: list[Step]
+    restore_step: int | None  # the step a restart restores, as the layout's restore picks it
+    period: int | None
+    period_source: str  # "--checkpoint-period", "inferred" (the smallest gap between saves) or ""
+    trainer_step: int | None  # the trainer's steps_done (its progress record), when there is one
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    moved: list[dict] = field(default_factory=list)  # what --quarantine moved: step, name, reason, to
+
+    def committed(self) -> list[Step]:
+        return [s for s in self.steps if s.state == COMMITTED]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gaps"] = [list(g) for g in self.gaps]
+        data["healthy"] = not self.findings
+        return data
+
+
+def epath_module() -> Any:
+    try:
+        from etils import epath
+    except ImportError:
+        raise ElxpkError("checkpoint inspect needs etils (and gcsfs for gs://), as the trainer does: "
+                         "pip install 'elxpk[trainer]'") from None
+    return epath
+
+
+def checkpoint_period(text: str | None) -> int | None:
+    if text is None:
+        return None
+    value = text.strip()
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"--checkpoint-period {text!r}: a whole number of steps >= 1, e.g. --checkpoint-period 100")
+    return int(value)
+
+
+def step_of(name: str) -> tuple[int, bool] | None:
+    """(step, whether it is orbax's temporary directory) of an entry name, or None when it is no step's.
+    More than 18 digits is no step (records.MAX_INDEX) and would not even convert (Python's 4300-digit cap)."""
+    tmp = TMP_STEP.match(name)
+    digits = tmp.group(1) if tmp else name
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        return None
+    return int(digits), tmp is not None
+
+
+def _is_step_entry(name: str) -> bool:
+    return step_of(name) is not None
+
+
+def resolve(arg: str) -> Any:
+    """The directory holding the `<step>/` entries: DIR itself, else DIR/checkpoints. UsageError (exit 2)
+    when DIR does not exist, is a file, or holds other things and no checkpoint."""
+    from elxpk_contract.records import PROGRESS_FILE
+    from trainer import ckpt_storage
+
+    if not arg.strip():
+        raise UsageError("DIR: empty; give the checkpoint directory, e.g. gs://BUCKET/RUN/checkpoints")
+    epath_module()
+    root = ckpt_storage.checkpoint_root(arg)
+    try:
+        if not root.exists():
+            raise UsageError(f"DIR {arg}: does not exist; give the trainer's --checkpoint-dir or MaxText's "
+                             "base_output_directory/run_name/checkpoints")
+        if not root.is_dir():
+            raise UsageError(f"DIR {arg}: is a file; give the directory that holds the <step>/ directories")
+        names = [p.name for p in root.iterdir()]
+        if any(_is_step_entry(n) for n in names):
+            return root
+        if SUBDIR in names and (root / SUBDIR).is_dir():
+            return root / SUBDIR
+    except OSError as exc:
+        raise ElxpkError(f"DIR {arg}: cannot list it: {exc}") from None
+    if set(names) - {PROGRESS_FILE}:
+        raise UsageError(f"DIR {arg}: holds no checkpoint step (no <step>/ directory and no {SUBDIR}/); give the "
+                         "directory that holds them, e.g. base_output_directory/run_name/checkpoints")
+    return root
+
+
+def _read_json(path: Any) -> tuple[Any, str]:
+    """(the decoded file, '') or (None, why not); never reads more than MAX_JSON_BYTES."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_JSON_BYTES + 1)
+    except FileNotFoundError:
+        return None, f"no {path.name}"
+    except OSError as exc:
+        return None, f"{path.name} unreadable: {exc}"
+    if len(data) > MAX_JSON_BYTES:
+        return None, f"{path.name} is over {MAX_JSON_BYTES} bytes: not orbax metadata"
+    try:
+        return json.loads(data.decode("utf-8")), ""
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, f"{path.name} is not JSON ({str(exc)[:80]})"
+
+
+def _has_marks(entry: Any) -> bool:
+    """Whether `entry` or one of its subdirectories holds a file orbax or the trainer writes."""
+    folders = [entry]
+    try:
+        for child in entry.iterdir():
+            if child.name in MARKS:
+                return True
+            if child.is_dir():
+                folders.append(child)
+        return any((folder / mark).exists() for folder in folders[1:] for mark in MARKS)
+    except OSError:
+        return False
+
+
+def _trainer_problem(step_dir: Any, step: int) -> tuple[str, str] | None:
+    """(state, reason) of a committed step by the trainer's own check; None when it would restore it."""
+    from trainer import digest
+
+    reason = digest.verify(step_dir, step)
+    if reason is None:
+        return None
+    unreadable = (step_dir / digest.DIGEST_FILE).exists() and digest.read_digest(step_dir) is None
+    return (UNREADABLE if unreadable else TORN), reason
+
+
+def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None:
+    """(state, reason) of a committed orbax step from its metadata and listing; None when whole."""
+    if why:
+        return (TORN, f"{why}: orbax writes it into every step") if why.startswith("no ") else (UNREADABLE, why)
+    if not isinstance(meta, dict):
+        return UNREADABLE, f"{STEP_METADATA} is a JSON {type(meta).__name__}, not an object"
+    handlers = meta.get("item_handlers")
+    items: dict = handlers if isinstance(handlers, dict) else {}
+    for item, handler in sorted(items.items()):
+        folder = step_dir / item
+        if not folder.is_dir():
+            return TORN, f"item {item!r} missing (listed in {STEP_METADATA})"
+        if "PyTree" in str(handler) or "Standard" in str(handler):
+            tree, problem = _read_json(folder / ITEM_METADATA)
+            if not problem and not isinstance(tree, dict):
+                problem = f"{ITEM_METADATA} is a JSON {type(tree).__name__}, not an object"
+            if problem:
+                return (TORN if problem.startswith("no ") else UNREADABLE), f"item {item!r}: {problem}"
+    from trainer.ckpt_storage import files_under
+
+    files = files_under(step_dir)
+    for rel, path in sorted(files.items()):
+        if path.stat().length == 0:
+            return TORN, f"file empty: {rel}"
+        parts = rel.split("/")
+        if len(parts) >= 3 and parts[-3].startswith("ocdbt.process_") and parts[-2] == "d":
+            # OCDBT: a process's data files are reachable only through its manifest, and its manifest only
+            # through the item's (orbax merges them when the save finalizes)
+            for manifest in ("/".join([*parts[:-2], "manifest.ocdbt"]), "/".join([*parts[:-3], "manifest.ocdbt"])):
+                if manifest not in files:
+                    return TORN, f"file missing: {manifest}"
+    return None
+
+
+def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: str) -> Step:
+    entry = root / name
+    found = Step(step, name, COMMITTED)
+    try:
+        found.has_metadata = _has_marks(entry)
+        meta, why = _read_json(entry / STEP_METADATA)
+        if isinstance(meta, dict) and isinstance(meta.get("commit_timestamp_nsecs"), int):
+            found.committed_at = meta["commit_timestamp_nsecs"] / 1e9
+        if uncommitted:
+            found.state, found.committed_at = TORN, None
+            found.reason = "never committed: the save was interrupted before orbax's commit"
+            return found
+        problem = _trainer_problem(entry, step) if layout == TRAINER_LAYOUT else _orbax_problem(entry, meta, why)
+    except OSError as exc:
+        problem = UNREADABLE, f"cannot list or read it: {exc}"
+    if problem is not None:
+        found.state, found.reason = problem
+    return found
+
+
+def _layout(root: Any, names: list[str]) -> str:
+    from elxpk_contract.records import PROGRESS_FILE
+    from trainer.digest import DIGEST_FILE
+
+    numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1]]
+    if PROGRESS_FILE in names or any((root / n / DIGEST_FILE).exists() for n in numbered):
+        return TRAINER_LAYOUT
+    return ORBAX_LAYOUT if any(_is_step_entry(n) for n in names) else EMPTY
+
+
+def _trainer_step(root: Any) -> int | None:
+    from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
+
+    data, _ = _read_json(root / PROGRESS_FILE)
+    try:
+        return None if data is None else read_progress(json.dumps(data)).steps_done
+    except RecordError:
+        return None
+
+
+def inspect_directory(root: Any, period: int | None) -> Inspection:
+    from trainer import ckpt_storage
+
+    names = sorted(p.name for p in root.iterdir())
+    layout = _layout(root, names)
+    uncommitted = {p.name for p, _ in ckpt_storage.uncommitted(root)}  # the trainer's own definition
+    steps = []
+    for name in names:
+        parsed = step_of(name)
+        if parsed is None or not (parsed[1] or (root / name).is_dir()):
+            continue
+        step, tmp = parsed
+        steps.append(_inspect_step(root, name, step, tmp or name in uncommitted, layout))
+    steps.sort(key=lambda s: (s.step, s.name))
+    result = Inspection(str(root), layout, steps, None, period, "--checkpoint-period" if period else "",
+                        _trainer_step(root) if layout == TRAINER_LAYOUT else None)
+    _restore(result)
+    _cadence(result)
+    return result
+
+
+def _restore(result: Inspection) -> None:
+    """The trainer restores the newest step its check passes; orbax (MaxText) the newest it lists."""
+    listed = [s for s in result.steps if s.name == str(s.step) and not s.reason.startswith("never committed")]
+    for s in result.steps:
+        if s.state != COMMITTED:
+            kept = "" if s.has_metadata or s.state != TORN else \
+                " (--quarantine leaves it: it holds no file orbax or the trainer writes)"
+            name = "" if s.name == str(s.step) else f" ({s.name})"
+            result.findings.append(f"step {s.step}{name} is {s.state}: {s.reason}{kept}")
+    if result.layout == TRAINER_LAYOUT:
+        whole = result.committed()
+        result.restore_step = whole[-1].step if whole else None
+    elif listed:
+        newest = listed[-1]
+        result.restore_step = newest.step
+        if newest.state != COMMITTED:
+            fix = "--quarantine moves it aside" if newest.state == TORN else "move it aside after a look"
+            result.findings.append(f"a restart restores step {newest.step}, which is {newest.state}: {fix}")
+
+
+def _cadence(result: Inspection) -> None:
+    """Gaps of two periods or more between committed saves, and after the last one (the trainer's step)."""
+    numbers = sorted({s.step for s in result.steps})
+    if result.period is None and len(numbers) >= 2:
+        result.period = min(b - a for a, b in zip(numbers, numbers[1:], strict=False))
+        result.period_source = "inferred"
+    period = result.period
+    if period is None:
+        return
+    saved = [s.step for s in result.committed()]
+    for a, b in zip(saved, saved[1:], strict=False):
+        if b - a >= 2 * period:
+            result.gaps.append((a, b))
+            result.findings.append(f"no committed save between steps {a} and {b}: {(b - a) / period:g} periods "
+                                   f"of {period} ({result.period_source})")
+    last = saved[-1] if saved else 0
+    if result.trainer_step is not None and result.trainer_step - last >= 2 * period:
+        result.gaps.append((last, result.trainer_step))
+        result.findings.append(f"saves stopped: the trainer is at step {result.trainer_step}, the last committed "
+                               f"save is {'step ' + str(last) if saved else 'none'} (period {period})")
+
+
+def refuse_cwd(root: Any) -> None:
+    """--quarantine never moves anything out from under the shell: not the cwd, nor a parent of it."""
+    from trainer.ckpt_storage import cwd_or_parent
+
+    where = cwd_or_parent(root)
+    if where:
+        raise UsageError(f"--quarantine: {os.path.realpath(os.fspath(root))} is {where}; "
+                         "run it from another directory")
+
+
+def quarantine(result: Inspection, root: Any, now_ms: int) -> list[dict]:
+    """Move every torn step that carries orbax's or the trainer's files aside, as the trainer does (its own
+    `ckpt_storage.quarantine`, reason file included); inspect again afterwards. Unreadable steps stay."""
+    from trainer import ckpt_storage
+
+    moved = []
+    for s in result.steps:
+        if s.state == TORN and s.has_metadata:
+            target = ckpt_storage.quarantine(root, s.step, s.reason, now_ms=now_ms, name=s.name)
+            moved.append({"step": s.step, "name": s.name, "reason": s.reason, "to": str(target)})
+    return moved
