@@ -53,7 +53,7 @@ KUBE_BINARIES = {"kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver", "etcd
 MANIFESTS = {
     ("sigs.k8s.io/jobset", JOBSET): {"config/components/webhook/manifests.yaml": "jobset-webhooks.yaml"},
     ("sigs.k8s.io/kueue", KUEUE): {"config/components/webhook/manifests.yaml": "kueue-webhooks.yaml",
-                                   "config/components/crd/bases": "kueue-crds"},
+                                   "config/components/crd": "kueue-crd"},
     ("sigs.k8s.io/kwok", KWOK): {"kustomize/stage/node/fast/node-initialize.yaml": "kwok-node-initialize.yaml",
                                  "kustomize/stage/pod/fast/pod-ready.yaml": "kwok-pod-ready.yaml",
                                  "kustomize/stage/pod/fast/pod-delete.yaml": "kwok-pod-delete.yaml"},

@@ -77,8 +77,8 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
     procs.start("kube-scheduler", *common, f"--secure-port={ports['scheduler']}")
 
     api.apply_file(here.parent.parent / "elxpk" / "crds" / "jobset.x-k8s.io_jobsets.yaml")
-    for crd in sorted((bins / "kueue-crds").glob("*.yaml")):
-        api.apply_file(crd)
+    for crd in kueue_crds(bins / "kueue-crd", ports["kueue"], pki):
+        api.apply(crd)
     api.wait_established(timeout=60)
     for namespace in ("kueue-system", "jobset-system", *QUEUES):
         api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -320,6 +320,21 @@ def webhook_configs(manifest: Path, owner: str, port: int, pki: Path) -> list[di
         doc["webhooks"] = hooks
         out.append(doc)
     return out
+
+
+def kueue_crds(crd_dir: Path, port: int, pki: Path) -> list[dict]:
+    """Kueue's CRDs with the conversion webhooks its kustomization patches in, served by Kueue on 127.0.0.1."""
+    kustomization = yaml.safe_load((crd_dir / "kustomization.yaml").read_text())
+    converted = {yaml.safe_load((crd_dir / p["path"]).read_text())["metadata"]["name"]
+                 for p in kustomization.get("patches") or [] if "webhook_in_" in p["path"]}
+    ca = base64.b64encode((pki / "ca.crt").read_bytes()).decode()
+    crds = [yaml.safe_load((crd_dir / path).read_text()) for path in kustomization["resources"]]
+    for crd in crds:
+        if crd["metadata"]["name"] in converted:
+            crd["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
+                "clientConfig": {"url": f"https://127.0.0.1:{port}/convert", "caBundle": ca},
+                "conversionReviewVersions": ["v1"]}}
+    return crds
 
 
 def nodes(pools: str) -> list[dict]:

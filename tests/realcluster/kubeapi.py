@@ -1,0 +1,98 @@
+"""The tests' own view of the test control plane: raw REST calls through the kubernetes client's ApiClient,
+and what the cluster would decide about a manifest."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
+JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
+PODS = "/api/v1/namespaces/{ns}/pods"
+DRY_RUN = [("dryRun", "All"), ("fieldValidation", "Strict")]  # kubectl's field validation
+
+
+@dataclass
+class TestCluster:
+    run_dir: Path
+    kubeconfig: Path
+    storage_emulator_host: str
+    _client: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_run_dir(cls, run_dir: Path) -> TestCluster:
+        env = dict(line.split("=", 1) for line in (run_dir / "env").read_text().splitlines() if "=" in line)
+        return cls(run_dir, Path(env["KUBECONFIG"]), env["STORAGE_EMULATOR_HOST"])
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from kubernetes import config
+
+            self._client = config.new_client_from_config(str(self.kubeconfig))
+        return self._client
+
+    def request(self, method: str, path: str, body: Any = None, query: list | None = None) -> tuple[int, dict]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response, status, _ = self.client.call_api(
+                path, method, query_params=query or [], body=body, auth_settings=["BearerToken"],
+                header_params={"Content-Type": "application/json", "Accept": "application/json"},
+                _preload_content=False, _request_timeout=30)
+            return status, json.loads(response.data or b"{}")
+        except ApiException as err:
+            try:
+                return err.status, json.loads(err.body or b"{}")
+            except ValueError:
+                return err.status, {"message": str(err.body)}
+
+    def ready(self) -> bool:
+        try:
+            return self.request("GET", "/readyz")[0] == 200
+        except OSError:
+            return False
+
+    def items(self, path: str, **query: str) -> list[dict]:
+        status, body = self.request("GET", path, query=list(query.items()))
+        assert status == 200, body
+        return list(body.get("items", []))
+
+    def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
+        """Poll `check` until it returns something truthy (the controllers run on their own time)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = check()
+            if found:
+                return found
+            assert time.monotonic() < deadline, f"{what}: not seen within {timeout:.0f} s"
+            time.sleep(0.5)
+
+
+def server_verdict(cluster: TestCluster, doc: dict) -> list[str]:
+    """What the cluster says about a JobSet: the API server and the JobSet webhook at create (dryRun=All,
+    strict field validation), then the batch/v1 Job of every replicatedJob as the JobSet controller would
+    create it (the Job and pod rules, which the JobSet webhook does not apply). Empty: admitted."""
+    namespace = doc.get("metadata", {}).get("namespace") or "default"
+    group_version = doc.get("apiVersion", "")
+    path = f"/apis/{group_version}/namespaces/{namespace}/jobsets"
+    status, body = cluster.request("POST", path, doc, DRY_RUN)
+    if status not in (200, 201):
+        return [f"JobSet {status}: {body.get('message', body)}"]
+    problems = []
+    name = body["metadata"]["name"]
+    for rjob in body["spec"]["replicatedJobs"]:
+        template = rjob["template"]
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": f"{name}-{rjob['name']}-{max(rjob.get('replicas', 1) - 1, 0)}",
+                            "namespace": namespace, "labels": template.get("metadata", {}).get("labels", {}),
+                            "annotations": template.get("metadata", {}).get("annotations", {})},
+               "spec": template["spec"]}
+        status, answer = cluster.request("POST", JOBS.format(ns=namespace), job, DRY_RUN)
+        if status not in (200, 201):
+            problems.append(f"Job of {rjob['name']} {status}: {answer.get('message', answer)}")
+    return problems
