@@ -13,6 +13,7 @@ from typing import Any
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
 PODS = "/api/v1/namespaces/{ns}/pods"
+EXIT_CODE = "testcluster.elxpk.dev/exit-code"
 DRY_RUN = [("dryRun", "All"), ("fieldValidation", "Strict")]  # kubectl's field validation
 
 
@@ -36,13 +37,14 @@ class TestCluster:
             self._client = config.new_client_from_config(str(self.kubeconfig))
         return self._client
 
-    def request(self, method: str, path: str, body: Any = None, query: list | None = None) -> tuple[int, dict]:
+    def request(self, method: str, path: str, body: Any = None, query: list | None = None,
+                content_type: str = "application/json") -> tuple[int, dict]:
         from kubernetes.client.exceptions import ApiException
 
         try:
             response, status, _ = self.client.call_api(
                 path, method, query_params=query or [], body=body, auth_settings=["BearerToken"],
-                header_params={"Content-Type": "application/json", "Accept": "application/json"},
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
                 _preload_content=False, _request_timeout=30)
             return status, json.loads(response.data or b"{}")
         except ApiException as err:
@@ -61,6 +63,20 @@ class TestCluster:
         status, body = self.request("GET", path, query=list(query.items()))
         assert status == 200, body
         return list(body.get("items", []))
+
+    def exit_pods(self, namespace: str, selector: str, code: int) -> int:
+        """Make the containers of the running pods matching `selector` exit with `code` (kwok's pod-exit
+        stage of tools/testcluster/stages.yaml); returns how many pods were told."""
+        told = 0
+        for pod in self.items(PODS.format(ns=namespace), labelSelector=selector):
+            if pod["status"].get("phase") != "Running":
+                continue
+            status, body = self.request(
+                "PATCH", PODS.format(ns=namespace) + "/" + pod["metadata"]["name"],
+                {"metadata": {"annotations": {EXIT_CODE: str(code)}}}, content_type="application/merge-patch+json")
+            assert status == 200, body
+            told += 1
+        return told
 
     def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
         """Poll `check` until it returns something truthy (the controllers run on their own time)."""

@@ -39,16 +39,17 @@ KUEUE = "v0.17.0"  # xpk installs v0.17.1, which the proxy does not serve
 KWOK = "v0.8.0"
 FAKE_GCS = "v1.56.1"
 
+# binary -> (build module under tools/testcluster/, package): `go build` there, with the go.sum kept here.
+BUILDS = {"kube-apiserver": ("kube", "k8s.io/kubernetes/cmd/kube-apiserver"), "etcd": ("kube", "./etcd"),
+          "kube-controller-manager": ("kube", "k8s.io/kubernetes/cmd/kube-controller-manager"),
+          "kube-scheduler": ("kube", "k8s.io/kubernetes/cmd/kube-scheduler"),
+          "jobset": ("jobset", "sigs.k8s.io/jobset")}
 # name -> (module@version to `go install`, binary name)
 INSTALLS = {
-    "jobset": (f"sigs.k8s.io/jobset@{JOBSET}", "jobset"),
     "kueue": (f"sigs.k8s.io/kueue/cmd/kueue@{KUEUE}", "kueue"),
     "kwok": (f"sigs.k8s.io/kwok/cmd/kwok@{KWOK}", "kwok"),
     "fake-gcs-server": (f"github.com/fsouza/fake-gcs-server@{FAKE_GCS}", "fake-gcs-server"),
 }
-KUBE_BINARIES = {"kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver", "etcd": "./etcd",
-                 "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
-                 "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"}
 # Upstream manifests `build` copies next to the binaries: module path inside the module cache -> file name.
 MANIFESTS = {
     ("sigs.k8s.io/jobset", JOBSET): {"config/components/webhook/manifests.yaml": "jobset-webhooks.yaml"},
@@ -74,7 +75,7 @@ def go() -> str:
 
 def expected_files() -> list[Path]:
     out = bin_dir()
-    files = [out / name for name in KUBE_BINARIES] + [out / binary for _, binary in INSTALLS.values()]
+    files = [out / name for name in BUILDS] + [out / binary for _, binary in INSTALLS.values()]
     return files + [out / name for table in MANIFESTS.values() for name in table.values()]
 
 
@@ -90,11 +91,17 @@ def build(_: argparse.Namespace) -> None:
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
     failed = []
     start = time.monotonic()
-    for name, package in KUBE_BINARIES.items():
+    major, minor = KUBERNETES[1:].split(".")[:2]
+    # What Kubernetes' own build stamps (hack/lib/version.sh): /version and the user agents read it.
+    stamp = " ".join(f"-X {pkg}.{var}={value}" for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+                     for var, value in (("gitVersion", KUBERNETES), ("gitMajor", major), ("gitMinor", minor),
+                                        ("gitTreeState", "clean")))
+    for name, (module, package) in BUILDS.items():
         if not (out / name).exists():
             _step(f"go build {package}")
-            cmd = [*nice, go(), "build", "-trimpath", "-ldflags=-s -w", "-o", str(out / name), package]
-            if subprocess.run(cmd, cwd=HERE / "kube", env=env).returncode:
+            flags = f"-ldflags=-s -w {stamp}" if module == "kube" else "-ldflags=-s -w"
+            cmd = [*nice, go(), "build", "-trimpath", flags, "-o", str(out / name), package]
+            if subprocess.run(cmd, cwd=HERE / module, env=env).returncode:
                 failed.append(name)
     for name, (module, binary) in INSTALLS.items():
         if not (out / binary).exists():

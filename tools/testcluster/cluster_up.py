@@ -59,7 +59,7 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
     procs.start("kube-apiserver", f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
                 "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={ports['apiserver']}",
                 f"--tls-cert-file={pki / 'serving.crt'}", f"--tls-private-key-file={pki / 'serving.key'}",
-                f"--client-ca-file={pki / 'ca.crt'}", f"--service-account-key-file={pki / 'sa.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}", f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
@@ -233,8 +233,8 @@ def write_pki(pki: Path) -> Path:
         return ec.generate_private_key(ec.SECP256R1())
 
     def save(name: str, private: ec.EllipticCurvePrivateKey, cert: x509.Certificate | None) -> None:
-        (pki / f"{name}.key").write_bytes(private.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        (pki / f"{name}.key").write_bytes(private.private_bytes(  # "EC PRIVATE KEY", which every reader takes
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()))
         if cert is not None:
             (pki / f"{name}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
@@ -260,7 +260,10 @@ def write_pki(pki: Path) -> Path:
     admin_name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
                             x509.NameAttribute(NameOID.COMMON_NAME, "admin")])
     save("admin", admin_key, issue(admin_name, admin_key.public_key(), ca_key, ca_name, []))
-    save("sa", key(), None)
+    sa_key = key()
+    save("sa", sa_key, None)
+    (pki / "sa.pub").write_bytes(sa_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
     webhook_certs = pki / "webhook"
     webhook_certs.mkdir(exist_ok=True)
     (webhook_certs / "tls.crt").write_bytes((pki / "serving.crt").read_bytes())

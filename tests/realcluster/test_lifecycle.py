@@ -1,0 +1,72 @@
+"""A workload's life on the real controllers, read by `elxpk workload status`/`wait` as a user would:
+Running on kwok nodes, a slice killed and replaced by the Job controller, every container exiting 0
+(Succeeded), exit 70 failing the workload at once, and `delete` leaving no Job or pod behind."""
+
+from __future__ import annotations
+
+import json
+
+from tests.realcluster.kubeapi import JOBS, PODS, TestCluster
+from tests.realcluster.test_submit_goldens import elxpk
+
+SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=1", "--command", "python3 train.py"]
+
+
+def status(cluster: TestCluster, name: str) -> dict:
+    done = elxpk("workload", "status", name, "-o", "json", cluster=cluster)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def wait(cluster: TestCluster, name: str, state: str) -> int:
+    return elxpk("workload", "wait", name, "--for", state, "--timeout", "120s", "--poll", "1s",
+                 cluster=cluster).returncode
+
+
+def pods(cluster: TestCluster, name: str, **labels: str) -> list[dict]:
+    selector = ",".join([f"jobset.sigs.k8s.io/jobset-name={name}", *(f"{k}={v}" for k, v in labels.items())])
+    return cluster.items(PODS.format(ns="default"), labelSelector=selector)
+
+
+def delete_and_check_nothing_left(cluster: TestCluster, name: str) -> None:
+    done = elxpk("workload", "delete", name, "--yes", cluster=cluster)
+    assert done.returncode == 0, done.stderr
+    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+    cluster.wait_for(f"no Job or pod of {name}", lambda: not cluster.items(
+        JOBS.format(ns="default"), labelSelector=selector) and not cluster.items(
+        PODS.format(ns="default"), labelSelector=selector))
+
+
+def test_running_kill_slice_succeeded_delete(testcluster: TestCluster) -> None:
+    name = "life-ok"
+    assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
+    assert wait(testcluster, name, "running") == 0
+    first = status(testcluster, name)
+    assert (first["state"], first["slices_healthy"], first["slices_total"]) == ("Running", 2, 2), first
+
+    before = {p["metadata"]["uid"] for p in pods(testcluster, name, **{"jobset.sigs.k8s.io/job-index": "1"})}
+    killed = elxpk("workload", "kill-slice", name, "--slice", "1", "--mode", "delete", "--yes", cluster=testcluster)
+    assert killed.returncode == 0, killed.stderr
+    testcluster.wait_for("slice 1 replaced and running", lambda: (
+        (now := pods(testcluster, name, **{"jobset.sigs.k8s.io/job-index": "1"}))
+        and all(p["metadata"]["uid"] not in before and p["status"].get("phase") == "Running" for p in now)))
+    assert wait(testcluster, name, "running") == 0
+    assert status(testcluster, name)["state"] == "Running"
+
+    assert testcluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={name}", 0) == 2
+    assert wait(testcluster, name, "completed") == 0
+    assert status(testcluster, name)["state"] == "Succeeded"
+    delete_and_check_nothing_left(testcluster, name)
+
+
+def test_user_error_exit_70_fails_the_workload_at_once(testcluster: TestCluster) -> None:
+    name = "life-exit70"
+    assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
+    assert wait(testcluster, name, "running") == 0
+    selector = f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/job-index=0"
+    assert testcluster.exit_pods("default", selector, 70) == 1
+    assert wait(testcluster, name, "completed") == 1  # the JobSet's Failed condition: wait fails fast
+    after = status(testcluster, name)
+    assert after["state"] == "Failed", after
+    assert after["restarts"] == 0, after  # FailJobSet: no JobSet restart was spent
+    delete_and_check_nothing_left(testcluster, name)
