@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcluster.kubeapi import TestCluster
+from tests.realcluster.kubeapi import LocalCluster
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "tools" / "testcluster"
@@ -74,10 +74,10 @@ def _go_installed() -> bool:
 
 
 @pytest.fixture(scope="session")
-def testcluster() -> Iterator[TestCluster]:
+def testcluster() -> Iterator[LocalCluster]:
     given = os.environ.get("ELXPK_TESTCLUSTER")
     if given:
-        cluster = TestCluster.from_run_dir(Path(given))
+        cluster = LocalCluster.from_run_dir(Path(given))
         if not cluster.ready():
             _unavailable(f"ELXPK_TESTCLUSTER={given} does not answer (start it with `python tools/testcluster up`)")
         yield cluster
@@ -91,6 +91,6 @@ def testcluster() -> Iterator[TestCluster]:
     try:
         if started.returncode != 0:
             _unavailable(f"`testcluster up` failed: {started.stderr.strip().splitlines()[-1:]}")
-        yield TestCluster.from_run_dir(run_dir)
+        yield LocalCluster.from_run_dir(run_dir)
     finally:
         subprocess.run([sys.executable, str(TOOL), "down", "--dir", str(run_dir)], check=False)

@@ -18,14 +18,14 @@ DRY_RUN = [("dryRun", "All"), ("fieldValidation", "Strict")]  # kubectl's field 
 
 
 @dataclass
-class TestCluster:
+class LocalCluster:
     run_dir: Path
     kubeconfig: Path
     storage_emulator_host: str
     _client: Any = field(default=None, repr=False)
 
     @classmethod
-    def from_run_dir(cls, run_dir: Path) -> TestCluster:
+    def from_run_dir(cls, run_dir: Path) -> LocalCluster:
         env = dict(line.split("=", 1) for line in (run_dir / "env").read_text().splitlines() if "=" in line)
         return cls(run_dir, Path(env["KUBECONFIG"]), env["STORAGE_EMULATOR_HOST"])
 
@@ -89,7 +89,7 @@ class TestCluster:
             time.sleep(0.5)
 
 
-def server_verdict(cluster: TestCluster, doc: dict) -> list[str]:
+def server_verdict(cluster: LocalCluster, doc: dict) -> list[str]:
     """What the cluster says about a JobSet: the API server and the JobSet webhook at create (dryRun=All,
     strict field validation), then the batch/v1 Job of every replicatedJob as the JobSet controller would
     create it (the Job and pod rules, which the JobSet webhook does not apply). Empty: admitted."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.realcluster.kubeapi import TestCluster, server_verdict
+from tests.realcluster.kubeapi import LocalCluster, server_verdict
 
 HERE = Path(__file__).parent
 GOLDENS = sorted((HERE.parent / "launcher" / "goldens").glob("*.yaml"))
@@ -43,7 +43,7 @@ def test_the_corpus_is_big_enough() -> None:
 
 
 @pytest.mark.parametrize("path", GOLDENS + CORPUS, ids=lambda p: p.stem)
-def test_validate_agrees_with_the_cluster(path: Path, testcluster: TestCluster,
+def test_validate_agrees_with_the_cluster(path: Path, testcluster: LocalCluster,
                                           validate_lines: dict[str, list[str]]) -> None:
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     assert len(docs) == 1

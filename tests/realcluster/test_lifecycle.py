@@ -6,29 +6,29 @@ from __future__ import annotations
 
 import json
 
-from tests.realcluster.kubeapi import JOBS, PODS, TestCluster
+from tests.realcluster.kubeapi import JOBS, PODS, LocalCluster
 from tests.realcluster.test_submit_goldens import elxpk
 
 SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=1", "--command", "python3 train.py"]
 
 
-def status(cluster: TestCluster, name: str) -> dict:
+def status(cluster: LocalCluster, name: str) -> dict:
     done = elxpk("workload", "status", name, "-o", "json", cluster=cluster)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))
 
 
-def wait(cluster: TestCluster, name: str, state: str) -> int:
+def wait(cluster: LocalCluster, name: str, state: str) -> int:
     return elxpk("workload", "wait", name, "--for", state, "--timeout", "120s", "--poll", "1s",
                  cluster=cluster).returncode
 
 
-def pods(cluster: TestCluster, name: str, **labels: str) -> list[dict]:
+def pods(cluster: LocalCluster, name: str, **labels: str) -> list[dict]:
     selector = ",".join([f"jobset.sigs.k8s.io/jobset-name={name}", *(f"{k}={v}" for k, v in labels.items())])
     return cluster.items(PODS.format(ns="default"), labelSelector=selector)
 
 
-def delete_and_check_nothing_left(cluster: TestCluster, name: str) -> None:
+def delete_and_check_nothing_left(cluster: LocalCluster, name: str) -> None:
     done = elxpk("workload", "delete", name, "--yes", cluster=cluster)
     assert done.returncode == 0, done.stderr
     selector = f"jobset.sigs.k8s.io/jobset-name={name}"
@@ -37,7 +37,7 @@ def delete_and_check_nothing_left(cluster: TestCluster, name: str) -> None:
         PODS.format(ns="default"), labelSelector=selector))
 
 
-def test_running_kill_slice_succeeded_delete(testcluster: TestCluster) -> None:
+def test_running_kill_slice_succeeded_delete(testcluster: LocalCluster) -> None:
     name = "life-ok"
     assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
     assert wait(testcluster, name, "running") == 0
@@ -59,7 +59,7 @@ def test_running_kill_slice_succeeded_delete(testcluster: TestCluster) -> None:
     delete_and_check_nothing_left(testcluster, name)
 
 
-def test_user_error_exit_70_fails_the_workload_at_once(testcluster: TestCluster) -> None:
+def test_user_error_exit_70_fails_the_workload_at_once(testcluster: LocalCluster) -> None:
     name = "life-exit70"
     assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
     assert wait(testcluster, name, "running") == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.launcher.cases import CASES
-from tests.realcluster.kubeapi import JOBS, JOBSETS, PODS, TestCluster
+from tests.realcluster.kubeapi import JOBS, JOBSETS, PODS, LocalCluster
 
 ELXPK = Path(sys.executable).parent / "elxpk"
 GKE_FLAGS = ("--project=", "--zone=", "--cluster=", "--workload=")
@@ -32,7 +32,7 @@ def create_args(name: str, index: int) -> list[str]:
     return [f"--workload=golden-{index}", *(a for a in CASES[name] if not a.startswith(GKE_FLAGS))]
 
 
-def elxpk(*argv: str, cluster: TestCluster) -> subprocess.CompletedProcess:
+def elxpk(*argv: str, cluster: LocalCluster) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     return subprocess.run([str(ELXPK), *argv, "--kubeconfig", str(cluster.kubeconfig)], capture_output=True,
                           text=True, timeout=120, env=env, check=False)
@@ -48,7 +48,7 @@ def option(argv: list[str], flag: str, default: str) -> str:
 
 
 @pytest.mark.parametrize("name", [*CASES, *LONG_NAMES])
-def test_create_submits_and_every_pod_runs(name: str, testcluster: TestCluster) -> None:
+def test_create_submits_and_every_pod_runs(name: str, testcluster: LocalCluster) -> None:
     argv = create_args(name, list(CASES).index(name) if name in CASES else 99)
     workload = option(argv, "--workload", "")
     namespace = option(argv, "--namespace", "default")
@@ -80,7 +80,7 @@ def test_create_submits_and_every_pod_runs(name: str, testcluster: TestCluster) 
             "GET", JOBSETS.format(ns=namespace) + "/" + workload)[0] == 404)
 
 
-def node_pool(cluster: TestCluster, node: str) -> str:
+def node_pool(cluster: LocalCluster, node: str) -> str:
     status, body = cluster.request("GET", f"/api/v1/nodes/{node}")
     assert status == 200, body
     return str(body["metadata"]["labels"]["cloud.google.com/gke-nodepool"])
