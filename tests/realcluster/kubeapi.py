@@ -39,19 +39,16 @@ class LocalCluster:
 
     def request(self, method: str, path: str, body: Any = None, query: list | None = None,
                 content_type: str = "application/json") -> tuple[int, dict]:
-        from kubernetes.client.exceptions import ApiException
-
+        """One call: (HTTP status, JSON body); an error status is returned, not raised."""
+        serialized = self.client.param_serialize(
+            method, path, query_params=query or None, body=body, auth_settings=["BearerToken"],
+            header_params={"Content-Type": content_type, "Accept": "application/json"})
+        response = self.client.call_api(*serialized, _request_timeout=30)
+        data = response.read()
         try:
-            response, status, _ = self.client.call_api(
-                path, method, query_params=query or [], body=body, auth_settings=["BearerToken"],
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
-                _preload_content=False, _request_timeout=30)
-            return status, json.loads(response.data or b"{}")
-        except ApiException as err:
-            try:
-                return err.status, json.loads(err.body or b"{}")
-            except ValueError:
-                return err.status, {"message": str(err.body)}
+            return response.status, dict(json.loads(data or b"{}"))
+        except ValueError:
+            return response.status, {"message": data.decode(errors="replace")}
 
     def ready(self) -> bool:
         try:
@@ -92,7 +89,8 @@ class LocalCluster:
 def server_verdict(cluster: LocalCluster, doc: dict) -> list[str]:
     """What the cluster says about a JobSet: the API server and the JobSet webhook at create (dryRun=All,
     strict field validation), then the batch/v1 Job of every replicatedJob as the JobSet controller would
-    create it (the Job and pod rules, which the JobSet webhook does not apply). Empty: admitted."""
+    create it (the Job rules, which the JobSet webhook does not apply), then a pod of that Job as the Job
+    controller would create it. Empty: admitted."""
     namespace = doc.get("metadata", {}).get("namespace") or "default"
     group_version = doc.get("apiVersion", "")
     path = f"/apis/{group_version}/namespaces/{namespace}/jobsets"
@@ -111,4 +109,15 @@ def server_verdict(cluster: LocalCluster, doc: dict) -> list[str]:
         status, answer = cluster.request("POST", JOBS.format(ns=namespace), job, DRY_RUN)
         if status not in (200, 201):
             problems.append(f"Job of {rjob['name']} {status}: {answer.get('message', answer)}")
+            continue
+        # The Job API admits pod templates that no pod can be made of (an empty image, for one): the Job
+        # controller's pod create is the last gate.
+        pod_template = answer["spec"]["template"]
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {**pod_template.get("metadata", {}), "name": f"{job['metadata']['name']}-0-abcde",
+                            "namespace": namespace},
+               "spec": pod_template["spec"]}
+        status, answer = cluster.request("POST", PODS.format(ns=namespace), pod, DRY_RUN)
+        if status not in (200, 201):
+            problems.append(f"pod of {rjob['name']} {status}: {answer.get('message', answer)}")
     return problems

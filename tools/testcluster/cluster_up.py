@@ -63,6 +63,9 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
+                f"--requestheader-client-ca-file={pki / 'ca.crt'}", f"--proxy-client-cert-file={pki / 'admin.crt'}",
+                f"--proxy-client-key-file={pki / 'admin.key'}", "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group", "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 "--authorization-mode=RBAC", "--allow-privileged=true", "--enable-priority-and-fairness=false",
                 "--profiling=false")
     api = Api(f"https://127.0.0.1:{ports['apiserver']}", pki)
@@ -83,6 +86,7 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
     for namespace in ("kueue-system", "jobset-system", *QUEUES):
         api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
 
+    kueue_metrics_certs(pki)
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     for name, config in controller_configs(run_dir, pki, ports).items():
         path = run_dir / f"{name}-config.yaml"
@@ -184,9 +188,9 @@ class Api:
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, context=self.context, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"{}")
+                return response.status, _json(response.read())
         except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read() or b"{}")
+            return err.code, _json(err.read())
         except (OSError, urllib.error.URLError) as err:
             return 0, {"message": str(err)}
 
@@ -218,10 +222,19 @@ class Api:
             _, body = self.call("GET", self.PATHS["CustomResourceDefinition"])
             items = body.get("items", [])
             if items and all(any(c["type"] == "Established" and c["status"] == "True"
-                                 for c in item.get("status", {}).get("conditions", [])) for item in items):
+                                 for c in item.get("status", {}).get("conditions") or []) for item in items):
                 return
             time.sleep(0.3)
         sys.exit("testcluster: CRDs not established")
+
+
+def _json(data: bytes) -> dict:
+    """A JSON body, or the text of a plain one (/readyz answers text) as its message."""
+    try:
+        body = json.loads(data or b"{}")
+    except ValueError:
+        return {"message": data.decode(errors="replace")}
+    return body if isinstance(body, dict) else {"message": str(body)}
 
 
 def write_pki(pki: Path) -> Path:
@@ -283,6 +296,22 @@ def write_kubeconfig(path: Path, server: str, pki: Path) -> Path:
               "contexts": [{"name": "testcluster", "context": {"cluster": "testcluster", "user": "admin"}}]}
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def kueue_metrics_certs(pki: Path) -> None:
+    """Kueue without its own certificate management reads a metrics certificate from a fixed path
+    (cmd/kueue/main.go: /etc/kueue/metrics/certs) and exits when there is none, even with metrics off: give it
+    one there if there is none (any certificate will do; the metrics endpoint is not served)."""
+    certs = Path("/etc/kueue/metrics/certs")
+    if (certs / "tls.crt").exists() and (certs / "tls.key").exists():
+        return
+    try:
+        certs.mkdir(parents=True, exist_ok=True)
+        (certs / "tls.crt").write_bytes((pki / "serving.crt").read_bytes())
+        (certs / "tls.key").write_bytes((pki / "serving.key").read_bytes())
+    except OSError as err:
+        sys.exit(f"testcluster: Kueue needs a certificate in {certs} and it cannot be written ({err}); "
+                 "create that folder writable once (e.g. with sudo)")
 
 
 def controller_configs(run_dir: Path, pki: Path, ports: dict[str, int]) -> dict[str, dict]:
