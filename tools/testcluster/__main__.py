@@ -56,8 +56,7 @@ MANIFESTS = {
     ("sigs.k8s.io/kueue", KUEUE): {"config/components/webhook/manifests.yaml": "kueue-webhooks.yaml",
                                    "config/components/crd": "kueue-crd"},
     ("sigs.k8s.io/kwok", KWOK): {"kustomize/stage/node/fast/node-initialize.yaml": "kwok-node-initialize.yaml",
-                                 "kustomize/stage/pod/fast/pod-ready.yaml": "kwok-pod-ready.yaml",
-                                 "kustomize/stage/pod/fast/pod-delete.yaml": "kwok-pod-delete.yaml"},
+                                 "kustomize/stage/pod/fast/pod-ready.yaml": "kwok-pod-ready.yaml"},
 }
 
 

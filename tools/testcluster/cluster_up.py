@@ -97,7 +97,7 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
         for hook in webhook_configs(bins / f"{name}-webhooks.yaml", name, ports[name], pki):
             api.apply(hook)
 
-    stages = [bins / f for f in ("kwok-node-initialize.yaml", "kwok-pod-ready.yaml", "kwok-pod-delete.yaml")]
+    stages = [bins / f for f in ("kwok-node-initialize.yaml", "kwok-pod-ready.yaml")]
     kwok_config = run_dir / "kwok.yaml"
     kwok_config.write_text("\n---\n".join(p.read_text() for p in [*stages, here / "stages.yaml"]))
     procs.start("kwok", f"--kubeconfig={kubeconfig}", f"--config={kwok_config}", "--manage-all-nodes=false",
