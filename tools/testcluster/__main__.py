@@ -136,7 +136,11 @@ def _step(message: str) -> None:
 def up(args: argparse.Namespace) -> None:
     if not is_built():
         sys.exit("testcluster: the control plane is not built: run `python tools/testcluster build` first")
-    from cluster_up import start  # noqa: PLC0415 - the heavy part, only for `up`
+    try:
+        from cluster_up import start  # noqa: PLC0415 - the heavy part, only for `up`
+    except ImportError as err:
+        sys.exit(f"testcluster: `up` needs the dev dependencies ({err.name} is missing): run it with the "
+                 "project's venv, .venv/bin/python tools/testcluster up")
 
     run_dir = Path(args.dir)
     if (run_dir / "pids.json").exists():
