@@ -75,6 +75,12 @@ class LocalCluster:
             told += 1
         return told
 
+    def remove_jobset(self, namespace: str, name: str) -> None:
+        """Delete a JobSet left by an earlier run on this cluster (its Jobs and pods first) and wait till gone."""
+        path = JOBSETS.format(ns=namespace) + "/" + name
+        self.request("DELETE", path, {"propagationPolicy": "Foreground"})
+        self.wait_for(f"{name} deleted", lambda: self.request("GET", path)[0] == 404)
+
     def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
         """Poll `check` until it returns something truthy (the controllers run on their own time)."""
         deadline = time.monotonic() + timeout

@@ -45,6 +45,7 @@ def observed(cluster: LocalCluster, name: str, before: set[str]) -> str:
 @pytest.mark.parametrize("fault", ["exit-77", "exit-75", "exit-70", "evict"])
 def test_controllers_do_what_the_evaluator_says(fault: str, testcluster: LocalCluster) -> None:
     name = f"fp-{fault}"
+    testcluster.remove_jobset("default", name)
     assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
     try:
         assert wait(testcluster, name, "running") == 0

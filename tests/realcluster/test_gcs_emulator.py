@@ -5,6 +5,7 @@ precondition, and concurrent recorders appending without losing or repeating a l
 from __future__ import annotations
 
 import threading
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -17,8 +18,12 @@ from tests.realcluster.kubeapi import LocalCluster
 def bucket(testcluster: LocalCluster, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", testcluster.storage_emulator_host)
     name = "b-" + request.node.name.lower().replace("_", "-")[:50]
-    made = requests.post(f"{testcluster.storage_emulator_host}/storage/v1/b", json={"name": name}, timeout=30)
+    host = testcluster.storage_emulator_host
+    made = requests.post(f"{host}/storage/v1/b", json={"name": name}, timeout=30)
     assert made.status_code in (200, 409), made.text
+    for item in requests.get(f"{host}/storage/v1/b/{name}/o", timeout=30).json().get("items", []):
+        gone = requests.delete(f"{host}/storage/v1/b/{name}/o/{quote(item['name'], safe='')}", timeout=30)
+        assert gone.status_code in (200, 204), gone.text  # an earlier run's objects on a reused cluster
     return name
 
 

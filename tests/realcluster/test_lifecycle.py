@@ -39,6 +39,7 @@ def delete_and_check_nothing_left(cluster: LocalCluster, name: str) -> None:
 
 def test_running_kill_slice_succeeded_delete(testcluster: LocalCluster) -> None:
     name = "life-ok"
+    testcluster.remove_jobset("default", name)
     assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
     assert wait(testcluster, name, "running") == 0
     first = status(testcluster, name)
@@ -64,6 +65,7 @@ def test_running_kill_slice_succeeded_delete(testcluster: LocalCluster) -> None:
 
 def test_user_error_exit_70_fails_the_workload_at_once(testcluster: LocalCluster) -> None:
     name = "life-exit70"
+    testcluster.remove_jobset("default", name)
     assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
     assert wait(testcluster, name, "running") == 0
     selector = f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/job-index=0"

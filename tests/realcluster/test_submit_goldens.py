@@ -52,6 +52,7 @@ def test_create_submits_and_every_pod_runs(name: str, testcluster: LocalCluster)
     argv = create_args(name, list(CASES).index(name) if name in CASES else 99)
     workload = option(argv, "--workload", "")
     namespace = option(argv, "--namespace", "default")
+    testcluster.remove_jobset(namespace, workload)
     done = elxpk("workload", "create", *argv, cluster=testcluster)
     assert done.returncode == 0, done.stderr
     try:
@@ -74,10 +75,7 @@ def test_create_submits_and_every_pod_runs(name: str, testcluster: LocalCluster)
         assert all(len(p) == 1 for p in by_job.values()), f"a Job's pods span node pools: {by_job}"
         assert len(pools) == len(set(pools)), f"two Jobs share a node pool (exclusive placement): {by_job}"
     finally:
-        testcluster.request("DELETE", JOBSETS.format(ns=namespace) + "/" + workload,
-                            {"propagationPolicy": "Foreground"})
-        testcluster.wait_for(f"{workload} deleted", lambda: testcluster.request(
-            "GET", JOBSETS.format(ns=namespace) + "/" + workload)[0] == 404)
+        testcluster.remove_jobset(namespace, workload)
 
 
 def node_pool(cluster: LocalCluster, node: str) -> str:
