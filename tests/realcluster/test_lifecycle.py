@@ -75,3 +75,16 @@ def test_user_error_exit_70_fails_the_workload_at_once(testcluster: LocalCluster
     assert after["state"] == "Failed", after
     assert after["restarts"] == 0, after  # FailJobSet: no JobSet restart was spent
     delete_and_check_nothing_left(testcluster, name)
+
+
+def test_over_quota_is_queued_by_kueue(testcluster: LocalCluster) -> None:
+    """More TPU chips than the ClusterQueue's quota: Kueue holds the JobSet suspended; status says Queued."""
+    name = "life-queued"
+    testcluster.remove_jobset("default", name)
+    shape = ["--tpu-type=v6e-16", "--num-slices=8", "--no-pathways", "--command", "python3 train.py"]  # 128 chips
+    assert elxpk("workload", "create", f"--workload={name}", *shape, cluster=testcluster).returncode == 0
+    held = testcluster.wait_for("Kueue's verdict", lambda: (
+        s if (s := status(testcluster, name))["state"] == "Queued" and s.get("admission") else None))
+    assert held["slices_healthy"] == 0, held
+    assert not pods(testcluster, name), "a queued JobSet has no pods"
+    delete_and_check_nothing_left(testcluster, name)
