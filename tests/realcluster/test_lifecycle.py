@@ -88,3 +88,18 @@ def test_over_quota_is_queued_by_kueue(testcluster: LocalCluster) -> None:
     assert held["slices_healthy"] == 0, held
     assert not pods(testcluster, name), "a queued JobSet has no pods"
     delete_and_check_nothing_left(testcluster, name)
+
+
+def test_logs_come_through_the_api_server_from_kwok(testcluster: LocalCluster) -> None:
+    """`workload logs` reads the container log the API server proxies from the node's kubelet API (kwok
+    serves <run dir>/pod.log, in the CRI log format, for every container)."""
+    name = "life-logs"
+    testcluster.remove_jobset("default", name)
+    assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
+    assert wait(testcluster, name, "running") == 0
+    served = [line.split(" ", 3)[3] for line in (testcluster.run_dir / "pod.log").read_text().splitlines()]
+    everything = elxpk("workload", "logs", name, cluster=testcluster)
+    assert (everything.returncode, everything.stdout.splitlines()) == (0, served), everything.stderr
+    last = elxpk("workload", "logs", name, "--slice", "1", "--tail", "1", cluster=testcluster)
+    assert (last.returncode, last.stdout.splitlines()) == (0, served[-1:]), last.stderr
+    delete_and_check_nothing_left(testcluster, name)

@@ -34,6 +34,10 @@ CPU_NP_NODES = 4
 PRIORITIES = {"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}  # xpk's
 QUEUES = {"default": "multislice-queue", "team-a": "team-queue"}  # namespace -> LocalQueue
 EXIT_CODE_ANNOTATION = "testcluster.elxpk.dev/exit-code"
+# What kwok serves as the log of every container (kwok has no processes; `logs` reads this file), in the
+# CRI log format a kubelet reads (time, stream, P(artial)/F(ull), text).
+POD_LOG = ("2026-01-01T00:00:00.000000000Z stdout F testcluster: log line 1 of a kwok container\n"
+           "2026-01-01T00:00:01.000000000Z stderr F testcluster: log line 2 of a kwok container\n")
 
 
 def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
@@ -61,6 +65,7 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
                 f"--requestheader-client-ca-file={pki / 'ca.crt'}", f"--proxy-client-cert-file={pki / 'admin.crt'}",
                 f"--proxy-client-key-file={pki / 'admin.key'}", "--requestheader-username-headers=X-Remote-User",
                 "--requestheader-group-headers=X-Remote-Group", "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                "--kubelet-preferred-address-types=InternalIP",  # 127.0.0.1: kwok serves the "kubelet" API
                 "--authorization-mode=RBAC", "--allow-privileged=true", "--enable-priority-and-fairness=false",
                 "--profiling=false")
     api = Api(f"https://127.0.0.1:{ports['apiserver']}", pki)
@@ -94,10 +99,14 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
 
     stages = [bins / f for f in ("kwok-node-initialize.yaml", "kwok-pod-ready.yaml")]
     kwok_config = run_dir / "kwok.yaml"
-    kwok_config.write_text("\n---\n".join(p.read_text() for p in [*stages, here / "stages.yaml"]))
+    (run_dir / "pod.log").write_text(POD_LOG)
+    logs = yaml.safe_dump({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
+                           "metadata": {"name": "every-container"},
+                           "spec": {"logs": [{"logsFile": str(run_dir / "pod.log"), "follow": False}]}})
+    kwok_config.write_text("\n---\n".join([*(p.read_text() for p in [*stages, here / "stages.yaml"]), logs]))
     procs.start("kwok", f"--kubeconfig={kubeconfig}", f"--config={kwok_config}", "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--node-ip=127.0.0.1",
-                f"--server-address=127.0.0.1:{ports['kwok']}", f"--tls-cert-file={pki / 'serving.crt'}",
+                f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}", f"--tls-cert-file={pki / 'serving.crt'}",
                 f"--tls-private-key-file={pki / 'serving.key'}", "--node-lease-duration-seconds=40")
     procs.start("fake-gcs-server", "-scheme=http", "-host=127.0.0.1", f"-port={ports['gcs']}",
                 "-backend=filesystem", f"-filesystem-root={run_dir / 'gcs'}",
