@@ -158,8 +158,8 @@ def _exit_code_problems(codes: dict, names: set, path: str) -> list[Violation]:
 
 def pod_spec_problems(pod: dict, path: str, claims: AbstractSet[str] = frozenset()) -> list[Violation]:
     """Container names (required, DNS-1123 labels, unique across init and regular containers: two
-    containers of one name pass the JobSet webhook and fail every Job creation), init-container restart
-    policies, volume names, and mounts of volumes that exist."""
+    containers of one name pass the JobSet webhook and fail every Job creation), images, env names,
+    init-container restart policies, volume names, and mounts of volumes that exist."""
     found = []
     seen: dict[str, str] = {}
     volumes = set(claims)
@@ -182,6 +182,7 @@ def pod_spec_problems(pod: dict, path: str, claims: AbstractSet[str] = frozenset
             if name and name in seen:
                 found.append(Violation(join(box_path, "name"), f"Duplicate value: {name!r} (also {seen[name]})"))
             seen.setdefault(name, box_path)
+            found += _image_and_env_problems(box, box_path)
             restart = box.get("restartPolicy")
             if restart is not None and kind == "initContainers" and restart != "Always":
                 found.append(Violation(join(box_path, "restartPolicy"), f"Unsupported value: {restart!r}: "
@@ -192,3 +193,35 @@ def pod_spec_problems(pod: dict, path: str, claims: AbstractSet[str] = frozenset
                     found.append(Violation(join(join(join(box_path, "volumeMounts"), m), "name"),
                                            f"Not found: {mount_name!r}"))
     return found
+
+
+ENV_NAME_MESSAGE = "a valid environment variable name must consist only of printable ASCII characters other than '='"
+
+
+def _image_and_env_problems(box: dict, path: str) -> list[Violation]:
+    """`validateContainerCommon` (image required), `validateContainerOnlyForPod` (no whitespace around the
+    image: the Job admits it, its pods are refused) and `ValidateEnv`/`validateEnvFrom` with
+    RelaxedEnvironmentVariableValidation, GA and locked on since Kubernetes 1.34 (`IsRelaxedEnvVarName`)."""
+    found = []
+    image = box.get("image")
+    if not image:
+        found.append(Violation(join(path, "image"), "Required value"))
+    elif str(image) != str(image).strip():
+        found.append(Violation(join(path, "image"), f"Invalid value: {image!r}: must not have leading or trailing "
+                                                    "whitespace"))
+    for e, env in enumerate(as_list(box.get("env"))):
+        name, name_path = str(as_dict(env).get("name") or ""), join(join(join(path, "env"), e), "name")
+        if not name:
+            found.append(Violation(name_path, "Required value"))
+        elif not _relaxed_env_name(name):
+            found.append(Violation(name_path, f"Invalid value: {name!r}: {ENV_NAME_MESSAGE}"))
+    for e, source in enumerate(as_list(box.get("envFrom"))):
+        prefix = str(as_dict(source).get("prefix") or "")
+        if prefix and not _relaxed_env_name(prefix):
+            found.append(Violation(join(join(join(path, "envFrom"), e), "prefix"),
+                                   f"Invalid value: {prefix!r}: {ENV_NAME_MESSAGE}"))
+    return found
+
+
+def _relaxed_env_name(name: str) -> bool:
+    return all(" " <= ch <= "~" and ch != "=" for ch in name)

@@ -254,7 +254,32 @@ BROKEN = [
      "spec.replicatedJobs[1].template.spec.backoffLimitPerIndex", "requires indexed completion mode"),
     ("pod-mount-without-volume", _set(f"{WORKER_POD}.volumes", []),
      "spec.replicatedJobs[1].template.spec.template.spec.containers[0].volumeMounts[0].name", "Not found"),
+    # Found by tests/realcluster (the real API server refuses them, JobSet's webhook does not).
+    ("pod-image-required", _set(f"{WORKER_POD}.containers.0.image", ""),
+     "spec.replicatedJobs[1].template.spec.template.spec.containers[0].image", "Required value"),
+    ("pod-init-image-required", lambda o: o["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+     ["initContainers"][0].pop("image"),
+     "spec.replicatedJobs[0].template.spec.template.spec.initContainers[0].image", "Required value"),
+    ("pod-image-whitespace", _set(f"{WORKER_POD}.containers.0.image", " server:latest"),
+     "spec.replicatedJobs[1].template.spec.template.spec.containers[0].image", "leading or trailing whitespace"),
+    ("pod-env-name-equals", _set(f"{WORKER_POD}.containers.0.env.0.name", "A=B"),
+     "spec.replicatedJobs[1].template.spec.template.spec.containers[0].env[0].name", "other than '='"),
+    ("pod-env-name-not-ascii", _set(f"{WORKER_POD}.containers.0.env.0.name", "CAFÉ"),
+     "spec.replicatedJobs[1].template.spec.template.spec.containers[0].env[0].name", "printable ASCII"),
+    ("pod-env-name-empty", _set(f"{WORKER_POD}.containers.0.env.0.name", ""),
+     "spec.replicatedJobs[1].template.spec.template.spec.containers[0].env[0].name", "Required value"),
+    ("pod-env-from-prefix", _set(f"{WORKER_POD}.containers.0.envFrom", [{"prefix": "A\tB", "configMapRef": {
+        "name": "c"}}]),
+     "spec.replicatedJobs[1].template.spec.template.spec.containers[0].envFrom[0].prefix", "printable ASCII"),
 ]
+
+
+@pytest.mark.parametrize("name", ["1ST", "my.var", "a b", "x-y", "~"])
+def test_env_names_kubernetes_1_34_admits_pass(name):
+    """RelaxedEnvironmentVariableValidation is GA (locked on) since Kubernetes 1.34: any printable ASCII but '='."""
+    jobset = golden()
+    _set(f"{WORKER_POD}.containers.0.env.0.name", name)(jobset)
+    assert check_jobset(jobset) == []
 
 
 @pytest.mark.parametrize(("mutate", "path", "words"), [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN])

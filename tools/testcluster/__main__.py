@@ -1,0 +1,208 @@
+"""A local Kubernetes control plane built from upstream Go modules, for elxpk's real-cluster tests.
+
+    python tools/testcluster build        # go build/install every component into ~/.cache/elxpk/testcluster/
+    python tools/testcluster up [--dir D] # start it on 127.0.0.1; prints KUBECONFIG=... and STORAGE_EMULATOR_HOST=...
+    python tools/testcluster down [--dir D]
+
+Components: etcd, kube-apiserver, kube-controller-manager and kube-scheduler (k8s.io/kubernetes, built
+from the module in kube/), the JobSet controller and webhooks, Kueue, kwok (simulated nodes and pod
+lifecycles, see stages.yaml) and fake-gcs-server. Every listener is on 127.0.0.1. The nodes look like a
+cluster made by `xpk cluster create-pathways`: one TPU node pool per slice, and the cpu-np pool.
+Nothing upstream is kept in the repository: sources come from the Go module proxy through `go`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CACHE = Path(os.environ.get("ELXPK_TESTCLUSTER_CACHE", Path.home() / ".cache" / "elxpk" / "testcluster"))
+DEFAULT_RUN_DIR = CACHE / "run"
+
+KUBERNETES = "v1.34.4"  # kube/go.mod pins k8s.io/kubernetes and its staging modules (v0.34.4) and etcd
+ETCD = "v3.6.4"  # the etcd server version k8s.io/kubernetes v1.34.4 requires
+# JobSet: elxpk/crds/ holds the CRD of commit 08dfbdf (main after v0.12.0); the Go module proxy serves no
+# version of that commit, so the newest release it serves is built. Between the two the webhook differs only
+# for generateName (elxpk always sets a name) and the CRD by `minimum: 0` on replicas; the vendored CRD is
+# the one installed.
+JOBSET = "v0.12.0"
+KUEUE = "v0.17.0"  # xpk installs v0.17.1, which the proxy does not serve
+KWOK = "v0.8.0"
+FAKE_GCS = "v1.56.1"
+
+# binary -> (build module under tools/testcluster/, package): `go build` there, with the go.sum kept here.
+BUILDS = {"kube-apiserver": ("kube", "k8s.io/kubernetes/cmd/kube-apiserver"), "etcd": ("kube", "./etcd"),
+          "kube-controller-manager": ("kube", "k8s.io/kubernetes/cmd/kube-controller-manager"),
+          "kube-scheduler": ("kube", "k8s.io/kubernetes/cmd/kube-scheduler"),
+          "jobset": ("jobset", "sigs.k8s.io/jobset")}
+# name -> (module@version to `go install`, binary name)
+INSTALLS = {
+    "kueue": (f"sigs.k8s.io/kueue/cmd/kueue@{KUEUE}", "kueue"),
+    "kwok": (f"sigs.k8s.io/kwok/cmd/kwok@{KWOK}", "kwok"),
+    "fake-gcs-server": (f"github.com/fsouza/fake-gcs-server@{FAKE_GCS}", "fake-gcs-server"),
+}
+# Upstream manifests `build` copies next to the binaries: module path inside the module cache -> file name.
+MANIFESTS = {
+    ("sigs.k8s.io/jobset", JOBSET): {"config/components/webhook/manifests.yaml": "jobset-webhooks.yaml"},
+    ("sigs.k8s.io/kueue", KUEUE): {"config/components/webhook/manifests.yaml": "kueue-webhooks.yaml",
+                                   "config/components/crd": "kueue-crd"},
+    ("sigs.k8s.io/kwok", KWOK): {"kustomize/stage/node/fast/node-initialize.yaml": "kwok-node-initialize.yaml",
+                                 "kustomize/stage/pod/fast/pod-ready.yaml": "kwok-pod-ready.yaml"},
+}
+
+
+def bin_dir() -> Path:
+    key = f"k8s-{KUBERNETES}_etcd-{ETCD}_jobset-{JOBSET}_kueue-{KUEUE}_kwok-{KWOK}_fakegcs-{FAKE_GCS}"
+    return CACHE / key
+
+
+def go() -> str:
+    found = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if not found:
+        sys.exit("testcluster: Go is not installed (https://go.dev/doc/install); the control plane is built with it")
+    return found
+
+
+def expected_files() -> list[Path]:
+    out = bin_dir()
+    files = [out / name for name in BUILDS] + [out / binary for _, binary in INSTALLS.values()]
+    return files + [out / name for table in MANIFESTS.values() for name in table.values()]
+
+
+def is_built() -> bool:
+    return all(path.exists() for path in expected_files())
+
+
+def build(_: argparse.Namespace) -> None:
+    """`go build`/`go install` whatever is missing (a warm cache does nothing); exit 1 naming what failed."""
+    out = bin_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GOBIN": str(out), "GOFLAGS": os.environ.get("GOFLAGS", "-p=2") + " -buildvcs=false"}
+    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
+    failed = []
+    start = time.monotonic()
+    major, minor = KUBERNETES[1:].split(".")[:2]
+    # What Kubernetes' own build stamps (hack/lib/version.sh): /version and the user agents read it.
+    stamp = " ".join(f"-X {pkg}.{var}={value}" for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+                     for var, value in (("gitVersion", KUBERNETES), ("gitMajor", major), ("gitMinor", minor),
+                                        ("gitTreeState", "clean")))
+    for name, (module, package) in BUILDS.items():
+        if not (out / name).exists():
+            _step(f"go build {package}")
+            flags = f"-ldflags=-s -w {stamp}" if module == "kube" else "-ldflags=-s -w"
+            cmd = [*nice, go(), "build", "-trimpath", flags, "-o", str(out / name), package]
+            if subprocess.run(cmd, cwd=HERE / module, env=env).returncode:
+                failed.append(name)
+    for name, (module, binary) in INSTALLS.items():
+        if not (out / binary).exists():
+            _step(f"go install {module}")
+            cmd = [*nice, go(), "install", "-trimpath", "-ldflags=-s -w", module]
+            if subprocess.run(cmd, cwd=out, env=env).returncode:
+                failed.append(name)
+    for (module, version), table in MANIFESTS.items():
+        if all((out / name).exists() for name in table.values()):
+            continue
+        found = subprocess.run([go(), "mod", "download", "-json", f"{module}@{version}"], cwd=out, env=env,
+                               capture_output=True, text=True)
+        source = Path(json.loads(found.stdout)["Dir"]) if found.returncode == 0 else None
+        for inside, name in table.items():
+            if source is None or not (source / inside).exists():
+                failed.append(f"{module}@{version}/{inside}")
+                continue
+            target = out / name
+            if (source / inside).is_dir():
+                shutil.copytree(source / inside, target, dirs_exist_ok=True)
+            else:
+                shutil.copyfile(source / inside, target)
+    if failed:
+        sys.exit(f"testcluster: build failed for {', '.join(failed)} (see the go output above)")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"testcluster: built in {out} ({size / 2**20:.0f} MiB, {time.monotonic() - start:.0f} s)")
+
+
+def _step(message: str) -> None:
+    print(f"testcluster: {message}", file=sys.stderr, flush=True)
+
+
+def up(args: argparse.Namespace) -> None:
+    if not is_built():
+        sys.exit("testcluster: the control plane is not built: run `python tools/testcluster build` first")
+    try:
+        from cluster_up import start  # noqa: PLC0415 - the heavy part, only for `up`
+    except ImportError as err:
+        sys.exit(f"testcluster: `up` needs the dev dependencies ({err.name} is missing): run it with the "
+                 "project's venv, .venv/bin/python tools/testcluster up")
+
+    run_dir = Path(args.dir)
+    if (run_dir / "pids.json").exists():
+        down(args)
+    start(run_dir, bin_dir(), HERE, pools=args.pools)
+    print((run_dir / "env").read_text(), end="")
+
+
+def down(args: argparse.Namespace) -> None:
+    """Stop the processes `up` started (by the pids it recorded, newest first) and remove the run dir."""
+    run_dir = Path(args.dir)
+    pids_file = run_dir / "pids.json"
+    pids = json.loads(pids_file.read_text()) if pids_file.exists() else {}
+    for name, pid in reversed(list(pids.items())):
+        stop_process(pid, run_dir, name)
+    if run_dir.exists():
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def stop_process(pid: int, run_dir: Path, name: str) -> None:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if str(run_dir).encode() not in cmdline:  # the pid was reused by something that is not ours
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
+                return
+            time.sleep(0.1)
+        _step(f"{name} (pid {pid}) did not stop on {sig.name}")
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="testcluster", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build every component (reuses the cache)").set_defaults(func=build)
+    for name, func in (("up", up), ("down", down)):
+        cmd = sub.add_parser(name)
+        cmd.add_argument("--dir", default=str(DEFAULT_RUN_DIR), help="run directory (certs, data, logs)")
+        cmd.set_defaults(func=func)
+        if name == "up":
+            cmd.add_argument("--pools", default="v5p-8:2,v5litepod-16:3,v6e-16:2,v5p-16:2,tpu7x-8:2",
+                             help="TPU node pools as TYPE:SLICES,... (one pool per slice, as xpk makes them)")
+    sub.add_parser("built", help="exit 0 when every component is built").set_defaults(
+        func=lambda _: sys.exit(0 if is_built() else 1))
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
