@@ -77,15 +77,27 @@ class Gcs:
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ClusterError(f"cannot reach Cloud Storage ({self.endpoint}) while {what}: {text}") from None
 
-    def read(self, url: str) -> tuple[bytes | None, int]:
-        """(content, generation); (None, 0) when the object does not exist."""
+    def read(self, url: str, *, limit: int | None = None) -> tuple[bytes | None, int]:
+        """(content, generation); (None, 0) when the object does not exist. With `limit`, at most limit + 1
+        bytes are downloaded (more than `limit` tells the caller the object is over its cap)."""
         bucket, name = split_url(url)
         resp = self._send("GET", f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}",
-                          f"reading {url}", params={"alt": "media"})
+                          f"reading {url}", params={"alt": "media"}, stream=limit is not None)
         if resp.status_code == 404:
             return None, 0
         self._check(resp, f"reading {url}")
-        return resp.content, int(resp.headers.get("x-goog-generation") or 0)
+        generation = int(resp.headers.get("x-goog-generation") or 0)
+        if limit is None:
+            return resp.content, generation
+        content = bytearray()
+        try:
+            for chunk in resp.iter_content(1 << 20):
+                content += chunk
+                if len(content) > limit:
+                    break
+        finally:
+            resp.close()
+        return bytes(content), generation
 
     def write(self, url: str, data: bytes, *, if_generation_match: int | None = None) -> bool:
         """Upload the whole object; False when the generation precondition failed (412)."""
