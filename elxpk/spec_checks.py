@@ -78,13 +78,11 @@ class FlagChecker(FlagValues):
             err("--dry-run and --dry-run-server: pick one (client-side print, or a server-side dry run)")
         out_file = self.text("output_manifest_file", "--output-manifest-file")
         if out_file is not None:
-            import os
+            from elxpk.outfile import output_problem as path_problem
 
-            parent = os.path.dirname(os.path.abspath(out_file)) if out_file else ""
-            if not out_file or os.path.isdir(out_file):
-                err(f"--output-manifest-file {out_file!r}: give a file path, e.g. manifest.yaml")
-            elif not os.path.isdir(parent):
-                err(f"--output-manifest-file {out_file!r}: directory {parent!r} does not exist; create it first")
+            problem = path_problem(out_file, "--output-manifest-file", example="manifest.yaml")
+            if problem:
+                err(problem)
         from elxpk.budget_checks import read_times
 
         times, problems = read_times(step=self.get("step_time"), save=self.get("checkpoint_save_time"),

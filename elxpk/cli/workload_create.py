@@ -109,7 +109,7 @@ def create(
     manifest = render(spec)
     text = manifest.dump(run.output_format)
     if run.output_manifest_file:
-        from elxpk.cli.outfile import write_text
+        from elxpk.outfile import write_text
 
         write_text(run.output_manifest_file, text, flag="--output-manifest-file")
         print(f"wrote {run.output_manifest_file}", file=sys.stderr)
