@@ -132,6 +132,11 @@ class FlagChecker(FlagValues):
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
         n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
         fields["settings"] = self.trainer_settings(n, e, restarts)
+        extra = self.flags.get("command")
+        if fields["trainer"] and isinstance(extra, str) and extra.strip():
+            from elxpk.trainer_args import trainer_arg_problems
+
+            self.errors += trainer_arg_problems(extra, dict(fields["settings"]))  # type: ignore[call-overload]
         self.settings_destination(fields)
         options = self.outputs()
         self.budgets(fields, options.times)
