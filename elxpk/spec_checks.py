@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from elxpk.admission.image_ref import image_problem
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.errors import UsageError
@@ -289,8 +290,9 @@ class FlagChecker(FlagValues):
         for key, flag in (("docker_image", "--docker-image"), ("proxy_server_image", "--proxy-server-image"),
                           ("server_image", "--server-image"), ("worker_image", "--worker-image")):
             image = self.text(key, flag)
-            if image is not None and (not image.strip() or any(c.isspace() for c in image)):
-                err(f"{flag} {image!r}: an image reference has no spaces; e.g. gcr.io/my-project/my-image:tag")
+            if image is not None and (problem := image_problem(image)):
+                err(f"{flag} {image!r}: {problem}; e.g. gcr.io/my-project/my-image:tag (the kubelet would "
+                    "refuse it as InvalidImageName)")
         docker_name = self.text("docker_name", "--docker-name", "jax-tpu") or ""
         if len(docker_name) > 63 or not _DNS_LABEL.match(docker_name):
             err(f"--docker-name {docker_name!r}: a container name is an RFC 1123 label (a-z, 0-9, '-'), "

@@ -165,6 +165,11 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
         except core.NoSchema:
             return [], f"apiVersion {_short(api_version)}, kind {_short(kind)}: no schema known to elxpk, skipped"
         found += objectmeta.object_meta_problems(obj.get("metadata"), namespaced=kind != "Namespace")
+    from elxpk.admission.object_size import size_problem
+
+    too_big = size_problem(obj)
+    if too_big:
+        found.append(Violation("<root>", f"Too large: the object {too_big}"))
     return sorted(set(found), key=lambda v: (v.path, v.message)), None
 
 
