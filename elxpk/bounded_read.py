@@ -31,9 +31,11 @@ MANIFEST_BYTES = 4 * MIB  # a YAML file of manifests; one object is at most ~1.5
 ENV_FILE_BYTES = 2 * MIB  # KEY=VALUE lines; the whole JobSet must stay within the API server's object limit
 KUBECONFIG_BYTES = 4 * MIB  # kubeconfigs embed certificates: tens of KiB per cluster
 CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
-RUN_JSON_BYTES = 4 * MIB  # run.json
-RUN_RECORD_BYTES = 32 * MIB  # metrics.jsonl / events.jsonl / a MaxText metrics file (~100k steps)
-INCIDENT_BYTES = 16 * MIB  # an incident record (`workload events --record`): ~50k incidents
+RUN_JSON_BYTES = 1 * MIB  # run.json
+# metrics.jsonl / events.jsonl / a MaxText metrics file: ~55k steps. report and compare hold every record
+# in memory (compare two runs): 8 MiB each keeps `compare` of two such runs at ~170 MB.
+RUN_RECORD_BYTES = 8 * MIB
+INCIDENT_BYTES = 2 * MIB  # an incident record (`workload events --record`): ~6k incidents
 PROGRESS_BYTES = 1 * MIB  # the trainer's progress record
 READ_TIMEOUT_S = 60.0  # a read that takes longer is stuck (a hung mount, a stdin nobody closes)
 _CHUNK = 1 * MIB
@@ -104,7 +106,7 @@ def read_fd(fd: int, *, limit: int, timeout_s: float = READ_TIMEOUT_S,
             raise ReadRefused(f"still not at its end after {timeout_s:g} s ({size_text(len(data))} read); "
                               "give a complete file")
         try:
-            ready, _, _ = select.select([fd], [], [], left)
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))  # the clock decides, not select
         except (OSError, ValueError):  # a descriptor select cannot watch: read, it will not block for long
             ready = [fd]
         if not ready:
