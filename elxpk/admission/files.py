@@ -57,6 +57,9 @@ def read_documents(name: str) -> list[Any]:
         documents = list(yaml.load_all(text, Loader=strict_loader()))
     except RecursionError:
         raise UsageError(f"{name}: nested too deeply to be a manifest; check what produced it") from None
+    except ValueError as exc:  # a constructor's own failure, e.g. an integer of thousands of digits
+        raise UsageError(f"{name}: not valid YAML ({(str(exc).splitlines() or ['bad value'])[0]}); fix the "
+                         "file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -89,8 +89,9 @@ def check_kubeconfig(path: str | None, *, given: bool = True) -> None:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise UsageError(f"{flag} {path}: not valid YAML{where}; fix the file") from None
-    except RecursionError:
-        raise UsageError(f"{flag} {path}: nested too deeply to be a kubeconfig") from None
+    except (RecursionError, ValueError):  # ValueError: a constructor's own, e.g. an integer of 5,000 digits
+        raise UsageError(f"{flag} {path}: nested too deeply or holding a value YAML cannot read; fix the "
+                         "file") from None
     if not isinstance(data, dict):
         raise UsageError(f"{flag} {path}: not a kubeconfig (its top level is not a mapping of clusters, users "
                          "and contexts)")

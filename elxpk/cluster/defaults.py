@@ -74,7 +74,7 @@ def load_config(path: Path, *, required: bool = False) -> dict[str, str]:
         raise UsageError(f"{where}: {exc}; fix or remove it") from None
     try:
         data = yaml.safe_load(text) or {}
-    except (yaml.YAMLError, RecursionError) as exc:
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
         raise UsageError(f"{where}: not valid YAML ({exc.__class__.__name__}): fix or remove it") from None
     if not isinstance(data, dict):
         raise UsageError(f"{where}: expected a mapping of keys ({', '.join(sorted(_KEYS))})")
@@ -86,9 +86,13 @@ def load_config(path: Path, *, required: bool = False) -> dict[str, str]:
     for key, value in data.items():
         if value is None:
             continue
-        if isinstance(value, (dict, list, bool)) or not str(value).strip():
-            raise UsageError(f"{where}: {key} must be a non-empty name or path, not {value!r}")
-        values[key] = str(value)
+        try:
+            text = "" if isinstance(value, (dict, list, bool)) else str(value)
+        except ValueError:  # an integer of thousands of digits
+            text = ""
+        if not text.strip():
+            raise UsageError(f"{where}: {key} must be a non-empty name or path, not a {type(value).__name__}")
+        values[key] = text
     return values
 
 

@@ -21,7 +21,7 @@ def _ids(content: bytes) -> set[str]:
     for line in content.decode("utf-8", "replace").splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a torn or foreign line: left as it is, never fatal
         if isinstance(record, dict) and "id" in record:
             ids.add(str(record["id"]))

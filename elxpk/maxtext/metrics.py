@@ -74,7 +74,7 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep, not a record
             cut = number == len(lines) and not text.endswith("\n")
             why = "is cut off (the writer stopped mid-line)" if cut else "is not JSON"
             raise MetricsFileError(f"{path}: line {number} {why}: {line[:60]!r}") from None
@@ -143,7 +143,7 @@ def looks_like_maxtext_metrics(path: str | Path) -> bool:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         return (isinstance(record, dict) and "step" in record and isinstance(record.get("run_name"), str)
                 and any("/" in k for k in record))

@@ -32,7 +32,7 @@ def _salvage(line: str) -> dict | None:
     while start != -1:
         try:
             obj, end = decoder.raw_decode(line, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj, end = None, -1
         if isinstance(obj, dict) and line[end:].strip() == "":
             return obj
