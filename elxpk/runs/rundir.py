@@ -96,7 +96,7 @@ def load_run(path: str | Path, *, flag: str = "RUN_DIR") -> Run:
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"{flag}: {root} is not a directory; pass a run directory (one with {METRICS})")
-    if not (root / METRICS).is_file():
+    if not (root / METRICS).exists():  # a device or a FIFO there is refused by the reader, by what it is
         raise UsageError(
             f"{flag}: {root} has no {METRICS}; pass the --run-dir of `elxpk local run` or the trainer's run_dir"
         )
