@@ -113,7 +113,7 @@ class Gcs:
         self._check(resp, f"writing {url}")
         return True
 
-    def append_lines(self, url: str, make_lines: Callable[[bytes], list[str]]) -> int:
+    def append_lines(self, url: str, make_lines: Callable[[bytes], list[str]], *, limit: int | None = None) -> int:
         """Append what `make_lines(current content)` returns (it may drop what is already there); the
         number of lines appended."""
         import random
@@ -122,7 +122,10 @@ class Gcs:
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(random.uniform(0.5, 1.0) * min(BACKOFF_S * 2 ** (attempt - 1), 1.0))
-            content, generation = self.read(url)
+            content, generation = self.read(url, limit=limit)
+            if limit is not None and content is not None and len(content) > limit:
+                raise ClusterError(f"{url}: over {limit // (1024 * 1024)} MiB; start a new object (what is "
+                                   "already there is not read again)")
             lines = make_lines(content or b"")
             if not lines:
                 return 0

@@ -61,7 +61,9 @@ def record(path: str, incidents: Iterable[Incident]) -> int:
     if path.startswith("gs://"):
         from elxpk.cluster.gcs import Gcs
 
-        return Gcs().append_lines(path, lambda content: _new_lines(content, items))
+        from elxpk.bounded_read import INCIDENT_BYTES
+
+        return Gcs().append_lines(path, lambda content: _new_lines(content, items), limit=INCIDENT_BYTES)
     import fcntl
 
     from elxpk.bounded_read import INCIDENT_BYTES, size_text

@@ -44,8 +44,12 @@ def read_progress_text(directory: str) -> str | None:
     if directory.startswith("gs://"):
         from elxpk.cluster.gcs import Gcs
 
-        content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE)
-        return None if content is None else content.decode("utf-8", "replace")
+        from elxpk.bounded_read import PROGRESS_BYTES, decode_text
+
+        content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE, limit=PROGRESS_BYTES)
+        if content is not None and len(content) > PROGRESS_BYTES:
+            raise ValueError(f"over {PROGRESS_BYTES // 1024} KiB, not a progress record")
+        return None if content is None else decode_text(content, "JSON")
     from elxpk.bounded_read import PROGRESS_BYTES, decode_text, read_limited
 
     path = Path(directory) / PROGRESS_FILE
