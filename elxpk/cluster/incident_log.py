@@ -59,9 +59,8 @@ def record(path: str, incidents: Iterable[Incident]) -> int:
     """Append the incidents not yet in PATH; how many were appended."""
     items = list(incidents)
     if path.startswith("gs://"):
-        from elxpk.cluster.gcs import Gcs
-
         from elxpk.bounded_read import INCIDENT_BYTES
+        from elxpk.cluster.gcs import Gcs
 
         return Gcs().append_lines(path, lambda content: _new_lines(content, items), limit=INCIDENT_BYTES)
     import fcntl

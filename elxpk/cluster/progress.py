@@ -42,9 +42,8 @@ def read_progress_text(directory: str) -> str | None:
     from elxpk_contract.records import PROGRESS_FILE
 
     if directory.startswith("gs://"):
-        from elxpk.cluster.gcs import Gcs
-
         from elxpk.bounded_read import PROGRESS_BYTES, decode_text
+        from elxpk.cluster.gcs import Gcs
 
         content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE, limit=PROGRESS_BYTES)
         if content is not None and len(content) > PROGRESS_BYTES:
