@@ -99,7 +99,7 @@ def valid_flags(draw):
         for key in ("env", "checkpoint_period", "elastic_min_slice_count"):
             del flags[key]
     elif trainer:  # extra trainer arguments: what the trainer accepts (elxpk/trainer_args.py checks them)
-        flags["command"] = f"--seed {draw(st.integers(0, 2**31))} --run-dir {draw(st.from_regex(r'[a-z/]{1,20}'))}"
+        flags["command"] = f"--seed {draw(st.integers(0, 2**31))} --run-dir {draw(st.from_regex(r'[a-z/]{1,20}', fullmatch=True))}"
     else:
         flags["command"] = draw(text.filter(lambda s: s.strip()))
     if trainer:
