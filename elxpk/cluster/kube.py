@@ -149,10 +149,12 @@ class Kube:
         return self.get(api_path(obj["apiVersion"], plural_of(kind), namespace, name),
                         what=f'{kind} "{name}" in namespace "{namespace}"')
 
-    def delete_object(self, obj: dict, namespace: str) -> None:
+    def delete_object(self, obj: dict, namespace: str, *, uid: str) -> None:
+        """Delete exactly the stored object `uid` of `obj`'s kind and name."""
         kind, name = obj.get("kind", ""), obj["metadata"]["name"]
         self.request("DELETE", api_path(obj["apiVersion"], plural_of(kind), namespace, name), verb="delete",
-                     what=f'{kind} "{name}" in namespace "{namespace}"', query={"propagationPolicy": "Foreground"})
+                     what=f'{kind} "{name}" in namespace "{namespace}"', query={"propagationPolicy": "Foreground"},
+                     body=_preconditions(uid))
 
     # --- children: Jobs and Pods --------------------------------------------------------------------
 
