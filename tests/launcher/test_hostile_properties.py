@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ CORPUS = Path(__file__).parent / "hostile_corpus"
 CORPUS_FILES = sorted(p for p in CORPUS.iterdir() if p.name != "README.md")
 GOOD = ["--workload", "run-1", "--tpu-type", "v5p-8", "--command", "python3 train.py"]
 DOCUMENTED = {0, 1, 2}
-PROPERTY = settings(max_examples=25, derandomize=True, database=None, deadline=None,
+# The deadline bounds each example's time (generous: a loaded 2-core CI machine), not a speed claim.
+PROPERTY = settings(max_examples=25, derandomize=True, database=None, deadline=timedelta(seconds=30),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                            HealthCheck.data_too_large])
 
