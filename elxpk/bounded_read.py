@@ -29,7 +29,7 @@ KIB, MIB = 1024, 1024 * 1024
 # the largest allowed stays well under 200 MB of memory (tests/launcher/test_hostile_input.py measures it).
 MANIFEST_BYTES = 4 * MIB  # a YAML file of manifests; one object is at most ~1.5 MiB in the API server
 ENV_FILE_BYTES = 2 * MIB  # KEY=VALUE lines; the whole JobSet must stay within the API server's object limit
-KUBECONFIG_BYTES = 4 * MIB  # kubeconfigs embed certificates: tens of KiB per cluster
+KUBECONFIG_BYTES = 1 * MIB  # kubeconfigs embed certificates: a few KiB per cluster (the library parses in Python)
 CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
 RUN_JSON_BYTES = 1 * MIB  # run.json
 # metrics.jsonl / events.jsonl / a MaxText metrics file: ~55k steps. report and compare hold every record
@@ -147,6 +147,22 @@ def read_stdin(*, limit: int, timeout_s: float = READ_TIMEOUT_S,
     if stat.S_ISREG(info.st_mode) and info.st_size > limit:
         raise ReadRefused(f"is {size_text(info.st_size)}, over the {size_text(limit)} this input may be")
     return read_fd(fd, limit=limit, timeout_s=timeout_s, clock=clock)
+
+
+# A YAML value needs one of these characters before it (a flow ',', a block '- ' or ': ', a new line, an
+# opening bracket), so their count bounds the nodes a parser would build (~400 bytes of memory each) before
+# any is built: 250,000 keep a parse under 200 MB; a large real manifest holds a few thousand.
+_YAML_VALUE_MARKS = ",:-[{?\n"
+YAML_VALUES = 250_000
+KUBECONFIG_VALUES = 50_000  # the kubernetes library parses it again with the pure-Python loader
+
+
+def yaml_values_problem(text: str, limit: int = YAML_VALUES) -> str | None:
+    """Why `text` is refused before it is parsed as YAML (too many values to hold in memory), or None."""
+    marks = sum(text.count(c) for c in _YAML_VALUE_MARKS)
+    if marks > limit:
+        return f"room for {marks} YAML values, over the {limit} elxpk reads in one file"
+    return None
 
 
 def decode_text(data: bytes, expected: str = "text") -> str:

@@ -18,11 +18,6 @@ from elxpk.errors import UsageError
 
 STDIN = "-"
 MAX_NODES = 1_000_000  # a 200-slice JobSet has about 1,000
-# Before parsing: a YAML value needs one of these characters before it (a flow ',', a block '- ' or ': ',
-# a new line, an opening bracket), so their count bounds the nodes the parser would build (~400 bytes of
-# memory each): 250,000 keep a parse under 200 MB; a large real manifest holds a few thousand.
-_VALUE_MARKS = ",:-[{?\n"
-MAX_VALUE_MARKS = 250_000
 
 
 @dataclass
@@ -41,7 +36,14 @@ def read_documents(name: str) -> list[Any]:
     """The YAML documents of a file (or stdin for `-`); UsageError (exit 2) when it cannot be read or parsed."""
     import yaml
 
-    from elxpk.bounded_read import MANIFEST_BYTES, ReadRefused, decode_text, read_limited, read_stdin
+    from elxpk.bounded_read import (
+        MANIFEST_BYTES,
+        ReadRefused,
+        decode_text,
+        read_limited,
+        read_stdin,
+        yaml_values_problem,
+    )
 
     try:
         data = read_stdin(limit=MANIFEST_BYTES) if name == STDIN else read_limited(name, limit=MANIFEST_BYTES)
@@ -49,10 +51,10 @@ def read_documents(name: str) -> list[Any]:
     except (FileNotFoundError, ReadRefused) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise UsageError(f"{name}: cannot read it ({reason}); give a readable YAML file, or - for stdin") from None
-    marks = sum(text.count(c) for c in _VALUE_MARKS)
-    if marks > MAX_VALUE_MARKS:
-        raise UsageError(f"{name}: room for {marks} YAML values, over the {MAX_VALUE_MARKS} elxpk reads in one "
-                         "file (a large manifest holds a few thousand); check what produced it, or split it")
+    too_many = yaml_values_problem(text)
+    if too_many:
+        raise UsageError(f"{name}: {too_many} (a large manifest holds a few thousand); check what produced it, "
+                         "or split it")
     try:
         documents = list(yaml.load_all(text, Loader=strict_loader()))
     except RecursionError:

@@ -79,10 +79,13 @@ def check_kubeconfig(path: str | None, *, given: bool = True) -> None:
         return
     import yaml
 
-    from elxpk.bounded_read import KUBECONFIG_BYTES, read_input
+    from elxpk.bounded_read import KUBECONFIG_BYTES, KUBECONFIG_VALUES, read_input, yaml_values_problem
 
     flag = "--kubeconfig" if given else "kubeconfig"
-    text = read_input(path, flag=flag, limit=KUBECONFIG_BYTES)
+    text = str(read_input(path, flag=flag, limit=KUBECONFIG_BYTES))
+    too_many = yaml_values_problem(text, limit=KUBECONFIG_VALUES)
+    if too_many:
+        raise UsageError(f"{flag} {path}: {too_many} for a kubeconfig; check what produced it")
     try:
         data = yaml.load(str(text), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:

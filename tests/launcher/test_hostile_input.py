@@ -121,13 +121,25 @@ def test_run_records_that_are_special_or_huge_are_refused(tmp_path, name, config
 def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     """Just under each cap, the most memory-hungry readers: validate (values to parse), compare (two runs in
     memory), report with an incident record."""
-    from elxpk.admission.files import MAX_VALUE_MARKS
-    from elxpk.bounded_read import INCIDENT_BYTES, RUN_RECORD_BYTES
+    import yaml
+
+    from elxpk.bounded_read import INCIDENT_BYTES, KUBECONFIG_BYTES, KUBECONFIG_VALUES, RUN_RECORD_BYTES, YAML_VALUES
 
     flow = tmp_path / "flow.yaml"
-    flow.write_text("[" + "1," * (MAX_VALUE_MARKS - 10) + "1]")
+    flow.write_text("[" + "1," * (YAML_VALUES - 10) + "1]")
     done = elxpk("workload", "validate", str(flow), env=config)
     assert done["code"] == 1 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
+    many = 1900  # clusters, users and contexts: ~6 values each, under KUBECONFIG_VALUES and KUBECONFIG_BYTES
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c0",
+        "clusters": [{"name": f"c{i}", "cluster": {"server": "https://127.0.0.1:1"}} for i in range(many)],
+        "users": [{"name": f"u{i}", "user": {"token": "t" * 100}} for i in range(many)],
+        "contexts": [{"name": f"c{i}", "context": {"cluster": f"c{i}", "user": f"u{i}"}} for i in range(many)]}))
+    assert kubeconfig.stat().st_size <= KUBECONFIG_BYTES
+    assert sum(kubeconfig.read_text().count(c) for c in ",:-[{?\n") <= KUBECONFIG_VALUES
+    done = elxpk("workload", "status", "x", "--kubeconfig", str(kubeconfig), "--context", "nope", env=config)
+    refused(done, "--kubeconfig/--context")
     runs = []
     for name in ("a", "b"):
         run = write_run(tmp_path / name, FakeRun(steps=50_000))
