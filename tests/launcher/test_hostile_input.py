@@ -123,7 +123,13 @@ def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     memory), report with an incident record."""
     import yaml
 
-    from elxpk.bounded_read import INCIDENT_BYTES, KUBECONFIG_BYTES, KUBECONFIG_VALUES, RUN_RECORD_BYTES, YAML_VALUES
+    from elxpk.bounded_read import (
+        INCIDENT_BYTES,
+        KUBECONFIG_BYTES,
+        KUBECONFIG_VALUES,
+        RUN_RECORD_BYTES,
+        YAML_VALUES,
+    )
 
     flow = tmp_path / "flow.yaml"
     flow.write_text("[" + "1," * (YAML_VALUES - 10) + "1]")
