@@ -145,6 +145,13 @@ def run_guarded(action: Callable[[], object]) -> int:
         return 130
     except Exception as exc:  # click usage errors arrive here with standalone_mode=False
         usage, other = _click_exception_types()
+        if isinstance(exc, usage) and type(exc).__name__ != "NoArgsIsHelpError":
+            # click's usage errors (an unknown flag, a value of the wrong type) in elxpk's one-line form
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see {ctx.command_path} --help)" if getattr(ctx, "command_path", None) else ""
+            text = "; ".join(line.strip() for line in exc.format_message().splitlines() if line.strip())
+            _report(f"error: {text}{where}")
+            return 2
         if isinstance(exc, usage + other):
             exc.show()  # type: ignore[attr-defined]
             return 2 if isinstance(exc, usage) else int(getattr(exc, "exit_code", 1))

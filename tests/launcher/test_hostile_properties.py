@@ -222,3 +222,31 @@ def test_random_values_for_each_create_flag(flag, value, twice, tmp_path):
 def test_every_create_flag_is_covered():
     assert len(CREATE_FLAGS) > 45 and {"--checkpoint-dir", "--steps", "--env-file", "--kubeconfig"} <= {
         f for f, _ in CREATE_FLAGS}
+
+
+PLAN = ["--num-slices", "8", "--slice-mtbf", "30d", "--step-time", "2s", "--checkpoint-save", "20s", "--restore",
+        "60s"]
+
+
+def _plan_flags() -> list[str]:
+    import typer.main
+
+    from elxpk.cli.commands import build_app
+
+    plan = typer.main.get_command(build_app(["plan"])).commands["plan"]  # type: ignore[attr-defined]
+    return [max(p.opts, key=len) for p in plan.params
+            if p.param_type_name == "option" and p.name != "help" and not getattr(p, "is_flag", False)]
+
+
+@PROPERTY
+@given(flag=st.sampled_from(_plan_flags()), value=_flag_values)
+def test_random_values_for_each_plan_flag(flag, value, tmp_path):
+    base = [token for pair in zip(PLAN[::2], PLAN[1::2], strict=True) if pair[0] != flag for token in pair]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = _run(["plan", *base, flag, value])
+    assert code in (0, 2), (flag, value, err)
+    for bad in ("Traceback", "internal error", "unexpected error"):
+        assert bad not in err, err
+    if code == 2:
+        assert out == "" and all(line.startswith("error: ") for line in err.splitlines()), err
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
