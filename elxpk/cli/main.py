@@ -147,9 +147,10 @@ def run_guarded(action: Callable[[], object]) -> int:
         usage, other = _click_exception_types()
         if isinstance(exc, usage) and type(exc).__name__ != "NoArgsIsHelpError":
             # click's usage errors (an unknown flag, a value of the wrong type) in elxpk's one-line form
-            ctx = getattr(exc, "ctx", None)
-            where = f" (see {ctx.command_path} --help)" if getattr(ctx, "command_path", None) else ""
-            text = "; ".join(line.strip() for line in exc.format_message().splitlines() if line.strip())
+            path = getattr(getattr(exc, "ctx", None), "command_path", None)
+            where = f" (see {path} --help)" if path else ""
+            message = exc.format_message()  # type: ignore[attr-defined]
+            text = "; ".join(line.strip() for line in message.splitlines() if line.strip())
             _report(f"error: {text}{where}")
             return 2
         if isinstance(exc, usage + other):
