@@ -23,7 +23,6 @@ from elxpk.spec import (
     DEFAULT_PROXY_IMAGE,
     DEFAULT_QUEUE,
     DEFAULT_SERVER_IMAGE,
-    ELASTIC_KNOBS_HELP,
     PRIORITIES,
     RESERVED_ENV,
     TRAINER_COMMAND,
@@ -40,6 +39,7 @@ from elxpk_contract.settings import (
     env_name,
     exposed,
     flag_name,
+    redundant_min_slice_count,
 )
 
 # `\Z`, not `$`: `$` also matches before a final newline, and "run-1\n" is not a name. Used with .match.
@@ -242,7 +242,8 @@ class FlagChecker(FlagValues):
             refused = [name for name, _ in settings if any(  # type: ignore[attr-defined]
                 e.startswith((flag_name(name) + " ", flag_name(name) + ":")) for e in self.errors)]
             done = launcher.maxtext_command(fields["command"], settings, pathways=bool(fields["pathways"]),  # type: ignore[arg-type]
-                                            elastic=int(fields["elastic_slices"]) > 0, refused=refused)  # type: ignore[call-overload]
+                                            elastic=int(fields["elastic_slices"]) > 0, refused=refused,  # type: ignore[call-overload]
+                                            env=fields["env"])  # type: ignore[arg-type]
             fields["command"] = done.command
             self.errors.extend(done.errors)
             self.warnings.extend(done.warnings)
@@ -362,11 +363,8 @@ class FlagChecker(FlagValues):
             cross = cross_problems(n, min_count)
             self.errors.extend(cross)
             floor = n - e
-            if not cross and min_count != -1 and min_count < floor:  # the launcher's own rule: Pathways' side
-                hint = f"use {floor}..{n - 1} or -1" if floor <= n - 1 else "use -1 or raise --elastic-slices"
-                err(f"--elastic-min-slice-count {min_count}: below num_slices - elastic_slices = {floor}; "
-                    f"the trainer would wait for slices that Pathways will not give back "
-                    f"({ELASTIC_KNOBS_HELP}); {hint}")
+            if not cross and min_count != -1 and min_count < floor:  # redundant, not wrong: MaxText accepts it
+                self.warnings.append(redundant_min_slice_count(min_count, n, e))
         return tuple(values.items())
 
     def references(self, command: str | None, env: tuple[tuple[str, str], ...],

@@ -56,7 +56,7 @@ class TrainerConfig:
     run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json")
     checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
                                       maxtext="checkpoint_dir", expose=LAUNCHER_FLAG)
-    steps: int = _opt(200, "number of train steps", expose=LAUNCHER_FLAG, low=1)
+    steps: int = _opt(200, "number of train steps", maxtext="steps", expose=LAUNCHER_FLAG, low=1)
     checkpoint_period: int = _opt(100, "save a checkpoint every this many steps", low=1,
                                   maxtext="checkpoint_period", expose=LAUNCHER_FLAG,
                                   fix="steps between checkpoints, e.g. 100")
@@ -360,6 +360,18 @@ def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:
         return [f"--elastic-min-slice-count {k}: use -1 (wait for all {num_slices} slices) or "
                 f"1..{num_slices - 1} (resize onto the survivors)"]
     return []
+
+
+def redundant_min_slice_count(min_slice_count: int, num_slices: int, elastic_slices: int) -> str:
+    """The warning for k below N - E (1 <= k): redundant, not wrong. Pathways keeps the program alive only
+    while at most E slices are lost, so every attempt that runs finds at least N - E healthy slices and a
+    smaller k never takes effect. MaxText accepts it; so do the launcher and the trainer."""
+    k, n, e = min_slice_count, num_slices, elastic_slices
+    floor = n - e
+    return (f"--elastic-min-slice-count {k}: below num_slices - elastic_slices = {floor}, so it never takes "
+            f"effect: Pathways fails the program before fewer than {floor} slices remain (it tolerates "
+            f"losing {e}), so every attempt finds at least {floor}; it is redundant, use "
+            + (f"{floor}..{n - 1} or -1" if floor <= n - 1 else "-1") + " to say what happens")
 
 
 def _num(x: float) -> str:

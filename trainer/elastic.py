@@ -207,6 +207,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         state = "done"
         return result
     finally:
+        if ctx.live_checks is not None:  # no thread may be compiling when the interpreter exits
+            ctx.live_checks.close()
         ctx.watchdog.close()
         ctx.progress.finish(state)
         logging.getLogger("absl").removeFilter(quiet)

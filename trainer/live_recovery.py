@@ -36,7 +36,7 @@ holds all of it); a fingerprint that disagrees.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -202,7 +202,11 @@ def replica_fingerprints(tree: Any, mesh: Any) -> list[dict[str, str]]:
 
 class Preparation:
     """`prepare` in a background thread, started with the session: the compiles overlap training instead of
-    delaying its start, and a recovery waits for them (`wait`) rather than compiling the same again."""
+    delaying its start, and a recovery waits for them (`wait`) rather than compiling the same again.
+
+    The session must `close()` it before it returns. A thread still inside XLA's compiler while the
+    interpreter finalizes aborts the process (exit 134, "terminate called after throwing an instance of"):
+    a completed run would then read as a failed Job on a cluster, and be retried."""
 
     def __init__(self, target_for: Any, slice_devices: dict[int, list[Any]], slices: Sequence[int],
                  clock: Any) -> None:
@@ -211,6 +215,7 @@ class Preparation:
         self.seconds: float | None = None
         self.error = ""
         self._clock = clock
+        self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(target_for, slice_devices, list(slices)),
                                         name="elxpk-live-prepare", daemon=True)
         self._thread.start()
@@ -218,7 +223,7 @@ class Preparation:
     def _run(self, target_for: Any, slice_devices: dict[int, list[Any]], slices: list[int]) -> None:
         began = self._clock.monotonic()
         try:
-            prepare(target_for, slice_devices, slices)
+            prepare(target_for, slice_devices, slices, cancelled=self._cancel.is_set)
         except Exception as exc:  # noqa: BLE001 - a recovery then compiles what it needs itself
             self.error = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         self.seconds = self._clock.monotonic() - began
@@ -228,13 +233,22 @@ class Preparation:
         self._thread.join()
         return self.seconds or 0.0
 
+    def close(self) -> None:
+        """Stop after the compile under way (the rest are no longer needed) and join the thread."""
+        self._cancel.set()
+        self._thread.join()
 
-def prepare(target_for: Any, slice_devices: dict[int, list[Any]], slices: Sequence[int]) -> None:
+
+def prepare(target_for: Any, slice_devices: dict[int, list[Any]], slices: Sequence[int],
+            cancelled: Callable[[], bool] = lambda: False) -> None:
     """Compile the checks of the likely recoveries before any failure, so a recovery compiles nothing of
-    its own: the full mesh and every mesh one slice short. `target_for(mesh)` is the state's layout."""
+    its own: the full mesh and every mesh one slice short. `target_for(mesh)` is the state's layout;
+    `cancelled()` is asked before each compile."""
     import jax
 
     meshes = [list(slices)] + ([[s for s in slices if s != lost] for lost in slices] if len(slices) > 1 else [])
     for chosen in meshes:
+        if cancelled():
+            return
         mesh = meshlib.build_mesh(slice_devices, chosen)
         _sums(jax.tree.leaves(target_for(mesh)), mesh)

@@ -63,6 +63,7 @@ def create(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print only the manifest on stdout; no cluster, no credentials, no network.", rich_help_panel=options.OUTPUT_PANEL)] = False,
     dry_run_server: Annotated[bool, typer.Option("--dry-run-server", help="Send to the cluster as a server-side dry run (admission and schema checks, nothing created).", rich_help_panel=options.OUTPUT_PANEL)] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Delete a workload of the same name first.", rich_help_panel=options.OUTPUT_PANEL)] = False,
+    check_data: Annotated[bool, typer.Option("--check-data", help="Read the MaxText command's grain_train_files (a local or gs:// pattern; bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.", rich_help_panel=options.TRAINER_PANEL)] = False,
     output_manifest_file: Annotated[str | None, typer.Option("--output-manifest-file", help="Also write the manifest to this file (with or without --dry-run).", rich_help_panel=options.OUTPUT_PANEL)] = None,
     output: options.ManifestOutput = "yaml",
     settings: Mapping[str, str | None] = options.NO_SETTINGS,
@@ -103,6 +104,8 @@ def create(
         raise UsageError(*target_problems)
     for line in spec.warnings:
         print(f"warning: {line}", file=sys.stderr)
+    if check_data:
+        _check_data(spec.command)
 
     from elxpk.render import render
 
@@ -144,6 +147,19 @@ def _check_sizes(manifest) -> None:
             culprit = f"; the largest --env value is {env[0]} ({env[1] // 1024} KiB)" if env else ""
             raise UsageError(f"the rendered {obj.get('kind', 'object')} {problem}: shorten the --env values or "
                              f"--command, or pass large data through a file or bucket{culprit}")
+
+
+def _check_data(command: str | None) -> None:
+    """--check-data: the data MaxText will read is ArrayRecord with records; else exit 2, nothing written."""
+    from elxpk.errors import UsageError
+    from elxpk.maxtext.data_check import check_commands
+
+    problems, checked = check_commands([command] if command else [])
+    if problems:
+        raise UsageError(*problems)
+    if not checked:
+        print("warning: --check-data: --command reads no grain_train_files with dataset_type=grain; nothing to "
+              "check", file=sys.stderr)
 
 
 def _checkpoint_hint(spec, run) -> None:

@@ -28,6 +28,7 @@ def validate(
     checkpoint_save_time: Annotated[str | None, typer.Option("--checkpoint-save-time", metavar="DURATION", help="How long a checkpoint save blocks (e.g. 45s), checked against the grace period and the stall timeout.", rich_help_panel=_TIMES)] = None,
     slice_replacement_time: Annotated[str | None, typer.Option("--slice-replacement-time", metavar="DURATION", help="How long a lost slice takes to come back (e.g. 12m), checked against ELXPK_ELASTIC_TIMEOUT_SECONDS.", rich_help_panel=_TIMES)] = None,
     from_run: Annotated[str | None, typer.Option("--from-run", metavar="RUN_DIR", help="A run directory whose measured times stand in for the three above (each flag given wins).", rich_help_panel=_TIMES)] = None,
+    check_data: Annotated[bool, typer.Option("--check-data", help="Also read each MaxText command's grain_train_files (a local or gs:// pattern; bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.")] = False,
 ) -> None:
     """Check manifests offline against the JobSet CRD, JobSet's admission rules and the core Job and pod
     schemas: one line per violation (FILE: PATH: message), exit 1 if any, 0 when all pass. Each JobSet's
@@ -48,6 +49,8 @@ def validate(
         print(f"warning: {warning}", file=sys.stderr)
     for line in report.lines:
         print(line)
+    if check_data:
+        _check_data(list(files))
     if report.lines:
         why = "the cluster would refuse them"
         if report.budget_lines:
@@ -58,3 +61,22 @@ def validate(
     print(f"OK: {checked} document(s) in {len(files)} file(s) pass the JobSet schema, admission and "
           f"Job rules{skipped}")
 
+
+
+def _check_data(files: list[str]) -> None:
+    """--check-data: every MaxText command's grain_train_files is ArrayRecord with records (exit 2 if not)."""
+    from elxpk.admission.files import read_documents
+    from elxpk.errors import UsageError
+    from elxpk.maxtext.data_check import check_commands, manifest_commands
+
+    if "-" in files:  # validate_files has read stdin already
+        print("warning: --check-data: the manifest on stdin is not checked; give it as a file", file=sys.stderr)
+    commands = [c for name in files if name != "-" for doc in read_documents(name) for c in manifest_commands(doc)]
+    problems, checked = check_commands(commands)
+    if problems:
+        raise UsageError(*problems)
+    if checked:
+        print(f"data: {', '.join(checked)}: ArrayRecord with records", file=sys.stderr)
+    else:
+        print("warning: --check-data: no MaxText command reads grain_train_files with dataset_type=grain; "
+              "nothing to check", file=sys.stderr)

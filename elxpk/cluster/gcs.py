@@ -99,6 +99,40 @@ class Gcs:
             resp.close()
         return bytes(content), generation
 
+    def _object_url(self, url: str) -> str:
+        bucket, name = split_url(url)
+        return f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}"
+
+    def size(self, url: str) -> int:
+        """The object's size in bytes (its metadata only)."""
+        resp = self._send("GET", self._object_url(url), f"reading the size of {url}")
+        if resp.status_code == 404:
+            raise ClusterError(f"{url}: no such object")
+        self._check(resp, f"reading the size of {url}")
+        return int(resp.json()["size"])
+
+    def read_range(self, url: str, start: int, end: int) -> bytes:
+        """Bytes start..end-1 of the object: a bounded read, whatever its size."""
+        if end <= start:
+            return b""
+        resp = self._send("GET", self._object_url(url), f"reading {url}", params={"alt": "media"},
+                          headers={"Range": f"bytes={start}-{end - 1}"})
+        if resp.status_code == 404:
+            raise ClusterError(f"{url}: no such object")
+        self._check(resp, f"reading {url}")
+        return bytes(resp.content[:end - start])
+
+    def list_names(self, bucket_url: str, *, prefix: str, limit: int) -> list[str]:
+        """Names of the first `limit` objects under `prefix` (one listing page: bounded)."""
+        bucket = bucket_url.removeprefix("gs://").strip("/")
+        resp = self._send("GET", f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o",
+                          f"listing gs://{bucket}/{prefix}", params={"prefix": prefix, "maxResults": limit,
+                                                                      "fields": "items(name)"})
+        if resp.status_code == 404:
+            raise ClusterError(f"gs://{bucket}: no such bucket")
+        self._check(resp, f"listing gs://{bucket}/{prefix}")
+        return [item["name"] for item in resp.json().get("items", [])][:limit]
+
     def write(self, url: str, data: bytes, *, if_generation_match: int | None = None) -> bool:
         """Upload the whole object; False when the generation precondition failed (412)."""
         bucket, name = split_url(url)

@@ -12,6 +12,7 @@ enforce (or crash on) at run time, with `rule` saying where. Standard library on
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MAXTEXT_VERSION = "0.2.5"
@@ -61,6 +62,12 @@ KEYS: dict[str, MaxTextKey] = {k.name: k for k in (
        "grain ElasticIterator: its checkpoint restores onto another number of data shards"),
     _k("grain_file_type", "str", "arrayrecord", "str", "grain file format (elastic iterator: arrayrecord)"),
     _k("packing", "bool", True, "bool", "pack sequences (the elastic iterator needs packing=false)"),
+    _k("use_truncation", "bool", True, "bool", "truncate long examples (the elastic iterator needs true)"),
+    _k("grain_train_files", "str", "", "PathStr", "grain training files; ';' separates a mixture"),
+    _k("grain_train_mixture_config_path", "str", "", "PathStr", "JSON data mixture (not with the elastic "
+       "iterator)"),
+    _k("steps", "int", 150_001, "int", "train steps; -1: learning_rate_schedule_steps", low=-1,
+       rule="types.py steps: Field(ge=-1)"),
     # Pathways and elasticity (types.py ElasticTraining; "Elastic training is Pathways-specific").
     _k("enable_single_controller", "bool", False, "bool", "single-controller (Pathways) mode"),
     _k("elastic_enabled", "bool", False, "bool", "retry training in the same process after a slice loss"),
@@ -90,6 +97,13 @@ ENV_PREFIX = "M_"
 # Messages of MaxText's own refusals that elxpk reproduces before submitting (types.py, 0.2.5).
 SINGLE_CONTROLLER_RULE = "Elastic training is only supported with Pathways (`enable_single_controller=True`)."
 ELASTIC_ITERATOR_PACKING_RULE = "`grain_use_elastic_iterator=True` requires `packing=False`."
+# The elastic iterator's other start-up refusals (types.py, 0.2.5), as their messages begin.
+ELASTIC_ITERATOR_RULES = (
+    "`grain_use_elastic_iterator=True` only supports `grain_file_type=arrayrecord`.",
+    ELASTIC_ITERATOR_PACKING_RULE,
+    "`grain_use_elastic_iterator=True` requires `use_truncation=True`.",
+    "`grain_use_elastic_iterator=True` does not support dataset mixtures.",
+)
 
 _TRUE = ("true", "1", "yes", "on", "t", "y")
 _FALSE = ("false", "0", "no", "off", "f", "n")
@@ -119,13 +133,50 @@ def parse_value(key: str, text: str) -> object:
                 raise ValueError("must be a whole number")
             number = int(number)
         return number
-    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":  # OmegaConf reads a YAML-quoted string
-        t = t[1:-1]
-    return t
+    return read_text(text)
+
+
+# Text written as is: starts with a letter or '/', then letters, digits and `_ . / : @ + -`, a `:` never
+# last (`gs://b/x:` is a YAML mapping), so no YAML indicator, number, boolean or null can match, except
+# the words below.
+_PLAIN = re.compile(r"[A-Za-z/](?:[A-Za-z0-9_./@+-]|:(?=.))*\Z")
+_YAML_WORDS = frozenset("y n yes no on off true false null none nan inf".split())
+
+
+def yaml_text(value: str) -> str:
+    """`value` as the YAML scalar OmegaConf reads back as exactly `value` (MaxText reads each CLI value with
+    OmegaConf's YAML loader): as is when plainly text, else single-quoted. Raises ValueError for what no
+    quoting keeps: `${` (an OmegaConf interpolation, quoted or not) and line breaks (YAML folds them)."""
+    if "${" in value:
+        raise ValueError("MaxText (OmegaConf) reads ${...} as an interpolation; use a literal path")
+    if not value.replace(" ", "").isprintable():
+        raise ValueError("it holds a line break or non-printing character, which MaxText's YAML reader changes "
+                         "or refuses")
+    if _PLAIN.match(value) and value.lower() not in _YAML_WORDS:
+        return value
+    return "'" + value.replace("'", "''") + "'"
+
+
+def read_text(text: str) -> str:
+    """A CLI value of a text key as MaxText reads it (YAML). Raises ValueError when YAML reads no text."""
+    import yaml  # the launcher's own dependency; loaded only when a command sets a text key
+
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
+        return text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ValueError("YAML cannot read it; quote it as '...'") from None
+    if not isinstance(value, str):
+        what = "nothing" if value is None else type(value).__name__
+        raise ValueError(f"YAML reads it as {what}, not text; quote it as '...'")
+    return value
 
 
 def render_value(value: object) -> str:
     """A Python value as the CLI text MaxText reads back as the same value."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        return yaml_text(value)
     return str(value)

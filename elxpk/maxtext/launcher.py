@@ -31,16 +31,18 @@ class Outcome:
 
 
 def maxtext_command(command: str | None, settings: Sequence[tuple[str, Any]], *, pathways: bool,
-                    elastic: bool, refused: Iterable[str] = ()) -> Outcome:
+                    elastic: bool, refused: Iterable[str] = (), env: Sequence[tuple[str, str]] = ()) -> Outcome:
     """The `--trainer maxtext` command: `command` with the overrides for `settings` (name, checked value)
-    after its config file. `refused`: settings already reported as bad, so not reported twice."""
+    after its config file. `refused`: settings already reported as bad, so not reported twice. `env`: the
+    container's --env pairs (MaxText refuses a key set both as `M_<KEY>` and on its command line)."""
     if command is None:
         return Outcome(None, (f"--trainer maxtext: needs --command, the MaxText command to run, e.g. "
                               f"--command '{ENTRY_HINT}'",), ())
     skip = set(refused)
     given = {name: value for name, value in settings if name in MAPPED and name not in skip}
     unmapped = [name for name, _ in settings if name not in MAPPED]
-    result = maxtext_overrides(given, pathways=pathways, elastic=elastic, user_command=command)
+    result = maxtext_overrides(given, pathways=pathways, elastic=elastic, user_command=command,
+                               container_env=dict(env))
     warnings = list(result.warnings)
     if unmapped:  # a setting the contract adds later without a MaxText key: say where it goes
         warnings.append(f"{_flags(unmapped)}: MaxText has no key for {'it' if len(unmapped) == 1 else 'them'}, "

@@ -9,27 +9,26 @@ docs/maxtext.md. Standard library only (render path).
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from elxpk.maxtext import command as cmd
+from elxpk.maxtext import data_rules
 from elxpk.maxtext.keys import (
-    ELASTIC_ITERATOR_PACKING_RULE,
     ENV_PREFIX,
     KEYS,
     MODEL_CONFIG_KEYS,
     parse_value,
     render_value,
+    yaml_text,
 )
 from elxpk_contract.settings import check_setting, flag_name
 
 # Launcher settings (elxpk_contract.settings names) that become the MaxText key of the same name.
-DIRECT = ("checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries", "elastic_min_slice_count")
+DIRECT = ("steps", "checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries", "elastic_min_slice_count")
 # Settings the caller passes as the `pathways`/`elastic` arguments instead (rendered from other flags).
 DERIVED = ("num_slices", "slice_backend", "elastic_enabled")
 ENTRY_HINT = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml key=value ..."
-DATA_FIX = ("dataset_type=grain", "grain_use_elastic_iterator=true")
 
 
 @dataclass(frozen=True)
@@ -64,8 +63,7 @@ def checkpoint_location(checkpoint_dir: str) -> tuple[str, str]:
     Raises ValueError with the reason and an example when D cannot be split that way.
     """
     d = checkpoint_dir.strip().rstrip("/")
-    if "${" in d:
-        raise ValueError("MaxText (OmegaConf) reads ${...} as an interpolation; use a literal path")
+    yaml_text(d)  # raises for ${ and line breaks: no quoting makes MaxText read them back
     scheme, sep, path = d.partition("://")
     if sep and "/" not in path.strip("/"):
         raise ValueError(f"give a directory inside the bucket, e.g. {d}/my-run (it becomes run_name)")
@@ -73,25 +71,18 @@ def checkpoint_location(checkpoint_dir: str) -> tuple[str, str]:
     if not run or run in (".", "..") or not base or (sep and base == f"{scheme}:/"):
         raise ValueError("give a parent directory too, e.g. gs://BUCKET/my-run "
                          "(the last part becomes run_name)")
-    if _YAML_NOT_TEXT.fullmatch(run.lower()):
-        raise ValueError(f"its last part {run!r} becomes run_name, which MaxText would not read as text; "
-                         f"add a letter, e.g. {base}/run-{run}")
     return base, run
 
 
-# Words YAML reads as a number, boolean or null: MaxText's str-typed run_name would refuse them.
-_YAML_NOT_TEXT = re.compile(r"[-+]?[\d_]+(\.[\d_]*)?(e[-+]?\d+)?"
-                            r"|true|false|yes|no|on|off|null|none|~|\.inf|\.nan")
-
-
 def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
-                      user_command: str) -> Overrides:
+                      user_command: str, container_env: Mapping[str, str] | None = None) -> Overrides:
     """The overrides for `settings` (elxpk setting name -> value as typed or converted; None or absent:
     not given, so MaxText keeps its own value) on a MaxText `user_command`.
 
     `pathways`: the workload runs on Pathways (enable_single_controller=true; false with --no-pathways, where
     the command runs on every VM as multi-controller JAX). `elastic`: elastic training
-    is on (--elastic-slices >= 1). Raises ValueError for a setting name elxpk has no MaxText mapping for.
+    is on (--elastic-slices >= 1). `container_env`: the container's --env (MaxText reads its `M_<KEY>`
+    variables too). Raises ValueError for a setting name elxpk has no MaxText mapping for.
     """
     errors: list[str] = []
     warnings: list[str] = []
@@ -117,10 +108,12 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
         return Overrides(tuple((w.key, render_value(w.value)) for w in wants), user_command, tuple(errors),
                          tuple(warnings), checkpoints)
     inv = found[0]
-    emit = [w for w in wants if _agrees(w, inv, errors)]
-    _check_command_values(inv, {w.key for w in wants}, errors)
+    env = dict(container_env or {})
+    emit = [w for w in wants if _agrees(w, inv, env, errors)]
+    _check_command_values(inv, {w.key for w in wants}, env, errors)
+    errors.extend(data_rules.elastic_iterator_errors(inv))
     if elastic:
-        warnings.extend(_data_order_warnings(inv))
+        warnings.extend(data_rules.data_order_warnings(inv))
     values = tuple((w.key, render_value(w.value)) for w in emit)
     tokens = [f"{k}={v}" for k, v in values]
     edited = user_command if errors else cmd.insert(user_command, inv.insert_at, tokens)
@@ -189,11 +182,17 @@ def _same(key: str, a: object, b: object) -> bool:
     return a == b
 
 
-def _agrees(w: _Want, inv: cmd.Invocation, errors: list[str]) -> bool:
+def _agrees(w: _Want, inv: cmd.Invocation, container_env: Mapping[str, str], errors: list[str]) -> bool:
     """Whether elxpk must still append `w` (False when --command already sets the same value). A different
-    value in --command, in an M_ env var or in the model config is an error."""
+    value in --command, in the model config, or any M_ env var of the key (--env or in front of the command)
+    is an error."""
     mine = f"{w.key}={render_value(w.value)}"
     env_name = ENV_PREFIX + w.key.upper()
+    if env_name in container_env:
+        errors.append(f"{w.source}: --env {env_name}={container_env[env_name]} sets {w.key} for MaxText, which "
+                      f"refuses a key set both as {env_name} and on its command line, where elxpk writes "
+                      f"{mine}; drop --env {env_name}")
+        return False
     if env_name in inv.env:
         errors.append(f"{w.source}: --command sets {inv.env[env_name].raw}, and MaxText refuses a key set "
                       f"both as {env_name} and on its command line, where elxpk writes {mine}; "
@@ -239,9 +238,15 @@ def _flag_true(inv: cmd.Invocation, key: str) -> bool:
         return False
 
 
-def _check_command_values(inv: cmd.Invocation, written: set[str], errors: list[str]) -> None:
-    """Values --command itself gives to keys elxpk knows, checked against MaxText's own rules."""
+def _check_command_values(inv: cmd.Invocation, written: set[str], container_env: Mapping[str, str],
+                          errors: list[str]) -> None:
+    """Values --command itself gives to keys elxpk knows, checked against MaxText's own rules (a key also
+    set by an M_ variable of --env is refused, as MaxText does)."""
     for key, word in inv.overrides.items():
+        env_name = ENV_PREFIX + key.upper()
+        if key not in written and env_name in container_env:
+            errors.append(f"--env {env_name}={container_env[env_name]}: --command also sets {word.raw}, and "
+                          f"MaxText refuses a key set both as {env_name} and on its command line; drop one")
         if key not in KEYS or key in written or word.dynamic:
             continue
         try:
@@ -252,39 +257,3 @@ def _check_command_values(inv: cmd.Invocation, written: set[str], errors: list[s
         reason = KEYS[key].problem(value)
         if reason:
             errors.append(f"--command {word.raw}: {reason}")
-
-
-def _command_value(inv: cmd.Invocation, key: str) -> object:
-    """The value --command gives `key`, else MaxText's default; None when the shell decides it."""
-    word = inv.overrides.get(key)
-    if word is None:
-        return KEYS[key].default
-    if word.dynamic:
-        return None
-    try:
-        return parse_value(key, word.value.split("=", 1)[1])
-    except ValueError:
-        return None
-
-
-def _data_order_warnings(inv: cmd.Invocation) -> list[str]:
-    """The Olmo lesson: only grain checkpoints the data position, and only its elastic iterator restores it
-    onto another slice count. Anything else may repeat or skip examples after a restore or resize."""
-    dataset = _command_value(inv, "dataset_type")
-    iterator = _command_value(inv, "grain_use_elastic_iterator")
-    stock = inv.config is None or inv.config.value.endswith("configs/base.yml")  # its values are vendored
-    config = "" if stock or inv.config is None else f" (elxpk cannot see inside {inv.config.value})"
-    out = []
-    if dataset != "grain" or iterator is not True:
-        what = ("grain without grain_use_elastic_iterator=true" if dataset == "grain" else
-                f"dataset_type={dataset}" if dataset is not None else "a dataset_type the shell decides")
-        risk = ("a restore or resize may repeat or skip data: MaxText checkpoints the data position only "
-                "with dataset_type=grain" if dataset != "grain" else
-                "a resize may repeat or skip data: only grain's elastic iterator restores the data position "
-                "onto another slice count")
-        out.append(f"--command reads {what}{config} with elastic training on; {risk}. Add "
-                   f"{' '.join(DATA_FIX)} to --command (the elastic iterator also needs packing=false)")
-    if iterator is True and _command_value(inv, "packing") is not False:
-        out.append(f"--command sets grain_use_elastic_iterator=true without packing=false{config}; "
-                   f"MaxText refuses that at start-up ({ELASTIC_ITERATOR_PACKING_RULE}); add packing=false")
-    return out

@@ -20,7 +20,7 @@ CASES: dict[str, list[str]] = {
     # The MaxText elastic guide's shape: v5litepod-16 x 3, tolerate losing 1 slice, 10 restarts each.
     "elastic-v5litepod-16x3": [*XPK_GOLDEN, "--tpu-type=v5litepod-16", "--num-slices=3", "--elastic-slices=1",
                                "--max-slice-restarts=10", "--docker-image=gcr.io/golden-project/maxtext:latest",
-                               "--command", "python3 -m maxtext.trainers.pre_train.train base.yml",
+                               "--command", "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml",
                                "--checkpoint-dir=gs://golden-bucket/run/checkpoints", "--checkpoint-period=100",
                                "--elastic-timeout-seconds=300", "--elastic-max-retries=10",
                                "--elastic-min-slice-count=2", "--max-restarts=2"],

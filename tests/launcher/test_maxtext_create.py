@@ -77,7 +77,7 @@ def test_demo_golden_keeps_the_elxpk_env_too():
 
 def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
     values = {"checkpoint_dir": "gs://b/q/run-a", "checkpoint_period": "50", "elastic_min_slice_count": "2",
-              "elastic_timeout_seconds": "120", "elastic_max_retries": "10"}
+              "elastic_timeout_seconds": "120", "elastic_max_retries": "10", "steps": "2000"}
     mapped = [f for f in exposed(LAUNCHER_FLAG) if f.metadata["maxtext"]]
     assert set(values) == {f.name for f in mapped}, "a new launcher setting needs a case here"
     flags = [f"{flag_name(name)}={value}" for name, value in values.items()]
@@ -212,3 +212,23 @@ def test_data_order_warning_goes_to_stderr(cli):
     (line,) = warnings(result)
     assert "dataset_type=hf with elastic training on" in line
     assert "dataset_type=grain grain_use_elastic_iterator=true" in line
+
+
+def test_an_m_env_var_of_a_key_elxpk_writes_is_refused(cli):
+    """Issue 21: MaxText refuses a key set both as M_<KEY> and on its command line."""
+    result = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", f"{TRAIN} {GRAIN}",
+                 "--env", "M_CHECKPOINT_PERIOD=5", "--checkpoint-period", "100", "--dry-run")
+    assert result.code == 2 and result.out == ""
+    assert result.error_lines == [
+        "error: --checkpoint-period 100: --env M_CHECKPOINT_PERIOD=5 sets checkpoint_period for MaxText, which "
+        "refuses a key set both as M_CHECKPOINT_PERIOD and on its command line, where elxpk writes "
+        "checkpoint_period=100; drop --env M_CHECKPOINT_PERIOD"]
+
+
+def test_a_min_slice_count_below_what_pathways_keeps_is_rendered_with_a_warning(cli):
+    result = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", f"{TRAIN} {GRAIN}",
+                 "--elastic-min-slice-count", "1", "--dry-run")
+    assert result.code == 0, result.err
+    assert "elastic_min_slice_count=1" in rendered_command(result.out)
+    assert "warning: --elastic-min-slice-count 1: below num_slices - elastic_slices = 2, so it never takes effect" \
+        in result.err

@@ -141,7 +141,8 @@ def test_trainer_fills_the_command_and_needs_an_image():
 
 
 class TestElasticMinSliceCount:
-    """-1 or num_slices - elastic_slices .. num_slices - 1; below that the trainer waits in vain."""
+    """-1 or 1..num_slices - 1; below num_slices - elastic_slices it is redundant (a warning, MaxText accepts it):
+    Pathways fails the program before fewer than N - E slices remain, so no attempt finds fewer."""
 
     def test_accepted(self):
         for n, e, k in (("4", "2", 2), ("4", "2", 3), ("4", "0", -1)):
@@ -153,15 +154,19 @@ class TestElasticMinSliceCount:
             found = errors(num_slices="4", elastic_slices="1", elastic_min_slice_count=value)
             assert found[0].startswith(f"--elastic-min-slice-count {value}: use -1 (wait for all 4 slices) or 1..3")
 
-    def test_below_what_pathways_keeps_explains_both_knobs(self):
-        (line,) = errors(num_slices="4", elastic_slices="1", elastic_min_slice_count="2")
-        assert "below num_slices - elastic_slices = 3" in line
-        assert "--elastic-slices is server-side tolerance" in line and "client-side admission" in line
-        assert line.endswith("use 3..3 or -1")
+    def test_below_what_pathways_keeps_is_a_redundancy_warning(self):
+        spec = build(num_slices="4", elastic_slices="1", elastic_min_slice_count="2")
+        assert spec.setting("elastic_min_slice_count") == 2  # rendered as asked
+        (line,) = [w for w in spec.warnings if w.startswith("--elastic-min-slice-count 2")]
+        assert line == ("--elastic-min-slice-count 2: below num_slices - elastic_slices = 3, so it never takes effect: "
+                        "Pathways fails the program before fewer than 3 slices remain (it tolerates losing 1), so "
+                        "every attempt finds at least 3; it is redundant, use 3..3 or -1 to say what happens")
 
-    def test_not_elastic_means_wait_for_all(self):
-        (line,) = errors(num_slices="4", elastic_min_slice_count="2")
-        assert line.endswith("use -1 or raise --elastic-slices")
+    def test_not_elastic_is_redundant_too(self):
+        spec = build(num_slices="4", elastic_min_slice_count="2")
+        (line,) = [w for w in spec.warnings if w.startswith("--elastic-min-slice-count 2")]
+        assert line.endswith("(it tolerates losing 0), so every attempt finds at least 4; it is redundant, use -1 "
+                             "to say what happens")
 
 
 def test_retries_beyond_the_slice_restarts_is_a_warning():

@@ -5,9 +5,12 @@ from __future__ import annotations
 import shlex
 
 import pytest
+import yaml
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from elxpk.maxtext.command import find_invocations
-from elxpk.maxtext.keys import KEYS
+from elxpk.maxtext.keys import KEYS, read_text, yaml_text
 from elxpk.maxtext.overrides import checkpoint_location, maxtext_overrides
 
 MODULE = "maxtext.trainers.pre_train.train"
@@ -77,8 +80,8 @@ def test_the_command_is_edited_only_after_the_config_file_of_the_maxtext_run():
 def test_checkpoint_dir_with_spaces_stays_one_word_each():
     o = make({"checkpoint_dir": "gs://b/my dir/run 1"})
     assert o.errors == ()
-    assert "base_output_directory=gs://b/my dir" in shlex.split(o.command)
-    assert "run_name=run 1" in shlex.split(o.command)
+    assert "base_output_directory='gs://b/my dir'" in shlex.split(o.command)  # YAML-quoted, then one shell word
+    assert "run_name='run 1'" in shlex.split(o.command)
     assert o.checkpoints == "gs://b/my dir/run 1/checkpoints/"
 
 
@@ -210,9 +213,7 @@ def test_values_outside_maxtexts_ranges_are_refused(settings, message):
     ("gs://bucket", "--checkpoint-dir gs://bucket: give a directory inside the bucket, e.g. gs://bucket/my-run"),
     ("gs://bucket/", "--checkpoint-dir gs://bucket/: give a directory inside the bucket"),
     ("ckpt", "--checkpoint-dir ckpt: give a parent directory too"),
-    ("gs://b/123", "--checkpoint-dir gs://b/123: its last part '123' becomes run_name, which MaxText would not read "
-                   "as text; add a letter, e.g. gs://b/run-123"),
-    ("gs://b/true", "--checkpoint-dir gs://b/true: its last part 'true' becomes run_name"),
+    ("gs://b/r\nx", "--checkpoint-dir gs://b/r\nx: it holds a line break or non-printing character"),
     ("gs://b/${x}/r", "--checkpoint-dir gs://b/${x}/r: MaxText (OmegaConf) reads ${...} as an interpolation"),
 ])
 def test_checkpoint_dirs_that_cannot_become_base_and_run_name(d, message):
@@ -252,7 +253,7 @@ def test_all_problems_are_reported_together():
 
 def test_unknown_setting_is_a_programming_error():
     with pytest.raises(ValueError, match="no MaxText mapping for setting"):
-        make({"steps": 5})
+        make({"seed": 5})
 
 
 # ---- the data-order warning (the Olmo lesson) ----------------------------------------------------------
@@ -281,14 +282,85 @@ def test_no_data_order_warning_without_elasticity():
     assert make(elastic=False, command=RUN).warnings == ()
 
 
-def test_elastic_iterator_without_packing_false_warns():
-    o = make(command=f"{RUN} dataset_type=grain grain_use_elastic_iterator=true")
-    assert o.warnings == ("--command sets grain_use_elastic_iterator=true without packing=false; MaxText refuses "
-                          "that at start-up (`grain_use_elastic_iterator=True` requires `packing=False`.); add "
-                          "packing=false",)
+@pytest.mark.parametrize("elastic", [True, False])
+@pytest.mark.parametrize(("extra", "message"), [
+    ("", "--command sets grain_use_elastic_iterator=true and keeps packing=True (base.yml); MaxText refuses that at "
+         "start-up (`grain_use_elastic_iterator=True` requires `packing=False`.); add packing=false"),
+    ("packing=false grain_file_type=parquet", "--command sets grain_use_elastic_iterator=true and sets "
+     "grain_file_type=parquet; MaxText refuses that at start-up (`grain_use_elastic_iterator=True` only supports "
+     "`grain_file_type=arrayrecord`.)"),
+    ("packing=false use_truncation=false", "--command sets grain_use_elastic_iterator=true and sets "
+     "use_truncation=false; MaxText refuses that"),
+    ("packing=false grain_train_files='gs://b/a*;gs://b/c*'", "--command sets grain_use_elastic_iterator=true with a "
+     "data mixture (';' in grain_train_files); MaxText refuses that"),
+    ("packing=false grain_train_mixture_config_path=gs://b/mix.json", "--command sets grain_use_elastic_iterator=true "
+     "with grain_train_mixture_config_path; MaxText refuses that"),
+])
+def test_elastic_iterator_rules_are_refusals_whatever_elasticity(extra, message, elastic):
+    o = make(command=f"{RUN} dataset_type=grain grain_use_elastic_iterator=true {extra}", elastic=elastic)
+    assert len(o.errors) == 1 and o.errors[0].startswith(message), o.errors
+
+
+def test_elastic_iterator_keys_left_to_a_custom_config_are_not_judged():
+    o = make(command=f"python3 -m {MODULE} /app/qwen.yml dataset_type=grain grain_use_elastic_iterator=true")
+    assert o.errors == ()
 
 
 def test_a_custom_config_file_may_set_the_data_keys_and_the_warning_says_so():
     o = make(command=f"python3 -m {MODULE} /app/qwen.yml")
     assert len(o.warnings) == 1
     assert o.warnings[0].startswith("--command reads dataset_type=synthetic (elxpk cannot see inside /app/qwen.yml) ")
+
+
+# ---- --steps, M_ env vars of --env, and text values YAML would not read back (issue 19) ---------------
+
+def test_steps_maps_to_maxtext_steps():
+    assert words_after_config(make({"steps": "2000"}).command)[:3] == [
+        "elastic_enabled=true", "enable_single_controller=true", "steps=2000"]
+
+
+def test_steps_conflicting_with_the_command_is_refused():
+    o = make({"steps": 100}, command=f"{RUN} {GRAIN} steps=2000")
+    assert o.errors == ("--steps 100: --command already sets steps=2000, but elxpk writes steps=100; drop steps from "
+                        "--command, or drop --steps",)
+    assert make({"steps": 2000}, command=f"{RUN} {GRAIN} steps=2000").errors == ()
+
+
+def test_an_m_env_var_of_a_key_elxpk_writes_is_refused():
+    o = maxtext_overrides({"checkpoint_period": 100}, pathways=True, elastic=True, user_command=f"{RUN} {GRAIN}",
+                          container_env={"M_CHECKPOINT_PERIOD": "5", "M_OTHER": "1"})
+    assert o.errors == ("--checkpoint-period 100: --env M_CHECKPOINT_PERIOD=5 sets checkpoint_period for MaxText, "
+                        "which refuses a key set both as M_CHECKPOINT_PERIOD and on its command line, where elxpk "
+                        "writes checkpoint_period=100; drop --env M_CHECKPOINT_PERIOD",)
+
+
+def test_an_m_env_var_of_a_key_the_command_sets_is_refused():
+    o = maxtext_overrides({}, pathways=True, elastic=True, user_command=f"{RUN} {GRAIN} steps=10",
+                          container_env={"M_STEPS": "5"})
+    assert len(o.errors) == 1 and o.errors[0].startswith("--env M_STEPS=5: --command also sets steps=10")
+
+
+@pytest.mark.parametrize("last", [".5", "0x1f", "12:30", "-", "[x]", "@r", "'r'", "123", "true", "null", "a #b",
+                                  "x: y", "~", "{a}", "*x", "&x", "!x", "%x", "|", ">", "r'q", 'r"q', "a:"])
+def test_checkpoint_dir_parts_reach_maxtext_as_the_same_text(last):
+    o = make({"checkpoint_dir": f"gs://b/q/{last}"})
+    assert o.errors == ()
+    values = dict(w.split("=", 1) for w in words_after_config(o.command) if "=" in w)
+    assert yaml.safe_load(values["run_name"]) == last
+    assert o.checkpoints == f"gs://b/q/{last}/checkpoints/"
+    base = make({"checkpoint_dir": f"{last}/run"})
+    assert base.errors == () and yaml.safe_load(dict(
+        w.split("=", 1) for w in words_after_config(base.command) if "=" in w)["base_output_directory"]) == last
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30))
+@example("gs://b/x:")
+@example("a: b")
+def test_yaml_text_reads_back_as_the_same_string_or_is_refused(value):
+    try:
+        written = yaml_text(value)
+    except ValueError:
+        assert "${" in value or not value.replace(" ", "").isprintable()
+        return
+    assert yaml.safe_load(written) == value
+    assert read_text(written) == value

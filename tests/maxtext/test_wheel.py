@@ -19,6 +19,7 @@ import yaml
 from elxpk.maxtext.command import find_invocations
 from elxpk.maxtext.keys import (
     ELASTIC_ITERATOR_PACKING_RULE,
+    ELASTIC_ITERATOR_RULES,
     KEYS,
     MAXTEXT_VERSION,
     MODEL_CONFIG_KEYS,
@@ -85,7 +86,7 @@ def literal(expr: ast.expr | None) -> object:
 
 def every_key_elxpk_writes() -> set[str]:
     settings = {"checkpoint_dir": "gs://b/run/ckpt", "checkpoint_period": 100, "elastic_timeout_seconds": 300,
-                "elastic_max_retries": 10, "elastic_min_slice_count": 2}
+                "elastic_max_retries": 10, "elastic_min_slice_count": 2, "steps": 50}
     command = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml"
     keys = set()
     for pathways, elastic in ((True, True), (True, False), (False, False)):
@@ -124,6 +125,8 @@ def test_the_refusals_elxpk_reproduces_are_maxtexts(wheel, types_py):
     assert SINGLE_CONTROLLER_RULE in types_py
     assert "if self.elastic_enabled and not self.enable_single_controller:" in types_py
     assert ELASTIC_ITERATOR_PACKING_RULE in types_py
+    for rule in ELASTIC_ITERATOR_RULES:
+        assert rule in types_py, rule
     elastic = text(wheel, "maxtext/utils/elastic_utils.py")
     assert "minimum_slice_count=None if config.elastic_min_slice_count == -1" in elastic
     assert "max_retries=config.elastic_max_retries" in elastic and "timeout=config.elastic_timeout_seconds" in elastic
@@ -140,7 +143,7 @@ def test_every_key_elxpk_writes_is_in_base_yml(base_yml):
     written = every_key_elxpk_writes()
     assert written == {"elastic_enabled", "enable_single_controller", "enable_checkpointing", "base_output_directory",
                        "run_name", "checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries",
-                       "elastic_min_slice_count"}
+                       "elastic_min_slice_count", "steps"}
     assert written <= set(base_yml) and written <= set(KEYS)
 
 

@@ -1,5 +1,6 @@
 """A Cloud Storage JSON API endpoint for tests (what STORAGE_EMULATOR_HOST points at): media download with
-x-goog-generation, media upload with ifGenerationMatch (412 on a mismatch; 0 = must not exist)."""
+x-goog-generation (and Range), object metadata, listing by prefix, media upload with ifGenerationMatch (412
+on a mismatch; 0 = must not exist)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class FakeGcs:
     lock: threading.Lock = field(default_factory=threading.Lock)
     generation: int = 1000
     preconditions_failed: int = 0
+    range_reads: list = field(default_factory=list)  # (name, first, last): what ranged reads asked for
     _httpd: object = None
 
     @property
@@ -46,16 +48,39 @@ class FakeGcs:
 
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
-                segments = parts.path.split("/")  # /storage/v1/b/B/o/NAME
+                query = parse_qs(parts.query)
+                segments = parts.path.split("/")  # /storage/v1/b/B/o/NAME, or /storage/v1/b/B/o to list
+                if len(segments) == 6 and segments[1:4] == ["storage", "v1", "b"] and segments[5] == "o":
+                    self._list(unquote(segments[4]), query)
+                    return
                 if len(segments) != 7 or segments[1:4] != ["storage", "v1", "b"] or segments[5] != "o":
                     self._error(404, "Not Found")
                     return
+                bucket, name = unquote(segments[4]), unquote(segments[6])
                 with fake.lock:
-                    found = fake.objects.get((unquote(segments[4]), unquote(segments[6])))
+                    found = fake.objects.get((bucket, name))
                 if found is None:
                     self._error(404, "No such object")
                     return
+                if query.get("alt") != ["media"]:  # metadata
+                    self._send(200, json.dumps({"bucket": bucket, "name": name, "size": str(len(found[0])),
+                                                "generation": str(found[1])}).encode())
+                    return
+                ranged = self.headers.get("Range", "")
+                if ranged.startswith("bytes="):
+                    first, _, last = ranged[6:].partition("-")
+                    body = found[0][int(first):int(last) + 1]
+                    fake.range_reads.append((name, int(first), int(last)))
+                    self._send(206, body, {"x-goog-generation": str(found[1])})
+                    return
                 self._send(200, found[0], {"x-goog-generation": str(found[1])})
+
+            def _list(self, bucket: str, query: dict) -> None:
+                prefix = query.get("prefix", [""])[0]
+                limit = int(query.get("maxResults", ["1000"])[0])
+                with fake.lock:
+                    names = sorted(n for b, n in fake.objects if b == bucket and n.startswith(prefix))[:limit]
+                self._send(200, json.dumps({"items": [{"name": n} for n in names]}).encode())
 
             def do_POST(self) -> None:
                 parts = urlsplit(self.path)

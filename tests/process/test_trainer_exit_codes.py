@@ -1,0 +1,166 @@
+"""`python -m trainer` as the container runs it: every documented exit code, from a fresh start and from
+a resume, read from the real process under the default settings (live recovery, the default model)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from elxpk_contract.exit_codes import (
+    BAD_SETTINGS,
+    DONE,
+    PREEMPTED,
+    SLICE_LOST,
+    STALLED,
+    TIMEOUT,
+    USER_ERROR,
+)
+from elxpk_contract.records import PROGRESS_FILE, read_progress
+from tests.process.conftest import SHORT, SIGTERM, events, trainer
+from tests.support.runs import read_jsonl
+
+pytestmark = pytest.mark.slow
+
+
+def _progress(run: Path):
+    return read_progress((run / "checkpoints" / PROGRESS_FILE).read_text(encoding="utf-8"))
+
+
+def _tree_digest(root: Path) -> str:
+    """Every file's path and bytes under `root`: equal digests mean nothing was written."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+# --- 0: done ----------------------------------------------------------------------------------------------
+
+def test_a_completed_default_run_exits_0_with_its_last_checkpoint_committed(finished_short_run):
+    assert _progress(finished_short_run).state == "done"
+    assert (finished_short_run / "checkpoints" / "4").is_dir()
+    assert [e["step"] for e in events(finished_short_run, "run_finished")] == [4]
+
+
+def test_a_run_whose_background_compiles_outlive_its_steps_exits_0(tmp_path):
+    # Live recovery compiles the checks of every one-slice-short mesh in a thread; with 4 slices and 1 step
+    # the steps end long before those compiles. The thread used to be inside XLA when the interpreter
+    # finalized: exit 134, "terminate called after throwing an instance of ''" (4 of 4 tries).
+    done = trainer(["--run-dir", str(tmp_path / "run"), "--num-slices", "4", "--steps", "1"], tmp_path)
+    assert done.code == DONE.code, done.err[-3000:]
+    assert "terminate called" not in done.err and done.out.startswith("done: 1 steps")
+
+
+def test_a_retried_job_of_a_finished_run_exits_0_again(resumable, tmp_path):
+    # What a cluster does after a pod's exit that it counts as failed: the same command again.
+    again = trainer(["--run-dir", str(resumable), *SHORT], tmp_path)
+    assert again.code == DONE.code, again.err[-3000:]
+    assert _progress(resumable).state == "done"
+
+
+def test_a_resumed_default_run_exits_0_after_restoring_its_checkpoint(resumable, tmp_path):
+    done = trainer(["--run-dir", str(resumable), "--steps", "6", "--checkpoint-period", "2"], tmp_path)
+    assert done.code == DONE.code, done.err[-3000:]
+    restores = events(resumable, "restore_done")
+    assert restores[-1]["step"] == 4 and restores[-1]["state_source"] == "checkpoint"
+    assert [m["step"] for m in read_jsonl(resumable / "metrics.jsonl")] == list(range(6))
+
+
+# --- 2: bad settings, nothing written -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags, names", [
+    (["--steps", "0"], "--steps"),
+    (["--checkpoint-period", "abc"], "--checkpoint-period"),
+    (["--recovery", "sometimes"], "--recovery"),
+])
+def test_bad_settings_exit_2_with_one_line_and_write_nothing(flags, names, tmp_path):
+    bad = trainer(["--run-dir", str(tmp_path / "run"), *flags], tmp_path)
+    assert bad.code == BAD_SETTINGS.code, bad.err[-3000:]
+    assert "Traceback" not in bad.err and names in bad.last_error_line
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_settings_on_a_resume_exit_2_and_leave_the_run_as_it_was(resumable, tmp_path):
+    before = _tree_digest(resumable)
+    bad = trainer(["--run-dir", str(resumable), "--steps", "6", "--elastic-max-retries", "-3"], tmp_path)
+    assert bad.code == BAD_SETTINGS.code, bad.err[-3000:]
+    assert "--elastic-max-retries" in bad.last_error_line
+    assert _tree_digest(resumable) == before
+
+
+# --- 77: preempted ------------------------------------------------------------------------------------------
+
+def _sigterm_after_step(run: Path, step: int):
+    return lambda: any(m["step"] >= step for m in read_jsonl(run / "metrics.jsonl"))
+
+
+def test_sigterm_saves_then_exits_77_and_the_resume_continues_from_that_step(tmp_path):
+    run = tmp_path / "run"
+    stopped = trainer(["--run-dir", str(run), "--steps", "1000000", "--checkpoint-period", "100000"], tmp_path,
+                      until=_sigterm_after_step(run, 2), then=SIGTERM)
+    assert stopped.code == PREEMPTED.code, stopped.err[-3000:]
+    (preempted,) = events(run, "preempted")
+    assert preempted["saved"] is True and preempted["checkpoint_step"] == preempted["step"] >= 3
+    assert _progress(run).state == "preempted"
+
+    target = preempted["step"] + 2
+    done = trainer(["--run-dir", str(run), "--steps", str(target), "--checkpoint-period", "100000"], tmp_path)
+    assert done.code == DONE.code, done.err[-3000:]
+    assert events(run, "restore_done")[-1]["step"] == preempted["step"]  # nothing rewound
+
+
+def test_sigterm_after_a_resume_exits_77_too(resumable, tmp_path):
+    stopped = trainer(["--run-dir", str(resumable), "--steps", "1000000", "--checkpoint-period", "100000"],
+                      tmp_path, until=_sigterm_after_step(resumable, 5), then=SIGTERM)
+    assert stopped.code == PREEMPTED.code, stopped.err[-3000:]
+    assert events(resumable, "preempted")[-1]["saved"] is True
+
+
+# --- 70, 75, 76, 124: a fresh start and a resume ------------------------------------------------------------
+# (flags, the code, the start of the last stderr line). A fault fires at the named step of this process.
+FAILURES = {
+    "slice lost": (["--fault", "1@{s}"], SLICE_LOST, "error: slice lost: "),
+    "stalled": (["--fault", "1@hang:{s}", "--stall-timeout-seconds", "15"], STALLED,
+                "error: stalled: no step completed for "),
+    "slices not back": (["--elastic-enabled", "--fault", "1@{s}", "--elastic-timeout-seconds", "1",
+                         "--elastic-poll-seconds", "0.1"], TIMEOUT, "error: elastic: 1 of 2 slices healthy"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+@pytest.mark.parametrize("start", ["fresh", "resumed"])
+def test_each_failure_exits_with_its_code(case, start, request, tmp_path):
+    flags, code, line = FAILURES[case]
+    run = request.getfixturevalue("resumable") if start == "resumed" else tmp_path / "run"
+    at, steps = (6, 8) if start == "resumed" else (2, 4)
+    failed = trainer(["--run-dir", str(run), "--steps", str(steps), "--checkpoint-period", "100",
+                      *[f.format(s=at) for f in flags]], tmp_path)
+    assert failed.code == code.code, failed.err[-3000:]
+    assert failed.last_error_line.startswith(line), failed.err[-3000:]
+    assert "terminate called" not in failed.err
+    assert max(m["step"] for m in read_jsonl(run / "metrics.jsonl")) == at - 1  # it stopped at the fault
+
+
+def test_an_error_in_the_training_code_exits_70_with_the_traceback_then_one_line(tmp_path):
+    (tmp_path / "file").write_text("not a directory\n")
+    failed = trainer(["--run-dir", str(tmp_path / "run"), "--checkpoint-dir", str(tmp_path / "file" / "ckpt"),
+                      *SHORT], tmp_path)
+    assert failed.code == USER_ERROR.code, failed.err[-3000:]
+    assert "Traceback (most recent call last):" in failed.err
+    assert failed.last_error_line.startswith("error: user error (exit 70): NotADirectoryError: ")
+
+
+def test_a_resume_of_another_configuration_is_refused_as_bad_settings(resumable, tmp_path):
+    refused = trainer(["--run-dir", str(resumable), "--steps", "6", "--d-model", "128"], tmp_path)
+    assert refused.code == BAD_SETTINGS.code, refused.err[-3000:]
+    assert "written by a different configuration" in refused.err
+
+
+def test_the_settings_these_runs_use_are_the_defaults(tmp_path):
+    # The cases above change only lengths, cadences and faults: recovery, model and slices are the defaults.
+    shown = trainer(["--print-config", *SHORT], tmp_path)
+    assert shown.code == DONE.code
+    for default in ('"recovery": "live"', '"model": "tiny"', '"num_slices": 2', '"elastic_enabled": false'):
+        assert default in shown.out
