@@ -112,13 +112,15 @@ class FlagValues:
         path = self.text("env_file", "--env-file")
         if not path:
             return []
+        from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
+
         try:
-            with open(path, encoding="utf-8") as handle:
-                return handle.read().splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            self.errors.append(f"--env-file {path!r}: cannot read it ({reason}); give a readable KEY=VALUE file")
-            return []
+            return decode_text(read_limited(path, limit=ENV_FILE_BYTES)).splitlines()
+        except FileNotFoundError:
+            self.errors.append(f"--env-file {path!r}: no such file; give a readable KEY=VALUE file")
+        except ValueError as exc:  # bounded_read.ReadRefused: special file, over the cap, not text
+            self.errors.append(f"--env-file {path!r}: {exc}; give a readable KEY=VALUE file")
+        return []
 
 
 def _seq(value: object) -> Iterable[object]:

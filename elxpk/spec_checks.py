@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from elxpk.admission.image_ref import image_problem
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.errors import UsageError
@@ -78,13 +79,11 @@ class FlagChecker(FlagValues):
             err("--dry-run and --dry-run-server: pick one (client-side print, or a server-side dry run)")
         out_file = self.text("output_manifest_file", "--output-manifest-file")
         if out_file is not None:
-            import os
+            from elxpk.outfile import output_problem as path_problem
 
-            parent = os.path.dirname(os.path.abspath(out_file)) if out_file else ""
-            if not out_file or os.path.isdir(out_file):
-                err(f"--output-manifest-file {out_file!r}: give a file path, e.g. manifest.yaml")
-            elif not os.path.isdir(parent):
-                err(f"--output-manifest-file {out_file!r}: directory {parent!r} does not exist; create it first")
+            problem = path_problem(out_file, "--output-manifest-file", example="manifest.yaml")
+            if problem:
+                err(problem)
         from elxpk.budget_checks import read_times
 
         times, problems = read_times(step=self.get("step_time"), save=self.get("checkpoint_save_time"),
@@ -134,6 +133,11 @@ class FlagChecker(FlagValues):
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
         n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
         fields["settings"] = self.trainer_settings(n, e, restarts)
+        extra = self.flags.get("command")
+        if fields["trainer"] and isinstance(extra, str) and extra.strip():
+            from elxpk.trainer_args import trainer_arg_problems
+
+            self.errors += trainer_arg_problems(extra, dict(fields["settings"]))  # type: ignore[call-overload]
         self.settings_destination(fields)
         options = self.outputs()
         self.budgets(fields, options.times)
@@ -287,8 +291,9 @@ class FlagChecker(FlagValues):
         for key, flag in (("docker_image", "--docker-image"), ("proxy_server_image", "--proxy-server-image"),
                           ("server_image", "--server-image"), ("worker_image", "--worker-image")):
             image = self.text(key, flag)
-            if image is not None and (not image.strip() or any(c.isspace() for c in image)):
-                err(f"{flag} {image!r}: an image reference has no spaces; e.g. gcr.io/my-project/my-image:tag")
+            if image is not None and (problem := image_problem(image)):
+                err(f"{flag} {image!r}: {problem}; e.g. gcr.io/my-project/my-image:tag (the kubelet would "
+                    "refuse it as InvalidImageName)")
         docker_name = self.text("docker_name", "--docker-name", "jax-tpu") or ""
         if len(docker_name) > 63 or not _DNS_LABEL.match(docker_name):
             err(f"--docker-name {docker_name!r}: a container name is an RFC 1123 label (a-z, 0-9, '-'), "

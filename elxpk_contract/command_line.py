@@ -73,3 +73,16 @@ def _parser(cls: type[TrainerConfig]) -> argparse.ArgumentParser:
     for name, help_text in ACTIONS.items():
         actions.add_argument(flag_name(name), dest=name, action="store_true", help=help_text)
     return parser
+
+
+def given_on_command_line(cls: type[TrainerConfig], argv: Sequence[str]) -> tuple[dict[str, Any], frozenset[str]]:
+    """The settings `argv` gives as flags (name -> raw value, not yet checked) and the actions it names, as
+    `python -m trainer` would parse them; UsageError for what it would refuse (an unknown flag, a missing
+    value). `--help` is refused too: the trainer would print help and exit 0 instead of training."""
+    if any(token in ("-h", "--help") for token in argv):
+        raise UsageError("--help: the trainer would print its help and exit instead of training; drop it")
+    namespace = _parser(cls).parse_args(list(argv))
+    actions = frozenset(name for name in ACTIONS if getattr(namespace, name))
+    given = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls)
+             if not f.metadata["internal"] and getattr(namespace, f.name) not in (None, [])}
+    return given, actions

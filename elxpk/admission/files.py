@@ -10,7 +10,6 @@ Each YAML document is checked by kind:
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,25 +28,40 @@ class Report:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # timeouts and budgets that work badly (stderr)
     budget_lines: int = 0  # of `lines`, the timeouts and budgets that cannot work
-    documents: int = 0
+    documents: int = 0  # objects looked at (a List's items each count)
+    skipped: int = 0  # of them, those of a kind with no schema known: not checked
 
 
 def read_documents(name: str) -> list[Any]:
     """The YAML documents of a file (or stdin for `-`); UsageError (exit 2) when it cannot be read or parsed."""
     import yaml
 
+    from elxpk.bounded_read import (
+        MANIFEST_BYTES,
+        ReadRefused,
+        decode_text,
+        read_limited,
+        read_stdin,
+        yaml_values_problem,
+    )
+
     try:
-        if name == STDIN:
-            text = sys.stdin.read()
-        else:
-            with open(name, encoding="utf-8") as handle:
-                text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-        raise UsageError(f"{name}: cannot read it ({reason}); give a readable YAML file, or - for stdin") from exc
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = read_stdin(limit=MANIFEST_BYTES) if name == STDIN else read_limited(name, limit=MANIFEST_BYTES)
+        text = decode_text(data, "YAML")
+    except (FileNotFoundError, ReadRefused) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(f"{name}: cannot read it ({reason}); give a readable YAML file, or - for stdin") from None
+    too_many = yaml_values_problem(text)
+    if too_many:
+        raise UsageError(f"{name}: {too_many} (a large manifest holds a few thousand); check what produced it, "
+                         "or split it")
     try:
-        documents = list(yaml.load_all(text, Loader=loader))
+        documents = list(yaml.load_all(text, Loader=strict_loader()))
+    except RecursionError:
+        raise UsageError(f"{name}: nested too deeply to be a manifest; check what produced it") from None
+    except ValueError as exc:  # a constructor's own failure, e.g. an integer of thousands of digits
+        raise UsageError(f"{name}: not valid YAML ({(str(exc).splitlines() or ['bad value'])[0]}); fix the "
+                         "file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -58,6 +72,58 @@ def read_documents(name: str) -> list[Any]:
         raise UsageError(f"{name}: more than {MAX_NODES} values once YAML aliases are expanded; a manifest "
                          f"is far smaller, so check what produced it")
     return documents
+
+
+def strict_loader() -> Any:
+    """PyYAML's safe loader (the C one when built) refusing a key given twice in one mapping, as kubectl and
+    the API server do (sigs.k8s.io/yaml: `key "x" already set in map`); PyYAML alone keeps the last.
+    Keys merged in with `<<` may be overridden, as in YAML 1.1."""
+    global _STRICT_LOADER
+    if _STRICT_LOADER is None:
+        import yaml
+
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+        class StrictLoader(base):  # type: ignore[misc, valid-type]
+            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+                seen: set[Any] = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        duplicate = key in seen
+                    except TypeError:
+                        continue  # unhashable: the base class says so
+                    if duplicate:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark, f"duplicate key {key!r}",
+                            key_node.start_mark)
+                    seen.add(key)
+                return super().construct_mapping(node, deep=deep)
+
+        _STRICT_LOADER = StrictLoader
+    return _STRICT_LOADER
+
+
+_STRICT_LOADER: Any = None
+
+
+def expand_lists(documents: list[Any]) -> list[tuple[str, Any]]:
+    """(where, object) of each document, a `kind: List` replaced by its items as kubectl does."""
+    out: list[tuple[str, Any]] = []
+    for number, obj in enumerate(documents, start=1):
+        where = "" if len(documents) == 1 else f"document {number}"
+        if isinstance(obj, dict) and obj.get("kind") == "List" and obj.get("apiVersion") == "v1":
+            items = obj.get("items")
+            if not isinstance(items, list):
+                out.append((where, {"kind": "List", "apiVersion": "v1", "items": items}))
+                continue
+            for index, item in enumerate(items):
+                out.append(((where + " " if where else "") + f"item {index}", item))
+        else:
+            out.append((where, obj))
+    return out
 
 
 def _too_big(documents: list[Any]) -> bool:
@@ -89,6 +155,8 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
     if not isinstance(obj, dict):
         return [Violation("<root>", f"not a Kubernetes object (a YAML {type(obj).__name__})")], None
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if (api_version, kind) == ("v1", "List"):  # expand_lists leaves only a List without a list of items
+        return [Violation("items", "Required value: a List holds its objects in a list under items")], None
     if not api_version or not kind or not isinstance(api_version, str) or not isinstance(kind, str):
         return [Violation("<root>", "Required value: apiVersion and kind are required")], None
     if (api_version, kind) == admission.JOBSET:
@@ -111,6 +179,11 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
         except core.NoSchema:
             return [], f"apiVersion {_short(api_version)}, kind {_short(kind)}: no schema known to elxpk, skipped"
         found += objectmeta.object_meta_problems(obj.get("metadata"), namespaced=kind != "Namespace")
+    from elxpk.admission.object_size import size_problem
+
+    too_big = size_problem(obj)
+    if too_big:
+        found.append(Violation("<root>", f"Too large: the object {too_big}"))
     return sorted(set(found), key=lambda v: (v.path, v.message)), None
 
 
@@ -125,11 +198,15 @@ def validate_files(names: list[str], times: Any = None) -> Report:
     for name, documents in loaded:
         if not documents:
             report.notes.append(f"{name}: no YAML documents, nothing to check")
-        for number, obj in enumerate(documents, start=1):
-            where = name if len(documents) == 1 else f"{name} (document {number})"
+        expanded = expand_lists(documents)
+        if documents and not expanded:
+            report.notes.append(f"{name}: an empty List, nothing to check")
+        for part, obj in expanded:
+            where = f"{name} ({part})" if part else name
             found, note = document_problems(obj)
             report.documents += 1
             if note:
+                report.skipped += 1
                 report.notes.append(f"{where}: {note}")
             report.lines += [f"{where}: {violation}" for violation in found]
             if isinstance(obj, dict) and (obj.get("apiVersion"), obj.get("kind")) == JOBSET_KIND:

@@ -96,6 +96,20 @@ class PanelHelpCommand(TyperCommand):
     layout gives a long name its own line and wraps the help beneath it.
     """
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # The raw values first (elxpk/cli/arg_checks.py): a repeated flag, an empty value, an output that is
+        # also an input. click's own errors (a missing value, an unknown flag) still come from its parse.
+        if args and not ctx.resilient_parsing:
+            from elxpk.cli.arg_checks import check_raw
+
+            try:
+                opts, _, order = self.make_parser(ctx).parse_args(args=list(args))
+            except Exception:  # noqa: BLE001 - click reports it in its own words just below
+                pass
+            else:
+                check_raw(opts, order)
+        return super().parse_args(ctx, args)
+
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         # typer 0.28 writes a required argument as {NAME} in the usage line; NAME is the convention
         pieces = super().collect_usage_pieces(ctx)

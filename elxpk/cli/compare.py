@@ -29,10 +29,13 @@ def compare(
     png: Annotated[Path | None, typer.Option("--png", help="Write an overlay plot of both curves here.")] = None,
 ) -> None:
     """Fail (exit 1) when losses diverge beyond --rtol, or either run repeats or skips an example."""
+    from elxpk.outfile import output_problem
     from elxpk.runs.compare import compare_runs, render_text
     from elxpk.runs.sources import load_source
 
     problems = []
+    if png is not None and (problem := output_problem(png, "--png", suffixes=(".png",), example="compare.png")):
+        problems.append(problem)  # checked with the rest, before anything is printed or written
     if not math.isfinite(rtol) or rtol < 0:
         problems.append(f"--rtol: {rtol!r} is not a finite number >= 0; use e.g. --rtol 1e-6")
     try:

@@ -145,6 +145,14 @@ def run_guarded(action: Callable[[], object]) -> int:
         return 130
     except Exception as exc:  # click usage errors arrive here with standalone_mode=False
         usage, other = _click_exception_types()
+        if isinstance(exc, usage) and type(exc).__name__ != "NoArgsIsHelpError":
+            # click's usage errors (an unknown flag, a value of the wrong type) in elxpk's one-line form
+            path = getattr(getattr(exc, "ctx", None), "command_path", None)
+            where = f" (see {path} --help)" if path else ""
+            message = exc.format_message()  # type: ignore[attr-defined]
+            text = "; ".join(line.strip() for line in message.splitlines() if line.strip())
+            _report(f"error: {text}{where}")
+            return 2
         if isinstance(exc, usage + other):
             exc.show()  # type: ignore[attr-defined]
             return 2 if isinstance(exc, usage) else int(getattr(exc, "exit_code", 1))

@@ -22,14 +22,11 @@ def output_format(value: str) -> str:
 
 
 def check_png_path(png: Path) -> Path:
-    """`--png PATH` writes exactly PATH: a .png file whose directory exists. A directory, a missing parent
-    or another suffix is refused (exit 2) rather than guessed at; an existing file is replaced."""
-    if png.suffix.lower() != ".png":
-        raise UsageError(f"--png {png}: must name a .png file, e.g. --png report.png")
-    if png.is_dir():
-        raise UsageError(f"--png {png}: is a directory; name the file to write, e.g. --png {png / 'report.png'}")
-    if not png.parent.is_dir():
-        raise UsageError(f"--png {png}: directory {png.parent} does not exist; create it first")
+    """`--png PATH` writes exactly PATH: a .png file whose directory exists (elxpk/outfile.py); an
+    existing file is replaced."""
+    from elxpk.outfile import check_output
+
+    check_output(png, "--png", suffixes=(".png",), example="report.png")
     return png
 
 
@@ -58,7 +55,15 @@ def report(
     if png is not None:
         check_png_path(png)
     run = load_source(run_dir)
+    recorded = None
+    if incidents is not None:  # read (and refused) before anything is written
+        from elxpk.cluster.incident_log import read_recorded
+
+        recorded = read_recorded(incidents)
     if isinstance(run, MaxTextMetrics):
+        if recorded is not None:
+            raise UsageError("--incidents: merges with the bundled trainer's events.jsonl, which a MaxText "
+                             "metrics file does not have; drop --incidents")
         _maxtext_report(run, fmt, None if no_png else png or Path(run.path).parent / "report.png")
         return
     result = build_report(run)
@@ -68,11 +73,10 @@ def report(
 
         written = write_report_png(run, result, png or run.path / "report.png")
     timeline = None
-    if incidents is not None:
-        from elxpk.cluster.incident_log import read_recorded
+    if recorded is not None:
         from elxpk.runs.incident_timeline import merge
 
-        timeline = merge(read_recorded(incidents), run.events)
+        timeline = merge(recorded, run.events)
     if fmt == "json":
         data = result.to_dict()
         data["png"] = str(written) if written else None

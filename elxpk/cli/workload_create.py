@@ -110,9 +110,10 @@ def create(
     from elxpk.render import render
 
     manifest = render(spec)
+    _check_sizes(manifest)
     text = manifest.dump(run.output_format)
     if run.output_manifest_file:
-        from elxpk.cli.outfile import write_text
+        from elxpk.outfile import write_text
 
         write_text(run.output_manifest_file, text, flag="--output-manifest-file")
         print(f"wrote {run.output_manifest_file}", file=sys.stderr)
@@ -131,6 +132,21 @@ def create(
     if not run.dry_run:
         for line in submission.follow_up_commands(spec.workload, target):
             print(f"  {line}", file=sys.stderr)
+
+
+def _check_sizes(manifest) -> None:
+    """Each object within the API server's size limit (elxpk/admission/object_size.py), before anything
+    is printed, written or sent."""
+    from elxpk.admission.object_size import largest_env, size_problem
+    from elxpk.errors import UsageError
+
+    for obj in manifest.objects:
+        problem = size_problem(obj)
+        if problem:
+            env = largest_env(obj)
+            culprit = f"; the largest --env value is {env[0]} ({env[1] // 1024} KiB)" if env else ""
+            raise UsageError(f"the rendered {obj.get('kind', 'object')} {problem}: shorten the --env values or "
+                             f"--command, or pass large data through a file or bucket{culprit}")
 
 
 def _check_data(command: str | None) -> None:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from elxpk.cli import options
-from elxpk.cli.workload_ops import _connect
+from elxpk.cli.workload_ops import _connect, workload_name
 from elxpk.output_formats import output_format
 
 
@@ -27,6 +27,7 @@ def events(
 ) -> None:
     """Incidents: container exits (code, reason, classified infra/user), disruptions and evictions, Kueue
     evictions, JobSet restarts, the first failed Job, Warning Events. Time, slice, pod and node each."""
+    workload_name(name)
     fmt = output_format("run", output)
     if record is not None:
         from elxpk.cluster.incident_log import check_record_path

@@ -29,6 +29,21 @@ def _connect(cluster: options.ClusterSelection):
     return connect(target, resolved=True), target.namespace
 
 
+def workload_name(name: str) -> str:
+    """NAME as given, when it can name a JobSet (a DNS-1035 label); else UsageError (exit 2) before any I/O.
+
+    An empty NAME would reach the API as the collection's path (a list, or a delete of every JobSet)."""
+    from elxpk.admission.identifiers import dns1035_label
+
+    if not name.strip():
+        raise UsageError(f"NAME {name!r}: empty; name the workload, e.g. my-run-1 (`elxpk workload list` "
+                         "shows them)")
+    problems = dns1035_label(name)
+    if problems:
+        raise UsageError(f"NAME {name!r}: not a workload name ({'; '.join(problems)}); e.g. my-run-1")
+    return name
+
+
 def _output(output: str) -> str:
     return options.output_format("status", output)
 
@@ -69,6 +84,7 @@ def status(
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Elastic-aware state: slices healthy N/M, restart budget per slice and for the JobSet, Kueue admission."""
+    workload_name(name)
     output = _output(output)
     kube, ns = _connect(cluster)
     from elxpk.cluster.observe import fetch_status
@@ -135,6 +151,8 @@ def delete(
     """Delete a workload with foreground propagation (its Jobs and Pods go first)."""
     if (name is None) == (not all_):
         raise UsageError("give a workload NAME or --all (not both)")
+    if name is not None:
+        workload_name(name)
     kube, ns = _connect(cluster)
     from elxpk.cluster.ops import delete_workload
 
@@ -166,6 +184,7 @@ def logs(
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Logs of the head, or of slice K, VM I."""
+    workload_name(name)
     problems = []
     if previous and follow:
         problems.append("--previous and --follow: a terminated container's log does not grow; give one of them")
@@ -198,6 +217,7 @@ def wait(
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
+    workload_name(name)
     problems = []
     if for_ not in ("completed", "running"):
         problems.append(f"--for {for_}: use completed or running")
@@ -272,6 +292,7 @@ def kill_slice(
     """Fault injection: take slice K down (force delete, eviction or a signal), once or as a soak test."""
     from elxpk.cluster.soak import MODES, check_exit_code
 
+    workload_name(name)
     problems = []
     if slice_ != "random":
         try:

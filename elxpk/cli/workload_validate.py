@@ -56,8 +56,10 @@ def validate(
         if report.budget_lines:
             why += f" ({report.budget_lines} of them: timeouts and budgets that cannot work together)"
         raise CheckFailed(f"{len(report.lines)} violation(s) in {report.documents} document(s); {why}")
-    print(f"OK: {report.documents} document(s) in {len(files)} file(s) pass the JobSet schema, admission and "
-          f"Job rules")
+    checked = report.documents - report.skipped
+    skipped = f"; {report.skipped} skipped (no schema known to elxpk)" if report.skipped else ""
+    print(f"OK: {checked} document(s) in {len(files)} file(s) pass the JobSet schema, admission and "
+          f"Job rules{skipped}")
 
 
 

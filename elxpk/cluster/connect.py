@@ -43,18 +43,88 @@ def connect(target: ClusterTarget, *, credentials: Any = None, container_endpoin
 
 def _kubeconfig_configuration(target: ClusterTarget) -> Any:
     from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
 
     path = os.path.expanduser(target.kubeconfig) if target.kubeconfig else None
-    if path and not os.path.isfile(path):
-        raise UsageError(f"--kubeconfig {target.kubeconfig}: no such file")
+    check_kubeconfig(path or _default_kubeconfig(), given=path is not None)
     configuration = type.__call__(client.Configuration)
-    try:
-        config.load_kube_config(config_file=path, context=target.context, client_configuration=configuration,
-                                persist_config=False)
-    except ConfigException as exc:
-        raise UsageError(f"--kubeconfig/--context: {str(exc).splitlines()[0]}") from None
+    shown = target.kubeconfig or "the default kubeconfig"
+    with _library_log() as logged:
+        try:
+            config.load_kube_config(config_file=path, context=target.context, client_configuration=configuration,
+                                    persist_config=False)
+        except Exception as exc:  # noqa: BLE001 - the library's parse of user data fails in many types
+            # ConfigException, and ValueError (base64), TypeError/AttributeError/KeyError (a list where a
+            # mapping belongs), OSError (a certificate file named in it): each is the kubeconfig's fault.
+            text = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise UsageError(f"--kubeconfig/--context ({shown}): {text}; fix the kubeconfig or pick another "
+                             "with --kubeconfig/--context") from None
+    if logged:  # the library logs (and swallows) a failed exec credential plugin, then goes on without one
+        raise UsageError(f"--kubeconfig/--context ({shown}): the user's exec credential plugin failed: "
+                         f"{logged[0]}; run it by hand to see why")
     return configuration
+
+
+def _default_kubeconfig() -> str | None:
+    """The file the kubernetes library reads when no --kubeconfig is given: the first of $KUBECONFIG, else
+    ~/.kube/config (None when neither exists: the library says so itself)."""
+    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    path = os.path.expanduser(first or "~/.kube/config")
+    return path if os.path.exists(path) else None
+
+
+def check_kubeconfig(path: str | None, *, given: bool = True) -> None:
+    """The kubeconfig is a bounded, regular, UTF-8 YAML file whose top level is a mapping; UsageError (exit
+    2) otherwise. The kubernetes library reads it unbounded and fails in its own types on bad content."""
+    if path is None:
+        return
+    import yaml
+
+    from elxpk.bounded_read import KUBECONFIG_BYTES, KUBECONFIG_VALUES, read_input, yaml_values_problem
+
+    flag = "--kubeconfig" if given else "kubeconfig"
+    text = str(read_input(path, flag=flag, limit=KUBECONFIG_BYTES))
+    too_many = yaml_values_problem(text, limit=KUBECONFIG_VALUES)
+    if too_many:
+        raise UsageError(f"{flag} {path}: {too_many} for a kubeconfig; check what produced it")
+    try:
+        data = yaml.load(str(text), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{flag} {path}: not valid YAML{where}; fix the file") from None
+    except (RecursionError, ValueError):  # ValueError: a constructor's own, e.g. an integer of 5,000 digits
+        raise UsageError(f"{flag} {path}: nested too deeply or holding a value YAML cannot read; fix the "
+                         "file") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{flag} {path}: not a kubeconfig (its top level is not a mapping of clusters, users "
+                         "and contexts)")
+    for key in ("clusters", "users", "contexts"):
+        entries = data.get(key)
+        if entries is not None and (not isinstance(entries, list)
+                                    or not all(isinstance(e, dict) for e in entries)):
+            raise UsageError(f"{flag} {path}: {key} must be a list of named entries")
+
+
+class _library_log:
+    """Collect what libraries log through the root logger while loading (the kubernetes client logs a failed
+    exec plugin with logging.error): nothing reaches stderr as a stray `ERROR:root:` line."""
+
+    def __enter__(self) -> list[str]:
+        import logging
+
+        class Collect(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if record.levelno >= logging.ERROR:
+                    messages.append((record.getMessage().splitlines() or [""])[0])
+
+        messages: list[str] = []
+        self._root = logging.getLogger()
+        self._handler = Collect()
+        self._root.addHandler(self._handler)  # a handler present: logging.error() adds no stderr handler
+        return messages
+
+    def __exit__(self, *exc: object) -> None:
+        self._root.removeHandler(self._handler)
 
 
 def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | None) -> Any:

@@ -23,31 +23,77 @@ from elxpk.cluster.target import ClusterTarget
 from elxpk.errors import UsageError
 
 _KEYS = {"project", "zone", "region", "location", "cluster", "namespace", "kubeconfig", "context"}
+# The ELXPK_* variables the launcher reads (the trainer's settings are elxpk_contract's). Set to nothing or
+# to spaces, each is refused rather than read as unset: `ELXPK_CLUSTER= elxpk ...` means something else.
+ENV_NAMES = ("ELXPK_PROJECT", "ELXPK_ZONE", "ELXPK_REGION", "ELXPK_CLUSTER", "ELXPK_NAMESPACE", "ELXPK_CONFIG",
+             "ELXPK_CONTAINER_API_ENDPOINT")
+
+
+def env_value(environ: Mapping[str, str], name: str) -> str | None:
+    """ELXPK_* `name` from the environment: None when unset, UsageError (exit 2) when set but blank."""
+    value = environ.get(name)
+    if value is not None and not value.strip():
+        raise UsageError(f"{name} is set but empty; unset it or give it a value")
+    return value
+
+
+def check_env(environ: Mapping[str, str] = os.environ) -> None:
+    problems = []
+    for name in ENV_NAMES:
+        try:
+            env_value(environ, name)
+        except UsageError as exc:
+            problems.extend(exc.messages)
+    if problems:
+        raise UsageError(*problems)
 
 
 def config_path(environ: Mapping[str, str] = os.environ) -> Path:
-    if environ.get("ELXPK_CONFIG"):
-        return Path(environ["ELXPK_CONFIG"]).expanduser()
+    explicit = env_value(environ, "ELXPK_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
     base = Path(environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     return base / "elxpk" / "config.yaml"
 
 
-def load_config(path: Path) -> dict[str, str]:
-    if not path.is_file():
-        return {}
+def load_config(path: Path, *, required: bool = False) -> dict[str, str]:
+    """The config file's keys; {} when it does not exist, unless `required` (ELXPK_CONFIG names it: a
+    missing file then is an error, never a silent fall-back to other defaults)."""
     import yaml
 
+    from elxpk.bounded_read import CONFIG_BYTES, ReadRefused, decode_text, read_limited
+
+    where = f"ELXPK_CONFIG {path}" if required else f"config file {path}"
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UsageError(f"config file {path}: not valid YAML ({exc.__class__.__name__}): fix or remove it") from None
+        text = decode_text(read_limited(path, limit=CONFIG_BYTES), "YAML")
+    except FileNotFoundError:
+        if required:
+            raise UsageError(f"{where}: no such file; create it or unset ELXPK_CONFIG") from None
+        return {}
+    except ReadRefused as exc:
+        raise UsageError(f"{where}: {exc}; fix or remove it") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        raise UsageError(f"{where}: not valid YAML ({exc.__class__.__name__}): fix or remove it") from None
     if not isinstance(data, dict):
-        raise UsageError(f"config file {path}: expected a mapping of keys ({', '.join(sorted(_KEYS))})")
-    unknown = sorted(set(data) - _KEYS)
+        raise UsageError(f"{where}: expected a mapping of keys ({', '.join(sorted(_KEYS))})")
+    unknown = sorted(str(k) for k in set(data) - _KEYS)
     if unknown:
-        raise UsageError(f"config file {path}: unknown key(s) {', '.join(unknown)}; "
+        raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)}; "
                          f"known keys: {', '.join(sorted(_KEYS))}")
-    return {k: str(v) for k, v in data.items() if v is not None}
+    values = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        try:
+            text = "" if isinstance(value, (dict, list, bool)) else str(value)
+        except ValueError:  # an integer of thousands of digits
+            text = ""
+        if not text.strip():
+            raise UsageError(f"{where}: {key} must be a non-empty name or path, not a {type(value).__name__}")
+        values[key] = text
+    return values
 
 
 def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, require_cluster: bool = True,
@@ -58,7 +104,8 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, requi
     `require_cluster=False` (a client-side dry run: nothing is sent) fills the same fields, the namespace
     included, but does not ask for a complete selection.
     """
-    cfg = load_config(config_path(environ))
+    check_env(environ)
+    cfg = load_config(config_path(environ), required=bool(environ.get("ELXPK_CONFIG")))
     namespace = target.namespace
     if not namespace_given:
         namespace = environ.get("ELXPK_NAMESPACE") or cfg.get("namespace") or target.namespace

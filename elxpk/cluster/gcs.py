@@ -77,15 +77,27 @@ class Gcs:
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ClusterError(f"cannot reach Cloud Storage ({self.endpoint}) while {what}: {text}") from None
 
-    def read(self, url: str) -> tuple[bytes | None, int]:
-        """(content, generation); (None, 0) when the object does not exist."""
+    def read(self, url: str, *, limit: int | None = None) -> tuple[bytes | None, int]:
+        """(content, generation); (None, 0) when the object does not exist. With `limit`, at most limit + 1
+        bytes are downloaded (more than `limit` tells the caller the object is over its cap)."""
         bucket, name = split_url(url)
         resp = self._send("GET", f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}",
-                          f"reading {url}", params={"alt": "media"})
+                          f"reading {url}", params={"alt": "media"}, stream=limit is not None)
         if resp.status_code == 404:
             return None, 0
         self._check(resp, f"reading {url}")
-        return resp.content, int(resp.headers.get("x-goog-generation") or 0)
+        generation = int(resp.headers.get("x-goog-generation") or 0)
+        if limit is None:
+            return resp.content, generation
+        content = bytearray()
+        try:
+            for chunk in resp.iter_content(1 << 20):
+                content += chunk
+                if len(content) > limit:
+                    break
+        finally:
+            resp.close()
+        return bytes(content), generation
 
     def _object_url(self, url: str) -> str:
         bucket, name = split_url(url)
@@ -135,7 +147,7 @@ class Gcs:
         self._check(resp, f"writing {url}")
         return True
 
-    def append_lines(self, url: str, make_lines: Callable[[bytes], list[str]]) -> int:
+    def append_lines(self, url: str, make_lines: Callable[[bytes], list[str]], *, limit: int | None = None) -> int:
         """Append what `make_lines(current content)` returns (it may drop what is already there); the
         number of lines appended."""
         import random
@@ -144,7 +156,10 @@ class Gcs:
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(random.uniform(0.5, 1.0) * min(BACKOFF_S * 2 ** (attempt - 1), 1.0))
-            content, generation = self.read(url)
+            content, generation = self.read(url, limit=limit)
+            if limit is not None and content is not None and len(content) > limit:
+                raise ClusterError(f"{url}: over {limit // (1024 * 1024)} MiB; start a new object (what is "
+                                   "already there is not read again)")
             lines = make_lines(content or b"")
             if not lines:
                 return 0

@@ -21,7 +21,7 @@ def _ids(content: bytes) -> set[str]:
     for line in content.decode("utf-8", "replace").splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a torn or foreign line: left as it is, never fatal
         if isinstance(record, dict) and "id" in record:
             ids.add(str(record["id"]))
@@ -50,22 +50,32 @@ def check_record_path(path: str) -> None:
         raise UsageError(f"--record {path}: is a directory; name a file, e.g. {local / 'incidents.jsonl'}")
     if not local.parent.is_dir():
         raise UsageError(f"--record {path}: directory {local.parent} does not exist; create it first")
+    if local.exists() and not local.is_file():  # /dev/full, /dev/zero, a FIFO: read before each append
+        raise UsageError(f"--record {path}: not a regular file (a device or a pipe); name a file, e.g. "
+                         "incidents.jsonl")
 
 
 def record(path: str, incidents: Iterable[Incident]) -> int:
     """Append the incidents not yet in PATH; how many were appended."""
     items = list(incidents)
     if path.startswith("gs://"):
+        from elxpk.bounded_read import INCIDENT_BYTES
         from elxpk.cluster.gcs import Gcs
 
-        return Gcs().append_lines(path, lambda content: _new_lines(content, items))
+        return Gcs().append_lines(path, lambda content: _new_lines(content, items), limit=INCIDENT_BYTES)
     import fcntl
 
+    from elxpk.bounded_read import INCIDENT_BYTES, size_text
+
+    check_record_path(path)
     try:
         with open(path, "a+b") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             f.seek(0)
-            content = f.read()
+            content = f.read(INCIDENT_BYTES + 1)
+            if len(content) > INCIDENT_BYTES:
+                raise UsageError(f"--record {path}: over {size_text(INCIDENT_BYTES)}; start a new record file "
+                                 "(incidents already there are not read again)")
             lines = _new_lines(content, items)
             if lines:
                 prefix = b"\n" if content and not content.endswith(b"\n") else b""
@@ -75,25 +85,61 @@ def record(path: str, incidents: Iterable[Incident]) -> int:
         raise ClusterError(f"--record {path}: cannot append ({exc.strerror or exc})") from None
 
 
-def read_recorded(path: str) -> list[dict]:
-    """The incidents of a record (local or gs://); lines that are not incidents are skipped."""
+def read_recorded(path: str, flag: str = "--incidents") -> list[dict]:
+    """The incidents of a record (local or gs://), each id once (the first line that holds it). A file that
+    is not an incident record (binary, a line that is not an incident, a field of the wrong type) is a
+    UsageError naming the line; only a torn last line, left by a killed recorder, is tolerated."""
+    from elxpk.bounded_read import INCIDENT_BYTES, read_input, size_text
+    from elxpk.runs.jsonl import JsonLinesError, decode_text, parse_lines
+
     if path.startswith("gs://"):
         from elxpk.cluster.gcs import Gcs
 
-        content, _ = Gcs().read(path)
+        content, _ = Gcs().read(path, limit=INCIDENT_BYTES)
         if content is None:
             raise ClusterError(f"{path}: no such object")
+        if len(content) > INCIDENT_BYTES:
+            raise UsageError(f"{flag} {path}: over the {size_text(INCIDENT_BYTES)} an incident record may be")
     else:
-        try:
-            content = Path(path).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"--incidents {path}: cannot read ({exc.strerror or exc})") from None
-    records = []
-    for line in content.decode("utf-8", "replace").splitlines():
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and "id" in data and "kind" in data:
-            records.append(data)
-    return records
+        content = read_input(path, flag=flag, limit=INCIDENT_BYTES, text=False)  # type: ignore[assignment]
+    try:
+        lines = parse_lines(decode_text(content or b""), strict=True)
+    except (ValueError, JsonLinesError) as exc:
+        raise UsageError(f"{flag} {path}: {exc}") from None
+    records: dict[str, dict] = {}
+    for number, data in zip(lines.line_numbers, lines.records, strict=True):
+        problem = incident_problem(data)
+        if problem:
+            raise UsageError(f"{flag} {path} line {number}: {problem}; is this an incident record "
+                             "(`elxpk workload events --record`)?")
+        records.setdefault(data["id"], data)
+    return list(records.values())
+
+
+# Each field of an incident and the JSON types it may hold (elxpk/cluster/incidents.py Incident).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,), "time": (str, type(None)), "kind": (str,), "cause": (str,), "reason": (str,),
+    "message": (str,), "slice": (int, type(None)), "pod": (str, type(None)), "node": (str, type(None)),
+    "container": (str, type(None)), "exit_code": (int, type(None)), "workload": (str,),
+}
+
+
+def incident_problem(data: dict) -> str | None:
+    """What makes `data` not an incident as `workload events --record` writes it; None when it is one."""
+    from elxpk.cluster.incidents import CAUSES
+
+    for key in ("id", "kind"):
+        if key not in data:
+            return f"no {key!r}"
+    for key, types in _FIELD_TYPES.items():
+        value = data.get(key)
+        if key in data and (not isinstance(value, types) or isinstance(value, bool)):
+            return f"{key} is {json.dumps(value)[:40]}, not {' or '.join(_JSON_NAMES[t] for t in types)}"
+    if not data["id"].strip():
+        return "an empty id"
+    if "cause" in data and data["cause"] not in CAUSES:
+        return f"cause {data['cause']!r} is not one of {', '.join(CAUSES)}"
+    return None
+
+
+_JSON_NAMES = {str: "text", int: "an integer", type(None): "null"}

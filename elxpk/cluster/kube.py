@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from elxpk.errors import ClusterError, ConflictError, NotFoundError
+from elxpk.errors import ClusterError, ConflictError, NotFoundError, UsageError
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -27,6 +27,9 @@ def api_path(api_version: str, plural: str, namespace: str | None = None, name: 
              sub: str | None = None) -> str:
     from urllib.parse import quote
 
+    if name is not None and (not name.strip() or name != name.strip()):
+        # An empty name would make this the collection's path: a GET lists, a DELETE deletes every object.
+        raise UsageError(f"object name {name!r}: empty or padded with spaces; name exactly one object")
     path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
     if namespace:
         path += f"/namespaces/{quote(namespace, safe='')}"
@@ -128,10 +131,11 @@ class Kube:
         return self._paged(api_path(JOBSET_API, "jobsets", namespace), label_selector=label_selector,
                            what=f'JobSets in namespace "{namespace}"')
 
-    def delete_jobset(self, namespace: str, name: str, *, propagation: str = "Foreground") -> dict:
+    def delete_jobset(self, namespace: str, name: str, *, uid: str, propagation: str = "Foreground") -> dict:
+        """Delete exactly the JobSet `uid` (a precondition: one recreated under the name meanwhile stays)."""
         return self.request("DELETE", api_path(JOBSET_API, "jobsets", namespace, name), verb="delete",
                             what=f'JobSet "{name}" in namespace "{namespace}"',
-                            query={"propagationPolicy": propagation})
+                            query={"propagationPolicy": propagation}, body=_preconditions(uid))
 
     def create(self, obj: dict, namespace: str, *, dry_run: bool = False) -> dict:
         """POST one object. Not retried here: after an unanswered POST the caller checks what landed."""
@@ -145,10 +149,12 @@ class Kube:
         return self.get(api_path(obj["apiVersion"], plural_of(kind), namespace, name),
                         what=f'{kind} "{name}" in namespace "{namespace}"')
 
-    def delete_object(self, obj: dict, namespace: str) -> None:
+    def delete_object(self, obj: dict, namespace: str, *, uid: str) -> None:
+        """Delete exactly the stored object `uid` of `obj`'s kind and name."""
         kind, name = obj.get("kind", ""), obj["metadata"]["name"]
         self.request("DELETE", api_path(obj["apiVersion"], plural_of(kind), namespace, name), verb="delete",
-                     what=f'{kind} "{name}" in namespace "{namespace}"', query={"propagationPolicy": "Foreground"})
+                     what=f'{kind} "{name}" in namespace "{namespace}"', query={"propagationPolicy": "Foreground"},
+                     body=_preconditions(uid))
 
     # --- children: Jobs and Pods --------------------------------------------------------------------
 
@@ -160,10 +166,11 @@ class Kube:
         return self._paged(api_path("v1", "pods", namespace), label_selector=label_selector,
                            what=f'Pods in namespace "{namespace}"')
 
-    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
+    def delete_pod(self, namespace: str, name: str, *, uid: str, grace_period_seconds: int | None = None) -> None:
+        """Delete exactly the pod `uid` (its replacement, under the same name, is never hit)."""
         self.request("DELETE", api_path("v1", "pods", namespace, name), verb="delete",
                      what=f'Pod "{name}" in namespace "{namespace}"',
-                     query={"gracePeriodSeconds": grace_period_seconds})
+                     query={"gracePeriodSeconds": grace_period_seconds}, body=_preconditions(uid))
 
     def pod_log(self, namespace: str, pod: str, container: str | None, *, tail_lines: int | None = None,
                 previous: bool = False) -> str:
@@ -200,10 +207,11 @@ class Kube:
         return self._paged(api_path("v1", "events", namespace), field_selector=field_selector,
                            what=f'Events in namespace "{namespace}"')
 
-    def evict_pod(self, namespace: str, name: str) -> None:
+    def evict_pod(self, namespace: str, name: str, *, uid: str) -> None:
         """The Eviction API (policy/v1), as a node drain evicts: honours PodDisruptionBudgets, and the
         pod gets a DisruptionTarget condition. Not retried: a 429 means a budget forbids it now."""
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace},
+                "deleteOptions": _preconditions(uid)}
         self.request("POST", api_path("v1", "pods", namespace, name, "eviction"), verb="evict",
                      what=f'Pod "{name}" in namespace "{namespace}"', body=body, retry=False)
 
@@ -304,6 +312,13 @@ class Kube:
             return []
         return self._paged(api_path(f"{KUEUE_GROUP}/{version}", "workloads", namespace),
                            label_selector=label_selector, what=f'Kueue Workloads in namespace "{namespace}"')
+
+
+def _preconditions(uid: str) -> dict:
+    """DeleteOptions that delete only the object of this uid (the API server answers 409 otherwise)."""
+    if not uid:
+        raise ClusterError("refusing to delete an object whose uid is unknown: it was not resolved first")
+    return {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
 
 
 def _loads(data: bytes) -> Any:

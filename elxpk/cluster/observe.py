@@ -25,11 +25,24 @@ def require_jobset(kube: Kube) -> None:
 def get_workload(kube: Kube, namespace: str, name: str) -> dict:
     """The JobSet named `name`; a clear error when it, or the JobSet API itself, is missing."""
     try:
-        return kube.get_jobset(namespace, name)
+        jobset = kube.get_jobset(namespace, name)
     except NotFoundError:
         require_jobset(kube)
         raise NotFoundError(f'workload "{name}" not found in namespace "{namespace}" '
                             "(`elxpk workload list` shows what exists)") from None
+    return the_named_jobset(jobset, namespace, name)
+
+
+def the_named_jobset(answer: object, namespace: str, name: str) -> dict:
+    """`answer` when it is the JobSet `name` itself; ClusterError for anything else (a list, another object):
+    a verb that deletes or kills acts only on the one object named."""
+    meta = answer.get("metadata") if isinstance(answer, dict) else None
+    if not isinstance(answer, dict) or answer.get("kind") != "JobSet" or not isinstance(meta, dict) \
+            or meta.get("name") != name or meta.get("namespace", namespace) != namespace:
+        what = answer.get("kind") if isinstance(answer, dict) else None
+        raise ClusterError(f'asked for JobSet "{name}" in namespace "{namespace}", the API server answered '
+                           f"with {what or 'something else'}; nothing was done")
+    return answer
 
 
 def fetch_objects(kube: Kube, namespace: str, name: str) -> tuple[dict, list[dict], list[dict], list[dict]]:

@@ -28,9 +28,9 @@ RECOVERY_EVENT = "first_step_after_recovery"
 
 def delete_workload(kube: Kube, namespace: str, name: str) -> None:
     """Foreground deletion: the JobSet goes once its Jobs and Pods are gone (nothing is left running)."""
-    get_workload(kube, namespace, name)  # a clear "not found" / "JobSet not installed" first
-    try:
-        kube.delete_jobset(namespace, name, propagation="Foreground")
+    jobset = get_workload(kube, namespace, name)  # a clear "not found" / "JobSet not installed" first
+    try:  # exactly the JobSet just read (get_workload checked its name): its uid is the precondition
+        kube.delete_jobset(namespace, name, uid=jobset["metadata"].get("uid", ""), propagation="Foreground")
     except NotFoundError:
         pass  # a retried DELETE whose first attempt went through: the workload is gone, as asked
 
@@ -139,6 +139,10 @@ class KillPlan:
     pods: tuple[str, ...]
     uids: frozenset[str]
     expected: int  # pods that must run again for the slice to count as back
+    pod_uids: tuple[str, ...] = ()  # the uid of each of `pods`: a delete or eviction hits only that pod
+
+    def uid_of(self, pod: str) -> str:
+        return dict(zip(self.pods, self.pod_uids, strict=True)).get(pod, "")
 
 
 def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int | None) -> KillPlan:
@@ -148,21 +152,34 @@ def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int |
     selector = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={slice_index}"
     if vm is not None:
         selector += f",{COMPLETION_INDEX}={vm}"
-    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")
+            and _of_slice(p, name, worker["name"], slice_index, vm)]
     if not pods:
         raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
     job_spec = worker.get("template", {}).get("spec", {})
     expected = 1 if vm is not None else min(job_spec.get("parallelism", 1),
                                             job_spec.get("completions", job_spec.get("parallelism", 1)))
-    return KillPlan(selector, tuple(sorted(p["metadata"]["name"] for p in pods)),
-                    frozenset(p["metadata"]["uid"] for p in pods), expected)
+    pods = sorted(pods, key=lambda p: p["metadata"]["name"])
+    return KillPlan(selector, tuple(p["metadata"]["name"] for p in pods),
+                    frozenset(p["metadata"]["uid"] for p in pods), expected,
+                    tuple(p["metadata"]["uid"] for p in pods))
+
+
+def _of_slice(pod: dict, name: str, replicated_job: str, slice_index: int, vm: int | None) -> bool:
+    """The pod carries exactly the labels of the slice (and VM) named: what the selector asked for, checked
+    again on the answer, so a kill never reaches a pod of another workload or slice."""
+    labels = pod["metadata"].get("labels") or {}
+    wanted = {JOBSET_NAME: name, REPLICATED_JOB: replicated_job, JOB_INDEX: str(slice_index)}
+    if vm is not None:
+        wanted[COMPLETION_INDEX] = str(vm)
+    return bool(pod["metadata"].get("name")) and all(labels.get(k) == v for k, v in wanted.items())
 
 
 def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
     """Force-delete (grace period 0), as a node or VM loss would; a pod already gone is fine."""
     for pod in plan.pods:
         try:
-            kube.delete_pod(namespace, pod, grace_period_seconds=0)
+            kube.delete_pod(namespace, pod, uid=plan.uid_of(pod), grace_period_seconds=0)
         except NotFoundError:
             pass
 

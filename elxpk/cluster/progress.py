@@ -67,13 +67,18 @@ def read_progress_text(directory: str) -> str | None:
     from elxpk_contract.records import PROGRESS_FILE
 
     if directory.startswith("gs://"):
+        from elxpk.bounded_read import PROGRESS_BYTES, decode_text
         from elxpk.cluster.gcs import Gcs
 
-        content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE)
-        return None if content is None else content.decode("utf-8", "replace")
+        content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE, limit=PROGRESS_BYTES)
+        if content is not None and len(content) > PROGRESS_BYTES:
+            raise ValueError(f"over {PROGRESS_BYTES // 1024} KiB, not a progress record")
+        return None if content is None else decode_text(content, "JSON")
+    from elxpk.bounded_read import PROGRESS_BYTES, decode_text, read_limited
+
     path = Path(directory) / PROGRESS_FILE
     try:
-        return path.read_text(encoding="utf-8")
+        return decode_text(read_limited(path, limit=PROGRESS_BYTES), "JSON")
     except FileNotFoundError:
         return None
 
@@ -87,7 +92,7 @@ def progress_of(jobset: dict, now: float) -> tuple[dict | None, str]:
         return None, ""
     try:
         text = read_progress_text(directory)
-    except (ElxpkError, OSError) as exc:
+    except (ElxpkError, OSError, ValueError) as exc:  # ValueError: bounded_read.ReadRefused
         return None, f"cannot read {directory}/{PROGRESS_FILE}: {exc}"
     if text is None:
         return None, f"no {PROGRESS_FILE} in {directory} yet (the trainer writes it after its first step)"

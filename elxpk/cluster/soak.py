@@ -118,7 +118,7 @@ def inject(kube: Kube, namespace: str, plan: KillPlan, mode: str, exit_code: int
     for pod in plan.pods:
         try:
             if mode == "evict":
-                kube.evict_pod(namespace, pod)
+                kube.evict_pod(namespace, pod, uid=plan.uid_of(pod))
             elif pod in containers:
                 out, code = kube.exec_in_pod(namespace, pod, containers[pod], exit_command(exit_code))
                 if code:  # None: the connection ended with the container, as a kill of PID 1 may end it

@@ -99,7 +99,11 @@ def _create_once(kube: Kube, obj: dict, namespace: str, sid: str, *, dry_run: bo
 
 def _delete_and_wait(kube: Kube, obj: dict, namespace: str, *, sleep: Callable[[float], None],
                      clock: Callable[[], float], timeout_s: float = 300.0) -> None:
-    kube.delete_object(obj, namespace)
+    try:  # the one object the 409 was about: its uid is the delete's precondition
+        existing = kube.get_object(obj, namespace)
+    except NotFoundError:
+        return  # gone meanwhile: create again
+    kube.delete_object(obj, namespace, uid=(existing.get("metadata") or {}).get("uid", ""))
     deadline = clock() + timeout_s
     while clock() < deadline:
         try:

@@ -113,18 +113,16 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
 
 def read_metrics(path: str | Path) -> MaxTextMetrics:
     """Read a MaxText metrics file. Raises MetricsFileError (one line) when it cannot be read or parsed."""
+    from elxpk.bounded_read import RUN_RECORD_BYTES, read_limited
+
     p = Path(path)
+    if p.is_dir():
+        raise MetricsFileError(f"{p}: is a directory, not a MaxText metrics_file")
     try:
-        data = p.read_bytes()
+        text = decode_text(read_limited(p, limit=RUN_RECORD_BYTES))
     except FileNotFoundError:
         raise MetricsFileError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise MetricsFileError(f"{p}: is a directory, not a MaxText metrics_file") from None
-    except OSError as exc:
-        raise MetricsFileError(f"{p}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        text = decode_text(data)
-    except ValueError as exc:
+    except ValueError as exc:  # bounded_read.ReadRefused: special file, over the cap, binary
         raise MetricsFileError(f"{p}: {exc}") from None
     return parse_metrics(text, str(p))
 
@@ -145,7 +143,7 @@ def looks_like_maxtext_metrics(path: str | Path) -> bool:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         return (isinstance(record, dict) and "step" in record and isinstance(record.get("run_name"), str)
                 and any("/" in k for k in record))

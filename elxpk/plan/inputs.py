@@ -199,6 +199,10 @@ class _Resolver:
                 # The run's own period need not fit the costs being planned for: left out, not refused.
                 omitted, current = (current,), None
             self.check_save_fits(save, step, mtbf, num_slices, current, periods)
+            if job_mtbf is not None and save >= job_mtbf:  # the bound --slice-mtbf has, for whole-job failures
+                self.errors.append(
+                    f"--job-mtbf {f.job_mtbf}: not longer than --checkpoint-save {format_duration(save)}: no checkpoint would finish between whole-job failures; "
+                    "check both values")
             if f.periods is None:
                 omitted += tuple(p for p in periods if p * step <= save)
                 periods = tuple(p for p in periods if p * step > save)
@@ -267,12 +271,12 @@ class _Resolver:
     def check_plot(self, text: str | None) -> Path | None:
         if text is None:
             return None
-        path = Path(text)
-        if path.suffix.lower() not in PLOT_SUFFIXES:
-            self.errors.append(f"--plot: {text!r} must end in .png, .svg or .pdf")
-        elif not path.parent.is_dir():
-            self.errors.append(f"--plot: directory {str(path.parent)!r} does not exist; create it first")
-        return path
+        from elxpk.outfile import output_problem
+
+        problem = output_problem(text, "--plot", suffixes=PLOT_SUFFIXES, example="goodput.png")
+        if problem:
+            self.errors.append(problem)
+        return Path(text)
 
     def read_run(self, text: str | None) -> Calibration | None:
         if text is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from elxpk.outfile import save_figure
 from elxpk.plan import model
 from elxpk.plan.compute import Plan
 
@@ -42,6 +43,6 @@ def write_plot(plan: Plan, path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path, flag="--plot")
     plt.close(fig)
     return path

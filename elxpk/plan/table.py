@@ -120,12 +120,17 @@ def render(plan: Plan, console: Console | None = None) -> None:
     if plan.storage_saved:
         saved = plan.storage_saved
         written = saved.get("written_gib_per_day_saved")
+        fewer = saved["saves_per_day"]["pause_resume"] - saved["saves_per_day"]["live"]
+        blocking = saved["blocking_save_s_per_day_saved"]
+        # Live recovery usually saves less often; when it saves more (a job MTBF short against the slice
+        # MTBF), the words say so rather than printing a negative saving.
         console.print(
             f"live-replica saves: checkpoint_period {saved['live_checkpoint_period']} instead of "
             f"{saved['pause_resume_checkpoint_period']} (pause-and-resume's optimum): "
-            f"{saved['saves_per_day']['pause_resume'] - saved['saves_per_day']['live']:.1f} fewer saves/day, "
-            f"{format_duration(saved['blocking_save_s_per_day_saved'])} less save blocking/day"
-            + (f", {_gib(written)} GiB less written/day" if written is not None else "")
+            f"{abs(fewer):.1f} {'fewer' if fewer >= 0 else 'more'} saves/day, "
+            f"{format_duration(abs(blocking))} {'less' if blocking >= 0 else 'more'} save blocking/day"
+            + (f", {_gib(abs(written))} GiB {'less' if written >= 0 else 'more'} written/day"
+               if written is not None else "")
         )
 
     el = plan.elastic

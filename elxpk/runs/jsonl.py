@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from elxpk import bounded_read
+
 
 class JsonLinesError(ValueError):
     """The file is not JSON lines; the message says where (one line)."""
@@ -30,7 +32,7 @@ def _salvage(line: str) -> dict | None:
     while start != -1:
         try:
             obj, end = decoder.raw_decode(line, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj, end = None, -1
         if isinstance(obj, dict) and line[end:].strip() == "":
             return obj
@@ -65,28 +67,18 @@ def parse_lines(text: str, *, strict: bool = False) -> JsonLines:
     return JsonLines(tuple(records), tuple(numbers), damaged)
 
 
-def read_jsonl(path: Path) -> JsonLines:
+def decode_text(data: bytes) -> str:
+    """UTF-8 text of a JSON-lines file; ValueError (bounded_read.ReadRefused) for a binary or non-UTF-8 one."""
+    return bounded_read.decode_text(data, "JSON lines")
+
+
+def read_jsonl(path: Path, *, limit: int | None = None) -> JsonLines:
     """All complete records of `path`; a missing file reads as empty. Raises JsonLinesError for a file that
     is not UTF-8 text or holds a line that is not a torn record."""
     try:
-        data = path.read_bytes()
+        text = decode_text(bounded_read.read_limited(path, limit=limit or bounded_read.RUN_RECORD_BYTES))
     except FileNotFoundError:
         return JsonLines((), (), 0)
-    except OSError as exc:
-        raise JsonLinesError(f"cannot be read ({exc.strerror or exc})") from None
-    try:
-        text = decode_text(data)
-    except ValueError as exc:
+    except bounded_read.ReadRefused as exc:
         raise JsonLinesError(str(exc)) from None
     return parse_lines(text, strict=True)
-
-
-def decode_text(data: bytes) -> str:
-    """`data` as UTF-8 text; ValueError (one line, what is wrong and where) for a binary or non-UTF-8 file."""
-    nul = data.find(b"\0")
-    if nul != -1:
-        raise ValueError(f"is binary, not JSON lines (a NUL byte at offset {nul})")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"is not UTF-8 text (byte {exc.start})") from None

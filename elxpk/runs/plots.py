@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from elxpk.maxtext.metrics import MaxTextMetrics
+from elxpk.outfile import save_figure
 from elxpk.runs.compare import Comparison
 from elxpk.runs.health import lost_intervals
 from elxpk.runs.maxtext_report import MaxTextReport
@@ -31,7 +32,7 @@ def write_report_png(run: Run, report: RunReport, path: Path) -> Path:
     (the caller checked it: elxpk/cli/report.py)."""
     plt = _pyplot()
     fig = report_figure(run, report)
-    fig.savefig(path, dpi=110, format="png")
+    save_figure(fig, path, flag="--png", fmt="png", dpi=110)
     plt.close(fig)
     return path
 
@@ -106,8 +107,7 @@ def write_compare_png(c: Comparison, path: Path) -> Path:
     ax_diff.set_xlabel("step")
     ax_diff.set_ylabel("B - A")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, flag="--png", fmt="png", dpi=110)
     plt.close(fig)
     return path
 
@@ -147,6 +147,6 @@ def write_maxtext_report_png(m: MaxTextMetrics, report: MaxTextReport, path: Pat
     """The MaxText figure, saved to exactly `path` (checked by the caller: elxpk/cli/report.py)."""
     plt = _pyplot()
     fig = maxtext_report_figure(m, report)
-    fig.savefig(path, dpi=110, format="png")
+    save_figure(fig, path, flag="--png", fmt="png", dpi=110)
     plt.close(fig)
     return path

@@ -75,12 +75,18 @@ def _records(root: Path, name: str, flag: str, parse) -> tuple[tuple, int]:
 
 def load_info(root: Path, flag: str = "RUN_DIR") -> RunInfo | None:
     """run.json, or None when the run has none yet; a broken one is a UsageError."""
+    from elxpk.bounded_read import RUN_JSON_BYTES, ReadRefused, decode_text, read_limited
+
     path = root / RUN_JSON
-    if not path.exists():
-        return None
     try:
-        return parse_run_info(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        text = decode_text(read_limited(path, limit=RUN_JSON_BYTES), "JSON")
+    except FileNotFoundError:
+        return None
+    except ReadRefused as exc:
+        raise UsageError(f"{flag}: {path} {exc}") from None
+    try:
+        return parse_run_info(json.loads(text))
+    except (ValueError, RecursionError) as exc:
         why = str(exc).splitlines()[0] if isinstance(exc, RecordError) else "not valid JSON (truncated?)"
         raise UsageError(f"{flag}: {path} is damaged: {why}") from None
 
@@ -90,7 +96,7 @@ def load_run(path: str | Path, *, flag: str = "RUN_DIR") -> Run:
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"{flag}: {root} is not a directory; pass a run directory (one with {METRICS})")
-    if not (root / METRICS).is_file():
+    if not (root / METRICS).exists():  # a device or a FIFO there is refused by the reader, by what it is
         raise UsageError(
             f"{flag}: {root} has no {METRICS}; pass the --run-dir of `elxpk local run` or the trainer's run_dir"
         )

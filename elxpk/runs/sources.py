@@ -28,7 +28,7 @@ def load_source(path: str | Path, *, flag: str = "RUN_DIR") -> Run | MaxTextMetr
         if p.name == METRICS and not looks_like_maxtext_metrics(p):  # the bundled trainer's own file
             return load_run(p.parent, flag=flag)
         return _maxtext(p, flag)
-    if p.is_dir() and not (p / METRICS).is_file():
+    if p.is_dir() and not (p / METRICS).exists():  # one that exists but is not a file: load_run says what
         found = maxtext_files(p, flag)
         if len(found) == 1:
             return _maxtext(found[0], flag)
@@ -37,7 +37,7 @@ def load_source(path: str | Path, *, flag: str = "RUN_DIR") -> Run | MaxTextMetr
             raise UsageError(f"{flag}: {p} holds {len(found)} MaxText metrics files ({names}); pass one of them")
         raise UsageError(f"{flag}: {p} has no {METRICS} and no MaxText metrics_file; pass the --run-dir of "
                          f"`elxpk local run`, the trainer's run_dir, or MaxText's metrics_file")
-    if p.is_dir() and looks_like_maxtext_metrics(p / METRICS):  # MaxText run with metrics_file=.../metrics.jsonl
+    if p.is_dir() and (p / METRICS).is_file() and looks_like_maxtext_metrics(p / METRICS):  # MaxText run with metrics_file=.../metrics.jsonl
         return _maxtext(p / METRICS, flag)
     return load_run(p, flag=flag)
 

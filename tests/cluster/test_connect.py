@@ -66,7 +66,7 @@ def test_kubeconfig_errors_name_the_flag(tmp_path):
         connect(ClusterTarget(kubeconfig=str(tmp_path / "missing.yaml")))
     path = tmp_path / "k.yaml"
     path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
-    with pytest.raises(UsageError, match="^--kubeconfig/--context: "):
+    with pytest.raises(UsageError, match=r"^--kubeconfig/--context \(.*k.yaml\): "):
         connect(ClusterTarget(kubeconfig=str(path), context="nope"))
 
 
@@ -143,8 +143,9 @@ def test_defaults_from_config_file_and_validation(tmp_path):
     target = resolve_target(ClusterTarget(kubeconfig="/k"), environ=env)
     assert (target.kubeconfig, target.project) == ("/k", None)
 
+    (tmp_path / "empty.yaml").write_text("")
     with pytest.raises(UsageError) as info:
-        resolve_target(ClusterTarget(cluster="c"), environ={"ELXPK_CONFIG": str(tmp_path / "none.yaml"),
+        resolve_target(ClusterTarget(cluster="c"), environ={"ELXPK_CONFIG": str(tmp_path / "empty.yaml"),
                                                              "KUBECONFIG": str(tmp_path / "none")})
     assert [m.split(" ")[0] for m in info.value.messages] == ["--project", "--zone"]
     cfg.write_text("projekt: p\n")
@@ -165,4 +166,4 @@ def test_environment_sits_between_flags_and_config_file(tmp_path):
 def test_nothing_selected_is_a_usage_error(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(UsageError, match="no cluster selected: give --project"):
-        resolve_target(ClusterTarget(), environ={"ELXPK_CONFIG": str(tmp_path / "none.yaml")})
+        resolve_target(ClusterTarget(), environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})

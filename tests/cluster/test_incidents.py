@@ -333,3 +333,16 @@ def test_watch_on_a_finished_workload_prints_its_history_and_returns(fake, clock
     assert code == 0, err
     assert len(out.splitlines()) == 1 and "exit 76/Error" in out and "stalled" in out
     assert not any(c.query.get("watch") for c in fake.calls)
+
+
+def test_a_record_on_gcs_over_its_cap_is_refused_unread(gcs, tmp_path, capsys):
+    """gs:// records are bounded like local ones: at most the cap plus one byte is downloaded."""
+    from elxpk.bounded_read import INCIDENT_BYTES
+    from elxpk.errors import ClusterError, UsageError
+
+    gcs.objects[("runs", "big.jsonl")] = (b"x" * (INCIDENT_BYTES + 10), 1)
+    with pytest.raises(UsageError, match="over the 2.0 MiB"):
+        read_recorded("gs://runs/big.jsonl")
+    with pytest.raises(ClusterError, match="over 2 MiB; start a new object"):
+        record("gs://runs/big.jsonl", [_incident(0)])
+    assert gcs.objects[("runs", "big.jsonl")][0] == b"x" * (INCIDENT_BYTES + 10)  # untouched

@@ -51,4 +51,4 @@ def test_report_incidents_missing_file_is_a_usage_error(tmp_path, capsys):
     run_dir = write_run(tmp_path / "run", FakeRun(steps=5))
     code = main(["report", str(run_dir), "--incidents", str(tmp_path / "none.jsonl"), "--no-png"])
     _, err = capsys.readouterr()
-    assert code == 2 and err.startswith("error: --incidents ") and "cannot read" in err
+    assert code == 2 and err.startswith("error: --incidents ") and "no such file" in err

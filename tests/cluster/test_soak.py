@@ -80,9 +80,9 @@ def test_eviction_honours_a_pod_disruption_budget(fake, kube, clock):
     fake.store.create(("policy", "poddisruptionbudgets"), {
         "metadata": {"name": "keep-workers", "namespace": "default"},
         "spec": {"minAvailable": 5, "selector": {"matchLabels": {"jobset.sigs.k8s.io/jobset-name": "train"}}}})
-    pod = ctl.pods(WORKER)[0]["metadata"]["name"]
+    pod, uid = (ctl.pods(WORKER)[0]["metadata"][k] for k in ("name", "uid"))
     with pytest.raises(ClusterError, match="answered 429 .*disruption budget"):
-        kube.evict_pod("default", pod)
+        kube.evict_pod("default", pod, uid=uid)
     assert fake.store.get(("", "pods"), "default", pod) is not None
     summary = soak(kube, "default", "train", slice_spec="0", mode="evict", repeat=2, every_s=0, exit_code=143,
                    rng=random.Random(0), clock=clock, sleep=clock.sleep, timeout_s=60, poll_s=1)

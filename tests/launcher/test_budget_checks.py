@@ -43,6 +43,12 @@ class TestGraceAgainstSave:
         need = math.ceil(MARGIN * 45 + GRACE_SLACK_S)
         assert warnings(termination_grace_period_seconds=str(need), checkpoint_save_time="45s") == []
 
+    @pytest.mark.parametrize("save", ["0.13s", "1s", "10s", "13s"])
+    def test_the_default_grace_covers_a_short_save_without_a_word(self, save):
+        """A 30 s grace and a 0.13 s save once got "raise --termination-grace-period-seconds to 31"."""
+        assert warnings(checkpoint_save_time=save) == []
+        assert warnings(termination_grace_period_seconds="29", checkpoint_save_time="13s") != []
+
     def test_headless_has_no_trainer_to_save(self):
         spec = parse_create(workload="run-1", tpu_type="v5p-8", headless=True, checkpoint_save_time="10m")[0]
         assert spec.warnings == ()

@@ -80,10 +80,14 @@ def test_console_script_exit_codes():
     ok = subprocess.run([str(ELXPK), "workload", "create", *GOOD, "--dry-run"], capture_output=True, text=True,
                         timeout=60)
     assert ok.returncode == 0 and ok.stdout.startswith("apiVersion: jobset.x-k8s.io/v1alpha2")
-    bad = subprocess.run([str(ELXPK), "workload", "create", *GOOD, "--num-slices", "0", "--dry-run"],
+    bad = subprocess.run([str(ELXPK), "workload", "create", *GOOD[:4], *GOOD[6:], "--num-slices", "0", "--dry-run"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == "error: --num-slices 0: must be >= 1 (TPU slices to run on)\n"
+    twice = subprocess.run([str(ELXPK), "workload", "create", *GOOD, "--num-slices", "0", "--dry-run"],
+                           capture_output=True, text=True, timeout=60)
+    assert twice.returncode == 2 and twice.stdout == ""
+    assert twice.stderr == "error: --num-slices: given 2 times; give it once (only one value can apply)\n"
 
 
 # --- submission: the real client against the fake API server -------------------------------------------------

@@ -30,7 +30,9 @@ def no_cluster_defaults(monkeypatch, tmp_path):
     """No ELXPK_* cluster variables or config file from the machine running the tests."""
     for name in ("ELXPK_NAMESPACE", "ELXPK_PROJECT", "ELXPK_ZONE", "ELXPK_REGION", "ELXPK_CLUSTER", "ELXPK_DEBUG"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ELXPK_CONFIG", str(tmp_path / "no-config.yaml"))
+    config = tmp_path.parent / f"{tmp_path.name}-empty-config.yaml"  # beside tmp_path: tests list tmp_path
+    config.write_text("")
+    monkeypatch.setenv("ELXPK_CONFIG", str(config))
 
 
 def run(*argv: str, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=None, shell_redirect: str = ""):

@@ -217,7 +217,7 @@ def test_data_order_warning_goes_to_stderr(cli):
 def test_an_m_env_var_of_a_key_elxpk_writes_is_refused(cli):
     """Issue 21: MaxText refuses a key set both as M_<KEY> and on its command line."""
     result = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", f"{TRAIN} {GRAIN}",
-                 "--env", "M_CHECKPOINT_PERIOD=5", "--checkpoint-period", "100", "--dry-run")
+                 "--env", "M_CHECKPOINT_PERIOD=5", "--checkpoint-period", "100")  # ELASTIC has --dry-run
     assert result.code == 2 and result.out == ""
     assert result.error_lines == [
         "error: --checkpoint-period 100: --env M_CHECKPOINT_PERIOD=5 sets checkpoint_period for MaxText, which "
@@ -227,7 +227,7 @@ def test_an_m_env_var_of_a_key_elxpk_writes_is_refused(cli):
 
 def test_a_min_slice_count_below_what_pathways_keeps_is_rendered_with_a_warning(cli):
     result = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", f"{TRAIN} {GRAIN}",
-                 "--elastic-min-slice-count", "1", "--dry-run")
+                 "--elastic-min-slice-count", "1")  # ELASTIC has --dry-run: a flag given twice is refused
     assert result.code == 0, result.err
     assert "elastic_min_slice_count=1" in rendered_command(result.out)
     assert "warning: --elastic-min-slice-count 1: below num_slices - elastic_slices = 2, so it never takes effect" \

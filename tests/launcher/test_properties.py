@@ -98,6 +98,8 @@ def valid_flags(draw):
     if headless:  # no user container: the flags that configure it are refused
         for key in ("env", "checkpoint_period", "elastic_min_slice_count"):
             del flags[key]
+    elif trainer:  # extra trainer arguments: what the trainer accepts (elxpk/trainer_args.py checks them)
+        flags["command"] = f"--seed {draw(st.integers(0, 2**31))} --run-dir {draw(st.from_regex(r'[a-z/]{1,20}', fullmatch=True))}"
     else:
         flags["command"] = draw(text.filter(lambda s: s.strip()))
     if trainer:

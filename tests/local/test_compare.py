@@ -66,6 +66,9 @@ def test_shorter_run_is_compared_on_its_prefix(runs, cli_json):
 
 def test_png_overlay(runs, cli, tmp_path):
     png = tmp_path / "out" / "cmp.png"
+    code, _, err = cli("compare", runs("a", CLEAN), runs("b", BROKEN), "--png", png)
+    assert code == 2 and "directory" in err and "does not exist" in err and not png.parent.exists()
+    png.parent.mkdir()
     code, _, _ = cli("compare", runs("a", CLEAN), runs("b", BROKEN), "--png", png)
     assert code == 1 and png.read_bytes()[:4] == b"\x89PNG"
 

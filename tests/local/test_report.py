@@ -190,7 +190,7 @@ def test_png_writes_the_path_it_names(tmp_path, cli):
 @pytest.mark.parametrize(
     ("target", "says"),
     [("{dir}", "is a directory; name the file to write"), ("{missing}/r.png", "does not exist; create it first"),
-     ("{dir}/plot.jpg", "must name a .png file"), ("{dir}/plot", "must name a .png file")],
+     ("{dir}/plot.jpg", "must end in .png"), ("{dir}/plot", "must end in .png")],
 )
 def test_png_refuses_what_it_would_not_write_exactly(tmp_path, cli, target, says):
     run_dir = write_run(tmp_path / "run", ONE_KILL)

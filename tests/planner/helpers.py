@@ -17,6 +17,13 @@ EXAMPLE = [
 ]
 
 
+def example_with(extra: list[str]) -> list[str]:
+    """EXAMPLE with the flags of `extra` (FLAG VALUE pairs) replaced by theirs: elxpk refuses a flag twice."""
+    given = set(extra[::2])
+    pairs = [EXAMPLE[i:i + 2] for i in range(0, len(EXAMPLE), 2)]
+    return [token for pair in pairs if pair[0] not in given for token in pair] + extra
+
+
 def run_plan(argv: list[str], capsys) -> tuple[int, str, str]:
     """`elxpk plan ARGV` through the real entry point, in process: (exit code, stdout, stderr)."""
     capsys.readouterr()

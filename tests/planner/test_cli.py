@@ -11,7 +11,7 @@ import pytest
 from elxpk.plan import model
 from elxpk.plan.model import PAUSE_RESUME, Costs
 
-from .helpers import EXAMPLE, run_plan
+from .helpers import EXAMPLE, example_with, run_plan
 
 EXAMPLE_COSTS = Costs(32, 30 * 86400, 2.5, 20, 90, 100)
 
@@ -152,7 +152,7 @@ def test_simulate_adds_a_monte_carlo_check(capsys):
     ],
 )
 def test_bad_input_is_one_line_naming_the_flag_and_exit_2(extra, flag, capsys, tmp_path):
-    code, out, err = run_plan([*EXAMPLE, *extra], capsys)
+    code, out, err = run_plan(example_with(extra), capsys)
     assert code == 2
     assert out == ""
     lines = err.strip().splitlines()

@@ -250,6 +250,13 @@ class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
         except ValueError as exc:
             self._status(400, "BadRequest", str(exc))
 
+    def _precondition_failed(self, res: Resource, namespace: str, name: str, body: dict) -> bool:
+        stored = self.fake.store.get((res.group, res.plural), namespace, name)
+        message = precondition_conflict(stored, body) if stored is not None else ""
+        if message:
+            self._status(409, "Conflict", message)
+        return bool(message)
+
     def _discovery(self, path: str) -> bool:
         store = self.fake.store
         served = [r for r in RESOURCES if store.served(r)]
@@ -351,6 +358,8 @@ class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
     def _delete(self, res: Resource, namespace: str, name: str, query: dict) -> None:
         body = self._body()
         dry_run = one(query, "dryRun") == "All" or body.get("dryRun") == ["All"]
+        if self._precondition_failed(res, namespace, name, body):
+            return
         deleted = self.fake.store.delete((res.group, res.plural), namespace, name, dry_run=dry_run)
         if deleted is None:
             self._not_found(res, name)
@@ -364,6 +373,18 @@ class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
             self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                              "details": {"name": name, "group": res.group, "kind": res.plural,
                                          "uid": deleted["metadata"]["uid"]}})
+
+def precondition_conflict(stored: dict | None, body: dict) -> str:
+    """The API server's answer to DeleteOptions.preconditions (uid, resourceVersion) that the stored object
+    does not meet: the message of its 409, or '' (apiserver registry/rest/delete.go, storage preconditions)."""
+    wanted = (body or {}).get("preconditions") or {}
+    meta = (stored or {}).get("metadata") or {}
+    for key in ("uid", "resourceVersion"):
+        if wanted.get(key) and wanted[key] != meta.get(key):
+            return (f"Precondition failed: {key} in precondition: {wanted[key]}, {key} in object meta: "
+                    f"{meta.get(key)}")
+    return ""
+
 
 def start_fake(*, crd_file: Path | None, clock: Callable[[], float] = time.time, tls: ssl.SSLContext | None = None,
                token: str | None = None, install_jobset: bool = True, kueue: bool = True) -> FakeApiServer:

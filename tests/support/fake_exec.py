@@ -98,6 +98,8 @@ class PodSubresources:
         if pod is None:
             self._not_found(res, name)
             return
+        if self._precondition_failed(res, namespace, name, body.get("deleteOptions") or {}):
+            return
         blocking = self._blocking_budget(namespace, pod)
         if blocking:
             self._send(429, status_body(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's "

@@ -1,0 +1,191 @@
+"""The one reader of every file or stream elxpk takes as input: a size cap, a time cap, regular files only.
+
+`/dev/zero`, `/dev/full`, a FIFO or a 50 MB file given where a manifest, an env file, a kubeconfig or a
+run record is expected would otherwise be read to the end (never, for a device) into memory. Here:
+
+- a path must name a regular file (a directory, a device, a FIFO or a socket is refused before it is
+  opened: opening a FIFO alone would block until a writer came);
+- its size is checked before reading and again while reading (a file that grows past the cap is refused);
+- reading stops at a deadline (a stalled network filesystem, a stdin that never ends);
+- text must be UTF-8 without NUL bytes (`decode_text`).
+
+Each refusal is a `ReadRefused` whose message is one line saying what is wrong and the limit, without the
+path: callers prefix the flag and path (`read_input` does it for them and raises UsageError, exit 2).
+The caps are declared here, once per kind of input, and listed in docs/launcher.md.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+import time
+from collections.abc import Callable
+
+from elxpk.errors import UsageError
+
+KIB, MIB = 1024, 1024 * 1024
+# Caps by kind of input: each far above what a real one holds, and low enough that reading and parsing
+# the largest allowed stays well under 200 MB of memory (tests/launcher/test_hostile_input.py measures it).
+MANIFEST_BYTES = 4 * MIB  # a YAML file of manifests; one object is at most ~1.5 MiB in the API server
+ENV_FILE_BYTES = 2 * MIB  # KEY=VALUE lines; the whole JobSet must stay within the API server's object limit
+KUBECONFIG_BYTES = 1 * MIB  # kubeconfigs embed certificates: a few KiB per cluster (the library parses in Python)
+CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
+RUN_JSON_BYTES = 1 * MIB  # run.json
+# metrics.jsonl / events.jsonl / a MaxText metrics file: ~55k steps. report and compare hold every record
+# in memory (compare two runs): 8 MiB each keeps `compare` of two such runs at ~170 MB.
+RUN_RECORD_BYTES = 8 * MIB
+INCIDENT_BYTES = 2 * MIB  # an incident record (`workload events --record`): ~6k incidents
+PROGRESS_BYTES = 1 * MIB  # the trainer's progress record
+READ_TIMEOUT_S = 60.0  # a read that takes longer is stuck (a hung mount, a stdin nobody closes)
+_CHUNK = 1 * MIB
+
+
+class ReadRefused(ValueError):
+    """The input was not read: not a regular file, over its cap, too slow, or not text. One line."""
+
+
+def size_text(n: float) -> str:
+    for unit, size in (("GiB", 1024 * MIB), ("MiB", MIB), ("KiB", KIB)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                        (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def read_limited(path: str | os.PathLike[str], *, limit: int, timeout_s: float = READ_TIMEOUT_S,
+                 clock: Callable[[], float] = time.monotonic) -> bytes:
+    """The bytes of the regular file `path`. FileNotFoundError passes through (callers decide whether a
+    missing file is an error); everything else that stops the read is ReadRefused."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+    kind = _kind(mode)
+    if kind is not None:
+        raise ReadRefused(f"is {kind}, not a regular file")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)  # replaced between the stat and the open
+        if kind is not None:
+            raise ReadRefused(f"is {kind}, not a regular file")
+        if info.st_size > limit:
+            raise ReadRefused(f"is {size_text(info.st_size)}, over the {size_text(limit)} this input may be")
+        return read_fd(fd, limit=limit, timeout_s=timeout_s, clock=clock)
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int, *, limit: int, timeout_s: float = READ_TIMEOUT_S,
+            clock: Callable[[], float] = time.monotonic) -> bytes:
+    """At most `limit` bytes from a descriptor (a file, a pipe, a terminal), within `timeout_s`."""
+    deadline = clock() + timeout_s
+    data = bytearray()
+    while True:
+        left = deadline - clock()
+        if left <= 0:
+            raise ReadRefused(f"still not at its end after {timeout_s:g} s ({size_text(len(data))} read); "
+                              "give a complete file")
+        try:
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))  # the clock decides, not select
+        except (OSError, ValueError):  # a descriptor select cannot watch: read, it will not block for long
+            ready = [fd]
+        if not ready:
+            continue  # the deadline check above ends it
+        try:
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - len(data)))
+        except BlockingIOError:
+            continue
+        except OSError as exc:
+            raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+        if not chunk:
+            return bytes(data)
+        data += chunk
+        if len(data) > limit:
+            raise ReadRefused(f"is over the {size_text(limit)} this input may be")
+
+
+def read_stdin(*, limit: int, timeout_s: float = READ_TIMEOUT_S,
+               clock: Callable[[], float] = time.monotonic) -> bytes:
+    """Standard input, bounded like a file (`/dev/zero` as stdin ends at the cap, not in MemoryError)."""
+    import sys
+
+    stream = sys.stdin
+    if stream is None:
+        raise ReadRefused("is closed")
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):  # a replaced stdin without a descriptor (in-process tests)
+        text = stream.read(limit + 1)
+        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+        if len(data) > limit:
+            raise ReadRefused(f"is over the {size_text(limit)} this input may be") from None
+        return data
+    try:
+        info = os.fstat(fd)
+    except OSError as exc:
+        raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+        raise ReadRefused(f"is {size_text(info.st_size)}, over the {size_text(limit)} this input may be")
+    return read_fd(fd, limit=limit, timeout_s=timeout_s, clock=clock)
+
+
+# A YAML value needs one of these characters before it (a flow ',', a block '- ' or ': ', a new line, an
+# opening bracket), so their count bounds the nodes a parser would build (~400 bytes of memory each) before
+# any is built: 250,000 keep a parse under 200 MB; a large real manifest holds a few thousand.
+_YAML_VALUE_MARKS = ",:-[{?\n"
+YAML_VALUES = 250_000
+KUBECONFIG_VALUES = 50_000  # the kubernetes library parses it again with the pure-Python loader
+
+
+def yaml_values_problem(text: str, limit: int = YAML_VALUES) -> str | None:
+    """Why `text` is refused before it is parsed as YAML (too many values to hold in memory), or None."""
+    marks = sum(text.count(c) for c in _YAML_VALUE_MARKS)
+    if marks > limit:
+        return f"room for {marks} YAML values, over the {limit} elxpk reads in one file"
+    return None
+
+
+def decode_text(data: bytes, expected: str = "text") -> str:
+    """`data` as UTF-8 text; ReadRefused (what is wrong and where) for a binary or non-UTF-8 file."""
+    nul = data.find(b"\0")
+    if nul != -1:
+        raise ReadRefused(f"is binary, not {expected} (a NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReadRefused(f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def read_input(path: str | os.PathLike[str], *, flag: str, limit: int, missing_ok: bool = False,
+               text: bool = True) -> str | bytes | None:
+    """`read_limited` (and `decode_text` when `text`) with every refusal as one UsageError naming `flag`
+    and the path. A missing file is None with `missing_ok`, else a UsageError."""
+    try:
+        data = read_limited(path, limit=limit)
+        return decode_text(data) if text else data
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise UsageError(f"{flag} {path}: no such file") from None
+    except ReadRefused as exc:
+        raise UsageError(f"{flag} {path}: {exc}") from None
