@@ -64,6 +64,12 @@ def _kind(mode: int) -> str | None:
     return "not a regular file"
 
 
+def not_a_regular_file(path: str | os.PathLike[str]) -> str | None:
+    """What `path` is in words ('a FIFO (named pipe)', ...) when it is not a regular file, else None.
+    OSError (FileNotFoundError included) passes through."""
+    return _kind(os.stat(path).st_mode)
+
+
 def read_limited(path: str | os.PathLike[str], *, limit: int, timeout_s: float = READ_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic) -> bytes:
     """The bytes of the regular file `path`. FileNotFoundError passes through (callers decide whether a

@@ -119,10 +119,15 @@ def _check_one(path: str, gcs_factory) -> str | None:
         tail_start = max(len(SIGNATURE), size - INDEX_BYTES)
         tail = gcs.read_range(path, tail_start, size) if size > len(SIGNATURE) else b""
     else:
-        if os.path.isdir(path):
+        from elxpk.bounded_read import not_a_regular_file
+
+        kind = not_a_regular_file(path)
+        if kind == "a directory":
             return f"{path} is a directory; give a file pattern such as {path.rstrip('/')}/*.array_record"
+        if kind is not None:  # a FIFO or a device would block the read or never end it
+            return f"{path} is {kind}, not a regular file; MaxText's grain input needs ArrayRecord files"
         size = os.path.getsize(path)
-        with open(path, "rb") as f:
+        with open(path, "rb") as f:  # a regular file: the first bytes only
             head = f.read(len(SIGNATURE))
         tail_start, tail = 0, b""
     if head != SIGNATURE:

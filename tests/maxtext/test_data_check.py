@@ -70,6 +70,13 @@ def test_paths_that_match_nothing_or_a_directory(tmp_path):
     assert "is a directory" in check_data(str(tmp_path))[0]
 
 
+def test_a_fifo_or_a_device_matched_by_the_pattern_is_refused_without_reading_it(tmp_path):
+    os.mkfifo(tmp_path / "z.array_record")  # nothing ever writes to it: an open() for reading would block
+    (line,) = check_data(f"{tmp_path}/*.array_record")
+    assert "z.array_record is a FIFO (named pipe), not a regular file" in line
+    assert "/dev/zero is a character device, not a regular file" in check_data("/dev/zero")[0]
+
+
 def test_mixture_parts_and_weights():
     assert patterns("/d/a*,0.3;/d/b*,0.7") == ["/d/a*", "/d/b*"]
     assert patterns("/d/a,b*") == ["/d/a,b*"]
