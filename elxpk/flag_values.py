@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from elxpk.spec import RESERVED_ENV
+from elxpk_contract.settings import plain_number_text
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # text that came from undecodable bytes (os.fsdecode)
@@ -46,7 +47,12 @@ class FlagValues:
         bounds = "" if low is None else (f" >= {low}" if high is None else f" from {low} to {high}")
         why = f" ({fix})" if fix else ""
         try:
-            value = raw if isinstance(raw, int) and not isinstance(raw, bool) else int(str(raw).strip(), 10)
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                value = raw
+            elif plain_number_text(str(raw).strip()):
+                value = int(str(raw).strip(), 10)
+            else:
+                raise ValueError(raw)
         except ValueError:
             self.errors.append(f"{flag} {raw!r}: not an integer; pass a whole number{bounds}{why}")
             return default

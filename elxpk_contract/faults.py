@@ -34,7 +34,8 @@ POINTS = ("step", "mid", "data", "save", "restore", "hang")
 
 _SPEC = re.compile(
     r"^(?P<slice>\d+)@(?:(?P<point>mid|data|save|restore|hang)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
-    r"(?:\+(?P<revive>\d+))?$"
+    r"(?:\+(?P<revive>\d+))?$",
+    re.ASCII,  # \d alone also matches other scripts' digits, which int() then reads
 )
 
 

@@ -401,6 +401,13 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
+def plain_number_text(text: str) -> bool:
+    """Whether a number is written as a person types one: ASCII only, no `_` groups. Python's int() and
+    float() also take other scripts' digits and underscores (`١٢` is 12, `1_0` is 10): a value that reads
+    as a number only to Python is refused, wherever elxpk converts one."""
+    return text.isascii() and "_" not in text
+
+
 def convert_setting(f: dataclasses.Field, raw: object) -> Any:
     kind = f.type
     if f.name == "fault":
@@ -418,6 +425,8 @@ def convert_setting(f: dataclasses.Field, raw: object) -> Any:
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
         try:
+            if not plain_number_text(text):
+                raise ValueError(text)
             return int(text, 10)
         except ValueError:
             raise ValueError("must be a whole number") from None
@@ -425,6 +434,8 @@ def convert_setting(f: dataclasses.Field, raw: object) -> Any:
         if kind == "float | None" and text.lower() in ("", "none", "never"):
             return None
         try:
+            if not plain_number_text(text):
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             raise ValueError("must be a number") from None

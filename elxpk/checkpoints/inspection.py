@@ -30,7 +30,7 @@ from elxpk.errors import ElxpkError, UsageError
 COMMITTED, TORN, UNREADABLE = "committed", "torn", "unreadable"
 TRAINER_LAYOUT, ORBAX_LAYOUT, EMPTY = "elxpk trainer", "orbax (MaxText)", "empty"
 # orbax's TMP_DIR_STEP_PATTERN (orbax/checkpoint/_src/path/step.py), with its optional `-<timestamp>` tail
-TMP_STEP = re.compile(r"^(?:.*_)?(\d+)\.orbax-checkpoint-tmp(?:-\d+)?$")
+TMP_STEP = re.compile(r"^(?:.*_)?(\d+)\.orbax-checkpoint-tmp(?:-\d+)?$", re.ASCII)
 STEP_METADATA = "_CHECKPOINT_METADATA"  # orbax writes it into every step: item handlers, commit time
 ITEM_METADATA = "_METADATA"  # a PyTree item's tree metadata
 # What orbax or the trainer writes into a step: only an entry holding one of these is ever moved.

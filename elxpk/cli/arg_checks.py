@@ -40,7 +40,7 @@ def raw_problems(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping
     """Every problem of the raw parse: `opts` (name -> raw value) and `order` (each param per occurrence)."""
     if any(getattr(p, "name", None) == "help" for p in order):
         return []  # --help answers whatever else is on the line
-    return repeated(order) + empty_values(opts, order) + same_paths(opts, order, environ)
+    return repeated(order) + empty_values(opts, order) + odd_numbers(opts, order) + same_paths(opts, order, environ)
 
 
 def repeated(order: Sequence[Any]) -> list[str]:
@@ -72,6 +72,23 @@ def empty_values(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
         if any(not text.strip() for text in _texts(opts.get(param.name))):
             fix = "give one" if getattr(param, "param_type_name", "") == "argument" else "give one or drop the flag"
             problems.append(f"{flag_of(param)}: empty (or only spaces); {fix}")
+    return problems
+
+
+def odd_numbers(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
+    """A number option's value in other scripts' digits or with `_` groups: click's int()/float() take them."""
+    from elxpk_contract.settings import plain_number_text
+
+    problems = []
+    for param in dict.fromkeys(order):
+        # By class: click names INT "integer", typer's vendored click names it "int".
+        if type(getattr(param, "type", None)).__name__ not in ("IntParamType", "FloatParamType", "IntRange",
+                                                                "FloatRange"):
+            continue
+        for text in _texts(opts.get(param.name)):
+            if text.strip() and not plain_number_text(text):
+                problems.append(f"{flag_of(param)} {text!r:.40}: write the number in ASCII digits (0-9), "
+                                "without '_'")
     return problems
 
 

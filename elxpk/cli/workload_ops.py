@@ -291,11 +291,14 @@ def kill_slice(
 ) -> None:
     """Fault injection: take slice K down (force delete, eviction or a signal), once or as a soak test."""
     from elxpk.cluster.soak import MODES, check_exit_code
+    from elxpk_contract.settings import plain_number_text
 
     workload_name(name)
     problems = []
     if slice_ != "random":
         try:
+            if not plain_number_text(slice_):
+                raise ValueError(slice_)
             if int(slice_) < 0:
                 problems.append(f"--slice {slice_}: must be 0 or more")
         except ValueError:

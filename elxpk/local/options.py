@@ -41,7 +41,7 @@ LOCAL_MODEL: dict[str, Any] = {"d_model": 128, "n_layers": 2, "n_heads": 4, "d_f
 _OWN = {"run_dir", "steps", "num_slices", "checkpoint_period", "seed", "devices_per_slice", "slice_backend",
         "elastic_enabled", "elastic_min_slice_count", "elastic_poll_seconds", "fault", "revive_after",
         "process_id", "num_processes", "coordinator"}
-_STEP_KILL = re.compile(r"(\d+)@(\d+)")
+_STEP_KILL = re.compile(r"(\d+)@(\d+)", re.ASCII)
 
 
 @dataclass(frozen=True)
