@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,10 +47,11 @@ class Exited:
 
 
 def run_process(args: list[str], cwd: Path, *, env: dict[str, str] | None = None, timeout: float = 300,
-                until: Callable[[], bool] | None = None, then: int | None = None) -> Exited:
+                until: Callable[[], bool] | None = None, then: int | None = None, stdout: Any = None) -> Exited:
     """Run `args` to its end. With `until` and `then`, send signal `then` once `until()` holds (polled;
-    no timing is asserted). Never leaves the process running."""
-    proc = subprocess.Popen(args, cwd=cwd, env=env if env is not None else user_env(), stdout=subprocess.PIPE,
+    no timing is asserted). `stdout`: a file to write to instead of a pipe. Never leaves the process running."""
+    proc = subprocess.Popen(args, cwd=cwd, env=env if env is not None else user_env(),
+                            stdout=subprocess.PIPE if stdout is None else stdout,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         if until is not None and then is not None:

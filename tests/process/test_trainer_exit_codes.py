@@ -15,6 +15,7 @@ from elxpk_contract.exit_codes import (
     SLICE_LOST,
     STALLED,
     TIMEOUT,
+    UNCLASSIFIED,
     USER_ERROR,
 )
 from elxpk_contract.records import PROGRESS_FILE, read_progress
@@ -156,6 +157,14 @@ def test_a_resume_of_another_configuration_is_refused_as_bad_settings(resumable,
     refused = trainer(["--run-dir", str(resumable), "--steps", "6", "--d-model", "128"], tmp_path)
     assert refused.code == BAD_SETTINGS.code, refused.err[-3000:]
     assert "written by a different configuration" in refused.err
+
+
+def test_a_failure_outside_the_run_exits_1_unclassified(tmp_path):
+    # Nothing of the run failed: standard output is full. Counted by the orchestrator, never FailJob.
+    with open("/dev/full", "w") as full:
+        failed = trainer(["--print-config"], tmp_path, stdout=full)
+    assert failed.code == UNCLASSIFIED.code == 1, failed.err
+    assert failed.last_error_line.startswith("error: --print-config: cannot write the configuration")
 
 
 def test_the_settings_these_runs_use_are_the_defaults(tmp_path):
