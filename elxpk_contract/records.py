@@ -170,7 +170,8 @@ class StallDetected(Event):
     timeout_s: float = 0.0  # the stall timeout in force (elxpk_contract/stall.py)
     since_s: float = 0.0  # seconds since the last step completed (or the attempt's first step began)
     stacks: str = ""  # the file with every thread's stack, relative to the run directory
-    action: str = ""  # "recover": treated as a lost slice in process; "exit": the process exits 76 (STALLED)
+    action: str = ""  # "recover": treated as a lost slice in process; "exit": the process exits 76 (STALLED),
+    # also after a "recover" whose hung step did not return within one more stall timeout (a second event)
 
 
 @dataclass(frozen=True)

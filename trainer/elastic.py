@@ -187,7 +187,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
-    ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, StallResponse(ctx))
+    response = StallResponse(ctx)
+    ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
     quiet = _QuietExpectedErrors()
     logging.getLogger("absl").addFilter(quiet)
     state = "failed"

@@ -8,6 +8,9 @@
    raises a slice-down error and the loop recovers as from any slice loss. Otherwise (a real hang in a
    collective cannot be interrupted from Python) the process exits with STALLED (76), retryable: the
    group restart is the recovery.
+4. A recovery that does not take hold (the hung step does not return within one more stall timeout after
+   the interrupt: a thread stuck where Python cannot reach it) ends the process with 76 too (`stuck`),
+   with the stacks of that moment and a second `stall_detected` event (action "exit").
 """
 
 from __future__ import annotations
@@ -50,10 +53,26 @@ class StallResponse:
             backend.interrupt_stall(f"no step completed for {stall.since_s:.1f}s (stall timeout "
                                     f"{stall.timeout_s:g}s)")
             return
-        if ctx.progress is not None:
-            ctx.progress.finish("stalled")
-        print(f"error: stalled: no step completed for {stall.since_s:.1f}s at step {stall.step} (stall timeout "
-              f"{stall.timeout_s:g}s); stacks in {relative or 'the log above'}; exit {STALLED.code} (retryable)",
+        self._end(f"no step completed for {stall.since_s:.1f}s at step {stall.step} (stall timeout "
+                  f"{stall.timeout_s:g}s)", relative)
+
+    def stuck(self, stall: Stall, waited_s: float) -> None:
+        """The watchdog's `on_stuck`: the in-process recovery of `stall` did not take hold."""
+        stacks = thread_stacks()
+        header = (f"stall: the recovery from the stall at step {stall.step} did not take hold within "
+                  f"{waited_s:.1f}s (the hung step did not return); every thread's stack follows")
+        print(f"{header}\n{stacks}", file=sys.stderr, flush=True)
+        relative = self._write_stacks(header, stacks, stall)
+        self._ctx.recorder.event("stall_detected", stall.step, slices=list(stall.active),
+                                 timeout_s=round(stall.timeout_s, 6), since_s=round(stall.since_s + waited_s, 6),
+                                 stacks=relative, action="exit")
+        self._end(f"at step {stall.step} the step stayed hung {waited_s:.1f}s after the recovery interrupted it "
+                  f"(stall timeout {stall.timeout_s:g}s)", relative)
+
+    def _end(self, what: str, relative: str) -> None:
+        if self._ctx.progress is not None:
+            self._ctx.progress.finish("stalled")
+        print(f"error: stalled: {what}; stacks in {relative or 'the log above'}; exit {STALLED.code} (retryable)",
               file=sys.stderr, flush=True)
         sys.stdout.flush()
         self._exit(STALLED.code)
@@ -62,6 +81,8 @@ class StallResponse:
         """The stack file, relative to the run directory ('' when it cannot be written)."""
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._ctx.clock.time()))
         relative = f"stalls/{stamp}-step{stall.step}-p{self._ctx.backend.process_index}.txt"
+        if (Path(self._ctx.cfg.run_dir) / relative).exists():  # the stuck recovery's stacks, beside the stall's
+            relative = relative.replace(".txt", "-stuck.txt")
         path = Path(self._ctx.cfg.run_dir) / relative
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,11 @@ for slices, the restore and the compile (each with its own bound) never count. T
 When it fires it calls `on_stall` once, from its own thread (the main thread is the one that hangs);
 it re-arms only when the next attempt arms it. It waits on a real condition variable and reads the
 injected clock, so a fake clock that never advances simply never fires.
+
+When `on_stall` chose to recover in process (it returned), the hung step should raise and the attempt
+leave its step loop (`disarm`). A step stuck where Python cannot reach it (a collective inside XLA) never
+does: if the attempt has not left the loop within one more stall timeout, the watchdog calls `on_stuck`,
+which ends the process, so a hang is never hidden behind a recovery that never completes.
 """
 
 from __future__ import annotations
@@ -34,13 +39,16 @@ class Stall:
 
 
 class StallWatchdog:
-    def __init__(self, setting: float, clock: Clock, on_stall: Callable[[Stall], None]) -> None:
+    def __init__(self, setting: float, clock: Clock, on_stall: Callable[[Stall], None],
+                 on_stuck: Callable[[Stall, float], None] | None = None) -> None:
         self._setting = setting
         self._clock = clock
         self._on_stall = on_stall
+        self._on_stuck = on_stuck
         self._cond = threading.Condition()
         self._armed = False
         self._closed = False
+        self._left = 0  # counts the attempt leaving its step loop (disarm, arm, close)
         self._last = 0.0
         self._step = 0
         self._active: tuple[int, ...] = ()
@@ -55,6 +63,7 @@ class StallWatchdog:
         """Steps should complete from now on, starting with `step`."""
         with self._cond:
             self._armed, self._last, self._step, self._active = True, self._clock.monotonic(), step, tuple(active)
+            self._left += 1
             self._cond.notify_all()
 
     def beat(self, steps_done: int) -> None:
@@ -70,11 +79,13 @@ class StallWatchdog:
     def disarm(self) -> None:
         with self._cond:
             self._armed = False
+            self._left += 1
             self._cond.notify_all()
 
     def close(self) -> None:
         with self._cond:
             self._closed, self._armed = True, False
+            self._left += 1
             self._cond.notify_all()
         if self._thread is not threading.current_thread():
             self._thread.join()
@@ -102,7 +113,23 @@ class StallWatchdog:
                     self._cond.wait(min(max(remaining, 0.01), _MAX_WAIT_S))
                     continue
                 self._armed = False  # once per stall; the next attempt arms it again
-            self._on_stall(stall)
+                left, detected = self._left, self._clock.monotonic()
+            self._on_stall(stall)  # returns only when it chose to recover in process
+            self._await_recovery(stall, left, detected)
+
+    def _await_recovery(self, stall: Stall, left: int, began: float) -> None:
+        """Call `on_stuck` if the attempt has not left its step loop one stall timeout after `began`."""
+        if self._on_stuck is None:
+            return
+        with self._cond:
+            while self._left == left and not self._closed:
+                waited = self._clock.monotonic() - began
+                if waited >= stall.timeout_s:
+                    break
+                self._cond.wait(min(stall.timeout_s - waited, _MAX_WAIT_S))
+            else:
+                return
+        self._on_stuck(stall, self._clock.monotonic() - began)
 
 
 def thread_stacks() -> str:

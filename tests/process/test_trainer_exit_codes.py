@@ -4,6 +4,7 @@ a resume, read from the real process under the default settings (live recovery, 
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from elxpk_contract.exit_codes import (
     USER_ERROR,
 )
 from elxpk_contract.records import PROGRESS_FILE, read_progress
-from tests.process.conftest import SHORT, SIGTERM, events, trainer
+from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer
 from tests.support.runs import read_jsonl
 
 pytestmark = pytest.mark.slow
@@ -142,6 +143,22 @@ def test_each_failure_exits_with_its_code(case, start, request, tmp_path):
     assert failed.last_error_line.startswith(line), failed.err[-3000:]
     assert "terminate called" not in failed.err
     assert max(m["step"] for m in read_jsonl(run / "metrics.jsonl")) == at - 1  # it stopped at the fault
+
+
+def test_a_recovery_that_does_not_take_hold_ends_the_process_with_76(repo_root, tmp_path):
+    # The watchdog recovers a stall in process by making the hung step raise. A step stuck where Python
+    # cannot reach it never raises: one stall timeout after the interrupt, the process exits 76 anyway.
+    run = tmp_path / "run"
+    stuck = run_process([sys.executable, "-m", "tests.process.stuck_recovery", "--run-dir", str(run), "--steps", "8",
+                         "--checkpoint-period", "100", "--elastic-enabled", "--fault", "1@hang:3",
+                         "--stall-timeout-seconds", "15"], repo_root)
+    assert stuck.code == STALLED.code, stuck.err[-3000:]
+    assert stuck.last_error_line.startswith("error: stalled: at step 3 the step stayed hung ")
+    recover, escalate = events(run, "stall_detected")
+    assert (recover["action"], escalate["action"]) == ("recover", "exit")
+    assert escalate["since_s"] >= recover["since_s"] + recover["timeout_s"]  # it waited one timeout, no less
+    assert (run / escalate["stacks"]).is_file() and escalate["stacks"] != recover["stacks"]
+    assert _progress(run).state == "stalled"
 
 
 def test_an_error_in_the_training_code_exits_70_with_the_traceback_then_one_line(tmp_path):
