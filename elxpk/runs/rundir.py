@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elxpk.errors import UsageError
-from elxpk.runs.jsonl import JsonLinesError, read_jsonl
+from elxpk.runs.jsonl import JsonLinesError, RecordLineError, read_records
 from elxpk_contract.records import (
     Event,
     Metric,
@@ -61,16 +61,10 @@ class Run:
 
 def _records(root: Path, name: str, flag: str, parse) -> tuple[tuple, int]:
     try:
-        lines = read_jsonl(root / name)
-    except JsonLinesError as exc:
+        records, damaged = read_records(root / name, parse)
+    except (JsonLinesError, RecordLineError) as exc:
         raise UsageError(f"{flag}: {root / name} {exc}") from None
-    out = []
-    for number, data in zip(lines.line_numbers, lines.records, strict=True):
-        try:
-            out.append(parse(data))
-        except RecordError as exc:
-            raise UsageError(f"{flag}: {root / name} line {number}: {exc}") from None
-    return tuple(out), lines.damaged_lines
+    return tuple(records), damaged
 
 
 def load_info(root: Path, flag: str = "RUN_DIR") -> RunInfo | None:
