@@ -32,9 +32,16 @@ ENV_FILE_BYTES = 2 * MIB  # KEY=VALUE lines; the whole JobSet must stay within t
 KUBECONFIG_BYTES = 1 * MIB  # kubeconfigs embed certificates: a few KiB per cluster (the library parses in Python)
 CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
 RUN_JSON_BYTES = 1 * MIB  # run.json
-# metrics.jsonl / events.jsonl / a MaxText metrics file: ~55k steps. report and compare hold every record
-# in memory (compare two runs): 8 MiB each keeps `compare` of two such runs at ~170 MB.
-RUN_RECORD_BYTES = 8 * MIB
+# metrics.jsonl / events.jsonl / a MaxText metrics file. They are read as a stream (one line at a time) into
+# compact records (elxpk_contract/records.py: slotted, slice tuples shared), but report and compare still
+# hold every step's record and build per-step tables from them: ~800 bytes per step in `compare`
+# (bench/bench_runs_memory.py). So the records are capped by count as well as by bytes, whatever the lines
+# hold (short hostile lines would fit 200,000 records in the bytes): 80,000 steps and 20,000 events per run
+# keep `compare` of two runs of records all different under ~180 MB (tests/launcher/test_hostile_input.py).
+# 16 MiB holds 80,000 steps as the trainer writes them (~190 bytes each) with room to spare.
+RUN_RECORD_BYTES = 16 * MIB
+RUN_RECORDS = 80_000  # lines with a record in metrics.jsonl or a MaxText metrics file: steps, redone ones too
+EVENT_RECORDS = 20_000  # events.jsonl: a checkpoint pair every 100 steps is 1,600 of them
 RECORD_LINE_BYTES = 1 * MIB  # one line of a run record: a step or an event is a few hundred bytes
 INCIDENT_BYTES = 2 * MIB  # an incident record (`workload events --record`): ~6k incidents
 PROGRESS_BYTES = 1 * MIB  # the trainer's progress record
@@ -219,6 +226,11 @@ def _scan(data: bytes, start: int, expected: str, bad_utf8: int | None) -> int |
         except UnicodeDecodeError as exc:
             return start + exc.start
     return bad_utf8
+
+
+def too_many_records(limit: int) -> str:
+    """The refusal of a run record with more than `limit` records (one line, the path left to the caller)."""
+    return f"holds more than {limit:,} records, over what report and compare hold in memory"
 
 
 def _split_lines(fd: int, size: int, *, line_limit: int, deadline: float, timeout_s: float,

@@ -296,8 +296,19 @@ def written(record: Metric | Event | RunInfo | Progress) -> dict:
     return data
 
 
+# Every step of a run names the same few slice tuples: one shared copy of each (a long run holds ~100 bytes
+# less per step). Bounded: a hostile file of all-different tuples stops being interned past the limit.
+_SLICES: dict[tuple[int, ...], tuple[int, ...]] = {}
+_SLICES_KEPT = 4096
+
+
 def parse_metric(data: object) -> Metric:
     metric = _parse(Metric, data)
+    slices = _SLICES.get(metric.slices)
+    if slices is None and len(_SLICES) < _SLICES_KEPT:
+        slices = _SLICES[metric.slices] = metric.slices
+    if slices is not None and slices is not metric.slices:
+        object.__setattr__(metric, "slices", slices)  # the same value: frozen only against callers
     if not _FLOAT_HEX.fullmatch(metric.loss):
         raise RecordError(f"loss {metric.loss[:40]!r}: not a float.hex() value")
     if metric.step < 0:

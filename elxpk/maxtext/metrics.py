@@ -69,10 +69,12 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
 
 def _parse_lines(lines: Iterable[tuple[int, str, bool]], path: str) -> MaxTextMetrics:
     """`parse_metrics` over (number, line, whether it is the file's last piece): one line held at a time."""
+    from elxpk.bounded_read import RUN_RECORDS, too_many_records
+
     by_step: dict[int, tuple[float, float | None]] = {}
     seen: dict[int, int] = {}
     run_names: list[str] = []
-    eval_lines = 0
+    eval_lines = kept = 0
     for number, line, last in lines:
         if not line.strip():
             continue
@@ -85,6 +87,9 @@ def _parse_lines(lines: Iterable[tuple[int, str, bool]], path: str) -> MaxTextMe
             raise MetricsFileError(f"{path}: line {number} is nested too deeply to be a record") from None
         if not isinstance(record, dict):
             raise MetricsFileError(f"{path}: line {number} is not a JSON object: {line[:60]!r}")
+        kept += 1
+        if kept > RUN_RECORDS:
+            raise MetricsFileError(f"{path}: {too_many_records(RUN_RECORDS)}")
         name = record.get("run_name")
         if isinstance(name, str) and name not in run_names:
             run_names.append(name)

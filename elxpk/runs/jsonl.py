@@ -93,14 +93,16 @@ class RecordLineError(ValueError):
 T = TypeVar("T")
 
 
-def read_records(path: Path, parse: Callable[[dict], T], *, limit: int | None = None) -> tuple[list[T], int]:
+def read_records(path: Path, parse: Callable[[dict], T], *, limit: int | None = None,
+                 max_records: int | None = None) -> tuple[list[T], int]:
     """Every complete record of `path` as parsed by `parse` (which raises RecordError), and the number of
     torn lines; a missing file reads as empty. The file is read as a stream: one line and its decoded dict
     at a time, only the parsed records kept. Raises JsonLinesError for a file that is not UTF-8 text or
     holds a line that is not JSON (first, wherever it is: as when the whole file was decoded before any
     record was parsed), else RecordLineError for the first record of the wrong shape."""
     records: list[T] = []
-    damaged = 0
+    damaged = kept = 0
+    most = max_records or bounded_read.RUN_RECORDS
     wrong: str | None = None  # the first record of the wrong shape; a later line that is not JSON wins
     lines = bounded_read.read_text_lines(path, limit=limit or bounded_read.RUN_RECORD_BYTES,
                                          line_limit=bounded_read.RECORD_LINE_BYTES, expected="JSON lines")
@@ -108,7 +110,12 @@ def read_records(path: Path, parse: Callable[[dict], T], *, limit: int | None = 
         for number, line, last in lines:
             obj, torn = _line_object(number, line, last, True)
             damaged += torn
-            if obj is None or wrong is not None:
+            if obj is None:
+                continue
+            kept += 1
+            if kept > most:
+                raise JsonLinesError(bounded_read.too_many_records(most))
+            if wrong is not None:
                 continue
             try:
                 records.append(parse(obj))
