@@ -20,7 +20,7 @@ import os
 import select
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from elxpk.errors import UsageError
 
@@ -32,9 +32,17 @@ ENV_FILE_BYTES = 2 * MIB  # KEY=VALUE lines; the whole JobSet must stay within t
 KUBECONFIG_BYTES = 1 * MIB  # kubeconfigs embed certificates: a few KiB per cluster (the library parses in Python)
 CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
 RUN_JSON_BYTES = 1 * MIB  # run.json
-# metrics.jsonl / events.jsonl / a MaxText metrics file: ~55k steps. report and compare hold every record
-# in memory (compare two runs): 8 MiB each keeps `compare` of two such runs at ~170 MB.
-RUN_RECORD_BYTES = 8 * MIB
+# metrics.jsonl / events.jsonl / a MaxText metrics file. They are read as a stream (one line at a time) into
+# compact records (elxpk_contract/records.py: slotted, slice tuples shared), but report and compare still
+# hold every step's record and build per-step tables from them: ~800 bytes per step in `compare`
+# (bench/bench_runs_memory.py). So the records are capped by count as well as by bytes, whatever the lines
+# hold (short hostile lines would fit 200,000 records in the bytes): 80,000 steps and 20,000 events per run
+# keep `compare` of two runs of records all different under ~180 MB (tests/launcher/test_hostile_input.py).
+# 16 MiB holds 80,000 steps as the trainer writes them (~190 bytes each) with room to spare.
+RUN_RECORD_BYTES = 16 * MIB
+RUN_RECORDS = 80_000  # lines with a record in metrics.jsonl or a MaxText metrics file: steps, redone ones too
+EVENT_RECORDS = 20_000  # events.jsonl: a checkpoint pair every 100 steps is 1,600 of them
+RECORD_LINE_BYTES = 1 * MIB  # one line of a run record: a step or an event is a few hundred bytes
 INCIDENT_BYTES = 2 * MIB  # an incident record (`workload events --record`): ~6k incidents
 PROGRESS_BYTES = 1 * MIB  # the trainer's progress record
 READ_TIMEOUT_S = 60.0  # a read that takes longer is stuck (a hung mount, a stdin nobody closes)
@@ -74,28 +82,8 @@ def read_limited(path: str | os.PathLike[str], *, limit: int, timeout_s: float =
                  clock: Callable[[], float] = time.monotonic) -> bytes:
     """The bytes of the regular file `path`. FileNotFoundError passes through (callers decide whether a
     missing file is an error); everything else that stops the read is ReadRefused."""
+    fd = _open_regular(path, limit)
     try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
-    kind = _kind(mode)
-    if kind is not None:
-        raise ReadRefused(f"is {kind}, not a regular file")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        kind = _kind(info.st_mode)  # replaced between the stat and the open
-        if kind is not None:
-            raise ReadRefused(f"is {kind}, not a regular file")
-        if info.st_size > limit:
-            raise ReadRefused(f"is {size_text(info.st_size)}, over the {size_text(limit)} this input may be")
         return read_fd(fd, limit=limit, timeout_s=timeout_s, clock=clock)
     finally:
         os.close(fd)
@@ -128,6 +116,142 @@ def read_fd(fd: int, *, limit: int, timeout_s: float = READ_TIMEOUT_S,
         data += chunk
         if len(data) > limit:
             raise ReadRefused(f"is over the {size_text(limit)} this input may be")
+
+
+def _open_regular(path: str | os.PathLike[str], limit: int) -> int:
+    """A read-only descriptor of the regular file `path` whose size is within `limit` (checked again on the
+    open descriptor: the path may have been replaced). FileNotFoundError passes through."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+    kind = _kind(mode)
+    if kind is not None:
+        raise ReadRefused(f"is {kind}, not a regular file")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)  # replaced between the stat and the open
+        if kind is not None:
+            raise ReadRefused(f"is {kind}, not a regular file")
+        if info.st_size > limit:
+            raise ReadRefused(f"is {size_text(info.st_size)}, over the {size_text(limit)} this input may be")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_text_lines(path: str | os.PathLike[str], *, limit: int, line_limit: int, expected: str = "text",
+                    timeout_s: float = READ_TIMEOUT_S,
+                    clock: Callable[[], float] = time.monotonic) -> Iterator[tuple[int, str, bool]]:
+    """The lines of the regular file `path` as (1-based number, text without its '\n', whether it is the
+    last piece of the file), holding one line at a time: what `decode_text(read_limited(...)).split("\n")`
+    yields, with the same refusals, in bounded memory.
+
+    The file is read twice within one deadline: first every byte is checked (NUL, UTF-8, the size cap), so
+    a binary file is refused by what it is before any line is handed out, exactly as a whole-file read
+    would; then the same bytes (a writer appending meanwhile is not followed) are split into lines. A line
+    longer than `line_limit` is ReadRefused naming it. FileNotFoundError passes through."""
+    deadline = clock() + timeout_s
+    fd = _open_regular(path, limit)
+    try:
+        size = _check_text(fd, limit=limit, expected=expected, deadline=deadline, timeout_s=timeout_s,
+                           clock=clock)
+        yield from _split_lines(fd, size, line_limit=line_limit, deadline=deadline, timeout_s=timeout_s,
+                                clock=clock)
+    finally:
+        os.close(fd)
+
+
+def _chunks(fd: int, size: int | None, limit: int, deadline: float, timeout_s: float,
+            clock: Callable[[], float]) -> Iterator[bytes]:
+    """The file's bytes from its start in chunks: all of it (at most `limit`), or its first `size` bytes."""
+    done = 0
+    while size is None or done < size:
+        if clock() > deadline:
+            raise ReadRefused(f"still not at its end after {timeout_s:g} s ({size_text(done)} read); "
+                              "give a complete file")
+        want = _CHUNK if size is None else min(_CHUNK, size - done)
+        try:
+            chunk = os.pread(fd, want if size is not None else min(want, limit + 1 - done), done)
+        except OSError as exc:
+            raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+        if not chunk:
+            return
+        done += len(chunk)
+        if size is None and done > limit:
+            raise ReadRefused(f"is over the {size_text(limit)} this input may be")
+        yield chunk
+
+
+def _check_text(fd: int, *, limit: int, expected: str, deadline: float, timeout_s: float,
+                clock: Callable[[], float]) -> int:
+    """The file's size, once every byte is known to be UTF-8 text without NUL (decode_text's refusals,
+    with the offsets of the whole file)."""
+    offset, carry = 0, b""  # carry: the bytes of a character cut by the chunk's end
+    bad_utf8: int | None = None  # a NUL anywhere wins, as in decode_text: keep looking for one
+    for chunk in _chunks(fd, None, limit, deadline, timeout_s, clock):
+        data = carry + chunk
+        cut = len(data)
+        for back in range(1, min(4, len(data)) + 1):  # cut before the last character's lead byte
+            if data[-back] & 0xC0 != 0x80:
+                cut = len(data) - back if data[-back] >= 0x80 else len(data)
+                break
+        bad_utf8 = _scan(data[:cut], offset - len(carry), expected, bad_utf8)
+        offset += len(chunk)
+        carry = data[cut:]
+    bad_utf8 = _scan(carry, offset - len(carry), expected, bad_utf8)
+    if bad_utf8 is not None:
+        raise ReadRefused(f"is not UTF-8 text (byte {bad_utf8})")
+    return offset
+
+
+def _scan(data: bytes, start: int, expected: str, bad_utf8: int | None) -> int | None:
+    """Raise for a NUL byte in `data` (at file offset `start`); the file offset of the first byte that is
+    not UTF-8, `bad_utf8` when one was already found."""
+    nul = data.find(b"\0")
+    if nul != -1:
+        raise ReadRefused(f"is binary, not {expected} (a NUL byte at offset {start + nul})")
+    if bad_utf8 is None:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return start + exc.start
+    return bad_utf8
+
+
+def too_many_records(limit: int) -> str:
+    """The refusal of a run record with more than `limit` records (one line, the path left to the caller)."""
+    return f"holds more than {limit:,} records, over what report and compare hold in memory"
+
+
+def _split_lines(fd: int, size: int, *, line_limit: int, deadline: float, timeout_s: float,
+                 clock: Callable[[], float]) -> Iterator[tuple[int, str, bool]]:
+    number, pending = 0, bytearray()
+    for chunk in _chunks(fd, size, size, deadline, timeout_s, clock):
+        pending += chunk
+        start = 0
+        while True:
+            end = pending.find(b"\n", start)
+            if end == -1:
+                break
+            number += 1
+            if end - start > line_limit:
+                raise ReadRefused(f"line {number} is over the {size_text(line_limit)} a record may be")
+            yield number, pending[start:end].decode("utf-8"), False
+            start = end + 1
+        del pending[:start]
+        if len(pending) > line_limit:
+            raise ReadRefused(f"line {number + 1} is over the {size_text(line_limit)} a record may be")
+    yield number + 1, pending.decode("utf-8"), True
 
 
 def read_stdin(*, limit: int, timeout_s: float = READ_TIMEOUT_S,

@@ -35,7 +35,7 @@ class RecordError(ValueError):
     """A decoded record does not have the declared shape; the message names the field."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Metric:
     step: int
     loss: str  # the float32 loss as float.hex(), so runs compare bit for bit ("nan", "inf" when it blew up)
@@ -53,7 +53,7 @@ class Metric:
         return _to_json(self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event:
     """Fields every event has. `step`: the step the run was at (what each kind means by it is below)."""
 
@@ -66,21 +66,21 @@ class Event:
         return {"event": self.NAME, **_to_json(self)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunStarted(Event):
     NAME: ClassVar[str] = "run_started"
     slices: tuple[int, ...] = ()
     backend: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunFinished(Event):
     NAME: ClassVar[str] = "run_finished"  # step: the number of steps done
     attempts: int = 1
     recoveries: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FailureDetected(Event):
     NAME: ClassVar[str] = "failure_detected"  # step: the step that failed
     slices_lost: tuple[int, ...] = ()  # empty: the writer could not tell which
@@ -90,7 +90,7 @@ class FailureDetected(Event):
     warning: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SlicesReady(Event):
     NAME: ClassVar[str] = "slices_ready"
     slices: tuple[int, ...] = ()  # the slices the next attempt uses
@@ -98,13 +98,13 @@ class SlicesReady(Event):
     attempt: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RestoreStarted(Event):
     NAME: ClassVar[str] = "restore_started"
     slices: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RestoreDone(Event):
     NAME: ClassVar[str] = "restore_done"  # step: the restored step (0 when nothing was restored)
     from_checkpoint: bool = True
@@ -121,7 +121,7 @@ class RestoreDone(Event):
     compiled_bytes_per_device: int | None = None  # XLA's memory analysis of this attempt's compiled step
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResizeRefused(Event):
     NAME: ClassVar[str] = "resize_refused"  # step: the step the run was about to resume at
     slices: tuple[int, ...] = ()  # the survivors the step was compiled for
@@ -130,7 +130,7 @@ class ResizeRefused(Event):
     min_slices: int = 0  # the run now waits for at least this many slices
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FirstStepAfterRecovery(Event):
     NAME: ClassVar[str] = "first_step_after_recovery"  # step: the first step executed again
     reason: str = "failure"  # failure, scale_up, group_restart
@@ -138,32 +138,32 @@ class FirstStepAfterRecovery(Event):
     recovery_s: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScaleUp(Event):
     NAME: ClassVar[str] = "scale_up"
     slices: tuple[int, ...] = ()  # the survivors in use until now
     returning: tuple[int, ...] = ()  # the slices that came back
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckpointSaved(Event):
     NAME: ClassVar[str] = "checkpoint_saved"  # step: the checkpoint's step
     blocking_s: float = 0.0  # how long the save blocked training
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckpointCommitted(Event):
     NAME: ClassVar[str] = "checkpoint_committed"
     commit_s: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckpointSkipped(Event):
     NAME: ClassVar[str] = "checkpoint_skipped"
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StallDetected(Event):
     NAME: ClassVar[str] = "stall_detected"  # step: the step that did not complete
     slices: tuple[int, ...] = ()  # the slices that stopped making progress; empty: the trainer cannot tell
@@ -174,7 +174,7 @@ class StallDetected(Event):
     # also after a "recover" whose hung step did not return within one more stall timeout (a second event)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Preempted(Event):
     NAME: ClassVar[str] = "preempted"  # step: the step the run had reached
     signal: str = "SIGTERM"
@@ -190,7 +190,7 @@ EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (
 PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Progress:
     """What `workload status` shows of a running trainer: CHECKPOINT_DIR/elxpk-progress.json.
 
@@ -241,7 +241,7 @@ def read_progress(text: str) -> Progress:
     return progress
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunInfo:
     """run.json: written when a session starts (a resumed run rewrites it)."""
 
@@ -297,8 +297,19 @@ def written(record: Metric | Event | RunInfo | Progress) -> dict:
     return data
 
 
+# Every step of a run names the same few slice tuples: one shared copy of each (a long run holds ~100 bytes
+# less per step). Bounded: a hostile file of all-different tuples stops being interned past the limit.
+_SLICES: dict[tuple[int, ...], tuple[int, ...]] = {}
+_SLICES_KEPT = 4096
+
+
 def parse_metric(data: object) -> Metric:
     metric = _parse(Metric, data)
+    slices = _SLICES.get(metric.slices)
+    if slices is None and len(_SLICES) < _SLICES_KEPT:
+        slices = _SLICES[metric.slices] = metric.slices
+    if slices is not None and slices is not metric.slices:
+        object.__setattr__(metric, "slices", slices)  # the same value: frozen only against callers
     if not _FLOAT_HEX.fullmatch(metric.loss):
         raise RecordError(f"loss {metric.loss[:40]!r}: not a float.hex() value")
     if metric.step < 0:

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
-from elxpk.runs.jsonl import decode_text
 
 LOSS = "learning/loss"
 STEP_TIME = "perf/step_time_seconds"
@@ -65,23 +64,32 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
     have written: a line that is not JSON or is cut off, a train line without a whole-number step, or a
     file with no train step at all."""
     lines = text.split("\n")
+    return _parse_lines(((n, line, n == len(lines)) for n, line in enumerate(lines, 1)), path)
+
+
+def _parse_lines(lines: Iterable[tuple[int, str, bool]], path: str) -> MaxTextMetrics:
+    """`parse_metrics` over (number, line, whether it is the file's last piece): one line held at a time."""
+    from elxpk.bounded_read import RUN_RECORDS, too_many_records
+
     by_step: dict[int, tuple[float, float | None]] = {}
     seen: dict[int, int] = {}
     run_names: list[str] = []
-    eval_lines = 0
-    for number, line in enumerate(lines, 1):
+    eval_lines = kept = 0
+    for number, line, last in lines:
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except ValueError:
-            cut = number == len(lines) and not text.endswith("\n")
-            why = "is cut off (the writer stopped mid-line)" if cut else "is not JSON"
+            why = "is cut off (the writer stopped mid-line)" if last else "is not JSON"
             raise MetricsFileError(f"{path}: line {number} {why}: {line[:60]!r}") from None
         except RecursionError:
             raise MetricsFileError(f"{path}: line {number} is nested too deeply to be a record") from None
         if not isinstance(record, dict):
             raise MetricsFileError(f"{path}: line {number} is not a JSON object: {line[:60]!r}")
+        kept += 1
+        if kept > RUN_RECORDS:
+            raise MetricsFileError(f"{path}: {too_many_records(RUN_RECORDS)}")
         name = record.get("run_name")
         if isinstance(name, str) and name not in run_names:
             run_names.append(name)
@@ -113,18 +121,20 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
 
 def read_metrics(path: str | Path) -> MaxTextMetrics:
     """Read a MaxText metrics file. Raises MetricsFileError (one line) when it cannot be read or parsed."""
-    from elxpk.bounded_read import RUN_RECORD_BYTES, read_limited
+    from elxpk.bounded_read import RECORD_LINE_BYTES, RUN_RECORD_BYTES, read_text_lines
 
     p = Path(path)
     if p.is_dir():
         raise MetricsFileError(f"{p}: is a directory, not a MaxText metrics_file")
     try:
-        text = decode_text(read_limited(p, limit=RUN_RECORD_BYTES))
+        return _parse_lines(read_text_lines(p, limit=RUN_RECORD_BYTES, line_limit=RECORD_LINE_BYTES,
+                                            expected="JSON lines"), str(p))
     except FileNotFoundError:
         raise MetricsFileError(f"{p}: no such file") from None
-    except ValueError as exc:  # bounded_read.ReadRefused: special file, over the cap, binary
+    except MetricsFileError:
+        raise
+    except ValueError as exc:  # bounded_read.ReadRefused: special file, over the cap, binary, a huge line
         raise MetricsFileError(f"{p}: {exc}") from None
-    return parse_metrics(text, str(p))
 
 
 def looks_like_maxtext_metrics(path: str | Path) -> bool:

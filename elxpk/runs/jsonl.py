@@ -8,10 +8,13 @@ other line that is not JSON, and a file that is not UTF-8 text at all, is a `Jso
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from elxpk import bounded_read
+from elxpk_contract.records import RecordError
 
 
 class JsonLinesError(ValueError):
@@ -40,30 +43,41 @@ def _salvage(line: str) -> dict | None:
     return None
 
 
+def _line_object(number: int, line: str, last: bool, strict: bool) -> tuple[dict | None, bool]:
+    """The record on one line (None for a blank or a torn one), and whether the line was damaged. With
+    `strict`, a line that is neither JSON, nor a torn record followed by a complete one, nor the torn last
+    piece of the file, raises JsonLinesError; so does a line that is not an object."""
+    if not line.strip():
+        return None, False
+    damaged = False
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        damaged = True
+        obj = _salvage(line)
+        if obj is None and strict and not last:  # only the last line may be torn for good
+            raise JsonLinesError(f"line {number} is not JSON: {line[:60]!r}") from None
+    except RecursionError:
+        raise JsonLinesError(f"line {number} is nested too deeply to be a record") from None
+    if isinstance(obj, dict):
+        return obj, damaged
+    if obj is not None and strict:
+        raise JsonLinesError(f"line {number} is not a JSON object: {line[:60]!r}")
+    return None, damaged
+
+
 def parse_lines(text: str, *, strict: bool = False) -> JsonLines:
-    """Every complete record. With `strict`, a line that is neither JSON, nor a torn record followed by a
-    complete one, nor a torn last line, raises JsonLinesError; so does a line that is not an object."""
+    """Every complete record of `text` (see `_line_object` for `strict`)."""
     records: list[dict] = []
     numbers: list[int] = []
     damaged = 0
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            damaged += 1
-            obj = _salvage(line)
-            if obj is None and strict and number != len(lines):  # only the last line may be torn for good
-                raise JsonLinesError(f"line {number} is not JSON: {line[:60]!r}") from None
-        except RecursionError:
-            raise JsonLinesError(f"line {number} is nested too deeply to be a record") from None
-        if isinstance(obj, dict):
+        obj, torn = _line_object(number, line, number == len(lines), strict)
+        damaged += torn
+        if obj is not None:
             records.append(obj)
             numbers.append(number)
-        elif obj is not None and strict:
-            raise JsonLinesError(f"line {number} is not a JSON object: {line[:60]!r}")
     return JsonLines(tuple(records), tuple(numbers), damaged)
 
 
@@ -72,13 +86,47 @@ def decode_text(data: bytes) -> str:
     return bounded_read.decode_text(data, "JSON lines")
 
 
-def read_jsonl(path: Path, *, limit: int | None = None) -> JsonLines:
-    """All complete records of `path`; a missing file reads as empty. Raises JsonLinesError for a file that
-    is not UTF-8 text or holds a line that is not a torn record."""
+class RecordLineError(ValueError):
+    """A line is JSON but not the record it should be: 'line N: why' (one line)."""
+
+
+T = TypeVar("T")
+
+
+def read_records(path: Path, parse: Callable[[dict], T], *, limit: int | None = None,
+                 max_records: int | None = None) -> tuple[list[T], int]:
+    """Every complete record of `path` as parsed by `parse` (which raises RecordError), and the number of
+    torn lines; a missing file reads as empty. The file is read as a stream: one line and its decoded dict
+    at a time, only the parsed records kept. Raises JsonLinesError for a file that is not UTF-8 text or
+    holds a line that is not JSON (first, wherever it is: as when the whole file was decoded before any
+    record was parsed), else RecordLineError for the first record of the wrong shape."""
+    records: list[T] = []
+    damaged = kept = 0
+    most = max_records or bounded_read.RUN_RECORDS
+    wrong: str | None = None  # the first record of the wrong shape; a later line that is not JSON wins
+    lines = bounded_read.read_text_lines(path, limit=limit or bounded_read.RUN_RECORD_BYTES,
+                                         line_limit=bounded_read.RECORD_LINE_BYTES, expected="JSON lines")
     try:
-        text = decode_text(bounded_read.read_limited(path, limit=limit or bounded_read.RUN_RECORD_BYTES))
+        for number, line, last in lines:
+            obj, torn = _line_object(number, line, last, True)
+            damaged += torn
+            if obj is None:
+                continue
+            kept += 1
+            if kept > most:
+                raise JsonLinesError(bounded_read.too_many_records(most))
+            if wrong is not None:
+                continue
+            try:
+                records.append(parse(obj))
+            except RecordError as exc:
+                wrong = f"line {number}: {exc}"
+                records.clear()
     except FileNotFoundError:
-        return JsonLines((), (), 0)
+        return [], 0
     except bounded_read.ReadRefused as exc:
         raise JsonLinesError(str(exc)) from None
-    return parse_lines(text, strict=True)
+    if wrong is not None:
+        raise RecordLineError(wrong)
+    return records, damaged
+

@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from elxpk import bounded_read
 from elxpk.errors import UsageError
-from elxpk.runs.jsonl import JsonLinesError, read_jsonl
+from elxpk.runs.jsonl import JsonLinesError, RecordLineError, read_records
 from elxpk_contract.records import (
     Event,
     Metric,
@@ -39,9 +40,12 @@ class Run:
     def final_records(self) -> dict[int, Metric]:
         """The record that counts for each step (the last one written), by step."""
         final: dict[int, Metric] = {}
+        ascending, top = True, -1  # the first records of the steps came in ascending order (a rewind repeats)
         for record in self.metrics:
+            if record.step not in final:
+                ascending, top = ascending and record.step > top, max(top, record.step)
             final[record.step] = record
-        return dict(sorted(final.items()))
+        return final if ascending else dict(sorted(final.items()))  # no rewind: no sorted copy to hold
 
     def superseded_records(self) -> list[Metric]:
         """Records of executions that a rewind made void: every record of a step but its last."""
@@ -59,18 +63,12 @@ class Run:
         return max(seen) + 1 if seen else None
 
 
-def _records(root: Path, name: str, flag: str, parse) -> tuple[tuple, int]:
+def _records(root: Path, name: str, flag: str, parse, most: int) -> tuple[tuple, int]:
     try:
-        lines = read_jsonl(root / name)
-    except JsonLinesError as exc:
+        records, damaged = read_records(root / name, parse, max_records=most)
+    except (JsonLinesError, RecordLineError) as exc:
         raise UsageError(f"{flag}: {root / name} {exc}") from None
-    out = []
-    for number, data in zip(lines.line_numbers, lines.records, strict=True):
-        try:
-            out.append(parse(data))
-        except RecordError as exc:
-            raise UsageError(f"{flag}: {root / name} line {number}: {exc}") from None
-    return tuple(out), lines.damaged_lines
+    return tuple(records), damaged
 
 
 def load_info(root: Path, flag: str = "RUN_DIR") -> RunInfo | None:
@@ -100,7 +98,7 @@ def load_run(path: str | Path, *, flag: str = "RUN_DIR") -> Run:
         raise UsageError(
             f"{flag}: {root} has no {METRICS}; pass the --run-dir of `elxpk local run` or the trainer's run_dir"
         )
-    metrics, torn_metrics = _records(root, METRICS, flag, parse_metric)
-    events, torn_events = _records(root, EVENTS, flag, parse_event)
+    metrics, torn_metrics = _records(root, METRICS, flag, parse_metric, bounded_read.RUN_RECORDS)
+    events, torn_events = _records(root, EVENTS, flag, parse_event, bounded_read.EVENT_RECORDS)
     return Run(path=root, metrics=metrics, events=events, info=load_info(root, flag),
                damaged_lines=torn_metrics + torn_events)

@@ -128,6 +128,7 @@ def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
         KUBECONFIG_BYTES,
         KUBECONFIG_VALUES,
         RUN_RECORD_BYTES,
+        RUN_RECORDS,
         YAML_VALUES,
     )
 
@@ -148,11 +149,14 @@ def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     refused(done, "--kubeconfig/--context")
     runs = []
     for name in ("a", "b"):
-        run = write_run(tmp_path / name, FakeRun(steps=50_000))
+        run = write_run(tmp_path / name, FakeRun(steps=RUN_RECORDS))  # a checkpoint pair every 10 steps
         assert (run / "metrics.jsonl").stat().st_size <= RUN_RECORD_BYTES
         runs.append(str(run))
     done = elxpk("compare", *runs, env=config)
     assert done["code"] == 0 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
+    distinct = [str(write_distinct_records(tmp_path / f"distinct-{name}")) for name in ("a", "b")]
+    done = elxpk("compare", *distinct, env=config)
+    assert done["code"] == 1 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
     line = json.dumps({"id": "", "time": "2026-01-01T00:00:00Z", "kind": "exit", "cause": "infra", "reason": "Error",
                        "message": "m" * 150, "slice": 1, "pod": "train-worker-1-0-abcde", "node": "gke-node-1",
                        "container": "jax-tpu", "exit_code": 137, "workload": "train"})
@@ -161,6 +165,46 @@ def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     record.write_text("".join(line.replace('"id": ""', f'"id": "{i:016x}"') + "\n" for i in range(count)))
     done = elxpk("report", runs[0], "--incidents", str(record), "-o", "json", env=config)
     assert done["code"] == 0 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
+
+
+def write_distinct_records(run: Path) -> Path:
+    """A run at the record caps whose every value is its own object (no small ints, no shared slice tuple,
+    no repeated float): the most memory its records can take."""
+    from elxpk.bounded_read import EVENT_RECORDS, RUN_RECORDS
+
+    run.mkdir()
+    with open(run / "metrics.jsonl", "w") as out:
+        for i in range(RUN_RECORDS):
+            out.write(f'{{"step":{i + 1000},"loss":"0x1.{i:x}p+1","lr":{i}.5,"step_time_s":{i}.25,'
+                      f'"examples":[{i * 7919 + 1000},{i * 7919 + 1003}],"slices":[{i + 1000},{i + 2000}],'
+                      f'"time":{i}.125}}\n')
+    with open(run / "events.jsonl", "w") as out:
+        for i in range(EVENT_RECORDS):
+            out.write(f'{{"event":"scale_up","time":{i}.5,"step":{i + 1000},"slices":[{i + 1000}],'
+                      f'"returning":[{i + 3000}]}}\n')
+    return run
+
+
+def test_a_run_record_over_its_record_count_is_refused_by_count(tmp_path, config):
+    """Short lines fit more records in the bytes than report and compare may hold: refused by count."""
+    from elxpk.bounded_read import EVENT_RECORDS, RUN_RECORDS
+
+    run = write_run(tmp_path / "run", FakeRun(steps=4))
+    good = write_run(tmp_path / "good", FakeRun(steps=4))
+    line = '{"step":1,"loss":"nan","lr":0,"step_time_s":0,"examples":[0,0],"slices":[],"time":0}\n'
+    for name, count in (("metrics.jsonl", RUN_RECORDS), ("events.jsonl", EVENT_RECORDS)):
+        saved = (run / name).read_bytes()
+        (run / name).write_text((line if name == "metrics.jsonl" else
+                                 '{"event":"checkpoint_skipped","time":0,"step":1}\n') * (count + 1))
+        for done in (elxpk("report", str(run), "--no-png", env=config), elxpk("compare", str(good), str(run), env=config)):
+            refused(done, name)
+            assert f"holds more than {count:,} records" in done["err"], done["err"]
+        (run / name).write_bytes(saved)
+    maxtext = tmp_path / "maxtext.txt"
+    maxtext.write_text('{"step": 1, "run_name": "r", "learning/loss": 1.0}\n' * (RUN_RECORDS + 1))
+    done = elxpk("report", str(maxtext), "--no-png", env=config)
+    refused(done, "maxtext.txt")
+    assert f"holds more than {RUN_RECORDS:,} records" in done["err"], done["err"]
 
 
 def test_a_stdin_that_never_ends_is_cut_by_the_clock():
