@@ -14,26 +14,19 @@ from pathlib import Path
 import pytest
 
 from elxpk.bounded_read import MANIFEST_BYTES, ReadRefused, read_fd, read_limited
+from tests.support.processes import run_measured
 from tests.support.run_writer import FakeRun, write_run
 
 ELXPK = Path(sys.executable).parent / "elxpk"
 CORPUS = Path(__file__).parent / "hostile_corpus"
 GOOD = ["--workload", "run-1", "--tpu-type", "v5p-8", "--command", "python3 train.py"]
 PEAK_MB = 200
-# Runs the console script and reports its exit code, output and peak RSS (KiB on Linux) as JSON.
-MEASURED = ("import json, resource, subprocess, sys\n"
-            "done = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=120)\n"
-            "print(json.dumps({'code': done.returncode, 'out': done.stdout, 'err': done.stderr,\n"
-            "                  'rss_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))\n")
 
 
 def elxpk(*argv: str, stdin=subprocess.DEVNULL, env: dict | None = None, cwd: Path | None = None) -> dict:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ELXPK_")}
     environ.update(env or {})
-    done = subprocess.run([sys.executable, "-c", MEASURED, str(ELXPK), *argv], stdin=stdin, capture_output=True,
-                          text=True, timeout=180, env=environ, cwd=cwd)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_measured([str(ELXPK), *argv], stdin=stdin, env=environ, cwd=cwd, timeout=180)
 
 
 def refused(result: dict, *words: str) -> str:

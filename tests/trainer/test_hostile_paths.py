@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_measured
+
 TINY = ["--steps", "4", "--checkpoint-period", "2", "--d-model", "32", "--n-layers", "1", "--n-heads", "2",
         "--d-ff", "64", "--seq-len", "8", "--vocab-size", "64", "--global-batch", "4"]
 LOCAL_TINY = ["--steps", "4", "--checkpoint-period", "2", "--no-faults", "--plain",
@@ -150,12 +152,8 @@ def test_a_model_too_big_for_the_machine_is_refused_before_any_allocation(tmp_pa
     work = _user_tree(tmp_path)
     before = _snapshot(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ELXPK_")}
-    child = subprocess.Popen([sys.executable, "-m", "trainer", "--model", "7b", "--run-dir", "r"], cwd=work, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    stderr = child.stderr.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(child.pid, 0)  # this child's own peak memory
-    child.returncode = os.waitstatus_to_exitcode(status)
-    _refused(subprocess.CompletedProcess(child.args, child.returncode, "", stderr), "--model 7b")
-    assert "per device" in stderr and _snapshot(tmp_path) == before
+    done = run_measured([sys.executable, "-m", "trainer", "--model", "7b", "--run-dir", "r"], env=env, cwd=work)
+    _refused(subprocess.CompletedProcess([], done["code"], "", done["err"]), "--model 7b")
+    assert "per device" in done["err"] and _snapshot(tmp_path) == before
     # The 7B parameters alone are 27 GB of float32; the refused process never came near that.
-    assert usage.ru_maxrss < 1 * 2**20, usage.ru_maxrss  # KiB
+    assert done["rss_kib"] < 1 * 2**20, done["rss_kib"]  # KiB
