@@ -131,6 +131,8 @@ def files_under(top: epath.Path) -> dict[str, epath.Path]:
 
 def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
     """(path, step or None) of every save that never committed, oldest name first."""
+    if not directory.is_dir():  # an object store has no directory before its first object: nothing saved yet
+        return []
     leftovers = []
     for path in sorted(directory.iterdir(), key=lambda p: p.name):
         if path.name.endswith(TMP_SUFFIX):

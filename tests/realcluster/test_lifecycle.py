@@ -103,3 +103,33 @@ def test_logs_come_through_the_api_server_from_kwok(testcluster: LocalCluster) -
     last = elxpk("workload", "logs", name, "--slice", "1", "--tail", "1", cluster=testcluster)
     assert (last.returncode, last.stdout.splitlines()) == (0, served[-1:]), last.stderr
     delete_and_check_nothing_left(testcluster, name)
+
+
+def test_exhausting_max_restarts_ends_failed(testcluster: LocalCluster) -> None:
+    """Exit 75 (retriable: counts towards maxRestarts) twice under --max-restarts=1: the first restarts the
+    JobSet, the second finds no budget left and the JobSet controller fails it. status reads Failed, the one
+    restart spent, none left, and the cause of the failure."""
+    name = "life-exhausted"
+    testcluster.remove_jobset("default", name)
+    assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
+    assert wait(testcluster, name, "running") == 0
+    selector = f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/job-index=0"
+    first = {p["metadata"]["uid"] for p in pods(testcluster, name)}
+    assert testcluster.exit_pods("default", selector, 75) == 1
+    testcluster.wait_for("the JobSet restarted, every slice running again", lambda: (
+        (now := pods(testcluster, name, **{"jobset.sigs.k8s.io/restart-attempt": "1"})) and len(now) == 2
+        and all(p["metadata"]["uid"] not in first and p["status"].get("phase") == "Running" for p in now)))
+    assert wait(testcluster, name, "running") == 0  # the Jobs' ready counts follow their pods
+    restarted = status(testcluster, name)
+    assert (restarted["state"], restarted["restarts"], restarted["restarts_left"]) == ("Running", 1, 0), restarted
+
+    retried = f"{selector},jobset.sigs.k8s.io/restart-attempt=1"
+    assert testcluster.exit_pods("default", retried, 75) == 1
+    assert wait(testcluster, name, "completed") == 1  # Failed: wait fails fast
+    failed = status(testcluster, name)
+    assert (failed["state"], failed["restarts"], failed["restarts_counted"], failed["restarts_left"]) == (
+        "Failed", 1, 1, 0), failed
+    # The pods of restart attempt 0 went with their Jobs; the one failure left is attempt 1's exit 75, which
+    # the trainer's exit-code table (elxpk_contract/exit_codes.py) calls a lost slice: infra.
+    assert failed["restart_causes"] == {"infra": 1, "user": 0, "unknown": 0}, failed
+    delete_and_check_nothing_left(testcluster, name)

@@ -44,6 +44,7 @@ def main(local_dir: str) -> dict:
     (root / "20" / "state" / "x").write_text("partial", encoding="utf-8")
     (root / f"24{ckpt_storage.TMP_SUFFIX}" / "x").write_text("partial", encoding="utf-8")
     leftovers = ckpt_storage.uncommitted(root)
+    out["uncommitted_fresh"] = ckpt_storage.uncommitted(root.parent / "fresh-run")  # no object there yet
     out["uncommitted"] = [[str(p), s] for p, s in leftovers]
     for path, _ in leftovers:
         ckpt_storage.remove_tree(path, ignore_errors=True)

@@ -35,6 +35,7 @@ def test_checkpoint_file_operations_work_on_gs_paths(reference_run):
     assert out["backend"] == "_FileSystemSpecBackend"
     assert out["listings_cache"] is False  # gcsfs would otherwise answer listings from a stale cache
     assert out["steps"] == steps
+    assert out["uncommitted_fresh"] == []  # a new run's directory, which a bucket has not got yet
     assert out["markers"] == [True, True, True]  # orbax's commit marker, present locally too
     # Digests written locally verify on gs://, and one written on gs:// is byte for byte the local one.
     assert out["verify_uploaded"] == {str(s): None for s in steps}
