@@ -27,7 +27,7 @@ from elxpk.cluster.target import ClusterTarget  # noqa: E402
 from tests.cluster.conftest import FakeClock, pathways_jobset, scripted, seed_cluster  # noqa: E402
 from tests.support.fake_apiserver import start_fake  # noqa: E402
 
-CRD = ROOT.parent / "shared" / "crds" / "jobset.x-k8s.io_jobsets.yaml"
+CRD = ROOT / "elxpk" / "crds" / "jobset.x-k8s.io_jobsets.yaml"  # the vendored CRD (the repository stands alone)
 
 
 def main() -> int:
@@ -38,7 +38,7 @@ def main() -> int:
     args = parser.parse_args()
 
     clock = FakeClock()
-    server = start_fake(crd_file=CRD if CRD.is_file() else None, clock=clock)
+    server = start_fake(crd_file=CRD, clock=clock)
     seed_cluster(server)
     setup = time.perf_counter()
     ctl = scripted(server, clock, pathways_jobset("big", slices=args.slices, vms=args.vms, backoff=args.vms * 4))
