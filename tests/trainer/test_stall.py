@@ -108,44 +108,38 @@ def test_watchdog_fires_once_from_its_thread():
         dog.close()
 
 
-def _recovering_watchdog(clock):
-    """A watchdog whose stall response recovers in process (it returns), and what it reported."""
+@pytest.fixture
+def recovered_stall():
+    """A watchdog whose stall response recovers in process (it returns), already fired at step 3 on a manual
+    clock: (clock, watchdog, event set by on_stuck, the seconds on_stuck was given)."""
     import threading
 
-    recovered, stuck, seen = threading.Event(), threading.Event(), []
+    clock, recovered, stuck, seen = ManualClock(100.0), threading.Event(), threading.Event(), []
     dog = StallWatchdog(5.0, clock, on_stall=lambda stall: recovered.set(),
                         on_stuck=lambda stall, waited: (seen.append(waited), stuck.set()))
-    return dog, recovered, stuck, seen
-
-
-def test_a_recovery_that_does_not_take_hold_is_escalated_after_one_more_timeout():
-    clock = ManualClock(100.0)
-    dog, recovered, stuck, seen = _recovering_watchdog(clock)
     try:
         dog.arm(3, [0])
         clock.now += 6.0
-        assert recovered.wait(60)
-        clock.now += 4.9
-        assert not stuck.wait(1.5)  # within the bound: the recovery may still take hold
-        clock.now += 0.2
-        assert stuck.wait(60), "a recovery whose step never returned was not escalated"
-        assert seen and seen[0] >= 5.0
+        assert recovered.wait(60), "the watchdog thread never fired"
+        yield clock, dog, stuck, seen
     finally:
         dog.close()
 
 
-def test_a_recovery_that_takes_hold_is_never_escalated():
-    clock = ManualClock(100.0)
-    dog, recovered, stuck, _ = _recovering_watchdog(clock)
-    try:
-        dog.arm(3, [0])
-        clock.now += 6.0
-        assert recovered.wait(60)
-        dog.disarm()  # the hung step raised: the attempt left its step loop
-        clock.now += 60.0
-        assert not stuck.wait(1.5)
-    finally:
-        dog.close()
+def test_a_recovery_that_does_not_take_hold_is_escalated_after_one_more_timeout(recovered_stall):
+    clock, _, stuck, seen = recovered_stall
+    clock.now += 4.9
+    assert not stuck.wait(1.5)  # within the bound: the recovery may still take hold
+    clock.now += 0.2
+    assert stuck.wait(60), "a recovery whose step never returned was not escalated"
+    assert seen and seen[0] >= 5.0
+
+
+def test_a_recovery_that_takes_hold_is_never_escalated(recovered_stall):
+    clock, dog, stuck, _ = recovered_stall
+    dog.disarm()  # the hung step raised: the attempt left its step loop
+    clock.now += 60.0
+    assert not stuck.wait(1.5)
 
 
 def test_auto_timeout_follows_the_median_step_interval_with_a_floor():
