@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,21 +10,17 @@ import pytest
 
 from elxpk_contract.exit_codes import BAD_SETTINGS, DONE
 from tests.process.conftest import elxpk, events, user_env
+from tests.support.loopback import free_port
 from tests.support.processes import wait_group
 from tests.support.runs import read_jsonl
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _group(run: Path, cwd: Path, *flags: str) -> tuple[list[int], list[str]]:
     """Two processes, one slice each, as two pods of a multi-controller JobSet start them."""
-    port = _free_port()
+    port = free_port()
     args = [sys.executable, "-m", "trainer", "--slice-backend", "multi-controller", "--num-processes", "2",
             "--coordinator", f"127.0.0.1:{port}", "--run-dir", str(run), *flags]
     group = [subprocess.Popen([*args, "--process-id", str(i)], cwd=cwd, env=user_env(), stdout=subprocess.PIPE,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,3 +23,10 @@ def stop(httpd: ThreadingHTTPServer | None) -> None:
     if httpd is not None:
         httpd.shutdown()
         httpd.server_close()
+
+
+def free_port() -> int:
+    """A loopback port free now (for a process that binds it itself, such as a jax coordinator)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from tests.support.loopback import free_port
 from tests.support.processes import wait_group
 from tests.support.runs import STEPS, read_jsonl
 from tests.trainer.test_cold_restart import _flags
@@ -29,11 +29,6 @@ def _clean_env() -> dict[str, str]:
     drop = ("XLA_FLAGS", "JAX_COORDINATOR_ADDRESS", "KUBERNETES_SERVICE_HOST", "OMPI_MCA_orte_hnp_uri")
     return {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("SLURM_")}
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_without_a_coordinator_or_a_cluster_it_is_a_usage_error(repo_root, tmp_path):
@@ -63,7 +58,7 @@ def test_a_slice_of_two_processes_trains_dies_together_and_resumes(reference_run
             *_flags(reference_run.cfg), "--num-slices", "1", "--elastic-enabled", "--fault", "0@6"]
 
     def group() -> tuple[list[int], str]:
-        port = _free_port()
+        port = free_port()
         env = {**base, "JAX_COORDINATOR_PORT": str(port), "JAX_COORDINATOR_BIND_ADDRESS": f"127.0.0.1:{port}"}
         return _run_group(args, env, repo_root)
 

@@ -8,13 +8,13 @@ processes, which restore the last committed checkpoint through the same path as 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from tests.support.loopback import free_port
 from tests.support.processes import wait_group
 from tests.support.runs import STEPS, read_jsonl
 from tests.trainer.test_cold_restart import _flags
@@ -22,14 +22,9 @@ from tests.trainer.test_cold_restart import _flags
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _start_group(cfg, run_dir, repo_root, extra) -> list[subprocess.Popen]:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     args = [sys.executable, "-m", "trainer", "--slice-backend", "multi-controller", "--num-processes", "2",
             "--coordinator", f"127.0.0.1:{port}", "--run-dir", str(run_dir), "--heartbeat-timeout-seconds", "5",
