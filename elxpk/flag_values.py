@@ -2,7 +2,8 @@
 
 Raw values arrive as typed on the command line (integers as text), so a value that does not parse is
 recorded as one line in `errors` (the flag, what is wrong, the fix) and reading goes on: the caller
-(elxpk.spec_checks.FlagChecker) reports every problem at once.
+(elxpk.spec_checks.FlagChecker) reports every problem at once. A flag's spelling, default, bounds and
+fix come from its row in the flag table (elxpk/create/flags.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from elxpk.spec import RESERVED_ENV
+from elxpk.create.flags import BY_NAME, RESERVED_ENV
 from elxpk_contract.settings import plain_number_text
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -29,23 +30,44 @@ class FlagValues:
         value = self.flags.get(key)
         return default if value is None else value
 
-    def text(self, key: str, flag: str, default: str | None = None) -> str | None:
+    @staticmethod
+    def flag(key: str) -> str:
+        """How the user spelled the flag of `key`: the table's row, else the plain spelling."""
+        row = BY_NAME.get(key)
+        return row.flag if row else _OTHER_SPELLINGS.get(key, "--" + key.replace("_", "-"))
+
+    def text(self, key: str, default: str | None = None) -> str | None:
+        """The flag's text as given, else `default`; None when neither."""
         value = self.get(key, default)
         if value is None:
             return None
         value = str(value)
         if _SURROGATE.search(value):
-            self.errors.append(f"{flag}: the value is not valid UTF-8 text; pass it as UTF-8")
+            self.errors.append(f"{self.flag(key)}: the value is not valid UTF-8 text; pass it as UTF-8")
         return value
 
-    def integer(self, key: str, flag: str, default: int | None, *, low: int | None = None,
-                high: int | None = None, fix: str = "") -> int | None:
-        """`fix` says what the number means; it ends the message in parentheses."""
+    def text_or_default(self, key: str) -> str:
+        """The flag's text as given, else its row's default ("" for an empty value)."""
+        return self.text(key, BY_NAME[key].default) or ""
+
+    def choice(self, key: str) -> str:
+        """A flag with a fixed set of values (the row's choices); the row's default when omitted or refused."""
+        row = BY_NAME[key]
+        value = self.text(key, row.default) or row.default
+        if value not in row.choices:
+            self.errors.append(f"{row.flag} {value!r}: use one of {', '.join(row.choices)}")
+        return value
+
+    def integer(self, key: str) -> int | None:
+        """A whole number within the row's bounds; the row's `fix` (what the number means) ends the message
+        in parentheses. The row's default when omitted or refused."""
+        row = BY_NAME[key]
+        flag, default, low, high = row.flag, row.default, row.low, row.high
         raw = self.get(key)
         if raw is None:
             return default
         bounds = "" if low is None else (f" >= {low}" if high is None else f" from {low} to {high}")
-        why = f" ({fix})" if fix else ""
+        why = f" ({row.fix})" if row.fix else ""
         try:
             if isinstance(raw, int) and not isinstance(raw, bool):
                 value = raw
@@ -61,7 +83,8 @@ class FlagValues:
             return default
         return value
 
-    def duration(self, key: str, flag: str) -> float | None:
+    def duration(self, key: str) -> float | None:
+        flag = self.flag(key)
         raw = self.get(key)
         if raw is None:
             return None
@@ -77,8 +100,10 @@ class FlagValues:
             return None
         return seconds
 
-    def args(self, key: str, flag: str) -> tuple[str, ...]:
-        raw = self.text(key, flag)
+    def args(self, key: str) -> tuple[str, ...]:
+        """Extra arguments split like a shell."""
+        flag = self.flag(key)
+        raw = self.text(key)
         if not raw:
             return ()
         import shlex
@@ -115,7 +140,7 @@ class FlagValues:
         return tuple(pairs.items())
 
     def env_file_lines(self) -> list[str]:
-        path = self.text("env_file", "--env-file")
+        path = self.text("env_file")
         if not path:
             return []
         from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
@@ -127,6 +152,9 @@ class FlagValues:
         except ValueError as exc:  # bounded_read.ReadRefused: special file, over the cap, not text
             self.errors.append(f"--env-file {path!r}: {exc}; give a readable KEY=VALUE file")
         return []
+
+
+_OTHER_SPELLINGS = {"output_format": "--output"}  # keys that are not rows of the table and not spelled --key
 
 
 def _seq(value: object) -> Iterable[object]:

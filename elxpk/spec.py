@@ -12,55 +12,42 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from elxpk.catalog import TpuType
+from elxpk.create.flags import DEFAULT_NAMESPACE, PRIORITIES, RESERVED_ENV, default
+
+__all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec", "parse_create"]
 
 if TYPE_CHECKING:
     from elxpk.budget_checks import Times
 
-PRIORITIES = ("very-low", "low", "medium", "high", "very-high")
-DEFAULT_PROXY_IMAGE = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
-DEFAULT_SERVER_IMAGE = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
-DEFAULT_GCS_LOCATION = "gs://cloud-pathways-staging/tmp"
-DEFAULT_DOCKER_IMAGE = "python:3.10"  # xpk's --base-docker-image default
-DEFAULT_QUEUE = "multislice-queue"  # the LocalQueue an xpk-made cluster has
 TRAINER_COMMAND = "python -m trainer"
-TRAINERS = ("elxpk", "maxtext")  # the values of --trainer: the bundled trainer, or a MaxText --command
-# Env names the rendered manifest sets itself; a user value would silently shadow or be shadowed.
-RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
-                          "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
-
-ELASTIC_KNOBS_HELP = (
-    "--elastic-slices is server-side tolerance (how many slices Pathways may lose without failing the "
-    "program); --elastic-min-slice-count is client-side admission (how many healthy slices the trainer "
-    "waits for before each attempt; -1 = all, i.e. pause and resume)"
-)
-
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """Everything `workload create` was asked for, validated. Times are in seconds."""
+    """Everything `workload create` was asked for, validated. Times are in seconds. The defaults are the
+    flag table's (elxpk/create/flags.py)."""
 
     workload: str
     tpu: TpuType
-    num_slices: int = 1
+    num_slices: int = default("num_slices")
     command: str | None = None  # the user's shell command; with --trainer, the trainer command line
-    docker_image: str = DEFAULT_DOCKER_IMAGE
-    docker_name: str = "jax-tpu"
+    docker_image: str = default("docker_image")
+    docker_name: str = default("docker_name")
     pathways: bool = True
     headless: bool = False
     trainer: bool = False  # the bundled trainer (--trainer, --trainer elxpk)
     maxtext: bool = False  # --trainer maxtext: `command` is the MaxText command with elxpk's overrides added
-    elastic_slices: int = 0
-    max_slice_restarts: int = 1
-    max_restarts: int = 0
-    priority: str = "medium"
-    queue: str = DEFAULT_QUEUE
-    namespace: str = "default"
-    termination_grace_period_seconds: int = 30
-    ttl_seconds_after_finished: int = 43200
-    proxy_server_image: str = DEFAULT_PROXY_IMAGE
-    server_image: str = DEFAULT_SERVER_IMAGE
-    worker_image: str = DEFAULT_SERVER_IMAGE
-    pathways_gcs_location: str = DEFAULT_GCS_LOCATION
+    elastic_slices: int = default("elastic_slices")
+    max_slice_restarts: int = default("max_slice_restarts")
+    max_restarts: int = default("max_restarts")
+    priority: str = default("priority")
+    queue: str = default("queue")
+    namespace: str = DEFAULT_NAMESPACE
+    termination_grace_period_seconds: int = default("termination_grace_period_seconds")
+    ttl_seconds_after_finished: int = default("ttl_seconds_after_finished")
+    proxy_server_image: str = default("proxy_server_image")
+    server_image: str = default("server_image")
+    worker_image: str = default("server_image")  # --worker-image defaults to --server-image
+    pathways_gcs_location: str = default("pathways_gcs_location")
     custom_proxy_server_args: tuple[str, ...] = ()
     custom_server_args: tuple[str, ...] = ()
     custom_worker_args: tuple[str, ...] = ()
@@ -108,9 +95,10 @@ class WorkloadSpec:
 
         Only what the manifest depends on; the invocation's own options go through `parse_create`.
         """
-        from elxpk.spec_checks import OPTION_FLAGS, FlagChecker
+        from elxpk.create.flags import OPTION_KEYS
+        from elxpk.spec_checks import FlagChecker
 
-        options = sorted(set(flags) & OPTION_FLAGS)
+        options = sorted(set(flags) & OPTION_KEYS)
         if options:  # a programming error in the caller, not user input
             raise TypeError(f"WorkloadSpec.from_flags got invocation options {options}; use parse_create")
         return FlagChecker(flags).build()[0]
@@ -121,7 +109,7 @@ class CreateOptions:
     """How this `workload create` runs, apart from what it renders: nothing here changes the manifest."""
 
     dry_run: str | None = None  # None (submit), "client" (print only) or "server" (server-side dry run)
-    replace: bool = False
+    replace: bool = default("replace")
     output_format: str = "yaml"
     output_manifest_file: str | None = None
     # Inputs of the checkpoint_period hint (seconds); the hint is printed when both are given.

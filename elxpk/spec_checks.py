@@ -3,6 +3,8 @@
 Raw values arrive as typed on the command line (integers as text), so a bad integer is reported
 together with every other problem. Each message is one line: the flag, what is wrong, the fix.
 A flag that would be silently ignored in this shape of workload is an error, not a no-op.
+Each flag's own bounds, choices and default are its row in the flag table (elxpk/create/flags.py, read
+through FlagValues); what is checked here are the rules that tie several flags together.
 """
 
 from __future__ import annotations
@@ -17,30 +19,19 @@ from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.errors import UsageError
 from elxpk.flag_values import FlagValues
 from elxpk.output_formats import output_problem
-from elxpk.spec import (
-    DEFAULT_DOCKER_IMAGE,
-    DEFAULT_GCS_LOCATION,
-    DEFAULT_PROXY_IMAGE,
-    DEFAULT_QUEUE,
-    DEFAULT_SERVER_IMAGE,
-    PRIORITIES,
-    RESERVED_ENV,
-    TRAINER_COMMAND,
-    TRAINERS,
-    CreateOptions,
-    WorkloadSpec,
-)
+from elxpk.create.flags import DEFAULT_NAMESPACE, OPTION_KEYS, RESERVED_ENV, SPEC_KEYS, TRAINERS, default, flag
+from elxpk.spec import TRAINER_COMMAND, CreateOptions, WorkloadSpec
 from elxpk_contract.settings import (
     LAUNCHER_DERIVED,
     LAUNCHER_FLAG,
     check_setting,
     cross_problems,
-    default,
     env_name,
     exposed,
     flag_name,
     redundant_min_slice_count,
 )
+from elxpk_contract.settings import default as trainer_default
 
 # `\Z`, not `$`: `$` also matches before a final newline, and "run-1\n" is not a name. Used with .match.
 _WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
@@ -51,15 +42,11 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
 # helpers.go ExpandContainerCommandAndArgs, third_party/forked/golang/expansion/expand.go).
 _K8S_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
 # Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
-_PATHWAYS_ONLY = (("proxy_server_image", "--proxy-server-image"), ("server_image", "--server-image"),
-                  ("worker_image", "--worker-image"), ("pathways_gcs_location", "--pathways-gcs-location"),
-                  ("custom_proxy_server_args", "--custom-pathways-proxy-server-args"),
-                  ("custom_server_args", "--custom-pathways-server-args"),
-                  ("custom_worker_args", "--custom-pathways-worker-args"))
+_PATHWAYS_ONLY = ("proxy_server_image", "server_image", "worker_image", "pathways_gcs_location",
+                  "custom_proxy_server_args", "custom_server_args", "custom_worker_args")
 # User-container flags that xpk's `create-pathways --headless` accepts and ignores (it renders no user
 # container: xpk src/xpk/core/pathways.py get_user_workload_for_pathways): a warning, so xpk scripts run.
-_XPK_HEADLESS_IGNORES = (("command", "--command"), ("docker_image", "--docker-image"),
-                         ("docker_name", "--docker-name"), ("env", "--env"), ("env_file", "--env-file"))
+_XPK_HEADLESS_IGNORES = ("command", "docker_image", "docker_name", "env", "env_file")
 
 
 class FlagChecker(FlagValues):
@@ -68,7 +55,7 @@ class FlagChecker(FlagValues):
     def outputs(self) -> CreateOptions:
         """How the command runs (dry run, replace, output), apart from the manifest; see CreateOptions."""
         err = self.errors.append
-        fmt = self.text("output_format", "--output", "yaml") or "yaml"
+        fmt = self.text("output_format", "yaml") or "yaml"
         problem = output_problem("manifest", fmt)
         if problem:
             err(problem)
@@ -77,11 +64,11 @@ class FlagChecker(FlagValues):
         server = self.get("dry_run_server", False)
         if dry_run and server:
             err("--dry-run and --dry-run-server: pick one (client-side print, or a server-side dry run)")
-        out_file = self.text("output_manifest_file", "--output-manifest-file")
+        out_file = self.text("output_manifest_file")
         if out_file is not None:
             from elxpk.outfile import output_problem as path_problem
 
-            problem = path_problem(out_file, "--output-manifest-file", example="manifest.yaml")
+            problem = path_problem(out_file, flag("output_manifest_file"), example="manifest.yaml")
             if problem:
                 err(problem)
         from elxpk.budget_checks import read_times
@@ -92,7 +79,7 @@ class FlagChecker(FlagValues):
         return CreateOptions(dry_run="server" if server else ("client" if dry_run else None),
                              replace=bool(self.get("replace", False)), output_format=fmt,
                              output_manifest_file=out_file,
-                             slice_mtbf_seconds=self.duration("slice_mtbf", "--slice-mtbf"),
+                             slice_mtbf_seconds=self.duration("slice_mtbf"),
                              step_time_seconds=times.step_s, times=times)
 
     def budgets(self, fields: Mapping[str, Any], times: Any) -> None:
@@ -103,7 +90,7 @@ class FlagChecker(FlagValues):
         given = dict(fields["settings"])
 
         def setting(name: str) -> Any:
-            return given[name] if name in given else default(name)
+            return given[name] if name in given else trainer_default(name)
 
         budgets = Budgets(
             pathways=bool(fields["pathways"]), elastic=int(fields["elastic_slices"]) > 0,
@@ -121,7 +108,7 @@ class FlagChecker(FlagValues):
         return value is not None and value is not False and value != [] and value != ()
 
     def build(self) -> tuple[WorkloadSpec, CreateOptions]:
-        unknown = set(self.flags) - _KNOWN_FLAGS
+        unknown = set(self.flags) - _KNOWN_KEYS
         if unknown:  # a programming error in the caller, not user input
             raise TypeError(f"WorkloadSpec.from_flags got unknown keys: {sorted(unknown)}")
         fields: dict[str, object] = {}
@@ -152,14 +139,14 @@ class FlagChecker(FlagValues):
     def identity(self) -> dict[str, object]:
         """Names and labels: workload, TPU type, queue, namespace, priority."""
         err = self.errors.append
-        workload = self.text("workload", "--workload") or ""
+        workload = self.text("workload") or ""
         if not workload:
             err("--workload: required; name the workload, e.g. --workload my-run-1")
         elif not _WORKLOAD_NAME.fullmatch(workload):  # its length limit depends on the shape: build()
             err(f"--workload {workload!r}: use a-z, 0-9 and '-', starting with a letter and ending with a "
                 f"letter or digit (e.g. my-run-1)")
         tpu = None
-        tpu_name = self.text("tpu_type", "--tpu-type")
+        tpu_name = self.text("tpu_type")
         if not tpu_name:
             err("--tpu-type: required; e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16")
         else:
@@ -167,14 +154,12 @@ class FlagChecker(FlagValues):
                 tpu = lookup(tpu_name)
             except UnknownTpuType as exc:
                 err(f"--tpu-type: {exc}")
-        priority = self.text("priority", "--priority", "medium") or "medium"
-        if priority not in PRIORITIES:
-            err(f"--priority {priority!r}: use one of {', '.join(PRIORITIES)}")
-        queue = self.text("queue", "--queue", DEFAULT_QUEUE) or ""
+        priority = self.choice("priority")
+        queue = self.text_or_default("queue")
         if not queue or len(queue) > 63 or not _LABEL_VALUE.match(queue):
             err(f"--queue {queue!r}: must be a Kubernetes label value (at most 63 letters, digits, '-', '_', "
-                f"'.'); name your Kueue LocalQueue, e.g. {DEFAULT_QUEUE}")
-        namespace = self.text("namespace", "--namespace", "default") or ""
+                f"'.'); name your Kueue LocalQueue, e.g. {default('queue')}")
+        namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
         if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
             err(f"--namespace {namespace!r}: must be an RFC 1123 label (a-z, 0-9, '-', at most 63 characters)")
         return dict(workload=workload, tpu=tpu, priority=priority, queue=queue, namespace=namespace)
@@ -186,7 +171,7 @@ class FlagChecker(FlagValues):
         headless = bool(self.get("headless", False))
         kind = self.trainer_kind()
         trainer, maxtext = kind == "elxpk", kind == "maxtext"
-        command = self.text("command", "--command")
+        command = self.text("command")
         if command is not None and not command.strip():
             command = None
         if headless and not pathways:
@@ -194,9 +179,9 @@ class FlagChecker(FlagValues):
         elif headless:
             if kind:
                 err(f"--trainer {kind}: needs the user container that --headless drops; drop one of them")
-            for key, flag in _XPK_HEADLESS_IGNORES:  # xpk ignores them; so do we, aloud
+            for key in _XPK_HEADLESS_IGNORES:  # xpk ignores them; so do we, aloud
                 if self.given(key):
-                    self.warnings.append(f"{flag}: ignored, a --headless workload has no user container "
+                    self.warnings.append(f"{flag(key)}: ignored, a --headless workload has no user container "
                                          "(as in xpk); drop it to silence this")
             for name in _SETTING_NAMES:  # elxpk's own flags: no xpk script passes them, so a mistake
                 if self.given(name):
@@ -211,9 +196,9 @@ class FlagChecker(FlagValues):
             err("--command: required unless --headless (Pathways without a user container) or --trainer; "
                 "e.g. --command 'python3 train.py'")
         if not pathways:
-            for key, flag in _PATHWAYS_ONLY:
+            for key in _PATHWAYS_ONLY:
                 if self.given(key):
-                    err(f"{flag}: only for Pathways workloads; drop it or drop --no-pathways")
+                    err(f"{flag(key)}: only for Pathways workloads; drop it or drop --no-pathways")
         return dict(pathways=pathways, headless=headless, trainer=trainer, maxtext=maxtext, command=command)
 
     def trainer_kind(self) -> str | None:
@@ -254,10 +239,8 @@ class FlagChecker(FlagValues):
     def slices(self, pathways: bool) -> dict[str, object]:
         """Slice counts and restart budgets; see docs/launcher.md for how they reach the manifest."""
         err = self.errors.append
-        num_slices = self.integer("num_slices", "--num-slices", 1, low=1, fix="TPU slices to run on")
-        n = num_slices if num_slices is not None else 1
-        e = self.integer("elastic_slices", "--elastic-slices", 0, low=0,
-                         fix="slices Pathways may lose; 0 disables elasticity") or 0
+        n = self.integer("num_slices") or default("num_slices")
+        e = self.integer("elastic_slices") or 0
         if e and e >= n:
             err(f"--elastic-slices {e}: must be below --num-slices ({n}); at least one slice must survive, "
                 f"so use 0..{n - 1} or raise --num-slices")
@@ -266,8 +249,7 @@ class FlagChecker(FlagValues):
             err(f"--elastic-slices {e}: needs Pathways; drop --no-pathways or set --elastic-slices 0 "
                 f"(multi-controller runs restart as a whole, see --max-restarts)")
             e = 0
-        max_slice_restarts = self.integer("max_slice_restarts", "--max-slice-restarts", 1, low=0,
-                                          fix="pod restarts each slice may use") or 0
+        max_slice_restarts = self.integer("max_slice_restarts") or 0
         if e and max_slice_restarts == 0:
             err("--max-slice-restarts 0: an elastic run needs >= 1, otherwise a lost slice is never "
                 "restarted and the run fails; use 1 or more")
@@ -276,49 +258,45 @@ class FlagChecker(FlagValues):
                                  "slice's Job gets 4 x VMs-per-slice pod restarts, as in xpk")
         return dict(
             num_slices=n, elastic_slices=e, max_slice_restarts=max_slice_restarts,
-            max_restarts=self.integer("max_restarts", "--max-restarts", 0, low=0,
-                                      fix="whole-JobSet restarts; 0 = fail on the first group failure"),
-            termination_grace_period_seconds=self.integer(
-                "termination_grace_period_seconds", "--termination-grace-period-seconds", 30, low=0,
-                fix="seconds a pod gets to exit after SIGTERM"),
-            ttl_seconds_after_finished=self.integer("ttl_seconds_after_finished", "--ttl-seconds-after-finished",
-                                                    43200, low=0, fix="seconds a finished JobSet is kept"),
+            max_restarts=self.integer("max_restarts"),
+            termination_grace_period_seconds=self.integer("termination_grace_period_seconds"),
+            ttl_seconds_after_finished=self.integer("ttl_seconds_after_finished"),
         )
 
     def containers(self) -> dict[str, object]:
         """Images, container name, Pathways args and env."""
         err = self.errors.append
-        for key, flag in (("docker_image", "--docker-image"), ("proxy_server_image", "--proxy-server-image"),
-                          ("server_image", "--server-image"), ("worker_image", "--worker-image")):
-            image = self.text(key, flag)
+        for key in ("docker_image", "proxy_server_image", "server_image", "worker_image"):
+            image = self.text(key)
             if image is not None and (problem := image_problem(image)):
-                err(f"{flag} {image!r}: {problem}; e.g. gcr.io/my-project/my-image:tag (the kubelet would "
+                err(f"{flag(key)} {image!r}: {problem}; e.g. gcr.io/my-project/my-image:tag (the kubelet would "
                     "refuse it as InvalidImageName)")
-        docker_name = self.text("docker_name", "--docker-name", "jax-tpu") or ""
+        docker_name = self.text_or_default("docker_name")
         if len(docker_name) > 63 or not _DNS_LABEL.match(docker_name):
             err(f"--docker-name {docker_name!r}: a container name is an RFC 1123 label (a-z, 0-9, '-'), "
                 f"e.g. jax-tpu")
-        gcs = self.text("pathways_gcs_location", "--pathways-gcs-location", DEFAULT_GCS_LOCATION) or ""
+        gcs = self.text_or_default("pathways_gcs_location")
         if not gcs.startswith("gs://") or any(c.isspace() for c in gcs):
-            err(f"--pathways-gcs-location {gcs!r}: must be a gs:// URL with no spaces, e.g. {DEFAULT_GCS_LOCATION}")
-        server_image = self.text("server_image", "--server-image") or DEFAULT_SERVER_IMAGE
+            err(f"--pathways-gcs-location {gcs!r}: must be a gs:// URL with no spaces, e.g. "
+                f"{default('pathways_gcs_location')}")
+        server_image = self.text("server_image") or default("server_image")
         return dict(
-            docker_image=self.text("docker_image", "--docker-image") or DEFAULT_DOCKER_IMAGE,
+            docker_image=self.text("docker_image") or default("docker_image"),
             docker_name=docker_name,
-            proxy_server_image=self.text("proxy_server_image", "--proxy-server-image") or DEFAULT_PROXY_IMAGE,
+            proxy_server_image=self.text("proxy_server_image") or default("proxy_server_image"),
             server_image=server_image,
-            worker_image=self.text("worker_image", "--worker-image") or server_image,
+            worker_image=self.text("worker_image") or server_image,  # --worker-image defaults to --server-image
             pathways_gcs_location=gcs,
-            custom_proxy_server_args=self.args("custom_proxy_server_args", "--custom-pathways-proxy-server-args"),
-            custom_server_args=self.args("custom_server_args", "--custom-pathways-server-args"),
-            custom_worker_args=self.args("custom_worker_args", "--custom-pathways-worker-args"),
+            custom_proxy_server_args=self.args("custom_proxy_server_args"),
+            custom_server_args=self.args("custom_server_args"),
+            custom_worker_args=self.args("custom_worker_args"),
             env=self.env(),
         )
 
     def restart_codes(self, fields: Mapping[str, object]) -> tuple[int, ...]:
         """--restart-on-exit-codes as in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) that restart
         the group (counted) instead of failing the Job at once; sorted, unique."""
-        flag, raw = "--restart-on-exit-codes", self.text("restart_on_exit_codes", "--restart-on-exit-codes")
+        flag, raw = "--restart-on-exit-codes", self.text("restart_on_exit_codes")
         if raw is None:
             return ()
         if fields["headless"]:
@@ -384,12 +362,6 @@ class FlagChecker(FlagValues):
 
 
 _SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
-# The invocation options of `workload create` (see CreateOptions): they never change the manifest.
-OPTION_FLAGS = frozenset("dry_run dry_run_server replace output_format output_manifest_file slice_mtbf "
-                         "step_time checkpoint_save_time slice_replacement_time from_run".split())
-_KNOWN_FLAGS = frozenset(
-    "workload tpu_type num_slices command docker_image docker_name no_pathways headless trainer "
-    "elastic_slices max_slice_restarts max_restarts priority queue namespace termination_grace_period_seconds "
-    "ttl_seconds_after_finished proxy_server_image server_image worker_image pathways_gcs_location "
-    "custom_proxy_server_args custom_server_args custom_worker_args env env_file restart_on_exit_codes".split()
-) | OPTION_FLAGS | frozenset(_SETTING_NAMES)
+# The keys parse_create takes: the flag table's (the manifest's and the invocation options) and the
+# trainer settings the contract gives the launcher.
+_KNOWN_KEYS = SPEC_KEYS | OPTION_KEYS | frozenset(_SETTING_NAMES)

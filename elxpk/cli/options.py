@@ -19,13 +19,14 @@ from typing import Annotated, Any
 
 import typer
 
+from elxpk.create import flags as flag_table
 from elxpk.output_formats import OUTPUT_FORMATS, output_format, output_problem
 
 __all__ = ["output_format", "output_problem"]  # re-exported: commands validate -o through options
 
 CLUSTER_PANEL = "Cluster selection"
-TRAINER_PANEL = "Trainer settings (env ELXPK_* on the training container)"
-OUTPUT_PANEL = "Output and submission"
+TRAINER_PANEL = flag_table.TRAINER
+OUTPUT_PANEL = flag_table.OUTPUT
 
 
 def _option(*names: str, help: str, panel: str | None = None, metavar: str | None = None) -> Any:
@@ -93,21 +94,24 @@ class ClusterSelection:
 
 NO_CLUSTER_FLAGS = ClusterSelection()  # the placeholder default of a `cluster` parameter (with_cluster fills it)
 NO_SETTINGS: Mapping[str, str | None] = MappingProxyType({})  # likewise for `settings`
+NO_FLAGS: Mapping[str, Any] = MappingProxyType({})  # likewise for `flags` (with_flags)
 
 
 def _extend_signature(func: Callable[..., Any], drop: str, added: list[inspect.Parameter],
                       pack: Callable[[dict[str, Any]], Any]) -> Callable[..., Any]:
-    """`func` with parameter `drop` replaced by `added` (keyword-only); `pack` turns their values into it."""
+    """`func` with parameter `drop` replaced by `added` (keyword-only, in its place); `pack` turns their
+    values into it."""
     signature = inspect.signature(func, eval_str=True)
-    kept = [p for p in signature.parameters.values() if p.name != drop]
     names = [p.name for p in added]
+    at = list(signature.parameters).index(drop)  # the added flags take its place in --help's order
+    kept = [p for p in signature.parameters.values() if p.name != drop]
 
     @functools.wraps(func)
     def command(**kwargs: Any) -> Any:
         values = {name: kwargs.pop(name) for name in names}
         return func(**kwargs, **{drop: pack(values)})
 
-    params = kept + added
+    params = kept[:at] + added + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept[at:]]
     command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     return command
@@ -146,3 +150,34 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
 def with_trainer_settings(func: Callable[..., Any]) -> Callable[..., Any]:
     """Give a command the trainer-setting flags; it receives them as `settings: {name: text or None}`."""
     return _extend_signature(func, "settings", trainer_setting_parameters(), dict)
+
+
+_METAVARS = {flag_table.INT: "INT", flag_table.DURATION: "DURATION"}
+
+
+def flag_parameters(command: str) -> list[inspect.Parameter]:
+    """One Typer option per row of the launcher's flag table (elxpk/create/flags.py) that `command` takes.
+
+    Numbers arrive as typed text (FlagChecker reports every bad one together with the other problems);
+    switches default to False, repeatable flags to None.
+    """
+    params = []
+    for row in flag_table.of_command(command):
+        option = _option(row.flag, help=row.full_help(), panel=row.panel,
+                         metavar=row.metavar or _METAVARS.get(row.kind))
+        kind: Any
+        if row.kind == flag_table.BOOL:
+            kind, default = Annotated[bool, option], False
+        elif row.kind == flag_table.LIST:
+            kind, default = Annotated[list[str] | None, option], None
+        else:
+            kind, default = Annotated[_TEXT, option], None
+        params.append(inspect.Parameter(row.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default))
+    return params
+
+
+def with_flags(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command its flags from the launcher's flag table; it receives them as `flags: {name: value}`."""
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        return _extend_signature(func, "flags", flag_parameters(command), dict)
+    return decorate

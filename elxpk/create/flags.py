@@ -1,0 +1,221 @@
+"""The launcher's flag table: every flag of `workload create` declared once, with its type, default,
+bounds, choices, help and help panel (the trainer's settings have their own table, elxpk_contract/settings.py).
+
+Everything else reads it: the Typer parameters of `workload create` and `workload validate`
+(elxpk/cli/options.py `with_flags`), the defaults of WorkloadSpec and CreateOptions (elxpk/spec.py), the
+per-flag checks (elxpk/spec_checks.py reads a row's bounds, choices and fix), the set of keys `parse_create`
+accepts, and the flag table in docs/launcher.md (`embed`, kept fresh by a test).
+Standard library only: the table is read on every `workload create --dry-run`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Kinds of value: how a flag is typed and read (elxpk/flag_values.py).
+TEXT, INT, BOOL, LIST, DURATION = "text", "int", "bool", "list", "duration"
+# Help panels of `workload create --help`; None is Typer's plain "Options" panel.
+PATHWAYS = "Pathways"
+TIMES = "Timeouts and budgets"
+TRAINER = "Trainer settings (env ELXPK_* on the training container)"
+OUTPUT = "Output and submission"
+
+PRIORITIES = ("very-low", "low", "medium", "high", "very-high")
+TRAINERS = ("elxpk", "maxtext")  # the values of --trainer: the bundled trainer, or a MaxText --command
+DEFAULT_PROXY_IMAGE = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
+DEFAULT_SERVER_IMAGE = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:latest"
+DEFAULT_GCS_LOCATION = "gs://cloud-pathways-staging/tmp"
+DEFAULT_DOCKER_IMAGE = "python:3.10"  # xpk's --base-docker-image default
+DEFAULT_QUEUE = "multislice-queue"  # the LocalQueue an xpk-made cluster has
+DEFAULT_NAMESPACE = "default"  # Kubernetes' own; --namespace is a cluster flag (elxpk/cli/options.py)
+
+# Env names the rendered manifest sets itself: --env and --env-file refuse them, since a user value would
+# silently shadow or be shadowed.
+RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
+                          "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
+    `low`/`high` bound an INT (inclusive) and `fix` ends its bounds message; `option` marks an invocation
+    option (CreateOptions: it never changes the manifest); `commands` lists the commands that take it."""
+
+    name: str
+    kind: str
+    help: str
+    default: Any = None
+    panel: str | None = None
+    low: int | None = None
+    high: int | None = None
+    choices: tuple[str, ...] = ()
+    fix: str = ""
+    metavar: str | None = None
+    default_text: str | None = None  # the default as --help says it, where it is not `default` itself
+    option: bool = False
+    commands: tuple[str, ...] = ("create",)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-") if self.name not in _SPELLED else _SPELLED[self.name]
+
+    @property
+    def shown_default(self) -> str | None:
+        """The default as --help and the docs table say it; None when there is nothing to say."""
+        if self.default_text is not None:
+            return self.default_text or None  # "": a long default the help need not repeat
+        if self.default is None or self.kind == BOOL:
+            return None
+        return str(self.default)
+
+    def full_help(self) -> str:
+        default = self.shown_default
+        return self.help + (f" Default: {default}." if default else "")
+
+
+# Flags whose spelling differs from their key (xpk's names; the key is the WorkloadSpec field).
+_SPELLED = {"custom_proxy_server_args": "--custom-pathways-proxy-server-args",
+            "custom_server_args": "--custom-pathways-server-args",
+            "custom_worker_args": "--custom-pathways-worker-args"}
+
+_BOTH = ("create", "validate")
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("workload", TEXT, "JobSet name: a-z, 0-9, '-', starting with a letter; at most 39 characters for "
+         "Pathways (the limit of each shape is checked)."),
+    Flag("tpu_type", TEXT, "TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8."),
+    Flag("num_slices", INT, "Number of TPU slices (worker replicas).", default=1, low=1, fix="TPU slices to run on"),
+    Flag("command", TEXT, "Shell command the user container runs; required unless --headless or --trainer "
+         "(elxpk), where it holds extra trainer arguments. With --trainer maxtext: the MaxText command."),
+    Flag("docker_image", TEXT, "Image of the user container.", default=DEFAULT_DOCKER_IMAGE),
+    Flag("docker_name", TEXT, "Name of the user container.", default="jax-tpu"),
+    Flag("trainer", TEXT, "Which trainer the user container runs. --trainer (or --trainer elxpk): the bundled "
+         "trainer (python -m trainer; needs --docker-image built from trainer/Dockerfile). --trainer maxtext: "
+         "--command runs MaxText, and the trainer settings become MaxText key=value overrides after its config "
+         "file (docs/maxtext.md).", choices=TRAINERS, metavar="[elxpk|maxtext]"),
+    Flag("no_pathways", BOOL, "Multi-controller JobSet: the command runs on every VM of every slice; failures "
+         "restart the whole group (--max-restarts).", default=False),
+    Flag("headless", BOOL, "Pathways without a user container: proxy and resource manager only; connect your "
+         "own client.", default=False, panel=PATHWAYS),
+    Flag("elastic_slices", INT, "Slices Pathways may lose without failing the program (server-side tolerance), "
+         "passed to the proxy as --num_elastic_slices. 0 disables elasticity; must be below --num-slices. Not "
+         "the same knob as --elastic-min-slice-count (the trainer's side; with Pathways at least num_slices - "
+         "elastic_slices).", default=0, low=0, fix="slices Pathways may lose; 0 disables elasticity",
+         panel=PATHWAYS),
+    Flag("max_slice_restarts", INT, "Pod restarts each slice may use when elastic: worker backoffLimit = this x "
+         "VMs per slice (else 4 x VMs per slice), as in xpk.", default=1, low=0,
+         fix="pod restarts each slice may use", panel=PATHWAYS),
+    Flag("max_restarts", INT, "Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too.",
+         default=0, low=0, fix="whole-JobSet restarts; 0 = fail on the first group failure"),
+    Flag("restart_on_exit_codes", TEXT, "As in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) of the "
+         "user container that restart the workload (counted against the budgets) instead of failing it at "
+         "once; every other code except xpk's (42, 127-255) and the trainer's retryable ones then fails it. "
+         "See docs/launcher.md.", metavar="CODES"),
+    Flag("priority", TEXT, "PriorityClass: very-low, low, medium, high, very-high.", default="medium",
+         choices=PRIORITIES),
+    Flag("queue", TEXT, "Kueue LocalQueue (label kueue.x-k8s.io/queue-name).", default=DEFAULT_QUEUE),
+    Flag("termination_grace_period_seconds", INT, "Seconds a pod gets after SIGTERM.", default=30, low=0,
+         fix="seconds a pod gets to exit after SIGTERM"),
+    Flag("ttl_seconds_after_finished", INT, "Seconds a finished JobSet is kept.", default=43200, low=0,
+         fix="seconds a finished JobSet is kept"),
+    Flag("env", LIST, "Env var for the training container; repeatable; overrides --env-file.",
+         metavar="KEY=VALUE"),
+    Flag("env_file", TEXT, "File of KEY=VALUE lines ('#' comments allowed)."),
+    Flag("proxy_server_image", TEXT, "Pathways proxy image.", default=DEFAULT_PROXY_IMAGE, panel=PATHWAYS,
+         default_text=""),
+    Flag("server_image", TEXT, "Pathways resource manager image (and worker image unless --worker-image).",
+         default=DEFAULT_SERVER_IMAGE, panel=PATHWAYS, default_text=""),
+    Flag("worker_image", TEXT, "Pathways worker image.", panel=PATHWAYS, default_text="--server-image"),
+    Flag("pathways_gcs_location", TEXT, "gs:// scratch location for proxy, resource manager and workers.",
+         default=DEFAULT_GCS_LOCATION, panel=PATHWAYS, default_text=""),
+    Flag("custom_proxy_server_args", TEXT, "Extra proxy args, split like a shell.", panel=PATHWAYS),
+    Flag("custom_server_args", TEXT, "Extra resource manager args, split like a shell.", panel=PATHWAYS),
+    Flag("custom_worker_args", TEXT, "Extra worker args, split like a shell.", panel=PATHWAYS),
+    Flag("slice_mtbf", DURATION, "Mean time between slice failures (e.g. 3d); with --step-time, prints a "
+         "checkpoint_period hint.", panel=TIMES, option=True),
+    Flag("step_time", DURATION, "Seconds per training step (e.g. 1.5s): checked against the stall timeout "
+         "(--stall-timeout-seconds); with --slice-mtbf, prints a checkpoint_period hint.", panel=TIMES,
+         option=True, commands=_BOTH),
+    Flag("checkpoint_save_time", DURATION, "How long a checkpoint save blocks (e.g. 45s): checked against the "
+         "grace period (--termination-grace-period-seconds) and the stall timeout, and used by the "
+         "checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH),
+    Flag("slice_replacement_time", DURATION, "How long a lost slice takes to come back (e.g. 12m): checked "
+         "against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS), and used by "
+         "the checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH),
+    Flag("from_run", TEXT, "A run directory whose measured step, save and replacement times stand in for "
+         "--step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).",
+         panel=TIMES, metavar="RUN_DIR", option=True, commands=_BOTH),
+    Flag("dry_run", BOOL, "Print only the manifest on stdout; no cluster, no credentials, no network.",
+         default=False, panel=OUTPUT, option=True),
+    Flag("dry_run_server", BOOL, "Send to the cluster as a server-side dry run (admission and schema checks, "
+         "nothing created).", default=False, panel=OUTPUT, option=True),
+    Flag("replace", BOOL, "Delete a workload of the same name first.", default=False, panel=OUTPUT, option=True),
+    Flag("check_data", BOOL, "Read each MaxText command's grain_train_files (a local or gs:// pattern; bounded "
+         "reads) and confirm it is ArrayRecord holding records. A network read: off unless given.",
+         default=False, option=True, commands=_BOTH),
+    Flag("output_manifest_file", TEXT, "Also write the manifest to this file (with or without --dry-run).",
+         panel=OUTPUT, option=True),
+)
+
+BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
+
+
+def row(name: str) -> Flag:
+    return BY_NAME[name]
+
+
+def flag(name: str) -> str:
+    """The command-line spelling of the flag whose key is `name`, e.g. "--num-slices"."""
+    return BY_NAME[name].flag
+
+
+def default(name: str) -> Any:
+    return BY_NAME[name].default
+
+
+def of_command(command: str) -> tuple[Flag, ...]:
+    return tuple(f for f in FLAGS if command in f.commands)
+
+
+# The keys `parse_create` takes: the table's (less --check-data, which the command itself acts on), the
+# namespace (a cluster flag) and -o (the shared output option); the trainer settings are added by the checker.
+OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name != "check_data"} | {"output_format"})
+SPEC_KEYS = frozenset({f.name for f in FLAGS if not f.option} | {"namespace"})
+
+
+BEGIN = "<!-- flag-table:begin (generated from elxpk/create/flags.py) -->"
+END = "<!-- flag-table:end -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def docs_table() -> str:
+    """`workload create`'s own flags as a Markdown table: flag, value, default, bounds, panel, help."""
+    rows = ["| flag | value | default | bounds | panel | help |", "|---|---|---|---|---|---|"]
+    for f in FLAGS:
+        value = f.metavar or {INT: "INT", BOOL: "switch", LIST: "KEY=VALUE, repeatable",
+                              DURATION: "DURATION"}.get(f.kind, "TEXT")
+        bounds = ", ".join(f.choices) if f.choices else _bounds(f)
+        shown = f.shown_default
+        default_cell = f"`{shown}`" if shown else "—"
+        rows.append(f"| `{f.flag}` | {_cell(value)} | {_cell(default_cell)} | {_cell(bounds) or '—'} | "
+                    f"{f.panel or 'Options'} | {_cell(f.help)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _bounds(f: Flag) -> str:
+    if f.low is not None and f.high is not None:
+        return f"{f.low}..{f.high}"
+    return f">= {f.low}" if f.low is not None else ""
+
+
+def embed(page: str) -> str:
+    """`page` with the text between BEGIN and END replaced by the current table."""
+    head, found, rest = page.partition(BEGIN)
+    _, found_end, tail = rest.partition(END)
+    if not found or not found_end:
+        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} block")
+    return f"{head}{BEGIN}\n{docs_table()}{END}{tail}"
