@@ -25,10 +25,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from elxpk_contract.limits import MAX_INDEX
+
 # What float.hex() writes (and nothing else: "abc" would parse as hex too).
 _FLOAT_HEX = re.compile(r"-?(0x[01](\.[0-9a-f]+)?p[+-]\d+|inf)|nan", re.ASCII)
-# A step or an example id beyond this is no real run's (and would overflow the int64 arrays of readers).
-MAX_INDEX = 2**62
 
 
 class RecordError(ValueError):

@@ -23,7 +23,7 @@ from typing import Any
 from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.presets import DEFAULT_MODEL, MODEL_PRESETS, SHAPE_SETTINGS, preset_value
-from elxpk_contract.records import MAX_INDEX
+from elxpk_contract.limits import MAX_INDEX
 
 BACKENDS = ("simulated", "pathways", "multi-controller")
 RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
