@@ -16,10 +16,18 @@ from typing import Any
 from elxpk.admission.image_ref import image_problem
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
+from elxpk.create.flags import (
+    DEFAULT_NAMESPACE,
+    OPTION_KEYS,
+    RESERVED_ENV,
+    SPEC_KEYS,
+    TRAINERS,
+    default,
+    flag,
+)
 from elxpk.errors import UsageError
 from elxpk.flag_values import FlagValues
 from elxpk.output_formats import output_problem
-from elxpk.create.flags import DEFAULT_NAMESPACE, OPTION_KEYS, RESERVED_ENV, SPEC_KEYS, TRAINERS, default, flag
 from elxpk.spec import TRAINER_COMMAND, CreateOptions, WorkloadSpec
 from elxpk_contract.settings import (
     LAUNCHER_DERIVED,

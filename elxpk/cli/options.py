@@ -163,7 +163,7 @@ def flag_parameters(command: str) -> list[inspect.Parameter]:
     """
     params = []
     for row in flag_table.of_command(command):
-        option = _option(row.flag, help=row.full_help(), panel=row.panel,
+        option = _option(row.flag, help=row.full_help(command), panel=row.panel,
                          metavar=row.metavar or _METAVARS.get(row.kind))
         kind: Any
         if row.kind == flag_table.BOOL:

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-
 from elxpk.cli import options
 
 

@@ -2,16 +2,19 @@
 
 For CI users who render with other tools (xpk, kustomize, helm): the vendored CRD schema (strict), the
 JobSet webhook's and the API server's admission rules, and the core pod schema and batch/v1 Job rules for
-every replicatedJob's template. No cluster, no credentials. See elxpk/admission/files.py.
+every replicatedJob's template. No cluster, no credentials. See elxpk/admission/files.py. Its flags are
+rows of the launcher's flag table (elxpk/create/flags.py), shared with `workload create`.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
+from elxpk.cli import options
 from elxpk.errors import CheckFailed
 
 Files = Annotated[list[str], typer.Argument(
@@ -19,17 +22,8 @@ Files = Annotated[list[str], typer.Argument(
     metavar="FILE...")]
 
 
-_TIMES = "Timeouts and budgets"
-
-
-def validate(
-    files: Files,
-    step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step (e.g. 1.5s), checked against the stall timeout.", rich_help_panel=_TIMES)] = None,
-    checkpoint_save_time: Annotated[str | None, typer.Option("--checkpoint-save-time", metavar="DURATION", help="How long a checkpoint save blocks (e.g. 45s), checked against the grace period and the stall timeout.", rich_help_panel=_TIMES)] = None,
-    slice_replacement_time: Annotated[str | None, typer.Option("--slice-replacement-time", metavar="DURATION", help="How long a lost slice takes to come back (e.g. 12m), checked against ELXPK_ELASTIC_TIMEOUT_SECONDS.", rich_help_panel=_TIMES)] = None,
-    from_run: Annotated[str | None, typer.Option("--from-run", metavar="RUN_DIR", help="A run directory whose measured times stand in for the three above (each flag given wins).", rich_help_panel=_TIMES)] = None,
-    check_data: Annotated[bool, typer.Option("--check-data", help="Also read each MaxText command's grain_train_files (a local or gs:// pattern; bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.")] = False,
-) -> None:
+@options.with_flags("validate")
+def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS) -> None:
     """Check manifests offline against the JobSet CRD, JobSet's admission rules and the core Job and pod
     schemas: one line per violation (FILE: PATH: message), exit 1 if any, 0 when all pass. Each JobSet's
     timeouts and restart budgets are checked too (grace period, elastic timeout, stall timeout, retries
@@ -38,8 +32,8 @@ def validate(
     from elxpk.budget_checks import read_times
     from elxpk.errors import UsageError
 
-    times, problems = read_times(step=step_time, save=checkpoint_save_time, replacement=slice_replacement_time,
-                                 from_run=from_run)
+    times, problems = read_times(step=flags["step_time"], save=flags["checkpoint_save_time"],
+                                 replacement=flags["slice_replacement_time"], from_run=flags["from_run"])
     if problems:
         raise UsageError(*problems)
     report = validate_files(list(files), times)
@@ -49,7 +43,7 @@ def validate(
         print(f"warning: {warning}", file=sys.stderr)
     for line in report.lines:
         print(line)
-    if check_data:
+    if flags["check_data"]:
         _check_data(list(files))
     if report.lines:
         why = "the cluster would refuse them"

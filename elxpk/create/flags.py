@@ -55,6 +55,7 @@ class Flag:
     default_text: str | None = None  # the default as --help says it, where it is not `default` itself
     option: bool = False
     commands: tuple[str, ...] = ("create",)
+    create_help: str = ""  # what the flag does besides, in `workload create` only (e.g. the hint)
 
     @property
     def flag(self) -> str:
@@ -69,9 +70,14 @@ class Flag:
             return None
         return str(self.default)
 
-    def full_help(self) -> str:
+    def full_help_without_default(self) -> str:
+        return self.help + (f" {self.create_help}" if self.create_help else "")
+
+    def full_help(self, command: str = "create") -> str:
+        """The help of `command --help`: the row's help, what `workload create` does besides, the default."""
         default = self.shown_default
-        return self.help + (f" Default: {default}." if default else "")
+        extra = f" {self.create_help}" if self.create_help and command == "create" else ""
+        return self.help + extra + (f" Default: {default}." if default else "")
 
 
 # Flags whose spelling differs from their key (xpk's names; the key is the WorkloadSpec field).
@@ -134,15 +140,15 @@ FLAGS: tuple[Flag, ...] = (
     Flag("custom_worker_args", TEXT, "Extra worker args, split like a shell.", panel=PATHWAYS),
     Flag("slice_mtbf", DURATION, "Mean time between slice failures (e.g. 3d); with --step-time, prints a "
          "checkpoint_period hint.", panel=TIMES, option=True),
-    Flag("step_time", DURATION, "Seconds per training step (e.g. 1.5s): checked against the stall timeout "
-         "(--stall-timeout-seconds); with --slice-mtbf, prints a checkpoint_period hint.", panel=TIMES,
-         option=True, commands=_BOTH),
-    Flag("checkpoint_save_time", DURATION, "How long a checkpoint save blocks (e.g. 45s): checked against the "
-         "grace period (--termination-grace-period-seconds) and the stall timeout, and used by the "
-         "checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH),
-    Flag("slice_replacement_time", DURATION, "How long a lost slice takes to come back (e.g. 12m): checked "
-         "against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS), and used by "
-         "the checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH),
+    Flag("step_time", DURATION, "Seconds per training step (e.g. 1.5s), checked against the stall timeout "
+         "(--stall-timeout-seconds).", create_help="With --slice-mtbf, prints a checkpoint_period hint.",
+         panel=TIMES, option=True, commands=_BOTH),
+    Flag("checkpoint_save_time", DURATION, "How long a checkpoint save blocks (e.g. 45s), checked against the "
+         "grace period (--termination-grace-period-seconds) and the stall timeout.",
+         create_help="Also used by the checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH),
+    Flag("slice_replacement_time", DURATION, "How long a lost slice takes to come back (e.g. 12m), checked "
+         "against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS).",
+         create_help="Also used by the checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH),
     Flag("from_run", TEXT, "A run directory whose measured step, save and replacement times stand in for "
          "--step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).",
          panel=TIMES, metavar="RUN_DIR", option=True, commands=_BOTH),
@@ -202,7 +208,7 @@ def docs_table() -> str:
         shown = f.shown_default
         default_cell = f"`{shown}`" if shown else "—"
         rows.append(f"| `{f.flag}` | {_cell(value)} | {_cell(default_cell)} | {_cell(bounds) or '—'} | "
-                    f"{f.panel or 'Options'} | {_cell(f.help)} |")
+                    f"{f.panel or 'Options'} | {_cell(f.full_help_without_default())} |")
     return "\n".join(rows) + "\n"
 
 
