@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from elxpk_contract.settings import default, env_name
+from elxpk_contract.settings import ALL_SLICES, default, env_name
 
 GRACE_SLACK_S = 10.0  # after the save: the wrapper, jax's shutdown and the container's exit (seconds, not a
 # second grace period: 30 would make the default grace warn for any save, "raise to 31" for a 0.13 s one)
@@ -88,9 +88,9 @@ def _grace(b: Budgets, t: Times, errors: list[str], warnings: list[str]) -> None
 
 
 def _elastic_wait(b: Budgets, t: Times, errors: list[str], warnings: list[str]) -> None:
-    # Only a trainer that waits for every slice (min count -1) waits for a replacement; one that resizes
-    # goes on with the survivors at once.
-    if not b.elastic or b.elastic_min_slice_count != -1 or t.replacement_s is None:
+    # Only a trainer that waits for every slice waits for a replacement; one that resizes goes on with the
+    # survivors at once.
+    if not b.elastic or b.elastic_min_slice_count != ALL_SLICES or t.replacement_s is None:
         return
     need = math.ceil(MARGIN * t.replacement_s)
     flag = f"--elastic-timeout-seconds {b.elastic_timeout_s}"

@@ -16,8 +16,8 @@ from typing import Any
 from elxpk.admission.image_ref import image_problem
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
+from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
 from elxpk.create.flags import (
-    DEFAULT_NAMESPACE,
     OPTION_KEYS,
     RESERVED_ENV,
     SPEC_KEYS,
@@ -38,6 +38,7 @@ from elxpk_contract.settings import (
     exposed,
     flag_name,
     redundant_min_slice_count,
+    slices_waited_for,
 )
 from elxpk_contract.settings import default as trainer_default
 
@@ -168,8 +169,9 @@ class FlagChecker(FlagValues):
             err(f"--queue {queue!r}: must be a Kubernetes label value (at most 63 letters, digits, '-', '_', "
                 f"'.'); name your Kueue LocalQueue, e.g. {default('queue')}")
         namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
-        if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
-            err(f"--namespace {namespace!r}: must be an RFC 1123 label (a-z, 0-9, '-', at most 63 characters)")
+        problem = namespace_problem(namespace)
+        if problem:
+            err(problem)
         return dict(workload=workload, tpu=tpu, priority=priority, queue=queue, namespace=namespace)
 
     def shape(self) -> dict[str, object]:
@@ -349,7 +351,7 @@ class FlagChecker(FlagValues):
             cross = cross_problems(n, min_count)
             self.errors.extend(cross)
             floor = n - e
-            if not cross and min_count != -1 and min_count < floor:  # redundant, not wrong: MaxText accepts it
+            if not cross and slices_waited_for(min_count, n) < floor:  # redundant, not wrong: MaxText accepts it
                 self.warnings.append(redundant_min_slice_count(min_count, n, e))
         return tuple(values.items())
 
@@ -360,11 +362,11 @@ class FlagChecker(FlagValues):
         defined = set(RESERVED_ENV) | {key for key, _ in env} | {env_name(name) for name, _ in settings}
         defined |= {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)}
         sources = [("--command", command or "")] + [(f"--env {key}", value) for key, value in env]
-        for flag, text in sources:
+        for source, text in sources:
             for name in dict.fromkeys(m.group(1) for m in _K8S_REFERENCE.finditer(text) if m.group(1) is not None):
                 if name not in defined:
                     self.warnings.append(
-                        f"{flag}: $({name}) names no env var of the container, so Kubernetes leaves it as is "
+                        f"{source}: $({name}) names no env var of the container, so Kubernetes leaves it as is "
                         f"(bash then runs it as a command); define {name} with --env, or write $$({name}) "
                         f"to silence this")
 

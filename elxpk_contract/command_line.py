@@ -34,7 +34,7 @@ def parse_command_line(cls: type[TrainerConfig], argv: Sequence[str] | None, env
             if env_key not in environ:
                 continue
             raw, source = environ[env_key], env_key
-            if f.name == "fault":
+            if f.metadata["repeatable"]:
                 raw = [s for s in raw.split(",") if s.strip()]
         value, problem = check_setting(f.name, raw, source)  # names the env var when the value came from it
         if problem is None:
@@ -64,7 +64,7 @@ def _parser(cls: type[TrainerConfig]) -> argparse.ArgumentParser:
         if f.type == "bool":
             parser.add_argument(flag_name(f.name), dest=f.name, action=argparse.BooleanOptionalAction,
                                 default=None, help=help_text)
-        elif f.name == "fault":
+        elif f.metadata["repeatable"]:
             parser.add_argument(flag_name(f.name), dest=f.name, action="append", default=None,
                                 help=help_text + " (repeatable; env: comma-separated)")
         else:

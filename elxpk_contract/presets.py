@@ -16,13 +16,13 @@ SHAPE_SETTINGS = ("seq_len", "vocab_size", "d_model", "n_layers", "n_heads", "d_
 DEFAULT_MODEL = "tiny"
 
 MODEL_PRESETS: dict[str, dict[str, int]] = {
-    # ~0.6M params: the default, fast on CPU.
+    # ~3.3M params: the default, fast on CPU.
     "tiny": {"seq_len": 64, "vocab_size": 512, "d_model": 256, "n_layers": 4, "n_heads": 4, "d_ff": 1024},
     # ~0.11B (GPT-3 Small / OPT-125m layout).
     "125m": {"seq_len": 2048, "vocab_size": 32000, "d_model": 768, "n_layers": 12, "n_heads": 12, "d_ff": 3072},
     # ~0.34B (GPT-3 Medium layout).
     "350m": {"seq_len": 2048, "vocab_size": 32000, "d_model": 1024, "n_layers": 24, "n_heads": 16, "d_ff": 4096},
-    # ~0.87B (TinyLlama-like width, 16 layers): the issue-10 benchmark shape at seq 2048.
+    # ~0.88B (TinyLlama-like width, 16 layers): the issue-10 benchmark shape at seq 2048.
     "1b": {"seq_len": 2048, "vocab_size": 32000, "d_model": 2048, "n_layers": 16, "n_heads": 16, "d_ff": 8192},
     # ~6.6B (Llama 2 7B: d 4096, 32 layers, 32 heads; SwiGLU 11008 -> GELU 16384).
     "7b": {"seq_len": 2048, "vocab_size": 32000, "d_model": 4096, "n_layers": 32, "n_heads": 32, "d_ff": 16384},

@@ -22,10 +22,11 @@ from typing import Any
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import FaultSchedule
-from elxpk_contract.presets import DEFAULT_MODEL, MODEL_PRESETS, SHAPE_SETTINGS, preset_value
 from elxpk_contract.limits import MAX_INDEX
+from elxpk_contract.presets import DEFAULT_MODEL, MODEL_PRESETS, SHAPE_SETTINGS, preset_value
 
 BACKENDS = ("simulated", "pathways", "multi-controller")
+ALL_SLICES = -1  # elastic_min_slice_count's "every slice" (pause and resume), as MaxText spells it
 RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
 COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
 # Who passes a setting besides the trainer's own flags and env (the `expose` metadata):
@@ -42,14 +43,18 @@ ACTIONS: dict[str, str] = {
 
 
 def _opt(default: Any, help: str, *, low: float | None = None, high: float | None = None,
+         low_open: bool = False, high_open: bool = False, repeatable: bool = False,
          choices: tuple[str, ...] = (), maxtext: str | None = None, expose: str | None = None,
          fix: str = "", derived_from: str = "", internal: bool = False) -> Any:
-    """One row of the table. `low`/`high` bound numbers (inclusive); `fix` ends a bounds message;
-    `derived_from` says which launcher flags a LAUNCHER_DERIVED setting is rendered from; `internal`
-    marks a value the trainer resolves itself: no flag, no env var, but kept in run.json."""
-    return field(default=default, metadata={"help": help, "low": low, "high": high, "choices": choices,
-                                            "maxtext": maxtext, "expose": expose, "fix": fix,
-                                            "derived_from": derived_from, "internal": internal})
+    """One row of the table. `low`/`high` bound numbers (inclusive; `low_open`/`high_open` exclude the
+    bound itself); `fix` ends a bounds message; `repeatable` makes a flag given once per value (a tuple;
+    its env var is comma-separated); `derived_from` says which launcher flags a LAUNCHER_DERIVED setting
+    is rendered from; `internal` marks a value the trainer resolves itself: no flag, no env var, but kept
+    in run.json."""
+    return field(default=default, metadata={"help": help, "low": low, "high": high, "low_open": low_open,
+                                            "high_open": high_open, "repeatable": repeatable,
+                                            "choices": choices, "maxtext": maxtext, "expose": expose,
+                                            "fix": fix, "derived_from": derived_from, "internal": internal})
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class TrainerConfig:
     elastic_max_retries: int = _opt(10, "total attempts, counted like pathwaysutils (1 = no retry)", low=1,
                                     maxtext="elastic_max_retries", expose=LAUNCHER_FLAG,
                                     fix="trainer attempts, e.g. 10")
-    elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0)
+    elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0, low_open=True)
     stall_timeout_seconds: float = _opt(0.0, "seconds without a completed step before the run counts as stalled "
                                              "(stacks dumped, then treated as a lost slice); 0: auto, max(600, 20 x "
                                              "the median step interval), see elxpk_contract/stall.py", low=0.0,
@@ -94,7 +99,7 @@ class TrainerConfig:
                                  "completed step (no rewind; multi-controller always falls back to the "
                                  "checkpoint, since jax aborts the survivors), or checkpoint, the newest "
                                  "valid checkpoint (the step then donates its input state: one state share "
-                                 "less per device)", choices=RECOVERIES)
+                                 "less per device)", choices=RECOVERIES, expose=LAUNCHER_FLAG)
     # Model, data and optimiser (all part of the checkpoint fingerprint).
     global_batch: int = _opt(16, "examples per step, constant when the slice count changes", low=1,
                              expose=LAUNCHER_FLAG)
@@ -119,7 +124,8 @@ class TrainerConfig:
     dataset_identity: str = _opt("synthetic-v1", "what the data is, as the trainer found it when opening it "
                                                  "(path, token dtype and count, content hash): part of the "
                                                  "checkpoint fingerprint", internal=True)
-    dropout: float = _opt(0.1, "dropout rate in [0, 1) (the per-step RNG is fold_in(seed, step))", low=0.0)
+    dropout: float = _opt(0.1, "dropout rate in [0, 1) (the per-step RNG is fold_in(seed, step))", low=0.0,
+                          high=1.0, high_open=True)
     learning_rate: float = _opt(3e-3, "peak learning rate", low=0.0)
     warmup_steps: int = _opt(20, "linear warm-up steps", low=0)
     decay_steps: int = _opt(1000, "cosine decay horizon in steps (independent of --steps)", low=1)
@@ -130,7 +136,7 @@ class TrainerConfig:
                                         choices=("on", "off"))
     # Simulated faults (simulated backend; multi-controller kills its own process).
     fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP, K@restore "
-                                                 "[+REVIVE_STEP]")
+                                                 "[+REVIVE_STEP]", repeatable=True)
     revive_after: float | None = _opt(None, "seconds until a killed slice comes back (default: never)", low=0.0)
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
@@ -240,7 +246,7 @@ class TrainerConfig:
 
     def slice_counts(self) -> range:
         """Every slice count a run may train on: the global batch must divide over each of them."""
-        low = self.num_slices if self.elastic_min_slice_count == -1 else self.elastic_min_slice_count
+        low = slices_waited_for(self.elastic_min_slice_count, self.num_slices)
         # Clamped: an out-of-range count is refused by cross_problems, and must not make this range huge.
         return range(min(max(low, 1), self.num_slices), self.num_slices + 1)
 
@@ -256,11 +262,11 @@ class TrainerConfig:
 
     @property
     def resize_enabled(self) -> bool:
-        return self.elastic_min_slice_count != -1 and self.elastic_min_slice_count < self.num_slices
+        return slices_waited_for(self.elastic_min_slice_count, self.num_slices) < self.num_slices
 
     @property
     def min_slices(self) -> int:
-        return self.num_slices if self.elastic_min_slice_count == -1 else self.elastic_min_slice_count
+        return slices_waited_for(self.elastic_min_slice_count, self.num_slices)
 
     def fingerprint(self) -> str:
         """Hash of what makes a checkpoint meaningful: model, batch, seed, data and optimiser."""
@@ -346,8 +352,8 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
         return f"{source} {value!r}: must be a whole number"
     low, high = meta["low"], meta["high"]
     why = f" ({meta['fix']})" if meta["fix"] else ""
-    if name == "dropout" and not 0.0 <= value < 1.0:
-        return f"{source} {value}: must be in [0, 1)"
+    if meta["high_open"] and not ((low is None or value >= low) and value < high):
+        return f"{source} {value}: must be in [{_num(low)}, {_num(high)})"
     if low is not None and high is not None and not low <= value <= high:
         return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
     if f.type == "int" and value > MAX_INDEX:  # no count or step of a run goes beyond what its records hold
@@ -357,9 +363,25 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
             return f"{source} {value}: must be a positive number of seconds"
         at_least = "0 or more" if low == 0 else f"at least {_num(low)}"
         return f"{source} {value}: must be {at_least}{why}"
-    if name == "elastic_poll_seconds" and not value > 0:
-        return f"{source} {value}: must be a positive number of seconds"
+    if meta["low_open"] and not value > low:
+        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and name.endswith(
+            "_seconds") else f"more than {_num(low)}")
     return None
+
+
+def bounds_text(name: str) -> str:
+    """The bounds or choices of a setting as the docs say them: `>= 2`, `[0, 1)`, `a, b`; "" when none."""
+    meta = FIELDS[name].metadata
+    if meta["choices"]:
+        return ", ".join(f"`{c}`" for c in meta["choices"])
+    low, high = meta["low"], meta["high"]
+    left = "(" if meta["low_open"] else "["
+    right = ")" if meta["high_open"] else "]"
+    if low is not None and high is not None:
+        return f"{left}{_num(low)}, {_num(high)}{right}"
+    if low is not None:
+        return f"> {_num(low)}" if meta["low_open"] else f">= {_num(low)}"
+    return ""
 
 
 _EMPTY_FIX = {  # what a blank string setting should have been
@@ -370,11 +392,17 @@ _EMPTY_FIX = {  # what a blank string setting should have been
 }
 
 
+def slices_waited_for(min_slice_count: int, num_slices: int) -> int:
+    """The healthy slices each attempt waits for: every slice for ALL_SLICES (-1), else the count given.
+    The one reading of "-1 = all slices"; what other values are allowed is cross_problems'."""
+    return num_slices if min_slice_count == ALL_SLICES else min_slice_count
+
+
 def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:
     """elastic_min_slice_count against num_slices: -1 waits for all; 1..N-1 resizes. N itself is refused
     (it means "all", spelled -1), and so is anything outside."""
     k = min_slice_count
-    if k == -1:
+    if k == ALL_SLICES:
         return []
     if num_slices < 2:
         return [f"--elastic-min-slice-count {k}: use -1 (wait for the only slice); resizing needs "
@@ -410,7 +438,7 @@ def plain_number_text(text: str) -> bool:
 
 def convert_setting(f: dataclasses.Field, raw: object) -> Any:
     kind = f.type
-    if f.name == "fault":
+    if f.metadata["repeatable"]:
         return tuple(raw)  # type: ignore[arg-type]
     if isinstance(raw, bool) and kind == "bool":
         return raw

@@ -1,17 +1,29 @@
-"""The launcher -> trainer settings mapping as a Markdown table, generated from the settings table.
+"""The settings table as Markdown: the launcher -> trainer mapping (docs/interfaces.md) and every
+setting of `python -m trainer` with its default and bounds (docs/trainer.md).
 
-docs/interfaces.md embeds this table between two markers; tests/trainer/test_contract_docs.py checks it
-and rewrites it with `pytest --update-goldens`, so the page cannot drift from the contract.
+Each page embeds its table between two markers; tests/trainer/test_contract_docs.py checks them and
+rewrites them with `pytest --update-goldens`, so the pages cannot drift from the contract.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from elxpk_contract.settings import LAUNCHER_DERIVED, LAUNCHER_FLAG, env_name, exposed, flag_name
+from elxpk_contract.presets import SHAPE_SETTINGS
+from elxpk_contract.settings import (
+    FIELDS,
+    LAUNCHER_DERIVED,
+    LAUNCHER_FLAG,
+    bounds_text,
+    env_name,
+    exposed,
+    flag_name,
+)
 
 BEGIN = "<!-- settings-table:begin (generated from elxpk_contract/settings.py) -->"
 END = "<!-- settings-table:end -->"
+TRAINER_BEGIN = "<!-- trainer-settings:begin (generated from elxpk_contract/settings.py) -->"
+TRAINER_END = "<!-- trainer-settings:end -->"
 
 
 def _trainer_flag(f: dataclasses.Field) -> str:
@@ -45,10 +57,34 @@ def launcher_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def embed(page: str) -> str:
-    """`page` with the text between BEGIN and END replaced by the current table."""
-    head, found, rest = page.partition(BEGIN)
-    _, found_end, tail = rest.partition(END)
+def _default(f: dataclasses.Field) -> str:
+    if f.name in SHAPE_SETTINGS:
+        return "from `--model`"
+    if f.default is None or f.default == ():
+        return "none" if f.name != "checkpoint_dir" else "`RUN_DIR/checkpoints`"
+    if isinstance(f.default, bool):
+        return "on" if f.default else "off"
+    return f"`{f.default}`"
+
+
+def trainer_table() -> str:
+    """Every setting of `python -m trainer`: flag, env var, default, bounds or choices, meaning."""
+    rows = ["| flag | env var | default | bounds | meaning |", "|---|---|---|---|---|"]
+    for f in FIELDS.values():
+        if f.metadata["internal"]:
+            continue
+        flag = _trainer_flag(f) + (" (repeatable)" if f.metadata["repeatable"] else "")
+        meaning = f.metadata["help"].replace("|", "\\|")
+        rows.append(f"| {flag} | `{env_name(f.name)}` | {_default(f)} | {bounds_text(f.name) or '—'} | {meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+def embed(page: str, begin: str = BEGIN, end: str = END) -> str:
+    """`page` with the text between `begin` and `end` replaced by the current table (the launcher
+    mapping by default, the trainer's settings for TRAINER_BEGIN/TRAINER_END)."""
+    head, found, rest = page.partition(begin)
+    _, found_end, tail = rest.partition(end)
     if not found or not found_end:
-        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} block")
-    return f"{head}{BEGIN}\n{launcher_table()}{END}{tail}"
+        raise ValueError(f"the page has no {begin!r} ... {end!r} block")
+    table = trainer_table() if begin == TRAINER_BEGIN else launcher_table()
+    return f"{head}{begin}\n{table}{end}{tail}"

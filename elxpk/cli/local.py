@@ -1,6 +1,7 @@
 """`elxpk local run`: the bundled trainer on this machine, a slice killed on purpose, and the recovery.
 
-The settings it shares with the trainer take their help from the contract table and are checked by it
+The settings it shares with the trainer take their flag, help and bounds from the contract table
+(elxpk/cli/options.py `setting_option`) and are checked by it
 (as text, so `--steps abc` gets the trainer's own message); the local defaults are in local/options.py.
 """
 
@@ -10,24 +11,19 @@ from typing import Annotated
 
 import typer
 
+from elxpk.cli.options import setting_option
 from elxpk.local import options as defaults
-from elxpk_contract.settings import default, setting
-
-
-def _help(name: str, extra: str = "") -> str:
-    return setting(name).metadata["help"] + extra
+from elxpk_contract.settings import default
 
 
 def run(
     run_dir: Annotated[str, typer.Option("--run-dir", metavar="DIR", help="Run directory; an existing one is resumed.")] = "elxpk-run",
-    steps: Annotated[str, typer.Option("--steps", metavar="N", help=_help("steps", "; more than done extends a run"))
+    steps: Annotated[str, setting_option("steps", extra="; more than done extends a run", metavar="N")
                      ] = str(defaults.DEFAULT_STEPS),
-    num_slices: Annotated[str, typer.Option("--num-slices", metavar="S",
-                                            help=_help("num_slices", " (simulated, 2 CPU devices each)"))
+    num_slices: Annotated[str, setting_option("num_slices", extra=" (simulated, 2 CPU devices each)", metavar="S")
                           ] = str(default("num_slices")),
-    checkpoint_period: Annotated[
-        str, typer.Option("--checkpoint-period", metavar="P", help=_help("checkpoint_period"))
-    ] = str(defaults.DEFAULT_CHECKPOINT_PERIOD),
+    checkpoint_period: Annotated[str, setting_option("checkpoint_period", metavar="P")
+                                 ] = str(defaults.DEFAULT_CHECKPOINT_PERIOD),
     kill_slice: Annotated[
         list[str] | None,
         typer.Option("--kill-slice", metavar="K@STEP", help="Kill slice K at step S: K@S (repeatable); also K@mid:S (while step S runs), K@save:S, K@data:S, "
@@ -42,7 +38,7 @@ def run(
     mode: Annotated[
         str, typer.Option("--mode", metavar="MODE", help="pause-resume, resize (continue on survivors) or multi-controller.")
     ] = "pause-resume",
-    seed: Annotated[str, typer.Option("--seed", metavar="X", help=_help("seed"))] = str(default("seed")),
+    seed: Annotated[str, setting_option("seed", metavar="X")] = str(default("seed")),
     live: Annotated[
         bool | None, typer.Option("--live/--plain", help="Live view or plain lines [default: live on a terminal].")
     ] = None,

@@ -84,11 +84,11 @@ class ClusterSelection:
         the namespace above all, without asking for a complete cluster selection.
         """
         from elxpk.cluster.defaults import resolve_target
-        from elxpk.cluster.target import ClusterTarget
+        from elxpk.cluster.target import DEFAULT_NAMESPACE, ClusterTarget
 
         target = ClusterTarget(project=self.project, location=self.zone or self.region, cluster=self.cluster,
                                kubeconfig=self.kubeconfig, context=self.context,
-                               namespace=self.namespace or "default")
+                               namespace=self.namespace or DEFAULT_NAMESPACE)
         return resolve_target(target, namespace_given=self.namespace is not None, require_cluster=require_cluster)
 
 
@@ -129,15 +129,17 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
 
     Values arrive as typed text, so `check_setting` reports every bad one together with the other problems.
     """
-    from elxpk_contract.settings import LAUNCHER_FLAG, env_name, exposed, flag_name
+    from elxpk_contract.settings import LAUNCHER_FLAG, bounds_text, env_name, exposed, flag_name
 
     params = []
     for field in exposed(LAUNCHER_FLAG):
         meta = field.metadata
         default = "none" if field.default is None else field.default
         maxtext = f"MaxText {meta['maxtext']}; " if meta["maxtext"] else ""
+        bounds = bounds_text(field.name)
+        bounds = f"{bounds}; " if bounds and not meta["choices"] and bounds not in meta["help"] else ""
         help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
-                    f"trainer default {default})."
+                    f"{bounds}trainer default {default})."
         metavar = ("[" + "|".join(meta["choices"]) + "]" if meta["choices"] else
                    {"int": "INT", "float": "SECONDS" if field.name.endswith("_seconds") else "NUMBER"}
                    .get(str(field.type), "TEXT"))
@@ -181,3 +183,17 @@ def with_flags(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         return _extend_signature(func, "flags", flag_parameters(command), dict)
     return decorate
+
+
+def setting_option(name: str, *, extra: str = "", metavar: str | None = None) -> Any:
+    """The option of a trainer setting that `local run` or `plan` shares with the trainer: its flag, help
+    and bounds from the contract table (elxpk_contract/settings.py), `extra` saying what the command adds.
+    The command checks the value with the contract's `check_setting`/`bounds_problem`, so it refuses what
+    the trainer would, with the same message."""
+    from elxpk_contract.settings import bounds_text, flag_name, setting
+
+    help_text = setting(name).metadata["help"]
+    bounds = bounds_text(name)
+    shown = f" ({bounds})" if bounds and bounds not in help_text else ""
+    help_text = help_text[:1].upper() + help_text[1:] + extra + shown + "."
+    return _option(flag_name(name), help=help_text, metavar=metavar)

@@ -1,4 +1,7 @@
-"""`elxpk plan`: choose checkpoint_period from MTBF, step time and checkpoint cost (see docs/planner.md)."""
+"""`elxpk plan`: choose checkpoint_period from MTBF, step time and checkpoint cost (see docs/planner.md).
+
+--num-slices, --max-to-keep and --checkpoint-period are trainer settings: their help and bounds come from
+the contract table (elxpk/cli/options.py `setting_option`), and PlanInputs checks them with it."""
 
 from __future__ import annotations
 
@@ -7,14 +10,14 @@ from typing import Annotated
 
 import typer
 
-from elxpk.cli.options import PlanOutput
+from elxpk.cli.options import PlanOutput, setting_option
 from elxpk_contract.settings import default
 
 Dur = "a duration: 90s, 2h, 30d"
 
 
 def plan(
-    num_slices: Annotated[int | None, typer.Option("--num-slices", help="Slices in the job (default: the run's).")] = None,
+    num_slices: Annotated[int | None, setting_option("num_slices", extra=" in the job [the run's]")] = None,
     slice_mtbf: Annotated[str | None, typer.Option("--slice-mtbf", metavar="DURATION", help=f"Mean time between failures of ONE slice ({Dur}).")] = None,
     step_time: Annotated[str | None, typer.Option("--step-time", metavar="DURATION", help="Seconds per training step.")] = None,
     checkpoint_save: Annotated[str | None, typer.Option("--checkpoint-save", metavar="DURATION", help="Time a save blocks training.")] = None,
@@ -24,9 +27,9 @@ def plan(
     image_pull: Annotated[str | None, typer.Option("--image-pull", metavar="DURATION", help="Non-elastic restart: image pull [60s].")] = None,
     compile_time: Annotated[str | None, typer.Option("--compile", metavar="DURATION", help="Non-elastic restart: compile [120s, or the run's].")] = None,
     price_per_gib_month: Annotated[float, typer.Option("--price-per-gib-month", help="Storage price, $/GiB-month.")] = 0.02,
-    max_to_keep: Annotated[int | None, typer.Option("--max-to-keep", help=f"Checkpoints kept (0 = all, needs --ttl) [the run's, else {default('max_to_keep')}].")] = None,
+    max_to_keep: Annotated[int | None, setting_option("max_to_keep", extra=f" [the run's, else {default('max_to_keep')}]")] = None,
     ttl: Annotated[str | None, typer.Option("--ttl", metavar="DURATION", help="Bucket lifecycle: delete checkpoints older than this.")] = None,
-    checkpoint_period: Annotated[int | None, typer.Option("--checkpoint-period", help="Your current setting, to compare.")] = None,
+    checkpoint_period: Annotated[int | None, setting_option("checkpoint_period", extra=": your current setting, to compare")] = None,
     periods: Annotated[str | None, typer.Option("--periods", metavar="N,N,...", help="SLA table rows [50,100,200,500,1000].")] = None,
     job_duration: Annotated[str, typer.Option("--job-duration", metavar="DURATION", help="Expected wall time of the job, for elastic_max_retries.")] = "30d",
     from_run: Annotated[str | None, typer.Option("--from-run", metavar="RUN_DIR", help="Take step, save and restore times from this run directory.")] = None,

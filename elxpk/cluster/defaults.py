@@ -139,8 +139,8 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, requi
 
 
 def validate_namespace(namespace: str) -> None:
-    import re
+    from elxpk.cluster.target import namespace_problem
 
-    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", namespace or "") or len(namespace) > 63:
-        raise UsageError(f"--namespace {namespace!r} is not a valid namespace name: use lowercase letters, "
-                         "digits and '-', at most 63 characters")
+    problem = namespace_problem(namespace)
+    if problem:
+        raise UsageError(problem)

@@ -18,7 +18,7 @@ from typing import Any
 
 from elxpk.cluster.kube import SUBMISSION_ANNOTATION, Kube
 from elxpk.cluster.preflight import preflight
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.target import DEFAULT_NAMESPACE, ClusterTarget
 from elxpk.errors import ClusterError, ConflictError, NotFoundError, Timeout
 
 
@@ -124,7 +124,7 @@ def follow_up_commands(name: str, target: ClusterTarget) -> list[str]:
         where = "--zone" if re.search(r"-[a-z]$", target.location or "") else "--region"
         flags = f"--project {target.project} {where} {target.location} --cluster {target.cluster}"
         flags = flags if target.project else ""
-    if target.namespace != "default":
+    if target.namespace != DEFAULT_NAMESPACE:
         flags += f" -n {target.namespace}"
     flags = (" " + flags.strip()) if flags.strip() else ""
     return [

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+DEFAULT_NAMESPACE = "default"  # Kubernetes' own; where --namespace, ELXPK_NAMESPACE and the config are silent
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # a DNS-1123 label (ValidateNamespaceName)
 
 
 @dataclass(frozen=True)
@@ -18,4 +22,12 @@ class ClusterTarget:
     cluster: str | None = None
     kubeconfig: str | None = None
     context: str | None = None
-    namespace: str = "default"
+    namespace: str = DEFAULT_NAMESPACE
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """The one check of a namespace name, for every verb (`workload create` included): one line, or None."""
+    if _NAMESPACE.fullmatch(namespace or "") and len(namespace) <= 63:
+        return None
+    return (f"--namespace {namespace!r} is not a valid namespace name: use lowercase letters, digits and '-', "
+            "at most 63 characters")

@@ -17,7 +17,7 @@ from typing import Any
 
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
-from elxpk_contract.settings import TrainerConfig, check_setting, default, flag_name
+from elxpk_contract.settings import ALL_SLICES, TrainerConfig, check_setting, default, flag_name
 
 MODES = ("pause-resume", "resize", "multi-controller")
 # The local run's own defaults, where they differ from the trainer's (declared once, here):
@@ -89,7 +89,7 @@ class LocalRunOptions:
     @property
     def min_slice_count(self) -> int:
         """MaxText's elastic_min_slice_count: -1 waits for all slices, 1 resizes onto any survivor."""
-        return 1 if self.mode == "resize" else -1
+        return 1 if self.mode == "resize" else ALL_SLICES
 
     @classmethod
     def from_flags(

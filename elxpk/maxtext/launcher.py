@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elxpk.maxtext.command import is_maxtext_command
+from elxpk.maxtext.keys import KEYS, render_value
 from elxpk.maxtext.overrides import DIRECT, ENTRY_HINT, maxtext_overrides
 from elxpk_contract.settings import env_name, flag_name
 
@@ -59,8 +60,9 @@ def unread_settings_warnings(command: str, settings: Sequence[tuple[str, Any]], 
         flags = [flag_name(n) for n in given] + ([f"--elastic-slices {elastic_slices}"] if elastic_slices else [])
         if not flags:
             return []
+        own = ", ".join(f"{n} {render_value(KEYS[n].default)}" for n in ("checkpoint_period", "elastic_enabled"))
         return [f"{', '.join(flags)}: --command runs MaxText, which reads its own config and never the ELXPK_* "
-                f"env vars, so MaxText keeps its own values (checkpoint_period 10000, elastic_enabled false); "
+                f"env vars, so MaxText keeps its own values ({own}); "
                 f"add --trainer maxtext to pass them as MaxText overrides (docs/maxtext.md)"]
     if not given:
         return []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from elxpk.plan import model
 from elxpk.plan.model import Costs
+from elxpk_contract.settings import ALL_SLICES
 
 MAXTEXT_DEFAULT_RETRIES = 10
 MAXTEXT_DEFAULT_TIMEOUT_S = 300
@@ -72,7 +73,7 @@ def elastic_settings(costs: Costs, period_steps: int, job_duration_s: float) -> 
     timeout = max(MAXTEXT_DEFAULT_TIMEOUT_S, math.ceil(TIMEOUT_MARGIN * costs.replacement_s / 10) * 10)
     return ElasticSettings(
         mode=mode,
-        elastic_min_slice_count=-1 if mode == model.PAUSE_RESUME else costs.num_slices - 1,
+        elastic_min_slice_count=ALL_SLICES if mode == model.PAUSE_RESUME else costs.num_slices - 1,
         elastic_timeout_seconds=int(timeout),
         # The first attempt is not a retry: one more than the failures to survive.
         elastic_max_retries=poisson_quantile(expected, RETRY_CONFIDENCE) + 1,

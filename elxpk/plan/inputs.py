@@ -17,7 +17,7 @@ from elxpk.plan.calibrate import Calibration
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
 from elxpk.units import parse_duration, parse_size
-from elxpk_contract.settings import default
+from elxpk_contract.settings import bounds_problem, default, flag_name
 
 DEFAULT_PERIODS = (50, 100, 200, 500, 1000)
 DEFAULTS = {
@@ -170,22 +170,19 @@ class _Resolver:
             self.non_negative("--reshard", reshard, "10s", "")
         if num_slices is None:
             self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
-        elif num_slices < 1:
-            self.errors.append(f"--num-slices must be at least 1 (got {num_slices})")
+        else:
+            self.setting_bounds("num_slices", num_slices)
         if not (f.price_per_gib_month >= 0 and math.isfinite(f.price_per_gib_month)):
             self.errors.append(f"--price-per-gib-month must be >= 0 (got {f.price_per_gib_month})")
-        if max_to_keep < 0:
-            self.errors.append(f"--max-to-keep must be >= 1, or 0 to keep all (got {max_to_keep})")
-        elif max_to_keep == 0 and ttl is None:
-            self.errors.append("--max-to-keep 0 keeps every checkpoint: give --ttl to bound storage, or keep N >= 1")
+        self.setting_bounds("max_to_keep", max_to_keep)  # >= 2, as the trainer requires
         if ttl is not None and ttl <= 0:
             self.errors.append(f"--ttl must be a positive duration such as 7d (got {f.ttl!r})")
         if job_duration is not None and not (job_duration > 0 and math.isfinite(job_duration)):
             self.errors.append(f"--job-duration must be a positive duration such as 30d (got {f.job_duration!r})")
         if size is not None and size < 0:
             self.errors.append(f"--checkpoint-size must be >= 0 (got {f.checkpoint_size!r})")
-        if current is not None and current < 1:
-            self.errors.append(f"--checkpoint-period must be at least 1 step (got {current})")
+        if current is not None:
+            self.setting_bounds("checkpoint_period", current)
         if f.simulate < 0 or f.simulate > 1_000_000:
             self.errors.append(f"--simulate must be a number of trials from 0 to 1000000 (got {f.simulate})")
         if f.seed < 0:
@@ -240,6 +237,14 @@ class _Resolver:
             sources=dict(self.sources),
             calibration=cal,
         )
+
+    def setting_bounds(self, name: str, value: int) -> None:
+        """A trainer setting within the contract's bounds (elxpk_contract/settings.py), with the trainer's
+        message; a value from --from-run's run.json is named as such."""
+        source = flag_name(name) if self.sources.get(name) != "run" else f"--from-run run.json {name}"
+        problem = bounds_problem(name, value, source)
+        if problem:
+            self.errors.append(problem)
 
     def positive(self, flag: str, value: float | None, example: str, alt: str) -> None:
         if value is None:

@@ -37,3 +37,16 @@ def test_trainer_docs_do_not_point_outside_the_repository():
     outside = "/".join(("..", "shared"))  # the notes folder beside a developer's checkout
     for path in (PAGE, ROOT / "docs" / "trainer.md"):
         assert outside not in path.read_text(encoding="utf-8"), path
+
+
+def test_trainer_page_carries_the_generated_settings_table(update_goldens):
+    from elxpk_contract.settings_doc import TRAINER_BEGIN, TRAINER_END
+
+    page_path = ROOT / "docs" / "trainer.md"
+    page = page_path.read_text(encoding="utf-8")
+    if update_goldens:
+        page_path.write_text(embed(page, TRAINER_BEGIN, TRAINER_END), encoding="utf-8")
+        page = page_path.read_text(encoding="utf-8")
+    assert page == embed(page, TRAINER_BEGIN, TRAINER_END), \
+        "docs/trainer.md: regenerate the settings table with --update-goldens"
+    assert page.count(TRAINER_BEGIN) == 1 and page.count(TRAINER_END) == 1

@@ -118,3 +118,20 @@ def test_model_flops_count_matmuls_with_causal_attention_at_half():
     assert shape.matmul_params() == n == 870_842_368
     full_square = 3 * length * 2 * layers * 2 * length * d  # QK^T and AV over every (query, key) pair
     assert shape.flops_per_example() == length * (6 * n + 6 * layers * d * length) == 6 * length * n + full_square / 2
+
+
+def test_each_presets_comment_states_its_parameter_count():
+    """The `# ~3.3M` comment above each preset is what param_count() gives (to the digits written)."""
+    import re
+    from pathlib import Path
+
+    from trainer.model import ModelShape
+
+    source = (Path(__file__).parents[2] / "elxpk_contract" / "presets.py").read_text(encoding="utf-8")
+    stated = dict((name, (float(num), unit)) for num, unit, name in
+                  re.findall(r"# ~(\d+(?:\.\d+)?)([MB])\b.*\n\s*\"([\w.]+)\":", source))
+    assert set(stated) == set(MODEL_PRESETS)
+    for name, (num, unit) in stated.items():
+        params = ModelShape.from_config(TrainerConfig(model=name)).param_count() / (1e6 if unit == "M" else 1e9)
+        digits = len(str(num).split(".")[1]) if "." in str(num) else 0
+        assert round(params, digits) == num, (name, params)

@@ -1,0 +1,162 @@
+"""The launcher's flag table (elxpk/create/flags.py) and the contract's settings table are what every
+command's --help says, what its checks refuse, what WorkloadSpec defaults to, and what docs/launcher.md
+shows. Regenerate the docs table with `pytest tests/launcher/test_flag_table.py --update-goldens`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+
+import pytest
+
+from elxpk.cli.commands import COMMANDS, build_app
+from elxpk.cli.options import flag_parameters
+from elxpk.create import flags as table
+from elxpk.spec import CreateOptions, WorkloadSpec
+from elxpk_contract.settings import LAUNCHER_FLAG, bounds_text, exposed, flag_name, setting
+from elxpk_contract.settings import default as trainer_default
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = ("--workload", "flags-1", "--tpu-type", "v5p-8", "--command", "python3 train.py", "--dry-run")
+PLAN = ("--num-slices", "4", "--slice-mtbf", "30d", "--step-time", "2s", "--checkpoint-save", "20s",
+        "--restore", "30s")
+
+
+def _help(capsys: pytest.CaptureFixture[str], *path: str) -> str:
+    """`elxpk PATH --help` as Typer renders it, one line per option (a wide terminal: nothing wrapped)."""
+    args = [*path, "--help"]
+    capsys.readouterr()
+    try:
+        build_app(args)(args=args, prog_name="elxpk", standalone_mode=False, terminal_width=10_000,
+                        max_content_width=10_000)
+    except SystemExit as exc:  # click exits 0 after help under some versions
+        assert exc.code in (0, None)
+    return capsys.readouterr().out
+
+
+def _available():
+    for command in COMMANDS:
+        try:
+            importlib.import_module(command.module)
+        except ModuleNotFoundError:
+            if command.optional:
+                continue
+            raise
+        yield command
+
+
+@pytest.mark.parametrize("command", list(_available()), ids=lambda c: " ".join(c.path))
+def test_every_command_renders_its_help(command, capsys):
+    text = _help(capsys, *command.path)
+    assert text.startswith(f"Usage: elxpk {' '.join(command.path)}"), text[:200]
+    assert "--help" in text
+
+
+@pytest.mark.parametrize("command, path", [("create", ("workload", "create")),
+                                           ("create", ("workload", "create-pathways")),
+                                           ("validate", ("workload", "validate"))])
+def test_help_says_each_rows_help_bounds_and_default(command, path, capsys):
+    text = _help(capsys, *path)
+    rows = table.of_command(command)
+    assert rows and {p.name for p in flag_parameters(command)} == {r.name for r in rows}
+    for row in rows:
+        assert row.flag in text, row.flag
+        assert row.full_help(command) in text, row.name
+        if row.shown_default:
+            assert f"Default: {row.shown_default}." in row.full_help(command)
+        if row.low is not None:
+            assert (f"At least {row.low}." if row.high is None else f"From {row.low} to {row.high}.") in text
+
+
+def test_create_help_says_each_trainer_settings_contract_default_and_bounds(capsys):
+    text = _help(capsys, "workload", "create")
+    for f in exposed(LAUNCHER_FLAG):
+        line = text[text.index("\n  " + flag_name(f.name) + " ") + 1:]
+        line = line[:line.index("\n  --") if "\n  --" in line else len(line)]
+        shown = "none" if f.default is None else f.default
+        assert f"trainer default {shown})" in line, f.name
+        bounds = bounds_text(f.name)
+        if bounds and not f.metadata["choices"]:
+            assert bounds in line, (f.name, bounds)
+
+
+@pytest.mark.parametrize("path, names", [(("local", "run"), ("steps", "num_slices", "checkpoint_period", "seed")),
+                                         (("plan",), ("num_slices", "max_to_keep", "checkpoint_period"))])
+def test_local_run_and_plan_take_shared_settings_from_the_contract(path, names, capsys):
+    text = _help(capsys, *path)
+    for name in names:
+        help_start = setting(name).metadata["help"]
+        assert help_start[:1].upper() + help_start[1:] in text, name
+        assert bounds_text(name) in text, name
+
+
+def test_spec_and_option_defaults_are_the_tables():
+    spec_fields = {f.name: f for f in dataclasses.fields(WorkloadSpec)}
+    option_fields = {f.name: f for f in dataclasses.fields(CreateOptions)}
+    checked = 0
+    for row in table.FLAGS:
+        if row.default is None:
+            continue
+        fields = option_fields if row.option else spec_fields
+        if row.name in fields and row.name != "dry_run":  # CreateOptions.dry_run is the mode, with --dry-run-server
+            assert fields[row.name].default == row.default, row.name
+            checked += 1
+    assert checked >= 10
+    assert spec_fields["worker_image"].default == table.default("server_image")
+    # Every flag of the table reaches parse_create (or is acted on by the command itself: --check-data).
+    assert {r.name for r in table.FLAGS} - {"check_data"} <= table.SPEC_KEYS | table.OPTION_KEYS
+
+
+TRAINER = ("--workload", "flags-1", "--tpu-type", "v5p-8", "--trainer", "--docker-image", "gcr.io/p/t:1", "--dry-run")
+
+
+def _create(cli, *extra: str):
+    return cli("workload", "create", *GOOD, *extra)
+
+
+@pytest.mark.parametrize("row", [r for r in table.FLAGS if r.low is not None], ids=lambda r: r.name)
+def test_create_refuses_below_each_rows_bound_and_takes_the_bound(row, cli):
+    below = _create(cli, row.flag, str(row.low - 1))
+    assert below.code == 2 and any(line.startswith(f"error: {row.flag} ") for line in below.error_lines), below.err
+    at = _create(cli, row.flag, str(row.low))
+    assert not any(row.flag + " " in line for line in at.error_lines), at.err
+
+
+@pytest.mark.parametrize("name", [f.name for f in exposed(LAUNCHER_FLAG) if f.metadata["low"] is not None])
+def test_create_refuses_below_each_trainer_settings_bound(name, cli):
+    low = setting(name).metadata["low"]
+    below = cli("workload", "create", *TRAINER, flag_name(name), str(int(low) - 1))
+    assert below.code == 2
+    assert any(line.startswith(f"error: {flag_name(name)} ") for line in below.error_lines), below.err
+
+
+@pytest.mark.parametrize("value", ["0", "1"])
+def test_plan_refuses_max_to_keep_below_two_in_one_line(value, cli):
+    result = cli("plan", *PLAN, "--max-to-keep", value)
+    assert result.code == 2
+    assert result.error_lines == [f"error: --max-to-keep {value}: must be at least 2 (keep at least 2 so a corrupt "
+                                  "newest checkpoint has a valid predecessor)"], result.err
+    assert trainer_default("max_to_keep") >= 2
+    assert cli("plan", *PLAN, "--max-to-keep", "2", "-o", "json").code == 0
+
+
+def test_recovery_is_a_create_flag_rendered_into_the_trainers_env(cli):
+    result = cli("workload", "create", *TRAINER, "--recovery", "checkpoint")
+    assert result.code == 0, result.err
+    assert '- name: "ELXPK_RECOVERY"\n' in result.out and 'value: "checkpoint"' in result.out
+    refused = cli("workload", "create", *TRAINER, "--recovery", "rewind")
+    assert refused.code == 2 and refused.error_lines == ["error: --recovery 'rewind': use one of live, checkpoint"]
+
+
+def test_launcher_page_carries_the_generated_flag_table(update_goldens):
+    page_path = ROOT / "docs" / "launcher.md"
+    page = page_path.read_text(encoding="utf-8")
+    if update_goldens:
+        page_path.write_text(table.embed(page), encoding="utf-8")
+        page = page_path.read_text(encoding="utf-8")
+    assert page == table.embed(page), "docs/launcher.md: regenerate the flag table with --update-goldens"
+    assert page.count(table.BEGIN) == 1 and page.count(table.END) == 1
+    for row in table.FLAGS:
+        assert f"| `{row.flag}" in page, row.flag
