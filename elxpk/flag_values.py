@@ -46,9 +46,18 @@ class FlagValues:
             self.errors.append(f"{self.flag(key)}: the value is not valid UTF-8 text; pass it as UTF-8")
         return value
 
-    def text_or_default(self, key: str) -> str:
-        """The flag's text as given, else its row's default ("" for an empty value)."""
-        return self.text(key, BY_NAME[key].default) or ""
+    def checked(self, key: str) -> str:
+        """The flag's text as given, else its row's default ("" for neither), with the row's own rules:
+        `required`, and its `check` (elxpk/create/flag_checks.py); each problem is one line."""
+        from elxpk.create.flag_checks import CHECKS
+
+        row = BY_NAME[key]
+        value = self.text(key, row.default)
+        if not value and row.required:
+            self.errors.append(f"{row.flag}: required; {row.required}")
+        elif value is not None and row.check and (problem := CHECKS[row.check](value)):
+            self.errors.append(f"{row.flag} {value!r}: {problem}")
+        return value or ""
 
     def choice(self, key: str) -> str:
         """A flag with a fixed set of values (the row's choices); the row's default when omitted or refused."""

@@ -13,7 +13,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from elxpk.admission.image_ref import image_problem
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
@@ -42,10 +41,6 @@ from elxpk_contract.settings import (
 )
 from elxpk_contract.settings import default as trainer_default
 
-# `\Z`, not `$`: `$` also matches before a final newline, and "run-1\n" is not a name. Used with .match.
-_WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
 # Kubernetes expands `$(NAME)` in a container's command, args and env values when NAME is an env var of
 # the container, and leaves it as is otherwise; `$$(NAME)` is the escape (kubernetes/pkg/kubelet/container/
 # helpers.go ExpandContainerCommandAndArgs, third_party/forked/golang/expansion/expand.go).
@@ -148,26 +143,16 @@ class FlagChecker(FlagValues):
     def identity(self) -> dict[str, object]:
         """Names and labels: workload, TPU type, queue, namespace, priority."""
         err = self.errors.append
-        workload = self.text("workload") or ""
-        if not workload:
-            err("--workload: required; name the workload, e.g. --workload my-run-1")
-        elif not _WORKLOAD_NAME.fullmatch(workload):  # its length limit depends on the shape: build()
-            err(f"--workload {workload!r}: use a-z, 0-9 and '-', starting with a letter and ending with a "
-                f"letter or digit (e.g. my-run-1)")
+        workload = self.checked("workload")  # its length limit depends on the shape: build()
         tpu = None
-        tpu_name = self.text("tpu_type")
-        if not tpu_name:
-            err("--tpu-type: required; e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16")
-        else:
+        tpu_name = self.checked("tpu_type")
+        if tpu_name:
             try:
                 tpu = lookup(tpu_name)
             except UnknownTpuType as exc:
                 err(f"--tpu-type: {exc}")
         priority = self.choice("priority")
-        queue = self.text_or_default("queue")
-        if not queue or len(queue) > 63 or not _LABEL_VALUE.match(queue):
-            err(f"--queue {queue!r}: must be a Kubernetes label value (at most 63 letters, digits, '-', '_', "
-                f"'.'); name your Kueue LocalQueue, e.g. {default('queue')}")
+        queue = self.checked("queue")
         namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
         problem = namespace_problem(namespace)
         if problem:
@@ -275,28 +260,14 @@ class FlagChecker(FlagValues):
 
     def containers(self) -> dict[str, object]:
         """Images, container name, Pathways args and env."""
-        err = self.errors.append
-        for key in ("docker_image", "proxy_server_image", "server_image", "worker_image"):
-            image = self.text(key)
-            if image is not None and (problem := image_problem(image)):
-                err(f"{flag(key)} {image!r}: {problem}; e.g. gcr.io/my-project/my-image:tag (the kubelet would "
-                    "refuse it as InvalidImageName)")
-        docker_name = self.text_or_default("docker_name")
-        if len(docker_name) > 63 or not _DNS_LABEL.match(docker_name):
-            err(f"--docker-name {docker_name!r}: a container name is an RFC 1123 label (a-z, 0-9, '-'), "
-                f"e.g. jax-tpu")
-        gcs = self.text_or_default("pathways_gcs_location")
-        if not gcs.startswith("gs://") or any(c.isspace() for c in gcs):
-            err(f"--pathways-gcs-location {gcs!r}: must be a gs:// URL with no spaces, e.g. "
-                f"{default('pathways_gcs_location')}")
-        server_image = self.text("server_image") or default("server_image")
+        server_image = self.checked("server_image")
         return dict(
-            docker_image=self.text("docker_image") or default("docker_image"),
-            docker_name=docker_name,
-            proxy_server_image=self.text("proxy_server_image") or default("proxy_server_image"),
+            docker_image=self.checked("docker_image"),
+            docker_name=self.checked("docker_name"),
+            proxy_server_image=self.checked("proxy_server_image"),
             server_image=server_image,
-            worker_image=self.text("worker_image") or server_image,  # --worker-image defaults to --server-image
-            pathways_gcs_location=gcs,
+            worker_image=self.checked("worker_image") or server_image,  # --worker-image defaults to --server-image
+            pathways_gcs_location=self.checked("pathways_gcs_location"),
             custom_proxy_server_args=self.args("custom_proxy_server_args"),
             custom_server_args=self.args("custom_server_args"),
             custom_worker_args=self.args("custom_worker_args"),

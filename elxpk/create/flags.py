@@ -55,6 +55,8 @@ class Flag:
     option: bool = False
     commands: tuple[str, ...] = ("create",)
     create_help: str = ""  # what the flag does besides, in `workload create` only (e.g. the hint)
+    required: str = ""  # given, the flag must be: the fix that ends "--flag: required; ..."
+    check: str = ""  # the check of its value alone, a name in elxpk/create/flag_checks.py CHECKS
     doc: str = ""  # docs/launcher.md's "what it does", where it says more than the help (Markdown)
     doc_default: str = ""  # docs/launcher.md's default, where it says more than `shown_default`
 
@@ -95,80 +97,130 @@ _SPELLED = {"custom_proxy_server_args": "--custom-pathways-proxy-server-args",
 _BOTH = ("create", "validate")
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("workload", TEXT, "JobSet name: a-z, 0-9, '-', starting with a letter; at most 39 characters for "
-         "Pathways (the limit of each shape is checked).", doc='JobSet name: `a-z`, `0-9` and `-`, starting with a letter; at most 39 characters for Pathways, fewer for `--no-pathways` with many slices (see [Admission](#admission-what-the-cluster-would-refuse))', doc_default='required',),
-    Flag("tpu_type", TEXT, "TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.", doc='`v5p-16` or `v5p-2x2x2`; v4, v5e (`v5litepod-*`), v5p, v6e, tpu7x (see the catalog below)', doc_default='required',),
-    Flag("num_slices", INT, "Number of TPU slices (worker replicas).", default=1, low=1, fix="TPU slices to run on", doc="worker replicas, and the resource manager's `--instance_count`",),
-    Flag("command", TEXT, "Shell command the user container runs; required unless --headless or --trainer "
-         "(elxpk), where it holds extra trainer arguments. With --trainer maxtext: the MaxText command.", doc='shell command of the user container; with `--trainer`, extra trainer arguments; with `--trainer maxtext`, the MaxText command', doc_default='required unless `--headless`/`--trainer`',),
-    Flag("docker_image", TEXT, "Image of the user container.", default=DEFAULT_DOCKER_IMAGE),
-    Flag("docker_name", TEXT, "Name of the user container.", default="jax-tpu"),
-    Flag("trainer", TEXT, "Which trainer the user container runs. --trainer (or --trainer elxpk): the bundled "
-         "trainer (python -m trainer; needs --docker-image built from trainer/Dockerfile). --trainer maxtext: "
-         "--command runs MaxText, and the trainer settings become MaxText key=value overrides after its config "
-         "file (docs/maxtext.md).", choices=TRAINERS, metavar="[elxpk|maxtext]", doc='`--trainer` alone (or `--trainer elxpk`): run the bundled trainer, the command becomes `python -m trainer [--command]`; needs `--docker-image`. `--trainer maxtext`: `--command` runs MaxText, and the trainer settings become MaxText `key=value` overrides after its config file ([docs/maxtext.md](maxtext.md))', doc_default='off',),
-    Flag("no_pathways", BOOL, "Multi-controller JobSet: the command runs on every VM of every slice; failures "
-         "restart the whole group (--max-restarts).", default=False, doc='multi-controller JobSet (the command runs on every VM of every slice)',),
-    Flag("headless", BOOL, "Pathways without a user container: proxy and resource manager only; connect your "
-         "own client.", default=False, panel=PATHWAYS, doc='Pathways with no user container: proxy and resource manager become plain containers; no `successPolicy`',),
-    Flag("elastic_slices", INT, "Slices Pathways may lose without failing the program (server-side tolerance), "
-         "passed to the proxy as --num_elastic_slices. 0 disables elasticity; must be below --num-slices. Not "
-         "the same knob as --elastic-min-slice-count (the trainer's side; with Pathways at least num_slices - "
-         "elastic_slices).", default=0, low=0, fix="slices Pathways may lose; 0 disables elasticity",
-         panel=PATHWAYS, doc='slices Pathways may lose: proxy arg `--num_elastic_slices`',),
-    Flag("max_slice_restarts", INT, "Pod restarts each slice may use when elastic: worker backoffLimit = this x "
-         "VMs per slice (else 4 x VMs per slice), as in xpk.", default=1, low=0,
-         fix="pod restarts each slice may use", panel=PATHWAYS, doc='pod restarts per slice (worker `backoffLimit`, below)',),
-    Flag("max_restarts", INT, "Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too.",
-         default=0, low=0, fix="whole-JobSet restarts; 0 = fail on the first group failure", doc='JobSet `failurePolicy.maxRestarts` (xpk drops it for Pathways; elxpk keeps it)',),
-    Flag("restart_on_exit_codes", TEXT, "As in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) of the "
-         "user container that restart the workload (counted against the budgets) instead of failing it at "
-         "once; every other code except xpk's (42, 127-255) and the trainer's retryable ones then fails it. "
-         "See docs/launcher.md.", metavar="CODES", doc='as in xpk: comma-separated exit codes or ranges (`1,75-77`) of the user container that restart the workload (counted) instead of failing it; every other code fails it at once ([Failure classification](#failure-classification-the-exit-code-table-rendered))',),
-    Flag("priority", TEXT, "PriorityClass: very-low, low, medium, high, very-high.", default="medium",
-         choices=PRIORITIES, doc='worker `priorityClassName` (as in xpk)',),
-    Flag("queue", TEXT, "Kueue LocalQueue (label kueue.x-k8s.io/queue-name).", default=DEFAULT_QUEUE, doc='label `kueue.x-k8s.io/queue-name`',),
-    Flag("termination_grace_period_seconds", INT, "Seconds a pod gets after SIGTERM.", default=30, low=0,
-         fix="seconds a pod gets to exit after SIGTERM", doc='worker pods and the head pod that runs the user container (every pod with `--no-pathways`); checked against the save time ([Timeouts and budgets](#timeouts-and-budgets-checked-before-submit))',),
-    Flag("ttl_seconds_after_finished", INT, "Seconds a finished JobSet is kept.", default=43200, low=0,
-         fix="seconds a finished JobSet is kept", doc='JobSet `ttlSecondsAfterFinished` (xpk drops it for Pathways)',),
-    Flag("env", LIST, "Env var for the training container; repeatable; overrides --env-file.",
-         metavar="KEY=VALUE", doc='env of the user container; `--env` wins over `--env-file`',),
-    Flag("env_file", TEXT, "File of KEY=VALUE lines ('#' comments allowed)."),
-    Flag("proxy_server_image", TEXT, "Pathways proxy image.", default=DEFAULT_PROXY_IMAGE, panel=PATHWAYS,
-         default_text="", doc_default="xpk's Pathways proxy image",),
-    Flag("server_image", TEXT, "Pathways resource manager image (and worker image unless --worker-image).",
-         default=DEFAULT_SERVER_IMAGE, panel=PATHWAYS, default_text="", doc_default="xpk's Pathways server image",),
-    Flag("worker_image", TEXT, "Pathways worker image.", panel=PATHWAYS, default_text="--server-image", doc='the worker image defaults to the server image, as in xpk (where `--worker-image` does not exist)',),
-    Flag("pathways_gcs_location", TEXT, "gs:// scratch location for proxy, resource manager and workers.",
-         default=DEFAULT_GCS_LOCATION, panel=PATHWAYS, default_text="", doc_default=f"`{DEFAULT_GCS_LOCATION}`", doc='`--gcs_scratch_location` of proxy, resource manager and workers',),
-    Flag("custom_proxy_server_args", TEXT, "Extra proxy args, split like a shell.", panel=PATHWAYS, doc='extra proxy args, split like a shell (`"--a=1 --b=\'x y\'"` → `--a=1`, `--b=x y`); xpk splits on single spaces',),
-    Flag("custom_server_args", TEXT, "Extra resource manager args, split like a shell.", panel=PATHWAYS),
-    Flag("custom_worker_args", TEXT, "Extra worker args, split like a shell.", panel=PATHWAYS),
-    Flag("slice_mtbf", DURATION, "Mean time between slice failures (e.g. 3d); with --step-time, prints a "
-         "checkpoint_period hint.", panel=TIMES, option=True, doc="a duration (`3d`); with `--step-time` (or `--from-run`), the planner's `checkpoint_period` hint is printed on stderr",),
-    Flag("step_time", DURATION, "Seconds per training step (e.g. 1.5s), checked against the stall timeout "
-         "(--stall-timeout-seconds).", create_help="With --slice-mtbf, prints a checkpoint_period hint.",
-         panel=TIMES, option=True, commands=_BOTH),
-    Flag("checkpoint_save_time", DURATION, "How long a checkpoint save blocks (e.g. 45s), checked against the "
-         "grace period (--termination-grace-period-seconds) and the stall timeout.",
-         create_help="Also used by the checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH, doc='the timeouts are checked against it, and the hint uses it (else it assumes a 20 s save)',),
-    Flag("slice_replacement_time", DURATION, "How long a lost slice takes to come back (e.g. 12m), checked "
-         "against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS).",
-         create_help="Also used by the checkpoint_period hint.", panel=TIMES, option=True, commands=_BOTH, doc='the timeouts are checked against it, and the hint uses it (else it assumes a 100 s replacement)',),
-    Flag("from_run", TEXT, "A run directory whose measured step, save and replacement times stand in for "
-         "--step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).",
-         panel=TIMES, metavar="RUN_DIR", option=True, commands=_BOTH, doc="its measured step, save and replacement times (`elxpk plan --from-run`'s reader) stand in for the three flags above; a flag given wins",),
-    Flag("dry_run", BOOL, "Print only the manifest on stdout; no cluster, no credentials, no network.",
-         default=False, panel=OUTPUT, option=True, doc='print only the manifest on stdout (messages go to stderr); no cluster, no credentials',),
-    Flag("dry_run_server", BOOL, "Send to the cluster as a server-side dry run (admission and schema checks, "
-         "nothing created).", default=False, panel=OUTPUT, option=True, doc='submit as a server-side dry run (`dryRun=All`; also `--dry-run=server`): admission and schema checks, nothing created',),
-    Flag("replace", BOOL, "Delete a workload of the same name first.", default=False, panel=OUTPUT, option=True),
-    Flag("check_data", BOOL, "Read each MaxText command's grain_train_files (a local or gs:// pattern; bounded "
-         "reads) and confirm it is ArrayRecord holding records. A network read: off unless given.",
+    Flag('workload', TEXT, "JobSet name: a-z, 0-9, '-', starting with a letter; at most 39 characters "
+         'for Pathways (the limit of each shape is checked).',
+         required='name the workload, e.g. --workload my-run-1', check='workload_name',
+         doc='JobSet name: `a-z`, `0-9` and `-`, starting with a letter; at most 39 characters for '
+         'Pathways, fewer for `--no-pathways` with many slices (see '
+         '[Admission](#admission-what-the-cluster-would-refuse))', doc_default='required'),
+    Flag('tpu_type', TEXT, 'TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.',
+         required='e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16',
+         doc='`v5p-16` or `v5p-2x2x2`; v4, v5e (`v5litepod-*`), v5p, v6e, tpu7x (see the catalog below)',
+         doc_default='required'),
+    Flag('num_slices', INT, 'Number of TPU slices (worker replicas).', default=1, low=1,
+         fix='TPU slices to run on', doc="worker replicas, and the resource manager's `--instance_count`"),
+    Flag('command', TEXT, 'Shell command the user container runs; required unless --headless or '
+         '--trainer (elxpk), where it holds extra trainer arguments. With --trainer maxtext: the MaxText '
+         'command.',
+         doc='shell command of the user container; with `--trainer`, extra trainer arguments; with '
+         '`--trainer maxtext`, the MaxText command', doc_default='required unless `--headless`/`--trainer`'),
+    Flag('docker_image', TEXT, 'Image of the user container.', default=DEFAULT_DOCKER_IMAGE, check='image'),
+    Flag('docker_name', TEXT, 'Name of the user container.', default='jax-tpu', check='container_name'),
+    Flag('trainer', TEXT, 'Which trainer the user container runs. --trainer (or --trainer elxpk): the '
+         'bundled trainer (python -m trainer; needs --docker-image built from trainer/Dockerfile). '
+         '--trainer maxtext: --command runs MaxText, and the trainer settings become MaxText key=value '
+         'overrides after its config file (docs/maxtext.md).', choices=TRAINERS, metavar='[elxpk|maxtext]',
+         doc='`--trainer` alone (or `--trainer elxpk`): run the bundled trainer, the command becomes '
+         '`python -m trainer [--command]`; needs `--docker-image`. `--trainer maxtext`: `--command` runs '
+         'MaxText, and the trainer settings become MaxText `key=value` overrides after its config file '
+         '([docs/maxtext.md](maxtext.md))', doc_default='off'),
+    Flag('no_pathways', BOOL, 'Multi-controller JobSet: the command runs on every VM of every slice; '
+         'failures restart the whole group (--max-restarts).', default=False,
+         doc='multi-controller JobSet (the command runs on every VM of every slice)'),
+    Flag('headless', BOOL, 'Pathways without a user container: proxy and resource manager only; connect '
+         'your own client.', default=False, panel=PATHWAYS,
+         doc='Pathways with no user container: proxy and resource manager become plain containers; no '
+         '`successPolicy`'),
+    Flag('elastic_slices', INT, 'Slices Pathways may lose without failing the program (server-side '
+         'tolerance), passed to the proxy as --num_elastic_slices. 0 disables elasticity; must be below '
+         "--num-slices. Not the same knob as --elastic-min-slice-count (the trainer's side; with Pathways "
+         'at least num_slices - elastic_slices).', default=0, panel=PATHWAYS, low=0,
+         fix='slices Pathways may lose; 0 disables elasticity',
+         doc='slices Pathways may lose: proxy arg `--num_elastic_slices`'),
+    Flag('max_slice_restarts', INT, 'Pod restarts each slice may use when elastic: worker backoffLimit = '
+         'this x VMs per slice (else 4 x VMs per slice), as in xpk.', default=1, panel=PATHWAYS, low=0,
+         fix='pod restarts each slice may use', doc='pod restarts per slice (worker `backoffLimit`, below)'),
+    Flag('max_restarts', INT, 'Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too.',
+         default=0, low=0, fix='whole-JobSet restarts; 0 = fail on the first group failure',
+         doc='JobSet `failurePolicy.maxRestarts` (xpk drops it for Pathways; elxpk keeps it)'),
+    Flag('restart_on_exit_codes', TEXT, 'As in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) '
+         'of the user container that restart the workload (counted against the budgets) instead of '
+         "failing it at once; every other code except xpk's (42, 127-255) and the trainer's retryable "
+         'ones then fails it. See docs/launcher.md.', metavar='CODES',
+         doc='as in xpk: comma-separated exit codes or ranges (`1,75-77`) of the user container that '
+         'restart the workload (counted) instead of failing it; every other code fails it at once '
+         '([Failure classification](#failure-classification-the-exit-code-table-rendered))'),
+    Flag('priority', TEXT, 'PriorityClass: very-low, low, medium, high, very-high.', default='medium',
+         choices=PRIORITIES, doc='worker `priorityClassName` (as in xpk)'),
+    Flag('queue', TEXT, 'Kueue LocalQueue (label kueue.x-k8s.io/queue-name).', default=DEFAULT_QUEUE,
+         check='queue_name', doc='label `kueue.x-k8s.io/queue-name`'),
+    Flag('termination_grace_period_seconds', INT, 'Seconds a pod gets after SIGTERM.', default=30, low=0,
+         fix='seconds a pod gets to exit after SIGTERM',
+         doc='worker pods and the head pod that runs the user container (every pod with '
+         '`--no-pathways`); checked against the save time ([Timeouts and '
+         'budgets](#timeouts-and-budgets-checked-before-submit))'),
+    Flag('ttl_seconds_after_finished', INT, 'Seconds a finished JobSet is kept.', default=43200, low=0,
+         fix='seconds a finished JobSet is kept',
+         doc='JobSet `ttlSecondsAfterFinished` (xpk drops it for Pathways)'),
+    Flag('env', LIST, 'Env var for the training container; repeatable; overrides --env-file.',
+         metavar='KEY=VALUE', doc='env of the user container; `--env` wins over `--env-file`'),
+    Flag('env_file', TEXT, "File of KEY=VALUE lines ('#' comments allowed)."),
+    Flag('proxy_server_image', TEXT, 'Pathways proxy image.', default=DEFAULT_PROXY_IMAGE, panel=PATHWAYS,
+         default_text='', check='image', doc_default="xpk's Pathways proxy image"),
+    Flag('server_image', TEXT, 'Pathways resource manager image (and worker image unless --worker-image).',
+         default=DEFAULT_SERVER_IMAGE, panel=PATHWAYS, default_text='', check='image',
+         doc_default="xpk's Pathways server image"),
+    Flag('worker_image', TEXT, 'Pathways worker image.', panel=PATHWAYS, default_text='--server-image',
+         check='image',
+         doc='the worker image defaults to the server image, as in xpk (where `--worker-image` does not '
+         'exist)'),
+    Flag('pathways_gcs_location', TEXT, 'gs:// scratch location for proxy, resource manager and workers.',
+         default=DEFAULT_GCS_LOCATION, panel=PATHWAYS, default_text='', check='gcs_location',
+         doc='`--gcs_scratch_location` of proxy, resource manager and workers',
+         doc_default=f"`{DEFAULT_GCS_LOCATION}`"),
+    Flag('custom_proxy_server_args', TEXT, 'Extra proxy args, split like a shell.', panel=PATHWAYS,
+         doc='extra proxy args, split like a shell (`"--a=1 --b=\'x y\'"` → `--a=1`, `--b=x y`); xpk '
+         'splits on single spaces'),
+    Flag('custom_server_args', TEXT, 'Extra resource manager args, split like a shell.', panel=PATHWAYS),
+    Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS),
+    Flag('slice_mtbf', DURATION, 'Mean time between slice failures (e.g. 3d); with --step-time, prints a '
+         'checkpoint_period hint.', panel=TIMES, option=True,
+         doc="a duration (`3d`); with `--step-time` (or `--from-run`), the planner's "
+         '`checkpoint_period` hint is printed on stderr'),
+    Flag('step_time', DURATION, 'Seconds per training step (e.g. 1.5s), checked against the stall '
+         'timeout (--stall-timeout-seconds).', panel=TIMES, option=True, commands=_BOTH,
+         create_help='With --slice-mtbf, prints a checkpoint_period hint.'),
+    Flag('checkpoint_save_time', DURATION, 'How long a checkpoint save blocks (e.g. 45s), checked '
+         'against the grace period (--termination-grace-period-seconds) and the stall timeout.', panel=TIMES,
+         option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
+         doc='the timeouts are checked against it, and the hint uses it (else it assumes a 20 s save)'),
+    Flag('slice_replacement_time', DURATION, 'How long a lost slice takes to come back (e.g. 12m), '
+         'checked against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS).',
+         panel=TIMES, option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
+         doc='the timeouts are checked against it, and the hint uses it (else it assumes a 100 s '
+         'replacement)'),
+    Flag('from_run', TEXT, 'A run directory whose measured step, save and replacement times stand in for '
+         '--step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).',
+         panel=TIMES, metavar='RUN_DIR', option=True, commands=_BOTH,
+         doc="its measured step, save and replacement times (`elxpk plan --from-run`'s reader) stand in "
+         'for the three flags above; a flag given wins'),
+    Flag('dry_run', BOOL, 'Print only the manifest on stdout; no cluster, no credentials, no network.',
+         default=False, panel=OUTPUT, option=True,
+         doc='print only the manifest on stdout (messages go to stderr); no cluster, no credentials'),
+    Flag('dry_run_server', BOOL, 'Send to the cluster as a server-side dry run (admission and schema '
+         'checks, nothing created).', default=False, panel=OUTPUT, option=True,
+         doc='submit as a server-side dry run (`dryRun=All`; also `--dry-run=server`): admission and '
+         'schema checks, nothing created'),
+    Flag('replace', BOOL, 'Delete a workload of the same name first.', default=False, panel=OUTPUT,
+         option=True),
+    Flag('check_data', BOOL, "Read each MaxText command's grain_train_files (a local or gs:// pattern; "
+         'bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.',
          default=False, option=True, commands=_BOTH),
-    Flag("output_manifest_file", TEXT, "Also write the manifest to this file (with or without --dry-run).",
-         panel=OUTPUT, option=True, doc='also write the manifest (with or without `--dry-run`). A regular file is replaced atomically (temp file + rename); a symlink is followed (its target is replaced, the link stays); a FIFO or device (`/dev/stdout`, `>(cat)`) is written through in place, never replaced',),
+    Flag('output_manifest_file', TEXT, 'Also write the manifest to this file (with or without --dry-run).',
+         panel=OUTPUT, option=True,
+         doc='also write the manifest (with or without `--dry-run`). A regular file is replaced '
+         'atomically (temp file + rename); a symlink is followed (its target is replaced, the link '
+         'stays); a FIFO or device (`/dev/stdout`, `>(cat)`) is written through in place, never replaced'),
 )
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}

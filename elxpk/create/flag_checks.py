@@ -1,0 +1,60 @@
+"""The checks of one flag's value alone, named by the `check` of its row in the flag table
+(elxpk/create/flags.py). Each returns what follows `--flag 'value': ` in the one-line message (what is
+wrong and the fix), or None. Rules that tie several flags together stay in elxpk/spec_checks.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from elxpk.admission.image_ref import image_problem
+
+# `\Z`, not `$`: `$` also matches before a final newline, and "run-1\n" is not a name. Used with .match.
+_WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
+
+
+def workload_name(value: str) -> str | None:
+    # Its length limit depends on the shape of the workload: elxpk/admission/names.py flag_problems.
+    if _WORKLOAD_NAME.fullmatch(value):
+        return None
+    return "use a-z, 0-9 and '-', starting with a letter and ending with a letter or digit (e.g. my-run-1)"
+
+
+def queue_name(value: str) -> str | None:
+    if value and len(value) <= 63 and _LABEL_VALUE.match(value):
+        return None
+    from elxpk.create.flags import DEFAULT_QUEUE
+
+    return ("must be a Kubernetes label value (at most 63 letters, digits, '-', '_', '.'); name your Kueue "
+            f"LocalQueue, e.g. {DEFAULT_QUEUE}")
+
+
+def container_name(value: str) -> str | None:
+    if len(value) <= 63 and _DNS_LABEL.match(value):
+        return None
+    return "a container name is an RFC 1123 label (a-z, 0-9, '-'), e.g. jax-tpu"
+
+
+def gcs_location(value: str) -> str | None:
+    if value.startswith("gs://") and not any(c.isspace() for c in value):
+        return None
+    from elxpk.create.flags import DEFAULT_GCS_LOCATION
+
+    return f"must be a gs:// URL with no spaces, e.g. {DEFAULT_GCS_LOCATION}"
+
+
+def image(value: str) -> str | None:
+    problem = image_problem(value)
+    if problem is None:
+        return None
+    return (f"{problem}; e.g. gcr.io/my-project/my-image:tag (the kubelet would refuse it as "
+            "InvalidImageName)")
+
+
+CHECKS: dict[str, Callable[[str], str | None]] = {
+    "workload_name": workload_name, "queue_name": queue_name, "container_name": container_name,
+    "gcs_location": gcs_location, "image": image,
+}
