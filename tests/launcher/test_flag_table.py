@@ -160,3 +160,26 @@ def test_launcher_page_carries_the_generated_flag_table(update_goldens):
     assert page.count(table.BEGIN) == 1 and page.count(table.END) == 1
     for row in table.FLAGS:
         assert f"| `{row.flag}" in page, row.flag
+    # The trainer settings' mapping, generated from the contract (as in docs/interfaces.md).
+    from elxpk_contract import settings_doc
+
+    if update_goldens:
+        page_path.write_text(settings_doc.embed(page), encoding="utf-8")
+        page = page_path.read_text(encoding="utf-8")
+    assert page == settings_doc.embed(page), "docs/launcher.md: regenerate the settings table with --update-goldens"
+
+
+def test_minus_one_means_all_slices_in_one_place():
+    """The "-1 = all slices" rule is `slices_waited_for` (and the ALL_SLICES constant): no other module
+    compares elastic_min_slice_count with -1 itself."""
+    import re
+
+    pattern = re.compile(r"min_slice\w*\s*[!=]?=\s*-1\b|-1 if .*min_slice|min_slice.* else -1\b")
+    found = []
+    for part in ("elxpk", "elxpk_contract", "trainer"):
+        for path in (ROOT / part).rglob("*.py"):
+            if path.name == "settings.py" and path.parent.name == "elxpk_contract":
+                continue
+            found += [f"{path.relative_to(ROOT)}:{n}" for n, line in
+                      enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert found == []
