@@ -47,7 +47,7 @@ def _opt(default: Any, help: str, *, low: float | None = None, high: float | Non
          choices: tuple[str, ...] = (), maxtext: str | None = None, expose: str | None = None,
          fix: str = "", derived_from: str = "", internal: bool = False) -> Any:
     """One row of the table. `low`/`high` bound numbers (inclusive; `low_open`/`high_open` exclude the
-    bound itself); `fix` ends a bounds message; `repeatable` makes a flag given once per value (a tuple;
+    bound itself); `fix` ends a bounds message (for text: what a blank value should have been); `repeatable` makes a flag given once per value (a tuple;
     its env var is comma-separated); `derived_from` says which launcher flags a LAUNCHER_DERIVED setting
     is rendered from; `internal` marks a value the trainer resolves itself: no flag, no env var, but kept
     in run.json."""
@@ -60,9 +60,12 @@ def _opt(default: Any, help: str, *, low: float | None = None, high: float | Non
 @dataclass(frozen=True)
 class TrainerConfig:
     # Run layout.
-    run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json")
+    run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json",
+                        fix="give a directory, e.g. elxpk-run")
     checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
-                                      maxtext="checkpoint_dir", expose=LAUNCHER_FLAG)
+                                      maxtext="checkpoint_dir", expose=LAUNCHER_FLAG,
+                                      fix="give a directory (default RUN_DIR/checkpoints), e.g. "
+                                          "gs://bucket/run/checkpoints")
     steps: int = _opt(200, "number of train steps", maxtext="steps", expose=LAUNCHER_FLAG, low=1)
     checkpoint_period: int = _opt(100, "save a checkpoint every this many steps", low=1,
                                   maxtext="checkpoint_period", expose=LAUNCHER_FLAG,
@@ -120,7 +123,8 @@ class TrainerConfig:
                                       "and TPU, float32 on CPU", expose=LAUNCHER_FLAG, choices=COMPUTE_DTYPES)
     data: str | None = _opt(None, "tokenized training data: a .npy file of one 1-D uint16/uint32 token stream, "
                                   "or .array_record file(s) of token chunks (comma-separated), local or gs://; "
-                                  "default: synthetic tokens (see docs/trainer.md)", expose=LAUNCHER_FLAG)
+                                  "default: synthetic tokens (see docs/trainer.md)", expose=LAUNCHER_FLAG,
+                            fix="give a .npy file or .array_record files")
     dataset_identity: str = _opt("synthetic-v1", "what the data is, as the trainer found it when opening it "
                                                  "(path, token dtype and count, content hash): part of the "
                                                  "checkpoint fingerprint", internal=True)
@@ -142,7 +146,8 @@ class TrainerConfig:
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
     num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)", low=1)
     coordinator: str | None = _opt(None, "jax.distributed coordinator HOST:PORT (multi-controller; omit on a "
-                                         "TPU cluster, where jax detects it)")
+                                         "TPU cluster, where jax detects it)",
+                                   fix="give HOST:PORT, e.g. 127.0.0.1:8476")
     heartbeat_timeout_seconds: int = _opt(10, "jax.distributed heartbeat timeout (multi-controller)", low=1)
 
     def __post_init__(self) -> None:
@@ -344,7 +349,7 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
         if not value.strip() or "\x00" in value:
             # A blank path would resolve to the working directory; a NUL byte is no path at all.
             what = "be empty or blank" if not value.strip() else "contain a NUL byte"
-            return f"{source} {value!r:.80}: must not {what}; {_EMPTY_FIX.get(name, 'give a value')}, or leave it unset"
+            return f"{source} {value!r:.80}: must not {what}; {meta['fix'] or 'give a value'}, or leave it unset"
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return f"{source} {value}: must be a finite number"
@@ -382,14 +387,6 @@ def bounds_text(name: str) -> str:
     if low is not None:
         return f"> {_num(low)}" if meta["low_open"] else f">= {_num(low)}"
     return ""
-
-
-_EMPTY_FIX = {  # what a blank string setting should have been
-    "run_dir": "give a directory, e.g. elxpk-run",
-    "checkpoint_dir": "give a directory (default RUN_DIR/checkpoints), e.g. gs://bucket/run/checkpoints",
-    "data": "give a .npy file or .array_record files",
-    "coordinator": "give HOST:PORT, e.g. 127.0.0.1:8476",
-}
 
 
 def slices_waited_for(min_slice_count: int, num_slices: int) -> int:

@@ -50,7 +50,7 @@ def _main(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
 
 
 TRAINER_FLAGS = {flag_name(n) for n in ROWS} | {"--no-elastic-enabled", "--print-config", "--help"}
-_FLAG = re.compile(r"(?<![\w=-])--[a-z][a-z0-9-]*")
+_FLAG = re.compile(r"(?<![\w='-])--[a-z][a-z0-9-]*")  # not a value quoted as given: --steps '--a'
 
 
 def _names_only_trainer_flags(line: str) -> bool:
