@@ -2,10 +2,13 @@
 bounds, choices, help and help panel (the trainer's settings have their own table, elxpk_contract/settings.py).
 
 Everything else reads it: the Typer parameters of `workload create` and `workload validate`
-(elxpk/cli/options.py `with_flags`), the defaults of WorkloadSpec and CreateOptions (elxpk/spec.py), the
-per-flag checks (elxpk/spec_checks.py reads a row's bounds, choices and fix), the set of keys `parse_create`
-accepts, and the flag table in docs/launcher.md (`embed`, kept fresh by a test).
-Standard library only: the table is read on every `workload create --dry-run`.
+(elxpk/cli/options.py `with_flags`: help with the bounds and the default), the defaults of WorkloadSpec
+and CreateOptions (elxpk/spec.py), the per-flag checks (elxpk/flag_values.py applies a row's kind, bounds,
+choices, `required` and `check`, the last from elxpk/create/flag_checks.py; FlagChecker in
+elxpk/spec_checks.py keeps only the rules that tie several flags together), the keys `parse_create`
+accepts, and the flag table in docs/launcher.md (`embed`; tests/launcher/test_flag_table.py holds --help,
+the checks and the page to the rows). Standard library only: the table is read on every
+`workload create --dry-run`.
 """
 
 from __future__ import annotations
@@ -224,10 +227,6 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
-
-
-def row(name: str) -> Flag:
-    return BY_NAME[name]
 
 
 def flag(name: str) -> str:
