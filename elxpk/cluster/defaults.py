@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.target import ClusterTarget, namespace_problem
 from elxpk.errors import UsageError
 
 _KEYS = {"project", "zone", "region", "location", "cluster", "namespace", "kubeconfig", "context"}
@@ -139,8 +139,6 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, requi
 
 
 def validate_namespace(namespace: str) -> None:
-    from elxpk.cluster.target import namespace_problem
-
     problem = namespace_problem(namespace)
     if problem:
         raise UsageError(problem)

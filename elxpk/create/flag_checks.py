@@ -1,6 +1,6 @@
 """The checks of one flag's value alone, named by the `check` of its row in the flag table
 (elxpk/create/flags.py). Each returns what follows `--flag 'value': ` in the one-line message (what is
-wrong and the fix), or None. Rules that tie several flags together stay in elxpk/spec_checks.py.
+wrong and the fix), or None. Rules that tie several flags together stay in elxpk/create/checks.py.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 from elxpk.admission.image_ref import image_problem
+from elxpk.create.flags import DEFAULT_GCS_LOCATION, DEFAULT_QUEUE
 
 # `\Z`, not `$`: `$` also matches before a final newline, and "run-1\n" is not a name. Used with .match.
 _WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
@@ -26,8 +27,6 @@ def workload_name(value: str) -> str | None:
 def queue_name(value: str) -> str | None:
     if value and len(value) <= 63 and _LABEL_VALUE.match(value):
         return None
-    from elxpk.create.flags import DEFAULT_QUEUE
-
     return ("must be a Kubernetes label value (at most 63 letters, digits, '-', '_', '.'); name your Kueue "
             f"LocalQueue, e.g. {DEFAULT_QUEUE}")
 
@@ -41,8 +40,6 @@ def container_name(value: str) -> str | None:
 def gcs_location(value: str) -> str | None:
     if value.startswith("gs://") and not any(c.isspace() for c in value):
         return None
-    from elxpk.create.flags import DEFAULT_GCS_LOCATION
-
     return f"must be a gs:// URL with no spaces, e.g. {DEFAULT_GCS_LOCATION}"
 
 

@@ -14,7 +14,7 @@ import pytest
 from elxpk.cli.commands import COMMANDS, build_app
 from elxpk.cli.options import flag_parameters
 from elxpk.create import flags as table
-from elxpk.spec import CreateOptions, WorkloadSpec
+from elxpk.create.spec import CreateOptions, WorkloadSpec
 from elxpk_contract.settings import LAUNCHER_FLAG, bounds_text, exposed, flag_name, setting
 from elxpk_contract.settings import default as trainer_default
 
