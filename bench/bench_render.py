@@ -117,7 +117,8 @@ def main() -> int:
     }
     if args.baseline:
         main_code = "import sys; from elxpk.cli.main import main; sys.exit(main())"
-        commands["base"] = ([sys.executable, "-c", main_code, "workload", "create", *FLAGS, "--dry-run"],
+        # -P: without it `-c` puts the working directory (this checkout) first on sys.path, ahead of DIR.
+        commands["base"] = ([sys.executable, "-P", "-c", main_code, "workload", "create", *FLAGS, "--dry-run"],
                             {**base_env, "PYTHONPATH": str(args.baseline.resolve())})
     samples: dict[str, list[tuple[float, int, float]]] = {name: [] for name in commands}
     outputs: dict[str, str] = {}
