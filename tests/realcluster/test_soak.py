@@ -17,13 +17,13 @@ an incident for every one of them (0 missing) and a dated JobSet restart for eve
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.realcluster.kubeapi import LocalCluster
+from elxpk.cluster.status import parse_time
+from tests.realcluster.kubeapi import JOBSETS, LocalCluster
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, wait
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 
@@ -31,32 +31,37 @@ SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=
 DELETE_ROUNDS = 20
 EVICT_ROUNDS = 2
 EVENTS = "/api/v1/namespaces/default/events"
-WATCHES = re.compile(r'^apiserver_longrunning_requests\{[^}]*resource="pods",scope="namespace"[^}]*'
-                     r'verb="WATCH"[^}]*\} (\S+)$', re.M)
 
 
-def pod_watches(cluster: LocalCluster) -> int:
-    """Namespaced pod watches open on the API server (the controllers watch cluster-wide)."""
-    status, body = cluster.request("GET", "/metrics", content_type="text/plain")
-    assert status == 200
-    return sum(int(float(n)) for n in WATCHES.findall(body.get("message", "")))
-
-
-def pods_created(cluster: LocalCluster, job: str) -> list[str]:
-    """Every pod the Job controller made for Jobs named `job` (each restart's Job has the same name)."""
-    events = cluster.items(EVENTS, fieldSelector=f"involvedObject.kind=Job,involvedObject.name={job},"
-                                                "reason=SuccessfulCreate")
-    return sorted(e["message"].removeprefix("Created pod: ") for e in events)
+def pods_created(cluster: LocalCluster, name: str, job: str = "") -> list[str]:
+    """Every pod the Job controller made for the JobSet `name` now on the cluster (for its Jobs named `job`
+    when given: each restart's Job has the same name). Events outlive their objects by an hour: those of an
+    earlier JobSet of the same name on a reused cluster are older than this one."""
+    status, jobset = cluster.request("GET", JOBSETS.format(ns="default") + "/" + name)
+    assert status == 200, jobset
+    since = parse_time(jobset["metadata"]["creationTimestamp"]) or 0.0
+    events = cluster.items(EVENTS, fieldSelector="involvedObject.kind=Job,reason=SuccessfulCreate"
+                           + (f",involvedObject.name={job}" if job else ""))
+    return sorted(e["message"].removeprefix("Created pod: ") for e in events
+                  if e["involvedObject"]["name"].startswith(f"{name}-")
+                  and (parse_time(e.get("firstTimestamp") or e.get("eventTime")) or 0.0) >= since)
 
 
 def start_recorder(cluster: LocalCluster, name: str, record: Path) -> subprocess.Popen:
-    watches = pod_watches(cluster)
-    recorder = subprocess.Popen(
-        [str(ELXPK), "workload", "events", name, "--watch", "--record", str(record), "--kubeconfig",
-         str(cluster.kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # The first kill waits for the recorder's pod watch: a pod gone before the recorder looked is not its miss.
-    cluster.wait_for("the recorder's pod watch", lambda: recorder.poll() is not None or pod_watches(cluster) > watches)
-    assert recorder.poll() is None, recorder.communicate()
+    """`events --watch --record`, once it says it is following (its history read, its pod watch starting):
+    a pod gone before the recorder looked is not its miss. Its output goes to RECORD.out and RECORD.err."""
+    with open(f"{record}.out", "w") as out, open(f"{record}.err", "w") as err:
+        recorder = subprocess.Popen(
+            [str(ELXPK), "workload", "events", name, "--watch", "--record", str(record), "--kubeconfig",
+             str(cluster.kubeconfig)], stdout=out, stderr=err, text=True)
+    try:
+        cluster.wait_for("the recorder following", lambda: recorder.poll() is not None or any(
+            line.startswith(f"# following {name}") for line in Path(f"{record}.err").read_text().splitlines()))
+        assert recorder.poll() is None, Path(f"{record}.err").read_text()
+    except BaseException:
+        recorder.kill()
+        recorder.wait()
+        raise
     return recorder
 
 
@@ -87,19 +92,18 @@ def test_every_round_of_a_soak_is_in_the_record(testcluster: LocalCluster, tmp_p
         assert wait(testcluster, name, "running") == 0
         recorder = start_recorder(testcluster, name, record)
         soak(testcluster, name, "delete", DELETE_ROUNDS)
-        deleted = set(pods_created(testcluster, f"{name}-slice-job-1")) - running_pod(testcluster, name)
+        deleted = set(pods_created(testcluster, name, f"{name}-slice-job-1")) - running_pod(testcluster, name)
         soak(testcluster, name, "evict", EVICT_ROUNDS)
-        created = pods_created(testcluster, f"{name}-slice-job-1")
+        created = pods_created(testcluster, name, f"{name}-slice-job-1")
         evicted = set(created) - deleted - running_pod(testcluster, name)
         assert testcluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={name}", 0) == 2
         assert wait(testcluster, name, "completed") == 0
         # --watch ends by itself once the workload has finished (within its 60 s refresh)
-        out, err = recorder.communicate(timeout=150)
-        assert recorder.returncode == 0, err
+        assert recorder.wait(timeout=150) == 0, Path(f"{record}.err").read_text()
     finally:
         if recorder is not None and recorder.poll() is None:
             recorder.kill()
-            recorder.communicate()
+            recorder.wait()
         delete_and_check_nothing_left(testcluster, name)
 
     incidents = [json.loads(line) for line in record.read_text().splitlines()]
