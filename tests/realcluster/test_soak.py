@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.status import parse_time
+from elxpk.cluster.labels import parse_time
 from tests.realcluster.kubeapi import JOBSETS, LocalCluster
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, wait
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
