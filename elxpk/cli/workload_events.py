@@ -51,7 +51,11 @@ def events(
                 append_record(record, pending)
                 pending.clear()
 
-    count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic)
+    def following() -> None:
+        print(f"# following {name}: new incidents as they happen, until it finishes (Ctrl-C to stop)",
+              file=sys.stderr, flush=True)
+
+    count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following)
     if record is not None and pending:
         append_record(record, pending)  # one append (one read-modify-write on gs://) for a snapshot
     if fmt == "text" and count == 0:

@@ -242,10 +242,12 @@ class Kube:
 
     def watch_pods(self, namespace: str, label_selector: str, *, resource_version: str | None = None,
                    timeout_s: int = 300) -> Iterator[tuple[str, dict]]:
-        """(event type, pod) from the watch API until the server ends the watch after `timeout_s`."""
+        """(event type, pod) from the watch API until the server ends the watch after `timeout_s` (or sooner:
+        it drops a watcher that reads too slowly). BOOKMARK events carry only a resourceVersion to resume from;
+        an ERROR event (410: `resource_version` is too old to resume from) ends the watch."""
         resp = self.request("GET", api_path("v1", "pods", namespace), verb="watch",
                             what=f'Pods in namespace "{namespace}"', stream=True,
-                            query={"labelSelector": label_selector, "watch": "true",
+                            query={"labelSelector": label_selector, "watch": "true", "allowWatchBookmarks": "true",
                                    "resourceVersion": resource_version, "timeoutSeconds": timeout_s})
         import urllib3
 

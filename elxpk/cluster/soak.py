@@ -1,6 +1,7 @@
 """`workload kill-slice --repeat N --every D`: a soak test of elastic recovery on one's own cluster.
 
-Each round takes a slice down in one of three ways, waits for it to run again, and times it:
+Each round starts from a whole workload (every slice healthy: after a JobSet restart the round's own slice
+is back before the others), takes a slice down in one of three ways, waits for it to run again, and times it:
 - delete: force-delete its pods (grace period 0), as a lost VM or node looks to the Job controller;
 - evict: the Eviction API (policy/v1), what a drain or a node upgrade does: PodDisruptionBudgets are
   honoured and the pods get a DisruptionTarget condition (a `podFailurePolicy` may then ignore them);
@@ -146,6 +147,23 @@ def wait_back(kube: Kube, namespace: str, plan: KillPlan, before: dict[str, int]
         sleep(poll_s)
 
 
+def wait_whole(kube: Kube, namespace: str, name: str, *, clock: Callable[[], float],
+               sleep: Callable[[float], None], timeout_s: float, poll_s: float,
+               on_tick: Callable[[str], None]) -> bool:
+    """Wait until every slice is healthy again, so that a round starts from a whole workload: a round's
+    slice is back before the rest when the JobSet restarts every Job (a slice picked meanwhile has no pods
+    yet). False when `timeout_s` passed first (the round then goes on and reports what it finds)."""
+    started = clock()
+    while True:
+        status = fetch_status(kube, namespace, name, now=clock())
+        if status.slices_healthy == status.slices_total and status.state == "Running":
+            return True
+        on_tick(f"waiting for every slice before the next round: {status.slices_healthy}/{status.slices_total}")
+        if clock() - started >= timeout_s:
+            return False
+        sleep(poll_s)
+
+
 def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, repeat: int, every_s: float,
          exit_code: int, rng: random.Random, clock: Callable[[], float], sleep: Callable[[float], None],
          timeout_s: float, poll_s: float, on_tick: Callable[[str], None] = lambda s: None,
@@ -156,6 +174,9 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
     summary = SoakSummary(max_restarts=first.max_restarts)
     slices = slice_count(kube, namespace, name)
     for index in range(repeat):
+        if index:
+            wait_whole(kube, namespace, name, clock=clock, sleep=sleep, timeout_s=timeout_s, poll_s=poll_s,
+                       on_tick=on_tick)
         started = clock()
         k = rng.randrange(slices) if slice_spec == "random" else int(slice_spec)
         jobset = get_workload(kube, namespace, name)

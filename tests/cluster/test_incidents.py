@@ -346,3 +346,15 @@ def test_a_record_on_gcs_over_its_cap_is_refused_unread(gcs, tmp_path, capsys):
     with pytest.raises(ClusterError, match="over 2 MiB; start a new object"):
         record("gs://runs/big.jsonl", [_incident(0)])
     assert gcs.objects[("runs", "big.jsonl")][0] == b"x" * (INCIDENT_BYTES + 10)  # untouched
+
+
+def test_each_watch_resumes_where_the_last_one_ended(fake, clock, kube):
+    """A pod that comes and goes between two watches (the server ends a watch on its timeout, or early when
+    the reader falls behind) is still seen: the next watch starts at the resourceVersion the last one reached."""
+    from elxpk.cluster.events_feed import follow
+
+    running(fake, clock, slices=2, vms=1)
+    follow(kube, "default", "train", lambda incident: None, watch=True, clock=clock, watch_s=1, max_watches=2)
+    watches = [c.query for c in fake.calls if c.query.get("watch") == ["true"]]
+    assert len(watches) == 2 and "resourceVersion" not in watches[0] and watches[0]["allowWatchBookmarks"] == ["true"]
+    assert int(watches[1]["resourceVersion"][0]) > 0

@@ -32,10 +32,10 @@ def create_args(name: str, index: int) -> list[str]:
     return [f"--workload=golden-{index}", *(a for a in CASES[name] if not a.startswith(GKE_FLAGS))]
 
 
-def elxpk(*argv: str, cluster: LocalCluster) -> subprocess.CompletedProcess:
+def elxpk(*argv: str, cluster: LocalCluster, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     return subprocess.run([str(ELXPK), *argv, "--kubeconfig", str(cluster.kubeconfig)], capture_output=True,
-                          text=True, timeout=120, env=env, check=False)
+                          text=True, timeout=timeout, env=env, check=False)
 
 
 def option(argv: list[str], flag: str, default: str) -> str:
