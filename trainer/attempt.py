@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from trainer.metrics import RunRecorder
     from trainer.preemption import StopRequest
     from trainer.progress import ProgressWriter
+    from trainer.slice_health import RejoinGate
     from trainer.slices import SliceBackend
     from trainer.watchdog import StallWatchdog
 
@@ -78,6 +79,8 @@ class AttemptContext:
     live: live_recovery.LiveState | None = None  # the last completed step, kept for a live recovery (--recovery live)
     live_checks: live_recovery.Preparation | None = None  # the live checks, compiling in the background from the start
     live_checks_started: bool = False
+    rejoin: RejoinGate | None = None  # the health check a returning slice passes before it receives the state
+    stalled: bool = False  # the stall watchdog turned a hang into the failure now surfacing (trainer.stalls)
 
 
 @dataclass
@@ -146,6 +149,8 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
                 _stop_for_preemption(store, step, state, ctx)
             backend.fault_point("step", step, active)
             returning = ctx.policy.scale_up_ready(backend, active)
+            if returning and ctx.rejoin is not None:  # a returning slice that fails its check is still lost
+                returning = ctx.rejoin.admit(returning, step)
             if returning:
                 if not keep_live:  # live: the returning slices get the state from a survivor instead
                     _checkpoint_now(store, step, state, ctx)

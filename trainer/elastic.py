@@ -12,6 +12,13 @@ Semantics follow pathwaysutils' `Manager.elastic_retry` (elastic.md section 7), 
   propagates at once, unchanged.
 - `elastic_max_retries` counts attempts, as pathwaysutils does: 10 means the first attempt plus up to 9
   retries. A scale-up is not a failure and does not use the budget.
+- Each failure is recorded with its class (the exit code it would end the run with: slice_lost, or
+  stalled after the stall watchdog's recovery) and the step it reached. `elastic_stop_on_repeat` N > 0
+  stops after N failures in a row of one class with no step past the first one's (a slice that dies at
+  the same step every time), with that class's code, instead of spending the whole retry budget on it
+  (NVIDIA's resiliency extension stops the same way when a root cause recurs without progress).
+- A slice that comes back (lost, or left out of the previous attempt) passes a health check on its own
+  devices before it receives the state (trainer.slice_health); one that fails is treated as still lost.
 - Between attempts: the attempt joins its checkpoint writer, closes its manager and deletes its arrays
   (trainer.attempt); the compiled step is kept, so a same-mesh retry does not recompile.
 """
@@ -21,12 +28,12 @@ from __future__ import annotations
 import gc
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from elxpk_contract.errors import Timeout, UsageError
-from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
+from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, STALLED, USER_ERROR, ExitCode, TrainerStopped
 from elxpk_contract.settings import TrainerConfig
 from trainer import ckpt_storage, live_recovery
 from trainer.attempt import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal, run_attempt
@@ -34,6 +41,7 @@ from trainer.clock import Clock, SystemClock
 from trainer.faults import FaultSchedule
 from trainer.metrics import RunRecorder
 from trainer.progress import ProgressWriter
+from trainer.slice_health import RejoinGate
 from trainer.stalls import StallResponse
 from trainer.watchdog import StallWatchdog
 
@@ -83,6 +91,16 @@ class Verdict:
     kind: str | None  # classify()'s; None: not an elastic event, the error propagates unchanged
     give_up: str | None = None  # why the loop stops retrying (raised as TrainerStopped); None: retry
     deterministic: bool = False  # the give-up looks like the user's error (USER_ERROR), not the infra's
+    code: ExitCode | None = None  # the give-up's code when it is the failure's class (--elastic-stop-on-repeat)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed attempt as the retry budget sees it: its class and the step it reached."""
+
+    cause: ExitCode  # SLICE_LOST, or STALLED when the stall watchdog turned a hang into the failure
+    step: int
+    error: str  # the first line of what was raised
 
 
 class ElasticPolicy:
@@ -95,14 +113,18 @@ class ElasticPolicy:
         self.min_slices = cfg.min_slices  # num_slices with -1 (pause and resume), else k (resize)
         self.resize = cfg.resize_enabled
         self.max_attempts = cfg.elastic_max_retries
+        self.stop_on_repeat = cfg.elastic_stop_on_repeat
+        self.repeats: list[Failure] = []  # the current run of failures of one class with no new step
         self.timeout_s = float(cfg.elastic_timeout_seconds)
         self.poll_s = cfg.elastic_poll_seconds
         self._committed_at_last_failure: object = _NO_FAILURE_YET
 
-    def wait_for_slices(self, backend: SliceBackend, clock: Clock) -> tuple[list[int], float]:
-        """The healthy slices once enough are healthy, and how long that took; Timeout when the wait would
-        pass the deadline (predictive, like pathwaysutils': it never sleeps past it)."""
-        return wait_for_slices(backend, self.min_slices, self.poll_s, self.timeout_s, clock)
+    def wait_for_slices(self, backend: SliceBackend, clock: Clock, gate: Admission | None = None
+                        ) -> tuple[list[int], float]:
+        """The healthy slices once enough are healthy (and admitted by `gate`: returning slices pass their
+        health check), and how long that took; Timeout when the wait would pass the deadline (predictive,
+        like pathwaysutils': it never sleeps past it)."""
+        return wait_for_slices(backend, self.min_slices, self.poll_s, self.timeout_s, clock, gate)
 
     def scale_up_ready(self, backend: SliceBackend, active: Sequence[int]) -> list[int]:
         """Slices back while a resized run trains on fewer: the run should restart wider. Asks the backend
@@ -111,23 +133,58 @@ class ElasticPolicy:
             return []
         return backend.revived(active)
 
-    def judge(self, error: BaseException, attempt: int, latest_committed: int | None) -> Verdict:
-        """Whether attempt number `attempt` (1-based), failed with `error`, is retried. A status that may or
-        may not be a slice loss is retried only if a checkpoint committed since the previous failure, so a
-        deterministic error is not retried until the budget runs out."""
+    def judge(self, error: BaseException, attempt: int, latest_committed: int | None, *, step: int = 0,
+              stalled: bool = False) -> Verdict:
+        """Whether attempt number `attempt` (1-based), failed with `error` at step `step`, is retried. A
+        status that may or may not be a slice loss is retried only if a checkpoint committed since the
+        previous failure, so a deterministic error is not retried until the budget runs out; with
+        --elastic-stop-on-repeat N, neither is any class of failure that recurs N times without a new step."""
         kind = classify(error) if self.retries else None
         if kind is None:
             return Verdict(None)
         progressed = latest_committed != self._committed_at_last_failure
         self._committed_at_last_failure = latest_committed
         first_line = _first_line(error)
+        repeated = self._note(Failure(STALLED if stalled else SLICE_LOST, step, first_line))
         if kind == "maybe_slice_down" and not progressed:
             return Verdict(kind, f"elastic: {first_line!r} again with no new checkpoint since the previous "
                                  "failure; not retrying what looks like a deterministic error", deterministic=True)
+        if repeated is not None:
+            return Verdict(kind, repeated, code=self.repeats[-1].cause)
         if attempt >= self.max_attempts:
             return Verdict(kind, f"elastic: attempt {attempt} of {self.max_attempts} failed ({first_line}); "
                                  "retry budget exhausted (raise --elastic-max-retries)")
         return Verdict(kind)
+
+    def _note(self, failure: Failure) -> str | None:
+        """Add `failure` to the current run of repeats (a new class or a step past the run's highest
+        starts a new one); why to stop once the run is --elastic-stop-on-repeat long, else None."""
+        run = self.repeats
+        if run and (failure.cause != run[0].cause or failure.step > max(f.step for f in run)):
+            run.clear()
+        run.append(failure)
+        if not self.stop_on_repeat or len(run) < self.stop_on_repeat:
+            return None
+        cause = failure.cause
+        return (f"elastic: {len(run)} failures in a row of class {cause.name} (exit {cause.code}) with no step "
+                f"past {max(f.step for f in run)}; the last: {failure.error}; stopping (--elastic-stop-on-repeat "
+                f"{self.stop_on_repeat}) instead of retrying up to --elastic-max-retries {self.max_attempts}")
+
+
+@dataclass
+class Admission:
+    """Which slices an attempt may use: those of the previous attempt that did not fail keep their place;
+    a slice that returns (lost, or left out) is admitted only past the rejoin health check."""
+
+    gate: RejoinGate
+    previous: Sequence[int]
+    lost: Sequence[int]
+    step: int
+
+    def __call__(self, healthy: Sequence[int]) -> list[int]:
+        returning = [s for s in healthy if s not in self.previous or s in self.lost]
+        kept = [s for s in healthy if s not in returning]
+        return sorted(kept + self.gate.admit(returning, self.step))
 
 
 def _first_line(error: BaseException) -> str:
@@ -135,18 +192,22 @@ def _first_line(error: BaseException) -> str:
 
 
 def wait_for_slices(backend: SliceBackend, count: int, poll_s: float, timeout_s: float,
-                    clock: Clock) -> tuple[list[int], float]:
-    """Healthy slices once at least `count` are healthy, and how long that took."""
+                    clock: Clock, admit: Callable[[Sequence[int]], list[int]] | None = None) -> tuple[list[int], float]:
+    """Healthy slices (those `admit` lets in, when given) once at least `count` are, and how long that took."""
     start = clock.monotonic()
     while True:
         healthy = backend.healthy_slices()
+        if admit is not None:
+            healthy = admit(healthy)
         elapsed = clock.monotonic() - start
         if len(healthy) >= count:
             return healthy, elapsed
         if elapsed + poll_s >= timeout_s:
+            refused = admit.gate.refused() if isinstance(admit, Admission) else {}
+            sick = "".join(f"; slice {s} failed its rejoin health check: {why}" for s, why in sorted(refused.items()))
             raise Timeout(
                 f"elastic: {len(healthy)} of {backend.num_slices} slices healthy {healthy} after "
-                f"{elapsed:.1f}s, {count} needed; raise --elastic-timeout-seconds ({timeout_s:g}) or lower "
+                f"{elapsed:.1f}s, {count} needed{sick}; raise --elastic-timeout-seconds ({timeout_s:g}) or lower "
                 "--elastic-min-slice-count"
             )
         clock.sleep(poll_s)
@@ -187,6 +248,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
+    ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
     quiet = _QuietExpectedErrors()
@@ -261,6 +323,7 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
     cfg, backend, rec, clock, policy = ctx.cfg, ctx.backend, ctx.recorder, ctx.clock, ctx.policy
     attempt, recoveries = 1, 0
     recovery: AttemptRecovery | None = None
+    previous: list[int] | None = None  # the slices of the previous attempt; None before the first
     while True:
         if recovery is not None:
             # The failed attempt's frames sit in a cycle with its exception; free their arrays now,
@@ -270,7 +333,11 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             rec.event("preempted", ctx.current_step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed)
             raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) between attempts at step "
                                             f"{ctx.current_step}; newest checkpoint: step {ctx.latest_committed}")
-        active, waited = policy.wait_for_slices(backend, clock)
+        gate = None
+        if previous is not None and ctx.rejoin is not None:
+            gate = Admission(ctx.rejoin, previous, recovery.lost if recovery is not None else (), ctx.current_step)
+        active, waited = policy.wait_for_slices(backend, clock, gate)
+        previous = active
         rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)
         try:
             result = run_attempt(ctx, active, recovery)
@@ -288,18 +355,21 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
                       limit_bytes=refused.limit_bytes, min_slices=policy.min_slices)
             continue
         except Exception as error:
-            verdict = policy.judge(error, attempt, ctx.latest_committed)
+            stalled, ctx.stalled = ctx.stalled, False
+            verdict = policy.judge(error, attempt, ctx.latest_committed, step=ctx.current_step, stalled=stalled)
             if verdict.kind is None:
                 raise
             detected, detected_at = clock.monotonic(), clock.time()
-            details: dict[str, Any] = {"error": _first_line(error), "kind": verdict.kind, "attempt": attempt}
+            details: dict[str, Any] = {"error": _first_line(error), "kind": verdict.kind, "attempt": attempt,
+                                       "cause": policy.repeats[-1].cause.name, "stopped": verdict.give_up or ""}
             if verdict.kind == "maybe_slice_down":
                 details["warning"] = "this status may or may not mean a slice is down"
             # Which slices: on Pathways this probes them, so the event keeps the time of the detection.
             lost = backend.lost_slices(active)
             rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=lost, **details)
             if verdict.give_up is not None:
-                raise TrainerStopped(USER_ERROR if verdict.deterministic else SLICE_LOST, verdict.give_up) from error
+                code = verdict.code or (USER_ERROR if verdict.deterministic else SLICE_LOST)
+                raise TrainerStopped(code, verdict.give_up) from error
             attempt += 1
             ctx.attempt = attempt
             recoveries += 1
