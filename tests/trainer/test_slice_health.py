@@ -1,0 +1,67 @@
+"""The health check a returning slice passes before it receives the state (trainer/slice_health.py), on
+the real CPU devices: a known matmul on each device, an all-reduce over the slice, under a timeout."""
+
+from __future__ import annotations
+
+import threading
+
+import jax
+import pytest
+
+from elxpk_contract.faults import FaultSchedule
+from tests.support.clock import ManualClock
+from trainer.slice_health import RejoinGate, run_checks, within
+from trainer.slices import SimulatedSlices
+
+
+def test_healthy_devices_pass_and_a_corrupted_device_fails_on_its_result():
+    devices = jax.devices()[:2]
+    assert run_checks(devices) is None
+    assert run_checks(devices, corrupt=True) == (f"matmul on device {devices[0].id} gave a wrong result "
+                                                 "(32 of 1024 entries differ)")
+
+
+def test_a_check_that_hangs_or_raises_is_a_failed_check():
+    never = threading.Event()
+    try:
+        assert within(0.05, lambda: never.wait() and None) == (
+            "the check did not finish within 0.05s (a device or a collective hangs)")
+    finally:
+        never.set()  # let the left-behind thread end
+
+    def boom() -> str | None:
+        raise RuntimeError("INTERNAL: device 3 wedged\nmore")
+
+    assert within(5, boom) == "the check raised: INTERNAL: device 3 wedged"
+
+
+class Events:
+    def __init__(self) -> None:
+        self.written: list[tuple] = []
+
+    def event(self, name: str, step, **details) -> None:
+        self.written.append((name, step, details))
+
+
+def test_the_gate_keeps_a_sick_slice_out_and_records_why_once():
+    clock = ManualClock()
+    backend = SimulatedSlices(2, 1, FaultSchedule.parse(["1@sick:2+4"]), clock)
+    with pytest.raises(Exception, match="DATA_LOSS"):
+        backend.fault_point("step", 2, [0, 1])
+    backend.fault_point("step", 4, [0])  # the revive step: slice 1 is back, and answers the probe
+    assert backend.healthy_slices() == [0, 1]
+    recorder = Events()
+    gate = RejoinGate(backend, recorder, clock, recheck_s=1.0)  # type: ignore[arg-type]
+    assert gate.admit([1], 4) == []
+    clock.sleep(5)  # past recheck_s: checked again, refused again, no second event for the same reason
+    assert gate.admit([1], 6) == []
+    assert recorder.written == [("rejoin_refused", 4, {"slices": [1], "reason": (
+        f"matmul on device {jax.devices()[1].id} gave a wrong result (32 of 1024 entries differ)")})]
+    assert gate.refused() == {1: recorder.written[0][2]["reason"]}
+
+
+def test_a_healthy_returning_slice_is_admitted():
+    clock = ManualClock()
+    backend = SimulatedSlices(2, 1, FaultSchedule.parse(["1@2+4"]), clock)
+    gate = RejoinGate(backend, Events(), clock, recheck_s=1.0)  # type: ignore[arg-type]
+    assert gate.admit([1], 4) == [1] and gate.refused() == {}
