@@ -20,7 +20,7 @@ from trainer import mesh as meshlib
 from trainer import sharding
 from trainer.memory import compiled_bytes
 from trainer.model import ModelShape, init_params, loss_fn, param_shapes
-from trainer.optim import make_optimizer
+from trainer.optim import apply_update, make_optimizer
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -35,15 +35,17 @@ def base_key(seed: int) -> jax.Array:
     return jax.random.PRNGKey(seed)
 
 
+def step_key(seed: int, step) -> jax.Array:
+    """The RNG of step `step`: fold_in(seed, step), a pure function of the two (nothing to save)."""
+    return jax.random.fold_in(base_key(seed), step)
+
+
 def make_step_fn(cfg):
     shape, optimizer = ModelShape.from_config(cfg), make_optimizer(cfg)
 
     def train_step(state, tokens, step):
-        key = jax.random.fold_in(base_key(cfg.seed), step)
-        loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, key)
-        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
-        params = jax.tree.map(lambda p, u: p + u, state["params"], updates)
-        return {"params": params, "opt_state": opt_state}, loss
+        loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, step_key(cfg.seed, step))
+        return apply_update(optimizer, state, grads), loss
 
     return train_step
 
