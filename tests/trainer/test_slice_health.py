@@ -10,6 +10,8 @@ import pytest
 
 from elxpk_contract.faults import FaultSchedule
 from tests.support.clock import ManualClock
+from tests.support.runs import read_jsonl
+from trainer.metrics import RunRecorder
 from trainer.slice_health import RejoinGate, run_checks, within
 from trainer.slices import SimulatedSlices
 
@@ -35,33 +37,33 @@ def test_a_check_that_hangs_or_raises_is_a_failed_check():
     assert within(5, boom) == "the check raised: INTERNAL: device 3 wedged"
 
 
-class Events:
-    def __init__(self) -> None:
-        self.written: list[tuple] = []
-
-    def event(self, name: str, step, **details) -> None:
-        self.written.append((name, step, details))
+def _refusals(run_dir) -> list[dict]:
+    return [{k: e[k] for k in ("event", "step", "slices", "reason")} for e in read_jsonl(run_dir / "events.jsonl")]
 
 
-def test_the_gate_keeps_a_sick_slice_out_and_records_why_once():
+def test_the_gate_keeps_a_sick_slice_out_and_records_why_once(tmp_path):
     clock = ManualClock()
     backend = SimulatedSlices(2, 1, FaultSchedule.parse(["1@sick:2+4"]), clock)
     with pytest.raises(Exception, match="DATA_LOSS"):
         backend.fault_point("step", 2, [0, 1])
     backend.fault_point("step", 4, [0])  # the revive step: slice 1 is back, and answers the probe
     assert backend.healthy_slices() == [0, 1]
-    recorder = Events()
-    gate = RejoinGate(backend, recorder, clock, recheck_s=1.0)  # type: ignore[arg-type]
+    recorder = RunRecorder(tmp_path, clock)
+    gate = RejoinGate(backend, recorder, clock, recheck_s=1.0)
     assert gate.admit([1], 4) == []
     clock.sleep(5)  # past recheck_s: checked again, refused again, no second event for the same reason
     assert gate.admit([1], 6) == []
-    assert recorder.written == [("rejoin_refused", 4, {"slices": [1], "reason": (
-        f"matmul on device {jax.devices()[1].id} gave a wrong result (32 of 1024 entries differ)")})]
-    assert gate.refused() == {1: recorder.written[0][2]["reason"]}
+    recorder.close()
+    why = f"matmul on device {jax.devices()[1].id} gave a wrong result (32 of 1024 entries differ)"
+    assert _refusals(tmp_path) == [{"event": "rejoin_refused", "step": 4, "slices": [1], "reason": why}]
+    assert gate.refused() == {1: why}
 
 
-def test_a_healthy_returning_slice_is_admitted():
+def test_a_healthy_returning_slice_is_admitted(tmp_path):
     clock = ManualClock()
     backend = SimulatedSlices(2, 1, FaultSchedule.parse(["1@2+4"]), clock)
-    gate = RejoinGate(backend, Events(), clock, recheck_s=1.0)  # type: ignore[arg-type]
+    recorder = RunRecorder(tmp_path, clock)
+    gate = RejoinGate(backend, recorder, clock, recheck_s=1.0)
     assert gate.admit([1], 4) == [1] and gate.refused() == {}
+    recorder.close()
+    assert _refusals(tmp_path) == []
