@@ -16,7 +16,7 @@ Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
                    (`--stall-timeout-seconds`) notices, marks K lost, and the elastic loop recovers
     K@sick:S[+R]   kill slice K when step S is about to run (as K@S); when it comes back (+R or
                    `revive_after`, one of them is required) it fails the health check a returning slice
-                   runs before it receives the state (trainer.slice_health): its matmul gives a wrong
+                   runs before it receives the state (trainer.elastic.slice_health): its matmul gives a wrong
                    result. It stays sick, so the run treats it as still lost and goes on without it
     ...@...+R      (suffix on any form) revive slice K when the run reaches step R; only useful when
                    the run can continue without K (resize mode, `--elastic-min-slice-count` below
@@ -26,8 +26,8 @@ A killed slice without +R comes back `revive_after` seconds after it died (`--re
 neither, it stays down. An explicit +R wins over `revive_after`. A fault or revive step the run never
 reaches (beyond --steps) is refused (`problems`). Each fault fires once; a spec given N times fires N
 times, at N successive occurrences of its point (`1@5` three times: slice 1 dies each time step 5 is
-about to run, a deterministic crash that a retry reproduces). The schedule is pure data: the simulated slice backend
-(`trainer.slices`) keeps track of what has fired.
+about to run, a deterministic crash that a retry reproduces). The schedule is pure data: the simulated
+slice backend (`trainer.elastic.slices`) keeps track of what has fired.
 """
 
 from __future__ import annotations

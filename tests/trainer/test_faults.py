@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainer.faults import Fault, FaultSchedule
+from elxpk_contract.faults import Fault, FaultSchedule
 
 
 def test_every_form_parses():
@@ -73,7 +73,7 @@ def test_a_sick_slice_needs_a_way_back():
 
 def test_a_spec_given_twice_strikes_at_two_occurrences_of_its_point():
     from tests.support.clock import ManualClock
-    from trainer.slices import SimulatedSlices
+    from trainer.elastic.slices import SimulatedSlices
 
     backend = SimulatedSlices(2, 1, FaultSchedule.parse(["1@3", "1@3", "0@3"], revive_after=0.0), ManualClock())
     with pytest.raises(Exception, match="DATA_LOSS"):

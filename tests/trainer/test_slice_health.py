@@ -1,4 +1,4 @@
-"""The health check a returning slice passes before it receives the state (trainer/slice_health.py), on
+"""The health check a returning slice passes before it receives the state (trainer/elastic/slice_health.py), on
 the real CPU devices: a known matmul on each device, an all-reduce over the slice, under a timeout."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from elxpk_contract.faults import FaultSchedule
 from tests.support.clock import ManualClock
 from tests.support.runs import read_jsonl
+from trainer.elastic.slice_health import RejoinGate, run_checks, within
+from trainer.elastic.slices import SimulatedSlices
 from trainer.metrics import RunRecorder
-from trainer.slice_health import RejoinGate, run_checks, within
-from trainer.slices import SimulatedSlices
 
 
 def test_healthy_devices_pass_and_a_corrupted_device_fails_on_its_result():
