@@ -14,14 +14,20 @@ Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
     K@hang:S       slice K stops making progress when step S is about to run, without raising: the step
                    blocks (interruptibly, in the simulated backend) until the stall watchdog
                    (`--stall-timeout-seconds`) notices, marks K lost, and the elastic loop recovers
+    K@sick:S[+R]   kill slice K when step S is about to run (as K@S); when it comes back (+R or
+                   `revive_after`, one of them is required) it fails the health check a returning slice
+                   runs before it receives the state (trainer.elastic.slice_health): its matmul gives a wrong
+                   result. It stays sick, so the run treats it as still lost and goes on without it
     ...@...+R      (suffix on any form) revive slice K when the run reaches step R; only useful when
                    the run can continue without K (resize mode, `--elastic-min-slice-count` below
                    the slice count): in pause-and-resume mode no step runs while K is down
 
 A killed slice without +R comes back `revive_after` seconds after it died (`--revive-after`); with
 neither, it stays down. An explicit +R wins over `revive_after`. A fault or revive step the run never
-reaches (beyond --steps) is refused (`problems`). Each fault fires once. The schedule is pure data: the simulated slice backend
-(`trainer.elastic.slices`) keeps track of what has fired.
+reaches (beyond --steps) is refused (`problems`). Each fault fires once; a spec given N times fires N
+times, at N successive occurrences of its point (`1@5` three times: slice 1 dies each time step 5 is
+about to run, a deterministic crash that a retry reproduces). The schedule is pure data: the simulated
+slice backend (`trainer.elastic.slices`) keeps track of what has fired.
 """
 
 from __future__ import annotations
@@ -30,10 +36,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-POINTS = ("step", "mid", "data", "save", "restore", "hang")
+POINTS = ("step", "mid", "data", "save", "restore", "hang", "sick")
 
 _SPEC = re.compile(
-    r"^(?P<slice>\d+)@(?:(?P<point>mid|data|save|restore|hang)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
+    r"^(?P<slice>\d+)@(?:(?P<point>mid|data|save|restore|hang|sick)(?::(?P<pstep>\d+))?|(?P<step>\d+))"
     r"(?:\+(?P<revive>\d+))?$",
     re.ASCII,  # \d alone also matches other scripts' digits, which int() then reads
 )
@@ -52,8 +58,9 @@ class Fault:
     def strikes(self, point: str, step: int) -> bool:
         """Whether this fault fires at injection point `point` of step `step`: a save fault at the first
         commit at or after its step, a restore fault at the next restore, the others at their step.
-        A hang strikes at the "step" point of its step (a backend tells it from a kill by `point`)."""
-        if self.point == "hang":
+        A hang and a sick slice strike at the "step" point of their step (a backend tells them from a kill
+        by `point`)."""
+        if self.point in ("hang", "sick"):
             return point == "step" and step == self.step
         if self.point != point:
             return False
@@ -78,14 +85,14 @@ class FaultSchedule:
             match = _SPEC.match(spec)
             if not match:
                 errors.append(
-                    f"--fault {raw!r}: expected K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP or "
-                    "K@restore, optionally with +REVIVE_STEP (e.g. 1@120, 1@mid:120, 1@save:100, 1@hang:60, "
-                    "0@restore, 1@50+80)"
+                    f"--fault {raw!r}: expected K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP, "
+                    "K@sick:STEP or K@restore, optionally with +REVIVE_STEP (e.g. 1@120, 1@mid:120, 1@save:100, "
+                    "1@hang:60, 1@sick:60+80, 0@restore, 1@50+80)"
                 )
                 continue
             point = match["point"] or "step"
             step = match["step"] if point == "step" else match["pstep"]
-            if point in ("mid", "data", "save", "hang") and step is None:
+            if point in ("mid", "data", "save", "hang", "sick") and step is None:
                 errors.append(f"--fault {raw!r}: {point} needs a step, e.g. 1@{point}:100")
                 continue
             if point == "restore" and step is not None:
@@ -109,6 +116,9 @@ class FaultSchedule:
         run 0..steps-1; saves are numbered by the steps done, the last one is `steps` itself."""
         found = []
         for f in self.faults:
+            if f.point == "sick" and f.revive_at_step is None and self.revive_after is None:
+                found.append(f"--fault {f.spec!r}: a sick slice is refused when it comes back, so it must come "
+                             f"back: add a revive step, e.g. {f.spec}+{(f.step or 0) + 1}, or give --revive-after")
             if f.slice >= num_slices:
                 found.append(f"--fault {f.spec!r}: slice {f.slice} does not exist (slices are 0..{num_slices - 1})")
             if steps is None:

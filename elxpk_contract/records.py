@@ -88,6 +88,11 @@ class FailureDetected(Event):
     kind: str = ""  # the trainer's classification, e.g. slice_down, maybe_slice_down; process_killed
     attempt: int | None = None
     warning: str = ""
+    # The failure's class: the name of the exit code it ends the run with when it is not retried
+    # (elxpk_contract.exit_codes: slice_lost, stalled); "" in records written before it existed.
+    # `--elastic-stop-on-repeat N` stops after N in a row of one cause with no step past the first's.
+    cause: str = ""
+    stopped: str = ""  # why the trainer stopped retrying after this failure ("" when it retried)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +180,13 @@ class StallDetected(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class RejoinRefused(Event):
+    NAME: ClassVar[str] = "rejoin_refused"  # step: the step the run was at
+    slices: tuple[int, ...] = ()  # the returning slice that failed its health check: treated as still lost
+    reason: str = ""  # what the check found, e.g. "matmul on device 2 gave a wrong result (...)"
+
+
+@dataclass(frozen=True, slots=True)
 class Preempted(Event):
     NAME: ClassVar[str] = "preempted"  # step: the step the run had reached
     signal: str = "SIGTERM"
@@ -185,7 +197,7 @@ class Preempted(Event):
 EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (
     RunStarted, RunFinished, FailureDetected, SlicesReady, RestoreStarted, RestoreDone, ResizeRefused,
     FirstStepAfterRecovery, ScaleUp, CheckpointSaved, CheckpointCommitted, CheckpointSkipped, StallDetected,
-    Preempted)}
+    RejoinRefused, Preempted)}
 
 PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
 

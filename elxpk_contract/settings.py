@@ -91,6 +91,11 @@ class TrainerConfig:
     elastic_max_retries: int = _opt(10, "total attempts, counted like pathwaysutils (1 = no retry)", low=1,
                                     maxtext="elastic_max_retries", expose=LAUNCHER_FLAG,
                                     fix="trainer attempts, e.g. 10")
+    elastic_stop_on_repeat: int = _opt(0, "stop retrying after this many failures in a row of one class (its exit "
+                                          "code: slice_lost, stalled) with no step past the first one's, with "
+                                          "that class's exit code; 0: off (only --elastic-max-retries stops)",
+                                       low=0, expose=LAUNCHER_FLAG,
+                                       fix="failures of one cause in a row, e.g. 3; 0 turns it off")
     elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0, low_open=True)
     stall_timeout_seconds: float = _opt(0.0, "seconds without a completed step before the run counts as stalled "
                                              "(stacks dumped, then treated as a lost slice); 0: auto, max(600, 20 x "

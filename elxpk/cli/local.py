@@ -27,7 +27,8 @@ def run(
     kill_slice: Annotated[
         list[str] | None,
         typer.Option("--kill-slice", metavar="K@STEP", help="Kill slice K at step S: K@S (repeatable); also K@mid:S (while step S runs), K@save:S, K@data:S, "
-                     "K@restore, and K@hang:S (K stops making progress; the 5 s stall timeout recovers it). "
+                     "K@restore, K@hang:S (K stops making progress; the 5 s stall timeout recovers it), and "
+                     "K@sick:S (K dies at S and comes back failing its health check: never rejoins). "
                      "Default on a fresh run: "
                      f"the last slice at step {defaults.DEFAULT_KILL_STEP}."),
     ] = None,

@@ -38,8 +38,10 @@ def events(
     from elxpk.cluster.incident_log import record as append_record
 
     pending = []
+    seen = []
 
     def emit(incident) -> None:
+        seen.append(incident)
         if fmt == "json":
             sys.stdout.write(json.dumps(incident.to_dict(), sort_keys=True) + "\n")
         else:
@@ -60,5 +62,24 @@ def events(
         append_record(record, pending)  # one append (one read-modify-write on gs://) for a snapshot
     if fmt == "text" and count == 0:
         print(f"no incidents for workload {name}", file=sys.stderr)
+    if fmt == "text":  # a note beside the record's: stdout stays one line per incident
+        for line in _summary(kube, ns, name, seen):
+            print(f"# {line}", file=sys.stderr)
     if record is not None:
         print(f"# {count} incidents seen; new ones appended to {record}", file=sys.stderr)
+
+
+def _summary(kube, namespace: str, name: str, incidents: list) -> list[str]:
+    """The failures by cause, and the no-progress ones against the trainer's progress record."""
+    from elxpk.cluster.failure_summary import summary_lines
+    from elxpk.cluster.observe import get_workload
+    from elxpk.cluster.progress import progress_of
+    from elxpk.errors import NotFoundError
+
+    if not any(i.kind == "exit" and i.exit_code for i in incidents):
+        return []
+    try:
+        progress, _ = progress_of(get_workload(kube, namespace, name), time.time())
+    except NotFoundError:  # deleted while it was watched: the causes without the progress
+        progress = None
+    return summary_lines(incidents, progress)

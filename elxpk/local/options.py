@@ -130,7 +130,7 @@ class LocalRunOptions:
         except ValueError as exc:
             problems.append(f"--revive-after {revive_after!r}: {exc}; give seconds, e.g. 2 or 1.5s")
             revive = DEFAULT_REVIVE_AFTER
-        problems.extend(_kill_problems(kills, shared["num_slices"], shared["steps"], mode))
+        problems.extend(_kill_problems(kills, shared["num_slices"], shared["steps"], mode, revive))
         run_dir_value, run_dir_problem = check_setting("run_dir", run_dir)
         if run_dir_problem:
             problems.append(run_dir_problem)
@@ -214,7 +214,8 @@ def config_flags(cfg: TrainerConfig) -> list[str]:
     return flags
 
 
-def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | None, mode: str) -> list[str]:
+def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | None, mode: str,
+                   revive_after: float) -> list[str]:
     """Each kill spec against the slices and steps (None: that flag was refused; its checks are skipped).
     The contract's grammar and rules (elxpk_contract.faults), the same for every fault kind as the
     trainer's; multi-controller kills a process at a step, so it takes K@STEP only."""
@@ -223,17 +224,17 @@ def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | 
         if mode == "multi-controller" and not _STEP_KILL.fullmatch(spec):
             problems.append(f"--kill-slice {spec!r}: multi-controller kills a process at a step; use K@STEP, e.g. 1@120")
             continue
-        problems.extend(_trainer_grammar(spec, num_slices, steps))
+        problems.extend(_trainer_grammar(spec, num_slices, steps, revive_after))
     return problems
 
 
-def _trainer_grammar(spec: str, num_slices: int | None, steps: int | None) -> list[str]:
-    """The trainer's fault grammar (K@S, K@mid:S, K@save:S, K@data:S, K@hang:S, K@restore, +REVIVE): the
-    contract's checks, named as this command's flag."""
+def _trainer_grammar(spec: str, num_slices: int | None, steps: int | None, revive_after: float) -> list[str]:
+    """The trainer's fault grammar (K@S, K@mid:S, K@save:S, K@data:S, K@hang:S, K@sick:S, K@restore,
+    +REVIVE): the contract's checks, named as this command's flag."""
     from elxpk_contract.faults import FaultSchedule
 
     try:
-        schedule = FaultSchedule.parse([spec])
+        schedule = FaultSchedule.parse([spec], revive_after)
     except ValueError as exc:
         return [line.replace("--fault", "--kill-slice", 1) for line in str(exc).splitlines()]
     found = schedule.problems(num_slices, steps) if num_slices is not None else []

@@ -18,6 +18,7 @@ from elxpk_contract.records import (
     FirstStepAfterRecovery,
     Metric,
     RecordError,
+    RejoinRefused,
     ResizeRefused,
     RestoreDone,
     RestoreStarted,
@@ -139,6 +140,11 @@ class RunProgress:
         elif isinstance(e, ResizeRefused):
             self.say(f"resize to {len(e.slices)} slices refused: the step needs {e.needed_bytes / 2**20:.1f} MiB "
                      f"per device, a device has {e.limit_bytes / 2**20:.1f} MiB; waiting for {e.min_slices} slices")
+        elif isinstance(e, RejoinRefused):
+            for s in e.slices:
+                self.health[s] = "sick"
+            who = "slice " + ",".join(map(str, e.slices))
+            self.say(f"{who} back but failed its health check at step {step}, still lost: {e.reason}")
         elif isinstance(e, CheckpointSkipped):
             self.say(f"checkpoint {step} skipped: {e.reason or 'no reason given'}")
         elif isinstance(e, RunFinished):

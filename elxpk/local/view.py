@@ -11,7 +11,7 @@ from elxpk.local.progress import RunProgress
 if TYPE_CHECKING:
     from rich.live import Live
 
-_HEALTH_STYLE = {"healthy": "green", "idle": "yellow", "restarting": "yellow", "lost": "bold red"}
+_HEALTH_STYLE = {"healthy": "green", "idle": "yellow", "restarting": "yellow", "lost": "bold red", "sick": "bold red"}
 _SHOWN_LINES = 8
 
 

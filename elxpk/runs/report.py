@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from elxpk.runs.examples import ExampleAccount, account
+from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progress_runs
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
@@ -21,6 +22,7 @@ from elxpk_contract.records import (
     CheckpointSaved,
     CheckpointSkipped,
     Event,
+    RejoinRefused,
     RestoreDone,
     RestoreStarted,
     RunFinished,
@@ -64,6 +66,9 @@ class RunReport:
     checkpoints_committed: int
     checkpoints_skipped: int
     damaged_lines: int
+    failure_causes: tuple[CauseCount, ...] = ()
+    no_progress: tuple[NoProgress, ...] = ()
+    rejoins_refused: tuple[RejoinRefused, ...] = ()  # returning slices that failed their health check
 
     @property
     def goodput(self) -> float:
@@ -86,6 +91,10 @@ class RunReport:
             "final_loss": self.final_loss,
             "checkpoints": {"committed": self.checkpoints_committed, "skipped": self.checkpoints_skipped},
             "damaged_lines": self.damaged_lines,
+            "failures_by_cause": [g.to_dict() for g in self.failure_causes],
+            "no_progress": [n.to_dict() for n in self.no_progress],
+            "rejoins_refused": [{"step": e.step, "slices": list(e.slices), "reason": e.reason}
+                                for e in self.rejoins_refused],
         }
 
 
@@ -158,6 +167,9 @@ def build_report(run: Run) -> RunReport:
         checkpoints_committed=len(run.events_of(CheckpointCommitted)),
         checkpoints_skipped=len(run.events_of(CheckpointSkipped)),
         damaged_lines=run.damaged_lines,
+        failure_causes=tuple(by_cause(run.events)),
+        no_progress=tuple(no_progress_runs(run.events)),
+        rejoins_refused=tuple(run.events_of(RejoinRefused)),
     )
 
 
@@ -185,6 +197,13 @@ def render_text(report: RunReport) -> list[str]:
         if rec.caught_up_s is not None and rec.failure_step is not None and rec.rewound_steps:
             marks.append((f"step {rec.failure_step + 1}", rec.caught_up_s))
         lines.append("     " + " -> ".join(f"{n} {v:+.2f} s" if v is not None else f"{n} ?" for n, v in marks))
+    if report.failure_causes:
+        lines.append("failures by cause: " + ", ".join(
+            f"{g.cause} {len(g.steps)} (at step {', '.join('?' if s is None else str(s) for s in g.steps)})"
+            for g in report.failure_causes))
+    lines.extend(n.describe() for n in report.no_progress)
+    lines.extend(f"slice {','.join(map(str, e.slices))} back at step {e.step} but failed its health check, kept "
+                 f"out: {e.reason}" for e in report.rejoins_refused)
     ex = report.examples
     verdict = "each example exactly once" if ex.exactly_once else f"{ex.duplicates} duplicate, {ex.gaps} missing"
     lines.append(f"examples: {ex.unique} consumed by {plural(ex.steps, 'step')}; {verdict}")

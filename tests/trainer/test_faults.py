@@ -57,3 +57,29 @@ def test_hang_needs_a_step_and_strikes_only_before_its_step():
     assert hang.strikes("step", 6) and not hang.strikes("step", 7) and not hang.strikes("data", 6)
     with pytest.raises(ValueError, match="hang needs a step, e.g. 1@hang:100"):
         FaultSchedule.parse(["1@hang"])
+
+
+def test_a_sick_slice_needs_a_way_back():
+    (sick,) = FaultSchedule.parse(["1@sick:6+9"]).faults
+    assert sick == Fault(1, "sick", 6, 9, "1@sick:6+9")
+    assert sick.strikes("step", 6) and not sick.strikes("mid", 6)
+    assert FaultSchedule.parse(["1@sick:6"], revive_after=0.5).problems(2, 20) == []
+    (line,) = FaultSchedule.parse(["1@sick:6"]).problems(2, 20)
+    assert line == ("--fault '1@sick:6': a sick slice is refused when it comes back, so it must come back: add a "
+                    "revive step, e.g. 1@sick:6+7, or give --revive-after")
+    with pytest.raises(ValueError, match="sick needs a step, e.g. 1@sick:100"):
+        FaultSchedule.parse(["1@sick"])
+
+
+def test_a_spec_given_twice_strikes_at_two_occurrences_of_its_point():
+    from tests.support.clock import ManualClock
+    from trainer.elastic.slices import SimulatedSlices
+
+    backend = SimulatedSlices(2, 1, FaultSchedule.parse(["1@3", "1@3", "0@3"], revive_after=0.0), ManualClock())
+    with pytest.raises(Exception, match="DATA_LOSS"):
+        backend.fault_point("step", 3, [0, 1])  # the first 1@3 and 0@3 fire together: two slices
+    assert sorted(backend.kills) == [(0, "0@3"), (1, "1@3")]
+    with pytest.raises(Exception, match="simulated loss of slice 1 before step 3"):
+        backend.fault_point("step", 3, [0, 1])  # the retry reaches step 3 again: the second 1@3
+    backend.fault_point("step", 3, [0, 1])  # every fault has fired
+    assert len(backend.kills) == 3

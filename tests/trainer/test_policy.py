@@ -84,3 +84,44 @@ def test_errors_that_are_not_elastic_events_propagate(error, settings):
 def test_a_backend_without_in_process_retry_never_retries():
     cfg = TrainerConfig(elastic_enabled=True)
     assert ElasticPolicy(cfg, in_process_retry=False).judge(DATA_LOSS, 1, None) == Verdict(None)
+
+
+# --- --elastic-stop-on-repeat: a retry budget that knows causes -------------------------------------------
+
+def test_the_same_class_with_no_new_step_stops_after_n_failures_with_its_code():
+    from elxpk_contract.exit_codes import SLICE_LOST
+
+    policy = _policy(elastic_stop_on_repeat=3)
+    assert policy.judge(DATA_LOSS, 1, None, step=5).give_up is None
+    assert policy.judge(DATA_LOSS, 2, None, step=5).give_up is None
+    verdict = policy.judge(DATA_LOSS, 3, None, step=4)  # a rewind to an earlier step is no progress either
+    assert verdict.code is SLICE_LOST
+    assert verdict.give_up.startswith("elastic: 3 failures in a row of class slice_lost (exit 75) with no step "
+                                      "past 5; the last: DATA_LOSS: slice 1 is gone; stopping")
+    assert "--elastic-stop-on-repeat 3" in verdict.give_up and "--elastic-max-retries 10" in verdict.give_up
+
+
+@pytest.mark.parametrize("second", [
+    {"step": 6},  # a new step: the run progressed, the count starts again
+    {"step": 5, "stalled": True},  # another class (a stall) starts a count of its own
+])
+def test_a_new_step_or_another_class_starts_the_count_again(second):
+    policy = _policy(elastic_stop_on_repeat=2)
+    assert policy.judge(DATA_LOSS, 1, None, step=5).give_up is None
+    assert policy.judge(DATA_LOSS, 2, None, **second).give_up is None
+    assert len(policy.repeats) == 1
+
+
+def test_stalls_that_repeat_stop_with_the_stall_code():
+    from elxpk_contract.exit_codes import STALLED
+
+    policy = _policy(elastic_stop_on_repeat=2)
+    assert policy.judge(DATA_LOSS, 1, None, step=7, stalled=True).give_up is None
+    verdict = policy.judge(DATA_LOSS, 2, None, step=7, stalled=True)
+    assert verdict.code is STALLED and "class stalled (exit 76) with no step past 7" in verdict.give_up
+
+
+def test_off_by_default_the_budget_alone_stops_repeats():
+    policy = _policy(elastic_max_retries=4)
+    assert [policy.judge(DATA_LOSS, n, None, step=5).give_up is None for n in range(1, 5)] == [True] * 3 + [False]
+    assert len(policy.repeats) == 4  # still recorded: class and step of each failure

@@ -40,3 +40,14 @@ def make_optimizer(cfg):
         b2=0.95,
         weight_decay=cfg.weight_decay,
     )
+
+
+def apply_update(optimizer, state: dict, grads) -> dict:
+    """The train state after one optimizer update with `grads`. Both steps (trainer.core.step's plain one and
+    trainer.core.reduction's deterministic one) end with it, so they cannot drift apart in how an update is
+    applied: params + updates, leaf by leaf, in the params' dtype (float32 master weights)."""
+    import jax
+
+    updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
+    params = jax.tree.map(lambda p, u: p + u, state["params"], updates)
+    return {"params": params, "opt_state": opt_state}

@@ -40,8 +40,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from trainer.core import sharding
 from trainer.core.model import ModelShape, loss_fn
-from trainer.core.optim import make_optimizer
-from trainer.core.state import abstract_state, base_key
+from trainer.core.optim import apply_update, make_optimizer
+from trainer.core.state import abstract_state, step_key
 
 MODES = ("on", "off")
 SLOTS_SPEC = PartitionSpec("slice", None, "data", None)  # [active slice, slot, example, token]
@@ -137,7 +137,7 @@ def make_deterministic_step_fn(cfg, mesh: Mesh):
     slots_sharding = NamedSharding(mesh, SLOTS_SPEC)
 
     def train_step(state, tokens, step):
-        key = jax.random.fold_in(base_key(cfg.seed), step)
+        key = step_key(cfg.seed, step)
         by_shard = tokens.reshape(shards, per_shard, tokens.shape[-1])
         padding = active * per_slice - shards
         if padding:
@@ -148,9 +148,7 @@ def make_deterministic_step_fn(cfg, mesh: Mesh):
         losses, partials = shard_gradients(state["params"], slots, ids, key)
         loss = _in_shard_order(losses, order) / pieces
         grads = jax.tree.map(lambda g: _in_shard_order(g, order) / pieces, partials)
-        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
-        params = jax.tree.map(lambda p, u: p + u, state["params"], updates)
-        return {"params": params, "opt_state": opt_state}, loss
+        return apply_update(optimizer, state, grads), loss
 
     return train_step
 

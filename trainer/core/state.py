@@ -17,6 +17,12 @@ def base_key(seed: int) -> jax.Array:
     return jax.random.PRNGKey(seed)
 
 
+def step_key(seed: int, step) -> jax.Array:
+    """The RNG of step `step`: fold_in(seed, step), a pure function of the two (nothing to save). Both
+    steps (trainer.core.step's plain one, trainer.core.reduction's deterministic one) draw from it."""
+    return jax.random.fold_in(base_key(seed), step)
+
+
 def host_init_state(cfg) -> dict:
     """The initial train state as host arrays, identical in every process."""
     params = init_params(ModelShape.from_config(cfg), np.random.default_rng([cfg.seed, _INIT_STREAM]))

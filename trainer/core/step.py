@@ -18,8 +18,8 @@ import jax.numpy as jnp
 from trainer.core import mesh as meshlib
 from trainer.core.memory import compiled_bytes
 from trainer.core.model import ModelShape, loss_fn
-from trainer.core.optim import make_optimizer
-from trainer.core.state import base_key, host_init_state, place, state_target
+from trainer.core.optim import apply_update, make_optimizer
+from trainer.core.state import host_init_state, place, state_target, step_key
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -33,11 +33,8 @@ def make_step_fn(cfg):
     shape, optimizer = ModelShape.from_config(cfg), make_optimizer(cfg)
 
     def train_step(state, tokens, step):
-        key = jax.random.fold_in(base_key(cfg.seed), step)
-        loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, key)
-        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
-        params = jax.tree.map(lambda p, u: p + u, state["params"], updates)
-        return {"params": params, "opt_state": opt_state}, loss
+        loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, step_key(cfg.seed, step))
+        return apply_update(optimizer, state, grads), loss
 
     return train_step
 

@@ -6,6 +6,7 @@ same process, and a cold start after a group restart calls it once: both restore
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,122 +40,204 @@ def _scalar(value: int, mesh: Any) -> Any:
 
 
 def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecovery | None) -> AttemptResult:
-    import jax
-
-    cfg, backend, rec = ctx.cfg, ctx.backend, ctx.recorder
-    mesh = meshlib.build_mesh(backend.slice_devices(), active)
-
-    def fault_hook(point: str, step: int) -> None:
-        backend.fault_point(point, step, active)
-
-    store = CheckpointStore(cfg, fault_hook=fault_hook, recorder=rec, clock=ctx.clock,
-                            primary=backend.process_index == 0)
-    state = tokens = None
+    """Train on the mesh of `active` from the state a restore finds to the last step, in named phases.
+    Raises ScaleUpSignal (a slice is back), ResizeDoesNotFit, TrainerStopped (preemption) or the error
+    of a failed step; whatever happens, `close` joins the writer and frees the attempt's arrays."""
+    attempt = _Attempt(ctx, active, recovery)
     ok = False
-    keep_live = live_recovery.unavailable(cfg, backend) is None
     try:
-        rec.event("restore_started", ctx.current_step, slices=list(active))
-        began = ctx.clock.monotonic()
-        start, state, data_state, source, fallback = _starting_state(ctx, store, mesh, active, recovery)
-        ctx.dataset.set_state(data_state)
-        ctx.current_step = start
-        restored_at, rebuild_s = ctx.clock.time(), ctx.clock.monotonic() - began
-        if keep_live and ctx.live is None:
-            ctx.live = live_recovery.keep(start, state, data_state, active)
-        # Restore before compiling: a checkpoint of another configuration fails fast. The event is written
-        # once the step is compiled, so it can carry the compile time; its `time` is still the restore's end.
-        prepare_s = 0.0
-        if source == "live" and ctx.live_checks is not None:  # reported once, with the first live recovery
-            prepare_s, ctx.live_checks = ctx.live_checks.seconds or 0.0, None
-        if keep_live and not ctx.live_checks_started:  # compiles beside the step's compile, then the steps
-            ctx.live_checks_started = True
-            ctx.live_checks = live_recovery.Preparation(lambda m: core_state.state_target(cfg, m),
-                                                        backend.slice_devices(), list(range(backend.num_slices)),
-                                                        ctx.clock)
-        compiled, was_compiled = ctx.steps.get(mesh)
-        _check_fits(ctx, compiled, mesh, active)
-        # Every compile before the watchdog is armed: the saves inside the step loop fingerprint the state.
-        prepare_fingerprint(state)
-        rec.event("restore_done", start, at=restored_at, from_checkpoint=source == "checkpoint", slices=list(active),
-                  compile_needed=was_compiled, compile_s=round(compiled.compile_s, 6) if was_compiled else 0.0,
-                  compiled_bytes_per_device=compiled.bytes_per_device if was_compiled else None,
-                  state_source=source, live_fallback=fallback,
-                  rebuild_s=round(rebuild_s, 6) if source == "live" else None, live_prepare_s=round(prepare_s, 6))
-        if source == "checkpoint" and ctx.progress is not None:
-            ctx.progress.checkpoint(start, restored_at)
-        if ctx.watchdog is not None:  # from here on steps should complete; restore and compile are done
-            ctx.watchdog.arm(start, active)
-
-        for step in range(start, cfg.steps):
-            ctx.current_step = step
-            if ctx.stop is not None and ctx.stop.requested:
-                _stop_for_preemption(store, step, state, ctx)
-            backend.fault_point("step", step, active)
-            returning = ctx.policy.scale_up_ready(backend, active)
-            if returning:
-                if not keep_live:  # live: the returning slices get the state from a survivor instead
-                    _checkpoint_now(store, step, state, ctx)
-                rec.event("scale_up", step, slices=list(active), returning=returning)
-                raise ScaleUpSignal()
-            batch = ctx.dataset.next_batch()
-            backend.fault_point("data", step, active)
-            tokens = meshlib.put_batch(batch.tokens, mesh)
-            started = ctx.clock.monotonic()
-            state, loss = compiled.executable(state, tokens, _scalar(step, mesh))
-            # A slice lost while the step runs surfaces here, at the wait for its result: `state` is already
-            # the step's (unusable) output, and its input is gone where the step donates it.
-            backend.fault_point("mid", step, active)
-            # Sync on every step: unsynced CPU collectives can deadlock (testing notes 2b).
-            loss = float(loss.addressable_data(0))
-            elapsed = ctx.clock.monotonic() - started
-            record: dict[str, Any] = {
-                "step": step,
-                "loss": loss_hex(loss),
-                "lr": learning_rate(step, cfg.learning_rate, cfg.warmup_steps, cfg.decay_steps),
-                "step_time_s": round(elapsed, 6),
-                "examples": [batch.first, batch.end],
-                "slices": list(active),
-                "time": ctx.clock.time(),  # when the step ended: the report times recoveries with it
-            }
-            rec.metric(record)
-            ctx.last_losses[step] = record["loss"]
-            if keep_live:  # the step did not donate its input; from here the new state is the one to keep
-                ctx.live = live_recovery.keep(step + 1, state, ctx.dataset.get_state(), active)
-            if ctx.watchdog is not None:
-                ctx.watchdog.beat(step + 1)
-            if ctx.progress is not None:
-                ctx.progress.step_done(step + 1, record["time"], ctx.attempt)
-            if recovery is not None:
-                rec.event("first_step_after_recovery", step, reason=recovery.reason, recompiled=was_compiled,
-                          recovery_s=round(ctx.clock.monotonic() - recovery.detected_at, 6))
-                recovery = None
-            store.poll()
-            _note_commit(store, ctx)
-            done = step + 1
-            if done % cfg.checkpoint_period == 0 or done == cfg.steps:
-                store.save(done, state, ctx.dataset.get_state())
-        ctx.current_step = cfg.steps
-        if ctx.watchdog is not None:  # the final commit wait is bounded by orbax's timeout instead
-            ctx.watchdog.disarm()
-        store.poll(block=True)
-        _note_commit(store, ctx)
-        params = jax.tree.map(host_copy, state["params"])  # FSDP: assembled from this process's shards
+        restored = attempt.restore()
+        prepare_s = attempt.start_live_checks(restored.source)
+        attempt.compile()
+        attempt.record_restore(restored, prepare_s)
+        attempt.arm_watchdog()
+        for step in range(attempt.start, ctx.cfg.steps):
+            attempt.before_step(step)
+            attempt.after_step(step, *attempt.run_step(step))
+        result = attempt.finish()
         ok = True
-        return AttemptResult(cfg.steps, params)
+        return result
     finally:
+        attempt.close(ok)
+
+
+@dataclass(frozen=True)
+class _Restored:
+    source: str  # "live", "checkpoint" or "init"
+    fallback: str  # why live recovery was not used ("" when it was, or was not wanted)
+    at: float  # unix seconds when the state was ready (restore_done's time)
+    rebuild_s: float  # restore_started to the state being ready
+
+
+class _Attempt:
+    """One attempt's mesh, checkpoint store and current state, and its phases in the order they run."""
+
+    def __init__(self, ctx: AttemptContext, active: list[int], recovery: AttemptRecovery | None) -> None:
+        self.ctx, self.active, self.recovery = ctx, active, recovery
+        backend = ctx.backend
+        self.mesh = meshlib.build_mesh(backend.slice_devices(), active)
+
+        def fault_hook(point: str, step: int) -> None:
+            backend.fault_point(point, step, active)
+
+        self.store = CheckpointStore(ctx.cfg, fault_hook=fault_hook, recorder=ctx.recorder, clock=ctx.clock,
+                                     primary=backend.process_index == 0)
+        self.keep_live = live_recovery.unavailable(ctx.cfg, backend) is None
+        self.state: Any = None
+        self.tokens: Any = None
+        self.start = 0
+        self.compiled: steplib.Compiled | None = None
+        self.was_compiled = False
+
+    def restore(self) -> _Restored:
+        """The starting state: the survivors' live copy, the newest valid checkpoint, or a fresh one.
+        Restore before compiling: a checkpoint of another configuration fails fast."""
+        ctx = self.ctx
+        ctx.recorder.event("restore_started", ctx.current_step, slices=list(self.active))
+        began = ctx.clock.monotonic()
+        start, self.state, data_state, source, fallback = _starting_state(ctx, self.store, self.mesh, self.active,
+                                                                          self.recovery)
+        ctx.dataset.set_state(data_state)
+        ctx.current_step = self.start = start
+        restored = _Restored(source, fallback, ctx.clock.time(), ctx.clock.monotonic() - began)
+        if self.keep_live and ctx.live is None:
+            ctx.live = live_recovery.keep(start, self.state, data_state, self.active)
+        return restored
+
+    def start_live_checks(self, source: str) -> float:
+        """The live checks compile in the background from the session's first attempt, beside the step's
+        compile; their seconds are reported once, with the first live recovery (returned here, else 0)."""
+        ctx = self.ctx
+        prepare_s = 0.0
+        if source == "live" and ctx.live_checks is not None:
+            prepare_s, ctx.live_checks = ctx.live_checks.seconds or 0.0, None
+        if self.keep_live and not ctx.live_checks_started:
+            ctx.live_checks_started = True
+            ctx.live_checks = live_recovery.Preparation(lambda m: core_state.state_target(ctx.cfg, m),
+                                                        ctx.backend.slice_devices(),
+                                                        list(range(ctx.backend.num_slices)), ctx.clock)
+        return prepare_s
+
+    def compile(self) -> None:
+        """The step for this mesh (compiled, or reused), checked against device memory; every compile happens
+        before the watchdog is armed, the state's fingerprint program included (the saves use it)."""
+        self.compiled, self.was_compiled = self.ctx.steps.get(self.mesh)
+        _check_fits(self.ctx, self.compiled, self.mesh, self.active)
+        prepare_fingerprint(self.state)
+
+    def record_restore(self, restored: _Restored, prepare_s: float) -> None:
+        """restore_done, written once the step is compiled so it carries the compile time; its `time` is
+        still the restore's end."""
+        ctx, compiled, was = self.ctx, self.compiled, self.was_compiled
+        assert compiled is not None
+        source = restored.source
+        ctx.recorder.event("restore_done", self.start, at=restored.at, from_checkpoint=source == "checkpoint",
+                           slices=list(self.active), compile_needed=was,
+                           compile_s=round(compiled.compile_s, 6) if was else 0.0,
+                           compiled_bytes_per_device=compiled.bytes_per_device if was else None,
+                           state_source=source, live_fallback=restored.fallback,
+                           rebuild_s=round(restored.rebuild_s, 6) if source == "live" else None,
+                           live_prepare_s=round(prepare_s, 6))
+        if source == "checkpoint" and ctx.progress is not None:
+            ctx.progress.checkpoint(self.start, restored.at)
+
+    def arm_watchdog(self) -> None:
+        if self.ctx.watchdog is not None:  # from here on steps should complete; restore and compile are done
+            self.ctx.watchdog.arm(self.start, self.active)
+
+    def before_step(self, step: int) -> None:
+        """Preemption, the injected faults of the step, and a returning slice (which ends the attempt)."""
+        ctx, active = self.ctx, self.active
+        ctx.current_step = step
+        if ctx.stop is not None and ctx.stop.requested:
+            _stop_for_preemption(self.store, step, self.state, ctx)
+        ctx.backend.fault_point("step", step, active)
+        returning = ctx.policy.scale_up_ready(ctx.backend, active)
+        if returning and ctx.rejoin is not None:  # a returning slice that fails its check is still lost
+            returning = ctx.rejoin.admit(returning, step)
+        if returning:
+            if not self.keep_live:  # live: the returning slices get the state from a survivor instead
+                _checkpoint_now(self.store, step, self.state, ctx)
+            ctx.recorder.event("scale_up", step, slices=list(active), returning=returning)
+            raise ScaleUpSignal()
+
+    def run_step(self, step: int) -> tuple[Any, float, float]:
+        """One step on the devices: (its batch, its loss, its seconds)."""
+        ctx = self.ctx
+        assert self.compiled is not None
+        batch = ctx.dataset.next_batch()
+        ctx.backend.fault_point("data", step, self.active)
+        self.tokens = meshlib.put_batch(batch.tokens, self.mesh)
+        started = ctx.clock.monotonic()
+        self.state, loss = self.compiled.executable(self.state, self.tokens, _scalar(step, self.mesh))
+        # A slice lost while the step runs surfaces here, at the wait for its result: `state` is already
+        # the step's (unusable) output, and its input is gone where the step donates it.
+        ctx.backend.fault_point("mid", step, self.active)
+        # Sync on every step: unsynced CPU collectives can deadlock (testing notes 2b).
+        value = float(loss.addressable_data(0))
+        return batch, value, ctx.clock.monotonic() - started
+
+    def after_step(self, step: int, batch: Any, loss: float, elapsed: float) -> None:
+        """The step's metric, the live state, the watchdog and progress, and the save cadence."""
+        ctx, cfg = self.ctx, self.ctx.cfg
+        record: dict[str, Any] = {
+            "step": step,
+            "loss": loss_hex(loss),
+            "lr": learning_rate(step, cfg.learning_rate, cfg.warmup_steps, cfg.decay_steps),
+            "step_time_s": round(elapsed, 6),
+            "examples": [batch.first, batch.end],
+            "slices": list(self.active),
+            "time": ctx.clock.time(),  # when the step ended: the report times recoveries with it
+        }
+        ctx.recorder.metric(record)
+        ctx.last_losses[step] = record["loss"]
+        if self.keep_live:  # the step did not donate its input; from here the new state is the one to keep
+            ctx.live = live_recovery.keep(step + 1, self.state, ctx.dataset.get_state(), self.active)
+        if ctx.watchdog is not None:
+            ctx.watchdog.beat(step + 1)
+        if ctx.progress is not None:
+            ctx.progress.step_done(step + 1, record["time"], ctx.attempt)
+        if self.recovery is not None:
+            ctx.recorder.event("first_step_after_recovery", step, reason=self.recovery.reason,
+                               recompiled=self.was_compiled,
+                               recovery_s=round(ctx.clock.monotonic() - self.recovery.detected_at, 6))
+            self.recovery = None
+        self.store.poll()
+        _note_commit(self.store, ctx)
+        done = step + 1
+        if done % cfg.checkpoint_period == 0 or done == cfg.steps:
+            self.store.save(done, self.state, ctx.dataset.get_state())
+
+    def finish(self) -> AttemptResult:
+        """Every step ran: wait for the last commit (bounded by orbax's timeout, not the watchdog) and copy
+        the parameters to the host (FSDP: assembled from this process's shards)."""
+        import jax
+
+        ctx = self.ctx
+        ctx.current_step = ctx.cfg.steps
         if ctx.watchdog is not None:
             ctx.watchdog.disarm()
-        # Cleanup between attempts: join the writer, close the manager, drop this attempt's arrays.
+        self.store.poll(block=True)
+        _note_commit(self.store, ctx)
+        return AttemptResult(ctx.cfg.steps, jax.tree.map(host_copy, self.state["params"]))
+
+    def close(self, ok: bool) -> None:
+        """Cleanup between attempts: join the writer, close the manager, drop this attempt's arrays. The live
+        state survives a failed attempt (the next one rebuilds from it); a finished one frees it."""
+        import jax
+
+        ctx = self.ctx
+        if ctx.watchdog is not None:
+            ctx.watchdog.disarm()
         try:
-            store.close(raise_errors=ok)
+            self.store.close(raise_errors=ok)
         finally:
-            _note_commit(store, ctx)
-            ctx.blocking_s.extend(store.blocking_s)
-            # The live state survives a failed attempt (the next one rebuilds from it); a finished one frees it.
+            _note_commit(self.store, ctx)
+            ctx.blocking_s.extend(self.store.blocking_s)
             if ok:
                 ctx.live = None
             kept = ctx.live.leaf_ids() if ctx.live is not None else set()
-            for leaf in jax.tree.leaves((state, tokens)):
+            for leaf in jax.tree.leaves((self.state, self.tokens)):
                 if id(leaf) not in kept and not leaf.is_deleted():
                     leaf.delete()
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from trainer.elastic.policy import ElasticPolicy
     from trainer.elastic.preemption import StopRequest
     from trainer.elastic.progress import ProgressWriter
+    from trainer.elastic.slice_health import RejoinGate
     from trainer.elastic.slices import SliceBackend
     from trainer.elastic.watchdog import StallWatchdog
     from trainer.metrics import RunRecorder
@@ -67,6 +68,8 @@ class AttemptContext:
     live: live_recovery.LiveState | None = None  # the last completed step, kept for a live recovery (--recovery live)
     live_checks: live_recovery.Preparation | None = None  # the live checks, compiling in the background from the start
     live_checks_started: bool = False
+    rejoin: RejoinGate | None = None  # the health check a returning slice passes before it receives the state
+    stalled: bool = False  # the stall watchdog turned a hang into the failure now surfacing (trainer.elastic.stalls)
 
 
 @dataclass

@@ -14,6 +14,9 @@ Semantics follow pathwaysutils' `Manager.elastic_retry` (elastic.md section 7), 
   retries. A scale-up is not a failure and does not use the budget.
 - Between attempts: the attempt joins its checkpoint writer, closes its manager and deletes its arrays
   (trainer.elastic.attempt); the compiled step is kept, so a same-mesh retry does not recompile.
+- Each failure carries its class and the step it reached (`--elastic-stop-on-repeat`, trainer.elastic.policy).
+- A slice that comes back (lost, or left out of the previous attempt) passes a health check on its own
+  devices before it receives the state (trainer.elastic.slice_health); one that fails is still lost.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from trainer.elastic.attempt import run_attempt
 from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
 from trainer.elastic.policy import ElasticPolicy, classify, first_line
 from trainer.elastic.progress import ProgressWriter
+from trainer.elastic.slice_health import Admission, RejoinGate
 from trainer.elastic.stalls import StallResponse
 from trainer.elastic.watchdog import StallWatchdog
 from trainer.metrics import RunRecorder
@@ -91,6 +95,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
+    ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
     quiet = _QuietExpectedErrors()
@@ -165,6 +170,7 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
     cfg, backend, rec, clock, policy = ctx.cfg, ctx.backend, ctx.recorder, ctx.clock, ctx.policy
     attempt, recoveries = 1, 0
     recovery: AttemptRecovery | None = None
+    previous: list[int] | None = None  # the slices of the previous attempt; None before the first
     while True:
         if recovery is not None:
             # The failed attempt's frames sit in a cycle with its exception; free their arrays now,
@@ -174,7 +180,11 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             rec.event("preempted", ctx.current_step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed)
             raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) between attempts at step "
                                             f"{ctx.current_step}; newest checkpoint: step {ctx.latest_committed}")
-        active, waited = policy.wait_for_slices(backend, clock)
+        admit = None
+        if previous is not None and ctx.rejoin is not None:
+            admit = Admission(ctx.rejoin, previous, recovery.lost if recovery is not None else (), ctx.current_step)
+        active, waited = policy.wait_for_slices(backend, clock, admit)
+        previous = active
         rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)
         try:
             result = run_attempt(ctx, active, recovery)
@@ -192,18 +202,21 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
                       limit_bytes=refused.limit_bytes, min_slices=policy.min_slices)
             continue
         except Exception as error:
-            verdict = policy.judge(error, attempt, ctx.latest_committed)
+            stalled, ctx.stalled = ctx.stalled, False
+            verdict = policy.judge(error, attempt, ctx.latest_committed, step=ctx.current_step, stalled=stalled)
             if verdict.kind is None:
                 raise
             detected, detected_at = clock.monotonic(), clock.time()
-            details: dict[str, Any] = {"error": first_line(error), "kind": verdict.kind, "attempt": attempt}
+            details: dict[str, Any] = {"error": first_line(error), "kind": verdict.kind, "attempt": attempt,
+                                       "cause": policy.repeats[-1].cause.name, "stopped": verdict.give_up or ""}
             if verdict.kind == "maybe_slice_down":
                 details["warning"] = "this status may or may not mean a slice is down"
             # Which slices: on Pathways this probes them, so the event keeps the time of the detection.
             lost = backend.lost_slices(active)
             rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=lost, **details)
             if verdict.give_up is not None:
-                raise TrainerStopped(USER_ERROR if verdict.deterministic else SLICE_LOST, verdict.give_up) from error
+                code = verdict.code or (USER_ERROR if verdict.deterministic else SLICE_LOST)
+                raise TrainerStopped(code, verdict.give_up) from error
             attempt += 1
             ctx.attempt = attempt
             recoveries += 1

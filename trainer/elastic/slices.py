@@ -52,6 +52,13 @@ class SliceBackend:
         """After a slice-down error: which active slices it took down (probed, as pathwaysutils does)."""
         return sorted(set(active) - set(self.healthy_slices()))
 
+    def health_check(self, slice_index: int) -> str | None:
+        """The check a returning slice passes before it receives the state (trainer.elastic.slice_health):
+        None when healthy, else why not. The caller bounds it with a timeout."""
+        from trainer.elastic.slice_health import run_checks
+
+        return run_checks(self.slice_devices()[slice_index])
+
     # A stall (trainer/elastic/stalls.py): only a backend that injected the hang knows which slice hangs and can
     # unblock it; a real hung collective cannot be interrupted from Python, so the process exits instead.
     def stalled_slices(self) -> list[int]:
@@ -107,6 +114,7 @@ class SimulatedSlices(SliceBackend):
         self.kills: list[tuple[int, str]] = []
         self._last_lost: list[int] = []
         self._hang: Fault | None = None  # the injected hang now blocking the step
+        self._sick: set[int] = set()  # slices a `K@sick:S` fault took down: they come back failing the health check
         self._release = threading.Event()
         self._release_reason = ""
         self._memory_limit = memory_limit_bytes
@@ -145,6 +153,13 @@ class SimulatedSlices(SliceBackend):
     def stalled_slices(self) -> list[int]:
         with self._lock:
             return [] if self._hang is None else [self._hang.slice]
+
+    def health_check(self, slice_index: int) -> str | None:
+        from trainer.elastic.slice_health import run_checks
+
+        with self._lock:
+            sick = slice_index in self._sick
+        return run_checks(self._devices[slice_index], corrupt=sick)
 
     def can_interrupt_stall(self) -> bool:
         with self._lock:
@@ -195,14 +210,21 @@ class SimulatedSlices(SliceBackend):
         fired: set[int] = set()
         if point == "step":
             self._hang_if_due(step, active)
+        struck: set[tuple] = set()
         with self._lock:
             if point == "step":
                 self._revive_due(step)
             for i, fault in enumerate(self._faults.faults):
                 if i in self._fired or not fault.strikes(point, step):
                     continue
+                key = (fault.slice, fault.point, fault.step)
+                if key in struck:  # the same spec again: it strikes at the next occurrence of its point
+                    continue
+                struck.add(key)
                 self._fired.add(i)
                 self._mark_down(fault)
+                if fault.point == "sick":
+                    self._sick.add(fault.slice)
                 self.kills.append((fault.slice, fault.spec))
                 fired.add(fault.slice)
             # A save's data left the devices when save() returned, so only a death scheduled for the

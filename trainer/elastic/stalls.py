@@ -50,6 +50,7 @@ class StallResponse:
         rec.event("stall_detected", stall.step, slices=stalled, timeout_s=round(stall.timeout_s, 6),
                   since_s=round(stall.since_s, 6), stacks=relative, action="recover" if recover else "exit")
         if recover:
+            ctx.stalled = True  # the slice-down error the interrupt raises is this stall: its class is STALLED
             backend.interrupt_stall(f"no step completed for {stall.since_s:.1f}s (stall timeout "
                                     f"{stall.timeout_s:g}s)")
             return
