@@ -126,13 +126,17 @@ def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> li
                           fix, f"Kueue: {message}" + (f"; {unknown}" if unknown else "")))
     elif inactive:
         why = _condition_message(context.cluster_queue, "Active")
-        checks = re.search(r"inactive AdmissionCheck\(s\): ([^.]+)", why)
+        named = re.search(r"inactive AdmissionCheck\(s\): ([^.]+)", why)
+        # The Workload lists the ClusterQueue's checks even while the queue is inactive.
+        checks = named.group(1) if named else ", ".join(
+            str(c.get("name")) for c in status.get("admissionChecks") or [] if c.get("state") != "Ready")
         cause = "admission-check" if checks else "queue-inactive"
-        fix = (f"the controller of AdmissionCheck {checks.group(1)} is not running or rejects its config: ask "
-               f"the cluster admin (`kubectl get admissioncheck {checks.group(1)} -o yaml`), or use --queue with "
+        fix = (f"the controller of AdmissionCheck {checks} is not running or rejects its config: ask "
+               f"the cluster admin (`kubectl get admissioncheck {checks} -o yaml`), or use --queue with "
                "another LocalQueue") if checks else (f"`kubectl describe clusterqueue {inactive.group(1)}`, or "
                                                      "use --queue with another LocalQueue")
-        out.append(Reason(cause, f"Kueue: {message}" + (f": {why}" if why else ""), fix))  # already Kueue's
+        out.append(Reason(cause, f"Kueue: {message}" + (f": {why}" if why else f" (admission checks: {checks})"
+                                                          if checks else ""), fix))  # already Kueue's words
     else:
         out.append(Reason("queued", f"Kueue: {message}{position}"))
     return out

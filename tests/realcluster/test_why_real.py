@@ -81,12 +81,17 @@ def capture(cluster: LocalCluster, case: str, name: str, namespace: str = "defau
     queue = (jobset["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
     local_queue = cluster.request("GET", f"{KUEUE}/namespaces/{namespace}/localqueues/{queue}")[1] if queue else None
     cq = ((local_queue or {}).get("spec") or {}).get("clusterQueue")
+    pods = cluster.items(PODS.format(ns=namespace), labelSelector=selector)
+    unschedulable = any(c.get("reason") == "Unschedulable" for p in pods for c in p["status"].get("conditions", []))
     objects = {"jobset": jobset, "jobs": cluster.items(JOBS.format(ns=namespace), labelSelector=selector),
-               "pods": cluster.items(PODS.format(ns=namespace), labelSelector=selector), "workloads": workloads,
+               "pods": pods, "workloads": workloads,
                "local_queue": local_queue,
                "cluster_queue": cluster.request("GET", f"{KUEUE}/clusterqueues/{cq}")[1] if cq else None,
                "nodes": [{"metadata": {"labels": n["metadata"]["labels"]}, "spec": {"taints": n["spec"].get("taints")}}
-                         for n in cluster.items(NODES, labelSelector="cloud.google.com/gke-tpu-accelerator")]}
+                         for n in cluster.items(NODES, labelSelector="cloud.google.com/gke-tpu-accelerator")
+                         if unschedulable]}  # what --why lists, only then
+    for obj in [jobset, *objects["jobs"], *pods, *workloads, local_queue, objects["cluster_queue"]]:
+        (obj or {}).get("metadata", {}).pop("managedFields", None)  # bulk, and nothing why.py reads
     Path(target).mkdir(parents=True, exist_ok=True)
     (Path(target) / f"{case}.json").write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
 
