@@ -57,7 +57,7 @@ def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[di
     name = jobset.get("metadata", {}).get("name", "")
     namespace = jobset.get("metadata", {}).get("namespace", "default")
     reasons = _jobset_reasons(jobset, workloads, context)
-    reasons += _job_reasons(jobs)
+    reasons += _job_reasons(name, jobs)
     reasons += _pod_reasons(name, namespace, _current_pods(pods, jobs), now, context, pending_after_s)
     return reasons
 
@@ -175,7 +175,7 @@ def _is_true(conditions: dict[str, dict], kind: str) -> bool:
 
 # --- Jobs -----------------------------------------------------------------------------------------------
 
-def _job_reasons(jobs: list[dict]) -> list[Reason]:
+def _job_reasons(name: str, jobs: list[dict]) -> list[Reason]:
     """The first failed Job (by the time of its Failed condition), and why: one reason, the root."""
     failed = []
     for job in jobs:
@@ -189,7 +189,7 @@ def _job_reasons(jobs: list[dict]) -> list[Reason]:
     code = re.search(r"exit code (\d+)", c.get("message") or "")
     return [Reason("job-failed", f"first failed: Job {job['metadata']['name']} of replicatedJob {rjob} "
                    f"({c.get('reason')})" + (_exit_class(int(code.group(1))) if code else ""),
-                   "`elxpk workload logs NAME --previous` shows its last output", f"Job: {c.get('message')}")]
+                   f"`elxpk workload logs {name} --previous` shows its last output", f"Job: {c.get('message')}")]
 
 
 def _exit_meaning(code: object) -> str:
@@ -291,9 +291,8 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
             same = sorted({n["labels"].get(TOPOLOGY, "?") for n in context.nodes
                            if n["labels"].get(ACCELERATOR) == accelerator})
             pools = f"; node pools with {accelerator}: {', '.join(same) or 'none'}"
-        return [Reason("no-node-pool", f"no node pool has {shape}{pools}", f"`--tpu-type` {_tpu_hint(accelerator, topology)} needs a node pool of that "
-                       "accelerator and topology: create one (xpk cluster create / gcloud container node-pools "
-                       "create --tpu-topology), or pick a --tpu-type a node pool has", f"scheduler: {message}")]
+        return [Reason("no-node-pool", f"no node pool has {shape}{pools}", _node_pool_fix(accelerator, topology),
+                       f"scheduler: {message}")]
     out: list[Reason] = []
     for n, text in parts:
         if "didn't match Pod's node affinity/selector" in text:
@@ -362,14 +361,17 @@ def _label_selector(selector: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in selector.items() if k in (ACCELERATOR, TOPOLOGY)) or "KEY=VALUE"
 
 
-def _tpu_hint(accelerator: str | None, topology: str | None) -> str:
+def _node_pool_fix(accelerator: str | None, topology: str | None) -> str:
     from elxpk import catalog
 
     for spelling in catalog.all_names():
         tpu = catalog.lookup(spelling)
         if (tpu.gke_accelerator, tpu.topology) == (accelerator, topology):
-            return f"{tpu.name} ({accelerator} {topology})"
-    return f"({accelerator} {topology})"
+            return (f"`--tpu-type {tpu.name}` needs a node pool of {tpu.machine_type} with --tpu-topology "
+                    f"{topology} (`xpk cluster create --tpu-type {tpu.name}` or `gcloud container node-pools "
+                    f"create --machine-type {tpu.machine_type} --tpu-topology {topology}`), or pick a --tpu-type "
+                    "that a node pool has")
+    return "add a node pool matching the pod's node selector, or pick a --tpu-type that a node pool has"
 
 
 def stuck_line(state: str, state_age_s: float | None, reasons: list[Reason], after_s: float) -> str:

@@ -22,7 +22,7 @@ EXPECTED = {
     "quota": ("quota", ["google.com/tpu quota in flavor default-flavor", "asks 8", "why-small has at most 4"],
               ["--num-slices", "--queue"]),
     "no_node_pool": ("no-node-pool", ["tpu-v6e-slice", "2x2", "node pools with tpu-v6e-slice: 4x4"],
-                     ["`--tpu-type` v6e-4"]),
+                     ["`--tpu-type v6e-4` needs a node pool of ct6e-standard-4t with --tpu-topology 2x2"]),
     "insufficient_tpu": ("insufficient-tpu", ["too few free google.com/tpu", "4 chips asked"], ["--num-slices"]),
     "taint": ("taint", ["why.elxpk.dev/maintenance=true:NoSchedule"], ["kubectl taint nodes -l", "maintenance-"]),
     "image_pull": ("image-pull", ["registry.testcluster.invalid/no-such-image:1", "ImagePullBackOff"],
@@ -35,6 +35,10 @@ EXPECTED = {
     "admission_check_pending": ("admission-check", ["reserved quota in ClusterQueue why-checked",
                                                     "why-never-decided Pending"], ["admissioncheck why-never-decided"]),
     "suspended": ("suspended", ["spec.suspend: true", "no Kueue queue label"], ["kubectl patch jobset why-suspended"]),
+    # beyond the 8 stuck causes
+    "preempted": ("evicted", ["Kueue preempted the workload (InClusterQueue)"], ["--priority"]),
+    "job_failed": ("job-failed", ["Job why-failed-slice-job-0 of replicatedJob slice-job (PodFailurePolicy)",
+                                  "exit 70 user_error"], ["elxpk workload logs why-failed --previous"]),
 }
 
 

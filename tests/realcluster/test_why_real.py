@@ -139,7 +139,7 @@ def test_no_node_pool_names_the_shape_and_the_flag(testcluster: LocalCluster) ->
     assert first["cause"] == "no-node-pool", answer["why"]
     assert "gke-tpu-accelerator tpu-v6e-slice, gke-tpu-topology 2x2" in first["text"], first
     assert "node pools with tpu-v6e-slice: 4x4" in first["text"], first  # the v6e-16 pools of the cluster
-    assert "`--tpu-type` v6e-4" in first["fix"], first
+    assert "`--tpu-type v6e-4` needs a node pool of ct6e-standard-4t with --tpu-topology 2x2" in first["fix"], first
     assert "didn't match Pod's node affinity/selector" in first["detail"], first  # the scheduler's words
     assert "no node pool has" in plain_why_line(testcluster, "why-nopool")
     testcluster.remove_jobset("default", "why-nopool")
@@ -307,3 +307,37 @@ def test_suspended_outside_kueue(testcluster: LocalCluster) -> None:
     assert first["cause"] == "suspended" and "no Kueue queue label" in first["text"], first
     assert "kubectl patch jobset why-suspended" in first["fix"] and first["detail"] == "JobSet: jobset is suspended"
     testcluster.remove_jobset("default", "why-suspended")
+
+
+def test_preempted_by_higher_priority(testcluster: LocalCluster, queues) -> None:
+    """Beyond the 8: Kueue evicting a running workload for a higher-priority one of the same ClusterQueue."""
+    queues("why-preempt", "why-preempting", "preempt-queue", "8", [])
+    status, body = testcluster.request("PATCH", f"{KUEUE}/clusterqueues/why-preempting",
+                                       {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}},
+                                       content_type=MERGE)
+    assert status == 200, body
+    flags = ["--queue=preempt-queue", "--tpu-type=v5p-16", *SHAPE]
+    create(testcluster, "why-low", "--priority=low", *flags, namespace="why-preempt")
+    testcluster.wait_for("low running", lambda: len([p for p in pods_of(testcluster, "why-low", "why-preempt")
+                                                     if p["status"].get("phase") == "Running"]) == 2)
+    create(testcluster, "why-high", "--priority=high", *flags, namespace="why-preempt")
+    answer = testcluster.wait_for("low preempted", lambda: (
+        a := why(testcluster, "why-low", "why-preempt"))["why"] and a["why"][0]["cause"] == "evicted" and a)
+    capture(testcluster, "preempted", "why-low", "why-preempt")
+    first = answer["why"][0]
+    assert "Kueue preempted the workload (InClusterQueue)" in first["text"] and "--priority" in first["fix"], first
+    assert first["detail"].startswith("Kueue: Preempted to accommodate a workload"), first  # Kueue's words
+
+
+def test_first_failed_job_with_the_exit_class(testcluster: LocalCluster) -> None:
+    create(testcluster, "why-failed", "--tpu-type=v5p-8", *SHAPE)
+    testcluster.wait_for("running", lambda: any(p["status"].get("phase") == "Running"
+                                                for p in pods_of(testcluster, "why-failed")))
+    assert testcluster.exit_pods("default", "jobset.sigs.k8s.io/jobset-name=why-failed", 70) == 1
+    answer = testcluster.wait_for("failed", lambda: (a := why(testcluster, "why-failed"))["state"] == "Failed" and a)
+    capture(testcluster, "job_failed", "why-failed")
+    first = answer["why"][0]
+    assert first["cause"] == "job-failed" and "Job why-failed-slice-job-0 of replicatedJob slice-job" in first["text"]
+    assert "exit 70 user_error: not retryable" in first["text"], first
+    assert "failed with exit code 70" in first["detail"], first  # the Job controller's words
+    testcluster.remove_jobset("default", "why-failed")
