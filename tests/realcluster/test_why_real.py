@@ -128,13 +128,19 @@ def v6e_node(testcluster: LocalCluster) -> Iterator:
         delete(testcluster, f"{NODES}/{name}")
 
 
+def scheduler_says(cluster: LocalCluster, name: str, case: str, words: str) -> dict:
+    """A `--tpu-type v6e-4` workload, once the scheduler's message on its pod has `words`: `status --why`."""
+    create(cluster, name, "--tpu-type=v6e-4", *SHAPE)
+    cluster.wait_for(f"scheduler: {words}", lambda: any(
+        c.get("reason") == "Unschedulable" and words in c.get("message", "")
+        for p in pods_of(cluster, name) for c in p["status"].get("conditions", [])))
+    answer = why(cluster, name)
+    capture(cluster, case, name)
+    return answer
+
+
 def test_no_node_pool_names_the_shape_and_the_flag(testcluster: LocalCluster) -> None:
-    create(testcluster, "why-nopool", "--tpu-type=v6e-4", *SHAPE)
-    testcluster.wait_for("scheduler verdict", lambda: any(
-        c.get("reason") == "Unschedulable" for p in pods_of(testcluster, "why-nopool")
-        for c in p["status"].get("conditions", [])))
-    answer = why(testcluster, "why-nopool")
-    capture(testcluster, "no_node_pool", "why-nopool")
+    answer = scheduler_says(testcluster, "why-nopool", "no_node_pool", "didn't match Pod's node affinity")
     first = answer["why"][0]
     assert first["cause"] == "no-node-pool", answer["why"]
     assert "gke-tpu-accelerator tpu-v6e-slice, gke-tpu-topology 2x2" in first["text"], first
@@ -147,12 +153,7 @@ def test_no_node_pool_names_the_shape_and_the_flag(testcluster: LocalCluster) ->
 
 def test_insufficient_tpu_and_taint(testcluster: LocalCluster, v6e_node) -> None:
     v6e_node("why-v6e-short", chips="2")
-    create(testcluster, "why-short", "--tpu-type=v6e-4", *SHAPE)
-    testcluster.wait_for("Insufficient google.com/tpu", lambda: any(
-        "Insufficient google.com/tpu" in c.get("message", "") for p in pods_of(testcluster, "why-short")
-        for c in p["status"].get("conditions", [])))
-    answer = why(testcluster, "why-short")
-    capture(testcluster, "insufficient_tpu", "why-short")
+    answer = scheduler_says(testcluster, "why-short", "insufficient_tpu", "Insufficient google.com/tpu")
     assert causes(answer) == ["insufficient-tpu"], answer["why"]
     assert "1 node(s) with gke-tpu-accelerator tpu-v6e-slice" in answer["why"][0]["text"]
     assert "4 chips asked" in answer["why"][0]["text"]
@@ -161,12 +162,7 @@ def test_insufficient_tpu_and_taint(testcluster: LocalCluster, v6e_node) -> None
 
     v6e_node("why-v6e-tainted", taints=[{"key": "why.elxpk.dev/maintenance", "value": "true",
                                           "effect": "NoSchedule"}])
-    create(testcluster, "why-taint", "--tpu-type=v6e-4", *SHAPE)
-    testcluster.wait_for("untolerated taint", lambda: any(
-        "untolerated taint" in c.get("message", "") for p in pods_of(testcluster, "why-taint")
-        for c in p["status"].get("conditions", [])))
-    answer = why(testcluster, "why-taint")
-    capture(testcluster, "taint", "why-taint")
+    answer = scheduler_says(testcluster, "why-taint", "taint", "untolerated taint")
     assert causes(answer) == ["taint"], answer["why"]
     # Kubernetes 1.34's scheduler says "1 node(s) had untolerated taint(s)"; the taint comes from the node.
     assert "untolerated taint(s)" in answer["why"][0]["detail"]
