@@ -24,7 +24,8 @@ TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 TPU = "google.com/tpu"
 WAITING_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 STUCK_STATES = ("Queued", "Admitted", "Restarting")
-_NODES = re.compile(r"^0/(\d+) nodes are available: (.*?)(?:\. preemption: .*)?$", re.S)
+# "0/N nodes are available: K reason, K reason." and then other sentences (claims, preemption's own verdicts)
+_NODES = re.compile(r"^0/(\d+) nodes are available: (.*?)(?:\.(?: |$)|$)", re.S)
 _PART = re.compile(r"^(\d+) (.*)$")
 _QUOTA = re.compile(r"insufficient (unused )?quota for (\S+) in flavor ([^\s,]+)")
 _ASK_CAP = re.compile(r"(?:requests \((\d+)\) \+ current podset request )?\((\d+)\) > maximum capacity \((\d+)\)")

@@ -36,6 +36,8 @@ EXPECTED = {
                                                     "why-never-decided Pending"], ["admissioncheck why-never-decided"]),
     "suspended": ("suspended", ["spec.suspend: true", "no Kueue queue label"], ["kubectl patch jobset why-suspended"]),
     # beyond the 8 stuck causes
+    "host_ports": ("host-ports", ["2 node(s) with gke-tpu-accelerator tpu-v5p-slice, gke-tpu-topology 2x2x1 are "
+                                  "taken"], ["elxpk workload list"]),
     "preempted": ("evicted", ["Kueue preempted the workload (InClusterQueue)"], ["--priority"]),
     "job_failed": ("job-failed", ["Job why-failed-slice-job-0 of replicatedJob slice-job (PodFailurePolicy)",
                                   "exit 70 user_error"], ["elxpk workload logs why-failed --previous"]),
@@ -70,6 +72,9 @@ def test_each_cause_named_with_its_fix(case: str) -> None:
     reasons = explain(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"],
                       captured_at(objects), context_of(objects))
     assert reasons and reasons[0].cause == cause, reasons
+    # One reason each (the scheduler's sentences about preemption are no node reasons), but a preempted
+    # workload also waits for quota again.
+    assert [r.cause for r in reasons[1:]] == (["quota"] if case == "preempted" else []), reasons
     for word in words:
         assert word in reasons[0].text, (word, reasons[0])
     for word in fix_words:

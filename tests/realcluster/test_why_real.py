@@ -128,9 +128,9 @@ def v6e_node(testcluster: LocalCluster) -> Iterator:
         delete(testcluster, f"{NODES}/{name}")
 
 
-def scheduler_says(cluster: LocalCluster, name: str, case: str, words: str) -> dict:
-    """A `--tpu-type v6e-4` workload, once the scheduler's message on its pod has `words`: `status --why`."""
-    create(cluster, name, "--tpu-type=v6e-4", *SHAPE)
+def scheduler_says(cluster: LocalCluster, name: str, case: str, words: str, tpu_type: str = "v6e-4") -> dict:
+    """A one-slice workload, once the scheduler's message on its pod has `words`: `status --why`."""
+    create(cluster, name, f"--tpu-type={tpu_type}", *SHAPE)
     cluster.wait_for(f"scheduler: {words}", lambda: any(
         c.get("reason") == "Unschedulable" and words in c.get("message", "")
         for p in pods_of(cluster, name) for c in p["status"].get("conditions", [])))
@@ -337,3 +337,17 @@ def test_first_failed_job_with_the_exit_class(testcluster: LocalCluster) -> None
     assert "exit 70 user_error: not retryable" in first["text"], first
     assert "failed with exit code 70" in first["detail"], first  # the Job controller's words
     testcluster.remove_jobset("default", "why-failed")
+
+
+def test_hosts_held_by_another_workload(testcluster: LocalCluster) -> None:
+    """Beyond the 8: both v5p-8 node pools run another workload, whose pods hold the TPU hosts' ports."""
+    create(testcluster, "why-holder", "--tpu-type=v5p-8", "--no-pathways", "--num-slices=2", "--command", "python3 t.py")
+    testcluster.wait_for("holder running", lambda: len([p for p in pods_of(testcluster, "why-holder")
+                                                        if p["status"].get("phase") == "Running"]) == 2)
+    answer = scheduler_says(testcluster, "why-ports", "host_ports", "free ports", tpu_type="v5p-8")
+    assert "host-ports" in causes(answer), answer["why"]
+    reason = answer["why"][causes(answer).index("host-ports")]
+    assert "2 node(s) with gke-tpu-accelerator tpu-v5p-slice, gke-tpu-topology 2x2x1 are taken" in reason["text"]
+    assert "elxpk workload list" in reason["fix"], reason
+    testcluster.remove_jobset("default", "why-ports")
+    testcluster.remove_jobset("default", "why-holder")
