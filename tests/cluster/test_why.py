@@ -144,3 +144,17 @@ def test_plain_status_makes_no_extra_call_and_why_few(fake, kube, clock) -> None
     why = fetch_status(kube, "default", "train", now=clock() + 600, why=True)
     assert 4 < len(fake.calls) - before <= 9  # + LocalQueue, ClusterQueue, visibility discovery: none per pod
     assert why.why and why.why[0].cause == "queued", why.why
+
+
+def test_cli_why_table_and_a_bad_threshold(fake, clock, capsys, k, monkeypatch) -> None:
+    from tests.cluster.conftest import run_cli
+
+    monkeypatch.setenv("COLUMNS", "200")
+    scripted(fake, clock, pathways_jobset(slices=2, vms=1)).queue()
+    code, out, err = run_cli(capsys, "workload", "status", "train", "--why", "--stuck-after", "0s", *k)
+    assert code == 0, err
+    assert "Why              Kueue: couldn't assign flavors" in out and "(--why: the fix)" in out
+    assert "\nWhy\n- [queued] Kueue: couldn't assign flavors" in out
+    before = len(fake.calls)
+    code, _, err = run_cli(capsys, "workload", "status", "train", "--stuck-after", "soon", *k)
+    assert code == 2 and "--stuck-after soon" in err and len(fake.calls) == before  # nothing asked of the cluster
