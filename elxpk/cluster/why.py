@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from elxpk.cluster.status import JOBSET_NAME, KUEUE_QUEUE, REPLICATED_JOB, parse_time
+from elxpk.cluster.labels import JOBSET_NAME, KUEUE_QUEUE, REPLICATED_JOB, parse_time
 
 ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY = "cloud.google.com/gke-tpu-topology"
