@@ -25,7 +25,7 @@ from elxpk.errors import ElxpkError
 def first_run(directory: str) -> bool:
     """True when DIR holds no checkpoint step yet (absent, or without <step>/ entries and checkpoints/)."""
     from elxpk.checkpoints import inspection
-    from trainer import ckpt_storage
+    from trainer.ckpt import storage as ckpt_storage
 
     inspection.epath_module()
     root = ckpt_storage.checkpoint_root(directory)
