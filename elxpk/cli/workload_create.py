@@ -64,6 +64,7 @@ def create(
     dry_run_server: Annotated[bool, typer.Option("--dry-run-server", help="Send to the cluster as a server-side dry run (admission and schema checks, nothing created).", rich_help_panel=options.OUTPUT_PANEL)] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Delete a workload of the same name first.", rich_help_panel=options.OUTPUT_PANEL)] = False,
     check_data: Annotated[bool, typer.Option("--check-data", help="Read the MaxText command's grain_train_files (a local or gs:// pattern; bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.", rich_help_panel=options.TRAINER_PANEL)] = False,
+    checkpoint_pre_start: Annotated[str | None, typer.Option("--checkpoint-pre-start", metavar="IMAGE", help="With --trainer maxtext and --checkpoint-dir: before MaxText starts, an init container from IMAGE (the trainer image, trainer/Dockerfile) moves torn checkpoint steps aside (python -m elxpk.checkpoints, i.e. checkpoint inspect --quarantine), so a restart restores the newest whole step. Off by default; see docs/maxtext.md.", rich_help_panel=options.TRAINER_PANEL)] = None,
     output_manifest_file: Annotated[str | None, typer.Option("--output-manifest-file", help="Also write the manifest to this file (with or without --dry-run).", rich_help_panel=options.OUTPUT_PANEL)] = None,
     output: options.ManifestOutput = "yaml",
     settings: Mapping[str, str | None] = options.NO_SETTINGS,
@@ -96,7 +97,8 @@ def create(
             custom_server_args=custom_server_args, custom_worker_args=custom_worker_args,
             slice_mtbf=slice_mtbf, step_time=step_time, checkpoint_save_time=checkpoint_save_time,
             slice_replacement_time=slice_replacement_time, from_run=from_run, dry_run=dry_run, dry_run_server=dry_run_server,
-            replace=replace, output_format=output, output_manifest_file=output_manifest_file, **settings,
+            replace=replace, output_format=output, output_manifest_file=output_manifest_file,
+            checkpoint_pre_start=checkpoint_pre_start, **settings,
         )
     except UsageError as exc:
         raise UsageError(*exc.messages, *target_problems) from None

@@ -139,6 +139,7 @@ class FlagChecker(FlagValues):
 
             self.errors += trainer_arg_problems(extra, dict(fields["settings"]))  # type: ignore[call-overload]
         self.settings_destination(fields)
+        fields["checkpoint_pre_start"] = self.pre_start(fields)
         options = self.outputs()
         self.budgets(fields, options.times)
         if fields["headless"]:
@@ -250,6 +251,22 @@ class FlagChecker(FlagValues):
         elif fields["command"] and not fields["trainer"] and not fields["headless"]:
             self.warnings.extend(launcher.unread_settings_warnings(
                 str(fields["command"]), settings, int(fields["elastic_slices"])))  # type: ignore[arg-type, call-overload]
+
+    def pre_start(self, fields: Mapping[str, object]) -> str | None:
+        """--checkpoint-pre-start IMAGE: only for a MaxText run with a checkpoint directory to check."""
+        image = self.text("checkpoint_pre_start", "--checkpoint-pre-start")
+        if image is None:
+            return None
+        if problem := image_problem(image):
+            self.errors.append(f"--checkpoint-pre-start {image!r}: {problem}; give the trainer image built from "
+                               "trainer/Dockerfile, e.g. gcr.io/my-project/elxpk-trainer:0.1.0")
+        elif not fields["maxtext"]:
+            self.errors.append("--checkpoint-pre-start: only with --trainer maxtext (the bundled trainer checks "
+                               "and quarantines torn steps itself); drop it")
+        elif not dict(fields["settings"]).get("checkpoint_dir"):  # type: ignore[call-overload]
+            self.errors.append("--checkpoint-pre-start: needs --checkpoint-dir, the MaxText run directory whose "
+                               "checkpoints/ it checks; e.g. --checkpoint-dir gs://my-bucket/run-1")
+        return image
 
     def slices(self, pathways: bool) -> dict[str, object]:
         """Slice counts and restart budgets; see docs/launcher.md for how they reach the manifest."""
@@ -391,5 +408,6 @@ _KNOWN_FLAGS = frozenset(
     "workload tpu_type num_slices command docker_image docker_name no_pathways headless trainer "
     "elastic_slices max_slice_restarts max_restarts priority queue namespace termination_grace_period_seconds "
     "ttl_seconds_after_finished proxy_server_image server_image worker_image pathways_gcs_location "
-    "custom_proxy_server_args custom_server_args custom_worker_args env env_file restart_on_exit_codes".split()
+    "custom_proxy_server_args custom_server_args custom_worker_args env env_file restart_on_exit_codes "
+    "checkpoint_pre_start".split()
 ) | OPTION_FLAGS | frozenset(_SETTING_NAMES)

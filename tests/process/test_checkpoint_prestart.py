@@ -86,3 +86,45 @@ def test_bad_input_exits_2_with_one_line(image_root, tmp_path):
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "is a file" in done.stderr
     done = pre_start(image_root, tmp_path, tmp_path, "--checkpoint-period", "two")
     assert done.returncode == 2 and "--checkpoint-period" in done.stderr, done.stderr
+
+
+MAXTEXT = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml"
+
+
+def rendered_pre_start(run: Path, *shape: str) -> list[str]:
+    """The init container's command of `workload create --trainer maxtext --checkpoint-pre-start --dry-run`."""
+    import yaml
+
+    done = subprocess.run([str(Path(sys.executable).parent / "elxpk"), "workload", "create", "--workload=mt",
+                           "--trainer=maxtext", "--command", MAXTEXT, f"--checkpoint-dir={run}",
+                           "--checkpoint-pre-start=gcr.io/p/elxpk-trainer:0.1.0", "--dry-run", *shape],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    jobset = yaml.safe_load(done.stdout)
+    pods = [r["template"]["spec"]["template"]["spec"] for r in jobset["spec"]["replicatedJobs"]]
+    boxes = [c for pod in pods for c in pod.get("initContainers", []) if c["name"] == "elxpk-pre-start"]
+    assert len(boxes) == 1 and boxes[0]["image"] == "gcr.io/p/elxpk-trainer:0.1.0", boxes
+    return list(boxes[0]["command"])
+
+
+@pytest.mark.parametrize("shape", [["--tpu-type=v5p-16", "--num-slices=2", "--no-pathways"],
+                                   ["--tpu-type=v5p-16", "--num-slices=2"]], ids=["multi-controller", "pathways"])
+def test_the_rendered_init_container_command_quarantines_on_the_first_pod_only(image_root, killed_orbax_dir,  # noqa: F811
+                                                                                tmp_path, shape):
+    source, torn = killed_orbax_dir
+    run = tmp_path / "run"
+    shutil.copytree(source, run / "checkpoints")
+    command = rendered_pre_start(run, *shape)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",  # `python` as the image's PATH has it
+           "PYTHONPATH": f"{image_root}:{sysconfig.get_paths()['purelib']}", "PYTHONNOUSERSITE": "1"}
+    for other in ({"ELXPK_JOB_INDEX": "1", "JOB_COMPLETION_INDEX": "0"},
+                  {"ELXPK_JOB_INDEX": "0", "JOB_COMPLETION_INDEX": "1"}):
+        skipped = subprocess.run(command, env={**env, **other}, cwd=tmp_path, capture_output=True, text=True,
+                                 timeout=300, check=False)
+        assert skipped.returncode == 0 and "nothing to do here" in skipped.stdout, skipped.stderr
+        assert (run / "checkpoints" / torn).exists()
+    first = subprocess.run(command, env={**env, "ELXPK_JOB_INDEX": "0", "JOB_COMPLETION_INDEX": "0"}, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert first.returncode == 0, first.stderr
+    assert f"moved: {torn} -> " in first.stdout and "restore: step 4" in first.stdout, first.stdout
+    assert orbax_latest(run / "checkpoints")["restored_step"] == 4

@@ -351,3 +351,4 @@ def test_hosts_held_by_another_workload(testcluster: LocalCluster) -> None:
     assert "elxpk workload list" in reason["fix"], reason
     testcluster.remove_jobset("default", "why-ports")
     testcluster.remove_jobset("default", "why-holder")
+
