@@ -81,19 +81,27 @@ def _duration(flag: str, value: str | None) -> float | None:
 def status(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
     output: options.StatusOutput = "table",
+    why: Annotated[bool, typer.Option("--why", help="Why it is not running: Kueue's verdict (quota, admission "
+                                      "checks, eviction), the scheduler's and kubelet's (node pools, TPU chips, "
+                                      "taints, image pulls, crash loops), each with the flag or command that "
+                                      "fixes it.")] = False,
+    stuck_after: Annotated[str, typer.Option("--stuck-after", help="Show one line of why when Queued, Admitted "
+                                             "but not running, or Restarting for longer than this.")] = "2m",
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Elastic-aware state: slices healthy N/M, restart budget per slice and for the JobSet, Kueue admission."""
     workload_name(name)
     output = _output(output)
+    stuck_after_s = _duration("--stuck-after", stuck_after)
     kube, ns = _connect(cluster)
     from elxpk.cluster.observe import fetch_status
-    from elxpk.cluster.views import dump, status_renderables
+    from elxpk.cluster.views import dump, status_renderables, why_renderables
 
-    result = fetch_status(kube, ns, name, now=time.time(), with_progress=True)
+    result = fetch_status(kube, ns, name, now=time.time(), with_progress=True, stuck_after_s=stuck_after_s,
+                          why=why)
     if output == "table":
         console = _console()
-        for renderable in status_renderables(result):
+        for renderable in status_renderables(result) + (why_renderables(result) if why else []):
             console.print(renderable)
     else:
         print(dump(result.to_dict(), output))

@@ -308,6 +308,31 @@ class Kube:
             return False
         return True
 
+    def get_kueue_object(self, plural: str, name: str, namespace: str | None = None) -> dict | None:
+        """A Kueue object (localqueues, clusterqueues, admissionchecks); None when it or Kueue is absent."""
+        version = self.kueue_version()
+        if version is None:
+            return None
+        try:
+            return self.get(api_path(f"{KUEUE_GROUP}/{version}", plural, namespace, name),
+                            what=f"Kueue {plural[:-1]} {name!r}")
+        except NotFoundError:
+            return None
+
+    def pending_workloads(self, namespace: str, local_queue: str) -> list[dict] | None:
+        """Kueue's visibility API (an aggregated API Kueue serves): the LocalQueue's pending Workloads with
+        their positions; None when the API is not served on this cluster."""
+        try:
+            group = self.get("/apis/visibility.kueue.x-k8s.io", what="Kueue's visibility API")
+        except NotFoundError:
+            return None
+        version = (group.get("preferredVersion") or {}).get("groupVersion")
+        if not version:
+            return None
+        body = self.get(api_path(version, "localqueues", namespace, local_queue, "pendingworkloads"),
+                        what=f'pending workloads of LocalQueue "{local_queue}"', query={"limit": 1000})
+        return body.get("items") or []
+
     def list_kueue_workloads(self, namespace: str, label_selector: str | None = None) -> list[dict]:
         version = self.kueue_version()
         if version is None:

@@ -8,7 +8,7 @@ discovery call for Kueue's version per process: 5 calls for 1 slice or 64, never
 from __future__ import annotations
 
 from elxpk.cluster.kube import Kube
-from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID
+from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
 from elxpk.cluster.status import WorkloadStatus, compute_status
 from elxpk.errors import ClusterError, NotFoundError
 
@@ -56,18 +56,69 @@ def fetch_objects(kube: Kube, namespace: str, name: str) -> tuple[dict, list[dic
     return jobset, jobs, pods, workloads
 
 
-def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False) -> WorkloadStatus:
-    """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names."""
-    jobset, jobs, pods, workloads = fetch_objects(kube, namespace, name)
-    status = compute_status(jobset, jobs, pods, workloads, now)
-    if not with_progress:
-        return status
+def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False,
+                 stuck_after_s: float | None = None, why: bool = False) -> WorkloadStatus:
+    """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
+    `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that, from the
+    objects already fetched. `why`: every reason in `why`, with what that needs fetched besides (the
+    LocalQueue and ClusterQueue of a pending Workload, its queue position, the TPU node pools when a pod
+    is unschedulable): at most 5 more calls, none per pod."""
     import dataclasses
 
+    from elxpk.cluster import why as why_mod
+
+    jobset, jobs, pods, workloads = fetch_objects(kube, namespace, name)
+    status = compute_status(jobset, jobs, pods, workloads, now)
+    if why or stuck_after_s is not None:
+        context = why_context(kube, namespace, jobset, pods, workloads) if why else None
+        reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
+                                  pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
+        since = why_mod.state_since(jobset, jobs, workloads)
+        line = why_mod.stuck_line(status.state, None if since is None else now - since, reasons,
+                                  stuck_after_s if stuck_after_s is not None else 0.0)
+        status = dataclasses.replace(status, reason=line, why=tuple(reasons) if why else ())
+    if not with_progress:
+        return status
     from elxpk.cluster.progress import progress_of
 
     progress, problem = progress_of(jobset, now)
     return dataclasses.replace(status, progress=progress, progress_problem=problem)
+
+
+def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict]):
+    """What `status --why` reads beyond plain status, only where the objects point at it."""
+    from elxpk.cluster.why import ACCELERATOR, Context
+
+    queue = (jobset["metadata"].get("labels") or {}).get(KUEUE_QUEUE)
+    mine = [w for w in workloads if (w["metadata"].get("labels") or {}).get(KUEUE_JOB_UID)
+            == jobset["metadata"].get("uid")]
+    reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True"
+                   for w in mine for c in (w.get("status") or {}).get("conditions") or [])
+    local_queue = cluster_queue = None
+    position = ""
+    if queue and mine and not reserved:
+        local_queue = kube.get_kueue_object("localqueues", queue, namespace)
+        cq = ((local_queue or {}).get("spec") or {}).get("clusterQueue")
+        cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
+        position = _position(kube, namespace, queue, mine[0]["metadata"]["name"], local_queue)
+    nodes = None
+    if any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
+        nodes = tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
+                      for n in kube.list_nodes(ACCELERATOR, limit=1000))
+    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position)
+
+
+def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:
+    pending = kube.pending_workloads(namespace, queue)
+    waiting = ((local_queue or {}).get("status") or {}).get("pendingWorkloads")
+    if pending is None:
+        return ("queue position unknown: Kueue's visibility API (visibility.kueue.x-k8s.io) is not served on "
+                f"this cluster; LocalQueue {queue} has {waiting if waiting is not None else '?'} pending")
+    for item in pending:
+        if item.get("metadata", {}).get("name") == workload:
+            return (f"position {item.get('positionInLocalQueue')} in LocalQueue {queue}, "
+                    f"{item.get('positionInClusterQueue')} in its ClusterQueue")
+    return f"not among the {len(pending)} pending workloads Kueue lists for LocalQueue {queue}"
 
 
 def fetch_all(kube: Kube, namespace: str, now: float) -> list[WorkloadStatus]:

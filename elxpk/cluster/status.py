@@ -89,6 +89,8 @@ class WorkloadStatus:
     restart_causes: dict[str, int] = field(default_factory=dict)
     progress: dict | None = None  # the trainer's progress record and its ages, when it could be read
     progress_problem: str = ""  # why it could not be read, when the workload names a checkpoint dir
+    reason: str = ""  # one line: why it is stuck, when Queued/Admitted/Restarting past the threshold (why.py)
+    why: tuple = ()  # every reason (why.Reason), with `status --why`
 
     @property
     def slices_total(self) -> int:

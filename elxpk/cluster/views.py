@@ -35,6 +35,7 @@ def _budget(used: int, limit: int | None) -> str:
 
 
 def status_renderables(status: WorkloadStatus) -> list[Any]:
+    from rich.markup import escape
     from rich.table import Table
 
     summary = Table.grid(padding=(0, 2))
@@ -43,6 +44,8 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
     summary.add_row("Workload", f"{status.name}  (namespace {status.namespace})"
                     + ("  [dim]created by xpk[/dim]" if status.created_by else ""))
     summary.add_row("State", f"{_styled(status.state, _STATE_STYLE)}  {status.message}")
+    if status.reason:
+        summary.add_row("Why", f"[yellow]{escape(status.reason)}[/yellow]  [dim](--why: the fix)[/dim]")
     summary.add_row("Slices healthy", f"{status.slices_healthy}/{status.slices_total}")
     if status.head is not None:
         summary.add_row("Pathways head", _styled(status.head, _SLICE_STYLE))
@@ -81,6 +84,22 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         for c in status.conditions[:5]:
             conditions.add_row(c.time or "", c.type, c.status, c.reason, c.message)
         out.append(conditions)
+    return out
+
+
+def why_renderables(status: WorkloadStatus) -> list[Any]:
+    """`status --why`: every reason, what is wrong and then the fix."""
+    from rich.text import Text
+
+    if not status.why:
+        return [Text(f"Why: nothing is holding it back ({status.state}: {status.message})")]
+    out: list[Any] = [Text("Why", style="bold")]
+    for reason in status.why:
+        out.append(Text(f"- [{reason.cause}] {reason.text}"))
+        if reason.detail:
+            out.append(Text(f"  {reason.detail}", style="dim"))
+        if reason.fix:
+            out.append(Text(f"  fix: {reason.fix}", style="green"))
     return out
 
 

@@ -130,6 +130,7 @@ class FlagChecker(FlagValues):
 
             self.errors += trainer_arg_problems(extra, dict(fields["settings"]))  # type: ignore[call-overload]
         self.settings_destination(fields)
+        fields["checkpoint_pre_start"] = self.pre_start(fields)
         options = self.outputs()
         self.budgets(fields, options.times)
         if fields["headless"]:
@@ -230,6 +231,19 @@ class FlagChecker(FlagValues):
         elif fields["command"] and not fields["trainer"] and not fields["headless"]:
             self.warnings.extend(launcher.unread_settings_warnings(
                 str(fields["command"]), settings, int(fields["elastic_slices"])))  # type: ignore[arg-type, call-overload]
+
+    def pre_start(self, fields: Mapping[str, object]) -> str | None:
+        """--checkpoint-pre-start IMAGE: only for a MaxText run with a checkpoint directory to check."""
+        if not self.given("checkpoint_pre_start"):
+            return None
+        image = self.checked("checkpoint_pre_start")  # the image itself: its row's check
+        if not fields["maxtext"]:
+            self.errors.append("--checkpoint-pre-start: only with --trainer maxtext (the bundled trainer checks "
+                               "and quarantines torn steps itself); drop it")
+        elif not dict(fields["settings"]).get("checkpoint_dir"):  # type: ignore[call-overload]
+            self.errors.append("--checkpoint-pre-start: needs --checkpoint-dir, the MaxText run directory whose "
+                               "checkpoints/ it checks; e.g. --checkpoint-dir gs://my-bucket/run-1")
+        return image
 
     def slices(self, pathways: bool) -> dict[str, object]:
         """Slice counts and restart budgets; see docs/launcher.md for how they reach the manifest."""

@@ -219,6 +219,13 @@ FLAGS: tuple[Flag, ...] = (
     Flag('check_data', BOOL, "Read each MaxText command's grain_train_files (a local or gs:// pattern; "
          'bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.',
          default=False, option=True, commands=_BOTH),
+    Flag('checkpoint_pre_start', TEXT, 'With --trainer maxtext and --checkpoint-dir: before MaxText starts, '
+         'an init container from IMAGE (the trainer image, trainer/Dockerfile) moves torn checkpoint steps '
+         'aside (python -m elxpk.checkpoints, i.e. checkpoint inspect --quarantine), so a restart restores '
+         'the newest whole step. Off by default; see docs/maxtext.md.', panel=TRAINER, metavar='IMAGE',
+         check='image', doc='an init container from IMAGE (the trainer image) that runs `elxpk checkpoint '
+         'inspect --quarantine` on the MaxText checkpoint directory before MaxText restores '
+         '([docs/maxtext.md](maxtext.md))'),
     Flag('output_manifest_file', TEXT, 'Also write the manifest to this file (with or without --dry-run).',
          panel=OUTPUT, option=True,
          doc='also write the manifest (with or without `--dry-run`). A regular file is replaced '

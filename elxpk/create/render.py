@@ -34,6 +34,24 @@ def command_argv(spec: WorkloadSpec) -> tuple[str, ...]:
     return ("bash", "-c", COMMAND_WRAPPER, "elxpk", spec.command or "")
 
 
+# MaxText's pre-start step (--checkpoint-pre-start): the first pod only (slice 0, VM 0; the Pathways head is
+# both); the checkpoint directory comes in as "$@", never spliced into the script.
+PRE_START_SCRIPT = (
+    'if [ "${ELXPK_JOB_INDEX:-0}" != 0 ] || [ "${JOB_COMPLETION_INDEX:-0}" != 0 ]; then '
+    'echo "elxpk pre-start: slice 0, VM 0 checks the checkpoints; nothing to do here"; exit 0; fi; '
+    'exec python -m elxpk.checkpoints "$@"'
+)
+
+
+def pre_start_argv(spec: WorkloadSpec) -> tuple[str, ...]:
+    """The pre-start init container's `command` (empty when off): python -m elxpk.checkpoints DIR."""
+    if not spec.checkpoint_pre_start:
+        return ()
+    period = spec.setting("checkpoint_period")
+    return ("sh", "-c", PRE_START_SCRIPT, "elxpk-pre-start", str(spec.setting("checkpoint_dir")),
+            *(("--checkpoint-period", str(period)) if "checkpoint_period" in dict(spec.settings) else ()))
+
+
 # The settings the contract marks "derived": the launcher renders them from its own flags.
 _DERIVED = {
     "num_slices": lambda spec: spec.num_slices,
@@ -87,7 +105,8 @@ def render(spec: WorkloadSpec) -> Manifest:
     subdomain = pathways_subdomain(spec.workload) if spec.pathways else None  # see elxpk/admission/names.py
     pod_rules, jobset_rules = failure_rules(spec)
     text = template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command, subdomain=subdomain,
-                                  pod_failure_rules=pod_rules, jobset_failure_rules=jobset_rules)
+                                  pod_failure_rules=pod_rules, jobset_failure_rules=jobset_rules,
+                                  pre_start=pre_start_argv(spec))
     try:
         objects = parse_documents(text)
     except Exception as exc:  # a template bug, not bad input: the spec was validated
@@ -151,6 +170,10 @@ def _check(objects: tuple[dict[str, Any], ...], spec: WorkloadSpec, env: tuple[t
         expect("replicated jobs", list(jobs), ["slice-job"])
         user_container(pod("slice-job").get("containers", []))
         expect("--num-slices", jobs.get("slice-job", {}).get("replicas"), spec.num_slices)
+    trainer_pod = pod(spec.trainer_job or "")
+    pre = [c for c in trainer_pod.get("initContainers", []) if c.get("name") == "elxpk-pre-start"]
+    expect("--checkpoint-pre-start", [(c.get("image"), c.get("command")) for c in pre],
+           [(spec.checkpoint_pre_start, list(pre_start_argv(spec)))] if spec.checkpoint_pre_start else [])
     if problems:
         raise ElxpkError(f"internal error: the rendered manifest does not hold {', '.join(problems)} "
                          f"as given; please report it with the flags used")

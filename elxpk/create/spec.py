@@ -37,6 +37,9 @@ class WorkloadSpec:
     headless: bool = False
     trainer: bool = False  # the bundled trainer (--trainer, --trainer elxpk)
     maxtext: bool = False  # --trainer maxtext: `command` is the MaxText command with elxpk's overrides added
+    # --checkpoint-pre-start IMAGE (--trainer maxtext): an init container from IMAGE moves torn checkpoint
+    # steps aside before MaxText restores (python -m elxpk.checkpoints; docs/maxtext.md). None: off.
+    checkpoint_pre_start: str | None = None
     elastic_slices: int = default("elastic_slices")
     max_slice_restarts: int = default("max_slice_restarts")
     max_restarts: int = default("max_restarts")

@@ -1,5 +1,5 @@
 """Static checks of trainer/Dockerfile: it parses, runs the trainer as non-root, pins what pyproject pins,
-and ships only the trainer and the contract package (never the launcher)."""
+and ships the trainer, the contract package and of the launcher only its checkpoint inspection (never its CLI)."""
 
 from __future__ import annotations
 
@@ -86,12 +86,16 @@ def test_no_registry_host_in_pip_commands(commands):
             assert "://" not in arg, arg
 
 
-def _copied(commands) -> set[str]:
+def _sources(commands) -> list[Path]:
     copies = [c for c in commands if c.cmd == "COPY"]
     sources = [Path(src.rstrip("/")) for c in copies for src in c.value[:-1]]
     for src in sources:
         assert (ROOT / src).exists(), f"COPY source {src} missing from the build context"
-    return {src.parts[0] for src in sources}
+    return sources
+
+
+def _copied(commands) -> set[str]:
+    return {src.parts[0] for src in _sources(commands)}
 
 
 def _project_imports(folder: str) -> set[tuple[str, str]]:
@@ -108,8 +112,10 @@ def _project_imports(folder: str) -> set[tuple[str, str]]:
     return found
 
 
-def test_image_copies_only_the_trainer_and_the_contract(commands):
-    assert _copied(commands) == {"trainer", "elxpk_contract"}
+def test_image_copies_the_trainer_the_contract_and_of_the_launcher_only_the_checkpoint_inspection(commands):
+    assert _copied(commands) == {"trainer", "elxpk_contract", "elxpk"}
+    launcher = {str(src) for src in _sources(commands) if src.parts[0] == "elxpk"}
+    assert launcher == {"elxpk/__init__.py", "elxpk/errors.py", "elxpk/units.py", "elxpk/checkpoints"}
 
 
 def test_copied_sources_cover_trainer_and_contract_imports(commands):

@@ -34,6 +34,9 @@ CPU_NP_NODES = 4
 PRIORITIES = {"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}  # xpk's
 QUEUES = {"default": "multislice-queue", "team-a": "team-queue"}  # namespace -> LocalQueue
 EXIT_CODE_ANNOTATION = "testcluster.elxpk.dev/exit-code"
+# A pod whose first container has this image never pulls it (stage image-pull of stages.yaml), so kwok's
+# pod-ready must leave it alone: a kubelet never starts a container whose image it could not pull.
+UNPULLABLE_IMAGE = "registry.testcluster.invalid/no-such-image:1"
 # What kwok serves as the log of every container (kwok has no processes; `logs` reads this file), in the
 # CRI log format a kubelet reads (time, stream, P(artial)/F(ull), text).
 POD_LOG = ("2026-01-01T00:00:00.000000000Z stdout F testcluster: log line 1 of a kwok container\n"
@@ -103,7 +106,8 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
     logs = yaml.safe_dump({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
                            "metadata": {"name": "every-container"},
                            "spec": {"logs": [{"logsFile": str(run_dir / "pod.log"), "follow": False}]}})
-    kwok_config.write_text("\n---\n".join([*(p.read_text() for p in [*stages, here / "stages.yaml"]), logs]))
+    texts = [_unpulled_left_alone(p.read_text()) for p in stages]
+    kwok_config.write_text("\n---\n".join([*texts, (here / "stages.yaml").read_text(), logs]))
     procs.start("kwok", f"--kubeconfig={kubeconfig}", f"--config={kwok_config}", "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--node-ip=127.0.0.1",
                 f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}", f"--tls-cert-file={pki / 'serving.crt'}",
@@ -122,6 +126,16 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
         api.apply(obj, retry_webhook=True)
     (run_dir / "env").write_text(f"KUBECONFIG={kubeconfig}\nSTORAGE_EMULATOR_HOST=http://127.0.0.1:{ports['gcs']}\n")
     print(f"testcluster: up in {time.monotonic() - started:.1f} s ({run_dir})", file=sys.stderr)
+
+
+def _unpulled_left_alone(stage_text: str) -> str:
+    """kwok's pod-ready stage, not matching a pod of UNPULLABLE_IMAGE (other stages unchanged)."""
+    stage = yaml.safe_load(stage_text)
+    if stage["metadata"]["name"] != "pod-ready":
+        return stage_text
+    stage["spec"]["selector"]["matchExpressions"].append(
+        {"key": ".spec.containers.[0].image", "operator": "NotIn", "values": [UNPULLABLE_IMAGE]})
+    return yaml.safe_dump(stage, sort_keys=False)
 
 
 def free_port() -> int:

@@ -1,0 +1,396 @@
+"""Why a workload is not running: reasons read from the objects the components wrote, each with its fix.
+
+Pure (objects in, reasons out; no I/O, clock passed in). The sources, in the order a stuck workload meets them:
+- the JobSet: `spec.suspend` with no Kueue queue to resume it;
+- Kueue's Workload: QuotaReserved=False (the quota message: resource, flavor, asked against the most the
+  ClusterQueue has; or the ClusterQueue is inactive, with the ClusterQueue's own condition when fetched),
+  QuotaReserved but not Admitted (admission checks still Pending), Evicted/Preempted;
+- the pods: PodScheduled=False/Unschedulable (the scheduler's "0/N nodes are available: ..." message, split
+  into its per-node reasons: node selector, google.com/tpu, taints, host ports, the JobSet's exclusive
+  placement), containers waiting in ErrImagePull/ImagePullBackOff or CrashLoopBackOff (the last exit code's
+  class from the trainer's exit-code table), pods pending past a threshold;
+- the first failed Job (its Failed condition: reason and message).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from elxpk.cluster.labels import JOBSET_NAME, KUEUE_QUEUE, REPLICATED_JOB, parse_time
+
+ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
+TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+TPU = "google.com/tpu"
+WAITING_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+STUCK_STATES = ("Queued", "Admitted", "Restarting")
+# "0/N nodes are available: K reason, K reason." and then other sentences (claims, preemption's own verdicts)
+_NODES = re.compile(r"^0/(\d+) nodes are available: (.*?)(?:\.(?: |$)|$)", re.S)
+_PART = re.compile(r"^(\d+) (.*)$")
+_QUOTA = re.compile(r"insufficient (unused )?quota for (\S+) in flavor ([^\s,]+)")
+_ASK_CAP = re.compile(r"(?:requests \((\d+)\) \+ current podset request )?\((\d+)\) > maximum capacity \((\d+)\)")
+_MORE = re.compile(r"(\d+) more needed")
+_INACTIVE = re.compile(r"ClusterQueue (\S+) is inactive")
+
+
+@dataclass(frozen=True)
+class Reason:
+    cause: str  # quota, queue-inactive, admission-check, evicted, suspended, no-node-pool, insufficient-tpu,
+    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed
+    text: str  # what is wrong, in one line
+    fix: str = ""  # the command or flag that fixes it, where one exists
+    detail: str = ""  # the component's own words (Kueue's, the scheduler's, the kubelet's), verbatim
+
+
+@dataclass(frozen=True)
+class Context:
+    """What `status --why` fetches beyond plain status (each optional: absent when not fetched)."""
+    cluster_queue: dict | None = None  # the ClusterQueue the LocalQueue points at
+    local_queue: dict | None = None
+    nodes: tuple[dict, ...] | None = None  # the TPU nodes' metadata.labels and spec.taints, when listed
+    position: str = ""  # queue position, or why it is not known
+
+
+def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict], now: float,
+            context: Context | None = None, pending_after_s: float = 120.0) -> list[Reason]:
+    """Every reason found, the most decisive first (Kueue before pods, pods before the pending count)."""
+    context = context or Context()
+    name = jobset.get("metadata", {}).get("name", "")
+    namespace = jobset.get("metadata", {}).get("namespace", "default")
+    reasons = _jobset_reasons(jobset, workloads, context)
+    reasons += _job_reasons(name, jobs)
+    reasons += _pod_reasons(name, namespace, _current_pods(pods, jobs), now, context, pending_after_s)
+    return reasons
+
+
+# --- Kueue and the JobSet -------------------------------------------------------------------------------
+
+def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> list[Reason]:
+    meta, spec = jobset.get("metadata", {}), jobset.get("spec", {})
+    queue = (meta.get("labels") or {}).get(KUEUE_QUEUE)
+    uid = meta.get("uid")
+    mine = [w for w in workloads if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
+    name, namespace = meta.get("name", ""), meta.get("namespace", "default")
+    if not mine:
+        if spec.get("suspend") and not queue:
+            said = next((c.get("message", "") for c in (jobset.get("status") or {}).get("conditions") or []
+                         if c.get("type") == "Suspended" and c.get("status") == "True"), "")
+            return [Reason("suspended", "the JobSet is suspended (spec.suspend: true) and has no Kueue queue "
+                           "label, so nothing will resume it",
+                           f"kubectl patch jobset {name} -n {namespace} --type=merge -p "
+                           "'{\"spec\":{\"suspend\":false}}', or recreate it with `elxpk workload create "
+                           "--queue LOCALQUEUE`", f"JobSet: {said}" if said else "")]
+        if spec.get("suspend"):
+            return [Reason("suspended", f"the JobSet is suspended for Kueue queue {queue}, but Kueue made no "
+                           "Workload for it", "check that Kueue runs and manages JobSets "
+                           "(`kubectl -n kueue-system get pods`), and that the LocalQueue exists "
+                           "(`kubectl get localqueue -n " + namespace + "`)")]
+        return []
+    workload = mine[0]
+    status = workload.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    out = _eviction(conditions)
+    if _is_true(conditions, "Finished") or _is_true(conditions, "Admitted"):
+        return out
+    position = f" ({context.position})" if context.position.startswith("position") else ""
+    unknown = context.position if context.position and not position else ""
+    if _is_true(conditions, "QuotaReserved"):
+        cq = (status.get("admission") or {}).get("clusterQueue", "")
+        pending = [c for c in status.get("admissionChecks") or [] if c.get("state") != "Ready"]
+        checks = ", ".join(f"{c.get('name')} {c.get('state')}" + (f" ({c['message']})" if c.get("message") else "")
+                           for c in pending)
+        out.append(Reason("admission-check", f"Kueue reserved quota in ClusterQueue {cq} but does not admit the "
+                          f"workload yet: admission checks {checks or 'not all Ready'}",
+                          "the checks' controllers decide (a ProvisioningRequest check waits for capacity); "
+                          "`kubectl get admissioncheck " + (pending[0].get("name", "NAME") if pending else "NAME")
+                          + " -o yaml` shows the controller; or submit to a LocalQueue without checks (--queue)"))
+        return out
+    message = (conditions.get("QuotaReserved") or {}).get("message", "") or "waiting for Kueue"
+    quota = _QUOTA.search(message)
+    inactive = _INACTIVE.search(message)
+    if quota:
+        resource, flavor = quota.group(2), quota.group(3)
+        asked = _ASK_CAP.search(message)
+        more = _MORE.search(message)
+        cq_name = _cq_name(context)
+        if asked:
+            total = int(asked.group(1) or 0) + int(asked.group(2))
+            amount = f"asks {total}, ClusterQueue {cq_name} has at most {asked.group(3)}"
+            fix = (f"ask for fewer ({'--num-slices or a smaller --tpu-type' if resource == TPU else resource}), "
+                   f"raise {resource} nominalQuota of flavor {flavor} in ClusterQueue {cq_name}, or use --queue "
+                   "with a LocalQueue that has the quota")
+        else:
+            amount = f"{more.group(1)} more needed than is unused now" if more else "not enough unused quota"
+            fix = ("wait for running workloads to finish (`elxpk workload list`), give this one a higher "
+                   "--priority so Kueue may preempt, or use --queue with a LocalQueue that has quota free")
+        out.append(Reason("quota", f"Kueue: not enough {resource} quota in flavor {flavor}: {amount}{position}",
+                          fix, f"Kueue: {message}" + (f"; {unknown}" if unknown else "")))
+    elif inactive:
+        why = _condition_message(context.cluster_queue, "Active")
+        named = re.search(r"inactive AdmissionCheck\(s\): ([^.]+)", why)
+        # The Workload lists the ClusterQueue's checks even while the queue is inactive.
+        checks = named.group(1) if named else ", ".join(
+            str(c.get("name")) for c in status.get("admissionChecks") or [] if c.get("state") != "Ready")
+        cause = "admission-check" if checks else "queue-inactive"
+        fix = (f"the controller of AdmissionCheck {checks} is not running or rejects its config: ask "
+               f"the cluster admin (`kubectl get admissioncheck {checks} -o yaml`), or use --queue with "
+               "another LocalQueue") if checks else (f"`kubectl describe clusterqueue {inactive.group(1)}`, or "
+                                                     "use --queue with another LocalQueue")
+        out.append(Reason(cause, f"Kueue: {message}" + (f": {why}" if why else f" (admission checks: {checks})"
+                                                          if checks else ""), fix))  # already Kueue's words
+    else:
+        out.append(Reason("queued", f"Kueue: {message}{position}"))
+    return out
+
+
+def _eviction(conditions: dict[str, dict]) -> list[Reason]:
+    for kind in ("Preempted", "Evicted"):
+        c = conditions.get(kind)
+        if c and c.get("status") == "True":
+            fix = ("a workload of higher priority took the quota; give this one a higher --priority, or use a "
+                   "LocalQueue with quota of its own") if kind == "Preempted" or c.get("reason") == "Preempted" \
+                else "Kueue requeues it; `elxpk workload events NAME` shows the history"
+            return [Reason("evicted", f"Kueue {kind.lower()} the workload ({c.get('reason')})", fix,
+                           f"Kueue: {c.get('message')}")]
+    return []
+
+
+def _cq_name(context: Context) -> str:
+    if context.cluster_queue:
+        return str(context.cluster_queue.get("metadata", {}).get("name", "?"))
+    if context.local_queue:
+        return str((context.local_queue.get("spec") or {}).get("clusterQueue", "?"))
+    return "(of the LocalQueue)"
+
+
+def _condition_message(obj: dict | None, kind: str) -> str:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind and c.get("status") != "True":
+            return str(c.get("message") or c.get("reason") or "")
+    return ""
+
+
+def _is_true(conditions: dict[str, dict], kind: str) -> bool:
+    return (conditions.get(kind) or {}).get("status") == "True"
+
+
+# --- Jobs -----------------------------------------------------------------------------------------------
+
+def _job_reasons(name: str, jobs: list[dict]) -> list[Reason]:
+    """The first failed Job (by the time of its Failed condition), and why: one reason, the root."""
+    failed = []
+    for job in jobs:
+        for c in (job.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "Failed" and c.get("status") == "True":
+                failed.append((parse_time(c.get("lastTransitionTime")) or 0.0, job, c))
+    if not failed:
+        return []
+    _, job, c = min(failed, key=lambda item: item[0])
+    rjob = (job["metadata"].get("labels") or {}).get(REPLICATED_JOB, "?")
+    code = re.search(r"exit code (\d+)", c.get("message") or "")
+    return [Reason("job-failed", f"first failed: Job {job['metadata']['name']} of replicatedJob {rjob} "
+                   f"({c.get('reason')})" + (_exit_class(int(code.group(1))) if code else ""),
+                   f"`elxpk workload logs {name} --previous` shows its last output", f"Job: {c.get('message')}")]
+
+
+def _exit_meaning(code: object) -> str:
+    from elxpk_contract.exit_codes import BY_CODE
+
+    known = BY_CODE.get(int(code)) if isinstance(code, int) else None
+    return known.meaning if known else ""
+
+
+def _exit_class(code: int) -> str:
+    from elxpk_contract.exit_codes import BY_CODE
+
+    known = BY_CODE.get(code)
+    if known is None:
+        return f", exit {code}: not in the trainer's table (137: killed, e.g. out of memory)"
+    return f", exit {code} {known.name}: " + ("retryable" if known.retryable else "not retryable, fix and resubmit")
+
+
+# --- Pods -----------------------------------------------------------------------------------------------
+
+def _current_pods(pods: list[dict], jobs: list[dict]) -> list[dict]:
+    """Pods of Jobs still there and not being deleted (a JobSet restart's old pods say nothing now)."""
+    live = {j["metadata"].get("uid") for j in jobs if not j["metadata"].get("deletionTimestamp")}
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")
+            and any(r.get("uid") in live for r in p["metadata"].get("ownerReferences") or [])]
+
+
+def _pod_reasons(name: str, namespace: str, pods: list[dict], now: float, context: Context,
+                 pending_after_s: float) -> list[Reason]:
+    seen: dict[tuple[str, str], tuple[Reason, int]] = {}
+    stale = 0
+    for pod in pods:
+        found = _one_pod(name, namespace, pod, context)
+        for reason in found:
+            key = (reason.cause, reason.text)
+            seen[key] = (reason, seen.get(key, (reason, 0))[1] + 1)
+        status = pod.get("status") or {}
+        created = parse_time(pod["metadata"].get("creationTimestamp"))
+        if not found and status.get("phase") == "Pending" and created is not None \
+                and now - created >= pending_after_s:
+            stale += 1
+    out = [Reason(r.cause, (f"{n} pods: " if n > 1 else "pod: ") + r.text, r.fix, r.detail)
+           for r, n in seen.values()]
+    if stale:
+        from elxpk.units import format_duration
+
+        out.append(Reason("pending", f"{stale} pods pending for more than {format_duration(pending_after_s)} "
+                          "with no scheduler or kubelet verdict yet",
+                          f"`elxpk workload events {name}` shows the latest events"))
+    return out
+
+
+def _one_pod(name: str, namespace: str, pod: dict, context: Context) -> list[Reason]:
+    status = pod.get("status") or {}
+    out = []
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+            out += _unschedulable(pod, c.get("message") or "", context)
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        reason = waiting.get("reason")
+        if reason in WAITING_PULL:
+            out.append(Reason("image-pull", f"image {cs.get('image')} of container {cs.get('name')} cannot be "
+                              f"pulled ({reason})",
+                              "check the image name and tag exist and that the nodes' service account can read "
+                              "the registry; recreate with --docker-image IMAGE", f"kubelet: {waiting.get('message', '')}"))
+        elif reason == "CrashLoopBackOff":
+            last = ((cs.get("lastState") or {}).get("terminated") or {})
+            code = last.get("exitCode")
+            klass = _exit_class(int(code)) if isinstance(code, int) else ""
+            meaning = _exit_meaning(code)
+            out.append(Reason("crash-loop", f"container {cs.get('name')} keeps exiting (CrashLoopBackOff, "
+                              f"{cs.get('restartCount', 0)} restarts{klass})",
+                              f"`elxpk workload logs {name} --previous` shows the crashed run's output",
+                              f"kubelet: {waiting.get('message', '')}" + (f"; exit {code}: {meaning}" if meaning else "")))
+    return out
+
+
+def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
+    """The scheduler's message, per node reason: "0/32 nodes are available: 2 node(s) didn't have free ports
+    ..., 30 node(s) didn't match Pod's node affinity/selector. preemption: ..."."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    accelerator, topology = selector.get(ACCELERATOR), selector.get(TOPOLOGY)
+    shape = f"{ACCELERATOR.split('/')[1]} {accelerator}, {TOPOLOGY.split('/')[1]} {topology}" \
+        if accelerator else "the pod's node selector"
+    match = _NODES.match(message.strip())
+    if not match:
+        return [Reason("unschedulable", "unschedulable", "", f"scheduler: {message}")]
+    total = int(match.group(1))
+    parts = []
+    for piece in re.split(r", (?=\d+ )", match.group(2)):
+        found = _PART.match(piece.strip())
+        if found:
+            parts.append((int(found.group(1)), found.group(2)))
+    mismatched = sum(n for n, text in parts if "didn't match Pod's node affinity/selector" in text)
+    if mismatched >= total:
+        pools = ""
+        if context.nodes is not None:
+            same = sorted({n["labels"].get(TOPOLOGY, "?") for n in context.nodes
+                           if n["labels"].get(ACCELERATOR) == accelerator})
+            pools = f"; node pools with {accelerator}: {', '.join(same) or 'none'}"
+        return [Reason("no-node-pool", f"no node pool has {shape}{pools}", _node_pool_fix(accelerator, topology),
+                       f"scheduler: {message}")]
+    out: list[Reason] = []
+    for n, text in parts:
+        if "didn't match Pod's node affinity/selector" in text:
+            continue
+        if f"Insufficient {TPU}" in text:
+            out.append(Reason("insufficient-tpu", f"{n} node(s) with {shape} have too few free {TPU} for the "
+                              f"pod ({_tpu_request(pod)} asked; scheduler: Insufficient {TPU})",
+                              "other pods hold the chips, or the device plugin reports fewer healthy chips: "
+                              "`kubectl describe nodes -l " + _label_selector(selector) + "`; free them "
+                              "(`elxpk workload list`), or use fewer/smaller slices (--num-slices, --tpu-type)"))
+        elif "untolerated taint" in text:
+            # The scheduler names no taint since Kubernetes 1.30 ("had untolerated taint(s)"): the nodes do.
+            taints = _untolerated(pod, selector, context)
+            named = ", ".join(f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in taints)
+            out.append(Reason("taint", f"{n} node(s) with {shape} have a taint the pod does not tolerate"
+                              + (f": {named}" if named else ""),
+                              "remove it once the nodes are fit: kubectl taint nodes -l "
+                              f"{_label_selector(selector)} " + (" ".join(f"{t.get('key')}-" for t in taints)
+                                                                  or "KEY-")))
+        elif "free ports" in text:
+            out.append(Reason("host-ports", f"{n} node(s) with {shape} are taken: another workload's pods hold "
+                              "their host ports (one TPU workload per host)",
+                              "`elxpk workload list` shows what runs there; wait for it, delete it, or give this "
+                              "one a higher --priority (Kueue preempts)"))
+        elif "affinity" in text or "topology spread" in text:
+            out.append(Reason("exclusive-placement", f"{n} node(s) with {shape} are in node pools another "
+                              f"slice already holds (JobSet exclusive-topology: one slice per node pool; {text})",
+                              "fewer slices (--num-slices) or more node pools of this shape"))
+        else:
+            out.append(Reason("unschedulable", f"{n} node(s): {text}"))
+    return [Reason(r.cause, r.text, r.fix, f"scheduler: {message}") for r in out]
+
+
+def _untolerated(pod: dict, selector: dict, context: Context) -> list[dict]:
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    found: dict[tuple, dict] = {}
+    for node in context.nodes or ():
+        if any(node["labels"].get(k) != v for k, v in selector.items()):
+            continue
+        for taint in node.get("taints") or []:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+                found[(taint.get("key"), taint.get("value"), taint.get("effect"))] = taint
+    return list(found.values())
+
+
+def _tolerates(tolerations: list[dict], taint: dict) -> bool:
+    for t in tolerations:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        if t.get("operator") == "Exists" and (not t.get("key") or t.get("key") == taint.get("key")):
+            return True
+        if t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def _tpu_request(pod: dict) -> str:
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        value = ((c.get("resources") or {}).get("limits") or {}).get(TPU)
+        if value:
+            return f"{value} chips"
+    return "chips"
+
+
+def _label_selector(selector: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in selector.items() if k in (ACCELERATOR, TOPOLOGY)) or "KEY=VALUE"
+
+
+def _node_pool_fix(accelerator: str | None, topology: str | None) -> str:
+    from elxpk.create import catalog
+
+    for spelling in catalog.all_names():
+        tpu = catalog.lookup(spelling)
+        if (tpu.gke_accelerator, tpu.topology) == (accelerator, topology):
+            return (f"`--tpu-type {tpu.name}` needs a node pool of {tpu.machine_type} with --tpu-topology "
+                    f"{topology} (`xpk cluster create --tpu-type {tpu.name}` or `gcloud container node-pools "
+                    f"create --machine-type {tpu.machine_type} --tpu-topology {topology}`), or pick a --tpu-type "
+                    "that a node pool has")
+    return "add a node pool matching the pod's node selector, or pick a --tpu-type that a node pool has"
+
+
+def stuck_line(state: str, state_age_s: float | None, reasons: list[Reason], after_s: float) -> str:
+    """The one line plain `status` shows: the first reason, when stuck longer than `after_s`."""
+    if state not in STUCK_STATES or not reasons or state_age_s is None or state_age_s < after_s:
+        return ""
+    return reasons[0].text
+
+
+def state_since(jobset: dict, jobs: list[dict], workloads: list[dict]) -> float | None:
+    """When the present state began, at the latest: the JobSet's creation, Kueue's admission, or the
+    creation of the newest Job (a JobSet restart recreates them)."""
+    times = [parse_time(jobset.get("metadata", {}).get("creationTimestamp"))]
+    times += [parse_time(j["metadata"].get("creationTimestamp")) for j in jobs
+              if (j["metadata"].get("labels") or {}).get(JOBSET_NAME)]
+    for w in workloads:
+        for c in (w.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "Admitted" and c.get("status") == "True":
+                times.append(parse_time(c.get("lastTransitionTime")))
+    known = [t for t in times if t is not None]
+    return max(known) if known else None

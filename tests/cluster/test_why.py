@@ -1,0 +1,160 @@
+"""why.py on objects captured from the real control plane (tests/cluster/why_corpus/, written by
+tests/realcluster/test_why_real.py with ELXPK_WHY_CAPTURE=DIR): every stuck cause, with and without what
+`--why` fetches besides, and the one line plain `status` shows past the threshold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from elxpk.cluster.observe import fetch_status
+from elxpk.cluster.status import compute_status, parse_time
+from elxpk.cluster.why import Context, explain, state_since, stuck_line
+from tests.cluster.conftest import pathways_jobset, scripted
+
+CORPUS = Path(__file__).parent / "why_corpus"
+# case -> (cause of the first reason, words it must carry, words its fix must carry)
+EXPECTED = {
+    "quota": ("quota", ["google.com/tpu quota in flavor default-flavor", "asks 8", "why-small has at most 4"],
+              ["--num-slices", "--queue"]),
+    "no_node_pool": ("no-node-pool", ["tpu-v6e-slice", "2x2", "node pools with tpu-v6e-slice: 4x4"],
+                     ["`--tpu-type v6e-4` needs a node pool of ct6e-standard-4t with --tpu-topology 2x2"]),
+    "insufficient_tpu": ("insufficient-tpu", ["too few free google.com/tpu", "4 chips asked"], ["--num-slices"]),
+    "taint": ("taint", ["why.elxpk.dev/maintenance=true:NoSchedule"], ["kubectl taint nodes -l", "maintenance-"]),
+    "image_pull": ("image-pull", ["registry.testcluster.invalid/no-such-image:1", "ImagePullBackOff"],
+                   ["--docker-image"]),
+    "crash_loop": ("crash-loop", ["2 pods", "CrashLoopBackOff", "exit 70 user_error: not retryable"],
+                   ["elxpk workload logs why-crash --previous"]),
+    "admission_check_inactive": ("admission-check", ["ClusterQueue why-checked is inactive",
+                                                     "inactive AdmissionCheck(s): why-never-decided"],
+                                 ["kubectl get admissioncheck why-never-decided"]),
+    "admission_check_pending": ("admission-check", ["reserved quota in ClusterQueue why-checked",
+                                                    "why-never-decided Pending"], ["admissioncheck why-never-decided"]),
+    "suspended": ("suspended", ["spec.suspend: true", "no Kueue queue label"], ["kubectl patch jobset why-suspended"]),
+    # beyond the 8 stuck causes
+    "host_ports": ("host-ports", ["2 node(s) with gke-tpu-accelerator tpu-v5p-slice, gke-tpu-topology 2x2x1 are "
+                                  "taken"], ["elxpk workload list"]),
+    "preempted": ("evicted", ["Kueue preempted the workload (InClusterQueue)"], ["--priority"]),
+    "job_failed": ("job-failed", ["Job why-failed-slice-job-0 of replicatedJob slice-job (PodFailurePolicy)",
+                                  "exit 70 user_error"], ["elxpk workload logs why-failed --previous"]),
+}
+
+
+def load(case: str) -> dict:
+    return dict(json.loads((CORPUS / f"{case}.json").read_text()))
+
+
+def context_of(objects: dict) -> Context:
+    nodes = tuple({"labels": n["metadata"]["labels"], "taints": n["spec"].get("taints")} for n in objects["nodes"])
+    return Context(cluster_queue=objects["cluster_queue"], local_queue=objects["local_queue"], nodes=nodes)
+
+
+def captured_at(objects: dict) -> float:
+    """The newest time the objects carry: `now` as it was when they were captured, near enough."""
+    times = [parse_time(c.get("lastTransitionTime")) for key in ("pods", "jobs", "workloads")
+             for obj in objects[key] for c in (obj.get("status") or {}).get("conditions") or []]
+    times.append(parse_time(objects["jobset"]["metadata"]["creationTimestamp"]))
+    return max(t for t in times if t is not None)
+
+
+def test_corpus_holds_every_case() -> None:
+    assert sorted(p.stem for p in CORPUS.glob("*.json")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_each_cause_named_with_its_fix(case: str) -> None:
+    objects = load(case)
+    cause, words, fix_words = EXPECTED[case]
+    reasons = explain(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"],
+                      captured_at(objects), context_of(objects))
+    assert reasons and reasons[0].cause == cause, reasons
+    # One reason each (the scheduler's sentences about preemption are no node reasons), but a preempted
+    # workload also waits for quota again.
+    assert [r.cause for r in reasons[1:]] == (["quota"] if case == "preempted" else []), reasons
+    for word in words:
+        assert word in reasons[0].text, (word, reasons[0])
+    for word in fix_words:
+        assert word in reasons[0].fix, (word, reasons[0])
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_plain_status_objects_alone_name_the_cause(case: str) -> None:
+    """Without what --why fetches besides (no ClusterQueue, no nodes), the cause is still named."""
+    objects = load(case)
+    reasons = explain(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"],
+                      captured_at(objects))
+    assert reasons and reasons[0].cause == EXPECTED[case][0], reasons
+
+
+@pytest.mark.parametrize("case", ["quota", "image_pull", "crash_loop", "admission_check_pending"])
+def test_one_line_only_past_the_threshold(case: str) -> None:
+    objects = load(case)
+    args = objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"]
+    now = captured_at(objects)
+    status = compute_status(*args, now)
+    assert status.state in ("Queued", "Admitted", "Restarting"), status.state
+    since = state_since(objects["jobset"], objects["jobs"], objects["workloads"])
+    assert since is not None and since <= now
+    reasons = explain(*args, now)
+    assert stuck_line(status.state, now - since, reasons, after_s=now - since + 1) == ""
+    line = stuck_line(status.state, now - since + 1, reasons, after_s=now - since + 1)
+    assert line == reasons[0].text and "\n" not in line
+
+
+def test_running_workload_has_no_line() -> None:
+    objects = load("crash_loop")
+    assert stuck_line("Running", 1e6, [], 0) == ""
+    reasons = explain(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"], 0)
+    assert stuck_line("Running", 1e6, reasons, 0) == ""
+
+
+@given(st.text(max_size=300))
+def test_any_scheduler_message_gives_a_reason_never_an_error(message: str) -> None:
+    objects = load("no_node_pool")
+    pod = json.loads(json.dumps(objects["pods"][0]))
+    for c in pod["status"]["conditions"]:
+        if c["type"] == "PodScheduled":
+            c["message"] = message
+    reasons = explain(objects["jobset"], objects["jobs"], [pod], objects["workloads"], 0, context_of(objects))
+    assert reasons and all(r.text for r in reasons)
+
+
+@given(st.text(max_size=300))
+def test_any_kueue_message_gives_a_reason_never_an_error(message: str) -> None:
+    objects = load("quota")
+    workload = json.loads(json.dumps(objects["workloads"][0]))
+    workload["status"]["conditions"][0]["message"] = message
+    reasons = explain(objects["jobset"], objects["jobs"], objects["pods"], [workload], 0, context_of(objects))
+    assert reasons and reasons[0].cause in ("quota", "queue-inactive", "admission-check", "queued")
+
+
+def test_plain_status_makes_no_extra_call_and_why_few(fake, kube, clock) -> None:
+    ctl = scripted(fake, clock, pathways_jobset(slices=8, vms=4))
+    ctl.queue()
+    kube.kueue_version()
+    before = len(fake.calls)
+    plain = fetch_status(kube, "default", "train", now=clock() + 600, stuck_after_s=60)
+    assert len(fake.calls) - before == 4  # what status always reads
+    assert plain.state == "Queued" and plain.reason.startswith("Kueue: couldn't assign flavors"), plain.reason
+    before = len(fake.calls)
+    why = fetch_status(kube, "default", "train", now=clock() + 600, why=True)
+    assert 4 < len(fake.calls) - before <= 9  # + LocalQueue, ClusterQueue, visibility discovery: none per pod
+    assert why.why and why.why[0].cause == "queued", why.why
+
+
+def test_cli_why_table_and_a_bad_threshold(fake, clock, capsys, k, monkeypatch) -> None:
+    from tests.cluster.conftest import run_cli
+
+    monkeypatch.setenv("COLUMNS", "200")
+    scripted(fake, clock, pathways_jobset(slices=2, vms=1)).queue()
+    code, out, err = run_cli(capsys, "workload", "status", "train", "--why", "--stuck-after", "0s", *k)
+    assert code == 0, err
+    assert "Why              Kueue: couldn't assign flavors" in out and "(--why: the fix)" in out
+    assert "\nWhy\n- [queued] Kueue: couldn't assign flavors" in out
+    before = len(fake.calls)
+    code, _, err = run_cli(capsys, "workload", "status", "train", "--stuck-after", "soon", *k)
+    assert code == 2 and "--stuck-after soon" in err and len(fake.calls) == before  # nothing asked of the cluster
