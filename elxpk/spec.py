@@ -15,6 +15,7 @@ from elxpk.catalog import TpuType
 
 if TYPE_CHECKING:
     from elxpk.budget_checks import Times
+    from elxpk.create.gpu import GpuType
 
 PRIORITIES = ("very-low", "low", "medium", "high", "very-high")
 DEFAULT_PROXY_IMAGE = "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:latest"
@@ -40,7 +41,7 @@ class WorkloadSpec:
     """Everything `workload create` was asked for, validated. Times are in seconds."""
 
     workload: str
-    tpu: TpuType
+    tpu: TpuType | None  # None for a GPU workload (--device-type): then `gpu` and `num_nodes`
     num_slices: int = 1
     command: str | None = None  # the user's shell command; with --trainer, the trainer command line
     docker_image: str = DEFAULT_DOCKER_IMAGE
@@ -70,6 +71,8 @@ class WorkloadSpec:
     # The trainer settings given as `workload create` flags: (name, value) in the contract table's order.
     # Names, defaults, bounds and help live in elxpk_contract.settings; nothing here repeats them.
     settings: tuple[tuple[str, Any], ...] = ()
+    gpu: GpuType | None = None  # --device-type: one node group of `num_nodes` GPU machines
+    num_nodes: int = 1
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -79,7 +82,7 @@ class WorkloadSpec:
     @property
     def worker_backoff_limit(self) -> int:
         """xpk's formula, inherited from the PathwaysJob controller: pod restarts a slice's Job tolerates."""
-        vms = self.tpu.vms_per_slice
+        vms = self.tpu.vms_per_slice if self.tpu else self.num_nodes
         return self.max_slice_restarts * vms if self.elastic else 4 * vms
 
     @property

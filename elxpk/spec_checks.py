@@ -129,6 +129,10 @@ class FlagChecker(FlagValues):
         fields.update(self.shape())
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
+        if self.given("device_type") or self.given("num_nodes"):
+            from elxpk.create.gpu import gpu_flag_problems
+
+            fields["num_nodes"] = gpu_flag_problems(self, fields)
         fields["restart_on_exit_codes"] = self.restart_codes(fields)
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
         n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
@@ -144,7 +148,7 @@ class FlagChecker(FlagValues):
         if fields["headless"]:
             fields["env"] = ()  # ignored with a warning (see shape): no user container to carry it
         else:
-            self.references(fields["command"], fields["env"], fields["settings"])  # type: ignore[arg-type]
+            self.references(fields["command"], fields["env"], fields["settings"], gpu=fields["gpu"] is not None)  # type: ignore[arg-type]
         if self.errors:
             raise UsageError(*self.errors)
         return WorkloadSpec(**fields, warnings=tuple(self.warnings)), options  # type: ignore[arg-type]
@@ -158,10 +162,19 @@ class FlagChecker(FlagValues):
         elif not _WORKLOAD_NAME.fullmatch(workload):  # its length limit depends on the shape: build()
             err(f"--workload {workload!r}: use a-z, 0-9 and '-', starting with a letter and ending with a "
                 f"letter or digit (e.g. my-run-1)")
-        tpu = None
-        tpu_name = self.text("tpu_type", "--tpu-type")
-        if not tpu_name:
-            err("--tpu-type: required; e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16")
+        tpu, gpu = None, None
+        tpu_name, gpu_name = self.text("tpu_type", "--tpu-type"), self.text("device_type", "--device-type")
+        if tpu_name and gpu_name:
+            err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
+        elif gpu_name:
+            from elxpk.create.gpu import UnknownGpuType, lookup_gpu
+
+            try:
+                gpu = lookup_gpu(gpu_name)
+            except UnknownGpuType as exc:
+                err(f"--device-type: {exc}")
+        elif not tpu_name:
+            err("--tpu-type: required; e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16 (GPUs: --device-type)")
         else:
             try:
                 tpu = lookup(tpu_name)
@@ -177,12 +190,14 @@ class FlagChecker(FlagValues):
         namespace = self.text("namespace", "--namespace", "default") or ""
         if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
             err(f"--namespace {namespace!r}: must be an RFC 1123 label (a-z, 0-9, '-', at most 63 characters)")
-        return dict(workload=workload, tpu=tpu, priority=priority, queue=queue, namespace=namespace)
+        return dict(workload=workload, tpu=tpu, gpu=gpu, priority=priority, queue=queue, namespace=namespace)
 
     def shape(self) -> dict[str, object]:
         """Pathways or multi-controller, headless or not, user command or bundled trainer."""
         err = self.errors.append
-        pathways = not bool(self.get("no_pathways", False))
+        gpu = self.given("device_type")  # Pathways runs on TPUs only: a GPU workload is multi-controller
+        pathways = not bool(self.get("no_pathways", False)) and not gpu
+        multi = "--device-type (Pathways runs on TPUs only)" if gpu else "--no-pathways"
         headless = bool(self.get("headless", False))
         kind = self.trainer_kind()
         trainer, maxtext = kind == "elxpk", kind == "maxtext"
@@ -190,7 +205,7 @@ class FlagChecker(FlagValues):
         if command is not None and not command.strip():
             command = None
         if headless and not pathways:
-            err("--headless: only with Pathways (it drops the user container); drop --no-pathways or --headless")
+            err(f"--headless: only with Pathways (it drops the user container); drop {multi} or --headless")
         elif headless:
             if kind:
                 err(f"--trainer {kind}: needs the user container that --headless drops; drop one of them")
@@ -213,7 +228,7 @@ class FlagChecker(FlagValues):
         if not pathways:
             for key, flag in _PATHWAYS_ONLY:
                 if self.given(key):
-                    err(f"{flag}: only for Pathways workloads; drop it or drop --no-pathways")
+                    err(f"{flag}: only for Pathways workloads; drop it or drop {multi}")
         return dict(pathways=pathways, headless=headless, trainer=trainer, maxtext=maxtext, command=command)
 
     def trainer_kind(self) -> str | None:
@@ -368,11 +383,15 @@ class FlagChecker(FlagValues):
         return tuple(values.items())
 
     def references(self, command: str | None, env: tuple[tuple[str, str], ...],
-                   settings: tuple[tuple[str, Any], ...]) -> None:
+                   settings: tuple[tuple[str, Any], ...], *, gpu: bool = False) -> None:
         """Warn about `$(NAME)` in --command/--env that names no env var of the container: Kubernetes
         expands the ones that do, and leaves these as they are (then bash runs `$(NAME)` as a command)."""
         defined = set(RESERVED_ENV) | {key for key, _ in env} | {env_name(name) for name, _ in settings}
         defined |= {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)}
+        if gpu:
+            from elxpk.create.gpu import GPU_RESERVED_ENV
+
+            defined |= GPU_RESERVED_ENV
         sources = [("--command", command or "")] + [(f"--env {key}", value) for key, value in env]
         for flag, text in sources:
             for name in dict.fromkeys(m.group(1) for m in _K8S_REFERENCE.finditer(text) if m.group(1) is not None):
@@ -388,7 +407,7 @@ _SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
 OPTION_FLAGS = frozenset("dry_run dry_run_server replace output_format output_manifest_file slice_mtbf "
                          "step_time checkpoint_save_time slice_replacement_time from_run".split())
 _KNOWN_FLAGS = frozenset(
-    "workload tpu_type num_slices command docker_image docker_name no_pathways headless trainer "
+    "workload tpu_type device_type num_nodes num_slices command docker_image docker_name no_pathways headless trainer "
     "elastic_slices max_slice_restarts max_restarts priority queue namespace termination_grace_period_seconds "
     "ttl_seconds_after_finished proxy_server_image server_image worker_image pathways_gcs_location "
     "custom_proxy_server_args custom_server_args custom_worker_args env env_file restart_on_exit_codes".split()

@@ -32,6 +32,8 @@ def create(
     workload: Annotated[str | None, typer.Option("--workload", help="JobSet name: a-z, 0-9, '-', starting with a letter; at most 39 characters for Pathways (the limit of each shape is checked).")] = None,
     tpu_type: Annotated[str | None, typer.Option("--tpu-type", help="TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.")] = None,
     num_slices: Annotated[str | None, _int_opt("--num-slices", help="Number of TPU slices (worker replicas). Default: 1.")] = None,
+    device_type: Annotated[str | None, typer.Option("--device-type", help="GPU machine instead of --tpu-type, as in xpk: h100-80gb-8 (A3 High), h100-mega-80gb-8 (A3 Mega), h200-141gb-8 (A3 Ultra), b200-8 (A4), or the GCE machine type. A multi-controller JobSet with the machine's GPUDirect networking (docs/gpu.md).")] = None,
+    num_nodes: Annotated[str | None, _int_opt("--num-nodes", help="GPU machines in the node group (pods, 8 GPUs each); with --device-type. Default: 1.")] = None,
     command: Annotated[str | None, typer.Option("--command", help="Shell command the user container runs; required unless --headless or --trainer (elxpk), where it holds extra trainer arguments. With --trainer maxtext: the MaxText command.")] = None,
     docker_image: Annotated[str | None, typer.Option("--docker-image", help="Image of the user container. Default: python:3.10.")] = None,
     docker_name: Annotated[str | None, typer.Option("--docker-name", help="Name of the user container. Default: jax-tpu.")] = None,
@@ -85,7 +87,8 @@ def create(
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
     try:
         spec, run = parse_create(
-            workload=workload, tpu_type=tpu_type, num_slices=num_slices, command=command, docker_image=docker_image,
+            workload=workload, tpu_type=tpu_type, num_slices=num_slices, device_type=device_type, num_nodes=num_nodes,
+            command=command, docker_image=docker_image,
             docker_name=docker_name, trainer=trainer, no_pathways=no_pathways, headless=headless,
             elastic_slices=elastic_slices, max_slice_restarts=max_slice_restarts, max_restarts=max_restarts,
             restart_on_exit_codes=restart_on_exit_codes, priority=priority, queue=queue, namespace=target.namespace,
