@@ -6,7 +6,7 @@ so the machine's load affects each alike; the figures to read are the ratios. Fr
 report's timeline): recovery time is failure -> first new step; "back" is failure -> the end of the step
 after the failed one (for a rewinding recovery that includes re-executing the rewound steps).
 
-It also measures what keeping the last completed step alive costs (trainer.live_recovery): the step
+It also measures what keeping the last completed step alive costs (trainer.elastic.live_recovery): the step
 compiled as the trainer compiles it for --recovery live (no donation) against the step it compiles for
 --recovery checkpoint (donating its input state), from XLA's own memory analysis of both executables, per
 device, next to the state's bytes per device.
@@ -68,15 +68,16 @@ def memory_cost(devices: int = 4) -> dict:
 
     from elxpk.local.options import LOCAL_MODEL
     from elxpk_contract.settings import TrainerConfig
-    from trainer import mesh as meshlib
-    from trainer import step as steplib
-    from trainer.memory import state_layout
+    from trainer.core import mesh as meshlib
+    from trainer.core import state as core_state
+    from trainer.core import step as steplib
+    from trainer.core.memory import state_layout
 
     cfg = TrainerConfig(num_slices=2, devices_per_slice=devices // 2, **LOCAL_MODEL)
     mesh = meshlib.build_mesh({0: jax.devices()[:devices // 2], 1: jax.devices()[devices // 2:devices]}, [0, 1])
     from trainer.clock import SystemClock
 
-    state = steplib.state_target(cfg, mesh)
+    state = core_state.state_target(cfg, mesh)
     rep = meshlib.replicated(mesh)
     out = {}
     executables = {}
@@ -88,10 +89,10 @@ def memory_cost(devices: int = 4) -> dict:
                      + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes)
     out["state_per_device"] = state_layout(state)[1]
     # What the live path adds to every step: the fingerprint of the new state (median of 20, after warm-up).
-    from trainer.fingerprint import fingerprint
+    from trainer.ckpt.fingerprint import fingerprint
 
     compiled = executables["kept"]
-    live_state = steplib.place(steplib.host_init_state(cfg), mesh)
+    live_state = core_state.place(core_state.host_init_state(cfg), mesh)
     batch = meshlib.put_batch(np.zeros((cfg.global_batch, cfg.seq_len + 1), np.int32), mesh)
     step_s, print_s = [], []
     for i in range(22):

@@ -48,7 +48,7 @@ from trainer.cpu import ensure_devices  # noqa: E402
 
 ensure_devices(4)
 
-from trainer.config import TrainerConfig  # noqa: E402
+from elxpk_contract.settings import TrainerConfig  # noqa: E402
 
 EXPLICIT_1B = dict(d_model=2048, n_layers=16, n_heads=16, d_ff=8192, seq_len=2048, vocab_size=32000)
 PROXY_MODEL = dict(d_model=512, n_layers=4, n_heads=8, d_ff=2048, seq_len=128, vocab_size=16000)
@@ -69,7 +69,7 @@ def tree_bytes(path: Path) -> int:
 def model_flops_per_step(cfg) -> tuple[float, int]:
     """(model FLOPs of one training step, N the matmul parameter count): the formula in the docstring, which
     is the trainer's own (ModelShape.flops_per_example, also in run.json)."""
-    from trainer.model import ModelShape
+    from trainer.core.model import ModelShape
 
     shape = ModelShape.from_config(cfg)
     return shape.flops_per_example() * cfg.global_batch, shape.matmul_params()
@@ -85,7 +85,7 @@ def make_config(run_dir: Path, shapes: dict | None, **overrides) -> TrainerConfi
         settings.update(shapes or EXPLICIT_1B)
     cfg = TrainerConfig(**settings)
     try:  # the compute dtype resolved for this backend, where the trainer has that step
-        from trainer.precision import resolved  # type: ignore[import-not-found,unused-ignore]
+        from trainer.core.precision import resolved  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return cfg
     return resolved(cfg)
@@ -98,7 +98,7 @@ class _Events:
 
 
 def _store(cfg):
-    from trainer.checkpoint import CheckpointStore
+    from trainer.ckpt.checkpoint import CheckpointStore
     from trainer.clock import SystemClock
 
     return CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=_Events(), clock=SystemClock())
@@ -110,10 +110,10 @@ def _placed_state(cfg, mesh):
     import jax
     import numpy as np
 
-    from trainer import step as steplib
+    from trainer.core import state as core_state
 
     rng = np.random.default_rng(0)
-    host = steplib.host_init_state(cfg)
+    host = core_state.host_init_state(cfg)
 
     def noisy(a):
         if a.ndim == 0 or a.dtype != np.float32:
@@ -121,7 +121,7 @@ def _placed_state(cfg, mesh):
         return (1e-3 * rng.standard_normal(a.shape)).astype(np.float32)
 
     host["opt_state"] = jax.tree.map(noisy, host["opt_state"])
-    return steplib.place(host, mesh)
+    return core_state.place(host, mesh)
 
 
 def checkpoint_costs(cfg, mesh, repeats: int, handler_repeats: int, keep) -> None:
@@ -130,8 +130,8 @@ def checkpoint_costs(cfg, mesh, repeats: int, handler_repeats: int, keep) -> Non
     import jax
     import numpy as np
 
-    from trainer import step as steplib
-    from trainer.fingerprint import fingerprint
+    from trainer.ckpt.fingerprint import fingerprint
+    from trainer.core import state as core_state
 
     state = _placed_state(cfg, mesh)
     fingerprint(state)  # compile the reduction once
@@ -143,7 +143,7 @@ def checkpoint_costs(cfg, mesh, repeats: int, handler_repeats: int, keep) -> Non
     store.save(1, state, data)
     store.close(raise_errors=True)
     store = _store(cfg)
-    warm = store.restore_latest(steplib.state_target(cfg, mesh))
+    warm = store.restore_latest(core_state.state_target(cfg, mesh))
     store.close(raise_errors=True)
     assert warm is not None
     jax.tree.map(lambda a: a.delete(), warm[1])
@@ -174,7 +174,7 @@ def checkpoint_costs(cfg, mesh, repeats: int, handler_repeats: int, keep) -> Non
         after_save.append(read / size)
         store = _store(cfg)
         before, t0 = rchar(), time.perf_counter()
-        restored = store.restore_latest(steplib.state_target(cfg, mesh))  # newest: `step`
+        restored = store.restore_latest(core_state.state_target(cfg, mesh))  # newest: `step`
         restore_s.append(time.perf_counter() - t0)
         resume_ratio.append((rchar() - before) / size)
         store.close(raise_errors=True)
@@ -232,12 +232,12 @@ def handler_blocking(state, repeats: int) -> dict:
 
 
 def mfu(cfg, mesh, steps: int, peak_tflops: float) -> dict:
-    from trainer import mesh as meshlib
-    from trainer import step as steplib
-    from trainer.attempt import _scalar
     from trainer.clock import SystemClock
-    from trainer.data import ElasticIterator, SyntheticTokens
-    from trainer.memory import compiled_refusal, device_limit
+    from trainer.core import mesh as meshlib
+    from trainer.core import step as steplib
+    from trainer.core.memory import compiled_refusal, device_limit
+    from trainer.data.data import ElasticIterator, SyntheticTokens
+    from trainer.elastic.attempt import _scalar
 
     cache = steplib.StepCache(cfg, SystemClock())
     compiled, _ = cache.get(mesh)
@@ -266,13 +266,13 @@ def fits(cfg, mesh) -> str | None:
     than the trainer, which compiles up to ESTIMATE_MARGIN x the device and lets XLA's figure decide: on a
     short lease a compile that ends in a refusal costs a minute, so the bench skips the gray zone (and
     mfu() still checks XLA's figure of what it compiles)."""
-    from trainer import step as steplib
-    from trainer.memory import device_limit, estimate
+    from trainer.core import state as core_state
+    from trainer.core.memory import device_limit, estimate
 
     limit = device_limit(mesh.devices.flat[0])
     if limit is None:
         return None
-    need = estimate(cfg, steplib.state_target(cfg, mesh), mesh.shape["data"], mesh.devices.size).total
+    need = estimate(cfg, core_state.state_target(cfg, mesh), mesh.shape["data"], mesh.devices.size).total
     if need <= limit:
         return None
     return f"the estimate is {need / 2**30:.1f} GiB per device, the device has {limit / 2**30:.1f} GiB"
@@ -333,7 +333,7 @@ def mfu_sweep(work: Path, shapes: dict | None, mesh, args, started: float, save)
 
 
 def _attention(cfg) -> str:
-    from trainer.model import ModelShape
+    from trainer.core.model import ModelShape
 
     return ModelShape.from_config(cfg).attention or "xla"
 
@@ -356,7 +356,7 @@ def main() -> None:
 
     import jax
 
-    from trainer import mesh as meshlib
+    from trainer.core import mesh as meshlib
 
     platform = jax.devices()[0].platform
     mode = args.mode if args.mode != "auto" else ("proxy" if platform == "cpu" else "accelerator")

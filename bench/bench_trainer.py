@@ -36,7 +36,7 @@ from trainer.cpu import ensure_devices  # noqa: E402
 
 ensure_devices(4)
 
-from trainer.config import TrainerConfig  # noqa: E402
+from elxpk_contract.settings import TrainerConfig  # noqa: E402
 
 BENCH_MODEL = dict(global_batch=16, seq_len=32, vocab_size=256, d_model=128, n_layers=2, n_heads=4, d_ff=512,
                    dropout=0.1, seed=1, warmup_steps=10, decay_steps=1000)
@@ -55,13 +55,13 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def bare_loop(cfg, steps: int, active: tuple[int, ...] = (0, 1)) -> tuple[float, list[float]]:
     """The same compiled step, data and per-step sync as train(), and nothing else."""
-    from trainer import mesh as meshlib
-    from trainer import step as steplib
-    from trainer.attempt import _scalar
+    from elxpk_contract.faults import FaultSchedule
     from trainer.clock import SystemClock
-    from trainer.data import ElasticIterator, SyntheticTokens
-    from trainer.faults import FaultSchedule
-    from trainer.slices import SimulatedSlices
+    from trainer.core import mesh as meshlib
+    from trainer.core import step as steplib
+    from trainer.data.data import ElasticIterator, SyntheticTokens
+    from trainer.elastic.attempt import _scalar
+    from trainer.elastic.slices import SimulatedSlices
 
     backend = SimulatedSlices(cfg.num_slices, cfg.devices_per_slice, FaultSchedule(), SystemClock())
     mesh = meshlib.build_mesh(backend.slice_devices(), list(active))
@@ -83,7 +83,7 @@ def bare_loop(cfg, steps: int, active: tuple[int, ...] = (0, 1)) -> tuple[float,
 def elastic_loop(cfg) -> float:
     """Wall time of train()'s step loop, from restore_done until the final save has returned: every
     save's blocking time counts, the one-off wait for the final commit does not. Compile is cached."""
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     train(cfg)
     events = read_jsonl(Path(cfg.run_dir) / "events.jsonl")
@@ -113,8 +113,8 @@ def overhead(work: Path, steps: int, repeats: int) -> dict:
 
 
 def in_process_recovery(work: Path, repeats: int) -> list[float]:
-    from trainer.elastic import train
-    from trainer.faults import FaultSchedule
+    from elxpk_contract.faults import FaultSchedule
+    from trainer.elastic.loop import train
 
     found = []
     for i in range(repeats):
@@ -150,7 +150,7 @@ def cold_restart(work: Path, source: Path, repeats: int) -> list[float]:
 
 
 def flops(work: Path, model: dict, steps: int) -> dict:
-    from trainer.model import ModelShape
+    from trainer.core.model import ModelShape
 
     cfg = bench_config(work / "flops", **model)
     bare_loop(cfg, 2)  # compile
@@ -165,7 +165,7 @@ def flops(work: Path, model: dict, steps: int) -> dict:
 def reduction_cost(work: Path, model: dict, steps: int, repeats: int) -> dict:
     """Median step time per (mode, width), best of `repeats` interleaved rounds (the machine is shared:
     disturbance only adds time). The ratios are on/off at the same width, and each mode's survivor/full."""
-    from trainer.model import ModelShape
+    from trainer.core.model import ModelShape
 
     cases = {(mode, active): bench_config(work / f"reduction-{mode}", deterministic_reduction=mode, **model)
              for mode in ("off", "on") for active in ((0, 1), (0,))}

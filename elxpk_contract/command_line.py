@@ -8,18 +8,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from elxpk_contract.errors import UsageError
-from elxpk_contract.settings import ACTIONS, check_setting, env_name, flag_name
-
-if TYPE_CHECKING:
-    from elxpk_contract.settings import TrainerConfig
+from elxpk_contract.settings import ACTIONS, TrainerConfig, check_setting, env_name, flag_name
 
 
-def parse_command_line(cls: type[TrainerConfig], argv: Sequence[str] | None, environ: Mapping[str, str]
+def config_from_args(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+                     ) -> TrainerConfig:
+    """Flags over ELXPK_* env vars over defaults; every conversion error is reported at once."""
+    return parse_command_line(argv, environ)[0]
+
+
+def parse_command_line(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
                        ) -> tuple[TrainerConfig, frozenset[str]]:
-    """The config from flags over env over defaults, and the actions named; every problem reported at once."""
+    """The config from flags over env over defaults, and the ACTIONS named (e.g. {"print_config"});
+    every problem reported at once."""
+    cls, environ = TrainerConfig, environ or {}
     namespace = _parser(cls).parse_args(list(argv or []))
     actions = frozenset(name for name in ACTIONS if getattr(namespace, name))
     values: dict[str, Any] = {}

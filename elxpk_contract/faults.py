@@ -21,7 +21,7 @@ Grammar of one spec (`--fault`, repeatable; `FaultSchedule.parse`):
 A killed slice without +R comes back `revive_after` seconds after it died (`--revive-after`); with
 neither, it stays down. An explicit +R wins over `revive_after`. A fault or revive step the run never
 reaches (beyond --steps) is refused (`problems`). Each fault fires once. The schedule is pure data: the simulated slice backend
-(`trainer.slices`) keeps track of what has fired.
+(`trainer.elastic.slices`) keeps track of what has fired.
 """
 
 from __future__ import annotations

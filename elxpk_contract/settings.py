@@ -15,7 +15,6 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,20 +148,6 @@ class TrainerConfig:
         problems = self.problems()
         if problems:
             raise UsageError(*problems)
-
-    @classmethod
-    def from_args(cls, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> TrainerConfig:
-        """Flags over ELXPK_* env vars over defaults; every conversion error is reported at once."""
-        return cls.from_command_line(argv, environ)[0]
-
-    @classmethod
-    def from_command_line(cls, argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
-                          ) -> tuple[TrainerConfig, frozenset[str]]:
-        """The config (as `from_args`) and the ACTIONS named on the command line, e.g. {"print_config"}."""
-        # argparse is imported only by the trainer's entry point, not on the launcher's start-up path.
-        from elxpk_contract.command_line import parse_command_line
-
-        return parse_command_line(cls, argv, environ or {})
 
     def problems(self) -> list[str]:
         """Every validation message (empty when the config is usable)."""

@@ -1,7 +1,7 @@
 """How long the trainer waits for a step before it calls the run stalled (`--stall-timeout-seconds`).
 
 A hung collective or a stuck checkpoint read is not a pod failure: nothing raises, nothing exits, and
-neither JobSet nor the elastic loop would ever fire. The trainer's watchdog (trainer/watchdog.py) measures
+neither JobSet nor the elastic loop would ever fire. The trainer's watchdog (trainer/elastic/watchdog.py) measures
 the time since the last step completed, only while steps should be completing (never during compile,
 restore or the wait for slices, which have their own bounds), against this timeout:
 

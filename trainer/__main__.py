@@ -1,6 +1,6 @@
 """`python -m trainer`: run the trainer with flags and ELXPK_* environment variables.
 
-Exit codes (elxpk_contract/exit_codes.py, mapped by trainer/outcome.py): 0 done; 2 bad settings (nothing
+Exit codes (elxpk_contract/exit_codes.py, mapped by trainer/elastic/outcome.py): 0 done; 2 bad settings (nothing
 written); 70 an error in the training code (traceback on stderr, then one line); 75 a slice was lost or a
 peer died; 76 stalled (no step within the stall timeout); 77 preempted (SIGTERM: saved, then stopped);
 124 slices did not come back in time; 1 anything unclassified.
@@ -17,16 +17,17 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
-    from trainer.preemption import StopRequest
+    from trainer.elastic.preemption import StopRequest
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    from trainer.preemption import StopRequest, stop_on_sigterm
+    from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
     stop = StopRequest()
     restore_handler = stop_on_sigterm(stop)
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             print(f"cause: {type(exc.__cause__).__name__}: {_first_line(exc.__cause__)}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - every outcome maps to a documented code
-        from trainer.outcome import exit_code_for
+        from trainer.elastic.outcome import exit_code_for
 
         code = exit_code_for(exc)
         if code is SLICE_LOST:
@@ -58,9 +59,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | None = None) -> int:
-    from trainer.config import TrainerConfig
 
-    cfg, actions = TrainerConfig.from_command_line(argv, environ)
+    cfg, actions = parse_command_line(argv, environ)
     if "print_config" in actions:
         return _print_config(cfg)
     from trainer.cpu import ensure_devices
@@ -69,7 +69,7 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)
     elif cfg.slice_backend == "multi-controller":
         ensure_devices(cfg.devices_per_slice)
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     result = train(cfg, stop=stop)
     last = result.losses.get(result.final_step - 1)

@@ -10,6 +10,7 @@ Each YAML document is checked by kind:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,9 @@ from elxpk.admission.violation import Violation
 from elxpk.errors import UsageError
 
 STDIN = "-"
+JOBSET_KIND = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+# A JobSet's findings from outside admission: (errors, warnings).
+JobSetFindings = Callable[[dict], tuple[list[str], list[str]]]
 MAX_NODES = 1_000_000  # a 200-slice JobSet has about 1,000
 
 
@@ -192,10 +196,11 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
     return sorted(set(found), key=lambda v: (v.path, v.message)), None
 
 
-def validate_files(names: list[str], times: Any = None) -> Report:
+def validate_files(names: list[str], jobset_findings: JobSetFindings | None = None) -> Report:
     """Check every document of every file. Reads all files first: one unreadable file is exit 2, before
-    anything is reported. Each JobSet's timeouts and restart budgets are checked against `times`
-    (elxpk/budget_checks.py): a combination that cannot work is a line, one that works badly a warning."""
+    anything is reported. `jobset_findings` adds the checks of another stage to each JobSet (the CLI passes
+    the timeout and budget rules of elxpk/create/budget_checks.py): its errors are lines, its warnings
+    warnings."""
     if names.count(STDIN) > 1:
         raise UsageError("-: stdin can be read once; name it once")
     loaded = [(name, read_documents(name)) for name in names]
@@ -214,23 +219,10 @@ def validate_files(names: list[str], times: Any = None) -> Report:
                 report.skipped += 1
                 report.notes.append(f"{where}: {note}")
             report.lines += [f"{where}: {violation}" for violation in found]
-            if isinstance(obj, dict) and (obj.get("apiVersion"), obj.get("kind")) == JOBSET_KIND:
-                errors, warnings = jobset_budget_findings(obj, times)
+            if jobset_findings and isinstance(obj, dict) and (obj.get("apiVersion"), obj.get("kind")) == JOBSET_KIND:
+                errors, warnings = jobset_findings(obj)
                 report.lines += [f"{where}: timeouts and budgets: {line}" for line in errors]
                 report.budget_lines += len(errors)
                 report.warnings += [f"{where}: {line}" for line in warnings]
     return report
 
-
-JOBSET_KIND = ("jobset.x-k8s.io/v1alpha2", "JobSet")
-
-
-def jobset_budget_findings(jobset: dict, times: Any = None) -> tuple[list[str], list[str]]:
-    """The cross-field timeout and budget rules on a JobSet, with its values read from its fields and env."""
-    from elxpk.budget_checks import Times, budget_findings, budgets_from_jobset
-
-    try:
-        budgets = budgets_from_jobset(jobset)
-    except (TypeError, ValueError, AttributeError):  # a malformed manifest: its violations say why
-        return [], []
-    return budget_findings(budgets, times or Times())

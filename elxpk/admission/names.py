@@ -29,7 +29,7 @@ POD_SUFFIX = "-xxxxx"  # the Job controller's generateName suffix: 5 random char
 HEAD_JOB = "pathways-head"
 WORKER_JOB = "worker"
 SLICE_JOB = "slice-job"
-# The containers of the Pathways head pod besides the user's (templates/pathways.yaml.j2).
+# The containers of the Pathways head pod besides the user's (elxpk/create/templates/pathways.yaml.j2).
 PATHWAYS_HEAD_CONTAINERS = ("pathways-proxy", "pathways-rm")
 
 
@@ -114,7 +114,7 @@ def flag_problems(fields: Mapping[str, object]) -> list[str]:
     """What `workload create` must refuse (exit 2) because JobSet or the API server would: the workload
     name for this shape, container-name collisions, and the integers the CRD stores as int32.
 
-    `fields` are the WorkloadSpec fields checked so far (elxpk/spec_checks.py); a value that already
+    `fields` are the WorkloadSpec fields checked so far (elxpk/create/checks.py); a value that already
     failed its own check is None or its default, and whatever depends on it is skipped.
     """
     problems: list[str] = []

@@ -2,8 +2,8 @@
 the save cadence achieved. `elxpk checkpoint inspect DIR [--quarantine]`.
 
 Two layouts, both orbax CheckpointManager directories of `<step>/` entries:
-- the bundled trainer's (trainer/checkpoint.py): each step also holds `elxpk_digest.json`, the record of
-  its files and sizes. A step is whole when the trainer's own check passes (`trainer.digest.verify`); the
+- the bundled trainer's (trainer/ckpt/checkpoint.py): each step also holds `elxpk_digest.json`, the record of
+  its files and sizes. A step is whole when the trainer's own check passes (`trainer.ckpt.digest.verify`); the
   trainer restores the newest whole step (the arrays' fingerprints are checked then, on the devices).
 - MaxText's (`base_output_directory/run_name/checkpoints/<step>`), orbax alone: a step is whole when orbax
   committed it and its metadata is there and parses (`_CHECKPOINT_METADATA`, each item's `_METADATA`, the
@@ -11,7 +11,7 @@ Two layouts, both orbax CheckpointManager directories of `<step>/` entries:
   MaxText restores orbax's newest listed step whatever it holds: a torn one there is what `--quarantine`
   moves aside.
 
-A save that never committed is what the trainer calls uncommitted (`trainer.ckpt_storage.uncommitted`:
+A save that never committed is what the trainer calls uncommitted (`trainer.ckpt.storage.uncommitted`:
 orbax's `<step>.orbax-checkpoint-tmp` directory; on `gs://` a `<step>/` without orbax's commit marker).
 Every file operation goes through etils.epath, as orbax's and the trainer's do, so `gs://` works wherever
 gcsfs is installed. Nothing here imports jax: reading a listing and a few small JSON files needs none.
@@ -109,7 +109,7 @@ def resolve(arg: str) -> Any:
     """The directory holding the `<step>/` entries: DIR itself, else DIR/checkpoints. UsageError (exit 2)
     when DIR does not exist, is a file, or holds other things and no checkpoint."""
     from elxpk_contract.records import PROGRESS_FILE
-    from trainer import ckpt_storage
+    from trainer.ckpt import storage as ckpt_storage
 
     if not arg.strip():
         raise UsageError("DIR: empty; give the checkpoint directory, e.g. gs://BUCKET/RUN/checkpoints")
@@ -167,7 +167,7 @@ def _has_marks(entry: Any) -> bool:
 
 def _trainer_problem(step_dir: Any, step: int) -> tuple[str, str] | None:
     """(state, reason) of a committed step by the trainer's own check; None when it would restore it."""
-    from trainer import digest
+    from trainer.ckpt import digest
 
     reason = digest.verify(step_dir, step)
     if reason is None:
@@ -194,7 +194,7 @@ def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None
                 problem = f"{ITEM_METADATA} is a JSON {type(tree).__name__}, not an object"
             if problem:
                 return (TORN if problem.startswith("no ") else UNREADABLE), f"item {item!r}: {problem}"
-    from trainer.ckpt_storage import files_under
+    from trainer.ckpt.storage import files_under
 
     files = files_under(step_dir)
     for rel, path in sorted(files.items()):
@@ -232,7 +232,7 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
 
 def _layout(root: Any, names: list[str]) -> str:
     from elxpk_contract.records import PROGRESS_FILE
-    from trainer.digest import DIGEST_FILE
+    from trainer.ckpt.digest import DIGEST_FILE
 
     numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1]]
     if PROGRESS_FILE in names or any((root / n / DIGEST_FILE).exists() for n in numbered):
@@ -251,7 +251,7 @@ def _trainer_step(root: Any) -> int | None:
 
 
 def inspect_directory(root: Any, period: int | None) -> Inspection:
-    from trainer import ckpt_storage
+    from trainer.ckpt import storage as ckpt_storage
 
     names = sorted(p.name for p in root.iterdir())
     layout = _layout(root, names)
@@ -315,7 +315,7 @@ def _cadence(result: Inspection) -> None:
 
 def refuse_cwd(root: Any) -> None:
     """--quarantine never moves anything out from under the shell: not the cwd, nor a parent of it."""
-    from trainer.ckpt_storage import cwd_or_parent
+    from trainer.ckpt.storage import cwd_or_parent
 
     where = cwd_or_parent(root)
     if where:
@@ -326,7 +326,7 @@ def refuse_cwd(root: Any) -> None:
 def quarantine(result: Inspection, root: Any, now_ms: int) -> list[dict]:
     """Move every torn step that carries orbax's or the trainer's files aside, as the trainer does (its own
     `ckpt_storage.quarantine`, reason file included); inspect again afterwards. Unreadable steps stay."""
-    from trainer import ckpt_storage
+    from trainer.ckpt import storage as ckpt_storage
 
     moved = []
     for s in result.steps:

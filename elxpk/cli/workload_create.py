@@ -1,6 +1,6 @@
 """`elxpk workload create` (alias `create-pathways`): flags → WorkloadSpec → render → print, write or submit.
 
-Thin on purpose: validation lives in elxpk/spec.py, rendering in elxpk/render.py, submission in
+Thin on purpose: validation lives in elxpk/create/spec.py, rendering in elxpk/create/render.py, submission in
 elxpk/cluster/submit.py. Integer flags are read as text so that the spec reports every bad value at
 once. Only typer is imported at module level: `--dry-run` has a start-up budget. No
 `from __future__ import annotations` here: Typer would eval every string annotation at start-up.
@@ -75,8 +75,8 @@ def create(
 
     Every flag is validated first; bad input exits 2 with one line per problem and writes nothing.
     """
+    from elxpk.create.spec import parse_create
     from elxpk.errors import UsageError
-    from elxpk.spec import parse_create
 
     # The one target resolution of every verb: flags, then ELXPK_* and the config file (the namespace too).
     # A client-side dry run sends nothing, so it needs no complete cluster selection. Its problems are
@@ -110,7 +110,7 @@ def create(
     if check_data:
         _check_data(spec.command)
 
-    from elxpk.render import render
+    from elxpk.create.render import render
 
     manifest = render(spec)
     _check_sizes(manifest)

@@ -35,14 +35,14 @@ def validate(
     timeouts and restart budgets are checked too (grace period, elastic timeout, stall timeout, retries
     against backoffLimit and maxRestarts; docs/launcher.md), against the times given."""
     from elxpk.admission.files import validate_files
-    from elxpk.budget_checks import read_times
+    from elxpk.create.budget_checks import jobset_budget_findings, read_times
     from elxpk.errors import UsageError
 
     times, problems = read_times(step=step_time, save=checkpoint_save_time, replacement=slice_replacement_time,
                                  from_run=from_run)
     if problems:
         raise UsageError(*problems)
-    report = validate_files(list(files), times)
+    report = validate_files(list(files), lambda jobset: jobset_budget_findings(jobset, times))
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     for warning in report.warnings:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from elxpk.cluster.incidents import Incident, collect, pod_incidents
 from elxpk.cluster.kube import Kube
+from elxpk.cluster.labels import JOBSET_NAME
 from elxpk.cluster.observe import fetch_objects
-from elxpk.cluster.status import JOBSET_NAME
 from elxpk.errors import NotFoundError
 
 

@@ -23,7 +23,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from elxpk.cluster.status import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
+from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
 
 INFRA, USER, UNKNOWN = "infra", "user", "unknown"
 CAUSES = (INFRA, USER, UNKNOWN)

@@ -8,7 +8,8 @@ discovery call for Kueue's version per process: 5 calls for 1 slice or 64, never
 from __future__ import annotations
 
 from elxpk.cluster.kube import Kube
-from elxpk.cluster.status import JOBSET_NAME, KUEUE_JOB_UID, WorkloadStatus, compute_status
+from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID
+from elxpk.cluster.status import WorkloadStatus, compute_status
 from elxpk.errors import ClusterError, NotFoundError
 
 JOBSET_MISSING = (

@@ -10,13 +10,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from elxpk.cluster.kube import Kube
+from elxpk.cluster.labels import COMPLETION_INDEX, HEAD, JOB_INDEX, JOBSET_NAME, REPLICATED_JOB
 from elxpk.cluster.observe import fetch_status, get_workload
 from elxpk.cluster.status import (
-    COMPLETION_INDEX,
-    HEAD,
-    JOB_INDEX,
-    JOBSET_NAME,
-    REPLICATED_JOB,
     WorkloadStatus,
     worker_replicated_job,
 )

@@ -7,8 +7,8 @@ Kueue runs the JobSet directly; with Kueue the workload would sit unadmitted).
 from __future__ import annotations
 
 from elxpk.cluster.kube import Kube
+from elxpk.cluster.labels import HEAD, KUEUE_QUEUE
 from elxpk.cluster.observe import JOBSET_MISSING
-from elxpk.cluster.status import HEAD, KUEUE_QUEUE
 from elxpk.errors import ClusterError
 
 CPU_NODE_POOL = "cpu-np"

@@ -1,6 +1,6 @@
 """The trainer's progress as `workload status` shows it: CHECKPOINT_DIR/elxpk-progress.json.
 
-The trainer publishes it (trainer/progress.py, record elxpk_contract.records.Progress); the checkpoint
+The trainer publishes it (trainer/elastic/progress.py, record elxpk_contract.records.Progress); the checkpoint
 directory is found in the workload itself: the ELXPK_CHECKPOINT_DIR env or a --checkpoint-dir argument of
 the trainer container (the Pathways head's, else the first worker's). A local path (tests, a shared
 filesystem) is read directly, gs:// through the JSON API (elxpk/cluster/gcs.py).
@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elxpk.cluster.status import HEAD, worker_replicated_job
+from elxpk.cluster.labels import HEAD
+from elxpk.cluster.status import worker_replicated_job
 from elxpk.errors import ElxpkError
 
 if TYPE_CHECKING:

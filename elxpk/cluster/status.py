@@ -16,24 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
-REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
-JOB_INDEX = "jobset.sigs.k8s.io/job-index"
-RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
-KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
-XPK_WORKLOAD = "xpk.google.com/workload"
-HEAD = "pathways-head"
+from elxpk.cluster.labels import (
+    HEAD,
+    JOB_INDEX,
+    KUEUE_JOB_UID,
+    KUEUE_QUEUE,
+    REPLICATED_JOB,
+    RESTART_ATTEMPT,
+    XPK_WORKLOAD,
+    parse_time,
+)
+
 STATES = ("Queued", "Admitted", "Running", "Degraded", "Restarting", "Succeeded", "Failed")
-
-
-def parse_time(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 @dataclass(frozen=True)

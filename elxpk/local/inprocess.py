@@ -10,7 +10,7 @@ from elxpk_contract.settings import TrainerConfig
 
 
 def run_in_process(cfg: TrainerConfig, observer: Callable[[str, dict], None], *, dataset=None):
-    """Run trainer.elastic.train on `cfg` (its faults included) here; returns its TrainResult."""
+    """Run trainer.elastic.loop.train on `cfg` (its faults included) here; returns its TrainResult."""
     from trainer.cpu import ensure_devices
 
     if "jax" not in sys.modules:
@@ -18,6 +18,6 @@ def run_in_process(cfg: TrainerConfig, observer: Callable[[str, dict], None], *,
         os.environ["JAX_PLATFORMS"] = "cpu"
     # Before jax is imported anywhere in this process: XLA reads the device count once.
     ensure_devices(cfg.num_slices * cfg.devices_per_slice)
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     return train(cfg, observer=observer, dataset=dataset)

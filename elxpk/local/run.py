@@ -71,7 +71,7 @@ def check_same_configuration(existing: ExistingRun, cfg: TrainerConfig) -> None:
 
     info = load_info(existing.path, "--run-dir")
     if info is not None and cfg.data is not None:  # the trainer fingerprints the --data it opens: so does this
-        from trainer.data import open_dataset
+        from trainer.data.data import open_dataset
 
         cfg = open_dataset(cfg)[0]
     if info is None or info.fingerprint == cfg.fingerprint():
@@ -120,7 +120,7 @@ def local_run(
     faults = opts.faults_for(fresh=existing.fresh)
     with in_local_words():
         cfg = opts.trainer_config(faults)
-    from trainer.ckpt_storage import refuse_unsafe_checkpoints
+    from trainer.ckpt.storage import refuse_unsafe_checkpoints
 
     given = "checkpoint_dir" in opts.model  # else RUN_DIR/checkpoints
     refuse_unsafe_checkpoints(cfg.checkpoint_path, "--trainer-arg=--checkpoint-dir" if given else "--run-dir")

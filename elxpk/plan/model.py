@@ -14,7 +14,7 @@ Renewal-reward over one cycle (fresh start -> failure -> recovery complete) give
 with W_rec the work the recovery itself does (0 except for resize). For W_rec = 0 this is Daly's
 (2006) exact expected wall time M e^(R/M) (e^((tau+C)/M) - 1) / tau per unit of work.
 
-Live-replica recovery (trainer/live_recovery.py, `--recovery live`) splits the failures in two. A slice
+Live-replica recovery (trainer/elastic/live_recovery.py, `--recovery live`) splits the failures in two. A slice
 failure (rate lam = N/m) rewinds nothing: it costs only its recovery, the wait for the replacement slice
 plus the reshard (R_s), as pure downtime, so it scales goodput by exp(-lam*R_s) whatever the checkpoint
 period. A whole-job failure (every slice, or the controller; rate 1/M_job, the separate --job-mtbf) still

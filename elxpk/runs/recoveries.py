@@ -1,6 +1,6 @@
 """One timeline per recovery: failure detected -> slices ready -> restored -> first new step.
 
-A live recovery (trainer.live_recovery) reads the same way with "state rebuilt" for "restored": its
+A live recovery (trainer.elastic.live_recovery) reads the same way with "state rebuilt" for "restored": its
 restore_done says `state_source: live`, its step is the failed step, and it rewinds nothing; a live
 recovery that could not be trusted says why (`live_fallback`) and restored a checkpoint instead.
 

@@ -10,7 +10,7 @@ import pytest
 from tests.cluster.conftest import run_cli
 from tests.support.jobset_controller import ScriptedJobSet
 
-pytest.importorskip("elxpk.render")
+pytest.importorskip("elxpk.create.render")
 
 
 def test_create_then_follow_the_workload(fake, kubeconfig, clock, capsys, monkeypatch):

@@ -7,11 +7,18 @@ import math
 
 import pytest
 
-from elxpk.budget_checks import GRACE_SLACK_S, MARGIN, Budgets, Times, budget_findings, budgets_from_jobset
+from elxpk.create.budget_checks import (
+    GRACE_SLACK_S,
+    MARGIN,
+    Budgets,
+    Times,
+    budget_findings,
+    budgets_from_jobset,
+)
+from elxpk.create.render import render
+from elxpk.create.spec import parse_create
 from elxpk.errors import UsageError
 from elxpk.plan.calibrate import calibrate
-from elxpk.render import render
-from elxpk.spec import parse_create
 from elxpk_contract.stall import STALL_FLOOR_S, STALL_STEP_MULTIPLE
 from tests.launcher.test_validate_cli import xpk_pathways
 from tests.planner.helpers import write_run

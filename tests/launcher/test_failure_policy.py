@@ -1,6 +1,6 @@
 """Failure classification rendered from the exit-code table, and what the cluster does with it.
 
-The cluster side is the policy evaluator (elxpk/failure_policy.py: the Job controller's matchPodFailurePolicy
+The cluster side is the policy evaluator (elxpk/create/failure_policy.py: the Job controller's matchPodFailurePolicy
 and backoffLimit, JobSet's failure policy) applied to the rendered manifest, never to a hand-written policy.
 """
 
@@ -11,16 +11,16 @@ import copy
 import pytest
 
 from elxpk.admission import check_jobset
-from elxpk.errors import UsageError
-from elxpk.failure_policy import (
+from elxpk.create.failure_policy import (
     XPK_RESTART_CODES,
     failed_pod,
     job_outcome,
     jobset_action,
     match_pod_failure_policy,
 )
-from elxpk.render import render
-from elxpk.spec import parse_create
+from elxpk.create.render import render
+from elxpk.create.spec import parse_create
+from elxpk.errors import UsageError
 from elxpk_contract.exit_codes import (
     EXIT_CODES,
     PREEMPTED,

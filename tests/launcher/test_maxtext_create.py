@@ -29,7 +29,7 @@ def user_container(manifest: dict) -> dict:
 
 
 def rendered_command(text: str) -> str:
-    """The user command the container runs: the last argument of the wrapper (elxpk/render.py)."""
+    """The user command the container runs: the last argument of the wrapper (elxpk/create/render.py)."""
     return user_container(yaml.safe_load(text))["command"][-1]
 
 

@@ -9,10 +9,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elxpk.catalog import all_names
-from elxpk.render import render
-from elxpk.spec import PRIORITIES, WorkloadSpec
-from elxpk.yamlquote import quote
+from elxpk.create.catalog import all_names
+from elxpk.create.render import render
+from elxpk.create.spec import PRIORITIES, WorkloadSpec
+from elxpk.create.yamlquote import quote
 
 HOSTILE = [
     "", " ", "\n", "a\nb: c", "key: value", "- item", "{{ spec.workload }}", "{% raw %}", '"', "'", "\\", "#x",
@@ -99,7 +99,7 @@ def valid_flags(draw):
     if headless:  # no user container: the flags that configure it are refused
         for key in ("env", "checkpoint_period", "elastic_min_slice_count"):
             del flags[key]
-    elif trainer:  # extra trainer arguments: what the trainer accepts (elxpk/trainer_args.py checks them)
+    elif trainer:  # extra trainer arguments: what the trainer accepts (elxpk/create/trainer_args.py checks them)
         flags["command"] = f"--seed {draw(st.integers(0, 2**31))} --run-dir {draw(st.from_regex(r'[a-z/]{1,20}', fullmatch=True))}"
     else:
         flags["command"] = draw(text.filter(lambda s: s.strip()))

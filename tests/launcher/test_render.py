@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from elxpk import template_build
-from elxpk.render import command_argv, environment, render
-from elxpk.spec import WorkloadSpec
-from elxpk.template_build import TEMPLATES, generate, load, module_name
-from elxpk_contract.settings import LAUNCHER_DERIVED, TrainerConfig, env_name, exposed
+from elxpk.create import template_build
+from elxpk.create.render import command_argv, render
+from elxpk.create.spec import WorkloadSpec
+from elxpk.create.template_build import TEMPLATES, environment, generate, load, module_name
+from elxpk_contract.command_line import config_from_args
+from elxpk_contract.settings import LAUNCHER_DERIVED, env_name, exposed
 
 
 def jobset(**flags) -> dict:
@@ -161,7 +162,7 @@ def test_the_trainer_reads_back_what_the_launcher_rendered(flags):
     (obj,) = render(spec).objects
     job = "slice-job" if flags.get("no_pathways") else "pathways-head"
     env = {k: v for k, v in env_of(pod(jobs(obj)[job])["containers"][0]).items() if k.startswith("ELXPK_")}
-    config = TrainerConfig.from_args([], environ={**env, "ELXPK_GLOBAL_BATCH": "96"})
+    config = config_from_args([], environ={**env, "ELXPK_GLOBAL_BATCH": "96"})
     for name, value in spec.settings:
         assert getattr(config, name) == value
     assert (config.num_slices, config.slice_backend, config.elastic_enabled) == (
@@ -172,7 +173,7 @@ def test_render_writes_nothing(tmp_path):
     """render() is pure: a fresh process with an empty HOME (and no XDG cache dir) leaves it empty."""
     home = tmp_path / "home"
     home.mkdir()
-    code = ("from elxpk.render import render; from elxpk.spec import WorkloadSpec; "
+    code = ("from elxpk.create.render import render; from elxpk.create.spec import WorkloadSpec; "
             "render(WorkloadSpec.from_flags(workload='w', tpu_type='v5p-8', command='x')); "
             "render(WorkloadSpec.from_flags(workload='w', tpu_type='v5p-8', command='x', no_pathways=True))")
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -246,8 +247,8 @@ def test_rendering_imports_no_cluster_or_jax_code():
 
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_compiled_templates_are_fresh(template):
-    """elxpk/compiled_templates holds Jinja's compiled form of templates/ (a stale one is only slower).
-    After editing a template: .venv/bin/python -m elxpk.template_build
+    """elxpk/compiled_templates holds Jinja's compiled form of elxpk/create/templates/ (a stale one is only slower).
+    After editing a template: .venv/bin/python -m elxpk.create.template_build
 
     Only the template source's digest decides freshness: the compiled code is Jinja's, and pyproject allows
     any jinja2 >= 3.1, so a new Jinja on a clean clone must not fail this test. Under another Jinja the
@@ -260,7 +261,7 @@ def test_compiled_templates_are_fresh(template):
     committed = importlib.import_module(f"{template_build.PACKAGE}.{module_name(template)}")
     source = env.loader.get_source(env, template)[0]
     assert committed.SOURCE_SHA256 == hashlib.sha256(source.encode("utf-8")).hexdigest(), \
-        "stale: run .venv/bin/python -m elxpk.template_build"
+        "stale: run .venv/bin/python -m elxpk.create.template_build"
     if committed.JINJA_VERSION == jinja2.__version__:
         assert load(env, template) is not None
         generated = Path(committed.__file__).read_text(encoding="utf-8")

@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
+from elxpk.create.spec import CreateOptions, WorkloadSpec, parse_create
 from elxpk.errors import UsageError
-from elxpk.spec import CreateOptions, WorkloadSpec, parse_create
-from elxpk_contract.settings import TrainerConfig, default
+from elxpk_contract.command_line import config_from_args
+from elxpk_contract.settings import default
 
 BASE = dict(workload="run-1", tpu_type="v5litepod-16", command="python3 train.py")
 
@@ -223,7 +224,7 @@ def test_a_trailing_newline_is_not_part_of_a_valid_name(key, flag):
 def test_launcher_and_trainer_refuse_the_same_values_with_the_same_message(flags, raw):
     (line,) = errors(**flags)
     with pytest.raises(UsageError) as trainer:
-        TrainerConfig.from_args(raw)
+        config_from_args(raw)
     assert line in trainer.value.messages
 
 

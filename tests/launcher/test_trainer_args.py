@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from elxpk.create.spec import parse_create
 from elxpk.errors import UsageError
-from elxpk.spec import parse_create
 
 ELXPK = Path(sys.executable).parent / "elxpk"
 BASE = dict(workload="run-1", tpu_type="v5p-8", trainer="elxpk", docker_image="gcr.io/p/trainer:1")

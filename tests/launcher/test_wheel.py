@@ -45,8 +45,8 @@ def installed(tmp_path_factory, repo_root) -> tuple[Path, Path]:
 def test_templates_are_in_the_wheel(installed):
     wheel, _ = installed
     names = zipfile.ZipFile(wheel).namelist()
-    assert "elxpk/templates/pathways.yaml.j2" in names
-    assert "elxpk/templates/multi_controller.yaml.j2" in names
+    assert "elxpk/create/templates/pathways.yaml.j2" in names
+    assert "elxpk/create/templates/multi_controller.yaml.j2" in names
     # `elxpk workload validate` reads the vendored CRDs and their index from the installed package.
     for crd in ("jobset.x-k8s.io_jobsets.yaml", "pathways-job.pathways.domain_pathwaysjobs.yaml", "jobset-index.json"):
         assert f"elxpk/crds/{crd}" in names
@@ -58,7 +58,7 @@ def test_installed_wheel_renders_the_golden(installed, tmp_path):
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     where = subprocess.run(
         [str(env_dir / "bin" / "python"), "-c",
-         "import elxpk.render as r; print(r.__file__); print(r.templates_dir())"],
+         "import elxpk.create.template_build as t; print(t.__file__); print(t.templates_dir())"],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     module_file, templates = where.stdout.splitlines()
     assert module_file.startswith(str(env_dir)) and templates.startswith(str(env_dir)), where.stdout

@@ -95,16 +95,16 @@ def _copied(commands) -> set[str]:
 
 
 def _project_imports(folder: str) -> set[tuple[str, str]]:
-    """(file, module) of every absolute import of a project package in `folder`."""
+    """(file, module) of every absolute import of a project package under `folder`, subpackages included."""
     found = set()
-    for py in (ROOT / folder).glob("*.py"):
+    for py in (ROOT / folder).rglob("*.py"):
         for node in ast.walk(ast.parse(py.read_text())):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module]
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
-            found |= {(py.name, n) for n in names if n.split(".")[0] in ("elxpk", "elxpk_contract", "trainer")}
+            found |= {(py.relative_to(ROOT).as_posix(), n) for n in names if n.split(".")[0] in ("elxpk", "elxpk_contract", "trainer")}
     return found
 
 

@@ -123,7 +123,7 @@ class ReplayAfterRestore:
 
 
 def test_broken_loader_is_caught_by_compare(reference, tmp_path):
-    from trainer.data import ElasticIterator, SyntheticTokens
+    from trainer.data.data import ElasticIterator, SyntheticTokens
 
     opts = LocalRunOptions.from_flags(run_dir=str(tmp_path / "broken"), steps=STEPS, num_slices=2,
                                       checkpoint_period=PERIOD, kill_slice=[f"1@{KILL}"], no_faults=False,

@@ -12,6 +12,7 @@ from elxpk.local.options import (
     LocalRunOptions,
     config_flags,
 )
+from elxpk_contract.command_line import config_from_args
 from elxpk_contract.settings import TrainerConfig, check_setting
 
 
@@ -55,7 +56,7 @@ def test_shared_settings_are_refused_with_the_trainers_message(name, raw):
     with pytest.raises(UsageError) as local:
         LocalRunOptions.from_flags(**flags(**{name: raw}))
     with pytest.raises(UsageError) as trainer:
-        TrainerConfig.from_args(["--" + name.replace("_", "-"), raw])
+        config_from_args(["--" + name.replace("_", "-"), raw])
     assert expected in local.value.messages and expected in trainer.value.messages
 
 
@@ -69,7 +70,7 @@ def test_trainer_config_is_built_directly_with_the_local_model():
                              **{**LOCAL_MODEL, "d_model": 64, "global_batch": 8})
     assert cfg == expected
     # The multi-controller supervisor's flags reproduce the same config in the child's parser.
-    assert TrainerConfig.from_args(config_flags(cfg)) == cfg
+    assert config_from_args(config_flags(cfg)) == cfg
 
 
 @pytest.mark.parametrize(("arg", "says"), [("--d-model=abc", "--trainer-arg=--d-model 'abc': must be a whole number"),

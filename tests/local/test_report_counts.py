@@ -46,7 +46,7 @@ def test_sigkill_and_cold_restart_is_a_recovery_with_its_rewind(tmp_path):
 
 
 def test_a_recovery_interrupted_by_a_restore_fault_is_not_called_unrecovered(tmp_path):
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     cfg = tiny_config(tmp_path, steps=12, checkpoint_period=4, fault=("1@6", "0@restore"), revive_after=0.0)
     train(cfg)

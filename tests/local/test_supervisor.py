@@ -11,6 +11,7 @@ import pytest
 
 from elxpk.errors import CheckFailed
 from elxpk.local.supervisor import GroupPlan, GroupSupervisor, process_env
+from elxpk_contract.command_line import config_from_args
 from elxpk_contract.records import parse_event
 from elxpk_contract.settings import TrainerConfig
 
@@ -59,7 +60,7 @@ def test_processes_start_with_flags_built_from_the_config(tmp_path):
                            d_model=64)
     supervisor = GroupSupervisor(GroupPlan(config=config, kills=(), revive_after=0.0), lambda kind, rec: None)
     argv = supervisor._command(1, 4567)[3:]  # after `python -m trainer`
-    child = TrainerConfig.from_args(argv)
+    child = config_from_args(argv)
     assert child == dataclasses.replace(config, slice_backend="multi-controller", num_processes=2, process_id=1,
                                         coordinator="127.0.0.1:4567")
 

@@ -59,7 +59,7 @@ def write_run(
         events.append(make_event(name, t, step, **details).to_json())
 
     event("run_started", 0)
-    # trainer/attempt.py: a cold "restore" of nothing, then the compile, ahead of the first step.
+    # trainer/elastic/attempt.py: a cold "restore" of nothing, then the compile, ahead of the first step.
     event("restore_started", 0)
     t += 0.05
     event("restore_done", 0, from_checkpoint=False, compile_needed=True, compile_s=compile_extra)

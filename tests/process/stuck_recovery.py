@@ -10,15 +10,15 @@ import sys
 def main(argv: list[str]) -> int:
     import os
 
+    from elxpk_contract.command_line import parse_command_line
     from elxpk_contract.faults import FaultSchedule
     from trainer.clock import SystemClock
-    from trainer.config import TrainerConfig
     from trainer.cpu import ensure_devices
 
-    cfg, _ = TrainerConfig.from_command_line(argv, os.environ)
+    cfg, _ = parse_command_line(argv, os.environ)
     ensure_devices(cfg.num_slices * cfg.devices_per_slice)  # before anything imports jax
-    from trainer.elastic import train
-    from trainer.slices import SimulatedSlices
+    from trainer.elastic.loop import train
+    from trainer.elastic.slices import SimulatedSlices
 
     class UninterruptibleHang(SimulatedSlices):
         def interrupt_stall(self, why: str) -> None:

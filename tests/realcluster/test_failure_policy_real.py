@@ -1,12 +1,12 @@
 """The rendered failure policy on the real Job and JobSet controllers, case by case against the pure
-evaluator (elxpk/failure_policy.py) that the offline tests trust: kwok makes the trainer's container exit
+evaluator (elxpk/create/failure_policy.py) that the offline tests trust: kwok makes the trainer's container exit
 with a chosen code, or the Eviction API takes the pod (a DisruptionTarget condition)."""
 
 from __future__ import annotations
 
 import pytest
 
-from elxpk.failure_policy import failed_pod, job_outcome, jobset_action
+from elxpk.create.failure_policy import failed_pod, job_outcome, jobset_action
 from tests.realcluster.kubeapi import JOBS, JOBSETS, LocalCluster
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, wait
 from tests.realcluster.test_submit_goldens import elxpk

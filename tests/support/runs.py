@@ -27,7 +27,7 @@ RESIZE_KILL_STEP, RESIZE_REVIVE_STEP = 6, 10
 
 def tiny_config(run_dir: Path | str, **overrides):
     """A ~20k-parameter model that trains in a few seconds; every test run uses these settings."""
-    from trainer.config import TrainerConfig
+    from elxpk_contract.settings import TrainerConfig
 
     settings = dict(
         run_dir=str(run_dir), steps=STEPS, checkpoint_period=PERIOD, max_to_keep=3, seed=7,
@@ -50,7 +50,7 @@ def read_jsonl(path: Path) -> list[dict]:
 @dataclass
 class Run:
     cfg: object
-    result: object  # trainer.elastic.TrainResult
+    result: object  # trainer.elastic.loop.TrainResult
     run_dir: Path
     metrics: list[dict]
     events: list[dict]
@@ -67,8 +67,8 @@ class Run:
 
 
 def run_trainer(run_dir: Path, *, faults=(), revive_after=None, dataset=None, **overrides) -> Run:
-    from trainer.elastic import train
-    from trainer.faults import FaultSchedule
+    from elxpk_contract.faults import FaultSchedule
+    from trainer.elastic.loop import train
 
     cfg = tiny_config(run_dir, **overrides)
     result = train(cfg, faults=FaultSchedule.parse(faults, revive_after=revive_after), dataset=dataset)

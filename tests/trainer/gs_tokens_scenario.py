@@ -15,7 +15,7 @@ fake_gcs.install()
 from etils import epath  # noqa: E402  (after the fake is registered, before epath caches a filesystem)
 
 from elxpk_contract.errors import UsageError  # noqa: E402
-from trainer.tokens import open_stream  # noqa: E402
+from trainer.data.tokens import open_stream  # noqa: E402
 
 
 def main(local: str) -> dict:

@@ -33,11 +33,11 @@ def _steps_on(cfg, active: list[int], steps: int = 3) -> tuple[list[str], list[n
     """`steps` compiled steps from the initial state on the mesh of `active`: losses (hex) and parameters."""
     import jax
 
-    from trainer import mesh as meshlib
-    from trainer import step as steplib
     from trainer.clock import SystemClock
-    from trainer.data import SyntheticTokens
-    from trainer.sharding import host_copy
+    from trainer.core import mesh as meshlib
+    from trainer.core import step as steplib
+    from trainer.core.sharding import host_copy
+    from trainer.data.data import SyntheticTokens
 
     mesh = meshlib.build_mesh(_slice_devices(cfg.num_slices, cfg.devices_per_slice), active)
     cache = steplib.StepCache(cfg, SystemClock())
@@ -83,16 +83,16 @@ def test_per_shard_partial_gradients_are_bitwise_equal_at_every_width(tmp_path, 
     the step without CSE); with two, every mesh is partitioned and CSE stays on."""
     import jax
 
-    from trainer import mesh as meshlib
-    from trainer import reduction
-    from trainer import step as steplib
-    from trainer.data import SyntheticTokens
+    from trainer.core import mesh as meshlib
+    from trainer.core import reduction
+    from trainer.core import state as core_state
+    from trainer.data.data import SyntheticTokens
 
     cfg = tiny_config(tmp_path, devices_per_slice=per_slice, global_batch=4 * per_slice)
-    host_state = steplib.host_init_state(cfg)
+    host_state = core_state.host_init_state(cfg)
     tokens = SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed).examples(0, cfg.global_batch)
     shards = tokens.reshape(cfg.num_slices, -1, tokens.shape[-1])
-    key = jax.random.fold_in(steplib.base_key(cfg.seed), 5)
+    key = jax.random.fold_in(core_state.base_key(cfg.seed), 5)
     by_width = {}
     for active in ([0, 1], [1]):  # one slot per slice, then both shards on slice 1
         mesh = meshlib.build_mesh(_slice_devices(2, per_slice), active)
@@ -100,7 +100,7 @@ def test_per_shard_partial_gradients_are_bitwise_equal_at_every_width(tmp_path, 
         slots = shards[np.maximum(layout, 0)]  # [A, S, B/N, L+1]
         slots = jax.device_put(slots, jax.sharding.NamedSharding(mesh, reduction.SLOTS_SPEC))
         ids = jax.device_put(np.maximum(layout, 0), jax.sharding.NamedSharding(mesh, jax.P("slice", None)))
-        params = steplib.place(host_state, mesh)["params"]
+        params = core_state.place(host_state, mesh)["params"]
         fn = jax.jit(reduction.shard_gradients_fn(cfg, mesh)).lower(params, slots, ids, key).compile(
             compiler_options=reduction.compiler_options(cfg, mesh))
         losses, partials = fn(params, slots, ids, key)
@@ -114,7 +114,7 @@ def test_per_shard_partial_gradients_are_bitwise_equal_at_every_width(tmp_path, 
 
 
 def test_slot_layout_covers_every_shard_once():
-    from trainer.reduction import slot_layout
+    from trainer.core.reduction import slot_layout
 
     assert slot_layout(2, 2).tolist() == [[0], [1]]
     assert slot_layout(2, 1).tolist() == [[0, 1]]

@@ -76,7 +76,7 @@ def _reshape_digest(change):
 ])
 def test_corrupt_latest_checkpoint_is_skipped_and_the_previous_restored(
         reference_run, tmp_path, corrupt, reason):
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     shutil.copytree(reference_run.run_dir / "checkpoints", tmp_path / "checkpoints")
     corrupt(tmp_path / "checkpoints" / str(STEPS))
@@ -92,7 +92,7 @@ def test_corrupt_latest_checkpoint_is_skipped_and_the_previous_restored(
 
 
 def test_checkpoint_of_another_configuration_is_a_clear_error(reference_run, tmp_path):
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     shutil.copytree(reference_run.run_dir / "checkpoints", tmp_path / "checkpoints")
     with pytest.raises(UsageError, match="written by a different configuration"):
@@ -103,8 +103,8 @@ def test_checkpoint_of_another_configuration_is_a_clear_error(reference_run, tmp
 def test_checkpoint_recording_another_step_than_its_directory_is_skipped(reference_run, tmp_path):
     """A step directory copied under a newer number, with a digest rewritten to match, still records its own
     step in its metadata: resuming it would start at the wrong step with the wrong data position."""
-    from trainer import digest
-    from trainer.elastic import train
+    from trainer.ckpt import digest
+    from trainer.elastic.loop import train
 
     root = tmp_path / "checkpoints"
     shutil.copytree(reference_run.run_dir / "checkpoints", root)

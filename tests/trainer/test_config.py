@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from elxpk_contract.command_line import config_from_args
 from elxpk_contract.errors import UsageError
-from trainer.config import TrainerConfig
+from elxpk_contract.settings import TrainerConfig
 
 
 def test_env_vars_of_the_launcher_mapping_are_read():
@@ -14,13 +15,13 @@ def test_env_vars_of_the_launcher_mapping_are_read():
         "ELXPK_ELASTIC_MIN_SLICE_COUNT": "1", "ELXPK_ELASTIC_TIMEOUT_SECONDS": "30",
         "ELXPK_ELASTIC_MAX_RETRIES": "4", "ELXPK_NUM_SLICES": "2", "ELXPK_SLICE_BACKEND": "simulated",
     }
-    cfg = TrainerConfig.from_args([], env)
+    cfg = config_from_args([], env)
     assert (cfg.checkpoint_dir, cfg.checkpoint_period, cfg.elastic_enabled) == ("/ckpt", 50, True)
     assert (cfg.elastic_min_slice_count, cfg.elastic_timeout_seconds, cfg.elastic_max_retries) == (1, 30.0, 4)
 
 
 def test_flags_override_env_and_checkpoint_dir_defaults_under_run_dir():
-    cfg = TrainerConfig.from_args(["--checkpoint-period", "7", "--no-elastic-enabled", "--run-dir", "/r"],
+    cfg = config_from_args(["--checkpoint-period", "7", "--no-elastic-enabled", "--run-dir", "/r"],
                                   {"ELXPK_CHECKPOINT_PERIOD": "50", "ELXPK_ELASTIC_ENABLED": "true"})
     assert cfg.checkpoint_period == 7 and cfg.elastic_enabled is False
     assert cfg.checkpoint_dir == "/r/checkpoints"
@@ -28,7 +29,7 @@ def test_flags_override_env_and_checkpoint_dir_defaults_under_run_dir():
 
 def test_every_error_is_reported_at_once_naming_its_flag():
     with pytest.raises(UsageError) as info:
-        TrainerConfig.from_args(["--steps", "0", "--elastic-min-slice-count", "-3", "--max-to-keep", "1",
+        config_from_args(["--steps", "0", "--elastic-min-slice-count", "-3", "--max-to-keep", "1",
                                  "--fault", "x@1", "--global-batch", "6"], {})
     text = str(info.value)
     for flag in ("--steps", "--elastic-min-slice-count", "--max-to-keep", "--fault", "--global-batch"):
@@ -38,13 +39,13 @@ def test_every_error_is_reported_at_once_naming_its_flag():
 
 def test_unparseable_values_name_flag_or_env_var():
     with pytest.raises(UsageError) as info:
-        TrainerConfig.from_args(["--steps", "ten"], {"ELXPK_ELASTIC_ENABLED": "maybe"})
+        config_from_args(["--steps", "ten"], {"ELXPK_ELASTIC_ENABLED": "maybe"})
     assert "--steps 'ten'" in str(info.value) and "ELXPK_ELASTIC_ENABLED 'maybe'" in str(info.value)
 
 
 def test_unknown_flag_is_a_usage_error():
     with pytest.raises(UsageError, match="unrecognized arguments"):
-        TrainerConfig.from_args(["--stepz", "3"], {})
+        config_from_args(["--stepz", "3"], {})
 
 
 def test_batch_must_divide_over_every_slice_count_a_resize_can_reach():

@@ -24,8 +24,8 @@ def _python(code: str, repo_root) -> str:
 def test_ensure_devices_sets_the_count_before_jax_starts_and_keeps_other_flags(repo_root):
     out = _python(
         "import os, sys\n"
-        "import trainer.config, trainer.faults, trainer.cpu\n"
-        "assert 'jax' not in sys.modules, 'config/faults must not import jax'\n"
+        "import elxpk_contract.settings, elxpk_contract.faults, trainer.cpu\n"
+        "assert 'jax' not in sys.modules, 'the settings, the faults and trainer.cpu must not import jax'\n"
         "trainer.cpu.ensure_devices(3)\n"
         "import jax\n"
         "print(len(jax.devices()), os.environ['XLA_FLAGS'])",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.data import ElasticIterator, SyntheticTokens
+from trainer.data.data import ElasticIterator, SyntheticTokens
 
 
 def test_examples_are_a_pure_function_of_seed_and_id():

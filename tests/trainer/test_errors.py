@@ -7,11 +7,12 @@ import pytest
 
 from elxpk_contract.errors import CheckFailed, Timeout
 from elxpk_contract.exit_codes import SLICE_LOST, USER_ERROR
+from elxpk_contract.faults import FaultSchedule
 from tests.support.clock import ManualClock
 from tests.support.runs import read_jsonl, tiny_config
-from trainer.data import ElasticIterator, SyntheticTokens
-from trainer.elastic import classify, train
-from trainer.faults import FaultSchedule
+from trainer.data.data import ElasticIterator, SyntheticTokens
+from trainer.elastic.loop import train
+from trainer.elastic.policy import classify
 
 
 class FailingData(ElasticIterator):

@@ -30,7 +30,7 @@ from elxpk_contract.exit_codes import (
 from elxpk_contract.records import PROGRESS_FILE, read_progress
 from tests.support.runs import read_jsonl, tiny_config
 from trainer.__main__ import main
-from trainer.outcome import exit_code_for
+from trainer.elastic.outcome import exit_code_for
 
 
 def test_codes_are_distinct_documented_and_clear_of_the_signal_range():
@@ -80,7 +80,7 @@ def test_slice_loss_without_in_process_retry_exits_slice_lost(tmp_path, capsys):
 
 
 def test_sigterm_becomes_a_stop_request():
-    from trainer.preemption import StopRequest, stop_on_sigterm
+    from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
     stop = StopRequest()
     before = signal.getsignal(signal.SIGTERM)
@@ -99,8 +99,8 @@ def test_sigterm_becomes_a_stop_request():
 def test_preemption_saves_the_current_step_and_the_resumed_run_is_bitwise_equal(tmp_path, reference_run):
     from elxpk.runs.compare import compare_runs
     from elxpk.runs.rundir import load_run
-    from trainer.elastic import train
-    from trainer.preemption import StopRequest
+    from trainer.elastic.loop import train
+    from trainer.elastic.preemption import StopRequest
 
     stop = StopRequest()
 

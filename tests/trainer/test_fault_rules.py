@@ -69,7 +69,7 @@ def test_non_finite_numbers_are_refused_alike(tmp_path, value):
 
 def test_an_explicit_revive_step_wins_over_revive_after():
     from elxpk_contract.faults import FaultSchedule
-    from trainer.slices import SimulatedSlices
+    from trainer.elastic.slices import SimulatedSlices
 
     clock = ManualClock()
     backend = SimulatedSlices(2, 2, FaultSchedule.parse(["1@3+6"], revive_after=1.0), clock)
@@ -100,7 +100,7 @@ def test_restore_fault_fires_at_a_live_recovery(tmp_path):
     after slice 1's loss. The run then rebuilds again from slice 1 and finishes."""
     from elxpk.runs.rundir import load_run
     from elxpk_contract.records import FailureDetected, RestoreDone
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     cfg = tiny_config(tmp_path, steps=8, checkpoint_period=4, recovery="live", fault=("1@5", "0@restore"),
                       revive_after=0.0)

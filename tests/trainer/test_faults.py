@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainer.faults import Fault, FaultSchedule
+from elxpk_contract.faults import Fault, FaultSchedule
 
 
 def test_every_form_parses():

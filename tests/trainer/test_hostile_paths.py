@@ -120,7 +120,7 @@ def test_local_run_blank_or_unsafe_paths_exit_2_and_touch_nothing(tmp_path, argv
 
 
 def test_quarantine_moves_only_step_directories_and_keeps_them_inside(tmp_path):
-    from trainer import ckpt_storage
+    from trainer.ckpt import storage as ckpt_storage
 
     root = ckpt_storage.checkpoint_root(str(tmp_path / "ckpt"))
     (root / "3").mkdir(parents=True)

@@ -7,9 +7,9 @@ import threading
 import jax
 import pytest
 
+from elxpk_contract.faults import FaultSchedule
 from tests.support.runs import tiny_config
-from trainer.elastic import train
-from trainer.faults import FaultSchedule
+from trainer.elastic.loop import train
 
 
 def _live_arrays() -> int:

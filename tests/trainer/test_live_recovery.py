@@ -154,7 +154,7 @@ def test_every_slice_lost_falls_back_to_the_checkpoint(tmp_path, reference_run):
 
 
 def test_a_fingerprint_that_disagrees_falls_back_to_the_checkpoint(tmp_path, monkeypatch, reference_run):
-    from trainer import live_recovery
+    from trainer.elastic import live_recovery
 
     honest = live_recovery.survivor_copy
     corrupted: list[int] = []
@@ -183,7 +183,8 @@ def test_a_state_sharded_across_slices_has_no_complete_replica():
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from trainer import live_recovery, mesh
+    from trainer.core import mesh
+    from trainer.elastic import live_recovery
 
     devices = jax.devices()[:4]
     slice_devices = {0: devices[:2], 1: devices[2:]}
@@ -205,8 +206,8 @@ def test_a_state_sharded_across_slices_has_no_complete_replica():
 
 def test_a_multi_controller_backend_cannot_recover_live():
     from tests.support.runs import tiny_config
-    from trainer import live_recovery
-    from trainer.slices import MultiControllerSlices, SimulatedSlices
+    from trainer.elastic import live_recovery
+    from trainer.elastic.slices import MultiControllerSlices, SimulatedSlices
 
     cfg = tiny_config("unused", recovery="live")
     reason = live_recovery.unavailable(cfg, MultiControllerSlices.__new__(MultiControllerSlices))
@@ -222,7 +223,8 @@ def test_each_slice_is_checked_on_its_own_replica():
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from trainer import live_recovery, mesh
+    from trainer.core import mesh
+    from trainer.elastic import live_recovery
 
     devices = jax.devices()[:4]
     slice_devices = {0: devices[:2], 1: devices[2:]}
@@ -254,9 +256,10 @@ def test_the_step_donates_its_input_state_only_where_recovery_does_not_need_it(t
     import jax
 
     from tests.support.runs import tiny_config
-    from trainer import live_recovery, mesh, step
     from trainer.clock import SystemClock
-    from trainer.slices import MultiControllerSlices, SimulatedSlices
+    from trainer.core import mesh, step
+    from trainer.elastic import live_recovery
+    from trainer.elastic.slices import MultiControllerSlices, SimulatedSlices
 
     cfg = tiny_config(tmp_path, recovery=recovery)
     devices = jax.devices()[:4]

@@ -41,7 +41,7 @@ class _ArmedCompiles:
 
 @pytest.mark.parametrize("recovery", ["checkpoint", "live"])
 def test_no_compile_on_the_training_thread_while_the_watchdog_is_armed(tmp_path, recovery):
-    from trainer.elastic import train
+    from trainer.elastic.loop import train
 
     # A shape no other test compiles, so every compile of this run happens here; saves every 4 steps and a
     # kill at step 6 make the loop save, fail, restore and save again.

@@ -19,7 +19,7 @@ from tests.conftest import REPO_ROOT
 from tests.support.runs import PERIOD, STEPS
 
 # The modules that handle the checkpoint directory, and the only os calls they may make.
-CHECKPOINT_MODULES = ("checkpoint.py", "digest.py", "ckpt_storage.py")
+CHECKPOINT_MODULES = ("ckpt/checkpoint.py", "ckpt/digest.py", "ckpt/storage.py")
 ALLOWED_OS = {"os.fspath", "os.path.abspath", "os.path.realpath", "os.getcwd"}  # the last two: the working-directory check
 
 
@@ -53,7 +53,7 @@ def test_checkpoint_file_operations_work_on_gs_paths(reference_run):
 
 
 def test_local_leftovers_and_quarantine_keep_their_local_behaviour(tmp_path):
-    from trainer import ckpt_storage
+    from trainer.ckpt import storage as ckpt_storage
 
     root = ckpt_storage.checkpoint_root(str(tmp_path / "ckpt"))
     for name in ("4", "8", f"12{ckpt_storage.TMP_SUFFIX}"):
@@ -88,9 +88,10 @@ def test_no_local_filesystem_api_touches_the_checkpoint_directory():
             if call == "open" or (call.startswith("os.") and call not in ALLOWED_OS):
                 problems.append(f"{name}: calls {call}")
     # Every other trainer module leaves the checkpoint directory to those modules.
-    for path in sorted(trainer.glob("*.py")):
-        if path.name not in (*CHECKPOINT_MODULES, "config.py") and "checkpoint_dir" in path.read_text("utf-8"):
-            problems.append(f"{path.name}: uses checkpoint_dir directly")
+    for path in sorted(trainer.rglob("*.py")):
+        name = path.relative_to(trainer).as_posix()
+        if name not in CHECKPOINT_MODULES and "checkpoint_dir" in path.read_text("utf-8"):
+            problems.append(f"{name}: uses checkpoint_dir directly")
     assert problems == []
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.support.runs import read_jsonl, tiny_config
-from trainer.data import ElasticIterator, SyntheticTokens
-from trainer.elastic import train
+from trainer.data.data import ElasticIterator, SyntheticTokens
+from trainer.elastic.loop import train
 
 
 class RepeatsABatchAfterRestore(ElasticIterator):
@@ -24,7 +24,7 @@ def test_observer_sees_exactly_what_is_written(tmp_path):
 
 
 def test_an_injected_loader_that_repeats_data_shows_up_in_the_metrics(tmp_path):
-    from trainer.faults import FaultSchedule
+    from elxpk_contract.faults import FaultSchedule
 
     cfg = tiny_config(tmp_path, steps=8)
     data = RepeatsABatchAfterRestore(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)

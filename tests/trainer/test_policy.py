@@ -8,7 +8,7 @@ import pytest
 from elxpk_contract.errors import Timeout
 from elxpk_contract.settings import TrainerConfig
 from tests.support.clock import ManualClock
-from trainer.elastic import ElasticPolicy, Verdict
+from trainer.elastic.policy import ElasticPolicy, Verdict
 
 DATA_LOSS = jax.errors.JaxRuntimeError("DATA_LOSS: slice 1 is gone")
 INTERNAL = jax.errors.JaxRuntimeError("INTERNAL: maybe a slice, maybe a bug")

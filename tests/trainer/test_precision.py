@@ -10,8 +10,8 @@ import pytest
 
 from elxpk_contract.errors import UsageError
 from tests.support.runs import STEPS, run_trainer, tiny_config
-from trainer.precision import attention_implementation, resolve_compute_dtype
-from trainer.tokens import write_npy
+from trainer.core.precision import attention_implementation, resolve_compute_dtype
+from trainer.data.tokens import write_npy
 
 
 def test_auto_is_bfloat16_on_gpu_and_tpu_and_float32_on_cpu():
@@ -34,7 +34,7 @@ def test_the_loss_and_gradients_are_float32_when_the_matmuls_are_bfloat16():
     import jax
     import jax.numpy as jnp
 
-    from trainer.model import ModelShape, init_params, loss_fn
+    from trainer.core.model import ModelShape, init_params, loss_fn
 
     shape32 = ModelShape(64, 16, 32, 2, 2, 64, 0.0)
     shape16 = ModelShape(64, 16, 32, 2, 2, 64, 0.0, compute_dtype="bfloat16")

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from elxpk_contract.command_line import config_from_args
 from elxpk_contract.errors import UsageError
 from elxpk_contract.presets import MODEL_PRESETS, SHAPE_SETTINGS
 from elxpk_contract.settings import TrainerConfig, default
@@ -21,20 +22,20 @@ def _shape(cfg: TrainerConfig) -> dict:
 
 def test_each_preset_resolves_to_its_shape():
     for name, shape in MODEL_PRESETS.items():
-        assert _shape(TrainerConfig.from_args(["--model", name])) == shape
+        assert _shape(config_from_args(["--model", name])) == shape
     assert _shape(TrainerConfig()) == MODEL_PRESETS["tiny"]  # the default preset
     assert default("model") == "tiny" and default("d_model") is None  # None: "from the preset"
 
 
 def test_flags_and_env_override_the_preset_field_by_field():
-    cfg = TrainerConfig.from_args(["--model", "1b", "--d-model", "1024"], {"ELXPK_N_LAYERS": "3"})
+    cfg = config_from_args(["--model", "1b", "--d-model", "1024"], {"ELXPK_N_LAYERS": "3"})
     assert (cfg.d_model, cfg.n_layers) == (1024, 3)
     assert {k: v for k, v in _shape(cfg).items() if k not in ("d_model", "n_layers")} == \
         {k: v for k, v in MODEL_PRESETS["1b"].items() if k not in ("d_model", "n_layers")}
-    env_model = TrainerConfig.from_args(["--n-layers", "2"], {"ELXPK_MODEL": "125m", "ELXPK_N_LAYERS": "5"})
+    env_model = config_from_args(["--n-layers", "2"], {"ELXPK_MODEL": "125m", "ELXPK_N_LAYERS": "5"})
     assert (env_model.model, env_model.n_layers, env_model.d_model) == ("125m", 2, 768)  # flag over env
     # A value equal to the tiny default is still an explicit choice, not "unset".
-    assert TrainerConfig.from_args(["--model", "7b", "--seq-len", "64"]).seq_len == 64
+    assert config_from_args(["--model", "7b", "--seq-len", "64"]).seq_len == 64
     assert TrainerConfig(model="350m", d_ff=512).d_ff == 512  # constructing the config follows the same rule
 
 
@@ -50,7 +51,7 @@ def test_print_config_shows_the_resolved_values(repo_root):
 
 
 def test_presets_are_consistent_llama_like_shapes():
-    from trainer.model import ModelShape
+    from trainer.core.model import ModelShape
 
     for name, shape in MODEL_PRESETS.items():
         assert shape["d_model"] % shape["n_heads"] == 0, name
@@ -65,14 +66,14 @@ def test_presets_are_consistent_llama_like_shapes():
 
 def test_an_unknown_model_and_bad_overrides_are_one_line_errors():
     with pytest.raises(UsageError) as err:
-        TrainerConfig.from_args(["--model", "13b"])
+        config_from_args(["--model", "13b"])
     assert list(err.value.messages) == ["--model '13b': use one of tiny, 125m, 350m, 1b, 7b"]
     with pytest.raises(UsageError) as err:
-        TrainerConfig.from_args(["--model", "1b", "--n-heads", "3", "--d-model", "0"])
+        config_from_args(["--model", "1b", "--n-heads", "3", "--d-model", "0"])
     # Every problem at once: the refused --d-model leaves the preset's width for the cross-field check.
     assert list(err.value.messages) == ["--d-model 0: must be at least 1", "--n-heads 3: must divide --d-model 2048"]
     with pytest.raises(UsageError) as err:
-        TrainerConfig.from_args(["--model", "1b", "--n-heads", "3"])
+        config_from_args(["--model", "1b", "--n-heads", "3"])
     assert list(err.value.messages) == ["--n-heads 3: must divide --d-model 2048"]
 
 
@@ -80,7 +81,7 @@ def test_attention_is_causal_and_matches_the_explicit_softmax():
     import jax
     import jax.numpy as jnp
 
-    from trainer.model import ModelShape, _attention, init_params
+    from trainer.core.model import ModelShape, _attention, init_params
 
     shape = ModelShape(64, 16, 32, 1, 4, 64, 0.0)
     block = jax.tree.map(jnp.asarray, init_params(shape, np.random.default_rng(0))["blocks"][0])
@@ -101,8 +102,8 @@ def test_the_dataset_identity_is_resolved_by_the_trainer_not_set_by_anyone():
     from elxpk.local.options import _model_overrides
 
     with pytest.raises(UsageError, match="unrecognized arguments: --dataset-identity"):
-        TrainerConfig.from_args(["--dataset-identity", "npy:forged"])
-    assert TrainerConfig.from_args([], {"ELXPK_DATASET_IDENTITY": "npy:forged"}).dataset_identity == "synthetic-v1"
+        config_from_args(["--dataset-identity", "npy:forged"])
+    assert config_from_args([], {"ELXPK_DATASET_IDENTITY": "npy:forged"}).dataset_identity == "synthetic-v1"
     model: dict = {}
     assert _model_overrides(("--dataset-identity=npy:forged",), model) and model == {}
 
@@ -110,7 +111,7 @@ def test_the_dataset_identity_is_resolved_by_the_trainer_not_set_by_anyone():
 def test_model_flops_count_matmuls_with_causal_attention_at_half():
     """The one FLOP formula (run.json, bench_scale's MFU): 6 N per token plus QK^T and AV at half the
     square, for the `1b` preset worked out by hand."""
-    from trainer.model import ModelShape
+    from trainer.core.model import ModelShape
 
     shape = ModelShape.from_config(TrainerConfig(model="1b", compute_dtype="float32"))
     d, f, layers, length, vocab = 2048, 8192, 16, 2048, 32000

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from elxpk_contract.command_line import config_from_args, parse_command_line
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import ACTIONS, FIELDS, TrainerConfig, check_setting
 
@@ -60,9 +61,9 @@ def test_prints_the_resolved_config_without_jax_or_the_launcher(tmp_path):
 def test_print_config_is_an_action_not_a_setting():
     assert set(ACTIONS).isdisjoint(FIELDS)
     assert "print_config" not in TrainerConfig().to_dict()
-    cfg, actions = TrainerConfig.from_command_line(["--print-config", "--seed", "3"], {})
+    cfg, actions = parse_command_line(["--print-config", "--seed", "3"], {})
     assert actions == {"print_config"} and cfg.seed == 3
-    assert TrainerConfig.from_command_line(["--seed", "3"], {})[1] == frozenset()
+    assert parse_command_line(["--seed", "3"], {})[1] == frozenset()
 
 
 @pytest.mark.parametrize("argv, env, message", [
@@ -79,7 +80,7 @@ def test_print_config_refuses_bad_settings_like_a_run(argv, env, message):
     assert (code, out, heavy) == (2, "", [])
     assert errors == [f"error: {message}"]
     with pytest.raises(UsageError) as info:  # the very same message in-process, as a run raises it
-        TrainerConfig.from_args(argv, env)
+        config_from_args(argv, env)
     assert info.value.messages == [message]
 
 

@@ -1,4 +1,4 @@
-"""CHECKPOINT_DIR/elxpk-progress.json: written by the trainer (trainer/progress.py), read by the launcher
+"""CHECKPOINT_DIR/elxpk-progress.json: written by the trainer (trainer/elastic/progress.py), read by the launcher
 through `elxpk_contract.records.read_progress`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress
 from tests.support.clock import ManualClock
-from trainer.progress import ProgressWriter
+from trainer.elastic.progress import ProgressWriter
 
 
 def _read(tmp_path) -> Progress:

@@ -1,7 +1,7 @@
 """Every record writer against its reader: anything a writer can write, the reader reads.
 
 Random values for every field of every event kind, of the metric record, of run.json's extras and of the
-progress record go through the real writers (trainer.metrics.RunRecorder, trainer.progress.ProgressWriter).
+progress record go through the real writers (trainer.metrics.RunRecorder, trainer.elastic.progress.ProgressWriter).
 Each either refuses at the writer (RecordError: nothing written) or writes a file that the one reader
 (elxpk.runs.rundir.load_run, elxpk_contract.records.read_progress) reads back.
 """
@@ -109,7 +109,7 @@ def test_every_run_json_the_writer_writes_the_reader_reads(clock, extra):
 @SETTINGS
 @given(fields=_fields(Progress))
 def test_every_progress_record_the_writer_writes_the_reader_reads(clock, fields):
-    from trainer.progress import ProgressWriter
+    from trainer.elastic.progress import ProgressWriter
 
     with tempfile.TemporaryDirectory() as tmp:
         writer = ProgressWriter(tmp, clock)

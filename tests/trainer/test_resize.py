@@ -1,6 +1,6 @@
 """Resize: continue on the survivor with the same global batch, then scale back up (items ii, iii).
 
-Bitwise (--deterministic-reduction on, the default, trainer/reduction.py): the survivor computes the lost
+Bitwise (--deterministic-reduction on, the default, trainer/core/reduction.py): the survivor computes the lost
 slice's shard of the batch with the same per-shard program and the partial gradients are added in shard
 order, so the losses equal the uninterrupted run's bit for bit (more in test_bitwise_resize.py).
 """
@@ -50,9 +50,9 @@ def test_back_at_full_width_reuses_the_first_compile(resize_run):
 def _compiled_bytes(cfg, slices: list[int], donate: bool) -> int:
     import jax
 
-    from trainer import mesh as meshlib
-    from trainer import step as steplib
     from trainer.clock import SystemClock
+    from trainer.core import mesh as meshlib
+    from trainer.core import step as steplib
 
     devices = jax.devices()
     per = cfg.devices_per_slice
@@ -67,13 +67,13 @@ def test_a_resize_that_does_not_fit_the_devices_waits_for_the_slice_instead(tmp_
     """4 slices of one device, resize allowed down to 1: on 3 survivors each carries two shards and the step
     needs more memory than a device has (XLA's own figure, checked before the step runs). The run does not
     fail: it records the refusal, waits for the slice, and resumes at full width, bitwise as ever."""
+    from elxpk_contract.faults import FaultSchedule
     from tests.support.clock import ManualClock
     from tests.support.runs import load_run, run_trainer, tiny_config
-    from trainer.elastic import train
-    from trainer.faults import FaultSchedule
-    from trainer.memory import estimate
-    from trainer.slices import SimulatedSlices
-    from trainer.step import abstract_state
+    from trainer.core.memory import estimate
+    from trainer.core.state import abstract_state
+    from trainer.elastic.loop import train
+    from trainer.elastic.slices import SimulatedSlices
 
     cfg = tiny_config(tmp_path / "refused", num_slices=4, devices_per_slice=1, global_batch=12,
                       elastic_min_slice_count=1, recovery=recovery)

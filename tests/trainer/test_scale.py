@@ -15,7 +15,7 @@ from tests.support.runs import STEPS, tiny_config
 def _mesh(slices: int, per_slice: int):
     import jax
 
-    from trainer import mesh as meshlib
+    from trainer.core import mesh as meshlib
 
     devices = jax.devices()
     groups = {s: devices[s * per_slice:(s + 1) * per_slice] for s in range(slices)}
@@ -23,9 +23,9 @@ def _mesh(slices: int, per_slice: int):
 
 
 def _host_state(cfg):
-    from trainer import step as steplib
+    from trainer.core import state as core_state
 
-    return steplib.host_init_state(cfg)
+    return core_state.host_init_state(cfg)
 
 
 # ---- FSDP layout ------------------------------------------------------------------------------------
@@ -33,7 +33,7 @@ def _host_state(cfg):
 def test_fsdp_spec_splits_the_largest_divisible_dimension_and_replicates_the_rest():
     from jax.sharding import PartitionSpec as P
 
-    from trainer.sharding import fsdp_spec
+    from trainer.core.sharding import fsdp_spec
 
     assert fsdp_spec((256, 768), 2) == P(None, "data")
     assert fsdp_spec((768, 256), 2) == P("data")
@@ -46,20 +46,20 @@ def test_fsdp_spec_splits_the_largest_divisible_dimension_and_replicates_the_res
 
 def test_state_bytes_per_device_are_the_total_over_devices_per_slice():
     """2 slices x 2 devices: each device holds about half the state, each slice a whole copy."""
-    from trainer import step as steplib
-    from trainer.memory import state_layout
-    from trainer.sharding import host_copy, per_device_bytes
+    from trainer.core import state as core_state
+    from trainer.core.memory import state_layout
+    from trainer.core.sharding import host_copy, per_device_bytes
 
     cfg = tiny_config("unused", d_model=64, d_ff=256, vocab_size=256)
     mesh = _mesh(2, 2)
     host = _host_state(cfg)
-    state = steplib.place(host, mesh)
+    state = core_state.place(host, mesh)
     total, per_device = per_device_bytes(state)
     assert total == sum(a.nbytes for a in __import__("jax").tree.leaves(host))
     assert abs(per_device - total / 2) <= 0.03 * total, (per_device, total)
     assert per_device < 0.53 * total
     # The layout computed from the shardings alone (run.json's figure) is what the arrays hold.
-    assert state_layout(steplib.state_target(cfg, mesh)) == (total, per_device)
+    assert state_layout(core_state.state_target(cfg, mesh)) == (total, per_device)
     # Every slice holds a whole copy: its two devices' shards cover every element.
     embed = state["params"]["embed_VxD"]
     by_slice: dict[int, int] = {}
@@ -82,12 +82,12 @@ def test_run_json_records_the_memory_of_the_fsdp_state(reference_run):
 # ---- memory check -----------------------------------------------------------------------------------
 
 def test_a_model_too_big_for_the_device_is_refused_before_compiling():
-    from trainer import step as steplib
-    from trainer.memory import memory_record
+    from trainer.core import state as core_state
+    from trainer.core.memory import memory_record
 
     cfg = tiny_config("unused", d_model=1024, n_layers=8, d_ff=4096, vocab_size=32000, n_heads=8, seq_len=512)
     mesh = _mesh(2, 2)
-    target = steplib.state_target(cfg, mesh)  # abstract: nothing is allocated
+    target = core_state.state_target(cfg, mesh)  # abstract: nothing is allocated
     with pytest.raises(UsageError) as raised:
         memory_record(cfg, target, mesh, limit=1 << 30)  # a 1 GiB device
     (message,) = raised.value.messages  # one line
@@ -99,11 +99,11 @@ def test_a_model_too_big_for_the_device_is_refused_before_compiling():
 
 
 def test_more_devices_per_slice_lower_the_estimate():
-    from trainer import step as steplib
-    from trainer.memory import estimate
+    from trainer.core import state as core_state
+    from trainer.core.memory import estimate
 
     cfg = tiny_config("unused", d_model=256, d_ff=1024, vocab_size=4096, n_heads=4, global_batch=16)
-    abstract = steplib.abstract_state(cfg)
+    abstract = core_state.abstract_state(cfg)
     one, four = estimate(cfg, abstract, 1, 4), estimate(cfg, abstract, 4, 4)
     assert four.state < one.state / 3
     assert four.activations == one.activations  # the batch share is per device either way
@@ -129,27 +129,28 @@ def test_the_estimate_never_overshoots_xla_by_more_than_its_margin(slices, per_s
     It refuses only above ESTIMATE_MARGIN x the device, so it must never overshoot by more than that (or it
     would refuse a step that fits); below XLA's figure is allowed (the compile's own check catches it), but
     not by far, or it would wave through what is hopeless and cost a long compile."""
-    from trainer import step as steplib
     from trainer.clock import SystemClock
-    from trainer.memory import ESTIMATE_MARGIN, estimate
+    from trainer.core import state as core_state
+    from trainer.core import step as steplib
+    from trainer.core.memory import ESTIMATE_MARGIN, estimate
 
     cfg = tiny_config("unused", num_slices=slices, devices_per_slice=per_slice, global_batch=8, **shapes)
     mesh = _mesh(slices, per_slice)
     compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=donate).get(mesh)
     assert compiled.bytes_per_device is not None and compiled.bytes_per_device > 0
-    need = estimate(cfg, steplib.state_target(cfg, mesh), per_slice, slices * per_slice, donates=donate)
+    need = estimate(cfg, core_state.state_target(cfg, mesh), per_slice, slices * per_slice, donates=donate)
     assert 0.6 <= need.total / compiled.bytes_per_device <= ESTIMATE_MARGIN, (need, compiled.bytes_per_device)
 
 
 def test_a_compiled_step_too_big_for_the_device_is_refused_before_it_runs(reference_run, tmp_path):
     """XLA's own figure for the full width, checked before the first step: one line, exit 2, nothing run.
     (A narrower mesh waits for more slices instead: test_resize.py.)"""
-    from trainer import step as steplib
+    from elxpk_contract.faults import FaultSchedule
     from trainer.clock import SystemClock
-    from trainer.elastic import train
-    from trainer.faults import FaultSchedule
-    from trainer.memory import compiled_refusal
-    from trainer.slices import SimulatedSlices
+    from trainer.core import step as steplib
+    from trainer.core.memory import compiled_refusal
+    from trainer.elastic.loop import train
+    from trainer.elastic.slices import SimulatedSlices
 
     cfg, mesh = reference_run.cfg, _mesh(2, 2)
     compiled, _ = steplib.StepCache(cfg, SystemClock(), donate=True).get(mesh)  # --recovery checkpoint donates
@@ -177,21 +178,21 @@ def test_a_compiled_step_too_big_for_the_device_is_refused_before_it_runs(refere
 # ---- fingerprint ------------------------------------------------------------------------------------
 
 def test_fingerprint_is_the_same_on_any_mesh_and_on_the_host():
-    from trainer import step as steplib
-    from trainer.fingerprint import fingerprint
+    from trainer.ckpt.fingerprint import fingerprint
+    from trainer.core import state as core_state
 
     cfg = tiny_config("unused")
     host = _host_state(cfg)
     on_host = fingerprint(host)
     assert len(on_host) > 10 and all(len(v) == 16 for v in on_host.values())
     for slices, per_slice in ((2, 2), (1, 2), (1, 4), (4, 1)):
-        assert fingerprint(steplib.place(host, _mesh(slices, per_slice))) == on_host, (slices, per_slice)
+        assert fingerprint(core_state.place(host, _mesh(slices, per_slice))) == on_host, (slices, per_slice)
 
 
 def test_fingerprint_catches_any_single_changed_element_and_moved_elements():
     import jax.numpy as jnp
 
-    from trainer.fingerprint import fingerprint, mismatch
+    from trainer.ckpt.fingerprint import fingerprint, mismatch
 
     rng = np.random.default_rng(3)
     base = rng.standard_normal((64, 48)).astype(np.float32)
@@ -216,11 +217,11 @@ def test_restore_onto_a_different_mesh_reshards_and_matches_the_fingerprint(refe
     """The 2 x 2 run's newest checkpoint restored onto one slice of 4 devices: FSDP over 4 instead of 2."""
     import shutil
 
-    from trainer import digest
-    from trainer import step as steplib
-    from trainer.checkpoint import CheckpointStore
+    from trainer.ckpt import digest
+    from trainer.ckpt.checkpoint import CheckpointStore
+    from trainer.ckpt.fingerprint import fingerprint
     from trainer.clock import SystemClock
-    from trainer.fingerprint import fingerprint
+    from trainer.core import state as core_state
 
     shutil.copytree(reference_run.run_dir / "checkpoints", tmp_path / "checkpoints")
     cfg = tiny_config(tmp_path)
@@ -234,7 +235,7 @@ def test_restore_onto_a_different_mesh_reshards_and_matches_the_fingerprint(refe
     store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
     try:
         mesh = _mesh(1, 4)
-        step, state, data = store.restore_latest(steplib.state_target(cfg, mesh))
+        step, state, data = store.restore_latest(core_state.state_target(cfg, mesh))
     finally:
         store.close(raise_errors=True)
     assert step == STEPS and Recorder.events == []
@@ -255,10 +256,10 @@ def test_a_flipped_byte_anywhere_in_the_array_data_never_restores_a_wrong_state(
     the state: then the step is restored, and it is bitwise the state that was saved."""
     import shutil
 
-    from trainer import step as steplib
-    from trainer.checkpoint import CheckpointStore
+    from trainer.ckpt.checkpoint import CheckpointStore
     from trainer.clock import SystemClock
-    from trainer.sharding import host_copy
+    from trainer.core import state as core_state
+    from trainer.core.sharding import host_copy
 
     shutil.copytree(reference_run.run_dir / "checkpoints", tmp_path / "checkpoints")
     step_dir = tmp_path / "checkpoints" / str(STEPS)
@@ -277,7 +278,7 @@ def test_a_flipped_byte_anywhere_in_the_array_data_never_restores_a_wrong_state(
     cfg = tiny_config(tmp_path)
     store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
     try:
-        step, state, _ = store.restore_latest(steplib.state_target(cfg, _mesh(2, 2)))
+        step, state, _ = store.restore_latest(core_state.state_target(cfg, _mesh(2, 2)))
     finally:
         store.close(raise_errors=True)
     if step == STEPS:  # the flip missed every byte restore reads
@@ -302,9 +303,9 @@ def _bytes_read() -> int:
 def test_a_save_reads_nothing_back_and_a_resume_reads_each_byte_once(tmp_path):
     from pathlib import Path
 
-    from trainer import step as steplib
-    from trainer.checkpoint import CheckpointStore
+    from trainer.ckpt.checkpoint import CheckpointStore
     from trainer.clock import SystemClock
+    from trainer.core import state as core_state
 
     class Recorder:
         def event(self, name, step, **details):
@@ -312,7 +313,7 @@ def test_a_save_reads_nothing_back_and_a_resume_reads_each_byte_once(tmp_path):
 
     cfg = tiny_config(tmp_path, d_model=128, d_ff=512, vocab_size=2048, n_heads=4)
     mesh = _mesh(2, 2)
-    state = steplib.place(_host_state(cfg), mesh)
+    state = core_state.place(_host_state(cfg), mesh)
     store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
     store.save(1, state, {"global_next_index": 0})  # the first save sets orbax up (and imports)
     store.poll(block=True)
@@ -327,7 +328,7 @@ def test_a_save_reads_nothing_back_and_a_resume_reads_each_byte_once(tmp_path):
 
     store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=SystemClock())
     before = _bytes_read()
-    step, restored, data = store.restore_latest(steplib.state_target(cfg, mesh))
+    step, restored, data = store.restore_latest(core_state.state_target(cfg, mesh))
     read_on_resume = _bytes_read() - before
     store.close(raise_errors=True)
     assert step == 2 and data == {"global_next_index": 8}
@@ -339,8 +340,8 @@ def test_the_same_devices_in_another_layout_get_their_own_executable():
     executable to the other (it would be refused for its shardings, or worse)."""
     import jax
 
-    from trainer import step as steplib
     from trainer.clock import SystemClock
+    from trainer.core import step as steplib
 
     wide = tiny_config("unused", num_slices=1, devices_per_slice=4)
     square = tiny_config("unused", num_slices=2, devices_per_slice=2)

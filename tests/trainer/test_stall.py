@@ -12,7 +12,7 @@ from elxpk_contract.records import PROGRESS_FILE, read_progress
 from elxpk_contract.stall import STALL_FLOOR_S, STALL_MIN_STEPS, STALL_STEP_MULTIPLE, effective_stall_timeout
 from tests.support.clock import ManualClock
 from tests.support.runs import PERIOD, STEPS, run_trainer
-from trainer.watchdog import StallWatchdog
+from trainer.elastic.watchdog import StallWatchdog
 
 HANG_STEP = 6
 STALL_TIMEOUT_S = 3.0  # the tiny model's steps take milliseconds; a few seconds is a clear hang

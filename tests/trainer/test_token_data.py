@@ -1,7 +1,7 @@
 """Real token data (--data): .npy streams and ArrayRecord files read by global example id (issue 10).
 
 The runs use tests/support/runs.py's tiny model; the data files are written with the trainer's own
-writers (trainer/tokens.py), and read back through the same path a `python -m trainer --data` run takes.
+writers (trainer/data/tokens.py), and read back through the same path a `python -m trainer --data` run takes.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from elxpk.runs.compare import compare_runs
 from elxpk.runs.rundir import load_run as load_run_dir
 from elxpk_contract.errors import UsageError
 from tests.support.runs import KILL_STEP, PERIOD, STEPS, run_trainer, tiny_config
-from trainer.data import open_dataset
-from trainer.tokens import open_stream, write_array_record, write_npy
+from trainer.data.data import open_dataset
+from trainer.data.tokens import open_stream, write_array_record, write_npy
 
 SEQ, BATCH, VOCAB = 16, 8, 64  # tiny_config's seq_len, global_batch and vocab_size
 NEEDED = STEPS * BATCH * SEQ + 1  # tokens a STEPS-step run reads

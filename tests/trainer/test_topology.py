@@ -1,4 +1,4 @@
-"""Slice grouping (trainer.topology) and the config on the hardware's topology, without a TPU.
+"""Slice grouping (trainer.core.topology) and the config on the hardware's topology, without a TPU.
 
 The devices are plain records with the three attributes jax devices have (`id`, `process_index`,
 `slice_index`); the layouts are those of the machines they stand for.
@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from elxpk_contract.command_line import config_from_args
 from elxpk_contract.errors import UsageError
-from trainer.config import TrainerConfig
-from trainer.topology import TopologyError, devices_per_slice, group_slices, slice_of_process
+from elxpk_contract.settings import TrainerConfig
+from trainer.core.topology import TopologyError, devices_per_slice, group_slices, slice_of_process
 
 
 @dataclass(frozen=True)
@@ -120,4 +121,4 @@ def test_multi_controller_nonsense_is_rejected(settings, flag):
 def test_multi_controller_shapes_that_are_accepted():
     TrainerConfig(slice_backend="multi-controller")  # TPU cluster: jax detects the processes
     TrainerConfig(slice_backend="multi-controller", coordinator="127.0.0.1:8476", num_processes=2, process_id=1)
-    TrainerConfig.from_args([], {"ELXPK_SLICE_BACKEND": "multi-controller", "ELXPK_NUM_SLICES": "4"})
+    config_from_args([], {"ELXPK_SLICE_BACKEND": "multi-controller", "ELXPK_NUM_SLICES": "4"})

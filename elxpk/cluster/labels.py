@@ -1,0 +1,23 @@
+"""The names the cluster's objects carry: the labels JobSet, the Job controller, Kueue and xpk put on
+Jobs and pods, and the Pathways head's replicatedJob. Read by status, incidents, observe and the
+fetchers alike, so they live below all of them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+XPK_WORKLOAD = "xpk.google.com/workload"
+HEAD = "pathways-head"
+
+
+def parse_time(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -1,0 +1,137 @@
+"""Reading `workload create`'s raw flag values: text, integers, durations, argument lists and env pairs.
+
+Raw values arrive as typed on the command line (integers as text), so a value that does not parse is
+recorded as one line in `errors` (the flag, what is wrong, the fix) and reading goes on: the caller
+(elxpk.create.checks.FlagChecker) reports every problem at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from elxpk.create.spec import RESERVED_ENV
+from elxpk_contract.settings import plain_number_text
+
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # text that came from undecodable bytes (os.fsdecode)
+
+
+class FlagValues:
+    """The flags of one command, and the errors and warnings found while reading them."""
+
+    def __init__(self, flags: Mapping[str, object]) -> None:
+        self.flags = dict(flags)
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def get(self, key: str, default: object = None) -> object:
+        value = self.flags.get(key)
+        return default if value is None else value
+
+    def text(self, key: str, flag: str, default: str | None = None) -> str | None:
+        value = self.get(key, default)
+        if value is None:
+            return None
+        value = str(value)
+        if _SURROGATE.search(value):
+            self.errors.append(f"{flag}: the value is not valid UTF-8 text; pass it as UTF-8")
+        return value
+
+    def integer(self, key: str, flag: str, default: int | None, *, low: int | None = None,
+                high: int | None = None, fix: str = "") -> int | None:
+        """`fix` says what the number means; it ends the message in parentheses."""
+        raw = self.get(key)
+        if raw is None:
+            return default
+        bounds = "" if low is None else (f" >= {low}" if high is None else f" from {low} to {high}")
+        why = f" ({fix})" if fix else ""
+        try:
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                value = raw
+            elif plain_number_text(str(raw).strip()):
+                value = int(str(raw).strip(), 10)
+            else:
+                raise ValueError(raw)
+        except ValueError:
+            self.errors.append(f"{flag} {raw!r}: not an integer; pass a whole number{bounds}{why}")
+            return default
+        if (low is not None and value < low) or (high is not None and value > high):
+            self.errors.append(f"{flag} {value}: must be{bounds}{why}")
+            return default
+        return value
+
+    def duration(self, key: str, flag: str) -> float | None:
+        raw = self.get(key)
+        if raw is None:
+            return None
+        from elxpk.units import parse_duration
+
+        try:
+            seconds = parse_duration(raw)  # type: ignore[arg-type]
+        except ValueError as exc:
+            self.errors.append(f"{flag}: {exc}; e.g. 90s, 30m, 4h or 7d")
+            return None
+        if seconds <= 0:
+            self.errors.append(f"{flag} {raw!r}: must be positive; e.g. 90s, 30m, 4h or 7d")
+            return None
+        return seconds
+
+    def args(self, key: str, flag: str) -> tuple[str, ...]:
+        raw = self.text(key, flag)
+        if not raw:
+            return ()
+        import shlex
+
+        try:
+            return tuple(shlex.split(raw))
+        except ValueError as exc:
+            self.errors.append(f"{flag}: {exc} in {raw!r}; balance the quotes (arguments split like a shell)")
+            return ()
+
+    def env(self) -> tuple[tuple[str, str], ...]:
+        pairs: dict[str, str] = {}
+        lines = (line.strip() for line in self.env_file_lines())
+        sources: list[tuple[str, object]] = [("--env-file", x) for x in lines if x and not x.startswith("#")]
+        sources += [("--env", x) for x in _seq(self.get("env"))]
+        for flag, item in sources:
+            item = str(item)
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep:
+                self.errors.append(f"{flag} {item!r}: expected KEY=VALUE")
+            elif not _ENV_KEY.match(key):
+                self.errors.append(f"{flag} {key!r}: env names are letters, digits and '_', not starting "
+                                   f"with a digit; rename it (e.g. MY_VAR)")
+            elif key in RESERVED_ENV:
+                self.errors.append(f"{flag} {key}: set by elxpk itself; drop it")
+            elif key.startswith("ELXPK_"):
+                self.errors.append(f"{flag} {key}: trainer settings have their own flags "
+                                   f"(--checkpoint-dir, --checkpoint-period, --elastic-*); use those")
+            elif _SURROGATE.search(value):
+                self.errors.append(f"{flag} {key}: the value is not valid UTF-8 text; pass it as UTF-8")
+            else:
+                pairs[key] = value  # later wins: --env overrides --env-file
+        return tuple(pairs.items())
+
+    def env_file_lines(self) -> list[str]:
+        path = self.text("env_file", "--env-file")
+        if not path:
+            return []
+        from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
+
+        try:
+            return decode_text(read_limited(path, limit=ENV_FILE_BYTES)).splitlines()
+        except FileNotFoundError:
+            self.errors.append(f"--env-file {path!r}: no such file; give a readable KEY=VALUE file")
+        except ValueError as exc:  # bounded_read.ReadRefused: special file, over the cap, not text
+            self.errors.append(f"--env-file {path!r}: {exc}; give a readable KEY=VALUE file")
+        return []
+
+
+def _seq(value: object) -> Iterable[object]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)):
+        return (value,)
+    return value  # type: ignore[return-value]

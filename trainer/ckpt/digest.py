@@ -1,0 +1,108 @@
+"""A checkpoint's validity record, `elxpk_digest.json`, written once orbax has committed the step.
+
+It holds the config fingerprint, each file's size (from the listing: no file is read) and the on-device
+fingerprint of every array of the state (trainer.ckpt.fingerprint), computed from the arrays themselves at
+save time. Orbax restores a flipped byte silently and keeps no checksum of array data, so a step is
+restorable only if:
+- its record exists (the save was committed and seen to finish: the commit marker) and has the right shape;
+- its files are the ones listed, at the listed sizes (a truncated or missing file is caught without
+  reading a byte);
+- after restore, the restored arrays fingerprint as saved (checkpoint.py): any changed element is caught.
+So a save reads nothing back and a restore reads each byte once, through orbax.
+
+Every file operation goes through `etils.epath`, as orbax's own do, so a step directory may be local or
+on an object store (`gs://...`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from etils import epath
+
+from trainer.ckpt.storage import DIGEST_FILE, files_under, is_object_store
+
+_VERSION = 2
+_HEX = frozenset("0123456789abcdef")
+
+
+def _files(step_dir: epath.Path) -> dict[str, epath.Path]:
+    return {rel: path for rel, path in files_under(step_dir).items()
+            if rel != DIGEST_FILE and not rel.endswith(".tmp")}
+
+
+def write_digest(step_dir: epath.PathLike, step: int, fingerprint: str, arrays: dict[str, str]) -> None:
+    """Write the record of a committed step: `fingerprint` is the config's, `arrays` the state's
+    (trainer.ckpt.fingerprint.fingerprint)."""
+    step_dir = epath.Path(step_dir)
+    body = {
+        "version": _VERSION,
+        "step": step,
+        "fingerprint": fingerprint,
+        "files": {rel: path.stat().length for rel, path in sorted(_files(step_dir).items())},
+        "arrays": dict(sorted(arrays.items())),
+    }
+    text = json.dumps(body, indent=1, sort_keys=True)
+    if is_object_store(step_dir):
+        # An object becomes visible whole when its upload finishes, so a direct write is already
+        # all-or-nothing; a rename there would be a copy plus a delete.
+        (step_dir / DIGEST_FILE).write_text(text, encoding="utf-8")
+        return
+    tmp = step_dir / (DIGEST_FILE + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(step_dir / DIGEST_FILE)  # the record appears whole or not at all
+
+
+def read_digest(step_dir: epath.PathLike) -> dict | None:
+    """The record, or None when it is missing, unreadable or not of the shape write_digest writes."""
+    try:
+        record = json.loads((epath.Path(step_dir) / DIGEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if shape_problem(record) is None else None
+
+
+def shape_problem(record: object) -> str | None:
+    """Why `record` is not a digest as write_digest writes it (valid JSON can still be anything)."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    kinds = {"version": int, "step": int, "fingerprint": str, "files": dict, "arrays": dict}
+    for key, kind in kinds.items():
+        if not isinstance(record.get(key), kind) or isinstance(record.get(key), bool):
+            return f"{key!r} is {record.get(key)!r:.60}, not a {kind.__name__}"
+    for rel, size in record["files"].items():
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            return f"files[{rel!r}] is {size!r:.60}, not a byte count"
+    for name, value in record["arrays"].items():
+        if not (isinstance(value, str) and len(value) == 16 and set(value) <= _HEX):
+            return f"arrays[{name!r}] is {value!r:.60}, not a 16-digit hex fingerprint"
+    return None
+
+
+def verify(step_dir: epath.PathLike, step: int) -> str | None:
+    """None if the step directory holds a committed record for `step` and exactly the files it lists, at
+    their sizes; else the reason. Reads the record only: the arrays are checked after restore."""
+    step_dir = epath.Path(step_dir)
+    try:
+        record = json.loads((step_dir / DIGEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        if not (step_dir / DIGEST_FILE).exists():
+            return "no digest: the save was not seen to commit (interrupted, or the digest marker was removed)"
+        return "digest file unreadable"
+    problem = shape_problem(record)
+    if problem is not None:
+        return f"digest file has the wrong shape: {problem}"
+    if record["version"] != _VERSION or record["step"] != step:
+        return f"digest belongs to step {record['step']!r} (version {record['version']}), not {step}"
+    expected: dict = record["files"]
+    present = _files(step_dir)
+    for rel in sorted(expected):
+        if rel not in present:
+            return f"file missing: {rel}"
+        size = present[rel].stat().length
+        if size != expected[rel]:
+            return f"file changed: {rel} ({size} bytes, {expected[rel]} when committed)"
+    extra = sorted(set(present) - set(expected))
+    if extra:
+        return f"unexpected file: {extra[0]}"
+    return None

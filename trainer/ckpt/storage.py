@@ -1,0 +1,209 @@
+"""File operations on the checkpoint directory, for a local path and for an object store (`gs://`).
+
+Everything here goes through `etils.epath`, which orbax uses too: a local path through `os`, `gs://`
+through fsspec (gcsfs, the `trainer` extra) or TensorFlow's gfile where that is installed. Two things
+differ on an object store and are handled here:
+- A "directory" is only a name prefix, and a rename is a copy of every object followed by a delete.
+- Orbax does not commit a step there by renaming `<step>.orbax-checkpoint-tmp` to `<step>`: it writes
+  `<step>/` in place and marks it committed with `<step>/commit_success.txt` (orbax's
+  CommitFileTemporaryPath). Orbax lists only marked steps, so an unmarked step directory is a leftover.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from etils import epath
+
+TMP_SUFFIX = ".orbax-checkpoint-tmp"
+COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
+SKIP_REASON_FILE = "elxpk_skip_reason.txt"
+DIGEST_FILE = "elxpk_digest.json"  # trainer.ckpt.digest's record of a committed step
+QUARANTINE_DIR = "elxpk-quarantine"  # inside the checkpoint directory: steps passed over at restore
+# What makes a numbered directory a step this trainer (or orbax under it) wrote: one of these files, or
+# one of the two items it saves (an interrupted save on gs:// may have written only the items so far).
+_STEP_MARKERS = (DIGEST_FILE, "_CHECKPOINT_METADATA", COMMIT_MARKER)
+_ITEM_DIRS = ("state", "meta")
+
+
+def checkpoint_root(checkpoint_dir: str) -> epath.Path:
+    """The checkpoint directory as orbax needs it: a URL as given, a local path made absolute."""
+    path = epath.Path(checkpoint_dir)
+    if not is_object_store(path):
+        return epath.Path(os.path.abspath(checkpoint_dir))
+    _no_listing_cache()
+    return path
+
+
+def _no_listing_cache() -> None:
+    """Make gcsfs list the bucket every time instead of answering from its directory cache.
+
+    gcsfs caches every listing forever and drops an entry only when a write goes through the same
+    gcsfs instance. Tensorstore writes the arrays itself and other processes write too, so a cached
+    listing would miss committed steps and files, and the digest would be written over a stale file list.
+    Set before epath builds (and caches) its filesystem; the operator's own fsspec config wins."""
+    import fsspec.config
+
+    for protocol in ("gs", "gcs"):
+        fsspec.config.conf.setdefault(protocol, {}).setdefault("use_listings_cache", False)
+
+
+def is_object_store(path: epath.PathLike) -> bool:
+    return "://" in os.fspath(path)
+
+
+def _carries_step_metadata(path: epath.Path) -> bool:
+    return any((path / m).exists() for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
+
+
+def is_step_dir(path: epath.Path) -> bool:
+    """Whether `path` is a step directory of a checkpoint: a canonical step number (what orbax names a step
+    and the run records can hold) carrying this trainer's or orbax's metadata. Nothing else in a checkpoint
+    directory is ever moved or deleted."""
+    from elxpk_contract.records import MAX_INDEX
+
+    name = path.name
+    if not (name.isascii() and name.isdigit() and str(int(name)) == name and int(name) <= MAX_INDEX):
+        return False
+    return _carries_step_metadata(path)
+
+
+def _is_step_entry(path: epath.Path, step: int) -> bool:
+    """A temporary entry of step `step` (`<step>.orbax-checkpoint-tmp...`) with orbax's or the trainer's files."""
+    name, prefix = path.name, str(step)
+    if not (name == prefix or (name.startswith(prefix) and not name[len(prefix)].isdigit())):
+        return False
+    return _carries_step_metadata(path)
+
+
+def cwd_or_parent(root: epath.Path) -> str:
+    """'the working directory' or 'a parent of the working directory (...)' when `root` is either, else ''.
+    Nothing elxpk moves may lie under the shell's feet."""
+    if is_object_store(root):
+        return ""
+    real, cwd = os.path.realpath(os.fspath(root)), os.path.realpath(os.getcwd())
+    if cwd == real:
+        return "the working directory"
+    return f"a parent of the working directory ({cwd})" if cwd.startswith(real.rstrip(os.sep) + os.sep) else ""
+
+
+def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-dir") -> None:
+    """UsageError (nothing written) when the trainer must not manage `checkpoint_dir`: the working directory
+    or a parent of it (its numbered folders would be taken for steps), or a directory holding numbered
+    folders that are not checkpoints (orbax would list them as steps: restore would move them aside and
+    its cleanup of old steps would delete them)."""
+    from elxpk_contract.errors import UsageError
+
+    root = checkpoint_root(checkpoint_dir)
+    where = cwd_or_parent(root)
+    if where:
+        raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "
+                         "their own, e.g. RUN_DIR/checkpoints (the default)")
+    try:
+        children = list(root.iterdir()) if root.is_dir() else []
+    except OSError as exc:
+        raise UsageError(f"{source} {checkpoint_dir!r:.200}: cannot be listed ({exc})") from None
+    foreign = sorted(c.name for c in children if c.name.isdigit() and c.is_dir() and not is_step_dir(c))
+    if foreign:
+        shown = ", ".join(f"{n[:30]}/" for n in foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise UsageError(f"{source} {checkpoint_dir!r:.200}: holds {shown}, numbered like checkpoint steps but not "
+                         "written by the trainer (no orbax or elxpk metadata); move them out, or give another "
+                         "checkpoint directory")
+
+
+def files_under(top: epath.Path) -> dict[str, epath.Path]:
+    """Every file below `top`, keyed by its path relative to `top` (posix separators).
+
+    Built on iterdir rather than epath's walk: over fsspec, walk yields roots without their `gs://`."""
+    found: dict[str, epath.Path] = {}
+    pending = [(top, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        for child in folder.iterdir():
+            rel = f"{prefix}{child.name}"
+            if child.is_dir():
+                pending.append((child, rel + "/"))
+            else:
+                found[rel] = child
+    return found
+
+
+def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
+    """(path, step or None) of every save that never committed, oldest name first."""
+    if not directory.is_dir():  # an object store has no directory before its first object: nothing saved yet
+        return []
+    leftovers = []
+    for path in sorted(directory.iterdir(), key=lambda p: p.name):
+        if path.name.endswith(TMP_SUFFIX):
+            step = path.name[: -len(TMP_SUFFIX)]
+            leftovers.append((path, int(step) if step.isascii() and step.isdigit() else None))
+        elif (is_object_store(directory) and is_step_dir(path)
+              and not (path / COMMIT_MARKER).exists()):
+            leftovers.append((path, int(path.name)))
+    return leftovers
+
+
+def remove_tree(path: epath.Path, *, ignore_errors: bool = False) -> None:
+    """Delete a directory and everything in it; a path already gone is never an error."""
+    try:
+        path.rmtree()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        if not ignore_errors:
+            raise
+
+
+def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None,
+               name: str | None = None) -> epath.Path:
+    """Move step `step` to `<directory>/elxpk-quarantine/<step>-<ms>/` with its skip reason; return the target.
+    `name`: the entry to move when it is not `<step>` (orbax's `<step>.orbax-checkpoint-tmp` of a save that
+    never committed; `elxpk checkpoint inspect --quarantine` moves those too).
+
+    Moved rather than marked: orbax lists every committed step directory, so a marker alone would leave
+    the step in orbax's list, and a later save of the same step number would be refused. The quarantine
+    stays inside the checkpoint directory (orbax lists only numbered names), so nothing outside it is
+    written; only a step directory of a checkpoint (`is_step_dir`, or a temporary one of that step carrying
+    the same metadata) is ever moved."""
+    source = directory / (name or str(step))
+    if not (is_step_dir(source) if name is None else _is_step_entry(source, step)):
+        raise ValueError(f"{source} is not a checkpoint step directory; not moving it")
+    stamp = int(time.time() * 1000) if now_ms is None else now_ms
+    target = directory / QUARANTINE_DIR / f"{step}-{stamp}"
+    if not is_object_store(directory):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            source.rename(target)
+        except OSError:  # another filesystem, e.g. the checkpoint directory is a mount point
+            _copy_then_delete(source, target)
+    else:
+        _copy_then_delete(source, target)
+    (target / SKIP_REASON_FILE).write_text(reason + "\n", encoding="utf-8")
+    return target
+
+
+def _copy_then_delete(source: epath.Path, target: epath.Path) -> None:
+    """A move where no rename exists, as on an object store, where a "move" is always a copy plus a delete.
+
+    Every file is copied before anything is deleted. A crash in between leaves the source partly deleted:
+    it then fails its digest at the next restore and is moved again, so it is never restored, and the
+    complete copy is already in the quarantine."""
+    local = not is_object_store(target)
+    for rel, path in sorted(files_under(source).items()):
+        if local:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        path.copy(target / rel, overwrite=True)
+    remove_tree(source)
+
+
+def write_whole(path: epath.Path, text: str, *, tmp_name: str) -> None:
+    """Replace the file at `path` so a reader sees the old content or the new, never a part: on an object
+    store one upload is atomic; on a disk, write `tmp_name` beside it, then rename it over `path`."""
+    if is_object_store(path):
+        path.write_text(text, encoding="utf-8")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / tmp_name
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,184 @@
+"""Will the train step fit in device memory? Checked twice: an estimate before compiling, XLA's own figure after.
+
+A step that cannot fit fails deep inside XLA with RESOURCE_EXHAUSTED after minutes of compiling and, in
+an elastic run, looks like a failure to retry. So:
+1. Before compiling, an estimate from the shapes refuses what is clearly hopeless: more than
+   ESTIMATE_MARGIN times the device's memory. A usage error naming the model flags and the device.
+2. After compiling, XLA's memory analysis of the executable (`compiled_bytes`) is exact: at full width a
+   step over the limit is refused with the same kind of line before it runs (`compiled_refusal`); on a
+   survivors' mesh the run waits for more slices instead (trainer.elastic.attempt).
+The estimate only has to be fast and never wrong when it refuses; the margin is what it overshoots XLA's
+figure by at most (tests/trainer/test_scale.py compiles FSDP and unsplit layouts, parameter-heavy and
+logit-heavy models, with and without donation, and requires estimate / XLA between 0.6 and
+ESTIMATE_MARGIN). Below the margin the step is compiled and XLA decides.
+
+Per device, in bytes (f32 = 4 bytes):
+- state: each array's bytes divided by the slice's device count when FSDP splits it (trainer.core.sharding);
+- the step's input state, kept alive beside its output where the step does not donate it (live recovery:
+  a slice lost in the middle of a step leaves the last completed step's state on the survivors); nothing
+  where it does (--recovery checkpoint, multi-controller);
+- gradients and the optimizer's update temporaries: twice the per-device parameter bytes (with more than
+  two slices the deterministic reduction holds one partial sum per slice, which this undercounts: XLA's
+  figure catches it);
+- activations kept for the backward pass, for the device's share of the batch (b = global_batch / all
+  devices), per layer: b*L*(10*D + 2*F) values of the compute dtype (norms, q/k/v, attention output, MLP
+  in and out) plus 2*b*H*L*L float32 (attention logits and weights; none with a fused flash kernel such
+  as cuDNN's, which never stores them); plus 5*b*L*V float32 for the logits, their log-softmax, softmax
+  and gradient, and the loss's gather;
+- parameters made whole by FSDP: the step gathers every layer's float32 parameters at once, and XLA keeps
+  them through the backward pass (its own memory analysis of the compiled step does not shrink with more
+  devices per slice), so the whole parameter bytes wherever FSDP splits an array; nothing on one device.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from elxpk_contract.errors import UsageError
+from trainer.core.sharding import fsdp_spec
+
+_F32 = 4
+# The most the estimate overshoots XLA's own figure in the calibration (tests/trainer/test_scale.py): above
+# this multiple of the device the step surely cannot fit; below it, the compile's figure decides.
+ESTIMATE_MARGIN = 1.35
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    state: int
+    kept_input: int  # the undonated input state (see the module docstring); 0 when the step donates it
+    gradients: int
+    activations: int
+    gathered: int
+
+    @property
+    def total(self) -> int:
+        return self.state + self.kept_input + self.gradients + self.activations + self.gathered
+
+
+def _sharded_bytes(abstract: Any, data_size: int) -> int:
+    total = 0
+    for leaf in jax.tree.leaves(abstract):
+        nbytes = int(np.prod(leaf.shape, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
+        total += nbytes // data_size if fsdp_spec(tuple(leaf.shape), data_size) else nbytes
+    return total
+
+
+def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_devices: int, *,
+             donates: bool = False) -> MemoryEstimate:
+    """The per-device memory of one train step on a mesh of `total_devices` in slices of
+    `devices_per_slice`; `donates`: the step gives its input state's buffers to its output."""
+    from trainer.core.model import ModelShape
+
+    shape = ModelShape.from_config(cfg)
+    compute_bytes = 2 if getattr(shape, "compute_dtype", "float32") == "bfloat16" else _F32
+    fused_attention = getattr(shape, "attention", None) is not None
+    d, f, length, vocab = cfg.d_model, cfg.d_ff, cfg.seq_len, cfg.vocab_size
+    b = max(1, -(-cfg.global_batch // total_devices))
+    state = _sharded_bytes(abstract_state, devices_per_slice)
+    params = _sharded_bytes(abstract_state["params"], devices_per_slice)
+    scores = 0 if fused_attention else 2 * b * cfg.n_heads * length * length * _F32
+    per_layer = b * length * (10 * d + 2 * f) * compute_bytes + scores
+    activations = cfg.n_layers * per_layer + 5 * b * length * vocab * _F32
+    whole_params = _sharded_bytes(abstract_state["params"], 1)
+    gathered = whole_params if params < whole_params else 0
+    return MemoryEstimate(state, 0 if donates else state, 2 * params, activations, gathered)
+
+
+def device_limit(device: Any) -> int | None:
+    """The bytes the device's allocator may use (its `bytes_limit`); for a CPU device, which reports none,
+    its share of the host memory available now; None where neither is known."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 - a backend without the call (or one that fails) has no limit to check
+        stats = None
+    if stats and isinstance(stats.get("bytes_limit"), int):
+        return int(stats["bytes_limit"])
+    return _host_share() if getattr(device, "platform", "") == "cpu" else None
+
+
+def _host_share() -> int | None:
+    """A CPU device allocates from host memory, and all of this process's CPU devices from the same RAM:
+    MemAvailable (/proc/meminfo) split over them. Without it (not Linux) there is no limit to check. A model
+    too big for the machine is then a one-line refusal instead of an allocation failure or the OOM killer."""
+    try:
+        text = Path("/proc/meminfo").read_text(encoding="ascii")
+    except OSError:
+        return None
+    match = re.search(r"^MemAvailable:\s+(\d+) kB$", text, re.MULTILINE)
+    if match is None:
+        return None
+    return int(match.group(1)) * 1024 // max(1, len(jax.local_devices(backend="cpu")))
+
+
+def state_layout(target: Any) -> tuple[int, int]:
+    """(state bytes, the most state bytes any one device holds) of an abstract state placed on a mesh
+    (ShapeDtypeStructs with shardings): exactly what the arrays' addressable shards will be."""
+    total = 0
+    by_device: dict[Any, int] = {}
+    for leaf in jax.tree.leaves(target):
+        itemsize = np.dtype(leaf.dtype).itemsize
+        total += int(np.prod(leaf.shape, dtype=np.int64)) * itemsize
+        for device, index in leaf.sharding.devices_indices_map(tuple(leaf.shape)).items():
+            shard = [len(range(*i.indices(n))) for i, n in zip(index, leaf.shape, strict=True)]
+            by_device[device] = by_device.get(device, 0) + int(np.prod(shard, dtype=np.int64)) * itemsize
+    return total, max(by_device.values(), default=0)
+
+
+def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None, donates: bool = False) -> dict:
+    """run.json's "memory" block for the state `target` on `mesh`, after the pre-compile check (UsageError
+    when the estimate is over ESTIMATE_MARGIN x the device). `limit` overrides the device's own (tests, a
+    simulated device); `donates`: the step gives its input state's buffers to its output."""
+    state_bytes, per_device = state_layout(target)
+    device = mesh.devices.flat[0]
+    limit = device_limit(device) if limit is None else limit
+    need = estimate(cfg, target, mesh.shape["data"], mesh.devices.size, donates=donates)
+    record: dict[str, Any] = {"state_bytes": state_bytes, "state_bytes_per_device": per_device,
+                              "estimate_bytes_per_device": need.total, "device_limit_bytes": limit}
+    if limit is None:
+        record["check"] = f"skipped: the {getattr(device, 'platform', '')} device reports no memory limit"
+        return record
+    if need.total > ESTIMATE_MARGIN * limit:
+        gib = 2**30
+        kept = " and its kept input copy" if need.kept_input else ""
+        raise _refusal(cfg, f"about {need.total / gib:.2f} GiB per device (state {need.state / gib:.2f}{kept}, "
+                            f"gradients {need.gradients / gib:.2f}, activations {need.activations / gib:.2f} GiB)",
+                       device, limit)
+    record["check"] = "fits" if need.total <= limit else (
+        f"unsure: the estimate is {need.total / limit:.0%} of the device; XLA's figure after the compile decides")
+    return record
+
+
+def compiled_bytes(executable: Any) -> int | None:
+    """XLA's own per-device bytes of a compiled step: arguments + outputs + temporaries - what outputs alias
+    (exact where the estimate is not). None where the backend gives no analysis."""
+    try:
+        analysis = executable.memory_analysis()
+        return int(analysis.argument_size_in_bytes + analysis.output_size_in_bytes
+                   + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes)
+    except Exception:  # noqa: BLE001 - a backend without the analysis (or a partial one): nothing to check
+        return None
+
+
+def compiled_refusal(cfg: Any, need: int | None, mesh: Any, limit: int | None) -> UsageError | None:
+    """The one-line refusal when the compiled step needs more than `limit` bytes per device, else None."""
+    if need is None or limit is None or need <= limit:
+        return None
+    slices, per_slice = mesh.devices.shape
+    return _refusal(cfg, f"{need / 2**30:.2f} GiB per device on {slices} x {per_slice} devices (XLA's memory "
+                         "analysis of the compiled step)", mesh.devices.flat[0], limit)
+
+
+def _refusal(cfg: Any, needs: str, device: Any, limit: int) -> UsageError:
+    preset = f"--model {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
+    return UsageError(
+        f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
+        f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}: the train step needs {needs} but device "
+        f"{device} has {limit / 2**30:.2f} GiB; use a smaller model or batch, or more devices per slice"
+    )

@@ -1,0 +1,115 @@
+"""The jitted train step, compiled ahead of time once per mesh and reused across attempts.
+
+The per-step RNG is fold_in(seed, step), so no RNG state needs saving. MaxText re-lowers and recompiles
+on every elastic attempt; here an attempt on a mesh that was seen before (pause-and-resume, or the
+return to full width after a resize) reuses the executable. The cache is per process, keyed by the
+model/optimizer fingerprint and the mesh (its shape and devices), so it also serves repeated train() calls.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+
+from trainer.core import mesh as meshlib
+from trainer.core.memory import compiled_bytes
+from trainer.core.model import ModelShape, loss_fn
+from trainer.core.optim import make_optimizer
+from trainer.core.state import base_key, host_init_state, place, state_target
+
+if TYPE_CHECKING:
+    from elxpk_contract.settings import TrainerConfig
+    from trainer.clock import Clock
+
+_CACHE_SIZE = 8  # executables kept per process (each mesh of each model shape is one)
+_EXECUTABLES: OrderedDict[tuple, Compiled] = OrderedDict()
+
+
+def make_step_fn(cfg):
+    shape, optimizer = ModelShape.from_config(cfg), make_optimizer(cfg)
+
+    def train_step(state, tokens, step):
+        key = jax.random.fold_in(base_key(cfg.seed), step)
+        loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, key)
+        updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
+        params = jax.tree.map(lambda p, u: p + u, state["params"], updates)
+        return {"params": params, "opt_state": opt_state}, loss
+
+    return train_step
+
+
+def step_fn(cfg, mesh):
+    """The step for `mesh`: with --deterministic-reduction on, the gradient is combined in an order fixed by
+    the job's nominal slices (trainer.core.reduction), so a resize does not change the result; off, XLA's plain
+    all-reduce over the active slices."""
+    if cfg.deterministic_reduction == "on":
+        from trainer.core.reduction import make_deterministic_step_fn
+
+        return make_deterministic_step_fn(cfg, mesh)
+    return make_step_fn(cfg)
+
+
+def compiler_options(cfg, mesh) -> dict[str, str | bool] | None:
+    """XLA options of the step's executable on `mesh` (trainer.core.reduction.CSE_OFF says why)."""
+    if cfg.deterministic_reduction == "on":
+        from trainer.core.reduction import compiler_options as deterministic_options
+
+        return deterministic_options(cfg, mesh)
+    return None
+
+
+@dataclass
+class Compiled:
+    executable: Any  # a jax Compiled: (state, tokens, step) -> (state, loss)
+    compile_s: float
+    bytes_per_device: int | None = None  # XLA's memory analysis (trainer.core.memory.compiled_bytes); None: none
+
+
+class StepCache:
+    """Hands out the compiled step for a mesh; counts the compiles one train() call caused."""
+
+    def __init__(self, cfg: TrainerConfig, clock: Clock, *, donate: bool = False) -> None:
+        """`donate`: the step gives its input state's buffers to its output (trainer.elastic.live_recovery.
+        step_donates says when that is allowed); the caller must not touch a state after passing it in."""
+        self._cfg = cfg
+        self._clock = clock
+        self._donate = donate
+        # The reduction mode and donation change the executable (and the reduction the last bits of the
+        # result), not the checkpoint.
+        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction, donate)
+        self.compiles = 0
+
+    def has(self, mesh) -> bool:
+        return (self._fingerprint, meshlib.mesh_key(mesh)) in _EXECUTABLES
+
+    def get(self, mesh) -> tuple[Compiled, bool]:
+        """The compiled step for `mesh`, and whether it had to be compiled now. The state goes in and comes
+        out in the FSDP layout (trainer.core.sharding); the batch is split over every device."""
+        key = (self._fingerprint, meshlib.mesh_key(mesh))
+        if key in _EXECUTABLES:
+            _EXECUTABLES.move_to_end(key)
+            return _EXECUTABLES[key], False
+        cfg, rep = self._cfg, meshlib.replicated(mesh)
+        state = state_target(cfg, mesh)
+        state_shardings = jax.tree.map(lambda a: a.sharding, state)
+        tokens = jax.ShapeDtypeStruct((cfg.global_batch, cfg.seq_len + 1), jnp.int32,
+                                      sharding=meshlib.batch_sharded(mesh))
+        step = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
+        started = self._clock.monotonic()
+        jitted = jax.jit(step_fn(cfg, mesh), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
+                         out_shardings=(state_shardings, rep), donate_argnums=(0,) if self._donate else ())
+        executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg, mesh))
+        compiled = Compiled(executable, self._clock.monotonic() - started, compiled_bytes(executable))
+        _EXECUTABLES[key] = compiled
+        while len(_EXECUTABLES) > _CACHE_SIZE:
+            _EXECUTABLES.popitem(last=False)
+        self.compiles += 1
+        return compiled, True
+
+    def init_state(self, mesh):
+        """A freshly initialised train state on `mesh`."""
+        return place(host_init_state(self._cfg), mesh)

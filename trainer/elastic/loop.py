@@ -1,0 +1,221 @@
+"""The elastic retry loop: one process (same PID) survives slice losses by restoring and retrying.
+
+Semantics follow pathwaysutils' `Manager.elastic_retry` (elastic.md section 7), with its gaps closed:
+
+- Before every attempt, wait for enough healthy slices: all of them (`elastic_min_slice_count` -1,
+  pause-and-resume) or at least k (resize). The wait is bounded by `elastic_timeout_seconds` and
+  predictive like pathwaysutils' (it never sleeps past the deadline); running out is fatal (`Timeout`).
+- Classification, anchored on the status prefix of a `jax.errors.JaxRuntimeError`:
+  `DATA_LOSS:` is a slice loss; `DEADLINE_EXCEEDED:`, `NOT_FOUND:` and `INTERNAL:` may be one and are
+  retried with a warning, but only if a new checkpoint committed since the previous failure (the
+  no-progress guard, so a deterministic bug is not retried until the budget runs out); anything else
+  propagates at once, unchanged.
+- `elastic_max_retries` counts attempts, as pathwaysutils does: 10 means the first attempt plus up to 9
+  retries. A scale-up is not a failure and does not use the budget.
+- Between attempts: the attempt joins its checkpoint writer, closes its manager and deletes its arrays
+  (trainer.elastic.attempt); the compiled step is kept, so a same-mesh retry does not recompile.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from elxpk_contract.errors import UsageError
+from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
+from elxpk_contract.faults import FaultSchedule
+from elxpk_contract.settings import TrainerConfig
+from trainer.ckpt import storage as ckpt_storage
+from trainer.clock import Clock, SystemClock
+from trainer.elastic import live_recovery
+from trainer.elastic.attempt import run_attempt
+from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
+from trainer.elastic.policy import ElasticPolicy, classify, first_line
+from trainer.elastic.progress import ProgressWriter
+from trainer.elastic.stalls import StallResponse
+from trainer.elastic.watchdog import StallWatchdog
+from trainer.metrics import RunRecorder
+
+if TYPE_CHECKING:
+    from trainer.data.data import DataSource
+    from trainer.elastic.preemption import StopRequest
+    from trainer.elastic.slices import SliceBackend
+    from trainer.metrics import Observer
+
+@dataclass
+class TrainResult:
+    run_dir: str
+    final_step: int
+    losses: dict[int, str]  # step -> float.hex of its last execution's loss
+    params: dict[str, Any]  # final parameters as host numpy arrays
+    attempts: int
+    recoveries: int
+    compiles: int
+    blocking_save_s: list[float]
+
+
+def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: Observer | None = None,
+          dataset: DataSource | None = None, clock: Clock | None = None,
+          backend: SliceBackend | None = None, stop: StopRequest | None = None) -> TrainResult:
+    """Train `cfg.steps` steps, surviving slice losses (and stalls) when `cfg.elastic_enabled`; `stop`
+    (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped."""
+    from trainer.ckpt.checkpoint import refuse_other_configuration
+    from trainer.core import step as steplib
+    from trainer.core.model import ModelShape
+    from trainer.core.precision import resolved
+    from trainer.data.data import open_dataset
+    from trainer.elastic.slices import make_backend
+
+    clock = clock or SystemClock()
+    schedule = faults if faults is not None else FaultSchedule.parse(cfg.fault, cfg.revive_after)
+    problems = schedule.problems(cfg.num_slices, cfg.steps)
+    if problems:
+        raise UsageError(*problems)
+    backend = backend or make_backend(cfg, schedule, clock)
+    try:
+        # Before anything is written: never manage the working directory or a folder of numbered folders.
+        ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path)
+        cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
+        if dataset is None:  # of the checkpoint fingerprint: both resolved first
+            cfg, dataset = open_dataset(cfg)
+        refuse_other_configuration(cfg)  # a resume of another configuration writes nothing
+        donate = live_recovery.step_donates(cfg, backend)
+        memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
+    except UsageError:
+        backend.close()
+        raise
+    recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
+    policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
+    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
+                         stop=stop)
+    ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
+    response = StallResponse(ctx)
+    ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
+    quiet = _QuietExpectedErrors()
+    logging.getLogger("absl").addFilter(quiet)
+    state = "failed"
+    try:
+        shape = ModelShape.from_config(cfg)
+        recorder.write_run_json(cfg, {
+            "model": {"params": shape.param_count(), "flops_per_example": shape.flops_per_example(),
+                      "preset": cfg.model, "compute_dtype": cfg.compute_dtype, "attention": shape.attention or "xla"},
+            "slice_backend": cfg.slice_backend,
+            "topology": {"num_slices": backend.num_slices, "devices_per_slice": cfg.devices_per_slice,
+                         "processes": _process_count(cfg)},
+            "memory": memory,
+        })
+        recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend)
+        try:
+            result = _retry_loop(ctx)
+        except TrainerStopped as stopped:
+            state = "preempted" if stopped.code is PREEMPTED else "failed"
+            raise
+        recorder.event("run_finished", result.final_step, attempts=result.attempts, recoveries=result.recoveries)
+        state = "done"
+        return result
+    finally:
+        if ctx.live_checks is not None:  # no thread may be compiling when the interpreter exits
+            ctx.live_checks.close()
+        ctx.watchdog.close()
+        ctx.progress.finish(state)
+        logging.getLogger("absl").removeFilter(quiet)
+        recorder.close()
+        backend.close()
+
+
+def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:
+    """The config on the backend's real topology. Pathways and a TPU cluster decide the devices per
+    slice (not --devices-per-slice); the global batch is checked against them here, before anything is
+    written."""
+    from trainer.core.topology import devices_per_slice
+
+    if not cfg.topology_from_hardware:
+        return cfg
+    where = "the Pathways backend" if cfg.slice_backend == "pathways" else "the TPU cluster"
+    return cfg.on_hardware(backend.num_slices, devices_per_slice(backend.slice_devices()), where)
+
+
+def _memory_record(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> dict:
+    """The state's bytes in total and per device on the full mesh, after the memory check."""
+    from trainer.core import mesh as meshlib
+    from trainer.core import state as core_state
+    from trainer.core.memory import memory_record
+
+    mesh = meshlib.build_mesh(backend.slice_devices(), list(range(backend.num_slices)))
+    record = memory_record(cfg, core_state.state_target(cfg, mesh), mesh, limit=backend.memory_limit(), donates=donate)
+    # The cost of keeping the last completed step alive through a step (trainer.elastic.live_recovery): a step that
+    # does not donate its input state holds the input and the output state at once, one state share more
+    # per device than a donating step (bench/bench_local.py measures it from XLA's own memory analysis).
+    # Zero where the step donates (--recovery checkpoint, multi-controller).
+    record["live_recovery_bytes_per_device"] = 0 if donate else record["state_bytes_per_device"]
+    return record
+
+
+def _process_count(cfg: TrainerConfig) -> int:
+    if cfg.slice_backend != "multi-controller":
+        return 1
+    import jax
+
+    return jax.process_count()
+
+
+def _retry_loop(ctx: AttemptContext) -> TrainResult:
+    cfg, backend, rec, clock, policy = ctx.cfg, ctx.backend, ctx.recorder, ctx.clock, ctx.policy
+    attempt, recoveries = 1, 0
+    recovery: AttemptRecovery | None = None
+    while True:
+        if recovery is not None:
+            # The failed attempt's frames sit in a cycle with its exception; free their arrays now,
+            # before the next attempt allocates (pathwaysutils leaves this to the caller).
+            gc.collect()
+        if ctx.stop is not None and ctx.stop.requested:  # between attempts: nothing to save
+            rec.event("preempted", ctx.current_step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed)
+            raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) between attempts at step "
+                                            f"{ctx.current_step}; newest checkpoint: step {ctx.latest_committed}")
+        active, waited = policy.wait_for_slices(backend, clock)
+        rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)
+        try:
+            result = run_attempt(ctx, active, recovery)
+            return TrainResult(cfg.run_dir, result.final_step, dict(ctx.last_losses), result.params, attempt,
+                               recoveries, ctx.steps.compiles, list(ctx.blocking_s))
+        except ScaleUpSignal:
+            recovery = AttemptRecovery("scale_up", clock.monotonic())
+            recoveries += 1
+            continue
+        except ResizeDoesNotFit as refused:
+            # Not a failure (no retry is spent, the recovery in progress goes on): from now on the run waits
+            # for one slice more than this, since the need per device only grows as slices drop out.
+            policy.min_slices = len(refused.slices) + 1
+            rec.event("resize_refused", ctx.current_step, slices=refused.slices, needed_bytes=refused.needed_bytes,
+                      limit_bytes=refused.limit_bytes, min_slices=policy.min_slices)
+            continue
+        except Exception as error:
+            verdict = policy.judge(error, attempt, ctx.latest_committed)
+            if verdict.kind is None:
+                raise
+            detected, detected_at = clock.monotonic(), clock.time()
+            details: dict[str, Any] = {"error": first_line(error), "kind": verdict.kind, "attempt": attempt}
+            if verdict.kind == "maybe_slice_down":
+                details["warning"] = "this status may or may not mean a slice is down"
+            # Which slices: on Pathways this probes them, so the event keeps the time of the detection.
+            lost = backend.lost_slices(active)
+            rec.event("failure_detected", ctx.current_step, at=detected_at, slices_lost=lost, **details)
+            if verdict.give_up is not None:
+                raise TrainerStopped(USER_ERROR if verdict.deterministic else SLICE_LOST, verdict.give_up) from error
+            attempt += 1
+            ctx.attempt = attempt
+            recoveries += 1
+            recovery = AttemptRecovery("failure", detected, tuple(lost))
+
+
+class _QuietExpectedErrors(logging.Filter):
+    """Orbax logs a traceback when a save's commit fails in its writer thread. For a slice loss that is
+    an expected, handled event (reported in events.jsonl), so drop those records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and classify(exc) is not None:
+            return False
+        return "DATA_LOSS" not in record.getMessage()

@@ -1,0 +1,80 @@
+"""Progress publication: CHECKPOINT_DIR/elxpk-progress.json, what `elxpk workload status` reads.
+
+The checkpoint directory is the one place both sides already share: on a cluster it is a `gs://` path in
+the JobSet's env (ELXPK_CHECKPOINT_DIR), readable by the launcher without exec'ing into a pod or
+parsing logs; locally it is a directory. The record is `elxpk_contract.records.Progress`; the launcher
+calls `records.read_progress` on the file's text.
+
+Only the primary process writes. It rewrites the whole file atomically (a single object upload on an
+object store; write to a temporary name, then rename, on a local disk) at most every `period_s` seconds
+while steps complete, at once after a checkpoint commits, and when the trainer stops. A hung trainer
+stops writing, so the ages the reader computes grow: that is the stall signal for a human.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+
+from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress, written
+from trainer.ckpt import storage as ckpt_storage
+from trainer.clock import Clock
+
+PROGRESS_PERIOD_S = 30.0  # one small write per half minute per run: cheap on gs://, fresh enough for status
+
+
+class ProgressWriter:
+    def __init__(self, checkpoint_path: str, clock: Clock, *, enabled: bool = True,
+                 period_s: float = PROGRESS_PERIOD_S) -> None:
+        self.path = ckpt_storage.checkpoint_root(checkpoint_path) / PROGRESS_FILE
+        self._clock = clock
+        self._enabled = enabled
+        self._period_s = period_s
+        self._next_write = 0.0
+        self.progress = Progress(0, None, None, None, clock.time())
+        if enabled:
+            self._carry_over_checkpoint_time()
+
+    def _carry_over_checkpoint_time(self) -> None:
+        """A restarted trainer restores a checkpoint it did not commit: keep its commit time if the
+        previous process published it."""
+        try:
+            previous = read_progress(self.path.read_text(encoding="utf-8"))
+        except (OSError, RecordError):
+            return
+        self.progress = Progress(previous.steps_done, previous.step_time, previous.checkpoint_step,
+                                 previous.checkpoint_time, previous.updated_at, "running", 1)
+
+    def step_done(self, steps_done: int, at: float, attempt: int) -> None:
+        """A step completed at unix time `at`; written when the period has passed since the last write."""
+        self._update(steps_done=steps_done, step_time=at, attempt=attempt, state="running")
+        if self._clock.monotonic() >= self._next_write:
+            self.write()
+
+    def checkpoint(self, step: int, at: float | None) -> None:
+        """The newest committed checkpoint is `step` (committed or restored at `at`); written at once."""
+        if step == self.progress.checkpoint_step:
+            return  # a restore of the step already published keeps its commit time
+        self._update(checkpoint_step=step, checkpoint_time=at)
+        self.write()
+
+    def finish(self, state: str) -> None:
+        """The trainer stops: done, stalled, preempted or failed."""
+        self._update(state=state)
+        self.write()
+
+    def _update(self, **changes) -> None:
+        self.progress = dataclasses.replace(self.progress, **changes)
+
+    def write(self) -> None:
+        if not self._enabled:
+            return
+        self._next_write = self._clock.monotonic() + self._period_s
+        self._update(updated_at=self._clock.time())
+        text = json.dumps(written(self.progress), sort_keys=True) + "\n"
+        try:
+            ckpt_storage.write_whole(self.path, text, tmp_name=f".{PROGRESS_FILE}.{os.getpid()}.partial")
+        except OSError as exc:  # publishing progress must never stop training
+            print(f"warning: cannot write {self.path}: {exc}", file=sys.stderr, flush=True)
