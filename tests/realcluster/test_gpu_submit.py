@@ -1,10 +1,11 @@
 """GPU renders (docs/gpu.md) through the real API server and the JobSet webhook: every machine type is
 admitted as a JobSet, as the Job the JobSet controller makes of it, and as that Job's pod (server-side dry
-runs), as xpk's own render is; one is submitted by `elxpk workload create --kubeconfig`, and the JobSet
-controller creates its Job."""
+runs), as xpk's own render is; one is submitted by `elxpk workload create --kubeconfig`, the JobSet
+controller creates its Job, and `workload status` reads it as one slice held by Kueue."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,5 +68,11 @@ def test_a_gpu_workload_is_created_and_its_job_follows(testcluster, xpk_service_
         pod = jobs[0]["spec"]["template"]["spec"]
         assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
         assert pod["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-h200-141gb"}
+        # `status` reads the node group as one slice, and Kueue's answer (this cluster has no GPU quota).
+        status_run = elxpk("workload", "status", "gpu-submit", "-o", "json", cluster=testcluster)
+        assert status_run.returncode == 0, status_run.stderr
+        report = json.loads(status_run.stdout)
+        assert [(s["job"], s["expected"]) for s in report["slices"]] == [("gpu-submit-slice-job-0", 2)]
+        assert report["state"] == "Queued" and "nvidia.com/gpu" in report["admission_message"]
     finally:
         testcluster.remove_jobset("default", "gpu-submit")
