@@ -163,8 +163,13 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
         return [Violation("items", "Required value: a List holds its objects in a list under items")], None
     if not api_version or not kind or not isinstance(api_version, str) or not isinstance(kind, str):
         return [Violation("<root>", "Required value: apiVersion and kind are required")], None
+    if (api_version, kind) in schema.CRDS:
+        obj = schema.without_nulls(obj)  # as the API server prunes them, before anything else looks
     if (api_version, kind) == admission.JOBSET:
-        found = schema.schema_problems(obj) + admission.check_jobset(obj) + core.job_template_core_problems(obj)
+        from elxpk.admission.webhook import defaulted
+
+        found = (schema.schema_problems(defaulted(obj)) + admission.check_jobset(obj)
+                 + core.job_template_core_problems(obj))
     elif (api_version, kind) in schema.CRDS:
         found = schema.schema_problems(obj) + objectmeta.object_meta_problems(obj.get("metadata"))
     elif kind in {k for _, k in schema.CRDS}:

@@ -121,6 +121,8 @@ def flag_problems(fields: Mapping[str, object]) -> list[str]:
     pathways, headless = bool(fields.get("pathways", True)), bool(fields.get("headless", False))
     tpu = fields.get("tpu")
     vms = as_int(getattr(tpu, "vms_per_slice", None))
+    if fields.get("gpu") is not None:  # a GPU workload: one node group of --num-nodes pods
+        vms = as_int(fields.get("num_nodes"))
     slices = as_int(fields.get("num_slices"))
     name = fields.get("workload")
     if isinstance(name, str) and name and vms and slices:

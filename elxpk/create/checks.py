@@ -25,6 +25,7 @@ from elxpk.create.flags import (
     default,
     flag,
 )
+from elxpk.create.gpu import UnknownGpuType, lookup_gpu
 from elxpk.create.spec import TRAINER_COMMAND, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.output_formats import output_problem
@@ -120,6 +121,10 @@ class FlagChecker(FlagValues):
         fields.update(self.shape())
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
+        if self.given("device_type") or self.given("num_nodes"):
+            from elxpk.create.gpu import gpu_flag_problems
+
+            fields["num_nodes"] = gpu_flag_problems(self, fields)
         fields["restart_on_exit_codes"] = self.restart_codes(fields)
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
         n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
@@ -136,7 +141,7 @@ class FlagChecker(FlagValues):
         if fields["headless"]:
             fields["env"] = ()  # ignored with a warning (see shape): no user container to carry it
         else:
-            self.references(fields["command"], fields["env"], fields["settings"])  # type: ignore[arg-type]
+            self.references(fields["command"], fields["env"], fields["settings"], gpu=fields["gpu"] is not None)  # type: ignore[arg-type]
         if self.errors:
             raise UsageError(*self.errors)
         return WorkloadSpec(**fields, warnings=tuple(self.warnings)), options  # type: ignore[arg-type]
@@ -145,9 +150,15 @@ class FlagChecker(FlagValues):
         """Names and labels: workload, TPU type, queue, namespace, priority."""
         err = self.errors.append
         workload = self.checked("workload")  # its length limit depends on the shape: build()
-        tpu = None
-        tpu_name = self.checked("tpu_type")
-        if tpu_name:
+        tpu, gpu = None, None
+        if self.given("device_type") and self.given("tpu_type"):
+            err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
+        elif self.given("device_type"):
+            try:
+                gpu = lookup_gpu(self.checked("device_type"))
+            except UnknownGpuType as exc:
+                err(f"--device-type: {exc}")
+        elif tpu_name := self.checked("tpu_type"):  # required: its row says so, and names --device-type
             try:
                 tpu = lookup(tpu_name)
             except UnknownTpuType as exc:
@@ -158,12 +169,14 @@ class FlagChecker(FlagValues):
         problem = namespace_problem(namespace)
         if problem:
             err(problem)
-        return dict(workload=workload, tpu=tpu, priority=priority, queue=queue, namespace=namespace)
+        return dict(workload=workload, tpu=tpu, gpu=gpu, priority=priority, queue=queue, namespace=namespace)
 
     def shape(self) -> dict[str, object]:
         """Pathways or multi-controller, headless or not, user command or bundled trainer."""
         err = self.errors.append
-        pathways = not bool(self.get("no_pathways", False))
+        gpu = self.given("device_type")  # Pathways runs on TPUs only: a GPU workload is multi-controller
+        pathways = not bool(self.get("no_pathways", False)) and not gpu
+        multi = "--device-type (Pathways runs on TPUs only)" if gpu else "--no-pathways"
         headless = bool(self.get("headless", False))
         kind = self.trainer_kind()
         trainer, maxtext = kind == "elxpk", kind == "maxtext"
@@ -171,7 +184,7 @@ class FlagChecker(FlagValues):
         if command is not None and not command.strip():
             command = None
         if headless and not pathways:
-            err("--headless: only with Pathways (it drops the user container); drop --no-pathways or --headless")
+            err(f"--headless: only with Pathways (it drops the user container); drop {multi} or --headless")
         elif headless:
             if kind:
                 err(f"--trainer {kind}: needs the user container that --headless drops; drop one of them")
@@ -194,7 +207,7 @@ class FlagChecker(FlagValues):
         if not pathways:
             for key in _PATHWAYS_ONLY:
                 if self.given(key):
-                    err(f"{flag(key)}: only for Pathways workloads; drop it or drop --no-pathways")
+                    err(f"{flag(key)}: only for Pathways workloads; drop it or drop {multi}")
         return dict(pathways=pathways, headless=headless, trainer=trainer, maxtext=maxtext, command=command)
 
     def trainer_kind(self) -> str | None:
@@ -341,11 +354,15 @@ class FlagChecker(FlagValues):
         return tuple(values.items())
 
     def references(self, command: str | None, env: tuple[tuple[str, str], ...],
-                   settings: tuple[tuple[str, Any], ...]) -> None:
+                   settings: tuple[tuple[str, Any], ...], *, gpu: bool = False) -> None:
         """Warn about `$(NAME)` in --command/--env that names no env var of the container: Kubernetes
         expands the ones that do, and leaves these as they are (then bash runs `$(NAME)` as a command)."""
         defined = set(RESERVED_ENV) | {key for key, _ in env} | {env_name(name) for name, _ in settings}
         defined |= {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)}
+        if gpu:
+            from elxpk.create.gpu import GPU_RESERVED_ENV
+
+            defined |= GPU_RESERVED_ENV
         sources = [("--command", command or "")] + [(f"--env {key}", value) for key, value in env]
         for source, text in sources:
             for name in dict.fromkeys(m.group(1) for m in _K8S_REFERENCE.finditer(text) if m.group(1) is not None):

@@ -107,11 +107,20 @@ FLAGS: tuple[Flag, ...] = (
          'Pathways, fewer for `--no-pathways` with many slices (see '
          '[Admission](#admission-what-the-cluster-would-refuse))', doc_default='required'),
     Flag('tpu_type', TEXT, 'TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.',
-         required='e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16',
+         required='e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16 (GPUs: --device-type)',
          doc='`v5p-16` or `v5p-2x2x2`; v4, v5e (`v5litepod-*`), v5p, v6e, tpu7x (see the catalog below)',
          doc_default='required'),
     Flag('num_slices', INT, 'Number of TPU slices (worker replicas).', default=1, low=1,
          fix='TPU slices to run on', doc="worker replicas, and the resource manager's `--instance_count`"),
+    Flag('device_type', TEXT, 'GPU machine instead of --tpu-type, as in xpk: h100-80gb-8 (A3 High), '
+         'h100-mega-80gb-8 (A3 Mega), h200-141gb-8 (A3 Ultra), b200-8 (A4), or the GCE machine type. A '
+         "multi-controller JobSet with the machine's GPUDirect networking (docs/gpu.md).",
+         doc='a GPU machine instead of `--tpu-type`: `h100-80gb-8`, `h100-mega-80gb-8`, `h200-141gb-8`, '
+         "`b200-8` (or the GCE machine type); a multi-controller JobSet as xpk renders it "
+         '([docs/gpu.md](gpu.md))'),
+    Flag('num_nodes', INT, 'GPU machines in the node group (pods, 8 GPUs each); with --device-type.',
+         default=1, low=1, high=2**31 - 1,
+         fix="GPU machines in the node group; the Job's parallelism is a 32-bit integer"),
     Flag('command', TEXT, 'Shell command the user container runs; required unless --headless or '
          '--trainer (elxpk), where it holds extra trainer arguments. With --trainer maxtext: the MaxText '
          'command.',

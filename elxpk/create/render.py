@@ -99,14 +99,16 @@ def failure_rules(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[s
 
 
 def render(spec: WorkloadSpec) -> Manifest:
-    """The manifest for `spec`: a Pathways JobSet, or a multi-controller JobSet with `--no-pathways`."""
-    name = "pathways.yaml.j2" if spec.pathways else "multi_controller.yaml.j2"
+    """The manifest for `spec`: a Pathways JobSet, a multi-controller JobSet with `--no-pathways`, or a GPU
+    one with `--device-type`."""
+    name = ("gpu_multi_controller.yaml.j2" if spec.gpu else "pathways.yaml.j2" if spec.pathways
+            else "multi_controller.yaml.j2")
     env, command = container_env(spec), command_argv(spec)
     subdomain = pathways_subdomain(spec.workload) if spec.pathways else None  # see elxpk/admission/names.py
     pod_rules, jobset_rules = failure_rules(spec)
     text = template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command, subdomain=subdomain,
                                   pod_failure_rules=pod_rules, jobset_failure_rules=jobset_rules,
-                                  pre_start=pre_start_argv(spec))
+                                  pre_start=pre_start_argv(spec), **_gpu_values(spec))
     try:
         objects = parse_documents(text)
     except Exception as exc:  # a template bug, not bad input: the spec was validated
@@ -114,6 +116,16 @@ def render(spec: WorkloadSpec) -> Manifest:
     _check(objects, spec, env, command)
     require_admissible(objects)  # a validated spec must render what the cluster admits
     return Manifest(objects=objects, text=text)
+
+
+def _gpu_values(spec: WorkloadSpec) -> dict[str, Any]:
+    """What the GPU template needs beyond the spec (elxpk/create/gpu.py); nothing for a TPU workload."""
+    if spec.gpu is None:
+        return {}
+    from elxpk.create import gpu
+
+    return dict(gpu=spec.gpu, device_paths=gpu.device_paths(spec.gpu), sidecar_image=gpu.sidecar_image(spec.gpu),
+                coordinator_address=gpu.JAX_COORDINATOR_ADDRESS, coordinator_port=gpu.JAX_COORDINATOR_PORT)
 
 
 def _check(objects: tuple[dict[str, Any], ...], spec: WorkloadSpec, env: tuple[tuple[str, str], ...],

@@ -19,6 +19,7 @@ __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec", "parse
 
 if TYPE_CHECKING:
     from elxpk.create.budget_checks import Times
+    from elxpk.create.gpu import GpuType
 
 TRAINER_COMMAND = "python -m trainer"
 
@@ -28,7 +29,7 @@ class WorkloadSpec:
     flag table's (elxpk/create/flags.py)."""
 
     workload: str
-    tpu: TpuType
+    tpu: TpuType | None  # None for a GPU workload (--device-type): then `gpu` and `num_nodes`
     num_slices: int = default("num_slices")
     command: str | None = None  # the user's shell command; with --trainer, the trainer command line
     docker_image: str = default("docker_image")
@@ -61,6 +62,8 @@ class WorkloadSpec:
     # The trainer settings given as `workload create` flags: (name, value) in the contract table's order.
     # Names, defaults, bounds and help live in elxpk_contract.settings; nothing here repeats them.
     settings: tuple[tuple[str, Any], ...] = ()
+    gpu: GpuType | None = None  # --device-type: one node group of `num_nodes` GPU machines
+    num_nodes: int = default("num_nodes")
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -70,7 +73,7 @@ class WorkloadSpec:
     @property
     def worker_backoff_limit(self) -> int:
         """xpk's formula, inherited from the PathwaysJob controller: pod restarts a slice's Job tolerates."""
-        vms = self.tpu.vms_per_slice
+        vms = self.tpu.vms_per_slice if self.tpu else self.num_nodes
         return self.max_slice_restarts * vms if self.elastic else 4 * vms
 
     @property
