@@ -24,11 +24,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from trainer.clock import Clock
-    from trainer.elastic.slices import SliceBackend
     from trainer.metrics import RunRecorder
 
 # Bound on one slice's check. The check compiles two tiny programs per slice (milliseconds on CPU, a few
@@ -96,10 +95,16 @@ def within(seconds: float, check: Callable[[], str | None]) -> str | None:
     return answer[0]
 
 
+class HealthChecked(Protocol):
+    """What the gate needs of a slice backend (trainer.elastic.slices, which imports this module)."""
+
+    def health_check(self, slice_index: int) -> str | None: ...
+
+
 class RejoinGate:
     """Which returning slices may receive the state: each passes the backend's health check first."""
 
-    def __init__(self, backend: SliceBackend, recorder: RunRecorder, clock: Clock, recheck_s: float,
+    def __init__(self, backend: HealthChecked, recorder: RunRecorder, clock: Clock, recheck_s: float,
                  timeout_s: float = CHECK_TIMEOUT_S) -> None:
         self._backend, self._recorder, self._clock = backend, recorder, clock
         self._recheck_s, self._timeout_s = recheck_s, timeout_s
