@@ -46,6 +46,14 @@ def _operands() -> tuple[Any, Any, Any]:
     return a.astype(np.float32), b.astype(np.float32), (a @ b).astype(np.float32)
 
 
+def _product(x: Any, y: Any) -> Any:
+    return x @ y
+
+
+def _total(v: Any) -> Any:
+    return v.sum()
+
+
 def run_checks(devices: Sequence[Any], corrupt: bool = False) -> str | None:
     """The matmul on each device and the collective over all of them; None when both give the known
     result, else what went wrong. `corrupt`: the simulated backend's sick slice (`K@sick:S`), whose
@@ -55,7 +63,7 @@ def run_checks(devices: Sequence[Any], corrupt: bool = False) -> str | None:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     a, b, expected = _operands()
-    matmul = jax.jit(lambda x, y: x @ y)
+    matmul = jax.jit(_product)  # module-level functions: a check again (each poll of a sick slice) compiles nothing
     for n, device in enumerate(devices):
         left = a.copy()
         if corrupt and n == 0:
@@ -67,7 +75,7 @@ def run_checks(devices: Sequence[Any], corrupt: bool = False) -> str | None:
     mesh = Mesh(np.array(list(devices), dtype=object), ("d",))
     values = np.arange(len(devices) * _N, dtype=np.float32)
     x = jax.device_put(values, NamedSharding(mesh, PartitionSpec("d")))
-    total = jax.jit(lambda v: v.sum(), out_shardings=NamedSharding(mesh, PartitionSpec()))(x)
+    total = jax.jit(_total, out_shardings=NamedSharding(mesh, PartitionSpec()))(x)
     want = float(values.sum())
     for shard in total.addressable_shards:
         got_sum = float(np.asarray(shard.data))
