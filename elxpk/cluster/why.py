@@ -363,7 +363,7 @@ def _label_selector(selector: dict) -> str:
 
 
 def _node_pool_fix(accelerator: str | None, topology: str | None) -> str:
-    from elxpk.create import catalog
+    from elxpk import catalog
 
     for spelling in catalog.all_names():
         tpu = catalog.lookup(spelling)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from elxpk.admission.names import flag_problems
+from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
-from elxpk.create.catalog import UnknownTpuType, lookup
 from elxpk.create.flag_values import FlagValues
 from elxpk.create.flags import (
     OPTION_KEYS,

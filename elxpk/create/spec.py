@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from elxpk.catalog import TpuType
 from elxpk.cluster.target import DEFAULT_NAMESPACE
-from elxpk.create.catalog import TpuType
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
 
 __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec", "parse_create"]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from elxpk.admission import check_jobset, names
 from elxpk.admission.schema import JOBSET_INDEX, crds_dir, derive_index, schema_problems, served_schema
-from elxpk.create.catalog import lookup
+from elxpk.catalog import lookup
 from tests.launcher.cases import CASES
 from tests.launcher.conftest import GOLDENS
 

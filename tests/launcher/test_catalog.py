@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from elxpk.create.catalog import UnknownTpuType, all_names, lookup
+from elxpk.catalog import UnknownTpuType, all_names, lookup
 
 # The issue's table, which is xpk's (verified against system_characteristics.py).
 ISSUE_TABLE = [

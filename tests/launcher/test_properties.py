@@ -9,7 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elxpk.create.catalog import all_names
+from elxpk.catalog import all_names
 from elxpk.create.render import render
 from elxpk.create.spec import PRIORITIES, WorkloadSpec
 from elxpk.create.yamlquote import quote

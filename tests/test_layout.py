@@ -1,0 +1,185 @@
+"""The house's layout: one package per stage, no import circles, and no arrow running back up.
+
+Read from the code's own imports (every import, lazy and TYPE_CHECKING ones included: a circle hidden
+inside a function is still a circle), so a move that breaks the layout fails here, not in review.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("elxpk", "elxpk_contract", "trainer")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> set[str]:
+    """The project modules `path` imports (a `from package import module` names the module)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+    return {name for name in names if name in MODULES}
+
+
+def _graph() -> dict[str, set[str]]:
+    """module -> the modules it imports, leaving out its own enclosing packages (importing a submodule
+    runs its package's __init__, which is not an arrow of the code's design)."""
+    return {m: {t for t in _imports(path) if t != m and not m.startswith(t + ".")} for m, path in MODULES.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one member (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _room(module: str) -> str:
+    """The package a module lives in: `elxpk.create.spec` -> `elxpk.create`; a loose top-level module is
+    ground (`elxpk.units` -> `elxpk`)."""
+    parts = module.split(".")
+    return module if (ROOT / Path(*parts)).is_dir() else ".".join(parts[:-1]) or module
+
+
+def test_there_is_no_import_circle():
+    assert _circles(_graph()) == []
+
+
+def test_no_two_packages_import_each_other():
+    arrows: dict[tuple[str, str], str] = {}
+    for module, targets in _graph().items():
+        for target in targets:
+            here, there = _room(module), _room(target)
+            # A package's own loose modules (trainer.clock, elxpk.units) are the ground its subpackages stand on.
+            if here != there and not here.startswith(there + ".") and not there.startswith(here + "."):
+                arrows.setdefault((here, there), f"{module} -> {target}")
+    both_ways = sorted(f"{arrows[(a, b)]}  and  {arrows[(b, a)]}" for a, b in arrows if a < b and (b, a) in arrows)
+    assert both_ways == []
+
+
+def test_the_checker_finds_a_circle_and_a_two_way_arrow():
+    """The checks above can fail: a made-up graph with a circle is caught."""
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def _third_party(name: str) -> bool:
+    top = name.split(".")[0]
+    return top not in sys.stdlib_module_names and top not in PACKAGES
+
+
+def _loads_third_party(module: str, graph: dict[str, set[str]], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether importing `module` loads a third-party package (jax, yaml, kubernetes...), through the
+    module-level imports of the modules it imports."""
+    path = MODULES.get(module)
+    if path is None:
+        return _third_party(module)
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` imports load nothing at run time
+            continue
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            if _third_party(name) or (name in MODULES and name not in seen
+                                      and _loads_third_party(name, graph, seen | {module})):
+                return True
+    return False
+
+
+def test_imports_inside_functions_are_there_for_the_start_up_budget():
+    """An import sits inside a function only to keep a third-party package (jax, yaml, kubernetes, ...)
+    off the start-up path of a command that does not need it. The command tree (elxpk/cli/) loads each
+    command's stage when that command runs, by design (elxpk/cli/__init__.py). Any other lazy import says
+    why on its line: `# lazy: <reason>`."""
+    graph = _graph()
+    unexplained = []
+    for module, path in sorted(MODULES.items()):
+        if module.startswith("elxpk.cli"):
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for function in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)) or "# lazy:" in lines[node.lineno - 1]:
+                    continue
+                if isinstance(node, ast.ImportFrom):
+                    names = [f"{node.module}.{alias.name}" for alias in node.names] + [str(node.module)]
+                else:
+                    names = [alias.name for alias in node.names]
+                if not any(_loads_third_party(name, graph) for name in names if name in MODULES or _third_party(name)):
+                    unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert unexplained == []
+
+
+@pytest.mark.slow
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """Whatever module a process imports first, it imports: an order-dependent circle would fail here.
+    One interpreter per module; the slow part is jax, which the trainer's modules import."""
+    failures = []
+    script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    for module in sorted(MODULES):
+        if module.endswith("__main__"):
+            continue
+        done = subprocess.run([sys.executable, "-c", script, module], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            failures.append(f"{module}: {done.stderr.strip().splitlines()[-1:]}")
+    assert failures == []
