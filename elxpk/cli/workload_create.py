@@ -27,7 +27,7 @@ def create(
 
     Every flag is validated first; bad input exits 2 with one line per problem and writes nothing.
     """
-    from elxpk.create.spec import parse_create
+    from elxpk.create.checks import parse_create
     from elxpk.errors import UsageError
 
     # The one target resolution of every verb: flags, then ELXPK_* and the config file (the namespace too).

@@ -115,7 +115,7 @@ class FlagChecker(FlagValues):
     def build(self) -> tuple[WorkloadSpec, CreateOptions]:
         unknown = set(self.flags) - _KNOWN_KEYS
         if unknown:  # a programming error in the caller, not user input
-            raise TypeError(f"WorkloadSpec.from_flags got unknown keys: {sorted(unknown)}")
+            raise TypeError(f"parse_create got unknown keys: {sorted(unknown)}")
         fields: dict[str, object] = {}
         fields.update(self.identity())
         fields.update(self.shape())
@@ -377,3 +377,17 @@ _SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
 # The keys parse_create takes: the flag table's (the manifest's and the invocation options) and the
 # trainer settings the contract gives the launcher.
 _KNOWN_KEYS = SPEC_KEYS | OPTION_KEYS | frozenset(_SETTING_NAMES)
+
+
+def parse_create(**flags: object) -> tuple[WorkloadSpec, CreateOptions]:
+    """Every `workload create` flag validated at once: the spec and the invocation options, or UsageError."""
+    return FlagChecker(flags).build()
+
+
+def spec_from_flags(**flags: object) -> WorkloadSpec:
+    """Validate raw flag values into a spec, or raise UsageError with all errors. Only what the manifest
+    depends on; the invocation's own options go through `parse_create`."""
+    options = sorted(set(flags) & OPTION_KEYS)
+    if options:  # a programming error in the caller, not user input
+        raise TypeError(f"spec_from_flags got invocation options {options}; use parse_create")
+    return FlagChecker(flags).build()[0]

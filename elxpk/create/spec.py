@@ -1,6 +1,6 @@
 """The one typed, frozen source of truth for `elxpk workload create`.
 
-`WorkloadSpec.from_flags(...)` takes the raw flag values (strings as typed, so that every bad integer
+`elxpk.create.checks.spec_from_flags(...)` takes the raw flag values (strings as typed, so that every bad integer
 is reported together with every other error, not one at a time by the parser), validates all of
 them before any I/O, and raises one `UsageError` carrying one line per problem, each naming the
 flag and the fix.
@@ -15,7 +15,7 @@ from elxpk.catalog import TpuType
 from elxpk.cluster.target import DEFAULT_NAMESPACE
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
 
-__all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec", "parse_create"]
+__all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec"]
 
 if TYPE_CHECKING:
     from elxpk.create.budget_checks import Times
@@ -96,20 +96,6 @@ class WorkloadSpec:
 
         return default(name)
 
-    @classmethod
-    def from_flags(cls, **flags: object) -> WorkloadSpec:
-        """Validate raw flag values (see elxpk/create/checks.py) into a spec, or raise UsageError with all errors.
-
-        Only what the manifest depends on; the invocation's own options go through `parse_create`.
-        """
-        from elxpk.create.checks import FlagChecker
-        from elxpk.create.flags import OPTION_KEYS
-
-        options = sorted(set(flags) & OPTION_KEYS)
-        if options:  # a programming error in the caller, not user input
-            raise TypeError(f"WorkloadSpec.from_flags got invocation options {options}; use parse_create")
-        return FlagChecker(flags).build()[0]
-
 
 @dataclass(frozen=True)
 class CreateOptions:
@@ -125,10 +111,3 @@ class CreateOptions:
     # Step, save and replacement times (--step-time, --checkpoint-save-time, --slice-replacement-time,
     # --from-run): the timeout and budget checks (elxpk/create/budget_checks.py) and the hint read them.
     times: Times | None = None
-
-
-def parse_create(**flags: object) -> tuple[WorkloadSpec, CreateOptions]:
-    """Every `workload create` flag validated at once: the spec and the invocation options, or UsageError."""
-    from elxpk.create.checks import FlagChecker
-
-    return FlagChecker(flags).build()

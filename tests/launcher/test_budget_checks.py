@@ -15,8 +15,8 @@ from elxpk.create.budget_checks import (
     budget_findings,
     budgets_from_jobset,
 )
+from elxpk.create.checks import parse_create
 from elxpk.create.render import render
-from elxpk.create.spec import parse_create
 from elxpk.errors import UsageError
 from elxpk.plan.calibrate import calibrate
 from elxpk_contract.stall import STALL_FLOOR_S, STALL_STEP_MULTIPLE

@@ -11,6 +11,7 @@ import copy
 import pytest
 
 from elxpk.admission import check_jobset
+from elxpk.create.checks import parse_create
 from elxpk.create.failure_policy import (
     XPK_RESTART_CODES,
     failed_pod,
@@ -19,7 +20,6 @@ from elxpk.create.failure_policy import (
     match_pod_failure_policy,
 )
 from elxpk.create.render import render
-from elxpk.create.spec import parse_create
 from elxpk.errors import UsageError
 from elxpk_contract.exit_codes import (
     EXIT_CODES,

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from elxpk.create.checks import parse_create
 from elxpk.create.gpu import GPU_TYPES, lookup_gpu
 from elxpk.create.render import render
-from elxpk.create.spec import parse_create
 
 GOLDENS = Path(__file__).with_name("xpk_gpu")
 JOB = "spec.replicatedJobs[slice-job].template.spec"

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elxpk.catalog import all_names
+from elxpk.create.checks import spec_from_flags
 from elxpk.create.render import render
-from elxpk.create.spec import PRIORITIES, WorkloadSpec
+from elxpk.create.spec import PRIORITIES
 from elxpk.create.yamlquote import quote
 
 HOSTILE = [
@@ -59,8 +60,8 @@ def test_hostile_values_round_trip_and_keep_the_structure(command, values, args,
     if no_pathways:  # Pathways-only flags are refused for multi-controller workloads
         for key in ("custom_worker_args", "custom_proxy_server_args"):
             del flags[key], hostile_flags[key]
-    benign = render(WorkloadSpec.from_flags(**flags)).objects
-    manifest = render(WorkloadSpec.from_flags(**hostile_flags))
+    benign = render(spec_from_flags(**flags)).objects
+    manifest = render(spec_from_flags(**hostile_flags))
     assert shape(manifest.objects) == shape(benign)
     (obj,) = manifest.objects
     assert list(yaml.safe_load_all(manifest.to_yaml())) == [obj]
@@ -111,6 +112,6 @@ def valid_flags(draw):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_flags())
 def test_random_valid_specs_render_schema_valid_manifests(jobset_validator, core_validator, flags):
-    (obj,) = render(WorkloadSpec.from_flags(**flags)).objects
+    (obj,) = render(spec_from_flags(**flags)).objects
     assert jobset_validator(obj) == []
     assert core_validator(obj) == []

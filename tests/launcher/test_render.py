@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from elxpk.create import template_build
+from elxpk.create.checks import spec_from_flags
 from elxpk.create.render import command_argv, render
-from elxpk.create.spec import WorkloadSpec
 from elxpk.create.template_build import TEMPLATES, environment, generate, load, module_name
 from elxpk_contract.command_line import config_from_args
 from elxpk_contract.settings import LAUNCHER_DERIVED, env_name, exposed
@@ -19,7 +19,7 @@ from elxpk_contract.settings import LAUNCHER_DERIVED, env_name, exposed
 
 def jobset(**flags) -> dict:
     base = dict(workload="run-1", tpu_type="v5litepod-16", command="python3 train.py")
-    (obj,) = render(WorkloadSpec.from_flags(**{**base, **flags})).objects
+    (obj,) = render(spec_from_flags(**{**base, **flags})).objects
     return obj
 
 
@@ -158,7 +158,7 @@ def test_unset_trainer_settings_are_left_to_trainer_defaults():
     dict(no_pathways=True, num_slices="2", checkpoint_period="50"),
 ])
 def test_the_trainer_reads_back_what_the_launcher_rendered(flags):
-    spec = WorkloadSpec.from_flags(workload="run-1", tpu_type="v5litepod-16", command="python3 train.py", **flags)
+    spec = spec_from_flags(workload="run-1", tpu_type="v5litepod-16", command="python3 train.py", **flags)
     (obj,) = render(spec).objects
     job = "slice-job" if flags.get("no_pathways") else "pathways-head"
     env = {k: v for k, v in env_of(pod(jobs(obj)[job])["containers"][0]).items() if k.startswith("ELXPK_")}
@@ -173,9 +173,9 @@ def test_render_writes_nothing(tmp_path):
     """render() is pure: a fresh process with an empty HOME (and no XDG cache dir) leaves it empty."""
     home = tmp_path / "home"
     home.mkdir()
-    code = ("from elxpk.create.render import render; from elxpk.create.spec import WorkloadSpec; "
-            "render(WorkloadSpec.from_flags(workload='w', tpu_type='v5p-8', command='x')); "
-            "render(WorkloadSpec.from_flags(workload='w', tpu_type='v5p-8', command='x', no_pathways=True))")
+    code = ("from elxpk.create.render import render; from elxpk.create.checks import spec_from_flags; "
+            "render(spec_from_flags(workload='w', tpu_type='v5p-8', command='x')); "
+            "render(spec_from_flags(workload='w', tpu_type='v5p-8', command='x', no_pathways=True))")
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
@@ -201,20 +201,20 @@ def test_images_and_custom_args():
 
 
 def test_render_is_pure_and_deterministic():
-    spec = WorkloadSpec.from_flags(workload="run-1", tpu_type="v5p-8", command="x")
+    spec = spec_from_flags(workload="run-1", tpu_type="v5p-8", command="x")
     first, second = render(spec), render(spec)
     assert first.text == second.text and first.objects == second.objects
 
 
 def test_the_user_command_is_an_argument_not_part_of_the_script():
-    spec = WorkloadSpec.from_flags(workload="run-1", tpu_type="v5p-8", command='echo "$0"; exit 3')
+    spec = spec_from_flags(workload="run-1", tpu_type="v5p-8", command='echo "$0"; exit 3')
     argv = command_argv(spec)
     assert argv[:2] == ("bash", "-c") and argv[-1] == 'echo "$0"; exit 3'
     assert 'bash -c "$1"' in argv[2]
 
 
 def test_the_wrapper_forwards_the_exit_code():
-    spec = WorkloadSpec.from_flags(workload="run-1", tpu_type="v5p-8", command="echo hi; exit 3")
+    spec = spec_from_flags(workload="run-1", tpu_type="v5p-8", command="echo hi; exit 3")
     done = subprocess.run(list(command_argv(spec)), capture_output=True, text=True, timeout=30)
     assert done.returncode == 3
     assert "hi" in done.stdout and "EXIT_CODE=3" in done.stdout

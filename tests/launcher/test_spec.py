@@ -1,4 +1,4 @@
-"""WorkloadSpec.from_flags / parse_create: every error at once, one line each, naming the flag and the fix."""
+"""spec_from_flags / parse_create: every error at once, one line each, naming the flag and the fix."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from elxpk.create.spec import CreateOptions, WorkloadSpec, parse_create
+from elxpk.create.checks import parse_create, spec_from_flags
+from elxpk.create.spec import CreateOptions
 from elxpk.errors import UsageError
 from elxpk_contract.command_line import config_from_args
 from elxpk_contract.settings import default
@@ -204,7 +205,7 @@ def test_invocation_options_are_not_part_of_the_spec():
                                                                                      "m.yaml")
     assert spec == parse_create(**BASE)[0]
     with pytest.raises(TypeError):
-        WorkloadSpec.from_flags(**BASE, dry_run=True)
+        spec_from_flags(**BASE, dry_run=True)
 
 
 @pytest.mark.parametrize(("key", "flag"), [("workload", "--workload"), ("namespace", "--namespace"),

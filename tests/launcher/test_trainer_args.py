@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.create.spec import parse_create
+from elxpk.create.checks import parse_create
 from elxpk.errors import UsageError
 
 ELXPK = Path(sys.executable).parent / "elxpk"
