@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from elxpk.cluster.connect import connect  # noqa: E402
 from elxpk.cluster.events_feed import snapshot  # noqa: E402
-from elxpk.cluster.observe import fetch_status  # noqa: E402
+from elxpk.cluster.observe import fetch_objects, fetch_status  # noqa: E402
+from elxpk.cluster.status import compute_status  # noqa: E402
 from elxpk.cluster.target import ClusterTarget  # noqa: E402
 from tests.realcluster.kubeapi import PODS, LocalCluster  # noqa: E402
 
@@ -58,6 +59,8 @@ def main() -> int:
     parser.add_argument("--tpu-type", default="v5litepod-16")
     parser.add_argument("--slices", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", action="store_true", help="leave the workload running, and use one left by "
+                        "an earlier --keep run instead of creating it (create-to-Running is then not measured)")
     args = parser.parse_args()
     cluster = LocalCluster.from_run_dir(Path(args.cluster))
     elxpk = [str(Path(sys.executable).with_name("elxpk"))]
@@ -65,9 +68,12 @@ def main() -> int:
     name, selector = "bench", "jobset.sigs.k8s.io/jobset-name=bench"
 
     start = time.perf_counter()
-    subprocess.run([*elxpk, "workload", "create", "--workload", name, f"--tpu-type={args.tpu_type}",
-                    f"--num-slices={args.slices}", "--no-pathways", "--command", "python3 train.py", *kubeconfig],
-                   check=True, capture_output=True)
+    reused = args.keep and subprocess.run([*elxpk, "workload", "status", name, *kubeconfig],
+                                          capture_output=True).returncode == 0
+    if not reused:
+        subprocess.run([*elxpk, "workload", "create", "--workload", name, f"--tpu-type={args.tpu_type}",
+                        f"--num-slices={args.slices}", "--no-pathways", "--command", "python3 train.py",
+                        *kubeconfig], check=True, capture_output=True)
     pods: list[dict] = []
     while True:
         pods = cluster.items(PODS.format(ns="default"), labelSelector=selector)
@@ -93,6 +99,13 @@ def main() -> int:
         fetch_status(kube, "default", name, now=time.time())
         warm_times.append(time.perf_counter() - start)
         warm_calls = delta(reads(cluster), before)
+    every_pod_times = []
+    for _ in range(args.repeat):  # the baseline of this run: status as it read before, every pod in full
+        before = reads(cluster)
+        start = time.perf_counter()
+        compute_status(*fetch_objects(kube, "default", name), now=time.time())
+        every_pod_times.append(time.perf_counter() - start)
+        every_pod_calls = delta(reads(cluster), before)
     before = reads(cluster)
     start = time.perf_counter()
     incidents, _ = snapshot(kube, "default", name)
@@ -108,15 +121,19 @@ def main() -> int:
     start = time.perf_counter()
     subprocess.run([*elxpk, "workload", "status", name, "-o", "json", *kubeconfig], check=True, capture_output=True)
     cli = time.perf_counter() - start
-    subprocess.run([*elxpk, "workload", "delete", name, "--yes", *kubeconfig], check=False, capture_output=True)
+    if not args.keep:
+        subprocess.run([*elxpk, "workload", "delete", name, "--yes", *kubeconfig], check=False, capture_output=True)
 
     warm = statistics.median(warm_times)
     print(f"workload: {args.slices} slices of {args.tpu_type} = {len(pods)} pods, all Running "
-          f"{to_running:.1f}s after `workload create`")
+          + ("(an earlier run's, reused)" if reused else f"{to_running:.1f}s after `workload create`"))
     print(f"state: {status.state}, slices healthy {status.slices_healthy}/{status.slices_total}")
     print(f"background (no elxpk call, 1 s; each figure below also counts this /metrics read): {idle_calls}")
     print(f"status, first call of a process: {cold:.3f}s; API server reads: {cold_calls}")
     print(f"status, steady state (median of {args.repeat}): {warm:.3f}s; API server reads: {warm_calls}")
+    every_pod = statistics.median(every_pod_times)
+    print(f"status reading every pod in full (as before; median of {args.repeat}): {every_pod:.3f}s; API server "
+          f"reads: {every_pod_calls}; ratio to status now: {every_pod / warm:.1f}x")
     print(f"events snapshot: {events_s:.3f}s; API server reads: {events_calls}; {len(incidents)} incidents")
     print(f"baseline, one GET per pod: {naive:.3f}s; API server reads: {naive_calls}")
     print(f"ratio baseline/status: {naive / warm:.1f}x time")

@@ -162,9 +162,9 @@ class Kube:
         return self._paged(api_path("batch/v1", "jobs", namespace), label_selector=label_selector,
                            what=f'Jobs in namespace "{namespace}"')
 
-    def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
+    def list_pods(self, namespace: str, label_selector: str, field_selector: str | None = None) -> list[dict]:
         return self._paged(api_path("v1", "pods", namespace), label_selector=label_selector,
-                           what=f'Pods in namespace "{namespace}"')
+                           field_selector=field_selector, what=f'Pods in namespace "{namespace}"')
 
     def delete_pod(self, namespace: str, name: str, *, uid: str, grace_period_seconds: int | None = None) -> None:
         """Delete exactly the pod `uid` (its replacement, under the same name, is never hit)."""

@@ -140,3 +140,36 @@ def test_missing_jobs_during_recreate_count_as_down():
     assert st.state == "Restarting"
     assert [s.state for s in st.slices] == ["Missing", "Missing"]
     assert st.to_dict()["slices"][0]["budget_left"] == 1
+
+
+def test_status_of_a_restart_never_workload_lists_failed_pods_only(fake, kube, clock):
+    """restartPolicy Never in every pod template (what elxpk renders): no container restarts in place, so only
+    Failed pods hold restarts or failures; status lists those (a field selector), not every pod, and counts
+    what it counted from every pod."""
+    from elxpk.cluster.observe import FAILED_PODS, fetch_objects
+
+    jobset = pathways_jobset(slices=2, vms=2, backoff=4)
+    jobset["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    ctl = scripted(fake, clock, jobset)
+    ctl.queue()
+    ctl.admit()
+    ctl.run()
+    failed = ctl.pods("jobset.sigs.k8s.io/replicatedjob-name=worker")[0]
+    failed["status"].update(phase="Failed", containerStatuses=[{"name": "pathways-worker", "restartCount": 0, "state": {
+        "terminated": {"exitCode": 75, "reason": "Error", "finishedAt": "2026-05-28T20:30:00Z"}}}])
+    fake.store.put(("", "pods"), failed)
+    st = _status(kube, clock)
+    pod_lists = [c.query for c in fake.calls if c.path.endswith("/pods") and not c.query.get("watch")]
+    assert pod_lists[-1]["fieldSelector"] == [FAILED_PODS]
+    every_pod = compute_status(*fetch_objects(kube, "default", "train"), now=clock())
+    assert st.restart_causes == every_pod.restart_causes == {"infra": 1, "user": 0, "unknown": 0}
+    assert st.slices == every_pod.slices
+
+    xpk_shaped = pathways_jobset("xpk-shaped")  # its workers restart in place (OnFailure): every pod is read
+    running_ctl = scripted(fake, clock, xpk_shaped)
+    running_ctl.queue()
+    running_ctl.admit()
+    running_ctl.run()
+    _status(kube, clock, "xpk-shaped")
+    pod_lists = [c.query for c in fake.calls if c.path.endswith("/pods") and not c.query.get("watch")]
+    assert "fieldSelector" not in pod_lists[-1]

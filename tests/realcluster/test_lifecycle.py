@@ -92,7 +92,8 @@ def test_over_quota_is_queued_by_kueue(testcluster: LocalCluster) -> None:
 
 def test_logs_come_through_the_api_server_from_kwok(testcluster: LocalCluster) -> None:
     """`workload logs` reads the container log the API server proxies from the node's kubelet API (kwok
-    serves <run dir>/pod.log, in the CRI log format, for every container)."""
+    serves <run dir>/pod.log, in the CRI log format, for every container; with --previous, the API's
+    previous=true, <run dir>/pod-previous.log)."""
     name = "life-logs"
     testcluster.remove_jobset("default", name)
     assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
@@ -102,6 +103,10 @@ def test_logs_come_through_the_api_server_from_kwok(testcluster: LocalCluster) -
     assert (everything.returncode, everything.stdout.splitlines()) == (0, served), everything.stderr
     last = elxpk("workload", "logs", name, "--slice", "1", "--tail", "1", cluster=testcluster)
     assert (last.returncode, last.stdout.splitlines()) == (0, served[-1:]), last.stderr
+    previous = [line.split(" ", 3)[3] for line in (testcluster.run_dir / "pod-previous.log").read_text().splitlines()]
+    before = elxpk("workload", "logs", name, "--slice", "1", "--previous", cluster=testcluster)
+    assert (before.returncode, before.stdout.splitlines()) == (0, previous), before.stderr
+    assert "(previous, terminated)" in before.stderr
     delete_and_check_nothing_left(testcluster, name)
 
 

@@ -41,6 +41,8 @@ UNPULLABLE_IMAGE = "registry.testcluster.invalid/no-such-image:1"
 # CRI log format a kubelet reads (time, stream, P(artial)/F(ull), text).
 POD_LOG = ("2026-01-01T00:00:00.000000000Z stdout F testcluster: log line 1 of a kwok container\n"
            "2026-01-01T00:00:01.000000000Z stderr F testcluster: log line 2 of a kwok container\n")
+# What kwok serves for `previous=true` (the log of a container's last terminated instance).
+POD_LOG_PREVIOUS = "2026-01-01T00:00:02.000000000Z stderr F testcluster: the previous instance's last line\n"
 
 
 def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
@@ -103,9 +105,11 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
     stages = [bins / f for f in ("kwok-node-initialize.yaml", "kwok-pod-ready.yaml")]
     kwok_config = run_dir / "kwok.yaml"
     (run_dir / "pod.log").write_text(POD_LOG)
+    (run_dir / "pod-previous.log").write_text(POD_LOG_PREVIOUS)
     logs = yaml.safe_dump({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
                            "metadata": {"name": "every-container"},
-                           "spec": {"logs": [{"logsFile": str(run_dir / "pod.log"), "follow": False}]}})
+                           "spec": {"logs": [{"logsFile": str(run_dir / "pod.log"), "follow": False,
+                                              "previousLogsFile": str(run_dir / "pod-previous.log")}]}})
     texts = [_unpulled_left_alone(p.read_text()) for p in stages]
     kwok_config.write_text("\n---\n".join([*texts, (here / "stages.yaml").read_text(), logs]))
     procs.start("kwok", f"--kubeconfig={kubeconfig}", f"--config={kwok_config}", "--manage-all-nodes=false",
