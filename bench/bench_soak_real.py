@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.realcluster.kubeapi import PODS, LocalCluster  # noqa: E402
-from tests.realcluster.test_soak import pods_created, start_recorder  # noqa: E402
+from tools.testcluster.kubeapi import PODS, LocalCluster  # noqa: E402
+from tools.testcluster.soak_record import pods_created, start_recorder  # noqa: E402
 
 NAME = "soak-bench"
 SELECTOR = f"jobset.sigs.k8s.io/jobset-name={NAME}"

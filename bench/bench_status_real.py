@@ -29,7 +29,7 @@ from elxpk.cluster.events_feed import snapshot  # noqa: E402
 from elxpk.cluster.observe import fetch_objects, fetch_status  # noqa: E402
 from elxpk.cluster.status import compute_status  # noqa: E402
 from elxpk.cluster.target import ClusterTarget  # noqa: E402
-from tests.realcluster.kubeapi import PODS, LocalCluster  # noqa: E402
+from tools.testcluster.kubeapi import PODS, LocalCluster  # noqa: E402
 
 COUNTER = re.compile(r'^apiserver_request_total\{([^}]*)\} (\S+)$')
 

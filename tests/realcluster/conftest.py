@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcluster.kubeapi import LocalCluster
+from tools.testcluster.kubeapi import LocalCluster
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "tools" / "testcluster"

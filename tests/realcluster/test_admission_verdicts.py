@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.realcluster.kubeapi import LocalCluster, server_verdict
+from tools.testcluster.kubeapi import LocalCluster, server_verdict
 
 HERE = Path(__file__).parent
 GOLDENS = sorted((HERE.parent / "launcher" / "goldens").glob("*.yaml"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from tests.realcluster.kubeapi import JOBSETS, LocalCluster
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, wait
 from tests.realcluster.test_submit_goldens import elxpk
+from tools.testcluster.kubeapi import JOBSETS, LocalCluster
 
 NAME = "e2e"
 CREATE = ["workload", "create", "--workload", NAME, "--tpu-type", "v5p-16", "--num-slices", "2",

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from elxpk.create.failure_policy import failed_pod, job_outcome, jobset_action
-from tests.realcluster.kubeapi import JOBS, JOBSETS, LocalCluster
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, wait
 from tests.realcluster.test_submit_goldens import elxpk
+from tools.testcluster.kubeapi import JOBS, JOBSETS, LocalCluster
 
 SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=1", "--command", "python3 train.py"]
 CONTAINER = "jax-tpu"

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from elxpk.cluster.gcs import Gcs
-from tests.realcluster.kubeapi import LocalCluster
+from tools.testcluster.kubeapi import LocalCluster
 
 
 @pytest.fixture()

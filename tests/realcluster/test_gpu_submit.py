@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from elxpk.create.gpu import GPU_TYPES
-from tests.realcluster.kubeapi import JOBS, JOBSETS, LocalCluster, server_verdict
+from tools.testcluster.kubeapi import JOBS, JOBSETS, LocalCluster, server_verdict
 
 ELXPK = Path(sys.executable).parent / "elxpk"
 SERVICE_ACCOUNTS = "/api/v1/namespaces/{ns}/serviceaccounts"

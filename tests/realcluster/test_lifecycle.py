@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from tests.realcluster.kubeapi import JOBS, PODS, LocalCluster
 from tests.realcluster.test_submit_goldens import elxpk
+from tools.testcluster.kubeapi import JOBS, PODS, LocalCluster
 
 SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=1", "--command", "python3 train.py"]
 

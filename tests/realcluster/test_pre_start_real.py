@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.realcluster.kubeapi import PODS, LocalCluster
 from tests.realcluster.test_why_real import create
+from tools.testcluster.kubeapi import PODS, LocalCluster
 
 
 @pytest.mark.parametrize("shape", [["--no-pathways"], []], ids=["multi-controller", "pathways"])

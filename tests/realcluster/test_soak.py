@@ -17,52 +17,18 @@ an incident for every one of them (0 missing) and a dated JobSet restart for eve
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.labels import parse_time
-from tests.realcluster.kubeapi import JOBSETS, LocalCluster
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, wait
-from tests.realcluster.test_submit_goldens import ELXPK, elxpk
+from tests.realcluster.test_submit_goldens import elxpk
+from tools.testcluster.kubeapi import LocalCluster
+from tools.testcluster.soak_record import pods_created, start_recorder
 
 SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=25", "--command", "python3 train.py"]
 DELETE_ROUNDS = 20
 EVICT_ROUNDS = 2
-EVENTS = "/api/v1/namespaces/default/events"
-
-
-def pods_created(cluster: LocalCluster, name: str, job: str = "") -> list[str]:
-    """Every pod the Job controller made for the JobSet `name` now on the cluster (for its Jobs named `job`
-    when given: each restart's Job has the same name). Events outlive their objects by an hour: those of an
-    earlier JobSet of the same name on a reused cluster are older than this one."""
-    status, jobset = cluster.request("GET", JOBSETS.format(ns="default") + "/" + name)
-    assert status == 200, jobset
-    since = parse_time(jobset["metadata"]["creationTimestamp"]) or 0.0
-    events = cluster.items(EVENTS, fieldSelector="involvedObject.kind=Job,reason=SuccessfulCreate"
-                           + (f",involvedObject.name={job}" if job else ""))
-    return sorted(e["message"].removeprefix("Created pod: ") for e in events
-                  if e["involvedObject"]["name"].startswith(f"{name}-")
-                  and (parse_time(e.get("firstTimestamp") or e.get("eventTime")) or 0.0) >= since)
-
-
-def start_recorder(cluster: LocalCluster, name: str, record: Path) -> subprocess.Popen:
-    """`events --watch --record`, once it says it is following (its history read, its pod watch starting):
-    a pod gone before the recorder looked is not its miss. Its output goes to RECORD.out and RECORD.err."""
-    with open(f"{record}.out", "w") as out, open(f"{record}.err", "w") as err:
-        recorder = subprocess.Popen(
-            [str(ELXPK), "workload", "events", name, "--watch", "--record", str(record), "--kubeconfig",
-             str(cluster.kubeconfig)], stdout=out, stderr=err, text=True)
-    try:
-        cluster.wait_for("the recorder following", lambda: recorder.poll() is not None or any(
-            line.startswith(f"# following {name}") for line in Path(f"{record}.err").read_text().splitlines()))
-        assert recorder.poll() is None, Path(f"{record}.err").read_text()
-    except BaseException:
-        recorder.kill()
-        recorder.wait()
-        raise
-    return recorder
 
 
 def running_pod(cluster: LocalCluster, name: str) -> set[str]:

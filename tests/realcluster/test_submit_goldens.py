@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.launcher.cases import CASES
-from tests.realcluster.kubeapi import JOBS, JOBSETS, PODS, LocalCluster
+from tools.testcluster.kubeapi import JOBS, JOBSETS, PODS, LocalCluster
 
 ELXPK = Path(sys.executable).parent / "elxpk"
 GKE_FLAGS = ("--project=", "--zone=", "--cluster=", "--workload=")

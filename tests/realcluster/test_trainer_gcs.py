@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from tests.realcluster.kubeapi import LocalCluster
+from tools.testcluster.kubeapi import LocalCluster
 
 REPO = Path(__file__).resolve().parents[2]
 ELXPK = Path(sys.executable).with_name("elxpk")

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.realcluster.kubeapi import JOBS, JOBSETS, PODS, LocalCluster
 from tests.realcluster.test_submit_goldens import elxpk
+from tools.testcluster.kubeapi import JOBS, JOBSETS, PODS, LocalCluster
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 NODES = "/api/v1/nodes"

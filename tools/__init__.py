@@ -1,0 +1,1 @@
+"""Developer tools that stand below the tests and the benchmarks (both import them)."""
