@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import select
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -257,7 +258,6 @@ def _split_lines(fd: int, size: int, *, line_limit: int, deadline: float, timeou
 def read_stdin(*, limit: int, timeout_s: float = READ_TIMEOUT_S,
                clock: Callable[[], float] = time.monotonic) -> bytes:
     """Standard input, bounded like a file (`/dev/zero` as stdin ends at the cap, not in MemoryError)."""
-    import sys
 
     stream = sys.stdin
     if stream is None:

@@ -8,6 +8,7 @@ reachable by both spellings; when two topologies have the same core count, the f
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -111,7 +112,6 @@ def lookup(name: str) -> TpuType:
     table = _table()
     if key in table:
         return table[key]
-    import difflib
 
     close = difflib.get_close_matches(key, list(table), n=4, cutoff=0.6)
     if not close:

@@ -9,6 +9,7 @@ renaming a regular file over it would silently break whatever reads it.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 
@@ -43,7 +44,6 @@ def save_figure(fig: object, path: str | os.PathLike[str], *, flag: str, fmt: st
                 dpi: float | None = None) -> None:
     """A matplotlib figure rendered in memory, then written like any output (atomically, or through a
     pipe): a failed render leaves no half-written image."""
-    import io
 
     buffer = io.BytesIO()
     suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()

@@ -18,6 +18,7 @@ Standard library only.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 import types
@@ -235,7 +236,6 @@ PROGRESS_STATES = ("running", "done", "stalled", "preempted", "failed")
 
 def read_progress(text: str) -> Progress:
     """The progress record in `text` (the file's content); RecordError (one line) on anything else."""
-    import json
 
     try:
         data = json.loads(text)
@@ -293,7 +293,6 @@ def make_event(name: str, time: float, step: int | None, **details: Any) -> Even
 def written(record: Metric | Event | RunInfo | Progress) -> dict:
     """The exact dict a writer writes for `record`, once its own reader has read it back from JSON: a
     writer never writes what its reader refuses (RecordError here, before anything is written)."""
-    import json
 
     data = record.to_json()
     try:

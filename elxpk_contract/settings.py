@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
+from math import lcm
 from pathlib import Path
 from typing import Any
 
@@ -246,8 +247,6 @@ class TrainerConfig:
         return range(min(max(low, 1), self.num_slices), self.num_slices + 1)
 
     def _batch_multiple(self, devices_per_slice: int) -> int:
-        from math import lcm
-
         return lcm(*(n * devices_per_slice for n in self.slice_counts()))
 
     @property

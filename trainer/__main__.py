@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST
+from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    from trainer.elastic.preemption import StopRequest, stop_on_sigterm
-
     stop = StopRequest()
     restore_handler = stop_on_sigterm(stop)
     try:
@@ -40,7 +39,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             print(f"cause: {type(exc.__cause__).__name__}: {_first_line(exc.__cause__)}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - every outcome maps to a documented code
-        from trainer.elastic.outcome import exit_code_for
+        from trainer.elastic.outcome import (
+            exit_code_for,  # lazy: keeps trainer.elastic.outcome off `python -m trainer --print-config`
+        )
 
         code = exit_code_for(exc)
         if code is SLICE_LOST:
@@ -59,11 +60,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | None = None) -> int:
-
     cfg, actions = parse_command_line(argv, environ)
     if "print_config" in actions:
         return _print_config(cfg)
-    from trainer.cpu import ensure_devices
+    from trainer.cpu import ensure_devices  # lazy: keeps trainer.cpu off `python -m trainer --print-config`
 
     if cfg.slice_backend == "simulated":
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)

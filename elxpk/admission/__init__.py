@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from elxpk.admission import fields, jobs, objectmeta, webhook
 from elxpk.admission.violation import Violation
+from elxpk.errors import ElxpkError
 
 __all__ = ["Violation", "check", "check_jobset", "require_admissible"]
 
@@ -22,7 +24,6 @@ JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 def check_jobset(jobset: dict[str, Any]) -> list[Violation]:
     """Every create-time rule for one JobSet, sorted by path; empty when the cluster would admit it and
     create its Jobs and pods."""
-    from elxpk.admission import fields, jobs, objectmeta, webhook
 
     found = objectmeta.type_meta_problems(jobset, *JOBSET)
     found += objectmeta.object_meta_problems(jobset.get("metadata"))
@@ -49,8 +50,6 @@ def require_admissible(objects: Any) -> None:
     the user's input, so it is an internal error (exit 1) naming the first few violations."""
     found = check(objects)
     if found:
-        from elxpk.errors import ElxpkError
-
         shown = "; ".join(str(v) for v in found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
         raise ElxpkError(f"internal error: the cluster would refuse the rendered manifest ({shown}); "
                          f"please report it with the flags used")

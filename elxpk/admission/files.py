@@ -14,7 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from elxpk import admission
+from elxpk.admission import core, objectmeta, schema
+from elxpk.admission.object_size import size_problem
 from elxpk.admission.violation import Violation
+from elxpk.admission.webhook import defaulted
+from elxpk.bounded_read import (
+    MANIFEST_BYTES,
+    ReadRefused,
+    decode_text,
+    read_limited,
+    read_stdin,
+    yaml_values_problem,
+)
 from elxpk.errors import UsageError
 
 STDIN = "-"
@@ -40,14 +52,6 @@ def read_documents(name: str) -> list[Any]:
     """The YAML documents of a file (or stdin for `-`); UsageError (exit 2) when it cannot be read or parsed."""
     import yaml
 
-    from elxpk.bounded_read import (
-        MANIFEST_BYTES,
-        ReadRefused,
-        decode_text,
-        read_limited,
-        read_stdin,
-        yaml_values_problem,
-    )
 
     try:
         data = read_stdin(limit=MANIFEST_BYTES) if name == STDIN else read_limited(name, limit=MANIFEST_BYTES)
@@ -153,8 +157,6 @@ def _short(value: str) -> str:
 
 def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
     """The violations of one document, and a note when its kind was skipped."""
-    from elxpk import admission
-    from elxpk.admission import core, objectmeta, schema
 
     if not isinstance(obj, dict):
         return [Violation("<root>", f"not a Kubernetes object (a YAML {type(obj).__name__})")], None
@@ -166,8 +168,6 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
     if (api_version, kind) in schema.CRDS:
         obj = schema.without_nulls(obj)  # as the API server prunes them, before anything else looks
     if (api_version, kind) == admission.JOBSET:
-        from elxpk.admission.webhook import defaulted
-
         found = (schema.schema_problems(defaulted(obj)) + admission.check_jobset(obj)
                  + core.job_template_core_problems(obj))
     elif (api_version, kind) in schema.CRDS:
@@ -188,7 +188,6 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
         except core.NoSchema:
             return [], f"apiVersion {_short(api_version)}, kind {_short(kind)}: no schema known to elxpk, skipped"
         found += objectmeta.object_meta_problems(obj.get("metadata"), namespaced=kind != "Namespace")
-    from elxpk.admission.object_size import size_problem
 
     too_big = size_problem(obj)
     if too_big:

@@ -18,6 +18,8 @@ is the pod-name limit, computed here for each shape.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Mapping
 
 from elxpk.admission.identifiers import LABEL_VALUE_MAX
@@ -60,8 +62,6 @@ def pathways_subdomain(workload: str) -> str | None:
     head = coordinator_endpoint(workload, HEAD_JOB, 0, 0, None)
     if len(head) <= LABEL_VALUE_MAX:
         return None
-    import base64
-    import hashlib
 
     room = LABEL_VALUE_MAX - len(coordinator_endpoint(workload, HEAD_JOB, 0, 0, "x")) + 1
     digest = base64.b32encode(hashlib.sha256(workload.encode("utf-8")).digest()).decode("ascii").lower()

@@ -31,7 +31,9 @@ JOBSET_INDEX = "jobset-index.json"
 
 def crds_dir() -> Path:
     """The CRDs shipped in the package (elxpk/crds, in the wheel and in a checkout alike)."""
-    from importlib.resources import files
+    from importlib.resources import (
+        files,  # lazy: keeps importlib.resources, importlib.resources._adapters ... off `workload create --dry-run`
+    )
 
     return Path(str(files("elxpk").joinpath("crds")))
 

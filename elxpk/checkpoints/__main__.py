@@ -19,12 +19,13 @@ import argparse
 import sys
 import time
 
+from elxpk.checkpoints import inspection
+from elxpk.checkpoints.report import render_text
 from elxpk.errors import ElxpkError
 
 
 def first_run(directory: str) -> bool:
     """True when DIR holds no checkpoint step yet (absent, or without <step>/ entries and checkpoints/)."""
-    from elxpk.checkpoints import inspection
     from trainer.ckpt import storage as ckpt_storage
 
     inspection.epath_module()
@@ -41,9 +42,6 @@ def first_run(directory: str) -> bool:
 
 
 def pre_start(directory: str, period_text: str | None, now: float) -> int:
-    from elxpk.checkpoints import inspection
-    from elxpk.checkpoints.report import render_text
-
     period = inspection.checkpoint_period(period_text)
     if first_run(directory):
         print(f"elxpk pre-start: {directory} holds no checkpoint yet: nothing to check", flush=True)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from elxpk.errors import ElxpkError, UsageError
+from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
 
 COMMITTED, TORN, UNREADABLE = "committed", "torn", "unreadable"
 TRAINER_LAYOUT, ORBAX_LAYOUT, EMPTY = "elxpk trainer", "orbax (MaxText)", "empty"
@@ -108,7 +109,6 @@ def _is_step_entry(name: str) -> bool:
 def resolve(arg: str) -> Any:
     """The directory holding the `<step>/` entries: DIR itself, else DIR/checkpoints. UsageError (exit 2)
     when DIR does not exist, is a file, or holds other things and no checkpoint."""
-    from elxpk_contract.records import PROGRESS_FILE
     from trainer.ckpt import storage as ckpt_storage
 
     if not arg.strip():
@@ -231,7 +231,6 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
 
 
 def _layout(root: Any, names: list[str]) -> str:
-    from elxpk_contract.records import PROGRESS_FILE
     from trainer.ckpt.digest import DIGEST_FILE
 
     numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1]]
@@ -241,8 +240,6 @@ def _layout(root: Any, names: list[str]) -> str:
 
 
 def _trainer_step(root: Any) -> int | None:
-    from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
-
     data, _ = _read_json(root / PROGRESS_FILE)
     try:
         return None if data is None else read_progress(json.dumps(data)).steps_done

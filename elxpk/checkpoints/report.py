@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from elxpk.units import format_duration
+
 
 def _when(seconds: float | None, now: float) -> str:
     if seconds is None:
         return "-"
-    from elxpk.units import format_duration
 
     stamp = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return f"{stamp} ({format_duration(max(0.0, now - seconds))} ago)"

@@ -9,11 +9,13 @@
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from elxpk.bounded_read import KUBECONFIG_BYTES, KUBECONFIG_VALUES, read_input, yaml_values_problem
 from elxpk.cluster.defaults import resolve_target
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.target import ClusterTarget
@@ -79,7 +81,6 @@ def check_kubeconfig(path: str | None, *, given: bool = True) -> None:
         return
     import yaml
 
-    from elxpk.bounded_read import KUBECONFIG_BYTES, KUBECONFIG_VALUES, read_input, yaml_values_problem
 
     flag = "--kubeconfig" if given else "kubeconfig"
     text = str(read_input(path, flag=flag, limit=KUBECONFIG_BYTES))
@@ -110,8 +111,6 @@ class _library_log:
     exec plugin with logging.error): nothing reaches stderr as a stray `ERROR:root:` line."""
 
     def __enter__(self) -> list[str]:
-        import logging
-
         class Collect(logging.Handler):
             def emit(self, record: logging.LogRecord) -> None:
                 if record.levelno >= logging.ERROR:

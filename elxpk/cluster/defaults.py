@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from elxpk.bounded_read import CONFIG_BYTES, ReadRefused, decode_text, read_limited
 from elxpk.cluster.target import ClusterTarget, namespace_problem
 from elxpk.errors import UsageError
 
@@ -61,7 +62,6 @@ def load_config(path: Path, *, required: bool = False) -> dict[str, str]:
     missing file then is an error, never a silent fall-back to other defaults)."""
     import yaml
 
-    from elxpk.bounded_read import CONFIG_BYTES, ReadRefused, decode_text, read_limited
 
     where = f"ELXPK_CONFIG {path}" if required else f"config file {path}"
     try:

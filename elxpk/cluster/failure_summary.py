@@ -16,11 +16,10 @@ from collections.abc import Sequence
 
 from elxpk.cluster.incidents import Incident
 from elxpk.cluster.status import parse_time
+from elxpk_contract.exit_codes import BY_CODE
 
 
 def cause_name(code: int) -> str:
-    from elxpk_contract.exit_codes import BY_CODE
-
     known = BY_CODE.get(code)
     return known.name if known is not None else f"exit {code}"
 

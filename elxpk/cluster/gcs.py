@@ -12,6 +12,8 @@ client libraries and of GCS emulators) requests go there, unauthenticated.
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -150,8 +152,6 @@ class Gcs:
     def append_lines(self, url: str, make_lines: Callable[[bytes], list[str]], *, limit: int | None = None) -> int:
         """Append what `make_lines(current content)` returns (it may drop what is already there); the
         number of lines appended."""
-        import random
-        import time
 
         for attempt in range(ATTEMPTS):
             if attempt:

@@ -8,12 +8,16 @@ appended under an exclusive lock (flock); a gs:// object through a generation pr
 
 from __future__ import annotations
 
+import fcntl
 import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from elxpk.cluster.incidents import Incident
+from elxpk.bounded_read import INCIDENT_BYTES, read_input, size_text
+from elxpk.cluster.gcs import Gcs
+from elxpk.cluster.incidents import CAUSES, Incident
 from elxpk.errors import ClusterError, UsageError
+from elxpk.runs.jsonl import JsonLinesError, decode_text, parse_lines
 
 
 def _ids(content: bytes) -> set[str]:
@@ -59,13 +63,8 @@ def record(path: str, incidents: Iterable[Incident]) -> int:
     """Append the incidents not yet in PATH; how many were appended."""
     items = list(incidents)
     if path.startswith("gs://"):
-        from elxpk.bounded_read import INCIDENT_BYTES
-        from elxpk.cluster.gcs import Gcs
-
         return Gcs().append_lines(path, lambda content: _new_lines(content, items), limit=INCIDENT_BYTES)
-    import fcntl
 
-    from elxpk.bounded_read import INCIDENT_BYTES, size_text
 
     check_record_path(path)
     try:
@@ -89,12 +88,8 @@ def read_recorded(path: str, flag: str = "--incidents") -> list[dict]:
     """The incidents of a record (local or gs://), each id once (the first line that holds it). A file that
     is not an incident record (binary, a line that is not an incident, a field of the wrong type) is a
     UsageError naming the line; only a torn last line, left by a killed recorder, is tolerated."""
-    from elxpk.bounded_read import INCIDENT_BYTES, read_input, size_text
-    from elxpk.runs.jsonl import JsonLinesError, decode_text, parse_lines
 
     if path.startswith("gs://"):
-        from elxpk.cluster.gcs import Gcs
-
         content, _ = Gcs().read(path, limit=INCIDENT_BYTES)
         if content is None:
             raise ClusterError(f"{path}: no such object")
@@ -126,7 +121,6 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 
 def incident_problem(data: dict) -> str | None:
     """What makes `data` not an incident as `workload events --record` writes it; None when it is one."""
-    from elxpk.cluster.incidents import CAUSES
 
     for key in ("id", "kind"):
         if key not in data:

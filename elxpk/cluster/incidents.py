@@ -20,10 +20,12 @@ the same incident once however often it is seen.
 from __future__ import annotations
 
 import hashlib
+import signal
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
+from elxpk_contract.exit_codes import BY_CODE
 
 INFRA, USER, UNKNOWN = "infra", "user", "unknown"
 CAUSES = (INFRA, USER, UNKNOWN)
@@ -59,18 +61,11 @@ class Incident:
         return text + (f"  {where}" if where else "") + (f"  {self.message}" if self.message else "")
 
 
-def incident_from_dict(data: dict) -> Incident:
-    fields = Incident.__dataclass_fields__
-    return Incident(**{k: v for k, v in data.items() if k in fields})
-
-
 def _id(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:16]
 
 
 def classify_exit(code: int) -> str:
-    from elxpk_contract.exit_codes import BY_CODE
-
     known = BY_CODE.get(code)
     if known is None:
         return UNKNOWN
@@ -78,14 +73,10 @@ def classify_exit(code: int) -> str:
 
 
 def exit_meaning(code: int) -> str:
-    from elxpk_contract.exit_codes import BY_CODE
-
     known = BY_CODE.get(code)
     if known is not None:
         return known.name
     if 128 < code < 160:
-        import signal
-
         try:
             return f"killed by {signal.Signals(code - 128).name}"
         except ValueError:

@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import quote
 
 from elxpk.errors import ClusterError, ConflictError, NotFoundError, UsageError
 
@@ -25,7 +26,6 @@ _GKE_ROLE_HINT = "grant it with a Role/ClusterRole binding, or the GKE role role
 
 def api_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None,
              sub: str | None = None) -> str:
-    from urllib.parse import quote
 
     if name is not None and (not name.strip() or name != name.strip()):
         # An empty name would make this the collection's path: a GET lists, a DELETE deletes every object.

@@ -20,7 +20,9 @@ import dataclasses
 from elxpk.cluster import why as why_mod
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
+from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, compute_status
+from elxpk.cluster.why import ACCELERATOR, Context
 from elxpk.errors import ClusterError, NotFoundError
 
 JOBSET_MISSING = (
@@ -110,7 +112,6 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
                                          why=tuple(reasons) if why else ())
     if not with_progress:
         return status
-    from elxpk.cluster.progress import progress_of
 
     progress, problem = progress_of(jobset, now)
     return dataclasses.replace(status, progress=progress, progress_problem=problem)
@@ -118,7 +119,6 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
 
 def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict]):
     """What `status --why` reads beyond plain status, only where the objects point at it."""
-    from elxpk.cluster.why import ACCELERATOR, Context
 
     queue = (jobset["metadata"].get("labels") or {}).get(KUEUE_QUEUE)
     mine = [w for w in workloads if (w["metadata"].get("labels") or {}).get(KUEUE_JOB_UID)

@@ -11,9 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from elxpk.bounded_read import PROGRESS_BYTES, decode_text, read_limited
+from elxpk.cluster.gcs import Gcs
 from elxpk.cluster.labels import HEAD
 from elxpk.cluster.status import worker_replicated_job
 from elxpk.errors import ElxpkError
+from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
+from elxpk_contract.settings import default, env_name, flag_name
 
 if TYPE_CHECKING:
     from elxpk_contract.records import Progress
@@ -28,7 +32,6 @@ def checkpoint_dir(jobset: dict) -> str | None:
 
 def checkpoint_period(jobset: dict) -> int:
     """The save period the workload gives its trainer (env or flag, as for the directory), else the default."""
-    from elxpk_contract.settings import default
 
     value = setting_value(jobset, PERIOD)
     return int(value) if value is not None and value.strip().isdigit() and int(value) > 0 else int(default(PERIOD))
@@ -43,7 +46,6 @@ def saves_stopped(progress: Progress, period: int) -> bool:
 def setting_value(jobset: dict, setting: str) -> str | None:
     """A trainer setting as the workload gives it: its ELXPK_* env or its --flag in the trainer container's
     command (the Pathways head's, else the first worker's)."""
-    from elxpk_contract.settings import env_name, flag_name
 
     env, flag = env_name(setting), flag_name(setting)
     rjobs = jobset.get("spec", {}).get("replicatedJobs") or []
@@ -65,17 +67,11 @@ def setting_value(jobset: dict, setting: str) -> str | None:
 
 
 def read_progress_text(directory: str) -> str | None:
-    from elxpk_contract.records import PROGRESS_FILE
-
     if directory.startswith("gs://"):
-        from elxpk.bounded_read import PROGRESS_BYTES, decode_text
-        from elxpk.cluster.gcs import Gcs
-
         content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE, limit=PROGRESS_BYTES)
         if content is not None and len(content) > PROGRESS_BYTES:
             raise ValueError(f"over {PROGRESS_BYTES // 1024} KiB, not a progress record")
         return None if content is None else decode_text(content, "JSON")
-    from elxpk.bounded_read import PROGRESS_BYTES, decode_text, read_limited
 
     path = Path(directory) / PROGRESS_FILE
     try:
@@ -86,7 +82,6 @@ def read_progress_text(directory: str) -> str | None:
 
 def progress_of(jobset: dict, now: float) -> tuple[dict | None, str]:
     """(progress record with ages, '') or (None, why not); (None, '') when the workload names no directory."""
-    from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
 
     directory = checkpoint_dir(jobset)
     if directory is None:

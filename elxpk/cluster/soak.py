@@ -30,6 +30,7 @@ from elxpk.cluster.ops import KillPlan, kill, plan_kill
 from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, worker_replicated_job
 from elxpk.errors import ClusterError, NotFoundError, UsageError
+from elxpk.units import format_duration
 
 MODES = ("delete", "evict", "exit")
 SIGNAL_CODES = range(129, 160)  # 128 + signal number, as a shell and the kubelet report a signal death
@@ -215,8 +216,6 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
 
 
 def summary_lines(summary: SoakSummary) -> list[str]:
-    from elxpk.units import format_duration
-
     def dur(seconds: float | None) -> str:
         return "-" if seconds is None else format_duration(seconds)
 

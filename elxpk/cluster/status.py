@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from elxpk.cluster.incidents import restart_causes
 from elxpk.cluster.labels import (
     HEAD,
     JOB_INDEX,
@@ -213,7 +214,6 @@ def _kueue(workloads: list[dict], jobset: dict) -> tuple[str | None, str | None,
 
 def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict],
                    now: float) -> WorkloadStatus:
-    from elxpk.cluster.incidents import restart_causes
 
     meta, spec, status = jobset.get("metadata", {}), jobset.get("spec", {}), jobset.get("status") or {}
     conditions = status.get("conditions") or []

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from elxpk.cluster.connect import connect
 from elxpk.cluster.kube import SUBMISSION_ANNOTATION, Kube
 from elxpk.cluster.preflight import preflight
 from elxpk.cluster.target import DEFAULT_NAMESPACE, ClusterTarget
@@ -36,8 +37,6 @@ def submit(manifest: Any, target: ClusterTarget, *, server_dry_run: bool = False
     `replace` deletes an existing workload of the same name first (foreground) and waits until it is gone.
     """
     if kube is None:
-        from elxpk.cluster.connect import connect
-
         kube = connect(target)
     objects = [copy.deepcopy(o) for o in manifest.objects]
     namespace = target.namespace

@@ -17,7 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from elxpk import catalog
 from elxpk.cluster.labels import JOBSET_NAME, KUEUE_QUEUE, REPLICATED_JOB, parse_time
+from elxpk.units import format_duration
+from elxpk_contract.exit_codes import BY_CODE
 
 ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY = "cloud.google.com/gke-tpu-topology"
@@ -194,15 +197,11 @@ def _job_reasons(name: str, jobs: list[dict]) -> list[Reason]:
 
 
 def _exit_meaning(code: object) -> str:
-    from elxpk_contract.exit_codes import BY_CODE
-
     known = BY_CODE.get(int(code)) if isinstance(code, int) else None
     return known.meaning if known else ""
 
 
 def _exit_class(code: int) -> str:
-    from elxpk_contract.exit_codes import BY_CODE
-
     known = BY_CODE.get(code)
     if known is None:
         return f", exit {code}: not in the trainer's table (137: killed, e.g. out of memory)"
@@ -235,8 +234,6 @@ def _pod_reasons(name: str, namespace: str, pods: list[dict], now: float, contex
     out = [Reason(r.cause, (f"{n} pods: " if n > 1 else "pod: ") + r.text, r.fix, r.detail)
            for r, n in seen.values()]
     if stale:
-        from elxpk.units import format_duration
-
         out.append(Reason("pending", f"{stale} pods pending for more than {format_duration(pending_after_s)} "
                           "with no scheduler or kubelet verdict yet",
                           f"`elxpk workload events {name}` shows the latest events"))
@@ -363,8 +360,6 @@ def _label_selector(selector: dict) -> str:
 
 
 def _node_pool_fix(accelerator: str | None, topology: str | None) -> str:
-    from elxpk import catalog
-
     for spelling in catalog.all_names():
         tpu = catalog.lookup(spelling)
         if (tpu.gke_accelerator, tpu.topology) == (accelerator, topology):

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from elxpk.errors import UsageError
+from elxpk.units import parse_duration
 from elxpk_contract.settings import ALL_SLICES, default, env_name
 
 GRACE_SLACK_S = 10.0  # after the save: the wrapper, jax's shutdown and the container's exit (seconds, not a
@@ -127,7 +130,7 @@ def _stall(b: Budgets, t: Times, errors: list[str], warnings: list[str]) -> None
             warnings.append(f"{flag} is shorter than {what} ({_s(longest)}): the watchdog would fire on "
                             f"checkpoint steps; raise --stall-timeout-seconds to at least {need}")
         return
-    from elxpk_contract.stall import (
+    from elxpk_contract.stall import (  # lazy: keeps _decimal, _statistics ... off `workload create --dry-run`
         STALL_FLOOR_S,
         STALL_MIN_STEPS,
         STALL_STEP_MULTIPLE,
@@ -166,7 +169,6 @@ def read_times(*, step: object = None, save: object = None, replacement: object 
                from_run: object = None) -> tuple[Times, list[str]]:
     """The times from the duration flags (`--step-time`, `--checkpoint-save-time`, `--slice-replacement-time`),
     each falling back to what `--from-run RUN_DIR` measured; (times, one error line per bad flag)."""
-    from elxpk.units import parse_duration
 
     errors: list[str] = []
     values: dict[str, float | None] = {}
@@ -199,10 +201,9 @@ def read_times(*, step: object = None, save: object = None, replacement: object 
 
 
 def _measured(run_dir: str) -> tuple[dict[str, Any], list[str]]:
-    from pathlib import Path
-
-    from elxpk.errors import UsageError
-    from elxpk.plan.calibrate import calibrate
+    from elxpk.plan.calibrate import (
+        calibrate,  # lazy: keeps elxpk.plan, elxpk.plan.calibrate ... off `workload create --dry-run`
+    )
 
     try:
         cal = calibrate(Path(run_dir))

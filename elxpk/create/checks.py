@@ -16,6 +16,7 @@ from typing import Any
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
+from elxpk.create.budget_checks import Budgets, budget_findings, read_times
 from elxpk.create.flag_values import FlagValues
 from elxpk.create.flags import (
     OPTION_KEYS,
@@ -25,7 +26,7 @@ from elxpk.create.flags import (
     default,
     flag,
 )
-from elxpk.create.gpu import UnknownGpuType, lookup_gpu
+from elxpk.create.gpu import GPU_RESERVED_ENV, UnknownGpuType, gpu_flag_problems, lookup_gpu
 from elxpk.create.spec import TRAINER_COMMAND, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.output_formats import output_problem
@@ -71,12 +72,13 @@ class FlagChecker(FlagValues):
             err("--dry-run and --dry-run-server: pick one (client-side print, or a server-side dry run)")
         out_file = self.text("output_manifest_file")
         if out_file is not None:
-            from elxpk.outfile import output_problem as path_problem
+            from elxpk.outfile import (
+                output_problem as path_problem,  # lazy: keeps elxpk.outfile off `workload create --dry-run`
+            )
 
             problem = path_problem(out_file, flag("output_manifest_file"), example="manifest.yaml")
             if problem:
                 err(problem)
-        from elxpk.create.budget_checks import read_times
 
         times, problems = read_times(step=self.get("step_time"), save=self.get("checkpoint_save_time"),
                                      replacement=self.get("slice_replacement_time"), from_run=self.get("from_run"))
@@ -90,7 +92,6 @@ class FlagChecker(FlagValues):
     def budgets(self, fields: Mapping[str, Any], times: Any) -> None:
         """The timeouts and restart budgets against the step, save and replacement times
         (elxpk/create/budget_checks.py): impossible combinations are errors, poor ones warnings."""
-        from elxpk.create.budget_checks import Budgets, budget_findings
 
         given = dict(fields["settings"])
 
@@ -122,8 +123,6 @@ class FlagChecker(FlagValues):
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
         if self.given("device_type") or self.given("num_nodes"):
-            from elxpk.create.gpu import gpu_flag_problems
-
             fields["num_nodes"] = gpu_flag_problems(self, fields)
         fields["restart_on_exit_codes"] = self.restart_codes(fields)
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
@@ -131,7 +130,9 @@ class FlagChecker(FlagValues):
         fields["settings"] = self.trainer_settings(n, e, restarts)
         extra = self.flags.get("command")
         if fields["trainer"] and isinstance(extra, str) and extra.strip():
-            from elxpk.create.trainer_args import trainer_arg_problems
+            from elxpk.create.trainer_args import (
+                trainer_arg_problems,  # lazy: keeps elxpk.create.trainer_args, shlex off `workload create --dry-run`
+            )
 
             self.errors += trainer_arg_problems(extra, dict(fields["settings"]))  # type: ignore[call-overload]
         self.settings_destination(fields)
@@ -230,7 +231,9 @@ class FlagChecker(FlagValues):
         settings = fields["settings"]
         if not (fields["maxtext"] or settings or fields["elastic_slices"]):
             return  # nothing to place (and the render path skips importing the MaxText modules)
-        from elxpk.maxtext import launcher
+        from elxpk.maxtext import (
+            launcher,  # lazy: keeps elxpk.maxtext, elxpk.maxtext.command ... off `workload create --dry-run`
+        )
 
         if fields["maxtext"] and not fields["headless"]:
             refused = [name for name, _ in settings if any(  # type: ignore[attr-defined]
@@ -360,8 +363,6 @@ class FlagChecker(FlagValues):
         defined = set(RESERVED_ENV) | {key for key, _ in env} | {env_name(name) for name, _ in settings}
         defined |= {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)}
         if gpu:
-            from elxpk.create.gpu import GPU_RESERVED_ENV
-
             defined |= GPU_RESERVED_ENV
         sources = [("--command", command or "")] + [(f"--env {key}", value) for key, value in env]
         for source, text in sources:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
 from elxpk.create.flag_checks import CHECKS
 from elxpk.create.flags import BY_NAME, RESERVED_ENV
+from elxpk.units import parse_duration
 from elxpk_contract.settings import plain_number_text
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -96,7 +98,6 @@ class FlagValues:
         raw = self.get(key)
         if raw is None:
             return None
-        from elxpk.units import parse_duration
 
         try:
             seconds = parse_duration(raw)  # type: ignore[arg-type]
@@ -114,7 +115,7 @@ class FlagValues:
         raw = self.text(key)
         if not raw:
             return ()
-        import shlex
+        import shlex  # lazy: keeps shlex off `workload create --dry-run`
 
         try:
             return tuple(shlex.split(raw))
@@ -151,7 +152,6 @@ class FlagValues:
         path = self.text("env_file")
         if not path:
             return []
-        from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
 
         try:
             return decode_text(read_limited(path, limit=ENV_FILE_BYTES)).splitlines()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,6 @@ class Manifest:
 
     def to_json(self) -> str:
         """One object as itself; several as a kubectl-style `List`."""
-        import json
 
         if len(self.objects) == 1:
             body: Any = self.objects[0]

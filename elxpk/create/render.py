@@ -12,10 +12,13 @@ from typing import Any
 
 from elxpk.admission import require_admissible
 from elxpk.admission.names import pathways_subdomain
+from elxpk.create import gpu
+from elxpk.create.failure_policy import jobset_failure_rules, pod_failure_rules
 from elxpk.create.manifest import Manifest, parse_documents
 from elxpk.create.spec import WorkloadSpec
 from elxpk.create.template_build import template
 from elxpk.errors import ElxpkError
+from elxpk_contract.settings import FIELDS, LAUNCHER_DERIVED, env_name
 
 # The user command is passed to bash as "$1", never spliced into this script, so it reaches the
 # container byte for byte. SIGTERM is forwarded so the trainer can save before the pod goes.
@@ -63,7 +66,6 @@ _DERIVED = {
 def trainer_env(spec: WorkloadSpec) -> tuple[tuple[str, str], ...]:
     """The launcher→trainer settings, as ELXPK_<NAME> env on the container that trains, in the contract
     table's order: every "derived" setting, and each "launcher" setting that was given as a flag."""
-    from elxpk_contract.settings import FIELDS, LAUNCHER_DERIVED, env_name
 
     given = dict(spec.settings)
     pairs = []
@@ -90,7 +92,6 @@ def container_env(spec: WorkloadSpec) -> tuple[tuple[str, str], ...]:
 def failure_rules(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The podFailurePolicy rules of the Job that runs the user container, and the JobSet's failurePolicy
     rules; none for --headless (no user container, no exit code of ours to classify)."""
-    from elxpk.create.failure_policy import jobset_failure_rules, pod_failure_rules
 
     if spec.trainer_job is None:
         return [], []
@@ -122,7 +123,6 @@ def _gpu_values(spec: WorkloadSpec) -> dict[str, Any]:
     """What the GPU template needs beyond the spec (elxpk/create/gpu.py); nothing for a TPU workload."""
     if spec.gpu is None:
         return {}
-    from elxpk.create import gpu
 
     return dict(gpu=spec.gpu, device_paths=gpu.device_paths(spec.gpu), sidecar_image=gpu.sidecar_image(spec.gpu),
                 coordinator_address=gpu.JAX_COORDINATOR_ADDRESS, coordinator_port=gpu.JAX_COORDINATOR_PORT)

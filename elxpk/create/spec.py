@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from elxpk.catalog import TpuType
 from elxpk.cluster.target import DEFAULT_NAMESPACE
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
+from elxpk_contract.settings import default as setting_default
 
 __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec"]
 
@@ -92,9 +93,7 @@ class WorkloadSpec:
         given = dict(self.settings)
         if name in given:
             return given[name]
-        from elxpk_contract.settings import default
-
-        return default(name)
+        return setting_default(name)
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,14 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from elxpk_contract.command_line import given_on_command_line
 from elxpk_contract.errors import UsageError
-from elxpk_contract.settings import LAUNCHER_DERIVED, check_setting, flag_name
+from elxpk_contract.settings import LAUNCHER_DERIVED, TrainerConfig, check_setting, flag_name, setting
 
 
 def trainer_arg_problems(extra: str, settings: Mapping[str, Any]) -> list[str]:
     """One line per problem of the extra trainer arguments `extra`; `settings` are the trainer settings the
     launcher flags gave (name -> checked value)."""
-    from elxpk_contract.command_line import given_on_command_line
-    from elxpk_contract.settings import TrainerConfig, setting
 
     try:
         tokens = shlex.split(extra)

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Callable
 
 from elxpk_contract.settings import TrainerConfig
+from trainer.cpu import ensure_devices
 
 
 def run_in_process(cfg: TrainerConfig, observer: Callable[[str, dict], None], *, dataset=None):
     """Run trainer.elastic.loop.train on `cfg` (its faults included) here; returns its TrainResult."""
-    from trainer.cpu import ensure_devices
 
     if "jax" not in sys.modules:
         # Simulated slices are CPU devices, even on a laptop whose jax would pick a GPU by default.

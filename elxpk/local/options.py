@@ -17,7 +17,8 @@ from typing import Any
 
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
-from elxpk_contract.settings import ALL_SLICES, TrainerConfig, check_setting, default, flag_name
+from elxpk_contract.faults import FaultSchedule
+from elxpk_contract.settings import ALL_SLICES, FIELDS, TrainerConfig, check_setting, default, flag_name
 
 MODES = ("pause-resume", "resize", "multi-controller")
 # The local run's own defaults, where they differ from the trainer's (declared once, here):
@@ -155,7 +156,6 @@ _LOCAL_SPELLING = {"fault": "--kill-slice", "revive_after": "--revive-after", "r
 def local_words(message: str) -> str:
     """A trainer message with each trainer flag named as `local run` takes it: its own flags as they are,
     every other setting as --trainer-arg=--NAME."""
-    from elxpk_contract.settings import FIELDS
 
     def spell(match: re.Match) -> str:
         name = match.group(1).replace("-", "_")
@@ -177,7 +177,6 @@ def in_local_words() -> Iterator[None]:
 
 def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
     """--trainer-arg=--NAME=VALUE: a trainer setting outside what local run sets, checked by the table."""
-    from elxpk_contract.settings import FIELDS
 
     problems = []
     for arg in args:
@@ -231,7 +230,6 @@ def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | 
 def _trainer_grammar(spec: str, num_slices: int | None, steps: int | None, revive_after: float) -> list[str]:
     """The trainer's fault grammar (K@S, K@mid:S, K@save:S, K@data:S, K@hang:S, K@sick:S, K@restore,
     +REVIVE): the contract's checks, named as this command's flag."""
-    from elxpk_contract.faults import FaultSchedule
 
     try:
         schedule = FaultSchedule.parse([spec], revive_after)

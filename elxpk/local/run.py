@@ -19,10 +19,14 @@ from pathlib import Path
 from typing import TextIO
 
 from elxpk.errors import UsageError
+from elxpk.local.inprocess import run_in_process
 from elxpk.local.options import LocalRunOptions, in_local_words
 from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
+from elxpk.local.supervisor import GroupPlan, GroupSupervisor, Kill
 from elxpk.local.view import make_view
+from elxpk.runs.report import build_report
+from elxpk.runs.rundir import load_info, load_run
 from elxpk.runs.words import plural
 from elxpk_contract.settings import TrainerConfig
 
@@ -38,8 +42,6 @@ class LocalRunResult:
 
 
 def _kills(faults: tuple[str, ...]):
-    from elxpk.local.supervisor import Kill
-
     return tuple(Kill(int(k), int(s)) for k, s in (spec.split("@") for spec in faults))
 
 
@@ -47,13 +49,9 @@ def _train(opts: LocalRunOptions, cfg: TrainerConfig, faults: tuple[str, ...], p
            out: TextIO, dataset) -> None:
     with make_view(progress, opts.live, out) as view:
         if opts.mode == "multi-controller":
-            from elxpk.local.supervisor import GroupPlan, GroupSupervisor
-
             plan = GroupPlan(config=cfg, kills=_kills(faults), revive_after=opts.revive_after)
             GroupSupervisor(plan, view.observe).run()
         else:
-            from elxpk.local.inprocess import run_in_process
-
             run_in_process(cfg, view.observe, dataset=dataset)
 
 
@@ -67,7 +65,6 @@ def check_run_dir(run_dir: Path) -> None:
 
 def check_same_configuration(existing: ExistingRun, cfg: TrainerConfig) -> None:
     """A resumed run must train what its checkpoints hold; refused here, before anything is written."""
-    from elxpk.runs.rundir import load_info
 
     info = load_info(existing.path, "--run-dir")
     if info is not None and cfg.data is not None:  # the trainer fingerprints the --data it opens: so does this
@@ -166,8 +163,6 @@ def _locked_run(opts: LocalRunOptions, existing: ExistingRun, faults: tuple[str,
 
 def write_report(opts: LocalRunOptions, out: TextIO):
     from elxpk.runs.plots import write_report_png
-    from elxpk.runs.report import build_report
-    from elxpk.runs.rundir import load_run
 
     run = load_run(opts.run_dir, flag="--run-dir")
     report = build_report(run)

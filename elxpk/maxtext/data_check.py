@@ -22,6 +22,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from elxpk.bounded_read import not_a_regular_file
+from elxpk.cluster.gcs import Gcs
 from elxpk.errors import ClusterError
 from elxpk.maxtext import command as cmd
 from elxpk.maxtext.data_rules import command_value
@@ -99,7 +101,6 @@ def _local_matches(pattern: str) -> list[str]:
 def _gcs(gcs_factory):
     if gcs_factory is not None:
         return gcs_factory()
-    from elxpk.cluster.gcs import Gcs
 
     return Gcs()
 
@@ -119,8 +120,6 @@ def _check_one(path: str, gcs_factory) -> str | None:
         tail_start = max(len(SIGNATURE), size - INDEX_BYTES)
         tail = gcs.read_range(path, tail_start, size) if size > len(SIGNATURE) else b""
     else:
-        from elxpk.bounded_read import not_a_regular_file
-
         kind = not_a_regular_file(path)
         if kind == "a directory":
             return f"{path} is a directory; give a file pattern such as {path.rstrip('/')}/*.array_record"

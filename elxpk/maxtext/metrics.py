@@ -18,6 +18,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from elxpk.bounded_read import (
+    RECORD_LINE_BYTES,
+    RUN_RECORD_BYTES,
+    RUN_RECORDS,
+    read_text_lines,
+    too_many_records,
+)
+
 LOSS = "learning/loss"
 STEP_TIME = "perf/step_time_seconds"
 
@@ -69,7 +77,6 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
 
 def _parse_lines(lines: Iterable[tuple[int, str, bool]], path: str) -> MaxTextMetrics:
     """`parse_metrics` over (number, line, whether it is the file's last piece): one line held at a time."""
-    from elxpk.bounded_read import RUN_RECORDS, too_many_records
 
     by_step: dict[int, tuple[float, float | None]] = {}
     seen: dict[int, int] = {}
@@ -121,7 +128,6 @@ def _parse_lines(lines: Iterable[tuple[int, str, bool]], path: str) -> MaxTextMe
 
 def read_metrics(path: str | Path) -> MaxTextMetrics:
     """Read a MaxText metrics file. Raises MetricsFileError (one line) when it cannot be read or parsed."""
-    from elxpk.bounded_read import RECORD_LINE_BYTES, RUN_RECORD_BYTES, read_text_lines
 
     p = Path(path)
     if p.is_dir():

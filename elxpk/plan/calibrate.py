@@ -13,7 +13,17 @@ from pathlib import Path
 from typing import TypeVar
 
 from elxpk.errors import UsageError
-from elxpk_contract.records import Event
+from elxpk.runs.rundir import load_run
+from elxpk_contract.records import (
+    CheckpointSaved,
+    Event,
+    FailureDetected,
+    RestoreDone,
+    RestoreStarted,
+    RunFinished,
+    RunStarted,
+    SlicesReady,
+)
 
 
 @dataclass(frozen=True)
@@ -77,16 +87,6 @@ def _newest_checkpoint_bytes(ckpt_dir: Path) -> float | None:
 
 def calibrate(run_dir: Path) -> Calibration:
     """Read `run_dir`; raise UsageError naming --from-run when it is not a usable run directory."""
-    from elxpk.runs.rundir import load_run
-    from elxpk_contract.records import (
-        CheckpointSaved,
-        FailureDetected,
-        RestoreDone,
-        RestoreStarted,
-        RunFinished,
-        RunStarted,
-        SlicesReady,
-    )
 
     run = load_run(run_dir, flag="--from-run")
     if not run.metrics:

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elxpk.errors import UsageError
+from elxpk.outfile import output_problem as path_problem
 from elxpk.output_formats import output_problem
-from elxpk.plan.calibrate import Calibration
+from elxpk.plan.calibrate import Calibration, calibrate
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
 from elxpk.units import parse_duration, parse_size
@@ -276,9 +277,8 @@ class _Resolver:
     def check_plot(self, text: str | None) -> Path | None:
         if text is None:
             return None
-        from elxpk.outfile import output_problem
 
-        problem = output_problem(text, "--plot", suffixes=PLOT_SUFFIXES, example="goodput.png")
+        problem = path_problem(text, "--plot", suffixes=PLOT_SUFFIXES, example="goodput.png")
         if problem:
             self.errors.append(problem)
         return Path(text)
@@ -287,8 +287,6 @@ class _Resolver:
         if text is None:
             return None
         if self.calibrate is None:
-            from elxpk.plan.calibrate import calibrate
-
             self.calibrate = calibrate
         try:
             return self.calibrate(Path(text))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from elxpk.plan.model import Costs, recovery
+from elxpk.plan.model import LIVE, Costs, available_modes, goodput, recovery
 
 # Trials per chunk are chosen so one chunk's failure array stays near this many floats (memory bound).
 _CHUNK_FLOATS = 4_000_000
@@ -189,7 +189,6 @@ def simulated_optimum(
 
 def check_plan(costs: Costs, period_steps: int, *, trials: int, shape: float, seed: int) -> dict:
     """`elxpk plan --simulate`: the model's goodput beside the simulated one, at `period_steps`."""
-    from elxpk.plan.model import LIVE, available_modes, goodput
 
     horizon = max(28 * 86400.0, 50.0 * costs.system_mtbf_s)
     tau = period_steps * costs.step_time_s

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elxpk import bounded_read
+from elxpk.bounded_read import RUN_JSON_BYTES, ReadRefused, decode_text, read_limited
 from elxpk.errors import UsageError
 from elxpk.runs.jsonl import JsonLinesError, RecordLineError, read_records
 from elxpk_contract.records import (
@@ -73,7 +74,6 @@ def _records(root: Path, name: str, flag: str, parse, most: int) -> tuple[tuple,
 
 def load_info(root: Path, flag: str = "RUN_DIR") -> RunInfo | None:
     """run.json, or None when the run has none yet; a broken one is a UsageError."""
-    from elxpk.bounded_read import RUN_JSON_BYTES, ReadRefused, decode_text, read_limited
 
     path = root / RUN_JSON
     try:

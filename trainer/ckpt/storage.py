@@ -16,6 +16,9 @@ import time
 
 from etils import epath
 
+from elxpk_contract.errors import UsageError
+from elxpk_contract.records import MAX_INDEX
+
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
 SKIP_REASON_FILE = "elxpk_skip_reason.txt"
@@ -61,7 +64,6 @@ def is_step_dir(path: epath.Path) -> bool:
     """Whether `path` is a step directory of a checkpoint: a canonical step number (what orbax names a step
     and the run records can hold) carrying this trainer's or orbax's metadata. Nothing else in a checkpoint
     directory is ever moved or deleted."""
-    from elxpk_contract.records import MAX_INDEX
 
     name = path.name
     if not (name.isascii() and name.isdigit() and str(int(name)) == name and int(name) <= MAX_INDEX):
@@ -93,7 +95,6 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
     or a parent of it (its numbered folders would be taken for steps), or a directory holding numbered
     folders that are not checkpoints (orbax would list them as steps: restore would move them aside and
     its cleanup of old steps would delete them)."""
-    from elxpk_contract.errors import UsageError
 
     root = checkpoint_root(checkpoint_dir)
     where = cwd_or_parent(root)

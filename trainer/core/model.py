@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from trainer.core.precision import attention_implementation, resolve_compute_dtype
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -33,8 +35,6 @@ class ModelShape:
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
-        from trainer.core.precision import attention_implementation, resolve_compute_dtype
-
         dtype = resolve_compute_dtype(cfg.compute_dtype)
         return cls(cfg.vocab_size, cfg.seq_len, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout,
                    dtype, attention_implementation(dtype, cfg.d_model // cfg.n_heads))

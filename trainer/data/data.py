@@ -18,6 +18,7 @@ token stream, so resume and resize keep every example exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -110,7 +111,6 @@ def open_dataset(cfg: TrainerConfig) -> tuple[TrainerConfig, ElasticIterator]:
     With --data the files are opened and checked here, before anything is compiled: format, dtype, enough
     tokens for steps x global_batch examples, and the vocabulary (UsageError, one line per problem).
     """
-    import dataclasses
 
     if cfg.data is None:
         return cfg, ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)

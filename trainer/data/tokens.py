@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,8 +167,6 @@ class ArrayRecordReader(_Reader):
     """ArrayRecord files of .npy-encoded chunks (see the module docstring), by record index via grain."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        import os
-
         self.path = ",".join(paths)
         for path in paths:
             if _is_url(path):

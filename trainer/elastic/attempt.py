@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from elxpk_contract.exit_codes import PREEMPTED, TrainerStopped
 from trainer.ckpt.checkpoint import CheckpointStore
 from trainer.ckpt.fingerprint import prepare as prepare_fingerprint
 from trainer.core import mesh as meshlib
@@ -305,7 +306,6 @@ def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: Att
     part in a save, and a preemption usually signals only some of them, so a save could block until the
     grace period ends in SIGKILL: there the trainer stops at once and the group restart rewinds to the
     newest committed checkpoint."""
-    from elxpk_contract.exit_codes import PREEMPTED, TrainerStopped
 
     saved = False
     if ctx.backend.in_process_retry and step > 0:

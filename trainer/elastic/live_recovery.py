@@ -36,6 +36,7 @@ holds all of it); a fingerprint that disagrees.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -210,7 +211,6 @@ class Preparation:
 
     def __init__(self, target_for: Any, slice_devices: dict[int, list[Any]], slices: Sequence[int],
                  clock: Any) -> None:
-        import threading
 
         self.seconds: float | None = None
         self.error = ""

@@ -32,12 +32,15 @@ from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from trainer.ckpt import storage as ckpt_storage
 from trainer.clock import Clock, SystemClock
+from trainer.core.precision import resolved
+from trainer.core.topology import devices_per_slice
 from trainer.elastic import live_recovery
 from trainer.elastic.attempt import run_attempt
 from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
 from trainer.elastic.policy import ElasticPolicy, classify, first_line
 from trainer.elastic.progress import ProgressWriter
 from trainer.elastic.slice_health import Admission, RejoinGate
+from trainer.elastic.slices import make_backend
 from trainer.elastic.stalls import StallResponse
 from trainer.elastic.watchdog import StallWatchdog
 from trainer.metrics import RunRecorder
@@ -68,9 +71,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     from trainer.ckpt.checkpoint import refuse_other_configuration
     from trainer.core import step as steplib
     from trainer.core.model import ModelShape
-    from trainer.core.precision import resolved
     from trainer.data.data import open_dataset
-    from trainer.elastic.slices import make_backend
 
     clock = clock or SystemClock()
     schedule = faults if faults is not None else FaultSchedule.parse(cfg.fault, cfg.revive_after)
@@ -134,7 +135,6 @@ def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:
     """The config on the backend's real topology. Pathways and a TPU cluster decide the devices per
     slice (not --devices-per-slice); the global batch is checked against them here, before anything is
     written."""
-    from trainer.core.topology import devices_per_slice
 
     if not cfg.topology_from_hardware:
         return cfg

@@ -19,9 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import Fault, FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from trainer.clock import Clock
+from trainer.core.topology import TopologyError, group_slices, slice_of_process
+from trainer.elastic.slice_health import run_checks
 
 
 class SliceBackend:
@@ -55,7 +58,6 @@ class SliceBackend:
     def health_check(self, slice_index: int) -> str | None:
         """The check a returning slice passes before it receives the state (trainer.elastic.slice_health):
         None when healthy, else why not. The caller bounds it with a timeout."""
-        from trainer.elastic.slice_health import run_checks
 
         return run_checks(self.slice_devices()[slice_index])
 
@@ -100,8 +102,6 @@ class SimulatedSlices(SliceBackend):
         devices = jax.devices()
         need = num_slices * devices_per_slice
         if len(devices) < need:
-            from elxpk_contract.errors import UsageError
-
             raise UsageError(f"--num-slices x --devices-per-slice needs {need} devices, jax has {len(devices)}; "
                              f"set XLA_FLAGS=--xla_force_host_platform_device_count={need} before jax starts")
         self.num_slices = num_slices
@@ -155,8 +155,6 @@ class SimulatedSlices(SliceBackend):
             return [] if self._hang is None else [self._hang.slice]
 
     def health_check(self, slice_index: int) -> str | None:
-        from trainer.elastic.slice_health import run_checks
-
         with self._lock:
             sick = slice_index in self._sick
         return run_checks(self._devices[slice_index], corrupt=sick)
@@ -285,8 +283,6 @@ class MultiControllerSlices(SliceBackend):
     def __init__(self, cfg: TrainerConfig, faults: FaultSchedule) -> None:
         import jax
 
-        from elxpk_contract.errors import UsageError
-        from trainer.core.topology import TopologyError, group_slices, slice_of_process
 
         explicit = cfg.coordinator is not None
         if explicit:
