@@ -21,14 +21,18 @@ def test_maxtext_pre_start_init_container_through_the_real_api_server(testcluste
            "--checkpoint-pre-start=gcr.io/my-project/elxpk-trainer:0.1.0")
     job = "slice-job" if shape else "pathways-head"
     selector = f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/replicatedjob-name={job}"
-    pods = testcluster.wait_for(f"{job} pods running", lambda: (p := testcluster.items(
-        PODS.format(ns="default"), labelSelector=selector)) and all(x["status"].get("phase") == "Running" for x in p)
-        and p)
-    assert len(pods) == (2 if shape else 1)
-    for pod in pods:
-        box = pod["spec"]["initContainers"][0]
-        assert box["name"] == "elxpk-pre-start" and box["command"][-1] == "gs://bucket/runs/r1", box
-        env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in box["env"]}
-        assert env["ELXPK_JOB_INDEX"] == "metadata.labels['jobset.sigs.k8s.io/job-index']"
-        assert env["JOB_COMPLETION_INDEX"] == "metadata.labels['batch.kubernetes.io/job-completion-index']"
-    testcluster.remove_jobset("default", name)
+    want = 2 if shape else 1  # v5p-16: 2 VMs a slice; the Pathways head is one pod
+    try:  # the workload holds the v5p-16 nodes: removed whatever happens, or later tests find none free
+        def all_running() -> list[dict] | None:
+            found = testcluster.items(PODS.format(ns="default"), labelSelector=selector)
+            return found if len(found) == want and all(x["status"].get("phase") == "Running" for x in found) else None
+
+        pods = testcluster.wait_for(f"{want} {job} pods running", all_running)
+        for pod in pods:
+            box = pod["spec"]["initContainers"][0]
+            assert box["name"] == "elxpk-pre-start" and box["command"][-1] == "gs://bucket/runs/r1", box
+            env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in box["env"]}
+            assert env["ELXPK_JOB_INDEX"] == "metadata.labels['jobset.sigs.k8s.io/job-index']"
+            assert env["JOB_COMPLETION_INDEX"] == "metadata.labels['batch.kubernetes.io/job-completion-index']"
+    finally:
+        testcluster.remove_jobset("default", name)
