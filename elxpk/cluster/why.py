@@ -80,14 +80,12 @@ def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> li
                          if c.get("type") == "Suspended" and c.get("status") == "True"), "")
             return [Reason("suspended", "the JobSet is suspended (spec.suspend: true) and has no Kueue queue "
                            "label, so nothing will resume it",
-                           f"kubectl patch jobset {name} -n {namespace} --type=merge -p "
-                           "'{\"spec\":{\"suspend\":false}}', or recreate it with `elxpk workload create "
-                           "--queue LOCALQUEUE`", f"JobSet: {said}" if said else "")]
+                           f"set spec.suspend to false on JobSet {name} in namespace {namespace}, or recreate it "
+                           "with `elxpk workload create --queue LOCALQUEUE`", f"JobSet: {said}" if said else "")]
         if spec.get("suspend"):
             return [Reason("suspended", f"the JobSet is suspended for Kueue queue {queue}, but Kueue made no "
-                           "Workload for it", "check that Kueue runs and manages JobSets "
-                           "(`kubectl -n kueue-system get pods`), and that the LocalQueue exists "
-                           "(`kubectl get localqueue -n " + namespace + "`)")]
+                           "Workload for it", "check that Kueue's controller runs (namespace kueue-system) and "
+                           f"manages JobSets, and that LocalQueue {queue} exists in namespace {namespace}")]
         return []
     workload = mine[0]
     status = workload.get("status") or {}
@@ -105,8 +103,9 @@ def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> li
         out.append(Reason("admission-check", f"Kueue reserved quota in ClusterQueue {cq} but does not admit the "
                           f"workload yet: admission checks {checks or 'not all Ready'}",
                           "the checks' controllers decide (a ProvisioningRequest check waits for capacity); "
-                          "`kubectl get admissioncheck " + (pending[0].get("name", "NAME") if pending else "NAME")
-                          + " -o yaml` shows the controller; or submit to a LocalQueue without checks (--queue)"))
+                          "the spec.controllerName of AdmissionCheck "
+                          + (pending[0].get("name", "NAME") if pending else "NAME")
+                          + " names that controller; or submit to a LocalQueue without checks (--queue)"))
         return out
     message = (conditions.get("QuotaReserved") or {}).get("message", "") or "waiting for Kueue"
     quota = _QUOTA.search(message)
@@ -136,9 +135,9 @@ def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> li
             str(c.get("name")) for c in status.get("admissionChecks") or [] if c.get("state") != "Ready")
         cause = "admission-check" if checks else "queue-inactive"
         fix = (f"the controller of AdmissionCheck {checks} is not running or rejects its config: ask "
-               f"the cluster admin (`kubectl get admissioncheck {checks} -o yaml`), or use --queue with "
-               "another LocalQueue") if checks else (f"`kubectl describe clusterqueue {inactive.group(1)}`, or "
-                                                     "use --queue with another LocalQueue")
+               f"the cluster admin (AdmissionCheck {checks}: its spec.controllerName and status), or use --queue "
+               "with another LocalQueue") if checks else (f"see the status conditions of ClusterQueue "
+                                                          f"{inactive.group(1)}, or use --queue with another LocalQueue")
         out.append(Reason(cause, f"Kueue: {message}" + (f": {why}" if why else f" (admission checks: {checks})"
                                                           if checks else ""), fix))  # already Kueue's words
     else:
@@ -299,7 +298,8 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
             out.append(Reason("insufficient-tpu", f"{n} node(s) with {shape} have too few free {TPU} for the "
                               f"pod ({_tpu_request(pod)} asked; scheduler: Insufficient {TPU})",
                               "other pods hold the chips, or the device plugin reports fewer healthy chips: "
-                              "`kubectl describe nodes -l " + _label_selector(selector) + "`; free them "
+                              "see the allocated google.com/tpu of the nodes labelled "
+                              + _label_selector(selector) + "; free them "
                               "(`elxpk workload list`), or use fewer/smaller slices (--num-slices, --tpu-type)"))
         elif "untolerated taint" in text:
             # The scheduler names no taint since Kubernetes 1.30 ("had untolerated taint(s)"): the nodes do.
@@ -307,9 +307,9 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
             named = ", ".join(f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in taints)
             out.append(Reason("taint", f"{n} node(s) with {shape} have a taint the pod does not tolerate"
                               + (f": {named}" if named else ""),
-                              "remove it once the nodes are fit: kubectl taint nodes -l "
-                              f"{_label_selector(selector)} " + (" ".join(f"{t.get('key')}-" for t in taints)
-                                                                  or "KEY-")))
+                              "once the nodes are fit, remove the taint "
+                              + (", ".join(str(t.get("key")) for t in taints) or "KEY")
+                              + f" from the nodes labelled {_label_selector(selector)}"))
         elif "free ports" in text:
             out.append(Reason("host-ports", f"{n} node(s) with {shape} are taken: another workload's pods hold "
                               "their host ports (one TPU workload per host)",
@@ -364,8 +364,7 @@ def _node_pool_fix(accelerator: str | None, topology: str | None) -> str:
         tpu = catalog.lookup(spelling)
         if (tpu.gke_accelerator, tpu.topology) == (accelerator, topology):
             return (f"`--tpu-type {tpu.name}` needs a node pool of {tpu.machine_type} with --tpu-topology "
-                    f"{topology} (`xpk cluster create --tpu-type {tpu.name}` or `gcloud container node-pools "
-                    f"create --machine-type {tpu.machine_type} --tpu-topology {topology}`), or pick a --tpu-type "
+                    f"{topology} (`xpk cluster create --tpu-type {tpu.name}` makes one), or pick a --tpu-type "
                     "that a node pool has")
     return "add a node pool matching the pod's node selector, or pick a --tpu-type that a node pool has"
 
