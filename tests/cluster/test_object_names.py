@@ -2,7 +2,9 @@
 
 `workload delete ""` used to reach the API as DELETE on the JobSets collection (every workload of the
 namespace), and `status ""` read the collection's list as a workload. Every verb taking NAME is run here
-through the real console script against the fake API server, with every kind of bad name.
+through the real console script against the fake API server, which records every request, with every kind
+of bad name; the objects it serves are captured from the real control plane (tests/cluster/captured.py).
+On the real API server: tests/realcluster/test_ops_real.py::test_a_bad_name_reaches_nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from elxpk.errors import ClusterError, ConflictError, UsageError
-from tests.cluster.conftest import WORKER, run_cli, running
+from tests.cluster.captured import load_captured
+from tests.cluster.conftest import run_cli
 
 ELXPK = Path(sys.executable).parent / "elxpk"
 BAD_NAMES = ["", " ", "\t", "train ", " train", "Train", "train_1", "1train", "train-", "a" * 64, "tr/ain", "..",
@@ -42,8 +45,8 @@ def _collection_deletes(fake) -> list[str]:
 
 
 @pytest.mark.parametrize("verb", sorted(VERBS))
-def test_every_bad_name_is_exit_2_one_line_and_no_request(verb, fake, clock, k, tmp_path, capsys, monkeypatch):
-    running(fake, clock, "train")
+def test_every_bad_name_is_exit_2_one_line_and_no_request(verb, fake, k, tmp_path, capsys, monkeypatch):
+    load_captured(fake)  # a workload `ops` exists
     monkeypatch.setenv("ELXPK_CONFIG", str(tmp_path / "config.yaml"))
     (tmp_path / "config.yaml").write_text("{}\n")
     before = len(fake.calls)
@@ -57,36 +60,37 @@ def test_every_bad_name_is_exit_2_one_line_and_no_request(verb, fake, clock, k, 
         assert code == 2 and out == "" and len(err.splitlines()) == 1, (verb, name, err)
         assert err.startswith("error: NAME"), (verb, name, err)
     assert fake.calls[before:] == []  # refused before any request, let alone a collection DELETE
-    assert fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "train") is not None
+    assert fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "ops") is not None
 
 
-def test_delete_and_kill_name_exactly_their_objects(fake, clock, k, tmp_path):
-    ctl = running(fake, clock, "train", slices=2, vms=2)
-    running(fake, clock, "other")
-    done = _elxpk("workload", "kill-slice", "train", "--slice", "1", "--yes", *k, tmp_path=tmp_path)
+def test_delete_and_kill_name_exactly_their_objects(fake, k, tmp_path):
+    """Every DELETE as sent: the pods of the slice one by one, then the JobSet by name; another workload of
+    the namespace (why-crash, captured by tests/realcluster/test_why_real.py) keeps everything."""
+    load_captured(fake)
+    other = load_captured(fake, "crash_loop", "why_corpus")
+    done = _elxpk("workload", "kill-slice", "ops", "--slice", "1", "--yes", *k, tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
-    done = _elxpk("workload", "delete", "train", *k, tmp_path=tmp_path)
+    done = _elxpk("workload", "delete", "ops", *k, tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     deletes = [c.path for c in fake.calls if c.method == "DELETE"]
-    assert deletes[-1] == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets/train"
-    assert all(p.rsplit("/", 1)[1].startswith("train-worker-1-") for p in deletes[:-1]) and len(deletes) == 3
+    assert deletes[-1] == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets/ops"
+    assert all(p.rsplit("/", 1)[1].startswith("ops-slice-job-1-") for p in deletes[:-1]) and len(deletes) == 5
     assert _collection_deletes(fake) == []
-    assert fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "other") is not None
-    assert ctl  # the slice's controller ran; the other workload's pods were never touched
-    assert all(p["metadata"]["name"].startswith("other-") or "train" in p["metadata"]["name"]
-               for p in fake.store.list(("", "pods"), "default"))
+    assert fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "why-crash") is not None
+    assert {p["metadata"]["name"] for p in fake.store.list(("", "pods"), "default")} == {
+        p["metadata"]["name"] for p in other["pods"]}
 
 
-def test_a_delete_reaches_only_the_object_it_read(fake, clock, kube):
+def test_a_delete_reaches_only_the_object_it_read(fake, kube):
     """The uid read is a precondition of the DELETE: a JobSet recreated under the name meanwhile stays."""
-    running(fake, clock, "train")
-    stale = fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "train")["metadata"]["uid"]
-    fake.store.delete(("jobset.x-k8s.io", "jobsets"), "default", "train")
-    running(fake, clock, "train")  # same name, new uid
+    load_captured(fake)
+    stale = fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "ops")["metadata"]["uid"]
+    fake.store.delete(("jobset.x-k8s.io", "jobsets"), "default", "ops")
+    load_captured(fake, fresh_uids=True)  # same name, new uid
     with pytest.raises(ConflictError):
-        kube.delete_jobset("default", "train", uid=stale)
-    assert fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "train") is not None
-    pod = fake.store.list(("", "pods"), "default", label_selector=WORKER)[0]["metadata"]
+        kube.delete_jobset("default", "ops", uid=stale)
+    assert fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", "ops") is not None
+    pod = fake.store.list(("", "pods"), "default", label_selector="jobset.sigs.k8s.io/job-index=0")[0]["metadata"]
     with pytest.raises(ConflictError):
         kube.delete_pod("default", pod["name"], uid="not-" + pod["uid"], grace_period_seconds=0)
     with pytest.raises(ClusterError, match="uid is unknown"):
@@ -109,16 +113,16 @@ def test_the_client_never_builds_a_collection_path_from_a_name(name, fake, kube)
     assert fake.calls[before:] == []
 
 
-def test_an_answer_that_is_not_the_named_jobset_is_refused(fake, clock, kube):
+def test_an_answer_that_is_not_the_named_jobset_is_refused(fake, kube):
     """Whatever a server answers for a name, elxpk acts only on an answer that is that JobSet."""
     from elxpk.cluster.observe import the_named_jobset
 
-    running(fake, clock, "train")
-    jobset = kube.get_jobset("default", "train")
-    assert the_named_jobset(jobset, "default", "train") is jobset
+    load_captured(fake)
+    jobset = kube.get_jobset("default", "ops")
+    assert the_named_jobset(jobset, "default", "ops") is jobset
     listed = {"kind": "JobSetList", "apiVersion": "jobset.x-k8s.io/v1alpha2", "items": [jobset]}
     other = {**jobset, "metadata": {**jobset["metadata"], "name": "other"}}
     elsewhere = {**jobset, "metadata": {**jobset["metadata"], "namespace": "team-b"}}
     for answer in (listed, other, elsewhere, [], None, {"kind": "JobSet"}):
-        with pytest.raises(ClusterError, match='asked for JobSet "train" in namespace "default"'):
-            the_named_jobset(answer, "default", "train")
+        with pytest.raises(ClusterError, match='asked for JobSet "ops" in namespace "default"'):
+            the_named_jobset(answer, "default", "ops")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from elxpk.cluster.observe import fetch_status
 from elxpk.cluster.status import compute_status, parse_time
 from elxpk.cluster.why import Context, explain, state_since, stuck_line
-from tests.cluster.conftest import pathways_jobset, scripted
+from tests.cluster.captured import load_captured
 
 CORPUS = Path(__file__).parent / "why_corpus"
 # case -> (cause of the first reason, words it must carry, words its fix must carry)
@@ -132,29 +132,35 @@ def test_any_kueue_message_gives_a_reason_never_an_error(message: str) -> None:
     assert reasons and reasons[0].cause in ("quota", "queue-inactive", "admission-check", "queued")
 
 
-def test_plain_status_makes_no_extra_call_and_why_few(fake, kube, clock) -> None:
-    ctl = scripted(fake, clock, pathways_jobset(slices=8, vms=4))
-    ctl.queue()
+def test_plain_status_makes_no_extra_call_and_why_few(fake, kube) -> None:
+    """The calls as the fake records them, on the objects of the quota case as the real Kueue left them."""
+    objects = load_captured(fake, "quota", "why_corpus")
+    ns, name, now = "why-quota", "why-quota", captured_at(objects) + 600
     kube.kueue_version()
     before = len(fake.calls)
-    plain = fetch_status(kube, "default", "train", now=clock() + 600, stuck_after_s=60)
-    assert len(fake.calls) - before == 4  # what status always reads
-    assert plain.state == "Queued" and plain.reason.startswith("Kueue: couldn't assign flavors"), plain.reason
+    plain = fetch_status(kube, ns, name, now=now, stuck_after_s=60)
+    # what status always reads (the JobSet, its Jobs, its Failed pods, its Kueue Workload), and, stuck past the
+    # threshold, its pods in full once: the reasons are in the pods that have not failed
+    assert len(fake.calls) - before == 5
+    assert plain.state == "Queued" and plain.reason.startswith(
+        "Kueue: not enough google.com/tpu quota in flavor default-flavor: asks 8"), plain.reason
     before = len(fake.calls)
-    why = fetch_status(kube, "default", "train", now=clock() + 600, why=True)
+    why = fetch_status(kube, ns, name, now=now, why=True)
     assert 4 < len(fake.calls) - before <= 9  # + LocalQueue, ClusterQueue, visibility discovery: none per pod
-    assert why.why and why.why[0].cause == "queued", why.why
+    assert why.why and why.why[0].cause == "quota", why.why  # as test_each_cause_named_with_its_fix has it
 
 
-def test_cli_why_table_and_a_bad_threshold(fake, clock, capsys, k, monkeypatch) -> None:
+def test_cli_why_table_and_a_bad_threshold(fake, capsys, k, monkeypatch) -> None:
     from tests.cluster.conftest import run_cli
 
     monkeypatch.setenv("COLUMNS", "200")
-    scripted(fake, clock, pathways_jobset(slices=2, vms=1)).queue()
-    code, out, err = run_cli(capsys, "workload", "status", "train", "--why", "--stuck-after", "0s", *k)
+    load_captured(fake, "quota", "why_corpus")
+    code, out, err = run_cli(capsys, "workload", "status", "why-quota", "-n", "why-quota", "--why", "--stuck-after",
+                             "0s", *k)
     assert code == 0, err
-    assert "Why              Kueue: couldn't assign flavors" in out and "(--why: the fix)" in out
-    assert "\nWhy\n- [queued] Kueue: couldn't assign flavors" in out
+    quota = "Kueue: not enough google.com/tpu quota in flavor default-flavor: asks 8"
+    assert f"Why              {quota}" in out and "(--why: the fix)" in out
+    assert f"\nWhy\n- [quota] {quota}" in out
     before = len(fake.calls)
-    code, _, err = run_cli(capsys, "workload", "status", "train", "--stuck-after", "soon", *k)
+    code, _, err = run_cli(capsys, "workload", "status", "why-quota", "-n", "why-quota", "--stuck-after", "soon", *k)
     assert code == 2 and "--stuck-after soon" in err and len(fake.calls) == before  # nothing asked of the cluster
