@@ -10,10 +10,9 @@ import random
 import pytest
 
 from elxpk.cli.main import main
-from elxpk.cluster.soak import exit_command, soak, summary_lines
+from elxpk.cluster.soak import exit_command, soak
 from elxpk.errors import ClusterError
 from tests.cluster.captured import load_captured
-from tests.cluster.conftest import WORKER
 
 
 def test_eviction_honours_a_pod_disruption_budget(fake, kube, clock):

@@ -5,8 +5,10 @@ Running on kwok nodes, a slice killed and replaced by the Job controller, every 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
-from tests.realcluster.test_submit_goldens import elxpk
+from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tools.testcluster.kubeapi import JOBS, PODS, LocalCluster
 
 SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=1", "--command", "python3 train.py"]
@@ -37,10 +39,33 @@ def delete_and_check_nothing_left(cluster: LocalCluster, name: str) -> None:
         PODS.format(ns="default"), labelSelector=selector))
 
 
+def follow(cluster: LocalCluster, name: str) -> subprocess.Popen:
+    """`elxpk workload wait NAME` following the whole story: each state it sees is a line on stderr."""
+    return subprocess.Popen([str(ELXPK), "workload", "wait", name, "--poll", "0.2s", "--timeout", "300s",
+                             "--kubeconfig", str(cluster.kubeconfig)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={k: v for k, v in os.environ.items() if k != "KUBECONFIG"})
+
+
+def states_seen(follower: subprocess.Popen, name: str) -> list[str]:
+    """What `wait` printed when it ended (exit 0, `NAME: Succeeded`), and the states it saw, each once in a row."""
+    try:
+        out, err = follower.communicate(timeout=120)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.communicate()
+    assert (follower.returncode, out) == (0, f"{name}: Succeeded\n"), err
+    states = [line.removeprefix(f"{name}: ").split(":", 1)[0] for line in err.splitlines()
+              if line.startswith(f"{name}: ")]
+    return [s for i, s in enumerate(states) if i == 0 or states[i - 1] != s]
+
+
 def test_running_kill_slice_succeeded_delete(testcluster: LocalCluster) -> None:
     name = "life-ok"
     testcluster.remove_jobset("default", name)
     assert elxpk("workload", "create", f"--workload={name}", *SHAPE, cluster=testcluster).returncode == 0
+    follower = follow(testcluster, name)
     assert wait(testcluster, name, "running") == 0
     first = status(testcluster, name)
     assert (first["state"], first["slices_healthy"], first["slices_total"]) == ("Running", 2, 2), first
@@ -60,6 +85,14 @@ def test_running_kill_slice_succeeded_delete(testcluster: LocalCluster) -> None:
     assert testcluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={name}", 0) == 2
     assert wait(testcluster, name, "completed") == 0
     assert status(testcluster, name)["state"] == "Succeeded"
+    seen = states_seen(follower, name)
+    # Queued and Admitted last a moment here: wait may or may not poll while they do
+    assert seen[0] in ("Queued", "Admitted", "Running") and "Running" in seen, seen
+    after_running = seen[seen.index("Running") + 1:]
+    # the kill: the slice down, then every Job recreated (status reads Admitted while none has a pod yet)
+    down = after_running[:-2]
+    assert set(down) & {"Degraded", "Restarting"} and set(down) <= {"Degraded", "Restarting", "Admitted"}, seen
+    assert after_running[-2:] == ["Running", "Succeeded"], seen
     delete_and_check_nothing_left(testcluster, name)
 
 
@@ -70,7 +103,9 @@ def test_user_error_exit_70_fails_the_workload_at_once(testcluster: LocalCluster
     assert wait(testcluster, name, "running") == 0
     selector = f"jobset.sigs.k8s.io/jobset-name={name},jobset.sigs.k8s.io/job-index=0"
     assert testcluster.exit_pods("default", selector, 70) == 1
-    assert wait(testcluster, name, "completed") == 1  # the JobSet's Failed condition: wait fails fast
+    failed = elxpk("workload", "wait", name, "--timeout", "120s", "--poll", "1s", cluster=testcluster)
+    assert failed.returncode == 1, failed.stderr  # the JobSet's Failed condition: wait fails fast
+    assert failed.stderr.splitlines()[-1].startswith(f"error: workload {name} failed: "), failed.stderr
     after = status(testcluster, name)
     assert after["state"] == "Failed", after
     assert after["restarts"] == 0, after  # FailJobSet: no JobSet restart was spent
@@ -130,7 +165,10 @@ def test_exhausting_max_restarts_ends_failed(testcluster: LocalCluster) -> None:
 
     retried = f"{selector},jobset.sigs.k8s.io/restart-attempt=1"
     assert testcluster.exit_pods("default", retried, 75) == 1
-    assert wait(testcluster, name, "completed") == 1  # Failed: wait fails fast
+    failed_wait = elxpk("workload", "wait", name, "--timeout", "120s", "--poll", "1s", cluster=testcluster)
+    assert failed_wait.returncode == 1, failed_wait.stderr  # Failed: wait fails fast, with the JobSet's words
+    assert failed_wait.stderr.splitlines()[-1].startswith(f"error: workload {name} failed: "), failed_wait.stderr
+    assert "reaching max number of restarts" in failed_wait.stderr.splitlines()[-1], failed_wait.stderr
     failed = status(testcluster, name)
     assert (failed["state"], failed["restarts"], failed["restarts_counted"], failed["restarts_left"]) == (
         "Failed", 1, 1, 0), failed
