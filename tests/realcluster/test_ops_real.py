@@ -34,11 +34,11 @@ from elxpk.cluster.soak import soak, summary_lines
 from elxpk.cluster.target import ClusterTarget
 from elxpk.errors import Timeout, UsageError
 from elxpk_contract.records import PROGRESS_FILE, Progress
+from tests.realcluster import test_why_real as why_real
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, status, wait
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
-from tools.testcluster.kubeapi import JOBS, JOBSETS, PODS, LocalCluster
+from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 OPS = ["--tpu-type=v5litepod-16", "--num-slices=2", "--no-pathways", "--max-restarts=25"]
 
 
@@ -56,23 +56,9 @@ class FakeClock:
         self.now += seconds
 
 
-def capture(cluster: LocalCluster, case: str, name: str, namespace: str = "default") -> None:
+def capture(cluster: LocalCluster, case: str, name: str) -> None:
     """With ELXPK_OPS_CAPTURE=DIR, write what the API server holds of workload `name` to DIR/CASE.json."""
-    target = os.environ.get("ELXPK_OPS_CAPTURE")
-    if not target:
-        return
-    status_code, jobset = cluster.request("GET", JOBSETS.format(ns=namespace) + "/" + name)
-    assert status_code == 200, jobset
-    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
-    objects = {"jobset": jobset, "jobs": cluster.items(JOBS.format(ns=namespace), labelSelector=selector),
-               "pods": cluster.items(PODS.format(ns=namespace), labelSelector=selector),
-               "workloads": [w for w in cluster.items(f"{KUEUE}/namespaces/{namespace}/workloads")
-                             if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid")
-                             == jobset["metadata"]["uid"]]}
-    for obj in [jobset, *objects["jobs"], *objects["pods"], *objects["workloads"]]:
-        obj["metadata"].pop("managedFields", None)  # bulk, and nothing elxpk reads
-    Path(target).mkdir(parents=True, exist_ok=True)
-    (Path(target) / f"{case}.json").write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
+    why_real.capture(cluster, case, name, env="ELXPK_OPS_CAPTURE")
 
 
 @pytest.fixture(scope="module")

@@ -68,9 +68,10 @@ def pods_of(cluster: LocalCluster, name: str, namespace: str = "default") -> lis
     return cluster.items(PODS.format(ns=namespace), labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
 
 
-def capture(cluster: LocalCluster, case: str, name: str, namespace: str = "default") -> None:
-    """With ELXPK_WHY_CAPTURE=DIR, write the objects `status --why` reads for this case to DIR/CASE.json."""
-    target = os.environ.get("ELXPK_WHY_CAPTURE")
+def capture(cluster: LocalCluster, case: str, name: str, namespace: str = "default", *,
+            env: str = "ELXPK_WHY_CAPTURE") -> None:
+    """With ENV=DIR, write the objects `status --why` reads for this case to DIR/CASE.json."""
+    target = os.environ.get(env)
     if not target:
         return
     status, jobset = cluster.request("GET", JOBSETS.format(ns=namespace) + "/" + name)
