@@ -1,5 +1,5 @@
 """`workload kill-slice` where the fake API server is needed: a PodDisruptionBudget's refusal, the exec
-WebSocket and what a container's exit code does there, the flags that send nothing. The objects it serves
+WebSocket and an exec whose command fails, the flags that send nothing. The objects it serves
 are captured from the real control plane (tests/cluster/captured.py). Soak rounds, their summary and the
 Eviction API on the real controllers: tests/realcluster/test_ops_real.py and test_soak.py."""
 
