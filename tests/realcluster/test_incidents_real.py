@@ -2,15 +2,17 @@
 trainer progress) and `list` on the real Job, JobSet and Kueue controllers, run as the user runs them.
 
 One story, shared by the tests of this module (each reads one stage of it):
-- `incidents` (2 slices of v5p-8, --max-restarts=2, made by `workload create`):
-  1. slice 0's container exits 77 (preempted: the podFailurePolicy ignores it, the Failed pod stays and the
-     Job controller replaces it); a Warning Event about that pod is posted, as a kubelet posts FailedMount,
-     and one about a pod of nobody's. Stage "ignored".
+- `incidents` (2 slices of v5p-8, --max-restarts=2, a local --checkpoint-dir, made by `workload create`):
+  1. the trainer's progress record says step 130 was done before anything failed; both slices' containers
+     exit 77 (preempted: the podFailurePolicy ignores it, the Failed pods stay and the Job controller replaces
+     them); a Warning Event about slice 0's pod is posted, as a kubelet posts FailedMount, and one about a pod
+     of nobody's. Stage "ignored".
   2. slice 1's container exits 75 (slice lost: counted, the Job fails, the JobSet recreates every Job:
      restart 1, and the pods of attempt 0 go with their Jobs). Stage "restarted".
   3. slice 0's container of attempt 1 exits 70 (user error: FailJob, the JobSet fails at once). Stage "failed".
 - `plain`: a JobSet applied without Kueue's queue label and without xpk's label (the JobSet controller starts
-  it at once), running beside it;
+  it at once), running beside it, whose failurePolicy has a RestartJobSetAndIgnoreMaxRestarts rule (as a user's
+  JobSet may): a container exiting 75 restarts it without spending maxRestarts;
 - `evicted` (1 slice of v5p-16): running, then its Kueue Workload deactivated, and Kueue evicts it.
 
 With ELXPK_INCIDENTS_CAPTURE=DIR the objects of each stage are written to DIR/STAGE.json: what
@@ -33,9 +35,9 @@ import requests
 import yaml
 
 from elxpk.cluster.connect import connect
-from elxpk.cluster.events_feed import snapshot
 from elxpk.cluster.incident_log import read_recorded
 from elxpk.cluster.observe import fetch_status
+from elxpk.cluster.status import parse_time
 from elxpk.cluster.target import ClusterTarget
 from elxpk_contract.records import PROGRESS_FILE, Progress
 from tests.realcluster.test_lifecycle import pods, wait
@@ -47,6 +49,7 @@ EVENTS = "/api/v1/namespaces/default/events"
 MERGE = "application/merge-patch+json"
 NAME, PLAIN, EVICTED = "incidents", "incidents-plain", "incidents-evicted"
 SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=2", "--command", "python3 train.py"]
+START = 1_780_000_000.0  # the injected `now` of status; the progress records' times are relative to it
 SLICE = "jobset.sigs.k8s.io/job-index"
 BUCKET = "incidents"
 
@@ -143,6 +146,9 @@ def apply_plain(cluster: LocalCluster) -> None:
     labels = jobset["metadata"]["labels"]
     labels.pop("kueue.x-k8s.io/queue-name")
     labels.pop("xpk.google.com/workload", None)
+    jobset["spec"]["failurePolicy"]["rules"].insert(0, {  # ahead of elxpk's own, so it decides
+        "name": "ignoreMaxRestartsOnBackoff", "action": "RestartJobSetAndIgnoreMaxRestarts",
+        "onJobFailureReasons": ["BackoffLimitExceeded"]})
     for rjob in jobset["spec"]["replicatedJobs"]:
         for meta in (rjob["template"].get("metadata") or {}, rjob["template"]["spec"]["template"].get("metadata") or {}):
             (meta.get("labels") or {}).pop("xpk.google.com/workload", None)
@@ -163,23 +169,28 @@ def story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
     mp.setenv("STORAGE_EMULATOR_HOST", cluster.storage_emulator_host)
     make_bucket(cluster)
     record = tmp_path_factory.mktemp("record") / "incidents.jsonl"
+    checkpoints = tmp_path_factory.mktemp("checkpoints")
     gs = f"gs://{BUCKET}/{NAME}/incidents.jsonl"
     stages = {key: Stage() for key in ("ignored", "plain", "restarted", "failed", "evicted")}
     names: dict[str, list[str]] = {}
     try:
         cluster.remove_jobset("default", NAME)
-        assert elxpk("workload", "create", f"--workload={NAME}", *SHAPE, cluster=cluster).returncode == 0
+        assert elxpk("workload", "create", f"--workload={NAME}", *SHAPE, f"--checkpoint-dir={checkpoints}",
+                     cluster=cluster).returncode == 0
         apply_plain(cluster)
         assert wait(cluster, NAME, "running") == 0
         cluster.wait_for("plain running", lambda: all_running(cluster, PLAIN, 4))
 
-        # 1. exit 77 on slice 0: ignored by the podFailurePolicy; the Failed pod stays
+        # 1. step 130 done, then exit 77 on both slices: ignored by the podFailurePolicy; the Failed pods stay
         stage = stages["ignored"]
+        _, created = cluster.request("GET", JOBSETS.format(ns="default") + "/" + NAME)
+        before = parse_time(created["metadata"]["creationTimestamp"]) - 30
+        progress = Progress(130, before, 100, before - 600, before, "running")
+        (checkpoints / PROGRESS_FILE).write_text(json.dumps(progress.to_json()))
         first = pods(cluster, NAME, **{SLICE: "0"})[0]
-        assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={NAME},{SLICE}=0", 77) == 1
-        cluster.wait_for("slice 0's pod Failed", lambda: any(
-            p["metadata"]["name"] == first["metadata"]["name"] and p["status"].get("phase") == "Failed"
-            for p in pods(cluster, NAME)))
+        assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={NAME}", 77) == 2
+        cluster.wait_for("both pods Failed", lambda: len(
+            [p for p in pods(cluster, NAME) if p["status"].get("phase") == "Failed"]) == 2)
         post_event(cluster, f"{first['metadata']['name']}.mount", first["metadata"]["name"], "FailedMount",
                    "MountVolume.SetUp failed for volume gcs-fuse", first["spec"]["nodeName"])
         post_event(cluster, "other-pod.backoff", "other-pod", "BackOff", "Back-off restarting", "elsewhere")
@@ -195,10 +206,16 @@ def story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
         names["ignored"] = [p["metadata"]["name"] for p in pods(cluster, NAME)]
         capture(cluster, "ignored", NAME)
         capture(cluster, "plain", PLAIN)
+        assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) == 4
+        cluster.wait_for("plain restarted by the rule", lambda: cluster.request(
+            "GET", JOBSETS.format(ns="default") + "/" + PLAIN)[1].get("status", {}).get("restarts", 0) >= 1)
+        stages["plain"].run(cluster, "status.restarted", "workload", "status", PLAIN)
         cluster.remove_jobset("default", PLAIN)
 
-        # 2. exit 75 on slice 1: counted; the JobSet restarts every Job
+        # 2. exit 75 on slice 1 (once its pod is replaced): counted; the JobSet restarts every Job
         stage = stages["restarted"]
+        cluster.wait_for("both replacements running", lambda: len(
+            [p for p in pods(cluster, NAME) if p["status"].get("phase") == "Running"]) == 2)
         assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={NAME},{SLICE}=1", 75) == 1
         cluster.wait_for("restart 1 running", lambda: all_running(
             cluster, NAME, 2, **{"jobset.sigs.k8s.io/restart-attempt": "1"}) and len(pods(cluster, NAME)) == 2)
@@ -254,17 +271,17 @@ def test_events_show_exits_and_warning_events(story: Story) -> None:
     stage = story.stages["ignored"]
     assert stage.out["events"].returncode == 0, stage.out["events"].stderr
     lines = stage.out["events"].stdout.splitlines()
-    exit_line = next(line for line in lines if "exit 77/Error" in line)
+    exit_line = next(line for line in lines if "exit 77/Error" in line and f"pod {story.first_pod} " in line)
     assert exit_line.split()[1:3] == ["exit", "infra"] and "preempted" in exit_line
     assert f"slice 0 pod {story.first_pod} node gke-testcluster-v5p-8-np-" in exit_line
     assert any("FailedMount" in line and "gcs-fuse" in line for line in lines)
     assert not any("other-pod" in line for line in lines)
     records = stage.json_lines("events.json")
-    exit_record = next(r for r in records if r["kind"] == "exit")
+    exit_record = next(r for r in records if r["kind"] == "exit" and r["pod"] == story.first_pod)
     assert (exit_record["exit_code"], exit_record["slice"], exit_record["pod"]) == (77, 0, story.first_pod)
     assert (exit_record["cause"], exit_record["message"]) == ("infra", "preempted")
-    times = [r["time"] for r in records if r["time"]]
-    assert times == sorted(times)  # oldest first
+    times = [parse_time(r["time"]) or 0.0 for r in records if r["time"]]
+    assert times == sorted(times)  # oldest first (the API writes seconds, and microseconds in an eventTime)
 
 
 def test_jobset_restart_is_an_incident_with_its_time(story: Story) -> None:
@@ -329,8 +346,8 @@ def test_watch_on_a_finished_workload_prints_its_history_and_returns(story: Stor
 
 def test_status_splits_restarts_by_cause(story: Story) -> None:
     ignored = story.stages["ignored"]
-    assert ignored.json("status.json")["restart_causes"] == {"infra": 1, "user": 0, "unknown": 0}
-    assert "Restart causes   1 infra  (infra: disruption" in ignored.out["status"].stdout
+    assert ignored.json("status.json")["restart_causes"] == {"infra": 2, "user": 0, "unknown": 0}
+    assert "Restart causes   2 infra  (infra: disruption" in ignored.out["status"].stdout
     failed = story.stages["failed"]
     causes = failed.json("status.json")["restart_causes"]
     assert causes["user"] == 1, causes
@@ -357,7 +374,6 @@ def test_list_marks_xpk_and_a_workload_outside_kueue(story: Story) -> None:
 
 # --- status: the trainer's progress record, found through the workload's own settings --------------------------
 
-START = 1_780_000_000.0  # the injected `now` of status; the record's times are relative to it
 PROGRESS_LOCAL, PROGRESS_GCS = "incidents-progress", "incidents-progress-gcs"
 
 
@@ -438,3 +454,19 @@ def test_status_reads_progress_from_gcs(progress: ProgressWorkloads, monkeypatch
     status = progress.status(PROGRESS_GCS)
     assert status.progress is not None
     assert status.progress["state"] == "stalled" and status.progress["step_age_s"] == 5.0
+
+
+def test_status_names_jobset_restarts_a_failure_policy_rule_did_not_count(story: Story) -> None:
+    done = story.stages["plain"].out["status.restarted"]
+    assert done.returncode == 0, done.stderr
+    assert "1 (maxRestarts 0: 0 counted, 0 left); 1 not counted (a failurePolicy rule" in done.stdout, done.stdout
+
+
+def test_failures_after_the_last_step_are_failures_with_no_progress(story: Story) -> None:
+    """`events`' closing lines: failures by cause, and "no progress since step S" from the trainer's record."""
+    stage = story.stages["ignored"]
+    assert len(stage.out["events"].stdout.splitlines()) == len(stage.json_lines("events.json"))  # one per line
+    lines = stage.out["events"].stderr.splitlines()  # the summary is a note on stderr
+    assert "# failures by cause: preempted 2" in lines, lines
+    assert "# no progress since step 130: 2 preempted failures since the trainer's last completed step" in lines
+    assert "failures by cause" not in stage.out["events.json"].stdout + stage.out["events.json"].stderr
