@@ -80,8 +80,8 @@ def test_logs_previous_shows_the_terminated_container(fake, capsys, k):
     """kwok serves a previous log for every container (test_lifecycle.py reads it); a container that never
     terminated, whose previous log the kubelet answers 400, is what only the fake can show."""
     objects = seed(fake, "ignored")
-    name, pod = name_of(objects), pod_of(objects, 1)["metadata"]["name"]
-    container = pod_of(objects, 1)["spec"]["containers"][0]["name"]
+    running = pod_of(objects, 1, phase="Running")  # the replacement of the pod that exited 77: the newest
+    name, pod, container = name_of(objects), running["metadata"]["name"], running["spec"]["containers"][0]["name"]
     fake.store.append_log("default", pod, container, "step 10", "RESOURCE_EXHAUSTED: out of HBM")
     fake.store.restart_log("default", pod, container)
     fake.store.append_log("default", pod, container, "starting again")

@@ -12,8 +12,10 @@ One story, shared by the tests of this module (each reads one stage of it):
   3. slice 0's container of attempt 1 exits 70 (user error: FailJob, the JobSet fails at once). Stage "failed".
 - `plain`: a JobSet applied without Kueue's queue label and without xpk's label (the JobSet controller starts
   it at once), running beside it, whose failurePolicy has a RestartJobSetAndIgnoreMaxRestarts rule (as a user's
-  JobSet may): a container exiting 75 restarts it without spending maxRestarts;
-- `evicted` (1 slice of v5p-16): running, then its Kueue Workload deactivated, and Kueue evicts it.
+  JobSet may): its containers exiting 75 restart it without spending maxRestarts;
+  one of its pods exits 75 first (1 of its Job's backoffLimit 1 spent, the Job goes on);
+- `evicted` (1 slice of v5p-16, shaped like xpk's: restartPolicy OnFailure): running, then its Kueue Workload
+  deactivated, and Kueue evicts it.
 
 With ELXPK_INCIDENTS_CAPTURE=DIR the objects of each stage are written to DIR/STAGE.json: what
 tests/cluster/incidents_corpus/ holds for the tests that stay on the fake API server (watch protocol, call
@@ -136,24 +138,55 @@ def gcs_read(cluster: LocalCluster, name: str) -> bytes:
     return got.content
 
 
+def rendered(cluster: LocalCluster, name: str, tpu_type: str) -> dict:
+    """`workload create --dry-run`'s JobSet, for a test to change as a user's own JobSet differs."""
+    cluster.remove_jobset("default", name)
+    done = elxpk("workload", "create", f"--workload={name}", f"--tpu-type={tpu_type}", "--num-slices=1",
+                 "--no-pathways", "--command", "python3 train.py", "--dry-run", cluster=cluster)
+    assert done.returncode == 0, done.stderr
+    return dict(next(d for d in yaml.safe_load_all(done.stdout) if d and d.get("kind") == "JobSet"))
+
+
+def submit(cluster: LocalCluster, jobset: dict) -> None:
+    status, body = cluster.request("POST", JOBSETS.format(ns="default"), jobset)
+    assert status == 201, body
+
+
 def apply_plain(cluster: LocalCluster) -> None:
-    """`workload create --dry-run`'s JobSet without Kueue's queue label and xpk's label, applied as is."""
-    cluster.remove_jobset("default", PLAIN)
-    rendered = elxpk("workload", "create", f"--workload={PLAIN}", "--tpu-type=v6e-16", "--num-slices=1",
-                     "--no-pathways", "--command", "python3 train.py", "--dry-run", cluster=cluster)
-    assert rendered.returncode == 0, rendered.stderr
-    jobset = next(d for d in yaml.safe_load_all(rendered.stdout) if d and d.get("kind") == "JobSet")
-    labels = jobset["metadata"]["labels"]
-    labels.pop("kueue.x-k8s.io/queue-name")
-    labels.pop("xpk.google.com/workload", None)
-    jobset["spec"]["failurePolicy"]["rules"].insert(0, {  # ahead of elxpk's own, so it decides
+    """A JobSet outside Kueue (no queue label) and not xpk's (no xpk label), with a restart budget of one pod
+    failure in its Job (backoffLimit 1) and a RestartJobSetAndIgnoreMaxRestarts rule ahead of elxpk's."""
+    jobset = rendered(cluster, PLAIN, "v6e-16")
+    jobset["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
+    jobset["spec"]["failurePolicy"]["rules"].insert(0, {
         "name": "ignoreMaxRestartsOnBackoff", "action": "RestartJobSetAndIgnoreMaxRestarts",
         "onJobFailureReasons": ["BackoffLimitExceeded"]})
     for rjob in jobset["spec"]["replicatedJobs"]:
-        for meta in (rjob["template"].get("metadata") or {}, rjob["template"]["spec"]["template"].get("metadata") or {}):
-            (meta.get("labels") or {}).pop("xpk.google.com/workload", None)
-    status, body = cluster.request("POST", JOBSETS.format(ns="default"), jobset)
-    assert status == 201, body
+        rjob["template"]["spec"]["backoffLimit"] = 1
+    submit(cluster, strip_xpk(jobset))
+
+
+def strip_xpk(obj: dict) -> dict:
+    """Without xpk's workload label, wherever the rendering put it."""
+    if isinstance(obj, dict):
+        labels = obj.get("labels")
+        if isinstance(labels, dict):
+            labels.pop("xpk.google.com/workload", None)
+        for value in obj.values():
+            strip_xpk(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            strip_xpk(value)
+    return obj
+
+
+def apply_xpk_shaped(cluster: LocalCluster) -> None:
+    """A JobSet shaped like xpk's own: containers restart in place (restartPolicy OnFailure, so no
+    podFailurePolicy), in Kueue's queue."""
+    jobset = rendered(cluster, EVICTED, "v5p-16")
+    for rjob in jobset["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"].pop("podFailurePolicy", None)
+        rjob["template"]["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    submit(cluster, jobset)
 
 
 def all_running(cluster: LocalCluster, name: str, count: int, **labels: str) -> bool:
@@ -206,7 +239,17 @@ def story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
         names["ignored"] = [p["metadata"]["name"] for p in pods(cluster, NAME)]
         capture(cluster, "ignored", NAME)
         capture(cluster, "plain", PLAIN)
-        assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) == 4
+        # one of plain's 4 pods exits 75: 1 of its Job's backoffLimit 1 spent, the Job goes on
+        assert cluster.exit_pods("default", f"batch.kubernetes.io/job-completion-index=0,"
+                                 f"jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) == 1
+        # the Job counts it; its replacement waits out the pod-failure back-off (10 s): status reads in between
+        cluster.wait_for("plain's Job counting the failure", lambda: any(
+            (j.get("status") or {}).get("failed") == 1 and (j.get("status") or {}).get("ready") == 3
+            for j in cluster.items(JOBS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={PLAIN}")))
+        stages["plain"].run(cluster, "status.degraded", "workload", "status", PLAIN, "-o", "json")
+        capture(cluster, "plain_degraded", PLAIN)
+        # the other three exit 75: past backoffLimit, the rule restarts the JobSet without spending maxRestarts
+        assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) >= 3  # and a replacement
         cluster.wait_for("plain restarted by the rule", lambda: cluster.request(
             "GET", JOBSETS.format(ns="default") + "/" + PLAIN)[1].get("status", {}).get("restarts", 0) >= 1)
         stages["plain"].run(cluster, "status.restarted", "workload", "status", PLAIN)
@@ -243,10 +286,9 @@ def story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
 
         # Kueue evicts a running workload whose Workload is deactivated
         stage = stages["evicted"]
-        cluster.remove_jobset("default", EVICTED)
-        assert elxpk("workload", "create", f"--workload={EVICTED}", "--tpu-type=v5p-16", "--num-slices=1",
-                     "--no-pathways", "--command", "python3 train.py", cluster=cluster).returncode == 0
+        apply_xpk_shaped(cluster)
         assert wait(cluster, EVICTED, "running") == 0
+        capture(cluster, "xpk_shaped", EVICTED)
         _, jobset = cluster.request("GET", JOBSETS.format(ns="default") + "/" + EVICTED)
         workload = next(w for w in cluster.items(f"{KUEUE}/namespaces/default/workloads") if (
             w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == jobset["metadata"]["uid"])
@@ -470,3 +512,21 @@ def test_failures_after_the_last_step_are_failures_with_no_progress(story: Story
     assert "# failures by cause: preempted 2" in lines, lines
     assert "# no progress since step 130: 2 preempted failures since the trainer's last completed step" in lines
     assert "failures by cause" not in stage.out["events.json"].stdout + stage.out["events.json"].stderr
+
+
+def test_a_slice_spending_its_budget_is_degraded(story: Story) -> None:
+    """backoffLimit 1 and one pod failed: the slice restarts its pod (Kueue-less, non-Pathways JobSet)."""
+    status = story.stages["plain"].json("status.degraded")
+    slice_0 = status["slices"][0]
+    assert status["state"] == "Degraded" and status["slices_healthy"] == 0, status
+    assert (slice_0["state"], slice_0["budget_used"], slice_0["budget_left"]) == ("Restarting", 1, 0), slice_0
+    assert "slice 0 restarting (budget 1/1 used)" in status["message"], status
+
+
+def test_restart_arithmetic_and_the_end(story: Story) -> None:
+    restarted = story.stages["restarted"].json("status.json")
+    assert (restarted["state"], restarted["restarts"], restarted["max_restarts"], restarted["restarts_left"]) == (
+        "Running", 1, 2, 1), restarted
+    assert all(s["pod_restarts"] == 0 and s["budget_used"] == 0 for s in restarted["slices"])  # fresh Jobs
+    failed = story.stages["failed"].json("status.json")
+    assert (failed["state"], failed["admission"]) == ("Failed", "Finished"), failed
