@@ -8,7 +8,6 @@ tests/realcluster/test_incidents_real.py."""
 
 from __future__ import annotations
 
-import json
 import threading
 
 import pytest

@@ -40,7 +40,7 @@ def test_status_without_kueue_and_non_pathways_jobset(jobset_crd, clock, tmp_pat
         kube = connect(ClusterTarget(kubeconfig=str(server.write_kubeconfig(tmp_path / "k"))))
         st = fetch_status(kube, "default", name_of(objects), now=clock())
         assert (st.state, st.worker_job, st.slices_total, st.head, st.admission) == (
-            "Running", "slice-job", 1, None, None)
+            "Running", "slice-job", 2, None, None)
     finally:
         server.stop()
 

@@ -10,10 +10,11 @@ One story, shared by the tests of this module (each reads one stage of it):
   2. slice 1's container exits 75 (slice lost: counted, the Job fails, the JobSet recreates every Job:
      restart 1, and the pods of attempt 0 go with their Jobs). Stage "restarted".
   3. slice 0's container of attempt 1 exits 70 (user error: FailJob, the JobSet fails at once). Stage "failed".
-- `plain`: a JobSet applied without Kueue's queue label and without xpk's label (the JobSet controller starts
+- `plain` (2 slices of v6e-16): a JobSet applied without Kueue's queue label and without xpk's label (the JobSet controller starts
   it at once), running beside it, whose failurePolicy has a RestartJobSetAndIgnoreMaxRestarts rule (as a user's
   JobSet may): its containers exiting 75 restart it without spending maxRestarts;
-  one of its pods exits 75 first (1 of its Job's backoffLimit 1 spent, the Job goes on);
+  one of its pods exits 75 first, on a cordoned node (1 of its Job's backoffLimit 1 spent, the Job goes on,
+  the replacement Pending until the node is uncordoned);
 - `evicted` (1 slice of v5p-16, shaped like xpk's: restartPolicy OnFailure): running, then its Kueue Workload
   deactivated, and Kueue evicts it.
 
@@ -138,10 +139,10 @@ def gcs_read(cluster: LocalCluster, name: str) -> bytes:
     return got.content
 
 
-def rendered(cluster: LocalCluster, name: str, tpu_type: str) -> dict:
+def rendered(cluster: LocalCluster, name: str, tpu_type: str, slices: int = 1) -> dict:
     """`workload create --dry-run`'s JobSet, for a test to change as a user's own JobSet differs."""
     cluster.remove_jobset("default", name)
-    done = elxpk("workload", "create", f"--workload={name}", f"--tpu-type={tpu_type}", "--num-slices=1",
+    done = elxpk("workload", "create", f"--workload={name}", f"--tpu-type={tpu_type}", f"--num-slices={slices}",
                  "--no-pathways", "--command", "python3 train.py", "--dry-run", cluster=cluster)
     assert done.returncode == 0, done.stderr
     return dict(next(d for d in yaml.safe_load_all(done.stdout) if d and d.get("kind") == "JobSet"))
@@ -155,7 +156,7 @@ def submit(cluster: LocalCluster, jobset: dict) -> None:
 def apply_plain(cluster: LocalCluster) -> None:
     """A JobSet outside Kueue (no queue label) and not xpk's (no xpk label), with a restart budget of one pod
     failure in its Job (backoffLimit 1) and a RestartJobSetAndIgnoreMaxRestarts rule ahead of elxpk's."""
-    jobset = rendered(cluster, PLAIN, "v6e-16")
+    jobset = rendered(cluster, PLAIN, "v6e-16", slices=2)
     jobset["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name")
     jobset["spec"]["failurePolicy"]["rules"].insert(0, {
         "name": "ignoreMaxRestartsOnBackoff", "action": "RestartJobSetAndIgnoreMaxRestarts",
@@ -189,6 +190,13 @@ def apply_xpk_shaped(cluster: LocalCluster) -> None:
     submit(cluster, jobset)
 
 
+def cordon(cluster: LocalCluster, node: str, unschedulable: bool) -> None:
+    """`kubectl cordon` (or uncordon) NODE: the scheduler places no new pod there."""
+    status, body = cluster.request("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": unschedulable}},
+                                   content_type=MERGE)
+    assert status == 200, body
+
+
 def all_running(cluster: LocalCluster, name: str, count: int, **labels: str) -> bool:
     now = pods(cluster, name, **labels)
     return len(now) == count and all(p["status"].get("phase") == "Running" for p in now)
@@ -212,7 +220,7 @@ def story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
                      cluster=cluster).returncode == 0
         apply_plain(cluster)
         assert wait(cluster, NAME, "running") == 0
-        cluster.wait_for("plain running", lambda: all_running(cluster, PLAIN, 4))
+        cluster.wait_for("plain running", lambda: all_running(cluster, PLAIN, 8))
 
         # 1. step 130 done, then exit 77 on both slices: ignored by the podFailurePolicy; the Failed pods stay
         stage = stages["ignored"]
@@ -239,17 +247,22 @@ def story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
         names["ignored"] = [p["metadata"]["name"] for p in pods(cluster, NAME)]
         capture(cluster, "ignored", NAME)
         capture(cluster, "plain", PLAIN)
-        # one of plain's 4 pods exits 75: 1 of its Job's backoffLimit 1 spent, the Job goes on
-        assert cluster.exit_pods("default", f"batch.kubernetes.io/job-completion-index=0,"
-                                 f"jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) == 1
-        # the Job counts it; its replacement waits out the pod-failure back-off (10 s): status reads in between
-        cluster.wait_for("plain's Job counting the failure", lambda: any(
-            (j.get("status") or {}).get("failed") == 1 and (j.get("status") or {}).get("ready") == 3
-            for j in cluster.items(JOBS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={PLAIN}")))
-        stages["plain"].run(cluster, "status.degraded", "workload", "status", PLAIN, "-o", "json")
-        capture(cluster, "plain_degraded", PLAIN)
-        # the other three exit 75: past backoffLimit, the rule restarts the JobSet without spending maxRestarts
-        assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) >= 3  # and a replacement
+        # one of plain's 4 pods exits 75 on a cordoned node (its replacement stays Pending, as on a node pool
+        # whose VM is being repaired): 1 of its Job's backoffLimit 1 spent, the Job goes on without it
+        first_plain = pods(cluster, PLAIN, **{SLICE: "0", "batch.kubernetes.io/job-completion-index": "0"})[0]
+        cordon(cluster, first_plain["spec"]["nodeName"], True)
+        try:
+            assert cluster.exit_pods("default", f"batch.kubernetes.io/job-completion-index=0,{SLICE}=0,"
+                                     f"jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) == 1
+            cluster.wait_for("plain's Job counting the failure", lambda: any(
+                (j.get("status") or {}).get("failed") == 1 and (j.get("status") or {}).get("ready") == 3
+                for j in cluster.items(JOBS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={PLAIN}")))
+            stages["plain"].run(cluster, "status.degraded", "workload", "status", PLAIN, "-o", "json")
+            capture(cluster, "plain_degraded", PLAIN)
+        finally:
+            cordon(cluster, first_plain["spec"]["nodeName"], False)
+        # slice 0's other three exit 75: past backoffLimit, the rule restarts the JobSet without spending maxRestarts
+        assert cluster.exit_pods("default", f"{SLICE}=0,jobset.sigs.k8s.io/jobset-name={PLAIN}", 75) >= 3
         cluster.wait_for("plain restarted by the rule", lambda: cluster.request(
             "GET", JOBSETS.format(ns="default") + "/" + PLAIN)[1].get("status", {}).get("restarts", 0) >= 1)
         stages["plain"].run(cluster, "status.restarted", "workload", "status", PLAIN)
@@ -406,7 +419,7 @@ def test_kueue_eviction_is_an_incident(story: Story) -> None:
 def test_list_marks_xpk_and_a_workload_outside_kueue(story: Story) -> None:
     plain = story.stages["plain"].json("status.json")
     assert (plain["state"], plain["worker_job"], plain["slices_total"], plain["head"], plain["admission"]) == (
-        "Running", "slice-job", 1, None, None), plain
+        "Running", "slice-job", 2, None, None), plain
     listed = story.stages["plain"].out["list.json"]
     assert listed.returncode == 0, listed.stderr
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
@@ -515,10 +528,10 @@ def test_failures_after_the_last_step_are_failures_with_no_progress(story: Story
 
 
 def test_a_slice_spending_its_budget_is_degraded(story: Story) -> None:
-    """backoffLimit 1 and one pod failed: the slice restarts its pod (Kueue-less, non-Pathways JobSet)."""
+    """backoffLimit 1 and one pod failed, its replacement Pending: the slice is restarting a pod."""
     status = story.stages["plain"].json("status.degraded")
     slice_0 = status["slices"][0]
-    assert status["state"] == "Degraded" and status["slices_healthy"] == 0, status
+    assert (status["state"], status["slices_healthy"], status["slices"][1]["state"]) == ("Degraded", 1, "Running")
     assert (slice_0["state"], slice_0["budget_used"], slice_0["budget_left"]) == ("Restarting", 1, 0), slice_0
     assert "slice 0 restarting (budget 1/1 used)" in status["message"], status
 
