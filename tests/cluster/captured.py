@@ -1,5 +1,5 @@
 """The objects of tests/cluster/incidents_corpus/, captured from the real control plane by
-tests/realcluster/test_incidents_real.py (ELXPK_INCIDENTS_CAPTURE=DIR writes them again), put into the fake API
+the story of tests/realcluster/incident_story.py (ELXPK_INCIDENTS_CAPTURE=DIR writes them again), put into the fake API
 server for the tests that stay on it: the watch protocol, call counts and log faults, which a real API server
 does not show or produce on demand. No controller runs: the objects are what the real ones left."""
 

@@ -3,8 +3,8 @@
 usage errors, and gs:// faults. The objects are the real controllers' (tests/cluster/incidents_corpus/).
 
 The stories themselves (exits, Warning Events, JobSet restarts, the first failed Job, Kueue evictions,
---record locally and on gs://, restarts by cause, trainer progress) run on the real controllers:
-tests/realcluster/test_incidents_real.py."""
+--record locally and on gs://, restarts by cause) run on the real controllers:
+tests/realcluster/test_incidents_real.py; trainer progress: tests/realcluster/test_progress_real.py."""
 
 from __future__ import annotations
 

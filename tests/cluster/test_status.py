@@ -1,9 +1,10 @@
 """`workload status` and `list` over objects the real controllers left (tests/cluster/incidents_corpus/, captured
-by tests/realcluster/test_incidents_real.py): the requests they make (which only the fake API server counts),
+by tests/realcluster/incident_story.py): the requests they make (which only the fake API server counts),
 an API server without Kueue, ages on an injected clock, and the arithmetic of a JobSet between restarts.
 
 The stories (queued, running, a slice restarting its pods, a JobSet restart, a failure, exhausted budgets)
-run on the real controllers: tests/realcluster/test_incidents_real.py and test_lifecycle.py."""
+run on the real controllers: tests/realcluster/test_incidents_real.py and test_lifecycle.py; trainer
+progress: test_progress_real.py."""
 
 from __future__ import annotations
 
