@@ -146,7 +146,8 @@ def jobset_incidents(jobset: dict, jobs: list[dict]) -> list[Incident]:
     status = jobset.get("status") or {}
     name, uid = jobset["metadata"].get("name", ""), jobset["metadata"].get("uid", "")
     restarts = int(status.get("restarts") or 0)
-    counted = int(status.get("restartsCountTowardsMax", restarts) or 0)
+    # absent while 0 (omitempty in the JobSet API), as when every restart came from an IgnoreMaxRestarts rule
+    counted = int(status.get("restartsCountTowardsMax") or 0)
     started: dict[int, str] = {}
     for job in jobs:
         attempt = int((job["metadata"].get("labels") or {}).get(RESTART_ATTEMPT, 0))
@@ -174,8 +175,16 @@ def kueue_incidents(workloads: list[dict], workload: str = "") -> list[Incident]
     return found
 
 
-# Normal-type Events that still report an incident (Kueue's and the scheduler's preemptions, evictions)
+# Normal-type Events that still report an incident (Kueue's and the scheduler's preemptions, evictions).
+# Kueue names each eviction's Event EvictedDueTo<condition reason> (PodsReadyTimeout, Deactivated,
+# AdmissionCheck, ClusterQueueStopped, ...): every one of them is.
 INCIDENT_REASONS = ("Preempted", "Evicted", "EvictedDueToPodsReadyTimeout", "TaintManagerEviction")
+KUEUE_EVICTED = "EvictedDueTo"
+
+
+def reports_incident(reason: str) -> bool:
+    """A Normal Event's reason that reports an incident."""
+    return reason in INCIDENT_REASONS or reason.startswith(KUEUE_EVICTED)
 
 
 def event_incidents(events: list[dict], names: set[str], workload: str = "") -> list[Incident]:
@@ -186,12 +195,12 @@ def event_incidents(events: list[dict], names: set[str], workload: str = "") -> 
         involved = e.get("involvedObject") or {}
         if involved.get("name") not in names:
             continue
-        if e.get("type") != "Warning" and e.get("reason") not in INCIDENT_REASONS:
+        if e.get("type") != "Warning" and not reports_incident(e.get("reason") or ""):
             continue
         when = e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")
         pod = involved.get("name") if involved.get("kind") == "Pod" else None
         reason = e.get("reason") or "Warning"
-        cause = INFRA if reason in (*INCIDENT_REASONS, "NodeNotReady") else UNKNOWN
+        cause = INFRA if reports_incident(reason) or reason == "NodeNotReady" else UNKNOWN
         found.append(Incident(_id("event", e["metadata"].get("uid"), when), when, "event", cause, reason,
                               f"{involved.get('kind', '')}/{involved.get('name', '')}: {e.get('message', '')}",
                               pod=pod, node=(e.get("source") or {}).get("host"), workload=workload))

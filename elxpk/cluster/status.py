@@ -239,7 +239,8 @@ def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: 
         head = slice_status(0, head_job, owned, head_template).state
     queue, admission, admission_message = _kueue(workloads, jobset)
     restarts = int(status.get("restarts") or 0)
-    counted = int(status.get("restartsCountTowardsMax", restarts) or 0)
+    # absent while 0 (omitempty in the JobSet API), as when every restart came from an IgnoreMaxRestarts rule
+    counted = int(status.get("restartsCountTowardsMax") or 0)
     max_restarts = int((spec.get("failurePolicy") or {}).get("maxRestarts") or 0)
     state, message = _state(jobset, slices, head, restarts, admission, admission_message, jobs)
     created = parse_time(meta.get("creationTimestamp"))

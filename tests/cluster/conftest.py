@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_apiserver import FakeApiServer, start_fake
-from tests.support.jobset_controller import ScriptedJobSet
 
 START = 1_780_000_000.0  # a fixed wall-clock origin for object timestamps
 
@@ -131,26 +130,6 @@ def pathways_jobset(name: str = "train", *, slices: int = 2, vms: int = 2, backo
             ],
         },
     }
-
-
-def scripted(fake: FakeApiServer, clock: FakeClock, jobset: dict, namespace: str = "default") -> ScriptedJobSet:
-    """Create `jobset` in the store (as if submitted) and return its controller."""
-    body = {**jobset, "metadata": {**jobset["metadata"], "namespace": namespace}}
-    fake.store.create(("jobset.x-k8s.io", "jobsets"), body)
-    return ScriptedJobSet(fake.store, namespace, jobset["metadata"]["name"], clock)
-
-
-WORKER = "jobset.sigs.k8s.io/replicatedjob-name=worker"  # label selector of the worker pods
-
-
-def running(fake: FakeApiServer, clock: FakeClock, jobset: dict | str = "train", **kwargs) -> ScriptedJobSet:
-    """A JobSet queued, admitted and running: `jobset` itself, or a Pathways JobSet of that name (with
-    `pathways_jobset`'s keyword arguments)."""
-    ctl = scripted(fake, clock, pathways_jobset(jobset, **kwargs) if isinstance(jobset, str) else jobset)
-    ctl.queue()
-    ctl.admit()
-    ctl.run()
-    return ctl
 
 
 def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:

@@ -172,6 +172,8 @@ def test_exhausting_max_restarts_ends_failed(testcluster: LocalCluster) -> None:
     failed = status(testcluster, name)
     assert (failed["state"], failed["restarts"], failed["restarts_counted"], failed["restarts_left"]) == (
         "Failed", 1, 1, 0), failed
+    assert "reaching max number of restarts" in failed["message"], failed  # the JobSet controller's words
+    assert failed["slices"][0]["state"] == "Failed", failed  # the slice whose Job failed
     # The pods of restart attempt 0 went with their Jobs; the one failure left is attempt 1's exit 75, which
     # the trainer's exit-code table (elxpk_contract/exit_codes.py) calls a lost slice: infra.
     assert failed["restart_causes"] == {"infra": 1, "user": 0, "unknown": 0}, failed

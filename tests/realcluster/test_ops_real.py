@@ -34,7 +34,7 @@ from elxpk.cluster.soak import soak, summary_lines
 from elxpk.cluster.target import ClusterTarget
 from elxpk.errors import Timeout, UsageError
 from elxpk_contract.records import PROGRESS_FILE, Progress
-from tests.realcluster import test_why_real as why_real
+from tests.realcluster.capture import capture as shared_capture
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, status, wait
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster
@@ -58,7 +58,7 @@ class FakeClock:
 
 def capture(cluster: LocalCluster, case: str, name: str) -> None:
     """With ELXPK_OPS_CAPTURE=DIR, write what the API server holds of workload `name` to DIR/CASE.json."""
-    why_real.capture(cluster, case, name, env="ELXPK_OPS_CAPTURE")
+    shared_capture(cluster, case, name, env="ELXPK_OPS_CAPTURE")
 
 
 @pytest.fixture(scope="module")

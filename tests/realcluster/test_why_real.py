@@ -19,18 +19,15 @@ again), so the unit tests read the components' own words, not ones made up here.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.realcluster.capture import KUEUE, NODES, capture
 from tests.realcluster.test_submit_goldens import elxpk
-from tools.testcluster.kubeapi import JOBS, JOBSETS, PODS, LocalCluster
+from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-NODES = "/api/v1/nodes"
 UNPULLABLE = "registry.testcluster.invalid/no-such-image:1"
 SHAPE = ["--no-pathways", "--num-slices=1", "--command", "python3 train.py"]
 MERGE = "application/merge-patch+json"
@@ -66,35 +63,6 @@ def delete(cluster: LocalCluster, path: str) -> None:
 
 def pods_of(cluster: LocalCluster, name: str, namespace: str = "default") -> list[dict]:
     return cluster.items(PODS.format(ns=namespace), labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
-
-
-def capture(cluster: LocalCluster, case: str, name: str, namespace: str = "default", *,
-            env: str = "ELXPK_WHY_CAPTURE") -> None:
-    """With ENV=DIR, write the objects `status --why` reads for this case to DIR/CASE.json."""
-    target = os.environ.get(env)
-    if not target:
-        return
-    status, jobset = cluster.request("GET", JOBSETS.format(ns=namespace) + "/" + name)
-    assert status == 200, jobset
-    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
-    workloads = [w for w in cluster.items(f"{KUEUE}/namespaces/{namespace}/workloads")
-                 if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == jobset["metadata"]["uid"]]
-    queue = (jobset["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
-    local_queue = cluster.request("GET", f"{KUEUE}/namespaces/{namespace}/localqueues/{queue}")[1] if queue else None
-    cq = ((local_queue or {}).get("spec") or {}).get("clusterQueue")
-    pods = cluster.items(PODS.format(ns=namespace), labelSelector=selector)
-    unschedulable = any(c.get("reason") == "Unschedulable" for p in pods for c in p["status"].get("conditions", []))
-    objects = {"jobset": jobset, "jobs": cluster.items(JOBS.format(ns=namespace), labelSelector=selector),
-               "pods": pods, "workloads": workloads,
-               "local_queue": local_queue,
-               "cluster_queue": cluster.request("GET", f"{KUEUE}/clusterqueues/{cq}")[1] if cq else None,
-               "nodes": [{"metadata": {"labels": n["metadata"]["labels"]}, "spec": {"taints": n["spec"].get("taints")}}
-                         for n in cluster.items(NODES, labelSelector="cloud.google.com/gke-tpu-accelerator")
-                         if unschedulable]}  # what --why lists, only then
-    for obj in [jobset, *objects["jobs"], *pods, *workloads, local_queue, objects["cluster_queue"]]:
-        (obj or {}).get("metadata", {}).pop("managedFields", None)  # bulk, and nothing why.py reads
-    Path(target).mkdir(parents=True, exist_ok=True)
-    (Path(target) / f"{case}.json").write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
 
 
 def causes(answer: dict) -> list[str]:
