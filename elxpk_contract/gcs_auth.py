@@ -61,7 +61,7 @@ def emulated(what: str, *, tensorstore: bool = False) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _default_credentials(scopes: tuple[str, ...]) -> tuple[Any, str]:
     """(credentials, '') or (None, why not): google-auth's lookup, once per process."""
     try:
