@@ -18,7 +18,7 @@ from elxpk.cluster.gcs import Gcs
 from elxpk.cluster.incidents import CAUSES, Incident
 from elxpk.errors import ClusterError, UsageError
 from elxpk.runs.jsonl import JsonLinesError, decode_text, parse_lines
-from elxpk_contract import gcs_auth
+from trainer import gcs_auth
 
 
 def _ids(content: bytes) -> set[str]:

@@ -16,9 +16,9 @@ import time
 
 from etils import epath
 
-from elxpk_contract import gcs_auth
 from elxpk_contract.errors import UsageError
 from elxpk_contract.records import MAX_INDEX
+from trainer import gcs_auth
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
