@@ -132,6 +132,8 @@ class NpyReader(_Reader):
         from etils import epath
 
         self.path = path
+        if gcs_auth.is_gcs(path):  # else its client retries for ever without credentials
+            gcs_auth.require_credentials(f"--data {path:.200}")
         self._file = epath.Path(path)
         try:
             size = self._file.stat().length
@@ -229,9 +231,6 @@ class ArrayRecordReader(_Reader):
 def open_stream(path: str, seq_len: int, vocab_size: int) -> TokenStream:
     """The token stream at `path` (.npy, or comma-separated .array_record files); UsageError when unusable."""
     paths = [p.strip() for p in path.split(",") if p.strip()]
-    on_gcs = [p for p in paths if gcs_auth.is_gcs(p)]
-    if on_gcs:  # else its client retries for ever without credentials
-        gcs_auth.require_credentials(f"--data {on_gcs[0]:.200}")
     if paths and all(_is_array_record(p) for p in paths):
         return TokenStream(ArrayRecordReader(paths), seq_len, vocab_size)
     if len(paths) == 1 and paths[0].endswith(".npy"):
