@@ -170,6 +170,10 @@ class TrainerConfig:
         """Every validation message (empty when the config is usable)."""
         p = [m for f in dataclasses.fields(self) if (m := bounds_problem(f.name, getattr(self, f.name)))]
         p.extend(cross_problems(self.num_slices, self.elastic_min_slice_count))
+        if "://" in self.run_dir:  # else pathlib makes gs://b/r a local folder gs:/b/r, checkpoints and all
+            p.append(f"--run-dir {self.run_dir!r:.200}: must be a local directory (metrics and events are appended "
+                     "to files there); put the checkpoints on an object store with --checkpoint-dir, e.g. "
+                     "--checkpoint-dir gs://bucket/run/checkpoints")
         if self.d_model % max(self.n_heads, 1):
             p.append(f"--n-heads {self.n_heads}: must divide --d-model {self.d_model}")
         if not self.topology_from_hardware:

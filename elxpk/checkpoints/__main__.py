@@ -29,7 +29,7 @@ def first_run(directory: str) -> bool:
     from trainer.ckpt import storage as ckpt_storage
 
     inspection.epath_module()
-    root = ckpt_storage.checkpoint_root(directory)
+    root = ckpt_storage.checkpoint_root(directory, "DIR")
     try:
         if not root.exists():
             return True

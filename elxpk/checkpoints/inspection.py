@@ -114,7 +114,7 @@ def resolve(arg: str) -> Any:
     if not arg.strip():
         raise UsageError("DIR: empty; give the checkpoint directory, e.g. gs://BUCKET/RUN/checkpoints")
     epath_module()
-    root = ckpt_storage.checkpoint_root(arg)
+    root = ckpt_storage.checkpoint_root(arg, "DIR")
     try:
         if not root.exists():
             raise UsageError(f"DIR {arg}: does not exist; give the trainer's --checkpoint-dir or MaxText's "

@@ -5,7 +5,8 @@ recorders appending at once cannot overwrite each other's lines; the loser gets 
 the new content. Objects here are small (an incident log, a progress record), so rewriting is fine.
 
 Credentials are Application Default Credentials through google-auth's AuthorizedSession (imported
-lazily: only a `gs://` path loads it). With STORAGE_EMULATOR_HOST set (the convention of Google's
+lazily: only a `gs://` path loads it); none is a UsageError naming the flag, decided in bounded time
+(trainer/gcs_auth.py). With STORAGE_EMULATOR_HOST set (the convention of Google's
 client libraries and of GCS emulators) requests go there, unauthenticated.
 """
 
@@ -19,9 +20,9 @@ from typing import Any
 from urllib.parse import quote
 
 from elxpk.errors import ClusterError
+from trainer import gcs_auth
 
 ENDPOINT = "https://storage.googleapis.com"
-SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
 ATTEMPTS = 20  # concurrent appenders: each 412 means someone else's lines landed; try again on top of them
 BACKOFF_S = 0.01  # first pause after a 412, doubled each time up to 1 s, jittered so contenders spread out
 
@@ -34,28 +35,25 @@ def split_url(url: str) -> tuple[str, str]:
     return bucket, name
 
 
-def session_and_endpoint() -> tuple[Any, str]:
-    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+def session_and_endpoint(what: str) -> tuple[Any, str]:
+    """A session and the endpoint for `what` (e.g. '--record gs://b/o'): the emulator's, unauthenticated,
+    or Cloud Storage's with Application Default Credentials; UsageError (one line, in bounded time) when
+    there are none (trainer/gcs_auth.py)."""
+    emulator = os.environ.get(gcs_auth.EMULATOR)
     if emulator:
         import requests
 
         return requests.Session(), emulator.rstrip("/")
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
+    credentials = gcs_auth.default_credentials(what)
     from google.auth.transport.requests import AuthorizedSession
 
-    try:
-        credentials, _ = google.auth.default(scopes=[SCOPE])
-    except DefaultCredentialsError:
-        raise ClusterError("no Google credentials for gs:// paths: run `gcloud auth application-default "
-                           "login`, or set GOOGLE_APPLICATION_CREDENTIALS") from None
     return AuthorizedSession(credentials), ENDPOINT
 
 
 class Gcs:
-    def __init__(self, session: Any = None, endpoint: str | None = None) -> None:
+    def __init__(self, session: Any = None, endpoint: str | None = None, *, what: str = "a gs:// path") -> None:
         if session is None:
-            session, endpoint = session_and_endpoint()
+            session, endpoint = session_and_endpoint(what)
         self.session = session
         self.endpoint = endpoint or ENDPOINT
 

@@ -18,6 +18,7 @@ from elxpk.cluster.gcs import Gcs
 from elxpk.cluster.incidents import CAUSES, Incident
 from elxpk.errors import ClusterError, UsageError
 from elxpk.runs.jsonl import JsonLinesError, decode_text, parse_lines
+from trainer import gcs_auth
 
 
 def _ids(content: bytes) -> set[str]:
@@ -48,6 +49,7 @@ def check_record_path(path: str) -> None:
         bucket, _, name = path[5:].partition("/")
         if not bucket or not name or name.endswith("/"):
             raise UsageError(f"--record {path}: name an object, e.g. gs://BUCKET/incidents/RUN.jsonl")
+        gcs_auth.require_credentials(f"--record {path}")  # before the cluster is asked anything
         return
     local = Path(path)
     if local.is_dir():
@@ -63,7 +65,7 @@ def record(path: str, incidents: Iterable[Incident]) -> int:
     """Append the incidents not yet in PATH; how many were appended."""
     items = list(incidents)
     if path.startswith("gs://"):
-        return Gcs().append_lines(path, lambda content: _new_lines(content, items), limit=INCIDENT_BYTES)
+        return Gcs(what=f"--record {path}").append_lines(path, lambda content: _new_lines(content, items), limit=INCIDENT_BYTES)
 
 
     check_record_path(path)
@@ -90,7 +92,7 @@ def read_recorded(path: str, flag: str = "--incidents") -> list[dict]:
     UsageError naming the line; only a torn last line, left by a killed recorder, is tolerated."""
 
     if path.startswith("gs://"):
-        content, _ = Gcs().read(path, limit=INCIDENT_BYTES)
+        content, _ = Gcs(what=f"{flag} {path}").read(path, limit=INCIDENT_BYTES)
         if content is None:
             raise ClusterError(f"{path}: no such object")
         if len(content) > INCIDENT_BYTES:

@@ -68,7 +68,7 @@ def setting_value(jobset: dict, setting: str) -> str | None:
 
 def read_progress_text(directory: str) -> str | None:
     if directory.startswith("gs://"):
-        content, _ = Gcs().read(directory.rstrip("/") + "/" + PROGRESS_FILE, limit=PROGRESS_BYTES)
+        content, _ = Gcs(what=f"the checkpoint directory {directory}").read(directory.rstrip("/") + "/" + PROGRESS_FILE, limit=PROGRESS_BYTES)
         if content is not None and len(content) > PROGRESS_BYTES:
             raise ValueError(f"over {PROGRESS_BYTES // 1024} KiB, not a progress record")
         return None if content is None else decode_text(content, "JSON")

@@ -98,23 +98,23 @@ def _local_matches(pattern: str) -> list[str]:
     return sorted(glob.glob(pattern))[:LIST_LIMIT]
 
 
-def _gcs(gcs_factory):
+def _gcs(gcs_factory, pattern: str):
     if gcs_factory is not None:
         return gcs_factory()
 
-    return Gcs()
+    return Gcs(what=f"--check-data: grain_train_files {pattern}")
 
 
 def _gcs_matches(pattern: str, gcs_factory) -> list[str]:
     bucket, _, name = pattern.removeprefix("gs://").partition("/")
     cut = min((name.find(c) for c in _GLOB if c in name), default=len(name))
-    listed = _gcs(gcs_factory).list_names(f"gs://{bucket}", prefix=name[:cut], limit=LIST_LIMIT)
+    listed = _gcs(gcs_factory, pattern).list_names(f"gs://{bucket}", prefix=name[:cut], limit=LIST_LIMIT)
     return [f"gs://{bucket}/{obj}" for obj in listed if fnmatch.fnmatchcase(obj, name)]
 
 
 def _check_one(path: str, gcs_factory) -> str | None:
     if path.startswith("gs://"):
-        gcs = _gcs(gcs_factory)
+        gcs = _gcs(gcs_factory, path)
         size = gcs.size(path)
         head = gcs.read_range(path, 0, min(size, len(SIGNATURE)))  # an empty object has no byte 0
         tail_start = max(len(SIGNATURE), size - INDEX_BYTES)

@@ -9,8 +9,12 @@ here), and orbax's array writes do not go through fsspec, so a full save cannot 
 
 from __future__ import annotations
 
+import os
+
 import fsspec
 from fsspec.implementations.memory import MemoryFileSystem
+
+from trainer import gcs_auth
 
 
 class FakeGcsFileSystem(MemoryFileSystem):
@@ -30,3 +34,8 @@ class FakeGcsFileSystem(MemoryFileSystem):
 def install() -> None:
     for name in FakeGcsFileSystem.protocol:
         fsspec.register_implementation(name, FakeGcsFileSystem, clobber=True)
+    # gs:// reaches this stand-in, not Cloud Storage: say so as an emulator does, so the trainer's credentials
+    # check (trainer/gcs_auth.py) lets it through. The address is never dialled (fsspec goes here).
+    url_var, token_var = gcs_auth.TENSORSTORE_EMULATOR
+    os.environ.update({gcs_auth.EMULATOR: "http://fake-gcs.invalid", url_var: "http://fake-gcs.invalid",
+                       token_var: "fake"})

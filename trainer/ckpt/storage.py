@@ -18,6 +18,7 @@ from etils import epath
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.records import MAX_INDEX
+from trainer import gcs_auth
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
@@ -30,11 +31,17 @@ _STEP_MARKERS = (DIGEST_FILE, "_CHECKPOINT_METADATA", COMMIT_MARKER)
 _ITEM_DIRS = ("state", "meta")
 
 
-def checkpoint_root(checkpoint_dir: str) -> epath.Path:
-    """The checkpoint directory as orbax needs it: a URL as given, a local path made absolute."""
+def checkpoint_root(checkpoint_dir: str, source: str = "--checkpoint-dir", *,
+                    tensorstore: bool = False) -> epath.Path:
+    """The checkpoint directory as orbax needs it: a URL as given, a local path made absolute.
+
+    A gs:// one first needs credentials (or an emulator), else UsageError naming `source`: without them its
+    clients retry for ever instead of failing. `tensorstore`: orbax will write arrays there."""
     path = epath.Path(checkpoint_dir)
     if not is_object_store(path):
         return epath.Path(os.path.abspath(checkpoint_dir))
+    if gcs_auth.is_gcs(checkpoint_dir):
+        gcs_auth.require_credentials(f"{source} {checkpoint_dir:.200}", tensorstore=tensorstore)
     _no_listing_cache()
     return path
 
@@ -91,12 +98,13 @@ def cwd_or_parent(root: epath.Path) -> str:
 
 
 def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-dir") -> None:
-    """UsageError (nothing written) when the trainer must not manage `checkpoint_dir`: the working directory
+    """UsageError (nothing written) when the trainer must not manage `checkpoint_dir`: on gs://, no credentials
+    for its clients (orbax's tensorstore included); the working directory
     or a parent of it (its numbered folders would be taken for steps), or a directory holding numbered
     folders that are not checkpoints (orbax would list them as steps: restore would move them aside and
     its cleanup of old steps would delete them)."""
 
-    root = checkpoint_root(checkpoint_dir)
+    root = checkpoint_root(checkpoint_dir, source, tensorstore=True)
     where = cwd_or_parent(root)
     if where:
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "

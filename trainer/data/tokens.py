@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from elxpk_contract.errors import UsageError
+from trainer import gcs_auth
 
 TOKEN_DTYPES = (np.dtype("uint16"), np.dtype("uint32"))
 _HASH_SPAN = 1 << 20  # bytes hashed at each end of the stream for the dataset identity
@@ -131,6 +132,8 @@ class NpyReader(_Reader):
         from etils import epath
 
         self.path = path
+        if gcs_auth.is_gcs(path):  # else its client retries for ever without credentials
+            gcs_auth.require_credentials(f"--data {path:.200}")
         self._file = epath.Path(path)
         try:
             size = self._file.stat().length

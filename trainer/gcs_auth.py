@@ -1,0 +1,95 @@
+"""Whether requests to `gs://` can authenticate, decided in bounded time before any client may wait for ever.
+
+Without credentials the clients behind a gs:// path do not fail: gcsfs falls back to anonymous requests
+and retries them, and tensorstore (orbax's arrays) keeps retrying its credential lookup on the GCE metadata
+server, so a trainer or a CLI command hangs. Every gs:// entry point asks here first and refuses with one
+line (UsageError, exit 2: a configuration the user fixes; nothing was read or written).
+
+The lookup is google-auth's own `google.auth.default()`, the Application Default Credentials that gcsfs and
+the launcher's JSON API client use and that tensorstore mirrors (GOOGLE_APPLICATION_CREDENTIALS, the
+well-known file gcloud writes, then the metadata server). Its metadata-server probe is bounded (a few
+attempts of GCE_METADATA_TIMEOUT, default 3 s, GCE_METADATA_DETECT_RETRIES, default 3) and honours
+GCE_METADATA_HOST/GCE_METADATA_IP and NO_GCE_CHECK; it also takes the machine's own word (DMI product name)
+that it is a Google VM. So on GKE, Workload Identity (the metadata server) passes; with nothing, the answer
+comes in seconds.
+
+Emulators: STORAGE_EMULATOR_HOST sends gcsfs and the launcher's client to an emulator, unauthenticated;
+tensorstore takes its own TENSORSTORE_GCS_HTTP_URL and GOOGLE_AUTH_TOKEN_FOR_TESTING (its documented testing
+variables). google-auth is imported only when a gs:// path is used, so rendering a manifest never loads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from elxpk_contract.errors import UsageError
+
+EMULATOR = "STORAGE_EMULATOR_HOST"  # gcsfs, google-cloud-storage, elxpk/cluster/gcs.py
+TENSORSTORE_EMULATOR = ("TENSORSTORE_GCS_HTTP_URL", "GOOGLE_AUTH_TOKEN_FOR_TESTING")
+SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
+# The last resort of google-auth's lookup and tensorstore's (gcloud's configuration directory).
+WELL_KNOWN_FILE = "application_default_credentials.json"
+
+
+def is_gcs(path: str) -> bool:
+    return path.startswith("gs://")
+
+
+def well_known_file() -> str:
+    config = os.environ.get("CLOUDSDK_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "gcloud")
+    return os.path.join(config, WELL_KNOWN_FILE)
+
+
+def how_to_authenticate() -> str:
+    return ("give Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS=<service account key file>, "
+            f"or the well-known file {well_known_file()}; on GKE, Workload Identity (the metadata server)")
+
+
+def emulated(what: str, *, tensorstore: bool = False) -> bool:
+    """Whether the gs:// clients go to an emulator (no credentials needed). UsageError when only some of them
+    would: with STORAGE_EMULATOR_HOST alone, orbax's arrays would go to Cloud Storage (or wait on credentials)
+    while the rest of the checkpoint goes to the emulator."""
+    if not os.environ.get(EMULATOR):
+        return False
+    missing = [name for name in TENSORSTORE_EMULATOR if tensorstore and not os.environ.get(name)]
+    if missing:
+        raise UsageError(f"{what}: {EMULATOR} is set but {' and '.join(missing)} not: orbax writes a checkpoint's arrays "
+                         "through tensorstore, which takes the emulator from TENSORSTORE_GCS_HTTP_URL and a token "
+                         "from GOOGLE_AUTH_TOKEN_FOR_TESTING; set them too, or unset " + EMULATOR)
+    return True
+
+
+@functools.cache
+def _default_credentials(scopes: tuple[str, ...]) -> tuple[Any, str]:
+    """(credentials, '') or (None, why not): google-auth's lookup, once per process."""
+    try:
+        import google.auth  # lazy: only a gs:// path loads google-auth; rendering a manifest must not
+        from google.auth.exceptions import GoogleAuthError  # lazy: as above
+    except ImportError:
+        return None, "needs google-auth (pip install 'elxpk[trainer]', which brings gcsfs and google-auth)"
+    try:
+        credentials, _ = google.auth.default(scopes=list(scopes))
+    except GoogleAuthError as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        if "default credentials were not found" in first.lower():
+            return None, f"no Google credentials found; {how_to_authenticate()}"
+        return None, f"cannot load Google credentials ({first[:300]}); {how_to_authenticate()}"
+    return credentials, ""
+
+
+def default_credentials(what: str) -> Any:
+    """Application Default Credentials for Cloud Storage; UsageError naming `what` (e.g. '--record gs://b/o')
+    when there are none."""
+    credentials, problem = _default_credentials((SCOPE,))
+    if credentials is None:
+        raise UsageError(f"{what}: {problem}")
+    return credentials
+
+
+def require_credentials(what: str, *, tensorstore: bool = False) -> None:
+    """UsageError (one line naming `what`) unless the gs:// clients can authenticate or go to an emulator.
+    `tensorstore`: the path is a checkpoint directory orbax writes arrays to (tensorstore's own variables)."""
+    if not emulated(what, tensorstore=tensorstore):
+        default_credentials(what)
