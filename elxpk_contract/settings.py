@@ -45,18 +45,20 @@ ACTIONS: dict[str, str] = {
 def _opt(default: Any, help: str, *, low: float | None = None, high: float | None = None,
          low_open: bool = False, high_open: bool = False, repeatable: bool = False,
          choices: tuple[str, ...] = (), maxtext: str | None = None, expose: str | None = None,
-         fix: str = "", derived_from: str = "", internal: bool = False, unit: str = "") -> Any:
+         fix: str = "", derived_from: str = "", internal: bool = False, unit: str = "",
+         resolved_default: str = "") -> Any:
     """One row of the table. `low`/`high` bound numbers (inclusive; `low_open`/`high_open` exclude the
     bound itself); `fix` ends a bounds message (for text: what a blank value should have been); `repeatable` makes a flag given once per value (a tuple;
     its env var is comma-separated); `derived_from` says which launcher flags a LAUNCHER_DERIVED setting
     is rendered from; `internal` marks a value the trainer resolves itself: no flag, no env var, but kept
     in run.json; `unit` ("seconds") names what a number counts: a float bounded below by 0 is refused as
-    "not a positive number of seconds", and the launcher's flag shows SECONDS."""
+    "not a positive number of seconds", and the launcher's flag shows SECONDS; `resolved_default` is what the
+    docs show as the default of a None the trainer fills in from other settings."""
     return field(default=default, metadata={"help": help, "low": low, "high": high, "low_open": low_open,
                                             "high_open": high_open, "repeatable": repeatable,
                                             "choices": choices, "maxtext": maxtext, "expose": expose,
                                             "fix": fix, "derived_from": derived_from, "internal": internal,
-                                            "unit": unit})
+                                            "unit": unit, "resolved_default": resolved_default})
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class TrainerConfig:
                         fix="give a directory, e.g. elxpk-run")
     checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
                                       maxtext="checkpoint_dir", expose=LAUNCHER_FLAG,
+                                      resolved_default="RUN_DIR/checkpoints",
                                       fix="give a directory (default RUN_DIR/checkpoints), e.g. "
                                           "gs://bucket/run/checkpoints")
     steps: int = _opt(200, "number of train steps", maxtext="steps", expose=LAUNCHER_FLAG, low=1)
