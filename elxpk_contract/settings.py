@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from elxpk_contract.errors import UsageError
-from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.limits import MAX_INDEX
 from elxpk_contract.presets import DEFAULT_MODEL, MODEL_PRESETS, SHAPE_SETTINGS, preset_value
 
@@ -32,6 +31,7 @@ COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TP
 # Who passes a setting besides the trainer's own flags and env (the `expose` metadata):
 LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and renders ELXPK_<NAME>
 LAUNCHER_DERIVED = "derived"  # `workload create` renders ELXPK_<NAME> from its own flags (see render)
+SECONDS = "seconds"  # the `unit` of a duration setting: its messages and the launcher's metavar say seconds
 
 
 # Flags of `python -m trainer` that do something instead of setting something: not rows of the table,
@@ -45,16 +45,20 @@ ACTIONS: dict[str, str] = {
 def _opt(default: Any, help: str, *, low: float | None = None, high: float | None = None,
          low_open: bool = False, high_open: bool = False, repeatable: bool = False,
          choices: tuple[str, ...] = (), maxtext: str | None = None, expose: str | None = None,
-         fix: str = "", derived_from: str = "", internal: bool = False) -> Any:
+         fix: str = "", derived_from: str = "", internal: bool = False, unit: str = "",
+         resolved_default: str = "") -> Any:
     """One row of the table. `low`/`high` bound numbers (inclusive; `low_open`/`high_open` exclude the
     bound itself); `fix` ends a bounds message (for text: what a blank value should have been); `repeatable` makes a flag given once per value (a tuple;
     its env var is comma-separated); `derived_from` says which launcher flags a LAUNCHER_DERIVED setting
     is rendered from; `internal` marks a value the trainer resolves itself: no flag, no env var, but kept
-    in run.json."""
+    in run.json; `unit` ("seconds") names what a number counts: a float bounded below by 0 is refused as
+    "not a positive number of seconds", and the launcher's flag shows SECONDS; `resolved_default` is what the
+    docs show as the default of a None the trainer fills in from other settings."""
     return field(default=default, metadata={"help": help, "low": low, "high": high, "low_open": low_open,
                                             "high_open": high_open, "repeatable": repeatable,
                                             "choices": choices, "maxtext": maxtext, "expose": expose,
-                                            "fix": fix, "derived_from": derived_from, "internal": internal})
+                                            "fix": fix, "derived_from": derived_from, "internal": internal,
+                                            "unit": unit, "resolved_default": resolved_default})
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class TrainerConfig:
                         fix="give a directory, e.g. elxpk-run")
     checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
                                       maxtext="checkpoint_dir", expose=LAUNCHER_FLAG,
+                                      resolved_default="RUN_DIR/checkpoints",
                                       fix="give a directory (default RUN_DIR/checkpoints), e.g. "
                                           "gs://bucket/run/checkpoints")
     steps: int = _opt(200, "number of train steps", maxtext="steps", expose=LAUNCHER_FLAG, low=1)
@@ -87,7 +92,7 @@ class TrainerConfig:
                                             "resume); k from 1 to num_slices - 1 resizes onto >= k slices",
                                         maxtext="elastic_min_slice_count", expose=LAUNCHER_FLAG)
     elastic_timeout_seconds: int = _opt(300, "seconds one attempt waits for enough healthy slices", low=1,
-                                        maxtext="elastic_timeout_seconds", expose=LAUNCHER_FLAG,
+                                        maxtext="elastic_timeout_seconds", expose=LAUNCHER_FLAG, unit=SECONDS,
                                         fix="whole seconds to wait for slices on each attempt, e.g. 300")
     elastic_max_retries: int = _opt(10, "total attempts, counted like pathwaysutils (1 = no retry)", low=1,
                                     maxtext="elastic_max_retries", expose=LAUNCHER_FLAG,
@@ -97,12 +102,13 @@ class TrainerConfig:
                                           "that class's exit code; 0: off (only --elastic-max-retries stops)",
                                        low=0, expose=LAUNCHER_FLAG,
                                        fix="failures of one cause in a row, e.g. 3; 0 turns it off")
-    elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0, low_open=True)
+    elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0, low_open=True,
+                                       unit=SECONDS)
     stall_timeout_seconds: float = _opt(0.0, "seconds without a completed step before the run counts as stalled "
                                              "(stacks dumped, then treated as a lost slice); 0: auto, max(600, 20 x "
                                              "the median step interval), see elxpk_contract/stall.py", low=0.0,
-                                        expose=LAUNCHER_FLAG, fix="seconds without a step before a stall, e.g. 1800; "
-                                                                  "0 for auto")
+                                        expose=LAUNCHER_FLAG, unit=SECONDS,
+                                        fix="seconds without a step before a stall, e.g. 1800; 0 for auto")
     recovery: str = _opt("live", "where a slice loss resumes from: live, the surviving slices' copy of the last "
                                  "completed step (no rewind; multi-controller always falls back to the "
                                  "checkpoint, since jax aborts the survivors), or checkpoint, the newest "
@@ -153,7 +159,8 @@ class TrainerConfig:
     coordinator: str | None = _opt(None, "jax.distributed coordinator HOST:PORT (multi-controller; omit on a "
                                          "TPU cluster, where jax detects it)",
                                    fix="give HOST:PORT, e.g. 127.0.0.1:8476")
-    heartbeat_timeout_seconds: int = _opt(10, "jax.distributed heartbeat timeout (multi-controller)", low=1)
+    heartbeat_timeout_seconds: int = _opt(10, "jax.distributed heartbeat timeout (multi-controller)", low=1,
+                                          unit=SECONDS)
 
     def __post_init__(self) -> None:
         if self.checkpoint_dir is None:
@@ -168,6 +175,10 @@ class TrainerConfig:
 
     def problems(self) -> list[str]:
         """Every validation message (empty when the config is usable)."""
+        from elxpk_contract.faults import (
+            FaultSchedule,  # lazy: keeps the fault parser off `workload create --dry-run`
+        )
+
         p = [m for f in dataclasses.fields(self) if (m := bounds_problem(f.name, getattr(self, f.name)))]
         p.extend(cross_problems(self.num_slices, self.elastic_min_slice_count))
         if "://" in self.run_dir:  # else pathlib makes gs://b/r a local folder gs:/b/r, checkpoints and all
@@ -357,13 +368,13 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
     if f.type == "int" and value > MAX_INDEX:  # no count or step of a run goes beyond what its records hold
         return f"{source} {value}: must be at most {MAX_INDEX}{why}"
     if low is not None and not value >= low:
-        if isinstance(low, float) and low == 0.0 and name.endswith("_seconds"):
+        if isinstance(low, float) and low == 0.0 and meta["unit"] == SECONDS:
             return f"{source} {value}: must be a positive number of seconds"
         at_least = "0 or more" if low == 0 else f"at least {_num(low)}"
         return f"{source} {value}: must be {at_least}{why}"
     if meta["low_open"] and not value > low:
-        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and name.endswith(
-            "_seconds") else f"more than {_num(low)}")
+        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and meta["unit"] == SECONDS
+                                                else f"more than {_num(low)}")
     return None
 
 

@@ -61,7 +61,7 @@ def _default(f: dataclasses.Field) -> str:
     if f.name in SHAPE_SETTINGS:
         return "from `--model`"
     if f.default is None or f.default == ():
-        return "none" if f.name != "checkpoint_dir" else "`RUN_DIR/checkpoints`"
+        return f"`{f.metadata['resolved_default']}`" if f.metadata["resolved_default"] else "none"
     if isinstance(f.default, bool):
         return "on" if f.default else "off"
     return f"`{f.default}`"

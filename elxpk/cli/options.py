@@ -113,7 +113,9 @@ def _extend_signature(func: Callable[..., Any], drop: str, added: list[inspect.P
 
     params = kept[:at] + added + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept[at:]]
     command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in params}
+    # Typer reads each type from __signature__ (evaluated above) and uses get_type_hints only for a type it
+    # lacks there: no annotations spare it a walk over every Annotated option, twice a start.
+    command.__annotations__ = {}
     return command
 
 
@@ -129,7 +131,7 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
 
     Values arrive as typed text, so `check_setting` reports every bad one together with the other problems.
     """
-    from elxpk_contract.settings import LAUNCHER_FLAG, bounds_text, env_name, exposed, flag_name
+    from elxpk_contract.settings import LAUNCHER_FLAG, SECONDS, bounds_text, env_name, exposed, flag_name
 
     params = []
     for field in exposed(LAUNCHER_FLAG):
@@ -141,7 +143,7 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
         help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
                     f"{bounds}trainer default {default})."
         metavar = ("[" + "|".join(meta["choices"]) + "]" if meta["choices"] else
-                   {"int": "INT", "float": "SECONDS" if field.name.endswith("_seconds") else "NUMBER"}
+                   {"int": "INT", "float": "SECONDS" if meta["unit"] == SECONDS else "NUMBER"}
                    .get(str(field.type), "TEXT"))
         kind = Annotated[_TEXT, _option(flag_name(field.name), help=help_text, panel=TRAINER_PANEL,
                                         metavar=metavar)]

@@ -26,7 +26,6 @@ from elxpk.create.flags import (
     default,
     flag,
 )
-from elxpk.create.gpu import GPU_RESERVED_ENV, UnknownGpuType, gpu_flag_problems, lookup_gpu
 from elxpk.create.spec import TRAINER_COMMAND, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.output_formats import output_problem
@@ -123,6 +122,8 @@ class FlagChecker(FlagValues):
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
         if self.given("device_type") or self.given("num_nodes"):
+            from elxpk.create.gpu import gpu_flag_problems  # lazy: keeps elxpk.create.gpu off a TPU dry-run
+
             fields["num_nodes"] = gpu_flag_problems(self, fields)
         fields["restart_on_exit_codes"] = self.restart_codes(fields)
         self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
@@ -155,6 +156,11 @@ class FlagChecker(FlagValues):
         if self.given("device_type") and self.given("tpu_type"):
             err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
         elif self.given("device_type"):
+            from elxpk.create.gpu import (  # lazy: keeps elxpk.create.gpu off a TPU dry-run
+                UnknownGpuType,
+                lookup_gpu,
+            )
+
             try:
                 gpu = lookup_gpu(self.checked("device_type"))
             except UnknownGpuType as exc:
@@ -363,6 +369,8 @@ class FlagChecker(FlagValues):
         defined = set(RESERVED_ENV) | {key for key, _ in env} | {env_name(name) for name, _ in settings}
         defined |= {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)}
         if gpu:
+            from elxpk.create.gpu import GPU_RESERVED_ENV  # lazy: keeps elxpk.create.gpu off a TPU dry-run
+
             defined |= GPU_RESERVED_ENV
         sources = [("--command", command or "")] + [(f"--env {key}", value) for key, value in env]
         for source, text in sources:

@@ -12,7 +12,6 @@ from typing import Any
 
 from elxpk.admission import require_admissible
 from elxpk.admission.names import pathways_subdomain
-from elxpk.create import gpu
 from elxpk.create.failure_policy import jobset_failure_rules, pod_failure_rules
 from elxpk.create.manifest import Manifest, parse_documents
 from elxpk.create.spec import WorkloadSpec
@@ -123,6 +122,7 @@ def _gpu_values(spec: WorkloadSpec) -> dict[str, Any]:
     """What the GPU template needs beyond the spec (elxpk/create/gpu.py); nothing for a TPU workload."""
     if spec.gpu is None:
         return {}
+    from elxpk.create import gpu  # lazy: keeps elxpk.create.gpu off a TPU dry-run
 
     return dict(gpu=spec.gpu, device_paths=gpu.device_paths(spec.gpu), sidecar_image=gpu.sidecar_image(spec.gpu),
                 coordinator_address=gpu.JAX_COORDINATOR_ADDRESS, coordinator_port=gpu.JAX_COORDINATOR_PORT)

@@ -90,6 +90,10 @@ def test_print_config_refuses_bad_settings_like_a_run(argv, env, message):
     ("elastic_timeout_seconds", "1.5", "--elastic-timeout-seconds '1.5': must be a whole number"),
     ("elastic_timeout_seconds", 0, "--elastic-timeout-seconds 0: must be at least 1 (whole seconds to wait for "
                                    "slices on each attempt, e.g. 300)"),
+    # unit=SECONDS (row metadata, not the name) words a duration's lower bound; revive_after has no unit
+    ("elastic_poll_seconds", "0", "--elastic-poll-seconds 0.0: must be a positive number of seconds"),
+    ("stall_timeout_seconds", "-1", "--stall-timeout-seconds -1.0: must be a positive number of seconds"),
+    ("revive_after", "-1", "--revive-after -1.0: must be 0 or more"),
 ])
 def test_launcher_side_check_gives_the_trainers_message(name, raw, message):
     """`check_setting` is what the launcher and `local run` call: the trainer's messages, word for word."""
