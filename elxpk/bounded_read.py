@@ -27,23 +27,26 @@ from elxpk.errors import UsageError
 
 KIB, MIB = 1024, 1024 * 1024
 # Caps by kind of input: each far above what a real one holds, and low enough that reading and parsing
-# the largest allowed stays well under 200 MB of memory (tests/launcher/test_hostile_input.py measures it).
+# the largest allowed stays well under 200 MB of memory (tests/launcher/test_hostile_input.py measures it);
+# run records, sized by the length of the runs users have, stay under RUN_RECORDS_PEAK_MB.
 MANIFEST_BYTES = 4 * MIB  # a YAML file of manifests; one object is at most ~1.5 MiB in the API server
 ENV_FILE_BYTES = 2 * MIB  # KEY=VALUE lines; the whole JobSet must stay within the API server's object limit
 KUBECONFIG_BYTES = 1 * MIB  # kubeconfigs embed certificates: a few KiB per cluster (the library parses in Python)
 CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
 RUN_JSON_BYTES = 1 * MIB  # run.json
 # metrics.jsonl / events.jsonl / a MaxText metrics file: read as a stream (one line at a time). The steps go
-# into columns (elxpk/runs/step_columns.py, elxpk/columns.py: ~60 bytes a step whatever its line holds, about
-# 130 bytes a step at report's peak), the events into slotted records (~300 bytes each). Sized for the runs
-# users have: weeks at sub-second steps. 4,000,000 lines is 2,000,000 steps with as many redone, or 46 days
-# at 1 s a step; the trainer writes ~230 bytes a step at that length, 0.9 GiB, under the 1 GiB. Lines are
-# counted while the bytes are checked, before any is parsed, so a file of more is refused at once.
-# `report` of a run at the caps holds ~560 MB, `compare` of two ~700 MB (bench/bench_runs_memory.py).
+# into columns (elxpk/runs/step_columns.py, elxpk/columns.py): ~60 bytes a step whatever its line holds, ~100
+# at report's peak (bench/bench_runs_memory.py: 206 MB for `report` of 2,000,000 steps, where one object per
+# step took ~590 bytes, 1.1 GB); the events into slotted records (~300 bytes each). Sized for the runs users
+# have, weeks at sub-second steps: 4,000,000 lines is 2,000,000 steps with as many redone, or 46 days at 1 s
+# a step; the trainer writes ~200 bytes a step, 0.8 GB at that length, under the 1 GiB. Lines are counted
+# while the bytes are checked, before any is parsed, so a file of more is refused at once, whatever its
+# lines hold. At the caps `report` holds ~400 MB and `compare` of two runs ~570 MB (RUN_RECORDS_PEAK_MB).
 RUN_RECORD_BYTES = 1024 * MIB
 RUN_RECORDS = 4_000_000  # lines of metrics.jsonl or a MaxText metrics file: steps, redone ones too
 EVENT_RECORDS = 200_000  # lines of events.jsonl: a checkpoint pair every 100 steps is 80,000 over 4,000,000
 RECORD_LINE_BYTES = 1 * MIB  # one line of a run record: a step or an event is a few hundred bytes
+RUN_RECORDS_PEAK_MB = 640  # `compare` of two runs at the caps (tests/launcher/test_hostile_input.py projects it)
 INCIDENT_BYTES = 2 * MIB  # an incident record (`workload events --record`): ~6k incidents
 PROGRESS_BYTES = 1 * MIB  # the trainer's progress record
 READ_TIMEOUT_S = 60.0  # a read that takes longer is stuck (a hung mount, a stdin nobody closes)
