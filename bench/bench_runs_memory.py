@@ -10,8 +10,9 @@ Then runs, each in its own process and measured by its own peak RSS (wait4) and 
   one line at a time, as the reader did), and the per-step dicts report built from them
   (the record that counts per step, the last index per step);
 - `load_run (now)`: today's reader, the steps as columns (elxpk/runs/step_columns.py);
-- `elxpk report A --no-png -o json` and `elxpk compare A B`, the commands as users run them, with the
-  caps as shipped (a run past them is refused, and says so here).
+- `elxpk report A --no-png -o json`, `elxpk report A --png FILE` (the plot of every step: matplotlib) and
+  `elxpk compare A B`, the commands as users run them, with the caps as shipped (a run past them is
+  refused, and says so here).
 
 Bytes per step are over the same measurement on a 10-step run in the same bench run (the imports, not the
 steps). Prints MB, bytes per step and seconds; nothing is asserted.
@@ -123,6 +124,7 @@ def main() -> None:
             for name, code, argv, runs in (("records (before)", BEFORE, [str(a)], 1),
                                            ("load_run (now)", NOW, [str(a)], 1),
                                            ("elxpk report", CLI, ["report", str(a), "--no-png", "-o", "json"], 1),
+                                           ("report + png", CLI, ["report", str(a), "--png", f"{tmp}/r.png"], 1),
                                            ("elxpk compare", CLI, ["compare", str(a), str(b)], 2)):
                 mb, wall, code_, err = measure(code, *argv)
                 if code_ != 0:
