@@ -190,18 +190,22 @@ def compare_series(a: Series, b: Series, *, rtol: float = 0.0) -> Comparison:
     found = at_b < steps_b.size
     found[found] = steps_b[at_b[found]] == steps_a[found]
     in_a, in_b = np.flatnonzero(found), at_b[found]
+    del at_b, found
     steps = steps_a[in_a]
     la = _floats(_column(a.loss, np.float64)[in_a], dtype)
     lb = _floats(_column(b.loss, np.float64)[in_b], dtype)
     same_bits = la.view(bits) == lb.view(bits)
+    # The differences of the steps whose bits differ (usually few: no per-step table of zeros to hold).
+    differ = np.flatnonzero(~same_bits)
+    da, db = la[differ], lb[differ]
     with np.errstate(invalid="ignore", divide="ignore"):
-        abs_diff = np.abs(la.astype(np.float64) - lb.astype(np.float64))
-        scale = np.maximum(np.abs(la), np.abs(lb)).astype(np.float64)
+        abs_diff = np.abs(da.astype(np.float64) - db.astype(np.float64))
+        scale = np.maximum(np.abs(da), np.abs(db)).astype(np.float64)
         rel_diff = np.where(scale > 0, abs_diff / scale, np.where(np.isnan(scale), np.nan, 0.0))
     # NaN in only one run (or two different NaNs) is a divergence of any size.
-    rel_diff = np.where(same_bits, 0.0, np.nan_to_num(rel_diff, nan=np.inf))
-    abs_diff = np.where(same_bits, 0.0, np.nan_to_num(abs_diff, nan=np.inf))
-    beyond = ~same_bits & (rel_diff > rtol)
+    rel_diff = np.nan_to_num(rel_diff, nan=np.inf)
+    abs_diff = np.nan_to_num(abs_diff, nan=np.inf)
+    beyond = differ[rel_diff > rtol]
     if a.examples is not None and b.examples is not None:
         order = np.zeros(len(steps), dtype=np.bool_)
         for ex_a, ex_b in zip(a.examples, b.examples, strict=True):
@@ -218,8 +222,8 @@ def compare_series(a: Series, b: Series, *, rtol: float = 0.0) -> Comparison:
         only_a=len(a.steps) - len(steps),
         only_b=len(b.steps) - len(steps),
         bitwise_equal=int(same_bits.sum()),
-        first_divergent_step=_first(~same_bits, steps),
-        first_beyond_rtol_step=_first(beyond, steps),
+        first_divergent_step=int(steps[differ[0]]) if differ.size else None,
+        first_beyond_rtol_step=int(steps[beyond[0]]) if beyond.size else None,
         max_abs_diff=float(abs_diff.max()) if abs_diff.size else 0.0,
         max_rel_diff=float(rel_diff.max()) if rel_diff.size else 0.0,
         data_order_mismatches=int(order.sum()),
