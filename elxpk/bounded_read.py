@@ -36,7 +36,7 @@ CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
 RUN_JSON_BYTES = 1 * MIB  # run.json
 # metrics.jsonl / events.jsonl / a MaxText metrics file: read as a stream (one line at a time). The steps go
 # into columns (elxpk/runs/step_columns.py, elxpk/columns.py): ~60 bytes a step whatever its line holds, ~100
-# at report's peak (bench/bench_runs_memory.py: 206 MB for `report` of 2,000,000 steps, where one object per
+# at report's peak (bench/bench_runs_memory.py: 207 MB for `report` of 2,000,000 steps, where one object per
 # step took ~590 bytes, 1.1 GB); the events into slotted records (~300 bytes each). Sized for the runs users
 # have, weeks at sub-second steps: 4,000,000 lines is 2,000,000 steps with as many redone, or 46 days at 1 s
 # a step; the trainer writes ~200 bytes a step, 0.8 GB at that length, under the 1 GiB. Lines are counted
