@@ -1,114 +1,141 @@
-"""Peak memory of `elxpk compare` and `elxpk report` on long runs, against the whole-file reader they replaced.
+"""Peak memory of `elxpk report` and `elxpk compare` on long runs, against the per-step records they replaced.
 
-Generates run directories of 10k, 100k and 1M steps (metrics.jsonl lines as the trainer writes them: full
-float times and step times, a cosine-ish learning rate, 4 slices; a checkpoint pair of events every 100
-steps), then runs, each in its own process and measured by its own peak RSS (wait4):
+Generates run directories as the trainer writes them (each line `json.dumps` of a typed `Metric` or event,
+elxpk_contract/records.py): full float times and step times, a cosine-ish learning rate, 4 slices, a
+checkpoint pair of events every 100 steps, and a slice lost every 20,000 steps, after which the run restores
+the last checkpoint and redoes the 37 steps since (the redone steps are written again, as the trainer does).
+Then runs, each in its own process and measured by its own peak RSS (wait4) and wall time:
 
-- `old read x2`: the reader before streaming (whole text decoded, split, every line a dict, then every dict
-  a record, all held), for two runs, as `compare` did;
-- `load_run x2`: today's reader for two runs;
-- `elxpk compare A B` and `elxpk report A --no-png -o json`.
+- `records (before)`: what report held before the columns: every step a `Metric` object (read as a stream,
+  one line at a time, as the reader did), and the per-step dicts report built from them
+  (the record that counts per step, the last index per step);
+- `load_run (now)`: today's reader, the steps as columns (elxpk/runs/step_columns.py);
+- `elxpk report A --no-png -o json`, `elxpk report A --png FILE` (the plot of every step: matplotlib) and
+  `elxpk compare A B`, the commands as users run them, with the caps as shipped (a run past them is
+  refused, and says so here).
 
-Runs larger than the run-record caps are read with the caps lifted (in the measured process only), so the
-figures say what a cap could be. Prints MB and bytes per step; no timing is asserted.
+Bytes per step are over the same measurement on a 10-step run in the same bench run (the imports, not the
+steps). Prints MB, bytes per step and seconds; nothing is asserted.
 
-    python bench/bench_runs_memory.py [--steps 10000,100000,1000000]
+    python bench/bench_runs_memory.py [--steps 100000,2000000]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-LIFT = "import elxpk.bounded_read as b; b.RUN_RECORD_BYTES = 1 << 40; b.RUN_RECORDS = b.EVENT_RECORDS = 1 << 40\n"
-OLD = LIFT + """
-import sys
-from elxpk.runs.jsonl import decode_text, parse_lines
-from elxpk_contract.records import parse_event, parse_metric
-held = []
-for root in sys.argv[1:]:
-    for name, parse in (("metrics.jsonl", parse_metric), ("events.jsonl", parse_event)):
-        with open(f"{root}/{name}", "rb") as handle:
-            text = decode_text(handle.read())
-        lines = parse_lines(text, strict=True)
-        held.append((text, lines, [parse(r) for r in lines.records]))
+from elxpk_contract.records import Metric, RunInfo, make_event
+
+BEFORE = """
+import json, sys
+from elxpk_contract.records import parse_metric
+records = []
+with open(sys.argv[1] + "/metrics.jsonl", encoding="utf-8") as handle:
+    for line in handle:
+        records.append(parse_metric(json.loads(line)))
+records = tuple(records)
+final = {}
+for r in records:
+    final[r.step] = r
+last_index = {r.step: i for i, r in enumerate(records)}
 """
-NEW = LIFT + """
-import sys
-from elxpk.runs.rundir import load_run
-held = [load_run(root) for root in sys.argv[1:]]
-"""
-CLI = LIFT + "import sys\nfrom elxpk.cli.main import main\nsys.argv[0] = 'elxpk'\nmain()\n"
+NOW = "import sys\nfrom elxpk.runs.rundir import load_run\nrun = load_run(sys.argv[1])\nrun.final_indices()\n"
+CLI = "import sys\nfrom elxpk.cli.main import main\nsys.argv[0] = 'elxpk'\nmain()\n"
+CHECKPOINT_EVERY, FAIL_EVERY = 100, 20_000
 
 
-def write_run(root: Path, steps: int) -> None:
+def write_run(root: Path, steps: int) -> tuple[int, int]:
+    """A run of `steps` steps that count; (records written, redone records)."""
     root.mkdir(parents=True)
     t = 1_764_600_000.0
+    slices = (0, 1, 2, 3)
+    written = redone = 0
     with open(root / "metrics.jsonl", "w") as metrics, open(root / "events.jsonl", "w") as events:
-        events.write(f'{{"event": "run_started", "time": {t!r}, "step": 0, "source": "trainer", '
-                     f'"slices": [0, 1, 2, 3], "backend": "cpu"}}\n')
-        for step in range(steps):
+
+        def event(name: str, step: int | None, **details) -> None:
+            events.write(json.dumps(make_event(name, t, step, **details).to_json()) + "\n")
+
+        event("run_started", 0, slices=list(slices))
+        step, failed_at = 0, set()
+        while step < steps:
+            if step % FAIL_EVERY == FAIL_EVERY - 63 and step not in failed_at:  # a slice lost: back to the checkpoint
+                failed_at.add(step)
+                event("failure_detected", step, slices_lost=[1], kind="slice_down", cause="slice_lost")
+                t += 30.0
+                event("slices_ready", step, slices=list(slices))
+                restored = step - step % CHECKPOINT_EVERY
+                event("restore_started", restored, slices=list(slices))
+                t += 12.0
+                event("restore_done", restored, from_checkpoint=True, compile_s=0.0)
+                redone += step - restored
+                step = restored
             step_time = 0.5 + 1e-4 * (step % 97) + 1e-9 * step
             t += step_time + 0.0123456789
             lr = 3e-4 * 0.5 * (1 + math.cos(math.pi * step / steps))
-            loss = float.hex(2.0 + 1.0 / (1 + step) + 1e-7 * (step % 13))
-            metrics.write(f'{{"step": {step}, "loss": "{loss}", "lr": {lr!r}, "step_time_s": {step_time!r}, '
-                          f'"examples": [{step * 256}, {step * 256 + 256}], "slices": [0, 1, 2, 3], "time": {t!r}}}\n')
-            if step % 100 == 99:
-                events.write(f'{{"event": "checkpoint_saved", "time": {t!r}, "step": {step + 1}, '
-                             f'"source": "trainer", "blocking_s": 0.25}}\n')
-                events.write(f'{{"event": "checkpoint_committed", "time": {t + 3!r}, "step": {step + 1}, '
-                             f'"source": "trainer", "commit_s": 3.0}}\n')
-        events.write(f'{{"event": "run_finished", "time": {t!r}, "step": {steps}, "source": "trainer", '
-                     f'"attempts": 1, "recoveries": 0}}\n')
-    (root / "run.json").write_text('{"config": {"num_slices": 4}, "fingerprint": "f", "fingerprint_fields": {}, '
-                                   '"versions": {}, "started_at": 1764600000.0}')
+            loss = float(2.0 + 1.0 / (1 + step) + 1e-7 * (step % 13)).hex()
+            record = Metric(step=step, loss=loss, lr=lr, step_time_s=step_time,
+                            examples=(step * 256, step * 256 + 256), slices=slices, time=t)
+            metrics.write(json.dumps(record.to_json()) + "\n")
+            written += 1
+            step += 1
+            if step % CHECKPOINT_EVERY == 0:
+                event("checkpoint_saved", step, blocking_s=0.25)
+                event("checkpoint_committed", step, commit_s=3.0)
+        event("run_finished", steps, attempts=1, recoveries=len(failed_at))
+    info = RunInfo(config={"num_slices": 4}, fingerprint="f", fingerprint_fields={}, versions={},
+                   started_at=1_764_600_000.0)
+    (root / "run.json").write_text(json.dumps(info.to_json()))
+    return written, redone
 
 
-def peak_mb(code: str, *args: str) -> tuple[float, int]:
-    """Peak RSS in MB of `python -c code args`, and its exit code."""
+def measure(code: str, *args: str) -> tuple[float, float, int, str]:
+    """Peak RSS in MB, wall seconds, exit code and the last error line of `python -c code args`."""
+    started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.returncode not in (0,):
-        print(f"    exit {proc.returncode}: {err.strip().splitlines()[-1:] if err else ''}", flush=True)
-    return usage.ru_maxrss / 1024, proc.returncode
+    _, status, usage = os.wait4(proc.pid, 0)
+    return (usage.ru_maxrss / 1024, time.perf_counter() - started, os.waitstatus_to_exitcode(status),
+            (err.strip().splitlines() or [""])[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", default="10000,100000,1000000")
+    parser.add_argument("--steps", default="100000,2000000")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base: dict[str, float] = {}  # each measurement on a 10-step run: the imports, not the records
         for steps in (10, *(int(s) for s in args.steps.split(","))):
             a, b = Path(tmp, f"a{steps}"), Path(tmp, f"b{steps}")
-            write_run(a, steps)
+            records, redone = write_run(a, steps)
             write_run(b, steps)
             size = (a / "metrics.jsonl").stat().st_size
             if steps > 10:
-                print(f"{steps:>9,} steps: metrics.jsonl {size / 2**20:.1f} MiB ({size / steps:.0f} bytes/step)",
-                      flush=True)
-            for name, code, argv in (("old read x2", OLD, [str(a), str(b)]),
-                                     ("load_run x2", NEW, [str(a), str(b)]),
-                                     ("compare", CLI, ["compare", str(a), str(b)]),
-                                     ("report", CLI, ["report", str(a), "--no-png", "-o", "json"])):
-                mb, _ = peak_mb(code, *argv)
+                print(f"{steps:>9,} steps ({records:,} records, {redone:,} redone): metrics.jsonl "
+                      f"{size / 2**20:.0f} MiB ({size / records:.0f} bytes/record)", flush=True)
+            for name, code, argv, runs in (("records (before)", BEFORE, [str(a)], 1),
+                                           ("load_run (now)", NOW, [str(a)], 1),
+                                           ("elxpk report", CLI, ["report", str(a), "--no-png", "-o", "json"], 1),
+                                           ("report + png", CLI, ["report", str(a), "--png", f"{tmp}/r.png"], 1),
+                                           ("elxpk compare", CLI, ["compare", str(a), str(b)], 2)):
+                mb, wall, code_, err = measure(code, *argv)
+                if code_ != 0:
+                    print(f"    {name:<17} exit {code_}: {err}", flush=True)
                 if steps == 10:
                     base[name] = mb
-                    print(f"baseline (10 steps) {name:<12} peak {mb:7.0f} MB", flush=True)
+                    print(f"baseline (10 steps) {name:<17} peak {mb:6.0f} MB", flush=True)
                     continue
-                runs = 2 if name != "report" else 1
                 per_step = (mb - base[name]) * 2**20 / (runs * steps)
-                print(f"    {name:<12} peak {mb:7.0f} MB  ({per_step:5.0f} bytes/step over its baseline)",
-                      flush=True)
+                print(f"    {name:<17} peak {mb:6.0f} MB  {per_step:5.0f} bytes/step over its baseline  "
+                      f"{wall:6.1f} s", flush=True)
             for run in (a, b):
                 for f in run.iterdir():
                     f.unlink()

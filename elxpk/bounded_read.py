@@ -27,23 +27,26 @@ from elxpk.errors import UsageError
 
 KIB, MIB = 1024, 1024 * 1024
 # Caps by kind of input: each far above what a real one holds, and low enough that reading and parsing
-# the largest allowed stays well under 200 MB of memory (tests/launcher/test_hostile_input.py measures it).
+# the largest allowed stays well under 200 MB of memory (tests/launcher/test_hostile_input.py measures it);
+# run records, sized by the length of the runs users have, stay under RUN_RECORDS_PEAK_MB.
 MANIFEST_BYTES = 4 * MIB  # a YAML file of manifests; one object is at most ~1.5 MiB in the API server
 ENV_FILE_BYTES = 2 * MIB  # KEY=VALUE lines; the whole JobSet must stay within the API server's object limit
 KUBECONFIG_BYTES = 1 * MIB  # kubeconfigs embed certificates: a few KiB per cluster (the library parses in Python)
 CONFIG_BYTES = 64 * KIB  # ELXPK_CONFIG: a handful of keys
 RUN_JSON_BYTES = 1 * MIB  # run.json
-# metrics.jsonl / events.jsonl / a MaxText metrics file. They are read as a stream (one line at a time) into
-# compact records (elxpk_contract/records.py: slotted, slice tuples shared), but report and compare still
-# hold every step's record and build per-step tables from them: ~800 bytes per step in `compare`
-# (bench/bench_runs_memory.py). So the records are capped by count as well as by bytes, whatever the lines
-# hold (short hostile lines would fit 200,000 records in the bytes): 80,000 steps and 20,000 events per run
-# keep `compare` of two runs of records all different under ~180 MB (tests/launcher/test_hostile_input.py).
-# 16 MiB holds 80,000 steps as the trainer writes them (~190 bytes each) with room to spare.
-RUN_RECORD_BYTES = 16 * MIB
-RUN_RECORDS = 80_000  # lines with a record in metrics.jsonl or a MaxText metrics file: steps, redone ones too
-EVENT_RECORDS = 20_000  # events.jsonl: a checkpoint pair every 100 steps is 1,600 of them
+# metrics.jsonl / events.jsonl / a MaxText metrics file: read as a stream (one line at a time). The steps go
+# into columns (elxpk/runs/step_columns.py, elxpk/columns.py): ~60 bytes a step whatever its line holds, ~100
+# at report's peak (bench/bench_runs_memory.py: 207 MB for `report` of 2,000,000 steps, where one object per
+# step took ~590 bytes, 1.1 GB); the events into slotted records (~300 bytes each). Sized for the runs users
+# have, weeks at sub-second steps: 4,000,000 lines is 2,000,000 steps with as many redone, or 46 days at 1 s
+# a step; the trainer writes ~200 bytes a step, 0.8 GB at that length, under the 1 GiB. Lines are counted
+# while the bytes are checked, before any is parsed, so a file of more is refused at once, whatever its
+# lines hold. At the caps `report` holds ~400 MB and `compare` of two runs ~620 MB (RUN_RECORDS_PEAK_MB).
+RUN_RECORD_BYTES = 1024 * MIB
+RUN_RECORDS = 4_000_000  # lines of metrics.jsonl or a MaxText metrics file: steps, redone ones too
+EVENT_RECORDS = 200_000  # lines of events.jsonl: a checkpoint pair every 100 steps is 80,000 over 4,000,000
 RECORD_LINE_BYTES = 1 * MIB  # one line of a run record: a step or an event is a few hundred bytes
+RUN_RECORDS_PEAK_MB = 700  # `compare` of two runs at the caps (tests/launcher/test_hostile_input.py projects it)
 INCIDENT_BYTES = 2 * MIB  # an incident record (`workload events --record`): ~6k incidents
 PROGRESS_BYTES = 1 * MIB  # the trainer's progress record
 READ_TIMEOUT_S = 60.0  # a read that takes longer is stuck (a hung mount, a stdin nobody closes)
@@ -151,40 +154,50 @@ def _open_regular(path: str | os.PathLike[str], limit: int) -> int:
 
 
 def read_text_lines(path: str | os.PathLike[str], *, limit: int, line_limit: int, expected: str = "text",
-                    timeout_s: float = READ_TIMEOUT_S,
+                    max_lines: int | None = None, timeout_s: float = READ_TIMEOUT_S,
                     clock: Callable[[], float] = time.monotonic) -> Iterator[tuple[int, str, bool]]:
     """The lines of the regular file `path` as (1-based number, text without its '\n', whether it is the
     last piece of the file), holding one line at a time: what `decode_text(read_limited(...)).split("\n")`
     yields, with the same refusals, in bounded memory.
 
-    The file is read twice within one deadline: first every byte is checked (NUL, UTF-8, the size cap), so
+    The file is read twice within one time budget: first every byte is checked (NUL, UTF-8, the size cap), so
     a binary file is refused by what it is before any line is handed out, exactly as a whole-file read
     would; then the same bytes (a writer appending meanwhile is not followed) are split into lines. A line
-    longer than `line_limit` is ReadRefused naming it. FileNotFoundError passes through."""
-    deadline = clock() + timeout_s
+    longer than `line_limit` is ReadRefused naming it, and so is a file of more than `max_lines` lines (the
+    '\n's and an unended last piece), counted in the first pass. FileNotFoundError passes through.
+
+    `timeout_s` bounds the time spent reading, not the caller's time between lines: parsing a run of
+    millions of steps may take longer than reading it."""
+    budget = _ReadBudget(timeout_s, clock)
     fd = _open_regular(path, limit)
     try:
-        size = _check_text(fd, limit=limit, expected=expected, deadline=deadline, timeout_s=timeout_s,
-                           clock=clock)
-        yield from _split_lines(fd, size, line_limit=line_limit, deadline=deadline, timeout_s=timeout_s,
-                                clock=clock)
+        size = _check_text(fd, limit=limit, expected=expected, budget=budget, max_lines=max_lines)
+        yield from _split_lines(fd, size, line_limit=line_limit, budget=budget)
     finally:
         os.close(fd)
 
 
-def _chunks(fd: int, size: int | None, limit: int, deadline: float, timeout_s: float,
-            clock: Callable[[], float]) -> Iterator[bytes]:
+class _ReadBudget:
+    """The seconds spent inside reads, against `timeout_s`."""
+
+    def __init__(self, timeout_s: float, clock: Callable[[], float]):
+        self.timeout_s, self.clock, self.spent = timeout_s, clock, 0.0
+
+
+def _chunks(fd: int, size: int | None, limit: int, budget: _ReadBudget) -> Iterator[bytes]:
     """The file's bytes from its start in chunks: all of it (at most `limit`), or its first `size` bytes."""
     done = 0
     while size is None or done < size:
-        if clock() > deadline:
-            raise ReadRefused(f"still not at its end after {timeout_s:g} s ({size_text(done)} read); "
+        if budget.spent > budget.timeout_s:
+            raise ReadRefused(f"still not at its end after {budget.timeout_s:g} s ({size_text(done)} read); "
                               "give a complete file")
         want = _CHUNK if size is None else min(_CHUNK, size - done)
+        started = budget.clock()
         try:
             chunk = os.pread(fd, want if size is not None else min(want, limit + 1 - done), done)
         except OSError as exc:
             raise ReadRefused(f"cannot be read ({exc.strerror or exc})") from None
+        budget.spent += budget.clock() - started
         if not chunk:
             return
         done += len(chunk)
@@ -193,13 +206,15 @@ def _chunks(fd: int, size: int | None, limit: int, deadline: float, timeout_s: f
         yield chunk
 
 
-def _check_text(fd: int, *, limit: int, expected: str, deadline: float, timeout_s: float,
-                clock: Callable[[], float]) -> int:
+def _check_text(fd: int, *, limit: int, expected: str, budget: _ReadBudget, max_lines: int | None) -> int:
     """The file's size, once every byte is known to be UTF-8 text without NUL (decode_text's refusals,
-    with the offsets of the whole file)."""
+    with the offsets of the whole file) and its lines are no more than `max_lines`."""
     offset, carry = 0, b""  # carry: the bytes of a character cut by the chunk's end
     bad_utf8: int | None = None  # a NUL anywhere wins, as in decode_text: keep looking for one
-    for chunk in _chunks(fd, None, limit, deadline, timeout_s, clock):
+    newlines, ended = 0, True
+    for chunk in _chunks(fd, None, limit, budget):
+        newlines += chunk.count(b"\n")
+        ended = chunk.endswith(b"\n")
         data = carry + chunk
         cut = len(data)
         for back in range(1, min(4, len(data)) + 1):  # cut before the last character's lead byte
@@ -212,6 +227,8 @@ def _check_text(fd: int, *, limit: int, expected: str, deadline: float, timeout_
     bad_utf8 = _scan(carry, offset - len(carry), expected, bad_utf8)
     if bad_utf8 is not None:
         raise ReadRefused(f"is not UTF-8 text (byte {bad_utf8})")
+    if max_lines is not None and newlines + (not ended) > max_lines:
+        raise ReadRefused(too_many_records(max_lines))
     return offset
 
 
@@ -230,14 +247,13 @@ def _scan(data: bytes, start: int, expected: str, bad_utf8: int | None) -> int |
 
 
 def too_many_records(limit: int) -> str:
-    """The refusal of a run record with more than `limit` records (one line, the path left to the caller)."""
-    return f"holds more than {limit:,} records, over what report and compare hold in memory"
+    """The refusal of a run record of more than `limit` lines (one line, the path left to the caller)."""
+    return f"holds more than {limit:,} lines (records), over what report and compare hold in memory"
 
 
-def _split_lines(fd: int, size: int, *, line_limit: int, deadline: float, timeout_s: float,
-                 clock: Callable[[], float]) -> Iterator[tuple[int, str, bool]]:
+def _split_lines(fd: int, size: int, *, line_limit: int, budget: _ReadBudget) -> Iterator[tuple[int, str, bool]]:
     number, pending = 0, bytearray()
-    for chunk in _chunks(fd, size, size, deadline, timeout_s, clock):
+    for chunk in _chunks(fd, size, size, budget):
         pending += chunk
         start = 0
         while True:

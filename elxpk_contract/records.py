@@ -23,6 +23,7 @@ import math
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -347,6 +348,10 @@ def parse_run_info(data: object) -> RunInfo:
 # ---- one generic field checker, driven by the annotations above ----------------------------------------
 
 _HINTS: dict[type, dict[str, Any]] = {}
+# Per class, its fields as (name, required, checker): built once from the annotations, so a run of millions
+# of records is not checked by re-reading the annotations at every field (typing.get_origin per value).
+_FIELDS: dict[type, list[tuple[str, bool, Callable[[str, object], Any]]]] = {}
+_CHECKERS: dict[Any, Callable[[str, object], Any]] = {}
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -355,57 +360,103 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
+def _fields(cls: type) -> list[tuple[str, bool, Callable[[str, object], Any]]]:
+    if cls not in _FIELDS:
+        hints = _hints(cls)
+        _FIELDS[cls] = [(f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                         _checker(hints[f.name])) for f in dataclasses.fields(cls)]
+    return _FIELDS[cls]
+
+
 def _parse(cls: type, data: object):
     if not isinstance(data, dict):
         raise RecordError(f"expected a JSON object, got {type(data).__name__}")
-    hints, values = _hints(cls), {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise RecordError(f"{f.name}: missing")
+    values = {}
+    for name, required, check in _fields(cls):
+        if name not in data:
+            if required:
+                raise RecordError(f"{name}: missing")
             continue
-        values[f.name] = _check(f.name, data[f.name], hints[f.name])
+        values[name] = check(name, data[name])
     return cls(**values)
 
 
-def _check(name: str, value: object, hint: Any) -> Any:
+
+def _checker(hint: Any) -> Callable[[str, object], Any]:
+    """The check of a value against the annotation `hint` (the value as the record holds it, or a
+    RecordError naming the field), built once per annotation."""
+    if hint in _CHECKERS:
+        return _CHECKERS[hint]
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    check: Callable[[str, object], Any]
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
+        optional = type(None) in args
         (inner,) = [a for a in args if a is not type(None)]
-        return _check(name, value, inner)
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise RecordError(f"{name}: expected a list, got {value!r:.40}")
+        inner_check = _checker(inner)
+
+        def check(name: str, value: object) -> Any:
+            if value is None and optional:
+                return None
+            return inner_check(name, value)
+    elif origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_check(name, v, args[0]) for v in value)
-        if len(value) != len(args):
-            raise RecordError(f"{name}: expected {len(args)} values, got {value!r:.40}")
-        return tuple(_check(name, v, a) for v, a in zip(value, args, strict=True))
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise RecordError(f"{name}: expected an object, got {value!r:.40}")
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise RecordError(f"{name}: expected true or false, got {value!r:.40}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise RecordError(f"{name}: expected a whole number, got {value!r:.40}")
-        if abs(value) > MAX_INDEX:
-            raise RecordError(f"{name}: {value} is out of range (at most {MAX_INDEX})")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise RecordError(f"{name}: expected a finite number, got {value!r:.40}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise RecordError(f"{name}: expected a string, got {value!r:.40}")
-        return value
+            item = _checker(args[0])
+
+            def check(name: str, value: object) -> Any:
+                if not isinstance(value, list):
+                    raise RecordError(f"{name}: expected a list, got {value!r:.40}")
+                return tuple(item(name, v) for v in value)
+        else:
+            items = [_checker(a) for a in args]
+
+            def check(name: str, value: object) -> Any:
+                if not isinstance(value, list):
+                    raise RecordError(f"{name}: expected a list, got {value!r:.40}")
+                if len(value) != len(items):
+                    raise RecordError(f"{name}: expected {len(items)} values, got {value!r:.40}")
+                return tuple(c(name, v) for c, v in zip(items, value, strict=True))
+    elif origin is dict:
+        def check(name: str, value: object) -> Any:
+            if not isinstance(value, dict):
+                raise RecordError(f"{name}: expected an object, got {value!r:.40}")
+            return value
+    else:
+        check = _SCALARS.get(hint, _any)
+    _CHECKERS[hint] = check
+    return check
+
+
+def _bool(name: str, value: object) -> Any:
+    if not isinstance(value, bool):
+        raise RecordError(f"{name}: expected true or false, got {value!r:.40}")
     return value
+
+
+def _int(name: str, value: object) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"{name}: expected a whole number, got {value!r:.40}")
+    if abs(value) > MAX_INDEX:
+        raise RecordError(f"{name}: {value} is out of range (at most {MAX_INDEX})")
+    return value
+
+
+def _float(name: str, value: object) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise RecordError(f"{name}: expected a finite number, got {value!r:.40}")
+    return float(value)
+
+
+def _str(name: str, value: object) -> Any:
+    if not isinstance(value, str):
+        raise RecordError(f"{name}: expected a string, got {value!r:.40}")
+    return value
+
+
+def _any(name: str, value: object) -> Any:
+    return value
+
+
+_SCALARS: dict[Any, Callable[[str, object], Any]] = {bool: _bool, int: _int, float: _float, str: _str}
 
 
 def _to_json(record: object) -> dict:

@@ -30,7 +30,7 @@ def compare(
 ) -> None:
     """Fail (exit 1) when losses diverge beyond --rtol, or either run repeats or skips an example."""
     from elxpk.outfile import output_problem
-    from elxpk.runs.compare import compare_runs, render_text
+    from elxpk.runs.compare import Series, compare_runs, render_text
     from elxpk.runs.sources import load_source
 
     problems = []
@@ -45,7 +45,7 @@ def compare(
     runs = []
     for path, flag in ((run_a, "RUN_A"), (run_b, "RUN_B")):
         try:
-            runs.append(load_source(path, flag=flag))
+            runs.append(Series.of(load_source(path, flag=flag)))  # the steps that count: the rest is let go
         except UsageError as exc:
             problems.extend(exc.messages)
     if problems:

@@ -33,5 +33,5 @@ def checkpoint_steps(checkpoint_dir: Path) -> tuple[int, ...]:
 
 def inspect_run_dir(run_dir: Path, checkpoint_dir: Path | None = None) -> ExistingRun:
     """What is there; a damaged record file is a UsageError naming --run-dir."""
-    steps = len(load_run(run_dir, flag="--run-dir").final_records()) if (run_dir / METRICS).is_file() else 0
+    steps = len(load_run(run_dir, flag="--run-dir").final_indices()) if (run_dir / METRICS).is_file() else 0
     return ExistingRun(run_dir, steps, checkpoint_steps(checkpoint_dir or run_dir / "checkpoints"))

@@ -7,14 +7,15 @@ eval lines carry `eval/*` keys only. It truncates the file at step 0 and otherwi
 elastic retry the steps redone from the restored checkpoint appear twice; the last line of a step is the one
 the run kept. `json.dumps` writes NaN and infinity as `NaN`/`Infinity`, which stay values here (the
 comparer treats them as divergence). There are no example ids: exactly-once data cannot be checked.
-Standard library only.
+Standard library only (the columns are `array`s: elxpk/columns.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,10 @@ from elxpk.bounded_read import (
     read_text_lines,
     too_many_records,
 )
+from elxpk.columns import Column, last_of_each, repeated_keys, same
+from elxpk_contract.limits import MAX_INDEX
+
+_RUN_NAMES = 1000  # distinct run_name values kept: a file holds one (a few after renames)
 
 LOSS = "learning/loss"
 STEP_TIME = "perf/step_time_seconds"
@@ -36,12 +41,15 @@ class MetricsFileError(ValueError):
 
 @dataclass(frozen=True)
 class MaxTextMetrics:
+    """The train steps of a metrics file, as columns (elxpk/columns.py: ~25 bytes a step; each compares
+    equal to the tuple of its values)."""
+
     path: str
     run_names: tuple[str, ...]  # every run_name seen, in order (one, normally)
-    steps: tuple[int, ...]  # train steps, ascending, each once
-    loss: tuple[float, ...]  # learning/loss of each step (its last line); NaN/inf kept as they are
-    step_time_s: tuple[float | None, ...]  # perf/step_time_seconds of each step, None when absent
-    repeated_steps: tuple[int, ...]  # steps written more than once: redone after a restore
+    steps: Column  # train steps, ascending, each once
+    loss: Column  # learning/loss of each step (its last line); NaN/inf kept as they are
+    step_time_s: StepTimes  # perf/step_time_seconds of each step, None when absent
+    repeated_steps: Column  # steps written more than once: redone after a restore
     eval_lines: int  # lines without learning/loss (eval metrics), not part of the curve
 
     def loss_by_step(self) -> dict[int, float]:
@@ -52,13 +60,46 @@ class MaxTextMetrics:
         return tuple(s for s, v in zip(self.steps, self.loss, strict=True) if not math.isfinite(v))
 
     @property
-    def step_times(self) -> tuple[float, ...]:
-        return tuple(t for t in self.step_time_s if t is not None)
+    def first_non_finite_step(self) -> int | None:
+        return next((s for s, v in zip(self.steps, self.loss, strict=True) if not math.isfinite(v)), None)
+
+    @property
+    def step_times(self) -> Column:
+        """The step times present, in step order."""
+        return Column(self.step_time_s.present())
 
     @property
     def has_example_ids(self) -> bool:
         """MaxText writes none, so `compare` must say it cannot check exactly-once data."""
         return False
+
+
+class StepTimes(Column):
+    """perf/step_time_seconds per step: a float column and a presence flag per step (None where absent)."""
+
+    __slots__ = ("has",)
+
+    def __init__(self, values: array, has: bytearray):
+        super().__init__(values)
+        self.has = has
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(v if h else None for v, h in zip(self.values[index], self.has[index], strict=True))
+        return self.values[index] if self.has[index] else None
+
+    def __iter__(self) -> Iterator[float | None]:
+        return (v if h else None for v, h in zip(self.values, self.has, strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (Column, tuple, list)):
+            return NotImplemented
+        return len(self) == len(other) and all(map(same, self, other))
+
+    __hash__ = None
+
+    def present(self) -> array:
+        return array("d", (v for v, h in zip(self.values, self.has, strict=True) if h))
 
 
 def _number(value: object) -> float | None:
@@ -72,16 +113,18 @@ def parse_metrics(text: str, path: str = "metrics file") -> MaxTextMetrics:
     have written: a line that is not JSON or is cut off, a train line without a whole-number step, or a
     file with no train step at all."""
     lines = text.split("\n")
+    if len(lines) - (lines[-1] == "") > RUN_RECORDS:
+        raise MetricsFileError(f"{path}: {too_many_records(RUN_RECORDS)}")
     return _parse_lines(((n, line, n == len(lines)) for n, line in enumerate(lines, 1)), path)
 
 
 def _parse_lines(lines: Iterable[tuple[int, str, bool]], path: str) -> MaxTextMetrics:
-    """`parse_metrics` over (number, line, whether it is the file's last piece): one line held at a time."""
+    """`parse_metrics` over (number, line, whether it is the file's last piece): one line held at a time,
+    the train lines' values in columns; the last line of each step counts."""
 
-    by_step: dict[int, tuple[float, float | None]] = {}
-    seen: dict[int, int] = {}
+    steps, losses, times, has = array("q"), array("d"), array("d"), bytearray()
     run_names: list[str] = []
-    eval_lines = kept = 0
+    eval_lines = 0
     for number, line, last in lines:
         if not line.strip():
             continue
@@ -94,34 +137,36 @@ def _parse_lines(lines: Iterable[tuple[int, str, bool]], path: str) -> MaxTextMe
             raise MetricsFileError(f"{path}: line {number} is nested too deeply to be a record") from None
         if not isinstance(record, dict):
             raise MetricsFileError(f"{path}: line {number} is not a JSON object: {line[:60]!r}")
-        kept += 1
-        if kept > RUN_RECORDS:
-            raise MetricsFileError(f"{path}: {too_many_records(RUN_RECORDS)}")
         name = record.get("run_name")
         if isinstance(name, str) and name not in run_names:
+            if len(run_names) >= _RUN_NAMES:
+                raise MetricsFileError(f"{path}: line {number}: more than {_RUN_NAMES} run names in one file")
             run_names.append(name)
         if LOSS not in record:
             eval_lines += 1
             continue
         step = _number(record.get("step"))
-        if step is None or not math.isfinite(step) or not step.is_integer() or step < 0:
+        if step is None or not math.isfinite(step) or not step.is_integer() or step < 0 or step > MAX_INDEX:
             raise MetricsFileError(f"{path}: line {number} has no whole-number 'step': {line[:60]!r}")
         loss = _number(record[LOSS])
         if loss is None:
             raise MetricsFileError(f"{path}: line {number}: {LOSS!r} is not a number: {record[LOSS]!r}")
         step_time = _number(record.get(STEP_TIME))
-        by_step[int(step)] = (loss, step_time)
-        seen[int(step)] = seen.get(int(step), 0) + 1
-    if not by_step:
+        steps.append(int(step))
+        losses.append(loss)
+        times.append(0.0 if step_time is None else step_time)
+        has.append(step_time is not None)
+    if not steps:
         raise MetricsFileError(f"{path}: no train step (no line has {LOSS!r}); is it a MaxText metrics_file?")
-    steps = tuple(sorted(by_step))
+    order, flags = last_of_each(steps)
+    redone = repeated_keys(steps, flags)
     return MaxTextMetrics(
         path=path,
         run_names=tuple(run_names),
-        steps=steps,
-        loss=tuple(by_step[s][0] for s in steps),
-        step_time_s=tuple(by_step[s][1] for s in steps),
-        repeated_steps=tuple(s for s in steps if seen[s] > 1),
+        steps=Column(array("q", (steps[i] for i in order))),
+        loss=Column(array("d", (losses[i] for i in order))),
+        step_time_s=StepTimes(array("d", (times[i] for i in order)), bytearray(has[i] for i in order)),
+        repeated_steps=Column(redone),
         eval_lines=eval_lines,
     )
 
@@ -134,7 +179,7 @@ def read_metrics(path: str | Path) -> MaxTextMetrics:
         raise MetricsFileError(f"{p}: is a directory, not a MaxText metrics_file")
     try:
         return _parse_lines(read_text_lines(p, limit=RUN_RECORD_BYTES, line_limit=RECORD_LINE_BYTES,
-                                            expected="JSON lines"), str(p))
+                                            expected="JSON lines", max_lines=RUN_RECORDS), str(p))
     except FileNotFoundError:
         raise MetricsFileError(f"{p}: no such file") from None
     except MetricsFileError:

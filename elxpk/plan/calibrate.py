@@ -7,11 +7,13 @@ through its typed records. Nothing here imports jax: a run directory is JSON lin
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from elxpk.columns import sorted_values
 from elxpk.errors import UsageError
 from elxpk.runs.rundir import load_run
 from elxpk_contract.records import (
@@ -52,9 +54,9 @@ class Calibration:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _median(values: list[float]) -> float:
+def _median(values: Sequence[float]) -> float:
     # Not statistics.median: importing statistics pulls in random, decimal and fractions (CLI start-up).
-    ordered = sorted(values)
+    ordered = sorted_values(values) if isinstance(values, array) else sorted(values)  # a column: chunk by chunk
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
@@ -96,7 +98,7 @@ def calibrate(run_dir: Path) -> Calibration:
         )
     info, notes = run.info, []
 
-    times = [m.step_time_s for m in run.metrics if m.step_time_s > 0]
+    times = array("d", (t for t in run.metrics.step_time if t > 0))  # a column: a run may hold millions
     step_time = _median(times) if times else None
     # The trainer compiles ahead of each attempt's first step and reports it on restore_done.
     compiles = [e.compile_s for e in run.events_of(RestoreDone) if e.compile_s > 0]

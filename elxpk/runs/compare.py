@@ -13,15 +13,16 @@ exactly-once data and the per-step data order cannot be checked: the comparison 
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
 
+from elxpk.columns import Column
 from elxpk.maxtext.metrics import MaxTextMetrics
-from elxpk.runs.examples import ExampleAccount, account
+from elxpk.runs.examples import ExampleAccount, account_columns
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
-from elxpk_contract.records import Metric
 
 ELXPK_RUN = "elxpk run"
 MAXTEXT_FILE = "MaxText metrics file"
@@ -29,21 +30,28 @@ MAXTEXT_FILE = "MaxText metrics file"
 
 @dataclass(frozen=True)
 class Series:
-    """One side of a comparison: the loss that counts at each step, and its example ids when it has any."""
+    """One side of a comparison: the loss that counts at each step, and its example ids when it has any,
+    as columns in ascending step order (a run of millions of steps in ~32 bytes a step)."""
 
     path: str
     kind: str  # ELXPK_RUN or MAXTEXT_FILE
-    loss: dict[int, float]  # step -> loss of the record that counts, ascending steps
-    records: dict[int, Metric] | None  # the records that count, with their example ranges; None: no ids
-    redone: tuple[int, ...]  # steps written more than once (redone after a restore)
+    steps: array  # the steps, ascending, each once
+    loss: array  # the loss of the record that counts at each step
+    examples: tuple[array, array] | None  # [first, end) of each step's example ids; None: the run has none
+    redone: int  # steps written more than once (redone after a restore)
 
     @classmethod
-    def of(cls, run: Run | MaxTextMetrics) -> Series:
+    def of(cls, run: Run | MaxTextMetrics | Series) -> Series:
+        if isinstance(run, Series):
+            return run
         if isinstance(run, MaxTextMetrics):
-            return cls(run.path, MAXTEXT_FILE, run.loss_by_step(), None, run.repeated_steps)
-        final = run.final_records()
-        redone = tuple(sorted({r.step for r in run.superseded_records()}))
-        return cls(str(run.path), ELXPK_RUN, {s: r.loss_value for s, r in final.items()}, final, redone)
+            return cls(run.path, MAXTEXT_FILE, run.steps.values, run.loss.values, None, len(run.repeated_steps))
+        m = run.metrics
+        order = run.final_indices()
+        return cls(str(run.path), ELXPK_RUN, array("q", (m.step[i] for i in order)),
+                   array("d", (m.loss[i] for i in order)),
+                   (array("q", (m.first[i] for i in order)), array("q", (m.end[i] for i in order))),
+                   len(m.redone_steps()))
 
 
 @dataclass(frozen=True)
@@ -51,9 +59,9 @@ class Comparison:
     run_a: str
     run_b: str
     rtol: float
-    steps: tuple[int, ...]  # steps both runs executed, ascending
-    loss_a: tuple[float, ...]
-    loss_b: tuple[float, ...]
+    steps: Column  # steps both runs executed, ascending
+    loss_a: Column  # floats
+    loss_b: Column
     only_a: int  # steps only one run has (a shorter run is compared on its prefix)
     only_b: int
     bitwise_equal: int  # common steps whose float32 losses have identical bits
@@ -121,7 +129,7 @@ class Comparison:
             "only_a": self.only_a,
             "only_b": self.only_b,
             "bitwise_equal_steps": self.bitwise_equal,
-            "bitwise_equal": bool(self.steps) and self.bitwise_equal == len(self.steps),
+            "bitwise_equal": len(self.steps) > 0 and self.bitwise_equal == len(self.steps),
             "first_divergent_step": self.first_divergent_step,
             "first_beyond_rtol_step": self.first_beyond_rtol_step,
             "max_abs_diff": self.max_abs_diff,
@@ -151,19 +159,22 @@ def _first(mask: np.ndarray, steps: np.ndarray) -> int | None:
     return int(steps[hits[0]]) if hits.size else None
 
 
-def _floats(values: list[float], dtype: type = np.float32) -> np.ndarray:
+def _floats(values: np.ndarray, dtype: type = np.float32) -> np.ndarray:
     with np.errstate(over="ignore"):  # a value beyond float32's range is inf, as the trainer would see it
-        return np.asarray(values, dtype=dtype)
+        return values.astype(dtype)
 
 
-def _first_nonfinite(loss: dict[int, float], dtype: type = np.float32) -> int | None:
-    if not loss:
-        return None
-    bad = np.flatnonzero(~np.isfinite(_floats(list(loss.values()), dtype)))
-    return list(loss)[bad[0]] if bad.size else None
+def _column(values: array, dtype: type) -> np.ndarray:
+    return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)
 
 
-def compare_runs(a: Run | MaxTextMetrics, b: Run | MaxTextMetrics, *, rtol: float = 0.0) -> Comparison:
+def _first_nonfinite(s: Series, dtype: type = np.float32) -> int | None:
+    bad = np.flatnonzero(~np.isfinite(_floats(_column(s.loss, np.float64), dtype)))
+    return s.steps[int(bad[0])] if bad.size else None
+
+
+def compare_runs(a: Run | MaxTextMetrics | Series, b: Run | MaxTextMetrics | Series, *,
+                 rtol: float = 0.0) -> Comparison:
     """Compare two runs, each an elxpk run directory or a MaxText metrics file (see `Series`)."""
     return compare_series(Series.of(a), Series.of(b), rtol=rtol)
 
@@ -173,48 +184,58 @@ def compare_series(a: Series, b: Series, *, rtol: float = 0.0) -> Comparison:
     # normally): float32 bits whenever an elxpk run takes part, float64 bits for MaxText against MaxText.
     dtype = np.float64 if a.kind == b.kind == MAXTEXT_FILE else np.float32
     bits = np.uint64 if dtype is np.float64 else np.uint32
-    common = sorted(set(a.loss) & set(b.loss))
-    steps = np.asarray(common, dtype=np.int64)
-    la = _floats([a.loss[s] for s in common], dtype)
-    lb = _floats([b.loss[s] for s in common], dtype)
+    steps_a, steps_b = _column(a.steps, np.int64), _column(b.steps, np.int64)
+    # Both ascending, each step once: where each of A's steps is in B, and whether it is there.
+    at_b = np.searchsorted(steps_b, steps_a)
+    found = at_b < steps_b.size
+    found[found] = steps_b[at_b[found]] == steps_a[found]
+    in_a, in_b = np.flatnonzero(found), at_b[found]
+    del at_b, found
+    steps = steps_a[in_a]
+    la = _floats(_column(a.loss, np.float64)[in_a], dtype)
+    lb = _floats(_column(b.loss, np.float64)[in_b], dtype)
     same_bits = la.view(bits) == lb.view(bits)
+    # The differences of the steps whose bits differ (usually few: no per-step table of zeros to hold).
+    differ = np.flatnonzero(~same_bits)
+    da, db = la[differ], lb[differ]
     with np.errstate(invalid="ignore", divide="ignore"):
-        abs_diff = np.abs(la.astype(np.float64) - lb.astype(np.float64))
-        scale = np.maximum(np.abs(la), np.abs(lb)).astype(np.float64)
+        abs_diff = np.abs(da.astype(np.float64) - db.astype(np.float64))
+        scale = np.maximum(np.abs(da), np.abs(db)).astype(np.float64)
         rel_diff = np.where(scale > 0, abs_diff / scale, np.where(np.isnan(scale), np.nan, 0.0))
     # NaN in only one run (or two different NaNs) is a divergence of any size.
-    rel_diff = np.where(same_bits, 0.0, np.nan_to_num(rel_diff, nan=np.inf))
-    abs_diff = np.where(same_bits, 0.0, np.nan_to_num(abs_diff, nan=np.inf))
-    beyond = ~same_bits & (rel_diff > rtol)
-    if a.records is not None and b.records is not None:
-        ra, rb = a.records, b.records
-        order = np.array([ra[s].examples != rb[s].examples for s in common], dtype=np.bool_)
+    rel_diff = np.nan_to_num(rel_diff, nan=np.inf)
+    abs_diff = np.nan_to_num(abs_diff, nan=np.inf)
+    beyond = differ[rel_diff > rtol]
+    if a.examples is not None and b.examples is not None:
+        order = np.zeros(len(steps), dtype=np.bool_)
+        for ex_a, ex_b in zip(a.examples, b.examples, strict=True):
+            order |= _column(ex_a, np.int64)[in_a] != _column(ex_b, np.int64)[in_b]
     else:
-        order = np.zeros(len(common), dtype=np.bool_)
+        order = np.zeros(len(steps), dtype=np.bool_)
     return Comparison(
         run_a=a.path,
         run_b=b.path,
         rtol=rtol,
-        steps=tuple(common),
-        loss_a=tuple(float(v) for v in la),
-        loss_b=tuple(float(v) for v in lb),
-        only_a=len(set(a.loss) - set(b.loss)),
-        only_b=len(set(b.loss) - set(a.loss)),
+        steps=Column(array("q", steps.tobytes())),
+        loss_a=Column(array("d", la.astype(np.float64).tobytes())),
+        loss_b=Column(array("d", lb.astype(np.float64).tobytes())),
+        only_a=len(a.steps) - len(steps),
+        only_b=len(b.steps) - len(steps),
         bitwise_equal=int(same_bits.sum()),
-        first_divergent_step=_first(~same_bits, steps),
-        first_beyond_rtol_step=_first(beyond, steps),
+        first_divergent_step=int(steps[differ[0]]) if differ.size else None,
+        first_beyond_rtol_step=int(steps[beyond[0]]) if beyond.size else None,
         max_abs_diff=float(abs_diff.max()) if abs_diff.size else 0.0,
         max_rel_diff=float(rel_diff.max()) if rel_diff.size else 0.0,
         data_order_mismatches=int(order.sum()),
         first_data_mismatch_step=_first(order, steps),
-        first_nonfinite_a=_first_nonfinite(a.loss, dtype),
-        first_nonfinite_b=_first_nonfinite(b.loss, dtype),
-        examples_a=account(a.records) if a.records is not None else None,
-        examples_b=account(b.records) if b.records is not None else None,
+        first_nonfinite_a=_first_nonfinite(a, dtype),
+        first_nonfinite_b=_first_nonfinite(b, dtype),
+        examples_a=account_columns(a.steps, *a.examples) if a.examples is not None else None,
+        examples_b=account_columns(b.steps, *b.examples) if b.examples is not None else None,
         kind_a=a.kind,
         kind_b=b.kind,
-        redone_a=len(a.redone),
-        redone_b=len(b.redone),
+        redone_a=a.redone,
+        redone_b=b.redone,
     )
 
 

@@ -6,8 +6,11 @@ ids (and its loss curve looks better than it is); one that skips ahead shows up 
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from elxpk.columns import sorted_values
 from elxpk_contract.records import Metric
 
 _SHOWN = 5  # ranges listed per kind; the counts are always complete
@@ -44,11 +47,11 @@ class ExampleAccount:
 def _append(ranges: list[tuple[int, int]], lo: int, hi: int) -> None:
     if ranges and ranges[-1][1] == lo:
         ranges[-1] = (ranges[-1][0], hi)
-    else:
+    elif len(ranges) <= _SHOWN:  # one past those shown: a later range can only extend that one
         ranges.append((lo, hi))
 
 
-def _missing(steps: list[int]) -> tuple[tuple[int, ...], int]:
+def _missing(steps: Iterable[int]) -> tuple[tuple[int, ...], int]:
     """The first few absent steps below the last, and how many: walked gap by gap, so a stray record of
     step 10**11 costs one subtraction, not a range of 10**11."""
     shown: list[int] = []
@@ -61,18 +64,34 @@ def _missing(steps: list[int]) -> tuple[tuple[int, ...], int]:
     return tuple(shown[:_SHOWN]), count
 
 
+def _ascending(values: array) -> array:
+    return values if all(values[i] <= values[i + 1] for i in range(len(values) - 1)) else sorted_values(values)
+
+
 def account(final_records: dict[int, Metric]) -> ExampleAccount:
-    """Sweep the half-open ranges of the steps that count; coverage 0 is a gap, coverage k > 1 duplicates."""
-    ranges = [rec.examples for rec in final_records.values() if rec.examples[1] > rec.examples[0]]
-    points: dict[int, int] = {}
-    for lo, hi in ranges:
-        points[lo] = points.get(lo, 0) + 1
-        points[hi] = points.get(hi, 0) - 1
+    """`account_columns` of records by step (the steps that count)."""
+    steps = sorted(final_records)
+    return account_columns(steps, array("q", (final_records[s].examples[0] for s in steps)),
+                           array("q", (final_records[s].examples[1] for s in steps)))
+
+
+def account_columns(steps: Sequence[int], first: array, end: array) -> ExampleAccount:
+    """Sweep the half-open ranges [first, end) of the steps that count (`steps` ascending, a range each);
+    coverage 0 is a gap, coverage k > 1 duplicates. The range starts and ends are swept as two ascending
+    columns (sorted a chunk at a time when a run's are not), never as a dict of every id boundary."""
+    keep = [i for i in range(len(first)) if end[i] > first[i]] if any(
+        e <= f for f, e in zip(first, end, strict=True)) else None
+    if keep is not None:
+        first, end = array("q", (first[i] for i in keep)), array("q", (end[i] for i in keep))
+    starts, stops = _ascending(first), _ascending(end)
     duplicates = gaps = unique = 0
     dup_ranges: list[tuple[int, int]] = []
     gap_ranges: list[tuple[int, int]] = []
     coverage, prev = 0, 0  # example ids start at 0: anything before the first range is a gap
-    for point in sorted(points):
+    i = j = 0
+    n = len(starts)
+    while j < n:  # every range ends after it starts: the ends run out last
+        point = starts[i] if i < n and starts[i] < stops[j] else stops[j]
         if point > prev:
             width = point - prev
             if coverage == 0:
@@ -83,11 +102,16 @@ def account(final_records: dict[int, Metric]) -> ExampleAccount:
                 if coverage > 1:
                     duplicates += (coverage - 1) * width
                     _append(dup_ranges, prev, point)
-        coverage += points[point]
+        while i < n and starts[i] == point:
+            coverage += 1
+            i += 1
+        while j < n and stops[j] == point:
+            coverage -= 1
+            j += 1
         prev = max(prev, point)
-    missing, missing_count = _missing(sorted(final_records))
+    missing, missing_count = _missing(steps)
     return ExampleAccount(
-        steps=len(ranges),
+        steps=n,
         unique=unique,
         duplicates=duplicates,
         gaps=gaps,

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar, overload
 
 from elxpk import bounded_read
 from elxpk_contract.records import RecordError
@@ -91,31 +91,49 @@ class RecordLineError(ValueError):
 
 
 T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 
 
+class Collector(Protocol[T_contra]):
+    """Where `read_records` puts the records: a list, or columns (elxpk/runs/step_columns.py)."""
+
+    def append(self, record: T_contra, /) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+C = TypeVar("C", bound=Collector)
+
+
+@overload
 def read_records(path: Path, parse: Callable[[dict], T], *, limit: int | None = None,
-                 max_records: int | None = None) -> tuple[list[T], int]:
-    """Every complete record of `path` as parsed by `parse` (which raises RecordError), and the number of
-    torn lines; a missing file reads as empty. The file is read as a stream: one line and its decoded dict
-    at a time, only the parsed records kept. Raises JsonLinesError for a file that is not UTF-8 text or
-    holds a line that is not JSON (first, wherever it is: as when the whole file was decoded before any
-    record was parsed), else RecordLineError for the first record of the wrong shape."""
-    records: list[T] = []
-    damaged = kept = 0
+                 max_records: int | None = None, into: None = None) -> tuple[list[T], int]: ...
+
+
+@overload
+def read_records(path: Path, parse: Callable[[dict], T], *, limit: int | None = None,
+                 max_records: int | None = None, into: C) -> tuple[C, int]: ...
+
+
+def read_records(path, parse, *, limit=None, max_records=None, into=None):
+    """Every complete record of `path` as parsed by `parse` (which raises RecordError), appended to `into`
+    (a new list by default), and the number of torn lines; a missing file reads as empty. The file is read
+    as a stream: one line and its decoded dict at a time, only the parsed records kept. Raises
+    JsonLinesError for a file that is not UTF-8 text, holds more lines than `max_records`, or holds a line
+    that is not JSON (first, wherever it is: as when the whole file was decoded before any record was
+    parsed), else RecordLineError for the first record of the wrong shape (or one `into` refuses)."""
+    records = [] if into is None else into
+    damaged = 0
     most = max_records or bounded_read.RUN_RECORDS
     wrong: str | None = None  # the first record of the wrong shape; a later line that is not JSON wins
     lines = bounded_read.read_text_lines(path, limit=limit or bounded_read.RUN_RECORD_BYTES,
-                                         line_limit=bounded_read.RECORD_LINE_BYTES, expected="JSON lines")
+                                         line_limit=bounded_read.RECORD_LINE_BYTES, expected="JSON lines",
+                                         max_lines=most)
     try:
         for number, line, last in lines:
             obj, torn = _line_object(number, line, last, True)
             damaged += torn
-            if obj is None:
-                continue
-            kept += 1
-            if kept > most:
-                raise JsonLinesError(bounded_read.too_many_records(most))
-            if wrong is not None:
+            if obj is None or wrong is not None:
                 continue
             try:
                 records.append(parse(obj))
@@ -123,10 +141,9 @@ def read_records(path: Path, parse: Callable[[dict], T], *, limit: int | None = 
                 wrong = f"line {number}: {exc}"
                 records.clear()
     except FileNotFoundError:
-        return [], 0
+        return records, 0
     except bounded_read.ReadRefused as exc:
         raise JsonLinesError(str(exc)) from None
     if wrong is not None:
         raise RecordLineError(wrong)
     return records, damaged
-

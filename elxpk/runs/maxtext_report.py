@@ -9,9 +9,10 @@ includes the compilation, so the typical step time is the median of the later on
 from __future__ import annotations
 
 import math
-import statistics
+from array import array
 from dataclasses import dataclass
 
+from elxpk.columns import sorted_values
 from elxpk.maxtext.metrics import MaxTextMetrics
 from elxpk.runs.words import plural
 
@@ -69,17 +70,22 @@ def _json_float(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
-def _p95(values: list[float]) -> float:
-    ordered = sorted(values)
+def _median(ordered: array) -> float:
+    """statistics.median of values already sorted."""
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def _p95(ordered: array) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 def build_maxtext_report(m: MaxTextMetrics) -> MaxTextReport:
-    finite = [(loss, step) for step, loss in zip(m.steps, m.loss, strict=True) if math.isfinite(loss)]
-    lowest = min(finite) if finite else None
-    times = list(m.step_times)
+    lowest = min(((loss, step) for step, loss in zip(m.steps, m.loss, strict=True) if math.isfinite(loss)),
+                 default=None)
+    times = m.step_times.values
     later = times[1:]
-    bad = m.non_finite_steps
+    ordered = sorted_values(later)  # one sorted copy for the median and the p95, a chunk at a time
     return MaxTextReport(
         path=m.path,
         run_names=m.run_names,
@@ -91,12 +97,12 @@ def build_maxtext_report(m: MaxTextMetrics) -> MaxTextReport:
         final_loss=m.loss[-1],
         lowest_loss=lowest[0] if lowest else None,
         lowest_loss_step=lowest[1] if lowest else None,
-        first_nonfinite_step=bad[0] if bad else None,
+        first_nonfinite_step=m.first_non_finite_step,
         timed_steps=len(times),
         step_time_total_s=math.fsum(times),
         first_step_time_s=times[0] if times else None,
-        step_time_median_s=statistics.median(later) if later else None,
-        step_time_p95_s=_p95(later) if later else None,
+        step_time_median_s=_median(ordered) if later else None,
+        step_time_p95_s=_p95(ordered) if later else None,
         step_time_max_s=max(later) if later else None,
         eval_lines=m.eval_lines,
     )

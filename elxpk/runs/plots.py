@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
+from array import array
 from pathlib import Path
 
+from elxpk.columns import INDEX
 from elxpk.maxtext.metrics import MaxTextMetrics
 from elxpk.outfile import save_figure
 from elxpk.runs.compare import Comparison
@@ -41,11 +44,13 @@ def report_figure(run: Run, report: RunReport):
     """The report's figure (matplotlib), before it is saved."""
     plt = _pyplot()
     fig, (ax_loss, ax_health) = plt.subplots(2, 1, figsize=(9, 6), gridspec_kw={"height_ratios": [3, 1.4]})
-    final = run.final_records()
-    ax_loss.plot(list(final), [r.loss_value for r in final.values()], lw=1.2, label="loss (steps that count)")
-    void = run.superseded_records()
+    m = run.metrics
+    order, counts = m.last_records()
+    ax_loss.plot(array("q", (m.step[i] for i in order)), array("d", (m.loss[i] for i in order)), lw=1.2,
+                 label="loss (steps that count)")
+    void = array(INDEX, (i for i, last in enumerate(counts) if not last))
     if void:
-        ax_loss.scatter([r.step for r in void], [r.loss_value for r in void], s=6, c="0.6",
+        ax_loss.scatter(array("q", (m.step[i] for i in void)), array("d", (m.loss[i] for i in void)), s=6, c="0.6",
                         label="rewound executions", zorder=3)
     shown: set[str] = set()  # one legend entry per kind of line
     for rec in report.recoveries:
@@ -94,15 +99,16 @@ def write_compare_png(c: Comparison, path: Path) -> Path:
     """Both loss curves overlaid, and their difference B - A below."""
     plt = _pyplot()
     fig, (ax, ax_diff) = plt.subplots(2, 1, figsize=(9, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1.5]})
-    ax.plot(c.steps, c.loss_a, lw=1.6, label=f"A {Path(c.run_a).name}")
-    ax.plot(c.steps, c.loss_b, lw=1.0, ls="--", label=f"B {Path(c.run_b).name}")
+    ax.plot(c.steps.values, c.loss_a.values, lw=1.6, label=f"A {Path(c.run_a).name}")
+    ax.plot(c.steps.values, c.loss_b.values, lw=1.0, ls="--", label=f"B {Path(c.run_b).name}")
     if c.first_divergent_step is not None:
         ax.axvline(c.first_divergent_step, color="tab:red", ls=":", lw=1, label="first divergent step")
     ax.set_ylabel("loss")
-    verdict = "bitwise equal" if c.steps and c.bitwise_equal == len(c.steps) else "diverged"
+    verdict = "bitwise equal" if len(c.steps) and c.bitwise_equal == len(c.steps) else "diverged"
     ax.set_title(f"loss A vs B: {verdict}")
     ax.legend(fontsize=8)
-    ax_diff.plot(c.steps, [b - a for a, b in zip(c.loss_a, c.loss_b, strict=True)], lw=1, color="tab:purple")
+    ax_diff.plot(c.steps.values, array("d", (b - a for a, b in zip(c.loss_a.values, c.loss_b.values, strict=True))),
+                 lw=1, color="tab:purple")
     ax_diff.axhline(0.0, color="0.5", lw=0.6)
     ax_diff.set_xlabel("step")
     ax_diff.set_ylabel("B - A")
@@ -117,21 +123,20 @@ def maxtext_report_figure(m: MaxTextMetrics, report: MaxTextReport):
     plt = _pyplot()
     fig, (ax_loss, ax_time) = plt.subplots(2, 1, figsize=(9, 6), sharex=True,
                                            gridspec_kw={"height_ratios": [3, 1.6]})
-    ax_loss.plot(m.steps, m.loss, lw=1.2, label="loss (last line of each step)")
-    redone = set(m.repeated_steps)
+    ax_loss.plot(m.steps.values, m.loss.values, lw=1.2, label="loss (last line of each step)")
+    redone = m.repeated_steps.values
     if redone:
-        loss = m.loss_by_step()
-        ax_loss.scatter(sorted(redone), [loss[s] for s in sorted(redone)], s=6, c="0.5", zorder=3,
-                        label="steps redone after a restore")
+        loss = array("d", (m.loss[bisect.bisect_left(m.steps.values, s)] for s in redone))
+        ax_loss.scatter(redone, loss, s=6, c="0.5", zorder=3, label="steps redone after a restore")
     if report.first_nonfinite_step is not None:
         ax_loss.axvline(report.first_nonfinite_step, color="tab:red", ls="--", lw=1, label="loss not finite")
     ax_loss.set_ylabel("loss")
     ax_loss.set_title(f"{Path(m.path).name}: MaxText, {plural(report.steps, 'step')}")
     ax_loss.legend(loc="upper right", fontsize=8)
-    timed = [(s, t) for s, t in zip(m.steps, m.step_time_s, strict=True) if t is not None]
-    if timed:
-        ax_time.plot([s for s, _ in timed], [t for _, t in timed], lw=0.8, color="tab:orange",
-                     label="perf/step_time_seconds")
+    has = m.step_time_s.has
+    if any(has):
+        ax_time.plot(array("q", (s for s, h in zip(m.steps.values, has, strict=True) if h)), m.step_times.values, lw=0.8,
+                     color="tab:orange", label="perf/step_time_seconds")
         if report.step_time_median_s is not None:
             ax_time.axhline(report.step_time_median_s, color="0.4", ls=":", lw=1, label="median after the first")
             # The first step compiles: keep it from flattening the rest of the curve.

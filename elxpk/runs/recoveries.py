@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from elxpk.runs.step_columns import MetricColumns
 from elxpk_contract.records import (
     Event,
     FailureDetected,
@@ -127,9 +128,10 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
     The recovery ends at its `first_step_after_recovery`; a cold restart writes none, so there the first
     metric record after the detection (and after the restore) ends it.
     """
+    columns = MetricColumns.of(metrics)
     found: list[RecoveryTimeline] = []
     # By time, not file order: a supervisor writes its events once the group it watched is down.
-    timed = sorted([*events, *_unannounced_ends(events, metrics)], key=lambda e: e.time)
+    timed = sorted([*events, *_unannounced_ends(events, columns)], key=lambda e: e.time)
     starts = [i for i, e in enumerate(timed) if isinstance(e, FailureDetected)]
     for n, i in enumerate(starts):
         detect = timed[i]
@@ -158,9 +160,9 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
         first_step = step_event.step if step_event is not None else None
         first_step_s = offset(FirstStepAfterRecovery)
         if step_event is None and done is not None:  # a cold restart: the first step it records
-            after = next((m for m in metrics if done.time <= m.time < until), None)
+            after = columns.first_index(done.time, until=until)
             if after is not None:
-                first_step, first_step_s = after.step, after.time - t0
+                first_step, first_step_s = columns.step[after], columns.time[after] - t0
         found.append(
             RecoveryTimeline(
                 failure_step=detect.step,
@@ -186,7 +188,7 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
 _UNANNOUNCED = "session_ended_unannounced"
 
 
-def _unannounced_ends(events: Sequence[Event], metrics: Sequence[Metric]) -> list[FailureDetected]:
+def _unannounced_ends(events: Sequence[Event], metrics: MetricColumns) -> list[FailureDetected]:
     """A failure for each session that ended with no record of why (a SIGKILL, an OOM kill, a stall exit)
     and was followed by a new session: nobody wrote failure_detected, yet the new session restores and
     re-executes what the old one had done. Dated at the old session's last record, at the step it was on."""
@@ -196,9 +198,9 @@ def _unannounced_ends(events: Sequence[Event], metrics: Sequence[Metric]) -> lis
         inside = [e for e in events if began <= e.time < restarted]
         if any(isinstance(e, (FailureDetected, RunFinished, Preempted)) for e in inside):
             continue  # announced: a detected failure, a finished session (then extended) or a preemption
-        done = [m for m in metrics if began <= m.time < restarted]
-        last = max([*(e.time for e in inside), *(m.time for m in done)])
-        step = max((m.step for m in done), default=-1) + 1
+        done = metrics.between(began, restarted)  # (latest time, highest step) of the steps it recorded
+        last = max([*(e.time for e in inside), *((done[0],) if done else ())])
+        step = (done[1] if done else -1) + 1
         ends.append(FailureDetected(time=last, step=step, kind=_UNANNOUNCED, source="report",
                                     error="the session ended without a record (killed); its restart found it"))
     return ends
@@ -214,12 +216,13 @@ def _state_source(done: Event | None) -> str:
 
 def with_catch_up(found: list[RecoveryTimeline], metrics: Sequence[Metric]) -> list[RecoveryTimeline]:
     """Add when each recovery regained its lost progress: when the step after the failed one ended."""
+    columns = MetricColumns.of(metrics)
     out = []
     for rec in found:
         if rec.first_step_s is None or rec.failure_step is None:
             out.append(rec)
             continue
         start = rec.detected_at + rec.first_step_s
-        back = next((m for m in metrics if m.time >= start and m.step > rec.failure_step), None)
-        out.append(replace(rec, caught_up_s=back.time - rec.detected_at) if back is not None else rec)
+        back = columns.first_index(start, above_step=rec.failure_step)
+        out.append(replace(rec, caught_up_s=columns.time[back] - rec.detected_at) if back is not None else rec)
     return out

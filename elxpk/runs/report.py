@@ -10,9 +10,10 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
-from elxpk.runs.examples import ExampleAccount, account
+from elxpk.runs.examples import ExampleAccount, account_columns
 from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progress_runs
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
 from elxpk.runs.rundir import Run
@@ -131,16 +132,15 @@ def restore_time(events: tuple[Event, ...]) -> float:
 
 
 def build_report(run: Run) -> RunReport:
-    metrics = run.metrics
-    final = run.final_records()
-    last_index = {r.step: i for i, r in enumerate(metrics)}
+    metrics = run.metrics  # columns: every executed step, in execution order
+    order, last = metrics.last_records()  # the record that counts for each step, by step; a flag per record
     productive = rewound = 0.0
-    for i, record in enumerate(metrics):
+    for step_time, counts in zip(metrics.step_time, last, strict=True):
         # The trainer compiles before an attempt's first step (restore_done's compile_s): step times are net.
-        if last_index[record.step] == i:
-            productive += record.step_time_s
+        if counts:
+            productive += step_time
         else:
-            rewound += record.step_time_s
+            rewound += step_time
     found = tuple(with_catch_up(recoveries(run.events, metrics), metrics))
     waiting = sum(r.slices_ready_s for r in found if r.slices_ready_s is not None)
     restore = restore_time(run.events)
@@ -149,12 +149,13 @@ def build_report(run: Run) -> RunReport:
     compile_total = sum(e.compile_s for e in run.events_of(RestoreDone))
     wall, sessions = wall_time(run.events)
     if wall <= 0.0:  # no events: the best we know is the sum of step times
-        wall = sum(r.step_time_s for r in metrics)
+        wall = sum(metrics.step_time)
     other = max(0.0, wall - productive - rewound - restore - waiting - compile_total - ckpt)
-    last_step = max(final) if final else None
+    steps = array("q", (metrics.step[i] for i in order))
+    last_step = steps[-1] if steps else None
     return RunReport(
         run_dir=str(run.path),
-        steps=len(final),
+        steps=len(order),
         last_step=last_step,
         executed=len(metrics),
         wall_s=wall,
@@ -162,8 +163,9 @@ def build_report(run: Run) -> RunReport:
         badput=Badput(rewound, restore, waiting, compile_total, ckpt, other),
         recoveries=found,
         sessions=sessions,
-        examples=account(final),
-        final_loss=final[last_step].loss_value if last_step is not None else None,
+        examples=account_columns(steps, array("q", (metrics.first[i] for i in order)),
+                                 array("q", (metrics.end[i] for i in order))),
+        final_loss=metrics.loss[order[-1]] if last_step is not None else None,
         checkpoints_committed=len(run.events_of(CheckpointCommitted)),
         checkpoints_skipped=len(run.events_of(CheckpointSkipped)),
         damaged_lines=run.damaged_lines,

@@ -8,6 +8,7 @@ flag, the file and the line; only a torn line left by a killed writer is tolerat
 from __future__ import annotations
 
 import json
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from elxpk import bounded_read
 from elxpk.bounded_read import RUN_JSON_BYTES, ReadRefused, decode_text, read_limited
 from elxpk.errors import UsageError
 from elxpk.runs.jsonl import JsonLinesError, RecordLineError, read_records
+from elxpk.runs.step_columns import MetricColumns
 from elxpk_contract.records import (
     Event,
     Metric,
@@ -33,25 +35,24 @@ RUN_JSON = "run.json"
 @dataclass(frozen=True)
 class Run:
     path: Path
-    metrics: tuple[Metric, ...]  # every executed step in execution order; rewound steps appear twice
+    metrics: MetricColumns  # every executed step in execution order; rewound steps appear twice (columns)
     events: tuple[Event, ...]  # in file order (time order: one writer at a time)
     info: RunInfo | None  # run.json, when the run got as far as writing it
     damaged_lines: int  # torn lines left by killed writers (their complete parts were kept)
 
+    def final_indices(self) -> array:
+        """The index in `metrics` of the record that counts for each step (the last one written), by step."""
+        return self.metrics.last_records()[0]
+
     def final_records(self) -> dict[int, Metric]:
-        """The record that counts for each step (the last one written), by step."""
-        final: dict[int, Metric] = {}
-        ascending, top = True, -1  # the first records of the steps came in ascending order (a rewind repeats)
-        for record in self.metrics:
-            if record.step not in final:
-                ascending, top = ascending and record.step > top, max(top, record.step)
-            final[record.step] = record
-        return final if ascending else dict(sorted(final.items()))  # no rewind: no sorted copy to hold
+        """The record that counts for each step (the last one written), by step: a dict of records, for
+        small runs and tests; report and compare read the columns (`final_indices`)."""
+        return {self.metrics.step[i]: self.metrics.record(i) for i in self.final_indices()}
 
     def superseded_records(self) -> list[Metric]:
         """Records of executions that a rewind made void: every record of a step but its last."""
-        last_index = {record.step: i for i, record in enumerate(self.metrics)}
-        return [r for i, r in enumerate(self.metrics) if last_index[r.step] != i]
+        flags = self.metrics.last_records()[1]
+        return [self.metrics.record(i) for i, last in enumerate(flags) if not last]
 
     def events_of(self, kind: type[Event]) -> list:
         return [e for e in self.events if isinstance(e, kind)]
@@ -60,16 +61,15 @@ class Run:
     def num_slices(self) -> int | None:
         if self.info is not None and self.info.setting("num_slices") is not None:
             return self.info.setting("num_slices")
-        seen = {s for r in self.metrics for s in r.slices}
-        return max(seen) + 1 if seen else None
+        top = self.metrics.max_slice()
+        return top + 1 if top is not None else None
 
 
-def _records(root: Path, name: str, flag: str, parse, most: int) -> tuple[tuple, int]:
+def _records(root: Path, name: str, flag: str, parse, most: int, into):
     try:
-        records, damaged = read_records(root / name, parse, max_records=most)
+        return read_records(root / name, parse, max_records=most, into=into)
     except (JsonLinesError, RecordLineError) as exc:
         raise UsageError(f"{flag}: {root / name} {exc}") from None
-    return tuple(records), damaged
 
 
 def load_info(root: Path, flag: str = "RUN_DIR") -> RunInfo | None:
@@ -98,7 +98,7 @@ def load_run(path: str | Path, *, flag: str = "RUN_DIR") -> Run:
         raise UsageError(
             f"{flag}: {root} has no {METRICS}; pass the --run-dir of `elxpk local run` or the trainer's run_dir"
         )
-    metrics, torn_metrics = _records(root, METRICS, flag, parse_metric, bounded_read.RUN_RECORDS)
-    events, torn_events = _records(root, EVENTS, flag, parse_event, bounded_read.EVENT_RECORDS)
-    return Run(path=root, metrics=metrics, events=events, info=load_info(root, flag),
+    metrics, torn_metrics = _records(root, METRICS, flag, parse_metric, bounded_read.RUN_RECORDS, MetricColumns())
+    events, torn_events = _records(root, EVENTS, flag, parse_event, bounded_read.EVENT_RECORDS, [])
+    return Run(path=root, metrics=metrics, events=tuple(events), info=load_info(root, flag),
                damaged_lines=torn_metrics + torn_events)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.bounded_read import MANIFEST_BYTES, ReadRefused, read_fd, read_limited
+from elxpk.bounded_read import MANIFEST_BYTES, RUN_RECORD_BYTES, ReadRefused, read_fd, read_limited
 from tests.support.processes import run_measured
 from tests.support.run_writer import FakeRun, write_run
 
@@ -97,9 +97,9 @@ def test_run_records_that_are_special_or_huge_are_refused(tmp_path, name, config
         (run / name).unlink(missing_ok=True)
         if target == "fifo":
             os.mkfifo(run / name)
-        elif target == "huge":
+        elif target == "huge":  # sparse: over the cap of a run record (1 GiB) and of run.json
             with open(run / name, "wb") as handle:
-                handle.truncate(50 * 1024 * 1024)
+                handle.truncate(RUN_RECORD_BYTES + 1)
         else:
             (run / name).symlink_to(target)
         refused(elxpk("report", str(run), "--no-png", env=config), name)
@@ -113,15 +113,15 @@ def test_run_records_that_are_special_or_huge_are_refused(tmp_path, name, config
 @pytest.mark.slow
 def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     """Just under each cap, the most memory-hungry readers: validate (values to parse), compare (two runs in
-    memory), report with an incident record."""
+    memory; at the run-record caps, projected: under RUN_RECORDS_PEAK_MB), report with an incident record."""
     import yaml
 
     from elxpk.bounded_read import (
         INCIDENT_BYTES,
         KUBECONFIG_BYTES,
         KUBECONFIG_VALUES,
-        RUN_RECORD_BYTES,
         RUN_RECORDS,
+        RUN_RECORDS_PEAK_MB,
         YAML_VALUES,
     )
 
@@ -140,16 +140,21 @@ def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     assert sum(kubeconfig.read_text().count(c) for c in ",:-[{?\n") <= KUBECONFIG_VALUES
     done = elxpk("workload", "status", "x", "--kubeconfig", str(kubeconfig), "--context", "nope", env=config)
     refused(done, "--kubeconfig/--context")
-    runs = []
-    for name in ("a", "b"):
-        run = write_run(tmp_path / name, FakeRun(steps=RUN_RECORDS))  # a checkpoint pair every 10 steps
-        assert (run / "metrics.jsonl").stat().st_size <= RUN_RECORD_BYTES
-        runs.append(str(run))
+    # Run records: a run at the caps is millions of lines, too long to write and read here. Runs of records
+    # all different (the most a step can cost), at two lengths, give compare's bytes per record (both runs'
+    # events at their cap in each): the peak at the caps follows, and must stay under RUN_RECORDS_PEAK_MB.
+    peaks = {}
+    for count in (20_000, 220_000):
+        distinct = [str(write_distinct_records(tmp_path / f"distinct-{name}-{count}", count)) for name in ("a", "b")]
+        done = elxpk("compare", *distinct, env=config)
+        assert done["code"] == 1 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
+        peaks[count] = done["rss_kib"] / 1024
+    per_record = (peaks[220_000] - peaks[20_000]) / 200_000
+    at_caps = peaks[20_000] + per_record * (RUN_RECORDS - 20_000)
+    assert at_caps <= RUN_RECORDS_PEAK_MB, (at_caps, peaks)
+    runs = [str(write_run(tmp_path / name, FakeRun(steps=20_000))) for name in ("a", "b")]
     done = elxpk("compare", *runs, env=config)
     assert done["code"] == 0 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
-    distinct = [str(write_distinct_records(tmp_path / f"distinct-{name}")) for name in ("a", "b")]
-    done = elxpk("compare", *distinct, env=config)
-    assert done["code"] == 1 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
     line = json.dumps({"id": "", "time": "2026-01-01T00:00:00Z", "kind": "exit", "cause": "infra", "reason": "Error",
                        "message": "m" * 150, "slice": 1, "pod": "train-worker-1-0-abcde", "node": "gke-node-1",
                        "container": "jax-tpu", "exit_code": 137, "workload": "train"})
@@ -160,17 +165,18 @@ def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     assert done["code"] == 0 and done["rss_kib"] <= PEAK_MB * 1024, (done["rss_kib"], done["err"])
 
 
-def write_distinct_records(run: Path) -> Path:
-    """A run at the record caps whose every value is its own object (no small ints, no shared slice tuple,
-    no repeated float): the most memory its records can take."""
-    from elxpk.bounded_read import EVENT_RECORDS, RUN_RECORDS
+def write_distinct_records(run: Path, count: int) -> Path:
+    """A run of `count` steps whose every value is its own (no small ints, no repeated float, as many slice
+    sets as a run may name) and events at their cap: the most memory its records can take."""
+    from elxpk.bounded_read import EVENT_RECORDS
+    from elxpk.runs.step_columns import SLICE_SETS
 
     run.mkdir()
     with open(run / "metrics.jsonl", "w") as out:
-        for i in range(RUN_RECORDS):
+        for i in range(count):
             out.write(f'{{"step":{i + 1000},"loss":"0x1.{i:x}p+1","lr":{i}.5,"step_time_s":{i}.25,'
-                      f'"examples":[{i * 7919 + 1000},{i * 7919 + 1003}],"slices":[{i + 1000},{i + 2000}],'
-                      f'"time":{i}.125}}\n')
+                      f'"examples":[{i * 7919 + 1000},{i * 7919 + 1003}],'
+                      f'"slices":[{i % SLICE_SETS + 1000},{i % SLICE_SETS + 9000}],"time":{i}.125}}\n')
     with open(run / "events.jsonl", "w") as out:
         for i in range(EVENT_RECORDS):
             out.write(f'{{"event":"scale_up","time":{i}.5,"step":{i + 1000},"slices":[{i + 1000}],'
@@ -178,8 +184,20 @@ def write_distinct_records(run: Path) -> Path:
     return run
 
 
-def test_a_run_record_over_its_record_count_is_refused_by_count(tmp_path, config):
-    """Short lines fit more records in the bytes than report and compare may hold: refused by count."""
+def write_lines(path: Path, line: str, count: int) -> Path:
+    """`count` copies of `line`, written a block at a time (a file of millions of lines, not a string of it)."""
+    block = line * 10_000
+    with open(path, "w") as out:
+        for _ in range(count // 10_000):
+            out.write(block)
+        out.write(line * (count % 10_000))
+    return path
+
+
+@pytest.mark.slow
+def test_a_run_record_over_its_line_count_is_refused_before_a_line_is_parsed(tmp_path, config):
+    """Short lines fit more records in the bytes than report and compare may hold: one past the count cap is
+    refused by count, counted while the bytes are checked (within the memory bound: nothing parsed)."""
     from elxpk.bounded_read import EVENT_RECORDS, RUN_RECORDS
 
     run = write_run(tmp_path / "run", FakeRun(steps=4))
@@ -187,17 +205,17 @@ def test_a_run_record_over_its_record_count_is_refused_by_count(tmp_path, config
     line = '{"step":1,"loss":"nan","lr":0,"step_time_s":0,"examples":[0,0],"slices":[],"time":0}\n'
     for name, count in (("metrics.jsonl", RUN_RECORDS), ("events.jsonl", EVENT_RECORDS)):
         saved = (run / name).read_bytes()
-        (run / name).write_text((line if name == "metrics.jsonl" else
-                                 '{"event":"checkpoint_skipped","time":0,"step":1}\n') * (count + 1))
+        write_lines(run / name, line if name == "metrics.jsonl" else '{"event":"checkpoint_skipped","time":0,"step":1}\n',
+                    count + 1)
+        assert (run / name).stat().st_size <= RUN_RECORD_BYTES
         for done in (elxpk("report", str(run), "--no-png", env=config), elxpk("compare", str(good), str(run), env=config)):
             refused(done, name)
-            assert f"holds more than {count:,} records" in done["err"], done["err"]
+            assert f"holds more than {count:,} lines" in done["err"], done["err"]
         (run / name).write_bytes(saved)
-    maxtext = tmp_path / "maxtext.txt"
-    maxtext.write_text('{"step": 1, "run_name": "r", "learning/loss": 1.0}\n' * (RUN_RECORDS + 1))
+    maxtext = write_lines(tmp_path / "maxtext.txt", '{"step": 1, "run_name": "r", "learning/loss": 1.0}\n', RUN_RECORDS + 1)
     done = elxpk("report", str(maxtext), "--no-png", env=config)
     refused(done, "maxtext.txt")
-    assert f"holds more than {RUN_RECORDS:,} records" in done["err"], done["err"]
+    assert f"holds more than {RUN_RECORDS:,} lines" in done["err"], done["err"]
 
 
 def test_a_stdin_that_never_ends_is_cut_by_the_clock():
