@@ -272,7 +272,10 @@ def _state(jobset: dict, slices: list[SliceStatus], head: str | None, restarts: 
     healthy = sum(1 for s in slices if s.healthy)
     total = len(slices)
     down = [s for s in slices if not s.healthy]
-    history = restarts > 0 or any(s.pod_restarts or s.failed for s in slices)
+    # A Job of restart attempt N > 0 means the JobSet has restarted, even when the JobSet read a moment before
+    # the Jobs still shows restarts 0: each LIST is its own read, and the controller acts in between.
+    attempts = max((int((j["metadata"].get("labels") or {}).get(RESTART_ATTEMPT, 0)) for j in jobs), default=0)
+    history = restarts > 0 or attempts > 0 or any(s.pod_restarts or s.failed for s in slices)
     recreating = any(j["metadata"].get("deletionTimestamp") for j in jobs)
     head_ok = head in (None, "Running", "Succeeded")
     if healthy == total and head_ok and not recreating:

@@ -81,6 +81,20 @@ def test_missing_jobs_during_recreate_count_as_down():
     assert st.to_dict()["slices"][0]["budget_left"] == backoff
 
 
+def test_jobs_of_a_restart_read_after_a_stale_jobset_are_restarting_not_admitted():
+    """Each LIST is its own read: the JobSet may be read just before the controller counts the restart and
+    the Jobs just after it recreated them. Jobs of restart attempt 1 with no pod yet are a restart."""
+    objects = load("restarted")
+    jobs = [j for j in objects["jobs"] if j["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1"]
+    assert jobs, "the capture holds the recreated Jobs"
+    stale = {**objects["jobset"], "status": {**objects["jobset"]["status"], "restarts": 0}}
+    fresh_jobs = [{**j, "status": {}} for j in jobs]  # recreated, no pod yet
+    assert compute_status(stale, fresh_jobs, [], [], now=0.0).state == "Restarting"
+    first_start = [{**j, "metadata": {**j["metadata"], "labels": {
+        **j["metadata"]["labels"], "jobset.sigs.k8s.io/restart-attempt": "0"}}} for j in fresh_jobs]
+    assert compute_status(stale, first_start, [], [], now=0.0).state == "Admitted"  # a first start stays Admitted
+
+
 def test_status_of_a_restart_never_workload_lists_failed_pods_only(fake, kube, clock):
     """restartPolicy Never in every pod template (what elxpk renders): no container restarts in place, so only
     Failed pods hold restarts or failures; status lists those (a field selector), not every pod, and counts
