@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,8 +117,8 @@ class Flag:
                 raise ValueError(raw)
         except ValueError:
             what = "a whole number" if whole else "a finite number"
-            bounds = f" {self._range()}" if self.low is not None else ""
-            return self.read(None)[0], f"{self.flag} {raw!r}: not {what}; give one{bounds}{self._why()}"
+            bounds = f", {self._range()}" if self.low is not None else ""
+            return self.read(None)[0], f"{self.flag} {raw!r}: not {what}; give {what}{bounds}{self._why()}"
         return self._bounded(value, raw)
 
     def _bounded(self, value: Any, raw: Any) -> tuple[Any, str | None]:
@@ -131,6 +132,16 @@ class Flag:
 
     def _why(self) -> str:
         return f" ({self.fix})" if self.fix and self.kind in (INT, FLOAT) else ""
+
+
+def setting_row(name: str, meta: Mapping[str, Any], *, default: Any, commands: tuple[str, ...], doc: str = "",
+                doc_default: str = "") -> Flag:
+    """The row of a trainer setting that a command shares with the trainer, for its docs table and --help test:
+    help and bounds from the contract's metadata (elxpk_contract/settings.py), `default` the command's own.
+    The command's Typer option and its check come from the contract itself (elxpk/cli/options.py
+    `setting_option`, `check_setting`), so the trainer and the command refuse the same values."""
+    return Flag(name, INT, meta["help"][:1].upper() + meta["help"][1:] + ".", default=default, low=meta["low"],
+                high=meta["high"], commands=commands, doc=doc, doc_default=doc_default)
 
 
 def read_all(rows: tuple[Flag, ...], given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

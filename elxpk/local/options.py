@@ -18,18 +18,10 @@ from typing import Any
 from elxpk.errors import UsageError
 from elxpk.flag_rows import read_all
 from elxpk.local import flags as table
-from elxpk.local.flags import DEFAULT_KILL_STEP
+from elxpk.local.flags import DEFAULT_CHECKPOINT_PERIOD, DEFAULT_KILL_STEP, DEFAULT_STEPS
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import ALL_SLICES, FIELDS, TrainerConfig, check_setting, default, flag_name
 
-# The local run's defaults of the settings it shares with the trainer, where they differ from the trainer's
-# (declared once, here; its own flags' defaults are their rows, elxpk/local/flags.py):
-# 300 steps with the kill at step DEFAULT_KILL_STEP (120) is a run of about a minute whose first minute shows
-# a recovery;
-# a checkpoint every 50 steps (the trainer's default is 100) makes that kill rewind 20 steps, not 20 of
-# a 100-step period, so the recovery costs seconds while its rewind is still visible in the report.
-DEFAULT_STEPS = 300
-DEFAULT_CHECKPOINT_PERIOD = 50
 DEFAULT_REVIVE_AFTER: float = table.default("revive_after")
 # The wait for slices probes this often: a short poll keeps the local recovery snappy.
 POLL_SECONDS = 0.2
