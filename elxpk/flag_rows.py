@@ -94,7 +94,7 @@ class Flag:
             try:
                 value = (parse_duration if self.kind == DURATION else parse_size)(raw)
             except ValueError as exc:
-                return self.read(None)[0], f"{self.flag}: {exc}; give {self.fix or _EXAMPLES[self.kind]}"
+                return self.read(None)[0], f"{self.flag} {raw!r}: {exc}; give {self.fix or _EXAMPLES[self.kind]}"
             return self._bounded(value, raw)
         if self.choices and raw not in self.choices:
             return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}"
