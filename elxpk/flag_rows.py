@@ -22,7 +22,10 @@ from elxpk.units import parse_duration, parse_size
 TEXT, INT, FLOAT, BOOL, LIST, DURATION, SIZE = "text", "int", "float", "bool", "list", "duration", "size"
 # The fix a duration or size that does not parse gets, unless its row says another (`fix`).
 _EXAMPLES = {DURATION: "a duration such as 90s, 2h or 30d", SIZE: "a size such as 120GiB or 500MB"}
+# Numbers as a person types them: ASCII digits, no `_` groups (Python's int() and float() also read other
+# scripts' digits and `1_0`; elxpk_contract.settings.plain_number_text is the same rule for the settings).
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -107,12 +110,10 @@ class Flag:
                 raise ValueError(raw)
             if isinstance(raw, (int, float)):
                 value = raw
-            elif whole and _WHOLE.fullmatch(str(raw).strip()):
-                value = int(str(raw).strip(), 10)
-            elif whole:
-                raise ValueError(raw)
+            elif (_WHOLE if whole else _DECIMAL).fullmatch(str(raw).strip()):
+                value = int(str(raw).strip(), 10) if whole else float(str(raw).strip())
             else:
-                value = float(str(raw).strip())
+                raise ValueError(raw)
             if not math.isfinite(value):
                 raise ValueError(raw)
         except ValueError:

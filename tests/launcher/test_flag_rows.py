@@ -44,3 +44,12 @@ def test_each_rows_default_reads_without_a_problem(row):
     assert row.read(None)[1] is None
     if row.default is not None:
         assert row.read(row.default) == row.read(None)
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.kind in (flag_rows.INT, flag_rows.FLOAT, flag_rows.DURATION,
+                                                               flag_rows.SIZE)], ids=lambda r: r.name)
+@pytest.mark.parametrize("odd", ["١٢", "1_0", "٠.٥", "１２", "nan", "-inf", "1e400"])
+def test_a_number_only_python_reads_is_refused(row, odd):
+    """Other scripts' digits, `_` groups and non-finite numbers: one line naming the flag."""
+    value, problem = row.read(odd)
+    assert problem is not None and problem.startswith(row.flag + " ") and "\n" not in problem
