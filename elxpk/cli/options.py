@@ -19,7 +19,9 @@ from typing import Annotated, Any
 
 import typer
 
+from elxpk import flag_rows
 from elxpk.create import flags as flag_table
+from elxpk.flag_rows import Flag
 from elxpk.output_formats import OUTPUT_FORMATS, output_format, output_problem
 
 __all__ = ["output_format", "output_problem"]  # re-exported: commands validate -o through options
@@ -156,23 +158,27 @@ def with_trainer_settings(func: Callable[..., Any]) -> Callable[..., Any]:
     return _extend_signature(func, "settings", trainer_setting_parameters(), dict)
 
 
-_METAVARS = {flag_table.INT: "INT", flag_table.DURATION: "DURATION"}
+_METAVARS = {flag_rows.INT: "INT", flag_rows.FLOAT: "NUMBER", flag_rows.DURATION: "DURATION",
+             flag_rows.SIZE: "SIZE"}
 
 
-def flag_parameters(command: str) -> list[inspect.Parameter]:
-    """One Typer option per row of the launcher's flag table (elxpk/create/flags.py) that `command` takes.
+def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None) -> list[inspect.Parameter]:
+    """One Typer option per row that `command` takes: of `rows` (a stage's table, e.g. elxpk/plan/flags.py),
+    else of the launcher's flag table (elxpk/create/flags.py).
 
-    Numbers arrive as typed text (FlagChecker reports every bad one together with the other problems);
-    switches default to False, repeatable flags to None.
+    Numbers arrive as typed text (the command's checks report every bad one together with the other
+    problems); switches default to False (a two-way switch, `--live/--plain`, to None), repeatable flags
+    to None.
     """
     params = []
-    for row in flag_table.of_command(command):
-        option = _option(row.flag, help=row.full_help(command), panel=row.panel,
-                         metavar=row.metavar or _METAVARS.get(row.kind))
+    for row in flag_table.of_command(command) if rows is None else rows:
+        names = (f"{row.flag}/{row.off_flag}",) if row.off_flag else (row.flag,)
+        option = typer.Option(*names, help=row.full_help(command), rich_help_panel=row.panel,
+                              metavar=row.metavar or _METAVARS.get(row.kind), hidden=row.hidden)
         kind: Any
-        if row.kind == flag_table.BOOL:
-            kind, default = Annotated[bool, option], False
-        elif row.kind == flag_table.LIST:
+        if row.kind == flag_rows.BOOL:
+            kind, default = (Annotated[bool | None, option], None) if row.off_flag else (Annotated[bool, option], False)
+        elif row.kind == flag_rows.LIST:
             kind, default = Annotated[list[str] | None, option], None
         else:
             kind, default = Annotated[_TEXT, option], None
@@ -180,10 +186,11 @@ def flag_parameters(command: str) -> list[inspect.Parameter]:
     return params
 
 
-def with_flags(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Give a command its flags from the launcher's flag table; it receives them as `flags: {name: value}`."""
+def with_flags(command: str, rows: tuple[Flag, ...] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command its flags from a flag table (see `flag_parameters`); it receives them as
+    `flags: {name: value}`."""
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        return _extend_signature(func, "flags", flag_parameters(command), dict)
+        return _extend_signature(func, "flags", flag_parameters(command, rows), dict)
     return decorate
 
 

@@ -13,11 +13,11 @@ the checks and the page to the rows). Standard library only: the table is read o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-# Kinds of value: how a flag is typed and read (elxpk/create/flag_values.py).
-TEXT, INT, BOOL, LIST, DURATION = "text", "int", "bool", "list", "duration"
+from elxpk import flag_rows
+from elxpk.flag_rows import BOOL, DURATION, INT, LIST, TEXT, Flag
+
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
 TIMES = "Timeouts and budgets"
@@ -37,65 +37,6 @@ DEFAULT_QUEUE = "multislice-queue"  # the LocalQueue an xpk-made cluster has
 RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
                           "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
 
-
-@dataclass(frozen=True)
-class Flag:
-    """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
-    `low`/`high` bound an INT (inclusive) and `fix` ends its bounds message; `option` marks an invocation
-    option (CreateOptions: it never changes the manifest); `commands` lists the commands that take it."""
-
-    name: str
-    kind: str
-    help: str
-    default: Any = None
-    panel: str | None = None
-    low: int | None = None
-    high: int | None = None
-    choices: tuple[str, ...] = ()
-    fix: str = ""
-    metavar: str | None = None
-    default_text: str | None = None  # the default as --help says it, where it is not `default` itself
-    option: bool = False
-    commands: tuple[str, ...] = ("create",)
-    create_help: str = ""  # what the flag does besides, in `workload create` only (e.g. the hint)
-    required: str = ""  # given, the flag must be: the fix that ends "--flag: required; ..."
-    check: str = ""  # the check of its value alone, a name in elxpk/create/flag_checks.py CHECKS
-    doc: str = ""  # docs/launcher.md's "what it does", where it says more than the help (Markdown)
-    doc_default: str = ""  # docs/launcher.md's default, where it says more than `shown_default`
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-") if self.name not in _SPELLED else _SPELLED[self.name]
-
-    @property
-    def shown_default(self) -> str | None:
-        """The default as --help and the docs table say it; None when there is nothing to say."""
-        if self.default_text is not None:
-            return self.default_text or None  # "": a long default the help need not repeat
-        if self.default is None or self.kind == BOOL:
-            return None
-        return str(self.default)
-
-    def full_help_without_default(self) -> str:
-        return self.help + (f" {self.create_help}" if self.create_help else "")
-
-    def full_help(self, command: str = "create") -> str:
-        """The help of `command --help`: the row's help, what `workload create` does besides, the default."""
-        default = self.shown_default
-        extra = f" {self.create_help}" if self.create_help and command == "create" else ""
-        bounds = f" {self.bounds_sentence()}" if self.low is not None else ""
-        return self.help + extra + bounds + (f" Default: {default}." if default else "")
-
-    def bounds_sentence(self) -> str:
-        if self.high is not None:
-            return f"From {self.low} to {self.high}."
-        return f"At least {self.low}."
-
-
-# Flags whose spelling differs from their key (xpk's names; the key is the WorkloadSpec field).
-_SPELLED = {"custom_proxy_server_args": "--custom-pathways-proxy-server-args",
-            "custom_server_args": "--custom-pathways-server-args",
-            "custom_worker_args": "--custom-pathways-worker-args"}
 
 _BOTH = ("create", "validate")
 
@@ -191,10 +132,13 @@ FLAGS: tuple[Flag, ...] = (
          doc='`--gcs_scratch_location` of proxy, resource manager and workers',
          doc_default=f"`{DEFAULT_GCS_LOCATION}`"),
     Flag('custom_proxy_server_args', TEXT, 'Extra proxy args, split like a shell.', panel=PATHWAYS,
+         spelling='--custom-pathways-proxy-server-args',
          doc='extra proxy args, split like a shell (`"--a=1 --b=\'x y\'"` → `--a=1`, `--b=x y`); xpk '
          'splits on single spaces'),
-    Flag('custom_server_args', TEXT, 'Extra resource manager args, split like a shell.', panel=PATHWAYS),
-    Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS),
+    Flag('custom_server_args', TEXT, 'Extra resource manager args, split like a shell.', panel=PATHWAYS,
+         spelling='--custom-pathways-server-args'),
+    Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS,
+         spelling='--custom-pathways-worker-args'),
     Flag('slice_mtbf', DURATION, 'Mean time between slice failures (e.g. 3d); with --step-time, prints a '
          'checkpoint_period hint.', panel=TIMES, option=True,
          doc="a duration (`3d`); with `--step-time` (or `--from-run`), the planner's "
@@ -268,35 +212,11 @@ BEGIN = "<!-- flag-table:begin (generated from elxpk/create/flags.py) -->"
 END = "<!-- flag-table:end -->"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def docs_table() -> str:
     """`workload create`'s own flags as a Markdown table: flag, default, bounds or choices, what it does."""
-    rows = ["| flag | default | bounds | what it does |", "|---|---|---|---|"]
-    for f in FLAGS:
-        name = f"`{f.flag} {f.metavar}`" if f.metavar and not f.choices else f"`{f.flag}`"
-        if f.kind == LIST:
-            name += " (repeatable)"
-        shown = f.shown_default
-        default_cell = f.doc_default or (f"`{shown}`" if shown else ("off" if f.kind == BOOL else "none"))
-        bounds = ", ".join(f"`{c}`" for c in f.choices) if f.choices else _bounds(f)
-        what = f.doc or f.full_help_without_default()
-        rows.append(f"| {_cell(name)} | {_cell(default_cell)} | {bounds or '—'} | {_cell(what)} |")
-    return "\n".join(rows) + "\n"
-
-
-def _bounds(f: Flag) -> str:
-    if f.low is not None and f.high is not None:
-        return f"{f.low}..{f.high}"
-    return f">= {f.low}" if f.low is not None else ""
+    return flag_rows.docs_table(FLAGS)
 
 
 def embed(page: str) -> str:
     """`page` with the text between BEGIN and END replaced by the current table."""
-    head, found, rest = page.partition(BEGIN)
-    _, found_end, tail = rest.partition(END)
-    if not found or not found_end:
-        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} block")
-    return f"{head}{BEGIN}\n{docs_table()}{END}{tail}"
+    return flag_rows.embed(page, FLAGS, BEGIN, END)

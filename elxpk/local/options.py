@@ -16,19 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from elxpk.errors import UsageError
-from elxpk.units import parse_duration
+from elxpk.flag_rows import read_all
+from elxpk.local import flags as table
+from elxpk.local.flags import DEFAULT_CHECKPOINT_PERIOD, DEFAULT_KILL_STEP, DEFAULT_STEPS
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import ALL_SLICES, FIELDS, TrainerConfig, check_setting, default, flag_name
 
-MODES = ("pause-resume", "resize", "multi-controller")
-# The local run's own defaults, where they differ from the trainer's (declared once, here):
-# 300 steps with a kill at step 120 is a run of about a minute whose first minute shows a recovery;
-# a checkpoint every 50 steps (the trainer's default is 100) makes that kill rewind 20 steps, not 20 of
-# a 100-step period, so the recovery costs seconds while its rewind is still visible in the report.
-DEFAULT_STEPS = 300
-DEFAULT_CHECKPOINT_PERIOD = 50
-DEFAULT_KILL_STEP = 120
-DEFAULT_REVIVE_AFTER = 1.0
+DEFAULT_REVIVE_AFTER: float = table.default("revive_after")
 # The wait for slices probes this often: a short poll keeps the local recovery snappy.
 POLL_SECONDS = 0.2
 # In-process runs call a step stalled after this long (a hang, `--kill-slice K@hang:STEP`, is seconds away
@@ -55,7 +49,7 @@ class LocalRunOptions:
     kill_slice: tuple[str, ...] = ()  # as given; empty means "default" (see faults_for)
     no_faults: bool = False
     revive_after: float = DEFAULT_REVIVE_AFTER
-    mode: str = "pause-resume"
+    mode: str = table.default("mode")
     seed: int = default("seed")
     live: bool | None = None  # None: a live view when stdout is a terminal
     report: bool = True
@@ -96,14 +90,14 @@ class LocalRunOptions:
     def from_flags(
         cls,
         *,
-        run_dir: str,
+        run_dir: str | None,
         steps: int | str,
         num_slices: int | str,
         checkpoint_period: int | str,
         kill_slice: list[str] | tuple[str, ...] | None,
         no_faults: bool,
-        revive_after: str | float,
-        mode: str,
+        revive_after: str | float | None,
+        mode: str | None,
         seed: int | str,
         live: bool | None = None,
         report: bool = True,
@@ -117,22 +111,16 @@ class LocalRunOptions:
             shared[name], problem = check_setting(name, raw)
             if problem:
                 problems.append(problem)
+        own, own_problems = read_all(table.FLAGS, {"run_dir": run_dir, "mode": mode, "revive_after": revive_after})
+        problems.extend(own_problems)  # each value alone, by its row: --mode, --revive-after
+        mode, revive = own["mode"], own["revive_after"]
         kills = tuple(k.strip() for k in (kill_slice or ()))
-        if mode not in MODES:
-            problems.append(f"--mode {mode!r}: use one of {', '.join(MODES)}")
         if mode == "resize" and shared["num_slices"] is not None and shared["num_slices"] < 2:
             problems.append("--mode resize: needs --num-slices 2 or more (it continues on the survivors)")
         if kills and no_faults:
             problems.append("--no-faults: conflicts with --kill-slice; give one of them")
-        try:
-            revive = parse_duration(revive_after)
-            if revive < 0:
-                raise ValueError("must be 0 or more")
-        except ValueError as exc:
-            problems.append(f"--revive-after {revive_after!r}: {exc}; give seconds, e.g. 2 or 1.5s")
-            revive = DEFAULT_REVIVE_AFTER
         problems.extend(_kill_problems(kills, shared["num_slices"], shared["steps"], mode, revive))
-        run_dir_value, run_dir_problem = check_setting("run_dir", run_dir)
+        run_dir_value, run_dir_problem = check_setting("run_dir", own["run_dir"])
         if run_dir_problem:
             problems.append(run_dir_problem)
         model = dict(LOCAL_MODEL)

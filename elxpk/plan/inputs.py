@@ -14,29 +14,29 @@ from pathlib import Path
 from elxpk.errors import UsageError
 from elxpk.outfile import output_problem as path_problem
 from elxpk.output_formats import output_problem
+from elxpk.plan import flags as table
 from elxpk.plan.calibrate import Calibration, calibrate
+from elxpk.plan.flags import DEFAULT_PERIODS
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
-from elxpk.units import parse_duration, parse_size
 from elxpk_contract.settings import bounds_problem, default, flag_name
 
-DEFAULT_PERIODS = (50, 100, 200, 500, 1000)
+# The defaults of the costs a run may also give (flag over run over default): their rows' (elxpk/plan/flags.py).
 DEFAULTS = {
-    "replacement_s": 100.0,  # the demo: under 2 minutes from kill to next step, mostly pod scheduling
-    "image_pull_s": 60.0,
-    "compile_s": 120.0,
+    "replacement_s": table.default("replacement"),
+    "image_pull_s": table.default("image_pull"),
+    "compile_s": table.default("compile"),
     # Without --max-to-keep or a run: what the trainer keeps by default (the contract's settings table).
     "max_to_keep": default("max_to_keep"),
 }
-# Live-replica recovery's reshard when not measured: the local bench rebuilds in ~0.03 s, a large state
-# over a data-center network moves at tens of GB/s per slice; 10 s errs high for most jobs.
-DEFAULT_RESHARD_S = 10.0
+DEFAULT_RESHARD_S: float = table.default("reshard")
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 @dataclass(frozen=True)
 class PlanFlags:
-    """The flags of `elxpk plan` exactly as typed (strings for anything with units)."""
+    """The flags of `elxpk plan` exactly as typed (text, or a value already typed); None: not given.
+    Each own flag is read with its row of elxpk/plan/flags.py, which holds its default."""
 
     num_slices: int | None = None
     slice_mtbf: str | None = None
@@ -47,18 +47,18 @@ class PlanFlags:
     replacement: str | None = None
     image_pull: str | None = None
     compile: str | None = None
-    price_per_gib_month: float = 0.02
+    price_per_gib_month: str | float | None = None
     max_to_keep: int | None = None
     ttl: str | None = None
     checkpoint_period: int | None = None
     periods: str | None = None
-    job_duration: str = "30d"
+    job_duration: str | None = None
     from_run: str | None = None
     output: str = "table"
     plot: str | None = None
-    simulate: int = 0
-    weibull_shape: float = 1.0
-    seed: int = 0
+    simulate: str | int | None = None
+    weibull_shape: str | float | None = None
+    seed: str | int | None = None
     job_mtbf: str | None = None  # whole-job failures: given, the live-replica mode is planned for
     reshard: str | None = None
 
@@ -98,14 +98,17 @@ class _Resolver:
         self.errors: list[str] = []
         self.sources: dict[str, str] = {}
 
-    def duration(self, flag: str, text: str | None) -> float | None:
-        if text is None:
+    def read(self, name: str, *, or_default: bool = False):
+        """The flag `name` read with its row (elxpk/plan/flags.py: kind and bounds; a refused value is one
+        error line); not given: None, or with `or_default` the row's default."""
+        raw = getattr(self.flags, name)
+        if raw is None and not or_default:
             return None
-        try:
-            return parse_duration(text)
-        except ValueError as exc:
-            self.errors.append(f"{flag}: {exc}; give a duration such as 90s, 2h or 30d")
-            return None
+        value, problem = table.BY_NAME[name].read(raw)
+        if problem:
+            self.errors.append(problem)
+            return value if or_default else None
+        return value
 
     def pick(self, name: str, flag_value, run_value, default=None):
         """Flag over run over default; records where the value came from."""
@@ -117,23 +120,22 @@ class _Resolver:
 
     def resolve(self) -> PlanInputs:
         f = self.flags
-        mtbf = self.duration("--slice-mtbf", f.slice_mtbf)
-        step = self.duration("--step-time", f.step_time)
-        save = self.duration("--checkpoint-save", f.checkpoint_save)
-        restore = self.duration("--restore", f.restore)
-        replacement = self.duration("--replacement", f.replacement)
-        image_pull = self.duration("--image-pull", f.image_pull)
-        compile_s = self.duration("--compile", f.compile)
-        job_mtbf = self.duration("--job-mtbf", f.job_mtbf)
-        reshard = self.duration("--reshard", f.reshard)
-        ttl = self.duration("--ttl", f.ttl)
-        job_duration = self.duration("--job-duration", f.job_duration)
-        size = None
-        if f.checkpoint_size is not None:
-            try:
-                size = parse_size(f.checkpoint_size)
-            except ValueError as exc:
-                self.errors.append(f"--checkpoint-size: {exc}; give a size such as 120GiB or 500MB")
+        mtbf = self.read("slice_mtbf")
+        step = self.read("step_time")
+        save = self.read("checkpoint_save")
+        restore = self.read("restore")
+        replacement = self.read("replacement")
+        image_pull = self.read("image_pull")
+        compile_s = self.read("compile")
+        job_mtbf = self.read("job_mtbf")
+        reshard = self.read("reshard")
+        ttl = self.read("ttl")
+        job_duration = self.read("job_duration", or_default=True)
+        size = self.read("checkpoint_size")
+        price = self.read("price_per_gib_month", or_default=True)
+        trials = self.read("simulate", or_default=True)
+        shape = self.read("weibull_shape", or_default=True)
+        seed = self.read("seed", or_default=True)
         periods = self.parse_periods(f.periods)
         output = f.output.lower()
         problem = output_problem("plan", f.output)  # -o is checked in one place (elxpk/output_formats.py)
@@ -173,8 +175,6 @@ class _Resolver:
             self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
         else:
             self.setting_bounds("num_slices", num_slices)
-        if not (f.price_per_gib_month >= 0 and math.isfinite(f.price_per_gib_month)):
-            self.errors.append(f"--price-per-gib-month must be >= 0 (got {f.price_per_gib_month})")
         self.setting_bounds("max_to_keep", max_to_keep)  # >= 2, as the trainer requires
         if ttl is not None and ttl <= 0:
             self.errors.append(f"--ttl must be a positive duration such as 7d (got {f.ttl!r})")
@@ -184,12 +184,6 @@ class _Resolver:
             self.errors.append(f"--checkpoint-size must be >= 0 (got {f.checkpoint_size!r})")
         if current is not None:
             self.setting_bounds("checkpoint_period", current)
-        if f.simulate < 0 or f.simulate > 1_000_000:
-            self.errors.append(f"--simulate must be a number of trials from 0 to 1000000 (got {f.simulate})")
-        if f.seed < 0:
-            self.errors.append(f"--seed {f.seed}: must be 0 or more (the seed of --simulate)")
-        if not (0.1 <= f.weibull_shape <= 20):
-            self.errors.append(f"--weibull-shape must be between 0.1 and 20 (1 = exponential; got {f.weibull_shape})")
 
         omitted: tuple[int, ...] = ()
         if not self.errors:
@@ -223,7 +217,7 @@ class _Resolver:
         return PlanInputs(
             costs=costs,
             checkpoint_size_bytes=size,
-            price_per_gib_month=f.price_per_gib_month,
+            price_per_gib_month=price,
             max_to_keep=max_to_keep,
             ttl_s=ttl,
             periods=periods,
@@ -232,9 +226,9 @@ class _Resolver:
             job_duration_s=job_duration,
             output=output,
             plot=plot,
-            simulate_trials=f.simulate,
-            weibull_shape=f.weibull_shape,
-            seed=f.seed,
+            simulate_trials=trials,
+            weibull_shape=shape,
+            seed=seed,
             sources=dict(self.sources),
             calibration=cal,
         )

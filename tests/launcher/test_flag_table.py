@@ -183,3 +183,114 @@ def test_minus_one_means_all_slices_in_one_place():
             found += [f"{path.relative_to(ROOT)}:{n}" for n, line in
                       enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert found == []
+
+
+# `local run` and `plan`: their own flags are rows of elxpk/local/flags.py and elxpk/plan/flags.py.
+from elxpk import flag_rows  # noqa: E402
+from elxpk.local import flags as local_table  # noqa: E402
+from elxpk.plan import flags as plan_table  # noqa: E402
+
+STAGE_TABLES = [("local run", ("local", "run"), local_table), ("plan", ("plan",), plan_table)]
+
+
+@pytest.mark.parametrize("command, path, stage", STAGE_TABLES, ids=["local run", "plan"])
+def test_local_run_and_plan_help_say_each_rows_help_bounds_and_default(command, path, stage, capsys):
+    text = _help(capsys, *path)
+    rows = [r for r in stage.FLAGS if not r.hidden]
+    assert {p.name for p in flag_parameters(command, stage.FLAGS)} == {r.name for r in stage.FLAGS}
+    for row in rows:
+        assert (f"{row.flag} / {row.off_flag}" if row.off_flag else row.flag) in text, row.flag
+        assert row.full_help(command) in text, row.name
+        if row.shown_default:
+            assert f"Default: {row.shown_default}." in row.full_help(command)
+        if row.low is not None:
+            assert row.bounds_sentence() in row.full_help(command)
+    for row in stage.SHARED:  # the trainer settings it takes: the contract's help and bounds
+        assert row.help[:-1] in text and bounds_text(row.name) in text, row.name
+    assert not any(r.hidden and r.flag in text for r in stage.FLAGS)
+
+
+def test_local_run_and_plan_defaults_are_their_rows():
+    from elxpk.local.options import LocalRunOptions
+    from elxpk.plan.inputs import PlanFlags, PlanInputs
+
+    fields = {f.name: f.default for f in dataclasses.fields(LocalRunOptions)}
+    assert fields["mode"] == local_table.default("mode") == "pause-resume"
+    assert fields["revive_after"] == local_table.default("revive_after") == 1.0
+    assert fields["steps"] == local_table.DEFAULT_STEPS and fields["checkpoint_period"] == local_table.DEFAULT_CHECKPOINT_PERIOD
+    given = dict(zip([a[2:].replace("-", "_") for a in PLAN[::2]], PLAN[1::2], strict=True))
+    inputs = PlanInputs.from_flags(PlanFlags(**{**given, "num_slices": int(given["num_slices"])}))
+    assert inputs.price_per_gib_month == plan_table.default("price_per_gib_month")
+    assert (inputs.simulate_trials, inputs.weibull_shape, inputs.seed) == (0, 1.0, 0)
+    assert inputs.job_duration_s == plan_table.default("job_duration") == 30 * 86400
+    costs = inputs.costs
+    assert (costs.replacement_s, costs.image_pull_s, costs.compile_s, costs.reshard_s) == tuple(
+        plan_table.default(n) for n in ("replacement", "image_pull", "compile", "reshard"))
+    assert inputs.periods == plan_table.DEFAULT_PERIODS
+
+
+def _bad_values(row):
+    """Values each row refuses on its own: below and above its bounds, not a number, not a duration."""
+    if row.low is not None:
+        yield str(row.low - 1 if row.kind == flag_rows.INT else row.low / 2 - 1)
+    if row.high is not None:
+        yield str(row.high + 1)
+    if row.kind in (flag_rows.INT, flag_rows.FLOAT, flag_rows.DURATION, flag_rows.SIZE):
+        yield "abc"
+    if row.kind == flag_rows.INT:
+        yield "1.5"
+    if row.kind == flag_rows.FLOAT:
+        yield "nan"
+    if row.choices:
+        yield "no-such-choice"
+
+
+def _plan_with(flag: str, value: str) -> list[str]:
+    """PLAN with `flag` given `value` (in its place, if PLAN gives it: a flag given twice is refused)."""
+    pairs = dict(zip(PLAN[::2], PLAN[1::2], strict=True))
+    pairs[flag] = value
+    return [item for pair in pairs.items() for item in pair]
+
+
+def _cases(stage):
+    return [(row, value) for row in stage.FLAGS for value in _bad_values(row)]
+
+
+@pytest.mark.parametrize("row, value", _cases(plan_table), ids=lambda x: getattr(x, "name", x))
+def test_plan_refuses_each_rows_bad_value_in_one_line_and_writes_nothing(row, value, cli, tmp_path):
+    plot = tmp_path / "p.png"
+    result = cli("plan", *_plan_with(row.flag, value), "--plot", str(plot))
+    assert result.code == 2 and result.out == "" and not plot.exists()
+    assert len(result.error_lines) == 1 and result.error_lines[0].startswith(f"error: {row.flag}"), result.err
+    expected = row.read(value)[1]
+    assert result.error_lines == [f"error: {expected}"]
+
+
+@pytest.mark.parametrize("row", [r for r in plan_table.FLAGS if r.low is not None], ids=lambda r: r.name)
+def test_plan_takes_each_rows_bounds(row, cli):
+    for value in (row.low, row.high):
+        if value is not None:
+            result = cli("plan", *_plan_with(row.flag, str(value)), "-o", "json")
+            assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize("row, value", _cases(local_table), ids=lambda x: getattr(x, "name", x))
+def test_local_run_refuses_each_rows_bad_value_in_one_line_and_writes_nothing(row, value, cli, tmp_path):
+    run_dir = tmp_path / "run"
+    result = cli("local", "run", "--run-dir", str(run_dir), "--plain", row.flag, value)
+    assert result.code == 2 and result.out == "" and not run_dir.exists()
+    assert result.error_lines == [f"error: {row.read(value)[1]}"], result.err
+    assert result.error_lines[0].startswith(f"error: {row.flag}")
+
+
+@pytest.mark.parametrize("page, stage", [("local.md", local_table), ("planner.md", plan_table)])
+def test_local_and_planner_pages_carry_their_generated_flag_tables(page, stage, update_goldens):
+    path = ROOT / "docs" / page
+    text = path.read_text(encoding="utf-8")
+    if update_goldens:
+        path.write_text(stage.embed(text), encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+    assert text == stage.embed(text), f"docs/{page}: regenerate the flag table with --update-goldens"
+    assert text.count(stage.BEGIN) == 1 and text.count(stage.END) == 1
+    for row in stage.SHARED + stage.FLAGS:
+        assert (f"| `{row.flag}" in text) != row.hidden, row.flag

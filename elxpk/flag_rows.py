@@ -1,0 +1,194 @@
+"""The row type of the launcher's flag tables, and the reading of one row's value.
+
+Each command declares its own flags as rows: `workload create` and `validate` in elxpk/create/flags.py,
+`local run` in elxpk/local/flags.py, `plan` in elxpk/plan/flags.py. elxpk/cli/options.py `with_flags`
+turns rows into Typer parameters (help with the bounds and the default), and `Flag.read` is the check of
+one value alone, so a bad value gets one line naming the flag and the fix. The trainer's settings have
+their own table (elxpk_contract/settings.py). Ground of the stages (every one may import it): standard
+library and elxpk.units only, since it is read on every start.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from elxpk.units import parse_duration, parse_size
+
+# Kinds of value: how a flag is typed and read.
+TEXT, INT, FLOAT, BOOL, LIST, DURATION, SIZE = "text", "int", "float", "bool", "list", "duration", "size"
+# The fix a duration or size that does not parse gets, unless its row says another (`fix`).
+_EXAMPLES = {DURATION: "a duration such as 90s, 2h or 30d", SIZE: "a size such as 120GiB or 500MB"}
+# Numbers as a person types them: ASCII digits, no `_` groups (Python's int() and float() also read other
+# scripts' digits and `1_0`; elxpk_contract.settings.plain_number_text is the same rule for the settings).
+_WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
+    `low`/`high` bound an INT, FLOAT or DURATION (inclusive) and `fix` ends its bounds message; `option`
+    marks an invocation option (CreateOptions: it never changes the manifest); `commands` lists the
+    commands that take it."""
+
+    name: str
+    kind: str
+    help: str
+    default: Any = None
+    panel: str | None = None
+    low: int | float | None = None
+    high: int | float | None = None
+    choices: tuple[str, ...] = ()
+    fix: str = ""
+    metavar: str | None = None
+    default_text: str | None = None  # the default as --help says it, where it is not `default` itself
+    option: bool = False
+    commands: tuple[str, ...] = ("create",)
+    create_help: str = ""  # what the flag does besides, in `workload create` only (e.g. the hint)
+    required: str = ""  # given, the flag must be: the fix that ends "--flag: required; ..."
+    check: str = ""  # the check of its value alone, a name in elxpk/create/flag_checks.py CHECKS
+    doc: str = ""  # the docs table's "what it does", where it says more than the help (Markdown)
+    doc_default: str = ""  # the docs table's default, where it says more than `shown_default`
+    spelling: str = ""  # the flag as typed, where it is not the name's (xpk's names, `--compile`)
+    off_flag: str = ""  # a BOOL with two spellings (`--live/--plain`): the off one; omitted means None
+    hidden: bool = False  # left out of --help and the docs table
+
+    @property
+    def flag(self) -> str:
+        return self.spelling or "--" + self.name.replace("_", "-")
+
+    @property
+    def shown_default(self) -> str | None:
+        """The default as --help and the docs table say it; None when there is nothing to say."""
+        if self.default_text is not None:
+            return self.default_text or None  # "": a long default the help need not repeat
+        if self.default is None or self.kind == BOOL:
+            return None
+        return str(self.default)
+
+    def full_help_without_default(self) -> str:
+        return self.help + (f" {self.create_help}" if self.create_help else "")
+
+    def full_help(self, command: str = "create") -> str:
+        """The help of `command --help`: the row's help, what `workload create` does besides, the default."""
+        default = self.shown_default
+        extra = f" {self.create_help}" if self.create_help and command == "create" else ""
+        bounds = f" {self.bounds_sentence()}" if self.low is not None else ""
+        return self.help + extra + bounds + (f" Default: {default}." if default else "")
+
+    def bounds_sentence(self) -> str:
+        if self.high is not None:
+            return f"From {self.low} to {self.high}."
+        return f"At least {self.low}."
+
+    def read(self, raw: Any) -> tuple[Any, str | None]:
+        """The value of this flag given as `raw` (typed text, or a value already typed), checked alone:
+        (value, None), or (the row's default read, one line naming the flag, what is wrong and the fix).
+        Omitted (None): the default, read the same way (a duration's "100s" is 100.0 seconds)."""
+        if raw is None:
+            return (None if self.default is None else self.read(self.default)[0]), None
+        if self.kind in (INT, FLOAT):
+            return self._number(raw)
+        if self.kind in (DURATION, SIZE):
+            try:
+                value = (parse_duration if self.kind == DURATION else parse_size)(raw)
+            except ValueError as exc:
+                return self.read(None)[0], f"{self.flag} {raw!r}: {exc}; give {self.fix or _EXAMPLES[self.kind]}"
+            return self._bounded(value, raw)
+        if self.choices and raw not in self.choices:
+            return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}"
+        return raw, None
+
+    def _number(self, raw: Any) -> tuple[Any, str | None]:
+        whole = self.kind == INT
+        try:
+            if isinstance(raw, bool) or (whole and isinstance(raw, float)):
+                raise ValueError(raw)
+            if isinstance(raw, (int, float)):
+                value = raw
+            elif (_WHOLE if whole else _DECIMAL).fullmatch(str(raw).strip()):
+                value = int(str(raw).strip(), 10) if whole else float(str(raw).strip())
+            else:
+                raise ValueError(raw)
+            if not math.isfinite(value):
+                raise ValueError(raw)
+        except ValueError:
+            what = "a whole number" if whole else "a finite number"
+            bounds = f", {self._range()}" if self.low is not None else ""
+            return self.read(None)[0], f"{self.flag} {raw!r}: not {what}; give {what}{bounds}{self._why()}"
+        return self._bounded(value, raw)
+
+    def _bounded(self, value: Any, raw: Any) -> tuple[Any, str | None]:
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            shown = raw if self.kind in (INT, FLOAT) else repr(raw)
+            return self.read(None)[0], f"{self.flag} {shown}: must be {self._range()}{self._why()}"
+        return value, None
+
+    def _range(self) -> str:
+        return f"{self.low} or more" if self.high is None else f"from {self.low} to {self.high}"
+
+    def _why(self) -> str:
+        return f" ({self.fix})" if self.fix and self.kind in (INT, FLOAT) else ""
+
+
+def setting_row(name: str, meta: Mapping[str, Any], *, default: Any, commands: tuple[str, ...], doc: str = "",
+                doc_default: str = "") -> Flag:
+    """The row of a trainer setting that a command shares with the trainer, for its docs table and --help test:
+    help and bounds from the contract's metadata (elxpk_contract/settings.py), `default` the command's own.
+    The command's Typer option and its check come from the contract itself (elxpk/cli/options.py
+    `setting_option`, `check_setting`), so the trainer and the command refuse the same values."""
+    return Flag(name, INT, meta["help"][:1].upper() + meta["help"][1:] + ".", default=default, low=meta["low"],
+                high=meta["high"], commands=commands, doc=doc, doc_default=doc_default)
+
+
+def read_all(rows: tuple[Flag, ...], given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Every row's value from `given` (name -> raw; a missing name is omitted), and one line per
+    refused value, in the table's order."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for row in rows:
+        values[row.name], problem = row.read(given.get(row.name))
+        if problem:
+            problems.append(problem)
+    return values, problems
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def docs_table(rows: tuple[Flag, ...]) -> str:
+    """`rows` as a Markdown table: flag, default, bounds or choices, what it does (hidden rows left out)."""
+    lines = ["| flag | default | bounds | what it does |", "|---|---|---|---|"]
+    for f in rows:
+        if f.hidden:
+            continue
+        flag = f"{f.flag}/{f.off_flag}" if f.off_flag else f.flag
+        name = f"`{flag} {f.metavar}`" if f.metavar and not f.choices else f"`{flag}`"
+        if f.kind == LIST:
+            name += " (repeatable)"
+        shown = f.shown_default
+        default_cell = f.doc_default or (f"`{shown}`" if shown else ("off" if f.kind == BOOL else "none"))
+        bounds = ", ".join(f"`{c}`" for c in f.choices) if f.choices else _bounds(f)
+        what = f.doc or f.full_help_without_default()
+        lines.append(f"| {_cell(name)} | {_cell(default_cell)} | {bounds or '—'} | {_cell(what)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _bounds(f: Flag) -> str:
+    if f.low is not None and f.high is not None:
+        return f"{f.low}..{f.high}"
+    return f">= {f.low}" if f.low is not None else ""
+
+
+def embed(page: str, rows: tuple[Flag, ...], begin: str, end: str) -> str:
+    """`page` with the text between `begin` and `end` replaced by the current table of `rows`."""
+    head, found, rest = page.partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not found or not found_end:
+        raise ValueError(f"the page has no {begin!r} ... {end!r} block")
+    return f"{head}{begin}\n{docs_table(rows)}{end}{tail}"

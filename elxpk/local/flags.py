@@ -1,0 +1,76 @@
+"""`elxpk local run`'s own flags, declared once: type, default, bounds, help (elxpk/flag_rows.py's row type).
+
+elxpk/cli/local.py gets its Typer parameters from these rows (`with_flags`), LocalRunOptions
+(elxpk/local/options.py) reads each value with its row (`Flag.read`: the kind, choices and bounds, one line
+naming the flag) and takes the defaults from here, and docs/local.md's flag table is generated from them
+(`embed`). The settings `local run` shares with the trainer (--steps, --num-slices, --checkpoint-period,
+--seed) come from the contract (elxpk_contract/settings.py): their Typer options and checks are the contract's,
+their rows here (`SHARED`, with the local defaults) are built from it for the docs table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elxpk import flag_rows
+from elxpk.flag_rows import BOOL, DURATION, LIST, TEXT, Flag, setting_row
+from elxpk_contract.settings import default as trainer_default
+from elxpk_contract.settings import setting
+
+MODES = ("pause-resume", "resize", "multi-controller")
+# The local run's defaults of the settings it shares with the trainer, where they differ from the trainer's:
+# 300 steps with a kill at step 120 is a run of about a minute whose first minute shows a recovery;
+# a checkpoint every 50 steps (the trainer's default is 100) makes that kill rewind 20 steps, not 20 of
+# a 100-step period, so the recovery costs seconds while its rewind is still visible in the report.
+DEFAULT_STEPS = 300
+DEFAULT_CHECKPOINT_PERIOD = 50
+DEFAULT_KILL_STEP = 120
+_LOCAL = ("local run",)
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("run_dir", TEXT, "Run directory; an existing one is resumed.", default="elxpk-run", metavar="DIR",
+         commands=_LOCAL),
+    Flag("kill_slice", LIST, "Kill slice K at step S: K@S (repeatable); also K@mid:S (while step S runs), "
+         "K@save:S, K@data:S, K@restore, K@hang:S (K stops making progress; the 5 s stall timeout recovers "
+         "it), and K@sick:S (K dies at S and comes back failing its health check: never rejoins).",
+         metavar="K@STEP", commands=_LOCAL,
+         default_text=f"on a fresh run, the last slice at step {DEFAULT_KILL_STEP}",
+         doc_default=f"on a fresh run, the last slice at step {DEFAULT_KILL_STEP}"),
+    Flag("no_faults", BOOL, "Inject no fault (a reference run).", default=False, commands=_LOCAL),
+    Flag("mode", TEXT, "pause-resume, resize (continue on survivors) or multi-controller.",
+         default="pause-resume", choices=MODES, metavar="MODE", commands=_LOCAL),
+    Flag("revive_after", DURATION, "Seconds until a killed slice is back (e.g. 2, 1.5s).", default="1s",
+         low=0, metavar="SECONDS", commands=_LOCAL, fix="seconds, e.g. 2 or 1.5s"),
+    Flag("live", BOOL, "Live view or plain lines.", off_flag="--plain", commands=_LOCAL,
+         default_text="live on a terminal", doc_default="live on a terminal"),
+    Flag("trainer_arg", LIST, "A model setting, e.g. --d-model=64.", hidden=True, commands=_LOCAL),
+)
+
+BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
+
+# The trainer settings `local run` takes (their options and checks are the contract's): rows for the docs
+# table, with the local run's defaults.
+SHARED: tuple[Flag, ...] = (
+    setting_row("steps", setting("steps").metadata, default=DEFAULT_STEPS, commands=_LOCAL,
+                doc="train steps; more than a resumed run has done extends it"),
+    setting_row("num_slices", setting("num_slices").metadata, default=trainer_default("num_slices"),
+                commands=_LOCAL, doc="simulated slices, 2 virtual CPU devices each"),
+    setting_row("checkpoint_period", setting("checkpoint_period").metadata, default=DEFAULT_CHECKPOINT_PERIOD,
+                commands=_LOCAL),
+    setting_row("seed", setting("seed").metadata, default=trainer_default("seed"), commands=_LOCAL),
+)
+
+
+def default(name: str) -> Any:
+    """The row's default as `local run` uses it (a duration in seconds)."""
+    return BY_NAME[name].read(None)[0]
+
+
+BEGIN = "<!-- local-flag-table:begin (generated from elxpk/local/flags.py) -->"
+END = "<!-- local-flag-table:end -->"
+
+
+def embed(page: str) -> str:
+    """`page` with the text between BEGIN and END replaced by the current table (the shared settings after
+    --run-dir)."""
+    return flag_rows.embed(page, FLAGS[:1] + SHARED + FLAGS[1:], BEGIN, END)

@@ -1,0 +1,103 @@
+"""`elxpk plan`'s own flags, declared once: type, default, bounds, help (elxpk/flag_rows.py's row type).
+
+elxpk/cli/plan.py gets its Typer parameters from these rows (`with_flags`), PlanInputs (elxpk/plan/inputs.py)
+reads each value with its row (`Flag.read`: the kind, the bounds, one line naming the flag) and takes the
+defaults from here, and docs/planner.md's flag table is generated from them (`embed`). The settings
+`plan` shares with the trainer (--num-slices, --max-to-keep, --checkpoint-period) come from the contract
+(elxpk_contract/settings.py): their Typer options and checks are the contract's, their rows here (`SHARED`)
+are built from it for the docs table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elxpk import flag_rows
+from elxpk.flag_rows import DURATION, FLOAT, INT, SIZE, TEXT, Flag, setting_row
+from elxpk_contract.settings import default as trainer_default
+from elxpk_contract.settings import setting
+
+DEFAULT_PERIODS = (50, 100, 200, 500, 1000)  # the SLA table's rows without --periods
+_PLAN = ("plan",)
+_DUR = "a duration: 90s, 2h, 30d"
+_REQUIRED = "else required"
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("slice_mtbf", DURATION, f"Mean time between failures of ONE slice ({_DUR}).", commands=_PLAN,
+         doc="mean time between failures of **one** slice; the job fails N times as often",
+         doc_default="required"),
+    Flag("step_time", DURATION, "Seconds per training step.", commands=_PLAN,
+         doc_default=f"the run's median step, {_REQUIRED}"),
+    Flag("checkpoint_save", DURATION, "Time a save blocks training.", commands=_PLAN,
+         doc="time a save **blocks** training (with async checkpointing, only the blocking part)",
+         doc_default=f"the run's median `blocking_s`, {_REQUIRED}"),
+    Flag("checkpoint_size", SIZE, "Bytes per checkpoint: 120GiB, 500MB.", commands=_PLAN,
+         doc_default="the run's newest checkpoint; without it no storage figures"),
+    Flag("restore", DURATION, "Time to restore the latest checkpoint.", commands=_PLAN,
+         doc_default=f"the run's median restore, {_REQUIRED}"),
+    # The demo: under 2 minutes from kill to next step, mostly pod scheduling.
+    Flag("replacement", DURATION, "Time to replace a pod and slice.", default="100s", commands=_PLAN,
+         default_text="100s, or the run's", doc="time to replace a pod and slice (failure detection included)",
+         doc_default="the run's median wait (real slices only), else `100s`"),
+    Flag("image_pull", DURATION, "Non-elastic restart: image pull.", default="60s", commands=_PLAN,
+         doc="the extra cost of a non-elastic full restart: the image pull"),
+    Flag("compile", DURATION, "Non-elastic restart: compile.", default="120s", commands=_PLAN,
+         default_text="120s, or the run's", doc="the extra cost of a non-elastic full restart: the compile",
+         doc_default="the run's compile, else `120s`"),
+    Flag("price_per_gib_month", FLOAT, "Storage price, $/GiB-month.", default=0.02, low=0, commands=_PLAN,
+         fix="dollars per GiB-month"),
+    Flag("ttl", DURATION, "Bucket lifecycle: delete checkpoints older than this.", commands=_PLAN,
+         doc="bucket lifecycle rule: objects older than this are deleted; one shorter than a save interval "
+         "is a warning"),
+    Flag("periods", TEXT, "SLA table rows.", metavar="N,N,...", commands=_PLAN,
+         default_text=",".join(map(str, DEFAULT_PERIODS)),
+         doc="rows of the SLA table (step counts); default rows shorter than one save are left out"),
+    Flag("job_duration", DURATION, "Expected wall time of the job, for elastic_max_retries.", default="30d",
+         commands=_PLAN, doc="expected wall time of the job, for the retry budget (`elastic_max_retries`)"),
+    Flag("from_run", TEXT, "Take step, save and restore times from this run directory.", metavar="RUN_DIR",
+         commands=_PLAN, doc="measure step, save, restore (and more) from a run directory"),
+    Flag("plot", TEXT, "Write goodput against period to FILE.png.", metavar="FILE", commands=_PLAN,
+         doc="write goodput against period, one curve per mode, to a `.png`, `.svg` or `.pdf` file"),
+    Flag("simulate", INT, "Also check the model with this many Monte Carlo trials.", default=0, low=0,
+         high=1_000_000, commands=_PLAN, fix="Monte Carlo trials; 0 = no check", doc_default="`0` (off)"),
+    Flag("weibull_shape", FLOAT, "Weibull shape of slice failures in --simulate (1 = exponential, <1 infant "
+         "mortality).", default=1.0, low=0.1, high=20, commands=_PLAN, fix="1 = exponential"),
+    Flag("seed", INT, "Seed of --simulate.", default=0, low=0, commands=_PLAN, fix="the seed of --simulate"),
+    Flag("job_mtbf", DURATION, "Mean time between whole-job failures (every slice or the controller); given, "
+         "plans the live-replica mode (--recovery live), whose slice failures rewind nothing.", commands=_PLAN,
+         doc="mean time between **whole-job** failures (every slice at once, the controller, the JobSet); "
+         "given, the live-replica mode is shown and the recommended period is planned for it (see below)",
+         doc_default="none: no live-replica mode"),
+    # Live-replica recovery's reshard when not measured: the local bench rebuilds in ~0.03 s, a large state
+    # over a data-center network moves at tens of GB/s per slice; 10 s errs high for most jobs.
+    Flag("reshard", DURATION, "Live-replica: rebuilding the state from the survivors.", default="10s",
+         commands=_PLAN, doc="live-replica: rebuilding the state from the survivors onto the new mesh"),
+)
+
+BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
+
+# The trainer settings `plan` takes (their options and checks are the contract's): rows for the docs table.
+SHARED: tuple[Flag, ...] = (
+    setting_row("num_slices", setting("num_slices").metadata, default=None, commands=_PLAN,
+                doc="slices in the job", doc_default=f"the run's (with `--from-run`), {_REQUIRED}"),
+    setting_row("max_to_keep", setting("max_to_keep").metadata, default=None, commands=_PLAN,
+                doc="checkpoints the manager keeps (a corrupt newest one needs a valid predecessor)",
+                doc_default=f"the run's, else the trainer's default (`{trainer_default('max_to_keep')}`, "
+                "from `elxpk_contract/settings.py`)"),
+    setting_row("checkpoint_period", setting("checkpoint_period").metadata, default=None, commands=_PLAN,
+                doc="your current setting: shown beside the recommendation", doc_default="the run's"),
+)
+
+
+def default(name: str) -> Any:
+    """The row's default as the planner uses it (a duration in seconds)."""
+    return BY_NAME[name].read(None)[0]
+
+
+BEGIN = "<!-- plan-flag-table:begin (generated from elxpk/plan/flags.py) -->"
+END = "<!-- plan-flag-table:end -->"
+
+
+def embed(page: str) -> str:
+    """`page` with the text between BEGIN and END replaced by the current table (the shared settings first)."""
+    return flag_rows.embed(page, SHARED + FLAGS, BEGIN, END)
