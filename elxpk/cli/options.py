@@ -131,7 +131,7 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
 
     Values arrive as typed text, so `check_setting` reports every bad one together with the other problems.
     """
-    from elxpk_contract.settings import LAUNCHER_FLAG, SECONDS, bounds_text, env_name, exposed, flag_name
+    from elxpk_contract.setting_rules import LAUNCHER_FLAG, SECONDS, bounds_text, env_name, exposed, flag_name
 
     params = []
     for field in exposed(LAUNCHER_FLAG):
@@ -192,7 +192,7 @@ def setting_option(name: str, *, extra: str = "", metavar: str | None = None) ->
     and bounds from the contract table (elxpk_contract/settings.py), `extra` saying what the command adds.
     The command checks the value with the contract's `check_setting`/`bounds_problem`, so it refuses what
     the trainer would, with the same message."""
-    from elxpk_contract.settings import bounds_text, flag_name, setting
+    from elxpk_contract.setting_rules import bounds_text, flag_name, setting
 
     help_text = setting(name).metadata["help"]
     bounds = bounds_text(name)

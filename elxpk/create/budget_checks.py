@@ -22,7 +22,7 @@ from typing import Any
 
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
-from elxpk_contract.settings import ALL_SLICES, default, env_name
+from elxpk_contract.setting_rules import ALL_SLICES, default, env_name
 
 GRACE_SLACK_S = 10.0  # after the save: the wrapper, jax's shutdown and the container's exit (seconds, not a
 # second grace period: 30 would make the default grace warn for any save, "raise to 31" for a 0.13 s one)

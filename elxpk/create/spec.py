@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from elxpk.catalog import TpuType
 from elxpk.cluster.target import DEFAULT_NAMESPACE
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
-from elxpk_contract.settings import default as setting_default
+from elxpk_contract.setting_rules import default as setting_default
 
 __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec"]
 
