@@ -13,9 +13,8 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -65,8 +64,7 @@ CLUSTER_FLAGS: tuple[tuple[str, Any], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ClusterSelection:
+class ClusterSelection(NamedTuple):
     """The cluster flags as given (None = not given); `resolve` fills the gaps from ELXPK_* and the config."""
 
     project: str | None = None
