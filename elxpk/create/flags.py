@@ -13,8 +13,7 @@ the checks and the page to the rows). Standard library only: the table is read o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # Kinds of value: how a flag is typed and read (elxpk/create/flag_values.py).
 TEXT, INT, BOOL, LIST, DURATION = "text", "int", "bool", "list", "duration"
@@ -38,8 +37,7 @@ RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD"
                           "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
     `low`/`high` bound an INT (inclusive) and `fix` ends its bounds message; `option` marks an invocation
     option (CreateOptions: it never changes the manifest); `commands` lists the commands that take it."""
