@@ -9,12 +9,11 @@ reachable by both spellings; when two topologies have the same core count, the f
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class TpuType:
+class TpuType(NamedTuple):
     """One slice shape, as the worker pods and the Pathways resource manager need it."""
 
     name: str  # canonical `prefix-<cores>` name, e.g. v5p-16
@@ -34,8 +33,7 @@ class TpuType:
         return self.chips_per_vm * self.vms_per_slice
 
 
-@dataclass(frozen=True)
-class _Family:
+class _Family(NamedTuple):
     prefix: str
     cores_per_chip: int
     gke_accelerator: str

@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from elxpk.units import parse_duration, parse_size
 
@@ -28,8 +27,7 @@ _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
     `low`/`high` bound an INT, FLOAT or DURATION (inclusive) and `fix` ends its bounds message; `option`
     marks an invocation option (CreateOptions: it never changes the manifest); `commands` lists the

@@ -15,11 +15,12 @@ _SIZE_UNITS = {
     "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+# Compiled on first use (re caches it): a `workload create` without a duration flag never needs it.
+_NUMBER_UNIT = r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$"
 
 
 def _split(text: str) -> tuple[float, str]:
-    match = _NUMBER_UNIT.match(str(text))
+    match = re.match(_NUMBER_UNIT, str(text))
     if not match and str(text).strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
         raise ValueError(f"{text!r}: must be a finite number")
     if not match:

@@ -24,15 +24,14 @@ The launcher renders `EXIT_CODES` into a Job's `podFailurePolicy` (action per co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from elxpk_contract.errors import CheckFailed
 
 FAIL_JOB, COUNT, IGNORE = "FailJob", "Count", "Ignore"  # podFailurePolicy actions
 
 
-@dataclass(frozen=True)
-class ExitCode:
+class ExitCode(NamedTuple):
     code: int
     name: str
     meaning: str

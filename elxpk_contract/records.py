@@ -336,8 +336,8 @@ def parse_event(data: object) -> Event:
     if not isinstance(data, dict):
         raise RecordError(f"expected a JSON object, got {type(data).__name__}")
     name = data.get("event")
-    if name not in EVENTS:
-        raise RecordError(f"event {name!r}: not one of {', '.join(EVENTS)}")
+    if not isinstance(name, str) or name not in EVENTS:  # a list or an object is no key (and no event name)
+        raise RecordError(f"event {str(name)[:40]!r}: not one of {', '.join(EVENTS)}")
     return _parse(EVENTS[name], {k: v for k, v in data.items() if k != "event"})
 
 

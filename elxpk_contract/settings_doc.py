@@ -7,13 +7,12 @@ rewrites them with `pytest --update-goldens`, so the pages cannot drift from the
 
 from __future__ import annotations
 
-import dataclasses
-
 from elxpk_contract.presets import SHAPE_SETTINGS
 from elxpk_contract.settings import (
     FIELDS,
     LAUNCHER_DERIVED,
     LAUNCHER_FLAG,
+    Setting,
     bounds_text,
     env_name,
     exposed,
@@ -26,14 +25,14 @@ TRAINER_BEGIN = "<!-- trainer-settings:begin (generated from elxpk_contract/sett
 TRAINER_END = "<!-- trainer-settings:end -->"
 
 
-def _trainer_flag(f: dataclasses.Field) -> str:
+def _trainer_flag(f: Setting) -> str:
     flag = flag_name(f.name)
     if f.type == "bool":
         return f"`{flag}/--no-{flag[2:]}`"
     return f"`{flag}`"
 
 
-def _env(f: dataclasses.Field) -> str:
+def _env(f: Setting) -> str:
     text = f"`{env_name(f.name)}`"
     if f.type == "bool":
         return text + " (`true`/`false`)"
@@ -42,7 +41,7 @@ def _env(f: dataclasses.Field) -> str:
     return text
 
 
-def _launcher(f: dataclasses.Field) -> str:
+def _launcher(f: Setting) -> str:
     if f.metadata["expose"] == LAUNCHER_FLAG:
         return f"`{flag_name(f.name)}`"
     return f.metadata["derived_from"]
@@ -57,7 +56,7 @@ def launcher_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def _default(f: dataclasses.Field) -> str:
+def _default(f: Setting) -> str:
     if f.name in SHAPE_SETTINGS:
         return "from `--model`"
     if f.default is None or f.default == ():

@@ -77,7 +77,7 @@ def empty_values(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
 
 def odd_numbers(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
     """A number option's value in other scripts' digits or with `_` groups: click's int()/float() take them."""
-    from elxpk_contract.settings import plain_number_text
+    from elxpk_contract.setting_rules import plain_number_text
 
     problems = []
     for param in dict.fromkeys(order):

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -19,8 +18,7 @@ from typer.core import TyperCommand, TyperGroup
 APP_HELP = "Launch and follow elastic multi-slice JAX training on GKE, or run the whole loop locally."
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     path: tuple[str, ...]  # ("workload", "create") or ("report",)
     module: str
     function: str

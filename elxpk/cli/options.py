@@ -13,9 +13,8 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -67,8 +66,7 @@ CLUSTER_FLAGS: tuple[tuple[str, Any], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ClusterSelection:
+class ClusterSelection(NamedTuple):
     """The cluster flags as given (None = not given); `resolve` fills the gaps from ELXPK_* and the config."""
 
     project: str | None = None
@@ -133,7 +131,7 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
 
     Values arrive as typed text, so `check_setting` reports every bad one together with the other problems.
     """
-    from elxpk_contract.settings import LAUNCHER_FLAG, SECONDS, bounds_text, env_name, exposed, flag_name
+    from elxpk_contract.setting_rules import LAUNCHER_FLAG, SECONDS, bounds_text, env_name, exposed, flag_name
 
     params = []
     for field in exposed(LAUNCHER_FLAG):
@@ -199,7 +197,7 @@ def setting_option(name: str, *, extra: str = "", metavar: str | None = None) ->
     and bounds from the contract table (elxpk_contract/settings.py), `extra` saying what the command adds.
     The command checks the value with the contract's `check_setting`/`bounds_problem`, so it refuses what
     the trainer would, with the same message."""
-    from elxpk_contract.settings import bounds_text, flag_name, setting
+    from elxpk_contract.setting_rules import bounds_text, flag_name, setting
 
     help_text = setting(name).metadata["help"]
     bounds = bounds_text(name)

@@ -14,7 +14,6 @@ config file `$ELXPK_CONFIG` or `~/.config/elxpk/config.yaml`:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -112,13 +111,13 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, requi
     kubeconfig = target.kubeconfig
     context = target.context
     if kubeconfig or context:
-        return dataclasses.replace(target, project=None, location=None, cluster=None, namespace=namespace)
+        return target._replace(project=None, location=None, cluster=None, namespace=namespace)
     project = target.project or environ.get("ELXPK_PROJECT") or cfg.get("project")
     location = (target.location or environ.get("ELXPK_ZONE") or environ.get("ELXPK_REGION")
                 or cfg.get("zone") or cfg.get("region") or cfg.get("location"))
     cluster = target.cluster or environ.get("ELXPK_CLUSTER") or cfg.get("cluster")
     if not (project or cluster) and (cfg.get("kubeconfig") or cfg.get("context")):
-        return dataclasses.replace(target, kubeconfig=cfg.get("kubeconfig"), context=cfg.get("context"),
+        return target._replace(kubeconfig=cfg.get("kubeconfig"), context=cfg.get("context"),
                                    namespace=namespace)
     if project or location or cluster:
         missing = [flag for flag, value in (("--project", project), ("--zone or --region", location),
@@ -126,14 +125,14 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, requi
         if missing and require_cluster:
             raise UsageError(*(f"{flag} is required to reach a GKE cluster (or give --kubeconfig/--context "
                                "for another cluster)" for flag in missing))
-        return dataclasses.replace(target, project=project, location=location, cluster=cluster,
+        return target._replace(project=project, location=location, cluster=cluster,
                                    namespace=namespace)
     # Nothing chosen: an existing kubeconfig (KUBECONFIG or ~/.kube/config) is used read-only, if there is one.
     default = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
     if Path(default).expanduser().is_file():
-        return dataclasses.replace(target, kubeconfig=default, namespace=namespace)
+        return target._replace(kubeconfig=default, namespace=namespace)
     if not require_cluster:
-        return dataclasses.replace(target, namespace=namespace)
+        return target._replace(namespace=namespace)
     raise UsageError("no cluster selected: give --project, --zone/--region and --cluster for GKE, or --kubeconfig "
                      f"(and --context) for another cluster; defaults can live in {config_path(environ)}")
 

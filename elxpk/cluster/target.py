@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_NAMESPACE = "default"  # Kubernetes' own; where --namespace, ELXPK_NAMESPACE and the config are silent
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # a DNS-1123 label (ValidateNamespaceName)
 
 
-@dataclass(frozen=True)
-class ClusterTarget:
+class ClusterTarget(NamedTuple):
     """Cluster selection shared by every `workload` verb.
 
     Either GKE (`project` + `location` + `cluster`: endpoint and CA from the Container API, token

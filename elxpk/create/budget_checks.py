@@ -16,35 +16,34 @@ from `read_times` importing the run reader when --from-run is given.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
-from elxpk_contract.settings import ALL_SLICES, default, env_name
+from elxpk_contract.setting_rules import ALL_SLICES, default, env_name
 
 GRACE_SLACK_S = 10.0  # after the save: the wrapper, jax's shutdown and the container's exit (seconds, not a
 # second grace period: 30 would make the default grace warn for any save, "raise to 31" for a 0.13 s one)
 MARGIN = 1.5  # a wait or timeout this much longer than the typical time survives a slow one
 
 
-@dataclass(frozen=True)
-class Times:
+class Times(NamedTuple):
     """Measured or estimated times in seconds (None: unknown), and how each was given, for the messages."""
 
     step_s: float | None = None
     save_s: float | None = None
     replacement_s: float | None = None
     restore_s: float | None = None  # for the planner hint only
-    labels: dict[str, str] = field(default_factory=dict)  # "step" | "save" | "replacement" -> its source
+    labels: Mapping[str, str] = MappingProxyType({})  # "step" | "save" | "replacement" -> its source
 
     def label(self, key: str) -> str:
         return self.labels.get(key, key)
 
 
-@dataclass(frozen=True)
-class Budgets:
+class Budgets(NamedTuple):
     """The workload's side: what `workload create` was given, or what a rendered JobSet carries."""
 
     pathways: bool

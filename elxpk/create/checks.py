@@ -29,7 +29,7 @@ from elxpk.create.flags import (
 from elxpk.create.spec import TRAINER_COMMAND, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.output_formats import output_problem
-from elxpk_contract.settings import (
+from elxpk_contract.setting_rules import (
     LAUNCHER_DERIVED,
     LAUNCHER_FLAG,
     check_setting,
@@ -40,7 +40,7 @@ from elxpk_contract.settings import (
     redundant_min_slice_count,
     slices_waited_for,
 )
-from elxpk_contract.settings import default as trainer_default
+from elxpk_contract.setting_rules import default as trainer_default
 
 # Kubernetes expands `$(NAME)` in a container's command, args and env values when NAME is an env var of
 # the container, and leaves it as is otherwise; `$$(NAME)` is the escape (kubernetes/pkg/kubelet/container/

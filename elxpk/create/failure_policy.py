@@ -26,8 +26,7 @@ maxRestarts allows, else fail).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from elxpk_contract.exit_codes import EXIT_CODES, FAIL_JOB, IGNORE
 
@@ -120,8 +119,7 @@ def match_pod_failure_policy(policy: dict[str, Any] | None, pod: dict[str, Any])
     return "Count"
 
 
-@dataclass(frozen=True)
-class JobOutcome:
+class JobOutcome(NamedTuple):
     failed: bool
     reason: str | None  # the Job's Failed condition reason
     counted: int  # failures counted against backoffLimit

@@ -15,7 +15,7 @@ from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
 from elxpk.create.flag_checks import CHECKS
 from elxpk.create.flags import BY_NAME, RESERVED_ENV
 from elxpk.units import parse_duration
-from elxpk_contract.settings import plain_number_text
+from elxpk_contract.setting_rules import plain_number_text
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # text that came from undecodable bytes (os.fsdecode)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(NamedTuple):
     """`objects` are plain dicts parsed from `text`, so what `--dry-run` prints is what submit sends."""
 
     objects: tuple[dict[str, Any], ...]

@@ -17,7 +17,7 @@ from elxpk.create.manifest import Manifest, parse_documents
 from elxpk.create.spec import WorkloadSpec
 from elxpk.create.template_build import template
 from elxpk.errors import ElxpkError
-from elxpk_contract.settings import FIELDS, LAUNCHER_DERIVED, env_name
+from elxpk_contract.setting_rules import FIELDS, LAUNCHER_DERIVED, env_name
 
 # The user command is passed to bash as "$1", never spliced into this script, so it reaches the
 # container byte for byte. SIGTERM is forwarded so the trainer can save before the pod goes.

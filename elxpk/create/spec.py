@@ -8,13 +8,12 @@ flag and the fix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from elxpk.catalog import TpuType
 from elxpk.cluster.target import DEFAULT_NAMESPACE
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
-from elxpk_contract.settings import default as setting_default
+from elxpk_contract.setting_rules import default as setting_default
 
 __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec"]
 
@@ -24,10 +23,10 @@ if TYPE_CHECKING:
 
 TRAINER_COMMAND = "python -m trainer"
 
-@dataclass(frozen=True)
-class WorkloadSpec:
+class WorkloadSpec(NamedTuple):
     """Everything `workload create` was asked for, validated. Times are in seconds. The defaults are the
-    flag table's (elxpk/create/flags.py)."""
+    flag table's (elxpk/create/flags.py). A NamedTuple, not a frozen dataclass: as immutable, and no
+    generated methods to exec on every start (`workload create --dry-run` has a start-up budget)."""
 
     workload: str
     tpu: TpuType | None  # None for a GPU workload (--device-type): then `gpu` and `num_nodes`
@@ -65,7 +64,16 @@ class WorkloadSpec:
     settings: tuple[tuple[str, Any], ...] = ()
     gpu: GpuType | None = None  # --device-type: one node group of `num_nodes` GPU machines
     num_nodes: int = default("num_nodes")
-    warnings: tuple[str, ...] = field(default=(), compare=False)
+    warnings: tuple[str, ...] = ()  # not what was asked for: the last field, which equality and hash leave out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WorkloadSpec) and self[:-1] == other[:-1]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     @property
     def elastic(self) -> bool:
@@ -96,8 +104,7 @@ class WorkloadSpec:
         return setting_default(name)
 
 
-@dataclass(frozen=True)
-class CreateOptions:
+class CreateOptions(NamedTuple):
     """How this `workload create` runs, apart from what it renders: nothing here changes the manifest."""
 
     dry_run: str | None = None  # None (submit), "client" (print only) or "server" (server-side dry run)

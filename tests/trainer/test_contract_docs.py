@@ -50,3 +50,23 @@ def test_trainer_page_carries_the_generated_settings_table(update_goldens):
     assert page == embed(page, TRAINER_BEGIN, TRAINER_END), \
         "docs/trainer.md: regenerate the settings table with --update-goldens"
     assert page.count(TRAINER_BEGIN) == 1 and page.count(TRAINER_END) == 1
+
+
+def test_generated_settings_table_is_fresh():
+    """elxpk_contract/settings_table.py holds TrainerConfig's rows as plain data (the launcher reads them without
+    building the dataclass). After editing the table: .venv/bin/python -m elxpk_contract.settings_build"""
+    from elxpk_contract import settings_build
+
+    assert settings_build.PATH.read_text(encoding="utf-8") == settings_build.generate(), \
+        "stale: run .venv/bin/python -m elxpk_contract.settings_build"
+
+
+def test_setting_rows_say_what_the_dataclass_fields_say():
+    import dataclasses
+
+    from elxpk_contract.settings import FIELDS, TrainerConfig
+
+    assert list(FIELDS) == [f.name for f in dataclasses.fields(TrainerConfig)]
+    for f in dataclasses.fields(TrainerConfig):
+        row = FIELDS[f.name]
+        assert (row.type, row.default, dict(row.metadata)) == (f.type, f.default, dict(f.metadata)), f.name

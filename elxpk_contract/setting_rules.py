@@ -1,0 +1,214 @@
+"""The trainer settings table as the launcher reads it: each row's name, type, default and metadata
+(help, bounds, choices, ...), and the one reading of each rule (conversion, bounds, `-1 = all slices`).
+
+The table is declared once, as TrainerConfig in elxpk_contract/settings.py; its rows reach this module as
+plain data, generated into elxpk_contract/settings_table.py (`python -m elxpk_contract.settings_build`;
+tests/trainer/test_contract_docs.py fails while it is stale). So `workload create --dry-run` reads the
+table without building the TrainerConfig dataclass (exec'ing its 40-field methods costs ~20M
+instructions a start). elxpk_contract.settings re-exports every name here. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from elxpk_contract.limits import MAX_INDEX
+from elxpk_contract.settings_table import ROWS
+
+ALL_SLICES = -1  # elastic_min_slice_count's "every slice" (pause and resume), as MaxText spells it
+# Who passes a setting besides the trainer's own flags and env (the `expose` metadata):
+LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and renders ELXPK_<NAME>
+LAUNCHER_DERIVED = "derived"  # `workload create` renders ELXPK_<NAME> from its own flags (see render)
+SECONDS = "seconds"  # the `unit` of a duration setting: its messages and the launcher's metavar say seconds
+
+
+class Setting:
+    """One row of the table: what dataclasses.fields(TrainerConfig) says of a field (`type` as written in
+    the declaration, `metadata` the keywords of its `_opt`), without the dataclass."""
+
+    __slots__ = ("name", "type", "default", "metadata")
+
+    def __init__(self, name: str, type: str, default: Any, metadata: Mapping[str, Any]) -> None:
+        self.name, self.type, self.default = name, type, default
+        self.metadata = MappingProxyType(dict(metadata))  # read-only, as a dataclass field's
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r})"
+
+
+def flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def env_name(name: str) -> str:
+    return "ELXPK_" + name.upper()
+
+
+FIELDS: dict[str, Setting] = {row[0]: Setting(*row) for row in ROWS}
+
+
+def setting(name: str) -> Setting:
+    """The table row of one setting (its metadata: help, low, high, choices, maxtext, expose, fix)."""
+    return FIELDS[name]
+
+
+def default(name: str) -> Any:
+    """The trainer's default for `name`: the planner and the launcher's hints read it here."""
+    return FIELDS[name].default
+
+
+def exposed(kind: str) -> list[Setting]:
+    """The settings the launcher takes as flags (LAUNCHER_FLAG) or renders from its own (LAUNCHER_DERIVED)."""
+    return [f for f in FIELDS.values() if f.metadata["expose"] == kind]
+
+
+def check_setting(name: str, raw: object, source: str | None = None) -> tuple[Any, str | None]:
+    """Convert a raw value (text as typed, or a Python value) and check its bounds.
+
+    Returns (value, None) or (None, one-line problem naming `source`, the flag by default). The launcher,
+    `local run` and the trainer call this, so all three refuse the same values with the same message.
+    """
+    f = FIELDS[name]
+    source = source or flag_name(name)
+    try:
+        value = convert_setting(f, raw)
+    except ValueError as exc:
+        return None, f"{source} {raw!r:.80}: {exc}"
+    problem = bounds_problem(name, value, source)
+    return (None, problem) if problem else (value, None)
+
+
+def bounds_problem(name: str, value: Any, source: str | None = None) -> str | None:
+    """The bounds and choices of the table, as one message; None when `value` is within them."""
+    f = FIELDS[name]
+    meta, source = f.metadata, source or flag_name(name)
+    if value is None or isinstance(value, (bool, tuple)):
+        return None
+    if meta["choices"] and value not in meta["choices"]:
+        return f"{source} {value!r:.80}: use one of {', '.join(meta['choices'])}"
+    if isinstance(value, str):
+        if not value.strip() or "\x00" in value:
+            # A blank path would resolve to the working directory; a NUL byte is no path at all.
+            what = "be empty or blank" if not value.strip() else "contain a NUL byte"
+            return f"{source} {value!r:.80}: must not {what}; {meta['fix'] or 'give a value'}, or leave it unset"
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{source} {value}: must be a finite number"
+    if f.type == "int" and not isinstance(value, int):
+        return f"{source} {value!r}: must be a whole number"
+    low, high = meta["low"], meta["high"]
+    why = f" ({meta['fix']})" if meta["fix"] else ""
+    if meta["high_open"] and not ((low is None or value >= low) and value < high):
+        return f"{source} {value}: must be in [{_num(low)}, {_num(high)})"
+    if low is not None and high is not None and not low <= value <= high:
+        return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
+    if f.type == "int" and value > MAX_INDEX:  # no count or step of a run goes beyond what its records hold
+        return f"{source} {value}: must be at most {MAX_INDEX}{why}"
+    if low is not None and not value >= low:
+        if isinstance(low, float) and low == 0.0 and meta["unit"] == SECONDS:
+            return f"{source} {value}: must be a positive number of seconds"
+        at_least = "0 or more" if low == 0 else f"at least {_num(low)}"
+        return f"{source} {value}: must be {at_least}{why}"
+    if meta["low_open"] and not value > low:
+        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and meta["unit"] == SECONDS
+                                                else f"more than {_num(low)}")
+    return None
+
+
+def bounds_text(name: str) -> str:
+    """The bounds or choices of a setting as the docs say them: `>= 2`, `[0, 1)`, `a, b`; "" when none."""
+    meta = FIELDS[name].metadata
+    if meta["choices"]:
+        return ", ".join(f"`{c}`" for c in meta["choices"])
+    low, high = meta["low"], meta["high"]
+    left = "(" if meta["low_open"] else "["
+    right = ")" if meta["high_open"] else "]"
+    if low is not None and high is not None:
+        return f"{left}{_num(low)}, {_num(high)}{right}"
+    if low is not None:
+        return f"> {_num(low)}" if meta["low_open"] else f">= {_num(low)}"
+    return ""
+
+
+def slices_waited_for(min_slice_count: int, num_slices: int) -> int:
+    """The healthy slices each attempt waits for: every slice for ALL_SLICES (-1), else the count given.
+    The one reading of "-1 = all slices"; what other values are allowed is cross_problems'."""
+    return num_slices if min_slice_count == ALL_SLICES else min_slice_count
+
+
+def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:
+    """elastic_min_slice_count against num_slices: -1 waits for all; 1..N-1 resizes. N itself is refused
+    (it means "all", spelled -1), and so is anything outside."""
+    k = min_slice_count
+    if k == ALL_SLICES:
+        return []
+    if num_slices < 2:
+        return [f"--elastic-min-slice-count {k}: use -1 (wait for the only slice); resizing needs "
+                "--num-slices 2 or more"]
+    if not 1 <= k <= num_slices - 1:
+        return [f"--elastic-min-slice-count {k}: use -1 (wait for all {num_slices} slices) or "
+                f"1..{num_slices - 1} (resize onto the survivors)"]
+    return []
+
+
+def redundant_min_slice_count(min_slice_count: int, num_slices: int, elastic_slices: int) -> str:
+    """The warning for k below N - E (1 <= k): redundant, not wrong. Pathways keeps the program alive only
+    while at most E slices are lost, so every attempt that runs finds at least N - E healthy slices and a
+    smaller k never takes effect. MaxText accepts it; so do the launcher and the trainer."""
+    k, n, e = min_slice_count, num_slices, elastic_slices
+    floor = n - e
+    return (f"--elastic-min-slice-count {k}: below num_slices - elastic_slices = {floor}, so it never takes "
+            f"effect: Pathways fails the program before fewer than {floor} slices remain (it tolerates "
+            f"losing {e}), so every attempt finds at least {floor}; it is redundant, use "
+            + (f"{floor}..{n - 1} or -1" if floor <= n - 1 else "-1") + " to say what happens")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def plain_number_text(text: str) -> bool:
+    """Whether a number is written as a person types one: ASCII only, no `_` groups. Python's int() and
+    float() also take other scripts' digits and underscores (`١٢` is 12, `1_0` is 10): a value that reads
+    as a number only to Python is refused, wherever elxpk converts one."""
+    return text.isascii() and "_" not in text
+
+
+def convert_setting(f: Setting, raw: object) -> Any:
+    kind = f.type
+    if f.metadata["repeatable"]:
+        return tuple(raw)  # type: ignore[arg-type]
+    if isinstance(raw, bool) and kind == "bool":
+        return raw
+    text = str(raw).strip()
+    if kind == "bool":
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError("use true or false")
+    if kind == "int":
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return raw
+        try:
+            if not plain_number_text(text):
+                raise ValueError(text)
+            return int(text, 10)
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+    if kind in ("float", "float | None"):
+        if kind == "float | None" and text.lower() in ("", "none", "never"):
+            return None
+        try:
+            if not plain_number_text(text):
+                raise ValueError(text)
+            value = float(text)
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError("must be a finite number")
+        return value
+    return text or str(raw)  # a blank value as given, so its refusal shows what was given
