@@ -178,7 +178,7 @@ def kueue_incidents(workloads: list[dict], workload: str = "") -> list[Incident]
 # Normal-type Events that still report an incident (Kueue's and the scheduler's preemptions, evictions).
 # Kueue names each eviction's Event EvictedDueTo<condition reason> (PodsReadyTimeout, Deactivated,
 # AdmissionCheck, ClusterQueueStopped, ...): every one of them is.
-INCIDENT_REASONS = ("Preempted", "Evicted", "EvictedDueToPodsReadyTimeout", "TaintManagerEviction")
+INCIDENT_REASONS = ("Preempted", "Evicted", "TaintManagerEviction")  # and every KUEUE_EVICTED one
 KUEUE_EVICTED = "EvictedDueTo"
 
 
@@ -188,7 +188,7 @@ def reports_incident(reason: str) -> bool:
 
 
 def event_incidents(events: list[dict], names: set[str], workload: str = "") -> list[Incident]:
-    """Warning Events (and Normal ones of INCIDENT_REASONS) whose object is one of `names` (the JobSet,
+    """Warning Events (and Normal ones that `reports_incident`) whose object is one of `names` (the JobSet,
     its Jobs and Pods, its Kueue Workload)."""
     found = []
     for e in events:
