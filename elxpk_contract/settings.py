@@ -47,6 +47,7 @@ from elxpk_contract.setting_rules import (
     setting,
     slices_waited_for,
 )
+from elxpk_contract.step_names import ascii_number
 
 __all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG",
            "RECOVERIES", "SECONDS", "Setting", "TrainerConfig", "bounds_problem", "bounds_text", "check_setting",
@@ -247,7 +248,8 @@ class TrainerConfig:
                              "(without one, jax detects the processes of the TPU cluster)")
             return p
         host, _, port = self.coordinator.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        number = ascii_number(port)  # `²` and `٣` pass str.isdigit()
+        if not host or number is None or not 0 < number < 65536:
             p.append(f"--coordinator {self.coordinator!r}: use HOST:PORT, e.g. 127.0.0.1:8476")
         if self.num_processes != self.num_slices:
             p.append(f"--num-processes {self.num_processes}: must equal --num-slices {self.num_slices} "

@@ -49,11 +49,7 @@ def pre_start(directory: str, period_text: str | None, now: float) -> int:
     root = inspection.resolve(directory)
     inspection.refuse_cwd(root)
     try:
-        result = inspection.inspect_directory(root, period)
-        moved = inspection.quarantine(result, root, now_ms=int(now * 1000))
-        if moved:
-            result = inspection.inspect_directory(root, period)
-        result.moved = moved
+        result = inspection.inspect_and_quarantine(root, period, now_ms=int(now * 1000))
     except OSError as exc:
         raise ElxpkError(f"DIR {directory}: {exc}") from None
     for line in render_text(result, now=now):

@@ -27,6 +27,7 @@ from typing import Any
 
 from elxpk.errors import ElxpkError, UsageError
 from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
+from elxpk_contract.step_names import step_number
 
 COMMITTED, TORN, UNREADABLE = "committed", "torn", "unreadable"
 TRAINER_LAYOUT, ORBAX_LAYOUT, EMPTY = "elxpk trainer", "orbax (MaxText)", "empty"
@@ -48,7 +49,8 @@ class Step:
     state: str  # committed, torn or unreadable
     reason: str = ""
     committed_at: float | None = None  # unix seconds, from orbax's _CHECKPOINT_METADATA
-    has_metadata: bool = False  # carries orbax's or the trainer's files (what --quarantine may move)
+    has_metadata: bool = False  # carries orbax's or the trainer's files
+    movable: bool = False  # what --quarantine may move: carries those files, is empty, or is a symbolic link
 
 
 @dataclass
@@ -63,6 +65,7 @@ class Inspection:
     gaps: list[tuple[int, int]] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
     moved: list[dict] = field(default_factory=list)  # what --quarantine moved: step, name, reason, to
+    skipped: list[dict] = field(default_factory=list)  # what --quarantine found gone: step, name, note
 
     def committed(self) -> list[Step]:
         return [s for s in self.steps if s.state == COMMITTED]
@@ -86,20 +89,18 @@ def epath_module() -> Any:
 def checkpoint_period(text: str | None) -> int | None:
     if text is None:
         return None
-    value = text.strip()
-    if not value.isdigit() or int(value) < 1:
+    value = step_number(text.strip())
+    if value is None or value < 1:
         raise UsageError(f"--checkpoint-period {text!r}: a whole number of steps >= 1, e.g. --checkpoint-period 100")
-    return int(value)
+    return value
 
 
 def step_of(name: str) -> tuple[int, bool] | None:
     """(step, whether it is orbax's temporary directory) of an entry name, or None when it is no step's.
-    More than 18 digits is no step (records.MAX_INDEX) and would not even convert (Python's 4300-digit cap)."""
+    A step number is ASCII digits only (elxpk_contract.step_names), at most MAX_INDEX."""
     tmp = TMP_STEP.match(name)
-    digits = tmp.group(1) if tmp else name
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
-        return None
-    return int(digits), tmp is not None
+    step = step_number(tmp.group(1) if tmp else name)
+    return None if step is None else (step, tmp is not None)
 
 
 def _is_step_entry(name: str) -> bool:
@@ -135,10 +136,11 @@ def resolve(arg: str) -> Any:
 
 
 def _read_json(path: Any) -> tuple[Any, str]:
-    """(the decoded file, '') or (None, why not); never reads more than MAX_JSON_BYTES."""
+    """(the decoded file, '') or (None, why not); never reads more than MAX_JSON_BYTES, nor through a link."""
+    from trainer.ckpt.storage import read_bounded
+
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_JSON_BYTES + 1)
+        data = read_bounded(path, MAX_JSON_BYTES)
     except FileNotFoundError:
         return None, f"no {path.name}"
     except OSError as exc:
@@ -152,13 +154,16 @@ def _read_json(path: Any) -> tuple[Any, str]:
 
 
 def _has_marks(entry: Any) -> bool:
-    """Whether `entry` or one of its subdirectories holds a file orbax or the trainer writes."""
+    """Whether `entry` or one of its subdirectories holds a file orbax or the trainer writes (no link is
+    looked through: the caller has refused the step already when it holds one)."""
+    from trainer.ckpt.storage import is_link
+
     folders = [entry]
     try:
         for child in entry.iterdir():
             if child.name in MARKS:
                 return True
-            if child.is_dir():
+            if not is_link(child) and child.is_dir():
                 folders.append(child)
         return any((folder / mark).exists() for folder in folders[1:] for mark in MARKS)
     except OSError:
@@ -210,11 +215,29 @@ def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None
     return None
 
 
-def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: str) -> Step:
+def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: str) -> Step | None:
+    """The step's state; None when its entry is gone (moved by a concurrent --quarantine or the trainer)."""
+    from trainer.ckpt import storage as ckpt_storage
+
     entry = root / name
     found = Step(step, name, COMMITTED)
     try:
-        found.has_metadata = _has_marks(entry)
+        ckpt_storage.files_under(entry)  # no walk follows a link: a step that is or holds one is torn
+        if ckpt_storage.is_empty(entry):
+            found.state, found.movable = TORN, True
+            never = uncommitted or ckpt_storage.is_object_store(entry)  # on gs://, no commit marker either
+            found.reason = ("never committed: " if never else "") + "empty: a save killed before its first write"
+            return found
+    except ckpt_storage.LinkInStep as exc:
+        found.state, found.movable, found.reason = TORN, True, f"{exc} (moving it moves the link, not its target)"
+        return found
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        found.state, found.reason = UNREADABLE, f"cannot list or read it: {exc}"
+        return found
+    try:
+        found.has_metadata = found.movable = _has_marks(entry)
         meta, why = _read_json(entry / STEP_METADATA)
         if isinstance(meta, dict) and isinstance(meta.get("commit_timestamp_nsecs"), int):
             found.committed_at = meta["commit_timestamp_nsecs"] / 1e9
@@ -232,8 +255,9 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
 
 def _layout(root: Any, names: list[str]) -> str:
     from trainer.ckpt.digest import DIGEST_FILE
+    from trainer.ckpt.storage import is_link
 
-    numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1]]
+    numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1] and not is_link(root / n)]
     if PROGRESS_FILE in names or any((root / n / DIGEST_FILE).exists() for n in numbered):
         return TRAINER_LAYOUT
     return ORBAX_LAYOUT if any(_is_step_entry(n) for n in names) else EMPTY
@@ -256,10 +280,12 @@ def inspect_directory(root: Any, period: int | None) -> Inspection:
     steps = []
     for name in names:
         parsed = step_of(name)
-        if parsed is None or not (parsed[1] or (root / name).is_dir()):
+        if parsed is None or not (parsed[1] or ckpt_storage.is_link(root / name) or (root / name).is_dir()):
             continue
         step, tmp = parsed
-        steps.append(_inspect_step(root, name, step, tmp or name in uncommitted, layout))
+        found = _inspect_step(root, name, step, tmp or name in uncommitted, layout)
+        if found is not None:
+            steps.append(found)
     steps.sort(key=lambda s: (s.step, s.name))
     result = Inspection(str(root), layout, steps, None, period, "--checkpoint-period" if period else "",
                         _trainer_step(root) if layout == TRAINER_LAYOUT else None)
@@ -273,7 +299,7 @@ def _restore(result: Inspection) -> None:
     listed = [s for s in result.steps if s.name == str(s.step) and not s.reason.startswith("never committed")]
     for s in result.steps:
         if s.state != COMMITTED:
-            kept = "" if s.has_metadata or s.state != TORN else \
+            kept = "" if s.movable or s.state != TORN else \
                 " (--quarantine leaves it: it holds no file orbax or the trainer writes)"
             name = "" if s.name == str(s.step) else f" ({s.name})"
             result.findings.append(f"step {s.step}{name} is {s.state}: {s.reason}{kept}")
@@ -320,14 +346,34 @@ def refuse_cwd(root: Any) -> None:
                          "run it from another directory")
 
 
-def quarantine(result: Inspection, root: Any, now_ms: int) -> list[dict]:
-    """Move every torn step that carries orbax's or the trainer's files aside, as the trainer does (its own
-    `ckpt_storage.quarantine`, reason file included); inspect again afterwards. Unreadable steps stay."""
+def quarantine(result: Inspection, root: Any, now_ms: int) -> tuple[list[dict], list[dict]]:
+    """Move every movable torn step aside (orbax's or the trainer's files, an empty folder, a symbolic link),
+    as the trainer does (its own `ckpt_storage.quarantine`, reason file included); inspect again afterwards.
+    Unreadable steps stay. (moved, skipped): a step gone before its move (another --quarantine, or the
+    trainer, moved it first) is skipped with a note, never an error. UsageError before anything moves when
+    DIR/elxpk-quarantine is a file or a link."""
     from trainer.ckpt import storage as ckpt_storage
 
-    moved = []
-    for s in result.steps:
-        if s.state == TORN and s.has_metadata:
-            target = ckpt_storage.quarantine(root, s.step, s.reason, now_ms=now_ms, name=s.name)
+    torn = [s for s in result.steps if s.state == TORN and s.movable]
+    if torn:
+        ckpt_storage.quarantine_dir(root)
+    moved, skipped = [], []
+    for s in torn:
+        target = ckpt_storage.quarantine(root, s.step, s.reason, now_ms=now_ms, name=s.name)
+        if target is None:
+            skipped.append({"step": s.step, "name": s.name, "note": "gone before it could be moved (another "
+                            "--quarantine or the trainer moved it): nothing to do"})
+        else:
             moved.append({"step": s.step, "name": s.name, "reason": s.reason, "to": str(target)})
-    return moved
+    return moved, skipped
+
+
+def inspect_and_quarantine(root: Any, period: int | None, now_ms: int) -> Inspection:
+    """`--quarantine` (and the pre-start): inspect, move the torn steps aside, inspect again when anything
+    changed, and record what was moved and skipped."""
+    result = inspect_directory(root, period)
+    moved, skipped = quarantine(result, root, now_ms)
+    if moved or skipped:
+        result = inspect_directory(root, period)
+    result.moved, result.skipped = moved, skipped
+    return result

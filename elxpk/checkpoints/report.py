@@ -27,6 +27,8 @@ def render_text(result, *, now: float) -> list[str]:
             lines.append(f"{name:>10}  {s.state:<10}  {_when(s.committed_at, now):<32}  {s.reason}".rstrip())
     for moved in result.moved:
         lines.append(f"moved: {moved['name']} -> {moved['to']}")
+    for skipped in result.skipped:
+        lines.append(f"skipped: {skipped['name']}: {skipped['note']}")
     restore = "none (a restart starts from step 0)" if result.restore_step is None else f"step {result.restore_step}"
     lines.append(f"restore: {restore}")
     committed = result.committed()

@@ -46,12 +46,10 @@ def inspect(
     if quarantine:
         inspection.refuse_cwd(root)
     try:
-        result = inspection.inspect_directory(root, period)
         if quarantine:
-            moved = inspection.quarantine(result, root, now_ms=int(time.time() * 1000))
-            if moved:
-                result = inspection.inspect_directory(root, period)
-            result.moved = moved
+            result = inspection.inspect_and_quarantine(root, period, now_ms=int(time.time() * 1000))
+        else:
+            result = inspection.inspect_directory(root, period)
     except OSError as exc:  # the listing or a move failed: storage, not the input
         raise ElxpkError(f"DIR {directory}: {exc}") from None
     if fmt == "json":

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
 from elxpk_contract.setting_rules import ALL_SLICES, default, env_name
+from elxpk_contract.step_names import ascii_number
 
 GRACE_SLACK_S = 10.0  # after the save: the wrapper, jax's shutdown and the container's exit (seconds, not a
 # second grace period: 30 would make the default grace warn for any save, "raise to 31" for a 0.13 s one)
@@ -255,7 +256,7 @@ def budgets_from_jobset(jobset: dict[str, Any]) -> Budgets:
         elastic_timeout_s=setting("elastic_timeout_seconds"),
         elastic_min_slice_count=setting("elastic_min_slice_count"),
         stall_timeout_s=setting("stall_timeout_seconds"),
-        elastic_max_retries=int(retries) if retries is not None and str(retries).isdigit() else None,
+        elastic_max_retries=ascii_number(str(retries)) if retries is not None else None,
     )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elxpk.runs.rundir import METRICS, load_run
+from elxpk_contract.step_names import step_number
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,12 @@ class ExistingRun:
 
 
 def checkpoint_steps(checkpoint_dir: Path) -> tuple[int, ...]:
-    """Numbered step directories (orbax finalises a step by renaming its tmp directory to the number)."""
+    """Numbered step directories (orbax finalises a step by renaming its tmp directory to the number); a
+    step number is ASCII digits (elxpk_contract.step_names): `²` is no step, and no error either."""
     if not checkpoint_dir.is_dir():
         return ()
-    return tuple(sorted(int(p.name) for p in checkpoint_dir.iterdir() if p.is_dir() and p.name.isdigit()))
+    found = ((step_number(p.name), p) for p in checkpoint_dir.iterdir())
+    return tuple(sorted(step for step, p in found if step is not None and p.is_dir() and not p.is_symlink()))
 
 
 def inspect_run_dir(run_dir: Path, checkpoint_dir: Path | None = None) -> ExistingRun:

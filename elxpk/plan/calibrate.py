@@ -7,6 +7,7 @@ through its typed records. Nothing here imports jax: a run directory is JSON lin
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from elxpk_contract.records import (
     RunStarted,
     SlicesReady,
 )
+from elxpk_contract.step_names import step_number
 
 
 @dataclass(frozen=True)
@@ -77,14 +79,31 @@ def _pairs(events: Sequence[Event], start: type[Event], end: type[_End]) -> list
 
 
 def _newest_checkpoint_bytes(ckpt_dir: Path) -> float | None:
-    """Bytes of the newest numbered step directory (orbax layout: one directory per step)."""
+    """Bytes of the newest numbered step directory (orbax layout: one directory per step). A step number is
+    ASCII digits (elxpk_contract.step_names); no link is followed, so a step linked to `/` is not summed."""
+    try:
+        return _step_bytes(ckpt_dir)
+    except OSError:  # unreadable, or changed while listed: the size is not known, nothing else is wrong
+        return None
+
+
+def _step_bytes(ckpt_dir: Path) -> float | None:
     if not ckpt_dir.is_dir():
         return None
-    steps = [p for p in ckpt_dir.iterdir() if p.is_dir() and p.name.isdigit()]
+    steps = [(n, p) for p in ckpt_dir.iterdir() if (n := step_number(p.name)) is not None
+             and p.is_dir() and not p.is_symlink()]
     if not steps:
         return None
-    newest = max(steps, key=lambda p: int(p.name))
-    return float(sum(f.stat().st_size for f in newest.rglob("*") if f.is_file()))
+    _, newest = max(steps, key=lambda pair: pair[0])
+    total, pending = 0, [newest]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+    return float(total)
 
 
 def calibrate(run_dir: Path) -> Calibration:

@@ -26,6 +26,7 @@ from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
 from trainer.ckpt import digest
 from trainer.ckpt import storage as ckpt_storage
+from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
 from trainer.ckpt.fingerprint import Pending, fingerprint, mismatch
 from trainer.clock import Clock
 
@@ -150,16 +151,18 @@ class CheckpointStore:
         self._manager.close()
 
     # ---- restoring ----------------------------------------------------------------------------
-    def restore_latest(self, target):
-        """(step, state, data_state) of the newest valid checkpoint, or None when there is none."""
+    def restore_latest(self, target, deadline: Deadline | None = None):
+        """(step, state, data_state) of the newest valid checkpoint, or None when there is none. Bounded by
+        `deadline` (RESTORE_TIMEOUT_S, then exit 76): the stall watchdog is not armed during a restore."""
         import orbax.checkpoint as ocp
 
-        # Numbered folders that appeared since the start are not steps: refuse rather than move them.
-        ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path)
-        try:
-            return self._restore_newest_valid(target, ocp)
-        finally:
-            self._forget_quarantined()
+        with deadline or Deadline("the checkpoint restore", RESTORE_TIMEOUT_S):
+            # Numbered folders that appeared since the start are not steps: refuse rather than move them.
+            ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path)
+            try:
+                return self._restore_newest_valid(target, ocp)
+            finally:
+                self._forget_quarantined()
 
     def _restore_newest_valid(self, target: Any, ocp: Any) -> tuple[int, Any, dict] | None:
         for step in sorted(self._manager.all_steps(), reverse=True):

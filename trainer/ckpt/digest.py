@@ -17,12 +17,14 @@ on an object store (`gs://...`).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from etils import epath
 
-from trainer.ckpt.storage import DIGEST_FILE, files_under, is_object_store
+from trainer.ckpt.storage import DIGEST_FILE, LinkInStep, files_under, is_object_store, read_bounded
 
 _VERSION = 2
+MAX_DIGEST_BYTES = 64 << 20  # a digest lists one size per file and 16 hex digits per array: far below this
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -56,10 +58,18 @@ def write_digest(step_dir: epath.PathLike, step: int, fingerprint: str, arrays: 
 def read_digest(step_dir: epath.PathLike) -> dict | None:
     """The record, or None when it is missing, unreadable or not of the shape write_digest writes."""
     try:
-        record = json.loads((epath.Path(step_dir) / DIGEST_FILE).read_text(encoding="utf-8"))
+        record = _load(epath.Path(step_dir))
     except (OSError, ValueError):
         return None
     return record if shape_problem(record) is None else None
+
+
+def _load(step_dir: epath.Path) -> Any:
+    """The decoded digest file, read through no link and never more than MAX_DIGEST_BYTES (ValueError)."""
+    data = read_bounded(step_dir / DIGEST_FILE, MAX_DIGEST_BYTES)
+    if len(data) > MAX_DIGEST_BYTES:
+        raise ValueError(f"over {MAX_DIGEST_BYTES} bytes")
+    return json.loads(data.decode("utf-8"))
 
 
 def shape_problem(record: object) -> str | None:
@@ -81,10 +91,17 @@ def shape_problem(record: object) -> str | None:
 
 def verify(step_dir: epath.PathLike, step: int) -> str | None:
     """None if the step directory holds a committed record for `step` and exactly the files it lists, at
-    their sizes; else the reason. Reads the record only: the arrays are checked after restore."""
+    their sizes; else the reason. Reads the record only: the arrays are checked after restore. A step that is,
+    or holds, a symbolic link is never restored: nothing below it is read, and no walk follows it."""
     step_dir = epath.Path(step_dir)
     try:
-        record = json.loads((step_dir / DIGEST_FILE).read_text(encoding="utf-8"))
+        present = _files(step_dir)  # one walk, before anything is read
+    except LinkInStep as exc:
+        return str(exc)
+    except FileNotFoundError:
+        present = {}
+    try:
+        record = _load(step_dir)
     except (OSError, ValueError):
         if not (step_dir / DIGEST_FILE).exists():
             return "no digest: the save was not seen to commit (interrupted, or the digest marker was removed)"
@@ -95,7 +112,6 @@ def verify(step_dir: epath.PathLike, step: int) -> str | None:
     if record["version"] != _VERSION or record["step"] != step:
         return f"digest belongs to step {record['step']!r} (version {record['version']}), not {step}"
     expected: dict = record["files"]
-    present = _files(step_dir)
     for rel in sorted(expected):
         if rel not in present:
             return f"file missing: {rel}"

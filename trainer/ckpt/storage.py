@@ -12,12 +12,13 @@ differ on an object store and are handled here:
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from etils import epath
 
 from elxpk_contract.errors import UsageError
-from elxpk_contract.records import MAX_INDEX
+from elxpk_contract.step_names import canonical_step, step_number
 from trainer import gcs_auth
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
@@ -72,18 +73,28 @@ def is_step_dir(path: epath.Path) -> bool:
     and the run records can hold) carrying this trainer's or orbax's metadata. Nothing else in a checkpoint
     directory is ever moved or deleted."""
 
-    name = path.name
-    if not (name.isascii() and name.isdigit() and str(int(name)) == name and int(name) <= MAX_INDEX):
+    if canonical_step(path.name) is None or is_link(path):
         return False
     return _carries_step_metadata(path)
 
 
 def _is_step_entry(path: epath.Path, step: int) -> bool:
-    """A temporary entry of step `step` (`<step>.orbax-checkpoint-tmp...`) with orbax's or the trainer's files."""
+    """An entry of step `step` (`<step>`, `<step>.orbax-checkpoint-tmp...`) that may be moved aside: one with
+    orbax's or the trainer's files, a symbolic link (moving a link moves the link, never what it names), or
+    an empty one (a save killed before its first write: orbax would list it as its latest step)."""
     name, prefix = path.name, str(step)
-    if not (name == prefix or (name.startswith(prefix) and not name[len(prefix)].isdigit())):
+    if not (name == prefix or (name.startswith(prefix) and name[len(prefix)] not in "0123456789")):
         return False
-    return _carries_step_metadata(path)
+    if is_link(path):
+        return True
+    if not path.is_dir():
+        return False
+    return _carries_step_metadata(path) or is_empty(path)
+
+
+def is_empty(path: epath.Path) -> bool:
+    """A directory with no entry at all (on an object store, a bare prefix)."""
+    return next(iter(path.iterdir()), None) is None
 
 
 def cwd_or_parent(root: epath.Path) -> str:
@@ -113,7 +124,10 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
         children = list(root.iterdir()) if root.is_dir() else []
     except OSError as exc:
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: cannot be listed ({exc})") from None
-    foreign = sorted(c.name for c in children if c.name.isdigit() and c.is_dir() and not is_step_dir(c))
+    # orbax's own listing takes any str.isdigit() name for a step (`²`, `٣` included), so this test is wider
+    # than a step number on purpose. A link is not foreign: restore reports it and moves the link aside.
+    foreign = sorted(c.name for c in children if c.name.isdigit() and not is_link(c) and c.is_dir()
+                     and not is_step_dir(c))
     if foreign:
         shown = ", ".join(f"{n[:30]}/" for n in foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: holds {shown}, numbered like checkpoint steps but not "
@@ -121,21 +135,74 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
                          "checkpoint directory")
 
 
-def files_under(top: epath.Path) -> dict[str, epath.Path]:
-    """Every file below `top`, keyed by its path relative to `top` (posix separators).
+def is_link(path: epath.PathLike) -> bool:
+    """A symbolic link (a local path: an object store has none). Nothing here reads or walks through one."""
+    return not is_object_store(path) and os.path.islink(os.fspath(path))
+
+
+class LinkInStep(OSError):
+    """A checkpoint entry is, or holds, a symbolic link or a special file: never walked, read or restored."""
+
+    def __init__(self, rel: str, path: epath.Path) -> None:
+        local = os.fspath(path)
+        what = f"a symbolic link {rel} (-> {os.readlink(local)[:200]})" if os.path.islink(local) else \
+            f"a special file {rel} (not a regular file)"
+        super().__init__(f"holds {what}: not restored")
+
+
+def walk(top: epath.Path) -> tuple[dict[str, epath.Path], list[str]]:
+    """(every regular file below `top` keyed by its posix path relative to `top`, the relative paths of every
+    symbolic link or special file met). Never follows a link: a link to `/` is one entry, not a walk of `/`.
 
     Built on iterdir rather than epath's walk: over fsspec, walk yields roots without their `gs://`."""
     found: dict[str, epath.Path] = {}
+    odd: list[str] = []
     pending = [(top, "")]
+    local = not is_object_store(top)
     while pending:
         folder, prefix = pending.pop()
         for child in folder.iterdir():
             rel = f"{prefix}{child.name}"
-            if child.is_dir():
+            if local:
+                mode = os.lstat(os.fspath(child)).st_mode
+                if stat.S_ISDIR(mode):
+                    pending.append((child, rel + "/"))
+                elif stat.S_ISREG(mode):
+                    found[rel] = child
+                else:
+                    odd.append(rel)
+            elif child.is_dir():
                 pending.append((child, rel + "/"))
             else:
                 found[rel] = child
+    return found, sorted(odd)
+
+
+def files_under(top: epath.Path) -> dict[str, epath.Path]:
+    """Every file below `top` (as `walk`); LinkInStep when `top` is, or holds, a link or a special file."""
+    if is_link(top):
+        raise LinkInStep(top.name, top)
+    found, odd = walk(top)
+    if odd:
+        raise LinkInStep(odd[0], top / odd[0])
     return found
+
+
+def read_bounded(path: epath.Path, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of the file at `path` (the caller refuses more). A local path must be a
+    regular file reached without a link: a FIFO would block the open, /dev/zero never end, and a link
+    would read outside the checkpoint directory (OSError then, as for a missing file)."""
+    if is_object_store(path):
+        with path.open("rb") as handle:
+            return handle.read(limit + 1)
+    fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit + 1)
+    finally:
+        os.close(fd)
 
 
 def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
@@ -146,7 +213,7 @@ def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
     for path in sorted(directory.iterdir(), key=lambda p: p.name):
         if path.name.endswith(TMP_SUFFIX):
             step = path.name[: -len(TMP_SUFFIX)]
-            leftovers.append((path, int(step) if step.isascii() and step.isdigit() else None))
+            leftovers.append((path, step_number(step)))
         elif (is_object_store(directory) and is_step_dir(path)
               and not (path / COMMIT_MARKER).exists()):
             leftovers.append((path, int(path.name)))
@@ -164,32 +231,80 @@ def remove_tree(path: epath.Path, *, ignore_errors: bool = False) -> None:
             raise
 
 
+def quarantine_dir(directory: epath.Path) -> epath.Path:
+    """`<directory>/elxpk-quarantine`, once it is known to be a real directory there or absent: UsageError
+    (exit 2, nothing moved) when the name is taken by a file or a symbolic link, which would take the steps
+    out of the checkpoint directory or fail halfway through."""
+    folder = directory / QUARANTINE_DIR
+    if is_link(folder):
+        raise UsageError(f"{folder}: is a symbolic link (-> {os.readlink(os.fspath(folder))[:200]}), not a "
+                         "directory inside the checkpoint directory; remove the link (torn steps are moved there)")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{folder}: is a file, not a directory; move it away (torn steps are moved there)")
+    return folder
+
+
 def quarantine(directory: epath.Path, step: int, reason: str, *, now_ms: int | None = None,
-               name: str | None = None) -> epath.Path:
-    """Move step `step` to `<directory>/elxpk-quarantine/<step>-<ms>/` with its skip reason; return the target.
+               name: str | None = None) -> epath.Path | None:
+    """Move step `step` to `<directory>/elxpk-quarantine/<step>-<ms>/` with its skip reason; return the target,
+    or None when the entry is gone (another process moved it first: nothing to do, nothing lost).
     `name`: the entry to move when it is not `<step>` (orbax's `<step>.orbax-checkpoint-tmp` of a save that
     never committed; `elxpk checkpoint inspect --quarantine` moves those too).
 
     Moved rather than marked: orbax lists every committed step directory, so a marker alone would leave
     the step in orbax's list, and a later save of the same step number would be refused. The quarantine
     stays inside the checkpoint directory (orbax lists only numbered names), so nothing outside it is
-    written; only a step directory of a checkpoint (`is_step_dir`, or a temporary one of that step carrying
-    the same metadata) is ever moved."""
+    written; only an entry of that step (`_is_step_entry`) is ever moved. A step that is a symbolic link is
+    moved as the link (a rename never follows it), and its reason file goes beside it, never through it."""
     source = directory / (name or str(step))
-    if not (is_step_dir(source) if name is None else _is_step_entry(source, step)):
+    try:
+        movable = _is_step_entry(source, step)
+    except FileNotFoundError:
+        movable = False
+    if not movable:
+        if not _exists(source):
+            return None
         raise ValueError(f"{source} is not a checkpoint step directory; not moving it")
+    folder = quarantine_dir(directory)
     stamp = int(time.time() * 1000) if now_ms is None else now_ms
-    target = directory / QUARANTINE_DIR / f"{step}-{stamp}"
+    target = folder / f"{step}-{stamp}"
     if not is_object_store(directory):
-        target.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        suffix = 1
+        while _exists(target):  # another quarantine in the same millisecond: never rename onto it
+            suffix += 1
+            target = folder / f"{step}-{stamp}-{suffix}"
         try:
-            source.rename(target)
+            os.rename(os.fspath(source), os.fspath(target))
+        except FileNotFoundError:
+            return None  # moved by another process between the check and the rename
         except OSError:  # another filesystem, e.g. the checkpoint directory is a mount point
+            if is_link(source):
+                raise
             _copy_then_delete(source, target)
-    else:
-        _copy_then_delete(source, target)
+        if is_link(target):
+            _write_no_follow(folder / f"{target.name}.{SKIP_REASON_FILE}", reason + "\n")
+        else:
+            _write_no_follow(target / SKIP_REASON_FILE, reason + "\n")
+        return target
+    _copy_then_delete(source, target)
     (target / SKIP_REASON_FILE).write_text(reason + "\n", encoding="utf-8")
     return target
+
+
+def _exists(path: epath.Path) -> bool:
+    """The entry exists (a dangling link too)."""
+    return os.path.lexists(os.fspath(path)) if not is_object_store(path) else path.exists()
+
+
+def _write_no_follow(path: epath.Path, text: str) -> None:
+    """Write a small local file, replacing a link of that name rather than writing through it."""
+    local = os.fspath(path)
+    if os.path.islink(local):
+        os.unlink(local)
+    fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _copy_then_delete(source: epath.Path, target: epath.Path) -> None:
