@@ -1,7 +1,7 @@
 """Run in a fresh interpreter by test_checkpoint_inspect.py: `elxpk checkpoint inspect` on a gs:// directory.
 
 argv[1]: a local checkpoint directory holding steps written by orbax and one killed save
-(`<step>.orbax-checkpoint-tmp`). It is uploaded to gs://bucket/run/checkpoints as orbax lays a step out on
+(`<step>.orbax-checkpoint-tmp`); argv[2:]: step numbers made bare prefixes (empty folders) after the upload. It is uploaded to gs://bucket/run/checkpoints as orbax lays a step out on
 an object store: a committed step as it is, the killed save as `<step>/` in place without orbax's commit
 marker (on gs:// orbax writes the step where it stays and marks it committed last). The CLI's own `main`
 then runs here, three times (inspect, --quarantine, inspect), because the in-memory bucket of
@@ -49,6 +49,8 @@ def run(args: list[str]) -> dict:
 if __name__ == "__main__":
     root = ckpt_storage.checkpoint_root(URL)
     upload(epath.Path(sys.argv[1]), root)
+    for bare in sys.argv[2:]:  # `STEP`: a bare prefix, as a save killed before its first write leaves it
+        (root / bare).mkdir()
     runs = [run(["checkpoint", "inspect", URL, "-o", "json"]),
             run(["checkpoint", "inspect", URL, "--quarantine", "-o", "json"]),
             run(["checkpoint", "inspect", URL, "-o", "json"])]

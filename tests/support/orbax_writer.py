@@ -1,5 +1,6 @@
 """Orbax's own writer, run as a process: `python -m tests.support.orbax_writer DIR STEP:MIB[,STEP:MIB...]`,
-or `python -m tests.support.orbax_writer DIR --latest` (orbax's own restore choice, printed as JSON).
+or `python -m tests.support.orbax_writer DIR --latest` (orbax's own restore choice, printed as JSON), or
+`... DIR --latest-step` (orbax's `latest_step()` and `all_steps()` alone, nothing restored).
 
 A CheckpointManager set up as MaxText's `create_orbax_checkpoint_manager` sets it up (maxtext 0.2.5,
 common/checkpointing.py): one item `items`, a PyTreeCheckpointHandler with OCDBT and zarr3, async saves,
@@ -58,5 +59,9 @@ def latest(directory: str) -> dict:
 if __name__ == "__main__":
     if sys.argv[2] == "--latest":
         print(json.dumps(latest(sys.argv[1])))
+    elif sys.argv[2] == "--latest-step":
+        listing = manager(sys.argv[1])
+        print(json.dumps({"latest": listing.latest_step(), "steps": sorted(listing.all_steps())}))
+        listing.close()
     else:
         save(sys.argv[1], sys.argv[2])

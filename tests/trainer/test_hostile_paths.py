@@ -157,3 +157,37 @@ def test_a_model_too_big_for_the_machine_is_refused_before_any_allocation(tmp_pa
     assert "per device" in done["err"] and _snapshot(tmp_path) == before
     # The 7B parameters alone are 27 GB of float32; the refused process never came near that.
     assert done["rss_kib"] < 1 * 2**20, done["rss_kib"]  # KiB
+
+
+def test_the_restore_deadline_fires_once_when_the_block_hangs_and_never_when_it_ends():
+    import threading
+
+    from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
+
+    fired: list[tuple[str, float]] = []
+    released = threading.Event()
+
+    def expire(what: str, seconds: float) -> None:
+        fired.append((what, seconds))
+        released.set()  # what ending the process does for a hung restore: the block is over
+
+    with Deadline("the checkpoint restore", 0.01, expire):
+        assert released.wait(60)  # a generous bound on a hang, not a timing
+    assert fired == [("the checkpoint restore", 0.01)]
+    with Deadline("the checkpoint restore", RESTORE_TIMEOUT_S, expire):
+        pass
+    assert len(fired) == 1 and RESTORE_TIMEOUT_S == 1800
+
+
+def test_quarantine_never_writes_through_a_link_named_like_its_reason_file(tmp_path):
+    from trainer.ckpt import storage as ckpt_storage
+
+    root = ckpt_storage.checkpoint_root(str(tmp_path / "ckpt"))
+    (root / "5" / "state").mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    os.symlink(outside, root / "5" / ckpt_storage.SKIP_REASON_FILE)
+    target = ckpt_storage.quarantine(root, 5, "reason", now_ms=1)
+    assert target is not None and (target / ckpt_storage.SKIP_REASON_FILE).read_text() == "reason\n"
+    assert outside.read_text() == "keep" and not os.path.islink(target / ckpt_storage.SKIP_REASON_FILE)
+    assert ckpt_storage.quarantine(root, 5, "again", now_ms=2) is None  # gone: another process moved it
