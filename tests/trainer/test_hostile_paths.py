@@ -86,10 +86,21 @@ def test_trainer_refuses_a_checkpoint_dir_of_foreign_numbered_folders(tmp_path):
     work = _user_tree(tmp_path)
     (work / "ckpt" / "99999999999999999999999").mkdir(parents=True)
     (work / "ckpt" / "7").mkdir()
+    (work / "ckpt" / "7" / "notes.txt").write_text("the user's")
     before = _snapshot(tmp_path)
     proc = _run(["-m", "trainer", *TINY, "--run-dir", "r", "--checkpoint-dir", "ckpt"], work)
     _refused(proc, "--checkpoint-dir 'ckpt': holds 7/, 99999999999999999999999/")
     assert _snapshot(tmp_path) == before
+
+
+def test_trainer_moves_an_empty_step_folder_aside_like_any_torn_save(tmp_path):
+    """A save killed before its first write leaves an empty folder named like a step; orbax's own listing
+    would restore it as the latest. It holds nothing to lose, so the trainer treats it as never committed."""
+    work = _user_tree(tmp_path)
+    (work / "ckpt" / "7").mkdir(parents=True)
+    proc = _run(["-m", "trainer", *TINY, "--run-dir", "r", "--checkpoint-dir", "ckpt"], work)
+    assert proc.returncode == 0, proc.stderr
+    assert not (work / "ckpt" / "7").exists() or any((work / "ckpt" / "7").iterdir())
 
 
 def test_trainer_run_beside_user_folders_writes_only_its_own_directories(tmp_path):

@@ -126,8 +126,9 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: cannot be listed ({exc})") from None
     # orbax's own listing takes any str.isdigit() name for a step (`²`, `٣` included), so this test is wider
     # than a step number on purpose. A link is not foreign: restore reports it and moves the link aside.
+    # An empty one holds nothing to lose: restore moves it aside as an uncommitted save (see `uncommitted`).
     foreign = sorted(c.name for c in children if c.name.isdigit() and not is_link(c) and c.is_dir()
-                     and not is_step_dir(c))
+                     and not is_step_dir(c) and not (canonical_step(c.name) is not None and is_empty(c)))
     if foreign:
         shown = ", ".join(f"{n[:30]}/" for n in foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: holds {shown}, numbered like checkpoint steps but not "
@@ -206,7 +207,9 @@ def read_bounded(path: epath.Path, limit: int) -> bytes:
 
 
 def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
-    """(path, step or None) of every save that never committed, oldest name first."""
+    """(path, step or None) of every save that never committed, oldest name first: orbax's tmp directories,
+    on an object store the steps without orbax's commit marker, and an empty step folder anywhere (a save
+    killed before its first write, which orbax's own listing would take for the latest step)."""
     if not directory.is_dir():  # an object store has no directory before its first object: nothing saved yet
         return []
     leftovers = []
@@ -217,6 +220,9 @@ def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
         elif (is_object_store(directory) and is_step_dir(path)
               and not (path / COMMIT_MARKER).exists()):
             leftovers.append((path, int(path.name)))
+        elif (step := canonical_step(path.name)) is not None and not is_link(path) and path.is_dir() \
+                and is_empty(path):
+            leftovers.append((path, step))
     return leftovers
 
 
