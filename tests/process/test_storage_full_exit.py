@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,18 @@ from elxpk.local.options import config_flags
 from elxpk_contract.exit_codes import DONE, STORAGE_FULL
 from tests.process.conftest import elxpk, events, trainer, user_env
 from tests.support.runs import tiny_config
-from tests.support.small_disk import small_disk  # noqa: F401 - the fixture
+from tests.support.small_disk import SmallDisk, mounted_small_disk
 
 pytestmark = pytest.mark.slow
 MARGIN = 96 * 1024  # a tiny step is ~320 KiB: the next save cannot fit in this
 TINY = ("--d-model=32", "--n-layers=1", "--n-heads=2", "--d-ff=64", "--seq-len=16", "--vocab-size=64",
         "--global-batch=8")
 
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Iterator[SmallDisk]:
+    yield from mounted_small_disk(tmp_path)
 
 def _flags(run: Path, steps: int) -> list[str]:
     return config_flags(tiny_config(run, steps=steps, checkpoint_period=2))

@@ -42,9 +42,9 @@ def _cannot_mount() -> str | None:
     return None
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
-    """A 16 MiB tmpfs at tmp_path/disk, unmounted after the test."""
+def mounted_small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    """A 16 MiB tmpfs at tmp_path/disk, unmounted after the test: the body of each module's `small_disk`
+    fixture (`yield from mounted_small_disk(tmp_path)`)."""
     reason = _cannot_mount()
     if reason is not None:
         if os.environ.get("CI") == "true":

@@ -11,6 +11,7 @@ import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
@@ -20,7 +21,7 @@ from elxpk_contract.errors import StorageFull
 from elxpk_contract.exit_codes import STORAGE_FULL, USER_ERROR
 from elxpk_contract.storage_full import NO_SPACE_ERRNOS, no_space_errno, storage_full_is_infrastructure
 from tests.support.runs import read_jsonl, tiny_config
-from tests.support.small_disk import small_disk  # noqa: F401 - the fixture
+from tests.support.small_disk import SmallDisk, mounted_small_disk
 from trainer.elastic.outcome import exit_code_for
 
 ALL_ERRNOS = sorted(errno.errorcode)
@@ -58,6 +59,11 @@ def test_tensorstore_status_is_classified_by_its_os_error_code_not_its_status(co
 def test_the_shapes_other_layers_raise(error, expected):
     assert no_space_errno(error) == expected
 
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Iterator[SmallDisk]:
+    yield from mounted_small_disk(tmp_path)
 
 def test_the_guard_names_where_and_the_errno_in_one_line_and_passes_other_errors():
     with pytest.raises(StorageFull) as full, storage_full_is_infrastructure("--run-dir /r: writing run.json",
