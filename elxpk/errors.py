@@ -6,6 +6,7 @@ from elxpk_contract.errors import (  # noqa: F401
     ConflictError,
     ElxpkError,
     NotFoundError,
+    StorageFull,
     Timeout,
     UsageError,
 )

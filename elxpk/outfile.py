@@ -14,6 +14,7 @@ import os
 import stat
 
 from elxpk.errors import UsageError
+from elxpk_contract.storage_full import storage_full_error
 
 
 def output_problem(path: str | os.PathLike[str], flag: str, *, suffixes: tuple[str, ...] = (),
@@ -77,7 +78,7 @@ def _write_in_place(path: str, data: bytes, flag: str) -> None:
         with open(path, "wb") as handle:
             handle.write(data)
     except OSError as exc:
-        raise UsageError(f"{flag} {path!r}: cannot write to it ({exc.strerror})") from None
+        raise _write_failed(exc, f"{flag} {path!r}", "cannot write to it") from None
 
 
 def _write_replacing(real: str, data: bytes, flag: str, shown: str) -> None:
@@ -91,4 +92,9 @@ def _write_replacing(real: str, data: bytes, flag: str, shown: str) -> None:
     except OSError as exc:
         if os.path.lexists(tmp):
             os.unlink(tmp)
-        raise UsageError(f"{flag} {shown!r}: cannot write it ({exc.strerror})") from None
+        raise _write_failed(exc, f"{flag} {shown!r}", "cannot write it") from None
+
+
+def _write_failed(exc: OSError, where: str, what: str) -> Exception:
+    """A write that ran out of space is the storage's (StorageFull, exit 74); any other failure is the path's."""
+    return storage_full_error(exc, where) or UsageError(f"{where}: {what} ({exc.strerror})")

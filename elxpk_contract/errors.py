@@ -44,3 +44,12 @@ class Timeout(ElxpkError):
     """A bounded wait ran out."""
 
     exit_code = 124
+
+
+class StorageFull(ElxpkError):
+    """A write ran out of space: no space left, a disk quota, a file-size limit (elxpk_contract.storage_full).
+    The storage's fault, not the input's: the same write succeeds once space is freed, and nothing already
+    written (the previous checkpoint) was harmed. The trainer's `storage_full` code (exit_codes.py), and
+    `elxpk`'s exit 74 for the same cause."""
+
+    exit_code = 74

@@ -12,7 +12,9 @@ Three classes, and no code inside the shell's and the signals' range (126-165: 1
   75 a slice was lost or a peer died (also: the in-process retry budget ran out on slice losses);
   76 no step completed within the stall timeout (a hung collective or checkpoint I/O);
   77 preempted: SIGTERM arrived, the trainer saved what it could within the grace period and stopped;
-  124 the slices did not come back within `elastic_timeout_seconds`.
+  124 the slices did not come back within `elastic_timeout_seconds`;
+  74 a write ran out of space (no space left, a quota, a file-size limit: elxpk_contract.storage_full):
+  the previous checkpoint is intact, and a restart resumes from it once space is freed.
 - 1 is left for what the trainer did not classify (an interpreter crash, an error outside the run):
   not known to be the user's, so it is counted, never `FailJob`. Codes the trainer never returns (137
   after a SIGKILL, 134 after jax aborts a survivor whose peer missed its heartbeats) are left to the
@@ -52,11 +54,14 @@ STALLED = ExitCode(76, "stalled", "no step completed within the stall timeout (h
 PREEMPTED = ExitCode(77, "preempted", "SIGTERM (preemption, eviction, drain): saved within the grace period if "
                      "possible, then stopped", True, IGNORE)
 TIMEOUT = ExitCode(124, "timeout", "too few slices came back within --elastic-timeout-seconds", True, COUNT)
+STORAGE_FULL = ExitCode(74, "storage_full", "a checkpoint or run-record write ran out of space (ENOSPC, a quota "
+                        "EDQUOT, a file-size limit EFBIG): the previous checkpoint is intact; free space, and the "
+                        "restart resumes from it", True, COUNT)
 UNCLASSIFIED = ExitCode(1, "unclassified", "a failure the trainer did not classify; counted, never failed at once",
                         True, COUNT)
 
 EXIT_CODES: tuple[ExitCode, ...] = (DONE, BAD_SETTINGS, USER_ERROR, SLICE_LOST, STALLED, PREEMPTED, TIMEOUT,
-                                    UNCLASSIFIED)
+                                    STORAGE_FULL, UNCLASSIFIED)
 BY_CODE: dict[int, ExitCode] = {c.code: c for c in EXIT_CODES}
 
 

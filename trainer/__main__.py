@@ -1,9 +1,10 @@
 """`python -m trainer`: run the trainer with flags and ELXPK_* environment variables.
 
 Exit codes (elxpk_contract/exit_codes.py, mapped by trainer/elastic/outcome.py): 0 done; 2 bad settings (nothing
-written); 70 an error in the training code (traceback on stderr, then one line); 75 a slice was lost or a
-peer died; 76 stalled (no step within the stall timeout); 77 preempted (SIGTERM: saved, then stopped);
-124 slices did not come back in time; 1 anything unclassified.
+written); 70 an error in the training code (traceback on stderr, then one line); 74 a write ran out of space
+(one line naming the directory and the errno); 75 a slice was lost or a peer died; 76 stalled (no step within
+the stall timeout); 77 preempted (SIGTERM: saved, then stopped); 124 slices did not come back in time; 1
+anything unclassified.
 
 `--print-config` prints the resolved settings as JSON and exits 0 (2 on bad settings, as a run would)
 before anything imports jax: it shows what the launcher's ELXPK_* env amounts to on a machine without jax.
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
-from elxpk_contract.exit_codes import SLICE_LOST
+from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
+from elxpk_contract.storage_full import storage_full_error
 from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -46,6 +48,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         code = exit_code_for(exc)
         if code is SLICE_LOST:
             print(f"error: slice lost: {_first_line(exc)}", file=sys.stderr)
+        elif code is STORAGE_FULL:  # raised outside the writers that name their directory
+            where = f"writing {getattr(exc, 'filename', None) or 'a file of the run'}"
+            print(f"error: {storage_full_error(exc, where)}", file=sys.stderr)
         else:  # the training code's own error: the traceback for the log, then the one line
             traceback.print_exc(file=sys.stderr)
             print(f"error: {code.name.replace('_', ' ')} (exit {code.code}): {type(exc).__name__}: "

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from elxpk_contract.records import Metric, RunInfo, make_event, parse_metric, written
+from elxpk_contract.storage_full import no_space_errno, storage_full_is_infrastructure
 
 Observer = Callable[[str, dict], None]
 
@@ -39,9 +40,16 @@ class RunRecorder:
         self._files = {}
         self._lock = threading.Lock()  # the stall watchdog writes its event from its own thread
         if enabled:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            for kind, name in (("metric", "metrics.jsonl"), ("event", "events.jsonl")):
-                self._files[kind] = open(self.run_dir / name, "a", encoding="utf-8")
+            with self._out_of_space("opening its records"):
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+                for kind, name in (("metric", "metrics.jsonl"), ("event", "events.jsonl")):
+                    self._files[kind] = open(self.run_dir / name, "a", encoding="utf-8")
+
+    def _out_of_space(self, doing: str):
+        """A record write that ran out of space is StorageFull (exit 74), not the training code's error.
+        Every line written before it was flushed whole; a torn last line is what readers already skip."""
+        return storage_full_is_infrastructure(f"--run-dir {self.run_dir}: {doing}",
+                                              then="the records and checkpoints written so far are intact")
 
     def metric(self, record: Metric | dict) -> None:
         """Append one step's record (a `Metric`, or a dict of its fields, checked here)."""
@@ -59,7 +67,7 @@ class RunRecorder:
     def _emit(self, kind: str, record: dict) -> None:
         if not self._enabled:
             return
-        with self._lock:
+        with self._lock, self._out_of_space(f"appending to {kind}s"):
             handle = self._files[kind]
             handle.write(json.dumps(record, sort_keys=False) + "\n")
             handle.flush()
@@ -73,12 +81,17 @@ class RunRecorder:
                        fingerprint_fields=cfg.fingerprint_fields(), versions=versions(),
                        started_at=self._clock.time(), **extra)
         tmp = self.run_dir / "run.json.tmp"
-        tmp.write_text(json.dumps(written(info), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(self.run_dir / "run.json")
+        with self._out_of_space("writing run.json"):
+            tmp.write_text(json.dumps(written(info), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            tmp.replace(self.run_dir / "run.json")
 
     def close(self) -> None:
         for handle in self._files.values():
-            handle.close()
+            try:
+                handle.close()
+            except OSError as exc:  # the buffered line a full disk refused: already raised as StorageFull
+                if no_space_errno(exc) is None:
+                    raise
         self._files = {}
 
 

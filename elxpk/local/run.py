@@ -29,6 +29,7 @@ from elxpk.runs.report import build_report
 from elxpk.runs.rundir import load_info, load_run
 from elxpk.runs.words import plural
 from elxpk_contract.settings import TrainerConfig
+from elxpk_contract.storage_full import storage_full_is_infrastructure
 
 LOCK = ".elxpk-lock"
 
@@ -124,7 +125,11 @@ def local_run(
     check_same_configuration(existing, cfg)
     created = [p for p in (opts.run_dir, *opts.run_dir.parents) if not p.exists()]  # deepest first
     try:
-        return _locked_run(opts, existing, faults, cfg, out, clock, dataset)
+        # Every write of the run (the trainer's checkpoints and records, the supervisor's events, the report)
+        # that runs out of space ends as one line with exit 74, as the trainer's own storage_full code.
+        with storage_full_is_infrastructure(f"--run-dir {opts.run_dir}",
+                                            then="the checkpoints and records written so far are intact"):
+            return _locked_run(opts, existing, faults, cfg, out, clock, dataset)
     except UsageError:
         _remove_if_untouched(created)  # a refusal from inside the trainer (memory, data) leaves nothing behind
         raise

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elxpk.errors import CheckFailed
+from elxpk.errors import CheckFailed, StorageFull
 from elxpk.local.options import config_flags
 from elxpk.local.tail import JsonlTail
 from elxpk_contract.records import make_event
@@ -168,6 +168,8 @@ class GroupSupervisor:
                 self._recovering_since = self._killed_at
                 # The replacement "pod" comes up revive_after seconds after the kill.
                 self.sleep(max(0.0, self._killed_at + plan.revive_after - self.clock()))
+            elif StorageFull.exit_code in codes:  # a save ran out of space: a restart would hit the same disk
+                raise StorageFull(self._failure_message(result.attempts, codes, StorageFull.exit_code))
             else:
                 unexpected += 1
                 if unexpected > plan.max_restarts:
@@ -217,11 +219,13 @@ class GroupSupervisor:
             if record.get("source") != "supervisor":  # ours were shown when they happened
                 self.observe(kind, record)
 
-    def _failure_message(self, attempt: int, codes: Sequence[int]) -> str:
-        worst = next(i for i, c in enumerate(codes) if c != 0)
+    def _failure_message(self, attempt: int, codes: Sequence[int], code: int | None = None) -> str:
+        worst = next(i for i, c in enumerate(codes) if c != 0 and code in (None, c))
         log = self.logs / f"attempt{attempt}-process{worst}.log"
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
         last = f": {tail[0][:300]}" if tail else ""
+        if code is not None:
+            return f"multi-controller process {worst} exited {code} (exit codes {list(codes)}){last}; see {log}"
         return (f"multi-controller group failed {self.plan.max_restarts + 1} times without an injected fault "
                 f"(exit codes {list(codes)}); see {log}{last}")
 

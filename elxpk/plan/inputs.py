@@ -214,6 +214,11 @@ class _Resolver:
             job_mtbf_s=job_mtbf,
             reshard_s=DEFAULT_RESHARD_S if reshard is None else reshard,
         )
+        from elxpk.plan.simulate import size_problem
+
+        too_large = size_problem(costs, trials)  # refused before anything is simulated or written
+        if too_large:
+            raise UsageError(too_large)
         return PlanInputs(
             costs=costs,
             checkpoint_size_bytes=size,

@@ -21,6 +21,69 @@ from elxpk.plan.model import LIVE, Costs, available_modes, goodput, recovery
 
 # Trials per chunk are chosen so one chunk's failure array stays near this many floats (memory bound).
 _CHUNK_FLOATS = 4_000_000
+# The work bounds (docs/planner.md): the job advances one failure at a time, so the cost is the failures
+# simulated. One trial's failures are one chunk's minimum (its memory and its Python loop); all trials'
+# together are the whole run's time. Beyond either, `plan` refuses before simulating (exit 2).
+MAX_FAILURES_PER_TRIAL = 100_000
+MAX_FAILURES = 20_000_000
+
+
+def horizon_s(costs: Costs) -> float:
+    """The simulated span of one trial: four weeks, or 50 system MTBFs when that is longer."""
+    return max(28 * 86400.0, 50.0 * costs.system_mtbf_s)
+
+
+def size_problem(costs: Costs, trials: int) -> str | None:
+    """Why `--simulate trials` on `costs` is too large to run (one line naming the flags), or None.
+    The failures are counted as the simulator generates them: N slices x (horizon + its tail) / slice MTBF."""
+    if trials <= 0:
+        return None
+    span = horizon_s(costs) + 12.0 * costs.system_mtbf_s
+    per_trial = costs.num_slices * span / costs.slice_mtbf_s
+    total = per_trial * trials
+    if per_trial > MAX_FAILURES_PER_TRIAL:
+        return (f"--simulate: each trial would simulate about {per_trial:,.0f} failures (--num-slices "
+                f"{costs.num_slices} x {span / 86400:,.1f} days / --slice-mtbf), above the bound of "
+                f"{MAX_FAILURES_PER_TRIAL:,}; lower --num-slices or raise --slice-mtbf for the check, or drop --simulate")
+    if total > MAX_FAILURES:
+        fits = max(1, int(MAX_FAILURES // per_trial))
+        return (f"--simulate {trials}: about {total:,.0f} failures to simulate (--simulate x --num-slices "
+                f"{costs.num_slices} x {span / 86400:,.1f} days / --slice-mtbf), above the bound of {MAX_FAILURES:,}; "
+                f"use --simulate {fits} or fewer")
+    return None
+
+
+class _Moments:
+    """Running count, means and co-moments of (work, time) per trial, merged chunk by chunk (Chan et al.),
+    so memory does not grow with the number of trials and no sum of squares cancels catastrophically."""
+
+    def __init__(self) -> None:
+        self.n, self.mw, self.mt, self.cww, self.ctt, self.cwt = 0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+    def add(self, w, t) -> None:
+        n_b = len(w)
+        if n_b == 0:
+            return
+        mw_b, mt_b = float(w.mean()), float(t.mean())
+        dw, dt = w - mw_b, t - mt_b
+        cww_b, ctt_b, cwt_b = float((dw * dw).sum()), float((dt * dt).sum()), float((dw * dt).sum())
+        n = self.n + n_b
+        delta_w, delta_t = mw_b - self.mw, mt_b - self.mt
+        scale = self.n * n_b / n
+        self.cww += cww_b + delta_w * delta_w * scale
+        self.ctt += ctt_b + delta_t * delta_t * scale
+        self.cwt += cwt_b + delta_w * delta_t * scale
+        self.mw += delta_w * n_b / n
+        self.mt += delta_t * n_b / n
+        self.n = n
+
+    def goodput_and_stderr(self) -> tuple[float, float]:
+        g = self.mw / self.mt
+        if self.n < 2:
+            return g, math.nan
+        # Ratio estimator, delta method: the variance of w - g t over trials.
+        var = max(0.0, (self.cww - 2.0 * g * self.cwt + g * g * self.ctt) / (self.n - 1))
+        return g, math.sqrt(var / self.n) / self.mt
 
 
 @dataclass(frozen=True)
@@ -130,8 +193,7 @@ def simulate(
         per_slot = end / costs.slice_mtbf_s + 6.0 * math.sqrt(end / costs.slice_mtbf_s) + 5
         width = 2 * costs.num_slices * per_slot  # the unsorted array and its sorted copy
     chunk = max(1, min(trials, int(_CHUNK_FLOATS / width)))
-    works: list[list[float]] = [[] for _ in points]
-    times: list[list[float]] = [[] for _ in points]
+    moments = [_Moments() for _ in points]
     n_failures = 0
     done = 0
     while done < trials:
@@ -142,17 +204,12 @@ def simulate(
             rec = recs[mode]
             credit = rec.credited_work_s(tau, costs.save_s)
             w, t = _run(failures, horizon_s, end, tau, costs.save_s, rec.length_s, credit)
-            works[i].append(w)
-            times[i].append(t)
+            moments[i].add(w, t)
         done += size
     out = []
-    for i, (mode, tau) in enumerate(points):
-        w, t = np.concatenate(works[i]), np.concatenate(times[i])
-        g = w.sum() / t.sum()
-        # Ratio estimator: delta-method standard error.
-        resid = w - g * t
-        stderr = math.sqrt(resid.var(ddof=1) / trials) / t.mean() if trials > 1 else math.nan
-        out.append(SimResult(mode, tau, float(g), stderr, trials, n_failures))
+    for (mode, tau), m in zip(points, moments, strict=True):
+        g, stderr = m.goodput_and_stderr()
+        out.append(SimResult(mode, tau, g, stderr, trials, n_failures))
     return out
 
 
@@ -190,7 +247,7 @@ def simulated_optimum(
 def check_plan(costs: Costs, period_steps: int, *, trials: int, shape: float, seed: int) -> dict:
     """`elxpk plan --simulate`: the model's goodput beside the simulated one, at `period_steps`."""
 
-    horizon = max(28 * 86400.0, 50.0 * costs.system_mtbf_s)
+    horizon = horizon_s(costs)
     tau = period_steps * costs.step_time_s
     modes = tuple(m for m in available_modes(costs) if m != LIVE)  # the simulator rewinds every failure
     results = simulate(costs, [(m, tau) for m in modes], trials=trials, horizon_s=horizon, shape=shape, seed=seed)

@@ -13,13 +13,14 @@ import jax
 import pytest
 
 from elxpk.local.options import config_flags
-from elxpk_contract.errors import CheckFailed, Timeout, UsageError
+from elxpk_contract.errors import CheckFailed, StorageFull, Timeout, UsageError
 from elxpk_contract.exit_codes import (
     BAD_SETTINGS,
     EXIT_CODES,
     PREEMPTED,
     SLICE_LOST,
     STALLED,
+    STORAGE_FULL,
     TIMEOUT,
     UNCLASSIFIED,
     USER_ERROR,
@@ -39,7 +40,9 @@ def test_codes_are_distinct_documented_and_clear_of_the_signal_range():
     assert not [c for c in codes if 126 <= c <= 165]
     assert all(c.meaning for c in EXIT_CODES)
     assert user_error_codes() == [BAD_SETTINGS.code, USER_ERROR.code]  # a Job fails at once on these
-    assert set(retryable_codes()) == {SLICE_LOST.code, STALLED.code, PREEMPTED.code, TIMEOUT.code, UNCLASSIFIED.code}
+    assert set(retryable_codes()) == {SLICE_LOST.code, STALLED.code, PREEMPTED.code, TIMEOUT.code, STORAGE_FULL.code,
+                                      UNCLASSIFIED.code}
+    assert STORAGE_FULL.action == "Count" and STORAGE_FULL.code == StorageFull.exit_code  # never FailJob
     assert PREEMPTED.action == "Ignore" and SLICE_LOST.action == STALLED.action == "Count"
     assert UNCLASSIFIED.action != "FailJob"  # an unknown crash is not known to be the user's
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
+from elxpk_contract.storage_full import storage_full_is_infrastructure
 from trainer.ckpt import digest
 from trainer.ckpt import storage as ckpt_storage
 from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
@@ -91,6 +92,10 @@ class CheckpointStore:
         import orbax.checkpoint as ocp
 
         self.poll(block=True)  # orbax would wait for the previous save anyway; finish its digest first
+        with self._out_of_space_is_infrastructure(step):
+            self._start_save(step, state, data_state, ocp)
+
+    def _start_save(self, step: int, state, data_state: dict, ocp: Any) -> None:
         meta = {"step": step, "data": data_state, "fingerprint": self._cfg.fingerprint(),
                 "config": self._cfg.fingerprint_fields()}
         started = self._clock.monotonic()
@@ -110,12 +115,26 @@ class CheckpointStore:
         self.blocking_s.append(blocking)
         self._recorder.event("checkpoint_saved", step, blocking_s=round(blocking, 6))
 
+    def _out_of_space_is_infrastructure(self, step: int):
+        """A save of `step` that ran out of space (orbax's files, its async commit, the digest) ends the run
+        with StorageFull (exit 74, retryable), never as the user's error: the torn save is orbax's uncommitted
+        `<step>.orbax-checkpoint-tmp` (or a step without a digest), which the next start removes or restore
+        passes over, and the previous checkpoint is intact."""
+        previous = self.latest_valid
+        then = (f"step {previous}, the previous checkpoint, is intact" if previous is not None
+                else "no earlier checkpoint of this run")
+        return storage_full_is_infrastructure(f"--checkpoint-dir {self.directory}: saving step {step}", then=then)
+
     def poll(self, block: bool = False) -> None:
         """Digest the pending save if it has committed (or, with block=True, once it has)."""
         with self._lock:
             pending = self._pending
         if pending is None:
             return
+        with self._out_of_space_is_infrastructure(pending[0]):
+            self._poll(pending, block)
+
+    def _poll(self, pending: tuple[int, float], block: bool) -> None:
         if block:
             self._manager.wait_until_finished()
         elif self._manager.is_saving_in_progress():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from elxpk_contract.errors import UsageError
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import TrainerConfig
+from elxpk_contract.storage_full import no_space_errno
 from trainer.ckpt import storage as ckpt_storage
 from trainer.clock import Clock, SystemClock
 from trainer.core.precision import resolved
@@ -101,6 +103,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
     quiet = _QuietExpectedErrors()
     logging.getLogger("absl").addFilter(quiet)
+    _quiet_abandoned_save_callbacks()
     state = "failed"
     try:
         shape = ModelShape.from_config(cfg)
@@ -225,10 +228,30 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
 
 class _QuietExpectedErrors(logging.Filter):
     """Orbax logs a traceback when a save's commit fails in its writer thread. For a slice loss that is
-    an expected, handled event (reported in events.jsonl), so drop those records."""
+    an expected, handled event (reported in events.jsonl), and for a save that ran out of space (the one
+    StorageFull line says it), so drop those records."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        if exc is not None and classify(exc) is not None:
+        if exc is not None and (classify(exc) is not None or no_space_errno(exc) is not None):
             return False
         return "DATA_LOSS" not in record.getMessage()
+
+
+def _quiet_abandoned_save_callbacks() -> None:
+    """After a failed save (a full disk, a lost slice) orbax closes the event loop of its writer while
+    tensorstore still holds callbacks for it; each one then reports "Event loop is closed" as an unraisable
+    exception, a traceback on stderr after the one-line error. The save is already reported and abandoned,
+    so drop exactly those; every other unraisable exception reaches the previous hook. Installed once per
+    process: the callbacks may fire after train() has returned."""
+    previous = sys.unraisablehook
+    if getattr(previous, "elxpk_quiet", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if not (isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed"):
+            previous(unraisable)
+
+    hook.elxpk_quiet = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook

@@ -6,6 +6,8 @@
   DEADLINE_EXCEEDED, NOT_FOUND and INTERNAL as the elastic loop classifies them, plus UNAVAILABLE,
   ABORTED and CANCELLED, which survivors of a dead peer report ("Socket closed", a cancelled
   collective). Counting those as user errors would end a run on an infrastructure cascade.
+- A write that ran out of space (elxpk_contract.storage_full: ENOSPC, EDQUOT, EFBIG, wherever it was
+  raised) is STORAGE_FULL (74): the storage's fault, retried by the restart, never the user's.
 - Any other exception is the training code's (model, data, a deterministic runtime error such as
   RESOURCE_EXHAUSTED): USER_ERROR (70), one line on stderr after the traceback.
 """
@@ -16,7 +18,8 @@ import re
 import sys
 
 from elxpk_contract.errors import ElxpkError
-from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST, UNCLASSIFIED, USER_ERROR, ExitCode
+from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST, STORAGE_FULL, UNCLASSIFIED, USER_ERROR, ExitCode
+from elxpk_contract.storage_full import no_space_errno
 
 PEER_GONE = ("DATA_LOSS", "DEADLINE_EXCEEDED", "NOT_FOUND", "INTERNAL", "UNAVAILABLE", "ABORTED", "CANCELLED")
 _STATUS = re.compile(r"^\s*([A-Z_]+):")
@@ -25,6 +28,8 @@ _STATUS = re.compile(r"^\s*([A-Z_]+):")
 def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, ElxpkError):
         return BY_CODE.get(error.exit_code, UNCLASSIFIED)
+    if no_space_errno(error) is not None:
+        return STORAGE_FULL
     if _is_peer_gone(error):
         return SLICE_LOST
     return USER_ERROR

@@ -1,0 +1,91 @@
+"""A full disk, as the container and the user meet it: `python -m trainer` and `elxpk local run` as
+subprocesses on a real tmpfs that fills up, and under a real file-size limit (RLIMIT_FSIZE: EFBIG).
+
+Each ends with exit 74 (storage_full, retryable: Count, not FailJob) and one line naming the directory and
+the errno, no traceback; the previous checkpoint is left valid, and a run after space is freed restores it."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from elxpk.local.options import config_flags
+from elxpk_contract.exit_codes import DONE, STORAGE_FULL
+from tests.process.conftest import elxpk, events, trainer, user_env
+from tests.support.runs import tiny_config
+from tests.support.small_disk import SmallDisk, mounted_small_disk
+
+pytestmark = pytest.mark.slow
+MARGIN = 96 * 1024  # a tiny step is ~320 KiB: the next save cannot fit in this
+TINY = ("--d-model=32", "--n-layers=1", "--n-heads=2", "--d-ff=64", "--seq-len=16", "--vocab-size=64",
+        "--global-batch=8")
+
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Iterator[SmallDisk]:
+    yield from mounted_small_disk(tmp_path)
+
+def _flags(run: Path, steps: int) -> list[str]:
+    return config_flags(tiny_config(run, steps=steps, checkpoint_period=2))
+
+
+def _one_error_line(err: str) -> str:
+    assert "Traceback" not in err, err[-3000:]
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err[-3000:]
+    return lines[0]
+
+
+def test_the_trainer_exits_74_on_a_full_disk_and_the_resume_restores_the_previous_step(small_disk, tmp_path):
+    run = small_disk.path / "run"
+    assert trainer(_flags(run, 2), tmp_path).code == DONE.code
+    small_disk.fill_to(MARGIN)
+    full = trainer(_flags(run, 4), tmp_path)
+    assert full.code == STORAGE_FULL.code == 74, full.err[-3000:]
+    assert _one_error_line(full.err) == (
+        f"error: --checkpoint-dir {run / 'checkpoints'}: saving step 4: no space left on device (ENOSPC); step 2, "
+        "the previous checkpoint, is intact; free space or raise the quota there, then run again")
+    small_disk.resize(16 << 20)
+    done = trainer(_flags(run, 4), tmp_path)
+    assert done.code == DONE.code, done.err[-3000:]
+    assert events(run, "restore_done")[-1]["step"] == 2
+
+
+def test_a_file_size_limit_exits_74_naming_efbig(tmp_path):
+    def limit() -> None:  # what a container's ulimit -f does; the signal would kill before the errno
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    run = tmp_path / "run"
+    env = {**user_env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-m", "trainer", *_flags(run, 4)], cwd=tmp_path, env=env,
+                          preexec_fn=limit, capture_output=True, text=True, timeout=300)
+    assert done.returncode == STORAGE_FULL.code, done.stderr[-3000:]
+    line = _one_error_line(done.stderr)
+    assert line.startswith(f"error: --checkpoint-dir {run / 'checkpoints'}: saving step 2: file too large (EFBIG); "
+                           "no earlier checkpoint of this run"), line
+
+
+def test_local_run_reports_a_full_disk_in_one_line_with_exit_74_and_resumes_after(small_disk, tmp_path):
+    run = small_disk.path / "run"
+    common = ["local", "run", "--run-dir", str(run), "--checkpoint-period", "2", "--no-faults", "--plain",
+              *[f"--trainer-arg={a}" for a in TINY]]
+    first = elxpk([*common, "--steps", "2"], tmp_path)
+    assert first.code == DONE.code, first.err[-3000:]
+    small_disk.fill_to(MARGIN)
+    full = elxpk([*common, "--steps", "4"], tmp_path)
+    assert full.code == STORAGE_FULL.code, full.err[-3000:]
+    line = _one_error_line(full.err)
+    assert line.startswith(f"error: --checkpoint-dir {run / 'checkpoints'}: saving step 4: no space left on device "
+                           "(ENOSPC); step 2, the previous checkpoint, is intact"), line
+    small_disk.resize(16 << 20)
+    again = elxpk([*common, "--steps", "4"], tmp_path)
+    assert again.code == DONE.code, again.err[-3000:]
+    assert events(run, "restore_done")[-1]["step"] == 2
