@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from elxpk.cli.main import run_guarded
 from elxpk.cluster.connect import connect
-from elxpk.cluster.defaults import resolve_target
 from elxpk.cluster.exec_credential import EXEC_OUTPUT_BYTES, run_plugin
 from elxpk.cluster.kubeconfig import kubeconfig_files, select
 from elxpk.cluster.target import ClusterTarget
@@ -156,12 +155,18 @@ def test_kubeconfig_env_entries_get_the_checks_and_are_named(tmp_path, monkeypat
     good = write(tmp_path / "good.yaml", kubeconfig())
     for path, kind in special_files(tmp_path / "special").items():
         environ = {"KUBECONFIG": f"{good}{os.pathsep}{path}"}
-        target = resolve_target(ClusterTarget(), environ=environ)
-        assert target.default_kubeconfig
-        with pytest.raises(UsageError) as info:
-            connect(target, resolved=True, environ=environ)
+        with pytest.raises(UsageError) as info:  # a missing one when the selection is resolved, the rest on read
+            connect(ClusterTarget(), environ=environ)
         assert info.value.messages == [info.value.messages[0]]
         assert info.value.messages[0].startswith(f"KUBECONFIG {path}: ") and kind in info.value.messages[0]
+
+
+def test_a_default_kubeconfig_that_is_a_fifo_is_refused_not_skipped(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".kube").mkdir()
+    os.mkfifo(tmp_path / ".kube" / "config")
+    with pytest.raises(UsageError, match=r"^kubeconfig .*\.kube/config: is a FIFO \(named pipe\), not a regular"):
+        connect(ClusterTarget(), environ={})
 
 
 def test_kubeconfig_env_list_merges_as_kubectl_does(fake, tmp_path):
