@@ -3,21 +3,22 @@
 - GKE: google-cloud-container's ClusterManagerClient.get_cluster gives the endpoint and CA; the bearer token
   comes from google.auth (application-default credentials unless injected) and is refreshed before it
   expires, on every request, through the client's refresh hook.
-- Anything else: a kubeconfig file and context, loaded read-only (persist_config=False).
+- Anything else: a kubeconfig file and context, read bounded with everything it names resolved by elxpk
+  (elxpk/cluster/kubeconfig.py), then loaded read-only (persist_config=False).
 """
 
 from __future__ import annotations
 
 import base64
-import logging
 import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from elxpk.bounded_read import KUBECONFIG_BYTES, KUBECONFIG_VALUES, read_input, yaml_values_problem
 from elxpk.cluster.defaults import resolve_target
+from elxpk.cluster.exec_credential import EXPIRY_SKEW_S, Credential, ExecPlugin, run_plugin
 from elxpk.cluster.kube import Kube
+from elxpk.cluster.kubeconfig import kubeconfig_files, select
 from elxpk.cluster.target import ClusterTarget
 from elxpk.errors import ClusterError, NotFoundError, UsageError
 
@@ -32,8 +33,8 @@ def connect(target: ClusterTarget, *, credentials: Any = None, container_endpoin
     """A ready Kube for `target`. `credentials` (google.auth) are injectable; default: google.auth.default()."""
     if not resolved:
         target = resolve_target(target, environ=environ)
-    if target.kubeconfig or target.context:
-        configuration = _kubeconfig_configuration(target)
+    if target.kubeconfig or target.context or target.default_kubeconfig:
+        configuration = _kubeconfig_configuration(target, environ)
     else:
         endpoint = container_endpoint or environ.get(ENDPOINT_ENV) or None
         configuration = _gke_configuration(target, credentials, endpoint)
@@ -43,87 +44,52 @@ def connect(target: ClusterTarget, *, credentials: Any = None, container_endpoin
     return Kube(client.ApiClient(configuration), host=configuration.host, sleep=sleep)
 
 
-def _kubeconfig_configuration(target: ClusterTarget) -> Any:
+def _kubeconfig_configuration(target: ClusterTarget, environ: Mapping[str, str]) -> Any:
+    """A client configuration from the kubeconfig: elxpk reads every file it names and runs its exec plugin
+    (elxpk/cluster/kubeconfig.py), and the library only turns that one resolved context into settings."""
     from kubernetes import client, config
 
-    path = os.path.expanduser(target.kubeconfig) if target.kubeconfig else None
-    check_kubeconfig(path or _default_kubeconfig(), given=path is not None)
+    selected = select(kubeconfig_files(target.kubeconfig, environ), target.context)
+    credential = run_plugin(selected.plugin, environ=environ) if selected.plugin else None
+    if credential is not None:
+        _give(selected.config["users"][0]["user"], credential)
     configuration = type.__call__(client.Configuration)
-    shown = target.kubeconfig or "the default kubeconfig"
-    with _library_log() as logged:
-        try:
-            config.load_kube_config(config_file=path, context=target.context, client_configuration=configuration,
-                                    persist_config=False)
-        except Exception as exc:  # noqa: BLE001 - the library's parse of user data fails in many types
-            # ConfigException, and ValueError (base64), TypeError/AttributeError/KeyError (a list where a
-            # mapping belongs), OSError (a certificate file named in it): each is the kubeconfig's fault.
-            text = (str(exc).splitlines() or [type(exc).__name__])[0]
-            raise UsageError(f"--kubeconfig/--context ({shown}): {text}; fix the kubeconfig or pick another "
-                             "with --kubeconfig/--context") from None
-    if logged:  # the library logs (and swallows) a failed exec credential plugin, then goes on without one
-        raise UsageError(f"--kubeconfig/--context ({shown}): the user's exec credential plugin failed: "
-                         f"{logged[0]}; run it by hand to see why")
+    try:
+        config.load_kube_config_from_dict(selected.config, context=selected.context,
+                                          client_configuration=configuration, persist_config=False)
+    except Exception as exc:  # noqa: BLE001 - the library's parse of user data fails in many types
+        # ConfigException, and ValueError (base64), TypeError/AttributeError/KeyError (a list where a
+        # mapping belongs): each is the kubeconfig's fault.
+        text = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"{selected.shown} (context {selected.context!r}): {text}; fix the kubeconfig or pick "
+                         "another with --kubeconfig/--context") from None
+    if selected.plugin is not None and credential is not None and credential.token and credential.expires:
+        configuration.refresh_api_key_hook = _refreshing(selected.plugin, credential, environ)
     return configuration
 
 
-def _default_kubeconfig() -> str | None:
-    """The file the kubernetes library reads when no --kubeconfig is given: the first of $KUBECONFIG, else
-    ~/.kube/config (None when neither exists: the library says so itself)."""
-    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    path = os.path.expanduser(first or "~/.kube/config")
-    return path if os.path.exists(path) else None
+def _give(user: dict[str, Any], credential: Credential) -> None:
+    """Put what the exec plugin printed where the kubeconfig's own data would be."""
+    if credential.token:
+        user["token"] = credential.token
+    else:
+        for field, pem in (("client-certificate-data", credential.client_certificate),
+                           ("client-key-data", credential.client_key)):
+            user[field] = base64.b64encode(str(pem).encode()).decode()
 
 
-def check_kubeconfig(path: str | None, *, given: bool = True) -> None:
-    """The kubeconfig is a bounded, regular, UTF-8 YAML file whose top level is a mapping; UsageError (exit
-    2) otherwise. The kubernetes library reads it unbounded and fails in its own types on bad content."""
-    if path is None:
-        return
-    import yaml
+def _refreshing(plugin: ExecPlugin, credential: Credential, environ: Mapping[str, str]) -> Callable[[Any], None]:
+    """The client's refresh hook: run the plugin again (bounded) when its token is about to expire, so a long
+    `wait` never sends a stale one."""
+    state = {"credential": credential}
 
+    def refresh(cfg: Any) -> None:
+        expires = state["credential"].expires
+        if expires is not None and time.time() >= expires - EXPIRY_SKEW_S:
+            state["credential"] = run_plugin(plugin, environ=environ)
+            cfg.api_key["BearerToken"] = f"Bearer {state['credential'].token}"
 
-    flag = "--kubeconfig" if given else "kubeconfig"
-    text = str(read_input(path, flag=flag, limit=KUBECONFIG_BYTES))
-    too_many = yaml_values_problem(text, limit=KUBECONFIG_VALUES)
-    if too_many:
-        raise UsageError(f"{flag} {path}: {too_many} for a kubeconfig; check what produced it")
-    try:
-        data = yaml.load(str(text), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{flag} {path}: not valid YAML{where}; fix the file") from None
-    except (RecursionError, ValueError):  # ValueError: a constructor's own, e.g. an integer of 5,000 digits
-        raise UsageError(f"{flag} {path}: nested too deeply or holding a value YAML cannot read; fix the "
-                         "file") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{flag} {path}: not a kubeconfig (its top level is not a mapping of clusters, users "
-                         "and contexts)")
-    for key in ("clusters", "users", "contexts"):
-        entries = data.get(key)
-        if entries is not None and (not isinstance(entries, list)
-                                    or not all(isinstance(e, dict) for e in entries)):
-            raise UsageError(f"{flag} {path}: {key} must be a list of named entries")
-
-
-class _library_log:
-    """Collect what libraries log through the root logger while loading (the kubernetes client logs a failed
-    exec plugin with logging.error): nothing reaches stderr as a stray `ERROR:root:` line."""
-
-    def __enter__(self) -> list[str]:
-        class Collect(logging.Handler):
-            def emit(self, record: logging.LogRecord) -> None:
-                if record.levelno >= logging.ERROR:
-                    messages.append((record.getMessage().splitlines() or [""])[0])
-
-        messages: list[str] = []
-        self._root = logging.getLogger()
-        self._handler = Collect()
-        self._root.addHandler(self._handler)  # a handler present: logging.error() adds no stderr handler
-        return messages
-
-    def __exit__(self, *exc: object) -> None:
-        self._root.removeHandler(self._handler)
+    return refresh
 
 
 def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | None) -> Any:

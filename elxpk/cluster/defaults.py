@@ -127,10 +127,16 @@ def resolve_target(target: ClusterTarget, *, namespace_given: bool = True, requi
                                "for another cluster)" for flag in missing))
         return target._replace(project=project, location=location, cluster=cluster,
                                    namespace=namespace)
-    # Nothing chosen: an existing kubeconfig (KUBECONFIG or ~/.kube/config) is used read-only, if there is one.
-    default = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube" / "config")
-    if Path(default).expanduser().is_file():
-        return target._replace(kubeconfig=default, namespace=namespace)
+    # Nothing chosen: the default kubeconfig is used read-only, if there is one: every entry of a KUBECONFIG
+    # that is set (connect checks each, and names KUBECONFIG when one is missing, a FIFO or a directory),
+    # else ~/.kube/config when something is there (lexists: a FIFO or a dangling link is refused, not skipped).
+    listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p.strip()]
+    missing = [p for p in listed if not os.path.lexists(os.path.expanduser(p))]
+    if missing and require_cluster:  # reported with the other selection problems, before anything is read
+        raise UsageError(*(f"KUBECONFIG {p}: no such file; fix KUBECONFIG, or unset it to use ~/.kube/config"
+                           for p in missing))
+    if listed or os.path.lexists(Path.home() / ".kube" / "config"):
+        return target._replace(default_kubeconfig=True, namespace=namespace)
     if not require_cluster:
         return target._replace(namespace=namespace)
     raise UsageError("no cluster selected: give --project, --zone/--region and --cluster for GKE, or --kubeconfig "

@@ -13,7 +13,7 @@ class ClusterTarget(NamedTuple):
     """Cluster selection shared by every `workload` verb.
 
     Either GKE (`project` + `location` + `cluster`: endpoint and CA from the Container API, token
-    from google.auth) or a kubeconfig (`kubeconfig` and/or `context`), never both.
+    from google.auth) or a kubeconfig (`kubeconfig` and/or `context`, or `default_kubeconfig`), never both.
     """
 
     project: str | None = None
@@ -22,6 +22,8 @@ class ClusterTarget(NamedTuple):
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str = DEFAULT_NAMESPACE
+    # Nothing named a cluster: use the default kubeconfig (each KUBECONFIG entry, else ~/.kube/config).
+    default_kubeconfig: bool = False
 
 
 def namespace_problem(namespace: str) -> str | None:

@@ -66,7 +66,7 @@ def test_kubeconfig_errors_name_the_flag(tmp_path):
         connect(ClusterTarget(kubeconfig=str(tmp_path / "missing.yaml")))
     path = tmp_path / "k.yaml"
     path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
-    with pytest.raises(UsageError, match=r"^--kubeconfig/--context \(.*k.yaml\): "):
+    with pytest.raises(UsageError, match=r"^--context 'nope': not found in --kubeconfig .*k.yaml; "):
         connect(ClusterTarget(kubeconfig=str(path), context="nope"))
 
 

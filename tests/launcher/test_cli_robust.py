@@ -204,6 +204,9 @@ def test_submit_without_a_cluster_reports_it_with_the_flag_problems(cli, monkeyp
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     result = cli("workload", "create", *GOOD, "--num-slices", "0")
     assert result.code == 2
+    assert [line.split()[1] for line in result.error_lines] == ["--num-slices", "KUBECONFIG"]
+    monkeypatch.delenv("KUBECONFIG")
+    result = cli("workload", "create", *GOOD, "--num-slices", "0")
     assert [line.split()[1] for line in result.error_lines] == ["--num-slices", "no"]
 
 

@@ -139,7 +139,7 @@ def test_the_largest_inputs_within_the_caps_stay_under_200_mb(tmp_path, config):
     assert kubeconfig.stat().st_size <= KUBECONFIG_BYTES
     assert sum(kubeconfig.read_text().count(c) for c in ",:-[{?\n") <= KUBECONFIG_VALUES
     done = elxpk("workload", "status", "x", "--kubeconfig", str(kubeconfig), "--context", "nope", env=config)
-    refused(done, "--kubeconfig/--context")
+    refused(done, "--context 'nope': not found in --kubeconfig")
     # Run records: a run at the caps is millions of lines, too long to write and read here. Runs of records
     # all different (the most a step can cost), at two lengths, give compare's bytes per record (both runs'
     # events at their cap in each): the peak at the caps follows, and must stay under RUN_RECORDS_PEAK_MB.
@@ -249,9 +249,9 @@ def test_a_file_growing_past_its_cap_while_read_is_refused(tmp_path):
 
 @pytest.mark.parametrize(("name", "says"), [
     ("kubeconfig_bad_base64.yaml", "Invalid base64"),
-    ("kubeconfig_types.yaml", "--kubeconfig/--context"),
+    ("kubeconfig_types.yaml", "cluster 'c': its cluster must be a mapping"),
     ("kubeconfig_clusters_scalar.yaml", "clusters must be a list"),
-    ("kubeconfig_exec_fails.yaml", "exec credential plugin failed"),
+    ("kubeconfig_exec_fails.yaml", "user 'u': exec plugin /bin/false: exited 1"),
     ("latin1.yaml", "not UTF-8"),
     ("binary.bin", "binary"),
     ("deep_nest.yaml", "--kubeconfig"),
