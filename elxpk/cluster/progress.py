@@ -36,7 +36,7 @@ def checkpoint_period(jobset: dict) -> int:
 
     value = setting_value(jobset, PERIOD)
     period, problem = check_setting(PERIOD, value) if value is not None else (None, "absent")
-    return int(period) if problem is None else int(default(PERIOD))
+    return period if problem is None and isinstance(period, int) else int(default(PERIOD))
 
 
 def saves_stopped(progress: Progress, period: int) -> bool:

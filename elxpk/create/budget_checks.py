@@ -26,7 +26,15 @@ from typing import Any, NamedTuple
 from elxpk.create.flags import BY_NAME
 from elxpk.errors import UsageError
 from elxpk.units import parse_duration
-from elxpk_contract.setting_rules import ALL_SLICES, FIELDS, check_setting, default, env_name, flag_name, upper_bound
+from elxpk_contract.setting_rules import (
+    ALL_SLICES,
+    FIELDS,
+    check_setting,
+    default,
+    env_name,
+    flag_name,
+    upper_bound,
+)
 
 _TO = "raise {} to {}"  # a warning's fix: the value that leaves the margin
 GRACE_SLACK_S = 10.0  # after the save: the wrapper, jax's shutdown and the container's exit (seconds, not a
