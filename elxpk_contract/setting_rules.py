@@ -105,8 +105,8 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
         return f"{source} {value}: must be in [{_num(low)}, {_num(high)})"
     if low is not None and high is not None and not low <= value <= high:
         return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
-    if f.type == "int" and value > MAX_INDEX:  # no count or step of a run goes beyond what its records hold
-        return f"{source} {value}: must be at most {MAX_INDEX}{why}"
+    if (top := upper_bound(name)) is not None and value > top:
+        return f"{source} {value}: must be at most {top}{why}"
     if low is not None and not value >= low:
         if isinstance(low, float) and low == 0.0 and meta["unit"] == SECONDS:
             return f"{source} {value}: must be a positive number of seconds"
@@ -116,6 +116,15 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
         return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and meta["unit"] == SECONDS
                                                 else f"more than {_num(low)}")
     return None
+
+
+def upper_bound(name: str) -> int | float | None:
+    """The largest value `bounds_problem` accepts for `name` (the row's `high`, else MAX_INDEX for a whole
+    number: no count or step of a run goes beyond what its records hold); None when there is none but
+    finiteness. Advice that suggests a value (elxpk/create/budget_checks.py) reads it here."""
+    f = FIELDS[name]
+    high = f.metadata["high"]
+    return high if high is not None else (MAX_INDEX if f.type == "int" else None)
 
 
 def bounds_text(name: str) -> str:

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from elxpk_contract.errors import StorageFull
 
 NO_SPACE_ERRNOS: dict[int, str] = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EFBIG: "EFBIG"}
-_OS_ERROR_CODE = re.compile(r"\[os_error_code='?(\d+)'?\]")  # tensorstore's status payload
+_OS_ERROR_CODE = re.compile(r"\[os_error_code='?([0-9]{1,19})'?\]")  # tensorstore's status payload
 _INSUFFICIENT_STORAGE = re.compile(r"\b507\b|insufficient storage", re.IGNORECASE)
 _CHAIN_LIMIT = 16  # a cycle of __context__ links must not loop
 

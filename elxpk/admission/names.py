@@ -151,10 +151,6 @@ def _int32_problems(fields: Mapping[str, object], vms: int | None, slices: int |
         value = as_int(fields.get(key))
         if value is not None and value > MAX_INT32:
             problems.append(f"{flag} {value}: must be at most {MAX_INT32} ({field}: {why})")
-    grace = as_int(fields.get("termination_grace_period_seconds"))
-    if grace is not None and grace > MAX_INT64:
-        problems.append(f"--termination-grace-period-seconds {grace}: must be at most {MAX_INT64} "
-                        f"(a 64-bit integer in the pod spec)")
     if vms and slices and slices <= MAX_INT32 and slices * vms > MAX_INT32:
         problems.append(f"--num-slices {slices}: at most {MAX_INT32 // vms} slices of {vms} VMs (JobSet: replicas x "
                         f"parallelism must not exceed {MAX_INT32})")

@@ -17,7 +17,7 @@ from elxpk.cluster.labels import HEAD
 from elxpk.cluster.status import worker_replicated_job
 from elxpk.errors import ElxpkError
 from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
-from elxpk_contract.settings import default, env_name, flag_name
+from elxpk_contract.settings import check_setting, default, env_name, flag_name
 
 if TYPE_CHECKING:
     from elxpk_contract.records import Progress
@@ -31,10 +31,12 @@ def checkpoint_dir(jobset: dict) -> str | None:
 
 
 def checkpoint_period(jobset: dict) -> int:
-    """The save period the workload gives its trainer (env or flag, as for the directory), else the default."""
+    """The save period the workload gives its trainer (env or flag, as for the directory), read by the
+    trainer's own rule (ASCII digits, within the row's bounds: `²` is no period); else the default."""
 
     value = setting_value(jobset, PERIOD)
-    return int(value) if value is not None and value.strip().isdigit() and int(value) > 0 else int(default(PERIOD))
+    period, problem = check_setting(PERIOD, value) if value is not None else (None, "absent")
+    return period if problem is None and isinstance(period, int) else int(default(PERIOD))
 
 
 def saves_stopped(progress: Progress, period: int) -> bool:

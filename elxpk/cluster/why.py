@@ -28,11 +28,15 @@ TPU = "google.com/tpu"
 WAITING_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 STUCK_STATES = ("Queued", "Admitted", "Restarting")
 # "0/N nodes are available: K reason, K reason." and then other sentences (claims, preemption's own verdicts)
-_NODES = re.compile(r"^0/(\d+) nodes are available: (.*?)(?:\.(?: |$)|$)", re.S)
-_PART = re.compile(r"^(\d+) (.*)$")
+# Counts are ASCII digits, at most 19 of them ([0-9]{1,19}, not \d: that takes other scripts' digits, and
+# int() refuses a 4,301-digit one with a ValueError), so every int() below reads what it matched.
+_NODES = re.compile(r"^0/([0-9]{1,19}) nodes are available: (.*?)(?:\.(?: |$)|$)", re.S)
+_PART = re.compile(r"^([0-9]{1,19}) (.*)$")
 _QUOTA = re.compile(r"insufficient (unused )?quota for (\S+) in flavor ([^\s,]+)")
-_ASK_CAP = re.compile(r"(?:requests \((\d+)\) \+ current podset request )?\((\d+)\) > maximum capacity \((\d+)\)")
-_MORE = re.compile(r"(\d+) more needed")
+_ASK_CAP = re.compile(r"(?:requests \(([0-9]{1,19})\) \+ current podset request )?\(([0-9]{1,19})\) > maximum "
+                      r"capacity \(([0-9]{1,19})\)")
+_MORE = re.compile(r"(?<![0-9])([0-9]{1,19}) more needed")
+_EXIT_CODE = re.compile(r"exit code ([0-9]{1,19})(?![0-9])")
 _INACTIVE = re.compile(r"ClusterQueue (\S+) is inactive")
 
 
@@ -189,7 +193,7 @@ def _job_reasons(name: str, jobs: list[dict]) -> list[Reason]:
         return []
     _, job, c = min(failed, key=lambda item: item[0])
     rjob = (job["metadata"].get("labels") or {}).get(REPLICATED_JOB, "?")
-    code = re.search(r"exit code (\d+)", c.get("message") or "")
+    code = _EXIT_CODE.search(c.get("message") or "")
     return [Reason("job-failed", f"first failed: Job {job['metadata']['name']} of replicatedJob {rjob} "
                    f"({c.get('reason')})" + (_exit_class(int(code.group(1))) if code else ""),
                    f"`elxpk workload logs {name} --previous` shows its last output", f"Job: {c.get('message')}")]
@@ -277,7 +281,7 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
         return [Reason("unschedulable", "unschedulable", "", f"scheduler: {message}")]
     total = int(match.group(1))
     parts = []
-    for piece in re.split(r", (?=\d+ )", match.group(2)):
+    for piece in re.split(r", (?=[0-9]+ )", match.group(2)):
         found = _PART.match(piece.strip())
         if found:
             parts.append((int(found.group(1)), found.group(2)))

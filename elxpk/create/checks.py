@@ -103,7 +103,8 @@ class FlagChecker(FlagValues):
             max_slice_restarts=int(fields["max_slice_restarts"]), max_restarts=int(fields["max_restarts"]),
             elastic_timeout_s=setting("elastic_timeout_seconds"),
             elastic_min_slice_count=setting("elastic_min_slice_count"),
-            stall_timeout_s=setting("stall_timeout_seconds"), elastic_max_retries=given.get("elastic_max_retries"))
+            stall_timeout_s=setting("stall_timeout_seconds"), elastic_max_retries=given.get("elastic_max_retries"),
+            vms_per_slice=getattr(fields["tpu"], "vms_per_slice", 1))
         errors, warnings = budget_findings(budgets, times)
         self.errors.extend(errors)
         self.warnings.extend(warnings)

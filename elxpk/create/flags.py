@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from elxpk import flag_rows
+from elxpk.admission.names import MAX_INT32, MAX_INT64
 from elxpk.flag_rows import BOOL, DURATION, INT, LIST, TEXT, Flag
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
@@ -92,7 +93,7 @@ FLAGS: tuple[Flag, ...] = (
          doc='slices Pathways may lose: proxy arg `--num_elastic_slices`'),
     Flag('max_slice_restarts', INT, 'Pod restarts each slice may use when elastic: worker backoffLimit = '
          'this x VMs per slice (else 4 x VMs per slice), as in xpk.', default=1, panel=PATHWAYS, low=0,
-         fix='pod restarts each slice may use', doc='pod restarts per slice (worker `backoffLimit`, below)'),
+         high=MAX_INT32, fix='pod restarts each slice may use; x VMs per slice, a 32-bit backoffLimit', doc='pod restarts per slice (worker `backoffLimit`, below)'),
     Flag('max_restarts', INT, 'Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too.',
          default=0, low=0, fix='whole-JobSet restarts; 0 = fail on the first group failure',
          doc='JobSet `failurePolicy.maxRestarts` (xpk drops it for Pathways; elxpk keeps it)'),
@@ -108,7 +109,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag('queue', TEXT, 'Kueue LocalQueue (label kueue.x-k8s.io/queue-name).', default=DEFAULT_QUEUE,
          check='queue_name', doc='label `kueue.x-k8s.io/queue-name`'),
     Flag('termination_grace_period_seconds', INT, 'Seconds a pod gets after SIGTERM.', default=30, low=0,
-         fix='seconds a pod gets to exit after SIGTERM',
+         high=MAX_INT64, fix='seconds a pod gets to exit after SIGTERM; a 64-bit integer in the pod spec',
          doc='worker pods and the head pod that runs the user container (every pod with '
          '`--no-pathways`); checked against the save time ([Timeouts and '
          'budgets](#timeouts-and-budgets-checked-before-submit))'),

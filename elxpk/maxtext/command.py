@@ -32,7 +32,7 @@ SEPARATORS = ("&&", "||", ";;", ";", "|&", "|", "&", "\n", "(", ")")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _OVERRIDE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)=(.*)\Z", re.S)
 _REDIRECT = re.compile(r"(\d*|&)(>>?|<<?|>&|<&|>\|)(.*)\Z", re.S | re.ASCII)
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?\Z")
+_PYTHON = re.compile(r"python(\d+(\.\d+)*)?\Z", re.ASCII)
 _WRAPPERS = ("exec", "env", "time", "nohup", "command")
 _MENTION = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, TRAIN_MODULES)) + r")(?![\w.])|(?<![\w.-])("
                       + "|".join(map(re.escape, TRAIN_SCRIPTS)) + r")(?![\w.])")

@@ -12,7 +12,7 @@ import re
 
 from elxpk.units import format_duration
 
-_TRAILING_ZERO = re.compile(r"^(\d+[dhm])00[hms]$")
+_TRAILING_ZERO = re.compile(r"^(\d+[dhm])00[hms]$", re.ASCII)
 
 
 def duration(seconds: float) -> str:

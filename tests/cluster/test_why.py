@@ -164,3 +164,35 @@ def test_cli_why_table_and_a_bad_threshold(fake, capsys, k, monkeypatch) -> None
     before = len(fake.calls)
     code, _, err = run_cli(capsys, "workload", "status", "why-quota", "-n", "why-quota", "--stuck-after", "soon", *k)
     assert code == 2 and "--stuck-after soon" in err and len(fake.calls) == before  # nothing asked of the cluster
+
+
+# Numbers in cluster messages are ASCII digits, at most 19 (#29 class 3): another script's digits, or a
+# number longer than int() reads (4,300 digits), give a reason, never an error.
+HOSTILE_NUMBERS = st.sampled_from(["٣", "３", "²", "1" * 5000, "9" * 20, "0"]) | st.integers(0, 10**30).map(str)
+
+
+@given(HOSTILE_NUMBERS, HOSTILE_NUMBERS)
+def test_hostile_numbers_in_scheduler_and_kueue_messages(a: str, b: str) -> None:
+    objects = load("no_node_pool")
+    pod = json.loads(json.dumps(objects["pods"][0]))
+    for c in pod["status"]["conditions"]:
+        if c["type"] == "PodScheduled":
+            c["message"] = f"0/{a} nodes are available: {b} node(s) didn't match Pod's node affinity/selector, {a} x."
+    assert explain(objects["jobset"], objects["jobs"], [pod], objects["workloads"], 0, context_of(objects))
+    objects = load("quota")
+    workload = json.loads(json.dumps(objects["workloads"][0]))
+    workload["status"]["conditions"][0]["message"] = (
+        f"couldn't assign flavors to pod set worker: insufficient quota for google.com/tpu in flavor default-flavor, "
+        f"requests ({a}) + current podset request ({b}) > maximum capacity ({a}); {b} more needed")
+    assert explain(objects["jobset"], objects["jobs"], objects["pods"], [workload], 0, context_of(objects))
+
+
+@given(HOSTILE_NUMBERS)
+def test_hostile_exit_code_in_a_failed_job(code: str) -> None:
+    objects = load("job_failed")
+    jobs = json.loads(json.dumps(objects["jobs"]))
+    for job in jobs:
+        for c in (job.get("status") or {}).get("conditions") or []:
+            c["message"] = f"Container main for pod x failed with exit code {code} matching FailJob rule"
+    reasons = explain(objects["jobset"], jobs, objects["pods"], objects["workloads"], 0, context_of(objects))
+    assert reasons and all(r.text for r in reasons)

@@ -165,7 +165,8 @@ class TestRenderedManifest:
         (jobset,) = render(spec).objects
         assert budgets_from_jobset(jobset) == Budgets(
             pathways=True, elastic=True, has_trainer=True, grace_s=90, max_slice_restarts=10, max_restarts=2,
-            elastic_timeout_s=600, elastic_min_slice_count=-1, stall_timeout_s=1800.0, elastic_max_retries=4)
+            elastic_timeout_s=600, elastic_min_slice_count=-1, stall_timeout_s=1800.0, elastic_max_retries=4,
+            vms_per_slice=4)
         mc = render(parse_create(**BASE, no_pathways=True)[0]).objects[0]
         got = budgets_from_jobset(mc)
         assert (got.pathways, got.elastic, got.has_trainer, got.grace_s, got.elastic_max_retries) == (

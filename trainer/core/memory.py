@@ -111,7 +111,7 @@ def _host_share() -> int | None:
         text = Path("/proc/meminfo").read_text(encoding="ascii")
     except OSError:
         return None
-    match = re.search(r"^MemAvailable:\s+(\d+) kB$", text, re.MULTILINE)
+    match = re.search(r"^MemAvailable:\s+([0-9]{1,19}) kB$", text, re.MULTILINE)
     if match is None:
         return None
     return int(match.group(1)) * 1024 // max(1, len(jax.local_devices(backend="cpu")))
