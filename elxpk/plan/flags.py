@@ -59,7 +59,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("plot", TEXT, "Write goodput against period to FILE.png.", metavar="FILE", commands=_PLAN,
          doc="write goodput against period, one curve per mode, to a `.png`, `.svg` or `.pdf` file"),
     Flag("simulate", INT, "Also check the model with this many Monte Carlo trials.", default=0, low=0,
-         high=1_000_000, commands=_PLAN, fix="Monte Carlo trials; 0 = no check", doc_default="`0` (off)"),
+         high=100_000, commands=_PLAN, fix="Monte Carlo trials; 0 = no check", doc_default="`0` (off)"),
     Flag("weibull_shape", FLOAT, "Weibull shape of slice failures in --simulate (1 = exponential, <1 infant "
          "mortality).", default=1.0, low=0.1, high=20, commands=_PLAN, fix="1 = exponential"),
     Flag("seed", INT, "Seed of --simulate.", default=0, low=0, commands=_PLAN, fix="the seed of --simulate"),
