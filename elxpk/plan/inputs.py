@@ -19,6 +19,7 @@ from elxpk.plan.calibrate import Calibration, calibrate
 from elxpk.plan.flags import DEFAULT_PERIODS
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
+from elxpk.plan.simulate import size_problem
 from elxpk_contract.settings import bounds_problem, default, flag_name
 
 # The defaults of the costs a run may also give (flag over run over default): their rows' (elxpk/plan/flags.py).
@@ -214,8 +215,6 @@ class _Resolver:
             job_mtbf_s=job_mtbf,
             reshard_s=DEFAULT_RESHARD_S if reshard is None else reshard,
         )
-        from elxpk.plan.simulate import size_problem
-
         too_large = size_problem(costs, trials)  # refused before anything is simulated or written
         if too_large:
             raise UsageError(too_large)
