@@ -147,8 +147,27 @@ def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Arr
     return jnp.matmul(_rms_norm(x_BxLxD, params["ln_f"]), params["embed_VxD"].T, preferred_element_type=jnp.float32)
 
 
+def sum_in_fixed_order(x: jax.Array) -> jax.Array:
+    """The sum of every element of `x`, added as one fixed pairwise tree of elementwise adds: the first half
+    plus the second, until one element is left (an odd one out is carried to the next level).
+
+    Why not jnp.sum: XLA lowers a reduce to a loop whose vectorisation, and so whose addition order, depends
+    on what it is fused with. The deterministic step (trainer.core.reduction) runs the same per-shard program
+    at every width, but XLA inlines a one-slot scan (full width) and keeps a two-slot one (a survivor carrying
+    two shards), so the loss's reduce can round differently while every gradient, which comes from matmuls
+    and from a cotangent of 1/n, keeps its bits (issue 29: 16 of 38 losses one ulp off under AVX2). An
+    elementwise add rounds the same however it is vectorised, and XLA does not reassociate float adds."""
+    flat = x.reshape(-1)
+    while flat.shape[0] > 1:
+        half = flat.shape[0] // 2
+        pairs = flat[:half] + flat[half:2 * half]
+        flat = jnp.concatenate([pairs, flat[2 * half:]]) if flat.shape[0] % 2 else pairs
+    return flat[0]
+
+
 def loss_fn(params: dict, tokens: jax.Array, shape: ModelShape, key: jax.Array | None) -> jax.Array:
-    """Mean next-token cross-entropy over every token of the global batch, in float32."""
+    """Mean next-token cross-entropy over every token of `tokens`, in float32, summed in a fixed order
+    (sum_in_fixed_order): the loss a run reports is as independent of the slice count as its gradients."""
     dtype = jnp.dtype(shape.compute_dtype)
     if dtype != jnp.float32:  # master params stay float32 outside; their gradients come back through the cast
         params = jax.tree.map(lambda p: p.astype(dtype), params)
@@ -156,4 +175,4 @@ def loss_fn(params: dict, tokens: jax.Array, shape: ModelShape, key: jax.Array |
     targets_BxL = tokens[:, 1:]
     logp = jax.nn.log_softmax(logits_BxLxV.astype(jnp.float32), axis=-1)
     nll_BxL = -jnp.take_along_axis(logp, targets_BxL[..., None], axis=-1)[..., 0]
-    return jnp.mean(nll_BxL)
+    return sum_in_fixed_order(nll_BxL) / nll_BxL.size
