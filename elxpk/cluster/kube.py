@@ -132,7 +132,9 @@ class Kube:
                 return self._once(method, path, params, headers, body, deadline, stream, verb, what)
             except _Retry as exc:
                 if exc.late:
-                    raise self._late(verb, what, attempt, own) from None
+                    late = self._late(verb, what, attempt, own)
+                    late.retryable = True  # type: ignore[attr-defined]
+                    raise late from None
                 pause = self.base_delay * 2 ** (attempt - 1)
                 if attempt < attempts and (deadline is None or time.monotonic() + pause < deadline):
                     self.sleep(pause)
