@@ -374,6 +374,24 @@ class Kube:
             return False
         return True
 
+    def namespace_exists(self, namespace: str) -> bool | None:
+        """Whether the namespace exists; None when this user may not read namespaces (403): unknown."""
+        try:
+            self.get(api_path("v1", "namespaces", name=namespace), what=f'namespace "{namespace}"')
+        except NotFoundError:
+            return False
+        except ClusterError as exc:
+            if getattr(exc, "http_status", None) == 403:
+                return None
+            raise
+        return True
+
+    def require_namespace(self, namespace: str) -> None:
+        """UsageError (exit 2) naming the namespace when it does not exist: a GET of an object in it is a 404
+        of the object, a LIST an empty list, so a verb would otherwise say "not found" or "none"."""
+        if self.namespace_exists(namespace) is False:
+            raise missing_namespace(namespace)
+
     def priority_class_exists(self, name: str) -> bool:
         try:
             self.get(api_path("scheduling.k8s.io/v1", "priorityclasses", name=name), what=f'PriorityClass "{name}"')
@@ -478,6 +496,15 @@ def _preconditions(uid: str) -> dict:
     return {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
 
 
+def _details(body: Any) -> dict:
+    """The `details` of a Status body ({} for anything else)."""
+    try:
+        details = parse_object(body).get("details")
+    except (NotAnObject, TypeError):
+        return {}
+    return details if isinstance(details, dict) else {}
+
+
 def _status_message(body: Any) -> str:
     """The `message` of a Status body, on one line and at most 300 characters; '' for anything else."""
     try:
@@ -488,8 +515,19 @@ def _status_message(body: Any) -> str:
     return text[:300] + ("…" if len(text) > 300 else "")
 
 
-def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> ClusterError:
-    """One line for an API error answer, naming what was asked and what to do."""
+def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> ElxpkError:
+    """One line for an API error answer, naming what was asked and what to do; `http_status` on it."""
+    error = _api_error(exc, verb, what, host, attempts)
+    error.http_status = exc.status or 0  # type: ignore[attr-defined]
+    return error
+
+
+def missing_namespace(namespace: str) -> UsageError:
+    return UsageError(f'namespace "{namespace}" does not exist on this cluster: create it (kubectl create namespace '
+                      f"{namespace}) or pass --namespace/-n with an existing one")
+
+
+def _api_error(exc: Any, verb: str, what: str, host: str, attempts: int) -> ElxpkError:
     status = exc.status or 0
     message = _status_message(exc.body)
     if status == 0:
@@ -502,6 +540,8 @@ def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> C
     if status == 403:
         return ClusterError(f"permission denied (403): you need RBAC permission to {verb} {what}; "
                             f"{_GKE_ROLE_HINT}" + (f" (server: {message})" if message else ""))
+    if status == 404 and _details(exc.body).get("kind") == "namespaces":  # NamespaceLifecycle on a create
+        return missing_namespace(str(_details(exc.body).get("name") or ""))
     if status == 404:
         return NotFoundError(f"{what} not found")
     if status == 409 and verb == "create":

@@ -182,3 +182,33 @@ def test_a_bad_deadline_setting_is_exit_2(kubeconfig_h: Path, capsys, monkeypatc
         monkeypatch.setenv("ELXPK_API_DEADLINE", value)
         code, _, err = run_cli(capsys, "workload", "status", "train", "--kubeconfig", str(kubeconfig_h))
         assert code == 2 and err.count("\n") == 1 and "ELXPK_API_DEADLINE" in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ("workload", "status", "train"), ("workload", "list"), ("workload", "events", "train"),
+    ("workload", "logs", "train"), ("workload", "wait", "train", "--timeout", "5s"),
+    ("workload", "delete", "train"), ("workload", "delete", "--all", "--yes"),
+    ("workload", "kill-slice", "train", "--slice", "0", "--yes")])
+def test_every_verb_names_a_namespace_that_does_not_exist(fake, k, capsys, argv) -> None:
+    code, _, err = run_cli(capsys, *argv, "-n", "no-such-ns", *k)
+    assert code == 2, err
+    assert err.strip().splitlines() == ['error: namespace "no-such-ns" does not exist on this cluster: create it '
+                                        "(kubectl create namespace no-such-ns) or pass --namespace/-n with an "
+                                        "existing one"], err
+
+
+def test_create_into_a_namespace_that_does_not_exist_creates_nothing(fake, k, capsys) -> None:
+    before = sum(len(bucket) for bucket in fake.store.objects.values())
+    code, _, err = run_cli(capsys, "workload", "create", "--workload", "run-1", "--tpu-type", "v5p-8",
+                           "--command", "python3 train.py", "-n", "no-such-ns", *k)
+    assert code == 2 and 'namespace "no-such-ns" does not exist' in err and err.count("\n") == 1, err
+    assert fake.count("POST") == 0 and sum(len(b) for b in fake.store.objects.values()) == before
+
+
+def test_a_create_refused_by_namespace_lifecycle_is_exit_2_too(fake, kube) -> None:
+    """When the namespace goes between the preflight and the create (or namespaces cannot be read), the
+    API server's own 404 names it."""
+    from elxpk.errors import UsageError
+
+    with pytest.raises(UsageError, match='namespace "gone" does not exist'):
+        kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, "gone")
