@@ -4,6 +4,7 @@ that sends what a proxy, a login page or a broken middlebox would (tests/support
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,3 +213,37 @@ def test_a_create_refused_by_namespace_lifecycle_is_exit_2_too(fake, kube) -> No
 
     with pytest.raises(UsageError, match='namespace "gone" does not exist'):
         kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, "gone")
+
+
+def _elxpk(*argv: str, env_extra: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
+    import os
+    import sys
+
+    script = str(Path(sys.executable).parent / "elxpk")  # the console script, as a user runs it
+    started = time.monotonic()
+    done = subprocess.run([script, *argv], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env_extra})
+    return done, time.monotonic() - started
+
+
+@pytest.mark.parametrize("argv, code", [(("workload", "status", "train"), 1), (("workload", "list"), 1),
+                                        (("workload", "wait", "train", "--timeout", "3s"), 124)])
+def test_the_console_script_against_a_trickle(hostile: HostileServer, kubeconfig_h: Path, argv, code) -> None:
+    """One byte every 0.4 s, which no socket timeout trips: status and list end at ELXPK_API_DEADLINE,
+    wait at its --timeout (exit 124), each in one line."""
+    hostile.answer = Answer(body=A_LIST + b" " * 400, mode="trickle", pause_s=0.4)
+    done, took = _elxpk(*argv, "--kubeconfig", str(kubeconfig_h), env_extra={"ELXPK_API_DEADLINE": "4"})
+    assert done.returncode == code, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and hostile.url in lines[0] and "Traceback" not in done.stderr, done.stderr
+    assert took < 60  # a generous bound: it catches the hang, it measures nothing
+
+
+def test_the_console_script_against_an_html_page(hostile: HostileServer, kubeconfig_h: Path) -> None:
+    hostile.answer = Answer(content_type="text/html", body=HTML)
+    done, _ = _elxpk("workload", "status", "train", "--kubeconfig", str(kubeconfig_h), env_extra={})
+    assert done.returncode == 1, done
+    assert done.stderr.strip().splitlines() == [
+        f"error: {hostile.url} answered 200 with text/html to get JobSet \"train\" in namespace \"default\", not "
+        "JSON: '<html><head><title>Sign in</title></head><body>Please log in…'; is --kubeconfig/--context "
+        "pointing at the API server (not a proxy or login page)?"], done.stderr
