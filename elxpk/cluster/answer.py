@@ -103,7 +103,7 @@ def guard_pools(api_client: Any) -> None:
     with the Guard of the request in flight."""
     manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
     classes = getattr(manager, "pool_classes_by_scheme", None)
-    if not isinstance(classes, dict):
+    if manager is None or not isinstance(classes, dict):
         return
     guarded = {}
     for scheme, pool in classes.items():

@@ -8,11 +8,11 @@ errors, timeouts, 429 and 5xx; a create is never blindly retried (see submit.py)
 
 from __future__ import annotations
 
-import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import quote
 
 from elxpk.cluster.answer import (
@@ -29,7 +29,8 @@ from elxpk.cluster.answer import (
     shape_problem,
     too_large,
 )
-from elxpk.errors import ClusterError, ConflictError, ElxpkError, NotFoundError, Timeout, UsageError
+from elxpk.cluster.api_errors import Answer, Retry, api_error, missing_namespace
+from elxpk.errors import ClusterError, ElxpkError, NotFoundError, Timeout, UsageError
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -41,7 +42,6 @@ REQUEST_TOTAL_S = 120.0
 DEADLINE_ENV = "ELXPK_API_DEADLINE"
 WATCH_MARGIN_S = 30.0  # a watch asked to end after N s is cut at N + this, should the server not end it
 DEFAULT: Any = object()  # `total_s` not given: the Kube's own
-_GKE_ROLE_HINT = "grant it with a Role/ClusterRole binding, or the GKE role roles/container.developer"
 
 
 def api_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None,
@@ -67,8 +67,6 @@ def plural_of(kind: str) -> str:
 
 def request_deadline_s(environ: Any = None) -> float:
     """REQUEST_TOTAL_S, or ELXPK_API_DEADLINE (seconds) when set: a slow link may need longer, a test less."""
-    import os
-
     text = (environ if environ is not None else os.environ).get(DEADLINE_ENV, "").strip()
     if not text:
         return REQUEST_TOTAL_S
@@ -130,7 +128,7 @@ class Kube:
             self.calls += 1
             try:
                 return self._once(method, path, params, headers, body, deadline, stream, verb, what)
-            except _Retry as exc:
+            except Retry as exc:
                 if exc.late:
                     late = self._late(verb, what, attempt, own)
                     late.retryable = True  # type: ignore[attr-defined]
@@ -156,12 +154,12 @@ class Kube:
 
     def _once(self, method: str, path: str, params: list, headers: dict, body: dict | None,
               deadline: float | None, stream: bool, verb: str, what: str) -> Any:
-        """One attempt; _Retry for what another attempt may mend (no connection, 429, 5xx) or a deadline."""
+        """One attempt; Retry for what another attempt may mend (no connection, 429, 5xx) or a deadline."""
         import urllib3
 
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
-            raise _Retry(late=True)
+            raise Retry(late=True)
         guard = Guard(deadline)
         resp = None
         try:
@@ -183,15 +181,15 @@ class Kube:
             raise too_large(self.host, RESPONSE_BYTES, f"{verb} {what}") from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             _close(resp, guard)
-            raise _Retry(cause=exc, late=guard.expired()) from None
+            raise Retry(cause=exc, late=guard.expired()) from None
         if guard.expired():  # a body cut short by the deadline may still parse: it is not the answer
             _close(resp, guard)
-            raise _Retry(late=True)
+            raise Retry(late=True)
         guard.cancel()
         resp.release_conn()  # read to its end: the connection can serve the next request
-        answer = _Answer(resp.status, resp.reason, data)
+        answer = Answer(resp.status, resp.reason, data)
         if answer.status == 429 or answer.status >= 500:
-            raise _Retry(answer=answer)
+            raise Retry(answer=answer)
         if not 200 <= answer.status <= 299:
             raise api_error(answer, verb, what, self.host)
         if not data and method != "GET":
@@ -458,32 +456,6 @@ class Kube:
                            label_selector=label_selector, what=f'Kueue Workloads in namespace "{namespace}"')
 
 
-class _Answer(NamedTuple):
-    """A complete answer that is not a success (what api_error reads)."""
-
-    status: int
-    reason: str | None
-    data: bytes
-
-    @property
-    def body(self) -> bytes:
-        return self.data
-
-
-class _Retry(Exception):
-    """An attempt another one may mend: no connection (`cause`), a 429 or 5xx (`answer`), or `late`: the
-    request's deadline has passed."""
-
-    def __init__(self, *, cause: BaseException | None = None, answer: _Answer | None = None,
-                 late: bool = False) -> None:
-        self.cause, self.answer, self.late = cause, answer, late
-
-    def error(self, verb: str, what: str, host: str, attempts: int) -> ClusterError:
-        if self.answer is not None:
-            return api_error(self.answer, verb, what, host, attempts)
-        return ClusterError(unreachable_message(host, self.cause or self, attempts))
-
-
 def _close(resp: Any, guard: Guard) -> None:
     guard.cancel()
     close_response(resp)
@@ -494,70 +466,3 @@ def _preconditions(uid: str) -> dict:
     if not uid:
         raise ClusterError("refusing to delete an object whose uid is unknown: it was not resolved first")
     return {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
-
-
-def _details(body: Any) -> dict:
-    """The `details` of a Status body ({} for anything else)."""
-    try:
-        details = parse_object(body).get("details")
-    except (NotAnObject, TypeError):
-        return {}
-    return details if isinstance(details, dict) else {}
-
-
-def _status_message(body: Any) -> str:
-    """The `message` of a Status body, on one line and at most 300 characters; '' for anything else."""
-    try:
-        message = parse_object(body).get("message", "")
-    except (NotAnObject, TypeError):
-        return ""
-    text = " ".join(message.split()) if isinstance(message, str) else ""
-    return text[:300] + ("…" if len(text) > 300 else "")
-
-
-def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> ElxpkError:
-    """One line for an API error answer, naming what was asked and what to do; `http_status` on it."""
-    error = _api_error(exc, verb, what, host, attempts)
-    error.http_status = exc.status or 0  # type: ignore[attr-defined]
-    return error
-
-
-def missing_namespace(namespace: str) -> UsageError:
-    return UsageError(f'namespace "{namespace}" does not exist on this cluster: create it (kubectl create namespace '
-                      f"{namespace}) or pass --namespace/-n with an existing one")
-
-
-def _api_error(exc: Any, verb: str, what: str, host: str, attempts: int) -> ElxpkError:
-    status = exc.status or 0
-    message = _status_message(exc.body)
-    if status == 0:
-        return ClusterError(f"TLS or connection failure talking to the Kubernetes API at {host}: "
-                            f"{str(exc.reason).splitlines()[-1]}")
-    if status == 401:
-        return ClusterError(f"the Kubernetes API at {host} rejected the credentials (401 Unauthorized) while "
-                            f"trying to {verb} {what}: refresh them (application-default login) or check "
-                            "the kubeconfig user")
-    if status == 403:
-        return ClusterError(f"permission denied (403): you need RBAC permission to {verb} {what}; "
-                            f"{_GKE_ROLE_HINT}" + (f" (server: {message})" if message else ""))
-    if status == 404 and _details(exc.body).get("kind") == "namespaces":  # NamespaceLifecycle on a create
-        return missing_namespace(str(_details(exc.body).get("name") or ""))
-    if status == 404:
-        return NotFoundError(f"{what} not found")
-    if status == 409 and verb == "create":
-        return ConflictError(f"{what} already exists")
-    if status == 409:  # a delete's precondition (another uid now holds the name), or a conflict on a read
-        return ConflictError(f"the Kubernetes API at {host} answered 409 Conflict to {verb} {what}"
-                             + (f": {message}" if message else ""))
-    if status == 422:
-        return ClusterError(f"the Kubernetes API rejected {what} as invalid (422): {message}")
-    tried = f" after {attempts} attempts" if attempts > 1 else ""
-    return ClusterError(f"the Kubernetes API at {host} answered {status} {exc.reason or ''} to {verb} {what}"
-                        f"{tried}" + (f": {message}" if message else ""))
-
-
-def unreachable_message(host: str, exc: BaseException, attempts: int) -> str:
-    reason = getattr(exc, "reason", None) or exc
-    text = str(reason).splitlines()[0] if str(reason) else type(exc).__name__
-    return (f"cannot reach the Kubernetes API at {host} after {attempts} attempts ({text}): check the cluster "
-            "endpoint, your network path to it, and --kubeconfig/--context or --project/--zone/--cluster")

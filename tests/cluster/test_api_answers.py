@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elxpk.cluster.answer import RESPONSE_BYTES
-from elxpk.errors import ClusterError, ConflictError, ElxpkError, NotFoundError, Timeout
+from elxpk.errors import ClusterError, ConflictError, ElxpkError, Timeout
 from tests.cluster.conftest import run_cli
 from tests.support.hostile_apiserver import Answer, HostileServer
 
