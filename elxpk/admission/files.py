@@ -195,6 +195,26 @@ def document_problems(obj: Any) -> tuple[list[Violation], str | None]:
     return sorted(set(found), key=lambda v: (v.path, v.message)), None
 
 
+def _is_jobset(obj: Any) -> bool:
+    """A document that says it is a JobSet (of any apiVersion: a wrong one is the checks' to report)."""
+    return isinstance(obj, dict) and obj.get("kind") == JOBSET_KIND[1]
+
+
+def _is_workload(obj: Any) -> bool:
+    """A JobSet or a PathwaysJob (the kinds whose vendored CRDs this checks), of any apiVersion."""
+    return isinstance(obj, dict) and obj.get("kind") in {kind for _, kind in schema.CRDS}
+
+
+def no_jobset(name: str, expanded: list[tuple[str, Any]]) -> str:
+    """The line for a file that holds no JobSet: what it holds instead, and the fix."""
+    kinds = sorted({str(o.get("kind")) if isinstance(o, dict) and o.get("kind") else "no kind"
+                    for _, o in expanded})
+    holds = f"only {', '.join(_short(k) for k in kinds[:5])}" if kinds else "no object: empty, only comments and ---, " \
+        "or an empty List"
+    return (f"{name}: no JobSet (or PathwaysJob) in it ({holds}); give the JobSet manifest, e.g. what `elxpk workload create "
+            "... --dry-run > jobset.yaml` writes when it succeeds")
+
+
 def validate_files(names: list[str], jobset_findings: JobSetFindings | None = None) -> Report:
     """Check every document of every file. Reads all files first: one unreadable file is exit 2, before
     anything is reported. `jobset_findings` adds the checks of another stage to each JobSet (the CLI passes
@@ -202,14 +222,13 @@ def validate_files(names: list[str], jobset_findings: JobSetFindings | None = No
     warnings."""
     if names.count(STDIN) > 1:
         raise UsageError("-: stdin can be read once; name it once")
-    loaded = [(name, read_documents(name)) for name in names]
+    loaded = [(name, expand_lists(read_documents(name))) for name in names]
+    missing = [no_jobset(name, expanded) for name, expanded in loaded
+               if not any(_is_workload(o) for _, o in expanded)]
+    if missing:  # an empty file (a failed render's output) is not a JobSet that passes: nothing is reported
+        raise UsageError(*missing)
     report = Report()
-    for name, documents in loaded:
-        if not documents:
-            report.notes.append(f"{name}: no YAML documents, nothing to check")
-        expanded = expand_lists(documents)
-        if documents and not expanded:
-            report.notes.append(f"{name}: an empty List, nothing to check")
+    for name, expanded in loaded:
         for part, obj in expanded:
             where = f"{name} ({part})" if part else name
             found, note = document_problems(obj)
@@ -218,7 +237,7 @@ def validate_files(names: list[str], jobset_findings: JobSetFindings | None = No
                 report.skipped += 1
                 report.notes.append(f"{where}: {note}")
             report.lines += [f"{where}: {violation}" for violation in found]
-            if jobset_findings and isinstance(obj, dict) and (obj.get("apiVersion"), obj.get("kind")) == JOBSET_KIND:
+            if jobset_findings and _is_jobset(obj):
                 errors, warnings = jobset_findings(obj)
                 report.lines += [f"{where}: timeouts and budgets: {line}" for line in errors]
                 report.budget_lines += len(errors)

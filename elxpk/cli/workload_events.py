@@ -57,7 +57,11 @@ def events(
         print(f"# following {name}: new incidents as they happen, until it finishes (Ctrl-C to stop)",
               file=sys.stderr, flush=True)
 
-    count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following)
+    def outage(line: str) -> None:
+        print(f"# {line}", file=sys.stderr, flush=True)
+
+    count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following,
+                   on_outage=outage)
     if record is not None and pending:
         append_record(record, pending)  # one append (one read-modify-write on gs://) for a snapshot
     if fmt == "text" and count == 0:

@@ -170,6 +170,7 @@ def delete(
         return
     names = [js["metadata"]["name"] for js in kube.list_jobsets(ns)]
     if not names:
+        kube.require_namespace(ns)
         print(f"no workloads in namespace {ns}", file=sys.stderr)
         return
     _confirm(f"delete {len(names)} workloads in namespace {ns} ({', '.join(names)})?", yes)

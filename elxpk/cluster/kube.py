@@ -8,20 +8,40 @@ errors, timeouts, 429 and 5xx; a create is never blindly retried (see submit.py)
 
 from __future__ import annotations
 
-import gc
-import json
+import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
-from elxpk.errors import ClusterError, ConflictError, NotFoundError, UsageError
+from elxpk.cluster.answer import (
+    RESPONSE_BYTES,
+    Guard,
+    NotAnObject,
+    Stream,
+    TooLarge,
+    close_response,
+    guard_pools,
+    not_json,
+    parse_object,
+    read_body,
+    shape_problem,
+    too_large,
+)
+from elxpk.cluster.api_errors import Answer, Retry, api_error, missing_namespace
+from elxpk.errors import ClusterError, ElxpkError, NotFoundError, Timeout, UsageError
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_GROUP = "kueue.x-k8s.io"
 SUBMISSION_ANNOTATION = "elxpk.dev/submission-id"
 PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
-_GKE_ROLE_HINT = "grant it with a Role/ClusterRole binding, or the GKE role roles/container.developer"
+# The most one request may take, its retries included (a LIST page of 500 pods is ~5 MB): a server that
+# trickles its answer, or a retried outage, ends here. docs/cluster.md states it.
+REQUEST_TOTAL_S = 120.0
+DEADLINE_ENV = "ELXPK_API_DEADLINE"
+WATCH_MARGIN_S = 30.0  # a watch asked to end after N s is cut at N + this, should the server not end it
+DEFAULT: Any = object()  # `total_s` not given: the Kube's own
 
 
 def api_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None,
@@ -45,65 +65,144 @@ def plural_of(kind: str) -> str:
     return kind.lower() + "s"  # JobSet, ConfigMap, Secret, Service, ServiceAccount, PathwaysJob
 
 
+def request_deadline_s(environ: Any = None) -> float:
+    """REQUEST_TOTAL_S, or ELXPK_API_DEADLINE (seconds) when set: a slow link may need longer, a test less."""
+    text = (environ if environ is not None else os.environ).get(DEADLINE_ENV, "").strip()
+    if not text:
+        return REQUEST_TOTAL_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:
+        raise UsageError(f"{DEADLINE_ENV}={text!r}: give the seconds one API request may take, more than 0 and "
+                         f"at most 86400 (default {REQUEST_TOTAL_S:.0f}), or unset it")
+    return seconds
+
+
 class Kube:
     """One cluster's API. `calls` counts HTTP requests made (retries included)."""
 
     def __init__(self, api_client: Any, *, host: str, sleep: Callable[[float], None] = time.sleep,
-                 attempts: int = 4, base_delay: float = 0.5, timeout: tuple[float, float] = (5.0, 30.0)):
+                 attempts: int = 4, base_delay: float = 0.5, timeout: tuple[float, float] = (5.0, 30.0),
+                 total_s: float | None = None):
         self.api_client = api_client
         self.host = host
         self.sleep = sleep
         self.attempts = attempts
         self.base_delay = base_delay
         self.timeout = timeout
+        self.total_s = total_s if total_s is not None else request_deadline_s()
         self.calls = 0
+        self.until: float | None = None  # the caller's own deadline (time.monotonic), see `within`
         self._kueue_version: str | None | bool = False  # False: not looked up yet
+        guard_pools(api_client)
+
+    @contextmanager
+    def within(self, seconds: float | None) -> Iterator[None]:
+        """Every request made inside ends by the caller's deadline, `seconds` from now (Timeout past it):
+        `wait --timeout` holds while a request is in flight."""
+        previous = self.until
+        self.until = None if seconds is None else time.monotonic() + max(0.0, seconds)
+        try:
+            yield
+        finally:
+            self.until = previous
 
     # --- one request --------------------------------------------------------------------------------
 
     def request(self, method: str, path: str, *, verb: str, what: str, query: dict | None = None,
-                body: dict | None = None, retry: bool = True, stream: bool = False) -> Any:
-        """One API request; the parsed JSON body, or the raw urllib3 response when `stream`."""
-        import urllib3
-        from kubernetes.client.exceptions import ApiException
-
+                body: dict | None = None, retry: bool = True, stream: bool = False,
+                total_s: float | None = DEFAULT) -> Any:
+        """One API request: the JSON object answered, or a `Stream` when `stream`. It ends within `total_s`
+        seconds (default: the Kube's `total_s`; None: no deadline, for a followed log), retries included,
+        and by the caller's deadline (`within`)."""
         headers = {"Accept": "application/json, */*" if stream else "application/json"}
         if body is not None:
             headers["Content-Type"] = "application/json"
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
         attempts = self.attempts if retry else 1
+        own = None if total_s is None else time.monotonic() + (self.total_s if total_s is DEFAULT else total_s)
+        deadline = min((d for d in (own, self.until) if d is not None), default=None)
         for attempt in range(1, attempts + 1):
             self.calls += 1
             try:
-                serialized = self.api_client.param_serialize(
-                    method, path, query_params=params or None, header_params=dict(headers), body=body,
-                    auth_settings=["BearerToken"])
-                # A followed log may stay quiet for hours: a stream's connect has a timeout, its reads none.
-                timeout = (self.timeout[0], None) if stream else self.timeout
-                resp = self.api_client.call_api(*serialized, _request_timeout=timeout)
-                if not 200 <= resp.status <= 299:
-                    resp.read()
-                    raise ApiException(http_resp=resp)
-                if stream:
-                    return resp.response
-                return _loads(resp.read())
-            except ApiException as exc:
-                transient = exc.status in (429,) or (exc.status or 0) >= 500
-                if transient and attempt < attempts:
-                    self.sleep(self.base_delay * 2 ** (attempt - 1))
+                return self._once(method, path, params, headers, body, deadline, stream, verb, what)
+            except Retry as exc:
+                if exc.late:
+                    late = self._late(verb, what, attempt, own)
+                    late.retryable = True  # type: ignore[attr-defined]
+                    raise late from None
+                pause = self.base_delay * 2 ** (attempt - 1)
+                if attempt < attempts and (deadline is None or time.monotonic() + pause < deadline):
+                    self.sleep(pause)
                     continue
-                error = api_error(exc, verb, what, self.host, attempt)
-                error.retryable = transient  # type: ignore[attr-defined]
-                raise error from None
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt < attempts:
-                    self.sleep(self.base_delay * 2 ** (attempt - 1))
-                    continue
-                error = ClusterError(unreachable_message(self.host, exc, attempt))
-                # The request may or may not have reached the server: safe to repeat a read, not a create.
+                error = exc.error(verb, what, self.host, attempt)
+                # A read is safe to repeat; after an unanswered create the caller checks what landed.
                 error.retryable = True  # type: ignore[attr-defined]
                 raise error from None
         raise AssertionError("unreachable")
+
+    def _late(self, verb: str, what: str, attempts: int, own: float | None) -> ElxpkError:
+        tried = f" ({attempts} attempts)" if attempts > 1 else ""
+        if self.until is not None and (own is None or self.until <= own):
+            return Timeout(f"the Kubernetes API at {self.host} had not answered to {verb} {what} when the time "
+                           f"given ran out{tried}")
+        return ClusterError(f"the Kubernetes API at {self.host} did not finish answering to {verb} {what} "
+                            f"within {self.total_s:.0f} s{tried}, retries included: check the endpoint and "
+                            "your network path to it")
+
+    def _once(self, method: str, path: str, params: list, headers: dict, body: dict | None,
+              deadline: float | None, stream: bool, verb: str, what: str) -> Any:
+        """One attempt; Retry for what another attempt may mend (no connection, 429, 5xx) or a deadline."""
+        import urllib3
+
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise Retry(late=True)
+        guard = Guard(deadline)
+        resp = None
+        try:
+            with guard:
+                serialized = self.api_client.param_serialize(
+                    method, path, query_params=params or None, header_params=dict(headers), body=body,
+                    auth_settings=["BearerToken"])
+                connect, read = self.timeout
+                if remaining is not None:
+                    connect, read = min(connect, remaining), min(read, remaining)
+                # A followed log may stay quiet for hours: with no deadline, a stream's reads wait.
+                timeout = (connect, None) if stream and deadline is None else (connect, read)
+                resp = self.api_client.call_api(*serialized, _request_timeout=timeout).response
+                if stream and 200 <= resp.status <= 299:
+                    return Stream(resp, guard, self.host)
+                data = read_body(resp)
+        except TooLarge:
+            _close(resp, guard)
+            raise too_large(self.host, RESPONSE_BYTES, f"{verb} {what}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            _close(resp, guard)
+            raise Retry(cause=exc, late=guard.expired()) from None
+        if guard.expired():  # a body cut short by the deadline may still parse: it is not the answer
+            _close(resp, guard)
+            raise Retry(late=True)
+        guard.cancel()
+        resp.release_conn()  # read to its end: the connection can serve the next request
+        answer = Answer(resp.status, resp.reason, data)
+        if answer.status == 429 or answer.status >= 500:
+            raise Retry(answer=answer)
+        if not 200 <= answer.status <= 299:
+            raise api_error(answer, verb, what, self.host)
+        if not data and method != "GET":
+            return {}
+        content_type = resp.headers.get("Content-Type", "")
+        try:
+            parsed = parse_object(data)
+        except NotAnObject as exc:
+            raise not_json(self.host, answer.status, content_type, data, str(exc), f"{verb} {what}") from None
+        problem = shape_problem(parsed, verb)
+        if problem:
+            raise not_json(self.host, answer.status, content_type, data, problem, f"{verb} {what}")
+        return parsed
 
     def get(self, path: str, *, what: str, query: dict | None = None) -> dict:
         return self.request("GET", path, verb="get", what=what, query=query)
@@ -174,33 +273,34 @@ class Kube:
 
     def pod_log(self, namespace: str, pod: str, container: str | None, *, tail_lines: int | None = None,
                 previous: bool = False) -> str:
-        """The container's log; `previous`: of its last terminated instance (kept by the kubelet until the
-        pod goes)."""
-        resp = self.request("GET", api_path("v1", "pods", namespace, pod, "log"), verb="get",
-                            what=f'{"previous " if previous else ""}logs of Pod "{pod}"', stream=True,
-                            query={"container": container, "tailLines": tail_lines,
-                                   "previous": "true" if previous else None})
-        try:
-            return resp.data.decode("utf-8", "replace")
-        finally:
-            resp.release_conn()
+        """The container's log, up to RESPONSE_BYTES and within the request deadline (what kill-slice reads
+        for the trainer's recovery event); `previous`: of its last terminated instance (kept by the kubelet
+        until the pod goes)."""
+        lines, size = [], 0
+        for line in self.pod_log_lines(namespace, pod, container, tail_lines=tail_lines, previous=previous,
+                                       total_s=self.total_s):
+            size += len(line) + 1
+            if size > RESPONSE_BYTES:
+                raise too_large(self.host, RESPONSE_BYTES, f'get the logs of Pod "{pod}"')
+            lines.append(line)
+        return "\n".join(lines)
+
+    def pod_log_lines(self, namespace: str, pod: str, container: str | None, *, tail_lines: int | None = None,
+                      previous: bool = False, follow: bool = False, total_s: float | None = None) -> Iterator[str]:
+        """The log's lines as they arrive (each cut at LINE_BYTES), so a log of any length streams through
+        in bounded memory; `follow`: until the container ends. No deadline unless `total_s`: a log of
+        gigabytes, or a quiet followed one, takes the time it takes."""
+        stream = self.request("GET", api_path("v1", "pods", namespace, pod, "log"), verb="get",
+                              what=f'{"previous " if previous else ""}logs of Pod "{pod}"', stream=True,
+                              total_s=total_s,
+                              query={"container": container, "tailLines": tail_lines,
+                                     "follow": "true" if follow else None, "previous": "true" if previous else None})
+        for line in stream.lines():
+            yield line.decode("utf-8", "replace")
 
     def follow_pod_log(self, namespace: str, pod: str, container: str | None,
                        tail_lines: int | None = None) -> Iterator[str]:
-        resp = self.request("GET", api_path("v1", "pods", namespace, pod, "log"), verb="get",
-                            what=f'logs of Pod "{pod}"', stream=True,
-                            query={"container": container, "follow": "true", "tailLines": tail_lines})
-        buffer = b""
-        try:
-            for chunk in resp.stream(4096, decode_content=True):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    yield line.decode("utf-8", "replace")
-            if buffer:
-                yield buffer.decode("utf-8", "replace")
-        finally:
-            resp.release_conn()
+        return self.pod_log_lines(namespace, pod, container, tail_lines=tail_lines, follow=True)
 
     def list_events(self, namespace: str, field_selector: str | None = None) -> list[dict]:
         """core/v1 Events (kept about an hour by the API server: `workload events --record` outlives them)."""
@@ -245,25 +345,22 @@ class Kube:
         """(event type, pod) from the watch API until the server ends the watch after `timeout_s` (or sooner:
         it drops a watcher that reads too slowly). BOOKMARK events carry only a resourceVersion to resume from;
         an ERROR event (410: `resource_version` is too old to resume from) ends the watch."""
-        resp = self.request("GET", api_path("v1", "pods", namespace), verb="watch",
-                            what=f'Pods in namespace "{namespace}"', stream=True,
-                            query={"labelSelector": label_selector, "watch": "true", "allowWatchBookmarks": "true",
-                                   "resourceVersion": resource_version, "timeoutSeconds": timeout_s})
-        import urllib3
-
-        buffer = b""
+        # The server ends the watch after timeout_s; the deadline (a margin later) ends one it does not end.
+        stream = self.request("GET", api_path("v1", "pods", namespace), verb="watch",
+                              what=f'Pods in namespace "{namespace}"', stream=True, total_s=timeout_s + WATCH_MARGIN_S,
+                              query={"labelSelector": label_selector, "watch": "true", "allowWatchBookmarks": "true",
+                                     "resourceVersion": resource_version, "timeoutSeconds": timeout_s})
         try:
-            for chunk in resp.stream(4096, decode_content=True):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        event = json.loads(line)
-                        yield event.get("type", ""), event.get("object") or {}
-        except (urllib3.exceptions.HTTPError, OSError, ValueError):
+            for line in stream.lines():
+                if line.strip():
+                    event = parse_object(line)
+                    if not isinstance(event.get("object") or {}, dict):
+                        return
+                    yield str(event.get("type", "")), event.get("object") or {}
+        except (ClusterError, NotAnObject):
             return  # a watch cut short (a dropped connection, a torn line): the caller lists and watches again
         finally:
-            resp.release_conn()
+            stream.close()
 
     # --- preflight lookups ----------------------------------------------------------------------------
 
@@ -274,6 +371,24 @@ class Kube:
         except NotFoundError:
             return False
         return True
+
+    def namespace_exists(self, namespace: str) -> bool | None:
+        """Whether the namespace exists; None when this user may not read namespaces (403): unknown."""
+        try:
+            self.get(api_path("v1", "namespaces", name=namespace), what=f'namespace "{namespace}"')
+        except NotFoundError:
+            return False
+        except ClusterError as exc:
+            if getattr(exc, "http_status", None) == 403:
+                return None
+            raise
+        return True
+
+    def require_namespace(self, namespace: str) -> None:
+        """UsageError (exit 2) naming the namespace when it does not exist: a GET of an object in it is a 404
+        of the object, a LIST an empty list, so a verb would otherwise say "not found" or "none"."""
+        if self.namespace_exists(namespace) is False:
+            raise missing_namespace(namespace)
 
     def priority_class_exists(self, name: str) -> bool:
         try:
@@ -341,61 +456,13 @@ class Kube:
                            label_selector=label_selector, what=f'Kueue Workloads in namespace "{namespace}"')
 
 
+def _close(resp: Any, guard: Guard) -> None:
+    guard.cancel()
+    close_response(resp)
+
+
 def _preconditions(uid: str) -> dict:
     """DeleteOptions that delete only the object of this uid (the API server answers 409 otherwise)."""
     if not uid:
         raise ClusterError("refusing to delete an object whose uid is unknown: it was not resolved first")
     return {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
-
-
-def _loads(data: bytes) -> Any:
-    """Parse a response body. A 1,000-pod list is ~100k fresh containers: pausing the cyclic GC while
-    parsing (nothing in it can be garbage yet) makes this 2-4x faster."""
-    if not data:
-        return {}
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return json.loads(data)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _status_message(body: Any) -> str:
-    try:
-        return json.loads(body).get("message", "")
-    except (TypeError, ValueError, AttributeError):
-        return ""
-
-
-def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> ClusterError:
-    """One line for an API error answer, naming what was asked and what to do."""
-    status = exc.status or 0
-    message = _status_message(exc.body)
-    if status == 0:
-        return ClusterError(f"TLS or connection failure talking to the Kubernetes API at {host}: "
-                            f"{str(exc.reason).splitlines()[-1]}")
-    if status == 401:
-        return ClusterError(f"the Kubernetes API at {host} rejected the credentials (401 Unauthorized) while "
-                            f"trying to {verb} {what}: refresh them (application-default login) or check "
-                            "the kubeconfig user")
-    if status == 403:
-        return ClusterError(f"permission denied (403): you need RBAC permission to {verb} {what}; "
-                            f"{_GKE_ROLE_HINT}" + (f" (server: {message})" if message else ""))
-    if status == 404:
-        return NotFoundError(f"{what} not found")
-    if status == 409:
-        return ConflictError(f"{what} already exists")
-    if status == 422:
-        return ClusterError(f"the Kubernetes API rejected {what} as invalid (422): {message}")
-    tried = f" after {attempts} attempts" if attempts > 1 else ""
-    return ClusterError(f"the Kubernetes API at {host} answered {status} {exc.reason or ''} to {verb} {what}"
-                        f"{tried}" + (f": {message}" if message else ""))
-
-
-def unreachable_message(host: str, exc: BaseException, attempts: int) -> str:
-    reason = getattr(exc, "reason", None) or exc
-    text = str(reason).splitlines()[0] if str(reason) else type(exc).__name__
-    return (f"cannot reach the Kubernetes API at {host} after {attempts} attempts ({text}): check the cluster "
-            "endpoint, your network path to it, and --kubeconfig/--context or --project/--zone/--cluster")

@@ -42,6 +42,7 @@ def get_workload(kube: Kube, namespace: str, name: str) -> dict:
         jobset = kube.get_jobset(namespace, name)
     except NotFoundError:
         require_jobset(kube)
+        kube.require_namespace(namespace)
         raise NotFoundError(f'workload "{name}" not found in namespace "{namespace}" '
                             "(`elxpk workload list` shows what exists)") from None
     return the_named_jobset(jobset, namespace, name)
@@ -159,6 +160,7 @@ def fetch_all(kube: Kube, namespace: str, now: float) -> list[WorkloadStatus]:
         require_jobset(kube)
         raise
     if not jobsets:
+        kube.require_namespace(namespace)  # a LIST in a namespace that does not exist is empty, not a 404
         return []
     jobs = kube.list_jobs(namespace, JOBSET_NAME)
     pods = kube.list_pods(namespace, JOBSET_NAME, counted_pods(jobsets))

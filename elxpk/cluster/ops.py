@@ -73,18 +73,21 @@ def log_source(kube: Kube, namespace: str, name: str, *, head: bool, slice_index
 
 def read_logs(kube: Kube, namespace: str, source: LogSource, *, follow: bool,
               tail: int | None = None, previous: bool = False) -> Iterator[str]:
-    if follow:
-        yield from kube.follow_pod_log(namespace, source.pod, source.container, tail_lines=tail)
-        return
+    """The log's lines as they arrive, in bounded memory, whatever the log's length."""
+    lines = kube.pod_log_lines(namespace, source.pod, source.container, tail_lines=tail, previous=previous,
+                               follow=follow)
     try:
-        text = kube.pod_log(namespace, source.pod, source.container, tail_lines=tail, previous=previous)
+        first = next(lines, None)  # the request is made here: its refusal is worded before any line
     except ClusterError as exc:
         if previous and ("not found" in str(exc) or " 400 " in str(exc)):  # the server's answer: 400
             raise NotFoundError(f"--previous: the {source.what} container ({source.pod}/{source.container}) "
                                 "has not terminated since its pod started: there is no previous log "
                                 "(a replaced pod's log went with it; see `elxpk workload events`)") from None
         raise
-    yield from text.splitlines()
+    if first is None:
+        return
+    yield first
+    yield from lines
 
 
 # --- wait -------------------------------------------------------------------------------------------------
@@ -101,11 +104,17 @@ def wait_for(kube: Kube, namespace: str, name: str, *, until: str, timeout_s: fl
     start = clock()
     errors = 0
     while True:
+        left = None if timeout_s is None else max(0.0, timeout_s - (clock() - start))
         try:
-            status = fetch_status(kube, namespace, name, now=clock())
+            with kube.within(left):  # --timeout holds while a request is in flight
+                status = fetch_status(kube, namespace, name, now=clock())
             errors = 0
         except NotFoundError:
             raise
+        except Timeout:
+            raise Timeout(f"workload {name}: no answer from the Kubernetes API at {kube.host} before "
+                          f"--timeout ran out after {format_duration(clock() - start)} (waiting for {until}; "
+                          "raise --timeout to wait longer)") from None
         except ClusterError:
             errors += 1
             if errors >= max_consecutive_errors:

@@ -32,6 +32,8 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
         return warnings
     if not kube.jobset_crd_served():
         raise ClusterError(JOBSET_MISSING)
+    for each in sorted({o.get("metadata", {}).get("namespace") or namespace for o in objects}):
+        kube.require_namespace(each)  # exit 2 before anything is created
     problems: list[str] = []
     priorities = sorted({spec["priorityClassName"] for js in jobsets for spec in _pod_specs(js)
                          if spec.get("priorityClassName")})

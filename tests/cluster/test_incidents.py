@@ -165,3 +165,49 @@ def test_each_watch_resumes_where_the_last_one_ended(fake, clock, kube):
     watches = [c.query for c in fake.calls if c.query.get("watch") == ["true"]]
     assert len(watches) == 2 and "resourceVersion" not in watches[0] and watches[0]["allowWatchBookmarks"] == ["true"]
     assert int(watches[1]["resourceVersion"][0]) > 0
+
+
+def test_watch_rides_out_an_outage_and_records_each_incident_once(fake, clock, kube, tmp_path):
+    """The API server goes away while `events --watch --record` follows (every request dropped: the
+    snapshot, the watch); meanwhile slice 0 fails. The watch retries within its bound, resumes, and the
+    record holds every incident exactly once, the one of the outage included."""
+    from elxpk.cluster.events_feed import follow
+    from tests.support.fake_apiserver import Fault
+
+    objects = seed(fake, "ignored")
+    failed = pod_of(load("failed"), 0)
+    path = tmp_path / "incidents.jsonl"
+    notes: list[str] = []
+
+    def emit(incident: Incident) -> None:
+        record(str(path), [incident])
+        if not fake.faults:  # after the first incident: the outage begins, and a pod fails during it
+            fake.faults.append(Fault("GET", ".*", "drop", times=14))
+            fake.store.create(("", "pods"), failed)
+
+    start = clock()
+    follow(kube, "default", name_of(objects), emit, watch=True, clock=clock, sleep=clock.sleep, watch_s=1,
+           max_watches=6, on_outage=notes.append)
+    ids = [r["id"] for r in read_recorded(str(path))]
+    assert len(ids) == len(set(ids))  # nothing twice
+    assert any(r["exit_code"] == 70 and r["pod"] == failed["metadata"]["name"] for r in read_recorded(str(path)))
+    assert fake.faults[0].times == 0 and len(notes) == 2 and "answers again" in notes[1]
+    assert clock() - start < 600
+
+
+def test_watch_gives_up_after_its_outage_bound(fake, clock, kube):
+    from elxpk.cluster.events_feed import follow
+    from elxpk.errors import ClusterError
+    from tests.support.fake_apiserver import Fault
+
+    objects = seed(fake, "ignored")
+
+    def emit(incident: Incident) -> None:
+        if not fake.faults:
+            fake.faults.append(Fault("GET", ".*", "drop", times=10**6))
+
+    start = clock()
+    with pytest.raises(ClusterError, match="still failing after .* of retries; run the same command again"):
+        follow(kube, "default", name_of(objects), emit, watch=True, clock=clock, sleep=clock.sleep, watch_s=1,
+               outage_s=120)
+    assert 120 <= clock() - start <= 120 + 30

@@ -39,8 +39,9 @@ def test_validate_refuses_an_object_over_the_size_limit(tmp_path):
     import yaml
 
     manifest = tmp_path / "cm.yaml"
+    golden = (Path(__file__).parent / "goldens" / "pathways-v5p-8.yaml").read_text()  # a file holds a JobSet
     manifest.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
-                                        "data": {"blob": "x" * (OBJECT_MAX_BYTES + 1)}}))
+                                        "data": {"blob": "x" * (OBJECT_MAX_BYTES + 1)}}) + "---\n" + golden)
     done = run("workload", "validate", str(manifest))
     assert done.returncode == 1 and "Too large" in done.stdout
 

@@ -317,10 +317,15 @@ def test_an_elxpk_variable_set_to_nothing_is_refused(name, value, tmp_path, conf
 
 def test_validate_refuses_duplicate_keys_and_checks_the_items_of_a_list(tmp_path, config):
     refused(elxpk("workload", "validate", str(CORPUS / "dup_keys.yaml"), env=config), "duplicate key 'name'")
-    done = elxpk("workload", "validate", str(CORPUS / "list_kind.yaml"), env=config)
-    assert done["code"] == 1 and "(item 0): metadata.name: Invalid value: 'Bad_Name'" in done["out"], done
-    done = elxpk("workload", "validate", str(CORPUS / "list_no_items.yaml"), env=config)
-    assert done["code"] == 1 and "items: Required value" in done["out"]
+    golden = (Path(__file__).parent / "goldens" / "pathways-v5p-8.yaml").read_text()
+    for corpus, expected in (("list_kind.yaml", "item 0): metadata.name: Invalid value: 'Bad_Name'"),
+                             ("list_no_items.yaml", "items: Required value")):
+        alone = elxpk("workload", "validate", str(CORPUS / corpus), env=config)  # no JobSet in it: exit 2
+        assert alone["code"] == 2 and "no JobSet (or PathwaysJob) in it" in alone["err"], alone
+        with_jobset = tmp_path / corpus
+        with_jobset.write_text((CORPUS / corpus).read_text() + "\n---\n" + golden)
+        done = elxpk("workload", "validate", str(with_jobset), env=config)
+        assert done["code"] == 1 and expected in done["out"], done
 
 
 @pytest.mark.parametrize("argv", [

@@ -84,6 +84,17 @@ class FakeApiServer:
     def stop(self) -> None:
         loopback.stop(self._httpd)
 
+    def namespace_exists(self, name: str) -> bool:
+        """A namespace exists when a cluster has it from the start (default, kube-system, kube-public), when
+        its Namespace object was created, or when a test seeded an object into it (the store takes any)."""
+        if name in ("default", "kube-system", "kube-public"):
+            return True
+        store = self.store
+        with store.lock:
+            if store.get(("", "namespaces"), "", name) is not None:
+                return True
+            return any(ns == name for bucket in store.objects.values() for ns, _ in bucket)
+
     def count(self, method: str | None = None) -> int:
         return sum(1 for c in self.calls if method is None or c.method == method)
 
@@ -231,6 +242,12 @@ class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
                 self._exec(res, namespace, name, query)
             elif method == "POST" and sub == "eviction" and res.plural == "pods":
                 self._evict(res, namespace, name)
+            elif method == "GET" and name and res.plural == "namespaces":
+                if self.fake.namespace_exists(name):
+                    self._send(200, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                                     "status": {"phase": "Active"}})
+                else:
+                    self._not_found(res, name)
             elif method == "GET" and name:
                 obj = store.get((res.group, res.plural), namespace, name)
                 if obj is None:
@@ -326,6 +343,10 @@ class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
     def _create(self, res: Resource, namespace: str, query: dict) -> None:
         body = self._body()
         meta = body.setdefault("metadata", {})
+        if res.namespaced and not self.fake.namespace_exists(namespace):  # the NamespaceLifecycle admission plugin
+            self._status(404, "NotFound", f'namespaces "{namespace}" not found',
+                         {"name": namespace, "kind": "namespaces"})
+            return
         if res.namespaced:
             if meta.get("namespace") not in (None, namespace):
                 self._status(400, "BadRequest", "the namespace of the provided object does not match the "
