@@ -54,7 +54,7 @@ def test_a_slice_of_two_processes_trains_dies_together_and_resumes(reference_run
     # multi-VM TPU slice. So --devices-per-slice (2) is not what the mesh uses: the hardware's 4 devices are.
     base = {**_clean_env(), "ELXPK_SLICE_BACKEND": "multi-controller", "ELXPK_NUM_SLICES": "1",
             "SLURM_JOB_ID": "4242", "SLURM_STEP_NODELIST": "127.0.0.1", "SLURM_NTASKS": "2"}
-    args = [sys.executable, "-m", "trainer", "--run-dir", str(tmp_path), "--heartbeat-timeout-seconds", "5",
+    args = [sys.executable, "-m", "trainer", "--run-dir", str(tmp_path), "--heartbeat-timeout-seconds", "15",
             *_flags(reference_run.cfg), "--num-slices", "1", "--elastic-enabled", "--fault", "0@6"]
 
     def group() -> tuple[list[int], str]:

@@ -27,7 +27,7 @@ def _start_group(cfg, run_dir, repo_root, extra) -> list[subprocess.Popen]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     args = [sys.executable, "-m", "trainer", "--slice-backend", "multi-controller", "--num-processes", "2",
-            "--coordinator", f"127.0.0.1:{port}", "--run-dir", str(run_dir), "--heartbeat-timeout-seconds", "5",
+            "--coordinator", f"127.0.0.1:{port}", "--run-dir", str(run_dir), "--heartbeat-timeout-seconds", "15",
             *_flags(cfg), *extra]
     return [subprocess.Popen([*args, "--process-id", str(i)], cwd=repo_root, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True) for i in range(2)]
