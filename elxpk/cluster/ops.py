@@ -103,6 +103,7 @@ def wait_for(kube: Kube, namespace: str, name: str, *, until: str, timeout_s: fl
         raise UsageError(f"--for {until}: use completed or running")
     start = clock()
     errors = 0
+    seen: WorkloadStatus | None = None  # the last state read: what a timeout reports, even mid-request
     while True:
         left = None if timeout_s is None else max(0.0, timeout_s - (clock() - start))
         try:
@@ -112,8 +113,12 @@ def wait_for(kube: Kube, namespace: str, name: str, *, until: str, timeout_s: fl
         except NotFoundError:
             raise
         except Timeout:
+            took = format_duration(clock() - start)
+            if seen is not None:  # the request in flight was cut at the deadline: report what was seen
+                raise Timeout(f"workload {name} is still {seen.state} after {took} (waiting for {until}; the "
+                              "last request had no answer yet; raise --timeout to wait longer)") from None
             raise Timeout(f"workload {name}: no answer from the Kubernetes API at {kube.host} before "
-                          f"--timeout ran out after {format_duration(clock() - start)} (waiting for {until}; "
+                          f"--timeout ran out after {took} (waiting for {until}; "
                           "raise --timeout to wait longer)") from None
         except ClusterError:
             errors += 1
@@ -121,6 +126,7 @@ def wait_for(kube: Kube, namespace: str, name: str, *, until: str, timeout_s: fl
                 raise
             status = None
         if status is not None:
+            seen = status
             on_update(status)
             if status.state == "Failed":
                 raise CheckFailed(f"workload {name} failed: {status.message}")
@@ -128,7 +134,7 @@ def wait_for(kube: Kube, namespace: str, name: str, *, until: str, timeout_s: fl
                 return status
         elapsed = clock() - start
         if timeout_s is not None and elapsed >= timeout_s:
-            state = status.state if status is not None else "unknown (API errors)"
+            state = seen.state if seen is not None else "unknown (API errors)"
             raise Timeout(f"workload {name} is still {state} after {format_duration(elapsed)} "
                           f"(waiting for {until}; raise --timeout to wait longer)")
         remaining = poll_s if timeout_s is None else min(poll_s, timeout_s - elapsed)
