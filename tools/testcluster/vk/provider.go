@@ -1,0 +1,430 @@
+package main
+
+// The virtual-kubelet provider of one node (nodeutil.Provider): pods bound to the node become podRuns
+// (pod.go); their logs are served through the kubelet API (GetContainerLogs). Exec, attach, port-forward
+// and stats are not offered.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// placeholderArgv is what an image this node does not know runs: alive until it is killed.
+var placeholderArgv = []string{"sleep", "infinity"}
+
+type provider struct {
+	machine  *machine
+	node     NodeConfig
+	recorder record.EventRecorder
+	cfg      nodeutil.ProviderConfig
+
+	mu     sync.Mutex
+	pods   map[string]*podRun
+	notify func(*corev1.Pod)
+}
+
+func newProvider(m *machine, n NodeConfig, recorder record.EventRecorder, cfg nodeutil.ProviderConfig) *provider {
+	return &provider{machine: m, node: n, recorder: recorder, cfg: cfg, pods: map[string]*podRun{}}
+}
+
+func podKey(namespace, name string) string { return namespace + "/" + name }
+
+// NotifyPods makes the provider asynchronous: statuses are pushed as processes start and end.
+func (p *provider) NotifyPods(_ context.Context, notify func(*corev1.Pod)) {
+	p.mu.Lock()
+	p.notify = notify
+	p.mu.Unlock()
+}
+
+func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	key := podKey(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			p.mu.Unlock()
+		}
+	}()
+	if _, ok := p.pods[key]; ok {
+		return nil
+	}
+	podIP, own := p.node.Address, false
+	if !pod.Spec.HostNetwork {
+		addr, err := p.machine.allocate()
+		if err != nil {
+			return err
+		}
+		podIP, own = addr, true
+	}
+	pod.Status.HostIP = p.node.Address
+	run, err := p.newRun(pod, podIP)
+	if err != nil {
+		if own {
+			p.machine.release("", podIP, true)
+		}
+		return err
+	}
+	run.ownIP = own
+	hostname, names := podNames(pod, p.node.Name)
+	p.machine.publish(key, podIP, names)
+	for _, c := range run.inits {
+		c.argv = p.machine.wrap(hostname, c.argv)
+	}
+	for _, c := range run.mains {
+		c.argv = p.machine.wrap(hostname, c.argv)
+	}
+	p.pods[key] = run
+	p.machine.mu.Lock()
+	p.machine.runs[key] = run
+	p.machine.mu.Unlock()
+	p.mu.Unlock() // start publishes the first status, and publishing takes p.mu
+	locked = false
+	run.start()
+	return nil
+}
+
+// podNames: the pod's hostname inside its containers (the node's for hostNetwork, as a kubelet does) and
+// the names that resolve to its address (<hostname>, <hostname>.<subdomain> and the FQDN).
+func podNames(pod *corev1.Pod, nodeName string) (string, []string) {
+	if pod.Spec.HostNetwork {
+		// The pod shares the node's network and name; its JobSet DNS names still resolve to the node.
+		hostname := nodeName
+		return hostname, append(dnsNames(pod), nodeName)
+	}
+	hostname := pod.Spec.Hostname
+	if hostname == "" {
+		hostname = pod.Name
+	}
+	return hostname, dnsNames(pod)
+}
+
+func dnsNames(pod *corev1.Pod) []string {
+	host := pod.Spec.Hostname
+	if host == "" {
+		host = pod.Name
+	}
+	if pod.Spec.Subdomain == "" {
+		return []string{host}
+	}
+	short := host + "." + pod.Spec.Subdomain
+	return []string{short, short + "." + pod.Namespace + ".svc.cluster.local", short + "." + pod.Namespace + ".svc"}
+}
+
+// newRun prepares every container: argv from the image's command source, env as a kubelet makes it.
+func (p *provider) newRun(pod *corev1.Pod, podIP string) (*podRun, error) {
+	dir := filepath.Join(p.machine.cfg.StateDir, "pods", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	run := &podRun{machine: p.machine, key: podKey(pod.Namespace, pod.Name), pod: pod, podIP: podIP, dir: dir,
+		done: make(chan struct{})}
+	run.notify = func(pod *corev1.Pod) {
+		p.mu.Lock()
+		notify := p.notify
+		p.mu.Unlock()
+		if notify != nil {
+			notify(p.withOthersConditions(pod))
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c, err := p.newContainer(&pod.Spec.InitContainers[i], pod, podIP, dir)
+		if err != nil {
+			return nil, err
+		}
+		policy := pod.Spec.InitContainers[i].RestartPolicy
+		c.sidecar = policy != nil && *policy == corev1.ContainerRestartPolicyAlways
+		run.inits = append(run.inits, c)
+	}
+	for i := range pod.Spec.Containers {
+		c, err := p.newContainer(&pod.Spec.Containers[i], pod, podIP, dir)
+		if err != nil {
+			return nil, err
+		}
+		run.mains = append(run.mains, c)
+	}
+	return run, nil
+}
+
+func (p *provider) newContainer(spec *corev1.Container, pod *corev1.Pod, podIP, dir string) (*container, error) {
+	cfg := p.machine.cfg
+	base := map[string]string{
+		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME": filepath.Join(dir, "home"),
+	}
+	base["HOSTNAME"], _ = podNames(pod, p.node.Name)
+	for k, v := range cfg.Env {
+		base[k] = v
+	}
+	if _, tpu := spec.Resources.Limits["google.com/tpu"]; tpu && p.node.TPU != nil {
+		index := pod.Annotations["batch.kubernetes.io/job-completion-index"]
+		if index == "" {
+			index = "0" // a pod of no Indexed Job: the one worker of its slice
+		}
+		for _, e := range tpuEnv(p.node.TPU, pod, index) {
+			base[e.Name] = e.Value
+		}
+	}
+	entrypoint := []string(nil)
+	workDir := filepath.Join(dir, "work")
+	known := trainerImage(spec.Image)
+	if known {
+		for k, v := range trainerImageEnv(cfg.Repo) {
+			base[k] = v
+		}
+		// `python` is the project's interpreter: its directory first on PATH, as the image's python is.
+		base["PATH"] = filepath.Dir(cfg.Python) + ":" + base["PATH"]
+		entrypoint = trainerEntrypoint
+	}
+	if spec.WorkingDir != "" {
+		workDir = filepath.Join(dir, "root", spec.WorkingDir) // the container's own filesystem is not here
+	}
+	env, err := resolveEnv(spec, pod, podIP, p.node.Address, base, p.cfg.ConfigMaps, p.cfg.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	if known {
+		// A kubelet's rule: command replaces the entrypoint, args replace the image's CMD; $(VAR) expanded.
+		command := entrypoint
+		if len(spec.Command) > 0 {
+			command = spec.Command
+		}
+		for _, a := range append(append([]string{}, command...), spec.Args...) {
+			argv = append(argv, expand(a, env))
+		}
+	} else {
+		argv = placeholderArgv
+		p.recorder.Eventf(pod, corev1.EventTypeNormal, "Placeholder",
+			"container %s: image %s is not known to this node (testcluster process pool); it runs as a "+
+				"placeholder that stays alive until it is killed", spec.Name, spec.Image)
+	}
+	if err := os.MkdirAll(env["HOME"], 0o755); err != nil {
+		return nil, err
+	}
+	return &container{spec: *spec, argv: argv, env: envList(env), dir: workDir,
+		logPath: filepath.Join(dir, spec.Name+".log"), finished: make(chan struct{})}, nil
+}
+
+// kubeletConditions are the pod conditions a kubelet owns; the rest (DisruptionTarget, set by an eviction or
+// a preemption, and any other writer's) are kept as the API server has them, since virtual-kubelet writes
+// the provider's status whole.
+var kubeletConditions = map[corev1.PodConditionType]bool{corev1.PodScheduled: true, corev1.PodInitialized: true,
+	corev1.ContainersReady: true, corev1.PodReady: true, corev1.PodReadyToStartContainers: true}
+
+func (p *provider) withOthersConditions(pod *corev1.Pod) *corev1.Pod {
+	current, err := p.cfg.Pods.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil || current.UID != pod.UID {
+		return pod
+	}
+	for _, c := range current.Status.Conditions {
+		if !kubeletConditions[c.Type] {
+			pod.Status.Conditions = append(pod.Status.Conditions, c)
+		}
+	}
+	return pod
+}
+
+func (p *provider) UpdatePod(context.Context, *corev1.Pod) error {
+	return nil // nothing of a running pod that a container on this node would see can change
+}
+
+// DeletePod is a kubelet's deletion: SIGTERM, the pod's grace period, SIGKILL; it returns once every
+// process has exited and the terminal status is pushed, so that status reaches the API server before
+// virtual-kubelet removes the pod (it waits the grace period again after this returns).
+func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
+	key := podKey(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	run, ok := p.pods[key]
+	p.mu.Unlock()
+	if !ok {
+		return errdefs.NotFoundf("pod %s is not on this node", key)
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		run.mu.Lock()
+		run.pod.DeletionGracePeriodSeconds = pod.DeletionGracePeriodSeconds
+		run.mu.Unlock()
+	}
+	run.kill(run.gracePeriod())
+	p.mu.Lock()
+	delete(p.pods, key)
+	p.mu.Unlock()
+	p.machine.release(key, run.podIP, run.ownIP)
+	return nil
+}
+
+func (p *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	p.mu.Lock()
+	run, ok := p.pods[podKey(namespace, name)]
+	p.mu.Unlock()
+	if !ok {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, name)
+	}
+	return run.snapshot(), nil
+}
+
+func (p *provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+func (p *provider) GetPods(context.Context) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, r := range p.pods {
+		runs = append(runs, r)
+	}
+	p.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, r.snapshot())
+	}
+	return out, nil
+}
+
+// maxLogRead bounds what one log request reads of a file (the API server streams it to the client).
+const maxLogRead = 16 << 20
+
+// GetContainerLogs serves the container's output file: tailLines and limitBytes as a kubelet does,
+// follow until the container has exited. Timestamps, sinceSeconds and previous are not kept here (no
+// restarts in place: a restarted pod is a new pod).
+func (p *provider) GetContainerLogs(ctx context.Context, namespace, podName, containerName string,
+	opts api.ContainerLogOpts) (io.ReadCloser, error) {
+	p.mu.Lock()
+	run, ok := p.pods[podKey(namespace, podName)]
+	p.mu.Unlock()
+	if !ok {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, podName)
+	}
+	var c *container
+	for _, each := range append(append([]*container{}, run.inits...), run.mains...) {
+		if each.spec.Name == containerName {
+			c = each
+		}
+	}
+	if c == nil {
+		return nil, errdefs.NotFoundf("container %s is not in pod %s/%s", containerName, namespace, podName)
+	}
+	if opts.Previous {
+		return nil, errdefs.NotFoundf("previous terminated container %q in pod %q not found", containerName, podName)
+	}
+	f, err := os.Open(c.logPath)
+	if err != nil {
+		return io.NopCloser(strings.NewReader("")), nil // not started yet: nothing written
+	}
+	if opts.Tail > 0 {
+		if err := seekTail(f, opts.Tail); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	var r io.Reader = f
+	if opts.Follow {
+		r = &follower{ctx: ctx, f: f, finished: c.finished}
+	}
+	limit := int64(maxLogRead)
+	if opts.LimitBytes > 0 && int64(opts.LimitBytes) < limit {
+		limit = int64(opts.LimitBytes)
+	}
+	if !opts.Follow || opts.LimitBytes > 0 {
+		r = io.LimitReader(r, limit)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{r, f}, nil
+}
+
+// seekTail positions f at the start of its last n lines, reading at most maxLogRead from the end.
+func seekTail(f *os.File, n int) error {
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := info.Size()
+	start := size - maxLogRead
+	if start < 0 {
+		start = 0
+	}
+	buf := make([]byte, size-start)
+	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+		return err
+	}
+	body := bytes.TrimSuffix(buf, []byte("\n"))
+	cut := len(body)
+	for i := 0; i < n; i++ {
+		j := bytes.LastIndexByte(body[:cut], '\n')
+		if j < 0 {
+			cut = -1
+			break
+		}
+		cut = j
+	}
+	_, err = f.Seek(start+int64(cut+1), io.SeekStart)
+	return err
+}
+
+// follower reads a growing file until the container has exited and everything is read.
+type follower struct {
+	ctx      context.Context
+	f        *os.File
+	finished chan struct{}
+}
+
+func (fl *follower) Read(b []byte) (int, error) {
+	for {
+		n, err := fl.f.Read(b)
+		if n > 0 || (err != nil && err != io.EOF) {
+			return n, err
+		}
+		select {
+		case <-fl.finished:
+			// One last read: what was written between the read above and the exit.
+			n, err := fl.f.Read(b)
+			if n > 0 {
+				return n, nil
+			}
+			return 0, err
+		case <-fl.ctx.Done():
+			return 0, io.EOF
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (p *provider) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
+	return errdefs.InvalidInput("exec is not offered by the testcluster process pool")
+}
+
+func (p *provider) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
+	return errdefs.InvalidInput("attach is not offered by the testcluster process pool")
+}
+
+func (p *provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
+	return &statsv1alpha1.Summary{}, nil
+}
+
+func (p *provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
+	return nil, nil
+}
+
+func (p *provider) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
+	return errdefs.InvalidInput("port-forward is not offered by the testcluster process pool")
+}
