@@ -181,8 +181,32 @@ def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(cluster: Loc
         assert "got TERM" in (cluster.run_dir / "vk").joinpath(
             "pods", f"{NS}_{name}_{pod['metadata']['uid']}", "main.log").read_text()
     finally:
-        status, body = cluster.request("PATCH", PODS.format(ns=NS) + "/" + name, {"metadata": {"finalizers": None}},
-                                       content_type="application/merge-patch+json")
+        cluster.request("PATCH", PODS.format(ns=NS) + "/" + name, {"metadata": {"finalizers": None}},
+                        content_type="application/merge-patch+json")
+        remove(cluster, name)
+
+
+def test_an_eviction_ends_the_process_and_keeps_the_disruption_condition(cluster: LocalCluster) -> None:
+    """The eviction API (what `kill-slice --mode evict` calls): the process gets SIGTERM and ends (143), and
+    the pod's last status keeps the API server's DisruptionTarget condition, which the Job controller's
+    podFailurePolicy reads (the provider writes the status whole, so it must carry other writers' conditions)."""
+    manifest = pod_manifest("pp-evict", [bash("main", "echo started; exec sleep 1000")])
+    manifest["metadata"]["finalizers"] = ["testcluster.elxpk.dev/keep"]
+    name = create(cluster, manifest)
+    try:
+        cluster.wait_for("the process started", lambda: "started" in log(cluster, name, "main", check=False))
+        status, body = cluster.request("POST", PODS.format(ns=NS) + f"/{name}/eviction", {
+            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": NS}})
+        assert status == 201, body
+        pod = cluster.wait_for("the container ended", lambda: (
+            p if (p := get(cluster, name))["status"].get("phase") == "Failed" else None), timeout=60)
+        assert terminated(pod, "main")["exitCode"] == 143
+        conditions = {c["type"]: c for c in pod["status"]["conditions"]}
+        assert conditions["DisruptionTarget"]["status"] == "True", conditions
+        assert conditions["DisruptionTarget"]["reason"] == "EvictionByEvictionAPI"
+    finally:
+        cluster.request("PATCH", PODS.format(ns=NS) + "/" + name, {"metadata": {"finalizers": None}},
+                        content_type="application/merge-patch+json")
         remove(cluster, name)
 
 
