@@ -40,12 +40,13 @@ type podRun struct {
 	dir     string
 	notify  func(*corev1.Pod)
 
-	mu       sync.Mutex
-	status   corev1.PodStatus
-	inits    []*container
-	mains    []*container
-	deleting bool          // set once; no container starts after it
-	done     chan struct{} // closed once every process has exited and the final status is set
+	publishMu sync.Mutex // orders publishes (publish)
+	mu        sync.Mutex
+	status    corev1.PodStatus
+	inits     []*container
+	mains     []*container
+	deleting  bool          // set once; no container starts after it
+	done      chan struct{} // closed once every process has exited and the final status is set
 }
 
 // start runs the pod's containers in the background; notify is called with each new status.
@@ -333,7 +334,12 @@ func statuses(cs []*container) []corev1.ContainerStatus {
 	return out
 }
 
+// publish pushes the status as it stands. Containers end on goroutines of their own, so two publishes can
+// race: the snapshot is taken and pushed under publishMu, so that a later status is never overwritten by an
+// earlier one (virtual-kubelet writes the last one it was given).
 func (r *podRun) publish() {
+	r.publishMu.Lock()
+	defer r.publishMu.Unlock()
 	if r.notify != nil {
 		r.notify(r.snapshot())
 	}
