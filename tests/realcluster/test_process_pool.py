@@ -210,6 +210,30 @@ def test_an_eviction_ends_the_process_and_keeps_the_disruption_condition(cluster
         remove(cluster, name)
 
 
+def test_a_pod_deleted_as_soon_as_it_is_created_is_still_killed(cluster: LocalCluster) -> None:
+    """Deleted before its first Running status reaches the API server, virtual-kubelet force-deletes the pod
+    without telling the provider. Either it never reached the provider (then no process ever started, as a
+    kubelet would not start it), or it did, and then the provider sees the mark itself, kills the process
+    and writes how it ended."""
+    manifest = pod_manifest("pp-early", [bash("main", "exec sleep 1000")])
+    manifest["metadata"]["finalizers"] = ["testcluster.elxpk.dev/keep"]
+    name = create(cluster, manifest)
+    try:
+        status, body = cluster.request("DELETE", PODS.format(ns=NS) + "/" + name, {"gracePeriodSeconds": 1})
+        assert status == 200, body
+        started = lambda pod: any((cluster.run_dir / "vk" / "pods").glob(  # noqa: E731
+            f"{NS}_{name}_{pod['metadata']['uid']}"))
+        pod = cluster.wait_for("the process ended, or never started", lambda: (
+            p if (p := get(cluster, name))["status"].get("phase") == "Failed" or (
+                p["metadata"].get("deletionGracePeriodSeconds") == 0 and not started(p)) else None), timeout=60)
+        if started(pod):
+            assert terminated(pod, "main")["exitCode"] in (137, 143)
+    finally:
+        cluster.request("PATCH", PODS.format(ns=NS) + "/" + name, {"metadata": {"finalizers": None}},
+                        content_type="application/merge-patch+json")
+        remove(cluster, name)
+
+
 def when(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -218,15 +242,18 @@ def test_init_containers_run_first_and_a_native_sidecar_keeps_running(cluster: L
     """Init containers in order, then the main container; a native sidecar (restartPolicy Always) is started
     in its place and runs beside the main container, which sees it; it is stopped when the main one ends."""
     # $$$$: a kubelet makes $$ of a command a literal $ (so does the provider), and bash sees $$, its pid.
+    # A sidecar only has to have started before the next init container does (no startupProbe here), so it
+    # does not write to `order`: whether its first line comes before `second` is not defined.
     inits = [bash("first", "echo first >> order", chips=0),
-             bash("sidecar", "echo sidecar >> order; echo $$$$ > sidecar.pid; exec sleep 1000", chips=0,
-                  restartPolicy="Always"),
+             bash("sidecar", "echo $$$$ > sidecar.pid; echo up; exec sleep 1000", chips=0, restartPolicy="Always"),
              bash("second", "echo second >> order", chips=0)]
-    main = bash("main", "echo main >> order; cat order; kill -0 $(cat sidecar.pid) && echo sidecar-alive")
+    main = bash("main", "for i in $(seq 100); do [ -s sidecar.pid ] && break; sleep 0.1; done; echo main >> order; "
+                       "cat order; kill -0 $(cat sidecar.pid) && echo sidecar-alive")
     name = create(cluster, pod_manifest("pp-init", [main], initContainers=inits))
     pod = finished(cluster, name)
     assert pod["status"]["phase"] == "Succeeded", pod["status"]
-    assert log(cluster, name, "main").splitlines() == ["first", "sidecar", "second", "main", "sidecar-alive"]
+    assert log(cluster, name, "main").splitlines() == ["first", "second", "main", "sidecar-alive"]
+    assert log(cluster, name, "sidecar").splitlines() == ["up"]
     assert [terminated(pod, c, "initContainerStatuses")["exitCode"] for c in ("first", "second")] == [0, 0]
     assert terminated(pod, "sidecar", "initContainerStatuses")["exitCode"] in (137, 143)
     remove(cluster, name)

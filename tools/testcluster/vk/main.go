@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +23,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/virtual-kubelet/virtual-kubelet/log"
+	vkslog "github.com/virtual-kubelet/virtual-kubelet/log/slog"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +100,13 @@ func run(kubeconfig, configPath string) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
+	// virtual-kubelet logs nothing unless given a logger: its warnings and errors (debug with
+	// TESTCLUSTER_VK_DEBUG=1) go to stderr, which `up` keeps in <run dir>/logs/.
+	level := slog.LevelInfo
+	if os.Getenv("TESTCLUSTER_VK_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	log.L = vkslog.FromSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 
 	// One event broadcaster for every node: nodeutil starts its own only when given no recorder, and the
 	// provider needs the recorder too (the placeholder Event).
@@ -116,7 +126,7 @@ func run(kubeconfig, configPath string) error {
 		mux := http.NewServeMux()
 		n, err := nodeutil.NewNode(nc.Name,
 			func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
-				return newProvider(machine, nc, recorder, pc), nil, nil
+				return newProvider(machine, client, nc, recorder, pc), nil, nil
 			},
 			nodeutil.WithClient(client),
 			func(c *nodeutil.NodeConfig) error {

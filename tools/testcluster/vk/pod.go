@@ -39,6 +39,7 @@ type podRun struct {
 	ownIP   bool // podIP was allocated for this pod (not the node's, for hostNetwork)
 	dir     string
 	notify  func(*corev1.Pod)
+	reaped  bool // provider.reapDeleted has seen it marked for deletion (under provider.mu)
 
 	publishMu sync.Mutex // orders publishes (publish)
 	mu        sync.Mutex

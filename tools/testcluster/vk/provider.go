@@ -20,6 +20,9 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -29,6 +32,7 @@ var placeholderArgv = []string{"sleep", "infinity"}
 
 type provider struct {
 	machine  *machine
+	client   kubernetes.Interface
 	node     NodeConfig
 	recorder record.EventRecorder
 	cfg      nodeutil.ProviderConfig
@@ -38,17 +42,49 @@ type provider struct {
 	notify func(*corev1.Pod)
 }
 
-func newProvider(m *machine, n NodeConfig, recorder record.EventRecorder, cfg nodeutil.ProviderConfig) *provider {
-	return &provider{machine: m, node: n, recorder: recorder, cfg: cfg, pods: map[string]*podRun{}}
+func newProvider(m *machine, client kubernetes.Interface, n NodeConfig, recorder record.EventRecorder,
+	cfg nodeutil.ProviderConfig) *provider {
+	return &provider{machine: m, client: client, node: n, recorder: recorder, cfg: cfg, pods: map[string]*podRun{}}
 }
 
 func podKey(namespace, name string) string { return namespace + "/" + name }
 
 // NotifyPods makes the provider asynchronous: statuses are pushed as processes start and end.
-func (p *provider) NotifyPods(_ context.Context, notify func(*corev1.Pod)) {
+func (p *provider) NotifyPods(ctx context.Context, notify func(*corev1.Pod)) {
 	p.mu.Lock()
 	p.notify = notify
 	p.mu.Unlock()
+	go p.reapDeleted(ctx)
+}
+
+// reapDeleted makes every deletion a kubelet's. virtual-kubelet calls DeletePod for a pod marked for
+// deletion only if the API server's copy says a container is running; a pod deleted before its first
+// Running status was written is force-deleted there instead, and its processes would live on until the
+// object is gone (or forever, under a finalizer). So the provider looks for its pods that the API server
+// has marked for deletion, and deletes them itself (DeletePod is idempotent).
+func (p *provider) reapDeleted(ctx context.Context) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		var marked []*corev1.Pod
+		for _, run := range p.pods {
+			current, err := p.cfg.Pods.Pods(run.pod.Namespace).Get(run.pod.Name)
+			if err == nil && current.UID == run.pod.UID && current.DeletionTimestamp != nil && !run.reaped {
+				run.reaped = true
+				marked = append(marked, current.DeepCopy())
+			}
+		}
+		p.mu.Unlock()
+		for _, pod := range marked {
+			go p.reap(ctx, pod)
+		}
+	}
 }
 
 func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
@@ -239,6 +275,32 @@ func (p *provider) withOthersConditions(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
+// reap deletes a pod marked for deletion and writes its terminal status itself: virtual-kubelet, having
+// force-deleted the pod, drops the provider's later statuses of it (seen: a conflict, then nothing), and a
+// kubelet always reports how the containers ended while the object is still there (a finalizer holds it).
+func (p *provider) reap(ctx context.Context, marked *corev1.Pod) {
+	p.mu.Lock()
+	run := p.pods[podKey(marked.Namespace, marked.Name)]
+	p.mu.Unlock()
+	if run == nil || p.DeletePod(ctx, marked) != nil {
+		return
+	}
+	final := run.snapshot()
+	pods := p.client.CoreV1().Pods(marked.Namespace)
+	for attempt := 0; attempt < 5; attempt++ {
+		current, err := pods.Get(ctx, marked.Name, metav1.GetOptions{})
+		if err != nil || current.UID != marked.UID || current.Status.Phase == corev1.PodFailed ||
+			current.Status.Phase == corev1.PodSucceeded {
+			return
+		}
+		current.Status = *final.Status.DeepCopy()
+		current.Status.Conditions = p.withOthersConditions(final.DeepCopy()).Status.Conditions
+		if _, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+			return
+		}
+	}
+}
+
 func (p *provider) UpdatePod(context.Context, *corev1.Pod) error {
 	return nil // nothing of a running pod that a container on this node would see can change
 }
@@ -261,9 +323,14 @@ func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	}
 	run.kill(run.gracePeriod())
 	p.mu.Lock()
-	delete(p.pods, key)
+	mine := p.pods[key] == run // a second DeletePod of the same pod finds it gone: one release only
+	if mine {
+		delete(p.pods, key)
+	}
 	p.mu.Unlock()
-	p.machine.release(key, run.podIP, run.ownIP)
+	if mine {
+		p.machine.release(key, run.podIP, run.ownIP)
+	}
 	return nil
 }
 
