@@ -31,10 +31,45 @@ def test_go_mod_files_pin_the_versions_the_tool_names() -> None:
     replaces = re.findall(r"^\s*(k8s\.io/\S+) => (\S+) (v\S+)$", (TOOL / "kube" / "go.mod").read_text(), re.M)
     assert len(replaces) > 20
     assert all(module == target and version == staging for module, target, version in replaces), replaces
+    assert required(TOOL / "vk" / "go.mod")["github.com/virtual-kubelet/virtual-kubelet"] == names.VIRTUAL_KUBELET
 
 
 def test_cache_key_names_every_version() -> None:
     names = tool()
     key = names.bin_dir().name
-    for version in (names.KUBERNETES, names.ETCD, names.JOBSET, names.KUEUE, names.KWOK, names.FAKE_GCS):
+    for version in (names.KUBERNETES, names.ETCD, names.JOBSET, names.KUEUE, names.KWOK, names.FAKE_GCS,
+                    names.VIRTUAL_KUBELET):
         assert version in key
+
+
+def test_the_provider_binary_changes_with_its_sources_only(tmp_path: Path) -> None:
+    """testcluster-vk is this repository's code: its binary's name hashes vk/'s sources (not its tests), so
+    `build` rebuilds it after an edit and a warm cache does nothing."""
+    names = tool()
+    assert names.VK_BINARY.startswith("testcluster-vk-") and names.VK_BINARY in names.BUILDS
+    assert names._vk_binary() == names.VK_BINARY
+    assert names.BUILDS[names.VK_BINARY] == ("vk", ".")
+
+
+def test_bad_pools_end_up_before_anything_starts(tmp_path: Path) -> None:
+    """`up --pools/--process-pools` with an unknown type or a count that is no number: one line naming the
+    flag, before a process starts or the run dir is made."""
+    import sys  # noqa: PLC0415
+
+    sys.path.insert(0, str(TOOL))
+    try:
+        from cluster_up import start  # noqa: PLC0415
+    finally:
+        sys.path.remove(str(TOOL))
+    run_dir = tmp_path / "run"
+    for pools, process_pools, message in (
+            ("v5p-8:1", "v9-8:2", "--process-pools: unknown TPU type 'v9-8'"),
+            ("v5p-8:1", "v4-8:two", "--process-pools: 'v4-8:two': SLICES must be a number"),
+            ("nope:1", "", "--pools: unknown TPU type 'nope'")):
+        try:
+            start(run_dir, tmp_path / "bins", TOOL, pools=pools, process_pools=process_pools, vk_binary="x")
+        except SystemExit as exc:
+            assert str(exc).startswith(f"testcluster: {message}"), exc
+        else:
+            raise AssertionError("accepted")
+        assert not run_dir.exists()

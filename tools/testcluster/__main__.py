@@ -6,7 +6,8 @@
 
 Components: etcd, kube-apiserver, kube-controller-manager and kube-scheduler (k8s.io/kubernetes, built
 from the module in kube/), the JobSet controller and webhooks, Kueue, kwok (simulated nodes and pod
-lifecycles, see stages.yaml) and fake-gcs-server. Every listener is on 127.0.0.1. The nodes look like a
+lifecycles, see stages.yaml), virtual-kubelet (vk/: nodes whose pods run as processes here) and
+fake-gcs-server. Every listener is on 127.0.0.1. The nodes look like a
 cluster made by `xpk cluster create-pathways`: one TPU node pool per slice, and the cpu-np pool.
 Nothing upstream is kept in the repository: sources come from the Go module proxy through `go`.
 """
@@ -38,12 +39,30 @@ JOBSET = "v0.12.0"
 KUEUE = "v0.17.0"  # xpk installs v0.17.1, which the proxy does not serve
 KWOK = "v0.8.0"
 FAKE_GCS = "v1.56.1"
+# virtual-kubelet: the process-pool nodes (vk/, its own module: v1.14.1 requires client-go v0.37.1 and Go 1.26)
+VIRTUAL_KUBELET = "v1.14.1"
 
 # binary -> (build module under tools/testcluster/, package): `go build` there, with the go.sum kept here.
 BUILDS = {"kube-apiserver": ("kube", "k8s.io/kubernetes/cmd/kube-apiserver"), "etcd": ("kube", "./etcd"),
           "kube-controller-manager": ("kube", "k8s.io/kubernetes/cmd/kube-controller-manager"),
           "kube-scheduler": ("kube", "k8s.io/kubernetes/cmd/kube-scheduler"),
           "jobset": ("jobset", "sigs.k8s.io/jobset")}
+
+
+def _vk_binary() -> str:
+    """The provider is this repository's code: its binary is named by a hash of its sources, so an edit
+    rebuilds it (and only it)."""
+    import hashlib  # noqa: PLC0415 - only here
+
+    digest = hashlib.sha256()
+    for path in sorted((HERE / "vk").glob("*")):
+        if path.suffix in (".go", ".mod", ".sum") and not path.name.endswith("_test.go"):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return f"testcluster-vk-{digest.hexdigest()[:12]}"
+
+
+VK_BINARY = _vk_binary()
+BUILDS[VK_BINARY] = ("vk", ".")
 # name -> (module@version to `go install`, binary name)
 INSTALLS = {
     "kueue": (f"sigs.k8s.io/kueue/cmd/kueue@{KUEUE}", "kueue"),
@@ -61,7 +80,8 @@ MANIFESTS = {
 
 
 def bin_dir() -> Path:
-    key = f"k8s-{KUBERNETES}_etcd-{ETCD}_jobset-{JOBSET}_kueue-{KUEUE}_kwok-{KWOK}_fakegcs-{FAKE_GCS}"
+    key = (f"k8s-{KUBERNETES}_etcd-{ETCD}_jobset-{JOBSET}_kueue-{KUEUE}_kwok-{KWOK}_fakegcs-{FAKE_GCS}"
+           f"_vk-{VIRTUAL_KUBELET}")
     return CACHE / key
 
 
@@ -125,6 +145,9 @@ def build(_: argparse.Namespace) -> None:
                 shutil.copyfile(source / inside, target)
     if failed:
         sys.exit(f"testcluster: build failed for {', '.join(failed)} (see the go output above)")
+    for stale in out.glob("testcluster-vk-*"):  # the provider as it was before an edit
+        if stale.name != VK_BINARY:
+            stale.unlink()
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"testcluster: built in {out} ({size / 2**20:.0f} MiB, {time.monotonic() - start:.0f} s)")
 
@@ -145,7 +168,7 @@ def up(args: argparse.Namespace) -> None:
     run_dir = Path(args.dir)
     if (run_dir / "pids.json").exists():
         down(args)
-    start(run_dir, bin_dir(), HERE, pools=args.pools)
+    start(run_dir, bin_dir(), HERE, pools=args.pools, process_pools=args.process_pools, vk_binary=VK_BINARY)
     print((run_dir / "env").read_text(), end="")
 
 
@@ -198,6 +221,9 @@ def main() -> None:
         if name == "up":
             cmd.add_argument("--pools", default="v5p-8:2,v5litepod-16:3,v6e-16:2,v5p-16:2,tpu7x-8:2",
                              help="TPU node pools as TYPE:SLICES,... (one pool per slice, as xpk makes them)")
+            cmd.add_argument("--process-pools", default="v4-8:2",
+                             help="TPU node pools whose pods really run, as processes on this machine "
+                                  "(virtual-kubelet, vk/), as TYPE:SLICES,...; '' for none")
     sub.add_parser("built", help="exit 0 when every component is built").set_defaults(
         func=lambda _: sys.exit(0 if is_built() else 1))
     args = parser.parse_args()

@@ -20,17 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+from nodes import nodes, process_pool_config, tpu_nodes
 from pki import write_kubeconfig, write_pki
 
-# TPU type -> (gke-tpu-accelerator, gke-tpu-topology, VMs per slice, chips per VM), as GKE labels its nodes.
-TPU_TYPES = {
-    "v5p-8": ("tpu-v5p-slice", "2x2x1", 1, 4),
-    "v5p-16": ("tpu-v5p-slice", "2x2x2", 2, 4),
-    "v5litepod-16": ("tpu-v5-lite-podslice", "4x4", 4, 4),
-    "v6e-16": ("tpu-v6e-slice", "4x4", 4, 4),
-    "tpu7x-8": ("tpu7x", "2x2x1", 1, 4),
-}
-CPU_NP_NODES = 4
 PRIORITIES = {"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}  # xpk's
 QUEUES = {"default": "multislice-queue", "team-a": "team-queue"}  # namespace -> LocalQueue
 EXIT_CODE_ANNOTATION = "testcluster.elxpk.dev/exit-code"
@@ -45,12 +37,14 @@ POD_LOG = ("2026-01-01T00:00:00.000000000Z stdout F testcluster: log line 1 of a
 POD_LOG_PREVIOUS = "2026-01-01T00:00:02.000000000Z stderr F testcluster: the previous instance's last line\n"
 
 
-def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
+def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: str = "", vk_binary: str = "") -> None:
     started = time.monotonic()
+    tpu_nodes(pools, "--pools")  # bad input ends here, before anything starts
+    tpu_nodes(process_pools, "--process-pools", kind="proc")
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "jobset",
-                                             "jobset-health", "kueue", "kueue-health", "kwok", "gcs")}
+                                             "jobset-health", "kueue", "kueue-health", "kwok", "gcs", "vk")}
     pki = write_pki(run_dir / "pki")
     procs = Processes(run_dir, bins)
     procs.start("etcd", "--name=node0", f"--data-dir={run_dir / 'etcd'}", "--unsafe-no-fsync",
@@ -126,6 +120,14 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str) -> None:
     for node in nodes(pools):
         chips += int(node["status"]["capacity"].get("google.com/tpu", "0"))
         api.apply(node)
+    process_nodes = [node for _, node in tpu_nodes(process_pools, "--process-pools", kind="proc")]
+    if process_nodes:
+        chips += sum(int(node["status"]["capacity"]["google.com/tpu"]) for node in process_nodes)
+        config = process_pool_config(run_dir, pki, ports, here.parent.parent, process_pools, process_nodes)
+        (run_dir / "vk-nodes.json").write_text(json.dumps(config, indent=1))
+        procs.start(vk_binary, f"--kubeconfig={kubeconfig}", f"--config={run_dir / 'vk-nodes.json'}", env=env)
+        procs.wait(vk_binary, lambda: all(api.node_ready(node["metadata"]["name"]) for node in process_nodes),
+                   timeout=60)
     for obj in cluster_objects(chips):
         api.apply(obj, retry_webhook=True)
     (run_dir / "env").write_text(f"KUBECONFIG={kubeconfig}\nSTORAGE_EMULATOR_HOST=http://127.0.0.1:{ports['gcs']}\n")
@@ -218,6 +220,11 @@ class Api:
 
     def ready(self) -> bool:
         return self.call("GET", "/readyz")[0] == 200
+
+    def node_ready(self, name: str) -> bool:
+        code, body = self.call("GET", f"/api/v1/nodes/{name}")
+        return code == 200 and any(c.get("type") == "Ready" and c.get("status") == "True"
+                                   for c in body.get("status", {}).get("conditions") or [])
 
     def apply_file(self, path: Path) -> None:
         for obj in yaml.safe_load_all(path.read_text()):
@@ -328,35 +335,6 @@ def kueue_crds(crd_dir: Path, port: int, pki: Path) -> list[dict]:
                 "clientConfig": {"url": f"https://127.0.0.1:{port}/convert", "caBundle": ca},
                 "conversionReviewVersions": ["v1"]}}
     return crds
-
-
-def nodes(pools: str) -> list[dict]:
-    """kwok nodes shaped like `xpk cluster create-pathways`: one TPU node pool per slice, and cpu-np."""
-    out = [_node(f"gke-testcluster-cpu-np-{i}", {"cloud.google.com/gke-nodepool": "cpu-np"},
-                 {"cpu": "64", "memory": "256Gi", "pods": "110"}, taints=[]) for i in range(CPU_NP_NODES)]
-    for entry in filter(None, pools.split(",")):
-        tpu, _, count = entry.partition(":")
-        if tpu not in TPU_TYPES:
-            sys.exit(f"testcluster: --pools: unknown TPU type {tpu!r}; known: {', '.join(TPU_TYPES)}")
-        accelerator, topology, vms, chips = TPU_TYPES[tpu]
-        for s in range(int(count or 1)):
-            pool = f"testcluster-{tpu}-np-{s}"
-            labels = {"cloud.google.com/gke-nodepool": pool, "cloud.google.com/gke-tpu-accelerator": accelerator,
-                      "cloud.google.com/gke-tpu-topology": topology}
-            out += [_node(f"gke-{pool}-{v}", labels, {"cpu": "200", "memory": "400Gi", "pods": "110",
-                                                       "google.com/tpu": str(chips)},
-                          taints=[{"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}])
-                    for v in range(vms)]
-    return out
-
-
-def _node(name: str, labels: dict, capacity: dict, *, taints: list) -> dict:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                         "labels": {**labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                    "kubernetes.io/arch": "amd64", "type": "kwok"}},
-            "spec": {"taints": taints},
-            "status": {"capacity": capacity, "allocatable": capacity}}
 
 
 def cluster_objects(tpu_chips: int) -> list[dict]:

@@ -1,0 +1,385 @@
+package main
+
+// The virtual-kubelet provider of one node (nodeutil.Provider): pods bound to the node become podRuns
+// (pod.go); their logs are served through the kubelet API (logs.go). Exec, attach, port-forward
+// and stats are not offered.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// placeholderArgv is what an image this node does not know runs: alive until it is killed.
+var placeholderArgv = []string{"sleep", "infinity"}
+
+type provider struct {
+	machine  *machine
+	client   kubernetes.Interface
+	node     NodeConfig
+	recorder record.EventRecorder
+	cfg      nodeutil.ProviderConfig
+
+	mu     sync.Mutex
+	pods   map[string]*podRun
+	notify func(*corev1.Pod)
+}
+
+func newProvider(m *machine, client kubernetes.Interface, n NodeConfig, recorder record.EventRecorder,
+	cfg nodeutil.ProviderConfig) *provider {
+	return &provider{machine: m, client: client, node: n, recorder: recorder, cfg: cfg, pods: map[string]*podRun{}}
+}
+
+func podKey(namespace, name string) string { return namespace + "/" + name }
+
+// NotifyPods makes the provider asynchronous: statuses are pushed as processes start and end.
+func (p *provider) NotifyPods(ctx context.Context, notify func(*corev1.Pod)) {
+	p.mu.Lock()
+	p.notify = notify
+	p.mu.Unlock()
+	go p.reapDeleted(ctx)
+}
+
+// reapDeleted makes every deletion a kubelet's. virtual-kubelet calls DeletePod for a pod marked for
+// deletion only if the API server's copy says a container is running; a pod deleted before its first
+// Running status was written is force-deleted there instead, and its processes would live on until the
+// object is gone (or forever, under a finalizer). So the provider looks for its pods that the API server
+// has marked for deletion, and deletes them itself (DeletePod is idempotent).
+func (p *provider) reapDeleted(ctx context.Context) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		var marked []*corev1.Pod
+		for _, run := range p.pods {
+			current, err := p.cfg.Pods.Pods(run.pod.Namespace).Get(run.pod.Name)
+			if err == nil && current.UID == run.pod.UID && current.DeletionTimestamp != nil && !run.reaped {
+				run.reaped = true
+				marked = append(marked, current.DeepCopy())
+			}
+		}
+		p.mu.Unlock()
+		for _, pod := range marked {
+			go p.reap(ctx, pod)
+		}
+	}
+}
+
+func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	key := podKey(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			p.mu.Unlock()
+		}
+	}()
+	if _, ok := p.pods[key]; ok {
+		return nil
+	}
+	podIP, own := p.node.Address, false
+	if !pod.Spec.HostNetwork {
+		addr, err := p.machine.allocate()
+		if err != nil {
+			return err
+		}
+		podIP, own = addr, true
+	}
+	pod.Status.HostIP = p.node.Address
+	run, err := p.newRun(pod, podIP)
+	if err != nil {
+		if own {
+			p.machine.release("", podIP, true)
+		}
+		return err
+	}
+	run.ownIP = own
+	hostname, names := podNames(pod, p.node.Name)
+	p.machine.publish(key, podIP, names)
+	for _, c := range run.inits {
+		c.argv = p.machine.wrap(hostname, c.argv)
+	}
+	for _, c := range run.mains {
+		c.argv = p.machine.wrap(hostname, c.argv)
+	}
+	p.pods[key] = run
+	p.machine.mu.Lock()
+	p.machine.runs[key] = run
+	p.machine.mu.Unlock()
+	p.mu.Unlock() // start publishes the first status, and publishing takes p.mu
+	locked = false
+	run.start()
+	return nil
+}
+
+// podNames: the pod's hostname inside its containers (the node's for hostNetwork, as a kubelet does) and
+// the names that resolve to its address (<hostname>, <hostname>.<subdomain> and the FQDN).
+func podNames(pod *corev1.Pod, nodeName string) (string, []string) {
+	if pod.Spec.HostNetwork {
+		// The pod shares the node's network and name; its JobSet DNS names still resolve to the node.
+		hostname := nodeName
+		return hostname, append(dnsNames(pod), nodeName)
+	}
+	hostname := pod.Spec.Hostname
+	if hostname == "" {
+		hostname = pod.Name
+	}
+	return hostname, dnsNames(pod)
+}
+
+func dnsNames(pod *corev1.Pod) []string {
+	host := pod.Spec.Hostname
+	if host == "" {
+		host = pod.Name
+	}
+	if pod.Spec.Subdomain == "" {
+		return []string{host}
+	}
+	short := host + "." + pod.Spec.Subdomain
+	return []string{short, short + "." + pod.Namespace + ".svc.cluster.local", short + "." + pod.Namespace + ".svc"}
+}
+
+// newRun prepares every container: argv from the image's command source, env as a kubelet makes it.
+func (p *provider) newRun(pod *corev1.Pod, podIP string) (*podRun, error) {
+	dir := filepath.Join(p.machine.cfg.StateDir, "pods", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	run := &podRun{machine: p.machine, key: podKey(pod.Namespace, pod.Name), pod: pod, podIP: podIP, dir: dir,
+		done: make(chan struct{})}
+	run.notify = func(pod *corev1.Pod) {
+		p.mu.Lock()
+		notify := p.notify
+		p.mu.Unlock()
+		if notify != nil {
+			notify(p.withOthersConditions(pod))
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c, err := p.newContainer(&pod.Spec.InitContainers[i], pod, podIP, dir)
+		if err != nil {
+			return nil, err
+		}
+		policy := pod.Spec.InitContainers[i].RestartPolicy
+		c.sidecar = policy != nil && *policy == corev1.ContainerRestartPolicyAlways
+		run.inits = append(run.inits, c)
+	}
+	for i := range pod.Spec.Containers {
+		c, err := p.newContainer(&pod.Spec.Containers[i], pod, podIP, dir)
+		if err != nil {
+			return nil, err
+		}
+		run.mains = append(run.mains, c)
+	}
+	return run, nil
+}
+
+func (p *provider) newContainer(spec *corev1.Container, pod *corev1.Pod, podIP, dir string) (*container, error) {
+	cfg := p.machine.cfg
+	base := map[string]string{
+		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME": filepath.Join(dir, "home"),
+	}
+	base["HOSTNAME"], _ = podNames(pod, p.node.Name)
+	for k, v := range cfg.Env {
+		base[k] = v
+	}
+	if _, tpu := spec.Resources.Limits["google.com/tpu"]; tpu && p.node.TPU != nil {
+		index := pod.Annotations["batch.kubernetes.io/job-completion-index"]
+		if index == "" {
+			index = "0" // a pod of no Indexed Job: the one worker of its slice
+		}
+		for _, e := range tpuEnv(p.node.TPU, pod, index) {
+			base[e.Name] = e.Value
+		}
+	}
+	entrypoint := []string(nil)
+	workDir := filepath.Join(dir, "work")
+	known := trainerImage(spec.Image)
+	if known {
+		for k, v := range trainerImageEnv(cfg.Repo) {
+			base[k] = v
+		}
+		// `python` is the project's interpreter: its directory first on PATH, as the image's python is.
+		base["PATH"] = filepath.Dir(cfg.Python) + ":" + base["PATH"]
+		entrypoint = trainerEntrypoint
+	}
+	if spec.WorkingDir != "" {
+		workDir = filepath.Join(dir, "root", spec.WorkingDir) // the container's own filesystem is not here
+	}
+	env, err := resolveEnv(spec, pod, podIP, p.node.Address, base, p.cfg.ConfigMaps, p.cfg.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	if known {
+		// A kubelet's rule: command replaces the entrypoint, args replace the image's CMD; $(VAR) expanded.
+		command := entrypoint
+		if len(spec.Command) > 0 {
+			command = spec.Command
+		}
+		for _, a := range append(append([]string{}, command...), spec.Args...) {
+			argv = append(argv, expand(a, env))
+		}
+	} else {
+		argv = placeholderArgv
+		p.recorder.Eventf(pod, corev1.EventTypeNormal, "Placeholder",
+			"container %s: image %s is not known to this node (testcluster process pool); it runs as a "+
+				"placeholder that stays alive until it is killed", spec.Name, spec.Image)
+	}
+	if err := os.MkdirAll(env["HOME"], 0o755); err != nil {
+		return nil, err
+	}
+	return &container{spec: *spec, argv: argv, env: envList(env), dir: workDir,
+		logPath: filepath.Join(dir, spec.Name+".log"), finished: make(chan struct{})}, nil
+}
+
+// kubeletConditions are the pod conditions a kubelet owns; the rest (DisruptionTarget, set by an eviction or
+// a preemption, and any other writer's) are kept as the API server has them, since virtual-kubelet writes
+// the provider's status whole.
+var kubeletConditions = map[corev1.PodConditionType]bool{corev1.PodScheduled: true, corev1.PodInitialized: true,
+	corev1.ContainersReady: true, corev1.PodReady: true, corev1.PodReadyToStartContainers: true}
+
+func (p *provider) withOthersConditions(pod *corev1.Pod) *corev1.Pod {
+	current, err := p.cfg.Pods.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil || current.UID != pod.UID {
+		return pod
+	}
+	for _, c := range current.Status.Conditions {
+		if !kubeletConditions[c.Type] {
+			pod.Status.Conditions = append(pod.Status.Conditions, c)
+		}
+	}
+	return pod
+}
+
+// reap deletes a pod marked for deletion and writes its terminal status itself: virtual-kubelet, having
+// force-deleted the pod, drops the provider's later statuses of it (seen: a conflict, then nothing), and a
+// kubelet always reports how the containers ended while the object is still there (a finalizer holds it).
+func (p *provider) reap(ctx context.Context, marked *corev1.Pod) {
+	p.mu.Lock()
+	run := p.pods[podKey(marked.Namespace, marked.Name)]
+	p.mu.Unlock()
+	if run == nil || p.DeletePod(ctx, marked) != nil {
+		return
+	}
+	final := run.snapshot()
+	pods := p.client.CoreV1().Pods(marked.Namespace)
+	for attempt := 0; attempt < 5; attempt++ {
+		current, err := pods.Get(ctx, marked.Name, metav1.GetOptions{})
+		if err != nil || current.UID != marked.UID || current.Status.Phase == corev1.PodFailed ||
+			current.Status.Phase == corev1.PodSucceeded {
+			return
+		}
+		current.Status = *final.Status.DeepCopy()
+		current.Status.Conditions = p.withOthersConditions(final.DeepCopy()).Status.Conditions
+		if _, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+			return
+		}
+	}
+}
+
+func (p *provider) UpdatePod(context.Context, *corev1.Pod) error {
+	return nil // nothing of a running pod that a container on this node would see can change
+}
+
+// DeletePod is a kubelet's deletion: SIGTERM, the pod's grace period, SIGKILL; it returns once every
+// process has exited and the terminal status is pushed, so that status reaches the API server before
+// virtual-kubelet removes the pod (it waits the grace period again after this returns).
+func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
+	key := podKey(pod.Namespace, pod.Name)
+	p.mu.Lock()
+	run, ok := p.pods[key]
+	p.mu.Unlock()
+	if !ok {
+		return errdefs.NotFoundf("pod %s is not on this node", key)
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		run.mu.Lock()
+		run.pod.DeletionGracePeriodSeconds = pod.DeletionGracePeriodSeconds
+		run.mu.Unlock()
+	}
+	run.kill(run.gracePeriod())
+	p.mu.Lock()
+	mine := p.pods[key] == run // a second DeletePod of the same pod finds it gone: one release only
+	if mine {
+		delete(p.pods, key)
+	}
+	p.mu.Unlock()
+	if mine {
+		p.machine.release(key, run.podIP, run.ownIP)
+	}
+	return nil
+}
+
+func (p *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	p.mu.Lock()
+	run, ok := p.pods[podKey(namespace, name)]
+	p.mu.Unlock()
+	if !ok {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, name)
+	}
+	return run.snapshot(), nil
+}
+
+func (p *provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+func (p *provider) GetPods(context.Context) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, r := range p.pods {
+		runs = append(runs, r)
+	}
+	p.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, r.snapshot())
+	}
+	return out, nil
+}
+
+func (p *provider) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
+	return errdefs.InvalidInput("exec is not offered by the testcluster process pool")
+}
+
+func (p *provider) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
+	return errdefs.InvalidInput("attach is not offered by the testcluster process pool")
+}
+
+func (p *provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
+	return &statsv1alpha1.Summary{}, nil
+}
+
+func (p *provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
+	return nil, nil
+}
+
+func (p *provider) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
+	return errdefs.InvalidInput("port-forward is not offered by the testcluster process pool")
+}
