@@ -25,6 +25,7 @@ from typing import Any
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import storage_full_is_infrastructure
+from elxpk_contract.step_names import canonical_step
 from trainer.ckpt import digest
 from trainer.ckpt import storage as ckpt_storage
 from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
@@ -53,6 +54,7 @@ class CheckpointStore:
         if primary:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_uncommitted()
+            self._set_aside_linked()
         self._manager = self._open()
 
     def _open(self):
@@ -85,6 +87,24 @@ class CheckpointStore:
             self._recorder.event("checkpoint_skipped", step,
                                  reason="never committed: the save was interrupted before its commit")
             ckpt_storage.remove_tree(path, ignore_errors=True)
+
+    def _set_aside_linked(self) -> None:
+        """Steps that are, or hold, a symbolic link or a special file, moved aside before orbax opens the
+        directory: its listing reads every step's _CHECKPOINT_METADATA through whatever it is (a link to
+        /dev/zero reads until memory runs out, a FIFO blocks the open), before restore could pass over it.
+        An object store holds neither. Other processes of a multi-controller run open the directory at the
+        same time: they are not protected by this (the primary alone may move steps)."""
+        if ckpt_storage.is_object_store(self.directory):
+            return
+        for path in sorted(self.directory.iterdir()):
+            step = canonical_step(path.name)
+            if step is None or not (ckpt_storage.is_link(path) or path.is_dir()):
+                continue
+            try:
+                ckpt_storage.files_under(path)
+            except ckpt_storage.LinkInStep as exc:
+                self._recorder.event("checkpoint_skipped", step, reason=str(exc))
+                self._quarantine(step, str(exc))
 
     # ---- saving -------------------------------------------------------------------------------
     def save(self, step: int, state, data_state: dict) -> None:
