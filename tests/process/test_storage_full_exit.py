@@ -89,3 +89,19 @@ def test_local_run_reports_a_full_disk_in_one_line_with_exit_74_and_resumes_afte
     again = elxpk([*common, "--steps", "4"], tmp_path)
     assert again.code == DONE.code, again.err[-3000:]
     assert events(run, "restore_done")[-1]["step"] == 2
+
+
+@pytest.mark.parametrize("argv", [("checkpoint", "inspect", "{run}/checkpoints", "-o", "json"), ("report", "{run}"),
+                                  ("compare", "{run}", "{run}"),
+                                  ("plan", "--from-run", "{run}", "--slice-mtbf", "30d", "--restore", "90s")])
+def test_a_verb_whose_stdout_is_full_exits_74_not_0(finished_short_run, tmp_path, argv):
+    """`elxpk checkpoint inspect -o json > full` exited 0 with the report lost (the fifth pass)."""
+    import shutil
+
+    exe = shutil.which("elxpk", path=str(Path(sys.executable).parent))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([exe, *(a.format(run=finished_short_run) for a in argv)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=user_env(), timeout=300)
+    assert done.returncode == 74, done.stderr[-2000:]
+    assert done.stderr.splitlines() == ["error: cannot write to stdout: no space left on device (ENOSPC); free "
+                                        "space or raise the quota there, then run again"], done.stderr[-2000:]
