@@ -24,7 +24,7 @@ from typing import Any
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
-from elxpk_contract.storage_full import storage_full_is_infrastructure
+from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
 from elxpk_contract.step_names import canonical_step
 from trainer.ckpt import digest
 from trainer.ckpt import storage as ckpt_storage
@@ -52,7 +52,8 @@ class CheckpointStore:
         self.latest_valid: int | None = None
         self.blocking_s: list[float] = []
         if primary:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            with unwritable_is_usage("--checkpoint-dir", self.directory):
+                self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_uncommitted()
             self._set_aside_linked()
         self._manager = self._open()
@@ -112,7 +113,7 @@ class CheckpointStore:
         import orbax.checkpoint as ocp
 
         self.poll(block=True)  # orbax would wait for the previous save anyway; finish its digest first
-        with self._out_of_space_is_infrastructure(step):
+        with self._out_of_space_is_infrastructure(step), unwritable_is_usage("--checkpoint-dir", self.directory):
             self._start_save(step, state, data_state, ocp)
 
     def _start_save(self, step: int, state, data_state: dict, ocp: Any) -> None:
@@ -151,7 +152,7 @@ class CheckpointStore:
             pending = self._pending
         if pending is None:
             return
-        with self._out_of_space_is_infrastructure(pending[0]):
+        with self._out_of_space_is_infrastructure(pending[0]), unwritable_is_usage("--checkpoint-dir", self.directory):
             self._poll(pending, block)
 
     def _poll(self, pending: tuple[int, float], block: bool) -> None:
