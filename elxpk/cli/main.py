@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_guarded(invoke)
     finally:
         for stream in wrapped:
-            stream.quiet_exit()  # type: ignore[attr-defined]
+            stream.quiet_exit()
         sys.stdout, sys.stderr = saved
 
 

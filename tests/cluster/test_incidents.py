@@ -216,7 +216,7 @@ def test_watch_gives_up_after_its_outage_bound(fake, clock, kube):
 def test_a_record_on_a_full_or_read_only_disk_is_74_or_2_and_keeps_what_was_there(tmp_path):
     """The fifth pass: `events --record` on a full disk was exit 1 ("cannot append"); out of space is 74 as
     for every write, a read-only filesystem the user's (2). The incidents recorded before stay whole."""
-    from elxpk.cluster.incident_log import record, read_recorded
+    from elxpk.cluster.incident_log import read_recorded, record
     from elxpk.cluster.incidents import Incident
     from elxpk.errors import StorageFull, UsageError
     from tests.support.small_disk import mounted_small_disk

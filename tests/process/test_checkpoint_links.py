@@ -166,6 +166,15 @@ def test_plan_from_run_and_local_resume_read_a_run_with_odd_folders(finished_sho
     assert snapshot(outside) == before
 
 
+def _resume(run: Path, steps: int, cwd: Path) -> tuple[list[dict], dict[int, str]]:
+    """Run the trainer on `run` to `steps` (exit 0 expected): its events, and the skipped steps' reasons."""
+    done = trainer(["--run-dir", str(run), "--steps", str(steps), "--checkpoint-period", "2"], cwd,
+                   timeout=BOUND_S * 3)
+    assert done.code == 0, done.err[-3000:]
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    return events, {e["step"]: e["reason"] for e in events if e["event"] == "checkpoint_skipped"}
+
+
 def test_the_trainer_restore_passes_over_linked_steps(finished_short_run, outside, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(finished_short_run, run)
@@ -173,10 +182,7 @@ def test_the_trainer_restore_passes_over_linked_steps(finished_short_run, outsid
     (ckpt / "4" / "state" / "escape").symlink_to("/")
     (ckpt / "6").symlink_to("/")
     before = snapshot(outside)
-    done = trainer(["--run-dir", str(run), "--steps", "6", "--checkpoint-period", "2"], tmp_path, timeout=BOUND_S * 3)
-    assert done.code == 0, done.err[-3000:]
-    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
-    skipped = {e["step"]: e["reason"] for e in events if e["event"] == "checkpoint_skipped"}
+    events, skipped = _resume(run, 6, tmp_path)
     assert skipped[6].startswith("holds a symbolic link 6 (-> /): not restored")
     assert skipped[4].startswith("holds a symbolic link state/escape (-> /): not restored")
     restored = [e for e in events if e["event"] == "restore_done"][-1]
@@ -204,10 +210,7 @@ def test_the_trainer_never_opens_what_orbax_would_read_through_a_link(finished_s
     (ckpt / "elxpk-progress.json").unlink()
     (ckpt / "elxpk-progress.json").symlink_to("/dev/zero")
     before = snapshot(outside)
-    done = trainer(["--run-dir", str(run), "--steps", "8", "--checkpoint-period", "2"], tmp_path, timeout=BOUND_S * 3)
-    assert done.code == 0, done.err[-3000:]
-    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
-    skipped = {e["step"]: e["reason"] for e in events if e["event"] == "checkpoint_skipped"}
+    _, skipped = _resume(run, 8, tmp_path)
     assert skipped[6].startswith("holds a symbolic link _CHECKPOINT_METADATA (-> /dev/zero)"), skipped
     assert skipped[4].startswith("holds a special file _CHECKPOINT_METADATA"), skipped
     assert skipped[2].startswith("holds a special file state/sock"), skipped

@@ -24,8 +24,8 @@ from typing import Any
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
-from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
 from elxpk_contract.step_names import canonical_step
+from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
 from trainer.ckpt import digest
 from trainer.ckpt import storage as ckpt_storage
 from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
