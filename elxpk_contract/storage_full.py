@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from elxpk_contract.errors import StorageFull
+from elxpk_contract.errors import StorageFull, UsageError
 
 NO_SPACE_ERRNOS: dict[int, str] = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EFBIG: "EFBIG"}
 _OS_ERROR_CODE = re.compile(r"\[os_error_code='?([0-9]{1,19})'?\]")  # tensorstore's status payload
@@ -99,3 +99,22 @@ def storage_full_is_infrastructure(where: str, *, then: str = "") -> Iterator[No
         if full is None:
             raise
         raise full from None
+
+
+# A place that cannot be written at all is the opposite case: a read-only filesystem (EROFS: a mount made
+# read-only, a volume mounted `readOnly`) or no permission. The same write fails on every retry until the
+# user points the run elsewhere, so it is the input's fault: exit 2 (UsageError), never a retryable code.
+NOT_WRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+@contextmanager
+def unwritable_is_usage(flag: str, path: object) -> Iterator[None]:
+    """Re-raise an OSError inside the block that says `path` cannot be written (EROFS, EACCES, EPERM) as one
+    UsageError naming `flag`; running out of space and any other error pass unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in NOT_WRITABLE_ERRNOS or isinstance(exc, StorageFull):
+            raise
+        raise UsageError(f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a writable {flag}"
+                         ) from None

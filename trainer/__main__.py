@@ -95,5 +95,33 @@ def _print_config(cfg: TrainerConfig) -> int:
     return 0
 
 
+EXIT_GRACE_S = 20.0
+
+
+def exit_within_grace(code: int) -> None:
+    """Exit with `code`, waiting at most EXIT_GRACE_S for other threads. orbax leaves non-daemon threads
+    waiting for a save's signals when the save failed before its background work began (a read-only
+    --checkpoint-dir did): the interpreter's own exit would join them forever, after the error line was
+    printed. train() has already waited for every save that started, so nothing is lost by not waiting."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + EXIT_GRACE_S
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    for thread in others:
+        try:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001, S110 - orbax's own thread class raises TimeoutError from join(timeout)
+            pass
+    stuck = [t.name for t in others if t.is_alive()]
+    if stuck:
+        print(f"warning: {len(stuck)} background thread(s) ({', '.join(stuck[:3])}) still running "
+              f"{EXIT_GRACE_S:g} s after the run ended; exiting {code} without them", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_within_grace(main())

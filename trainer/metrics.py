@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from elxpk_contract.records import Metric, RunInfo, make_event, parse_metric, written
-from elxpk_contract.storage_full import no_space_errno, storage_full_is_infrastructure
+from elxpk_contract.storage_full import no_space_errno, storage_full_is_infrastructure, unwritable_is_usage
 
 Observer = Callable[[str, dict], None]
 
@@ -40,7 +40,7 @@ class RunRecorder:
         self._files = {}
         self._lock = threading.Lock()  # the stall watchdog writes its event from its own thread
         if enabled:
-            with self._out_of_space("opening its records"):
+            with self._out_of_space("opening its records"), unwritable_is_usage("--run-dir", self.run_dir):
                 self.run_dir.mkdir(parents=True, exist_ok=True)
                 for kind, name in (("metric", "metrics.jsonl"), ("event", "events.jsonl")):
                     self._files[kind] = open(self.run_dir / name, "a", encoding="utf-8")

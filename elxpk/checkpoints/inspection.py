@@ -229,7 +229,9 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
             found.reason = ("never committed: " if never else "") + "empty: a save killed before its first write"
             return found
     except ckpt_storage.LinkInStep as exc:
-        found.state, found.movable, found.reason = TORN, True, f"{exc} (moving it moves the link, not its target)"
+        # a link is moved, not its target; a FIFO or a socket is moved unopened
+        why = "moving it moves the link, not its target" if "symbolic link" in str(exc) else "moving it opens nothing"
+        found.state, found.movable, found.reason = TORN, True, f"{exc} ({why})"
         return found
     except FileNotFoundError:
         return None

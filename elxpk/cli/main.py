@@ -14,6 +14,7 @@ from collections.abc import Callable
 import typer
 
 from elxpk.errors import ElxpkError, UsageError
+from elxpk_contract.storage_full import storage_full_error
 
 # kubectl's spelling, `--dry-run=client|server|none`. Typer options cannot take an optional value, so
 # these exact tokens are rewritten to the flags that `workload create` declares.
@@ -61,35 +62,52 @@ def bare_trainer(args: list[str]) -> list[str]:
 
 
 class _Stream:
-    """A standard stream whose write errors (a full disk, a closed pipe) become one ElxpkError naming it."""
+    """A standard stream whose write errors (a full disk, a closed pipe) become one ElxpkError naming it:
+    StorageFull (exit 74) when it ran out of space, as for any file elxpk writes.
+
+    The first failure is kept, and raised again at every later write and at the final flush: click probes a
+    stream with `write("")` and swallows what that raises, and a failure swallowed once must not turn the
+    rest of the output into a silent exit 0 (`checkpoint inspect -o json > /dev/full` did)."""
 
     def __init__(self, stream, name: str) -> None:
         self._stream, self._name = stream, name
+        self.error: ElxpkError | None = None
 
     def write(self, text: str) -> int:
+        if self.error is not None and text:
+            raise self.error
         try:
             return self._stream.write(text)
         except OSError as exc:
             raise self._failed(exc) from None
 
     def flush(self) -> None:
+        if self.error is not None:
+            raise self.error
         try:
             self._stream.flush()
         except OSError as exc:
             raise self._failed(exc) from None
 
     def _failed(self, exc: OSError) -> ElxpkError:
-        # Python flushes the stream again at exit and would print its own traceback-like noise: point the
-        # descriptor at /dev/null so that last flush succeeds (real descriptors only; not under pytest).
+        if self.error is None:
+            error = storage_full_error(exc, f"cannot write to {self._name}") or \
+                ElxpkError(f"cannot write to {self._name}: {exc.strerror or exc}")
+            error.stream = self._name  # type: ignore[attr-defined]
+            self.error = error
+        return self.error
+
+    def quiet_exit(self) -> None:
+        """After a failure, point the descriptor at /dev/null: Python flushes the stream again at exit and
+        would print its own traceback-like noise (real descriptors only; not under pytest)."""
+        if self.error is None:
+            return
         try:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self._stream.fileno())
             os.close(null)
         except (OSError, ValueError, AttributeError):
             pass
-        error = ElxpkError(f"cannot write to {self._name}: {exc.strerror or exc}")
-        error.stream = self._name  # type: ignore[attr-defined]
-        return error
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -184,9 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a full or closed stdout is reported here, not by the interpreter at exit
         return result
 
+    wrapped = sys.stdout, sys.stderr
     try:
         return run_guarded(invoke)
     finally:
+        for stream in wrapped:
+            stream.quiet_exit()
         sys.stdout, sys.stderr = saved
 
 

@@ -162,13 +162,19 @@ class NotAnObject(Exception):
     """The body is not the JSON object asked for; str() says what it is instead."""
 
 
+def _no_constant(name: str) -> Any:
+    """NaN, Infinity and -Infinity are not JSON (RFC 8259), no API server sends them, and a NaN in a count
+    reached `int()` far from here."""
+    raise NotAnObject(f"{name} is not a JSON number")
+
+
 def parse_object(data: bytes) -> dict:
     """`data` as a JSON object. A 1,000-pod list is ~100k fresh containers: pausing the cyclic GC while
     parsing (nothing in it can be garbage yet) makes this 2-4x faster."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        parsed = json.loads(data)
+        parsed = json.loads(data, parse_constant=_no_constant)
     except RecursionError:
         raise NotAnObject("JSON nested too deeply to read") from None
     except ValueError:  # JSONDecodeError, UnicodeDecodeError

@@ -63,6 +63,14 @@ def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> E
     return error
 
 
+def redirected(host: str, status: int, reason: str | None, location: str | None, asked: str) -> ClusterError:
+    """A 3xx is not followed: it would carry the credentials to wherever it points (a proxy's login page,
+    another host), and a loop would end in urllib3's "too many redirects"."""
+    to = f"a redirect to {' '.join(location.split())[:200]!r}" if location else "a redirect with no Location"
+    return ClusterError(f"{host} answered {status} {reason or ''} to {asked}, {to}: elxpk follows no redirect; "
+                        "point --kubeconfig/--context at the API server itself (not a proxy or login page)")
+
+
 def missing_namespace(namespace: str) -> UsageError:
     return UsageError(f'namespace "{namespace}" does not exist on this cluster: create it (kubectl create namespace '
                       f"{namespace}) or pass --namespace/-n with an existing one")

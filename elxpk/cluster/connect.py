@@ -38,8 +38,13 @@ def connect(target: ClusterTarget, *, credentials: Any = None, container_endpoin
     else:
         endpoint = container_endpoint or environ.get(ENDPOINT_ENV) or None
         configuration = _gke_configuration(target, credentials, endpoint)
-    configuration.retries = 0  # retries are Kube's job: bounded, with backoff, never for a POST
+    import urllib3
     from kubernetes import client
+
+    # Retries are Kube's job: bounded, with backoff, never for a POST. No redirect is followed: the 3xx comes
+    # back to Kube, which names where it pointed (a proxy's login page, another host that would get the
+    # credentials); urllib3 would otherwise follow it, or end in "too many redirects".
+    configuration.retries = urllib3.util.Retry(total=0, redirect=False)
 
     return Kube(client.ApiClient(configuration), host=configuration.host, sleep=sleep)
 

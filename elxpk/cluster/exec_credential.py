@@ -122,7 +122,8 @@ def run_plugin(plugin: ExecPlugin, *, timeout_s: float = EXEC_TIMEOUT_S, limit: 
     finally:
         _kill_group(process)
     if problem == "timeout":
-        raise ClusterError(f"{name}: timed out after {timeout_s:g} s; run it by hand to see why")
+        raise ClusterError(f"{name}: timed out after {timeout_s:g} s{_lingered(out, plugin.api_version, name)}; "
+                           "run it by hand to see why")
     if problem is not None:
         raise UsageError(f"{name}: printed more than {size_text(limit)} on {problem}, more than any "
                          "credential; is it a credential plugin?")
@@ -176,6 +177,27 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
             stream.close()
 
 
+def _lingered(out: bytes, api_version: str, name: str) -> str:
+    """Words for a plugin that printed its credential and then did not end (a daemon it started holds its
+    stdout open): kubectl waits for the exit too, and the output of a process still running may not be all."""
+    try:
+        _credential(out, api_version, name)
+    except UsageError:
+        return ""
+    return (" after printing a credential: it did not exit, or a process it started still holds its stdout "
+            "open")
+
+
+def header_problem(value: str, what: str) -> str | None:
+    """Why `value` cannot be sent in an HTTP header (the token as `Authorization: Bearer ...`), or None: http.client
+    refuses a line break and encodes headers as Latin-1, each a failure deep in a request otherwise."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return f"the {what} holds a line break or control character"
+    if any(ord(c) > 126 for c in value):
+        return f"the {what} holds a character that is not ASCII, which no HTTP header carries"
+    return None
+
+
 def _credential(out: bytes, api_version: str, name: str) -> Credential:
     def bad(why: str) -> UsageError:
         return UsageError(f"{name}: printed no valid ExecCredential ({why}); run it by hand to see what it "
@@ -206,7 +228,8 @@ def _credential(out: bytes, api_version: str, name: str) -> Credential:
         except ValueError:
             raise bad(f"expirationTimestamp {str(stamp)[:80]!r} is not an RFC 3339 time") from None
     if isinstance(token, str) and token:
-        if any(c in token for c in "\r\n\0"):
-            raise bad("the token holds a line break")
+        problem = header_problem(token, "token")
+        if problem:
+            raise bad(problem)
         return Credential(token, None, None, expires)
     return Credential(None, str(cert), str(key), expires)

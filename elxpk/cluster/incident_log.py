@@ -18,6 +18,7 @@ from elxpk.cluster.gcs import Gcs
 from elxpk.cluster.incidents import CAUSES, Incident
 from elxpk.errors import ClusterError, UsageError
 from elxpk.runs.jsonl import JsonLinesError, decode_text, parse_lines
+from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
 from trainer import gcs_auth
 
 
@@ -69,8 +70,10 @@ def record(path: str, incidents: Iterable[Incident]) -> int:
 
 
     check_record_path(path)
+    # out of space: exit 74, as every write elxpk makes; a read-only place: the user's, exit 2
     try:
-        with open(path, "a+b") as f:
+        with storage_full_is_infrastructure(f"--record {path}", then="the incidents recorded before are intact"), \
+                unwritable_is_usage("--record", path), open(path, "a+b") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             f.seek(0)
             content = f.read(INCIDENT_BYTES + 1)

@@ -29,7 +29,7 @@ from elxpk.cluster.answer import (
     shape_problem,
     too_large,
 )
-from elxpk.cluster.api_errors import Answer, Retry, api_error, missing_namespace
+from elxpk.cluster.api_errors import Answer, Retry, api_error, missing_namespace, redirected
 from elxpk.errors import ClusterError, ElxpkError, NotFoundError, Timeout, UsageError
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -188,8 +188,10 @@ class Kube:
         guard.cancel()
         resp.release_conn()  # read to its end: the connection can serve the next request
         answer = Answer(resp.status, resp.reason, data)
-        if answer.status == 429 or answer.status >= 500:
+        if answer.status == 429 or 500 <= answer.status <= 599:  # 999 is no server's transient fault
             raise Retry(answer=answer)
+        if 300 <= answer.status <= 399:
+            raise redirected(self.host, answer.status, resp.reason, resp.headers.get("Location"), f"{verb} {what}")
         if not 200 <= answer.status <= 299:
             raise api_error(answer, verb, what, self.host)
         if not data and method != "GET":

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from elxpk.bounded_read import KUBECONFIG_BYTES, KUBECONFIG_VALUES, read_input, yaml_values_problem
-from elxpk.cluster.exec_credential import ExecPlugin, exec_plugin
+from elxpk.cluster.exec_credential import ExecPlugin, exec_plugin, header_problem
 from elxpk.errors import UsageError
 
 KUBECONFIG_FILES = 16  # entries of a KUBECONFIG list: each is read whole (at most 1 MiB)
@@ -127,6 +127,9 @@ def select(files: list[KubeconfigFile], context: str | None) -> Selected:
     cluster_where = f"{cluster_file.label} {cluster_file.path}: cluster {ctx['cluster']!r}"
     cluster = _cluster(cluster_entry.get("cluster"), cluster_where, cluster_file.path)
     user_name = ctx.get("user")
+    if isinstance(user_name, str) and user_name and user_name not in merged["users"]:
+        # client-go's validation refuses it too: the verbs would otherwise go out with no credentials at all
+        raise UsageError(f"{shown}: user {user_name!r} of context {name!r} not found; fix the kubeconfig")
     user_entry, user_file = merged["users"].get(user_name, ({}, cluster_file)) if isinstance(user_name, str) \
         else ({}, cluster_file)
     raw_user = user_entry.get("user")
@@ -160,6 +163,10 @@ def _cluster(raw: Any, where: str, kubeconfig: str) -> dict[str, Any]:
         raise UsageError(f"{where}: its cluster must be a mapping with a server")
     cluster = dict(raw)
     _inline(cluster, CLUSTER_FILES, where, kubeconfig, encode=True)
+    if cluster.get("insecure-skip-tls-verify") is True and "certificate-authority-data" in cluster:
+        # kubectl: "specifying a root certificates file with the insecure flag is not allowed"
+        raise UsageError(f"{where}: insecure-skip-tls-verify with a certificate-authority: give one of them, "
+                         "not both (the CA is the one to keep)")
     proxy = cluster.get("proxy-url")
     if proxy is not None:
         problem = proxy_problem(proxy)
@@ -176,6 +183,11 @@ def _user(raw: Any, where: str, kubeconfig: str, cluster: dict[str, Any]) -> tup
     user = dict(raw)
     _inline(user, USER_FILES, where, kubeconfig, encode=True)
     _inline(user, {"tokenFile": "token"}, where, kubeconfig, encode=False)
+    for field in ("token", "username", "password"):  # each goes into an Authorization header as it is
+        if isinstance(user.get(field), str):
+            problem = header_problem(user[field], field)
+            if problem:
+                raise UsageError(f"{where}: {problem}; fix the kubeconfig")
     provider = user.get("auth-provider")
     if provider is not None:
         # The library's gcp provider runs `cmd-path` or google.auth unbounded, and its oidc refresh is an

@@ -29,7 +29,7 @@ from elxpk.runs.report import build_report
 from elxpk.runs.rundir import load_info, load_run
 from elxpk.runs.words import plural
 from elxpk_contract.settings import TrainerConfig
-from elxpk_contract.storage_full import storage_full_is_infrastructure
+from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
 
 LOCK = ".elxpk-lock"
 
@@ -88,8 +88,9 @@ def run_dir_lock(run_dir: Path) -> Iterator[None]:
 
     flock, not a pid file: the kernel releases it when this process exits, however it exits.
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    with unwritable_is_usage("--run-dir", run_dir):  # the run's first write: read-only is the user's, exit 2
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

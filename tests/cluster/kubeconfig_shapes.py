@@ -32,6 +32,11 @@ def plugins(where: Path, token: str = "test-token") -> dict[str, Path]:
         "garbage": script(where / "garbage.sh", "echo '{not json'\n"),
         "good": script(where / "good.sh", f"echo run >> '{where / 'calls'}'\necho '{answer}'\n"),
         "not_executable": (where / "plain.txt"),
+        # prints its credential, then does not end: itself, or a child that keeps its stdout open
+        "lingers": script(where / "lingers.sh", f"echo '{answer}'\nexec sleep 1000\n"),
+        "daemon": script(where / "daemon.sh", f"echo '{answer}'\n( sleep 1000 ) &\nexit 0\n"),
+        "unicode_token": script(where / "unicode.sh", "echo '" + answer.replace(token, "t\\u00f6k") + "'\n"),
+        "nan_token": script(where / "nan.sh", "echo '" + answer.replace(f'"{token}"', "NaN") + "'\n"),
     }
 
 
@@ -42,16 +47,21 @@ def special_files(where: Path) -> dict[str, str]:
     if not fifo.exists():
         os.mkfifo(fifo)
     (where / "dir").mkdir(exist_ok=True)
+    links = {"zero-link": "/dev/zero", "fifo-link": str(fifo), "dangling-link": str(where / "nowhere")}
+    for name, target in links.items():
+        if not os.path.lexists(where / name):
+            os.symlink(target, where / name)
     return {str(fifo): "FIFO", "/dev/zero": "character device", str(where / "dir"): "directory",
-            str(where / "missing"): "no such file"}
+            str(where / "missing"): "no such file", str(where / "zero-link"): "character device",
+            str(where / "fifo-link"): "FIFO", str(where / "dangling-link"): "no such file"}
 
 
 def kubeconfig(server: Any = "http://127.0.0.1:1", cluster: dict | None = None, user: dict | None = None,
-               context: str = "x") -> dict[str, Any]:
+               context: str = "x", contexts: list | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Config", "current-context": context,
             "clusters": [{"name": "c", "cluster": {"server": server, **(cluster or {})}}],
             "users": [{"name": "u", "user": user if user is not None else {"token": "test-token"}}],
-            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}
+            "contexts": contexts or [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}
 
 
 def write(path: Path, config: Any) -> Path:

@@ -211,3 +211,27 @@ def test_watch_gives_up_after_its_outage_bound(fake, clock, kube):
         follow(kube, "default", name_of(objects), emit, watch=True, clock=clock, sleep=clock.sleep, watch_s=1,
                outage_s=120)
     assert 120 <= clock() - start <= 120 + 30
+
+
+def test_a_record_on_a_full_or_read_only_disk_is_74_or_2_and_keeps_what_was_there(tmp_path):
+    """The fifth pass: `events --record` on a full disk was exit 1 ("cannot append"); out of space is 74 as
+    for every write, a read-only filesystem the user's (2). The incidents recorded before stay whole."""
+    from elxpk.cluster.incident_log import read_recorded, record
+    from elxpk.cluster.incidents import Incident
+    from elxpk.errors import StorageFull, UsageError
+    from tests.support.small_disk import mounted_small_disk
+
+    first = Incident(id="a", time="2026-01-01T00:00:00Z", kind="exit", cause="infra", reason="OOMKilled")
+    second = Incident(id="b", time="2026-01-01T00:01:00Z", kind="exit", cause="user", reason="Error",
+                      message="x" * 2_000_000)  # bigger than the room left
+    for disk in mounted_small_disk(tmp_path):
+        path = str(disk.path / "incidents.jsonl")
+        assert record(path, [first]) == 1
+        disk.fill_to(4096)
+        with pytest.raises(StorageFull, match=r"^--record .*: no space left on device \(ENOSPC\); the incidents "):
+            record(path, [second])
+        assert [i["id"] for i in read_recorded(path)] == ["a"]  # a torn last line is what readers skip
+        disk.resize(16 << 20)
+        disk.read_only()
+        with pytest.raises(UsageError, match=r"cannot write there \(Read-only file system\); give a writable --record"):
+            record(path, [second])

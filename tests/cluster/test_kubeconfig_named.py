@@ -105,13 +105,19 @@ def _exec(command: str, **extra) -> dict:
     return {"exec": {"apiVersion": EXEC_API, "command": command, **extra}}
 
 
-def test_a_plugin_that_hangs_is_killed_at_its_time_bound(tmp_path):
+@pytest.mark.parametrize(("name", "says"), [
+    ("hang", r"user 'u': exec plugin .*hang.sh: timed out after 1 s; run it"),
+    # the fifth pass: it printed its credential, then did not end (itself, or a child holding its stdout)
+    ("lingers", r"timed out after 1 s after printing a credential: it did not exit"),
+    ("daemon", r"timed out after 1 s after printing a credential: it did not exit"),
+])
+def test_a_plugin_that_does_not_end_is_killed_at_its_time_bound(tmp_path, name, says):
     scripts = plugins(tmp_path / "bin")
-    selected = select(kubeconfig_files(str(write(tmp_path / "k.yaml", kubeconfig(user=_exec(str(scripts["hang"])))))),
+    selected = select(kubeconfig_files(str(write(tmp_path / "k.yaml", kubeconfig(user=_exec(str(scripts[name])))))),
                       None)
     assert selected.plugin is not None
     started = time.monotonic()
-    with pytest.raises(ClusterError, match=r"user 'u': exec plugin .*hang.sh: timed out after 1 s"):
+    with pytest.raises(ClusterError, match=says):
         run_plugin(selected.plugin, timeout_s=1)
     assert time.monotonic() - started < 20
 
@@ -125,6 +131,7 @@ def test_a_plugin_that_floods_is_stopped_at_its_output_cap(tmp_path):
 @pytest.mark.parametrize(("name", "says"), [
     ("exit3", "exited 3: login expired: run login"), ("garbage", "printed no valid ExecCredential (not JSON)"),
     ("not_executable", "not an executable file"),
+    ("unicode_token", "the token holds a character that is not ASCII"), ("nan_token", "neither a token"),
 ])
 def test_a_failing_plugin_is_named_with_its_reason(tmp_path, name, says):
     scripts = plugins(tmp_path / "bin")
@@ -252,3 +259,44 @@ def test_any_kubeconfig_shape_connects_or_is_one_line_exit_2(world, data):
     else:
         assert len(lines) == 1 and lines[0].startswith("error: "), lines
         assert "internal error" not in lines[0] and "Traceback" not in lines[0]
+
+
+@pytest.mark.parametrize(("config", "says"), [
+    # client-go refuses both; the library would send no credentials, or trust the CA and skip it at once
+    (kubeconfig(contexts=[{"name": "x", "context": {"cluster": "c", "user": "nope"}}]),
+     "user 'nope' of context 'x' not found"),
+    (kubeconfig("https://127.0.0.1:1", cluster={"insecure-skip-tls-verify": True, "certificate-authority-data": "Zm9v"}),
+     "insecure-skip-tls-verify with a certificate-authority"),
+    # a header value http.client cannot send: UnicodeEncodeError or ValueError deep in a request before
+    (kubeconfig(user={"token": "t\u00f6k\u20acn"}), "user 'u': the token holds a character that is not ASCII"),
+    (kubeconfig(user={"token": "abc\r\nX-Evil: 1"}), "the token holds a line break or control character"),
+    (kubeconfig(user={"username": "a", "password": "p\u20acss"}), "the password holds a character that is not ASCII"),
+], ids=["missing-user", "insecure-with-ca", "unicode-token", "token-crlf", "unicode-password"])
+def test_fifth_pass_kubeconfig_shapes_are_one_line(tmp_path, config, says):
+    line = _refusal(write(tmp_path / "k.yaml", config))
+    assert says in line and "k.yaml" in line, line
+
+
+def test_fifth_pass_kubeconfigs_that_are_fine_connect(fake, tmp_path):
+    """A billion-laughs alias tree in fields elxpk does not use, unicode names, an empty KUBECONFIG entry."""
+    laughs = "a: &a [" + ",".join(["x"] * 9) + "]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
+    (tmp_path / "laughs.yaml").write_text(
+        laughs + f"apiVersion: v1\nkind: Config\ncurrent-context: x\npreferences: *i\n"
+        f"clusters: [{{name: c, cluster: {{server: '{fake.url}', extensions: *i}}}}]\n"
+        "users: [{name: u, user: {token: test-token, extensions: *i}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u, extensions: *i}}]\n")
+    started = time.monotonic()
+    assert connect(ClusterTarget(kubeconfig=str(tmp_path / "laughs.yaml")), resolved=True, environ={}).jobset_crd_served()
+    assert time.monotonic() - started < 30  # 9**9 leaves, never expanded
+    write(tmp_path / "uni.yaml", {
+        "apiVersion": "v1", "kind": "Config", "current-context": "ctx-\u00fc\u2713",
+        "clusters": [{"name": "\u96c6\u7fa4", "cluster": {"server": fake.url}}],
+        "users": [{"name": "\u30e6\u30fc\u30b6\u30fc", "user": {"token": "test-token"}}],
+        "contexts": [{"name": "ctx-\u00fc\u2713", "context": {"cluster": "\u96c6\u7fa4",
+                                                              "user": "\u30e6\u30fc\u30b6\u30fc"}}]})
+    environ = {"KUBECONFIG": f"{tmp_path / 'uni.yaml'}::{tmp_path / 'laughs.yaml'}"}
+    assert connect(ClusterTarget(), environ=environ).jobset_crd_served()
+    ipv6 = connect(ClusterTarget(kubeconfig=str(write(tmp_path / "v6.yaml", kubeconfig("https://[::1]:6443")))),
+                   resolved=True, environ={})
+    assert ipv6.host == "https://[::1]:6443"

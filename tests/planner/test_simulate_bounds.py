@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,3 +55,36 @@ def test_streamed_moments_equal_the_whole_array_ones(pairs, chunk):
     # of the terms it subtracts, not to the (tiny) difference.
     scale = (w.std() + g_all * t.std()) / np.sqrt(len(w)) / t.mean()
     assert np.isclose(stderr, np.sqrt(resid.var(ddof=1) / len(w)) / t.mean(), rtol=1e-6, atol=1e-6 * scale + 1e-12)
+
+
+# The fifth pass: extreme values of each flag alone and together, each one line (exit 2) or a plan.
+REFUSED = [
+    (["--weibull-shape", "1e-300"], "--weibull-shape"), (["--weibull-shape", "1e300"], "--weibull-shape"),
+    (["--weibull-shape", "0.0001", "--simulate", "100"], "--weibull-shape"),
+    (["--weibull-shape", "-1"], "--weibull-shape"), (["--weibull-shape", "nan"], "not a finite number"),
+    (["--job-mtbf", "1ms"], "--job-mtbf"), (["--job-mtbf", "1e-300s"], "--job-mtbf"),
+    (["--slice-mtbf", "1e-9s"], "--slice-mtbf"),
+    (["--num-slices", "2147483647", "--simulate", "1"], "--num-slices"),
+    (["--num-slices", "100000", "--slice-mtbf", "1s", "--simulate", "1"], "--slice-mtbf"),
+]
+
+
+def test_fifth_pass_extremes_are_one_line_each(capsys):
+    for extra, names in REFUSED:
+        given = {a for a in extra if a.startswith("--")}
+        argv = [*(["--num-slices", "4"] if "--num-slices" not in given else []),
+                *(["--slice-mtbf", "30d"] if "--slice-mtbf" not in given else []), *BASE, *extra]
+        code, out, err = run_plan(argv, capsys)
+        assert code == 2 and out == "", (extra, err)
+        assert all(line.startswith("error: ") for line in err.strip().splitlines()), err
+        assert names in err, (extra, err)
+
+
+@pytest.mark.slow  # 100,000 slices simulated: about a minute on 2 cores
+def test_fifth_pass_extremes_within_the_bounds_run(capsys):
+    for extra in (["--num-slices", "100000", "--slice-mtbf", "30d", "--simulate", "10", "--weibull-shape", "0.1"],
+                  ["--num-slices", "4", "--slice-mtbf", "30d", "--weibull-shape", "20", "--simulate", "1000"],
+                  ["--num-slices", "4", "--slice-mtbf", "30d", "--job-mtbf", "6s", "--weibull-shape", "0.1",
+                   "--simulate", "100"]):
+        code, out, err = run_plan([*BASE, *extra], capsys)
+        assert code == 0 and "checkpoint_period" in out, (extra, err)

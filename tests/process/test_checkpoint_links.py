@@ -166,6 +166,15 @@ def test_plan_from_run_and_local_resume_read_a_run_with_odd_folders(finished_sho
     assert snapshot(outside) == before
 
 
+def _resume(run: Path, steps: int, cwd: Path) -> tuple[list[dict], dict[int, str]]:
+    """Run the trainer on `run` to `steps` (exit 0 expected): its events, and the skipped steps' reasons."""
+    done = trainer(["--run-dir", str(run), "--steps", str(steps), "--checkpoint-period", "2"], cwd,
+                   timeout=BOUND_S * 3)
+    assert done.code == 0, done.err[-3000:]
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    return events, {e["step"]: e["reason"] for e in events if e["event"] == "checkpoint_skipped"}
+
+
 def test_the_trainer_restore_passes_over_linked_steps(finished_short_run, outside, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(finished_short_run, run)
@@ -173,13 +182,65 @@ def test_the_trainer_restore_passes_over_linked_steps(finished_short_run, outsid
     (ckpt / "4" / "state" / "escape").symlink_to("/")
     (ckpt / "6").symlink_to("/")
     before = snapshot(outside)
-    done = trainer(["--run-dir", str(run), "--steps", "6", "--checkpoint-period", "2"], tmp_path, timeout=BOUND_S * 3)
-    assert done.code == 0, done.err[-3000:]
-    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
-    skipped = {e["step"]: e["reason"] for e in events if e["event"] == "checkpoint_skipped"}
+    events, skipped = _resume(run, 6, tmp_path)
     assert skipped[6].startswith("holds a symbolic link 6 (-> /): not restored")
     assert skipped[4].startswith("holds a symbolic link state/escape (-> /): not restored")
     restored = [e for e in events if e["event"] == "restore_done"][-1]
     assert restored["step"] == 2 and restored["from_checkpoint"]
     assert snapshot(outside) == before
     assert any(p.is_symlink() and os.readlink(p) == "/" for p in (ckpt / "elxpk-quarantine").iterdir())
+
+
+def test_the_trainer_never_opens_what_orbax_would_read_through_a_link(finished_short_run, outside, tmp_path):
+    """The fifth pass: orbax's CheckpointManager reads every step's _CHECKPOINT_METADATA when it opens the
+    directory, before restore could pass over a step. A link to /dev/zero there read until the OOM killer
+    ended the run (exit 137), a FIFO blocked it; a progress record that is a link to /dev/zero did the same.
+    Now each such step is moved aside before orbax opens the directory, and the record is read bounded."""
+    import stat
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_short_run, run)
+    ckpt = run / "checkpoints"
+    shutil.copytree(ckpt / "4", ckpt / "6")
+    (ckpt / "6" / "_CHECKPOINT_METADATA").unlink()
+    (ckpt / "6" / "_CHECKPOINT_METADATA").symlink_to("/dev/zero")
+    (ckpt / "4" / "_CHECKPOINT_METADATA").unlink()
+    os.mkfifo(ckpt / "4" / "_CHECKPOINT_METADATA")
+    os.mknod(ckpt / "2" / "state" / "sock", stat.S_IFSOCK | 0o600)  # a socket inside a step: torn too
+    (ckpt / "elxpk-progress.json").unlink()
+    (ckpt / "elxpk-progress.json").symlink_to("/dev/zero")
+    before = snapshot(outside)
+    _, skipped = _resume(run, 8, tmp_path)
+    assert skipped[6].startswith("holds a symbolic link _CHECKPOINT_METADATA (-> /dev/zero)"), skipped
+    assert skipped[4].startswith("holds a special file _CHECKPOINT_METADATA"), skipped
+    assert skipped[2].startswith("holds a special file state/sock"), skipped
+    assert not (ckpt / "elxpk-progress.json").is_symlink()  # replaced by the trainer's own record
+    assert snapshot(outside) == before
+
+
+def test_special_files_hardlinks_and_a_linked_checkpoint_dir(orbax_dir, outside, tmp_path):
+    """A FIFO or a socket in a step is torn and moved unopened; a hard link is an ordinary file; a dangling
+    link is torn; the checkpoint directory itself may be a link (the user named it: it is followed, and
+    nothing below it is)."""
+    import stat
+
+    real = copy(orbax_dir, tmp_path)
+    os.mkfifo(real / "6" / "fifo")
+    shutil.copytree(real / "4", real / "8")
+    os.mknod(real / "8" / "sock", stat.S_IFSOCK | 0o600)
+    shutil.copytree(real / "4", real / "10")
+    (real / "10" / "dangling").symlink_to(tmp_path / "nowhere")
+    marker = next(p for p in (real / "2").iterdir() if p.is_file())
+    os.link(marker, tmp_path / "hard")  # a second name outside: the step's file is still a regular file
+    root = tmp_path / "linked-checkpoints"
+    root.symlink_to(real)
+    before = snapshot(outside)
+    code, report, _ = inspect(root, cwd=tmp_path)
+    found = states(report)
+    assert code == 1 and found["2"] == ("committed", ""), found
+    assert "special file fifo" in found["6"][1] and "moving it opens nothing" in found["6"][1]
+    assert "special file sock" in found["8"][1] and "dangling" in found["10"][1]
+    code, report, err = inspect(root, "--quarantine", cwd=tmp_path)
+    assert code == 0 and sorted(m["name"] for m in report["moved"]) == ["10", "6", "8"], err
+    assert report["restore_step"] == 4 and root.is_symlink() and (real / "elxpk-quarantine").is_dir()
+    assert snapshot(outside) == before

@@ -57,6 +57,9 @@ def test_each_kind_of_break_is_one_line_exit_2(tmp_path):
         (kubeconfig(cluster={"proxy-url": "socks5://127.0.0.1:1080"}), ["proxy-url", "PySocks"]),
         (kubeconfig(cluster={"proxy-url": "::::"}), ["proxy-url"]),
         (kubeconfig("ftp://127.0.0.1:1"), ["cluster 'c': server"]),
+        (kubeconfig(user={"token": "t\u00f6k"}), ["user 'u': the token", "not ASCII"]),  # was internal error
+        (kubeconfig(contexts=[{"name": "x", "context": {"cluster": "c", "user": "nope"}}]), ["user 'nope'"]),
+        (kubeconfig(user={"tokenFile": str(tmp_path / "special" / "zero-link")}), ["zero-link", "character device"]),
     ]
     for number, (config, words) in enumerate(cases):
         one_line(_status(write(tmp_path / f"k{number}.yaml", config)), 2, f"k{number}.yaml", *words)

@@ -89,3 +89,45 @@ def test_local_run_reports_a_full_disk_in_one_line_with_exit_74_and_resumes_afte
     again = elxpk([*common, "--steps", "4"], tmp_path)
     assert again.code == DONE.code, again.err[-3000:]
     assert events(run, "restore_done")[-1]["step"] == 2
+
+
+@pytest.mark.parametrize("argv", [("checkpoint", "inspect", "{run}/checkpoints", "-o", "json"), ("report", "{run}"),
+                                  ("compare", "{run}", "{run}"),
+                                  ("plan", "--from-run", "{run}", "--slice-mtbf", "30d", "--restore", "90s")])
+def test_a_verb_whose_stdout_is_full_exits_74_not_0(finished_short_run, tmp_path, argv):
+    """`elxpk checkpoint inspect -o json > full` exited 0 with the report lost (the fifth pass)."""
+    import shutil
+
+    exe = shutil.which("elxpk", path=str(Path(sys.executable).parent))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([exe, *(a.format(run=finished_short_run) for a in argv)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=user_env(), timeout=300)
+    assert done.returncode == 74, done.stderr[-2000:]
+    assert done.stderr.splitlines() == ["error: cannot write to stdout: no space left on device (ENOSPC); free "
+                                        "space or raise the quota there, then run again"], done.stderr[-2000:]
+
+
+def test_a_read_only_filesystem_is_the_users_exit_2_and_never_hangs(small_disk, tmp_path):
+    """EROFS is not space: every retry fails until the run points elsewhere, so it is bad input (exit 2, one
+    line naming the flag), not the retryable 74. Before the fifth pass, `local run` ended in an internal
+    error, and the trainer's save into a read-only --checkpoint-dir printed exit 70 and then hung: orbax's
+    threads waited for the failed save's signals and the interpreter's exit joined them forever."""
+    import time
+
+    ckpt = small_disk.path / "checkpoints"
+    run = tmp_path / "run"
+    first = trainer([*_flags(run, 2), f"--checkpoint-dir={ckpt}"], tmp_path)
+    assert first.code == DONE.code, first.err[-3000:]
+    small_disk.read_only()
+    started = time.monotonic()
+    resumed = trainer([*_flags(run, 4), f"--checkpoint-dir={ckpt}"], tmp_path)
+    assert resumed.code == 2, resumed.err[-3000:]
+    assert time.monotonic() - started < 240  # a generous bound: it catches the hang, it measures nothing
+    # orbax logs its failed save with a traceback (absl, before the trainer's own line): only the line is ours
+    assert [line for line in resumed.err.splitlines() if line.startswith("error:")] == [
+        f"error: --checkpoint-dir {ckpt}: cannot write there (Read-only file system); give a writable --checkpoint-dir"]
+    for where in (small_disk.path / "new", small_disk.path / "run"):
+        done = elxpk(["local", "run", "--run-dir", str(where), "--steps", "2", "--no-faults", "--plain"], tmp_path)
+        assert done.code == 2, done.err[-3000:]
+        assert _one_error_line(done.err) == (f"error: --run-dir {where}: cannot write there (Read-only file system); "
+                                             "give a writable --run-dir")

@@ -25,6 +25,7 @@ class Answer:
     body: bytes = b"{}"
     mode: str = "length"
     pause_s: float = 0.5  # between bytes of a trickle, or between header bytes
+    headers: tuple[tuple[str, str], ...] = ()  # more headers: Location, Retry-After, Content-Encoding
 
 
 @dataclass
@@ -90,6 +91,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.send_response(a.status)
             self.send_header("Content-Type", a.content_type)
+            for name, value in a.headers:
+                self.send_header(name, value)
             if a.mode in ("length", "trickle"):
                 self.send_header("Content-Length", str(len(a.body)))
             elif a.mode in ("chunked", "endless"):

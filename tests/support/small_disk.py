@@ -29,6 +29,10 @@ class SmallDisk:
         size = -(-size_bytes // PAGE) * PAGE
         subprocess.run(["mount", "-o", f"remount,size={size}", str(self.path)], check=True, capture_output=True)
 
+    def read_only(self) -> None:
+        """Remount it read-only (EROFS for every write from now): a volume mounted `readOnly`."""
+        subprocess.run(["mount", "-o", "remount,ro", str(self.path)], check=True, capture_output=True)
+
     def fill_to(self, margin: int) -> None:
         """From now on only `margin` more bytes fit."""
         self.resize(self.used() + margin)

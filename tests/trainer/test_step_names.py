@@ -80,3 +80,23 @@ def test_a_flag_of_non_ascii_digits_is_one_usage_line(c):
         assert str(exc).startswith("--checkpoint-period")
     else:
         raise AssertionError(f"--checkpoint-period 1{c} accepted")
+
+
+def test_a_copy_of_a_step_under_a_name_the_trainer_never_writes_is_refused_by_its_name(tmp_path):
+    """The fifth pass: a real step's files under `0025`, fullwidth `２５` or 20 digits. The trainer (and so
+    `local run`'s resume) refuses the folder, naming why: its name, not missing metadata. Names that are no
+    digits at all (`+25`, ` 25`, `25\\n`, `-25`, `25.0`) are not steps and are passed over."""
+    import pytest
+
+    for name in ("0025", "２５", "12345678901234567890", "0000000000000000000025"):
+        root = tmp_path / name.encode("unicode_escape").decode() / "checkpoints"
+        _folders(root, ["20", name])
+        with pytest.raises(UsageError, match=r"ASCII digits, no leading zero") as info:
+            ckpt_storage.refuse_unsafe_checkpoints(str(root))
+        assert str(info.value).count("\n") == 0
+    for name in ("+25", " 25", "25\n", "-25", "25.0", "25 "):
+        root = tmp_path / f"ok{abs(hash(name))}" / "checkpoints"
+        _folders(root, ["20", name])
+        ckpt_storage.refuse_unsafe_checkpoints(str(root))  # passed over, as orbax passes over them
+        assert checkpoint_steps(root) == (20,) and _newest_checkpoint_bytes(root) == 2.0
+        assert [s.name for s in inspect_directory(ckpt_storage.checkpoint_root(str(root)), None).steps] == ["20"]

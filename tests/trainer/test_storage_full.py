@@ -109,3 +109,22 @@ def test_a_save_that_fills_the_disk_is_storage_full_and_the_resume_restores_the_
     restores = [e["step"] for e in events if e["event"] == "restore_done"]
     assert restores[-1] == 4  # the torn step 8 did not shadow it
     assert (ckpt / "8").is_dir() and not list(ckpt.glob("*.orbax-checkpoint-tmp"))
+
+
+def test_a_place_that_cannot_be_written_is_the_users_not_the_storages():
+    """EROFS, EACCES, EPERM: exit 2 naming the flag; out of space and any other error pass unchanged."""
+    import errno
+    import os
+
+    import pytest
+
+    from elxpk_contract.errors import UsageError
+    from elxpk_contract.storage_full import unwritable_is_usage
+
+    for code in (errno.EROFS, errno.EACCES, errno.EPERM):
+        with pytest.raises(UsageError) as info, unwritable_is_usage("--run-dir", "/r"):
+            raise OSError(code, os.strerror(code), "/r/x")
+        assert str(info.value) == f"--run-dir /r: cannot write there ({os.strerror(code)}); give a writable --run-dir"
+    for other in (OSError(errno.ENOSPC, "full"), OSError(errno.EIO, "io"), ValueError("x")):
+        with pytest.raises(type(other)), unwritable_is_usage("--run-dir", "/r"):
+            raise other

@@ -24,7 +24,8 @@ from typing import Any
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
-from elxpk_contract.storage_full import storage_full_is_infrastructure
+from elxpk_contract.step_names import canonical_step
+from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
 from trainer.ckpt import digest
 from trainer.ckpt import storage as ckpt_storage
 from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
@@ -51,8 +52,10 @@ class CheckpointStore:
         self.latest_valid: int | None = None
         self.blocking_s: list[float] = []
         if primary:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            with unwritable_is_usage("--checkpoint-dir", self.directory):
+                self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_uncommitted()
+            self._set_aside_linked()
         self._manager = self._open()
 
     def _open(self):
@@ -86,13 +89,31 @@ class CheckpointStore:
                                  reason="never committed: the save was interrupted before its commit")
             ckpt_storage.remove_tree(path, ignore_errors=True)
 
+    def _set_aside_linked(self) -> None:
+        """Steps that are, or hold, a symbolic link or a special file, moved aside before orbax opens the
+        directory: its listing reads every step's _CHECKPOINT_METADATA through whatever it is (a link to
+        /dev/zero reads until memory runs out, a FIFO blocks the open), before restore could pass over it.
+        An object store holds neither. Other processes of a multi-controller run open the directory at the
+        same time: they are not protected by this (the primary alone may move steps)."""
+        if ckpt_storage.is_object_store(self.directory):
+            return
+        for path in sorted(self.directory.iterdir()):
+            step = canonical_step(path.name)
+            if step is None or not (ckpt_storage.is_link(path) or path.is_dir()):
+                continue
+            try:
+                ckpt_storage.files_under(path)
+            except ckpt_storage.LinkInStep as exc:
+                self._recorder.event("checkpoint_skipped", step, reason=str(exc))
+                self._quarantine(step, str(exc))
+
     # ---- saving -------------------------------------------------------------------------------
     def save(self, step: int, state, data_state: dict) -> None:
         """Start an async save of `state` after `step` completed steps; returns once it is in flight."""
         import orbax.checkpoint as ocp
 
         self.poll(block=True)  # orbax would wait for the previous save anyway; finish its digest first
-        with self._out_of_space_is_infrastructure(step):
+        with self._out_of_space_is_infrastructure(step), unwritable_is_usage("--checkpoint-dir", self.directory):
             self._start_save(step, state, data_state, ocp)
 
     def _start_save(self, step: int, state, data_state: dict, ocp: Any) -> None:
@@ -131,7 +152,7 @@ class CheckpointStore:
             pending = self._pending
         if pending is None:
             return
-        with self._out_of_space_is_infrastructure(pending[0]):
+        with self._out_of_space_is_infrastructure(pending[0]), unwritable_is_usage("--checkpoint-dir", self.directory):
             self._poll(pending, block)
 
     def _poll(self, pending: tuple[int, float], block: bool) -> None:

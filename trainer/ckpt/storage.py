@@ -131,9 +131,12 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
                      and not is_step_dir(c) and not (canonical_step(c.name) is not None and is_empty(c)))
     if foreign:
         shown = ", ".join(f"{n[:30]}/" for n in foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        # `0025`, `２５` or 20 digits may hold a copy of a real step: the name, not the content, is what is wrong
+        why = ("no orbax or elxpk metadata" if all(canonical_step(n) is not None for n in foreign) else
+               "a step folder is named with ASCII digits, no leading zero, as orbax names it; or no orbax or elxpk "
+               "metadata")
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: holds {shown}, numbered like checkpoint steps but not "
-                         "written by the trainer (no orbax or elxpk metadata); move them out, or give another "
-                         "checkpoint directory")
+                         f"written by the trainer ({why}); move them out, or give another checkpoint directory")
 
 
 def is_link(path: epath.PathLike) -> bool:

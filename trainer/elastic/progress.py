@@ -22,6 +22,7 @@ from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_pr
 from trainer.ckpt import storage as ckpt_storage
 from trainer.clock import Clock
 
+PROGRESS_BYTES = 2**20  # the record is ~300 bytes; `workload status` reads at most this much too
 PROGRESS_PERIOD_S = 30.0  # one small write per half minute per run: cheap on gs://, fresh enough for status
 
 
@@ -41,8 +42,12 @@ class ProgressWriter:
         """A restarted trainer restores a checkpoint it did not commit: keep its commit time if the
         previous process published it."""
         try:
-            previous = read_progress(self.path.read_text(encoding="utf-8"))
-        except (OSError, RecordError):
+            # Bounded, and never through a link or into a FIFO: a record past PROGRESS_BYTES is no record of ours
+            data = ckpt_storage.read_bounded(self.path, PROGRESS_BYTES)
+            if len(data) > PROGRESS_BYTES:
+                return
+            previous = read_progress(data.decode("utf-8"))
+        except (OSError, RecordError, UnicodeDecodeError):
             return
         self.progress = Progress(previous.steps_done, previous.step_time, previous.checkpoint_step,
                                  previous.checkpoint_time, previous.updated_at, "running", 1)
