@@ -23,6 +23,8 @@ os.environ.pop("KUBECONFIG", None)
 
 import pytest  # noqa: E402
 
+from tests.support.budgets import over_budget, read_budgets  # noqa: E402
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -51,3 +53,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
+
+
+class _BudgetWatch:
+    """Adds up each test's setup, call and teardown; at the end names those past their budget in
+    docs/testing.md (`## Time budgets`; ELXPK_TEST_BUDGETS names another file, for this hook's own test).
+    Reported, never failed."""
+
+    def __init__(self) -> None:
+        self.durations: dict[str, tuple[float, frozenset[str]]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        seconds, markers = self.durations.get(report.nodeid, (0.0, frozenset(report.keywords)))
+        self.durations[report.nodeid] = (seconds + report.duration, markers)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        doc = Path(os.environ.get("ELXPK_TEST_BUDGETS", REPO_ROOT / "docs" / "testing.md"))
+        lines = over_budget(read_budgets(doc), self.durations)
+        if lines:
+            terminalreporter.section(f"{len(lines)} tests over their time budget (docs/testing.md)")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_BudgetWatch(), "elxpk-budget-watch")

@@ -1,8 +1,9 @@
 """The top-level handler under the lowest and the highest typer the pins allow (pyproject: typer>=0.12,<0.29).
 
 typer >= 0.28 vendors click as typer._click, without Abort or Exit; older typer uses click itself. The
-highest is the installed one; the lowest is installed with pip into a temporary folder put first on
-PYTHONPATH (typer 0.12.5 with click 8.1.8, the click it was released against).
+highest is the installed one; the lowest is installed with pip into a folder put first on PYTHONPATH (typer
+0.12.5 with click 8.1.8, the click it was released against), cached by its pins and this interpreter's
+version under ~/.cache/elxpk/typer-lowest/ (tests/support/install_cache.py).
 """
 
 from __future__ import annotations
@@ -15,20 +16,32 @@ from pathlib import Path
 import pytest
 
 from tests.launcher.cases import CASES
+from tests.support.install_cache import cached_build, content_key
 
 LOWEST = ("typer==0.12.5", "click==8.1.8")
 GOLDEN = Path(__file__).parent / "goldens" / "pathways-v5p-8.yaml"
 MAIN = "import sys; from elxpk.cli.main import main; sys.exit(main())"
 
 
-@pytest.fixture(scope="module")
-def lowest_typer(tmp_path_factory) -> str:
-    target = tmp_path_factory.mktemp("typer-lowest")
+class _NoIndex(Exception):
+    pass
+
+
+def _pip_install(target: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                            *LOWEST], capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        pytest.skip(f"cannot install {' '.join(LOWEST)} from the package index: {done.stderr.strip()[-300:]}")
-    return str(target)
+        raise _NoIndex(done.stderr.strip()[-300:])
+    (target / "installed").write_text(" ".join(LOWEST), encoding="utf-8")  # written last: the folder is complete
+
+
+@pytest.fixture(scope="module")
+def lowest_typer() -> str:
+    key = content_key(sys.version, *LOWEST)
+    try:
+        return str(cached_build("typer-lowest", key, _pip_install, done="installed"))
+    except _NoIndex as exc:
+        pytest.skip(f"cannot install {' '.join(LOWEST)} from the package index: {exc}")
 
 
 def _run(overlay: str | None, *argv: str, code: str = MAIN, **env: str) -> subprocess.CompletedProcess:

@@ -27,6 +27,10 @@ from trainer import gcs_auth
 pytestmark = pytest.mark.slow
 
 HANG_GUARD_S = 120  # far above google-auth's bounded probe (3 attempts of 3 s); a hang ends here, and fails
+# google-auth's probe as these tests run it: 2 attempts of 1 s (GCE_METADATA_DETECT_RETRIES, GCE_METADATA_TIMEOUT,
+# which google-auth reads at import) instead of 3 of 3 s. Still a retry, a backoff and a timeout on the silent
+# server, so a path that waits on anything beyond the bounded probe still hangs here; 25 s a case was waiting.
+PROBE = {"GCE_METADATA_TIMEOUT": "1", "GCE_METADATA_DETECT_RETRIES": "2"}
 ADC_HINT = "GOOGLE_APPLICATION_CREDENTIALS"
 CREDENTIAL_VARS = ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "NO_GCE_CHECK", "GCE_METADATA_ROOT",
                    gcs_auth.EMULATOR, *gcs_auth.TENSORSTORE_EMULATOR)
@@ -63,7 +67,7 @@ def bare_env(tmp_path: Path, metadata_server: str) -> dict[str, str]:
     home.mkdir()
     env = {k: v for k, v in user_env().items() if k not in CREDENTIAL_VARS}
     env.update(HOME=str(home), GCE_METADATA_IP=metadata_server, GCE_METADATA_HOST=metadata_server,
-               KUBECONFIG=str(tmp_path / "no-kubeconfig"), PYTHONPATH=str(REPO_ROOT))
+               KUBECONFIG=str(tmp_path / "no-kubeconfig"), PYTHONPATH=str(REPO_ROOT), **PROBE)
     if on_a_google_vm():
         env["NO_GCE_CHECK"] = "true"
     return env

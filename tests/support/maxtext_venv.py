@@ -3,20 +3,21 @@
 MaxText 0.2.5 needs Python >= 3.12; the project's own venv is 3.11. `maxtext_python()` finds a 3.12+
 interpreter (ELXPK_PYTHON312, then pyenv's, then python3.12/3.13 on PATH), and builds the venv once into
 ~/.cache/elxpk/maxtext-venv/<key>/ (ELXPK_CACHE_DIR moves it), key = the interpreter's version and the
-hash of tests/maxtext_startup/requirements.txt, so a changed pin builds a fresh one. The build goes to a
-temporary folder renamed into place when complete, under a file lock (other sessions on the machine may
-build at the same time), so a half-built venv is never used.
+hash of tests/maxtext_startup/requirements.txt, so a changed pin builds a fresh one. Built through
+tests/support/install_cache.py: a partial folder renamed into place when complete, under a file lock (other
+sessions on the machine may build at the same time), so a half-built venv is never used.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support import install_cache
 
 REQUIREMENTS = Path(__file__).resolve().parents[1] / "maxtext_startup" / "requirements.txt"
 MIN_VERSION = (3, 12)
@@ -66,7 +67,7 @@ def find_python() -> tuple[str, tuple[int, int]]:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("ELXPK_CACHE_DIR", Path.home() / ".cache" / "elxpk")) / "maxtext-venv"
+    return install_cache.cache_root("maxtext-venv")
 
 
 def venv_key(version: tuple[int, int]) -> str:
@@ -77,28 +78,16 @@ def venv_key(version: tuple[int, int]) -> str:
 def maxtext_python(log=sys.stderr) -> Path:
     """The venv's python, building the venv first when it is not cached. Raises NoPython or BuildFailed."""
     base, version = find_python()
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / venv_key(version)
-    python = final / "bin" / "python"
-    if python.exists():
-        return python
-    with open(root / f"{final.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another session may be building the same venv
-        if python.exists():
-            return python
-        partial = root / f"{final.name}.partial-{os.getpid()}"
-        shutil.rmtree(partial, ignore_errors=True)
-        print(f"building the MaxText venv in {final} (once; a few minutes)", file=log)
-        try:
-            _run([base, "-m", "venv", str(partial)])
-            _run([str(partial / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                  "--only-binary=:all:", "--retries", "2", "--timeout", "60", "-r", str(REQUIREMENTS)])
-        except BuildFailed:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        partial.rename(final)  # bin/python finds its site-packages relative to itself: the move is safe
-    return python
+    key = venv_key(version)
+
+    def build(partial: Path) -> None:
+        print(f"building the MaxText venv in {cache_root() / key} (once; a few minutes)", file=log)
+        _run([base, "-m", "venv", str(partial)])
+        _run([str(partial / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+              "--only-binary=:all:", "--retries", "2", "--timeout", "60", "-r", str(REQUIREMENTS)])
+
+    # bin/python finds its site-packages relative to itself: the venv may be built elsewhere and moved
+    return install_cache.cached_build("maxtext-venv", key, build, done="bin/python") / "bin" / "python"
 
 
 def _run(argv: list[str]) -> None:
