@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -103,9 +105,6 @@ def exit_within_grace(code: int) -> None:
     waiting for a save's signals when the save failed before its background work began (a read-only
     --checkpoint-dir did): the interpreter's own exit would join them forever, after the error line was
     printed. train() has already waited for every save that started, so nothing is lost by not waiting."""
-    import threading
-    import time
-
     deadline = time.monotonic() + EXIT_GRACE_S
     others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
     for thread in others:

@@ -136,7 +136,11 @@ def test_status_names_jobset_restarts_a_failure_policy_rule_did_not_count(story:
 def test_failures_after_the_last_step_are_failures_with_no_progress(story: Story) -> None:
     """`events`' closing lines: failures by cause, and "no progress since step S" from the trainer's record."""
     stage = story.stages["ignored"]
-    assert len(stage.out["events"].stdout.splitlines()) == len(stage.json_lines("events.json"))  # one per line
+    # One incident per line. The two reads are moments apart on a live cluster, so the later -o json read
+    # may hold an Event the table's read had not seen yet, never fewer.
+    table = stage.out["events"].stdout.splitlines()
+    assert table and all(line[:4].isascii() and line[:4].isdigit() for line in table), table
+    assert len(table) <= len(stage.json_lines("events.json"))
     lines = stage.out["events"].stderr.splitlines()  # the summary is a note on stderr
     assert "# failures by cause: preempted 2" in lines, lines
     assert "# no progress since step 130: 2 preempted failures since the trainer's last completed step" in lines

@@ -103,6 +103,10 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
     quiet = _QuietExpectedErrors()
     logging.getLogger("absl").addFilter(quiet)
+    # A failed save's gathered future is collected after train() returns, and asyncio logs its traceback
+    # then ("exception was never retrieved"): kept for the process, it drops only the same expected errors.
+    if quiet.__class__ not in {type(f) for f in logging.getLogger("asyncio").filters}:
+        logging.getLogger("asyncio").addFilter(_QuietExpectedErrors())
     _quiet_abandoned_save_callbacks()
     state = "failed"
     try:
