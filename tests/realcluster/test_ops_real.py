@@ -234,8 +234,12 @@ def test_pathways_logs_kill_watch_and_degraded_status(testcluster: LocalCluster,
             log_file.write_text(served + f"2026-01-01T00:00:05.000000000Z stdout F I1130 trainer] {step}\n")
             assert degraded["slices"][1]["budget_left"] == 3 and degraded["max_restarts"] == 1, degraded
             table = elxpk("workload", "status", name, cluster=testcluster)
-            assert "Degraded  slice 1 restarting (budget 1/4 used)" in table.stdout, table.stdout
-            assert "Slices healthy   1/2" in table.stdout and "1/4 used, 3 left" in table.stdout, table.stdout
+            # Under CI load the replacement can be Running again before this second read: then the table
+            # must show the spent budget of the recovery it just went through.
+            if "State            Running  2/2" not in table.stdout:
+                assert "Degraded  slice 1 restarting (budget 1/4 used)" in table.stdout, table.stdout
+                assert "Slices healthy   1/2" in table.stdout, table.stdout
+            assert "1/4 used, 3 left" in table.stdout, table.stdout
             assert "0 (maxRestarts 1: 0 counted, 1 left)" in table.stdout, table.stdout
             shown = elxpk("workload", "status", name, "-o", "yaml", cluster=testcluster)
             assert yaml.safe_load(shown.stdout)["state"] in ("Degraded", "Running"), shown.stdout
