@@ -1,0 +1,32 @@
+"""The README's "On GKE" renders run exactly as written (their `--dry-run` commands), as a new user pastes them."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _dry_run_commands() -> list[list[str]]:
+    text = ROOT.joinpath("README.md").read_text(encoding="utf-8")
+    section = text.split("## On GKE", 1)[1].split("\n## ", 1)[0]
+    joined = re.sub(r"\\\n\s*", "", section)  # shell line continuations
+    commands = []
+    for line in joined.splitlines():
+        line = line.split(" > ", 1)[0].strip()
+        if line.startswith("elxpk workload create") and "--dry-run" in line:
+            commands.append(shlex.split(line, comments=True))
+    return commands
+
+
+def test_the_readme_renders_run_as_written():
+    commands = _dry_run_commands()
+    assert len(commands) >= 2, "the README's On GKE section lost its --dry-run examples"
+    for argv in commands:
+        done = subprocess.run([str(Path(sys.executable).with_name("elxpk")), *argv[1:]], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0 and "kind: JobSet" in done.stdout, (argv, done.stderr)
