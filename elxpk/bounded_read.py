@@ -48,7 +48,6 @@ EVENT_RECORDS = 200_000  # lines of events.jsonl: a checkpoint pair every 100 st
 RECORD_LINE_BYTES = 1 * MIB  # one line of a run record: a step or an event is a few hundred bytes
 RUN_RECORDS_PEAK_MB = 700  # `compare` of two runs at the caps (tests/launcher/test_hostile_input.py projects it)
 INCIDENT_BYTES = 2 * MIB  # an incident record (`workload events --record`): ~6k incidents
-PROGRESS_BYTES = 1 * MIB  # the trainer's progress record
 READ_TIMEOUT_S = 60.0  # a read that takes longer is stuck (a hung mount, a stdin nobody closes)
 _CHUNK = 1 * MIB
 

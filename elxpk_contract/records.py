@@ -202,6 +202,7 @@ EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (
     RejoinRefused, Preempted)}
 
 PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
+PROGRESS_BYTES = 2**20  # the record is ~300 bytes: its writer and every reader stop at this many
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elxpk.bounded_read import PROGRESS_BYTES, decode_text, read_limited
+from elxpk.bounded_read import decode_text, read_limited
 from elxpk.cluster.gcs import Gcs
 from elxpk.cluster.labels import HEAD
 from elxpk.cluster.status import worker_replicated_job
 from elxpk.errors import ElxpkError
-from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
+from elxpk_contract.records import PROGRESS_BYTES, PROGRESS_FILE, RecordError, read_progress
 from elxpk_contract.settings import check_setting, default, env_name, flag_name
 
 if TYPE_CHECKING:

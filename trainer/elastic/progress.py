@@ -18,11 +18,17 @@ import json
 import os
 import sys
 
-from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress, written
+from elxpk_contract.records import (
+    PROGRESS_BYTES,
+    PROGRESS_FILE,
+    Progress,
+    RecordError,
+    read_progress,
+    written,
+)
 from trainer.ckpt import storage as ckpt_storage
 from trainer.clock import Clock
 
-PROGRESS_BYTES = 2**20  # the record is ~300 bytes; `workload status` reads at most this much too
 PROGRESS_PERIOD_S = 30.0  # one small write per half minute per run: cheap on gs://, fresh enough for status
 
 
