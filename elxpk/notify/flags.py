@@ -31,12 +31,12 @@ FLAGS: tuple[Flag, ...] = (
     Flag("notify", TEXT, "POST each alert to this webhook (http:// or https://), one JSON document each; "
          "needs --watch.", metavar="URL", panel=PANEL, commands=_EVENTS),
     Flag("notify_format", TEXT, "What --notify posts: json (the alert) or slack ({\"text\": ...}, for a "
-         "Slack or Mattermost incoming webhook).", default="json", choices=FORMATS, metavar="[json|slack]", panel=PANEL,
-         commands=_EVENTS),
+         "Slack or Mattermost incoming webhook).", default="json", choices=FORMATS, metavar="[json|slack]",
+         panel=PANEL, commands=_EVENTS),
     Flag("notify_command", TEXT, "Run this command for each alert, the alert as JSON on its stdin (split as "
          "a shell would, run without one); needs --watch.", metavar="CMD", panel=PANEL, commands=_EVENTS),
     Flag("notify_on", LIST, "Only these alerts (repeatable or comma-separated): " + ", ".join(KINDS) + ".",
-         metavar="KIND", panel=PANEL, commands=_EVENTS, default_text="every kind",
+         metavar="KIND", panel=PANEL, commands=_EVENTS, default_text="every kind", doc_default="every kind",
          doc="only these alerts (repeatable, or comma-separated): " + ", ".join(f"`{k}`" for k in KINDS)),
     Flag("stuck_after", DURATION, "Alert `stuck`, with the why line, when Queued, Admitted but not running, "
          "or Restarting for longer than this.", default="10m", panel=PANEL, commands=_EVENTS),
