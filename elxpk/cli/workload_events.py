@@ -20,7 +20,7 @@ from elxpk.output_formats import output_format
 @options.with_cluster
 @options.with_flags("events", notify_flags.FLAGS)
 def events(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
+    name: Annotated[str, options.workload_argument()],
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Keep following (the watch API) until the "
                                         "workload finishes.")] = False,
     record: Annotated[str | None, typer.Option("--record", help="Append new incidents to this JSONL file, "

@@ -18,6 +18,8 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -69,20 +71,18 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP date: the back-off applies
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # the 3xx itself becomes the HTTPError `post` reports
+
+
 def post(url: str, body: bytes, timeout_s: float) -> None:
     """POST `body` to `url`; DeliveryFailed unless a 2xx comes back. Redirects are not followed (a POST
     turned into a GET would lose the alert and look delivered)."""
-    import urllib.error
-    import urllib.request
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            return None
-
     request = urllib.request.Request(url, data=body, method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "elxpk-notify"})
     try:
-        with urllib.request.build_opener(NoRedirect()).open(request, timeout=timeout_s) as answer:
+        with urllib.request.build_opener(_NoRedirect()).open(request, timeout=timeout_s) as answer:
             answer.read(RESPONSE_BYTES)
     except urllib.error.HTTPError as exc:
         code = exc.code

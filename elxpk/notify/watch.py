@@ -12,10 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from elxpk.cluster import why
 from elxpk.cluster.incidents import Incident
+from elxpk.cluster.progress import progress_of, setting_value
+from elxpk.cluster.status import compute_status
 from elxpk.notify.delivery import Notifier, Policy, senders
 from elxpk.notify.flags import CHECKPOINT_STALE, NotifySettings
 from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
+from elxpk_contract.settings import check_setting
 
 
 class NotifyingWatch:
@@ -51,9 +55,6 @@ class NotifyingWatch:
                 self.notifier.send(alert)
 
     def _observation(self, jobset: dict, jobs: list, pods: list, workloads: list, now: float) -> Observation:
-        from elxpk.cluster import why
-        from elxpk.cluster.status import compute_status
-
         status = compute_status(jobset, jobs, pods, workloads, now)
         since = why.state_since(jobset, jobs, workloads)
         line = status.message if status.state == "Failed" else ""
@@ -74,17 +75,12 @@ class NotifyingWatch:
         if CHECKPOINT_STALE not in self.settings.on:
             return None
         if self._progress is None or now - self._progress[0] >= self.progress_every_s:
-            from elxpk.cluster.progress import progress_of
-
             self._progress = (now, progress_of(jobset, now)[0])
         return self._progress[1]
 
 
 def _elastic_timeout(jobset: dict) -> float | None:
     """The wait for a lost slice the workload gives its trainer (ELXPK_ELASTIC_TIMEOUT_SECONDS or its flag)."""
-    from elxpk.cluster.progress import setting_value
-    from elxpk_contract.settings import check_setting
-
     value = setting_value(jobset, "elastic_timeout_seconds")
     if value is None:
         return None

@@ -76,9 +76,10 @@ def test_429_retry_after_is_capped():
     assert "HTTP 429" in rec.lines[0]
 
 
-def test_a_4xx_other_than_429_is_not_retried():
-    hook, rec, lost = _deliver(["404"], [_alert(0)])
-    assert hook.answers() == ["404"] and lost == 1 and "HTTP 404" in rec.lines[0] and "1 try" in rec.lines[0]
+@pytest.mark.parametrize("answer", ["404", "302"])
+def test_a_4xx_other_than_429_or_a_redirect_is_not_retried(answer):
+    hook, rec, lost = _deliver([answer], [_alert(0)])
+    assert hook.answers() == [answer] and lost == 1 and f"HTTP {answer}" in rec.lines[0] and "1 try" in rec.lines[0]
 
 
 @pytest.mark.parametrize("answer", ["hang", "close"])
