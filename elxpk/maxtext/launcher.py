@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elxpk.maxtext.command import is_maxtext_command
-from elxpk.maxtext.keys import KEYS, render_value
+from elxpk.maxtext.command import CommandError, find_invocations, is_maxtext_command
+from elxpk.maxtext.keys import KEYS, parse_value, render_value
 from elxpk.maxtext.overrides import DIRECT, ENTRY_HINT, maxtext_overrides
 from elxpk_contract.settings import env_name, flag_name
 
@@ -57,10 +57,14 @@ def unread_settings_warnings(command: str, settings: Sequence[tuple[str, Any]], 
     with `--trainer maxtext`: nothing in the command is known to read them."""
     given = [name for name, _ in settings]
     if is_maxtext_command(command):
-        flags = [flag_name(n) for n in given] + ([f"--elastic-slices {elastic_slices}"] if elastic_slices else [])
+        values = _maxtext_values(command, ("checkpoint_period", "elastic_enabled"))
+        # A command that turns MaxText's elasticity on itself (as MaxText's elastic guide does) drops nothing.
+        elastic_dropped = bool(elastic_slices) and values["elastic_enabled"][0] is not True
+        flags = [flag_name(n) for n in given] + ([f"--elastic-slices {elastic_slices}"] if elastic_dropped else [])
         if not flags:
             return []
-        own = ", ".join(f"{n} {render_value(KEYS[n].default)}" for n in ("checkpoint_period", "elastic_enabled"))
+        own = ", ".join(f"{key} {render_value(value)}{' (the command sets it)' if written else ''}"
+                        for key, (value, written) in values.items())
         return [f"{', '.join(flags)}: --command runs MaxText, which reads its own config and never the ELXPK_* "
                 f"env vars, so MaxText keeps its own values ({own}); "
                 f"add --trainer maxtext to pass them as MaxText overrides (docs/maxtext.md)"]
@@ -70,6 +74,24 @@ def unread_settings_warnings(command: str, settings: Sequence[tuple[str, Any]], 
     return [f"{_flags(given)}: --command is neither the bundled trainer (--trainer) nor MaxText "
             f"(--trainer maxtext), so {'this reaches' if len(given) == 1 else 'these reach'} the container "
             f"only as env {envs}, which your command must read"]
+
+
+def _maxtext_values(command: str, keys: Sequence[str]) -> dict[str, tuple[object, bool]]:
+    """What MaxText runs `command` with for each key: (value, whether the command writes it). A key the
+    command leaves alone, or writes in a way elxpk cannot read (hidden in `bash -c`, an unreadable value),
+    is MaxText's default, as far as elxpk can tell."""
+    try:
+        invocations = find_invocations(command)
+    except CommandError:
+        invocations = []
+    out: dict[str, tuple[object, bool]] = {}
+    for key in keys:
+        text = next((v for inv in invocations if (v := inv.value(key)) is not None), None)
+        try:
+            out[key] = (parse_value(key, text), True) if text is not None else (KEYS[key].default, False)
+        except ValueError:  # MaxText refuses it: reported by MaxText at start-up, not by this warning
+            out[key] = (KEYS[key].default, False)
+    return out
 
 
 def _flags(names: Sequence[str]) -> str:

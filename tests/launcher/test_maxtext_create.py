@@ -199,6 +199,23 @@ def test_maxtext_command_without_trainer_maxtext_suggests_it(cli):
     assert [w for w in warnings(alone) if "add --trainer maxtext" in w]
 
 
+def test_the_warning_names_the_values_the_command_sets_itself(cli):
+    """MaxText's elastic guide writes checkpoint_period=100 and elastic_enabled=true into its command: the
+    warning about --checkpoint-period quotes those, not MaxText's defaults, and --elastic-slices, which
+    the command's own elastic_enabled=true already matches, is not called dropped."""
+    own = f"{TRAIN} {GRAIN} checkpoint_period=100 elastic_enabled=true"
+    result = cli("workload", "create", *ELASTIC, "--command", own, "--checkpoint-period=100")
+    (line,) = warnings(result)
+    assert line.startswith("warning: --checkpoint-period: --command runs MaxText")
+    assert "(checkpoint_period 100 (the command sets it), elastic_enabled true (the command sets it))" in line
+    assert warnings(cli("workload", "create", *ELASTIC, "--command", own)) == []
+    # elastic_enabled=false in the command: elasticity is still dropped, and said so.
+    off = cli("workload", "create", *ELASTIC, "--command", f"{TRAIN} {GRAIN} elastic_enabled=false")
+    (line,) = warnings(off)
+    assert line.startswith("warning: --elastic-slices 1: --command runs MaxText")
+    assert "checkpoint_period 10000, elastic_enabled false (the command sets it)" in line
+
+
 def test_no_warning_when_nothing_is_dropped(cli):
     plain = cli("workload", "create", *BASE, "--command", "python3 my_train.py")
     bundled = cli("workload", "create", *BASE, "--trainer", "--checkpoint-period=100")
