@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from elxpk.maxtext.command import CommandError, find_invocations, is_maxtext_command
-from elxpk.maxtext.keys import KEYS, parse_value, render_value
+from elxpk.maxtext.data_rules import command_value
+from elxpk.maxtext.keys import KEYS, render_value
 from elxpk.maxtext.overrides import DIRECT, ENTRY_HINT, maxtext_overrides
 from elxpk_contract.settings import env_name, flag_name
 
@@ -63,8 +64,7 @@ def unread_settings_warnings(command: str, settings: Sequence[tuple[str, Any]], 
         flags = [flag_name(n) for n in given] + ([f"--elastic-slices {elastic_slices}"] if elastic_dropped else [])
         if not flags:
             return []
-        own = ", ".join(f"{key} {render_value(value)}{' (the command sets it)' if written else ''}"
-                        for key, (value, written) in values.items())
+        own = ", ".join(_described(key, value, written) for key, (value, written) in values.items())
         return [f"{', '.join(flags)}: --command runs MaxText, which reads its own config and never the ELXPK_* "
                 f"env vars, so MaxText keeps its own values ({own}); "
                 f"add --trainer maxtext to pass them as MaxText overrides (docs/maxtext.md)"]
@@ -77,21 +77,24 @@ def unread_settings_warnings(command: str, settings: Sequence[tuple[str, Any]], 
 
 
 def _maxtext_values(command: str, keys: Sequence[str]) -> dict[str, tuple[object, bool]]:
-    """What MaxText runs `command` with for each key: (value, whether the command writes it). A key the
-    command leaves alone, or writes in a way elxpk cannot read (hidden in `bash -c`, an unreadable value),
-    is MaxText's default, as far as elxpk can tell."""
+    """What MaxText runs `command` with for each key: (value, whether the command writes it); the value is
+    None when the shell decides it or MaxText would refuse it (MaxText says so at start-up)."""
     try:
         invocations = find_invocations(command)
-    except CommandError:
+    except CommandError:  # unclosed quotes: elxpk cannot read it, so MaxText's defaults as far as it can tell
         invocations = []
     out: dict[str, tuple[object, bool]] = {}
     for key in keys:
-        text = next((v for inv in invocations if (v := inv.value(key)) is not None), None)
-        try:
-            out[key] = (parse_value(key, text), True) if text is not None else (KEYS[key].default, False)
-        except ValueError:  # MaxText refuses it: reported by MaxText at start-up, not by this warning
-            out[key] = (KEYS[key].default, False)
+        inv = next((i for i in invocations if key in i.overrides), None)
+        out[key] = (command_value(inv, key), True) if inv else (KEYS[key].default, False)
     return out
+
+
+def _described(key: str, value: object, written: bool) -> str:
+    if not written:
+        return f"{key} {render_value(value)}"
+    return f"{key} {render_value(value)} (the command sets it)" if value is not None else \
+        f"{key} as the command's shell sets it"
 
 
 def _flags(names: Sequence[str]) -> str:
