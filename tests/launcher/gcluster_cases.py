@@ -77,3 +77,12 @@ CASES: dict[str, Case] = {
         elxpk=["--workload=gc-gpu", "--device-type=a3-highgpu-8g", "--num-nodes=2", f"--docker-image={IMAGE}",
                "--command", COMMAND, *GCLUSTER_DEFAULTS]),
 }
+
+# gcluster renders of a failure its users report, vendored for the tests that show it (not compared with
+# elxpk's render). ml-auto-solutions#1369: --restart-on-exit-codes puts a podFailurePolicy on Pathways workers
+# whose pods restart OnFailure; the API server admits the JobSet, and the Job the JobSet controller makes
+# of the workers is refused, so the head runs alone.
+FAILURES: dict[str, list[str]] = {
+    "pathways-restart-on-exit-codes": [*_pathways("gc-exit-codes", "v5litepod-16", 2).gcluster,
+                                       "--restart-on-exit-codes=42,75"],
+}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.launcher.gcluster_cases import CASES, GCLUSTER_CLUSTER, GCLUSTER_COMMIT, GCLUSTER_VERSION
+from tests.launcher.gcluster_cases import CASES, FAILURES, GCLUSTER_CLUSTER, GCLUSTER_COMMIT, GCLUSTER_VERSION
 from tests.launcher.manifest_fields import differing, flatten
 
 RENDERS = Path(__file__).with_name("gcluster_renders")
@@ -179,9 +179,9 @@ def test_the_comparison_catches_a_changed_field_and_a_stale_excuse(cli):
 
 def test_every_render_names_its_gcluster_version_and_command():
     """The render's first line is the command that made it: the case table and the renders agree."""
-    for name, case in CASES.items():
+    for name, command in {**{n: c.gcluster for n, c in CASES.items()}, **FAILURES}.items():
         first = (RENDERS / f"{name}.yaml").read_text(encoding="utf-8").splitlines()[0]
-        argv = shlex.join(["job", "submit", *GCLUSTER_CLUSTER, *case.gcluster])
+        argv = shlex.join(["job", "submit", *GCLUSTER_CLUSTER, *command])
         assert first == f"# gcluster {GCLUSTER_VERSION} ({GCLUSTER_COMMIT[:12]}): {argv}"
 
 
@@ -200,7 +200,20 @@ def test_the_cases_cover_the_issues_shapes():
 def test_workload_validate_admits_gclusters_renders_as_the_cluster_does(cli):
     """tests/realcluster/test_gcluster_admission.py has the real API server and JobSet webhook admit every
     one of them; the offline check must agree."""
-    files = sorted(str(p) for p in RENDERS.glob("*.yaml"))
-    assert len(files) == len(CASES)
+    files = [str(RENDERS / f"{name}.yaml") for name in sorted(CASES)]
     result = cli("workload", "validate", *files)
     assert result.code == 0, result.out + result.err
+
+
+def test_workload_validate_refuses_gclusters_render_of_ml_auto_solutions_1369(cli):
+    """gcluster's --restart-on-exit-codes on Pathways: a podFailurePolicy on workers that restart OnFailure.
+    The cluster admits the JobSet and refuses the workers' Job (tests/realcluster/test_gcluster_admission.py);
+    offline, validate names the field."""
+    result = cli("workload", "validate", str(RENDERS / "pathways-restart-on-exit-codes.yaml"))
+    assert result.code == 1
+    assert ("spec.replicatedJobs[1].template.spec.template.spec.restartPolicy: Invalid value: 'OnFailure': "
+            "only \"Never\" is supported when podFailurePolicy is specified") in result.out
+
+
+def test_the_vendored_renders_are_exactly_the_commands_of_the_table():
+    assert sorted(p.stem for p in RENDERS.glob("*.yaml")) == sorted([*CASES, *FAILURES])

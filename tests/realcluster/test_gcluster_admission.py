@@ -68,3 +68,14 @@ def test_on_a_cluster_without_xpks_service_account_only_the_gpu_pod_naming_it_is
     refused = server_verdict(testcluster, ours)
     assert len(refused) == 1 and refused[0].startswith("pod of slice-job 403") and "xpk-sa" in refused[0], refused
     assert server_verdict(testcluster, theirs) == []
+
+
+def test_gclusters_render_of_ml_auto_solutions_1369_is_admitted_as_jobset_and_refused_as_the_workers_job(
+        testcluster: LocalCluster) -> None:
+    """--restart-on-exit-codes with --pathways: the API server and the JobSet webhook admit the JobSet, and
+    the Job the JobSet controller makes of the workers is refused, naming the field; the head's Job and pod
+    are admitted, which is how the head came to run alone."""
+    refused = server_verdict(testcluster, gcluster_render("pathways-restart-on-exit-codes"))
+    assert len(refused) == 1, refused
+    assert refused[0].startswith("Job of worker 422") and "spec.template.spec.restartPolicy" in refused[0]
+    assert 'only "Never" is supported when podFailurePolicy is specified' in refused[0]

@@ -11,7 +11,8 @@ from the repository, not `go install`ed). Outside the checkout:
     python tests/launcher/gcluster_renders/capture.py ~/.cache/elxpk/gcluster-v1.95.0/gcluster /tmp/tc \
         tests/launcher/gcluster_renders
 
-It runs gcluster's own `job submit --dry-run-out FILE` for each case of tests/launcher/gcluster_cases.py. Even a
+It runs gcluster's own `job submit --dry-run-out FILE` for each command of tests/launcher/gcluster_cases.py (CASES
+and FAILURES). Even a
 dry run asks three things of the world before it renders; each is answered here, and nothing else is:
 - Kubernetes (LocalQueues, ResourceFlavors, node topologies, a JobSet of the same name, through kubectl and
   client-go): the real control plane of tools/testcluster, through KUBECONFIG. It has one LocalQueue in
@@ -46,7 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from tests.launcher.gcluster_cases import CASES, GCLUSTER_CLUSTER, GCLUSTER_COMMIT, GCLUSTER_VERSION  # noqa: E402
+from tests.launcher.gcluster_cases import CASES, FAILURES, GCLUSTER_CLUSTER, GCLUSTER_COMMIT, GCLUSTER_VERSION  # noqa: E402
 from tools.testcluster.kubeapi import LocalCluster  # noqa: E402
 
 PROJECT, LOCATION, CLUSTER = (flag.split("=", 1)[1] for flag in GCLUSTER_CLUSTER)
@@ -218,9 +219,10 @@ def capture(gcluster: Path, run_dir: Path, out: Path) -> None:
                "NO_PROXY": "127.0.0.1,localhost", "SSL_CERT_FILE": str(ca),
                "GOOGLE_APPLICATION_CREDENTIALS": str(adc)}
         try:
-            for name, case in CASES.items():
+            commands = {**{name: case.gcluster for name, case in CASES.items()}, **FAILURES}
+            for name, command in commands.items():
                 path = out / f"{name}.yaml"
-                argv = ["job", "submit", *GCLUSTER_CLUSTER, *case.gcluster]
+                argv = ["job", "submit", *GCLUSTER_CLUSTER, *command]
                 done = subprocess.run([str(gcluster), *argv, f"--dry-run-out={path}"], env=env, text=True,
                                       capture_output=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
                 if done.returncode != 0 or not path.exists():
