@@ -16,6 +16,8 @@ SHAPE_SETTINGS = ("seq_len", "vocab_size", "d_model", "n_layers", "n_heads", "d_
 DEFAULT_MODEL = "tiny"
 
 MODEL_PRESETS: dict[str, dict[str, int]] = {
+    # ~0.4M params: `elxpk local run`'s model (elxpk/local/options.py), the docs' laptop examples.
+    "micro": {"seq_len": 32, "vocab_size": 256, "d_model": 128, "n_layers": 2, "n_heads": 4, "d_ff": 512},
     # ~3.3M params: the default, fast on CPU.
     "tiny": {"seq_len": 64, "vocab_size": 512, "d_model": 256, "n_layers": 4, "n_heads": 4, "d_ff": 1024},
     # ~0.11B (GPT-3 Small / OPT-125m layout).

@@ -20,6 +20,7 @@ from elxpk.flag_rows import read_all
 from elxpk.local import flags as table
 from elxpk.local.flags import DEFAULT_CHECKPOINT_PERIOD, DEFAULT_KILL_STEP, DEFAULT_STEPS
 from elxpk_contract.faults import FaultSchedule
+from elxpk_contract.presets import MODEL_PRESETS
 from elxpk_contract.settings import ALL_SLICES, FIELDS, TrainerConfig, check_setting, default, flag_name
 
 DEFAULT_REVIVE_AFTER: float = table.default("revive_after")
@@ -30,8 +31,7 @@ POLL_SECONDS = 0.2
 STALL_TIMEOUT_SECONDS = 5.0
 # A model sized so the default run takes about a minute on 2 CPU cores and its loss visibly falls;
 # the trainer's own defaults are sized for a bigger machine. --trainer-arg settings win over these.
-LOCAL_MODEL: dict[str, Any] = {"d_model": 128, "n_layers": 2, "n_heads": 4, "d_ff": 512, "seq_len": 32,
-                               "vocab_size": 256, "learning_rate": 1e-2}
+LOCAL_MODEL: dict[str, Any] = {**MODEL_PRESETS["micro"], "learning_rate": 1e-2}  # the `micro` preset's shape
 # What `local run` sets itself (its flags and modes); --trainer-arg may not override them.
 _OWN = {"run_dir", "steps", "num_slices", "checkpoint_period", "seed", "devices_per_slice", "slice_backend",
         "elastic_enabled", "elastic_min_slice_count", "elastic_poll_seconds", "fault", "revive_after",
