@@ -30,11 +30,12 @@ def translate(
 ) -> None:
     """Print the elxpk command equivalent to an xpk or gcluster command line (one line per flag it cannot
     carry over, exit 2)."""
-    print(shlex.join(translated(line)))
+    print(" && ".join(shlex.join(words) for words in translated(line)))
 
 
-def translated(line: list[str]) -> list[str]:
-    """The elxpk command line (words) equivalent to `line`; UsageError listing what cannot be carried."""
+def translated(line: list[str]) -> list[list[str]]:
+    """The elxpk command lines (words; a `workload wait` follows for --await-job-completion) equivalent to
+    `line`; UsageError listing what cannot be carried."""
     from elxpk.errors import UsageError
 
     source = next((key for key in _SOURCES if tuple(line[:len(key)]) == key), None)
@@ -78,7 +79,7 @@ def _known_words(command: Any, words: list[str], who: str) -> tuple[list[str], l
     return known, problems
 
 
-def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[str]:
+def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
     from elxpk.cli.options import CLUSTER_FLAGS
     from elxpk.create.dialect import resolve
     from elxpk.create.flags import BY_NAME, FLAGS
@@ -115,13 +116,11 @@ def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[str]:
             words += [flag_name(field.name), str(params[field.name])]
     if params.get("output") not in (None, "yaml"):
         words += ["--output", str(params["output"])]
-    if dialect.await_completion:
-        words += ["&&", "elxpk", "workload", "wait", str(rows["workload"]), "--for", "completed"]
-        if namespace is not None:
-            words += ["--namespace", namespace]
-        if dialect.timeout is not None:
-            words += ["--timeout", dialect.timeout]
-    return words
+    if not dialect.await_completion:
+        return [words]
+    wait = ["elxpk", "workload", "wait", str(rows["workload"]), "--for", "completed"]
+    wait += ["--namespace", namespace] if namespace is not None else []
+    return [words, wait + (["--timeout", dialect.timeout] if dialect.timeout is not None else [])]
 
 
 def _alias_keys() -> frozenset[str]:
