@@ -112,11 +112,14 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
         for line in submission.follow_up_commands(spec.workload, target):
             print(f"  {line}", file=sys.stderr)
     if dialect.await_completion and not run.dry_run:
+        import inspect
+
         from elxpk.cli.workload_ops import wait
 
-        # `workload wait NAME --for completed`: exit 0 succeeded, 1 failed, 124 past --timeout.
-        wait.__wrapped__(spec.workload, for_="completed", timeout=dialect.timeout, poll="5s", output="table",
-                         cluster=cluster._replace(namespace=target.namespace))
+        # `workload wait NAME --for completed`: exit 0 succeeded, 1 failed, 124 past --timeout. Unwrapped: the
+        # verb itself, which takes a ClusterSelection (options.with_cluster).
+        inspect.unwrap(wait)(spec.workload, for_="completed", timeout=dialect.timeout, poll="5s", output="table",
+                             cluster=cluster._replace(namespace=target.namespace))
 
 
 def _check_sizes(manifest) -> None:

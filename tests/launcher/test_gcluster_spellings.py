@@ -46,7 +46,7 @@ def test_every_alias_key_is_its_own_option_and_names_no_other_parameter():
 
 def _without(argv: list[str], flag: str) -> list[str]:
     """`argv` (flag, value pairs) less `flag` and its value."""
-    pairs = list(zip(argv[::2], argv[1::2]))
+    pairs = list(zip(argv[::2], argv[1::2], strict=True))
     return [word for pair in pairs if pair[0] != flag for word in pair]
 
 
