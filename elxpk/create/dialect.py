@@ -64,10 +64,14 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     if pathways and flags.get("no_pathways"):
         problems.append("--pathways and --no-pathways: pick one")
     out["no_pathways"] = not pathways
-    for key, (_, alias) in ALIASES.items():
-        if alias.spelling.startswith("--pathways-") and _given(flags.get(key)) and not pathways:
-            problems.append(f"{alias.spelling}: needs --pathways (gcluster renders a plain JobSet without it); "
+    spellings = [(key, alias.spelling) for key, (_, alias) in ALIASES.items()] + [(f.name, f.flag) for f in FLAGS]
+    for key, spelling in spellings:  # gcluster: "pathways flags specified but --pathways flag is missing"
+        if spelling.startswith("--pathways-") and _given(flags.get(key)) and not pathways:
+            problems.append(f"{spelling}: needs --pathways (gcluster renders a plain JobSet without it); "
                             "add --pathways or drop the flag")
+    if pathways and not _given(flags.get("pathways_gcs_location")):
+        problems.append("--pathways-gcs-location: required with --pathways (gcluster's rule: where Pathways keeps "
+                        "its scratch files); e.g. --pathways-gcs-location gs://my-bucket/pathways-tmp")
     problems += _name_limit(out.get("workload"), flags, pathways)
     problems += _compute_type(flags, out)
     dialect = Dialect(GCLUSTER, namespace=flags.get("gke_namespace"), await_completion=bool(flags.get(
@@ -89,9 +93,14 @@ def respell(messages: list[str], flags: Mapping[str, Any]) -> list[str]:
     import re  # lazy: only a refused command written in gcluster's spellings gets here
 
     used = [(row.flag, alias.spelling) for key, (row, alias) in ALIASES.items() if _given(flags.get(key))]
+    # In gcluster's spelling Pathways is off unless --pathways, and resolve() said so: a line that tells the
+    # user to drop the --no-pathways they never typed is left out.
+    implied = speaks_gcluster(flags) and not flags.get("no_pathways")
     out = []
     for line in messages:
         if _given(flags.get("compute_type")) and line.startswith(("--tpu-type: required", "--device-type: required")):
+            continue
+        if implied and "drop --no-pathways" in line:
             continue
         for flag, spelling in used:
             line = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", spelling, line)
@@ -139,6 +148,8 @@ def _compute_type(flags: Mapping[str, Any], out: dict[str, Any]) -> list[str]:
     text = str(compute)
     try:
         out["device_type"] = lookup_gpu(text).name
+        if str(flags.get("num_slices")).strip() == "1":  # gcluster's one group of GPU nodes: elxpk's only shape
+            out["num_slices"] = None
         return [f"--topology {topology!r}: a GPU machine has no topology; drop it"] if _given(topology) else []
     except UnknownGpuType:
         pass

@@ -38,6 +38,16 @@ DEFAULT_QUEUE = "multislice-queue"  # the LocalQueue an xpk-made cluster has
 # silently shadow or be shadowed.
 RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
                           "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
+# Likewise for the Pathways containers' own env (--pathways-{proxy,server,worker}-env): each one's names in
+# templates/pathways.yaml.j2.
+PATHWAYS_RESERVED_ENV = {
+    "pathways_proxy_env": frozenset({"PATHWAYS_HEAD"}),
+    "pathways_server_env": frozenset({"REPLICATED_JOB_NAME", "JOBSET_NAME", "HOST_ADDRESS", "TPU_SKIP_MDS_QUERY"}),
+    "pathways_worker_env": frozenset({"TPU_MIN_LOG_LEVEL", "TF_CPP_MIN_LOG_LEVEL", "XCLOUD_ENVIRONMENT",
+                                      "MEGASCALE_GRPC_ENABLE_XOR_TRACER", "MEGASCALE_NUM_SLICES", "JOBSET_NAME",
+                                      "REPLICATED_JOB_NAME", "MEGASCALE_SLICE_ID", "PATHWAYS_HEAD",
+                                      "MEGASCALE_COORDINATOR_ADDRESS"}),
+}
 
 
 _BOTH = ("create", "validate")
@@ -142,6 +152,12 @@ FLAGS: tuple[Flag, ...] = (
          check='image',
          doc='the worker image defaults to the server image, as in xpk (where `--worker-image` does not '
          'exist)', aliases=(Alias('--pathways-worker-image'),)),
+    Flag('pathways_proxy_env', LIST, "Env var for the Pathways proxy container; repeatable (gcluster's flag).",
+         panel=PATHWAYS, metavar='KEY=VALUE'),
+    Flag('pathways_server_env', LIST, "Env var for the resource manager container; repeatable (gcluster's flag).",
+         panel=PATHWAYS, metavar='KEY=VALUE'),
+    Flag('pathways_worker_env', LIST, "Env var for the worker containers; repeatable (gcluster's flag).",
+         panel=PATHWAYS, metavar='KEY=VALUE'),
     Flag('pathways_gcs_location', TEXT, 'gs:// scratch location for proxy, resource manager and workers.',
          default=DEFAULT_GCS_LOCATION, panel=PATHWAYS, default_text='', check='gcs_location',
          doc='`--gcs_scratch_location` of proxy, resource manager and workers',

@@ -195,3 +195,34 @@ def test_job_submit_runs_as_gcluster_users_type_it(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "gcluster's limit is 22" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "no.yaml").exists()
+
+
+PATHWAYS = [*GCLUSTER, "--pathways", "--pathways-gcs-location", "gs://my-bucket/tmp"]
+
+
+def _container(js: dict, name: str) -> dict:
+    return next(c for r in js["spec"]["replicatedJobs"] for pod in [r["template"]["spec"]["template"]["spec"]]
+                for c in pod.get("initContainers", []) + pod["containers"] if c["name"] == name)
+
+
+@pytest.mark.parametrize("flag, container", [("--pathways-proxy-env", "pathways-proxy"),
+                                             ("--pathways-server-env", "pathways-rm"),
+                                             ("--pathways-worker-env", "pathways-worker")])
+def test_pathways_container_env_reaches_that_container_only(flag, container, cli):
+    js = jobset(cli, *PATHWAYS, flag, "MY_FLAG=a b", flag, "OTHER=2")
+    env = {e["name"]: e.get("value") for e in _container(js, container)["env"]}
+    assert env["MY_FLAG"] == "a b" and env["OTHER"] == "2"
+    others = {"pathways-proxy", "pathways-rm", "pathways-worker"} - {container}
+    assert all("MY_FLAG" not in {e["name"] for e in _container(js, c)["env"]} for c in others)
+    # a name the template sets on that container, or not an env name: one line naming the flag
+    own = {e["name"] for e in _container(jobset(cli, *PATHWAYS), container)["env"]}
+    done = cli("workload", "create", *PATHWAYS, flag, f"{sorted(own)[0]}=1", flag, "1X=2", "--dry-run")
+    assert done.code == 2 and done.out == ""
+    assert [line.split(" ")[1] for line in done.error_lines] == [flag, flag], done.err
+
+
+def test_pathways_needs_its_gcs_location_as_in_gcluster(cli):
+    done = cli("workload", "create", *GCLUSTER, "--pathways", "--dry-run")
+    assert done.code == 2 and done.error_lines == [
+        "error: --pathways-gcs-location: required with --pathways (gcluster's rule: where Pathways keeps its scratch "
+        "files); e.g. --pathways-gcs-location gs://my-bucket/pathways-tmp"]

@@ -33,7 +33,7 @@ def gcluster_lines(draw) -> list[str]:
     slices = draw(st.integers(1, 3))
     pathways = draw(st.booleans())
     machines = [["--compute-type", "v6e-16"], ["--compute-type", "ct6e-standard-4t", "--topology", "4x4"],
-                ["--compute-type", "v5p-8"]] + ([] if pathways else [["--compute-type", "h100-mega-80gb-8"]])
+                ["--compute-type", "v5p-8"]] + ([] if pathways or slices > 1 else [["--compute-type", "h100-mega-80gb-8"]])
     line = ["--name", draw(st.sampled_from(["run-1", "elastic-a"])), *draw(st.sampled_from(machines)),
             "--num-slices", str(slices), "-i", IMAGE, "-e", draw(st.sampled_from(["python3 train.py", "bash run.sh"]))]
     optional = {
@@ -50,7 +50,8 @@ def gcluster_lines(draw) -> list[str]:
                      "--pathways-server-image": st.just("gcr.io/p/server:1"),
                      "--pathways-worker-image": st.just("gcr.io/p/worker:1"),
                      "--pathways-proxy-args": st.just("--a=1 --b=2"), "--pathways-server-args": st.just("--c=3"),
-                     "--pathways-worker-args": st.just("--d=4")}
+                     "--pathways-worker-args": st.just("--d=4"), "--pathways-proxy-env": st.just("P=1"),
+                     "--pathways-server-env": st.just("S=2"), "--pathways-worker-env": st.just("W=x y")}
     for flag in draw(st.lists(st.sampled_from(sorted(optional)), unique=True, max_size=6)):
         line += [flag, draw(optional[flag])]
     if pathways and draw(st.booleans()):
