@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from elxpk.catalog import UnknownTpuType, is_machine_type, lookup, lookup_machine
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
 from elxpk.flag_rows import DURATION, GCLUSTER
 from elxpk.units import parse_duration
@@ -142,7 +143,6 @@ def _compute_type(flags: Mapping[str, Any], out: dict[str, Any]) -> list[str]:
         if _given(flags.get(row)):
             return [f"--compute-type and {BY_NAME[row].flag}: one quantity in gcluster's and elxpk's spelling; "
                     "give one"]
-    from elxpk.catalog import UnknownTpuType, is_machine_type, lookup, lookup_machine
     from elxpk.create.gpu import UnknownGpuType, lookup_gpu  # lazy: only a --compute-type needs the GPU table
 
     text = str(compute)
