@@ -15,9 +15,10 @@ from elxpk.cli import options
 from elxpk.cli.workload_ops import _connect, workload_name
 
 
-@options.with_cluster
+@options.with_gcluster_cluster
 def inspect(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
+    name: Annotated[str | None, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")] = None,
+    name_option: Annotated[str | None, typer.Option("--name", "-n", help="The same, as gcluster spells it.")] = None,
     out: Annotated[str | None, typer.Option("--out", help="The file to write (replaced atomically). "
                                             "Default: NAME-inspect.txt here.")] = None,
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
@@ -26,7 +27,9 @@ def inspect(
     from elxpk.errors import UsageError
     from elxpk.outfile import output_problem
 
-    workload_name(name)
+    if (name is None) == (name_option is None):
+        raise UsageError("NAME: give the workload once, as NAME or --name NAME (e.g. elxpk job inspect my-run-1)")
+    name = workload_name(name or name_option or "")
     path = out or f"{name}-inspect.txt"
     problem = output_problem(path, "--out", example="run-inspect.txt")
     if problem:

@@ -133,6 +133,12 @@ def with_cluster(func: Callable[..., Any], flags: tuple[tuple[str, Any], ...] | 
     return _extend_signature(func, "cluster", added, lambda values: ClusterSelection(**values))
 
 
+def with_gcluster_cluster(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`with_cluster` for gcluster's verbs (`job submit`, `job inspect`), whose -n is the workload's name:
+    --namespace is long only there."""
+    return with_cluster(func, SUBMIT_CLUSTER_FLAGS)
+
+
 def trainer_setting_parameters() -> list[inspect.Parameter]:
     """One `--flag` per setting the contract exposes to the launcher; help, name and default from the table.
 

@@ -31,11 +31,7 @@ def create(
     _create(flags, output, settings, cluster)
 
 
-def _submit_cluster(func):
-    return options.with_cluster(func, options.SUBMIT_CLUSTER_FLAGS)
-
-
-@_submit_cluster
+@options.with_gcluster_cluster
 @options.with_trainer_settings
 @options.with_flags("create", submit_shorts=True)
 def submit(

@@ -226,3 +226,12 @@ def test_pathways_needs_its_gcs_location_as_in_gcluster(cli):
     assert done.code == 2 and done.error_lines == [
         "error: --pathways-gcs-location: required with --pathways (gcluster's rule: where Pathways keeps its scratch "
         "files); e.g. --pathways-gcs-location gs://my-bucket/pathways-tmp"]
+
+
+def test_job_inspect_takes_the_name_once_before_any_io(cli, tmp_path):
+    for argv in ((), ("run-1", "--name", "run-1")):
+        done = cli("job", "inspect", *argv, "--kubeconfig", str(tmp_path / "none"))
+        assert done.code == 2 and done.error_lines == [
+            "error: NAME: give the workload once, as NAME or --name NAME (e.g. elxpk job inspect my-run-1)"]
+    done = cli("job", "inspect", "-n", "run-1", "--out", str(tmp_path / "no" / "such" / "dir.txt"))
+    assert done.code == 2 and "--out" in done.err and not (tmp_path / "no").exists()

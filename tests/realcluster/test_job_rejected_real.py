@@ -58,7 +58,7 @@ def test_status_why_names_the_field_the_job_api_refused(case: Case, testcluster:
         assert "JobCreationFailed" not in reasons[0]["text"] and "creation failed" in reasons[0]["detail"]
 
         report = tmp_path / "inspect.txt"
-        done = elxpk("job", "inspect", name, "--out", str(report), cluster=testcluster)
+        done = elxpk("job", "inspect", "-n", name, "--out", str(report), cluster=testcluster)  # gcluster: -n NAME
         assert done.returncode == 0 and done.stdout.strip() == str(report), done.stderr
         text = report.read_text(encoding="utf-8")
         assert "## status --why" in text and field in text and "## events" in text
