@@ -159,14 +159,27 @@ def _compute_type(flags: Mapping[str, Any], out: dict[str, Any]) -> list[str]:
                 return [f"--compute-type {text!r}: a TPU machine type needs --topology (e.g. --topology 4x4)"]
             out["tpu_type"] = lookup_machine(text, str(topology)).name
             return []
-        tpu = lookup(text)
+        tpu = lookup(_xpk_name(text))
     except UnknownTpuType as exc:
         return [f"--compute-type {text!r}: {exc}; or a GPU machine such as h100-mega-80gb-8"]
+    except ValueError as exc:
+        return [f"--compute-type {text!r}: {exc}"]
     if _given(topology) and str(topology).strip().lower() != tpu.topology:
-        return [f"--compute-type {text!r} --topology {topology!r}: {tpu.name} is {tpu.topology}; drop --topology "
-                "or make them agree"]
-    out["tpu_type"] = text
+        return [f"--compute-type {text!r} --topology {topology!r}: gcluster's {text} is {tpu.topology}; drop "
+                "--topology or make them agree"]
+    out["tpu_type"] = tpu.name
     return []
+
+
+def _xpk_name(shorthand: str) -> str:
+    """gcluster's TPU shorthand as xpk's (the catalog's) name. gcluster counts chips after the dash where xpk
+    counts TensorCores: the same for v5e and v6e (one core a chip), and for v4 (gcluster reads v4-N as
+    cores, as xpk); its v5p-8 is xpk's v5p-16 (cluster-toolkit pkg/config/hardware.go parseShorthand)."""
+    family, _, count = shorthand.strip().lower().rpartition("-")
+    if family == "tpu7x" and count.isdigit():  # gcluster refuses it too
+        raise ValueError("for TPU7x gcluster takes the topology, not a chip count: --compute-type "
+                         "tpu7x-standard-4t --topology 2x2x2")
+    return f"{family}-{2 * int(count)}" if family == "v5p" and count.isdigit() else shorthand
 
 
 def _timeout(flags: Mapping[str, Any], problems: list[str]) -> str | None:

@@ -111,6 +111,8 @@ def test_every_pathways_spelling_needs_pathways(key, cli):
     ("v6e-16", None, "gke-tpu-topology", "4x4"),  # TPU shorthand
     ("ct6e-standard-4t", "4x4", "gke-tpu-topology", "4x4"),  # GCE machine type with --topology
     ("ct5p-hightpu-4t", "2x2x2", "gke-tpu-topology", "2x2x2"),
+    ("v5p-8", None, "gke-tpu-topology", "2x2x2"),  # gcluster counts v5p chips (xpk's v5p-16), not cores
+    ("v5litepod-16", "4x4", "gke-tpu-topology", "4x4"),
     ("h100-mega-80gb-8", None, "gke-accelerator", "nvidia-h100-mega-80gb"),  # xpk device type
     ("a3-megagpu-8g", None, "gke-accelerator", "nvidia-h100-mega-80gb"),  # its GCE machine type
 ])
@@ -133,7 +135,8 @@ def test_compute_type_refusals_name_the_flags(extra, words, cli):
 
 
 def test_machine_type_without_topology_and_unknown_compute_types(cli):
-    for compute, words in (("ct6e-standard-4t", "needs --topology"), ("n2-standard-32", "unknown TPU type")):
+    for compute, words in (("ct6e-standard-4t", "needs --topology"), ("n2-standard-32", "unknown TPU type"),
+                           ("tpu7x-8", "gcluster takes the topology")):
         done = cli("workload", "create", *[a if a != "v6e-16" else compute for a in GCLUSTER], "--dry-run")
         assert done.code == 2 and words in done.err and done.err.count("error:") == 1, done.err
 
