@@ -146,7 +146,7 @@ class TableOrderGroup(TyperGroup):
 
 
 def build_app(argv: Sequence[str]) -> typer.Typer:
-    app = typer.Typer(name="elxpk", help=APP_HELP, no_args_is_help=True, add_completion=False,
+    app = typer.Typer(name="elxpk", help=APP_HELP, no_args_is_help=True, add_completion=True,
                       pretty_exceptions_enable=False, rich_markup_mode=None, cls=TableOrderGroup)
     app.callback()(_root)
     groups: dict[str, typer.Typer] = {}

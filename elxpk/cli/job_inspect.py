@@ -17,7 +17,7 @@ from elxpk.cli.workload_ops import _connect, workload_name
 
 @options.with_gcluster_cluster
 def inspect(
-    name: Annotated[str | None, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")] = None,
+    name: Annotated[str | None, options.workload_argument()] = None,
     name_option: Annotated[str | None, typer.Option("--name", "-n", help="The same, as gcluster spells it.")] = None,
     out: Annotated[str | None, typer.Option("--out", help="The file to write (replaced atomically). "
                                             "Default: NAME-inspect.txt here.")] = None,

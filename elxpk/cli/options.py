@@ -19,6 +19,7 @@ from typing import Annotated, Any, NamedTuple
 import typer
 
 from elxpk import flag_rows
+from elxpk.cli import completion
 from elxpk.create import flags as flag_table
 from elxpk.flag_rows import Flag
 from elxpk.output_formats import OUTPUT_FORMATS, output_format, output_problem
@@ -30,8 +31,9 @@ TRAINER_PANEL = flag_table.TRAINER
 OUTPUT_PANEL = flag_table.OUTPUT
 
 
-def _option(*names: str, help: str, panel: str | None = None, metavar: str | None = None) -> Any:
-    return typer.Option(*names, help=help, rich_help_panel=panel, metavar=metavar)
+def _option(*names: str, help: str, panel: str | None = None, metavar: str | None = None,
+            complete: Callable[..., Any] | None = None) -> Any:
+    return typer.Option(*names, help=help, rich_help_panel=panel, metavar=metavar, autocompletion=complete)
 
 
 def output_option(kind: str, panel: str | None = None, *, short: bool = True) -> Any:
@@ -40,7 +42,20 @@ def output_option(kind: str, panel: str | None = None, *, short: bool = True) ->
     formats = OUTPUT_FORMATS[kind]
     words = ", ".join(formats[:-1]) + f" or {formats[-1]}"
     names = ("--output", "-o") if short else ("--output",)
-    return Annotated[str, _option(*names, help=f"Output format: {words}.", panel=panel, metavar="FORMAT")]
+    return Annotated[str, _option(*names, help=f"Output format: {words}.", panel=panel, metavar="FORMAT",
+                                  complete=completion.choices(formats))]
+
+
+def workload_argument(help: str = "Workload (JobSet) name.") -> Any:
+    """The NAME argument of a workload verb; Tab completes it with the cluster's workloads (bounded)."""
+    return typer.Argument(metavar="NAME", help=help, autocompletion=_complete_workloads)
+
+
+def _complete_workloads(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Workload names from the cluster that the cluster flags typed so far select."""
+    params = ctx.params or {}
+    return completion.workload_names(
+        lambda: ClusterSelection(**{name: params.get(name) for name, _ in CLUSTER_FLAGS}).resolve(), incomplete)
 
 
 ManifestOutput = output_option("manifest", OUTPUT_PANEL)
@@ -201,7 +216,8 @@ def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None, *,
 
 def _parameter(row: Flag, key: str, names: tuple[str, ...], help_text: str, panel: str | None) -> inspect.Parameter:
     option = typer.Option(*names, help=help_text, rich_help_panel=panel,
-                          metavar=row.metavar or _METAVARS.get(row.kind), hidden=row.hidden)
+                          metavar=row.metavar or _METAVARS.get(row.kind), hidden=row.hidden,
+                          autocompletion=completion.for_row(row))
     kind: Any
     if row.kind == flag_rows.BOOL:
         kind, default = (Annotated[bool | None, option], None) if row.off_flag else (Annotated[bool, option], False)

@@ -5,35 +5,50 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
 from elxpk.cli import options
 from elxpk.cli.workload_ops import _connect, workload_name
+from elxpk.errors import UsageError
+from elxpk.notify import flags as notify_flags
 from elxpk.output_formats import output_format
 
 
 @options.with_cluster
+@options.with_flags("events", notify_flags.FLAGS)
 def events(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
+    name: Annotated[str, options.workload_argument()],
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Keep following (the watch API) until the "
                                         "workload finishes.")] = False,
     record: Annotated[str | None, typer.Option("--record", help="Append new incidents to this JSONL file, "
                                                "local or gs://BUCKET/OBJECT; incidents already there are "
                                                "skipped, so the history outlives the pods.")] = None,
     output: options.RunOutput = "text",
+    flags: Mapping[str, Any] = options.NO_FLAGS,
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Incidents: container exits (code, reason, classified infra/user), disruptions and evictions, Kueue
-    evictions, JobSet restarts, the first failed Job, Warning Events. Time, slice, pod and node each."""
+    evictions, JobSet restarts, the first failed Job, Warning Events. Time, slice, pod and node each. With
+    --watch, --notify URL / --notify-command CMD send alerts: slice lost, recovered (and how long it took),
+    recovery late, restart budget at 80% and spent, failed, succeeded, checkpoint stale, stuck."""
     workload_name(name)
     fmt = output_format("run", output)
+    settings, problems = notify_flags.read_settings(flags, watch=watch)
+    if problems:
+        raise UsageError(*problems)
     if record is not None:
         from elxpk.cluster.incident_log import check_record_path
 
         check_record_path(record)
     kube, ns = _connect(cluster)
+    notifier = None
+    if settings.wanted:
+        from elxpk.notify.watch import NotifyingWatch
+
+        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {line}", file=sys.stderr, flush=True))
     from elxpk.cluster.events_feed import follow
     from elxpk.cluster.incident_log import record as append_record
 
@@ -52,16 +67,24 @@ def events(
             if watch:  # while following, each incident is kept as soon as it is seen
                 append_record(record, pending)
                 pending.clear()
+        if notifier is not None:  # after the record: an alert only queues, it never delays the record
+            notifier.incident(incident)
 
     def following() -> None:
         print(f"# following {name}: new incidents as they happen, until it finishes (Ctrl-C to stop)",
               file=sys.stderr, flush=True)
+        if notifier is not None:
+            notifier.started()
 
     def outage(line: str) -> None:
         print(f"# {line}", file=sys.stderr, flush=True)
 
-    count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following,
-                   on_outage=outage)
+    try:
+        count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following,
+                       on_outage=outage, on_objects=notifier.objects if notifier is not None else None)
+    finally:
+        if notifier is not None:
+            notifier.close()  # bounded: what the endpoint has not taken by then is named on stderr
     if record is not None and pending:
         append_record(record, pending)  # one append (one read-modify-write on gs://) for a snapshot
     if fmt == "text" and count == 0:

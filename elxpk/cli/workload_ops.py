@@ -79,7 +79,7 @@ def _duration(flag: str, value: str | None) -> float | None:
 
 @options.with_cluster
 def status(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload (JobSet) name.")],
+    name: Annotated[str, options.workload_argument()],
     output: options.StatusOutput = "table",
     why: Annotated[bool, typer.Option("--why", help="Why it is not running: Kueue's verdict (quota, admission "
                                       "checks, eviction), the scheduler's and kubelet's (node pools, TPU chips, "
@@ -151,7 +151,7 @@ def list_(
 
 @options.with_cluster
 def delete(
-    name: Annotated[str | None, typer.Argument(metavar="NAME", help="Workload to delete.")] = None,
+    name: Annotated[str | None, options.workload_argument("Workload to delete.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Delete every workload in the namespace.")] = False,
     yes: Yes = False,
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
@@ -181,7 +181,7 @@ def delete(
 
 @options.with_cluster
 def logs(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.")],
+    name: Annotated[str, options.workload_argument("Workload name.")],
     head: Annotated[bool, typer.Option("--head", help="The Pathways head (the default when there is one).")] = False,
     slice_: Annotated[int | None, typer.Option("--slice", help="Slice index K.")] = None,
     vm: Annotated[int | None, typer.Option("--vm", help="VM index I within the slice (default 0).")] = None,
@@ -217,7 +217,7 @@ def logs(
 
 @options.with_cluster
 def wait(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.")],
+    name: Annotated[str, options.workload_argument("Workload name.")],
     for_: Annotated[str, typer.Option("--for", help="completed or running.")] = "completed",
     timeout: Annotated[str | None, typer.Option("--timeout", help="Give up after this long (90s, 2h, 3d); "
                                                 "exit 124. Default: no limit.")] = None,
@@ -279,7 +279,7 @@ def wait(
 
 @options.with_cluster
 def kill_slice(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.")],
+    name: Annotated[str, options.workload_argument("Workload name.")],
     slice_: Annotated[str, typer.Option("--slice", help="Slice index K to kill, or random (a new draw each "
                                         "round).")],
     vm: Annotated[int | None, typer.Option("--vm", help="Only VM I of the slice (--mode delete, one round).")] = None,

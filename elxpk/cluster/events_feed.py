@@ -34,7 +34,13 @@ from elxpk.units import format_duration
 OUTAGE_S = 600.0
 
 
-def snapshot(kube: Kube, namespace: str, name: str) -> tuple[list[Incident], bool]:
+# What a snapshot's objects are also given to (the JobSet, its Jobs, Pods and Kueue Workloads), e.g. the
+# notification rules (elxpk/notify/watch.py): they cost no call of their own.
+ObjectsHook = Callable[[dict, list, list, list], None]
+
+
+def snapshot(kube: Kube, namespace: str, name: str, on_objects: ObjectsHook | None = None
+             ) -> tuple[list[Incident], bool]:
     """(the incidents the objects show now, whether the JobSet has finished)."""
     jobset, jobs, pods, workloads = fetch_objects(kube, namespace, name)
     try:
@@ -43,6 +49,8 @@ def snapshot(kube: Kube, namespace: str, name: str) -> tuple[list[Incident], boo
         events = []
     status = jobset.get("status") or {}
     finished = status.get("terminalState") in ("Completed", "Failed")
+    if on_objects is not None:
+        on_objects(jobset, jobs, pods, workloads)
     return collect(jobset, jobs, pods, workloads, events), finished
 
 
@@ -50,12 +58,12 @@ def follow(kube: Kube, namespace: str, name: str, emit: Callable[[Incident], Non
            clock: Callable[[], float], watch_s: int = 300, refresh_s: float = 60.0,
            max_watches: int | None = None, on_following: Callable[[], None] = lambda: None,
            sleep: Callable[[float], None] = time.sleep, outage_s: float = OUTAGE_S,
-           on_outage: Callable[[str], None] = lambda line: None) -> int:
+           on_outage: Callable[[str], None] = lambda line: None, on_objects: ObjectsHook | None = None) -> int:
     """Emit each incident once; with `watch`, until the JobSet finishes (or `max_watches` watch requests,
     for tests), calling `on_following` once the history is out and the first watch starts. The number
     emitted. While watching, an API outage (no connection, 5xx, no answer in time) is ridden out for up to
     `outage_s`: the next snapshot and a watch from the last resourceVersion reached lose nothing, and `seen`
-    repeats nothing."""
+    repeats nothing. `on_objects` gets each snapshot's objects."""
     seen: set[str] = set()
     outage = _Outage(clock, sleep, outage_s, on_outage)
 
@@ -65,8 +73,8 @@ def follow(kube: Kube, namespace: str, name: str, emit: Callable[[Incident], Non
                 seen.add(incident.id)
                 emit(incident)
 
-    incidents, finished = outage.ride(lambda: snapshot(kube, namespace, name)) if watch else \
-        snapshot(kube, namespace, name)
+    incidents, finished = outage.ride(lambda: snapshot(kube, namespace, name, on_objects)) if watch else \
+        snapshot(kube, namespace, name, on_objects)
     send(incidents)
     attempt = _restart_attempt_of(incidents)
     resume: str | None = None  # the resourceVersion the last watch reached
@@ -77,10 +85,11 @@ def follow(kube: Kube, namespace: str, name: str, emit: Callable[[Incident], Non
         watches += 1
         try:
             resume, attempt, finished, deleted = _watch_once(kube, namespace, name, send, resume, attempt,
-                                                             clock=clock, watch_s=watch_s, refresh_s=refresh_s)
+                                                             clock=clock, watch_s=watch_s, refresh_s=refresh_s,
+                                                             on_objects=on_objects)
             if deleted:
                 break
-            incidents, finished = snapshot(kube, namespace, name)
+            incidents, finished = snapshot(kube, namespace, name, on_objects)
         except NotFoundError:
             break  # the workload was deleted: nothing more will happen to it
         except ClusterError as exc:
@@ -94,7 +103,7 @@ def follow(kube: Kube, namespace: str, name: str, emit: Callable[[Incident], Non
 
 def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Incident]], None],
                 resume: str | None, attempt: int, *, clock: Callable[[], float], watch_s: int,
-                refresh_s: float) -> tuple[str | None, int, bool, bool]:
+                refresh_s: float, on_objects: ObjectsHook | None = None) -> tuple[str | None, int, bool, bool]:
     """One pod watch: (the resourceVersion reached, the restart attempt seen, finished, deleted)."""
     finished = False
     last_refresh = clock()
@@ -109,7 +118,7 @@ def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Inci
         restarted = _int(labels.get(RESTART_ATTEMPT)) > attempt
         if restarted or clock() - last_refresh >= refresh_s:
             try:
-                incidents, finished = snapshot(kube, namespace, name)
+                incidents, finished = snapshot(kube, namespace, name, on_objects)
             except NotFoundError:
                 return resume, attempt, finished, True  # deleted: nothing more will happen to it
             send(incidents)

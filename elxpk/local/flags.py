@@ -43,7 +43,9 @@ FLAGS: tuple[Flag, ...] = (
          low=0, metavar="SECONDS", commands=_LOCAL, fix="seconds, e.g. 2 or 1.5s"),
     Flag("live", BOOL, "Live view or plain lines.", off_flag="--plain", commands=_LOCAL,
          default_text="live on a terminal", doc_default="live on a terminal"),
-    Flag("trainer_arg", LIST, "A model setting, e.g. --d-model=64.", hidden=True, commands=_LOCAL),
+    Flag("trainer_arg", LIST, "A trainer setting that local run does not set itself, e.g. "
+         "--trainer-arg=--recovery=checkpoint or --trainer-arg=--d-model=64.",
+         metavar="--NAME=VALUE", commands=_LOCAL),
 )
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elxpk.maxtext.command import is_maxtext_command
+from elxpk.maxtext.command import CommandError, find_invocations, is_maxtext_command
+from elxpk.maxtext.data_rules import command_value
 from elxpk.maxtext.keys import KEYS, render_value
 from elxpk.maxtext.overrides import DIRECT, ENTRY_HINT, maxtext_overrides
 from elxpk_contract.settings import env_name, flag_name
@@ -57,10 +58,13 @@ def unread_settings_warnings(command: str, settings: Sequence[tuple[str, Any]], 
     with `--trainer maxtext`: nothing in the command is known to read them."""
     given = [name for name, _ in settings]
     if is_maxtext_command(command):
-        flags = [flag_name(n) for n in given] + ([f"--elastic-slices {elastic_slices}"] if elastic_slices else [])
+        values = _maxtext_values(command, ("checkpoint_period", "elastic_enabled"))
+        # A command that turns MaxText's elasticity on itself (as MaxText's elastic guide does) drops nothing.
+        elastic_dropped = bool(elastic_slices) and values["elastic_enabled"][0] is not True
+        flags = [flag_name(n) for n in given] + ([f"--elastic-slices {elastic_slices}"] if elastic_dropped else [])
         if not flags:
             return []
-        own = ", ".join(f"{n} {render_value(KEYS[n].default)}" for n in ("checkpoint_period", "elastic_enabled"))
+        own = ", ".join(_described(key, value, written) for key, (value, written) in values.items())
         return [f"{', '.join(flags)}: --command runs MaxText, which reads its own config and never the ELXPK_* "
                 f"env vars, so MaxText keeps its own values ({own}); "
                 f"add --trainer maxtext to pass them as MaxText overrides (docs/maxtext.md)"]
@@ -70,6 +74,27 @@ def unread_settings_warnings(command: str, settings: Sequence[tuple[str, Any]], 
     return [f"{_flags(given)}: --command is neither the bundled trainer (--trainer) nor MaxText "
             f"(--trainer maxtext), so {'this reaches' if len(given) == 1 else 'these reach'} the container "
             f"only as env {envs}, which your command must read"]
+
+
+def _maxtext_values(command: str, keys: Sequence[str]) -> dict[str, tuple[object, bool]]:
+    """What MaxText runs `command` with for each key: (value, whether the command writes it); the value is
+    None when the shell decides it or MaxText would refuse it (MaxText says so at start-up)."""
+    try:
+        invocations = find_invocations(command)
+    except CommandError:  # unclosed quotes: elxpk cannot read it, so MaxText's defaults as far as it can tell
+        invocations = []
+    out: dict[str, tuple[object, bool]] = {}
+    for key in keys:
+        inv = next((i for i in invocations if key in i.overrides), None)
+        out[key] = (command_value(inv, key), True) if inv else (KEYS[key].default, False)
+    return out
+
+
+def _described(key: str, value: object, written: bool) -> str:
+    if not written:
+        return f"{key} {render_value(value)}"
+    return f"{key} {render_value(value)} (the command sets it)" if value is not None else \
+        f"{key} as the command's shell sets it"
 
 
 def _flags(names: Sequence[str]) -> str:

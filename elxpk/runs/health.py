@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elxpk_contract.records import Event, FailureDetected, RunStarted, ScaleUp, SlicesReady
+from elxpk_contract.records import (
+    CheckpointSaved,
+    Event,
+    FailureDetected,
+    RestoreDone,
+    RunStarted,
+    ScaleUp,
+    SlicesReady,
+)
 
 
 @dataclass(frozen=True)
@@ -39,3 +47,15 @@ def lost_intervals(events: Sequence[Event]) -> list[LostInterval]:
                 out.append(LostInterval(s, open_.pop(s), e.time))
     out.extend(LostInterval(s, start, None) for s, start in open_.items())
     return sorted(out, key=lambda i: (i.slice, i.start))
+
+
+def compile_intervals(events: Sequence[Event]) -> list[tuple[float, float]]:
+    """(start, seconds) of each attempt's compile: the trainer compiles after restore_done, before the
+    attempt's first step, and reports the time on that event."""
+    return [(e.time, e.compile_s) for e in events if isinstance(e, RestoreDone) and e.compile_s > 0]
+
+
+def checkpoint_blocking_intervals(events: Sequence[Event]) -> list[tuple[float, float]]:
+    """(start, seconds) of each save's blocking part, which ends when checkpoint_saved is written."""
+    return [(e.time - e.blocking_s, e.blocking_s) for e in events
+            if isinstance(e, CheckpointSaved) and e.blocking_s > 0]

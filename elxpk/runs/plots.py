@@ -10,7 +10,7 @@ from elxpk.columns import INDEX
 from elxpk.maxtext.metrics import MaxTextMetrics
 from elxpk.outfile import save_figure
 from elxpk.runs.compare import Comparison
-from elxpk.runs.health import lost_intervals
+from elxpk.runs.health import checkpoint_blocking_intervals, compile_intervals, lost_intervals
 from elxpk.runs.maxtext_report import MaxTextReport
 from elxpk.runs.report import RunReport
 from elxpk.runs.rundir import Run
@@ -40,59 +40,113 @@ def write_report_png(run: Run, report: RunReport, path: Path) -> Path:
     return path
 
 
+# Where the wall time went, in the report's order (elxpk/runs/report.py's Badput), with one colour each.
+_TIME_SPLIT = (("steps that count", "productive_s", "tab:green"), ("compile", "compile_s", "0.55"),
+               ("restore", "restore_s", "tab:olive"), ("waiting for slices", "waiting_for_slices_s", "tab:red"),
+               ("rewound steps", "rewound_steps_s", "tab:orange"),
+               ("checkpoint blocking", "checkpoint_blocking_s", "tab:blue"), ("other", "other_s", "0.85"))
+
+
 def report_figure(run: Run, report: RunReport):
-    """The report's figure (matplotlib), before it is saved."""
+    """The report's figure (matplotlib), before it is saved: the loss curve with its recovery lines, the
+    slices' timeline, and one bar of where the wall time went."""
     plt = _pyplot()
-    fig, (ax_loss, ax_health) = plt.subplots(2, 1, figsize=(9, 6), gridspec_kw={"height_ratios": [3, 1.4]})
+    fig, (ax_loss, ax_health, ax_split) = plt.subplots(
+        3, 1, figsize=(9, 7.4), gridspec_kw={"height_ratios": [3, 1.5, 0.55]})
+    _loss_panel(ax_loss, run, report)
+    _health_panel(ax_health, run, report)
+    _time_split_panel(ax_split, report)
+    fig.tight_layout()
+    return fig
+
+
+def _loss_panel(ax, run: Run, report: RunReport) -> None:
     m = run.metrics
     order, counts = m.last_records()
-    ax_loss.plot(array("q", (m.step[i] for i in order)), array("d", (m.loss[i] for i in order)), lw=1.2,
-                 label="loss (steps that count)")
+    ax.plot(array("q", (m.step[i] for i in order)), array("d", (m.loss[i] for i in order)), lw=1.2,
+            label="loss (steps that count)")
     void = array(INDEX, (i for i, last in enumerate(counts) if not last))
     if void:
-        ax_loss.scatter(array("q", (m.step[i] for i in void)), array("d", (m.loss[i] for i in void)), s=6, c="0.6",
-                        label="rewound executions", zorder=3)
+        ax.scatter(array("q", (m.step[i] for i in void)), array("d", (m.loss[i] for i in void)), s=6, c="0.6",
+                   label="rewound executions", zorder=3)
     shown: set[str] = set()  # one legend entry per kind of line
     for rec in report.recoveries:
-        lines = [("slice lost", rec.failure_step, "tab:red", "--")]
         restored = "state rebuilt from the survivors" if rec.live else "restored checkpoint"
-        lines.append((restored, rec.restored_step, "tab:green" if rec.live else "tab:olive", ":"))
+        lines: list[tuple[str, int | None, str, str]]
+        if rec.restored_step is not None and rec.restored_step == rec.failure_step:
+            # Nothing rewound: two lines on one step would hide each other, so one line says both.
+            lines = [(f"slice lost, {restored} there", rec.failure_step, "tab:red", "-.")]
+        else:
+            lines = [("slice lost", rec.failure_step, "tab:red", "--"),
+                     (restored, rec.restored_step, "tab:green" if rec.live else "tab:olive", ":")]
         for label, step, colour, style in lines:
             if step is not None:
-                ax_loss.axvline(step, color=colour, ls=style, lw=1.1, label=None if label in shown else label)
+                ax.axvline(step, color=colour, ls=style, lw=1.1, label=None if label in shown else label)
                 shown.add(label)
-    ax_loss.set_xlabel("step")
-    ax_loss.set_ylabel("loss")
-    ax_loss.set_title(f"{run.path.name}: goodput {100 * report.goodput:.1f}%, {plural(len(report.recoveries), 'recovery')}")
-    ax_loss.legend(loc="upper right", fontsize=8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(f"{run.path.name}: goodput {100 * report.goodput:.1f}%, {plural(len(report.recoveries), 'recovery')}")
+    ax.legend(loc="upper right", fontsize=8)
 
+
+def _health_panel(ax, run: Run, report: RunReport) -> None:
     times = _event_times(run)
     t0 = min(times) if times else 0.0
     t1 = max(times) if times else 1.0
     slices = list(range(run.num_slices or 1))
-    lost = lost_intervals(run.events)
+    m = run.metrics
+    # Start-up (imports, the first restore) is "other" until the first step starts.
+    first = min((t - d for t, d in zip(m.time, m.step_time, strict=True)), default=t0) if len(m) else t0
+    first = min(max(first, t0), t1)
+    spans = [((0, first - t0), "0.85"), ((first - t0, t1 - first), "tab:green")]
+    # Compiles and checkpoint blocking hold every slice: drawn on every row, under the losses.
+    spans += [((start - t0, max(width, 1e-3)), "0.55") for start, width in compile_intervals(run.events)]
+    spans += [((start - t0, max(width, 1e-3)), "tab:blue") for start, width in checkpoint_blocking_intervals(run.events)]
     for s in slices:
-        ax_health.broken_barh([(0, t1 - t0)], (s - 0.35, 0.7), color="tab:green", alpha=0.6)
-    for iv in lost:
+        for span, colour in spans:
+            ax.broken_barh([span], (s - 0.35, 0.7), color=colour, alpha=0.6 if colour == "tab:green" else 0.85)
+    for iv in lost_intervals(run.events):
         row = iv.slice if iv.slice >= 0 else len(slices) - 1
         end = iv.end if iv.end is not None else t1
-        ax_health.broken_barh([(iv.start - t0, max(end - iv.start, 1e-3))], (row - 0.35, 0.7), color="tab:red")
+        ax.broken_barh([(iv.start - t0, max(end - iv.start, 1e-3))], (row - 0.35, 0.7), color="tab:red")
     labelled: set[str] = set()
     for rec in report.recoveries:
         restored = "state rebuilt" if rec.live else "restored"
         for label, offset, colour in (("failure detected", 0.0, "tab:red"), (restored, rec.restored_s, "tab:blue"),
                                       ("first new step", rec.first_step_s, "tab:green")):
             if offset is not None:
-                ax_health.axvline(rec.detected_at - t0 + offset, color=colour, lw=0.8, ls=":",
-                                  label=None if label in labelled else label)
+                ax.axvline(rec.detected_at - t0 + offset, color=colour, lw=0.8, ls=":",
+                           label=None if label in labelled else label)
                 labelled.add(label)
-    ax_health.set_yticks(slices, [f"slice {s}" for s in slices])
-    ax_health.set_xlabel("wall time (s): bars green while a slice is healthy, red while it is lost")
-    if labelled:
-        ax_health.legend(loc="upper right", fontsize=7)
-    ax_health.set_xlim(0, max(t1 - t0, 1e-3))
-    fig.tight_layout()
-    return fig
+    ax.set_yticks(slices, [f"slice {s}" for s in slices])
+    ax.set_xlabel("wall time (s): light grey start-up, dark grey compiling, green stepping, blue checkpoint "
+                  "blocking, red slice lost")
+    if labelled:  # outside the bars, to the right, so that it never covers a slice
+        ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, borderaxespad=0.0)
+    ax.set_xlim(0, max(t1 - t0, 1e-3))
+
+
+def _time_split_panel(ax, report: RunReport) -> None:
+    """One stacked bar: the wall time split as `report` splits it, each part labelled where it fits."""
+    parts = {"productive_s": report.productive_s, **report.badput.to_dict()}
+    wall = report.wall_s or sum(parts.values()) or 1.0
+    left = 0.0
+    for label, key, colour in _TIME_SPLIT:
+        share = parts[key] / wall
+        if share <= 0:
+            continue
+        text = f"{label} {100 * share:.0f}%" if share >= 0.01 else f"{label} <1%"
+        fits = share >= 0.07  # a narrow part is named in the legend beside the bar instead
+        ax.barh(0, share, left=left, color=colour, edgecolor="white", height=0.8, label=None if fits else text)
+        if fits:
+            ax.text(left + share / 2, 0, text, ha="center", va="center", fontsize=7)
+        left += share
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.6), fontsize=6, borderaxespad=0.0)
+    ax.set_xlim(0, max(1.0, left))
+    ax.set_yticks([])
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0", "25%", "50%", "75%", "100%"], fontsize=7)
+    ax.set_title(f"where the {report.wall_s:.1f} s of wall time went (elxpk report lists every part)", fontsize=8)
 
 
 def write_compare_png(c: Comparison, path: Path) -> Path:

@@ -16,6 +16,7 @@ import yaml
 from elxpk.create.checks import parse_create
 from elxpk.create.gpu import GPU_TYPES, lookup_gpu
 from elxpk.create.render import render
+from tests.launcher.manifest_fields import flatten
 
 GOLDENS = Path(__file__).with_name("xpk_gpu")
 JOB = "spec.replicatedJobs[slice-job].template.spec"
@@ -38,22 +39,6 @@ DIFFERENCES = {
     f"{BOX}.command": "elxpk's command wrapper (SIGTERM forwarded, exit code kept)",
     f"{BOX}.env[ELXPK_": "the trainer settings every elxpk workload carries",
 }
-
-
-def flatten(node: Any, path: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
-    """{dotted path: leaf}; lists of named objects are keyed by name (tolerations by key), so order inside
-    them is not a difference (Kubernetes reads them as sets)."""
-    out = {} if out is None else out
-    if isinstance(node, dict):
-        for key, value in node.items():
-            flatten(value, f"{path}.{key}" if path else str(key), out)
-    elif isinstance(node, list) and node and all(isinstance(i, dict) for i in node):
-        field = "name" if all("name" in i for i in node) else "key" if all("key" in i for i in node) else None
-        for index, item in enumerate(node):
-            flatten(item, f"{path}[{item[field] if field else index}]", out)
-    else:
-        out[path] = node
-    return out
 
 
 def ours(device_type: str) -> dict[str, Any]:

@@ -6,9 +6,12 @@ about (issue 13). Everything goes through the real CLI entry point, `elxpk.cli.m
 from __future__ import annotations
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elxpk.maxtext.command import find_invocations
 from elxpk.maxtext.keys import KEYS, parse_value
+from elxpk.maxtext.launcher import unread_settings_warnings
 from elxpk_contract.settings import LAUNCHER_FLAG, env_name, exposed, flag_name
 from tests.launcher.cases import CASES, MAXTEXT_DEMO_COMMAND
 from tests.launcher.conftest import GOLDENS
@@ -197,6 +200,50 @@ def test_maxtext_command_without_trainer_maxtext_suggests_it(cli):
     # Elasticity alone is dropped too: MaxText keeps elastic_enabled=false without the override.
     alone = cli("workload", "create", *ELASTIC, "--command", f"{TRAIN} {GRAIN}")
     assert [w for w in warnings(alone) if "add --trainer maxtext" in w]
+
+
+def test_the_warning_names_the_values_the_command_sets_itself(cli):
+    """MaxText's elastic guide writes checkpoint_period=100 and elastic_enabled=true into its command: the
+    warning about --checkpoint-period quotes those, not MaxText's defaults, and --elastic-slices, which
+    the command's own elastic_enabled=true already matches, is not called dropped."""
+    own = f"{TRAIN} {GRAIN} checkpoint_period=100 elastic_enabled=true"
+    result = cli("workload", "create", *ELASTIC, "--command", own, "--checkpoint-period=100")
+    (line,) = warnings(result)
+    assert line.startswith("warning: --checkpoint-period: --command runs MaxText")
+    assert "(checkpoint_period 100 (the command sets it), elastic_enabled true (the command sets it))" in line
+    assert warnings(cli("workload", "create", *ELASTIC, "--command", own)) == []
+    # elastic_enabled=false in the command: elasticity is still dropped, and said so.
+    off = cli("workload", "create", *ELASTIC, "--command", f"{TRAIN} {GRAIN} elastic_enabled=false")
+    (line,) = warnings(off)
+    assert line.startswith("warning: --elastic-slices 1: --command runs MaxText")
+    assert "checkpoint_period 10000, elastic_enabled false (the command sets it)" in line
+
+
+@settings(max_examples=60, deadline=None)
+@given(period=st.one_of(st.none(), st.integers(1, 10**6)), elastic=st.one_of(st.none(), st.booleans()),
+       slices=st.integers(0, 3), flag=st.booleans())
+def test_the_warning_reads_whatever_the_command_sets(period, elastic, slices, flag):
+    """Every combination of what the command writes and what the flags ask: the warning quotes the command's
+    own values where it writes them, MaxText's defaults elsewhere, and names --elastic-slices exactly when
+    the command leaves MaxText's elasticity off."""
+    written = [*([f"checkpoint_period={period}"] if period is not None else []),
+               *([f"elastic_enabled={str(elastic).lower()}"] if elastic is not None else [])]
+    lines = unread_settings_warnings(" ".join([TRAIN, *written]), [("checkpoint_period", 5)] if flag else [], slices)
+    dropped = bool(slices) and elastic is not True
+    if not flag and not dropped:
+        assert lines == []
+        return
+    (line,) = lines
+    assert (f"--elastic-slices {slices}" in line) == dropped
+    assert (f"checkpoint_period {period} (the command sets it)" if period is not None
+            else "checkpoint_period 10000,") in line
+    assert (f"elastic_enabled {str(elastic).lower()} (the command sets it)" if elastic is not None
+            else "elastic_enabled false)") in line
+
+
+def test_a_value_the_shell_decides_is_named_as_such():
+    (line,) = unread_settings_warnings(f"{TRAIN} checkpoint_period=$PERIOD", [("checkpoint_period", 5)], 0)
+    assert "checkpoint_period as the command's shell sets it" in line
 
 
 def test_no_warning_when_nothing_is_dropped(cli):

@@ -247,6 +247,29 @@ def test_report_png_has_a_legend_for_the_recovery_lines(tmp_path):
     assert ["failure detected", "restored", "first new step"] in legends
 
 
+def test_report_png_says_where_the_time_went_and_covers_no_bar(tmp_path):
+    """The third panel splits the wall time as the report does (the parts add up to it); the timeline's
+    legend sits outside its axes, so it covers no slice's bar; a restore that rewound draws two lines."""
+    import matplotlib.pyplot as plt
+
+    from elxpk.runs.plots import report_figure
+
+    run = load_run(write_run(tmp_path / "run", ONE_KILL))
+    report = build_report(run)
+    fig = report_figure(run, report)
+    ax_loss, ax_health, ax_split = fig.axes
+    fig.canvas.draw()
+    widths = [patch.get_width() for patch in ax_split.patches]
+    parts = [report.productive_s, *report.badput.to_dict().values()]
+    assert sum(widths) == pytest.approx(1.0) and len(widths) == sum(1 for p in parts if p > 0)
+    health_box = ax_health.get_window_extent()
+    legend_box = ax_health.get_legend().get_window_extent()
+    assert legend_box.x0 >= health_box.x1  # beside the bars, not over them
+    loss_labels = [t.get_text() for t in ax_loss.get_legend().get_texts()]
+    plt.close(fig)
+    assert "slice lost" in loss_labels and "restored checkpoint" in loss_labels
+
+
 def test_a_refused_resize_shows_in_the_recovery_and_its_wait_counts():
     """The attempt on the survivors was refused (out of device memory) before it restored; the recovery's
     phases are those of the attempt that ran, after the wait for the slice."""

@@ -79,13 +79,14 @@ def test_plan_from_run_uses_run_values_and_flags_override_them(tmp_path, capsys)
     assert inputs["sources"]["num_slices"] == "flag"
 
 
-def test_plan_from_run_without_restores_asks_for_restore(tmp_path, capsys):
-    write_run(tmp_path / "run", failure_at=None)
+def test_plan_from_run_without_saves_or_restores_asks_for_both(tmp_path, capsys):
+    write_run(tmp_path / "run", failure_at=None, period=1000, blocking=())
     code, _, err = run_plan(["--from-run", str(tmp_path / "run"), "--slice-mtbf", "2h"], capsys)
     assert code == 2
-    assert err.strip() == (
-        "error: --restore is required (the --from-run run has no sample of it): give a duration such as 90s"
-    )
+    assert err.strip().splitlines() == [
+        "error: --checkpoint-save is required (the --from-run run has no sample of it): give a duration such as 20s",
+        "error: --restore is required (the --from-run run has no sample of it): give a duration such as 90s",
+    ]
 
 
 def test_plan_from_a_missing_run_is_a_usage_error(tmp_path, capsys):
@@ -142,3 +143,15 @@ def test_a_run_period_too_short_for_the_planned_save_is_left_out(tmp_path, capsy
     assert code == 0, err
     data = json.loads(out)
     assert data["inputs"]["checkpoint_period"] is None and data["omitted_periods"][0] == 10
+
+
+def test_a_run_that_never_restored_estimates_restore_from_its_saves(tmp_path, capsys):
+    """The README's demo recovers live: it saves but never reads a checkpoint back. `plan --from-run` asks
+    only for what a run cannot know (the MTBF), and says where the restore figure came from."""
+    write_run(tmp_path / "run", failure_at=None)
+    cal = calibrate(tmp_path / "run")
+    assert cal.restores_sampled == 0 and cal.restore_s == pytest.approx(cal.save_s)
+    assert any("never restored" in n and "--restore" in n for n in cal.notes)
+    code, out, err = run_plan(["--from-run", str(tmp_path / "run"), "--slice-mtbf", "30d", "-o", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["inputs"]["restore_s"] == pytest.approx(cal.save_s)

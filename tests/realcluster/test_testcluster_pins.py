@@ -73,3 +73,20 @@ def test_bad_pools_end_up_before_anything_starts(tmp_path: Path) -> None:
         else:
             raise AssertionError("accepted")
         assert not run_dir.exists()
+
+
+def test_built_says_its_answer_either_way(tmp_path: Path) -> None:
+    """`tools/testcluster built`: one line and exit 1 when not built (it used to exit 1 without a word); the
+    subcommands each say what they do in --help."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    env = {**os.environ, "ELXPK_TESTCLUSTER_CACHE": str(tmp_path / "empty-cache")}
+    built = subprocess.run([sys.executable, str(TOOL), "built"], capture_output=True, text=True, env=env, timeout=60)
+    assert built.returncode == 1 and built.stdout == ""
+    assert built.stderr.startswith("testcluster: not built (expected in ") and "tools/testcluster build" in built.stderr
+    assert len(built.stderr.splitlines()) == 1
+    usage = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True, timeout=60)
+    for name in ("build", "up", "down", "built"):
+        assert re.search(rf"^\s+{name}\s+\S", usage.stdout, re.M), (name, usage.stdout)

@@ -156,6 +156,14 @@ def _step(message: str) -> None:
     print(f"testcluster: {message}", file=sys.stderr, flush=True)
 
 
+def report_built(_: argparse.Namespace) -> None:
+    """`built`: one line either way, so a person sees the answer and a script reads the exit code."""
+    if is_built():
+        print(f"testcluster: built in {bin_dir()}")
+        return
+    sys.exit(f"testcluster: not built (expected in {bin_dir()}): run `python tools/testcluster build`")
+
+
 def up(args: argparse.Namespace) -> None:
     if not is_built():
         sys.exit("testcluster: the control plane is not built: run `python tools/testcluster build` first")
@@ -214,8 +222,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="testcluster", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build every component (reuses the cache)").set_defaults(func=build)
+    helps = {"up": "start the control plane on 127.0.0.1 (free ports) and print its KUBECONFIG= and "
+                   "STORAGE_EMULATOR_HOST= lines",
+             "down": "stop what `up` started in --dir and remove that directory"}
     for name, func in (("up", up), ("down", down)):
-        cmd = sub.add_parser(name)
+        cmd = sub.add_parser(name, help=helps[name])
         cmd.add_argument("--dir", default=str(DEFAULT_RUN_DIR), help="run directory (certs, data, logs)")
         cmd.set_defaults(func=func)
         if name == "up":
@@ -224,8 +235,8 @@ def main() -> None:
             cmd.add_argument("--process-pools", default="v4-8:2",
                              help="TPU node pools whose pods really run, as processes on this machine "
                                   "(virtual-kubelet, vk/), as TYPE:SLICES,...; '' for none")
-    sub.add_parser("built", help="exit 0 when every component is built").set_defaults(
-        func=lambda _: sys.exit(0 if is_built() else 1))
+    sub.add_parser("built", help="say whether every component is built: exit 0 if so, 1 if not").set_defaults(
+        func=report_built)
     args = parser.parse_args()
     args.func(args)
 

@@ -1,0 +1,91 @@
+"""Shell completion of values (Typer's `--install-completion` / `--show-completion`, bash, zsh and fish).
+
+- TPU types from the catalog (elxpk/catalog.py) and GPU device types from elxpk/create/gpu.py;
+- the choices of every flag row (elxpk/flag_rows.py `choices`) and of `-o/--output`;
+- workload names from the cluster the command line being completed selects (its --kubeconfig, --context,
+  --namespace, --project ...): one LIST of JobSets, on a daemon thread given LOOKUP_S. A cluster that is
+  unreachable, slow or refuses prints nothing, and the shell gets its answer within that bound.
+
+Completion runs in a short-lived `elxpk` process whose stdout is the shell's list of candidates; anything
+on stderr would be drawn over the user's prompt, so the cluster lookup silences it. Only typer is imported
+here: `elxpk --version` and `workload create --dry-run` build the options that name these functions.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+LOOKUP_S = 2.0  # the longest a Tab waits for workload names
+LOOKUP_ENV = "ELXPK_COMPLETE_TIMEOUT"  # seconds, for a cluster known to be slow (and for tests on a loaded machine)
+
+
+def lookup_s() -> float:
+    try:
+        return max(float(os.environ.get(LOOKUP_ENV, LOOKUP_S)), 0.0)
+    except ValueError:
+        return LOOKUP_S
+
+
+def tpu_types(incomplete: str) -> list[str]:
+    from elxpk import catalog
+
+    return [name for name in catalog.all_names() if name.startswith(incomplete.lower())]
+
+
+def device_types(incomplete: str) -> list[str]:
+    from elxpk.create.gpu import GPU_TYPES
+
+    names = [gpu.name for gpu in GPU_TYPES] + [gpu.machine_type for gpu in GPU_TYPES]
+    return [name for name in names if name.startswith(incomplete.lower())]
+
+
+def choices(values: Sequence[str]) -> Callable[[str], list[str]]:
+    def complete(incomplete: str) -> list[str]:
+        return [value for value in values if value.startswith(incomplete)]
+    return complete
+
+
+# Rows whose values come from a catalog rather than `choices`, by the row's name.
+BY_ROW: dict[str, Callable[[str], list[str]]] = {"tpu_type": tpu_types, "device_type": device_types}
+
+
+def for_row(row: Any) -> Callable[[str], list[str]] | None:
+    """The completer of a flag row (elxpk/flag_rows.py Flag): its catalog, else its choices, else none."""
+    if row.name in BY_ROW:
+        return BY_ROW[row.name]
+    return choices(row.choices) if row.choices else None
+
+
+def workload_names(resolve: Callable[[], Any], incomplete: str) -> list[str]:
+    """The JobSets of the namespace of the cluster `resolve()` selects (a ClusterTarget: the command line's
+    cluster flags, elxpk/cli/options.py), within LOOKUP_S; [] on any failure."""
+    found: list[str] = []
+
+    def look() -> None:
+        try:
+            from elxpk.cluster.connect import connect
+
+            target = resolve()
+            kube = connect(target, resolved=True)
+            found.extend(sorted(str(j["metadata"]["name"]) for j in kube.list_jobsets(target.namespace)))
+        except BaseException:  # noqa: BLE001 - completion is silent: no cluster, no names
+            found.clear()
+
+    _silence_stderr()
+    worker = threading.Thread(target=look, name="elxpk-complete-names", daemon=True)
+    worker.start()
+    worker.join(lookup_s())
+    names = [] if worker.is_alive() else list(found)  # a late answer is dropped: the shell has moved on
+    return [name for name in names if name.startswith(incomplete)]
+
+
+def _silence_stderr() -> None:
+    """Point stderr at /dev/null for the rest of this completion process (warnings, retries' notes)."""
+    try:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - kept open until the process ends
+    except OSError:
+        pass

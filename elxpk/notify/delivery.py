@@ -1,0 +1,197 @@
+"""Sending alerts off the watch loop's path: a bounded queue and one worker thread.
+
+The watch loop only enqueues (never blocks: a full queue drops the alert with one line on stderr), so a
+slow, failing or hanging endpoint never delays the incident record (`--record`) or the printed lines. Each
+delivery is bounded: at most `attempts` tries, each within `timeout_s` (connect and every read), with
+back-off between them (`backoff_s`, doubled; a 429's Retry-After honoured up to `retry_after_cap_s`). A
+delivery that fails for good is one line on stderr; the endpoint is named by scheme, host and port only,
+since a webhook's path is its secret (Slack's is). At exit `close` waits at most `drain_s` for what is
+queued, then says how many alerts were not sent; the worker is a daemon, so it never holds the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+from elxpk.notify.rules import Alert
+
+SLACK_ICONS = {"slice-lost": ":warning:", "recovered": ":white_check_mark:", "recovery-late": ":rotating_light:",
+               "budget-80": ":warning:", "budget-spent": ":rotating_light:", "failed": ":x:",
+               "succeeded": ":tada:", "checkpoint-stale": ":hourglass:", "stuck": ":hourglass:"}
+RESPONSE_BYTES = 64 * 1024  # what is read of an answer: only its status matters
+
+
+class Policy(NamedTuple):
+    attempts: int = 3
+    timeout_s: float = 10.0
+    backoff_s: float = 1.0
+    retry_after_cap_s: float = 30.0
+    queue_size: int = 256
+    drain_s: float = 30.0
+
+
+class DeliveryFailed(Exception):
+    """One try failed: why, whether another try may succeed, and how long the endpoint asked us to wait."""
+
+    def __init__(self, why: str, *, retry: bool = True, wait_s: float | None = None) -> None:
+        super().__init__(why)
+        self.retry, self.wait_s = retry, wait_s
+
+
+def payload(alert: Alert, fmt: str) -> bytes:
+    """The body sent for `alert`: the alert as JSON, or Slack's incoming-webhook `{"text": ...}`."""
+    if fmt == "slack":
+        icon = SLACK_ICONS.get(alert.kind, ":information_source:")
+        text = f"{icon} *{alert.kind}* {alert.summary} (namespace {alert.namespace}, {alert.to_dict()['time']})"
+        return json.dumps({"text": text}).encode()
+    return json.dumps(alert.to_dict(), sort_keys=True).encode()
+
+
+def endpoint(url: str) -> str:
+    """The URL as a line may show it: scheme, host and port; the path (a webhook's secret) left out."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(float(value), 0.0) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: the back-off applies
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # the 3xx itself becomes the HTTPError `post` reports
+
+
+def post(url: str, body: bytes, timeout_s: float) -> None:
+    """POST `body` to `url`; DeliveryFailed unless a 2xx comes back. Redirects are not followed (a POST
+    turned into a GET would lose the alert and look delivered)."""
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", "User-Agent": "elxpk-notify"})
+    try:
+        with urllib.request.build_opener(_NoRedirect()).open(request, timeout=timeout_s) as answer:
+            answer.read(RESPONSE_BYTES)
+    except urllib.error.HTTPError as exc:
+        code = exc.code
+        wait = _retry_after(exc.headers.get("Retry-After")) if code == 429 else None
+        exc.close()
+        raise DeliveryFailed(f"HTTP {code} {exc.reason}", retry=code in (408, 429) or code >= 500,
+                             wait_s=wait) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, reset, timed out, bad answer
+        reason = getattr(exc, "reason", exc)
+        raise DeliveryFailed(f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__) from None
+
+
+def run_command(argv: Sequence[str], body: bytes, timeout_s: float, alert: Alert) -> None:
+    """Run `argv` with `body` on stdin; DeliveryFailed unless it exits 0 within `timeout_s`. Its stdout is
+    discarded, its stderr is elxpk's. On timeout its whole process group is killed."""
+    env = {**os.environ, "ELXPK_ALERT_KIND": alert.kind, "ELXPK_WORKLOAD": alert.workload}
+    try:
+        child = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
+                                 start_new_session=True)
+    except OSError as exc:
+        raise DeliveryFailed(f"cannot run {argv[0]}: {exc.strerror or exc}", retry=False) from None
+    try:
+        child.communicate(body, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        raise DeliveryFailed(f"no exit within {timeout_s:g}s (killed)") from None
+    except BrokenPipeError:  # it exited without reading stdin: its exit code decides
+        child.wait()
+    if child.returncode != 0:
+        raise DeliveryFailed(f"exit {child.returncode}")
+
+
+class Sender(NamedTuple):
+    name: str  # as a failure line shows it
+    send: Callable[[Alert, float], None]  # (alert, timeout_s); raises DeliveryFailed
+
+
+def senders(url: str | None, fmt: str, command: Sequence[str] | None) -> list[Sender]:
+    found = []
+    if url is not None:
+        found.append(Sender(endpoint(url), lambda alert, timeout: post(url, payload(alert, fmt), timeout)))
+    if command is not None:
+        found.append(Sender(f"command {command[0]}",
+                            lambda alert, timeout: run_command(command, payload(alert, "json"), timeout, alert)))
+    return found
+
+
+class Notifier:
+    """Delivers alerts in the order raised, one at a time, on a worker thread; `note` gets each failure's
+    one line (from that thread)."""
+
+    def __init__(self, targets: list[Sender], note: Callable[[str], None], policy: Policy = Policy(),
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.targets, self.note, self.policy, self.sleep = targets, note, policy, sleep
+        self.queue: queue.Queue[Alert | None] = queue.Queue(policy.queue_size)
+        self.delivered = self.failed = self.dropped = 0
+        self.worker = threading.Thread(target=self._work, name="elxpk-notify", daemon=True)
+        self.worker.start()
+
+    def send(self, alert: Alert) -> None:
+        """Queue `alert`; never blocks."""
+        try:
+            self.queue.put_nowait(alert)
+        except queue.Full:
+            self.dropped += 1
+            self.note(f"notify: {alert.kind} for {alert.workload} dropped: {self.policy.queue_size} alerts "
+                      "already waiting (the endpoint is too slow)")
+
+    def close(self) -> int:
+        """Wait up to `drain_s` for the queue to empty; the number of alerts not delivered (dropped, failed,
+        or still waiting when the time ran out)."""
+        deadline = time.monotonic() + self.policy.drain_s
+        try:
+            self.queue.put(None, timeout=self.policy.drain_s)
+        except queue.Full:
+            pass
+        self.worker.join(max(deadline - time.monotonic(), 0.0))
+        if not self.worker.is_alive():
+            return self.dropped + self.failed
+        with self.queue.mutex:  # the one being delivered, and those behind it
+            waiting = 1 + sum(1 for alert in self.queue.queue if alert is not None)
+        self.note(f"notify: stopped waiting after {self.policy.drain_s:g}s; {waiting} alert(s) not sent")
+        return waiting + self.dropped + self.failed
+
+    def _work(self) -> None:
+        while True:
+            alert = self.queue.get()
+            if alert is None:
+                return
+            for target in self.targets:
+                self._deliver(target, alert)
+
+    def _deliver(self, target: Sender, alert: Alert) -> None:
+        pause = self.policy.backoff_s
+        why = ""
+        for attempt in range(1, self.policy.attempts + 1):
+            try:
+                target.send(alert, self.policy.timeout_s)
+            except DeliveryFailed as exc:
+                why = str(exc)
+                if not exc.retry or attempt == self.policy.attempts:
+                    break
+                wait = pause if exc.wait_s is None else min(exc.wait_s, self.policy.retry_after_cap_s)
+                self.sleep(wait)
+                pause *= 2
+                continue
+            self.delivered += 1
+            return
+        self.failed += 1
+        tries = f"{attempt} tr{'y' if attempt == 1 else 'ies'}"
+        self.note(f"notify: {alert.kind} for {alert.workload} not delivered to {target.name}: {why} ({tries})")

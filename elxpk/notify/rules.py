@@ -1,0 +1,205 @@
+"""Which alerts a watch raises, from the incidents it sees and the snapshots it takes (pure: no I/O, the
+clock passed in). Each alert is raised once per occurrence, however often the same state is seen again:
+
+- `slice-lost`: a slice's first loss incident (an exit, a disruption, an eviction) after the watch began,
+  or a slice seen healthy and then not; one alert per slice per outage, whatever the number of its pods
+  or of the incidents one loss produces (an eviction is both a disruption and an exit 137);
+- `recovered`: every lost slice healthy again, with the time since the first loss of that outage;
+- `recovery-late`: a lost slice not back within the expected time (once per outage);
+- `budget-80` / `budget-spent`: a restart budget (the JobSet's maxRestarts, a slice's backoffLimit) at 80%
+  and at 100%, once per budget and level;
+- `failed` / `succeeded`: the JobSet's end;
+- `checkpoint-stale`: a running trainer two checkpoint periods past its last committed save (progress.py's
+  `saves_stopped`), once per last-saved step;
+- `stuck`: Queued, Admitted or Restarting for longer than `--stuck-after`, with the why line, once per
+  episode (an episode is the state and when it began).
+
+History (the incidents a watch prints before it starts following) raises no incident alert: a watch
+restarted by cron must not page again for last night's losses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from elxpk.cluster.incidents import Incident
+from elxpk.cluster.why import STUCK_STATES
+from elxpk.notify.flags import (
+    BUDGET_80,
+    BUDGET_SPENT,
+    CHECKPOINT_STALE,
+    FAILED,
+    RECOVERED,
+    RECOVERY_LATE,
+    SLICE_LOST,
+    STUCK,
+    SUCCEEDED,
+)
+from elxpk.units import format_duration
+
+LOSS_KINDS = ("exit", "disruption", "evicted")
+DEFAULT_RECOVERY_S = 15 * 60.0  # without the workload's elastic timeout
+BUDGET_WARN = 0.8
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One notification: what happened (`kind`), to which workload, when, a line a person reads, and the
+    figures behind it; `incident` is the incident that raised it, when one did."""
+
+    kind: str
+    workload: str
+    namespace: str
+    time: float
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+    incident: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.time))
+        return data
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one snapshot shows, as the rules need it (status.py's WorkloadStatus and progress.py's record
+    reduced to plain values, so the rules can be tested without objects)."""
+
+    state: str
+    healthy: tuple[bool, ...]  # per slice index
+    restarts_counted: int = 0
+    max_restarts: int = 0
+    slice_budgets: tuple[tuple[int, int | None], ...] = ()  # (used, limit) per slice index
+    state_since: float | None = None
+    why: str = ""  # the why line, when stuck
+    saves_stopped: bool = False
+    steps_done: int | None = None
+    checkpoint_step: int | None = None
+    checkpoint_age_s: float | None = None
+    checkpoint_period: int | None = None
+    elastic_timeout_s: float | None = None
+
+
+
+class Watchman:
+    """The alert state of one watched workload. `incident` and `observe` return the new alerts."""
+
+    def __init__(self, workload: str, namespace: str, *, stuck_after_s: float,
+                 recovery_within_s: float | None = None) -> None:
+        self.workload, self.namespace = workload, namespace
+        self.stuck_after_s, self.recovery_within_s = stuck_after_s, recovery_within_s
+        self.lost: dict[int, float] = {}  # slice -> when it was lost, during the present outage
+        self.outage_since: float | None = None
+        self.late_sent = False
+        self.seen_healthy: set[int] = set()
+        self.raised: set[tuple] = set()  # keys of once-only alerts already raised
+
+    def _alert(self, kind: str, now: float, summary: str, incident: Incident | None = None,
+               **details: Any) -> Alert:
+        return Alert(kind, self.workload, self.namespace, now, f"{self.workload}: {summary}", details,
+                     incident.to_dict() if incident is not None else None)
+
+    def _lose(self, index: int, when: float, now: float, why: str, incident: Incident | None) -> list[Alert]:
+        if index in self.lost:
+            return []
+        self.lost[index] = when
+        if self.outage_since is None:
+            self.outage_since, self.late_sent = when, False
+        return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
+
+    def incident(self, incident: Incident, now: float) -> list[Alert]:
+        """A new incident, seen while following (not history)."""
+        if incident.slice is None or incident.kind not in LOSS_KINDS:
+            return []
+        what = f"exit {incident.exit_code}/{incident.reason}" if incident.exit_code is not None else incident.reason
+        where = f" on pod {incident.pod}" if incident.pod else ""
+        return self._lose(incident.slice, now, now, what + where, incident)
+
+    def observe(self, seen: Observation, now: float) -> list[Alert]:
+        alerts: list[Alert] = []
+        alerts += self._slices(seen, now)
+        alerts += self._budgets(seen, now)
+        alerts += self._end(seen, now)
+        alerts += self._checkpoint(seen, now)
+        alerts += self._stuck(seen, now)
+        return alerts
+
+    def _slices(self, seen: Observation, now: float) -> list[Alert]:
+        alerts: list[Alert] = []
+        if seen.state in ("Succeeded", "Failed"):
+            return alerts
+        for index, healthy in enumerate(seen.healthy):
+            if healthy:
+                self.seen_healthy.add(index)
+                self.lost.pop(index, None)
+            elif index in self.seen_healthy:
+                alerts += self._lose(index, now, now, "not healthy", None)
+        if self.outage_since is not None and not self.lost:
+            took = now - self.outage_since
+            alerts.append(self._alert(RECOVERED, now, f"all {len(seen.healthy)} slices healthy again, "
+                                      f"{format_duration(took)} after the first loss", recovery_s=round(took, 1)))
+            self.outage_since = None
+        elif self.outage_since is not None and not self.late_sent:
+            expected = self.recovery_within_s or seen.elastic_timeout_s or DEFAULT_RECOVERY_S
+            if now - self.outage_since >= expected:
+                self.late_sent = True
+                down = sorted(self.lost)
+                alerts.append(self._alert(
+                    RECOVERY_LATE, now, f"slice{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} still "
+                    f"down after {format_duration(now - self.outage_since)} (expected within "
+                    f"{format_duration(expected)})", slices=down, expected_s=expected,
+                    down_s=round(now - self.outage_since, 1)))
+        return alerts
+
+    def _once(self, key: tuple) -> bool:
+        if key in self.raised:
+            return False
+        self.raised.add(key)
+        return True
+
+    def _budgets(self, seen: Observation, now: float) -> list[Alert]:
+        budgets = [("the JobSet's restarts", seen.restarts_counted, seen.max_restarts)]
+        budgets += [(f"slice {i}'s pod restarts", used, limit) for i, (used, limit) in enumerate(seen.slice_budgets)
+                    if limit is not None]
+        alerts = []
+        for what, used, limit in budgets:
+            if not limit:
+                continue  # no budget (maxRestarts 0): nothing to spend
+            for level, kind in ((1.0, BUDGET_SPENT), (BUDGET_WARN, BUDGET_80)):
+                if used >= level * limit:
+                    if self._once((kind, what)):
+                        alerts.append(self._alert(kind, now, f"{what}: {used} of {limit} used"
+                                                  + (", none left" if used >= limit else f", {limit - used} left"),
+                                                  budget=what, used=used, limit=limit))
+                    break  # spent implies the 80% alert: one alert for one observation
+        return alerts
+
+    def _end(self, seen: Observation, now: float) -> list[Alert]:
+        kind = {"Failed": FAILED, "Succeeded": SUCCEEDED}.get(seen.state)
+        if kind is None or not self._once((kind,)):
+            return []
+        return [self._alert(kind, now, f"workload {seen.state.lower()}" + (f": {seen.why}" if seen.why else ""))]
+
+    def _checkpoint(self, seen: Observation, now: float) -> list[Alert]:
+        if not seen.saves_stopped or not self._once((CHECKPOINT_STALE, seen.checkpoint_step)):
+            return []
+        age = "" if seen.checkpoint_age_s is None else f", {format_duration(seen.checkpoint_age_s)} old"
+        saved = "no checkpoint yet" if seen.checkpoint_step is None else f"last checkpoint at step {seen.checkpoint_step}"
+        return [self._alert(CHECKPOINT_STALE, now, f"{saved}{age}, the trainer at step {seen.steps_done} "
+                            f"(period {seen.checkpoint_period}: two periods without a save)",
+                            checkpoint_step=seen.checkpoint_step, steps_done=seen.steps_done,
+                            checkpoint_age_s=seen.checkpoint_age_s, checkpoint_period=seen.checkpoint_period)]
+
+    def _stuck(self, seen: Observation, now: float) -> list[Alert]:
+        if seen.state not in STUCK_STATES or seen.state_since is None:
+            return []
+        age = now - seen.state_since
+        if age < self.stuck_after_s or not self._once((STUCK, seen.state, seen.state_since)):
+            return []
+        why = seen.why or "no reason found (see `elxpk workload status --why`)"
+        return [self._alert(STUCK, now, f"{seen.state} for {format_duration(age)}: {why}", state=seen.state,
+                            for_s=round(age, 1), why=seen.why)]

@@ -1,0 +1,88 @@
+"""The notifications of one `events --watch`: the rules (rules.py) fed from what the watch already reads,
+and the alerts they raise handed to the sender (delivery.py).
+
+Incidents come from the watch as it emits them; snapshots (the JobSet, its Jobs, Pods and Kueue Workloads)
+from events_feed's `on_objects`, so the rules cost no API call of their own. The one read besides is the
+trainer's progress record (for `checkpoint-stale`), at most once per `progress_every_s` and only when that
+alert is wanted. Everything here runs on the watch loop and only enqueues: sending is the worker's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from elxpk.cluster import why
+from elxpk.cluster.incidents import Incident
+from elxpk.cluster.progress import progress_of, setting_value
+from elxpk.cluster.status import compute_status
+from elxpk.notify.delivery import Notifier, Policy, senders
+from elxpk.notify.flags import CHECKPOINT_STALE, NotifySettings
+from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
+from elxpk_contract.settings import check_setting
+
+
+class NotifyingWatch:
+    def __init__(self, settings: NotifySettings, workload: str, namespace: str, note: Callable[[str], None], *,
+                 policy: Policy = Policy(), clock: Callable[[], float] = time.time,
+                 progress_every_s: float = 60.0) -> None:
+        self.settings, self.clock, self.progress_every_s = settings, clock, progress_every_s
+        self.watchman = Watchman(workload, namespace, stuck_after_s=settings.stuck_after_s,
+                                 recovery_within_s=settings.recovery_within_s)
+        self.notifier = Notifier(senders(settings.url, settings.format, settings.command), note, policy)
+        self.following = False
+        self._progress: tuple[float, dict | None] | None = None  # (when read, the record)
+
+    def started(self) -> None:
+        """The history is out: incidents from now on are new."""
+        self.following = True
+
+    def incident(self, incident: Incident) -> None:
+        if self.following:
+            self._send(self.watchman.incident(incident, self.clock()))
+
+    def objects(self, jobset: dict, jobs: list, pods: list, workloads: list) -> None:
+        now = self.clock()
+        self._send(self.watchman.observe(self._observation(jobset, jobs, pods, workloads, now), now))
+
+    def close(self) -> int:
+        """Wait (bounded) for what is queued; the number of alerts not delivered."""
+        return self.notifier.close()
+
+    def _send(self, alerts: list[Alert]) -> None:
+        for alert in alerts:
+            if alert.kind in self.settings.on:
+                self.notifier.send(alert)
+
+    def _observation(self, jobset: dict, jobs: list, pods: list, workloads: list, now: float) -> Observation:
+        status = compute_status(jobset, jobs, pods, workloads, now)
+        since = why.state_since(jobset, jobs, workloads)
+        line = status.message if status.state == "Failed" else ""
+        if status.state in STUCK_STATES and since is not None and now - since >= self.settings.stuck_after_s:
+            reasons = why.explain(jobset, jobs, pods, workloads, now, None,
+                                  pending_after_s=self.settings.stuck_after_s)
+            line = reasons[0].text if reasons else ""
+        progress = self._progress_of(jobset, now) or {}
+        return Observation(
+            state=status.state, healthy=tuple(s.healthy for s in status.slices),
+            restarts_counted=status.restarts_counted, max_restarts=status.max_restarts,
+            slice_budgets=tuple((s.budget_used, s.backoff_limit) for s in status.slices), state_since=since,
+            why=line, saves_stopped=bool(progress.get("saves_stopped")), steps_done=progress.get("steps_done"),
+            checkpoint_step=progress.get("checkpoint_step"), checkpoint_age_s=progress.get("checkpoint_age_s"),
+            checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset))
+
+    def _progress_of(self, jobset: dict, now: float) -> dict | None:
+        if CHECKPOINT_STALE not in self.settings.on:
+            return None
+        if self._progress is None or now - self._progress[0] >= self.progress_every_s:
+            self._progress = (now, progress_of(jobset, now)[0])
+        return self._progress[1]
+
+
+def _elastic_timeout(jobset: dict) -> float | None:
+    """The wait for a lost slice the workload gives its trainer (ELXPK_ELASTIC_TIMEOUT_SECONDS or its flag)."""
+    value = setting_value(jobset, "elastic_timeout_seconds")
+    if value is None:
+        return None
+    seconds, problem = check_setting("elastic_timeout_seconds", value)
+    return float(seconds) if problem is None and isinstance(seconds, (int, float)) and seconds > 0 else None

@@ -1,0 +1,139 @@
+"""Shell completion, driven as a shell drives it: the script `elxpk` prints for bash is sourced in a real
+`bash`, COMP_WORDS/COMP_CWORD set, the completion function called and COMPREPLY read. Workload names come
+from the fake API server's JobSets; an unreachable cluster gives nothing, within the lookup's bound."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from elxpk import catalog
+from elxpk.cli import completion
+from elxpk.cli.options import ClusterSelection
+from elxpk.create.gpu import GPU_TYPES
+from elxpk.notify.flags import FORMATS
+from tests.cluster.conftest import pathways_jobset
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def complete(*words: str, shell_script: str, lookup_s: float | None = None) -> tuple[list[str], str]:
+    """COMPREPLY for `words` (the last one being completed) in a real bash that sourced `shell_script`,
+    and bash's stderr; `lookup_s` the bound of the cluster lookup (default: elxpk's own)."""
+    program = (f"{shell_script}\nCOMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+               f"COMP_CWORD={len(words) - 1}\n_elxpk_completion elxpk\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+    env = _env() if lookup_s is None else {**_env(), completion.LOOKUP_ENV: str(lookup_s)}
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", program], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if line], done.stderr
+
+
+@pytest.fixture(scope="module")
+def bash_script() -> str:
+    """What `elxpk --show-completion` prints when run from bash (Typer detects the shell)."""
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", "elxpk --show-completion"], env=_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "complete -o default -F _elxpk_completion elxpk" in done.stdout, done.stderr
+    return done.stdout
+
+
+def test_show_completion_for_each_shell():
+    """bash, zsh and fish: the script of each, by name (`_ELXPK_COMPLETE=source_SHELL`, what Typer's
+    `--show-completion` prints for the shell it runs in)."""
+    for shell, mark in (("bash", "complete -o default -F"), ("zsh", "compdef _elxpk_completion elxpk"),
+                        ("fish", "complete --command elxpk")):
+        done = subprocess.run([str(BIN / "elxpk")], env={**_env(), "_ELXPK_COMPLETE": f"source_{shell}"},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and mark in done.stdout, (shell, done.stderr)
+
+
+def test_commands_catalog_values_and_row_choices(bash_script):
+    assert complete("elxpk", "workload", "st", shell_script=bash_script)[0] == ["status"]
+    tpus, err = complete("elxpk", "workload", "create", "--tpu-type", "v5litepod-", shell_script=bash_script)
+    assert tpus == [n for n in catalog.all_names() if n.startswith("v5litepod-")] and len(tpus) > 3 and err == ""
+    gpus = complete("elxpk", "workload", "create", "--device-type", "", shell_script=bash_script)[0]
+    assert set(gpus) == {g.name for g in GPU_TYPES} | {g.machine_type for g in GPU_TYPES}
+    assert complete("elxpk", "workload", "events", "x", "--notify-format", "", shell_script=bash_script)[0] == list(FORMATS)
+    assert complete("elxpk", "workload", "create", "--trainer", "m", shell_script=bash_script)[0] == ["maxtext"]
+    assert complete("elxpk", "workload", "status", "x", "-o", "y", shell_script=bash_script)[0] == ["yaml"]
+
+
+def test_workload_names_from_the_cluster(fake, kubeconfig, bash_script):
+    """(Under the load of a shared test machine the import of the Kubernetes client alone can take 2 s, so
+    the lookup is given a minute here; the unreachable case below keeps the 2 s bound.)"""
+    for name in ("train-a", "train-b", "other"):
+        fake.store.create(("jobset.x-k8s.io", "jobsets"), {**pathways_jobset(name), "metadata": {
+            **pathways_jobset(name)["metadata"], "namespace": "default"}})
+    names, err = complete("elxpk", "workload", "status", "--kubeconfig", str(kubeconfig), "tr",
+                          shell_script=bash_script, lookup_s=60)
+    assert names == ["train-a", "train-b"] and err == ""
+    assert complete("elxpk", "workload", "events", "--kubeconfig", str(kubeconfig), "", shell_script=bash_script,
+                    lookup_s=60)[0] == [
+        "other", "train-a", "train-b"]
+
+
+def test_an_unreachable_cluster_completes_nothing_silently_within_the_bound(tmp_path, bash_script, monkeypatch):
+    """A server that accepts the connection and never answers: no names, nothing on stderr, and the Tab
+    returns (the bound is LOOKUP_S; the limit asserted here is generous, to catch a hang)."""
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # the lookup silences stderr; put it back after
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    config = tmp_path / "kubeconfig.yaml"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{silent.getsockname()[1]}'}}}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\n")
+    try:
+        names, err = complete("elxpk", "workload", "status", "--kubeconfig", str(config), "",
+                              shell_script=bash_script)
+        assert names == [] and err == ""
+        start = time.monotonic()
+        target = ClusterSelection(kubeconfig=str(config)).resolve
+        assert completion.workload_names(target, "") == []
+        assert time.monotonic() - start < completion.LOOKUP_S + 5
+    finally:
+        silent.close()
+
+
+def test_the_readme_completion_examples_run_as_written(tmp_path):
+    """Each line of the README's block, in bash, with HOME a fresh folder: the script lands where it says."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- completion-examples:begin -->", 1)[1].split("<!-- completion-examples:end -->", 1)[0]
+    lines = [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.startswith("elxpk") or
+             line.startswith("_ELXPK")]
+    assert len(lines) == 3
+    env = {**_env(), "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    for line in lines:
+        done = subprocess.run(["bash", "--norc", "--noprofile", "-c", line], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, (line, done.stderr)
+    assert "_elxpk_completion" in (tmp_path / ".bash_completions" / "elxpk.sh").read_text()
+    assert "source" in (tmp_path / ".bashrc").read_text()
+    assert "compdef _elxpk_completion elxpk" in (tmp_path / "_elxpk.zsh").read_text()
+
+
+def test_completion_keeps_cluster_clients_off_the_start_up_path():
+    """`elxpk --version` and `workload create --dry-run` build the options that name the completers: they
+    still import no jax, kubernetes or google module."""
+    code = ("import sys, contextlib, io; from elxpk.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['--version']) == 0\n"
+            "    assert main('workload create --workload w1 --tpu-type v5p-8 --docker-image r.io/p/i:1 --command true "
+            "--dry-run'.split()) == 0\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'jax', 'kubernetes', 'google'}))")
+    done = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

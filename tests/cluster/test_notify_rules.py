@@ -1,0 +1,144 @@
+"""The alert rules (elxpk/notify/rules.py) on sequences of observations and incidents: each alert once per
+occurrence, recovery timed from the first loss, lateness against the workload's own expected time."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elxpk.cluster.incidents import Incident
+from elxpk.notify.rules import Observation, Watchman
+
+
+def _watchman(**kwargs) -> Watchman:
+    return Watchman("train", "default", stuck_after_s=kwargs.pop("stuck_after_s", 600.0), **kwargs)
+
+
+def _seen(*healthy: bool, state: str = "Running", **kwargs) -> Observation:
+    return Observation(state=state, healthy=tuple(healthy), **kwargs)
+
+
+def _loss(slice_index: int, kind: str = "exit", pod: str = "p") -> Incident:
+    return Incident(f"{kind}-{slice_index}-{pod}", "2026-01-01T00:00:00Z", kind, "unknown", "Error",
+                    slice=slice_index, pod=pod, exit_code=137 if kind == "exit" else None)
+
+
+def kinds(alerts) -> list[str]:
+    return [a.kind for a in alerts]
+
+
+def test_one_loss_is_one_alert_however_many_incidents_and_recovery_is_timed_from_it():
+    w = _watchman()
+    assert kinds(w.observe(_seen(True, True), 0.0)) == []
+    first = w.incident(_loss(1, "disruption"), 10.0)
+    assert kinds(first) == ["slice-lost"] and first[0].incident["kind"] == "disruption"
+    assert w.incident(_loss(1, "exit"), 11.0) == [] and w.incident(_loss(1, "exit", "p2"), 12.0) == []
+    assert kinds(w.observe(_seen(True, False, state="Degraded"), 60.0)) == []
+    done = w.observe(_seen(True, True), 130.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 120.0
+    assert "2m00s after the first loss" in done[0].summary
+    assert kinds(w.incident(_loss(1), 200.0)) == ["slice-lost"]  # a new outage
+
+
+def test_a_slice_seen_healthy_then_down_is_lost_without_an_incident():
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert kinds(w.observe(_seen(False, True, state="Degraded"), 60.0)) == ["slice-lost"]
+    assert w.observe(_seen(False, True, state="Degraded"), 120.0) == []
+
+
+def test_history_and_slices_never_healthy_raise_no_loss():
+    w = _watchman()
+    assert w.observe(_seen(False, False, state="Admitted"), 0.0) == []
+    assert w.incident(_loss(0, "job_failed"), 1.0) == []  # not a loss kind
+    assert w.incident(Incident("x", None, "exit", "user", "Error", exit_code=70), 1.0) == []  # the head
+
+
+def test_recovery_late_against_the_workload_timeout_once_per_outage():
+    w = _watchman()
+    w.observe(_seen(True, True, elastic_timeout_s=300.0), 0.0)
+    w.incident(_loss(0), 0.0)
+    assert w.observe(_seen(False, True, state="Degraded", elastic_timeout_s=300.0), 299.0) == []
+    late = w.observe(_seen(False, True, state="Degraded", elastic_timeout_s=300.0), 300.0)
+    assert kinds(late) == ["recovery-late"] and late[0].details["slices"] == [0]
+    assert w.observe(_seen(False, True, state="Degraded", elastic_timeout_s=300.0), 900.0) == []
+    assert kinds(w.observe(_seen(True, True), 950.0)) == ["recovered"]
+    flag = _watchman(recovery_within_s=30.0)  # --recovery-within wins over the workload's
+    flag.observe(_seen(True, elastic_timeout_s=300.0), 0.0)
+    flag.incident(_loss(0), 0.0)
+    assert kinds(flag.observe(_seen(False, state="Restarting", elastic_timeout_s=300.0), 31.0)) == ["recovery-late"]
+
+
+def test_budgets_at_80_percent_and_spent_once_each():
+    w = _watchman()
+    assert w.observe(_seen(True, restarts_counted=3, max_restarts=5), 0.0) == []
+    at80 = w.observe(_seen(True, restarts_counted=4, max_restarts=5), 1.0)
+    assert kinds(at80) == ["budget-80"] and "4 of 5 used, 1 left" in at80[0].summary
+    assert w.observe(_seen(True, restarts_counted=4, max_restarts=5), 2.0) == []
+    spent = w.observe(_seen(True, True, restarts_counted=5, max_restarts=5, slice_budgets=((4, 4), (0, 4))), 3.0)
+    assert kinds(spent) == ["budget-spent", "budget-spent"]
+    assert [a.details["budget"] for a in spent] == ["the JobSet's restarts", "slice 0's pod restarts"]
+    assert w.observe(_seen(True, slice_budgets=((0, None),), max_restarts=0), 4.0) == []  # no budget: no alert
+
+
+def test_the_end_is_one_alert_with_the_why_line():
+    w = _watchman()
+    end = w.observe(_seen(False, state="Failed", why="applying FailJobSet failure policy action"), 0.0)
+    assert kinds(end) == ["failed"] and end[0].summary == "train: workload failed: applying FailJobSet failure policy action"
+    assert w.observe(_seen(False, state="Failed"), 60.0) == []
+    assert kinds(_watchman().observe(_seen(True, state="Succeeded"), 0.0)) == ["succeeded"]
+
+
+def test_checkpoint_stale_once_per_last_saved_step():
+    w = _watchman()
+    stale = dict(saves_stopped=True, steps_done=400, checkpoint_step=100, checkpoint_period=100,
+                 checkpoint_age_s=1800.0)
+    alert = w.observe(_seen(True, **stale), 0.0)
+    assert kinds(alert) == ["checkpoint-stale"] and "last checkpoint at step 100, 30m00s old" in alert[0].summary
+    assert w.observe(_seen(True, **{**stale, "steps_done": 500}), 60.0) == []
+    assert kinds(w.observe(_seen(True, **{**stale, "checkpoint_step": 200, "steps_done": 600}), 120.0)) == [
+        "checkpoint-stale"]
+
+
+def test_stuck_past_stuck_after_with_the_why_line_once_per_episode():
+    w = _watchman(stuck_after_s=600.0)
+    queued = dict(state="Queued", state_since=0.0, why="ClusterQueue cluster-queue: 0 of 4 TPU chips free")
+    assert w.observe(_seen(False, **queued), 599.0) == []
+    alert = w.observe(_seen(False, **queued), 600.0)
+    assert kinds(alert) == ["stuck"] and alert[0].summary == (
+        "train: Queued for 10m00s: ClusterQueue cluster-queue: 0 of 4 TPU chips free")
+    assert w.observe(_seen(False, **queued), 1200.0) == []
+    assert kinds(w.observe(_seen(False, **{**queued, "state": "Restarting", "state_since": 1300.0}), 2000.0)) == ["stuck"]
+
+
+STATES = ("Queued", "Admitted", "Running", "Degraded", "Restarting", "Succeeded", "Failed")
+steps = st.lists(st.one_of(
+    st.tuples(st.just("incident"), st.integers(0, 2), st.sampled_from(["exit", "disruption", "evicted"])),
+    st.tuples(st.just("observe"), st.lists(st.booleans(), min_size=3, max_size=3), st.sampled_from(STATES),
+              st.integers(0, 6), st.integers(0, 3), st.booleans(), st.integers(0, 3))), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps)
+def test_any_sequence_raises_each_once_only_alert_at_most_once_and_recoveries_follow_losses(sequence):
+    w = _watchman(stuck_after_s=100.0, recovery_within_s=50.0)
+    alerts = []
+    for n, step in enumerate(sequence):
+        now = n * 30.0
+        if step[0] == "incident":
+            alerts += w.incident(_loss(step[1], step[2], f"p{n}"), now)
+        else:
+            _, healthy, state, used, saved, stopped, since = step
+            alerts += w.observe(_seen(*healthy, state=state, restarts_counted=used, max_restarts=5,
+                                      saves_stopped=stopped, steps_done=1000, checkpoint_step=saved * 100,
+                                      checkpoint_period=100, state_since=since * 100.0), now)
+    once = [(a.kind, a.details.get("budget"), a.details.get("checkpoint_step"), a.details.get("state"))
+            for a in alerts if a.kind in ("budget-80", "budget-spent", "failed", "succeeded", "checkpoint-stale")]
+    assert len(once) == len(set(once))
+    lost = recovered = late = 0
+    for a in alerts:  # outages alternate: every recovered (and at most one late) follows a loss
+        lost += a.kind == "slice-lost"
+        recovered += a.kind == "recovered"
+        late += a.kind == "recovery-late"
+        assert recovered <= lost and late <= lost
+    assert all(a.summary.startswith("train: ") and a.workload == "train" for a in alerts)

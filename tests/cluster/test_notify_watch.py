@@ -1,0 +1,131 @@
+"""`events --watch --notify`: alerts from the objects captured on the real control plane (the incident
+story's stages, tests/cluster/incidents_corpus/) reach a real loopback webhook; a failing or hanging endpoint
+neither delays nor loses the --record; the console script end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from elxpk.cluster.incident_log import read_recorded, record
+from elxpk.notify.delivery import Policy
+from elxpk.notify.flags import KINDS, NotifySettings
+from tests.cluster.captured import INCIDENTS, load_captured, name_of, seed
+from tests.cluster.conftest import run_cli
+from tests.support.webhook_server import webhook
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _settings(url: str | None, on=KINDS) -> NotifySettings:
+    return NotifySettings(url, "json", None, frozenset(on), stuck_after_s=600.0, recovery_within_s=None)
+
+
+def test_a_slice_lost_while_watching_reaches_the_webhook_once_and_its_budget_spent(fake, clock, kube, tmp_path):
+    """The plain (Kueue-less) JobSet running, then its slice 0 restarting with its backoffLimit spent (both
+    captured): one slice-lost (however many incidents the loss makes) and one budget-spent; the record holds
+    every incident while the webhook answers only after failures."""
+    from elxpk.cluster.events_feed import follow
+    from elxpk.notify.watch import NotifyingWatch
+
+    objects = seed(fake, "plain")
+    name = name_of(objects)
+    path = tmp_path / "incidents.jsonl"
+    notes: list[str] = []
+    with webhook(["500", "200"]) as hook:
+        watch = NotifyingWatch(_settings(hook.url), name, "default", notes.append,
+                               policy=Policy(backoff_s=0.01, timeout_s=5.0))
+
+        def started() -> None:
+            watch.started()
+            load_captured(fake, "plain_degraded", INCIDENTS)  # slice 0 fails while it is followed
+
+        def emit(incident) -> None:
+            record(str(path), [incident])
+            watch.incident(incident)
+
+        follow(kube, "default", name, emit, watch=True, clock=clock, watch_s=1, refresh_s=60.0, max_watches=3,
+               on_following=started, on_objects=watch.objects)
+        assert watch.close() == 0
+    docs = [json.loads(body) for answer, body in hook.bodies if answer == "200"]
+    assert [d["kind"] for d in docs] == ["slice-lost", "budget-spent"], docs
+    assert docs[0]["details"] == {"slice": 0} and docs[0]["incident"]["slice"] == 0
+    assert docs[1]["details"]["budget"] == "slice 0's pod restarts" and notes == []
+    recorded = read_recorded(str(path))
+    assert docs[0]["incident"]["id"] in {r["id"] for r in recorded}
+    assert len({r["id"] for r in recorded}) == len(recorded)
+
+
+def test_notify_on_selects_and_a_hanging_endpoint_does_not_delay_the_record(fake, clock, kube, tmp_path):
+    from elxpk.cluster.events_feed import follow
+    from elxpk.notify.watch import NotifyingWatch
+
+    objects = seed(fake, "plain")
+    name = name_of(objects)
+    path = tmp_path / "incidents.jsonl"
+    notes: list[str] = []
+    with webhook(["hang"]) as hook:
+        watch = NotifyingWatch(_settings(hook.url, on=("budget-spent",)), name, "default", notes.append,
+                               policy=Policy(attempts=1, timeout_s=30.0, drain_s=0.2))
+
+        def started() -> None:
+            watch.started()
+            load_captured(fake, "plain_degraded", INCIDENTS)
+
+        def emit(incident) -> None:
+            record(str(path), [incident])
+            watch.incident(incident)
+
+        follow(kube, "default", name, emit, watch=True, clock=clock, watch_s=1, refresh_s=60.0, max_watches=3,
+               on_following=started, on_objects=watch.objects)
+        recorded_while_hanging = read_recorded(str(path))
+        assert len(hook.bodies) == 1 and not hook.release.is_set()  # the endpoint holds the alert; the watch went on
+        assert watch.close() == 1 and notes[-1].endswith("1 alert(s) not sent")
+    assert [json.loads(body)["kind"] for _, body in hook.bodies] == ["budget-spent"]
+    assert any(r["slice"] == 0 and r["kind"] == "exit" for r in recorded_while_hanging)
+
+
+def test_cli_failed_workload_alert_with_its_why_line(fake, capsys, k):
+    objects = seed(fake, "failed")
+    with webhook(["200"]) as hook:
+        code, out, err = run_cli(capsys, "workload", "events", name_of(objects), "--watch", "--notify", hook.url,
+                                 "--notify-format", "slack", "--notify-on", "failed,succeeded", *k)
+    assert code == 0 and out.count("\n") >= 1 and "Traceback" not in err
+    (body,) = [json.loads(b) for _, b in hook.bodies]
+    assert body["text"].startswith(":x: *failed* incidents: workload failed: applying FailJobSet")
+
+
+def test_cli_bad_notify_flags_exit_2_before_any_request(fake, capsys, k):
+    before = len(fake.calls)
+    cases = {("--notify", "http://127.0.0.1:1/x"): "--notify: needs --watch",
+             ("--watch", "--notify", "ftp://host/x"): "--notify 'ftp://host/x': give an http:// or https:// URL",
+             ("--watch", "--notify", "http://127.0.0.1:1/", "--notify-on", "lost"): "--notify-on 'lost': use one of",
+             ("--watch", "--notify-format", "slack"): "--notify-format: needs --notify URL",
+             ("--watch", "--notify-command", "no-such-cmd-xyz"): "--notify-command 'no-such-cmd-xyz': no-such-cmd-xyz",
+             ("--watch", "--notify", "http://h/", "--stuck-after", "soon"): "--stuck-after 'soon':"}
+    for flags, message in cases.items():
+        code, out, err = run_cli(capsys, "workload", "events", "train", *flags, *k)
+        assert code == 2 and out == "" and err.startswith(f"error: {message}"), (flags, err)
+        assert len(err.splitlines()) == 1
+    assert len(fake.calls) == before
+
+
+def test_console_script_failing_webhook_is_one_line_and_the_record_is_whole(fake, kubeconfig, tmp_path):
+    """`elxpk` as a user runs it: exit 0 (notifications are best effort), the record complete, and one stderr
+    line for the alert the endpoint refused three times."""
+    objects = seed(fake, "failed")
+    path = tmp_path / "incidents.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with webhook(["500"]) as hook:
+        done = subprocess.run([str(Path(sys.executable).parent / "elxpk"), "workload", "events", name_of(objects),
+                               "--watch", "--record", str(path), "--notify", hook.url, "--kubeconfig", str(kubeconfig)],
+                              capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    failures = [line for line in done.stderr.splitlines() if "not delivered" in line]
+    assert failures == [f"# notify: failed for incidents not delivered to http://127.0.0.1:{hook.url.split(':')[2].split('/')[0]}: "
+                        "HTTP 500 Internal Server Error (3 tries)"]
+    assert [json.loads(b)["kind"] for _, b in hook.bodies] == ["failed"] * 3
+    assert len(read_recorded(str(path))) == len(done.stdout.splitlines()) > 0
