@@ -10,12 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elxpk.cli.translate import translated
 from elxpk.create import flags as table
+from tests.launcher.gcluster_cases import CASES as GCLUSTER_CASES
+from tests.launcher.gcluster_cases import FAILURES as GCLUSTER_FAILURES
 
 IMAGE = "us-docker.pkg.dev/my-project/my-repo/trainer:1"
 XPK_GOLDENS = Path(__file__).with_name("xpk_gpu")
@@ -67,6 +70,24 @@ def test_translate_renders_what_the_gcluster_line_renders(line, cli):
     spelled = {a.spelling for row in table.FLAGS for a in row.aliases} | {r.flag for r in table.FLAGS if r.dialect}
     assert not spelled & set(words), words  # elxpk's own spellings only: no gcluster default left implicit
     assert render(cli, *words[3:]) == render(cli, *line, path=("job", "submit"))
+
+
+@pytest.mark.parametrize("name", sorted(GCLUSTER_CASES))
+def test_gclusters_golden_commands_run_unchanged_and_translate(name, cli):
+    """Each vendored gcluster command (tests/launcher/gcluster_cases.py, whose renders gcluster made), given to
+    `elxpk workload create` as written, renders what its xpk-spelled equivalent renders; translated, too."""
+    case = GCLUSTER_CASES[name]
+    expected = render(cli, *case.elxpk)
+    assert render(cli, *case.gcluster) == expected
+    (words,) = translated(["gcluster", "job", "submit", *case.gcluster])
+    assert render(cli, *words[3:]) == expected
+
+
+def test_gclusters_1369_command_translates_to_an_admissible_render(cli):
+    (line,) = GCLUSTER_FAILURES.values()
+    (words,) = translated(["gcluster", "job", "submit", *line])
+    worker = render(cli, *words[3:])["spec"]["replicatedJobs"][1]["template"]["spec"]
+    assert worker["template"]["spec"]["restartPolicy"] == "OnFailure" and "podFailurePolicy" not in worker
 
 
 def _xpk_golden_commands() -> list[list[str]]:
