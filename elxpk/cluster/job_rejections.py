@@ -27,8 +27,10 @@ def jobs_missing(jobset: dict, jobs: list[dict]) -> bool:
     return len(jobs) < expected
 
 
-def event_selector(name: str) -> str:
-    return f"involvedObject.kind=JobSet,involvedObject.name={name},reason={REASON}"
+def event_selector(name: str, uid: str) -> str:
+    """This JobSet's refusals only: Events outlive their object by about an hour, and an earlier JobSet of the
+    same name (deleted and created again) left its own."""
+    return f"involvedObject.kind=JobSet,involvedObject.name={name},involvedObject.uid={uid},reason={REASON}"
 
 
 def rejection_reasons(jobset: dict, events: list[dict]) -> list[Reason]:

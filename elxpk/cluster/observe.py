@@ -143,7 +143,8 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
                       for n in kube.list_nodes(ACCELERATOR, limit=1000))
     rejections: tuple[dict, ...] = ()
     if jobs is not None and jobs_missing(jobset, jobs):  # one more call, only when a Job is missing
-        rejections = tuple(kube.list_events(namespace, event_selector(jobset["metadata"]["name"])))
+        meta = jobset["metadata"]
+        rejections = tuple(kube.list_events(namespace, event_selector(meta["name"], meta.get("uid", ""))))
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
                    rejections=rejections)
 

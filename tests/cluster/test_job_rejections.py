@@ -59,4 +59,5 @@ def test_the_events_are_read_only_when_a_job_is_missing():
     spec = jobset(("pathways-head", 1), ("worker", 2))
     assert jobs_missing(spec, [{}, {}])
     assert not jobs_missing(spec, [{}, {}, {}])
-    assert event_selector("run-1") == "involvedObject.kind=JobSet,involvedObject.name=run-1,reason=JobCreationFailed"
+    assert event_selector("run-1", "u-1") == \
+        "involvedObject.kind=JobSet,involvedObject.name=run-1,involvedObject.uid=u-1,reason=JobCreationFailed"

@@ -45,9 +45,10 @@ def test_status_why_names_the_field_the_job_api_refused(case: Case, testcluster:
     status, body = testcluster.request("POST", JOBSETS.format(ns="default"), jobset)
     assert status == 201, body  # admitted: the API server and the JobSet webhook let it through
     try:
+        # this JobSet's event: an earlier run's JobSet of the same name left its own (Events outlive it)
         testcluster.wait_for("the JobSet controller's JobCreationFailed event", lambda: testcluster.items(
-            "/api/v1/namespaces/default/events",
-            fieldSelector=f"involvedObject.name={name},reason=JobCreationFailed"), timeout=150)
+            "/api/v1/namespaces/default/events", fieldSelector=f"involvedObject.uid={body['metadata']['uid']},"
+                                                               "reason=JobCreationFailed"), timeout=150)
         jobs = [j["metadata"]["name"] for j in testcluster.items(JOBS.format(ns="default"),
                                                                   labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")]
         assert jobs == [f"{name}-pathways-head-0"]  # the head runs alone
