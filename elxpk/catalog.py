@@ -116,3 +116,24 @@ def lookup(name: str) -> TpuType:
         families = ", ".join(f"{f.prefix}-*" for f in _FAMILIES)
         raise UnknownTpuType(f"unknown TPU type {name!r}; known families: {families}")
     raise UnknownTpuType(f"unknown TPU type {name!r}; did you mean {', '.join(close)}?")
+
+
+def lookup_machine(machine_type: str, topology: str) -> TpuType:
+    """The slice of GCE TPU machine type `machine_type` (ct6e-standard-4t, as gcluster's --compute-type
+    takes it) in `topology` (4x4); UnknownTpuType when neither names a slice of the catalog."""
+    key = machine_type.strip().lower()
+    for fam in _FAMILIES:
+        if key in (fam.machine_type, fam.single_chip_machine):
+            try:
+                return lookup(f"{fam.prefix}-{topology.strip().lower()}")
+            except UnknownTpuType:
+                raise UnknownTpuType(f"{machine_type} has no topology {topology!r}; known: "
+                                     f"{', '.join(fam.topologies[:8])}, ...") from None
+    machines = ", ".join(f.machine_type for f in _FAMILIES)
+    raise UnknownTpuType(f"unknown TPU machine type {machine_type!r}; known: {machines}")
+
+
+def is_machine_type(name: str) -> bool:
+    """Whether `name` is a GCE TPU machine type (ct5p-hightpu-4t) rather than a slice name (v5p-8)."""
+    key = name.strip().lower()
+    return any(key in (f.machine_type, f.single_chip_machine) for f in _FAMILIES)

@@ -27,6 +27,29 @@ _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
+GCLUSTER = "gcluster"  # the dialect of Cluster Toolkit's `gcluster job submit` (docs/launcher.md)
+_SAME = None  # an Alias default that is the row's own
+
+
+class Alias(NamedTuple):
+    """Another launcher's spelling of a row's quantity: its own option (so elxpk knows which spelling a
+    command used), that launcher's default and reading where they differ. A command that uses any
+    gcluster spelling gets gcluster's defaults for every row (elxpk/create/dialect.py); giving a row and its
+    alias together is exit 2 naming both."""
+
+    spelling: str  # "--restarts", exactly as gcluster spells it
+    short: str = ""  # "-i": where no elxpk flag has it
+    submit_short: str = ""  # gcluster's -n/-o: in `job submit` only, where elxpk's -n/-o (namespace, output) give way
+    default: Any = _SAME  # the dialect's default, as typed ("1", "1h"); None: the row's
+    kind: str = ""  # how the alias's value is read, where it is not the row's: DURATION for --grace-period
+    note: str = ""  # how it differs besides (said in --help and the docs)
+    dialect: str = GCLUSTER
+
+    @property
+    def key(self) -> str:
+        return self.spelling[2:].replace("-", "_")
+
+
 class Flag(NamedTuple):
     """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
     `low`/`high` bound an INT, FLOAT or DURATION (inclusive) and `fix` ends its bounds message; `option`
@@ -54,6 +77,9 @@ class Flag(NamedTuple):
     spelling: str = ""  # the flag as typed, where it is not the name's (xpk's names, `--compile`)
     off_flag: str = ""  # a BOOL with two spellings (`--live/--plain`): the off one; omitted means None
     hidden: bool = False  # left out of --help and the docs table
+    aliases: tuple[Alias, ...] = ()  # other launchers' spellings of this quantity (gcluster's)
+    dialect: str = ""  # GCLUSTER: a row only gcluster's spelling has (`--compute-type`); "": elxpk's and xpk's
+    submit_short: str = ""  # gcluster's short form of this very spelling (-e/--command), in `job submit` only
 
     @property
     def flag(self) -> str:
@@ -72,11 +98,24 @@ class Flag(NamedTuple):
         return self.help + (f" {self.create_help}" if self.create_help else "")
 
     def full_help(self, command: str = "create") -> str:
-        """The help of `command --help`: the row's help, what `workload create` does besides, the default."""
+        """The help of `command --help`: the row's help, what `workload create` does besides, the default,
+        and its other spellings."""
         default = self.shown_default
         extra = f" {self.create_help}" if self.create_help and command == "create" else ""
         bounds = f" {self.bounds_sentence()}" if self.low is not None else ""
-        return self.help + extra + bounds + (f" Default: {default}." if default else "")
+        return self.help + extra + bounds + (f" Default: {default}." if default else "") + self.alias_sentence()
+
+    def alias_sentence(self) -> str:
+        """" Also gcluster's --restarts (default 1)." for each alias; "" without."""
+        return "".join(f" Also {a.dialect}'s {a.spelling}{'/' + (a.short or a.submit_short) if a.short or a.submit_short else ''}"
+                       f"{f' (default {a.default})' if a.default is not None else ''}{'; ' + a.note if a.note else ''}."
+                       for a in self.aliases)
+
+    def alias_help(self, alias: Alias) -> str:
+        """The --help line of an alias's own option."""
+        default = f" {alias.dialect.capitalize()}'s default: {alias.default}." if alias.default is not None else ""
+        note = f" {alias.note[:1].upper()}{alias.note[1:]}." if alias.note else ""
+        return f"{alias.dialect}'s spelling of {self.flag}: {self.help}{default}{note}"
 
     def bounds_sentence(self) -> str:
         if self.high is not None:
@@ -172,7 +211,7 @@ def docs_table(rows: tuple[Flag, ...]) -> str:
         shown = f.shown_default
         default_cell = f.doc_default or (f"`{shown}`" if shown else ("off" if f.kind == BOOL else "none"))
         bounds = ", ".join(f"`{c}`" for c in f.choices) if f.choices else _bounds(f)
-        what = f.doc or f.full_help_without_default()
+        what = (f.doc or f.full_help_without_default()) + f.alias_sentence()
         lines.append(f"| {_cell(name)} | {_cell(default_cell)} | {bounds or '—'} | {_cell(what)} |")
     return "\n".join(lines) + "\n"
 

@@ -24,6 +24,13 @@ MAX_POD_FAILURE_RULES = 20  # `maxPodFailurePolicyRules`
 MAX_EXIT_CODE_VALUES = 255  # `maxPodFailurePolicyOnExitCodesValues`
 POD_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
 POD_REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
+MAX_ON_POD_CONDITIONS = 20  # `maxPodFailurePolicyOnPodConditionsPatterns`
+POD_CONDITION_STATUSES = ("False", "True", "Unknown")  # `supportedPodFailurePolicyOnPodConditionsStatus`
+MAX_SUCCESS_RULES = 20  # `maxSuccessPolicyRule`
+MAX_SUCCEEDED_INDEXES_CHARS = 64 * 1024  # `maxJobSuccessPolicySucceededIndexesLimit`
+MAX_MANAGED_BY = 63  # `maxManagedByLength`
+COMPLETIONS_SOFT_LIMIT = 100_000  # `completionsSoftLimit`: above it, with backoffLimitPerIndex, tighter limits
+HIGH_COMPLETIONS_LIMIT = 10_000  # `parallelismLimitForHighCompletions`, `maxFailedIndexesLimitForHighCompletions`
 
 
 def job_template_problems(jobset: dict) -> list[Violation]:
@@ -71,6 +78,8 @@ def job_spec_problems(spec: dict, path: str, claims: AbstractSet[str] = frozense
         if max_failed is not None and max_failed > MAX_FAILED_INDEXES:
             found.append(Violation(join(path, "maxFailedIndexes"), f"Invalid value: {max_failed}: must be less "
                                                                    f"than or equal to {MAX_FAILED_INDEXES}"))
+        if completions is not None and completions > COMPLETIONS_SOFT_LIMIT and per_index is not None:
+            found += _high_completions(parallelism, max_failed, path)
     else:
         for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
             if spec.get(key) is not None:
@@ -82,6 +91,13 @@ def job_spec_problems(spec: dict, path: str, claims: AbstractSet[str] = frozense
         found += _pod_failure_policy_problems(as_dict(failure_policy), spec, pod, join(path, "podFailurePolicy"))
     if spec.get("successPolicy") is not None and mode != "Indexed":
         found.append(Violation(join(path, "successPolicy"), "Invalid value: requires indexed completion mode"))
+    elif spec.get("successPolicy") is not None:
+        found += _success_policy_problems(as_dict(spec["successPolicy"]), completions or 0, join(path, "successPolicy"))
+    found += _managed_by_problems(spec.get("managedBy"), join(path, "managedBy"))
+    if spec.get("selector") is not None and spec.get("manualSelector") is not True:
+        # `validateGeneratedSelector`: the selector must match the controller-uid the API server gives the Job
+        found.append(Violation(join(path, "selector"), "Invalid value: `selector` not auto-generated (set "
+                                                       "manualSelector: true, or leave the selector out)"))
     replacement = spec.get("podReplacementPolicy")
     if replacement is not None:
         allowed = ("Failed",) if failure_policy is not None else POD_REPLACEMENT_POLICIES
@@ -128,6 +144,112 @@ def _pod_failure_policy_problems(policy: dict, spec: dict, pod: dict, path: str)
             found.append(Violation(rule_path, "specifying one of OnExitCodes and OnPodConditions is required"))
         if exit_codes is not None:
             found += _exit_code_problems(as_dict(exit_codes), names, join(rule_path, "onExitCodes"))
+        found += _pod_condition_problems(conditions, join(rule_path, "onPodConditions"))
+    return found
+
+
+def _pod_condition_problems(patterns: list, path: str) -> list[Violation]:
+    """`validatePodFailurePolicyRuleOnPodConditions`."""
+    found = []
+    if len(patterns) > MAX_ON_POD_CONDITIONS:
+        found.append(Violation(path, f"Too many: {len(patterns)}: must have at most {MAX_ON_POD_CONDITIONS} items"))
+    for j, pattern in enumerate(patterns):
+        pattern, pattern_path = as_dict(pattern), join(path, j)
+        kind = str(pattern.get("type") or "")
+        found += [Violation(join(pattern_path, "type"), f"Invalid value: {kind!r}: {p}")
+                  for p in identifiers.qualified_name(kind)]
+        status = pattern.get("status")
+        if not status:
+            found.append(Violation(join(pattern_path, "status"), f"Required value: valid values: {POD_CONDITION_STATUSES}"))
+        elif status not in POD_CONDITION_STATUSES:
+            found.append(Violation(join(pattern_path, "status"), f"Unsupported value: {status!r}: supported values: "
+                                                                 f"{', '.join(repr(s) for s in POD_CONDITION_STATUSES)}"))
+    return found
+
+
+def _success_policy_problems(policy: dict, completions: int, path: str) -> list[Violation]:
+    """`validateSuccessPolicy` and `validateSuccessPolicyRule` (an Indexed Job's)."""
+    rules, rules_path = as_list(policy.get("rules")), join(path, "rules")
+    found = []
+    if not rules:
+        found.append(Violation(rules_path, "Required value: at least one rules must be specified when the "
+                                           "successPolicy is specified"))
+    if len(rules) > MAX_SUCCESS_RULES:
+        found.append(Violation(rules_path, f"Too many: {len(rules)}: must have at most {MAX_SUCCESS_RULES} items"))
+    for i, rule in enumerate(rules):
+        rule, rule_path = as_dict(rule), join(rules_path, i)
+        indexes, count = rule.get("succeededIndexes"), as_int(rule.get("succeededCount"))
+        if indexes is None and rule.get("succeededCount") is None:
+            found.append(Violation(rule_path, "Required value: at least one of succeededCount or succeededIndexes "
+                                              "must be specified"))
+        total = None
+        if indexes is not None:
+            if len(str(indexes)) > MAX_SUCCEEDED_INDEXES_CHARS:
+                found.append(Violation(join(rule_path, "succeededIndexes"), f"Too long: may not be more than "
+                                                                            f"{MAX_SUCCEEDED_INDEXES_CHARS} bytes"))
+            total, problem = _indexes_total(str(indexes), completions)
+            if problem:
+                found.append(Violation(join(rule_path, "succeededIndexes"), f"Invalid value: {indexes!r}: error "
+                                                                            f"parsing succeededIndexes: {problem}"))
+        if count is not None:
+            count_path = join(rule_path, "succeededCount")
+            if count < 0:
+                found.append(Violation(count_path, f"Invalid value: {count}: must be greater than or equal to 0"))
+            if count > completions:
+                found.append(Violation(count_path, f"Invalid value: {count}: must be less than or equal to "
+                                                   f"{completions} (the number of specified completions)"))
+            if total is not None and indexes is not None and count > total:
+                found.append(Violation(count_path, f"Invalid value: {count}: must be less than or equal to {total} "
+                                                   "(the number of indexes in the specified succeededIndexes field)"))
+    return found
+
+
+def _indexes_total(text: str, completions: int) -> tuple[int, str | None]:
+    """`validateIndexesFormat`: "0,2-5" -> how many indexes, or the parse problem."""
+    if not text:
+        return 0, None
+    total, last = 0, None
+    for interval in text.split(","):
+        parts = interval.split("-")
+        if len(parts) > 2:
+            return 0, f"the fragment {interval!r} violates the requirement that an index interval can have at most two parts"
+        bounds = []
+        for part in parts:
+            if not part.strip().lstrip("+").isdigit():
+                return 0, f"cannot convert string to integer for index: {part!r}"
+            if int(part) >= completions:
+                return 0, f"too large index: {part!r}"
+            bounds.append(int(part))
+        low, high = bounds[0], bounds[-1]
+        if high < low:
+            return 0, f"non-increasing order, previous: {low}, current: {high}"
+        if last is not None and last >= low:
+            return 0, f"non-increasing order, previous: {last}, current: {low}"
+        total, last = total + high - low + 1, high
+    return total, None
+
+
+def _managed_by_problems(manager: object, path: str) -> list[Violation]:
+    if manager is None:
+        return []
+    text = str(manager)
+    found = [Violation(path, f"Invalid value: {text!r}: {p}") for p in identifiers.domain_prefixed_path(text)]
+    if len(text) > MAX_MANAGED_BY:
+        found.append(Violation(path, f"Too long: may not be more than {MAX_MANAGED_BY} bytes"))
+    return found
+
+
+def _high_completions(parallelism: int | None, max_failed: int | None, path: str) -> list[Violation]:
+    """Above `completionsSoftLimit` completions with backoffLimitPerIndex."""
+    why = f"when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
+    found = []
+    if max_failed is None:
+        found.append(Violation(join(path, "maxFailedIndexes"), f"Required value: must be specified when completions "
+                                                               f"is above {COMPLETIONS_SOFT_LIMIT}"))
+    for key, value in (("parallelism", parallelism), ("maxFailedIndexes", max_failed)):
+        if value is not None and value > HIGH_COMPLETIONS_LIMIT:
+            found.append(Violation(join(path, key), f"Invalid value: {value}: must be less than or equal to "
+                                                    f"{HIGH_COMPLETIONS_LIMIT} {why}"))
     return found
 
 

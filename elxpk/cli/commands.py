@@ -30,6 +30,7 @@ GROUPS: dict[str, str] = {
     "workload": "Create and follow elastic Pathways/JobSet workloads (kubectl-style verbs).",
     "local": "Run the elastic loop on this machine: simulated slices, injected faults.",
     "checkpoint": "Check a checkpoint directory (local or gs://): whole, torn and skipped saves.",
+    "job": "gcluster's verbs (Cluster Toolkit's `gcluster job`), as aliases of the workload verbs.",
 }
 
 # Order is the order of `elxpk --help` and `elxpk workload --help`.
@@ -45,6 +46,13 @@ COMMANDS: tuple[Command, ...] = (
     Command(("workload", "wait"), "elxpk.cli.workload_ops", "wait"),
     Command(("workload", "kill-slice"), "elxpk.cli.workload_ops", "kill_slice"),
     Command(("workload", "events"), "elxpk.cli.workload_events", "events"),
+    Command(("job", "submit"), "elxpk.cli.workload_create", "submit"),
+    Command(("job", "list"), "elxpk.cli.workload_ops", "list_", help="Alias of `workload list`, for gcluster users."),
+    Command(("job", "logs"), "elxpk.cli.workload_ops", "logs", help="Alias of `workload logs`, for gcluster users."),
+    Command(("job", "cancel"), "elxpk.cli.workload_ops", "delete",
+            help="Alias of `workload delete`, for gcluster users."),
+    Command(("job", "inspect"), "elxpk.cli.job_inspect", "inspect"),
+    Command(("translate",), "elxpk.cli.translate", "translate"),
     Command(("local", "run"), "elxpk.cli.local", "run"),
     Command(("checkpoint", "inspect"), "elxpk.cli.checkpoint", "inspect"),
     Command(("report",), "elxpk.cli.report", "report"),

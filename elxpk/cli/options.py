@@ -36,12 +36,14 @@ def _option(*names: str, help: str, panel: str | None = None, metavar: str | Non
     return typer.Option(*names, help=help, rich_help_panel=panel, metavar=metavar, autocompletion=complete)
 
 
-def output_option(kind: str, panel: str | None = None) -> Any:
-    """The `-o/--output` option type of one kind of command (validated by `output_format`)."""
+def output_option(kind: str, panel: str | None = None, *, short: bool = True) -> Any:
+    """The `-o/--output` option type of one kind of command (validated by `output_format`); `short=False`:
+    `--output` alone (`job submit`, where -o is gcluster's --dry-run-out)."""
     formats = OUTPUT_FORMATS[kind]
     words = ", ".join(formats[:-1]) + f" or {formats[-1]}"
-    return Annotated[str, _option("--output", "-o", help=f"Output format: {words}.", panel=panel,
-                                  metavar="FORMAT", complete=completion.choices(formats))]
+    names = ("--output", "-o") if short else ("--output",)
+    return Annotated[str, _option(*names, help=f"Output format: {words}.", panel=panel, metavar="FORMAT",
+                                  complete=completion.choices(formats))]
 
 
 def workload_argument(help: str = "Workload (JobSet) name.") -> Any:
@@ -57,11 +59,13 @@ def _complete_workloads(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 ManifestOutput = output_option("manifest", OUTPUT_PANEL)
+SubmitManifestOutput = output_option("manifest", OUTPUT_PANEL, short=False)
 StatusOutput = output_option("status")
 RunOutput = output_option("run")
 PlanOutput = output_option("plan")
 
 _TEXT = str | None
+_NAMESPACE_HELP = "Kubernetes namespace [env ELXPK_NAMESPACE, then the config file, else default]."
 # The cluster-selection flags, declared once; every verb gets all of them in the same panel.
 CLUSTER_FLAGS: tuple[tuple[str, Any], ...] = (
     ("project", Annotated[_TEXT, _option("--project", help="GCP project of the GKE cluster [env ELXPK_PROJECT].",
@@ -75,9 +79,12 @@ CLUSTER_FLAGS: tuple[tuple[str, Any], ...] = (
     ("kubeconfig", Annotated[_TEXT, _option("--kubeconfig", help="Use this kubeconfig instead of a GKE lookup "
                                             "(read only, never written).", panel=CLUSTER_PANEL)]),
     ("context", Annotated[_TEXT, _option("--context", help="kubeconfig context to use.", panel=CLUSTER_PANEL)]),
-    ("namespace", Annotated[_TEXT, _option("--namespace", "-n", help="Kubernetes namespace [env ELXPK_NAMESPACE, "
-                                           "then the config file, else default].", panel=CLUSTER_PANEL)]),
+    ("namespace", Annotated[_TEXT, _option("--namespace", "-n", help=_NAMESPACE_HELP, panel=CLUSTER_PANEL)]),
 )
+# `job submit` speaks gcluster, whose -n is --name and -o is --dry-run-out: there --namespace and --output
+# are long only.
+SUBMIT_CLUSTER_FLAGS = CLUSTER_FLAGS[:-1] + (
+    ("namespace", Annotated[_TEXT, _option("--namespace", help=_NAMESPACE_HELP, panel=CLUSTER_PANEL)]),)
 
 
 class ClusterSelection(NamedTuple):
@@ -133,11 +140,18 @@ def _extend_signature(func: Callable[..., Any], drop: str, added: list[inspect.P
     return command
 
 
-def with_cluster(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Give a command the cluster flags; it receives them as `cluster: ClusterSelection`."""
+def with_cluster(func: Callable[..., Any], flags: tuple[tuple[str, Any], ...] | None = None) -> Callable[..., Any]:
+    """Give a command the cluster flags (`flags`: SUBMIT_CLUSTER_FLAGS for `job submit`); it receives them as
+    `cluster: ClusterSelection`."""
     added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None)
-             for name, kind in CLUSTER_FLAGS]
+             for name, kind in (flags or CLUSTER_FLAGS)]
     return _extend_signature(func, "cluster", added, lambda values: ClusterSelection(**values))
+
+
+def with_gcluster_cluster(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`with_cluster` for gcluster's verbs (`job submit`, `job inspect`), whose -n is the workload's name:
+    --namespace is long only there."""
+    return with_cluster(func, SUBMIT_CLUSTER_FLAGS)
 
 
 def trainer_setting_parameters() -> list[inspect.Parameter]:
@@ -174,36 +188,52 @@ _METAVARS = {flag_rows.INT: "INT", flag_rows.FLOAT: "NUMBER", flag_rows.DURATION
              flag_rows.SIZE: "SIZE"}
 
 
-def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None) -> list[inspect.Parameter]:
+def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None, *,
+                    submit_shorts: bool = False) -> list[inspect.Parameter]:
     """One Typer option per row that `command` takes: of `rows` (a stage's table, e.g. elxpk/plan/flags.py),
-    else of the launcher's flag table (elxpk/create/flags.py).
+    else of the launcher's flag table (elxpk/create/flags.py); and one per alias of a row (gcluster's
+    spelling: its own option, so the command knows which spelling was used), in the gcluster panel.
+    `submit_shorts`: the aliases' gcluster short forms that elxpk's -n/-o would take (`job submit`).
 
     Numbers arrive as typed text (the command's checks report every bad one together with the other
     problems); switches default to False (a two-way switch, `--live/--plain`, to None), repeatable flags
     to None.
     """
     params = []
+    aliases = []
     for row in flag_table.of_command(command) if rows is None else rows:
-        names = (f"{row.flag}/{row.off_flag}",) if row.off_flag else (row.flag,)
-        option = typer.Option(*names, help=row.full_help(command), rich_help_panel=row.panel,
-                              metavar=row.metavar or _METAVARS.get(row.kind), hidden=row.hidden,
-                              autocompletion=completion.for_row(row))
-        kind: Any
-        if row.kind == flag_rows.BOOL:
-            kind, default = (Annotated[bool | None, option], None) if row.off_flag else (Annotated[bool, option], False)
-        elif row.kind == flag_rows.LIST:
-            kind, default = Annotated[list[str] | None, option], None
-        else:
-            kind, default = Annotated[_TEXT, option], None
-        params.append(inspect.Parameter(row.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default))
-    return params
+        names: tuple[str, ...] = (f"{row.flag}/{row.off_flag}",) if row.off_flag else (row.flag,)
+        if submit_shorts and row.submit_short:
+            names += (row.submit_short,)
+        params.append(_parameter(row, row.name, names, row.full_help(command), row.panel))
+        for alias in row.aliases:
+            short = alias.short or (alias.submit_short if submit_shorts else "")
+            aliases.append(_parameter(row._replace(kind=alias.kind or row.kind), alias.key,
+                                      (alias.spelling, short) if short else (alias.spelling,),
+                                      row.alias_help(alias), flag_table.GCLUSTER_PANEL))
+    return params + aliases
 
 
-def with_flags(command: str, rows: tuple[Flag, ...] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _parameter(row: Flag, key: str, names: tuple[str, ...], help_text: str, panel: str | None) -> inspect.Parameter:
+    option = typer.Option(*names, help=help_text, rich_help_panel=panel,
+                          metavar=row.metavar or _METAVARS.get(row.kind), hidden=row.hidden,
+                          autocompletion=completion.for_row(row))
+    kind: Any
+    if row.kind == flag_rows.BOOL:
+        kind, default = (Annotated[bool | None, option], None) if row.off_flag else (Annotated[bool, option], False)
+    elif row.kind == flag_rows.LIST:
+        kind, default = Annotated[list[str] | None, option], None
+    else:
+        kind, default = Annotated[_TEXT, option], None
+    return inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+
+
+def with_flags(command: str, rows: tuple[Flag, ...] | None = None, *,
+               submit_shorts: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Give a command its flags from a flag table (see `flag_parameters`); it receives them as
     `flags: {name: value}`."""
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        return _extend_signature(func, "flags", flag_parameters(command, rows), dict)
+        return _extend_signature(func, "flags", flag_parameters(command, rows, submit_shorts=submit_shorts), dict)
     return decorate
 
 

@@ -26,10 +26,41 @@ def create(
     """Render a Pathways JobSet (or, with --no-pathways, a multi-controller one), then print or submit it.
 
     Every flag is validated first; bad input exits 2 with one line per problem and writes nothing.
+    gcluster's `job submit` spellings are accepted too; any of them brings gcluster's defaults and limits.
     """
+    _create(flags, output, settings, cluster)
+
+
+@options.with_gcluster_cluster
+@options.with_trainer_settings
+@options.with_flags("create", submit_shorts=True)
+def submit(
+    flags: Mapping[str, Any] = options.NO_FLAGS,
+    output: options.SubmitManifestOutput = "yaml",
+    settings: Mapping[str, str | None] = options.NO_SETTINGS,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
+) -> None:
+    """`workload create` for gcluster's muscle memory: -n is --name and -o is --dry-run-out, as in
+    `gcluster job submit` (--namespace and --output are long only here).
+
+    Any gcluster spelling brings gcluster's defaults (--restarts 1, --grace-period 30s,
+    --gke-ttl-after-finished 1h, a plain JobSet unless --pathways) and its name limits (28, 22 with
+    --pathways). Bad input exits 2 with one line per problem and writes nothing.
+    """
+    _create(flags, output, settings, cluster)
+
+
+def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None],
+            cluster: options.ClusterSelection) -> None:
     from elxpk.create.checks import parse_create
+    from elxpk.create.dialect import resolve, respell
     from elxpk.errors import UsageError
 
+    # gcluster's spellings into elxpk's rows first (elxpk/create/dialect.py); its problems are reported
+    # with every other.
+    given, (flags, dialect, dialect_problems) = flags, resolve(flags, namespace_given=cluster.namespace is not None)
+    if dialect.namespace is not None and cluster.namespace is None:
+        cluster = cluster._replace(namespace=dialect.namespace)
     # The one target resolution of every verb: flags, then ELXPK_* and the config file (the namespace too).
     # A client-side dry run sends nothing, so it needs no complete cluster selection. Its problems are
     # reported with those of the other flags.
@@ -41,9 +72,9 @@ def create(
         spec, run = parse_create(**{k: v for k, v in flags.items() if k != "check_data"},
                                  namespace=target.namespace, output_format=output, **settings)
     except UsageError as exc:
-        raise UsageError(*exc.messages, *target_problems) from None
-    if target_problems:
-        raise UsageError(*target_problems)
+        raise UsageError(*dialect_problems, *respell(exc.messages, given), *target_problems) from None
+    if dialect_problems or target_problems:
+        raise UsageError(*dialect_problems, *target_problems)
     for line in spec.warnings:
         print(f"warning: {line}", file=sys.stderr)
     if flags["check_data"]:
@@ -57,11 +88,13 @@ def create(
     if run.output_manifest_file:
         from elxpk.outfile import write_text
 
-        write_text(run.output_manifest_file, text, flag="--output-manifest-file")
+        write_text(run.output_manifest_file, text,
+                   flag="--output-manifest-file" if dialect.print_manifest else "--dry-run-out")
         print(f"wrote {run.output_manifest_file}", file=sys.stderr)
     _checkpoint_hint(spec, run)
     if run.dry_run == "client":
-        sys.stdout.write(text)
+        if dialect.print_manifest:
+            sys.stdout.write(text)
         return
 
     from elxpk.cluster import submit as submission
@@ -74,6 +107,15 @@ def create(
     if not run.dry_run:
         for line in submission.follow_up_commands(spec.workload, target):
             print(f"  {line}", file=sys.stderr)
+    if dialect.await_completion and not run.dry_run:
+        import inspect
+
+        from elxpk.cli.workload_ops import wait
+
+        # `workload wait NAME --for completed`: exit 0 succeeded, 1 failed, 124 past --timeout. Unwrapped: the
+        # verb itself, which takes a ClusterSelection (options.with_cluster).
+        inspect.unwrap(wait)(spec.workload, for_="completed", timeout=dialect.timeout, poll="5s", output="table",
+                             cluster=cluster._replace(namespace=target.namespace))
 
 
 def _check_sizes(manifest) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from elxpk.cluster import why as why_mod
+from elxpk.cluster.job_rejections import event_selector, jobs_missing, rejection_reasons
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
 from elxpk.cluster.progress import progress_of
@@ -106,9 +107,11 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
         if why or (status.state in why_mod.STUCK_STATES and age is not None and age >= after):
             if only is not None:
                 pods = kube.list_pods(namespace, selector)
-            context = why_context(kube, namespace, jobset, pods, workloads) if why else None
+            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else None
             reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
+            if context is not None and context.rejections:  # a Job the API server refused: decisive
+                reasons = rejection_reasons(jobset, list(context.rejections)) + reasons
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
                                          why=tuple(reasons) if why else ())
     if not with_progress:
@@ -118,7 +121,8 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     return dataclasses.replace(status, progress=progress, progress_problem=problem)
 
 
-def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict]):
+def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict],
+                jobs: list[dict] | None = None):
     """What `status --why` reads beyond plain status, only where the objects point at it."""
 
     queue = (jobset["metadata"].get("labels") or {}).get(KUEUE_QUEUE)
@@ -137,7 +141,12 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
     if any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
         nodes = tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
                       for n in kube.list_nodes(ACCELERATOR, limit=1000))
-    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position)
+    rejections: tuple[dict, ...] = ()
+    if jobs is not None and jobs_missing(jobset, jobs):  # one more call, only when a Job is missing
+        meta = jobset["metadata"]
+        rejections = tuple(kube.list_events(namespace, event_selector(meta["name"], meta.get("uid", ""))))
+    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
+                   rejections=rejections)
 
 
 def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:

@@ -43,7 +43,8 @@ _INACTIVE = re.compile(r"ClusterQueue (\S+) is inactive")
 @dataclass(frozen=True)
 class Reason:
     cause: str  # quota, queue-inactive, admission-check, evicted, suspended, no-node-pool, insufficient-tpu,
-    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed
+    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed,
+    #             job-rejected
     text: str  # what is wrong, in one line
     fix: str = ""  # the command or flag that fixes it, where one exists
     detail: str = ""  # the component's own words (Kueue's, the scheduler's, the kubelet's), verbatim
@@ -56,6 +57,7 @@ class Context:
     local_queue: dict | None = None
     nodes: tuple[dict, ...] | None = None  # the TPU nodes' metadata.labels and spec.taints, when listed
     position: str = ""  # queue position, or why it is not known
+    rejections: tuple[dict, ...] = ()  # the JobSet's JobCreationFailed Events (elxpk/cluster/job_rejections.py)
 
 
 def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict], now: float,

@@ -48,6 +48,7 @@ from elxpk_contract.setting_rules import default as trainer_default
 _K8S_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
 # Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
 _PATHWAYS_ONLY = ("proxy_server_image", "server_image", "worker_image", "pathways_gcs_location",
+                  "pathways_proxy_env", "pathways_server_env", "pathways_worker_env",
                   "custom_proxy_server_args", "custom_server_args", "custom_worker_args")
 # User-container flags that xpk's `create-pathways --headless` accepts and ignores (it renders no user
 # container: xpk src/xpk/core/pathways.py get_user_workload_for_pathways): a warning, so xpk scripts run.
@@ -309,6 +310,9 @@ class FlagChecker(FlagValues):
             custom_server_args=self.args("custom_server_args"),
             custom_worker_args=self.args("custom_worker_args"),
             env=self.env(),
+            pathways_proxy_env=self.container_env("pathways_proxy_env"),
+            pathways_server_env=self.container_env("pathways_server_env"),
+            pathways_worker_env=self.container_env("pathways_worker_env"),
         )
 
     def restart_codes(self, fields: Mapping[str, object]) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
 from elxpk.create.flag_checks import CHECKS
-from elxpk.create.flags import BY_NAME, RESERVED_ENV
+from elxpk.create.flags import BY_NAME, PATHWAYS_RESERVED_ENV, RESERVED_ENV
 from elxpk.units import parse_duration
 from elxpk_contract.setting_rules import plain_number_text
 
@@ -124,10 +124,18 @@ class FlagValues:
             return ()
 
     def env(self) -> tuple[tuple[str, str], ...]:
-        pairs: dict[str, str] = {}
         lines = (line.strip() for line in self.env_file_lines())
         sources: list[tuple[str, object]] = [("--env-file", x) for x in lines if x and not x.startswith("#")]
         sources += [("--env", x) for x in _seq(self.get("env"))]
+        return self._pairs(sources, RESERVED_ENV)
+
+    def container_env(self, key: str) -> tuple[tuple[str, str], ...]:
+        """--pathways-{proxy,server,worker}-env: KEY=VALUE pairs for that Pathways container, the same rules as
+        --env, less the names the template sets on that container."""
+        return self._pairs([(self.flag(key), x) for x in _seq(self.get(key))], PATHWAYS_RESERVED_ENV[key])
+
+    def _pairs(self, sources: list[tuple[str, object]], reserved: frozenset[str]) -> tuple[tuple[str, str], ...]:
+        pairs: dict[str, str] = {}
         for flag, item in sources:
             item = str(item)
             key, sep, value = item.partition("=")
@@ -137,7 +145,7 @@ class FlagValues:
             elif not _ENV_KEY.match(key):
                 self.errors.append(f"{flag} {key!r}: env names are letters, digits and '_', not starting "
                                    f"with a digit; rename it (e.g. MY_VAR)")
-            elif key in RESERVED_ENV:
+            elif key in reserved:
                 self.errors.append(f"{flag} {key}: set by elxpk itself; drop it")
             elif key.startswith("ELXPK_"):
                 self.errors.append(f"{flag} {key}: trainer settings have their own flags "

@@ -17,13 +17,14 @@ from typing import Any
 
 from elxpk import flag_rows
 from elxpk.admission.names import MAX_INT32, MAX_INT64
-from elxpk.flag_rows import BOOL, DURATION, INT, LIST, TEXT, Flag
+from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INT, LIST, TEXT, Alias, Flag
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
 TIMES = "Timeouts and budgets"
 TRAINER = "Trainer settings (env ELXPK_* on the training container)"
 OUTPUT = "Output and submission"
+GCLUSTER_PANEL = "gcluster's spellings (any of them brings gcluster's defaults)"
 
 PRIORITIES = ("very-low", "low", "medium", "high", "very-high")
 TRAINERS = ("elxpk", "maxtext")  # the values of --trainer: the bundled trainer, or a MaxText --command
@@ -37,9 +38,20 @@ DEFAULT_QUEUE = "multislice-queue"  # the LocalQueue an xpk-made cluster has
 # silently shadow or be shadowed.
 RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
                           "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
+# Likewise for the Pathways containers' own env (--pathways-{proxy,server,worker}-env): each one's names in
+# templates/pathways.yaml.j2.
+PATHWAYS_RESERVED_ENV = {
+    "pathways_proxy_env": frozenset({"PATHWAYS_HEAD"}),
+    "pathways_server_env": frozenset({"REPLICATED_JOB_NAME", "JOBSET_NAME", "HOST_ADDRESS", "TPU_SKIP_MDS_QUERY"}),
+    "pathways_worker_env": frozenset({"TPU_MIN_LOG_LEVEL", "TF_CPP_MIN_LOG_LEVEL", "XCLOUD_ENVIRONMENT",
+                                      "MEGASCALE_GRPC_ENABLE_XOR_TRACER", "MEGASCALE_NUM_SLICES", "JOBSET_NAME",
+                                      "REPLICATED_JOB_NAME", "MEGASCALE_SLICE_ID", "PATHWAYS_HEAD",
+                                      "MEGASCALE_COORDINATOR_ADDRESS"}),
+}
 
 
 _BOTH = ("create", "validate")
+_SPLIT = "gcluster splits it on whitespace, elxpk like a shell (the same for unquoted text)"
 
 FLAGS: tuple[Flag, ...] = (
     Flag('workload', TEXT, "JobSet name: a-z, 0-9, '-', starting with a letter; at most 39 characters "
@@ -47,7 +59,9 @@ FLAGS: tuple[Flag, ...] = (
          required='name the workload, e.g. --workload my-run-1', check='workload_name',
          doc='JobSet name: `a-z`, `0-9` and `-`, starting with a letter; at most 39 characters for '
          'Pathways, fewer for `--no-pathways` with many slices (see '
-         '[Admission](#admission-what-the-cluster-would-refuse))', doc_default='required'),
+         '[Admission](#admission-what-the-cluster-would-refuse))', doc_default='required',
+         aliases=(Alias('--name', submit_short='-n', note='at most 28 characters, 22 with --pathways '
+                        "(gcluster's limits)"),)),
     Flag('tpu_type', TEXT, 'TPU slice type, e.g. v5p-8, v5p-2x2x2, v5litepod-16, v6e-16, tpu7x-8.',
          required='e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16 (GPUs: --device-type)',
          doc='`v5p-16` or `v5p-2x2x2`; v4, v5e (`v5litepod-*`), v5p, v6e, tpu7x (see the catalog below)',
@@ -67,8 +81,10 @@ FLAGS: tuple[Flag, ...] = (
          '--trainer (elxpk), where it holds extra trainer arguments. With --trainer maxtext: the MaxText '
          'command.',
          doc='shell command of the user container; with `--trainer`, extra trainer arguments; with '
-         '`--trainer maxtext`, the MaxText command', doc_default='required unless `--headless`/`--trainer`'),
-    Flag('docker_image', TEXT, 'Image of the user container.', default=DEFAULT_DOCKER_IMAGE, check='image'),
+         '`--trainer maxtext`, the MaxText command', doc_default='required unless `--headless`/`--trainer`',
+         submit_short='-e'),
+    Flag('docker_image', TEXT, 'Image of the user container.', default=DEFAULT_DOCKER_IMAGE, check='image',
+         aliases=(Alias('--image', short='-i'),)),
     Flag('docker_name', TEXT, 'Name of the user container.', default='jax-tpu', check='container_name'),
     Flag('trainer', TEXT, 'Which trainer the user container runs. --trainer (or --trainer elxpk): the '
          'bundled trainer (python -m trainer; needs --docker-image built from trainer/Dockerfile). '
@@ -84,19 +100,23 @@ FLAGS: tuple[Flag, ...] = (
     Flag('headless', BOOL, 'Pathways without a user container: proxy and resource manager only; connect '
          'your own client.', default=False, panel=PATHWAYS,
          doc='Pathways with no user container: proxy and resource manager become plain containers; no '
-         '`successPolicy`'),
+         '`successPolicy`', aliases=(Alias('--pathways-headless'),)),
     Flag('elastic_slices', INT, 'Slices Pathways may lose without failing the program (server-side '
          'tolerance), passed to the proxy as --num_elastic_slices. 0 disables elasticity; must be below '
          "--num-slices. Not the same knob as --elastic-min-slice-count (the trainer's side; with Pathways "
          'at least num_slices - elastic_slices).', default=0, panel=PATHWAYS, low=0,
          fix='slices Pathways may lose; 0 disables elasticity',
-         doc='slices Pathways may lose: proxy arg `--num_elastic_slices`'),
+         doc='slices Pathways may lose: proxy arg `--num_elastic_slices`',
+         aliases=(Alias('--pathways-elastic-slices'),)),
     Flag('max_slice_restarts', INT, 'Pod restarts each slice may use when elastic: worker backoffLimit = '
          'this x VMs per slice (else 4 x VMs per slice), as in xpk.', default=1, panel=PATHWAYS, low=0,
-         high=MAX_INT32, fix='pod restarts each slice may use; x VMs per slice, a 32-bit backoffLimit', doc='pod restarts per slice (worker `backoffLimit`, below)'),
+         high=MAX_INT32, fix='pod restarts each slice may use; x VMs per slice, a 32-bit backoffLimit',
+         doc='pod restarts per slice (worker `backoffLimit`, below)',
+         aliases=(Alias('--pathways-max-slice-restarts'),)),
     Flag('max_restarts', INT, 'Whole-JobSet restarts (failurePolicy.maxRestarts), honoured for Pathways too.',
          default=0, low=0, fix='whole-JobSet restarts; 0 = fail on the first group failure',
-         doc='JobSet `failurePolicy.maxRestarts` (xpk drops it for Pathways; elxpk keeps it)'),
+         doc='JobSet `failurePolicy.maxRestarts` (xpk drops it for Pathways; elxpk keeps it)',
+         aliases=(Alias('--restarts', default='1'),)),
     Flag('restart_on_exit_codes', TEXT, 'As in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) '
          'of the user container that restart the workload (counted against the budgets) instead of '
          "failing it at once; every other code except xpk's (42, 127-255) and the trainer's retryable "
@@ -107,27 +127,37 @@ FLAGS: tuple[Flag, ...] = (
     Flag('priority', TEXT, 'PriorityClass: very-low, low, medium, high, very-high.', default='medium',
          choices=PRIORITIES, doc='worker `priorityClassName` (as in xpk)'),
     Flag('queue', TEXT, 'Kueue LocalQueue (label kueue.x-k8s.io/queue-name).', default=DEFAULT_QUEUE,
-         check='queue_name', doc='label `kueue.x-k8s.io/queue-name`'),
+         check='queue_name', doc='label `kueue.x-k8s.io/queue-name`', submit_short='-q'),
     Flag('termination_grace_period_seconds', INT, 'Seconds a pod gets after SIGTERM.', default=30, low=0,
          high=MAX_INT64, fix='seconds a pod gets to exit after SIGTERM; a 64-bit integer in the pod spec',
          doc='worker pods and the head pod that runs the user container (every pod with '
          '`--no-pathways`); checked against the save time ([Timeouts and '
-         'budgets](#timeouts-and-budgets-checked-before-submit))'),
+         'budgets](#timeouts-and-budgets-checked-before-submit))',
+         aliases=(Alias('--grace-period', default='30s', kind=DURATION, note='a duration such as 30s or 2m'),)),
     Flag('ttl_seconds_after_finished', INT, 'Seconds a finished JobSet is kept.', default=43200, low=0,
          fix='seconds a finished JobSet is kept',
-         doc='JobSet `ttlSecondsAfterFinished` (xpk drops it for Pathways)'),
+         doc='JobSet `ttlSecondsAfterFinished` (xpk drops it for Pathways)',
+         aliases=(Alias('--gke-ttl-after-finished', default='1h', kind=DURATION,
+                        note='a duration such as 5m or 1h'),)),
     Flag('env', LIST, 'Env var for the training container; repeatable; overrides --env-file.',
          metavar='KEY=VALUE', doc='env of the user container; `--env` wins over `--env-file`'),
     Flag('env_file', TEXT, "File of KEY=VALUE lines ('#' comments allowed)."),
     Flag('proxy_server_image', TEXT, 'Pathways proxy image.', default=DEFAULT_PROXY_IMAGE, panel=PATHWAYS,
-         default_text='', check='image', doc_default="xpk's Pathways proxy image"),
+         default_text='', check='image', doc_default="xpk's Pathways proxy image",
+         aliases=(Alias('--pathways-proxy-server-image'),)),
     Flag('server_image', TEXT, 'Pathways resource manager image (and worker image unless --worker-image).',
          default=DEFAULT_SERVER_IMAGE, panel=PATHWAYS, default_text='', check='image',
-         doc_default="xpk's Pathways server image"),
+         doc_default="xpk's Pathways server image", aliases=(Alias('--pathways-server-image'),)),
     Flag('worker_image', TEXT, 'Pathways worker image.', panel=PATHWAYS, default_text='--server-image',
          check='image',
          doc='the worker image defaults to the server image, as in xpk (where `--worker-image` does not '
-         'exist)'),
+         'exist)', aliases=(Alias('--pathways-worker-image'),)),
+    Flag('pathways_proxy_env', LIST, "Env var for the Pathways proxy container; repeatable (gcluster's flag).",
+         panel=PATHWAYS, metavar='KEY=VALUE'),
+    Flag('pathways_server_env', LIST, "Env var for the resource manager container; repeatable (gcluster's flag).",
+         panel=PATHWAYS, metavar='KEY=VALUE'),
+    Flag('pathways_worker_env', LIST, "Env var for the worker containers; repeatable (gcluster's flag).",
+         panel=PATHWAYS, metavar='KEY=VALUE'),
     Flag('pathways_gcs_location', TEXT, 'gs:// scratch location for proxy, resource manager and workers.',
          default=DEFAULT_GCS_LOCATION, panel=PATHWAYS, default_text='', check='gcs_location',
          doc='`--gcs_scratch_location` of proxy, resource manager and workers',
@@ -135,11 +165,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag('custom_proxy_server_args', TEXT, 'Extra proxy args, split like a shell.', panel=PATHWAYS,
          spelling='--custom-pathways-proxy-server-args',
          doc='extra proxy args, split like a shell (`"--a=1 --b=\'x y\'"` → `--a=1`, `--b=x y`); xpk '
-         'splits on single spaces'),
+         'splits on single spaces', aliases=(Alias('--pathways-proxy-args', note=_SPLIT),)),
     Flag('custom_server_args', TEXT, 'Extra resource manager args, split like a shell.', panel=PATHWAYS,
-         spelling='--custom-pathways-server-args'),
+         spelling='--custom-pathways-server-args', aliases=(Alias('--pathways-server-args', note=_SPLIT),)),
     Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS,
-         spelling='--custom-pathways-worker-args'),
+         spelling='--custom-pathways-worker-args', aliases=(Alias('--pathways-worker-args', note=_SPLIT),)),
     Flag('slice_mtbf', DURATION, 'Mean time between slice failures (e.g. 3d); with --step-time, prints a '
          'checkpoint_period hint.', panel=TIMES, option=True,
          doc="a duration (`3d`); with `--step-time` (or `--from-run`), the planner's "
@@ -184,7 +214,26 @@ FLAGS: tuple[Flag, ...] = (
          panel=OUTPUT, option=True,
          doc='also write the manifest (with or without `--dry-run`). A regular file is replaced '
          'atomically (temp file + rename); a symlink is followed (its target is replaced, the link '
-         'stays); a FIFO or device (`/dev/stdout`, `>(cat)`) is written through in place, never replaced'),
+         'stays); a FIFO or device (`/dev/stdout`, `>(cat)`) is written through in place, never replaced',
+         aliases=(Alias('--dry-run-out', submit_short='-o', note='and nothing is submitted or printed, as '
+                        "gcluster's dry run"),)),
+    # Rows only gcluster's spelling has (elxpk/create/dialect.py turns them into elxpk's own values).
+    Flag('compute_type', TEXT, "The machine: a TPU shorthand (v6e-16: --tpu-type), a GCE TPU machine type "
+         'with --topology (ct6e-standard-4t --topology 4x4), or a GPU machine (h100-mega-80gb-8 or its GCE '
+         'type: --device-type).', panel=GCLUSTER_PANEL, dialect=GCLUSTER),
+    Flag('topology', TEXT, 'TPU slice topology (e.g. 2x2x1) of --compute-type.', panel=GCLUSTER_PANEL,
+         dialect=GCLUSTER),
+    Flag('pathways', BOOL, 'A Pathways JobSet. Without it, a command in gcluster spellings renders a plain '
+         'multi-controller JobSet (elxpk --no-pathways), as gcluster does; every --pathways-* flag needs it.',
+         default=False, panel=GCLUSTER_PANEL, dialect=GCLUSTER),
+    Flag('gke_namespace', TEXT, "gcluster's spelling of --namespace.", panel=GCLUSTER_PANEL, option=True,
+         dialect=GCLUSTER),
+    Flag('await_job_completion', BOOL, 'After submitting, wait until the workload completes (as workload '
+         'wait: exit 0 succeeded, 1 failed, 124 past --timeout).', default=False, panel=GCLUSTER_PANEL,
+         option=True, dialect=GCLUSTER),
+    Flag('timeout', TEXT, 'With --await-job-completion: give up after this long (1h, 10m; a negative '
+         'duration waits forever).', default='-1s', panel=GCLUSTER_PANEL, option=True, dialect=GCLUSTER,
+         metavar='DURATION'),
 )
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
@@ -205,8 +254,11 @@ def of_command(command: str) -> tuple[Flag, ...]:
 
 # The keys `parse_create` takes: the table's (less --check-data, which the command itself acts on), the
 # namespace (a cluster flag) and -o (the shared output option); the trainer settings are added by the checker.
-OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name != "check_data"} | {"output_format"})
-SPEC_KEYS = frozenset({f.name for f in FLAGS if not f.option} | {"namespace"})
+# gcluster's own rows and every alias are read into these keys first (elxpk/create/dialect.py).
+OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name != "check_data" and not f.dialect}
+                        | {"output_format"})
+SPEC_KEYS = frozenset({f.name for f in FLAGS if not f.option and not f.dialect} | {"namespace"})
+ALIASES: dict[str, tuple[Flag, Alias]] = {a.key: (f, a) for f in FLAGS for a in f.aliases}
 
 
 BEGIN = "<!-- flag-table:begin (generated from elxpk/create/flags.py) -->"

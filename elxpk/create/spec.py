@@ -57,6 +57,10 @@ class WorkloadSpec(NamedTuple):
     custom_server_args: tuple[str, ...] = ()
     custom_worker_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    # --pathways-{proxy,server,worker}-env (gcluster's flags): env of those containers, in the order given.
+    pathways_proxy_env: tuple[tuple[str, str], ...] = ()
+    pathways_server_env: tuple[tuple[str, str], ...] = ()
+    pathways_worker_env: tuple[tuple[str, str], ...] = ()
     # --restart-on-exit-codes: codes restarted (counted) instead of failing the Job at once (xpk's flag).
     restart_on_exit_codes: tuple[int, ...] = ()
     # The trainer settings given as `workload create` flags: (name, value) in the contract table's order.

@@ -60,10 +60,14 @@ def test_every_command_renders_its_help(command, capsys):
 def test_help_says_each_rows_help_bounds_and_default(command, path, capsys):
     text = _help(capsys, *path)
     rows = table.of_command(command)
-    assert rows and {p.name for p in flag_parameters(command)} == {r.name for r in rows}
+    aliases = {a.key for r in rows for a in r.aliases}
+    assert rows and {p.name for p in flag_parameters(command)} == {r.name for r in rows} | aliases
+    flat = " ".join(text.split())  # --help wraps lines
     for row in rows:
         assert row.flag in text, row.flag
-        assert row.full_help(command) in text, row.name
+        assert " ".join(row.full_help(command).split()) in flat, row.name
+        for alias in row.aliases:  # gcluster's spellings: their own options, saying whose spelling they are
+            assert alias.spelling in text and " ".join(row.alias_help(alias).split()) in flat, alias.spelling
         if row.shown_default:
             assert f"Default: {row.shown_default}." in row.full_help(command)
         if row.low is not None:
@@ -97,7 +101,7 @@ def test_spec_and_option_defaults_are_the_tables():
     option_fields = CreateOptions._field_defaults
     checked = 0
     for row in table.FLAGS:
-        if row.default is None:
+        if row.default is None or row.dialect:  # gcluster's own rows reach the spec through elxpk/create/dialect.py
             continue
         fields = option_fields if row.option else spec_fields
         if row.name in fields and row.name != "dry_run":  # CreateOptions.dry_run is the mode, with --dry-run-server
@@ -106,7 +110,7 @@ def test_spec_and_option_defaults_are_the_tables():
     assert checked >= 10
     assert spec_fields["worker_image"] == table.default("server_image")
     # Every flag of the table reaches parse_create (or is acted on by the command itself: --check-data).
-    assert {r.name for r in table.FLAGS} - {"check_data"} <= table.SPEC_KEYS | table.OPTION_KEYS
+    assert {r.name for r in table.FLAGS if not r.dialect} - {"check_data"} <= table.SPEC_KEYS | table.OPTION_KEYS
 
 
 TRAINER = ("--workload", "flags-1", "--tpu-type", "v5p-8", "--trainer", "--docker-image", "gcr.io/p/t:1", "--dry-run")

@@ -1,4 +1,5 @@
-"""The README's "On GKE" renders run exactly as written (their `--dry-run` commands), as a new user pastes them."""
+"""The README's "On GKE" renders run exactly as written (their `--dry-run` commands, in elxpk's, xpk's and
+gcluster's spellings, and `elxpk translate`), as a new user pastes them."""
 
 from __future__ import annotations
 
@@ -18,15 +19,26 @@ def _dry_run_commands() -> list[list[str]]:
     commands = []
     for line in joined.splitlines():
         line = line.split(" > ", 1)[0].strip()
-        if line.startswith("elxpk workload create") and "--dry-run" in line:
+        if line.startswith(("elxpk workload create", "elxpk job submit")) and "--dry-run" in line or \
+                line.startswith("elxpk translate -- "):
             commands.append(shlex.split(line, comments=True))
     return commands
 
 
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("elxpk")), *argv[1:]], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
 def test_the_readme_renders_run_as_written():
     commands = _dry_run_commands()
-    assert len(commands) >= 2, "the README's On GKE section lost its --dry-run examples"
+    assert len(commands) >= 5, "the README's On GKE section lost its --dry-run examples"
+    spellings = {tuple(argv[:3]) for argv in commands}
+    assert {("elxpk", "workload", "create"), ("elxpk", "job", "submit"), ("elxpk", "translate", "--")} <= spellings
+    assert any("--pathways-elastic-slices=1" in argv for argv in commands)  # gcluster's, from MaxText's guide
     for argv in commands:
-        done = subprocess.run([str(Path(sys.executable).with_name("elxpk")), *argv[1:]], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+        done = _run(argv)
+        if argv[1] == "translate":  # its line renders too, as printed
+            assert done.returncode == 0, (argv, done.stderr)
+            done = _run([*shlex.split(done.stdout), "--dry-run"])
         assert done.returncode == 0 and "kind: JobSet" in done.stdout, (argv, done.stderr)

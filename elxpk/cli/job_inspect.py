@@ -1,0 +1,55 @@
+"""`elxpk job inspect NAME`: gcluster's `job inspect` (which dumps kubectl output to a file), with elxpk's
+own diagnosis instead: `workload status --why`, `workload events`, and the objects (JobSet, Jobs, Pods,
+Kueue Workloads), in one file to attach to a bug report. The path is checked before any I/O.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from elxpk.cli import options
+from elxpk.cli.workload_ops import _connect, workload_name
+
+
+@options.with_gcluster_cluster
+def inspect(
+    name: Annotated[str | None, options.workload_argument()] = None,
+    name_option: Annotated[str | None, typer.Option("--name", "-n", help="The same, as gcluster spells it.")] = None,
+    out: Annotated[str | None, typer.Option("--out", help="The file to write (replaced atomically). "
+                                            "Default: NAME-inspect.txt here.")] = None,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
+) -> None:
+    """Write the workload's diagnosis (status --why, events, the objects) to a file; print its path."""
+    from elxpk.errors import UsageError
+    from elxpk.outfile import output_problem
+
+    if (name is None) == (name_option is None):
+        raise UsageError("NAME: give the workload once, as NAME or --name NAME (e.g. elxpk job inspect my-run-1)")
+    name = workload_name(name or name_option or "")
+    path = out or f"{name}-inspect.txt"
+    problem = output_problem(path, "--out", example="run-inspect.txt")
+    if problem:
+        raise UsageError(problem)
+    kube, ns = _connect(cluster)
+    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.observe import fetch_objects, fetch_status
+    from elxpk.cluster.views import dump
+    from elxpk.outfile import write_text
+
+    status = fetch_status(kube, ns, name, now=time.time(), with_progress=True, stuck_after_s=0.0, why=True)
+    lines: list[str] = []
+    follow(kube, ns, name, lambda incident: lines.append(incident.line()), watch=False, clock=time.monotonic)
+    jobset, jobs, pods, workloads = fetch_objects(kube, ns, name)
+    sections = [
+        f"# elxpk job inspect {name} (namespace {ns})",
+        "## status --why", dump(status.to_dict(), "yaml"),
+        "## events", "\n".join(lines) if lines else "(no incidents)",
+        "## objects", dump({"jobset": jobset, "jobs": jobs, "pods": pods, "workloads": workloads}, "yaml"),
+    ]
+    write_text(path, "\n".join(s.rstrip("\n") for s in sections) + "\n", flag="--out")
+    print(f"wrote {path}", file=sys.stderr)
+    print(path)

@@ -1,0 +1,129 @@
+"""`elxpk translate -- COMMAND...`: the elxpk command equivalent to an xpk or gcluster command line.
+
+`gcluster job submit ...` and `xpk workload create|create-pathways ...` are read with the very options of
+`elxpk job submit` and `elxpk workload create` (generated from the flag table, elxpk/create/flags.py), and
+gcluster's spellings are resolved as `workload create` resolves them (elxpk/create/dialect.py): the
+printed command spells every flag elxpk's way and states gcluster's defaults, so it renders the same
+manifest as the original line given to `elxpk workload create` (tests/launcher/test_translate.py). A flag
+elxpk has no row for is one line each, exit 2, and nothing is printed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Annotated, Any
+
+import typer
+
+_SOURCES = {  # what the line starts with -> the elxpk command whose options read it
+    ("gcluster", "job", "submit"): ("job", "submit"),
+    ("xpk", "workload", "create"): ("workload", "create"),
+    ("xpk", "workload", "create-pathways"): ("workload", "create"),
+}
+_USAGE = ("give `gcluster job submit ...` or `xpk workload create|create-pathways ...` after `--`, e.g. "
+          "elxpk translate -- gcluster job submit --name run-1 --compute-type v6e-16 -i IMAGE -e 'python3 t.py'")
+
+
+def translate(
+    line: Annotated[list[str], typer.Argument(metavar="COMMAND...", help="The xpk or gcluster command line, "
+                                              "after `--` (words as the shell split them).")],
+) -> None:
+    """Print the elxpk command equivalent to an xpk or gcluster command line (one line per flag it cannot
+    carry over, exit 2)."""
+    print(" && ".join(shlex.join(words) for words in translated(line)))
+
+
+def translated(line: list[str]) -> list[list[str]]:
+    """The elxpk command lines (words; a `workload wait` follows for --await-job-completion) equivalent to
+    `line`; UsageError listing what cannot be carried."""
+    from elxpk.errors import UsageError
+
+    source = next((key for key in _SOURCES if tuple(line[:len(key)]) == key), None)
+    if source is None:
+        raise UsageError(f"translate {shlex.join(line[:3])!r}: not an xpk or gcluster command; {_USAGE}")
+    command = _click_command(_SOURCES[source])
+    known, problems = _known_words(command, line[len(source):], source[0])
+    if problems:
+        raise UsageError(*problems)
+    params = command.make_context(" ".join(source), known, resilient_parsing=True).params
+    return _elxpk_words(params, xpk_plain=source == ("xpk", "workload", "create"))
+
+
+def _click_command(path: tuple[str, str]) -> Any:
+    from elxpk.cli.commands import build_app
+
+    group = typer.main.get_command(build_app(path))
+    return group.commands[path[0]].commands[path[1]]  # type: ignore[attr-defined]
+
+
+def _known_words(command: Any, words: list[str], who: str) -> tuple[list[str], list[str]]:
+    """`words` less the flags `command` lacks (each with its value), and one line per such flag."""
+    takes_value = {opt: not p.is_flag for p in command.params for opt in (*p.opts, *p.secondary_opts)
+                   if p.param_type_name == "option"}
+    known, problems = [], []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name = word.split("=", 1)[0]
+        if word.startswith("-") and word != "-" and name not in takes_value:
+            problems.append(f"{name}: {who}'s flag has no elxpk equivalent; drop it (elxpk translate carries "
+                            f"over only what it renders the same way)")
+            # its value too: the next word, unless it is `=`-joined or looks like a flag
+            i += 1 if "=" in word or i + 1 >= len(words) or words[i + 1].startswith("-") else 2
+            continue
+        known.append(word)
+        if name in takes_value and takes_value[name] and "=" not in word and i + 1 < len(words):
+            known.append(words[i + 1])
+            i += 1
+        i += 1
+    return known, problems
+
+
+def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
+    from elxpk.cli.options import CLUSTER_FLAGS
+    from elxpk.create.dialect import resolve
+    from elxpk.create.flags import BY_NAME, FLAGS
+    from elxpk.errors import UsageError
+    from elxpk.flag_rows import BOOL, LIST
+    from elxpk_contract.setting_rules import LAUNCHER_FLAG, exposed, flag_name
+
+    cluster_keys = [name for name, _ in CLUSTER_FLAGS]
+    flags = {k: v for k, v in params.items() if k in BY_NAME or k in _alias_keys()}
+    rows, dialect, problems = resolve(flags, namespace_given=params.get("namespace") is not None)
+    if problems:
+        raise UsageError(*problems)
+    if xpk_plain and not rows.get("no_pathways"):
+        rows["no_pathways"] = True  # xpk's `workload create` renders a plain JobSet; `create-pathways` Pathways
+    words = ["elxpk", "workload", "create"]
+    for row in FLAGS:  # in the table's order: the name and the machine first
+        value = rows.get(row.name)
+        if value is None or value is False or value == [] or row.kind == BOOL and not value:
+            continue
+        if row.kind == BOOL:
+            words.append(row.flag)
+        elif row.kind == LIST:
+            for item in value:
+                words += [row.flag, str(item)]
+        else:
+            words += [row.flag, str(value)]
+    namespace = params.get("namespace") or dialect.namespace
+    for key in cluster_keys:
+        value = namespace if key == "namespace" else params.get(key)
+        if value is not None:
+            words += ["--" + key, str(value)]
+    for field in exposed(LAUNCHER_FLAG):
+        if params.get(field.name) is not None:
+            words += [flag_name(field.name), str(params[field.name])]
+    if params.get("output") not in (None, "yaml"):
+        words += ["--output", str(params["output"])]
+    if not dialect.await_completion:
+        return [words]
+    wait = ["elxpk", "workload", "wait", str(rows["workload"]), "--for", "completed"]
+    wait += ["--namespace", namespace] if namespace is not None else []
+    return [words, wait + (["--timeout", dialect.timeout] if dialect.timeout is not None else [])]
+
+
+def _alias_keys() -> frozenset[str]:
+    from elxpk.create.flags import ALIASES, FLAGS
+
+    return frozenset(ALIASES) | {f.name for f in FLAGS if f.dialect}

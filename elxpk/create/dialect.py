@@ -1,0 +1,198 @@
+"""gcluster's spellings of `workload create` (Cluster Toolkit's `gcluster job submit`, issue #32): which
+dialect a command speaks, and its flags in elxpk's own keys.
+
+Each gcluster spelling is declared once in the flag table (elxpk/create/flags.py): an `Alias` of the row
+whose quantity it is (`--restarts` of `--max-restarts`), or a row of its own where elxpk has no such
+flag (`--compute-type`, `--pathways`). A command that uses any gcluster spelling speaks gcluster: it gets
+gcluster's defaults (`--restarts` 1, `--grace-period` 30s, `--gke-ttl-after-finished` 1h, a plain JobSet
+unless `--pathways`) and limits (names of at most 28 characters, 22 for Pathways; `--pathways-*` only
+with `--pathways`), because a gcluster user's command must mean here what it meant there. Both
+spellings of one quantity in one command is exit 2 naming both. Standard library only (the table is read
+on every `workload create --dry-run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from elxpk.catalog import UnknownTpuType, is_machine_type, lookup, lookup_machine
+from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
+from elxpk.flag_rows import DURATION, GCLUSTER
+from elxpk.units import parse_duration
+
+NAME_LIMIT = 28  # gcluster cmd/job/submit.go: "workload name cannot exceed 28 characters"
+PATHWAYS_NAME_LIMIT = 22  # `<name>-pathways-head-0-0.<name>` must fit a 63-character hostname
+_GCLUSTER_ROWS = tuple(f.name for f in FLAGS if f.dialect == GCLUSTER)
+
+
+class Dialect(NamedTuple):
+    """What a command's spelling decides besides the rows' values."""
+
+    name: str = ""  # GCLUSTER, or "" (elxpk's and xpk's spellings)
+    namespace: str | None = None  # --gke-namespace
+    await_completion: bool = False  # --await-job-completion
+    timeout: str | None = None  # --timeout as `workload wait` takes it; None waits forever
+    print_manifest: bool = True  # False with --dry-run-out: gcluster writes the file and prints nothing
+
+
+def _given(value: object) -> bool:
+    return value is not None and value is not False and value != [] and value != ()
+
+
+def speaks_gcluster(flags: Mapping[str, Any]) -> bool:
+    return any(_given(flags.get(key)) for key in (*ALIASES, *_GCLUSTER_ROWS))
+
+
+def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple[dict[str, Any], Dialect, list[str]]:
+    """`flags` (the rows' keys, the aliases' keys and gcluster's rows) as elxpk's rows' keys only, the
+    Dialect, and one line per problem."""
+    gcluster = speaks_gcluster(flags)
+    out = {k: v for k, v in flags.items() if k not in ALIASES and k not in _GCLUSTER_ROWS}
+    problems: list[str] = []
+    for key, (row, alias) in ALIASES.items():
+        value = flags.get(key)
+        if _given(value) and _given(flags.get(row.name)):
+            problems.append(f"{alias.spelling} and {row.flag}: one quantity in gcluster's and elxpk's spelling; "
+                            f"give one")
+        elif _given(value):
+            out[row.name] = _read(alias.kind, alias.spelling, value, problems)
+        elif gcluster and alias.default is not None and not _given(flags.get(row.name)):
+            out[row.name] = _read(alias.kind, alias.spelling, alias.default, problems)
+    if not gcluster:
+        return out, Dialect(), problems
+    pathways = bool(flags.get("pathways"))
+    if pathways and flags.get("no_pathways"):
+        problems.append("--pathways and --no-pathways: pick one")
+    out["no_pathways"] = not pathways
+    spellings = [(key, alias.spelling) for key, (_, alias) in ALIASES.items()] + [(f.name, f.flag) for f in FLAGS]
+    for key, spelling in spellings:  # gcluster: "pathways flags specified but --pathways flag is missing"
+        if spelling.startswith("--pathways-") and _given(flags.get(key)) and not pathways:
+            problems.append(f"{spelling}: needs --pathways (gcluster renders a plain JobSet without it); "
+                            "add --pathways or drop the flag")
+    if pathways and not _given(flags.get("pathways_gcs_location")):
+        problems.append("--pathways-gcs-location: required with --pathways (gcluster's rule: where Pathways keeps "
+                        "its scratch files); e.g. --pathways-gcs-location gs://my-bucket/pathways-tmp")
+    problems += _name_limit(out.get("workload"), flags, pathways)
+    problems += _compute_type(flags, out)
+    dialect = Dialect(GCLUSTER, namespace=flags.get("gke_namespace"), await_completion=bool(flags.get(
+        "await_job_completion")), timeout=_timeout(flags, problems), print_manifest=not _given(flags.get("dry_run_out")))
+    if dialect.namespace is not None and namespace_given:
+        problems.append("--gke-namespace and --namespace: one quantity in gcluster's and elxpk's spelling; give one")
+    if _given(flags.get("dry_run_out")):
+        out["dry_run"] = True
+        if dialect.await_completion:
+            problems.append("--await-job-completion and --dry-run-out: nothing is submitted with --dry-run-out; "
+                            "drop one")
+    return out, dialect, problems
+
+
+def respell(messages: list[str], flags: Mapping[str, Any]) -> list[str]:
+    """`messages` about rows (they name elxpk's spelling) in the spelling the command used: an alias given
+    names itself (`--pathways-elastic-slices 3: must be below --num-slices`). A --compute-type that did not
+    resolve was reported already, so the missing --tpu-type it leaves is not."""
+    import re  # lazy: only a refused command written in gcluster's spellings gets here
+
+    used = [(row.flag, alias.spelling) for key, (row, alias) in ALIASES.items() if _given(flags.get(key))]
+    # In gcluster's spelling Pathways is off unless --pathways, and resolve() said so: a line that tells the
+    # user to drop the --no-pathways they never typed is left out.
+    implied = speaks_gcluster(flags) and not flags.get("no_pathways")
+    out = []
+    for line in messages:
+        if _given(flags.get("compute_type")) and line.startswith(("--tpu-type: required", "--device-type: required")):
+            continue
+        if implied and "drop --no-pathways" in line:
+            continue
+        for flag, spelling in used:
+            line = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", spelling, line)
+        out.append(line)
+    return out
+
+
+def _read(kind: str, spelling: str, value: Any, problems: list[str]) -> Any:
+    """An alias's value as its row reads it: a duration (`--grace-period 2m`) as whole seconds."""
+    if kind != DURATION:
+        return value
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        problems.append(f"{spelling} {value!r}: {exc}; give a duration such as 30s, 10m or 1h")
+        return None
+    if seconds < 0 or seconds != int(seconds):
+        problems.append(f"{spelling} {value!r}: must be whole seconds, 0 or more; give e.g. 30s or 2m")
+        return None
+    return str(int(seconds))
+
+
+def _name_limit(name: Any, flags: Mapping[str, Any], pathways: bool) -> list[str]:
+    limit = PATHWAYS_NAME_LIMIT if pathways else NAME_LIMIT
+    if not isinstance(name, str) or len(name) <= limit:
+        return []
+    spelling = "--name" if _given(flags.get("name")) else BY_NAME["workload"].flag
+    why = " with --pathways (<name>-pathways-head-0-0.<name> must fit 63)" if pathways else ""
+    return [f"{spelling} {name!r}: {len(name)} characters; gcluster's limit is {limit}{why}; shorten it"]
+
+
+def _compute_type(flags: Mapping[str, Any], out: dict[str, Any]) -> list[str]:
+    """--compute-type (and --topology) into --tpu-type or --device-type."""
+    compute, topology = flags.get("compute_type"), flags.get("topology")
+    if not _given(compute):
+        return ["--topology: needs --compute-type (e.g. --compute-type ct6e-standard-4t --topology 4x4)"] \
+            if _given(topology) else []
+    for row in ("tpu_type", "device_type"):
+        if _given(flags.get(row)):
+            return [f"--compute-type and {BY_NAME[row].flag}: one quantity in gcluster's and elxpk's spelling; "
+                    "give one"]
+    from elxpk.create.gpu import UnknownGpuType, lookup_gpu  # lazy: only a --compute-type needs the GPU table
+
+    text = str(compute)
+    try:
+        out["device_type"] = lookup_gpu(text).name
+        if str(flags.get("num_slices")).strip() == "1":  # gcluster's one group of GPU nodes: elxpk's only shape
+            out["num_slices"] = None
+        return [f"--topology {topology!r}: a GPU machine has no topology; drop it"] if _given(topology) else []
+    except UnknownGpuType:
+        pass
+    try:
+        if is_machine_type(text):
+            if not _given(topology):
+                return [f"--compute-type {text!r}: a TPU machine type needs --topology (e.g. --topology 4x4)"]
+            out["tpu_type"] = lookup_machine(text, str(topology)).name
+            return []
+        tpu = lookup(_xpk_name(text))
+    except UnknownTpuType as exc:
+        return [f"--compute-type {text!r}: {exc}; or a GPU machine such as h100-mega-80gb-8"]
+    except ValueError as exc:
+        return [f"--compute-type {text!r}: {exc}"]
+    if _given(topology) and str(topology).strip().lower() != tpu.topology:
+        return [f"--compute-type {text!r} --topology {topology!r}: gcluster's {text} is {tpu.topology}; drop "
+                "--topology or make them agree"]
+    out["tpu_type"] = tpu.name
+    return []
+
+
+def _xpk_name(shorthand: str) -> str:
+    """gcluster's TPU shorthand as xpk's (the catalog's) name. gcluster counts chips after the dash where xpk
+    counts TensorCores: the same for v5e and v6e (one core a chip), and for v4 (gcluster reads v4-N as
+    cores, as xpk); its v5p-8 is xpk's v5p-16 (cluster-toolkit pkg/config/hardware.go parseShorthand)."""
+    family, _, count = shorthand.strip().lower().rpartition("-")
+    if family == "tpu7x" and count.isdigit():  # gcluster refuses it too
+        raise ValueError("for TPU7x gcluster takes the topology, not a chip count: --compute-type "
+                         "tpu7x-standard-4t --topology 2x2x2")
+    return f"{family}-{2 * int(count)}" if family == "v5p" and count.isdigit() else shorthand
+
+
+def _timeout(flags: Mapping[str, Any], problems: list[str]) -> str | None:
+    raw = flags.get("timeout")
+    if raw is None:
+        return None
+    if not flags.get("await_job_completion"):
+        problems.append("--timeout: only with --await-job-completion (how long to wait); add it or drop --timeout")
+        return None
+    text = str(raw).strip()
+    try:
+        seconds = parse_duration(text[1:] if text.startswith("-") else text)
+    except ValueError as exc:
+        problems.append(f"--timeout {raw!r}: {exc}; give a duration such as 1h or 10m (negative: forever)")
+        return None
+    return None if text.startswith("-") or seconds == 0 else text

@@ -1,0 +1,151 @@
+"""`elxpk translate -- <xpk or gcluster command>`: the printed elxpk command renders what the original line
+renders (given to `elxpk workload create`), for every gcluster spelling combination hypothesis draws and
+for xpk's own golden commands (tests/launcher/xpk_gpu); a flag elxpk cannot carry is one line each, exit 2.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from elxpk.cli.translate import translated
+from elxpk.create import flags as table
+from tests.launcher.gcluster_cases import CASES as GCLUSTER_CASES
+from tests.launcher.gcluster_cases import FAILURES as GCLUSTER_FAILURES
+
+IMAGE = "us-docker.pkg.dev/my-project/my-repo/trainer:1"
+XPK_GOLDENS = Path(__file__).with_name("xpk_gpu")
+
+
+def render(cli, *argv: str, path: tuple[str, str] = ("workload", "create")) -> dict:
+    done = cli(*path, *[a for a in argv if a != "--dry-run"], "--dry-run")
+    assert done.code == 0, (argv, done.err)
+    return yaml.safe_load(done.out)
+
+
+@st.composite
+def gcluster_lines(draw) -> list[str]:
+    """A `gcluster job submit` line in gcluster's spellings that gcluster (and elxpk) accepts."""
+    slices = draw(st.integers(1, 3))
+    pathways = draw(st.booleans())
+    machines = [["--compute-type", "v6e-16"], ["--compute-type", "ct6e-standard-4t", "--topology", "4x4"],
+                ["--compute-type", "v5p-8"]] + ([] if pathways or slices > 1 else [["--compute-type", "h100-mega-80gb-8"]])
+    line = ["--name", draw(st.sampled_from(["run-1", "elastic-a"])), *draw(st.sampled_from(machines)),
+            "--num-slices", str(slices), "-i", IMAGE, "-e", draw(st.sampled_from(["python3 train.py", "bash run.sh"]))]
+    optional = {
+        "--restarts": st.integers(0, 5).map(str), "--grace-period": st.sampled_from(["30s", "2m", "45"]),
+        "--gke-ttl-after-finished": st.sampled_from(["5m", "1h", "2h"]),
+        "--gke-namespace": st.sampled_from(["default", "team-a"]),
+        "--priority": st.sampled_from(["low", "high"]), "--env": st.sampled_from(["A=1", "B=two words"]),
+    }
+    if pathways:
+        line += ["--pathways", "--pathways-gcs-location", "gs://my-bucket/tmp"]
+        optional |= {"--pathways-elastic-slices": st.integers(0, slices - 1).map(str),
+                     "--pathways-max-slice-restarts": st.integers(0, 10).map(str),
+                     "--pathways-proxy-server-image": st.just("gcr.io/p/proxy:1"),
+                     "--pathways-server-image": st.just("gcr.io/p/server:1"),
+                     "--pathways-worker-image": st.just("gcr.io/p/worker:1"),
+                     "--pathways-proxy-args": st.just("--a=1 --b=2"), "--pathways-server-args": st.just("--c=3"),
+                     "--pathways-worker-args": st.just("--d=4"), "--pathways-proxy-env": st.just("P=1"),
+                     "--pathways-server-env": st.just("S=2"), "--pathways-worker-env": st.just("W=x y")}
+    for flag in draw(st.lists(st.sampled_from(sorted(optional)), unique=True, max_size=6)):
+        line += [flag, draw(optional[flag])]
+    if pathways and draw(st.booleans()):
+        line.append("--pathways-headless")
+    return line
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=gcluster_lines())
+def test_translate_renders_what_the_gcluster_line_renders(line, cli):
+    (words,) = translated(["gcluster", "job", "submit", *line])
+    assert words[:3] == ["elxpk", "workload", "create"]
+    spelled = {a.spelling for row in table.FLAGS for a in row.aliases} | {r.flag for r in table.FLAGS if r.dialect}
+    assert not spelled & set(words), words  # elxpk's own spellings only: no gcluster default left implicit
+    assert render(cli, *words[3:]) == render(cli, *line, path=("job", "submit"))
+
+
+@pytest.mark.parametrize("name", sorted(GCLUSTER_CASES))
+def test_gclusters_golden_commands_run_unchanged_and_translate(name, cli):
+    """Each vendored gcluster command (tests/launcher/gcluster_cases.py, whose renders gcluster made), given to
+    `elxpk workload create` as written, renders what its xpk-spelled equivalent renders; translated, too."""
+    case = GCLUSTER_CASES[name]
+    expected = render(cli, *case.elxpk)
+    assert render(cli, *case.gcluster) == expected
+    (words,) = translated(["gcluster", "job", "submit", *case.gcluster])
+    assert render(cli, *words[3:]) == expected
+
+
+def test_gclusters_1369_command_translates_to_an_admissible_render(cli):
+    (line,) = GCLUSTER_FAILURES.values()
+    (words,) = translated(["gcluster", "job", "submit", *line])
+    worker = render(cli, *words[3:])["spec"]["replicatedJobs"][1]["template"]["spec"]
+    assert worker["template"]["spec"]["restartPolicy"] == "OnFailure" and "podFailurePolicy" not in worker
+
+
+def _xpk_golden_commands() -> list[list[str]]:
+    commands = []
+    for path in sorted(XPK_GOLDENS.glob("*.yaml")):
+        header = path.read_text(encoding="utf-8").splitlines()[0]  # "# xpk 1.16.0: workload create ... (networks: ...)"
+        command = header.split(": ", 1)[1].rsplit(" (networks:", 1)[0]
+        commands.append(["xpk", *shlex.split(command.replace("--command python3 train.py", "--command 'python3 train.py'"))])
+    return commands
+
+
+def test_translate_round_trips_xpks_golden_commands(cli):
+    commands = _xpk_golden_commands()
+    assert len(commands) == 4
+    for command in commands:
+        (words,) = translated(command)
+        assert "--no-pathways" in words  # xpk's `workload create` is a plain JobSet
+        assert render(cli, *words[3:]) == render(cli, *command[3:]), command
+
+
+def test_xpk_create_pathways_stays_pathways(cli):
+    line = ["--workload", "p-1", "--tpu-type", "v5p-8", "--docker-image", IMAGE, "--command", "python3 t.py",
+            "--max-restarts", "2"]
+    (words,) = translated(["xpk", "workload", "create-pathways", *line])
+    assert "--no-pathways" not in words
+    assert render(cli, *words[3:]) == render(cli, *line)
+
+
+def test_flags_it_cannot_carry_are_one_line_each_and_exit_2(cli):
+    done = cli("translate", "--", "gcluster", "job", "submit", "--name", "r", "--compute-type", "v6e-16", "-i", IMAGE,
+               "-e", "x", "--mount", "gs://b:/data", "--gke-nap-provisioning=spot", "--verbose", "--base-image", "py")
+    assert done.code == 2 and done.out == ""
+    assert [line.split(":")[1].strip() for line in done.error_lines] == \
+        ["--mount", "--gke-nap-provisioning", "--verbose", "--base-image"]
+    done = cli("translate", "--", "kubectl", "apply", "-f", "x.yaml")
+    assert done.code == 2 and "not an xpk or gcluster command" in done.err
+    # a gcluster rule broken: refused as `workload create` would refuse it
+    done = cli("translate", "--", "gcluster", "job", "submit", "--name", "r" * 29, "--compute-type", "v6e-16", "-e", "x")
+    assert done.code == 2 and "gcluster's limit is 28" in done.err
+
+
+def test_translate_prints_a_wait_for_await_job_completion(cli):
+    done = cli("translate", "--", "gcluster", "job", "submit", "-n", "r-1", "--compute-type", "v6e-16", "-i", IMAGE,
+               "-e", "x", "--await-job-completion", "--timeout", "2h")
+    assert done.code == 0, done.err
+    assert done.out.strip().endswith("&& elxpk workload wait r-1 --for completed --timeout 2h")
+
+
+def test_translate_as_a_user_runs_it():
+    """The console script: the printed line, run by the shell, renders the gcluster line's manifest."""
+    elxpk = str(Path(sys.executable).with_name("elxpk"))
+    line = ["--name", "run-1", "--compute-type", "v6e-16", "--num-slices", "2", "-i", IMAGE, "-e", "python3 t.py",
+            "--pathways", "--pathways-gcs-location", "gs://b/tmp", "--pathways-elastic-slices=1"]
+    done = subprocess.run([elxpk, "translate", "--", "gcluster", "job", "submit", *line], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    words = shlex.split(done.stdout)
+    ours = subprocess.run([elxpk, *words[1:], "--dry-run"], capture_output=True, text=True, timeout=120)
+    theirs = subprocess.run([elxpk, "job", "submit", *line, "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert ours.returncode == theirs.returncode == 0, (ours.stderr, theirs.stderr)
+    assert ours.stdout == theirs.stdout and "kind: JobSet" in ours.stdout
