@@ -1,7 +1,7 @@
 """The gcluster commands whose renders are vendored in gcluster_renders/, each beside elxpk's equivalent.
 
 gcluster is cluster-toolkit's `gcluster job submit` (docs/gcluster.md). Each case is the argv after
-`gcluster job submit` and the argv after `elxpk workload create` that asks for the same workload in xpk's
+`gcluster job submit` (which `elxpk workload create` runs unchanged: test_gcluster_parity.py) and the argv that asks for the same workload in xpk's
 spellings. gcluster's defaults that differ from xpk's are spelled out on the elxpk side: `--restarts` defaults to
 1 (`--max-restarts=1`) and `--gke-ttl-after-finished` to 1h (`--ttl-seconds-after-finished=3600`).
 """
