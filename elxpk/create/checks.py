@@ -178,7 +178,10 @@ class FlagChecker(FlagValues):
         problem = namespace_problem(namespace)
         if problem:
             err(problem)
-        return dict(workload=workload, tpu=tpu, gpu=gpu, priority=priority, queue=queue, namespace=namespace)
+        # None (not given): the shape's default, xpk's (elxpk/create/templates).
+        account = None if self.flags.get("service_account") is None else self.checked("service_account")
+        return dict(workload=workload, tpu=tpu, gpu=gpu, priority=priority, queue=queue, namespace=namespace,
+                    service_account=account)
 
     def shape(self) -> dict[str, object]:
         """Pathways or multi-controller, headless or not, user command or bundled trainer."""

@@ -73,6 +73,8 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     if pathways and not _given(flags.get("pathways_gcs_location")):
         problems.append("--pathways-gcs-location: required with --pathways (gcluster's rule: where Pathways keeps "
                         "its scratch files); e.g. --pathways-gcs-location gs://my-bucket/pathways-tmp")
+    if flags.get("service_account") is None:  # gcluster names no ServiceAccount unless asked (xpk: xpk-sa on GPU)
+        out["service_account"] = "default"
     problems += _name_limit(out.get("workload"), flags, pathways)
     problems += _compute_type(flags, out)
     dialect = Dialect(GCLUSTER, namespace=flags.get("gke_namespace"), await_completion=bool(flags.get(

@@ -37,6 +37,15 @@ def container_name(value: str) -> str | None:
     return "a container name is an RFC 1123 label (a-z, 0-9, '-'), e.g. jax-tpu"
 
 
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+
+
+def service_account(value: str) -> str | None:
+    if len(value) <= 253 and _DNS_SUBDOMAIN.match(value):
+        return None
+    return "a ServiceAccount name is a DNS-1123 subdomain (a-z, 0-9, '-', '.'), e.g. xpk-sa or default"
+
+
 def gcs_location(value: str) -> str | None:
     if value.startswith("gs://") and not any(c.isspace() for c in value):
         return None
@@ -53,5 +62,5 @@ def image(value: str) -> str | None:
 
 CHECKS: dict[str, Callable[[str], str | None]] = {
     "workload_name": workload_name, "queue_name": queue_name, "container_name": container_name,
-    "gcs_location": gcs_location, "image": image,
+    "gcs_location": gcs_location, "image": image, "service_account": service_account,
 }

@@ -126,6 +126,12 @@ FLAGS: tuple[Flag, ...] = (
          '([Failure classification](#failure-classification-the-exit-code-table-rendered))'),
     Flag('priority', TEXT, 'PriorityClass: very-low, low, medium, high, very-high.', default='medium',
          choices=PRIORITIES, doc='worker `priorityClassName` (as in xpk)'),
+    Flag('service_account', TEXT, "Kubernetes ServiceAccount of the pods; default: the namespace's own "
+         "(rendered as no field, which the API server fills in as `default`).", metavar='NAME',
+         check='service_account', default_text="xpk's xpk-sa with --device-type, default for TPUs; default "
+         "in gcluster's spellings, as gcluster",
+         doc='`serviceAccountName` of every pod (GPU: xpk-sa, which `xpk cluster create` makes; a Cluster '
+         "Toolkit cluster has none, so gcluster's spellings render the namespace's `default`, as no field)"),
     Flag('queue', TEXT, 'Kueue LocalQueue (label kueue.x-k8s.io/queue-name).', default=DEFAULT_QUEUE,
          check='queue_name', doc='label `kueue.x-k8s.io/queue-name`', submit_short='-q'),
     Flag('termination_grace_period_seconds', INT, 'Seconds a pod gets after SIGTERM.', default=30, low=0,

@@ -46,6 +46,7 @@ class WorkloadSpec(NamedTuple):
     max_restarts: int = default("max_restarts")
     priority: str = default("priority")
     queue: str = default("queue")
+    service_account: str | None = None  # None: xpk's (xpk-sa on GPU, default on TPU); "default": no field
     namespace: str = DEFAULT_NAMESPACE
     termination_grace_period_seconds: int = default("termination_grace_period_seconds")
     ttl_seconds_after_finished: int = default("ttl_seconds_after_finished")

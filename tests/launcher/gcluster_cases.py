@@ -3,7 +3,8 @@
 gcluster is cluster-toolkit's `gcluster job submit` (docs/gcluster.md). Each case is the argv after
 `gcluster job submit` (which `elxpk workload create` runs unchanged: test_gcluster_parity.py) and the argv that asks for the same workload in xpk's
 spellings. gcluster's defaults that differ from xpk's are spelled out on the elxpk side: `--restarts` defaults to
-1 (`--max-restarts=1`) and `--gke-ttl-after-finished` to 1h (`--ttl-seconds-after-finished=3600`).
+1 (`--max-restarts=1`), `--gke-ttl-after-finished` to 1h (`--ttl-seconds-after-finished=3600`), and the pods
+name no service account (`--service-account=default`, where xpk's GPU pods name xpk-sa).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ SCRATCH = "gs://golden-bucket/scratch"
 GCLUSTER_CLUSTER = ["--project=golden-project", "--location=us-central1-a", "--cluster=golden-cluster"]
 GCLUSTER_VERSION, GCLUSTER_COMMIT = "v1.95.0", "079cf8349a96cfd433cb89945bc467af21818424"
 # gcluster's defaults, in xpk's spellings.
-GCLUSTER_DEFAULTS = ["--max-restarts=1", "--ttl-seconds-after-finished=3600"]
+GCLUSTER_DEFAULTS = ["--max-restarts=1", "--ttl-seconds-after-finished=3600", "--service-account=default"]
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,6 @@ DIFFERENCES: dict[str, tuple[set[str], str]] = {
     "*.volumes[": ({"gpu"}, "the GPUDirect-TCPX volumes (NVIDIA libraries, /proc/sys, /sys, the socket)"),
     "*.hostNetwork": ({"gpu"}, "gcluster puts GPU pods on the host network; elxpk, as xpk, gives A3 High its "
                                "GPUDirect-TCPX interfaces instead"),
-    "*.serviceAccountName": ({"gpu"}, "xpk's `xpk-sa`, which `xpk cluster create` makes; see docs/gcluster.md"),
     "*.tolerations[nvidia.com/gpu]": ({"gpu"}, "xpk's GPU toleration (GKE adds one too)"),
     "*.tolerations[user-workload]": ({"gpu"}, "xpk's toleration of its user-workload taint"),
 }

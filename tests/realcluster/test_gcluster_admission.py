@@ -21,10 +21,11 @@ SERVICE_ACCOUNTS = "/api/v1/namespaces/{ns}/serviceaccounts"
 NAMESPACES = "/api/v1/namespaces"
 
 
-def elxpk_render(name: str, *extra: str) -> dict:
-    """elxpk's render of the case, through the console script as a user runs it."""
+def elxpk_render(name: str, *extra: str, argv: list[str] | None = None) -> dict:
+    """elxpk's render of the case (its xpk-spelled command, or `argv`), through the console script."""
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    done = subprocess.run([str(ELXPK), "workload", "create", *CASES[name].elxpk, *extra, "--dry-run"],
+    argv = CASES[name].elxpk if argv is None else argv
+    done = subprocess.run([str(ELXPK), "workload", "create", *argv, *extra, "--dry-run"],
                           capture_output=True, text=True, timeout=120, env=env, check=False)
     assert done.returncode == 0, done.stderr
     return yaml.safe_load(done.stdout)
@@ -55,19 +56,24 @@ def test_elxpks_render_of_the_same_command_is_admitted(name: str, testcluster: L
 
 def test_on_a_cluster_without_xpks_service_account_only_the_gpu_pod_naming_it_is_refused(
         testcluster: LocalCluster) -> None:
-    """docs/gcluster.md, `*.serviceAccountName`: a Cluster Toolkit cluster has no `xpk-sa`. In a namespace
-    without it, elxpk's GPU JobSet and Job are admitted and its pod is refused; gcluster's pod, which names
-    no service account, is admitted. The cluster, not a check of ours, says so."""
+    """A Cluster Toolkit cluster has no `xpk-sa`. In a namespace without it, elxpk's GPU render in xpk's
+    spellings (which names xpk-sa, as xpk's does) has its JobSet and Job admitted and its pod refused; the
+    same command in gcluster's spellings names no service account, as gcluster's own render, and both are
+    admitted. The cluster, not a check of ours, says so."""
     namespace = "gcluster-made"
     status, body = testcluster.request("POST", NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                                             "metadata": {"name": namespace}})
     assert status in (201, 409), body
-    ours = elxpk_render("gpu-a3-highgpu-8g", f"--namespace={namespace}")
+    xpk_spelled = [a for a in CASES["gpu-a3-highgpu-8g"].elxpk if not a.startswith("--service-account")]
+    ours = elxpk_render("gpu-a3-highgpu-8g", f"--namespace={namespace}", argv=xpk_spelled)
     theirs = gcluster_render("gpu-a3-highgpu-8g")
     theirs["metadata"]["namespace"] = namespace
     refused = server_verdict(testcluster, ours)
     assert len(refused) == 1 and refused[0].startswith("pod of slice-job 403") and "xpk-sa" in refused[0], refused
     assert server_verdict(testcluster, theirs) == []
+    gcluster_spelled = elxpk_render("gpu-a3-highgpu-8g", f"--gke-namespace={namespace}",
+                                    argv=CASES["gpu-a3-highgpu-8g"].gcluster)
+    assert server_verdict(testcluster, gcluster_spelled) == []
 
 
 def test_gclusters_render_of_ml_auto_solutions_1369_is_admitted_as_jobset_and_refused_as_the_workers_job(
