@@ -74,7 +74,9 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
 
     if cfg.slice_backend == "simulated":
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)
-    elif cfg.slice_backend == "multi-controller":
+    elif cfg.slice_backend == "multi-controller" and cfg.coordinator is not None:
+        # Only a local run (--coordinator) picks its CPU device count; on a cluster the devices are the
+        # machine's (tools/testcluster's nodes give theirs in XLA_FLAGS, as many as the VM has chips or GPUs).
         ensure_devices(cfg.devices_per_slice)
     from trainer.elastic.loop import train
 

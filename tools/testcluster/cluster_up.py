@@ -196,7 +196,8 @@ class Api:
              "MutatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
              "ResourceFlavor": "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
              "ClusterQueue": "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
-             "LocalQueue": "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues"}
+             "LocalQueue": "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues",
+             "ServiceAccount": "/api/v1/namespaces/{namespace}/serviceaccounts"}
 
     def __init__(self, server: str, pki: Path) -> None:
         self.server = server
@@ -336,7 +337,8 @@ def kueue_crds(crd_dir: Path, port: int, pki: Path) -> list[dict]:
 
 def cluster_objects(all_nodes: list[dict]) -> list[dict]:
     """What `xpk cluster create` adds: PriorityClasses, a ClusterQueue with the TPU quota (and, for GPU node
-    pools, a ResourceFlavor per accelerator with its GPUs, as xpk makes one for a GPU cluster), LocalQueues."""
+    pools, a ResourceFlavor per accelerator with its GPUs, as xpk makes one for a GPU cluster), LocalQueues,
+    the xpk-sa service account."""
     chips, gpus = 0, {}
     for node in all_nodes:
         capacity = node["status"]["capacity"]
@@ -364,4 +366,7 @@ def cluster_objects(all_nodes: list[dict]) -> list[dict]:
     objs += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
               "metadata": {"name": queue, "namespace": namespace}, "spec": {"clusterQueue": "cluster-queue"}}
              for namespace, queue in QUEUES.items()]
+    # The service account a GPU render's pods name (serviceAccountName: xpk-sa, made by `xpk cluster create`).
+    objs += [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "xpk-sa", "namespace": namespace}}
+             for namespace in QUEUES]
     return objs
