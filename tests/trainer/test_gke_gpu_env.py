@@ -29,6 +29,8 @@ def test_a_node_group_pod() -> None:
 def test_no_gpu_env_is_no_node_group() -> None:
     assert gke_gpu_env.from_env({}) is None
     assert gke_gpu_env.from_env({"NNODES": "", "TPU_WORKER_ID": "0"}) is None
+    # jax's own variables (its Slurm, Open MPI ... detection reads the port): left to jax
+    assert gke_gpu_env.from_env({"JAX_COORDINATOR_PORT": "6002", "JAX_COORDINATOR_ADDRESS": "h"}) is None
 
 
 @pytest.mark.parametrize(("change", "named"), [
@@ -59,7 +61,9 @@ def test_any_env_is_a_group_none_or_a_value_error(env: dict[str, str]) -> None:
     except ValueError as exc:
         assert any(name in str(exc) for name in gke_gpu_env.REQUIRED)
         return
-    if group is not None:
+    if group is None:
+        assert not (env.get("NNODES", "").strip() or env.get("NODE_RANK", "").strip())
+    else:
         assert 0 <= group.process_id < group.num_processes and 1 <= group.port <= 65535
 
 

@@ -47,10 +47,11 @@ def _whole(env: Mapping[str, str], name: str, low: int, high: int | None = None)
 
 
 def from_env(env: Mapping[str, str]) -> GpuNodeGroup | None:
-    """The node group xpk's GPU env describes; None when this is no such pod (none of REQUIRED set).
+    """The node group xpk's GPU env describes; None when this is no such pod (neither NNODES nor NODE_RANK
+    set: JAX_COORDINATOR_ADDRESS and _PORT alone are jax's own variables, which its detection reads).
     ValueError names the variable when the env is there but cannot form a group."""
     present = [name for name in REQUIRED if env.get(name, "").strip()]
-    if not present:
+    if not {"NNODES", "NODE_RANK"} & set(present):
         return None
     missing = [name for name in REQUIRED if name not in present]
     if missing:
