@@ -75,7 +75,9 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     if cfg.slice_backend == "simulated":
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)
     elif cfg.slice_backend == "multi-controller":
-        ensure_devices(cfg.devices_per_slice)
+        # Without --coordinator (a cluster) a device count in XLA_FLAGS is the machine's: tools/testcluster's
+        # nodes give as many as the VM has chips or GPUs. A local run (--coordinator) picks its own.
+        ensure_devices(cfg.devices_per_slice, keep_given=cfg.coordinator is None)
     from trainer.elastic.loop import train
 
     result = train(cfg, stop=stop)

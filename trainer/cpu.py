@@ -15,9 +15,13 @@ from elxpk_contract.errors import UsageError
 _COUNT_FLAG = re.compile(r"--xla_force_host_platform_device_count=\S*")
 
 
-def ensure_devices(n: int, environ: dict | None = None) -> None:
-    """Make at least `n` CPU devices available to jax, keeping any other XLA flags."""
+def ensure_devices(n: int, environ: dict | None = None, *, keep_given: bool = False) -> None:
+    """Make at least `n` CPU devices available to jax, keeping any other XLA flags. With `keep_given`, a
+    device count XLA_FLAGS already names stays: the machine's own (a node of tools/testcluster gives as many
+    as its VM has chips or GPUs)."""
     env = os.environ if environ is None else environ
+    if keep_given and _COUNT_FLAG.search(env.get("XLA_FLAGS", "")):
+        return
     if "jax" not in sys.modules:
         others = _COUNT_FLAG.sub("", env.get("XLA_FLAGS", "")).split()
         env["XLA_FLAGS"] = " ".join([f"--xla_force_host_platform_device_count={n}", *others])

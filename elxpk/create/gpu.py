@@ -105,9 +105,10 @@ def gpu_flag_problems(flags: Any, fields: dict[str, object]) -> int:
         return 1
     if flags.given("num_slices"):
         err("--num-slices: a GPU workload is one node group; give its size with --num-nodes")
-    if flags.given("trainer"):
-        err("--trainer: the bundled trainers have not been run on GPUs; give your own --command (it reads "
-            "xpk's JAX_COORDINATOR_ADDRESS, JAX_COORDINATOR_PORT, NNODES and NODE_RANK; see docs/gpu.md)")
+    if fields.get("maxtext"):
+        err("--trainer maxtext: not on GPUs yet (its settings are placed for TPU runs); give MaxText as your own "
+            "--command (it reads xpk's JAX_COORDINATOR_ADDRESS, JAX_COORDINATOR_PORT, NNODES and NODE_RANK; "
+            "see docs/gpu.md), or --trainer for the bundled one")
     for key, _ in fields.get("env") or ():  # type: ignore[attr-defined]
         if key in GPU_RESERVED_ENV:
             err(f"--env {key}: set by the GPU render itself (as xpk sets it); drop it")

@@ -40,7 +40,7 @@ def test_the_user_runs_it_and_gets_the_node_group():
     (["--tpu-type", "v5p-8", "--num-nodes", "2", "--command", "x"], "error: --num-nodes: only for GPU workloads"),
     (["--device-type", "b200-8", "--num-slices", "2", "--command", "x"],
      "error: --num-slices: a GPU workload is one node group; give its size with --num-nodes"),
-    (["--device-type", "b200-8", "--trainer"], "error: --trainer: the bundled trainers have not been run on GPUs"),
+    (["--device-type", "b200-8", "--trainer", "maxtext", "--command", "x"], "error: --trainer maxtext: not on GPUs yet"),
     (["--device-type", "b200-8", "--headless"], "error: --headless: only with Pathways"),
     (["--device-type", "b200-8", "--elastic-slices", "1", "--command", "x"], "error: --elastic-slices"),
     (["--device-type", "b200-8", "--server-image", "gcr.io/p/s:1", "--command", "x"],
@@ -63,3 +63,17 @@ def test_docker_name_is_xpks_gpu_image_unless_given(cli):
     assert result.code == 0, result.err
     assert yaml.safe_load(result.out)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
         "containers"][0]["name"] == "trainer"
+
+
+def test_the_bundled_trainer_runs_on_the_node_group(cli):
+    """`--trainer`: `python -m trainer` (extra trainer arguments from --command) in xpk's GPU container, with
+    the multi-controller settings of one slice; it builds its group from xpk's env (docs/gpu.md)."""
+    result = cli(*BASE, "--device-type", "h100-80gb-8", "--num-nodes", "2", "--trainer", "--steps", "10",
+                 "--command", "--d-model 128")
+    assert result.code == 0, result.err
+    box = yaml.safe_load(result.out)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"][0]
+    env = {e["name"]: e.get("value") for e in box["env"]}
+    assert box["command"][-1] == "python -m trainer --d-model 128"
+    assert (env["ELXPK_SLICE_BACKEND"], env["ELXPK_NUM_SLICES"], env["ELXPK_STEPS"]) == ("multi-controller", "1", "10")
+    assert env["NNODES"] == "2" and env["JAX_COORDINATOR_PORT"] == "6002"

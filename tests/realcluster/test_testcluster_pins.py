@@ -63,9 +63,10 @@ def test_bad_pools_end_up_before_anything_starts(tmp_path: Path) -> None:
         sys.path.remove(str(TOOL))
     run_dir = tmp_path / "run"
     for pools, process_pools, message in (
-            ("v5p-8:1", "v9-8:2", "--process-pools: unknown TPU type 'v9-8'"),
-            ("v5p-8:1", "v4-8:two", "--process-pools: 'v4-8:two': SLICES must be a number"),
-            ("nope:1", "", "--pools: unknown TPU type 'nope'")):
+            ("v5p-8:1", "v9-8:2", "--process-pools: unknown TPU or GPU type 'v9-8'"),
+            ("v5p-8:1", "v4-8:two", "--process-pools: 'v4-8:two': the count after ':' must be a number"),
+            ("v5p-8:1", "h100-80gb-8:2x", "--process-pools: 'h100-80gb-8:2x': the count after ':' must be a number"),
+            ("nope:1", "", "--pools: unknown TPU or GPU type 'nope'")):
         try:
             start(run_dir, tmp_path / "bins", TOOL, pools=pools, process_pools=process_pools, vk_binary="x")
         except SystemExit as exc:

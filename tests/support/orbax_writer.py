@@ -21,7 +21,9 @@ def manager(directory: str):
 
     options = ocp.CheckpointManagerOptions(max_to_keep=100, enable_async_checkpointing=True, create=True)
     handler = ocp.PyTreeCheckpointHandler(use_ocdbt=True, use_zarr3=True)
-    return ocp.CheckpointManager(os.path.abspath(directory), item_names=("items",),
+    # A URL (gs://, through gcsfs and tensorstore's emulator variables) as given; a local path made absolute.
+    where = directory if "://" in directory else os.path.abspath(directory)
+    return ocp.CheckpointManager(where, item_names=("items",),
                                  item_handlers={"items": handler}, options=options)
 
 

@@ -41,3 +41,11 @@ def test_too_few_devices_after_jax_started_is_a_clear_error():
     ensure_devices(4)
     with pytest.raises(UsageError, match="needs 64 devices but jax was already imported with 4"):
         ensure_devices(64)
+
+
+def test_a_count_the_machine_gives_is_kept_when_asked():
+    """Multi-controller without --coordinator: XLA_FLAGS' count is the node's (tools/testcluster gives one
+    per chip or GPU), left as it is even though it differs from the trainer's --devices-per-slice."""
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8 --xla_cpu_other=1"}
+    ensure_devices(2, env, keep_given=True)
+    assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8 --xla_cpu_other=1"

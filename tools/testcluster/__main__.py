@@ -231,10 +231,11 @@ def main() -> None:
         cmd.set_defaults(func=func)
         if name == "up":
             cmd.add_argument("--pools", default="v5p-8:2,v5litepod-16:3,v6e-16:2,v5p-16:2,tpu7x-8:2",
-                             help="TPU node pools as TYPE:SLICES,... (one pool per slice, as xpk makes them)")
-            cmd.add_argument("--process-pools", default="v4-8:2",
-                             help="TPU node pools whose pods really run, as processes on this machine "
-                                  "(virtual-kubelet, vk/), as TYPE:SLICES,...; '' for none")
+                             help="TPU node pools as TYPE:SLICES,... (one pool per slice, as xpk makes them), "
+                                  "GPU node pools as TYPE:NODES (one pool, e.g. h100-80gb-8:2)")
+            cmd.add_argument("--process-pools", default="v4-8:2,h100-80gb-8:2",
+                             help="TPU and GPU node pools whose pods really run, as processes on this machine "
+                                  "(virtual-kubelet, vk/), spelled as --pools; '' for none")
     sub.add_parser("built", help="say whether every component is built: exit 0 if so, 1 if not").set_defaults(
         func=report_built)
     args = parser.parse_args()

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from nodes import nodes, process_pool_config, tpu_nodes
+from nodes import nodes, pool_nodes, process_pool_config
 from pki import write_kubeconfig, write_pki
 
 PRIORITIES = {"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}  # xpk's
@@ -39,8 +39,8 @@ POD_LOG_PREVIOUS = "2026-01-01T00:00:02.000000000Z stderr F testcluster: the pre
 
 def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: str = "", vk_binary: str = "") -> None:
     started = time.monotonic()
-    tpu_nodes(pools, "--pools")  # bad input ends here, before anything starts
-    tpu_nodes(process_pools, "--process-pools", kind="proc")
+    pool_nodes(pools, "--pools")  # bad input ends here, before anything starts
+    pool_nodes(process_pools, "--process-pools", kind="proc")
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "jobset",
@@ -116,19 +116,16 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: s
                 "-log-level=warn")
     procs.wait("fake-gcs-server", lambda: _http_ok(f"http://127.0.0.1:{ports['gcs']}/storage/v1/b"))
 
-    chips = 0
     for node in nodes(pools):
-        chips += int(node["status"]["capacity"].get("google.com/tpu", "0"))
         api.apply(node)
-    process_nodes = [node for _, node in tpu_nodes(process_pools, "--process-pools", kind="proc")]
+    process_nodes = [node for _, node in pool_nodes(process_pools, "--process-pools", kind="proc")]
     if process_nodes:
-        chips += sum(int(node["status"]["capacity"]["google.com/tpu"]) for node in process_nodes)
         config = process_pool_config(run_dir, pki, ports, here.parent.parent, process_pools, process_nodes)
         (run_dir / "vk-nodes.json").write_text(json.dumps(config, indent=1))
         procs.start(vk_binary, f"--kubeconfig={kubeconfig}", f"--config={run_dir / 'vk-nodes.json'}", env=env)
         procs.wait(vk_binary, lambda: all(api.node_ready(node["metadata"]["name"]) for node in process_nodes),
                    timeout=60)
-    for obj in cluster_objects(chips):
+    for obj in cluster_objects([*nodes(pools), *process_nodes]):
         api.apply(obj, retry_webhook=True)
     (run_dir / "env").write_text(f"KUBECONFIG={kubeconfig}\nSTORAGE_EMULATOR_HOST=http://127.0.0.1:{ports['gcs']}\n")
     print(f"testcluster: up in {time.monotonic() - started:.1f} s ({run_dir})", file=sys.stderr)
@@ -199,7 +196,8 @@ class Api:
              "MutatingWebhookConfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
              "ResourceFlavor": "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
              "ClusterQueue": "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
-             "LocalQueue": "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues"}
+             "LocalQueue": "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues",
+             "ServiceAccount": "/api/v1/namespaces/{namespace}/serviceaccounts"}
 
     def __init__(self, server: str, pki: Path) -> None:
         self.server = server
@@ -337,19 +335,38 @@ def kueue_crds(crd_dir: Path, port: int, pki: Path) -> list[dict]:
     return crds
 
 
-def cluster_objects(tpu_chips: int) -> list[dict]:
-    """What `xpk cluster create` adds: PriorityClasses, a ClusterQueue with the TPU quota, LocalQueues."""
+def cluster_objects(all_nodes: list[dict]) -> list[dict]:
+    """What `xpk cluster create` adds: PriorityClasses, a ClusterQueue with the TPU quota (and, for GPU node
+    pools, a ResourceFlavor per accelerator with its GPUs, as xpk makes one for a GPU cluster), LocalQueues,
+    the xpk-sa service account."""
+    chips, gpus = 0, {}
+    for node in all_nodes:
+        capacity = node["status"]["capacity"]
+        chips += int(capacity.get("google.com/tpu", "0"))
+        if "nvidia.com/gpu" in capacity:
+            accelerator = node["metadata"]["labels"]["cloud.google.com/gke-accelerator"]
+            gpus[accelerator] = gpus.get(accelerator, 0) + int(capacity["nvidia.com/gpu"])
     objs: list[dict] = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
                          "value": value} for name, value in PRIORITIES.items()]
     objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
                  "metadata": {"name": "default-flavor"}})
-    quota = {"cpu": "100000", "memory": "100Ti", "google.com/tpu": str(tpu_chips)}
+    quota = {"cpu": "100000", "memory": "100Ti", "google.com/tpu": str(chips)}
+    groups = [{"coveredResources": list(quota), "flavors": [{"name": "default-flavor", "resources": [
+        {"name": name, "nominalQuota": value} for name, value in quota.items()]}]}]
+    if gpus:
+        # A workload asking nvidia.com/gpu gets the flavor of its accelerator only (the flavor's node label
+        # must match the pod's nodeSelector): a GPU type no node pool has stays Queued, as on an xpk cluster.
+        objs += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": accelerator},
+                  "spec": {"nodeLabels": {"cloud.google.com/gke-accelerator": accelerator}}} for accelerator in gpus]
+        groups.append({"coveredResources": ["nvidia.com/gpu"], "flavors": [
+            {"name": accelerator, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": str(count)}]}
+            for accelerator, count in sorted(gpus.items())]})
     objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
-                 "spec": {"namespaceSelector": {}, "resourceGroups": [{
-                     "coveredResources": list(quota),
-                     "flavors": [{"name": "default-flavor", "resources": [
-                         {"name": name, "nominalQuota": value} for name, value in quota.items()]}]}]}})
+                 "spec": {"namespaceSelector": {}, "resourceGroups": groups}})
     objs += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
               "metadata": {"name": queue, "namespace": namespace}, "spec": {"clusterQueue": "cluster-queue"}}
              for namespace, queue in QUEUES.items()]
+    # The service account a GPU render's pods name (serviceAccountName: xpk-sa, made by `xpk cluster create`).
+    objs += [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "xpk-sa", "namespace": namespace}}
+             for namespace in QUEUES]
     return objs

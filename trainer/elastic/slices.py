@@ -24,6 +24,7 @@ from elxpk_contract.faults import Fault, FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from trainer.clock import Clock
 from trainer.core.topology import TopologyError, group_slices, slice_of_process
+from trainer.elastic import gke_gpu_env
 from trainer.elastic.slice_health import run_checks
 
 
@@ -285,6 +286,7 @@ class MultiControllerSlices(SliceBackend):
 
 
         explicit = cfg.coordinator is not None
+        gpu_group = False
         if explicit:
             jax.distributed.initialize(
                 coordinator_address=cfg.coordinator,
@@ -294,6 +296,8 @@ class MultiControllerSlices(SliceBackend):
                 heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
                 initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
             )
+        elif gpu_group := _join_gpu_node_group(cfg):
+            pass  # xpk's GPU env (trainer.elastic.gke_gpu_env): the node group is one slice
         else:
             try:
                 # No address: jax reads the Cloud TPU / GKE metadata (or another cluster it knows).
@@ -303,8 +307,9 @@ class MultiControllerSlices(SliceBackend):
                                  "--coordinator HOST:PORT with --process-id and --num-processes") from None
         self.process_index = jax.process_index()
         try:
-            self._devices = group_slices(jax.devices(), one_slice_per_process=explicit,
-                                         devices_per_slice=cfg.devices_per_slice if explicit else None)
+            self._devices = gke_gpu_env.one_slice(jax.devices()) if gpu_group else group_slices(
+                jax.devices(), one_slice_per_process=explicit,
+                devices_per_slice=cfg.devices_per_slice if explicit else None)
             self.slice_index = slice_of_process(self._devices, self.process_index)
         except TopologyError as exc:
             jax.distributed.shutdown()
@@ -337,6 +342,27 @@ class MultiControllerSlices(SliceBackend):
         import jax
 
         jax.distributed.shutdown()
+
+
+def _join_gpu_node_group(cfg: TrainerConfig) -> bool:
+    """jax.distributed from xpk's GPU env (JAX_COORDINATOR_ADDRESS and _PORT, NNODES, NODE_RANK), which
+    jax's own detection cannot read (trainer.elastic.gke_gpu_env); False when this is no GPU node group."""
+    import jax
+
+    try:
+        group = gke_gpu_env.from_env(os.environ)
+        if group is None:
+            return False
+        bind = gke_gpu_env.bind_address(group) if group.process_id == 0 else None
+    except ValueError as exc:
+        raise UsageError(f"--coordinator: not given, and xpk's GPU env cannot form a cluster: {exc}") from None
+    jax.distributed.initialize(
+        coordinator_address=group.coordinator_address, coordinator_bind_address=bind,
+        num_processes=group.num_processes, process_id=group.process_id,
+        heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
+        initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
+    )
+    return True
 
 
 def make_backend(cfg: TrainerConfig, faults: FaultSchedule, clock: Clock) -> SliceBackend:

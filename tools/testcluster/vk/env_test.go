@@ -80,3 +80,13 @@ func TestTPUEnvOfAMultiVMSlice(t *testing.T) {
 		}
 	}
 }
+
+func TestGPUEnvShowsTheRequestedGPUsAsCPUDevices(t *testing.T) {
+	env := map[string]string{}
+	for _, e := range gpuEnv(8) {
+		env[e.Name] = e.Value
+	}
+	if env["XLA_FLAGS"] != "--xla_force_host_platform_device_count=8" || env["JAX_PLATFORMS"] != "cpu" {
+		t.Errorf("gpuEnv(8) = %v", env)
+	}
+}

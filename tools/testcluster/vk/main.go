@@ -64,6 +64,7 @@ type NodeConfig struct {
 	Taints   []corev1.Taint    `json:"taints"`
 	Capacity map[string]string `json:"capacity"`
 	TPU      *TPUHost          `json:"tpu,omitempty"`
+	GPU      *GPUHost          `json:"gpu,omitempty"`
 }
 
 func main() {

@@ -156,7 +156,9 @@ func dnsNames(pod *corev1.Pod) []string {
 		return []string{host}
 	}
 	short := host + "." + pod.Spec.Subdomain
-	return []string{short, short + "." + pod.Namespace + ".svc.cluster.local", short + "." + pod.Namespace + ".svc"}
+	// The bare hostname too, as a kubelet's /etc/hosts of the pod lists it: a container resolves its own
+	// name (gloo, jax's CPU collectives, finds its interface so); the shared file lists every pod's.
+	return []string{short, short + "." + pod.Namespace + ".svc.cluster.local", short + "." + pod.Namespace + ".svc", host}
 }
 
 // newRun prepares every container: argv from the image's command source, env as a kubelet makes it.
@@ -210,6 +212,11 @@ func (p *provider) newContainer(spec *corev1.Container, pod *corev1.Pod, podIP, 
 			index = "0" // a pod of no Indexed Job: the one worker of its slice
 		}
 		for _, e := range tpuEnv(p.node.TPU, pod, index) {
+			base[e.Name] = e.Value
+		}
+	}
+	if gpus, ok := spec.Resources.Limits["nvidia.com/gpu"]; ok && p.node.GPU != nil {
+		for _, e := range gpuEnv(int(gpus.Value())) {
 			base[e.Name] = e.Value
 		}
 	}
