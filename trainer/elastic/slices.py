@@ -24,6 +24,7 @@ from elxpk_contract.faults import Fault, FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from trainer.clock import Clock
 from trainer.core.topology import TopologyError, group_slices, slice_of_process
+from trainer.elastic import gke_tpu_env
 from trainer.elastic.slice_health import run_checks
 
 
@@ -283,7 +284,6 @@ class MultiControllerSlices(SliceBackend):
     def __init__(self, cfg: TrainerConfig, faults: FaultSchedule) -> None:
         import jax
 
-
         explicit = cfg.coordinator is not None
         if explicit:
             jax.distributed.initialize(
@@ -294,17 +294,12 @@ class MultiControllerSlices(SliceBackend):
                 heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
                 initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
             )
-        else:
-            try:
-                # No address: jax reads the Cloud TPU / GKE metadata (or another cluster it knows).
-                jax.distributed.initialize(heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds)
-            except ValueError as exc:
-                raise UsageError(f"--coordinator: not given, and jax found no cluster to join ({exc}); pass "
-                                 "--coordinator HOST:PORT with --process-id and --num-processes") from None
+        per_slice = None if explicit else _join_detected_cluster(cfg)
         self.process_index = jax.process_index()
         try:
             self._devices = group_slices(jax.devices(), one_slice_per_process=explicit,
-                                         devices_per_slice=cfg.devices_per_slice if explicit else None)
+                                         devices_per_slice=cfg.devices_per_slice if explicit else None,
+                                         processes_per_slice=per_slice)
             self.slice_index = slice_of_process(self._devices, self.process_index)
         except TopologyError as exc:
             jax.distributed.shutdown()
@@ -337,6 +332,39 @@ class MultiControllerSlices(SliceBackend):
         import jax
 
         jax.distributed.shutdown()
+
+
+def _join_detected_cluster(cfg: TrainerConfig) -> int | None:
+    """jax.distributed without --coordinator: jax's own detection (Cloud TPU / GKE metadata, or another
+    cluster it knows), else GKE's TPU env read as jax would (trainer.elastic.gke_tpu_env: jax's GKE
+    detection needs a TPU chip, which a node whose chips are CPU devices lacks). Returns the processes
+    per slice from that env (None where jax detected the cluster: slices then come from the devices'
+    slice_index)."""
+    import jax
+
+    try:
+        jax.distributed.initialize(heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds)
+        return None
+    except ValueError as exc:
+        detected = str(exc)
+    try:
+        gke = gke_tpu_env.from_env(os.environ)
+    except ValueError as exc:
+        raise UsageError(f"--coordinator: not given, and GKE's TPU env cannot form a cluster: {exc}") from None
+    if gke is None:
+        raise UsageError(f"--coordinator: not given, and jax found no cluster to join ({detected}); pass "
+                         "--coordinator HOST:PORT with --process-id and --num-processes") from None
+    jax.distributed.initialize(
+        coordinator_address=gke.coordinator_address,
+        # The coordinator listens on its own address only: with hostNetwork every pod of a node shares its
+        # ports, and where several nodes share one machine (tools/testcluster) each has its own address.
+        coordinator_bind_address=gke_tpu_env.bind_address(gke) if gke.process_id == 0 else None,
+        num_processes=gke.num_processes,
+        process_id=gke.process_id,
+        heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
+        initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
+    )
+    return gke.processes_per_slice
 
 
 def make_backend(cfg: TrainerConfig, faults: FaultSchedule, clock: Clock) -> SliceBackend:
