@@ -284,6 +284,10 @@ class MultiControllerSlices(SliceBackend):
     def __init__(self, cfg: TrainerConfig, faults: FaultSchedule) -> None:
         import jax
 
+        # jax's preemption service installs its own SIGTERM handler (preemption_notifier.cc) over the
+        # trainer's, and only records the signal: a deleted or evicted pod then trained on until SIGKILL,
+        # never exiting PREEMPTED (77), which the rendered podFailurePolicy and JobSet rules read.
+        jax.config.update("jax_enable_preemption_service", False)
         explicit = cfg.coordinator is not None
         if explicit:
             jax.distributed.initialize(
