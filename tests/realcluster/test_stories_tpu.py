@@ -233,8 +233,9 @@ def test_story3_exit_70_fails_the_jobset_at_once(story: Story) -> None:
 
 def test_story3_sigterm_of_delete_exits_77_and_a_new_workload_resumes(story: Story) -> None:
     """`workload delete` while the trainer runs: each pod gets SIGTERM (grace period 30 s), the trainer
-    stops at its next step with exit 77 (PREEMPTED) and records it; a new workload on the same checkpoint
-    dir restores the newest checkpoint the first one committed and goes on from there."""
+    stops at its next step with exit 77 (PREEMPTED) and records it (multi-controller does not save on the
+    way out: a save needs every process, and a SIGTERM may reach only some); a new workload on the same
+    checkpoint dir restores the newest checkpoint the first one committed and goes on from there."""
     took = timed()
     name = unique("st3t")
     ckpt = story.checkpoint_dir(name)
@@ -247,8 +248,10 @@ def test_story3_sigterm_of_delete_exits_77_and_a_new_workload_resumes(story: Sto
     assert any("EXIT_CODE=77" in log for log in logs.values()), {k: v[-1500:] for k, v in logs.items()}
     [preempted] = [e for e in story.events(run) if e["event"] == "preempted"]
     assert preempted["signal"] == "SIGTERM"
+    # The newest checkpoint: the one committed when the trainer stopped, or a save already under way then,
+    # which commits on the way out (orbax finishes its async save before the process ends).
     saved = max(story.committed(run))
-    assert preempted["checkpoint_step"] == saved
+    assert preempted["checkpoint_step"] <= saved <= preempted["step"], (preempted, story.committed(run))
 
     again = unique("st3n")
     resumed_run = story.create(again, steps=saved + 4, checkpoint_dir=ckpt, run_dir=story.root / f"{again}-run")
