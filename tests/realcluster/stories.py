@@ -137,11 +137,12 @@ class Story:
     def committed(self, run: Path) -> list[int]:
         return [e["step"] for e in self.events(run) if e["event"] == "checkpoint_committed"]
 
-    def local_reference(self, run: Path, steps: int = STEPS) -> subprocess.CompletedProcess:
-        """`elxpk local run` of the same settings, in the mode that simulates this shape, with no fault."""
-        return self.elxpk("local", "run", "--mode", self.shape.local_mode, "--no-faults", f"--steps={steps}",
-                          f"--checkpoint-period={PERIOD}", f"--num-slices={self.shape.slices}", "--plain",
-                          f"--run-dir={run}", timeout=600, cluster_verb=False)
+    def local_run_argv(self, run: Path, *faults: str) -> list[str]:
+        """`elxpk local run` of the same settings in the mode that simulates this shape: `--kill-slice`
+        each of `faults`, or none (`--no-faults`)."""
+        kills = [f"--kill-slice={fault}" for fault in faults] or ["--no-faults"]
+        return [str(ELXPK), "local", "run", "--mode", self.shape.local_mode, *kills, f"--steps={STEPS}",
+                f"--checkpoint-period={PERIOD}", f"--num-slices={self.shape.slices}", "--plain", f"--run-dir={run}"]
 
     def pod_logs(self, name: str) -> dict[str, str]:
         """Every container log of the workload's pods that the process pool ran, by pod folder (kept after
