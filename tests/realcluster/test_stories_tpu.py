@@ -143,8 +143,7 @@ def test_story2_a_killed_slice_resumes_bitwise(story: Story, uninterrupted: Unin
 
     # events: the killed slice's pod with its cause, and the JobSet restart.
     incidents = jsonl(record)
-    kinds = {(i["kind"], i.get("slice")) for i in incidents}
-    assert ("jobset_restart", None) in kinds or any(i["kind"] == "jobset_restart" for i in incidents), incidents
+    assert any(i["kind"] == "jobset_restart" for i in incidents), incidents
     killed_rows = [i for i in incidents if i.get("slice") in (1, "1") and i["kind"] in (
         "exit", "disruption", "evicted", "job_failed")]
     assert killed_rows, incidents
