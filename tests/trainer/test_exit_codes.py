@@ -56,6 +56,13 @@ def test_codes_are_distinct_documented_and_clear_of_the_signal_range():
     (jax.errors.JaxRuntimeError("DATA_LOSS: slice 1 is gone"), SLICE_LOST),
     (jax.errors.JaxRuntimeError("UNAVAILABLE: Socket closed"), SLICE_LOST),  # a survivor of a dead peer
     (jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: out of memory"), USER_ERROR),
+    # The survivor of a killed slice on CPU collectives (gloo), as a process-pool pod reported it (#31).
+    (jax.errors.JaxRuntimeError("UNKNOWN: Gloo AllGather failed: [external/gloo/gloo/transport/tcp/pair.cc:547] "
+                                "Connection closed by peer [127.159.160.1]:58765"), SLICE_LOST),
+    (jax.errors.JaxRuntimeError("UNKNOWN: Gloo AllReduce failed: [external/gloo/gloo/transport/tcp/pair.cc:589] "
+                                "Connection reset by peer"), SLICE_LOST),
+    (jax.errors.JaxRuntimeError("UNKNOWN: Gloo AllGather failed: bad input shape"), USER_ERROR),  # not the transport
+    (jax.errors.JaxRuntimeError("UNKNOWN: Connection closed by peer"), USER_ERROR),  # not gloo's words
     (ZeroDivisionError("division by zero"), USER_ERROR),  # an exception in model code
 ])
 def test_each_outcome_maps_to_its_code(error, expected):

@@ -25,19 +25,23 @@ def has_slice_index(devices: Sequence) -> bool:
 
 
 def group_slices(devices: Iterable, *, one_slice_per_process: bool,
-                 devices_per_slice: int | None = None) -> dict[int, list]:
+                 devices_per_slice: int | None = None, processes_per_slice: int | None = None) -> dict[int, list]:
     """slice -> its devices, sorted by id; every slice has the same number of devices.
 
     `one_slice_per_process` is the local CPU layout; `devices_per_slice` truncates each process's
-    devices there. Otherwise slices come from `slice_index` when every device has one.
+    devices there. `processes_per_slice` (CPU devices standing for a TPU slice's chips, whose
+    `slice_index` is 0 on every process) makes each run of that many consecutive processes one slice, as
+    jax numbers a multislice job's processes slice by slice. Otherwise slices come from `slice_index` when
+    every device has one, else one slice per process.
     """
     devices = list(devices)
     if not devices:
         raise TopologyError("jax reports no devices")
-    by_slice = not one_slice_per_process and has_slice_index(devices)
+    per = processes_per_slice if processes_per_slice and not one_slice_per_process else None
+    by_slice = not one_slice_per_process and per is None and has_slice_index(devices)
     groups: dict[int, list] = {}
     for d in devices:
-        groups.setdefault(d.slice_index if by_slice else d.process_index, []).append(d)
+        groups.setdefault(d.slice_index if by_slice else d.process_index // (per or 1), []).append(d)
     groups = {s: sorted(ds, key=lambda d: d.id) for s, ds in sorted(groups.items())}
     if one_slice_per_process and devices_per_slice is not None:
         short = {s: len(ds) for s, ds in groups.items() if len(ds) < devices_per_slice}

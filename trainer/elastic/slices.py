@@ -24,7 +24,7 @@ from elxpk_contract.faults import Fault, FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from trainer.clock import Clock
 from trainer.core.topology import TopologyError, group_slices, slice_of_process
-from trainer.elastic import gke_gpu_env
+from trainer.elastic import gke_gpu_env, gke_tpu_env
 from trainer.elastic.slice_health import run_checks
 
 
@@ -284,9 +284,12 @@ class MultiControllerSlices(SliceBackend):
     def __init__(self, cfg: TrainerConfig, faults: FaultSchedule) -> None:
         import jax
 
-
+        # jax's preemption service installs its own SIGTERM handler (preemption_notifier.cc) over the
+        # trainer's, and only records the signal: a deleted or evicted pod then trained on until SIGKILL,
+        # never exiting PREEMPTED (77), which the rendered podFailurePolicy and JobSet rules read.
+        jax.config.update("jax_enable_preemption_service", False)
         explicit = cfg.coordinator is not None
-        gpu_group = False
+        gpu_group, per_slice = False, None
         if explicit:
             jax.distributed.initialize(
                 coordinator_address=cfg.coordinator,
@@ -299,17 +302,12 @@ class MultiControllerSlices(SliceBackend):
         elif gpu_group := _join_gpu_node_group(cfg):
             pass  # xpk's GPU env (trainer.elastic.gke_gpu_env): the node group is one slice
         else:
-            try:
-                # No address: jax reads the Cloud TPU / GKE metadata (or another cluster it knows).
-                jax.distributed.initialize(heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds)
-            except ValueError as exc:
-                raise UsageError(f"--coordinator: not given, and jax found no cluster to join ({exc}); pass "
-                                 "--coordinator HOST:PORT with --process-id and --num-processes") from None
+            per_slice = _join_detected_cluster(cfg)
         self.process_index = jax.process_index()
         try:
             self._devices = gke_gpu_env.one_slice(jax.devices()) if gpu_group else group_slices(
                 jax.devices(), one_slice_per_process=explicit,
-                devices_per_slice=cfg.devices_per_slice if explicit else None)
+                devices_per_slice=cfg.devices_per_slice if explicit else None, processes_per_slice=per_slice)
             self.slice_index = slice_of_process(self._devices, self.process_index)
         except TopologyError as exc:
             jax.distributed.shutdown()
@@ -363,6 +361,39 @@ def _join_gpu_node_group(cfg: TrainerConfig) -> bool:
         initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
     )
     return True
+
+
+def _join_detected_cluster(cfg: TrainerConfig) -> int | None:
+    """jax.distributed without --coordinator: jax's own detection (Cloud TPU / GKE metadata, or another
+    cluster it knows), else GKE's TPU env read as jax would (trainer.elastic.gke_tpu_env: jax's GKE
+    detection needs a TPU chip, which a node whose chips are CPU devices lacks). Returns the processes
+    per slice from that env (None where jax detected the cluster: slices then come from the devices'
+    slice_index)."""
+    import jax
+
+    try:
+        jax.distributed.initialize(heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds)
+        return None
+    except ValueError as exc:
+        detected = str(exc)
+    try:
+        gke = gke_tpu_env.from_env(os.environ)
+    except ValueError as exc:
+        raise UsageError(f"--coordinator: not given, and GKE's TPU env cannot form a cluster: {exc}") from None
+    if gke is None:
+        raise UsageError(f"--coordinator: not given, and jax found no cluster to join ({detected}); pass "
+                         "--coordinator HOST:PORT with --process-id and --num-processes") from None
+    jax.distributed.initialize(
+        coordinator_address=gke.coordinator_address,
+        # The coordinator listens on its own address only: with hostNetwork every pod of a node shares its
+        # ports, and where several nodes share one machine (tools/testcluster) each has its own address.
+        coordinator_bind_address=gke_tpu_env.bind_address(gke) if gke.process_id == 0 else None,
+        num_processes=gke.num_processes,
+        process_id=gke.process_id,
+        heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
+        initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
+    )
+    return gke.processes_per_slice
 
 
 def make_backend(cfg: TrainerConfig, faults: FaultSchedule, clock: Clock) -> SliceBackend:

@@ -49,6 +49,9 @@ func tpuEnv(t *TPUHost, pod *corev1.Pod, index string) []corev1.EnvVar {
 		"JAX_PLATFORMS": "cpu",
 		"XLA_FLAGS":     fmt.Sprintf("--xla_force_host_platform_device_count=%d", t.Chips),
 	}
+	if coordinator := megascaleCoordinator(pod); coordinator != "" {
+		env["MEGASCALE_COORDINATOR_ADDRESS"] = coordinator
+	}
 	names := make([]string, 0, len(env))
 	for name := range env {
 		names = append(names, name)
@@ -59,6 +62,24 @@ func tpuEnv(t *TPUHost, pod *corev1.Pod, index string) []corev1.EnvVar {
 		out = append(out, corev1.EnvVar{Name: name, Value: env[name]})
 	}
 	return out
+}
+
+// megascaleCoordinator: what GKE's TPU webhook gives a multislice JobSet's pods as
+// MEGASCALE_COORDINATOR_ADDRESS (xpk and elxpk render MEGASCALE_NUM_SLICES and MEGASCALE_SLICE_ID but no
+// coordinator): the DNS name of worker 0 of slice 0 of the pod's replicated job,
+// <jobset>-<replicatedJob>-0-0.<subdomain>. "" for a pod of no JobSet. A value in the pod's own env wins,
+// as the table's values are the base the container's env is laid over.
+func megascaleCoordinator(pod *corev1.Pod) string {
+	jobset := pod.Labels["jobset.sigs.k8s.io/jobset-name"]
+	replicated := pod.Labels["jobset.sigs.k8s.io/replicatedjob-name"]
+	if jobset == "" || replicated == "" {
+		return ""
+	}
+	host := fmt.Sprintf("%s-%s-0-0", jobset, replicated)
+	if pod.Spec.Subdomain != "" {
+		host += "." + pod.Spec.Subdomain
+	}
+	return host
 }
 
 // chipsPerHostBounds: 4 chips per VM are a 2x2x1 block, 8 a 2x4x1, 1 a 1x1x1 (the shapes of TPU VMs).

@@ -90,3 +90,19 @@ func TestGPUEnvShowsTheRequestedGPUsAsCPUDevices(t *testing.T) {
 		t.Errorf("gpuEnv(8) = %v", env)
 	}
 }
+
+func TestMegascaleCoordinatorIsWorkerZeroOfSliceZero(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Hostname: "st-slice-job-1-0", Subdomain: "st"}}
+	pod.Labels = map[string]string{"jobset.sigs.k8s.io/jobset-name": "st",
+		"jobset.sigs.k8s.io/replicatedjob-name": "slice-job"}
+	env := map[string]string{}
+	for _, e := range tpuEnv(&TPUHost{Type: "v4-8", Topology: "2x2x1", VMs: 1, Chips: 4}, pod, "0") {
+		env[e.Name] = e.Value
+	}
+	if got := env["MEGASCALE_COORDINATOR_ADDRESS"]; got != "st-slice-job-0-0.st" {
+		t.Errorf("MEGASCALE_COORDINATOR_ADDRESS = %q, want st-slice-job-0-0.st", got)
+	}
+	if got := megascaleCoordinator(&corev1.Pod{}); got != "" {
+		t.Errorf("a pod of no JobSet got %q", got)
+	}
+}

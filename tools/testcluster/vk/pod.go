@@ -294,8 +294,14 @@ func (r *podRun) gracePeriod() time.Duration {
 	} else if r.pod.Spec.TerminationGracePeriodSeconds != nil {
 		seconds = *r.pod.Spec.TerminationGracePeriodSeconds
 	}
+	// kuberuntime's minimumGracePeriodInSeconds: a kubelet gives even a force-deleted pod 2 s after SIGTERM.
+	if seconds < minimumGracePeriodSeconds {
+		seconds = minimumGracePeriodSeconds
+	}
 	return time.Duration(seconds) * time.Second
 }
+
+const minimumGracePeriodSeconds = 2
 
 func (r *podRun) setCondition(t corev1.PodConditionType, s corev1.ConditionStatus) {
 	r.mu.Lock()

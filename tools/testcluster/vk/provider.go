@@ -321,9 +321,17 @@ func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	if !ok {
 		return errdefs.NotFoundf("pod %s is not on this node", key)
 	}
-	if pod.DeletionGracePeriodSeconds != nil {
+	grace := pod.DeletionGracePeriodSeconds
+	if current, err := p.cfg.Pods.Pods(pod.Namespace).Get(pod.Name); err != nil || current.UID != pod.UID {
+		// Gone from the API server already: a force deletion (grace period 0), which removes the object at
+		// once; the copy handed here may still carry the spec's grace period. A kubelet kills such a pod's
+		// containers after its minimum grace period, not the spec's.
+		zero := int64(0)
+		grace = &zero
+	}
+	if grace != nil {
 		run.mu.Lock()
-		run.pod.DeletionGracePeriodSeconds = pod.DeletionGracePeriodSeconds
+		run.pod.DeletionGracePeriodSeconds = grace
 		run.mu.Unlock()
 	}
 	run.kill(run.gracePeriod())

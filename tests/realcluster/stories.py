@@ -1,0 +1,161 @@
+"""The elastic loop end to end on the real control plane (issue #31, part 2): helpers of the story tests.
+
+A story is a workload that `elxpk workload create --trainer` renders, unchanged, onto a process pool of
+tools/testcluster (virtual-kubelet nodes whose pods run the trainer as processes here), with its
+checkpoints on gs:// of the cluster's fake-gcs-server, read back through the `elxpk` console script
+(`status`, `events`, `report`, `compare`), as a user would.
+
+A `Shape` is what differs between the workload shapes (TPU multi-controller here; a GPU shape adds its own
+record): the create flags that choose the pool, and the `local run` mode that simulates it.
+
+The run dir: the trainer refuses a gs:// run dir (metrics and events are appended to files), so each story
+gives `--run-dir` an absolute path on this machine, which every pod of the workload shares, as a
+filesystem mounted on every VM would (every pod here is a process of this machine); on GKE without such a
+mount the run dir would live and die with each container.
+
+The model: `elxpk local run`'s own (elxpk/local/options.py LOCAL_MODEL), passed as trainer flags, so the
+same settings run both ways and the losses can be compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from elxpk.local.options import LOCAL_MODEL
+from tests.realcluster.test_submit_goldens import ELXPK
+from tools.testcluster.kubeapi import LocalCluster
+
+# An image whose repository ends in elxpk-trainer runs its command from this checkout (docs/testing.md).
+TRAINER_IMAGE = "registry.testcluster.invalid/team/elxpk-trainer:test"
+# Small enough for CI's 2 cores, long enough to show checkpoints, a kill and a resume: a step of the local
+# model takes about 0.1 to 1 s here, its compile 15 to 50 s depending on the load.
+STEPS = 24
+PERIOD = 4
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One workload shape: the flags that choose its nodes, and the local run that simulates it."""
+
+    name: str
+    create_flags: tuple[str, ...]
+    slices: int
+    local_mode: str
+
+
+TPU_MULTI_CONTROLLER = Shape(
+    "tpu-multi-controller",
+    # v4-8: the process pool's TPU type (no kwok pool has it), 1 VM of 4 chips per slice.
+    ("--tpu-type=v4-8", "--num-slices=2", "--no-pathways"),
+    slices=2, local_mode="multi-controller")
+
+
+def model_flags() -> list[str]:
+    """local run's model as `python -m trainer` flags."""
+    return [f"--{name.replace('_', '-')}={value}" for name, value in sorted(LOCAL_MODEL.items())]
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete lines of a JSONL file that processes may be appending to (a torn last line skipped)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+class Story:
+    """One cluster, one gs:// bucket and a folder of run dirs, shared by a module's stories."""
+
+    def __init__(self, cluster: LocalCluster, shape: Shape, root: Path) -> None:
+        self.cluster = cluster
+        self.shape = shape
+        self.root = root
+        self.bucket = f"stories-{uuid.uuid4().hex[:8]}"
+        made = requests.post(f"{cluster.storage_emulator_host}/storage/v1/b", json={"name": self.bucket}, timeout=30)
+        assert made.status_code in (200, 409), made.text
+
+    def env(self) -> dict[str, str]:
+        """elxpk's env: no KUBECONFIG of the user's, the emulator for gs:// (as the pods have it)."""
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        host = self.cluster.storage_emulator_host
+        return {**env, "STORAGE_EMULATOR_HOST": host, "TENSORSTORE_GCS_HTTP_URL": host,
+                "GOOGLE_AUTH_TOKEN_FOR_TESTING": "test-token"}
+
+    def elxpk(self, *argv: str, timeout: float = 120, cluster_verb: bool = True) -> subprocess.CompletedProcess:
+        """The console script, as a user runs it (with --kubeconfig for a cluster verb)."""
+        tail = ["--kubeconfig", str(self.cluster.kubeconfig)] if cluster_verb else []
+        return subprocess.run([str(ELXPK), *argv, *tail], capture_output=True, text=True, timeout=timeout,
+                              env=self.env(), check=False)
+
+    def checkpoint_dir(self, name: str) -> str:
+        return f"gs://{self.bucket}/{name}/ckpt"
+
+    def run_dir(self, name: str) -> Path:
+        return self.root / name
+
+    def create(self, name: str, *, steps: int = STEPS, checkpoint_dir: str | None = None,
+               run_dir: Path | None = None, flags: tuple[str, ...] = (), trainer_args: tuple[str, ...] = ()) -> Path:
+        """`workload create --trainer` of this shape; the run dir it writes to."""
+        run = run_dir or self.run_dir(name)
+        command = " ".join([f"--run-dir={run}", *model_flags(), *trainer_args])
+        created = self.elxpk(
+            "workload", "create", f"--workload={name}", *self.shape.create_flags, "--trainer",
+            f"--docker-image={TRAINER_IMAGE}", f"--steps={steps}", f"--checkpoint-period={PERIOD}",
+            f"--checkpoint-dir={checkpoint_dir or self.checkpoint_dir(name)}", *flags, "--command", command)
+        assert created.returncode == 0, created.stderr
+        return run
+
+    def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 300) -> Any:
+        return self.cluster.wait_for(what, check, timeout=timeout)
+
+    def wait_done(self, name: str, timeout: float = 420) -> subprocess.CompletedProcess:
+        """`workload wait --for completed`: exit 0 once Succeeded, 1 once Failed."""
+        return self.elxpk("workload", "wait", name, "--for", "completed", "--timeout", f"{int(timeout)}s",
+                          timeout=timeout + 60)
+
+    def events(self, run: Path) -> list[dict[str, Any]]:
+        return jsonl(run / "events.jsonl")
+
+    def metrics(self, run: Path) -> list[dict[str, Any]]:
+        return jsonl(run / "metrics.jsonl")
+
+    def committed(self, run: Path) -> list[int]:
+        return [e["step"] for e in self.events(run) if e["event"] == "checkpoint_committed"]
+
+    def local_run_argv(self, run: Path, *faults: str) -> list[str]:
+        """`elxpk local run` of the same settings in the mode that simulates this shape: `--kill-slice`
+        each of `faults`, or none (`--no-faults`)."""
+        kills = [f"--kill-slice={fault}" for fault in faults] or ["--no-faults"]
+        return [str(ELXPK), "local", "run", "--mode", self.shape.local_mode, *kills, f"--steps={STEPS}",
+                f"--checkpoint-period={PERIOD}", f"--num-slices={self.shape.slices}", "--plain", f"--run-dir={run}"]
+
+    def pod_logs(self, name: str) -> dict[str, str]:
+        """Every container log of the workload's pods that the process pool ran, by pod folder (kept after
+        the pods are gone: `workload logs` reads only the pods still there)."""
+        pods = self.cluster.run_dir / "vk" / "pods"
+        return {p.name: (p / "jax-tpu.log").read_text(errors="replace")
+                for p in sorted(pods.glob(f"default_{name}-*")) if (p / "jax-tpu.log").exists()}
+
+    def delete(self, name: str) -> None:
+        self.elxpk("workload", "delete", name, "--yes")
+
+
+def timed(clock: Callable[[], float] = time.monotonic) -> Callable[[], float]:
+    """Seconds since this call."""
+    start = clock()
+    return lambda: round(clock() - start, 1)
