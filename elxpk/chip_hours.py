@@ -148,7 +148,7 @@ def _sum_line(values: Mapping[str, int], spent: int, useful: int, units: int) ->
     causes = apportion(lost_w, [values[k] * scale for k, _ in CAUSES])
 
     def text(whole: int) -> str:
-        return f"{whole / 10**d:.{d}f}"
+        return f"{whole / 10**d:,.{d}f}"
 
     return text(spent_w), text(useful_w), text(lost_w), [text(w) for w in causes]
 
@@ -163,16 +163,22 @@ def render(ch: ChipHours) -> list[str]:
     if ch.holding.hint:
         lines.append(f"  ({ch.holding.hint})")
     if ch.lost_by_cause["other"] < 0:
-        lines.append("  (other is negative: measured causes overlap in time; the figures still add up)")
+        lines.append("  (other is negative: the named causes overlap, e.g. a failure during a recovery; the figures "
+                     "still add up)")
     if ch.money is not None and ch.price is not None:
         m = ch.money
         spent, useful, lost, causes = _sum_line(m, m["spent"], m["useful"], ch.money_units)
-        lines.append(f"money at ${ch.price.usd_per_chip_hour:g}/{ch.holding.unit}-hour: ${spent} spent = "
-                     f"${useful} useful + ${lost} lost")
-        lines.append("  lost: " + ", ".join(f"{words} ${p}" for (_, words), p in zip(CAUSES, causes, strict=True)))
+        lines.append(f"money at ${ch.price.usd_per_chip_hour:g}/{ch.holding.unit}-hour: {_usd(spent)} spent = "
+                     f"{_usd(useful)} useful + {_usd(lost)} lost")
+        lines.append("  lost: " + ", ".join(f"{words} {_usd(p)}" for (_, words), p in
+                                            zip(CAUSES, causes, strict=True)))
         lines.append(f"  price: {ch.price.source}")
     lines.append(f"  billed: {BILLED}")
     return lines
+
+
+def _usd(text: str) -> str:
+    return f"-${text[1:]}" if text.startswith("-") else f"${text}"
 
 
 def _duration(seconds: float) -> str:

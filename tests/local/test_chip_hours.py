@@ -54,13 +54,17 @@ def _json_adds_up(data: dict) -> None:
 def _text_adds_up(lines: list[str]) -> None:
     """Every `X spent = Y useful + Z lost` line and the `lost:` line after it add up to the last digit shown."""
     for i, line in enumerate(lines):
-        found = re.search(r"\$?(-?[\d.]+) spent = \$?(-?[\d.]+) useful \+ \$?(-?[\d.]+) lost", line)
+        found = re.search(r"(-?\$?[\d.,]+) spent = (-?\$?[\d.,]+) useful \+ (-?\$?[\d.,]+) lost", line)
         if not found:
             continue
-        spent, useful, lost = (Decimal(g) for g in found.groups())
+        spent, useful, lost = (_number(g) for g in found.groups())
         assert useful + lost == spent, line
-        causes = [Decimal(v) for v in re.findall(r" \$?(-?\d+\.\d+)", lines[i + 1])]
+        causes = [_number(v) for v in re.findall(r" (-?\$?[\d,]+\.\d+)", lines[i + 1])]
         assert len(causes) == len(CAUSES) and sum(causes) == lost, lines[i + 1]
+
+
+def _number(shown: str) -> Decimal:
+    return Decimal(shown.replace("$", "").replace(",", ""))
 
 
 def test_two_kills_split_by_hand(tmp_path):
