@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from elxpk.cluster.chips import spent_text
 from elxpk.cluster.status import WorkloadStatus
 from elxpk.units import format_duration
 
@@ -62,6 +63,8 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         summary.add_row("Trainer", progress_text(status.progress))
     elif status.progress_problem:
         summary.add_row("Trainer", f"[dim]{status.progress_problem}[/dim]")
+    if status.cost is not None:
+        summary.add_row("Chip-hours", escape(spent_text(status.cost)))
     kueue = status.admission or "no Kueue Workload"
     if status.admission_message and status.admission != "Admitted":
         kueue += f": {status.admission_message}"
