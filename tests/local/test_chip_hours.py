@@ -204,3 +204,20 @@ def test_console_script_report_with_type_and_price(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("error: --chip-hour-price -3")
     assert not (run_dir / "report.png").exists()
+
+
+def test_the_docs_report_example_runs_as_written(tmp_path, monkeypatch, cli):
+    """docs/local.md's command, on a run directory named as the README's demo names it."""
+    import shlex
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "local.md").read_text(encoding="utf-8")
+    section = page.split("### Badput in chip-hours and money", 1)[1]
+    command = section.split("```\n", 1)[1].split("\n```", 1)[0].strip()
+    argv = shlex.split(command)
+    assert argv[:3] == ["elxpk", "report", "elxpk-run"]
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "elxpk-run", TWO_KILLS)
+    code, out, err = cli(*argv[1:], "--no-png")
+    assert code == 0, err
+    assert "chip-hours: " in out and "(2 slices x 8 chips of v5p-16" in out and "money at $4.2/chip-hour" in out
+    _text_adds_up(out.splitlines())

@@ -102,3 +102,23 @@ def test_the_cost_table_is_readable_at_80_columns():
     table = lines[lines.index(next(ln for ln in lines if ln.startswith("SLA: chip-hours"))):]
     assert any(line.rstrip().endswith("recommended") for line in table)
     assert any("live-" in line for line in table[:4])  # a job MTBF plans the live-replica mode
+
+
+def test_the_docs_example_runs_as_written_and_prints_its_figures(capsys):
+    """docs/planner.md's chip-hours example: the command as written, and the figures the page shows."""
+    import re
+    import shlex
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "planner.md").read_text(encoding="utf-8")
+    section = page.split("### In chip-hours and money", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```console\n", 1)[1].split("```", 1)[0]
+    joined = re.sub(r"\\\n\s*", "", block).splitlines()
+    argv = shlex.split(joined[0].removeprefix("$ "))
+    assert argv[:2] == ["elxpk", "plan"]
+    code, out, err = run_plan(argv[2:], capsys)
+    assert code == 0, err
+    printed = " ".join(out.split())  # Rich folds long lines where the page does not
+    for line in joined[1:]:
+        if line.strip() not in ("", "..."):
+            assert " ".join(line.split()) in printed, line
+    assert "$224,801 a week" in section and "$70,372 at the recommended 715" in section
