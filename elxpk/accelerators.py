@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from elxpk import catalog
 from elxpk.create.gpu import GPU_TYPES
+from elxpk.errors import UsageError
 from elxpk.flag_rows import FLOAT, TEXT, Flag
 
 
@@ -116,6 +117,14 @@ def read_price(raw: str | float | None) -> tuple[float | None, str | None]:
         return None, None
     value, problem = BY_NAME["chip_hour_price"].read(raw)
     return (None, problem) if problem else (value, None)
+
+
+def checked_price(raw: str | float | None) -> float | None:
+    """`--chip-hour-price` alone (a command without --accelerator): the price, or UsageError (exit 2)."""
+    value, problem = read_price(raw)
+    if problem:
+        raise UsageError(problem)
+    return value
 
 
 def read_flags(given: Mapping[str, Any]) -> tuple[Accelerator | None, float | None, list[str]]:

@@ -6,8 +6,9 @@ as with a reservation or a node pool that is recreated in place. Seconds become 
 chips x seconds / 3600.
 
 Every figure is a whole number of 2^-20 chip-hours (about 3.4 chip-milliseconds; money likewise in 2^-20
-USD; a coarser power of two for sums past 2^30, so that every sum stays a float's whole number), so the JSON's floats add up to the bit: spent == useful + lost and lost == the sum of its causes,
-with `other` taking what the named causes leave (rounding included). The text rounds for people and
+USD; a coarser power of two for sums past 2^30, so that every sum stays a float's whole number), so the
+JSON's floats add up to the bit: spent == useful + lost and lost == the sum of its causes, with `other`
+taking what the named causes leave (rounding included). The text rounds for people and
 apportions the rounding (largest remainder), so its figures add up too, to the last digit shown.
 Ground of the stages: standard library and elxpk.accelerators only.
 """

@@ -93,25 +93,20 @@ def status(
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
     flags: Mapping[str, Any] = options.NO_FLAGS,
 ) -> None:
-    """Elastic-aware state: slices healthy N/M, restart budget per slice and for the JobSet, Kueue admission,
-    chip-hours spent (and money, with a price)."""
+    """Elastic-aware state: slices healthy N/M, restart budgets, Kueue admission, chip-hours and money spent."""
     workload_name(name)
     output = _output(output)
     stuck_after_s = _duration("--stuck-after", stuck_after)
-    price, bad_price = accelerators.read_price(flags.get("chip_hour_price"))
-    if bad_price:
-        raise UsageError(bad_price)
+    price = accelerators.checked_price(flags.get("chip_hour_price"))
     kube, ns = _connect(cluster)
     from elxpk.cluster.observe import fetch_status
     from elxpk.cluster.views import dump, status_renderables, why_renderables
 
     result = fetch_status(kube, ns, name, now=time.time(), with_progress=True, stuck_after_s=stuck_after_s,
                           why=why)
-    from dataclasses import replace
+    from elxpk.cluster.chips import with_chip_hours
 
-    from elxpk.cluster.chips import spent_so_far
-
-    result = replace(result, cost=spent_so_far(result, accelerators.price_of(result.accelerator, price)))
+    result = with_chip_hours(result, price)
     if output == "table":
         console = _console()
         for renderable in status_renderables(result) + (why_renderables(result) if why else []):

@@ -9,7 +9,9 @@ billing assumption) and money; the split of the lost ones by cause is the traine
 
 from __future__ import annotations
 
-from elxpk.accelerators import Accelerator, Price, from_node_labels
+from dataclasses import replace
+
+from elxpk.accelerators import Accelerator, Price, from_node_labels, price_of
 from elxpk.chip_hours import BILLED, UNITS, Holding, decimals_for
 from elxpk.cluster.status import WorkloadStatus, worker_replicated_job
 from elxpk.cluster.why import ACCELERATOR, TOPOLOGY
@@ -48,6 +50,11 @@ def spent_so_far(status: WorkloadStatus, price: Price | None) -> dict | None:
         out["money"] = {**price.to_dict(), "currency": "USD",
                         "spent": round(units * price.usd_per_chip_hour) / UNITS}
     return out
+
+
+def with_chip_hours(status: WorkloadStatus, given_price: float | None) -> WorkloadStatus:
+    """`status` with its chip-hours so far, priced by --chip-hour-price or the family's list price."""
+    return replace(status, chip_hours=spent_so_far(status, price_of(status.accelerator, given_price)))
 
 
 def spent_text(cost: dict) -> str:

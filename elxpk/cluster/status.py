@@ -94,7 +94,7 @@ class WorkloadStatus:
     reason: str = ""  # one line: why it is stuck, when Queued/Admitted/Restarting past the threshold (why.py)
     why: tuple = ()  # every reason (why.Reason), with `status --why`
     accelerator: Accelerator | None = None  # the worker pods' (node selector), for chip-hours
-    cost: dict | None = None  # chip-hours and money spent so far (elxpk/cluster/chips.py), with their chips
+    chip_hours: dict | None = None  # chip-hours and money spent so far (elxpk/cluster/chips.py), with their chips
 
     @property
     def slices_total(self) -> int:

@@ -63,8 +63,8 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         summary.add_row("Trainer", progress_text(status.progress))
     elif status.progress_problem:
         summary.add_row("Trainer", f"[dim]{status.progress_problem}[/dim]")
-    if status.cost is not None:
-        summary.add_row("Chip-hours", escape(spent_text(status.cost)))
+    if status.chip_hours is not None:
+        summary.add_row("Chip-hours", escape(spent_text(status.chip_hours)))
     kueue = status.admission or "no Kueue Workload"
     if status.admission_message and status.admission != "Admitted":
         kueue += f": {status.admission_message}"

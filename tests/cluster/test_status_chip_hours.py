@@ -38,7 +38,7 @@ def test_status_json_states_chips_spent_and_money(fake, capsys, k):
     assert code == 0, err
     data = json.loads(out)
     assert data["accelerator"]["name"] == "v5litepod-4x4" and data["accelerator"]["chips_per_slice"] == 16
-    cost = data["cost"]
+    cost = data["chip_hours"]
     assert cost["chips"] == OPS_CHIPS and cost["unit"] == "chip-hours"
     spent, usd = _expected(cost["wall_s"], OPS_CHIPS, 2.5)
     assert cost["wall_s"] == data["age_s"] and cost["spent"] == spent
@@ -86,7 +86,7 @@ def test_console_script_status_with_a_price(fake, kubeconfig):
     done = subprocess.run([exe, "workload", "status", OPS, "--kubeconfig", str(kubeconfig), "--chip-hour-price",
                            "4", "-o", "json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    cost = json.loads(done.stdout)["cost"]
+    cost = json.loads(done.stdout)["chip_hours"]
     assert cost["chips"] == OPS_CHIPS and cost["money"]["spent"] == _expected(cost["wall_s"], OPS_CHIPS, 4)[1]
     bad = subprocess.run([exe, "workload", "status", OPS, "--kubeconfig", str(kubeconfig), "--chip-hour-price",
                           "-4"], capture_output=True, text=True, timeout=120)
