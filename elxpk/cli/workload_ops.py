@@ -102,11 +102,11 @@ def status(
     from elxpk.cluster.observe import fetch_status
     from elxpk.cluster.views import dump, status_renderables, why_renderables
 
-    result = fetch_status(kube, ns, name, now=time.time(), with_progress=True, stuck_after_s=stuck_after_s,
-                          why=why)
+    now = time.time()
+    result = fetch_status(kube, ns, name, now=now, with_progress=True, stuck_after_s=stuck_after_s, why=why)
     from elxpk.cluster.chips import with_chip_hours
 
-    result = with_chip_hours(result, price)
+    result = with_chip_hours(result, price, now)
     if output == "table":
         console = _console()
         for renderable in status_renderables(result) + (why_renderables(result) if why else []):

@@ -95,6 +95,7 @@ class WorkloadStatus:
     why: tuple = ()  # every reason (why.Reason), with `status --why`
     accelerator: Accelerator | None = None  # the worker pods' (node selector), for chip-hours
     chip_hours: dict | None = None  # chip-hours and money spent so far (elxpk/cluster/chips.py), with their chips
+    chip_hours_lines: tuple[str, ...] = ()  # the same as text (not in JSON)
 
     @property
     def slices_total(self) -> int:
@@ -119,6 +120,7 @@ class WorkloadStatus:
         data["slices_total"] = self.slices_total
         data["restarts_left"] = self.restarts_left
         data["accelerator"] = self.accelerator._asdict() if self.accelerator is not None else None
+        data.pop("chip_hours_lines")
         return data
 
 

@@ -43,9 +43,9 @@ def test_status_json_states_chips_spent_and_money(fake, capsys, k):
     spent, usd = _expected(cost["wall_s"], OPS_CHIPS, 2.5)
     assert cost["wall_s"] == data["age_s"] and cost["spent"] == spent
     assert cost["money"]["spent"] == usd and cost["money"]["source"] == "--chip-hour-price"
-    # Status sees no step times: it says where the split is, and claims none.
+    # The captured record's directory is gone: no trainer totals, so no split is claimed; report is named.
     assert cost["useful"] is None and cost["lost"] is None
-    assert cost["split"].startswith("elxpk report RUN_DIR --accelerator v5litepod-4x4")
+    assert "elxpk report RUN_DIR --accelerator v5litepod-4x4" in cost["split"]
 
 
 def test_status_uses_the_cited_list_price_and_shows_a_row(fake, capsys, k):
@@ -91,3 +91,75 @@ def test_console_script_status_with_a_price(fake, kubeconfig):
     bad = subprocess.run([exe, "workload", "status", OPS, "--kubeconfig", str(kubeconfig), "--chip-hour-price",
                           "-4"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("error: --chip-hour-price -4")
+
+
+def _with_progress(fake, directory: Path) -> dict:
+    """The captured workload, its trainer's checkpoint directory pointed at `directory`."""
+    from tests.cluster.captured import KINDS
+
+    objects = load_captured(fake, "running")
+    jobset = objects["jobset"]
+    for rjob in jobset["spec"]["replicatedJobs"]:
+        for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+            for env in container.get("env", []):
+                if env["name"] == "ELXPK_CHECKPOINT_DIR":
+                    env["value"] = str(directory)
+    fake.store.put(KINDS["jobset"], jobset)
+    return objects
+
+
+def test_status_splits_chip_hours_by_the_trainers_progress_record(fake, capsys, k, tmp_path):
+    """The trainer's own writer and meter publish where its time went; status splits the age's chip-hours by
+    it, spent = useful + lost to the float, the rest of the age (queueing, scheduling) being `other`."""
+    from elxpk.cluster.status import parse_time
+    from tests.support.clock import ManualClock
+    from trainer.elastic.badput_meter import BadputMeter
+    from trainer.elastic.progress import ProgressWriter
+
+    objects = _with_progress(fake, tmp_path)
+    created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])
+    clock = ManualClock(start=created + 30)
+    meter = BadputMeter()
+    writer = ProgressWriter(str(tmp_path), clock, meter=meter)
+    for kind, record in [("event", {"event": "restore_started", "time": created + 30}),
+                         ("event", {"event": "restore_done", "time": created + 40, "compile_s": 20.0}),
+                         *(("metric", {"step": s, "step_time_s": 1.5}) for s in range(8)),
+                         ("event", {"event": "checkpoint_saved", "time": created + 80, "blocking_s": 2.0}),
+                         ("event", {"event": "failure_detected", "time": created + 90}),
+                         ("event", {"event": "slices_ready", "time": created + 190}),
+                         *(("metric", {"step": s, "step_time_s": 1.5}) for s in range(4, 10))]:
+        meter.observe(kind, record)
+    writer.step_done(10, at=created + 300, attempt=2)
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "--chip-hour-price", "2", "-o", "json", *k)
+    assert code == 0, err
+    cost = json.loads(out)["chip_hours"]
+    hours = OPS_CHIPS / 3600
+    assert cost["useful"] == pytest.approx(10 * 1.5 * hours, abs=2 / UNITS)
+    by_cause = cost["lost_by_cause"]
+    assert by_cause["rewind"] == pytest.approx(4 * 1.5 * hours, abs=2 / UNITS)
+    assert by_cause["recovery"] == pytest.approx(10 * hours, abs=2 / UNITS)
+    assert by_cause["waiting"] == pytest.approx(100 * hours, abs=2 / UNITS)
+    assert by_cause["compile"] == pytest.approx(20 * hours, abs=2 / UNITS)
+    assert by_cause["checkpoint"] == pytest.approx(2 * hours, abs=2 / UNITS)
+    assert cost["useful"] + cost["lost"] == cost["spent"] and sum(by_cause.values()) == cost["lost"]
+    assert cost["money"]["useful"] + cost["money"]["lost"] == cost["money"]["spent"]
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "--chip-hour-price", "2", *k)
+    assert code == 0 and "useful +" in out and "waiting for a slice" in out and "progress record" in out
+
+
+def test_totals_older_than_the_workload_are_not_used(fake, capsys, k, tmp_path):
+    """A checkpoint directory a new workload reuses: the record's totals began before this JobSet."""
+    from elxpk.cluster.status import parse_time
+    from tests.support.clock import ManualClock
+    from trainer.elastic.badput_meter import BadputMeter
+    from trainer.elastic.progress import ProgressWriter
+
+    objects = _with_progress(fake, tmp_path)
+    created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])
+    meter = BadputMeter()
+    meter.observe("metric", {"step": 0, "step_time_s": 1.0})
+    ProgressWriter(str(tmp_path), ManualClock(start=created - 86400), meter=meter).step_done(1, created, 1)
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0, err
+    cost = json.loads(out)["chip_hours"]
+    assert cost["useful"] is None and cost["spent"] > 0
