@@ -163,3 +163,23 @@ def test_totals_older_than_the_workload_are_not_used(fake, capsys, k, tmp_path):
     assert code == 0, err
     cost = json.loads(out)["chip_hours"]
     assert cost["useful"] is None and cost["spent"] > 0
+
+
+@pytest.mark.parametrize("badput", ['{"productive": "lots"}', '{"productive": -1}', '{"productive": true}',
+                                    '[1, 2]', '{"productive": 1e999}', '{}'])
+def test_a_hostile_progress_record_gives_no_split_and_no_traceback(fake, capsys, k, tmp_path, badput):
+    from elxpk.cluster.status import parse_time
+    from elxpk_contract.records import BADPUT_KEYS, PROGRESS_FILE
+
+    objects = _with_progress(fake, tmp_path)
+    created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])
+    others = ", ".join(f'"{key}": 1.0' for key in BADPUT_KEYS if key != "productive")
+    body = badput if not badput.startswith("{") or badput == "{}" else badput[:-1] + ", " + others + "}"
+    (tmp_path / PROGRESS_FILE).write_text(
+        '{"version": 1, "steps_done": 3, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
+        f'"updated_at": {created + 5}, "since": {created + 1}, "badput": {body}}}')
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0, err
+    data = json.loads(out)
+    assert "Traceback" not in err
+    assert data["chip_hours"]["useful"] is None and data["chip_hours"]["spent"] > 0
