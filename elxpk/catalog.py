@@ -99,6 +99,11 @@ class UnknownTpuType(ValueError):
     """The name is not in the catalog; the message lists the closest known names."""
 
 
+def families() -> tuple[_Family, ...]:
+    """The TPU families (prefix, GKE accelerator label, ...), to map a node selector back to a type."""
+    return _FAMILIES
+
+
 def all_names() -> list[str]:
     """Every accepted spelling, sorted."""
     return sorted(_table())

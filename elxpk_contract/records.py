@@ -220,6 +220,11 @@ class Progress:
     updated_at: float  # unix seconds when this was written
     state: str = "running"  # running, done, stalled, preempted, failed
     attempt: int = 1  # the elastic loop's attempt within this process
+    # The trainer's seconds by what they went to (productive, rewound, restore, waiting, compile, checkpoint:
+    # trainer/elastic/badput_meter.py), summed over the processes that wrote this record since `since`
+    # (unix seconds), so `workload status` can split chip-hours by cause. Empty from an older trainer.
+    badput: dict[str, float] = field(default_factory=dict)
+    since: float | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""
@@ -233,6 +238,8 @@ class Progress:
 
 
 PROGRESS_VERSION = 1
+# The keys of Progress.badput: the trainer's seconds by what they went to (as elxpk/runs/report.py splits them).
+BADPUT_KEYS = ("productive", "rewound", "restore", "waiting", "compile", "checkpoint")
 PROGRESS_STATES = ("running", "done", "stalled", "preempted", "failed")
 
 

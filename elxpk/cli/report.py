@@ -7,12 +7,14 @@ that file supports (elxpk/runs/maxtext_report.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from elxpk.cli.options import RunOutput
+from elxpk.accelerators import FLAGS as BILLING_FLAGS
+from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import UsageError
 from elxpk.output_formats import output_format as checked_format
 
@@ -30,6 +32,7 @@ def check_png_path(png: Path) -> Path:
     return png
 
 
+@with_flags("report", BILLING_FLAGS)
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`), or a "
                                             "MaxText metrics_file (or a directory holding one).")],
@@ -42,16 +45,23 @@ def report(
     incidents: Annotated[str | None, typer.Option("--incidents", help="An incident record (`elxpk workload "
                                                   "events --record FILE`, local or gs://) to merge with the "
                                                   "trainer's events into one timeline.")] = None,
+    flags: Mapping[str, Any] = NO_FLAGS,
 ) -> None:
     """Goodput and where the rest of the wall time went; a timeline per recovery. For a MaxText metrics
     file: the loss curve and the step times."""
+    from elxpk.accelerators import price_of, read_flags
+    from elxpk.chip_hours import render as render_chip_hours
     from elxpk.maxtext.metrics import MaxTextMetrics
     from elxpk.runs.report import build_report, render_text
+    from elxpk.runs.run_chip_hours import run_chip_hours
     from elxpk.runs.sources import load_source
 
     fmt = output_format(output)
+    accelerator, price, problems = read_flags(flags)
     if png is not None and no_png:
-        raise UsageError("--png: conflicts with --no-png; give one of them")
+        problems.append("--png: conflicts with --no-png; give one of them")
+    if problems:
+        raise UsageError(*problems)
     if png is not None:
         check_png_path(png)
     run = load_source(run_dir)
@@ -64,9 +74,13 @@ def report(
         if recorded is not None:
             raise UsageError("--incidents: merges with the bundled trainer's events.jsonl, which a MaxText "
                              "metrics file does not have; drop --incidents")
+        if accelerator is not None or price is not None:
+            raise UsageError("--accelerator/--chip-hour-price: chip-hours come from the bundled trainer's "
+                             "events.jsonl, which a MaxText metrics file does not have; drop them")
         _maxtext_report(run, fmt, None if no_png else png or Path(run.path).parent / "report.png")
         return
     result = build_report(run)
+    chip_hours = run_chip_hours(run, result, accelerator, price_of(accelerator, price))
     written = None
     if not no_png and run.metrics:
         from elxpk.runs.plots import write_report_png
@@ -80,13 +94,14 @@ def report(
     if fmt == "json":
         data = result.to_dict()
         data["png"] = str(written) if written else None
+        data["chip_hours"] = chip_hours.to_dict()
         if timeline is not None:
             from elxpk.runs.incident_timeline import to_json
 
             data["incidents"] = to_json(timeline)
         typer.echo(json.dumps(data, indent=2))
         return
-    for line in render_text(result):
+    for line in render_text(result) + render_chip_hours(chip_hours):
         typer.echo(line)
     if timeline is not None:
         from elxpk.runs.incident_timeline import render

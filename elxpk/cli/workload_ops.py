@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 import sys
 import time
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
+from elxpk import accelerators
 from elxpk.cli import options
 from elxpk.errors import UsageError
 
@@ -77,6 +79,7 @@ def _duration(flag: str, value: str | None) -> float | None:
     return seconds
 
 
+@options.with_flags("status", (accelerators.BY_NAME["chip_hour_price"],))
 @options.with_cluster
 def status(
     name: Annotated[str, options.workload_argument()],
@@ -88,17 +91,22 @@ def status(
     stuck_after: Annotated[str, typer.Option("--stuck-after", help="Show one line of why when Queued, Admitted "
                                              "but not running, or Restarting for longer than this.")] = "2m",
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
+    flags: Mapping[str, Any] = options.NO_FLAGS,
 ) -> None:
-    """Elastic-aware state: slices healthy N/M, restart budget per slice and for the JobSet, Kueue admission."""
+    """Elastic-aware state: slices healthy N/M, restart budgets, Kueue admission, chip-hours and money spent."""
     workload_name(name)
     output = _output(output)
     stuck_after_s = _duration("--stuck-after", stuck_after)
+    price = accelerators.checked_price(flags.get("chip_hour_price"))
     kube, ns = _connect(cluster)
     from elxpk.cluster.observe import fetch_status
     from elxpk.cluster.views import dump, status_renderables, why_renderables
 
-    result = fetch_status(kube, ns, name, now=time.time(), with_progress=True, stuck_after_s=stuck_after_s,
-                          why=why)
+    now = time.time()
+    result = fetch_status(kube, ns, name, now=now, with_progress=True, stuck_after_s=stuck_after_s, why=why)
+    from elxpk.cluster.chips import with_chip_hours
+
+    result = with_chip_hours(result, price, now)
     if output == "table":
         console = _console()
         for renderable in status_renderables(result) + (why_renderables(result) if why else []):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from elxpk.cluster import why as why_mod
+from elxpk.cluster.chips import workload_accelerator
 from elxpk.cluster.job_rejections import event_selector, jobs_missing, rejection_reasons
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
@@ -100,6 +101,7 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     pods = kube.list_pods(namespace, selector, only)
     workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset['metadata'].get('uid', '')}")
     status = compute_status(jobset, jobs, pods, workloads, now)
+    status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
     if why or stuck_after_s is not None:
         since = why_mod.state_since(jobset, jobs, workloads)
         age = None if since is None else now - since

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from elxpk.accelerators import Accelerator
 from elxpk.cluster.incidents import restart_causes
 from elxpk.cluster.labels import (
     HEAD,
@@ -92,6 +93,9 @@ class WorkloadStatus:
     progress_problem: str = ""  # why it could not be read, when the workload names a checkpoint dir
     reason: str = ""  # one line: why it is stuck, when Queued/Admitted/Restarting past the threshold (why.py)
     why: tuple = ()  # every reason (why.Reason), with `status --why`
+    accelerator: Accelerator | None = None  # the worker pods' (node selector), for chip-hours
+    chip_hours: dict | None = None  # chip-hours and money spent so far (elxpk/cluster/chips.py), with their chips
+    chip_hours_lines: tuple[str, ...] = ()  # the same as text (not in JSON)
 
     @property
     def slices_total(self) -> int:
@@ -115,6 +119,8 @@ class WorkloadStatus:
         data["slices_healthy"] = self.slices_healthy
         data["slices_total"] = self.slices_total
         data["restarts_left"] = self.restarts_left
+        data["accelerator"] = self.accelerator._asdict() if self.accelerator is not None else None
+        data.pop("chip_hours_lines")
         return data
 
 

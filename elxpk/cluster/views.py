@@ -62,6 +62,8 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         summary.add_row("Trainer", progress_text(status.progress))
     elif status.progress_problem:
         summary.add_row("Trainer", f"[dim]{status.progress_problem}[/dim]")
+    if status.chip_hours_lines:
+        summary.add_row("Chip-hours", escape("\n".join(status.chip_hours_lines)))
     kueue = status.admission or "no Kueue Workload"
     if status.admission_message and status.admission != "Admitted":
         kueue += f": {status.admission_message}"

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from elxpk.chip_hours import ChipHours
 from elxpk.plan import model
+from elxpk.plan.chip_cost import lost_per_week, week_cost
 from elxpk.plan.elastic import MAXTEXT_DEFAULT_RETRIES, ElasticSettings, elastic_settings
 from elxpk.plan.fmt import duration
 from elxpk.plan.inputs import PlanInputs
@@ -26,6 +28,8 @@ class ModeResult:
     slice_hours_lost_per_week: float
     optimum_steps: int  # this mode's own exact optimum, whole steps
     optimum_goodput: float
+    chip_hours_lost_per_week: float | None = None  # with --accelerator
+    usd_lost_per_week: float | None = None  # with a price
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,8 @@ class PeriodRow:
     hours_lost_per_week: dict[str, float]
     storage: Storage | None
     marks: tuple[str, ...]  # "recommended", "current", "young-daly"
+    chip_hours_lost_per_week: dict[str, float] | None = None  # by mode, with --accelerator
+    usd_lost_per_week: dict[str, float] | None = None  # by mode, with a price
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class Plan:
     simulation: dict | None = None
     # live-replica: against the pause-and-resume optimum, what the longer period saves in storage traffic
     storage_saved: dict | None = None
+    # a week at the recommended period in the planned mode: chip-hours spent = useful + lost by cause
+    chip_hours: ChipHours | None = None
 
     def to_dict(self) -> dict:
         inputs = self.inputs
@@ -69,6 +77,8 @@ class Plan:
                 "job_duration_s": inputs.job_duration_s,
                 "checkpoint_period": inputs.checkpoint_period,
                 "sources": inputs.sources,
+                "accelerator": inputs.accelerator._asdict() if inputs.accelerator else None,
+                "chip_hour_price": inputs.price.to_dict() if inputs.price else None,
             },
             "calibration": inputs.calibration.to_dict() if inputs.calibration else None,
             "system_mtbf_s": self.system_mtbf_s,
@@ -88,6 +98,7 @@ class Plan:
                 for r in self.rows
             ],
             "storage_saved": self.storage_saved,
+            "chip_hours_per_week": self.chip_hours.to_dict() if self.chip_hours else None,
             "omitted_periods": list(inputs.omitted_periods),
             "warnings": list(self.warnings),
         }
@@ -102,6 +113,7 @@ def _mode_results(inputs: PlanInputs, period: int) -> tuple[ModeResult, ...]:
     for mode in model.available_modes(costs):
         g = model.goodput(costs, mode, period * costs.step_time_s)
         best = model.best_period_steps(costs, mode)
+        chip_hours, usd = lost_per_week(costs, g, inputs.accelerator, inputs.price)
         out.append(
             ModeResult(
                 mode=mode,
@@ -112,6 +124,8 @@ def _mode_results(inputs: PlanInputs, period: int) -> tuple[ModeResult, ...]:
                 slice_hours_lost_per_week=WEEK_H * (1.0 - g) * costs.num_slices,
                 optimum_steps=best,
                 optimum_goodput=model.goodput(costs, mode, best * costs.step_time_s),
+                chip_hours_lost_per_week=chip_hours,
+                usd_lost_per_week=usd,
             )
         )
     return tuple(out)
@@ -166,6 +180,7 @@ def make_plan(inputs: PlanInputs) -> Plan:
     for period in sorted(marks):
         tau = period * costs.step_time_s
         goodputs = {m: model.goodput(costs, m, tau) for m in model.available_modes(costs)}
+        lost = {m: lost_per_week(costs, g, inputs.accelerator, inputs.price) for m, g in goodputs.items()}
         rows.append(
             PeriodRow(
                 period_steps=period,
@@ -174,6 +189,10 @@ def make_plan(inputs: PlanInputs) -> Plan:
                 hours_lost_per_week={m: WEEK_H * (1.0 - g) for m, g in goodputs.items()},
                 storage=_storage(inputs, period),
                 marks=tuple(marks[period]),
+                chip_hours_lost_per_week=None if inputs.accelerator is None else
+                {m: v[0] for m, v in lost.items() if v[0] is not None},
+                usd_lost_per_week=None if inputs.price is None else
+                {m: v[1] for m, v in lost.items() if v[1] is not None},
             )
         )
 
@@ -207,4 +226,6 @@ def make_plan(inputs: PlanInputs) -> Plan:
         rows=tuple(rows),
         elastic=elastic,
         warnings=tuple(warnings),
+        chip_hours=None if inputs.accelerator is None else
+        week_cost(costs, planned, exact_steps * costs.step_time_s, inputs.accelerator, inputs.price),
     )

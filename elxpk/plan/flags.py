@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from elxpk import flag_rows
+from elxpk import accelerators, flag_rows
 from elxpk.flag_rows import DURATION, FLOAT, INT, SIZE, TEXT, Flag, setting_row
 from elxpk_contract.settings import default as trainer_default
 from elxpk_contract.settings import setting
@@ -72,6 +72,8 @@ FLAGS: tuple[Flag, ...] = (
     # over a data-center network moves at tens of GB/s per slice; 10 s errs high for most jobs.
     Flag("reshard", DURATION, "Live-replica: rebuilding the state from the survivors.", default="10s",
          commands=_PLAN, doc="live-replica: rebuilding the state from the survivors onto the new mesh"),
+    # --accelerator and --chip-hour-price: declared once, for report, status and plan (elxpk/accelerators.py).
+    *accelerators.FLAGS,
 )
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elxpk.accelerators import Accelerator, Price, price_of, read_flags
 from elxpk.errors import UsageError
 from elxpk.outfile import output_problem as path_problem
 from elxpk.output_formats import output_problem
@@ -62,6 +63,8 @@ class PlanFlags:
     seed: str | int | None = None
     job_mtbf: str | None = None  # whole-job failures: given, the live-replica mode is planned for
     reshard: str | None = None
+    accelerator: str | None = None  # chips per slice, for chip-hours and money
+    chip_hour_price: str | float | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ class PlanInputs:
     seed: int
     sources: dict[str, str] = field(default_factory=dict)
     calibration: Calibration | None = None
+    accelerator: Accelerator | None = None  # given: chip-hours (chips per slice x --num-slices)
+    price: Price | None = None  # given or listed for the accelerator: money
 
     @classmethod
     def from_flags(
@@ -143,6 +148,9 @@ class _Resolver:
         if problem:
             self.errors.append(problem)
         plot = self.check_plot(f.plot)
+        accelerator, chip_price, problems = read_flags({"accelerator": f.accelerator,
+                                                        "chip_hour_price": f.chip_hour_price})
+        self.errors.extend(problems)
 
         cal = self.read_run(f.from_run)
         run = cal or Calibration.empty()
@@ -235,6 +243,8 @@ class _Resolver:
             seed=seed,
             sources=dict(self.sources),
             calibration=cal,
+            accelerator=accelerator,
+            price=price_of(accelerator, chip_price),
         )
 
     def setting_bounds(self, name: str, value: int) -> None:

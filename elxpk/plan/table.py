@@ -6,6 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from elxpk.chip_hours import render as render_chip_hours
 from elxpk.plan import model
 from elxpk.plan.compute import ModeResult, Plan
 from elxpk.plan.fmt import duration as format_duration
@@ -169,6 +170,13 @@ def render(plan: Plan, console: Console | None = None) -> None:
                               _gib(row.storage.written_gib_per_day),
                               style="bold" if "recommended" in row.marks else None)
         console.print(store)
+    if plan.chip_hours is not None:
+        console.print(_cost_table(plan))
+        planned = model.planning_mode(costs)
+        console.print(f"a week at checkpoint_period {plan.exact_steps} ({model.MODE_TITLES[planned]}; lost by "
+                      "cause to first order, other = the exact model's difference):")
+        for line in render_chip_hours(plan.chip_hours):
+            console.print(line, markup=False)
     if inputs.omitted_periods:
         console.print(
             f"periods {', '.join(map(str, inputs.omitted_periods))} left out: a save takes longer than their compute"
@@ -177,6 +185,32 @@ def render(plan: Plan, console: Console | None = None) -> None:
         _render_simulation(plan.simulation, console)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+
+
+def _cost_table(plan: Plan) -> Table:
+    """The candidate periods compared in chip-hours and money (with --accelerator; money with a price), in the
+    planned mode and in non-elastic full restart, for contrast."""
+    inputs = plan.inputs
+    planned = model.planning_mode(inputs.costs)
+    unit = inputs.accelerator.unit if inputs.accelerator else "chip"
+    table = _table(f"SLA: {unit}-hours and money lost per week by checkpoint_period")
+    _num_column(table, "period")
+    shown = (planned, model.FULL_RESTART)
+    for mode in shown:
+        folded = mode.replace("-", "-\n", 1)
+        _num_column(table, f"{unit}-h lost\n{folded}")
+        if inputs.price is not None:
+            _num_column(table, f"$ lost\n{folded}")
+    table.add_column("", min_width=max((len(", ".join(r.marks)) for r in plan.rows), default=0))
+    for row in plan.rows:
+        cells = [str(row.period_steps)]
+        for mode in shown:
+            cells.append(f"{(row.chip_hours_lost_per_week or {})[mode]:,.1f}")
+            if row.usd_lost_per_week is not None:
+                cells.append(f"{row.usd_lost_per_week[mode]:,.2f}")
+        cells.append(", ".join(row.marks))
+        table.add_row(*cells, style="bold" if "recommended" in row.marks else None)
+    return table
 
 
 def _render_simulation(sim: dict, console: Console) -> None:

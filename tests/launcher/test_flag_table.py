@@ -20,8 +20,9 @@ from elxpk_contract.settings import default as trainer_default
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ("--workload", "flags-1", "--tpu-type", "v5p-8", "--command", "python3 train.py", "--dry-run")
+# --accelerator: a --chip-hour-price needs the chips, so each price row's value is read with them.
 PLAN = ("--num-slices", "4", "--slice-mtbf", "30d", "--step-time", "2s", "--checkpoint-save", "20s",
-        "--restore", "30s")
+        "--restore", "30s", "--accelerator", "v5p-16")
 
 
 def _help(capsys: pytest.CaptureFixture[str], *path: str) -> str:

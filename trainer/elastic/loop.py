@@ -38,6 +38,7 @@ from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice
 from trainer.elastic import live_recovery
 from trainer.elastic.attempt import run_attempt
+from trainer.elastic.badput_meter import BadputMeter
 from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
 from trainer.elastic.policy import ElasticPolicy, classify, first_line
 from trainer.elastic.progress import ProgressWriter
@@ -93,11 +94,12 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     except UsageError:
         backend.close()
         raise
-    recorder = RunRecorder(cfg.run_dir, clock, observer, enabled=backend.process_index == 0)
+    meter = BadputMeter()  # the report's time split as running totals, for the progress record
+    recorder = RunRecorder(cfg.run_dir, clock, _observing(observer, meter.observe), enabled=backend.process_index == 0)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
-    ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0)
+    ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
     ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
@@ -136,6 +138,18 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
+
+
+def _observing(first: Observer | None, second: Observer) -> Observer:
+    """Both observers of the records, `first` (the local run's live view, if any) first."""
+    if first is None:
+        return second
+
+    def both(kind: str, record: dict) -> None:
+        first(kind, record)
+        second(kind, record)
+
+    return both
 
 
 def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:

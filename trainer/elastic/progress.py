@@ -28,19 +28,21 @@ from elxpk_contract.records import (
 )
 from trainer.ckpt import storage as ckpt_storage
 from trainer.clock import Clock
+from trainer.elastic.badput_meter import BadputMeter
 
 PROGRESS_PERIOD_S = 30.0  # one small write per half minute per run: cheap on gs://, fresh enough for status
 
 
 class ProgressWriter:
     def __init__(self, checkpoint_path: str, clock: Clock, *, enabled: bool = True,
-                 period_s: float = PROGRESS_PERIOD_S) -> None:
+                 period_s: float = PROGRESS_PERIOD_S, meter: BadputMeter | None = None) -> None:
         self.path = ckpt_storage.checkpoint_root(checkpoint_path) / PROGRESS_FILE
         self._clock = clock
         self._enabled = enabled
         self._period_s = period_s
         self._next_write = 0.0
-        self.progress = Progress(0, None, None, None, clock.time())
+        self._meter = meter  # where the time went, published with each write (for status's chip-hours)
+        self.progress = Progress(0, None, None, None, clock.time(), since=clock.time())
         if enabled:
             self._carry_over_checkpoint_time()
 
@@ -56,7 +58,14 @@ class ProgressWriter:
         except (OSError, RecordError, UnicodeDecodeError):
             return
         self.progress = Progress(previous.steps_done, previous.step_time, previous.checkpoint_step,
-                                 previous.checkpoint_time, previous.updated_at, "running", 1)
+                                 previous.checkpoint_time, previous.updated_at, "running", 1,
+                                 since=self.progress.since)
+        if self._meter is not None and previous.since is not None:
+            try:  # the previous process's totals go on: the record covers every process since `since`
+                self._meter.carry(previous.badput, previous.steps_done)
+            except (TypeError, ValueError):  # a record that is not ours: its totals are not carried
+                return
+            self.progress = dataclasses.replace(self.progress, since=previous.since)
 
     def step_done(self, steps_done: int, at: float, attempt: int) -> None:
         """A step completed at unix time `at`; written when the period has passed since the last write."""
@@ -84,6 +93,8 @@ class ProgressWriter:
             return
         self._next_write = self._clock.monotonic() + self._period_s
         self._update(updated_at=self._clock.time())
+        if self._meter is not None:
+            self._update(badput=self._meter.totals())
         text = json.dumps(written(self.progress), sort_keys=True) + "\n"
         try:
             ckpt_storage.write_whole(self.path, text, tmp_name=f".{PROGRESS_FILE}.{os.getpid()}.partial")

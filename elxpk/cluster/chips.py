@@ -1,0 +1,106 @@
+"""`workload status`'s chip-hours: the chips a workload holds, from its own JobSet, and what its age costs.
+
+The accelerator is the worker pods' node selector (GKE's labels: the TPU accelerator and topology, or the
+GPU accelerator, whose slice is one node per pod); the slices are the worker replicatedJob's replicas.
+Spent = chips x the workload's age (elxpk/chip_hours.py's billing assumption). The useful and lost ones
+come from the trainer's progress record (Progress.badput: its seconds by cause, kept by
+trainer/elastic/badput_meter.py), the rest of the age (queueing, scheduling, image pulls) being `other`;
+without those totals status states what was spent and names `elxpk report` for the split.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from elxpk.accelerators import Accelerator, Price, from_node_labels, price_of
+from elxpk.chip_hours import BILLED, UNITS, Holding, decimals_for, render, split
+from elxpk.cluster.status import WorkloadStatus, worker_replicated_job
+from elxpk.cluster.why import ACCELERATOR, TOPOLOGY
+from elxpk_contract.records import BADPUT_KEYS
+
+GPU_ACCELERATOR = "cloud.google.com/gke-accelerator"
+_CLOCK_SLACK_S = 60.0  # the trainer's clock and the API server's may differ by this much
+_SINCE = "; since the workload was created (queueing included)"
+_FROM_PROGRESS = ("split by the trainer's progress record; other = the rest of the workload's age: queueing, "
+                  "scheduling, image pulls, start-up")
+
+
+def workload_accelerator(jobset: dict) -> Accelerator | None:
+    """The worker pods' accelerator, or None when their node selector names none the catalogs know."""
+    worker = worker_replicated_job(jobset)
+    if worker is None:
+        return None
+    job = (worker.get("template") or {}).get("spec") or {}
+    pod = (job.get("template") or {}).get("spec") or {}
+    selector = pod.get("nodeSelector") or {}
+    nodes = min(int(job.get("parallelism", 1)), int(job.get("completions", job.get("parallelism", 1))))
+    return from_node_labels(selector.get(ACCELERATOR), selector.get(TOPOLOGY), selector.get(GPU_ACCELERATOR),
+                            max(nodes, 1))
+
+
+def _trainer_seconds(status: WorkloadStatus, now: float) -> dict[str, float] | None:
+    """The progress record's totals (Progress.badput) when they are this workload's: every key a finite
+    number >= 0, begun no earlier than the JobSet (a checkpoint directory that a new workload reuses holds
+    an older run's totals). None otherwise: then status states only what was spent."""
+    progress = status.progress or {}
+    totals, since = progress.get("badput"), progress.get("since")
+    started = _number(since)
+    if status.age_s is None or not isinstance(totals, dict) or started is None:
+        return None
+    if started < now - status.age_s - _CLOCK_SLACK_S:
+        return None
+    values = {key: _number(totals.get(key)) for key in BADPUT_KEYS}
+    found = {key: v for key, v in values.items() if v is not None}
+    return found if len(found) == len(BADPUT_KEYS) else None
+
+
+def _number(value: object) -> float | None:
+    """`value` as a finite number >= 0, else None (the record is read from a bucket: anything may be there)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def chip_hours_of(status: WorkloadStatus, price: Price | None, now: float) -> tuple[dict, list[str]] | None:
+    """(JSON, text lines) of the chip-hours (and money) the workload's age has cost: every slice's chips since
+    it was created, split by cause with the trainer's progress record when it carries this workload's
+    totals. None when the chips or the age are not known."""
+    accelerator, slices = status.accelerator, status.slices_total
+    if accelerator is None or status.age_s is None or slices < 1:
+        return None
+    per, unit = accelerator.chips_per_slice, accelerator.unit
+    holding = Holding(per * slices, unit, f"{slices} slices x {per} {unit}s of {accelerator.name}")
+    seconds = _trainer_seconds(status, now)
+    if seconds is not None:
+        ch = split(holding, status.age_s, seconds["productive"],
+                   {"recovery": seconds["restore"], "rewind": seconds["rewound"], "checkpoint": seconds["checkpoint"],
+                    "waiting": seconds["waiting"], "compile": seconds["compile"]}, price)
+        data = {**ch.to_dict(), "billed": BILLED + _SINCE, "split": _FROM_PROGRESS}
+        return data, [*render(ch), f"  ({_FROM_PROGRESS})"]
+    units = round(holding.chips * status.age_s / 3600.0 * UNITS)  # whole 2^-20 chip-hours, as report's
+    data = {"unit": holding.hours_word, "chips": holding.chips, "held": holding.what, "wall_s": status.age_s,
+            "billed": BILLED + _SINCE, "spent": units / UNITS, "useful": None, "lost": None,
+            "lost_by_cause": None, "money": None,
+            "split": f"not in the trainer's progress record: elxpk report RUN_DIR --accelerator {accelerator.name}"}
+    if price is not None:
+        data["money"] = {**price.to_dict(), "currency": "USD", "spent": round(units * price.usd_per_chip_hour) / UNITS}
+    return data, [_spent_text(data)]
+
+
+def with_chip_hours(status: WorkloadStatus, given_price: float | None, now: float) -> WorkloadStatus:
+    """`status` with its chip-hours so far, priced by --chip-hour-price or the family's list price."""
+    found = chip_hours_of(status, price_of(status.accelerator, given_price), now)
+    if found is None:
+        return status
+    return replace(status, chip_hours=found[0], chip_hours_lines=tuple(found[1]))
+
+
+def _spent_text(cost: dict) -> str:
+    d = decimals_for(cost["spent"])
+    hours = f"{cost['wall_s'] / 3600:.1f} h"
+    text = f"{cost['spent']:,.{d}f} {cost['unit']} spent ({cost['held']}, {hours} since created)"
+    money = cost["money"]
+    if money is not None:
+        text += f"; ${money['spent']:,.{decimals_for(money['spent'])}f} at ${money['usd_per_chip_hour']:g}/hour"
+    return text + f"; lost by cause: {cost['split']}"
