@@ -34,7 +34,6 @@ from elxpk.errors import ClusterError, ElxpkError, NotFoundError, Timeout, Usage
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_GROUP = "kueue.x-k8s.io"
-SUBMISSION_ANNOTATION = "elxpk.dev/submission-id"
 PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
 # The most one request may take, its retries included (a LIST page of 500 pods is ~5 MB): a server that
 # trickles its answer, or a retried outage, ends here. docs/cluster.md states it.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from elxpk.cluster.kube import SUBMISSION_ANNOTATION
+from elxpk.cluster.labels import SUBMISSION_ANNOTATION
 from elxpk.cluster.submit import follow_up_commands, submit
 from elxpk.cluster.target import ClusterTarget
 from elxpk.errors import ClusterError, ConflictError
