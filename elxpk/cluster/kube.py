@@ -398,6 +398,14 @@ class Kube:
             return False
         return True
 
+    def service_account_exists(self, namespace: str, name: str) -> bool:
+        try:
+            self.get(api_path("v1", "serviceaccounts", namespace, name),
+                     what=f'ServiceAccount "{name}" in namespace "{namespace}"')
+        except NotFoundError:
+            return False
+        return True
+
     def list_nodes(self, label_selector: str, limit: int | None = None) -> list[dict]:
         body = self.request("GET", api_path("v1", "nodes"), verb="list", what="Nodes",
                             query={"labelSelector": label_selector, "limit": limit})

@@ -23,6 +23,7 @@ from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
 from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, compute_status
 from elxpk.cluster.why import ACCELERATOR, Context
+from elxpk.cluster.why_jobs import FAILED_CREATE, short_of_pods
 from elxpk.errors import ClusterError, NotFoundError
 
 JOBSET_MISSING = (
@@ -89,9 +90,9 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
-    pending Workload, its queue position, the TPU node pools when a pod is unschedulable): at most 5 more
-    calls, none per pod. A workload that runs reads only its Failed pods (counted_pods); the pods of one
-    that is stuck are read in full, once, since its reasons are in the pods that have not failed."""
+    pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the Job
+    controller's FailedCreate Events when a Job has fewer pods than it asks for): at most 6 more calls, none
+    per pod. A workload that runs reads only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its reasons are in the pods that have not failed."""
     jobset = get_workload(kube, namespace, name)
     selector = f"{JOBSET_NAME}={name}"
     jobs = kube.list_jobs(namespace, selector)
@@ -106,7 +107,7 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
         if why or (status.state in why_mod.STUCK_STATES and age is not None and age >= after):
             if only is not None:
                 pods = kube.list_pods(namespace, selector)
-            context = why_context(kube, namespace, jobset, pods, workloads) if why else None
+            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else None
             reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
@@ -118,7 +119,8 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     return dataclasses.replace(status, progress=progress, progress_problem=problem)
 
 
-def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict]):
+def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict],
+                jobs: list[dict] | None = None):
     """What `status --why` reads beyond plain status, only where the objects point at it."""
 
     queue = (jobset["metadata"].get("labels") or {}).get(KUEUE_QUEUE)
@@ -137,7 +139,14 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
     if any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
         nodes = tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
                       for n in kube.list_nodes(ACCELERATOR, limit=1000))
-    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position)
+    events: list[dict] = []
+    if any(short_of_pods(j) for j in jobs or []):  # admitted, yet pods missing: the Job controller says why
+        try:
+            events = kube.list_events(namespace, f"involvedObject.kind=Job,reason={FAILED_CREATE}")
+        except NotFoundError:
+            events = []
+    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
+                   events=tuple(events))
 
 
 def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:
