@@ -317,8 +317,16 @@ def test_preempted_by_higher_priority(testcluster: LocalCluster, queues) -> None
     create(testcluster, "why-high", "--priority=high", *flags, namespace="why-preempt")
     answer = testcluster.wait_for("low preempted", lambda: (
         a := why(testcluster, "why-low", "why-preempt"))["why"] and a["why"][0]["cause"] == "evicted" and a)
-    capture(testcluster, "preempted", "why-low", "why-preempt")
+    capture(testcluster, "preempted", "why-low", "why-preempt", events=True)
     run_fixes(testcluster, answer, "why-preempt")
+    # #33: one preemption, one line (Kueue's Evicted and Preempted conditions, its Preempted and
+    # EvictedDueToPreempted Events were 4), dated
+    listed = elxpk("workload", "events", "why-low", "-n", "why-preempt", "-o", "json", cluster=testcluster)
+    assert listed.returncode == 0, listed.stderr
+    incidents = [json.loads(line) for line in listed.stdout.splitlines()]
+    kueue = [i for i in incidents if "Preempt" in i["reason"] or "Preempt" in i["message"]]
+    assert [(i["kind"], i["reason"]) for i in kueue] == [("kueue_eviction", "Preempted/InClusterQueue")], kueue
+    assert all(i["time"] for i in incidents), incidents
     first = answer["why"][0]
     assert "Kueue preempted the workload (InClusterQueue)" in first["text"] and "--priority" in first["fix"], first
     assert first["detail"].startswith("Kueue: Preempted to accommodate a workload"), first  # Kueue's words
