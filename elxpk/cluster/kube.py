@@ -325,7 +325,10 @@ class Kube:
         from kubernetes.stream import stream
 
         self.calls += 1
-        core = client.CoreV1Api(self.api_client)
+        # exec needs the official client's websockets: built here from the same settings, imported only now
+        configuration = getattr(self.api_client.configuration, "to_kubernetes", None)
+        api_client = client.ApiClient(configuration()) if configuration is not None else self.api_client
+        core = client.CoreV1Api(api_client)
         try:
             resp = stream(core.connect_get_namespaced_pod_exec, pod, namespace, command=command,
                           container=container, stdin=False, stdout=True, stderr=True, tty=False,
