@@ -107,7 +107,10 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
         if why or (status.state in why_mod.STUCK_STATES and age is not None and age >= after):
             if only is not None:
                 pods = kube.list_pods(namespace, selector)
-            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else None
+            # Stuck, but not asked why: only the Job controller's Events (one LIST, when a Job lacks pods),
+            # which nothing else shows; a pod that cannot be created leaves no other trace (#33)
+            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else \
+                Context(events=tuple(_failed_creates(kube, namespace, jobs)))
             reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
@@ -139,14 +142,18 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
     if any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
         nodes = tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
                       for n in kube.list_nodes(ACCELERATOR, limit=1000))
-    events: list[dict] = []
-    if any(short_of_pods(j) for j in jobs or []):  # admitted, yet pods missing: the Job controller says why
-        try:
-            events = kube.list_events(namespace, f"involvedObject.kind=Job,reason={FAILED_CREATE}")
-        except NotFoundError:
-            events = []
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
-                   events=tuple(events))
+                   events=tuple(_failed_creates(kube, namespace, jobs or [])))
+
+
+def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:
+    """The Job controller's FailedCreate Events, when a Job has fewer pods than it asks for (else no call)."""
+    if not any(short_of_pods(j) for j in jobs):
+        return []
+    try:
+        return kube.list_events(namespace, f"involvedObject.kind=Job,reason={FAILED_CREATE}")
+    except NotFoundError:
+        return []
 
 
 def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:

@@ -59,3 +59,19 @@ def test_failed_create_needs_a_job_short_of_pods_and_an_event_newer_than_it() ->
     reasons = explain(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"],
                       captured_at(objects), context_of(objects))
     assert [r.cause for r in reasons] == ["pod-create"]
+
+
+def test_plain_status_past_the_threshold_names_it_with_one_more_call(fake, kube) -> None:
+    """Stuck and not asked why: plain status reads the FailedCreate Events too (one LIST, only when a Job
+    lacks pods), since a pod that cannot be created leaves no other trace."""
+    from elxpk.cluster.observe import fetch_status
+    from tests.cluster.captured import load_captured
+
+    objects = load_captured(fake, "failed_create", "why_corpus")
+    kube.kueue_version()
+    before = len(fake.calls)
+    status = fetch_status(kube, "why-sa", "why-sa", now=captured_at(objects), stuck_after_s=0)
+    assert status.reason.startswith("the Job controller cannot create the pods of Job why-sa-slice-job-0"), status
+    assert sum(1 for c in fake.calls[before:] if "/events" in c.path) == 1
+    quiet = fetch_status(kube, "why-sa", "why-sa", now=captured_at(objects))  # not past any threshold asked
+    assert quiet.reason == ""

@@ -14,6 +14,7 @@ ELXPK_WHY_CAPTURE=DIR writes the objects of the first two (tests/cluster/why_cor
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -60,6 +61,9 @@ def test_missing_service_account_is_refused_up_front_and_named_by_why(testcluste
         assert 'serviceaccount "xpk-sa" not found' in first["detail"], first  # the API server's words
         assert f"create ServiceAccount xpk-sa in namespace {NAMESPACE}" in first["fix"], first
         assert run_fixes(testcluster, answer, NAMESPACE) == []  # a kubectl command: applied here through the API
+        plain = elxpk("workload", "status", "why-sa", "-n", NAMESPACE, "--stuck-after", "0s", "-o", "json",
+                      cluster=testcluster)  # plain status's one line names it too
+        assert json.loads(plain.stdout)["reason"] == first["text"], plain.stdout
 
         apply(testcluster, f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "xpk-sa"}})
