@@ -1,7 +1,7 @@
 """The Kubernetes API as elxpk uses it: plain dicts in and out, bounded retries, one-line errors.
 
-Requests go through the official client's ApiClient (its configuration, auth, TLS and connection pool)
-with REST paths built here: the typed API classes cost seconds of import per CLI start, and large lists are
+Requests go through http_client.ApiClient (the kubeconfig's TLS settings and auth on a urllib3 pool; the
+official client's own import cost most of a CLI start) with REST paths built here, and large lists are
 parsed once by `json` instead of into model objects. Reads retry with exponential backoff on connection
 errors, timeouts, 429 and 5xx; a create is never blindly retried (see submit.py).
 """
