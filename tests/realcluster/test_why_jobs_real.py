@@ -63,7 +63,8 @@ def test_missing_service_account_is_refused_up_front_and_named_by_why(testcluste
         assert run_fixes(testcluster, answer, NAMESPACE) == []  # a kubectl command: applied here through the API
         plain = elxpk("workload", "status", "why-sa", "-n", NAMESPACE, "--stuck-after", "0s", "-o", "json",
                       cluster=testcluster)  # plain status's one line names it too
-        assert json.loads(plain.stdout)["reason"] == first["text"], plain.stdout
+        # the same cause (the Event's count and time move on between the two reads)
+        assert json.loads(plain.stdout)["reason"].split(" (", 2)[:2] == first["text"].split(" (", 2)[:2], plain.stdout
 
         apply(testcluster, f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "xpk-sa"}})
@@ -99,7 +100,7 @@ def test_pod_failure_backoff_is_named_with_the_next_try(testcluster: LocalCluste
         said = reasons["backoff"]["text"]
         assert said.startswith(f"Job {name}-worker-1 (replicatedJob worker, slice 1) is in the Job controller's "
                                "pod-failure back-off: 3 failed pods since its last success, so it waits 40s"), said
-        assert answer["state"] in ("Degraded", "Restarting"), answer
+        assert answer["slices"][1]["active"] == 0 and answer["slices"][1]["failed"] == 3, answer["slices"]
         assert run_fixes(testcluster, answer) == [f"elxpk workload events {name}"]
         next_try = parse_time(said.rsplit("(at ", 1)[1].rstrip(")"))
         assert next_try is not None
