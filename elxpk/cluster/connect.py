@@ -18,6 +18,7 @@ from typing import Any
 
 from elxpk.cluster.defaults import resolve_target
 from elxpk.cluster.exec_credential import EXPIRY_SKEW_S, Credential, ExecPlugin, run_plugin
+from elxpk.cluster.http_client import ApiClient, Settings, from_kubeconfig
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.kubeconfig import kubeconfig_files, select
 from elxpk.cluster.target import ClusterTarget
@@ -41,8 +42,6 @@ def connect(target: ClusterTarget, *, credentials: Any = None, container_endpoin
         configuration = _gke_configuration(target, credentials, endpoint)
     import urllib3
 
-    from elxpk.cluster.http_client import ApiClient
-
     # Retries are Kube's job: bounded, with backoff, never for a POST. No redirect is followed: the 3xx comes
     # back to Kube, which names where it pointed (a proxy's login page, another host that would get the
     # credentials); urllib3 would otherwise follow it, or end in "too many redirects".
@@ -55,8 +54,6 @@ def _kubeconfig_configuration(target: ClusterTarget, environ: Mapping[str, str])
     """Client settings from the kubeconfig: elxpk reads every file it names and runs its exec plugin
     (elxpk/cluster/kubeconfig.py), and http_client turns that one resolved context into TLS settings and a
     header (the official client's loader costs most of a CLI start in imports: google-auth among them)."""
-    from elxpk.cluster.http_client import from_kubeconfig
-
     selected = select(kubeconfig_files(target.kubeconfig, environ), target.context)
     credential = run_plugin(selected.plugin, environ=environ) if selected.plugin else None
     if credential is not None:
@@ -102,8 +99,6 @@ def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | 
     import google.auth
     import google.auth.exceptions
     from google.auth.transport.requests import Request
-
-    from elxpk.cluster.http_client import Settings
 
     if credentials is None:
         try:

@@ -15,6 +15,7 @@ import atexit
 import base64
 import json
 import os
+import ssl
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,8 +111,6 @@ def _remove(path: str) -> None:
 
 class _Rest:
     def __init__(self, settings: Settings) -> None:
-        import ssl
-
         import urllib3
 
         pool: dict[str, Any] = {"num_pools": 4, "maxsize": 4, "retries": settings.retries}

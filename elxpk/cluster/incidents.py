@@ -23,6 +23,7 @@ import hashlib
 import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 
 from elxpk.cluster import incident_merge as merge
 from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
@@ -184,8 +185,6 @@ def jobset_incidents(jobset: dict, jobs: list[dict], restart_times: Sequence[flo
 
 
 def _rfc3339(seconds: float) -> str:
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

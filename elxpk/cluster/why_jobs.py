@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import datetime, timezone
 
 from elxpk.cluster.labels import COMPLETION_INDEX, JOB_INDEX, REPLICATED_JOB, parse_time
 from elxpk.units import format_duration
@@ -177,8 +178,6 @@ _BACKOFF_FIX = ("nothing to do: the Job controller creates the pods itself then 
 
 
 def _utc(seconds: float) -> str:
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
