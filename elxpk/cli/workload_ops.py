@@ -50,10 +50,18 @@ def _output(output: str) -> str:
     return options.output_format("status", output)
 
 
+# Piped output (a file, grep, less) is not cut to a terminal's width: Rich would take 80 columns and cut a
+# table's long cells (the scheduler's message, the fix) with an ellipsis that no one can read back.
+PIPED_WIDTH = 4096
+
+
 def _console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = PIPED_WIDTH
+    return console
 
 
 def _confirm(question: str, yes: bool) -> None:

@@ -99,7 +99,7 @@ class _GuardedConnection:
 
 
 def guard_pools(api_client: Any) -> None:
-    """Make the kubernetes client's connection pools (direct, HTTP proxy or SOCKS) register each socket
+    """Make the API client's connection pools (direct, HTTP proxy or SOCKS) register each socket
     with the Guard of the request in flight."""
     manager = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
     classes = getattr(manager, "pool_classes_by_scheme", None)

@@ -4,7 +4,8 @@
   comes from google.auth (application-default credentials unless injected) and is refreshed before it
   expires, on every request, through the client's refresh hook.
 - Anything else: a kubeconfig file and context, read bounded with everything it names resolved by elxpk
-  (elxpk/cluster/kubeconfig.py), then loaded read-only (persist_config=False).
+  (elxpk/cluster/kubeconfig.py), then turned into TLS settings and a header by http_client.py (no official
+  client: its import was most of a CLI start).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from elxpk.cluster.defaults import resolve_target
 from elxpk.cluster.exec_credential import EXPIRY_SKEW_S, Credential, ExecPlugin, run_plugin
+from elxpk.cluster.http_client import ApiClient, Settings, from_kubeconfig
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.kubeconfig import kubeconfig_files, select
 from elxpk.cluster.target import ClusterTarget
@@ -39,32 +41,28 @@ def connect(target: ClusterTarget, *, credentials: Any = None, container_endpoin
         endpoint = container_endpoint or environ.get(ENDPOINT_ENV) or None
         configuration = _gke_configuration(target, credentials, endpoint)
     import urllib3
-    from kubernetes import client
 
     # Retries are Kube's job: bounded, with backoff, never for a POST. No redirect is followed: the 3xx comes
     # back to Kube, which names where it pointed (a proxy's login page, another host that would get the
     # credentials); urllib3 would otherwise follow it, or end in "too many redirects".
     configuration.retries = urllib3.util.Retry(total=0, redirect=False)
 
-    return Kube(client.ApiClient(configuration), host=configuration.host, sleep=sleep)
+    return Kube(ApiClient(configuration), host=configuration.host, sleep=sleep)
 
 
 def _kubeconfig_configuration(target: ClusterTarget, environ: Mapping[str, str]) -> Any:
-    """A client configuration from the kubeconfig: elxpk reads every file it names and runs its exec plugin
-    (elxpk/cluster/kubeconfig.py), and the library only turns that one resolved context into settings."""
-    from kubernetes import client, config
-
+    """Client settings from the kubeconfig: elxpk reads every file it names and runs its exec plugin
+    (elxpk/cluster/kubeconfig.py), and http_client turns that one resolved context into TLS settings and a
+    header (the official client's loader costs most of a CLI start in imports: google-auth among them)."""
     selected = select(kubeconfig_files(target.kubeconfig, environ), target.context)
     credential = run_plugin(selected.plugin, environ=environ) if selected.plugin else None
     if credential is not None:
         _give(selected.config["users"][0]["user"], credential)
-    configuration = type.__call__(client.Configuration)
     try:
-        config.load_kube_config_from_dict(selected.config, context=selected.context,
-                                          client_configuration=configuration, persist_config=False)
-    except Exception as exc:  # noqa: BLE001 - the library's parse of user data fails in many types
-        # ConfigException, and ValueError (base64), TypeError/AttributeError/KeyError (a list where a
-        # mapping belongs): each is the kubeconfig's fault.
+        configuration = from_kubeconfig(selected.config)
+    except Exception as exc:  # noqa: BLE001 - user data fails to parse in many types
+        # ValueError (base64, PEM), TypeError/AttributeError/KeyError (a list where a mapping belongs):
+        # each is the kubeconfig's fault.
         text = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise UsageError(f"{selected.shown} (context {selected.context!r}): {text}; fix the kubeconfig or pick "
                          "another with --kubeconfig/--context") from None
@@ -101,7 +99,6 @@ def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | 
     import google.auth
     import google.auth.exceptions
     from google.auth.transport.requests import Request
-    from kubernetes import client
 
     if credentials is None:
         try:
@@ -114,8 +111,7 @@ def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | 
     host = cluster.endpoint or cluster.control_plane_endpoints_config.dns_endpoint_config.endpoint
     if not host:
         raise ClusterError(f"GKE cluster {target.cluster} has no endpoint yet (is it still being created?)")
-    configuration = type.__call__(client.Configuration)
-    configuration.host = f"https://{host}"
+    configuration = Settings(host=f"https://{host}")
     ca = cluster.master_auth.cluster_ca_certificate
     if ca:
         configuration.ca_cert_data = base64.b64decode(ca).decode()

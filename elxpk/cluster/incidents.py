@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 
+from elxpk.cluster import incident_merge as merge
 from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -99,10 +101,18 @@ def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
     base = {"slice": _slice(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload}
     uid = meta.get("uid", meta.get("name"))
     found: list[Incident] = []
+    # A disrupted or evicted pod's container is then killed (137): that exit is the disruption's, one incident
+    disrupted = status.get("reason") == "Evicted" or any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or [])
+    killed: list[str] = []
     for cs in status.get("containerStatuses") or []:
         for when in ("lastState", "state"):
             term = (cs.get(when) or {}).get("terminated")
             if not term or int(term.get("exitCode", 0)) == 0:
+                continue
+            if disrupted and when == "state":
+                killed.append(f"container {cs.get('name')} exited {term['exitCode']}"
+                              + (f" ({exit_meaning(int(term['exitCode']))})" if exit_meaning(int(term["exitCode"])) else ""))
                 continue
             code = int(term["exitCode"])
             finished = term.get("finishedAt")
@@ -112,14 +122,16 @@ def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
                 classify_exit(code), term.get("reason") or "Error",
                 "; ".join(p for p in (meaning, term.get("message", "")) if p), container=cs.get("name"),
                 exit_code=code, **base))
-    for c in status.get("conditions") or []:
-        if c.get("type") == "DisruptionTarget" and c.get("status") == "True":
-            found.append(Incident(_id("disruption", uid, c.get("reason")), c.get("lastTransitionTime"),
-                                  "disruption", INFRA, c.get("reason") or "DisruptionTarget", c.get("message", ""),
-                                  **base))
-    if status.get("reason") == "Evicted":  # the kubelet's node-pressure eviction (no DisruptionTarget on old nodes)
+    then = "; ".join(killed)
+    target = next((c for c in status.get("conditions") or []
+                   if c.get("type") == "DisruptionTarget" and c.get("status") == "True"), None)
+    if target is not None:
+        found.append(Incident(_id("disruption", uid, target.get("reason")), target.get("lastTransitionTime"),
+                              "disruption", INFRA, target.get("reason") or "DisruptionTarget",
+                              "; ".join(p for p in (target.get("message", ""), then) if p), **base))
+    elif status.get("reason") == "Evicted":  # the kubelet's node-pressure eviction (no DisruptionTarget on old nodes)
         found.append(Incident(_id("evicted", uid), status.get("startTime"), "evicted", INFRA, "Evicted",
-                              status.get("message", ""), **base))
+                              "; ".join(p for p in (status.get("message", ""), then) if p), **base))
     return found
 
 
@@ -142,7 +154,10 @@ def job_incidents(jobs: list[dict], workload: str = "") -> list[Incident]:
     return found
 
 
-def jobset_incidents(jobset: dict, jobs: list[dict]) -> list[Incident]:
+def jobset_incidents(jobset: dict, jobs: list[dict], restart_times: Sequence[float] = ()) -> list[Incident]:
+    """One per JobSet restart, dated by the creation of the Jobs of its attempt, else by the JobSet
+    controller's restart Events (`restart_times`, oldest first: the newest ones are the newest restarts'),
+    else (both gone) undated, with the first dated later restart as a bound."""
     status = jobset.get("status") or {}
     name, uid = jobset["metadata"].get("name", ""), jobset["metadata"].get("uid", "")
     restarts = int(status.get("restarts") or 0)
@@ -154,24 +169,44 @@ def jobset_incidents(jobset: dict, jobs: list[dict]) -> list[Incident]:
         created = job["metadata"].get("creationTimestamp")
         if created and (attempt not in started or created < started[attempt]):
             started[attempt] = created
+    dated: dict[int, str | None] = {n: started.get(n) for n in range(1, restarts + 1)}
+    for i, when in enumerate(reversed(restart_times)):
+        n = restarts - i
+        if n >= 1 and dated[n] is None:
+            dated[n] = _rfc3339(when)
     found = []
     for n in range(1, restarts + 1):
-        found.append(Incident(_id("jobset_restart", uid, n), started.get(n), "jobset_restart", UNKNOWN,
-                              "Recreate", f"JobSet restart {n} of {name} ({counted} counted towards maxRestarts)",
-                              workload=name))
+        later = next((dated[m] for m in range(n + 1, restarts + 1) if dated[m]), None)
+        note = "" if dated[n] or not later else f"; its time is no longer kept (before {later})"
+        found.append(Incident(_id("jobset_restart", uid, n), dated[n], "jobset_restart", UNKNOWN,
+                              "Recreate", f"JobSet restart {n} of {name} ({counted} counted towards maxRestarts)"
+                              + note, workload=name))
     return found
 
 
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def kueue_incidents(workloads: list[dict], workload: str = "") -> list[Incident]:
+    """One per eviction: Kueue marks a preemption both Evicted (reason Preempted) and Preempted (its kind,
+    InClusterQueue or InCohort...); the Preempted condition words it, the Evicted one's id keeps it."""
     found = []
     for w in workloads:
-        for c in (w.get("status") or {}).get("conditions") or []:
-            if c.get("type") in ("Evicted", "Preempted") and c.get("status") == "True":
-                found.append(Incident(_id("kueue", w["metadata"].get("uid"), c.get("type"), c.get("reason"),
-                                          c.get("lastTransitionTime")), c.get("lastTransitionTime"),
-                                      "kueue_eviction", INFRA, c.get("reason") or c["type"],
-                                      f"Kueue Workload {w['metadata']['name']}: {c.get('message', '')}",
-                                      workload=workload))
+        conditions = [c for c in (w.get("status") or {}).get("conditions") or []
+                      if c.get("type") in ("Evicted", "Preempted") and c.get("status") == "True"]
+        preempted = next((c for c in conditions if c.get("type") == "Preempted"), None)
+        evicted = next((c for c in conditions if c.get("type") == "Evicted"), None)
+        if preempted is not None and evicted is not None and evicted.get("reason") == "Preempted":
+            conditions = [{**preempted, "type": "Evicted", "reason": evicted.get("reason"),
+                           "lastTransitionTime": evicted.get("lastTransitionTime"),
+                           "shown": f"Preempted/{preempted.get('reason')}"}]
+        for c in conditions:
+            found.append(Incident(_id("kueue", w["metadata"].get("uid"), c.get("type"), c.get("reason"),
+                                      c.get("lastTransitionTime")), c.get("lastTransitionTime"),
+                                  "kueue_eviction", INFRA, c.get("shown") or c.get("reason") or c["type"],
+                                  f"Kueue Workload {w['metadata']['name']}: {c.get('message', '')}",
+                                  workload=workload))
     return found
 
 
@@ -212,11 +247,29 @@ def collect(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[di
     """Every incident the objects show, oldest first (undated ones last), each once."""
     name = jobset["metadata"].get("name", "")
     found = [i for pod in pods for i in pod_incidents(pod, name)]
-    found += job_incidents(jobs, name) + jobset_incidents(jobset, jobs) + kueue_incidents(workloads, name)
+    found += job_incidents(jobs, name) + kueue_incidents(workloads, name)
+    events = merge.own_events(events, jobset, [{**o, "kind": kind} for kind, group in (
+        ("JobSet", [jobset]), ("Job", jobs), ("Pod", pods), ("Workload", workloads)) for o in group])
+    found += jobset_incidents(jobset, jobs, merge.restart_times(events, name))
+    conditions: dict[tuple[str, str], list[float]] = {}
+    for kind, group, types in (("Job", jobs, ("Failed",)), ("Workload", workloads, ("Evicted", "Preempted"))):
+        for o in group:
+            for c in (o.get("status") or {}).get("conditions") or []:
+                if c.get("type") in types and c.get("status") == "True" and parse_time(c.get("lastTransitionTime")):
+                    conditions.setdefault((kind, o["metadata"]["name"]), []).append(
+                        parse_time(c["lastTransitionTime"]) or 0.0)
     names = {name} | {o["metadata"]["name"] for o in (*jobs, *pods, *workloads)}
-    found += event_incidents(list(events), names, name)
+    found += event_incidents(merge.not_restated(events, name, conditions, reports_incident), names, name)
     unique = {i.id: i for i in found}
-    return sorted(unique.values(), key=lambda i: (i.time is None, parse_time(i.time) or 0.0, i.kind, i.id))
+    return sorted(unique.values(), key=lambda i: (_sort_time(i) is None, _sort_time(i) or 0.0, i.kind, i.id))
+
+
+def _sort_time(incident: Incident) -> float | None:
+    """Its time; for a restart whose time is no longer kept, just before the later restart that bounds it."""
+    if incident.time is None and "(before " in incident.message:
+        bound = parse_time(incident.message.rsplit("(before ", 1)[1].rstrip(")"))
+        return None if bound is None else bound - 1e-3
+    return parse_time(incident.time)
 
 
 def restart_causes(pods: list[dict]) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """The Kubernetes API as elxpk uses it: plain dicts in and out, bounded retries, one-line errors.
 
-Requests go through the official client's ApiClient (its configuration, auth, TLS and connection pool)
-with REST paths built here: the typed API classes cost seconds of import per CLI start, and large lists are
+Requests go through http_client.ApiClient (the kubeconfig's TLS settings and auth on a urllib3 pool; the
+official client's own import cost most of a CLI start) with REST paths built here, and large lists are
 parsed once by `json` instead of into model objects. Reads retry with exponential backoff on connection
 errors, timeouts, 429 and 5xx; a create is never blindly retried (see submit.py).
 """
@@ -34,7 +34,6 @@ from elxpk.errors import ClusterError, ElxpkError, NotFoundError, Timeout, Usage
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 KUEUE_GROUP = "kueue.x-k8s.io"
-SUBMISSION_ANNOTATION = "elxpk.dev/submission-id"
 PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
 # The most one request may take, its retries included (a LIST page of 500 pods is ~5 MB): a server that
 # trickles its answer, or a retried outage, ends here. docs/cluster.md states it.
@@ -326,7 +325,10 @@ class Kube:
         from kubernetes.stream import stream
 
         self.calls += 1
-        core = client.CoreV1Api(self.api_client)
+        # exec needs the official client's websockets: built here from the same settings, imported only now
+        configuration = getattr(self.api_client.configuration, "to_kubernetes", None)
+        api_client = client.ApiClient(configuration()) if configuration is not None else self.api_client
+        core = client.CoreV1Api(api_client)
         try:
             resp = stream(core.connect_get_namespaced_pod_exec, pod, namespace, command=command,
                           container=container, stdin=False, stdout=True, stderr=True, tty=False,
@@ -395,6 +397,14 @@ class Kube:
     def priority_class_exists(self, name: str) -> bool:
         try:
             self.get(api_path("scheduling.k8s.io/v1", "priorityclasses", name=name), what=f'PriorityClass "{name}"')
+        except NotFoundError:
+            return False
+        return True
+
+    def service_account_exists(self, namespace: str, name: str) -> bool:
+        try:
+            self.get(api_path("v1", "serviceaccounts", namespace, name),
+                     what=f'ServiceAccount "{name}" in namespace "{namespace}"')
         except NotFoundError:
             return False
         return True

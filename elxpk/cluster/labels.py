@@ -15,6 +15,8 @@ KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 XPK_WORKLOAD = "xpk.google.com/workload"
 HEAD = "pathways-head"
+# The JobSet elxpk submitted (submit.py); its renders carry the xpk labels too (xpk's tools read them).
+SUBMISSION_ANNOTATION = "elxpk.dev/submission-id"
 
 
 def parse_time(text: str | None) -> float | None:

@@ -25,6 +25,7 @@ from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
 from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, compute_status
 from elxpk.cluster.why import ACCELERATOR, Context
+from elxpk.cluster.why_jobs import FAILED_CREATE, short_of_pods
 from elxpk.errors import ClusterError, NotFoundError
 
 JOBSET_MISSING = (
@@ -91,9 +92,9 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
-    pending Workload, its queue position, the TPU node pools when a pod is unschedulable): at most 5 more
-    calls, none per pod. A workload that runs reads only its Failed pods (counted_pods); the pods of one
-    that is stuck are read in full, once, since its reasons are in the pods that have not failed."""
+    pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the Job
+    controller's FailedCreate Events when a Job has fewer pods than it asks for): at most 6 more calls, none
+    per pod. A workload that runs reads only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its reasons are in the pods that have not failed."""
     jobset = get_workload(kube, namespace, name)
     selector = f"{JOBSET_NAME}={name}"
     jobs = kube.list_jobs(namespace, selector)
@@ -109,7 +110,10 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
         if why or (status.state in why_mod.STUCK_STATES and age is not None and age >= after):
             if only is not None:
                 pods = kube.list_pods(namespace, selector)
-            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else None
+            # Stuck, but not asked why: only the Job controller's Events (one LIST, when a Job lacks pods),
+            # which nothing else shows; a pod that cannot be created leaves no other trace (#33)
+            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else \
+                Context(events=tuple(_failed_creates(kube, namespace, jobs)))
             reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
             if context is not None and context.rejections:  # a Job the API server refused: decisive
@@ -148,7 +152,17 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
         meta = jobset["metadata"]
         rejections = tuple(kube.list_events(namespace, event_selector(meta["name"], meta.get("uid", ""))))
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
-                   rejections=rejections)
+                   rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])))
+
+
+def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:
+    """The Job controller's FailedCreate Events, when a Job has fewer pods than it asks for (else no call)."""
+    if not any(short_of_pods(j) for j in jobs):
+        return []
+    try:
+        return kube.list_events(namespace, f"involvedObject.kind=Job,reason={FAILED_CREATE}")
+    except NotFoundError:
+        return []
 
 
 def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:

@@ -1,6 +1,7 @@
 """Checks before `workload create` touches anything: is the cluster able to run this manifest?
 
-Hard failures raise ClusterError with the fix; a missing Kueue LocalQueue only warns (a cluster without
+Hard failures (the JobSet API, the namespace, a PriorityClass or ServiceAccount the pods name, Pathways' CPU
+node pool) raise ClusterError with the fix; a missing Kueue LocalQueue only warns (a cluster without
 Kueue runs the JobSet directly; with Kueue the workload would sit unadmitted).
 """
 
@@ -41,6 +42,17 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
         if not kube.priority_class_exists(name):
             problems.append(f'PriorityClass "{name}" does not exist on this cluster: choose an existing one with '
                             "--priority, or create it (xpk's cluster create makes very-low .. very-high)")
+    # A missing service account is refused by the API server when the Job controller creates the pods, after
+    # Kueue admitted the workload: the workload then holds its quota with no pod, and says so only in Events.
+    made_here = {(o.get("metadata", {}).get("namespace") or namespace, o.get("metadata", {}).get("name"))
+                 for o in objects if o.get("kind") == "ServiceAccount"}
+    accounts = sorted({(js.get("metadata", {}).get("namespace") or namespace, spec["serviceAccountName"])
+                       for js in jobsets for spec in _pod_specs(js) if spec.get("serviceAccountName")})
+    for each_ns, account in accounts:
+        if (each_ns, account) not in made_here and not kube.service_account_exists(each_ns, account):
+            problems.append(f'ServiceAccount "{account}" does not exist in namespace "{each_ns}": the Job '
+                            f"controller could create no pod; create it (`kubectl create serviceaccount {account} "
+                            f"-n {each_ns}`; xpk's cluster create makes xpk-sa), or use a namespace that has it")
     labels = [(js.get("metadata", {}).get("labels") or {}).get(KUEUE_QUEUE) for js in jobsets]
     queues = sorted({str(queue) for queue in labels if queue is not None})
     for queue in queues:

@@ -26,6 +26,7 @@ from elxpk.cluster.labels import (
     KUEUE_QUEUE,
     REPLICATED_JOB,
     RESTART_ATTEMPT,
+    SUBMISSION_ANNOTATION,
     XPK_WORKLOAD,
     parse_time,
 )
@@ -86,7 +87,7 @@ class WorkloadStatus:
     admission: str | None  # Kueue: Pending, QuotaReserved, Admitted, Evicted, Finished
     admission_message: str
     conditions: tuple[Condition, ...] = field(default=())  # latest first
-    created_by: str = ""  # "xpk" when the xpk label is present
+    created_by: str = ""  # "elxpk" (its submission annotation), "xpk" (only the xpk label), or ""
     # pod restarts and failures of the pods still there, by cause (infra, user, unknown): see incidents.py
     restart_causes: dict[str, int] = field(default_factory=dict)
     progress: dict | None = None  # the trainer's progress record and its ages, when it could be read
@@ -250,16 +251,21 @@ def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: 
     max_restarts = int((spec.get("failurePolicy") or {}).get("maxRestarts") or 0)
     state, message = _state(jobset, slices, head, restarts, admission, admission_message, jobs)
     created = parse_time(meta.get("creationTimestamp"))
-    labels = meta.get("labels") or {}
     return WorkloadStatus(
         name=meta.get("name", ""), namespace=meta.get("namespace", ""), state=state, message=message,
         age_s=None if created is None else max(now - created, 0.0),
         worker_job=worker.get("name") if worker else None, slices=tuple(slices), head=head,
         restarts=restarts, restarts_counted=counted, max_restarts=max_restarts, queue=queue,
         admission=admission, admission_message=admission_message, conditions=latest_conditions(conditions),
-        created_by="xpk" if XPK_WORKLOAD in labels else "",
+        created_by=created_by(meta),
         restart_causes=restart_causes(pods),
     )
+
+
+def created_by(meta: dict) -> str:
+    if SUBMISSION_ANNOTATION in (meta.get("annotations") or {}):
+        return "elxpk"
+    return "xpk" if XPK_WORKLOAD in (meta.get("labels") or {}) else ""
 
 
 def _state(jobset: dict, slices: list[SliceStatus], head: str | None, restarts: int, admission: str | None,

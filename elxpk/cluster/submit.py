@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from elxpk.cluster.connect import connect
-from elxpk.cluster.kube import SUBMISSION_ANNOTATION, Kube
+from elxpk.cluster.kube import Kube
+from elxpk.cluster.labels import SUBMISSION_ANNOTATION
 from elxpk.cluster.preflight import preflight
 from elxpk.cluster.target import DEFAULT_NAMESPACE, ClusterTarget
 from elxpk.errors import ClusterError, ConflictError, NotFoundError, Timeout

@@ -31,7 +31,19 @@ def _styled(text: str, styles: dict[str, str]) -> str:
 def _budget(used: int, limit: int | None) -> str:
     if limit is None:
         return "-"
+    if limit == 0:  # a --no-pathways slice: no pod retries of its own; the JobSet's restarts are its budget
+        return "none: a failed pod fails the slice (JobSet restart)"
     return f"{used}/{limit} used, {max(limit - used, 0)} left"
+
+
+# JobSet's start-up bookkeeping: a condition not in effect (Suspended False: "jobset is resumed") or the
+# startup policy's progress says nothing about why a workload runs, waits or failed.
+_NOISE_TYPES = ("StartupPolicyInProgress", "StartupPolicyCompleted")
+
+
+def telling_conditions(conditions: tuple) -> list:
+    """The conditions worth a person's eye, newest first: those in effect, the start-up noise left out."""
+    return [c for c in conditions if c.status == "True" and c.type not in _NOISE_TYPES]
 
 
 def status_renderables(status: WorkloadStatus) -> list[Any]:
@@ -42,7 +54,7 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("Workload", f"{status.name}  (namespace {status.namespace})"
-                    + ("  [dim]created by xpk[/dim]" if status.created_by else ""))
+                    + (f"  [dim]created by {status.created_by}[/dim]" if status.created_by else ""))
     summary.add_row("State", f"{_styled(status.state, _STATE_STYLE)}  {status.message}")
     if status.reason:
         summary.add_row("Why", f"[yellow]{escape(status.reason)}[/yellow]  [dim](--why: the fix)[/dim]")
@@ -79,11 +91,12 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         slices.add_row(str(s.index), _styled(s.state, _SLICE_STYLE), f"{s.ready}/{s.expected}", str(s.active),
                        str(s.failed), str(s.pod_restarts), _budget(s.budget_used, s.backoff_limit))
     out: list[Any] = [summary, slices]
-    if status.conditions:
+    telling = telling_conditions(status.conditions)
+    if telling:
         conditions = Table(title="Latest conditions", title_justify="left")
         for column in ("time", "type", "status", "reason", "message"):
             conditions.add_column(column)
-        for c in status.conditions[:5]:
+        for c in telling[:5]:
             conditions.add_row(c.time or "", c.type, c.status, c.reason, c.message)
         out.append(conditions)
     return out
@@ -130,7 +143,7 @@ def list_table(statuses: list[WorkloadStatus]) -> Any:
     for column in ("name", "state", "healthy slices", "restarts", "age", "queue"):
         table.add_column(column, justify="right" if column in ("healthy slices", "restarts", "age") else "left")
     for s in statuses:
-        name = s.name + (" [dim](xpk)[/dim]" if s.created_by else "")
+        name = s.name + (" [dim](xpk)[/dim]" if s.created_by == "xpk" else "")
         table.add_row(name, _styled(s.state, _STATE_STYLE), f"{s.slices_healthy}/{s.slices_total}",
                       f"{s.restarts}/{s.max_restarts}", format_duration(s.age_s) if s.age_s is not None else "-",
                       s.queue or "-")

@@ -9,7 +9,8 @@ Pure (objects in, reasons out; no I/O, clock passed in). The sources, in the ord
   into its per-node reasons: node selector, google.com/tpu, taints, host ports, the JobSet's exclusive
   placement), containers waiting in ErrImagePull/ImagePullBackOff or CrashLoopBackOff (the last exit code's
   class from the trainer's exit-code table), pods pending past a threshold;
-- the first failed Job (its Failed condition: reason and message).
+- the Job controller (why_jobs.py): the first failed Job, pods it cannot create (FailedCreate Events), its
+  pod-failure back-off.
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ import re
 from dataclasses import dataclass
 
 from elxpk import catalog
-from elxpk.cluster.labels import JOBSET_NAME, KUEUE_QUEUE, REPLICATED_JOB, parse_time
+from elxpk.cluster import why_jobs
+from elxpk.cluster.labels import (
+    COMPLETION_INDEX,
+    HEAD,
+    JOB_INDEX,
+    JOBSET_NAME,
+    KUEUE_QUEUE,
+    REPLICATED_JOB,
+    parse_time,
+)
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -36,15 +46,14 @@ _QUOTA = re.compile(r"insufficient (unused )?quota for (\S+) in flavor ([^\s,]+)
 _ASK_CAP = re.compile(r"(?:requests \(([0-9]{1,19})\) \+ current podset request )?\(([0-9]{1,19})\) > maximum "
                       r"capacity \(([0-9]{1,19})\)")
 _MORE = re.compile(r"(?<![0-9])([0-9]{1,19}) more needed")
-_EXIT_CODE = re.compile(r"exit code ([0-9]{1,19})(?![0-9])")
 _INACTIVE = re.compile(r"ClusterQueue (\S+) is inactive")
 
 
 @dataclass(frozen=True)
 class Reason:
     cause: str  # quota, queue-inactive, admission-check, evicted, suspended, no-node-pool, insufficient-tpu,
-    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed,
-    #             job-rejected
+    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending,
+    #             job-failed, job-rejected, pod-create, backoff (the last two: why_jobs.py)
     text: str  # what is wrong, in one line
     fix: str = ""  # the command or flag that fixes it, where one exists
     detail: str = ""  # the component's own words (Kueue's, the scheduler's, the kubelet's), verbatim
@@ -58,6 +67,7 @@ class Context:
     nodes: tuple[dict, ...] | None = None  # the TPU nodes' metadata.labels and spec.taints, when listed
     position: str = ""  # queue position, or why it is not known
     rejections: tuple[dict, ...] = ()  # the JobSet's JobCreationFailed Events (elxpk/cluster/job_rejections.py)
+    events: tuple[dict, ...] = ()  # the Job controller's FailedCreate Events, when a Job is short of pods
 
 
 def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict], now: float,
@@ -67,7 +77,10 @@ def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[di
     name = jobset.get("metadata", {}).get("name", "")
     namespace = jobset.get("metadata", {}).get("namespace", "default")
     reasons = _jobset_reasons(jobset, workloads, context)
-    reasons += _job_reasons(name, jobs)
+    current = [j for j in jobs if not j["metadata"].get("deletionTimestamp")]
+    reasons += why_jobs.first_failed(name, jobs, pods, Reason)
+    reasons += why_jobs.failed_create(name, namespace, current, list(context.events), Reason)
+    reasons += why_jobs.backoff(name, current, pods, now, Reason)
     reasons += _pod_reasons(name, namespace, _current_pods(pods, jobs), now, context, pending_after_s)
     return reasons
 
@@ -182,35 +195,9 @@ def _is_true(conditions: dict[str, dict], kind: str) -> bool:
     return (conditions.get(kind) or {}).get("status") == "True"
 
 
-# --- Jobs -----------------------------------------------------------------------------------------------
-
-def _job_reasons(name: str, jobs: list[dict]) -> list[Reason]:
-    """The first failed Job (by the time of its Failed condition), and why: one reason, the root."""
-    failed = []
-    for job in jobs:
-        for c in (job.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "Failed" and c.get("status") == "True":
-                failed.append((parse_time(c.get("lastTransitionTime")) or 0.0, job, c))
-    if not failed:
-        return []
-    _, job, c = min(failed, key=lambda item: item[0])
-    rjob = (job["metadata"].get("labels") or {}).get(REPLICATED_JOB, "?")
-    code = _EXIT_CODE.search(c.get("message") or "")
-    return [Reason("job-failed", f"first failed: Job {job['metadata']['name']} of replicatedJob {rjob} "
-                   f"({c.get('reason')})" + (_exit_class(int(code.group(1))) if code else ""),
-                   f"`elxpk workload logs {name} --previous` shows its last output", f"Job: {c.get('message')}")]
-
-
 def _exit_meaning(code: object) -> str:
     known = BY_CODE.get(int(code)) if isinstance(code, int) else None
     return known.meaning if known else ""
-
-
-def _exit_class(code: int) -> str:
-    known = BY_CODE.get(code)
-    if known is None:
-        return f", exit {code}: not in the trainer's table (137: killed, e.g. out of memory)"
-    return f", exit {code} {known.name}: " + ("retryable" if known.retryable else "not retryable, fix and resubmit")
 
 
 # --- Pods -----------------------------------------------------------------------------------------------
@@ -262,13 +249,22 @@ def _one_pod(name: str, namespace: str, pod: dict, context: Context) -> list[Rea
         elif reason == "CrashLoopBackOff":
             last = ((cs.get("lastState") or {}).get("terminated") or {})
             code = last.get("exitCode")
-            klass = _exit_class(int(code)) if isinstance(code, int) else ""
+            klass = why_jobs.exit_class(int(code)) if isinstance(code, int) else ""
             meaning = _exit_meaning(code)
             out.append(Reason("crash-loop", f"container {cs.get('name')} keeps exiting (CrashLoopBackOff, "
                               f"{cs.get('restartCount', 0)} restarts{klass})",
-                              f"`elxpk workload logs {name} --previous` shows the crashed run's output",
+                              f"`elxpk workload logs {name}{_pod_flags(pod)} --previous` shows the crashed run's "
+                              "output",
                               f"kubelet: {waiting.get('message', '')}" + (f"; exit {code}: {meaning}" if meaning else "")))
     return out
+
+
+def _pod_flags(pod: dict) -> str:
+    """The `workload logs` flags that select this pod."""
+    labels = pod["metadata"].get("labels") or {}
+    if labels.get(REPLICATED_JOB) == HEAD:
+        return " --head"
+    return f" --slice {labels.get(JOB_INDEX, '0')} --vm {labels.get(COMPLETION_INDEX, '0')}"
 
 
 def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:

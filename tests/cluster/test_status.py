@@ -47,13 +47,14 @@ def test_status_without_kueue_and_non_pathways_jobset(jobset_crd, clock, tmp_pat
 
 
 def test_list_groups_workloads_with_few_calls_and_marks_xpk(fake, kube, clock):
-    plain, xpk = seed(fake, "plain"), seed(fake, "ignored")
+    plain, ours, xpk = seed(fake, "plain"), seed(fake, "ignored"), seed(fake, "xpk_shaped")
     kube.kueue_version()
     before = len(fake.calls)
     rows = {s.name: s for s in fetch_all(kube, "default", now=clock())}
     assert len(fake.calls) - before == 4  # JobSets, Jobs, Pods, Kueue Workloads: once each
-    assert rows[name_of(plain)].created_by == "" and rows[name_of(xpk)].created_by == "xpk"
-    for objects in (plain, xpk):  # what one workload's status says of each
+    # elxpk's own render carries xpk's labels too: its submission annotation says it is elxpk's (#33)
+    assert [rows[name_of(o)].created_by for o in (plain, ours, xpk)] == ["", "elxpk", "xpk"]
+    for objects in (plain, ours, xpk):  # what one workload's status says of each
         alone = fetch_status(kube, "default", name_of(objects), now=clock())
         row = rows[name_of(objects)]
         assert (row.state, row.slices_healthy, row.slices_total) == (alone.state, alone.slices_healthy,

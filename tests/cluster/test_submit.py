@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from elxpk.cluster.kube import SUBMISSION_ANNOTATION
+from elxpk.cluster.labels import SUBMISSION_ANNOTATION
 from elxpk.cluster.submit import follow_up_commands, submit
 from elxpk.cluster.target import ClusterTarget
 from elxpk.errors import ClusterError, ConflictError
@@ -123,6 +123,24 @@ def test_preflight_reports_every_problem_and_warns_on_queue(fake, kube):
     _, warnings = _submit(kube, pathways_jobset(queue="no-such-queue"))
     assert warnings == ['Kueue LocalQueue "no-such-queue" does not exist in namespace "default": the workload will '
                         "wait unadmitted until it is created"]
+
+
+def test_preflight_names_a_missing_service_account_and_creates_nothing(fake, kube):
+    """#33: a GPU render names xpk-sa; without it the Job controller creates no pod (FailedCreate), after
+    Kueue admitted the workload. Checked up front: one line naming the account, the namespace and the fix."""
+    js = pathways_jobset()
+    js["metadata"]["name"] = "train-sa"
+    for rjob in js["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"]["spec"]["serviceAccountName"] = "xpk-sa"
+    with pytest.raises(ClusterError) as info:
+        _submit(kube, js)
+    assert str(info.value) == ('ServiceAccount "xpk-sa" does not exist in namespace "default": the Job controller '
+                               "could create no pod; create it (`kubectl create serviceaccount xpk-sa -n default`; "
+                               "xpk's cluster create makes xpk-sa), or use a namespace that has it")
+    assert _stored(fake) == []
+    fake.store.create(("", "serviceaccounts"), {"metadata": {"name": "xpk-sa", "namespace": "default"}})
+    _submit(kube, js)
+    assert [o["metadata"]["name"] for o in _stored(fake)] == ["train-sa"]
 
 
 def test_forbidden_create_names_the_permission(fake, kube):

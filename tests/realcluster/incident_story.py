@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -85,12 +86,15 @@ def capture(cluster: LocalCluster, stage: str, name: str) -> None:
     shared_capture(cluster, stage, name, env="ELXPK_INCIDENTS_CAPTURE", events=True)
 
 
-def post_event(cluster: LocalCluster, name: str, pod: str, reason: str, message: str, node: str) -> None:
-    """A Warning Event as a kubelet posts one (kwok's kubelet posts none of these)."""
+def post_event(cluster: LocalCluster, name: str, pod: str, reason: str, message: str, node: str,
+               uid: str | None = None) -> None:
+    """A Warning Event as a kubelet posts one (kwok's kubelet posts none of these): now, about the pod's uid
+    (`events` leaves out an Event older than the JobSet: an earlier JobSet's of the same name)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    involved = {"apiVersion": "v1", "kind": "Pod", "name": pod, "namespace": "default", **({"uid": uid} if uid else {})}
     event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
              "type": "Warning", "reason": reason, "message": message, "count": 1,
-             "firstTimestamp": "2026-05-28T20:30:00Z", "lastTimestamp": "2026-05-28T20:30:00Z",
-             "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod, "namespace": "default"},
+             "firstTimestamp": now, "lastTimestamp": now, "involvedObject": involved,
              "source": {"component": "kubelet", "host": node}}
     status, body = cluster.request("POST", EVENTS, event)
     assert status in (201, 409), body
@@ -210,7 +214,7 @@ def run_story(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
         cluster.wait_for("both pods Failed", lambda: len(
             [p for p in pods(cluster, NAME) if p["status"].get("phase") == "Failed"]) == 2)
         post_event(cluster, f"{first['metadata']['name']}.mount", first["metadata"]["name"], "FailedMount",
-                   "MountVolume.SetUp failed for volume gcs-fuse", first["spec"]["nodeName"])
+                   "MountVolume.SetUp failed for volume gcs-fuse", first["spec"]["nodeName"], first["metadata"]["uid"])
         post_event(cluster, "other-pod.backoff", "other-pod", "BackOff", "Back-off restarting", "elsewhere")
         stage.run(cluster, "events", "workload", "events", NAME)
         stage.run(cluster, "events.json", "workload", "events", NAME, "-o", "json")

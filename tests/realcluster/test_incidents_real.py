@@ -124,7 +124,7 @@ def test_list_marks_xpk_and_a_workload_outside_kueue(story: Story) -> None:
     assert listed.returncode == 0, listed.stderr
     rows = {r["name"]: r for r in json.loads(listed.stdout)}
     assert rows[PLAIN]["created_by"] is None and rows[PLAIN]["state"] == "Running", rows[PLAIN]
-    assert rows[NAME]["created_by"] == "xpk", rows[NAME]
+    assert rows[NAME]["created_by"] == "elxpk", rows[NAME]  # xpk's labels, and elxpk's submission id
 
 
 def test_status_names_jobset_restarts_a_failure_policy_rule_did_not_count(story: Story) -> None:

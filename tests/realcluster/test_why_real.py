@@ -19,6 +19,8 @@ again), so the unit tests read the components' own words, not ones made up here.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Iterator
 
 import pytest
@@ -38,6 +40,26 @@ def why(cluster: LocalCluster, name: str, namespace: str = "default") -> dict:
                  cluster=cluster)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))
+
+
+# verbs a fix may name that change the cluster: the test runs only the ones that read it
+_CHANGES = ("create", "delete", "kill-slice", "create-pathways")
+
+
+def run_fixes(cluster: LocalCluster, answer: dict, namespace: str = "default") -> list[str]:
+    """Run every `elxpk workload ...` command the fixes of `answer` print, as printed (no placeholder in
+    capitals, no verb that changes the cluster), on the case that printed it: each must work (#33: a fix
+    that is a dead end). Returns the commands run."""
+    ran = []
+    for reason in answer["why"]:
+        for command in re.findall(r"`(elxpk workload [^`]+)`", reason["fix"]):
+            argv = shlex.split(command)
+            if argv[2] in _CHANGES or any(len(a) > 1 and a.isupper() for a in argv):
+                continue
+            done = elxpk(*argv[1:], *([] if "-n" in argv else ["-n", namespace]), cluster=cluster)
+            assert done.returncode == 0, (command, done.stdout[-500:], done.stderr[-500:])
+            ran.append(command)
+    return ran
 
 
 def plain_why_line(cluster: LocalCluster, name: str, namespace: str = "default") -> str:
@@ -105,6 +127,7 @@ def scheduler_says(cluster: LocalCluster, name: str, case: str, words: str, tpu_
         for p in pods_of(cluster, name) for c in p["status"].get("conditions", [])))
     answer = why(cluster, name)
     capture(cluster, case, name)
+    run_fixes(cluster, answer)
     return answer
 
 
@@ -149,6 +172,7 @@ def test_image_pull_and_crash_loop(testcluster: LocalCluster) -> None:
         for p in pods_of(testcluster, "why-image") for s in p["status"].get("containerStatuses", [])))
     answer = why(testcluster, "why-image")
     capture(testcluster, "image_pull", "why-image")
+    run_fixes(testcluster, answer)
     assert causes(answer) == ["image-pull"], answer["why"]
     assert UNPULLABLE in answer["why"][0]["text"] and "--docker-image" in answer["why"][0]["fix"]
     assert "cannot be pulled" in plain_why_line(testcluster, "why-image")
@@ -170,7 +194,8 @@ def test_image_pull_and_crash_loop(testcluster: LocalCluster) -> None:
     assert answer["state"] == "Restarting" and causes(answer) == ["crash-loop"], answer["why"]
     assert "2 pods: container jax-tpu keeps exiting" in answer["why"][0]["text"]
     assert "exit 70 user_error: not retryable" in answer["why"][0]["text"]  # the class from exit_codes.py
-    assert "elxpk workload logs why-crash --previous" in answer["why"][0]["fix"]
+    assert "elxpk workload logs why-crash --slice 0 --vm " in answer["why"][0]["fix"], answer["why"][0]
+    assert len(run_fixes(testcluster, answer)) == 1  # the crashed container's log, --previous
     testcluster.remove_jobset("default", "why-crash")
 
 
@@ -219,6 +244,7 @@ def test_quota(testcluster: LocalCluster, queues) -> None:
     answer = testcluster.wait_for("Kueue's quota verdict", lambda: (
         a := why(testcluster, "why-quota", "why-quota"))["why"] and a["why"][0]["cause"] == "quota" and a)
     capture(testcluster, "quota", "why-quota", "why-quota")
+    run_fixes(testcluster, answer, "why-quota")
     first = answer["why"][0]
     assert answer["state"] == "Queued", answer
     assert "not enough google.com/tpu quota in flavor default-flavor: asks 8, ClusterQueue why-small has at " \
@@ -237,6 +263,7 @@ def test_admission_check_pending(testcluster: LocalCluster, queues) -> None:
     answer = testcluster.wait_for("ClusterQueue inactive", lambda: (
         a := why(testcluster, "why-check", "why-check"))["why"] and a["why"][0]["cause"] == "admission-check" and a)
     capture(testcluster, "admission_check_inactive", "why-check", "why-check")
+    run_fixes(testcluster, answer, "why-check")
     first = answer["why"][0]
     assert "ClusterQueue why-checked is inactive" in first["text"], first
     assert "references inactive AdmissionCheck(s): why-never-decided" in first["text"], first
@@ -251,6 +278,7 @@ def test_admission_check_pending(testcluster: LocalCluster, queues) -> None:
     answer = testcluster.wait_for("quota reserved, check pending", lambda: (
         a := why(testcluster, "why-check", "why-check"))["why"] and "reserved quota" in a["why"][0]["text"] and a)
     capture(testcluster, "admission_check_pending", "why-check", "why-check")
+    run_fixes(testcluster, answer, "why-check")
     first = answer["why"][0]
     assert first["cause"] == "admission-check" and "why-never-decided Pending" in first["text"], first
     assert answer["state"] == "Queued", answer
@@ -268,6 +296,7 @@ def test_suspended_outside_kueue(testcluster: LocalCluster) -> None:
     answer = testcluster.wait_for("JobSet's Suspended condition", lambda: (
         a := why(testcluster, "why-suspended"))["why"] and a["why"][0]["detail"] and a)
     capture(testcluster, "suspended", "why-suspended")
+    run_fixes(testcluster, answer)
     first = answer["why"][0]
     assert first["cause"] == "suspended" and "no Kueue queue label" in first["text"], first
     assert "spec.suspend to false on JobSet why-suspended" in first["fix"] and first["detail"] == "JobSet: jobset is suspended"
@@ -288,7 +317,16 @@ def test_preempted_by_higher_priority(testcluster: LocalCluster, queues) -> None
     create(testcluster, "why-high", "--priority=high", *flags, namespace="why-preempt")
     answer = testcluster.wait_for("low preempted", lambda: (
         a := why(testcluster, "why-low", "why-preempt"))["why"] and a["why"][0]["cause"] == "evicted" and a)
-    capture(testcluster, "preempted", "why-low", "why-preempt")
+    capture(testcluster, "preempted", "why-low", "why-preempt", events=True)
+    run_fixes(testcluster, answer, "why-preempt")
+    # #33: one preemption, one line (Kueue's Evicted and Preempted conditions, its Preempted and
+    # EvictedDueToPreempted Events were 4), dated
+    listed = elxpk("workload", "events", "why-low", "-n", "why-preempt", "-o", "json", cluster=testcluster)
+    assert listed.returncode == 0, listed.stderr
+    incidents = [json.loads(line) for line in listed.stdout.splitlines()]
+    kueue = [i for i in incidents if "Preempt" in i["reason"] or "Preempt" in i["message"]]
+    assert [(i["kind"], i["reason"]) for i in kueue] == [("kueue_eviction", "Preempted/InClusterQueue")], kueue
+    assert all(i["time"] for i in incidents), incidents
     first = answer["why"][0]
     assert "Kueue preempted the workload (InClusterQueue)" in first["text"] and "--priority" in first["fix"], first
     assert first["detail"].startswith("Kueue: Preempted to accommodate a workload"), first  # Kueue's words
@@ -305,6 +343,8 @@ def test_first_failed_job_with_the_exit_class(testcluster: LocalCluster) -> None
     assert first["cause"] == "job-failed" and "Job why-failed-slice-job-0 of replicatedJob slice-job" in first["text"]
     assert "exit 70 user_error: not retryable" in first["text"], first
     assert "failed with exit code 70" in first["detail"], first  # the Job controller's words
+    # the failed pod's own log (restartPolicy Never: there is no --previous), not "is it still queued?"
+    assert run_fixes(testcluster, answer) == ["elxpk workload logs why-failed --slice 0 --vm 0"], answer["why"]
     testcluster.remove_jobset("default", "why-failed")
 
 
@@ -318,6 +358,7 @@ def test_hosts_held_by_another_workload(testcluster: LocalCluster) -> None:
     reason = answer["why"][causes(answer).index("host-ports")]
     assert "2 node(s) with gke-tpu-accelerator tpu-v5p-slice, gke-tpu-topology 2x2x1 are taken" in reason["text"]
     assert "elxpk workload list" in reason["fix"], reason
+    assert "elxpk workload list" in run_fixes(testcluster, answer)
     testcluster.remove_jobset("default", "why-ports")
     testcluster.remove_jobset("default", "why-holder")
 

@@ -57,6 +57,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "services", "Service"),
     Resource("", "v1", "namespaces", "Namespace", namespaced=False),
     Resource("", "v1", "events", "Event"),
+    Resource("", "v1", "serviceaccounts", "ServiceAccount"),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     Resource("batch", "v1", "jobs", "Job"),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False),
