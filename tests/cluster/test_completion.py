@@ -44,7 +44,9 @@ def complete(*words: str, shell_script: str, lookup_s: float | None = None) -> t
 @pytest.fixture(scope="module")
 def bash_script() -> str:
     """What `elxpk --show-completion` prints when run from bash (Typer detects the shell)."""
-    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", "elxpk --show-completion"], env=_env(),
+    # `; :` keeps bash elxpk's parent, as the user's interactive shell is: `bash -c CMD` execs a lone command,
+    # and Typer's shell detection (shellingham) then finds pytest's ancestors, no shell at all in a CI lane.
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", "elxpk --show-completion; :"], env=_env(),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "complete -o default -F _elxpk_completion elxpk" in done.stdout, done.stderr
     return done.stdout
@@ -118,8 +120,8 @@ def test_the_readme_completion_examples_run_as_written(tmp_path):
     assert len(lines) == 3
     env = {**_env(), "HOME": str(tmp_path), "SHELL": "/bin/bash"}
     for line in lines:
-        done = subprocess.run(["bash", "--norc", "--noprofile", "-c", line], env=env, capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(["bash", "--norc", "--noprofile", "-c", line + "; :"], env=env, capture_output=True,
+                              text=True, timeout=60)  # `; :`: bash stays the parent (see bash_script)
         assert done.returncode == 0, (line, done.stderr)
     assert "_elxpk_completion" in (tmp_path / ".bash_completions" / "elxpk.sh").read_text()
     assert "source" in (tmp_path / ".bashrc").read_text()
