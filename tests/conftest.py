@@ -27,6 +27,8 @@ from tests.support.budgets import over_budget, read_budgets  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+pytest_plugins = ["tests.support.cpu_durations"]  # --cpu-durations=N (docs/testing.md, "How CI runs")
+
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
