@@ -3,6 +3,7 @@
 - 4 virtual CPU devices = 2 simulated slices x 2 devices (the trainer's test topology).
 - Short collective timeouts, so a CPU collective stall aborts in seconds, not minutes.
 - NO_GCE_CHECK: google.auth must never probe the metadata server from a test.
+- One XLA compilation cache for the run and its subprocesses (tests/support/xla_cache.py).
 """
 
 from __future__ import annotations
@@ -21,11 +22,18 @@ os.environ["NO_GCE_CHECK"] = "true"
 os.environ.setdefault("GCE_METADATA_HOST", "127.0.0.1:9")  # belt and braces: a closed loopback port
 os.environ.pop("KUBECONFIG", None)
 
+from tests.support.xla_cache import xla_cache_env  # noqa: E402
+
+for _name, _value in xla_cache_env().items():  # one XLA compilation cache for every jax process of the run
+    os.environ.setdefault(_name, _value)
+
 import pytest  # noqa: E402
 
 from tests.support.budgets import over_budget, read_budgets  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+pytest_plugins = ["tests.support.cpu_durations"]  # --cpu-durations=N (docs/testing.md, "How CI runs")
 
 
 @pytest.fixture(scope="session")

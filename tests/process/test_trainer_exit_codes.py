@@ -20,7 +20,7 @@ from elxpk_contract.exit_codes import (
     USER_ERROR,
 )
 from elxpk_contract.records import PROGRESS_FILE, read_progress
-from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer
+from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer, user_env
 from tests.support.runs import read_jsonl
 
 pytestmark = pytest.mark.slow
@@ -49,8 +49,10 @@ def test_a_completed_default_run_exits_0_with_its_last_checkpoint_committed(fini
 def test_a_run_whose_background_compiles_outlive_its_steps_exits_0(tmp_path):
     # Live recovery compiles the checks of every one-slice-short mesh in a thread; with 4 slices and 1 step
     # the steps end long before those compiles. The thread used to be inside XLA when the interpreter
-    # finalized: exit 134, "terminate called after throwing an instance of ''" (4 of 4 tries).
-    done = trainer(["--run-dir", str(tmp_path / "run"), "--num-slices", "4", "--steps", "1"], tmp_path)
+    # finalized: exit 134, "terminate called after throwing an instance of ''" (4 of 4 tries). Without the
+    # tests' XLA cache (tests/support/xla_cache.py): loaded from it, those compiles would end before the step.
+    done = trainer(["--run-dir", str(tmp_path / "run"), "--num-slices", "4", "--steps", "1"], tmp_path,
+                   env={**user_env(), "JAX_ENABLE_COMPILATION_CACHE": "false"})
     assert done.code == DONE.code, done.err[-3000:]
     assert "terminate called" not in done.err and done.out.startswith("done: 1 steps")
 
