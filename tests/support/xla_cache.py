@@ -36,3 +36,7 @@ def xla_cache_env() -> dict[str, str]:
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",  # no size floor, and no override of it
         "JAX_COMPILATION_CACHE_MAX_SIZE": str(MAX_BYTES),
     }
+
+
+if __name__ == "__main__":  # `.ci/run` starts the test cluster with it: `env $(python -m tests.support.xla_cache) ...`
+    print(" ".join(f"{name}={value}" for name, value in xla_cache_env().items()))

@@ -3,6 +3,7 @@ slice, and cpu-np), and the config of the process pools' virtual-kubelet (vk/mai
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from pathlib import Path
@@ -101,7 +102,14 @@ def process_pool_config(run_dir: Path, pki: Path, ports: dict[str, int], repo: P
             # What GKE's metadata server and workload identity stand for here: gs:// is fake-gcs-server
             # (gcsfs reads STORAGE_EMULATOR_HOST; orbax's tensorstore the other two).
             "env": {"STORAGE_EMULATOR_HOST": gcs, "TENSORSTORE_GCS_HTTP_URL": gcs,
-                    "GOOGLE_AUTH_TOKEN_FOR_TESTING": "anon"}}
+                    "GOOGLE_AUTH_TOKEN_FOR_TESTING": "anon", **_compile_cache_env()}}
+
+
+def _compile_cache_env() -> dict[str, str]:
+    """jax's persistent compilation cache, when `up` runs with one (the tests' XLA cache,
+    tests/support/xla_cache.py): the pods' trainers load the executables of the same small steps instead of
+    compiling them again, as a MaxText run with `jax_cache_dir` on GCS does. Nothing is added otherwise."""
+    return {k: v for k, v in os.environ.items() if k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
 
 
 def _node(name: str, labels: dict, capacity: dict, *, taints: list, kwok: bool = True) -> dict:
