@@ -89,7 +89,8 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
-    pending Workload, its queue position, the TPU node pools when a pod is unschedulable): at most 5 more
+    pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the namespace's
+    ProvisioningRequests when the Workload has admission checks): at most 6 more
     calls, none per pod. A workload that runs reads only its Failed pods (counted_pods); the pods of one
     that is stuck are read in full, once, since its reasons are in the pods that have not failed."""
     jobset = get_workload(kube, namespace, name)
@@ -137,7 +138,11 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
     if any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
         nodes = tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
                       for n in kube.list_nodes(ACCELERATOR, limit=1000))
-    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position)
+    # A Workload with admission checks may wait on a ProvisioningRequest (--flex-start): one LIST.
+    checked = any((w.get("status") or {}).get("admissionChecks") for w in mine)
+    requests = kube.list_provisioning_requests(namespace) if checked else None
+    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
+                   provisioning_requests=None if requests is None else tuple(requests))
 
 
 def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:

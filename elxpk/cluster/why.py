@@ -56,6 +56,9 @@ class Context:
     local_queue: dict | None = None
     nodes: tuple[dict, ...] | None = None  # the TPU nodes' metadata.labels and spec.taints, when listed
     position: str = ""  # queue position, or why it is not known
+    # The ProvisioningRequests of the namespace, when the Workload has admission checks (why_capacity.py);
+    # None when not fetched or the kind is not served.
+    provisioning_requests: tuple[dict, ...] | None = None
 
 
 def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict], now: float,
@@ -65,6 +68,10 @@ def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[di
     name = jobset.get("metadata", {}).get("name", "")
     namespace = jobset.get("metadata", {}).get("namespace", "default")
     reasons = _jobset_reasons(jobset, workloads, context)
+    if context.provisioning_requests:
+        from elxpk.cluster.why_capacity import with_capacity  # lazy: why_capacity imports Reason from here
+
+        reasons = with_capacity(reasons, jobset, workloads, context.provisioning_requests)
     reasons += _job_reasons(name, jobs)
     reasons += _pod_reasons(name, namespace, _current_pods(pods, jobs), now, context, pending_after_s)
     return reasons
@@ -292,6 +299,12 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
             same = sorted({n["labels"].get(TOPOLOGY, "?") for n in context.nodes
                            if n["labels"].get(ACCELERATOR) == accelerator})
             pools = f"; node pools with {accelerator}: {', '.join(same) or 'none'}"
+            from elxpk.cluster.why_capacity import label_gap  # lazy: why_capacity imports Reason from here
+
+            gap = label_gap(selector, context.nodes, (ACCELERATOR, TOPOLOGY))
+            if gap:
+                return [Reason("no-node-pool", f"the nodes with {shape} lack what the pod also selects: {gap[0]}",
+                               gap[1], f"scheduler: {message}")]
         return [Reason("no-node-pool", f"no node pool has {shape}{pools}", _node_pool_fix(accelerator, topology),
                        f"scheduler: {message}")]
     out: list[Reason] = []
