@@ -1,4 +1,5 @@
-"""Flex-start on the real Kueue: `elxpk workload create --flex-start` into the LocalQueue `dws-queue`, whose
+"""Flex-start on the real Kueue: `elxpk workload create --flex-start` into the LocalQueue `dws-queue` (namespace
+flex-start), whose
 ClusterQueue carries the ProvisioningRequest admission check `dws-prov` (tools/testcluster/flex_start.py,
 as xpk's `cluster create --flex` makes it). Kueue's own provisioning controller creates the
 ProvisioningRequest; no cluster autoscaler runs here, so each test writes the request's status itself
@@ -25,20 +26,22 @@ from tests.realcluster.capture import KUEUE
 from tests.realcluster.test_gpu_submit import xpk_service_account  # noqa: F401 (a fixture)
 from tests.realcluster.test_submit_goldens import elxpk
 from tests.realcluster.test_why_real import plain_why_line
+from tools.testcluster.flex_start import NAMESPACE
 from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster, server_verdict
 
-PROVREQS = "/apis/autoscaling.x-k8s.io/v1/namespaces/default/provisioningrequests"
+NS = NAMESPACE
+PROVREQS = f"/apis/autoscaling.x-k8s.io/v1/namespaces/{NS}/provisioningrequests"
 MERGE = "application/merge-patch+json"
 FLEX = ["--tpu-type=v5p-8", "--no-pathways", "--command", "python3 train.py", "--flex-start",
-        "--max-run-duration=2h", "--queue=dws-queue"]
+        "--max-run-duration=2h", "--queue=dws-queue", f"--namespace={NS}"]
 
 
 def _workload(cluster: LocalCluster, name: str) -> dict | None:
-    status, jobset = cluster.request("GET", JOBSETS.format(ns="default") + "/" + name)
+    status, jobset = cluster.request("GET", JOBSETS.format(ns=NS) + "/" + name)
     if status != 200:
         return None
     uid = jobset["metadata"]["uid"]
-    return next((w for w in cluster.items(f"{KUEUE}/namespaces/default/workloads")
+    return next((w for w in cluster.items(f"{KUEUE}/namespaces/{NS}/workloads")
                  if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid), None)
 
 
@@ -75,7 +78,7 @@ def _check_state(cluster: LocalCluster, name: str, state: str) -> dict:
 
 
 def _why(cluster: LocalCluster, name: str) -> dict:
-    done = elxpk("workload", "status", name, "--why", "--stuck-after", "0s", "-o", "json", cluster=cluster)
+    done = elxpk("workload", "status", name, "-n", NS, "--why", "--stuck-after", "0s", "-o", "json", cluster=cluster)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))
 
@@ -98,7 +101,7 @@ def flex(testcluster: LocalCluster):
     made: list[str] = []
 
     def create(name: str) -> dict:
-        testcluster.remove_jobset("default", name)
+        testcluster.remove_jobset(NS, name)
         done = elxpk("workload", "create", f"--workload={name}", *FLEX, cluster=testcluster)
         assert done.returncode == 0, done.stderr
         made.append(name)
@@ -106,7 +109,7 @@ def flex(testcluster: LocalCluster):
 
     yield create
     for name in made:
-        testcluster.remove_jobset("default", name)
+        testcluster.remove_jobset(NS, name)
 
 
 def causes(answer: dict) -> list[str]:
@@ -136,7 +139,7 @@ def test_waiting_for_capacity(testcluster: LocalCluster, flex) -> None:
     assert answer["why"][0]["text"].endswith(f"{eta}; Kueue admits the workload once it is")
     _capture(testcluster, "accepted", "flex-wait")
     # Plain status makes no extra call: its Why line is Kueue's check state, with the ETA Kueue copied.
-    plain = " ".join(plain_why_line(testcluster, "flex-wait").split())
+    plain = " ".join(plain_why_line(testcluster, "flex-wait", NS).split())
     assert "admission checks dws-prov Pending" in plain and "2026-12-04T09:00:00Z" in plain, plain
 
 
@@ -146,13 +149,13 @@ def test_provisioned_admits_and_the_pods_get_the_request_selector(testcluster: L
                     details={"ResizeRequestName": "resize-request-1"})
     _check_state(testcluster, "flex-prov", "Ready")
     pods = testcluster.wait_for("the pod of flex-prov", lambda: testcluster.items(
-        PODS.format(ns="default"), labelSelector="jobset.sigs.k8s.io/jobset-name=flex-prov"))
+        PODS.format(ns=NS), labelSelector="jobset.sigs.k8s.io/jobset-name=flex-prov"))
     # Kueue's podSetUpdates (dws-config): the pod now also selects the nodes made for this request.
     assert pods[0]["spec"]["nodeSelector"]["autoscaling.gke.io/provisioning-request"] == "resize-request-1"
     assert pods[0]["spec"]["nodeSelector"]["cloud.google.com/gke-queued"] == "true"
     testcluster.wait_for("the scheduler's verdict", lambda: any(
         c.get("reason") == "Unschedulable" for p in testcluster.items(
-            PODS.format(ns="default"), labelSelector="jobset.sigs.k8s.io/jobset-name=flex-prov")
+            PODS.format(ns=NS), labelSelector="jobset.sigs.k8s.io/jobset-name=flex-prov")
         for c in p["status"].get("conditions") or []))
     answer = _why(testcluster, "flex-prov")
     assert causes(answer) == ["capacity-provisioned", "no-node-pool"], answer["why"]

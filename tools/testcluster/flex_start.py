@@ -1,7 +1,9 @@
 """What `xpk cluster create --flex` adds for flex-start (Dynamic Workload Scheduler), on the test control
 plane: the ProvisioningRequest admission check `dws-prov` and its ProvisioningRequestConfig `dws-config`,
 as xpk's src/xpk/templates/kueue_config.yaml.j2 renders them, and a ClusterQueue `dws-cluster-queue` with
-that check behind the LocalQueue `dws-queue` (namespace default), beside the plain `multislice-queue`.
+that check behind the LocalQueue `dws-queue`. That LocalQueue is in a namespace of its own, `flex-start`:
+`default` keeps exactly one LocalQueue (`multislice-queue`), which gcluster auto-discovers there (a second
+one makes it fall back to `default-queue`, tests/launcher/gcluster_renders/capture.py).
 
 One difference from xpk: `retryStrategy.backoffLimitCount: 0`. Kueue's default (3 retries, 60 s base
 back-off) would make a Failed or BookingExpired request come back as a new request minutes later; with 0
@@ -16,6 +18,7 @@ from pathlib import Path
 
 CRD = Path(__file__).parent / "crds" / "autoscaling.x-k8s.io_provisioningrequests.yaml"
 CHECK, CONFIG, CLUSTER_QUEUE, LOCAL_QUEUE = "dws-prov", "dws-config", "dws-cluster-queue", "dws-queue"
+NAMESPACE = "flex-start"
 PATHS = {"AdmissionCheck": "/apis/kueue.x-k8s.io/v1beta2/admissionchecks",
          "ProvisioningRequestConfig": "/apis/kueue.x-k8s.io/v1beta2/provisioningrequestconfigs"}
 
@@ -23,6 +26,7 @@ PATHS = {"AdmissionCheck": "/apis/kueue.x-k8s.io/v1beta2/admissionchecks",
 def flex_start_objects(tpu_chips: int) -> list[dict]:
     quota = {"cpu": "100000", "memory": "100Ti", "google.com/tpu": str(tpu_chips)}
     return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ProvisioningRequestConfig", "metadata": {"name": CONFIG},
          "spec": {"provisioningClassName": "queued-provisioning.gke.io",
                   "podSetUpdates": {"nodeSelector": [{"key": "autoscaling.gke.io/provisioning-request",
@@ -40,5 +44,5 @@ def flex_start_objects(tpu_chips: int) -> list[dict]:
              "flavors": [{"name": "default-flavor", "resources": [
                  {"name": name, "nominalQuota": value} for name, value in quota.items()]}]}]}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-         "metadata": {"name": LOCAL_QUEUE, "namespace": "default"}, "spec": {"clusterQueue": CLUSTER_QUEUE}},
+         "metadata": {"name": LOCAL_QUEUE, "namespace": NAMESPACE}, "spec": {"clusterQueue": CLUSTER_QUEUE}},
     ]
