@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from elxpk import catalog
 from elxpk.cluster.labels import JOBSET_NAME, KUEUE_QUEUE, REPLICATED_JOB, parse_time
+from elxpk.cluster.why_capacity import label_gap, with_capacity
+from elxpk.cluster.why_reason import Reason
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -41,15 +43,6 @@ _INACTIVE = re.compile(r"ClusterQueue (\S+) is inactive")
 
 
 @dataclass(frozen=True)
-class Reason:
-    cause: str  # quota, queue-inactive, admission-check, evicted, suspended, no-node-pool, insufficient-tpu,
-    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed
-    text: str  # what is wrong, in one line
-    fix: str = ""  # the command or flag that fixes it, where one exists
-    detail: str = ""  # the component's own words (Kueue's, the scheduler's, the kubelet's), verbatim
-
-
-@dataclass(frozen=True)
 class Context:
     """What `status --why` fetches beyond plain status (each optional: absent when not fetched)."""
     cluster_queue: dict | None = None  # the ClusterQueue the LocalQueue points at
@@ -69,8 +62,6 @@ def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[di
     namespace = jobset.get("metadata", {}).get("namespace", "default")
     reasons = _jobset_reasons(jobset, workloads, context)
     if context.provisioning_requests:
-        from elxpk.cluster.why_capacity import with_capacity  # lazy: why_capacity imports Reason from here
-
         reasons = with_capacity(reasons, jobset, workloads, context.provisioning_requests)
     reasons += _job_reasons(name, jobs)
     reasons += _pod_reasons(name, namespace, _current_pods(pods, jobs), now, context, pending_after_s)
@@ -299,8 +290,6 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
             same = sorted({n["labels"].get(TOPOLOGY, "?") for n in context.nodes
                            if n["labels"].get(ACCELERATOR) == accelerator})
             pools = f"; node pools with {accelerator}: {', '.join(same) or 'none'}"
-            from elxpk.cluster.why_capacity import label_gap  # lazy: why_capacity imports Reason from here
-
             gap = label_gap(selector, context.nodes, (ACCELERATOR, TOPOLOGY))
             if gap:
                 return [Reason("no-node-pool", f"the nodes with {shape} lack what the pod also selects: {gap[0]}",

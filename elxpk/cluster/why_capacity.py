@@ -11,7 +11,7 @@ Failed, CapacityRevoked, BookingExpired, Provisioned, else still waiting.
 from __future__ import annotations
 
 from elxpk.cluster.labels import parse_time
-from elxpk.cluster.why import Reason
+from elxpk.cluster.why_reason import Reason
 
 PROVREQ_API = "autoscaling.x-k8s.io/v1"
 _ANOTHER_MODE = "or ask for capacity another way: --spot, --reservation NAME or --on-demand"

@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elxpk.create.capacity import MAX_RUN_ANNOTATION, reservation_name
+from elxpk.create.capacity import CAPACITY_KEYS, MAX_RUN_ANNOTATION, read_capacity, reservation_name
 from tests.launcher.capacity_cases import CAPACITY_CASES
 from tests.launcher.conftest import GOLDENS
 
@@ -137,3 +137,17 @@ def test_console_script_refuses_two_modes_with_exit_2(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stdout == "" and "--spot and --flex-start: give one capacity mode" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("subset", [s for n in range(5) for s in itertools.combinations(CAPACITY_KEYS, n)])
+def test_every_combination_of_modes(subset):
+    """All 16 combinations: one or none is a mode (or none), two or more one line naming each given."""
+    given = {key: ("res-a" if key == "reservation" else True) for key in subset}
+    spelled = {key: "--" + key.replace("_", "-") for key in CAPACITY_KEYS}
+    capacity, problems = read_capacity(given, spelled, None, "--max-run-duration")
+    if len(subset) <= 1:
+        assert problems == [] and (capacity is None) == (not subset)
+        assert capacity is None or capacity.mode == subset[0].replace("_", "-")
+    else:
+        assert capacity is None and len(problems) == 1
+        assert problems[0].startswith(" and ".join(spelled[k] for k in subset) + ": give one capacity mode")
