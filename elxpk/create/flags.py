@@ -121,8 +121,9 @@ FLAGS: tuple[Flag, ...] = (
          doc='Dynamic Workload Scheduler: `cloud.google.com/gke-queued: "true"` node selector and toleration; '
          "Kueue's ProvisioningRequest admission check on the queue's ClusterQueue asks for the capacity"),
     Flag('max_run_duration', DURATION, 'With --flex-start: how long the provisioned nodes may run (e.g. '
-         '24h), the JobSet annotation provreq.kueue.x-k8s.io/maxRunDurationSeconds.', panel=CAPACITY,
-         low=1, high=MAX_RUN_DURATION_S, default_text="GKE's 7 days",
+         '24h; bounds in seconds, 604800 = 7d), the JobSet annotation '
+         'provreq.kueue.x-k8s.io/maxRunDurationSeconds.', panel=CAPACITY,
+         low=1, high=MAX_RUN_DURATION_S, default_text="GKE's 7 days", doc_default="GKE's (7 days)",
          fix='a duration such as 24h, at most 7d (GKE\'s cap for flex-start nodes)',
          doc='with `--flex-start`: annotation `provreq.kueue.x-k8s.io/maxRunDurationSeconds` (whole seconds, '
          "at most 7 days), which Kueue passes to the ProvisioningRequest"),
