@@ -104,6 +104,7 @@ def flex(testcluster: LocalCluster):
         testcluster.remove_jobset(NS, name)
         done = elxpk("workload", "create", f"--workload={name}", *FLEX, cluster=testcluster)
         assert done.returncode == 0, done.stderr
+        assert "--flex-start:" not in done.stderr  # dws-queue's ClusterQueue has the check: no warning
         made.append(name)
         return _request(testcluster, name)
 
@@ -198,3 +199,14 @@ def test_every_capacity_golden_is_admitted(testcluster: LocalCluster, name: str)
     (the GPU pods name xpk's service account, which `xpk cluster create` makes)."""
     doc = yaml.safe_load((GOLDENS / f"{name}.yaml").read_text(encoding="utf-8"))
     assert server_verdict(testcluster, doc) == []
+
+
+def test_flex_start_into_a_queue_without_the_check_is_warned(testcluster: LocalCluster) -> None:
+    """multislice-queue's ClusterQueue has no ProvisioningRequest check: Kueue would admit at once and the
+    pods would wait for gke-queued nodes nothing makes. Said before submitting (a server-side dry run here)."""
+    argv = [a for a in FLEX if not a.startswith(("--queue", "--namespace"))]
+    done = elxpk("workload", "create", "--workload=flex-noqueue", *argv, "--dry-run-server", cluster=testcluster)
+    assert done.returncode == 0, done.stderr
+    assert ('--flex-start: ClusterQueue "cluster-queue" (of LocalQueue "multislice-queue") has no '
+            "ProvisioningRequest admission check") in done.stderr
+    assert testcluster.request("GET", JOBSETS.format(ns="default") + "/flex-noqueue")[0] == 404
