@@ -460,6 +460,15 @@ class Kube:
                         what=f'pending workloads of LocalQueue "{local_queue}"', query={"limit": 1000})
         return body.get("items") or []
 
+    def list_provisioning_requests(self, namespace: str) -> list[dict] | None:
+        """The namespace's ProvisioningRequests (what Kueue's flex-start check asks capacity with); None when
+        the cluster does not serve the kind."""
+        try:
+            return self._paged(api_path("autoscaling.x-k8s.io/v1", "provisioningrequests", namespace),
+                               what=f'ProvisioningRequests in namespace "{namespace}"')
+        except NotFoundError:
+            return None
+
     def list_kueue_workloads(self, namespace: str, label_selector: str | None = None) -> list[dict]:
         version = self.kueue_version()
         if version is None:

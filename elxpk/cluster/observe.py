@@ -93,8 +93,11 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
     pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the Job
-    controller's FailedCreate Events when a Job has fewer pods than it asks for): at most 6 more calls, none
-    per pod. A workload that runs reads only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its reasons are in the pods that have not failed."""
+    controller's FailedCreate Events when a Job has fewer pods than it asks for, the JobSet's JobCreationFailed
+    Events when a Job is missing, the namespace's ProvisioningRequests when the Workload has admission
+    checks): at most 7 more calls, none per pod. A workload that runs reads only its Failed pods
+    (counted_pods); the pods of one that is stuck are read in full, once, since its reasons are in the pods
+    that have not failed."""
     jobset = get_workload(kube, namespace, name)
     selector = f"{JOBSET_NAME}={name}"
     jobs = kube.list_jobs(namespace, selector)
@@ -151,8 +154,12 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
     if jobs is not None and jobs_missing(jobset, jobs):  # one more call, only when a Job is missing
         meta = jobset["metadata"]
         rejections = tuple(kube.list_events(namespace, event_selector(meta["name"], meta.get("uid", ""))))
+    # A Workload with admission checks may wait on a ProvisioningRequest (--flex-start): one LIST.
+    checked = any((w.get("status") or {}).get("admissionChecks") for w in mine)
+    requests = kube.list_provisioning_requests(namespace) if checked else None
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
-                   rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])))
+                   rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])),
+                   provisioning_requests=None if requests is None else tuple(requests))
 
 
 def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:

@@ -13,6 +13,8 @@ from elxpk.cluster.observe import JOBSET_MISSING
 from elxpk.errors import ClusterError
 
 CPU_NODE_POOL = "cpu-np"
+QUEUED_LABEL = "cloud.google.com/gke-queued"  # --flex-start's node selector (elxpk/create/capacity.py)
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
@@ -63,6 +65,9 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
         elif not found:
             warnings.append(f'Kueue LocalQueue "{queue}" does not exist in namespace "{namespace}": the workload '
                             "will wait unadmitted until it is created")
+        elif any(spec.get("nodeSelector", {}).get(QUEUED_LABEL) == "true" for js in jobsets
+                 for spec in _pod_specs(js)):
+            warnings += _flex_start_queue(kube, namespace, queue)
     if any(is_pathways(js) for js in jobsets):
         if not kube.list_nodes(f"{NODE_POOL_LABEL}={CPU_NODE_POOL}", limit=1):
             problems.append(f"Pathways needs a CPU node pool named {CPU_NODE_POOL} (nodes labelled "
@@ -71,3 +76,25 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
     if problems:
         raise ClusterError("\n".join(problems))
     return warnings
+
+
+
+def _flex_start_queue(kube: Kube, namespace: str, queue: str) -> list[str]:
+    """--flex-start asks Kueue for the capacity: without a ProvisioningRequest admission check on the queue's
+    ClusterQueue nothing asks, and the pods wait for flex-start nodes that nobody makes (3 GETs at most)."""
+    local_queue = kube.get_kueue_object("localqueues", queue, namespace) or {}
+    cq = (local_queue.get("spec") or {}).get("clusterQueue")
+    cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
+    if not cluster_queue:
+        return []
+    spec = cluster_queue.get("spec") or {}
+    names = [c.get("name") for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
+    names += spec.get("admissionChecks") or []  # v1beta1's spelling
+    for name in names:
+        check = kube.get_kueue_object("admissionchecks", str(name)) or {}
+        if (check.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER:
+            return []
+    return [f'--flex-start: ClusterQueue "{cq}" (of LocalQueue "{queue}") has no ProvisioningRequest admission '
+            "check, so Kueue admits the workload without asking for capacity and its pods wait for flex-start "
+            f"({QUEUED_LABEL}) nodes that nothing makes; use --queue with a LocalQueue whose ClusterQueue has "
+            "one (xpk's cluster create --flex makes dws-prov), or drop --flex-start"]

@@ -29,6 +29,8 @@ from elxpk.cluster.labels import (
     REPLICATED_JOB,
     parse_time,
 )
+from elxpk.cluster.why_capacity import label_gap, with_capacity
+from elxpk.cluster.why_reason import Reason
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -50,16 +52,6 @@ _INACTIVE = re.compile(r"ClusterQueue (\S+) is inactive")
 
 
 @dataclass(frozen=True)
-class Reason:
-    cause: str  # quota, queue-inactive, admission-check, evicted, suspended, no-node-pool, insufficient-tpu,
-    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending,
-    #             job-failed, job-rejected, pod-create, backoff (the last two: why_jobs.py)
-    text: str  # what is wrong, in one line
-    fix: str = ""  # the command or flag that fixes it, where one exists
-    detail: str = ""  # the component's own words (Kueue's, the scheduler's, the kubelet's), verbatim
-
-
-@dataclass(frozen=True)
 class Context:
     """What `status --why` fetches beyond plain status (each optional: absent when not fetched)."""
     cluster_queue: dict | None = None  # the ClusterQueue the LocalQueue points at
@@ -68,6 +60,9 @@ class Context:
     position: str = ""  # queue position, or why it is not known
     rejections: tuple[dict, ...] = ()  # the JobSet's JobCreationFailed Events (elxpk/cluster/job_rejections.py)
     events: tuple[dict, ...] = ()  # the Job controller's FailedCreate Events, when a Job is short of pods
+    # The ProvisioningRequests of the namespace, when the Workload has admission checks (why_capacity.py);
+    # None when not fetched or the kind is not served.
+    provisioning_requests: tuple[dict, ...] | None = None
 
 
 def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict], now: float,
@@ -77,6 +72,8 @@ def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[di
     name = jobset.get("metadata", {}).get("name", "")
     namespace = jobset.get("metadata", {}).get("namespace", "default")
     reasons = _jobset_reasons(jobset, workloads, context)
+    if context.provisioning_requests:
+        reasons = with_capacity(reasons, jobset, workloads, context.provisioning_requests)
     current = [j for j in jobs if not j["metadata"].get("deletionTimestamp")]
     reasons += why_jobs.first_failed(name, jobs, pods, Reason)
     reasons += why_jobs.failed_create(name, namespace, current, list(context.events), Reason)
@@ -290,6 +287,10 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
             same = sorted({n["labels"].get(TOPOLOGY, "?") for n in context.nodes
                            if n["labels"].get(ACCELERATOR) == accelerator})
             pools = f"; node pools with {accelerator}: {', '.join(same) or 'none'}"
+            gap = label_gap(selector, context.nodes, (ACCELERATOR, TOPOLOGY))
+            if gap:
+                return [Reason("no-node-pool", f"the nodes with {shape} lack what the pod also selects: {gap[0]}",
+                               gap[1], f"scheduler: {message}")]
         return [Reason("no-node-pool", f"no node pool has {shape}{pools}", _node_pool_fix(accelerator, topology),
                        f"scheduler: {message}")]
     out: list[Reason] = []

@@ -17,8 +17,10 @@ from elxpk.admission.names import flag_problems
 from elxpk.catalog import UnknownTpuType, lookup
 from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
 from elxpk.create.budget_checks import Budgets, budget_findings, read_times
+from elxpk.create.capacity import CAPACITY_KEYS, Capacity, read_capacity
 from elxpk.create.flag_values import FlagValues
 from elxpk.create.flags import (
+    BY_NAME,
     OPTION_KEYS,
     RESERVED_ENV,
     SPEC_KEYS,
@@ -123,6 +125,7 @@ class FlagChecker(FlagValues):
         fields.update(self.shape())
         fields.update(self.slices(bool(fields["pathways"])))
         fields.update(self.containers())
+        fields["capacity"] = self.capacity()
         if self.given("device_type") or self.given("num_nodes"):
             from elxpk.create.gpu import gpu_flag_problems  # lazy: keeps elxpk.create.gpu off a TPU dry-run
 
@@ -149,6 +152,16 @@ class FlagChecker(FlagValues):
         if self.errors:
             raise UsageError(*self.errors)
         return WorkloadSpec(**fields, warnings=tuple(self.warnings)), options  # type: ignore[arg-type]
+
+    def capacity(self) -> Capacity | None:
+        """--spot, --flex-start, --reservation NAME or --on-demand, at most one (elxpk/create/capacity.py)."""
+        max_run, problem = BY_NAME["max_run_duration"].read(self.get("max_run_duration"))
+        given = {key: self.text(key) if key == "reservation" else self.get(key) for key in CAPACITY_KEYS}
+        capacity, problems = read_capacity(given, {key: flag(key) for key in CAPACITY_KEYS},
+                                           None if problem else max_run, flag("max_run_duration"))
+        self.errors += [problem] if problem else []
+        self.errors += problems
+        return capacity
 
     def identity(self) -> dict[str, object]:
         """Names and labels: workload, TPU type, queue, namespace, priority."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from elxpk import flag_rows
 from elxpk.admission.names import MAX_INT32, MAX_INT64
+from elxpk.create.capacity import MAX_RUN_DURATION_S
 from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INT, LIST, TEXT, Alias, Flag
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
@@ -25,6 +26,7 @@ TIMES = "Timeouts and budgets"
 TRAINER = "Trainer settings (env ELXPK_* on the training container)"
 OUTPUT = "Output and submission"
 GCLUSTER_PANEL = "gcluster's spellings (any of them brings gcluster's defaults)"
+CAPACITY = "Capacity (one of; default: whatever the node pools offer)"
 
 PRIORITIES = ("very-low", "low", "medium", "high", "very-high")
 TRAINERS = ("elxpk", "maxtext")  # the values of --trainer: the bundled trainer, or a MaxText --command
@@ -134,6 +136,31 @@ FLAGS: tuple[Flag, ...] = (
          "Toolkit cluster has none, so gcluster's spellings render the namespace's `default`, as no field)"),
     Flag('queue', TEXT, 'Kueue LocalQueue (label kueue.x-k8s.io/queue-name).', default=DEFAULT_QUEUE,
          check='queue_name', doc='label `kueue.x-k8s.io/queue-name`', submit_short='-q'),
+    Flag('spot', BOOL, 'Spot VMs: nodeSelector cloud.google.com/gke-spot "true" and its toleration on the '
+         'TPU/GPU pods, as xpk renders it.', default=False, panel=CAPACITY,
+         doc='Spot VMs: `cloud.google.com/gke-spot: "true"` node selector and toleration on the TPU/GPU pods '
+         '([Capacity](#capacity-modes---spot---flex-start---reservation---on-demand))'),
+    Flag('flex_start', BOOL, "Flex-start (Dynamic Workload Scheduler): nodeSelector "
+         'cloud.google.com/gke-queued "true" and its toleration; the --queue\'s ClusterQueue must carry a '
+         "ProvisioningRequest admission check (xpk's dws-prov), and Kueue admits the workload once the "
+         'capacity is provisioned.', default=False, panel=CAPACITY,
+         doc='Dynamic Workload Scheduler: `cloud.google.com/gke-queued: "true"` node selector and toleration; '
+         "Kueue's ProvisioningRequest admission check on the queue's ClusterQueue asks for the capacity"),
+    Flag('max_run_duration', DURATION, 'With --flex-start: how long the provisioned nodes may run (e.g. '
+         '24h; bounds in seconds, 604800 = 7d), the JobSet annotation '
+         'provreq.kueue.x-k8s.io/maxRunDurationSeconds.', panel=CAPACITY,
+         low=1, high=MAX_RUN_DURATION_S, default_text="GKE's 7 days", doc_default="GKE's (7 days)",
+         fix='a duration such as 24h, at most 7d (GKE\'s cap for flex-start nodes)',
+         doc='with `--flex-start`: annotation `provreq.kueue.x-k8s.io/maxRunDurationSeconds` (whole seconds, '
+         "at most 7 days), which Kueue passes to the ProvisioningRequest"),
+    Flag('reservation', TEXT, 'A Compute Engine reservation (its name, or projects/P/reservations/NAME): '
+         'nodeSelector cloud.google.com/reservation-name and its toleration.', panel=CAPACITY,
+         metavar='NAME',
+         doc='`cloud.google.com/reservation-name: NAME` node selector and toleration (a path gives its '
+         'short name, as gcluster does)'),
+    Flag('on_demand', BOOL, 'On-demand VMs: renders nothing (as xpk); says the workload is neither spot, '
+         'flex-start nor reserved.', default=False, panel=CAPACITY,
+         doc='on-demand VMs: no selector, as xpk renders it'),
     Flag('termination_grace_period_seconds', INT, 'Seconds a pod gets after SIGTERM.', default=30, low=0,
          high=MAX_INT64, fix='seconds a pod gets to exit after SIGTERM; a 64-bit integer in the pod spec',
          doc='worker pods and the head pod that runs the user container (every pod with '

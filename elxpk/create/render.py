@@ -108,7 +108,7 @@ def render(spec: WorkloadSpec) -> Manifest:
     pod_rules, jobset_rules = failure_rules(spec)
     text = template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command, subdomain=subdomain,
                                   pod_failure_rules=pod_rules, jobset_failure_rules=jobset_rules,
-                                  pre_start=pre_start_argv(spec), **_gpu_values(spec))
+                                  pre_start=pre_start_argv(spec), **_capacity_values(spec), **_gpu_values(spec))
     try:
         objects = parse_documents(text)
     except Exception as exc:  # a template bug, not bad input: the spec was validated
@@ -116,6 +116,16 @@ def render(spec: WorkloadSpec) -> Manifest:
     _check(objects, spec, env, command)
     require_admissible(objects)  # a validated spec must render what the cluster admits
     return Manifest(objects=objects, text=text)
+
+
+def _capacity_values(spec: WorkloadSpec) -> dict[str, Any]:
+    """What the capacity mode adds (elxpk/create/capacity.py): node selector and tolerations of the
+    accelerator pods, and the JobSet's annotations."""
+    capacity = spec.capacity
+    if capacity is None:
+        return dict(capacity_selector=(), capacity_tolerations=(), jobset_annotations=())
+    return dict(capacity_selector=capacity.node_selector, capacity_tolerations=capacity.tolerations,
+                jobset_annotations=capacity.jobset_annotations)
 
 
 def _gpu_values(spec: WorkloadSpec) -> dict[str, Any]:

@@ -19,6 +19,7 @@ __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec"]
 
 if TYPE_CHECKING:
     from elxpk.create.budget_checks import Times
+    from elxpk.create.capacity import Capacity
     from elxpk.create.gpu import GpuType
 
 TRAINER_COMMAND = "python -m trainer"
@@ -69,6 +70,7 @@ class WorkloadSpec(NamedTuple):
     settings: tuple[tuple[str, Any], ...] = ()
     gpu: GpuType | None = None  # --device-type: one node group of `num_nodes` GPU machines
     num_nodes: int = default("num_nodes")
+    capacity: Capacity | None = None  # --spot, --flex-start, --reservation, --on-demand (elxpk/create/capacity.py)
     warnings: tuple[str, ...] = ()  # not what was asked for: the last field, which equality and hash leave out
 
     def __eq__(self, other: object) -> bool:

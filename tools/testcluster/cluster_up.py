@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import flex_start
 import yaml
 from nodes import nodes, pool_nodes, process_pool_config
 from pki import write_kubeconfig, write_pki
@@ -81,6 +82,7 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: s
     api.apply_file(here.parent.parent / "elxpk" / "crds" / "jobset.x-k8s.io_jobsets.yaml")
     for crd in kueue_crds(bins / "kueue-crd", ports["kueue"], pki):
         api.apply(crd)
+    api.apply_file(flex_start.CRD)  # before Kueue starts: its ProvisioningRequest check needs the kind served
     api.wait_established(timeout=60)
     for namespace in ("kueue-system", "jobset-system", *QUEUES):
         api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -125,7 +127,9 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: s
         procs.start(vk_binary, f"--kubeconfig={kubeconfig}", f"--config={run_dir / 'vk-nodes.json'}", env=env)
         procs.wait(vk_binary, lambda: all(api.node_ready(node["metadata"]["name"]) for node in process_nodes),
                    timeout=60)
-    for obj in cluster_objects([*nodes(pools), *process_nodes]):
+    all_nodes = [*nodes(pools), *process_nodes]
+    chips = sum(int(n["status"]["capacity"].get("google.com/tpu", "0")) for n in all_nodes)
+    for obj in cluster_objects(all_nodes) + flex_start.flex_start_objects(chips):
         api.apply(obj, retry_webhook=True)
     (run_dir / "env").write_text(f"KUBECONFIG={kubeconfig}\nSTORAGE_EMULATOR_HOST=http://127.0.0.1:{ports['gcs']}\n")
     print(f"testcluster: up in {time.monotonic() - started:.1f} s ({run_dir})", file=sys.stderr)
@@ -197,7 +201,8 @@ class Api:
              "ResourceFlavor": "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
              "ClusterQueue": "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
              "LocalQueue": "/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues",
-             "ServiceAccount": "/api/v1/namespaces/{namespace}/serviceaccounts"}
+             "ServiceAccount": "/api/v1/namespaces/{namespace}/serviceaccounts",
+             **flex_start.PATHS}
 
     def __init__(self, server: str, pki: Path) -> None:
         self.server = server
