@@ -91,12 +91,15 @@ class WatchView:
                     else f"step {f['checkpoint_step']} committed {_age(f['checkpoint_age_s'])}")
             grid.add_row("Checkpoint", ckpt)
         causes = ", ".join(f"{n} {cause}" for cause, n in f["restart_causes"].items() if n) or "none"
-        grid.add_row("Restarts", f"{causes}; JobSet restarts {f['jobset_restarts']} "
+        grid.add_row("Restarts", f"JobSet restarts {f['jobset_restarts']} "
                      f"({f['jobset_restarts_left']} of maxRestarts {f['max_restarts']} left)"
                      + ("" if f["slice_budget_left_min"] is None
-                        else f"; slice budget left {f['slice_budget_left_min']} (lowest)"))
+                        else f"; slice budget left {f['slice_budget_left_min']} (lowest)")
+                     + f"; pod failures by cause: {causes}")
         title = Text(f"Last incidents ({f['incidents']} seen)", style="bold")
-        return Group(grid, title, *[Text(line) for line in lines] or [Text("none yet", style="dim")])
+        # one incident, one screen line: a wrapped line would push the older ones off a small terminal
+        shown = [Text(line, no_wrap=True, overflow="ellipsis") for line in lines] or [Text("none yet", style="dim")]
+        return Group(grid, title, *shown)
 
 
 class JsonStream:

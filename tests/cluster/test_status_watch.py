@@ -150,8 +150,11 @@ def test_view_shows_every_figure(fake, clock, kube):
     assert f"Slices healthy  {record['slices_healthy']}/{record['slices_total']}" in screen
     assert f"State           {record['state']}  {record['message']}" in screen
     assert f"JobSet restarts {record['jobset_restarts']} ({record['jobset_restarts_left']} of maxRestarts" in screen
+    causes = ", ".join(f"{n} {cause}" for cause, n in record["restart_causes"].items() if n)
+    assert f"pod failures by cause: {causes or 'none'}" in screen
     assert f"Last incidents ({state.incident_count} seen)" in screen
     assert state.incidents[-1].line()[:60] in screen
+    assert all(len(line) <= 120 for line in screen.splitlines())  # an incident is one line, cut to the width
 
 
 @pytest.mark.parametrize("flags,problem", [
