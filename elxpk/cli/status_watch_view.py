@@ -94,8 +94,8 @@ class WatchView:
         grid.add_row("Restarts", f"JobSet restarts {f['jobset_restarts']} "
                      f"({f['jobset_restarts_left']} of maxRestarts {f['max_restarts']} left)"
                      + ("" if f["slice_budget_left_min"] is None
-                        else f"; slice budget left {f['slice_budget_left_min']} (lowest)")
-                     + f"; pod failures by cause: {causes}")
+                        else f"; slice budget left {f['slice_budget_left_min']} (lowest)"))
+        grid.add_row("Pod failures", f"by cause: {causes}")
         title = Text(f"Last incidents ({f['incidents']} seen)", style="bold")
         # one incident, one screen line: a wrapped line would push the older ones off a small terminal
         shown = [Text(line, no_wrap=True, overflow="ellipsis") for line in lines] or [Text("none yet", style="dim")]

@@ -51,6 +51,7 @@ class WatchState:
     incident_count: int = 0
     rate: float | None = None  # trainer steps per second between the last two step records
     expect_by: float | None = None  # monotonic time the request in flight should have answered by
+    answered_at: float | None = None  # monotonic time of the API's last answer (a refresh, a watch event)
     outage_note: str = ""  # the last line _Outage wrote while the API failed
     refreshes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -60,8 +61,8 @@ class WatchState:
         if self.outage_note:
             return f"reconnecting: {self.outage_note}"
         if self.expect_by is not None and now_monotonic > self.expect_by + LATE_S:
-            return (f"reconnecting: no answer from the API server for "
-                    f"{now_monotonic - self.expect_by:.0f} s")
+            since = self.answered_at if self.answered_at is not None else self.expect_by
+            return f"reconnecting: no answer from the API server for {now_monotonic - since:.0f} s"
         return ""
 
 
@@ -102,9 +103,10 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
             status = read_status(objects)
         finally:
             _expect(state, None)
+        _expect(state, None, answered=clock())
         send(found)
         with state.lock:
-            state.rate = _rate(state.status, state.read_at, status, time.time()) or state.rate
+            state.rate = _rate(state.status, status) or state.rate
             state.status, state.read_at = status, time.time()
             state.refreshes += 1
         on_change()
@@ -141,6 +143,7 @@ def _watch_once(kube: Kube, namespace: str, name: str, resume: str | None, statu
     _expect(state, clock() + timeout_s)
     for kind, pod in kube.watch_pods(namespace, f"{JOBSET_NAME}={name}", resource_version=resume,
                                      timeout_s=timeout_s):
+        _expect(state, clock() + timeout_s, answered=clock())
         if kind == "ERROR":  # 410 Gone: the server no longer holds `resume`; the next watch starts afresh
             return None, status
         resume = (pod.get("metadata") or {}).get("resourceVersion") or resume
@@ -157,24 +160,27 @@ def _watch_once(kube: Kube, namespace: str, name: str, resume: str | None, statu
     return resume, status
 
 
-def _expect(state: WatchState, by: float | None) -> None:
+def _expect(state: WatchState, by: float | None, answered: float | None = None) -> None:
+    """The deadline of the request now in flight (None: none), and when the API last answered."""
     with state.lock:
         state.expect_by = by
+        if answered is not None:
+            state.answered_at = answered
 
 
-def _rate(before: WorkloadStatus | None, before_at: float, after: WorkloadStatus, after_at: float) -> float | None:
-    """Steps per second between two progress records (by the times the steps were done), or None."""
+def _rate(before: WorkloadStatus | None, after: WorkloadStatus) -> float | None:
+    """Steps per second between two progress records, by the trainer's own times of their last steps (not
+    by when elxpk read them: a refresh under load takes a second); None when it did not advance."""
     if before is None or before.progress is None or after.progress is None:
         return None
     try:
         steps = int(after.progress["steps_done"]) - int(before.progress["steps_done"])
-        then = before_at - float(before.progress["step_age_s"])
-        now = after_at - float(after.progress["step_age_s"])
+        span = float(after.progress["step_time"]) - float(before.progress["step_time"])
     except (KeyError, TypeError, ValueError):
         return None
-    if steps <= 0 or now - then <= 0:
+    if steps <= 0 or span <= 0:
         return None
-    return steps / (now - then)
+    return steps / span
 
 
 __all__ = ["LATE_S", "SHOWN_INCIDENTS", "TERMINAL", "WatchState", "watch_status"]

@@ -5,6 +5,7 @@ view on the real control plane, a kill and an API server paused: tests/realclust
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elxpk.cli.status_watch_view import JsonStream, WatchView, facts
 from elxpk.cluster.observe import fetch_status
@@ -110,6 +113,9 @@ def test_a_late_answer_reads_as_reconnecting():
     assert state.connection(100.0 + LATE_S) == ""
     line = state.connection(100.0 + LATE_S + 7)
     assert line == f"reconnecting: no answer from the API server for {LATE_S + 7:.0f} s"
+    state.answered_at = 90.0  # the last answer: a watch that was due at 100
+    assert state.connection(100.0 + LATE_S + 7) == f"reconnecting: no answer from the API server for " \
+        f"{LATE_S + 17:.0f} s"
 
 
 def test_json_stream_writes_one_object_per_change(fake, clock, kube, tmp_path):
@@ -151,7 +157,7 @@ def test_view_shows_every_figure(fake, clock, kube):
     assert f"State           {record['state']}  {record['message']}" in screen
     assert f"JobSet restarts {record['jobset_restarts']} ({record['jobset_restarts_left']} of maxRestarts" in screen
     causes = ", ".join(f"{n} {cause}" for cause, n in record["restart_causes"].items() if n)
-    assert f"pod failures by cause: {causes or 'none'}" in screen
+    assert f"Pod failures    by cause: {causes or 'none'}" in screen
     assert f"Last incidents ({state.incident_count} seen)" in screen
     assert state.incidents[-1].line()[:60] in screen
     assert all(len(line) <= 120 for line in screen.splitlines())  # an incident is one line, cut to the width
@@ -180,3 +186,55 @@ def test_watch_of_a_failed_workload_exits_1_through_the_script(fake, kubeconfig)
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert records[-1]["state"] == "Failed" and records[-1]["status"]["state"] == "Failed"
     assert "failed" in done.stderr and "Traceback" not in done.stderr
+
+
+@functools.cache
+def _base_status() -> object:
+    from elxpk.cluster.status import compute_status
+
+    objects = load("ignored")
+    return compute_status(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"], 0.0)
+
+
+def _with_progress(steps: int, step_time: float | None) -> object:
+    from dataclasses import replace
+
+    return replace(_base_status(), progress={"steps_done": steps, "step_time": step_time, "step_age_s": 1.0,
+                                             "checkpoint_step": None, "checkpoint_age_s": None})
+
+
+@given(st.integers(0, 10**6), st.integers(0, 10**6), st.floats(0, 1e9) | st.none(), st.floats(0, 1e9) | st.none())
+@settings(deadline=None)
+def test_rate_is_steps_over_the_time_between_their_records(steps_a, steps_b, time_a, time_b):
+    """The rate is positive and exactly the steps over the time between the two steps' records (the
+    trainer's clock); a trainer that did not advance, or a record without a step yet, gives no rate rather
+    than 0 or a negative one."""
+    from elxpk.cluster.status_watch import _rate
+
+    rate = _rate(_with_progress(steps_a, time_a), _with_progress(steps_b, time_b))
+    if steps_b <= steps_a or time_a is None or time_b is None or time_b <= time_a:
+        assert rate is None
+    else:
+        assert rate == pytest.approx((steps_b - steps_a) / (time_b - time_a))
+
+
+@settings(deadline=None, max_examples=40)  # a loaded machine: no timing in tests
+@given(st.lists(st.tuples(st.sampled_from(["Running", "Degraded"]), st.floats(0, 1e4)), min_size=1, max_size=20))
+def test_json_stream_writes_on_a_change_of_state_never_of_age(tmp_path_factory, changes):
+    """A sequence of refreshes where the state may change and the step's age always grows: one object for
+    the start and one per change of state, none for an age alone."""
+    from dataclasses import replace
+
+    state = WatchState("w")
+    out = (tmp_path_factory.mktemp("s") / "out.jsonl").open("w+")
+    stream = JsonStream(state, out)
+    wanted, last = 0, None
+    for name, age in changes:
+        status = replace(_with_progress(5, 100.0), state=name)
+        status.progress["step_age_s"] = age
+        state.status = status
+        stream.changed()
+        wanted += name != last
+        last = name
+    out.seek(0)
+    assert len(out.readlines()) == wanted

@@ -3,7 +3,7 @@
 - A 256-slice workload (kwok's v5p-8 pools; start the cluster with `--pools v5p-8:256,...`, else skipped):
   every refresh of the watch makes exactly the requests of one `status`, counted by the client itself
   (Kube.calls), while a slice is killed and its 256-pod workload restarts under the watch.
-- The live view under tmux (120x40): Running 2/2; `kill-slice` and the recovery seen live (the JSON stream
+- The live view under tmux (120x40): Running 2/2, the trainer's step, its rate and the checkpoint's age; `kill-slice` and the recovery seen live (the JSON stream
   of a second watcher holds the state with a slice down, then 2/2 again with the JobSet restart); the API
   server paused for 20 s (SIGSTOP of this cluster's kube-apiserver): "reconnecting" on the screen, then
   resumed, and every incident `events` lists (but the Warning Events, which `status` does not read) is in
@@ -26,6 +26,7 @@ from elxpk.cluster.connect import connect
 from elxpk.cluster.observe import fetch_status
 from elxpk.cluster.status_watch import WatchState, watch_status
 from elxpk.cluster.target import ClusterTarget
+from elxpk_contract.records import PROGRESS_FILE, Progress
 from tests.realcluster.test_lifecycle import pods
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tools.testcluster.kubeapi import PODS, LocalCluster
@@ -112,11 +113,23 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _down_then_back(states: list[tuple]) -> bool:
+    """(state, slices healthy, JobSet restarts) records: one with a slice down or the restart counted, then
+    one with both slices back after that restart."""
+    down = next((i for i, s in enumerate(states) if s[0] is not None and (s[1] < 2 or s[2] >= 1)), None)
+    return down is not None and any(s[1] == 2 and s[2] == 1 for s in states[down:])
+
+
 def test_live_view_kill_recovery_pause_and_end(testcluster: LocalCluster, tmp_path: Path) -> None:
     name = "watchme"
     testcluster.remove_jobset("default", name)
+    progress = tmp_path / "ckpt"  # the trainer's progress record, as status reads it from --checkpoint-dir
+    progress.mkdir()
+    started = time.time()
+    (progress / PROGRESS_FILE).write_text(json.dumps(Progress(130, started, 100, started - 100, started).to_json()))
     made = elxpk("workload", "create", f"--workload={name}", "--tpu-type=v5litepod-16", "--num-slices=2",
-                 "--no-pathways", "--max-restarts=5", "--command", "python3 train.py", cluster=testcluster)
+                 "--no-pathways", "--max-restarts=5", "--command", "python3 train.py",
+                 f"--checkpoint-dir={progress}", cluster=testcluster)
     assert made.returncode == 0, made.stderr
     session = f"elxpk-watch-{os.getpid()}"
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
@@ -133,15 +146,20 @@ def test_live_view_kill_recovery_pause_and_end(testcluster: LocalCluster, tmp_pa
                         "env", "-u", "KUBECONFIG", "bash", "-c", shell], check=True, env=env)
         screen = _until(session, "Running 2/2", lambda s: "Slices healthy  2/2" in s and "Running" in s)
         assert "Traceback" not in screen and "Ctrl-C to stop watching" in screen
+        assert "Trainer         step 130 done" in screen and "Checkpoint      step 100 committed 1m" in screen
+
+        # the trainer moves on 40 steps in 20 s (by its record): the rate of the last two records
+        now = time.time()
+        (progress / PROGRESS_FILE).write_text(json.dumps(Progress(170, started + 20, 100, started - 100, now).to_json()))
+        screen = _until(session, "the step rate", lambda s: "step 170 done" in s and "2.00 steps/s" in s)
 
         # a kill and the recovery, live
         assert elxpk("workload", "kill-slice", name, "--slice", "0", "--yes", cluster=testcluster).returncode == 0
         screen = _until(session, "the JobSet restart", lambda s: "JobSet restarts 1" in s and "jobset_restart" in s
                         and "Slices healthy  2/2" in s)
         print("after the kill and the recovery:\n" + screen)
-        states = [(r.get("state"), r.get("slices_healthy"), r.get("jobset_restarts")) for r in _records(stream_path)]
-        down = next(i for i, s in enumerate(states) if s[0] is not None and (s[1] < 2 or s[2] >= 1))
-        assert any(s[1] == 2 and s[2] == 1 for s in states[down:]), states  # down, then back with the restart
+        testcluster.wait_for("the JSON stream: a slice down, then 2/2 with the restart", lambda: _down_then_back(
+            [(r.get("state"), r.get("slices_healthy"), r.get("jobset_restarts")) for r in _records(stream_path)]))
 
         # a kill just before the API server stops answering for 20 s
         assert elxpk("workload", "kill-slice", name, "--slice", "1", "--yes", cluster=testcluster).returncode == 0
