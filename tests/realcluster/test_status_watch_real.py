@@ -7,7 +7,7 @@
   of a second watcher holds the state with a slice down, then 2/2 again with the JobSet restart); the API
   server paused for 20 s (SIGSTOP of this cluster's kube-apiserver): "reconnecting" on the screen, then
   resumed, and every incident `events` lists (but the Warning Events, which `status` does not read) is in
-  the stream once; Ctrl-C exits 130; the workload succeeding ends the view with exit 0.
+  the stream once; Ctrl-C exits 130 (a JSON watcher, and the view under tmux); the workload succeeding ends the view with exit 0.
 """
 
 from __future__ import annotations
@@ -194,6 +194,15 @@ def test_live_view_kill_recovery_pause_and_end(testcluster: LocalCluster, tmp_pa
             time.sleep(0.2)
         third.send_signal(signal.SIGINT)
         assert third.wait(timeout=60) == 130
+        stopped_file = tmp_path / "stopped"
+        stopper = f"{shlex.join(argv)}; echo $? > {shlex.quote(str(stopped_file))}; sleep 600"
+        subprocess.run(["tmux", "new-session", "-d", "-x", "120", "-y", "40", "-s", session + "-c",
+                        "env", "-u", "KUBECONFIG", "bash", "-c", stopper], check=True, env=env)
+        _until(session + "-c", "the second view", lambda s: "Slices healthy  2/2" in s)
+        subprocess.run(["tmux", "send-keys", "-t", session + "-c", "C-c"], check=True)
+        screen = _until(session + "-c", "the view stopped", lambda s: stopped_file.exists(), timeout=60)
+        assert stopped_file.read_text().strip() == "130" and "Traceback" not in screen
+        assert "Slices healthy  2/2" in screen  # the last view stays on the screen
 
         # the workload succeeds: the view ends with exit 0
         assert testcluster.exit_pods("default", f"{JOBSET}={name}", 0) > 0
@@ -204,7 +213,8 @@ def test_live_view_kill_recovery_pause_and_end(testcluster: LocalCluster, tmp_pa
         assert _records(stream_path)[-1]["state"] == "Succeeded"
     finally:
         os.kill(apiserver, signal.SIGCONT)  # never leave the cluster paused
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
+        for each in (session, session + "-c"):
+            subprocess.run(["tmux", "kill-session", "-t", each], check=False, capture_output=True)
         if streamer is not None and streamer.poll() is None:
             streamer.kill()
         testcluster.remove_jobset("default", name)
