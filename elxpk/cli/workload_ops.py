@@ -98,23 +98,42 @@ def status(
                                       "fixes it.")] = False,
     stuck_after: Annotated[str, typer.Option("--stuck-after", help="Show one line of why when Queued, Admitted "
                                              "but not running, or Restarting for longer than this.")] = "2m",
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="A live view kept current by the API's watch, "
+                                        "until the workload succeeds (exit 0) or fails (exit 1), or Ctrl-C "
+                                        "(130); with -o json, one JSON object per change.")] = False,
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
     flags: Mapping[str, Any] = options.NO_FLAGS,
 ) -> None:
     """Elastic-aware state: slices healthy N/M, restart budgets, Kueue admission, chip-hours and money spent."""
     workload_name(name)
     output = _output(output)
+    problems = []
+    if watch and output == "yaml":
+        problems.append("-o yaml --watch: a stream of changes is -o json (one object a line) or the table view")
+    if watch and why:
+        problems.append("--why --watch: the live view shows the why line already; drop --why, or run "
+                        "`status --why` once")
+    if problems:
+        raise UsageError(*problems)
     stuck_after_s = _duration("--stuck-after", stuck_after)
     price = accelerators.checked_price(flags.get("chip_hour_price"))
     kube, ns = _connect(cluster)
+    from elxpk.cluster.chips import with_chip_hours
     from elxpk.cluster.observe import fetch_status
     from elxpk.cluster.views import dump, status_renderables, why_renderables
 
-    now = time.time()
-    result = fetch_status(kube, ns, name, now=now, with_progress=True, stuck_after_s=stuck_after_s, why=why)
-    from elxpk.cluster.chips import with_chip_hours
+    def read(on_objects=None):
+        now = time.time()
+        found = fetch_status(kube, ns, name, now=now, with_progress=True, stuck_after_s=stuck_after_s, why=why,
+                             on_objects=on_objects)
+        return with_chip_hours(found, price, now)
 
-    result = with_chip_hours(result, price, now)
+    if watch:
+        from elxpk.cli.status_watch_view import run_watch
+
+        run_watch(kube, ns, name, read, json_out=output == "json")
+        return
+    result = read()
     if output == "table":
         console = _console()
         for renderable in status_renderables(result) + (why_renderables(result) if why else []):

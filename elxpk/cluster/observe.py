@@ -16,6 +16,7 @@ still runs; it is counted once it has failed. `events` reads every pod (fetch_ob
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from elxpk.cluster import why as why_mod
 from elxpk.cluster.chips import workload_accelerator
@@ -88,22 +89,26 @@ def counted_pods(jobsets: list[dict]) -> str | None:
 
 
 def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False,
-                 stuck_after_s: float | None = None, why: bool = False) -> WorkloadStatus:
+                 stuck_after_s: float | None = None, why: bool = False,
+                 on_objects: Callable[[dict, list, list, list], None] | None = None) -> WorkloadStatus:
     """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
     pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the Job
     controller's FailedCreate Events when a Job has fewer pods than it asks for, the JobSet's JobCreationFailed
     Events when a Job is missing, the namespace's ProvisioningRequests when the Workload has admission
-    checks): at most 7 more calls, none per pod. A workload that runs reads only its Failed pods
-    (counted_pods); the pods of one that is stuck are read in full, once, since its reasons are in the pods
-    that have not failed."""
+    checks): at most 7 more calls, none per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads
+    read (`status --watch` finds its incidents in them at no call of its own). A workload that runs reads
+    only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its
+    reasons are in the pods that have not failed."""
     jobset = get_workload(kube, namespace, name)
     selector = f"{JOBSET_NAME}={name}"
     jobs = kube.list_jobs(namespace, selector)
     only = None if why else counted_pods([jobset])
     pods = kube.list_pods(namespace, selector, only)
     workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset['metadata'].get('uid', '')}")
+    if on_objects is not None:
+        on_objects(jobset, jobs, pods, workloads)
     status = compute_status(jobset, jobs, pods, workloads, now)
     status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
     if why or stuck_after_s is not None:

@@ -1,0 +1,157 @@
+"""What `workload status NAME --watch` shows: a Rich live view (local run's look), or with `-o json` one JSON
+object per change. Exit: 0 when the workload succeeds, 1 when it fails (as `workload wait`), 130 on Ctrl-C
+(elxpk/cli/main.py). Imports no jax, kubernetes or google."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from elxpk.cluster.status_watch import ReadStatus, WatchState, watch_status
+from elxpk.errors import CheckFailed
+from elxpk.units import format_duration
+
+_STATE_STYLE = {"Running": "green", "Succeeded": "green", "Degraded": "yellow", "Restarting": "yellow",
+                "Admitted": "cyan", "Queued": "cyan", "Failed": "bold red"}
+
+
+def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]:
+    """The view's figures, as one flat record (what the JSON stream writes beside the full status)."""
+    status = state.status
+    out: dict[str, Any] = {"workload": state.name, "connection": state.connection(now_monotonic) or "ok"}
+    if status is None:
+        return out
+    later = max(now - state.read_at, 0.0)  # the trainer's ages keep growing between refreshes
+    progress = status.progress or {}
+    step_age = progress.get("step_age_s")
+    ckpt_age = progress.get("checkpoint_age_s")
+    left = [s.budget_left for s in status.slices if s.budget_left is not None]
+    out.update({
+        "state": status.state, "message": status.message, "why": status.reason,
+        "slices_healthy": status.slices_healthy, "slices_total": status.slices_total,
+        "step": progress.get("steps_done"), "steps_per_s": state.rate,
+        "step_age_s": None if step_age is None else step_age + later,
+        "checkpoint_step": progress.get("checkpoint_step"),
+        "checkpoint_age_s": None if ckpt_age is None else ckpt_age + later,
+        "restart_causes": dict(status.restart_causes), "jobset_restarts": status.restarts,
+        "jobset_restarts_left": status.restarts_left, "max_restarts": status.max_restarts,
+        "slice_budget_left_min": min(left) if left else None, "incidents": state.incident_count,
+    })
+    return out
+
+
+def _change_key(record: dict) -> tuple:
+    """What counts as a change: everything but the ages, which grow every second."""
+    return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in record.items()
+                        if k not in ("step_age_s", "checkpoint_age_s")))
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{format_duration(seconds)} ago"
+
+
+class WatchView:
+    """The live view: a summary grid like local run's, then the latest incident lines."""
+
+    def __init__(self, state: WatchState) -> None:
+        self.state = state
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
+        from rich.markup import escape
+        from rich.table import Table
+        from rich.text import Text
+
+        with self.state.lock:
+            f = facts(self.state, time.time(), time.monotonic())
+            lines = [i.line() for i in self.state.incidents]
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold")
+        grid.add_column()
+        grid.add_row("Workload", f"{escape(f['workload'])}  [dim](Ctrl-C to stop watching; the workload runs on)[/dim]")
+        if f["connection"] != "ok":
+            grid.add_row("API", f"[bold yellow]{escape(f['connection'])}[/bold yellow]")
+        if "state" not in f:
+            grid.add_row("State", "reading ...")
+            return grid
+        style = _STATE_STYLE.get(f["state"], "")
+        grid.add_row("State", f"[{style}]{f['state']}[/{style}]  {escape(f['message'])}" if style
+                     else f"{f['state']}  {escape(f['message'])}")
+        if f["why"]:
+            grid.add_row("Why", f"[yellow]{escape(f['why'])}[/yellow]")
+        healthy_style = "green" if f["slices_healthy"] == f["slices_total"] else "yellow"
+        grid.add_row("Slices healthy", f"[{healthy_style}]{f['slices_healthy']}/{f['slices_total']}[/{healthy_style}]")
+        if f["step"] is not None:
+            rate = "" if f["steps_per_s"] is None else f", {f['steps_per_s']:.2f} steps/s"
+            grid.add_row("Trainer", f"step {f['step']} done {_age(f['step_age_s'])}{rate}")
+            ckpt = ("none committed yet" if f["checkpoint_step"] is None
+                    else f"step {f['checkpoint_step']} committed {_age(f['checkpoint_age_s'])}")
+            grid.add_row("Checkpoint", ckpt)
+        causes = ", ".join(f"{n} {cause}" for cause, n in f["restart_causes"].items() if n) or "none"
+        grid.add_row("Restarts", f"JobSet restarts {f['jobset_restarts']} "
+                     f"({f['jobset_restarts_left']} of maxRestarts {f['max_restarts']} left)"
+                     + ("" if f["slice_budget_left_min"] is None
+                        else f"; slice budget left {f['slice_budget_left_min']} (lowest)"))
+        grid.add_row("Pod failures", f"by cause: {causes}")
+        title = Text(f"Last incidents ({f['incidents']} seen)", style="bold")
+        # one incident, one screen line: a wrapped line would push the older ones off a small terminal
+        shown = [Text(line, no_wrap=True, overflow="ellipsis") for line in lines] or [Text("none yet", style="dim")]
+        return Group(grid, title, *shown)
+
+
+class JsonStream:
+    """One JSON object per change: the view's figures, the full status, and the incidents new since."""
+
+    def __init__(self, state: WatchState, out: TextIO) -> None:
+        self.state, self.out = state, out
+        self._last: tuple | None = None
+        self._write = threading.Lock()
+
+    def changed(self) -> None:
+        with self._write:
+            with self.state.lock:
+                record = facts(self.state, time.time(), time.monotonic())
+                new = [i.to_dict() for i in self.state.new_incidents]
+                self.state.new_incidents.clear()
+                status = self.state.status.to_dict() if self.state.status is not None else None
+            key = _change_key(record)
+            if key == self._last and not new:
+                return
+            self._last = key
+            self.out.write(json.dumps({**record, "new_incidents": new, "status": status}, sort_keys=True) + "\n")
+            self.out.flush()
+
+
+def run_watch(kube: Any, namespace: str, name: str, read_status: ReadStatus, *, json_out: bool,
+              refresh_s: float = 5.0) -> None:
+    """Follow until the workload ends: return when it succeeded, CheckFailed when it failed."""
+    state = WatchState(name)
+    stop = threading.Event()
+    if json_out:
+        stream = JsonStream(state, sys.stdout)
+
+        def tick() -> None:  # a stalled API answers nothing: the "reconnecting" record comes from here
+            while not stop.wait(1.0):
+                stream.changed()
+
+        ticker = threading.Thread(target=tick, name="status-watch-tick", daemon=True)
+        ticker.start()
+        try:
+            final = watch_status(kube, namespace, name, read_status, state, on_change=stream.changed,
+                                 refresh_s=refresh_s)
+        finally:
+            stop.set()
+        stream.changed()
+    else:
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(highlight=False)
+        with Live(WatchView(state), console=console, refresh_per_second=4, transient=False):
+            final = watch_status(kube, namespace, name, read_status, state, on_change=lambda: None,
+                                 refresh_s=refresh_s)
+    if final.state == "Failed":
+        raise CheckFailed(f"workload {name} failed: {final.message}")

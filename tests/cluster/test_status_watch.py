@@ -1,0 +1,240 @@
+"""`workload status NAME --watch` on the fake API server (objects captured from the real controllers): what a
+refresh costs against one `status`, the watch's resume point, an incident seen once, an outage ridden out
+with "reconnecting", the JSON stream's one object per change, the exit codes and the usage errors. The live
+view on the real control plane, a kill and an API server paused: tests/realcluster/test_status_watch_real.py."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elxpk.cli.status_watch_view import JsonStream, WatchView, facts
+from elxpk.cluster.observe import fetch_status
+from elxpk.cluster.status_watch import LATE_S, WatchState, watch_status
+from tests.cluster.captured import load, name_of, pod_of, seed
+from tests.cluster.conftest import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _reader(kube, clock, name: str):
+    def read(on_objects):
+        return fetch_status(kube, "default", name, now=clock(), with_progress=True, stuck_after_s=120.0,
+                            on_objects=on_objects)
+    return read
+
+
+def _non_watch_calls(fake, since: int) -> list:
+    return [c for c in fake.calls[since:] if c.query.get("watch") != ["true"]]
+
+
+def test_a_refresh_costs_what_one_status_costs(fake, clock, kube):
+    """Every refresh makes exactly the requests of one `status`; pod changes come on the watch, never as a
+    GET per pod."""
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    kube.kueue_version()  # discovery is once per process
+    before = len(fake.calls)
+    fetch_status(kube, "default", name, now=clock(), with_progress=True, stuck_after_s=120.0)
+    one_status = [(c.method, c.path) for c in fake.calls[before:]]
+    before = len(fake.calls)
+    state = WatchState(name)
+    watch_status(kube, "default", name, _reader(kube, clock, name), state, on_change=lambda: None, clock=clock,
+                 sleep=clock.sleep, refresh_s=1, max_watches=3)
+    made = [(c.method, c.path) for c in _non_watch_calls(fake, before)]
+    assert state.refreshes >= 4 and len(made) == state.refreshes * len(one_status)
+    assert made == one_status * state.refreshes  # the same requests, in the same order
+    watches = [c.query for c in fake.calls[before:] if c.query.get("watch") == ["true"]]
+    assert len(watches) == 3 and "resourceVersion" not in watches[0]
+    assert all(int(w["resourceVersion"][0]) > 0 for w in watches[1:])  # each resumes where the last ended
+
+
+def test_a_pod_failing_while_watched_is_one_incident(fake, clock, kube):
+    """A pod fails during the watch: it comes in on the watch and is kept once, though every later refresh
+    sees it again."""
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    failed = pod_of(load("failed"), 0)
+    state = WatchState(name)
+    changes: list[int] = []
+
+    def on_change() -> None:
+        changes.append(state.incident_count)
+        if len(changes) == 1:
+            fake.store.create(("", "pods"), failed)
+
+    watch_status(kube, "default", name, _reader(kube, clock, name), state, on_change=on_change, clock=clock,
+                 sleep=clock.sleep, refresh_s=1, min_gap_s=0, max_watches=3)
+    mine = [i for i in state.incidents if i.pod == failed["metadata"]["name"] and i.exit_code == 70]
+    assert len(mine) == 1
+    ids = [i.id for i in state.incidents]
+    assert len(ids) == len(set(ids)) and state.incident_count >= changes[0] + 1
+
+
+def test_an_outage_shows_reconnecting_then_resumes_losing_nothing(fake, clock, kube):
+    """Every request dropped for a while, and a pod fails meanwhile: the view says reconnecting, then the
+    watch resumes and the failure is there once."""
+    from tests.support.fake_apiserver import Fault
+
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    failed = pod_of(load("failed"), 0)
+    state = WatchState(name)
+    seen_lines: list[str] = []
+
+    def on_change() -> None:
+        seen_lines.append(state.connection(0.0))
+        if not fake.faults and state.refreshes == 1:
+            fake.faults.append(Fault("GET", ".*", "drop", times=14))
+            fake.store.create(("", "pods"), failed)
+
+    watch_status(kube, "default", name, _reader(kube, clock, name), state, on_change=on_change, clock=clock,
+                 sleep=clock.sleep, refresh_s=1, max_watches=8)
+    assert fake.faults[0].times == 0
+    assert any(line.startswith("reconnecting: the API server is not answering") for line in seen_lines)
+    assert state.connection(0.0) == ""  # answered again
+    assert sum(1 for i in state.incidents if i.pod == failed["metadata"]["name"] and i.exit_code == 70) == 1
+
+
+def test_a_late_answer_reads_as_reconnecting():
+    """A paused API server accepts the connection and answers nothing: no error until the request's own
+    deadline, so lateness alone says reconnecting."""
+    state = WatchState("w")
+    assert state.connection(100.0) == ""
+    state.expect_by = 100.0
+    assert state.connection(100.0 + LATE_S) == ""
+    line = state.connection(100.0 + LATE_S + 7)
+    assert line == f"reconnecting: no answer from the API server for {LATE_S + 7:.0f} s"
+    state.answered_at = 90.0  # the last answer: a watch that was due at 100
+    assert state.connection(100.0 + LATE_S + 7) == f"reconnecting: no answer from the API server for " \
+        f"{LATE_S + 17:.0f} s"
+
+
+def test_json_stream_writes_one_object_per_change(fake, clock, kube, tmp_path):
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    state = WatchState(name)
+    out = (tmp_path / "out.jsonl").open("w+")
+    stream = JsonStream(state, out)
+    stream.changed()  # nothing read yet: the first object
+    stream.changed()  # unchanged: nothing
+    watch_status(kube, "default", name, _reader(kube, clock, name), state, on_change=stream.changed,
+                 clock=clock, sleep=clock.sleep, refresh_s=1, max_watches=2)
+    out.seek(0)
+    records = [json.loads(line) for line in out]
+    assert len(records) == 2  # the empty start, then the first status: later refreshes changed nothing
+    assert records[1]["state"] == records[1]["status"]["state"] == "Running" and records[1]["status"]["name"] == name
+    assert len(records[1]["new_incidents"]) == state.incident_count > 0
+    state.expect_by = -1e9  # the API stops answering: a change of its own
+    stream.changed()
+    out.seek(0)
+    last = json.loads(out.readlines()[-1])
+    assert last["connection"].startswith("reconnecting") and last["new_incidents"] == []
+
+
+def test_view_shows_every_figure(fake, clock, kube):
+    """The live view's rows: state and why, slices N/M, restarts by cause and the budget, the incidents."""
+    from rich.console import Console
+
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    state = WatchState(name)
+    watch_status(kube, "default", name, _reader(kube, clock, name), state, on_change=lambda: None, clock=clock,
+                 sleep=clock.sleep, refresh_s=1, max_watches=0)
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))
+    console.print(WatchView(state))
+    screen = console.export_text()
+    record = facts(state, clock(), 0.0)
+    assert f"Slices healthy  {record['slices_healthy']}/{record['slices_total']}" in screen
+    assert f"State           {record['state']}  {record['message']}" in screen
+    assert f"JobSet restarts {record['jobset_restarts']} ({record['jobset_restarts_left']} of maxRestarts" in screen
+    causes = ", ".join(f"{n} {cause}" for cause, n in record["restart_causes"].items() if n)
+    assert f"Pod failures    by cause: {causes or 'none'}" in screen
+    assert f"Last incidents ({state.incident_count} seen)" in screen
+    assert state.incidents[-1].line()[:60] in screen
+    assert all(len(line) <= 120 for line in screen.splitlines())  # an incident is one line, cut to the width
+
+
+@pytest.mark.parametrize("flags,problem", [
+    (("-o", "yaml", "--watch"), "-o yaml --watch: a stream of changes is -o json"),
+    (("--why", "--watch"), "--why --watch: the live view shows the why line already"),
+])
+def test_watch_usage_errors_exit_2_before_any_call(fake, capsys, k, flags, problem):
+    before = len(fake.calls)
+    code, out, err = run_cli(capsys, "workload", "status", "w", *flags, *k)
+    assert code == 2 and problem in err and out == "" and "Traceback" not in err
+    assert len(fake.calls) == before
+
+
+def test_watch_of_a_failed_workload_exits_1_through_the_script(fake, kubeconfig):
+    """The console script as a user runs it: a workload that has failed ends the watch at once, exit 1 (as
+    `workload wait`), with its one JSON object."""
+    objects = seed(fake, "failed")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([str(Path(sys.executable).parent / "elxpk"), "workload", "status", name_of(objects), "--watch",
+                           "-o", "json", "--kubeconfig", str(kubeconfig)], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=REPO)
+    assert done.returncode == 1, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert records[-1]["state"] == "Failed" and records[-1]["status"]["state"] == "Failed"
+    assert "failed" in done.stderr and "Traceback" not in done.stderr
+
+
+@functools.cache
+def _base_status() -> object:
+    from elxpk.cluster.status import compute_status
+
+    objects = load("ignored")
+    return compute_status(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"], 0.0)
+
+
+def _with_progress(steps: int, step_time: float | None) -> object:
+    from dataclasses import replace
+
+    return replace(_base_status(), progress={"steps_done": steps, "step_time": step_time, "step_age_s": 1.0,
+                                             "checkpoint_step": None, "checkpoint_age_s": None})
+
+
+@given(st.integers(0, 10**6), st.integers(0, 10**6), st.floats(0, 1e9) | st.none(), st.floats(0, 1e9) | st.none())
+@settings(deadline=None)
+def test_rate_is_steps_over_the_time_between_their_records(steps_a, steps_b, time_a, time_b):
+    """The rate is positive and exactly the steps over the time between the two steps' records (the
+    trainer's clock); a trainer that did not advance, or a record without a step yet, gives no rate rather
+    than 0 or a negative one."""
+    from elxpk.cluster.status_watch import _rate
+
+    rate = _rate(_with_progress(steps_a, time_a), _with_progress(steps_b, time_b))
+    if steps_b <= steps_a or time_a is None or time_b is None or time_b <= time_a:
+        assert rate is None
+    else:
+        assert rate == pytest.approx((steps_b - steps_a) / (time_b - time_a))
+
+
+@settings(deadline=None, max_examples=40)  # a loaded machine: no timing in tests
+@given(st.lists(st.tuples(st.sampled_from(["Running", "Degraded"]), st.floats(0, 1e4)), min_size=1, max_size=20))
+def test_json_stream_writes_on_a_change_of_state_never_of_age(tmp_path_factory, changes):
+    """A sequence of refreshes where the state may change and the step's age always grows: one object for
+    the start and one per change of state, none for an age alone."""
+    from dataclasses import replace
+
+    state = WatchState("w")
+    out = (tmp_path_factory.mktemp("s") / "out.jsonl").open("w+")
+    stream = JsonStream(state, out)
+    wanted, last = 0, None
+    for name, age in changes:
+        status = replace(_with_progress(5, 100.0), state=name)
+        status.progress["step_age_s"] = age
+        state.status = status
+        stream.changed()
+        wanted += name != last
+        last = name
+    out.seek(0)
+    assert len(out.readlines()) == wanted
