@@ -47,7 +47,7 @@ NOT_RUN = (
 )
 # The long runs: 300 steps each, and what reads their run directories (the slow test runs them in order).
 LONG = re.compile(r"^(\.venv/bin/)?elxpk (local run( --run-dir ref --no-faults| --plain --run-dir rewind .*)?$|"
-                  r"compare ref elxpk-run$|report elxpk-run$|plan --from-run elxpk-run\b)|"
+                  r"compare ref elxpk-run$|report elxpk-run\b|plan --from-run elxpk-run\b)|"
                   r"^python -m trainer --model micro --run-dir runs/")
 PROGRAM = re.compile(r"^(\.venv/bin/\S+|elxpk|python3?|tools/testcluster)(\s|$)")
 SHELL_FENCES = ("", "bash", "sh", "console", "shell")  # not yaml, json or python: their lines are no commands

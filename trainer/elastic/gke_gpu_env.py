@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from trainer.elastic.coordinator_bind import resolved_bind_address
+
 REQUIRED = ("JAX_COORDINATOR_ADDRESS", "JAX_COORDINATOR_PORT", "NNODES", "NODE_RANK")
 
 
@@ -66,21 +68,9 @@ def from_env(env: Mapping[str, str]) -> GpuNodeGroup | None:
 
 
 def bind_address(group: GpuNodeGroup, *, attempts: int = 12, wait_s: float = 5.0) -> str:
-    """Pod 0's own address and the port, to bind to instead of jax's default of every interface (`[::]`,
-    which a machine without IPv6 refuses, and where several pods share one machine, as in
-    tools/testcluster, the port is taken). The name may resolve only a moment after the pod starts (the
-    headless Service's DNS): a few bounded tries; ValueError names the host when it never resolves."""
-    import socket
-    import time
-
-    for attempt in range(attempts):
-        try:
-            return f"{socket.gethostbyname(group.coordinator_host)}:{group.port}"
-        except OSError:
-            if attempt + 1 < attempts:
-                time.sleep(wait_s)
-    raise ValueError(f"JAX_COORDINATOR_ADDRESS={group.coordinator_host!r} did not resolve in "
-                     f"{attempts * wait_s:.0f} s")
+    """Pod 0's own address and the port (trainer.elastic.coordinator_bind says why)."""
+    return resolved_bind_address(group.coordinator_host, group.port,
+                                 f"JAX_COORDINATOR_ADDRESS={group.coordinator_host!r}", attempts=attempts, wait_s=wait_s)
 
 
 def one_slice(devices: list) -> dict[int, list]:

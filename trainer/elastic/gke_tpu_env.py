@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from trainer.elastic.coordinator_bind import resolved_bind_address
+
 # jax's cloud_tpu_cluster.coordinator_port: the port every TPU VM of a multislice job agrees on without
 # being told. Kept equal to jax's so this pod and a real TPU VM of the same JobSet would meet.
 JAX_TPU_COORDINATOR_PORT = 8482
@@ -83,17 +85,8 @@ def from_env(env: Mapping[str, str]) -> GkeTpuCluster | None:
 
 
 def bind_address(cluster: GkeTpuCluster, *, attempts: int = 12, wait_s: float = 5.0) -> str:
-    """The coordinator's own address and port, to bind to instead of every interface. Its name may resolve
-    only a moment after the pod starts (the headless Service's DNS), so a few bounded tries, as jax's
-    wait_for_coordinator makes; ValueError names the host when it never resolves."""
-    import socket
-    import time
-
-    for attempt in range(attempts):
-        try:
-            return f"{socket.gethostbyname(cluster.coordinator_host)}:{JAX_TPU_COORDINATOR_PORT}"
-        except OSError:
-            if attempt + 1 < attempts:
-                time.sleep(wait_s)
-    raise ValueError(f"the coordinator's name {cluster.coordinator_host!r} did not resolve in "
-                     f"{attempts * wait_s:.0f} s")
+    """The coordinator's own address and jax's TPU coordinator port (trainer.elastic.coordinator_bind says
+    why)."""
+    return resolved_bind_address(cluster.coordinator_host, JAX_TPU_COORDINATOR_PORT,
+                                 f"the coordinator's name {cluster.coordinator_host!r}", attempts=attempts,
+                                 wait_s=wait_s)
