@@ -44,7 +44,7 @@ _INACTIVE = re.compile(r"ClusterQueue (\S+) is inactive")
 class Reason:
     cause: str  # quota, queue-inactive, admission-check, evicted, suspended, no-node-pool, insufficient-tpu,
     #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed,
-    #             job-rejected
+    #             job-rejected, trainer-stopped (the progress record's `stopped`: elxpk/cluster/observe.py)
     text: str  # what is wrong, in one line
     fix: str = ""  # the command or flag that fixes it, where one exists
     detail: str = ""  # the component's own words (Kueue's, the scheduler's, the kubelet's), verbatim

@@ -38,6 +38,7 @@ from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice
 from trainer.elastic import live_recovery
 from trainer.elastic.attempt import run_attempt
+from trainer.elastic.attempt_history import AttemptHistory
 from trainer.elastic.badput_meter import BadputMeter
 from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
 from trainer.elastic.policy import ElasticPolicy, classify, first_line
@@ -100,6 +101,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
+    if not backend.in_process_retry and backend.process_index == 0:  # each retry is a new process
+        ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat)
     ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
@@ -110,7 +113,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     if quiet.__class__ not in {type(f) for f in logging.getLogger("asyncio").filters}:
         logging.getLogger("asyncio").addFilter(_QuietExpectedErrors())
     _quiet_abandoned_save_callbacks()
-    state = "failed"
+    state, stopped_why = "failed", ""
     try:
         shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
@@ -126,6 +129,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
             result = _retry_loop(ctx)
         except TrainerStopped as stopped:
             state = "preempted" if stopped.code is PREEMPTED else "failed"
+            stopped_why = "" if stopped.code is PREEMPTED else str(stopped)
             raise
         recorder.event("run_finished", result.final_step, attempts=result.attempts, recoveries=result.recoveries)
         state = "done"
@@ -134,7 +138,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         if ctx.live_checks is not None:  # no thread may be compiling when the interpreter exits
             ctx.live_checks.close()
         ctx.watchdog.close()
-        ctx.progress.finish(state)
+        ctx.progress.finish(state, stopped_why)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
