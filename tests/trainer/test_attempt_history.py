@@ -115,3 +115,16 @@ def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
     assert reason.text.startswith("the trainer stopped: elastic: 1 attempts in a row ended in class slice_lost")
     assert trainer_stopped({**record, "stopped": ""}) == [] and trainer_stopped(None) == []
     assert ProgressWriter(str(tmp_path), SystemClock()).previous_state == "failed"
+
+
+def test_every_process_stops_with_process_0(tmp_path):
+    """The verdict is process 0's, shared: a process that is not 0 neither reads nor writes the history,
+    and stops when process 0's shared value says so (else it would wait for process 0 in its first step)."""
+    AttemptHistory(str(tmp_path), 1, primary=False, share=lambda value: 0).started(8, None)
+    assert not (tmp_path / HISTORY_FILE).exists()
+    with pytest.raises(TrainerStopped) as stop:
+        AttemptHistory(str(tmp_path), 1, primary=False, share=lambda value: 1).started(8, None)
+    assert stop.value.code is USER_ERROR and "process 0 stopped the run" in str(stop.value)
+    shared = []
+    AttemptHistory(str(tmp_path), 1, share=lambda value: shared.append(value) or value).started(8, None)
+    assert shared == [0]

@@ -16,6 +16,11 @@ as a lost VM or a peer's abort leaves it) is the group losing a member, class sl
 granularity is the checkpoint, not the step: a new process cannot know how far its predecessor got
 between saves, only what it saved.
 
+Only process 0 reads and writes the file; its verdict reaches every process of the group (`share`: a
+broadcast from process 0, the collective every attempt's start already passes through), so they all stop
+together: a process 0 that stopped alone would wait at jax.distributed's shutdown barrier for peers that
+wait in their first step for it.
+
 The file is small (at most KEEP entries), read bounded, and never stops training when it cannot be read
 or written (a warning; the run then behaves as without the setting).
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
@@ -68,13 +74,24 @@ def why_stopped(run: int, cls: str, step: int, limit: int) -> str:
 class AttemptHistory:
     """Process 0's record of the attempts of a multi-controller run, in the checkpoint directory."""
 
-    def __init__(self, checkpoint_path: str, stop_on_repeat: int) -> None:
+    def __init__(self, checkpoint_path: str, stop_on_repeat: int, *, primary: bool = True,
+                 share: Callable[[int], int] = lambda value: value) -> None:
         self.path = ckpt_storage.checkpoint_root(checkpoint_path) / HISTORY_FILE
         self.limit = stop_on_repeat
+        self.primary = primary
+        self.share = share  # process 0's value, on every process
 
     def started(self, restored: int, previous_state: str | None) -> None:
         """This attempt restored step `restored`; `previous_state` is the progress record's state before
-        this process started (None: no record). Raises TrainerStopped(USER_ERROR) when the run repeats."""
+        this process started (None: no record). Raises TrainerStopped(USER_ERROR), on every process, when
+        process 0 finds that the run repeats."""
+        stopped = self._judge(restored, previous_state) if self.primary else ""
+        if self.share(1 if stopped else 0):
+            raise TrainerStopped(USER_ERROR, stopped or "elastic: process 0 stopped the run (--elastic-stop-on-repeat): "
+                                                        "its log and the progress record say why")
+
+    def _judge(self, restored: int, previous_state: str | None) -> str:
+        """Process 0: close the previous entry, add this one, and say why to stop ("" to go on)."""
         attempts = self._read()
         if attempts and attempts[-1].ended == "":
             attempts[-1] = Attempt(attempts[-1].restored, ended_class(previous_state))
@@ -87,8 +104,7 @@ class AttemptHistory:
             stopped = why_stopped(run, attempts[-2].ended, restored, self.limit)
             attempts[-1] = Attempt(restored, USER_ERROR.name)
         self._write(attempts, stopped)
-        if stopped:
-            raise TrainerStopped(USER_ERROR, stopped)
+        return stopped
 
     def _read(self) -> list[Attempt]:
         try:

@@ -101,8 +101,9 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
-    if not backend.in_process_retry and backend.process_index == 0:  # each retry is a new process
-        ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat)
+    if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
+        ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
+                                     primary=backend.process_index == 0, share=_from_process_0)
     ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
@@ -142,6 +143,14 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
+
+
+def _from_process_0(value: int) -> int:
+    """Process 0's `value` on every process of the group (a collective: every process calls it)."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return int(multihost_utils.broadcast_one_to_all(np.int32(value)))
 
 
 def _observing(first: Observer | None, second: Observer) -> Observer:
