@@ -46,9 +46,14 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
             watch.kill()
             watch.wait()
 
-    # The real controllers restarted the group once; the trainer resumed from a checkpoint and finished.
+    # The real controllers restarted the group; the trainer resumed from a checkpoint and finished. Which
+    # controller: an eviction's SIGTERM ends each trainer with 77, whose podFailurePolicy action is Ignore,
+    # so when the evicted slice is the whole group (the GPU shape's one node group) the Job controller
+    # replaces its pods and no JobSet restart is spent; otherwise a surviving slice's trainer dies with its
+    # peer, and that counted failure makes the JobSet restart the group once.
+    whole_group = mode == "evict" and story.shape.slices == 1
     status = story.status(name)
-    assert (status["state"], status["restarts"]) == ("Succeeded", 1), status
+    assert (status["state"], status["restarts"]) == ("Succeeded", 0 if whole_group else 1), status
     restores = [e for e in story.events(run) if e["event"] == "restore_done"]
     assert [r["state_source"] for r in restores] == ["init", "checkpoint"], restores
     resumed_from = restores[1]["step"]
@@ -64,7 +69,7 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
 
     # events: the killed slice's pod with its cause, and the JobSet restart.
     incidents = jsonl(record)
-    assert any(i["kind"] == "jobset_restart" for i in incidents), incidents
+    assert whole_group or any(i["kind"] == "jobset_restart" for i in incidents), incidents
     killed_slice = story.shape.killed_slice
     killed_rows = [i for i in incidents if i.get("slice") in (killed_slice, str(killed_slice)) and i["kind"] in (
         "exit", "disruption", "evicted", "job_failed")]
