@@ -76,10 +76,20 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
     assert killed_rows, incidents
     assert all(i["cause"] in ("infra", "unknown") for i in killed_rows), killed_rows
 
-    # report, on the real run dir: one recovery, its timeline and the steps it rewound.
+    # report, on the real run dir: one recovery, its timeline and the steps it rewound. A whole group evicted
+    # stopped on purpose (77, `preempted` recorded): report counts a second session and no recovery.
     reported = story.elxpk("report", str(run), "-o", "json", cluster_verb=False)
     assert reported.returncode == 0, reported.stderr
-    [recovery] = json.loads(reported.stdout)["recoveries"]
+    report = json.loads(reported.stdout)
+    if whole_group:
+        [preempted] = [e for e in story.events(run) if e["event"] == "preempted"]
+        assert (report["sessions"], report["recoveries"]) == (2, []), report
+        story.delete(name)
+        return (f"story 2 --mode {mode} ({story.shape.name}): {wall} s from create to Succeeded; stopped with 77 "
+                f"at step {preempted['step']}, resumed from {resumed_from} (steps rewound "
+                f"{preempted['step'] - resumed_from}); kill to the next step "
+                f"{round(first_after['time'] - killed_at, 1)} s; bitwise yes")
+    [recovery] = report["recoveries"]
     assert recovery["restored_step"] == resumed_from
     rewound = recovery["rewound_steps"]
     assert rewound == max(0, recovery["failure_step"] - resumed_from)
