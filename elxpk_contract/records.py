@@ -225,6 +225,8 @@ class Progress:
     # (unix seconds), so `workload status` can split chip-hours by cause. Empty from an older trainer.
     badput: dict[str, float] = field(default_factory=dict)
     since: float | None = None
+    # Why the trainer gave up, one line (--elastic-stop-on-repeat, the retry budget); "" when it did not.
+    stopped: str = ""
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.realcluster.test_try_without_cloud import section_span
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 VENV_BIN = Path(sys.executable).parent
@@ -45,6 +47,10 @@ NOT_RUN = (
     ("the bench script: bench/ is run by hand, its ratios printed against a baseline in the same run",
      re.compile(r"^\.venv/bin/python bench/")),
 )
+# The README's "Try the cluster verbs without a cloud": one script, build to report, that needs the tier's
+# cluster; its own test runs it in order, as written (the markers' line numbers bound it).
+RUN_BY_TRY_TEST = "run by tests/realcluster/test_try_without_cloud.py, in order, on the real-cluster tier's cluster"
+TRY_WITHOUT_CLOUD = section_span()
 # The long runs: 300 steps each, and what reads their run directories (the slow test runs them in order).
 LONG = re.compile(r"^(\.venv/bin/)?elxpk (local run( --run-dir ref --no-faults| --plain --run-dir rewind .*)?$|"
                   r"compare ref elxpk-run$|report elxpk-run\b|plan --from-run elxpk-run\b)|"
@@ -67,6 +73,8 @@ class DocCommand:
         return re.split(r"\s+(#|>)\s", self.text, maxsplit=1)[0].strip()
 
     def why_not_run(self) -> str | None:
+        if self.page == "README.md" and TRY_WITHOUT_CLOUD[0] < self.line < TRY_WITHOUT_CLOUD[1]:
+            return RUN_BY_TRY_TEST
         return next((why for why, rule in NOT_RUN if rule.search(self.bare)), None)
 
 
@@ -145,8 +153,11 @@ def test_every_doc_command_is_classified():
     for command in commands:
         why = command.why_not_run()
         if why is not None:
-            matched[why] += 1
+            matched[why] = matched.get(why, 0) + 1
     assert all(matched.values()), [why for why, n in matched.items() if not n]
+    tried = [c.bare for c in commands if c.why_not_run() == RUN_BY_TRY_TEST]
+    assert any(c.startswith("elxpk workload kill-slice") for c in tried) and any(
+        c.startswith("elxpk report") for c in tried), tried
     assert sum(1 for c in commands if c.why_not_run() is None and LONG.search(c.bare)) >= 5
 
 

@@ -111,6 +111,8 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
         on_objects(jobset, jobs, pods, workloads)
     status = compute_status(jobset, jobs, pods, workloads, now)
     status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
+    # Read once: status shows it, and --why names the trainer's own verdict from it.
+    progress, problem = progress_of(jobset, now) if (why or with_progress) else (None, "")
     if why or stuck_after_s is not None:
         since = why_mod.state_since(jobset, jobs, workloads)
         age = None if since is None else now - since
@@ -126,13 +128,25 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
             if context is not None and context.rejections:  # a Job the API server refused: decisive
                 reasons = rejection_reasons(jobset, list(context.rejections)) + reasons
+            if why:  # the trainer's own verdict (--elastic-stop-on-repeat) comes first: it names the cause
+                reasons = trainer_stopped(progress) + reasons
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
                                          why=tuple(reasons) if why else ())
     if not with_progress:
         return status
 
-    progress, problem = progress_of(jobset, now)
     return dataclasses.replace(status, progress=progress, progress_problem=problem)
+
+
+def trainer_stopped(progress: dict | None) -> list[why_mod.Reason]:
+    """The reason the trainer gave up, from its progress record (CHECKPOINT_DIR/elxpk-progress.json)."""
+    stopped = (progress or {}).get("stopped")
+    if not isinstance(stopped, str) or not stopped:
+        return []
+    return [why_mod.Reason("trainer-stopped", f"the trainer stopped: {stopped}",
+                           "the failure recurs at the same point: read the failed attempts' logs "
+                           "(`elxpk workload logs NAME --previous`) and fix its cause before creating the workload "
+                           "again")]
 
 
 def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict],

@@ -51,6 +51,14 @@ class Shape:
     create_flags: tuple[str, ...]
     slices: int
     local_mode: str
+    container: str = "jax-tpu"  # the rendered container that runs the trainer
+    killed_slice: int = 1  # the slice "a slice killed" kills
+    one_vm_killed: bool = False  # --mode delete kills one VM of the slice (--vm 1), not the whole slice
+
+    def kill_args(self, mode: str) -> tuple[str, ...]:
+        """`kill-slice` arguments of "a slice killed" in `mode` (--vm exists for delete only)."""
+        vm = ("--vm", "1") if self.one_vm_killed and mode == "delete" else ()
+        return ("--slice", str(self.killed_slice), "--mode", mode, *vm)
 
 
 TPU_MULTI_CONTROLLER = Shape(
@@ -58,6 +66,12 @@ TPU_MULTI_CONTROLLER = Shape(
     # v4-8: the process pool's TPU type (no kwok pool has it), 1 VM of 4 chips per slice.
     ("--tpu-type=v4-8", "--num-slices=2", "--no-pathways"),
     slices=2, local_mode="multi-controller")
+# xpk's GPU shape: one node group of 2 h100-80gb-8 nodes is ONE slice (16 devices over 2 processes), so "a
+# slice killed" is one node of the group under delete (the other is restarted with it) and the whole
+# group under evict. No local run simulates it bitwise (test_stories_gpu.py says why): its stories compare
+# with its own uninterrupted run on the cluster.
+GPU_NODE_GROUP = Shape("gpu-node-group", ("--device-type=h100-80gb-8", "--num-nodes=2"), slices=1, local_mode="",
+                       container="gpu-image", killed_slice=0, one_vm_killed=True)
 
 
 def model_flags() -> list[str]:
@@ -80,6 +94,8 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 
 class Story:
     """One cluster, one gs:// bucket and a folder of run dirs, shared by a module's stories."""
+
+    elxpk_path = ELXPK
 
     def __init__(self, cluster: LocalCluster, shape: Shape, root: Path) -> None:
         self.cluster = cluster
@@ -148,8 +164,21 @@ class Story:
         """Every container log of the workload's pods that the process pool ran, by pod folder (kept after
         the pods are gone: `workload logs` reads only the pods still there)."""
         pods = self.cluster.run_dir / "vk" / "pods"
-        return {p.name: (p / "jax-tpu.log").read_text(errors="replace")
-                for p in sorted(pods.glob(f"default_{name}-*")) if (p / "jax-tpu.log").exists()}
+        log = f"{self.shape.container}.log"
+        return {p.name: (p / log).read_text(errors="replace")
+                for p in sorted(pods.glob(f"default_{name}-*")) if (p / log).exists()}
+
+    def plain_workload(self, name: str, script: str, *flags: str) -> None:
+        """A workload of this shape whose container runs `script` (no --trainer): the exit-code table's rows
+        need a process that exits with exactly that code, on the real Job and JobSet controllers."""
+        created = self.elxpk("workload", "create", f"--workload={name}", *self.shape.create_flags,
+                             f"--docker-image={TRAINER_IMAGE}", *flags, "--command", script)
+        assert created.returncode == 0, created.stderr
+
+    def status(self, name: str) -> dict[str, Any]:
+        shown = self.elxpk("workload", "status", name, "-o", "json")
+        assert shown.returncode == 0, shown.stderr
+        return dict(json.loads(shown.stdout))
 
     def delete(self, name: str) -> None:
         self.elxpk("workload", "delete", name, "--yes")

@@ -21,21 +21,21 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.realcluster.stories import STEPS, TPU_MULTI_CONTROLLER, Story, jsonl, timed
+from tests.realcluster.stories import STEPS, TPU_MULTI_CONTROLLER, Story, timed
+from tests.realcluster.story_checks import (
+    exit_70_fails_the_jobset_at_once,
+    exit_75_is_retried_inside_its_budget,
+    killed_slice_resumes_bitwise,
+    unique,
+)
 from tools.testcluster.kubeapi import PODS, LocalCluster
 
 SHAPE = TPU_MULTI_CONTROLLER
-KILL_AFTER_CHECKPOINT = 8  # the kill comes once this checkpoint committed, so the resume has one to restore
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:4]}"
 
 
 @pytest.fixture(scope="module")
@@ -103,65 +103,7 @@ def test_story1_uninterrupted_succeeds_bitwise_equal_to_local_run(story: Story, 
 
 @pytest.mark.parametrize("mode", ["delete", "evict"])
 def test_story2_a_killed_slice_resumes_bitwise(story: Story, uninterrupted: Uninterrupted, mode: str) -> None:
-    took = timed()
-    name = unique(f"st2{mode[0]}")
-    run = story.create(name, flags=("--max-restarts=3",))
-    record = story.root / f"{name}-incidents.jsonl"
-    watch = subprocess.Popen([*_elxpk_argv(story, "workload", "events", name, "--watch", "--record", str(record))],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=story.env())
-    try:
-        story.wait_for(f"checkpoint {KILL_AFTER_CHECKPOINT} committed",
-                       lambda: KILL_AFTER_CHECKPOINT in story.committed(run), timeout=400)
-        killed = story.elxpk("workload", "kill-slice", name, "--slice", "1", "--mode", mode, "--yes")
-        assert killed.returncode == 0, killed.stderr
-        killed_at = _now()
-        last_before = max(m["step"] for m in story.metrics(run))
-        done = story.wait_done(name)
-        assert done.returncode == 0, done.stdout + done.stderr
-        wall = took()
-        watch.wait(timeout=120)  # --watch ends once the workload finishes
-    finally:
-        if watch.poll() is None:
-            watch.kill()
-            watch.wait()
-
-    # The real controllers restarted the group once; the trainer resumed from a checkpoint and finished.
-    status = json.loads(story.elxpk("workload", "status", name, "-o", "json").stdout)
-    assert (status["state"], status["restarts"]) == ("Succeeded", 1), status
-    restores = [e for e in story.events(run) if e["event"] == "restore_done"]
-    assert [r["state_source"] for r in restores] == ["init", "checkpoint"], restores
-    resumed_from = restores[1]["step"]
-    assert KILL_AFTER_CHECKPOINT <= resumed_from <= last_before + 1
-    after = [m for m in story.metrics(run) if m["time"] > killed_at]
-    first_after = min(after, key=lambda m: m["time"])
-    assert first_after["step"] == resumed_from
-
-    compared = story.elxpk("compare", str(uninterrupted.run), str(run), cluster_verb=False)
-    assert compared.returncode == 0, compared.stdout + compared.stderr
-    assert "loss: bitwise equal at every step" in compared.stdout
-    assert compared.stdout.count("each exactly once") == 2
-
-    # events: the killed slice's pod with its cause, and the JobSet restart.
-    incidents = jsonl(record)
-    assert any(i["kind"] == "jobset_restart" for i in incidents), incidents
-    killed_rows = [i for i in incidents if i.get("slice") in (1, "1") and i["kind"] in (
-        "exit", "disruption", "evicted", "job_failed")]
-    assert killed_rows, incidents
-    assert all(i["cause"] in ("infra", "unknown") for i in killed_rows), killed_rows
-
-    # report, on the real run dir: one recovery, its timeline and the steps it rewound.
-    reported = story.elxpk("report", str(run), "-o", "json", cluster_verb=False)
-    assert reported.returncode == 0, reported.stderr
-    report = json.loads(reported.stdout)
-    [recovery] = report["recoveries"]
-    assert recovery["restored_step"] == resumed_from
-    rewound = recovery["rewound_steps"]
-    assert rewound == max(0, recovery["failure_step"] - resumed_from)
-    text = story.elxpk("report", str(run), cluster_verb=False).stdout
-    assert re.search(rf"recoveries: 1\n\s+1\. .*restored step {resumed_from}", text), text
-    print(f"\nstory 2 --mode {mode} ({SHAPE.name}): {wall} s from create to Succeeded; steps rewound {rewound}; "
-          f"kill to the next step {round(first_after['time'] - killed_at, 1)} s; bitwise yes")
-    story.delete(name)
+    print("\n" + killed_slice_resumes_bitwise(story, uninterrupted.run, mode))
 
 
 def newest_committed_before_restart(events: list[dict]) -> int:
@@ -171,63 +113,18 @@ def newest_committed_before_restart(events: list[dict]) -> int:
     return max(e["step"] for e in events[:starts[1]] if e["event"] == "checkpoint_committed")
 
 
-def _elxpk_argv(story: Story, *argv: str) -> list[str]:
-    from tests.realcluster.test_submit_goldens import ELXPK
-
-    return [str(ELXPK), *argv, "--kubeconfig", str(story.cluster.kubeconfig)]
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
-
-
 def _pods(story: Story, name: str) -> list[dict]:
     return story.cluster.items(PODS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
 
 
-def plain_workload(story: Story, name: str, script: str, *flags: str) -> None:
-    """A workload of this shape whose container runs `script` (no --trainer): the exit-code table's rows
-    need a process that exits with exactly that code, on the real Job and JobSet controllers."""
-    from tests.realcluster.stories import TRAINER_IMAGE
-
-    created = story.elxpk("workload", "create", f"--workload={name}", *SHAPE.create_flags,
-                          f"--docker-image={TRAINER_IMAGE}", *flags, "--command", script)
-    assert created.returncode == 0, created.stderr
-
-
 def test_story3_exit_75_is_retried_inside_its_budget(story: Story) -> None:
-    """A retryable failure (75) on one slice's first attempt: the JobSet restarts the group once, counted
-    against --max-restarts 1, and the second attempt succeeds (mkdir is the once-only switch: the VMs share
-    this machine's /tmp as the pods of one group would share nothing else)."""
-    took = timed()
     name = unique("st3r")
-    once = story.root / f"{name}-failed-once"
-    plain_workload(story, name, f"mkdir {once} 2>/dev/null && exit 75; echo attempt-ok", "--max-restarts=1")
-    done = story.wait_done(name, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    status = json.loads(story.elxpk("workload", "status", name, "-o", "json").stdout)
-    assert (status["state"], status["restarts"], status["restarts_counted"], status["restarts_left"]) == (
-        "Succeeded", 1, 1, 0), status
+    print("\n" + exit_75_is_retried_inside_its_budget(story, name))
     assert any("EXIT_CODE=75" in log for log in story.pod_logs(name).values())
-    print(f"\nstory 3 exit 75 ({SHAPE.name}): {took()} s")
-    story.delete(name)
 
 
 def test_story3_exit_70_fails_the_jobset_at_once(story: Story) -> None:
-    """A user error (70): the Job's podFailurePolicy fails it, the JobSet's rule fails the JobSet, and no
-    restart is spent although --max-restarts 2 allows two."""
-    took = timed()
-    name = unique("st3u")
-    plain_workload(story, name, "exit 70", "--max-restarts=2")
-    done = story.wait_done(name, timeout=300)
-    assert done.returncode == 1, done.stdout + done.stderr
-    status = json.loads(story.elxpk("workload", "status", name, "-o", "json").stdout)
-    assert (status["state"], status["restarts"]) == ("Failed", 0), status
-    assert "FailJobSet" in status["message"], status
-    print(f"\nstory 3 exit 70 ({SHAPE.name}): {took()} s")
-    story.delete(name)
+    print("\n" + exit_70_fails_the_jobset_at_once(story, unique("st3u")))
 
 
 def test_story3_sigterm_of_delete_exits_77_and_a_new_workload_resumes(story: Story) -> None:
@@ -310,4 +207,27 @@ def test_part3_the_same_fault_plan_under_local_run_and_on_the_real_control_plane
     assert (r_sim["undetected"], r_sim["lost_slices"]) == (False, [1])
     print(f"\npart 3 ({SHAPE.name}): {took()} s; 1 restart both ways, failed at 10; restored "
           f"{r_real['restored_step']} on the cluster, {r_sim['restored_step']} under local run; bitwise")
+    story.delete(name)
+
+
+def test_story5_a_slice_that_dies_on_every_attempt_stops_within_its_count(story: Story) -> None:
+    """Slice 1 dies before step 10 on every attempt (`--fault=1@10` given 5 times: the run dir remembers
+    each fired one, so each group restart fires the next). Each retry is a new process, so the trainer's
+    attempt history on gs:// (trainer/elastic/attempt_history.py) counts them: with
+    `--elastic-stop-on-repeat 2`, once 2 attempts in a row left the same newest checkpoint, the next start
+    exits 70, whose FailJob ends the JobSet although --max-restarts 6 allows more, and `status --why` names
+    the class and the step. Within its count: 2 restarts, or 3 when the first attempt's save of step 8 was
+    still committing when the fault struck (the second attempt then saved it: progress, a new run)."""
+    took = timed()
+    name = unique("st5")
+    story.create(name, flags=("--max-restarts=6", "--elastic-stop-on-repeat=2"), trainer_args=("--fault=1@10",) * 5)
+    done = story.wait_done(name, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    status = json.loads(story.elxpk("workload", "status", name, "-o", "json").stdout)
+    assert status["state"] == "Failed" and status["restarts"] in (2, 3), status
+    why = story.elxpk("workload", "status", name, "--why")
+    text = " ".join(why.stdout.split())
+    assert re.search(r"the trainer stopped: elastic: 2 attempts in a row ended in class slice_lost with no "
+                     r"checkpoint past step (4|8)\b.*--elastic-stop-on-repeat 2", text), why.stdout + why.stderr
+    print(f"\nstory 5 ({SHAPE.name}): {took()} s; stopped after {status['restarts']} restarts of 6 allowed")
     story.delete(name)

@@ -27,6 +27,7 @@ from pki import write_kubeconfig, write_pki
 PRIORITIES = {"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}  # xpk's
 QUEUES = {"default": "multislice-queue", "team-a": "team-queue"}  # namespace -> LocalQueue
 EXIT_CODE_ANNOTATION = "testcluster.elxpk.dev/exit-code"
+DEFAULT_BUCKET = "testcluster"  # made by up: gs://testcluster/ exists on every cluster
 # A pod whose first container has this image never pulls it (stage image-pull of stages.yaml), so kwok's
 # pod-ready must leave it alone: a kubelet never starts a container whose image it could not pull.
 UNPULLABLE_IMAGE = "registry.testcluster.invalid/no-such-image:1"
@@ -112,6 +113,9 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: s
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--node-ip=127.0.0.1",
                 f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}", f"--tls-cert-file={pki / 'serving.crt'}",
                 f"--tls-private-key-file={pki / 'serving.key'}", "--node-lease-duration-seconds=40")
+    # One bucket to start with (a folder of the filesystem backend is a bucket), so the README's "Try the
+    # cluster verbs without a cloud" can put checkpoints on gs://testcluster/ without a bucket-making step.
+    (run_dir / "gcs" / DEFAULT_BUCKET).mkdir(parents=True, exist_ok=True)
     procs.start("fake-gcs-server", "-scheme=http", "-host=127.0.0.1", f"-port={ports['gcs']}",
                 "-backend=filesystem", f"-filesystem-root={run_dir / 'gcs'}",
                 f"-public-host=127.0.0.1:{ports['gcs']}", f"-external-url=http://127.0.0.1:{ports['gcs']}",

@@ -100,6 +100,8 @@ class _Attempt:
                                                                           self.recovery)
         ctx.dataset.set_state(data_state)
         ctx.current_step = self.start = start
+        if ctx.history is not None:  # a group restart that repeats its predecessors' failure stops here
+            ctx.history.started(start, ctx.progress.previous_state if ctx.progress is not None else None)
         restored = _Restored(source, fallback, ctx.clock.time(), ctx.clock.monotonic() - began)
         if self.keep_live and ctx.live is None:
             ctx.live = live_recovery.keep(start, self.state, data_state, self.active)

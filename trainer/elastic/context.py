@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from trainer.core import step as steplib
     from trainer.data.data import DataSource
     from trainer.elastic import live_recovery
+    from trainer.elastic.attempt_history import AttemptHistory
     from trainer.elastic.policy import ElasticPolicy
     from trainer.elastic.preemption import StopRequest
     from trainer.elastic.progress import ProgressWriter
@@ -59,6 +60,7 @@ class AttemptContext:
     policy: ElasticPolicy
     watchdog: StallWatchdog | None = None  # armed only inside the step loop
     progress: ProgressWriter | None = None  # CHECKPOINT_DIR/elxpk-progress.json
+    history: AttemptHistory | None = None  # CHECKPOINT_DIR/elxpk-attempts.json: multi-controller's process 0
     stop: StopRequest | None = None  # set by SIGTERM: save and stop at the next step boundary
     attempt: int = 1
     current_step: int = 0

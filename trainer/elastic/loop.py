@@ -38,6 +38,7 @@ from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice
 from trainer.elastic import live_recovery
 from trainer.elastic.attempt import run_attempt
+from trainer.elastic.attempt_history import AttemptHistory
 from trainer.elastic.badput_meter import BadputMeter
 from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
 from trainer.elastic.policy import ElasticPolicy, classify, first_line
@@ -100,6 +101,9 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
+    if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
+        ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
+                                     primary=backend.process_index == 0, share=_from_process_0)
     ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
@@ -110,7 +114,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     if quiet.__class__ not in {type(f) for f in logging.getLogger("asyncio").filters}:
         logging.getLogger("asyncio").addFilter(_QuietExpectedErrors())
     _quiet_abandoned_save_callbacks()
-    state = "failed"
+    state, stopped_why = "failed", ""
     try:
         shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
@@ -126,6 +130,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
             result = _retry_loop(ctx)
         except TrainerStopped as stopped:
             state = "preempted" if stopped.code is PREEMPTED else "failed"
+            stopped_why = "" if stopped.code is PREEMPTED else str(stopped)
             raise
         recorder.event("run_finished", result.final_step, attempts=result.attempts, recoveries=result.recoveries)
         state = "done"
@@ -134,10 +139,18 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         if ctx.live_checks is not None:  # no thread may be compiling when the interpreter exits
             ctx.live_checks.close()
         ctx.watchdog.close()
-        ctx.progress.finish(state)
+        ctx.progress.finish(state, stopped_why)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
+
+
+def _from_process_0(value: int) -> int:
+    """Process 0's `value` on every process of the group (a collective: every process calls it)."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return int(multihost_utils.broadcast_one_to_all(np.int32(value)))
 
 
 def _observing(first: Observer | None, second: Observer) -> Observer:

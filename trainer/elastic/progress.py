@@ -43,6 +43,7 @@ class ProgressWriter:
         self._next_write = 0.0
         self._meter = meter  # where the time went, published with each write (for status's chip-hours)
         self.progress = Progress(0, None, None, None, clock.time(), since=clock.time())
+        self.previous_state: str | None = None  # the state the previous process left (attempt history reads it)
         if enabled:
             self._carry_over_checkpoint_time()
 
@@ -57,6 +58,7 @@ class ProgressWriter:
             previous = read_progress(data.decode("utf-8"))
         except (OSError, RecordError, UnicodeDecodeError):
             return
+        self.previous_state = previous.state
         self.progress = Progress(previous.steps_done, previous.step_time, previous.checkpoint_step,
                                  previous.checkpoint_time, previous.updated_at, "running", 1,
                                  since=self.progress.since)
@@ -80,9 +82,9 @@ class ProgressWriter:
         self._update(checkpoint_step=step, checkpoint_time=at)
         self.write()
 
-    def finish(self, state: str) -> None:
-        """The trainer stops: done, stalled, preempted or failed."""
-        self._update(state=state)
+    def finish(self, state: str, stopped: str = "") -> None:
+        """The trainer stops: done, stalled, preempted or failed (`stopped`: why it gave up, if it did)."""
+        self._update(state=state, stopped=stopped)
         self.write()
 
     def _update(self, **changes) -> None:

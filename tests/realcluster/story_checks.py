@@ -1,0 +1,131 @@
+"""The bodies of stories 2 and 3 of #31, shared by the workload shapes (test_stories_tpu.py,
+test_stories_gpu_faults.py): each takes a `Story` of its shape and returns the figures line it prints."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from tests.realcluster.stories import Story, jsonl, timed
+
+KILL_AFTER_CHECKPOINT = 8  # the kill comes once this checkpoint committed, so the resume has one to restore
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:4]}"
+
+
+def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> str:
+    """Story 2: "a slice" of the shape killed by `kill-slice --mode MODE` once checkpoint 8 committed; one
+    JobSet restart, resumed from the newest checkpoint, bitwise equal to `reference` with every example once
+    (`compare`), the kill and the restart in `events --watch --record`, the recovery in `report`."""
+    took = timed()
+    name = unique(f"st2{mode[0]}")
+    run = story.create(name, flags=("--max-restarts=3",))
+    record = story.root / f"{name}-incidents.jsonl"
+    watch = subprocess.Popen([str(story.elxpk_path), "workload", "events", name, "--watch", "--record", str(record),
+                              "--kubeconfig", str(story.cluster.kubeconfig)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=story.env())
+    try:
+        story.wait_for(f"checkpoint {KILL_AFTER_CHECKPOINT} committed",
+                       lambda: KILL_AFTER_CHECKPOINT in story.committed(run), timeout=400)
+        killed = story.elxpk("workload", "kill-slice", name, *story.shape.kill_args(mode), "--yes")
+        assert killed.returncode == 0, killed.stderr
+        killed_at = time.time()
+        last_before = max(m["step"] for m in story.metrics(run))
+        done = story.wait_done(name)
+        assert done.returncode == 0, done.stdout + done.stderr
+        wall = took()
+        watch.wait(timeout=120)  # --watch ends once the workload finishes
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+
+    # The real controllers restarted the group; the trainer resumed from a checkpoint and finished. Which
+    # controller: an eviction's SIGTERM ends each trainer with 77, whose podFailurePolicy action is Ignore,
+    # so when the evicted slice is the whole group (the GPU shape's one node group) the Job controller
+    # replaces its pods and no JobSet restart is spent; otherwise a surviving slice's trainer dies with its
+    # peer, and that counted failure makes the JobSet restart the group once.
+    whole_group = mode == "evict" and story.shape.slices == 1
+    status = story.status(name)
+    assert (status["state"], status["restarts"]) == ("Succeeded", 0 if whole_group else 1), status
+    restores = [e for e in story.events(run) if e["event"] == "restore_done"]
+    assert [r["state_source"] for r in restores] == ["init", "checkpoint"], restores
+    resumed_from = restores[1]["step"]
+    assert KILL_AFTER_CHECKPOINT <= resumed_from <= last_before + 1
+    after = [m for m in story.metrics(run) if m["time"] > killed_at]
+    first_after = min(after, key=lambda m: m["time"])
+    assert first_after["step"] == resumed_from
+
+    compared = story.elxpk("compare", str(reference), str(run), cluster_verb=False)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "loss: bitwise equal at every step" in compared.stdout
+    assert compared.stdout.count("each exactly once") == 2
+
+    # events: the killed slice's pod with its cause, and the JobSet restart.
+    incidents = jsonl(record)
+    assert whole_group or any(i["kind"] == "jobset_restart" for i in incidents), incidents
+    killed_slice = story.shape.killed_slice
+    killed_rows = [i for i in incidents if i.get("slice") in (killed_slice, str(killed_slice)) and i["kind"] in (
+        "exit", "disruption", "evicted", "job_failed")]
+    assert killed_rows, incidents
+    assert all(i["cause"] in ("infra", "unknown") for i in killed_rows), killed_rows
+
+    # report, on the real run dir: one recovery, its timeline and the steps it rewound. A whole group evicted
+    # stopped on purpose (77, `preempted` recorded): report counts a second session and no recovery.
+    reported = story.elxpk("report", str(run), "-o", "json", cluster_verb=False)
+    assert reported.returncode == 0, reported.stderr
+    report = json.loads(reported.stdout)
+    if whole_group:
+        [preempted] = [e for e in story.events(run) if e["event"] == "preempted"]
+        assert (report["sessions"], report["recoveries"]) == (2, []), report
+        story.delete(name)
+        return (f"story 2 --mode {mode} ({story.shape.name}): {wall} s from create to Succeeded; stopped with 77 "
+                f"at step {preempted['step']}, resumed from {resumed_from} (steps rewound "
+                f"{preempted['step'] - resumed_from}); kill to the next step "
+                f"{round(first_after['time'] - killed_at, 1)} s; bitwise yes")
+    [recovery] = report["recoveries"]
+    assert recovery["restored_step"] == resumed_from
+    rewound = recovery["rewound_steps"]
+    assert rewound == max(0, recovery["failure_step"] - resumed_from)
+    text = story.elxpk("report", str(run), cluster_verb=False).stdout
+    assert re.search(rf"recoveries: 1\n\s+1\. .*restored step {resumed_from}", text), text
+    story.delete(name)
+    return (f"story 2 --mode {mode} ({story.shape.name}): {wall} s from create to Succeeded; steps rewound "
+            f"{rewound}; kill to the next step {round(first_after['time'] - killed_at, 1)} s; bitwise yes")
+
+
+def exit_75_is_retried_inside_its_budget(story: Story, name: str) -> str:
+    """A retryable failure (75) on the first attempt: the JobSet restarts the group once, counted against
+    --max-restarts 1, and the second attempt succeeds (mkdir is the once-only switch: the pods share this
+    machine's /tmp as the pods of one group would share nothing else)."""
+    took = timed()
+    once = story.root / f"{name}-failed-once"
+    story.plain_workload(name, f"mkdir {once} 2>/dev/null && exit 75; echo attempt-ok", "--max-restarts=1")
+    done = story.wait_done(name, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = story.status(name)
+    assert (status["state"], status["restarts"], status["restarts_counted"], status["restarts_left"]) == (
+        "Succeeded", 1, 1, 0), status
+    assert any("attempt-ok" in log for log in story.pod_logs(name).values())
+    story.delete(name)
+    return f"story 3 exit 75 ({story.shape.name}): {took()} s"
+
+
+def exit_70_fails_the_jobset_at_once(story: Story, name: str) -> str:
+    """A user error (70): the Job's podFailurePolicy fails it, the JobSet's rule fails the JobSet, and no
+    restart is spent although --max-restarts 2 allows two."""
+    took = timed()
+    story.plain_workload(name, "exit 70", "--max-restarts=2")
+    done = story.wait_done(name, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    status = story.status(name)
+    assert (status["state"], status["restarts"]) == ("Failed", 0), status
+    assert "FailJobSet" in status["message"], status
+    story.delete(name)
+    return f"story 3 exit 70 ({story.shape.name}): {took()} s"

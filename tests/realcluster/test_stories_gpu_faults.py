@@ -1,0 +1,63 @@
+"""Stories 2 and 3 of #31 for the GPU shape (`workload create --trainer --device-type h100-80gb-8 --num-nodes
+2` on the process pool): the same checks as the TPU shape's (tests/realcluster/story_checks.py), on a node
+group that is ONE slice of 16 devices over 2 processes. So "a slice killed" is one node of the group under
+`kill-slice --slice 0 --vm 1 --mode delete` (the real JobSet restart takes the other node's pod down with
+it) and the whole group under `--mode evict`; either way the group restarts and resumes from its newest
+checkpoint on gs://. The reference is this shape's own uninterrupted run on the cluster: no local run
+reproduces its all-reduce order bit for bit (test_stories_gpu.py says why), while two runs of the same
+shape must agree bitwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.realcluster.stories import GPU_NODE_GROUP, Story, timed
+from tests.realcluster.story_checks import (
+    exit_70_fails_the_jobset_at_once,
+    exit_75_is_retried_inside_its_budget,
+    killed_slice_resumes_bitwise,
+    unique,
+)
+from tools.testcluster.kubeapi import LocalCluster
+
+
+@pytest.fixture(scope="module")
+def gpu_story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Story:
+    nodes = testcluster.items("/api/v1/nodes", labelSelector="type=virtual-kubelet,"
+                                                            "cloud.google.com/gke-accelerator=nvidia-h100-80gb")
+    if len(nodes) < 2:
+        pytest.fail("the test cluster has no h100-80gb-8 process pool of 2 nodes: start it with "
+                    "`tools/testcluster up` (its default --process-pools has h100-80gb-8:2)", pytrace=False)
+    return Story(testcluster, GPU_NODE_GROUP, tmp_path_factory.mktemp("gpu-stories"))
+
+
+@pytest.fixture(scope="module")
+def gpu_reference(gpu_story: Story) -> Path:
+    """The shape's uninterrupted run: Succeeded, every step once."""
+    took = timed()
+    name = unique("g1")
+    run = gpu_story.create(name)
+    done = gpu_story.wait_done(name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    gpu_story.delete(name)
+    print(f"\nGPU reference ({GPU_NODE_GROUP.name}): {took()} s")
+    return run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["delete", "evict"])
+def test_story2_gpu_a_killed_node_restarts_the_group_and_resumes_bitwise(gpu_story: Story, gpu_reference: Path,
+                                                                         mode: str) -> None:
+    print("\n" + killed_slice_resumes_bitwise(gpu_story, gpu_reference, mode))
+
+
+@pytest.mark.slow
+def test_story3_gpu_exit_75_is_retried_inside_its_budget(gpu_story: Story) -> None:
+    print("\n" + exit_75_is_retried_inside_its_budget(gpu_story, unique("g3r")))
+
+
+@pytest.mark.slow
+def test_story3_gpu_exit_70_fails_the_jobset_at_once(gpu_story: Story) -> None:
+    print("\n" + exit_70_fails_the_jobset_at_once(gpu_story, unique("g3u")))

@@ -1,0 +1,130 @@
+"""--elastic-stop-on-repeat across group restarts (trainer/elastic/attempt_history.py): the history in a real
+checkpoint directory, one AttemptHistory per simulated process (as each group restart is a new process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped, user_error_codes
+from trainer.elastic.attempt_history import (
+    HISTORY_BYTES,
+    HISTORY_FILE,
+    KEEP,
+    Attempt,
+    AttemptHistory,
+    repeats,
+)
+
+
+def restarts(ckpt: Path, limit: int, plan: list[tuple[int, str | None]]) -> list[int]:
+    """Each (restored step, progress state the previous process left) as a new process; the 1-based
+    attempts that stopped."""
+    stopped = []
+    for i, (restored, previous) in enumerate(plan, start=1):
+        try:
+            AttemptHistory(str(ckpt), limit).started(restored, previous)
+        except TrainerStopped as stop:
+            assert stop.code is USER_ERROR
+            stopped.append(i)
+    return stopped
+
+
+def test_a_slice_dying_at_the_same_step_every_attempt_stops_within_its_count(tmp_path):
+    """Slice 1 dies at step 10 with checkpoint period 4: the first attempt saves 4 and 8, every later one
+    restores 8 and dies before 12. With N=3 the fourth start (after 3 failures) stops, with 70."""
+    plan = [(0, None), (8, "running"), (8, "failed"), (8, "running")]
+    assert restarts(tmp_path, 3, plan) == [4]
+    saved = json.loads((tmp_path / HISTORY_FILE).read_text())
+    assert "3 attempts in a row ended in class slice_lost with no checkpoint past step 8" in saved["stopped"]
+    assert 70 in user_error_codes()  # FailJob: the JobSet fails instead of restarting again
+    # A new workload on the same directory (the fault fixed) is not stopped by the old run's repeats.
+    assert restarts(tmp_path, 3, [(8, "failed")]) == []
+
+
+def test_progress_between_failures_starts_a_new_run(tmp_path):
+    """A new checkpoint (12) ends the run of repeats at 8; the attempt that saved it is the first of the
+    next run (as in process, where the run's first failure may follow progress)."""
+    plan = [(0, None), (8, "running"), (8, "running"), (12, "running"), (12, "running")]
+    assert restarts(tmp_path, 3, plan) == []
+    assert restarts(tmp_path, 3, [(12, "running")]) == [1]  # the third failure leaving 12
+
+
+def test_a_preemption_is_no_failure_and_breaks_the_run(tmp_path):
+    plan = [(0, None), (8, "running"), (8, "running"), (8, "preempted"), (8, "running"), (8, "running")]
+    assert restarts(tmp_path, 3, plan) == []
+
+
+def test_off_records_but_never_stops(tmp_path):
+    assert restarts(tmp_path, 0, [(8, "running")] * 6) == []
+    assert len(json.loads((tmp_path / HISTORY_FILE).read_text())["attempts"]) == 6
+
+
+def test_a_finished_run_starts_a_new_history(tmp_path):
+    assert restarts(tmp_path, 2, [(0, None), (8, "running"), (8, "done"), (8, "running")]) == []
+
+
+@pytest.mark.parametrize("content", [b"not json", b'{"attempts": 3}', b'{"attempts": [{"restored": "x"}]}',
+                                     b"[]", b"\xff\xfe", b" " * (HISTORY_BYTES + 10)])
+def test_a_history_that_is_not_ours_is_started_anew_with_a_warning(tmp_path, capsys, content):
+    (tmp_path / HISTORY_FILE).write_bytes(content)
+    assert restarts(tmp_path, 2, [(8, "running")]) == []
+    assert "warning:" in capsys.readouterr().err
+    assert json.loads((tmp_path / HISTORY_FILE).read_text())["attempts"] == [{"restored": 8, "ended": ""}]
+
+
+def test_the_history_is_bounded(tmp_path):
+    restarts(tmp_path, 0, [(i, "running") for i in range(KEEP + 20)])
+    assert len(json.loads((tmp_path / HISTORY_FILE).read_text())["attempts"]) == KEEP
+
+
+classes = st.sampled_from([SLICE_LOST.name, PREEMPTED.name])
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), classes), max_size=12), st.integers(0, 3))
+def test_repeats_counts_only_failures_of_one_class_that_left_the_same_checkpoint(entries, now):
+    attempts = [Attempt(r, c) for r, c in entries]
+    run = repeats(attempts, now)
+    assert 0 <= run <= len(attempts)
+    tail = attempts[len(attempts) - run:]
+    assert all(a.ended == SLICE_LOST.name for a in tail)
+    lefts = [a.restored for a in tail[1:]] + [now] if tail else []
+    assert all(left == now for left in lefts)
+
+
+def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
+    """The trainer's finish(stopped) writes the record `workload status --why` reads: its first reason."""
+    from elxpk.cluster.observe import trainer_stopped
+    from elxpk_contract.records import read_progress
+    from trainer.clock import SystemClock
+    from trainer.elastic.progress import ProgressWriter
+
+    writer = ProgressWriter(str(tmp_path), SystemClock())
+    try:
+        AttemptHistory(str(tmp_path), 1).started(8, "running")
+        AttemptHistory(str(tmp_path), 1).started(8, "running")
+    except TrainerStopped as stop:
+        writer.finish("failed", str(stop))
+    record = read_progress(writer.path.read_text()).to_json()
+    [reason] = trainer_stopped(record)
+    assert reason.cause == "trainer-stopped"
+    assert reason.text.startswith("the trainer stopped: elastic: 1 attempts in a row ended in class slice_lost")
+    assert trainer_stopped({**record, "stopped": ""}) == [] and trainer_stopped(None) == []
+    assert ProgressWriter(str(tmp_path), SystemClock()).previous_state == "failed"
+
+
+def test_every_process_stops_with_process_0(tmp_path):
+    """The verdict is process 0's, shared: a process that is not 0 neither reads nor writes the history,
+    and stops when process 0's shared value says so (else it would wait for process 0 in its first step)."""
+    AttemptHistory(str(tmp_path), 1, primary=False, share=lambda value: 0).started(8, None)
+    assert not (tmp_path / HISTORY_FILE).exists()
+    with pytest.raises(TrainerStopped) as stop:
+        AttemptHistory(str(tmp_path), 1, primary=False, share=lambda value: 1).started(8, None)
+    assert stop.value.code is USER_ERROR and "process 0 stopped the run" in str(stop.value)
+    shared = []
+    AttemptHistory(str(tmp_path), 1, share=lambda value: shared.append(value) or value).started(8, None)
+    assert shared == [0]
