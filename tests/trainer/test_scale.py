@@ -161,9 +161,11 @@ def test_a_compiled_step_too_big_for_the_device_is_refused_before_it_runs(refere
     (message,) = refusal.messages
     assert "XLA's memory analysis of the compiled step" in message and "on 2 x 2 devices" in message
     assert f"--global-batch {cfg.global_batch}" in message and "has 0.00 GiB" in message
-    # Each attempt that compiled says what its step needs.
+    # Each attempt that compiled says what its step needs. An executable jax loaded from its persistent
+    # compilation cache (the tests' XLA cache, tests/support/xla_cache.py) carries no memory analysis: the
+    # attempt then says nothing, and the fit check has only the estimate (docs/testing.md, "How CI runs").
     (first, *_) = reference_run.events_named("restore_done")
-    assert first["compiled_bytes_per_device"] == need
+    assert first["compiled_bytes_per_device"] in (need, None)
     # End to end: a device one byte short. The estimate is within its margin of that, so it lets the step
     # compile ("unsure" in run.json), and XLA's figure refuses it before any step runs.
     small = tiny_config(tmp_path, seed=8)  # another fingerprint: compiled afresh
