@@ -98,13 +98,15 @@ def _health_panel(ax, run: Run, report: RunReport) -> None:
     # Start-up (imports, the first restore) is "other" until the first step starts.
     first = min((t - d for t, d in zip(m.time, m.step_time, strict=True)), default=t0) if len(m) else t0
     first = min(max(first, t0), t1)
-    spans = [((0, first - t0), "0.85"), ((first - t0, t1 - first), "tab:green")]
-    # Compiles and checkpoint blocking hold every slice: drawn on every row, under the losses.
-    spans += [((start - t0, max(width, 1e-3)), "0.55") for start, width in compile_intervals(run.events)]
-    spans += [((start - t0, max(width, 1e-3)), "tab:blue") for start, width in checkpoint_blocking_intervals(run.events)]
+    # One collection per colour and row (a run may save thousands of times): start-up, stepping, then the
+    # compiles and checkpoint blocking that hold every slice, drawn on every row under the losses.
+    layers = [("0.85", [(0, first - t0)]), ("tab:green", [(first - t0, t1 - first)]),
+              ("0.55", [(start - t0, max(width, 1e-3)) for start, width in compile_intervals(run.events)]),
+              ("tab:blue", [(start - t0, max(width, 1e-3)) for start, width in checkpoint_blocking_intervals(run.events)])]
     for s in slices:
-        for span, colour in spans:
-            ax.broken_barh([span], (s - 0.35, 0.7), color=colour, alpha=0.6 if colour == "tab:green" else 0.85)
+        for colour, spans in layers:
+            if spans:
+                ax.broken_barh(spans, (s - 0.35, 0.7), color=colour, alpha=0.6 if colour == "tab:green" else 0.85)
     for iv in lost_intervals(run.events):
         row = iv.slice if iv.slice >= 0 else len(slices) - 1
         end = iv.end if iv.end is not None else t1
