@@ -75,9 +75,13 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     if cfg.slice_backend == "simulated":
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)
     elif cfg.slice_backend == "multi-controller":
-        # Without --coordinator (a cluster) a device count in XLA_FLAGS is the machine's: tools/testcluster's
-        # nodes give as many as the VM has chips or GPUs. A local run (--coordinator) picks its own.
-        ensure_devices(cfg.devices_per_slice, keep_given=cfg.coordinator is None)
+        # In xpk's GPU node group (NNODES / NODE_RANK, trainer.elastic.gke_gpu_env) a device count in XLA_FLAGS
+        # is the machine's: a tools/testcluster GPU node gives its 8 GPUs as CPU devices, and no trainer
+        # setting names them. Elsewhere on CPU --devices-per-slice decides, as local run does (a TPU VM's
+        # chips, which such a node also gives, then count as the trainer's 2: the stories compare with
+        # local run bit for bit).
+        gpu_group = environ.get("NNODES") is not None or environ.get("NODE_RANK") is not None
+        ensure_devices(cfg.devices_per_slice, keep_given=cfg.coordinator is None and gpu_group)
     from trainer.elastic.loop import train
 
     result = train(cfg, stop=stop)

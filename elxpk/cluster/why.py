@@ -280,6 +280,13 @@ def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
         found = _PART.match(piece.strip())
         if found:
             parts.append((int(found.group(1)), found.group(2)))
+    # The scheduler's taint filter runs before its node selector, so nodes of another shape (a GPU pool's
+    # nvidia.com/gpu taint) are counted as "untolerated taint(s)": when no node of the pod's own shape has
+    # such a taint (the listed nodes say so), those nodes are mismatched ones, not a taint to remove.
+    foreign_taints = context.nodes is not None and bool(selector) and not _untolerated(pod, selector, context)
+    if foreign_taints:
+        parts = [(n, "didn't match Pod's node affinity/selector" if "untolerated taint" in text else text)
+                 for n, text in parts]
     mismatched = sum(n for n, text in parts if "didn't match Pod's node affinity/selector" in text)
     if mismatched >= total:
         pools = ""
