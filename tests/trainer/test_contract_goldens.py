@@ -28,10 +28,13 @@ from elxpk_contract.settings import (
     exposed,
     flag_name,
 )
-from tests.launcher.cases import CASES
+from tests.launcher.capacity_cases import CAPACITY_CASES
+from tests.launcher.cases import CASES as RENDER_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "tests" / "launcher" / "goldens"
+
+CASES = {**RENDER_CASES, **CAPACITY_CASES}  # every golden in tests/launcher/goldens, by its case
 
 
 def _flag(argv: list[str], name: str) -> str | None:
@@ -48,7 +51,7 @@ def expected_settings(argv: list[str]) -> dict[str, object]:
     """What `elxpk workload create ARGV` means for the trainer, read from the flags alone."""
     settings: dict[str, object] = {
         "num_slices": int(_flag(argv, "--num-slices") or 1),  # the launcher's (and xpk's) default: 1 slice
-        "slice_backend": "multi-controller" if "--no-pathways" in argv else "pathways",
+        "slice_backend": "multi-controller" if "--no-pathways" in argv or _gpu(argv) else "pathways",
         "elastic_enabled": int(_flag(argv, "--elastic-slices") or 0) > 0,
     }
     assert {f.name for f in exposed(LAUNCHER_DERIVED)} == set(settings), "a derived setting is not checked"
@@ -71,13 +74,19 @@ def _pod_specs(manifest_text: str) -> dict[str, dict]:
     return specs
 
 
+def _gpu(argv: list[str]) -> bool:
+    """--device-type: a GPU node group, always multi-controller (Pathways runs on TPUs only)."""
+    return any(a.startswith("--device-type") for a in argv)
+
+
 def trainer_container(argv: list[str], manifest_text: str) -> dict | None:
     """The container that runs the trainer: the user container of the Pathways head pod, or the worker
-    container with --no-pathways; None when headless (the user runs the trainer off the cluster)."""
+    container with --no-pathways or --device-type; None when headless (the user runs the trainer off the cluster)."""
     specs = _pod_specs(manifest_text)
     if "--headless" in argv:
         return None
-    pods = list(specs.values()) if "--no-pathways" in argv else [specs["pathways-head"]]
+    multi = "--no-pathways" in argv or _gpu(argv)
+    pods = list(specs.values()) if multi else [specs["pathways-head"]]
     user = [c for pod in pods for c in pod.get("containers", []) if not c["name"].startswith("pathways-")]
     assert len(user) == 1, f"expected one user container, found {[c['name'] for c in user]}"
     return user[0]
