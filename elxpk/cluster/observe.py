@@ -123,7 +123,7 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
             # Stuck, but not asked why: only the Job controller's Events (one LIST, when a Job lacks pods),
             # which nothing else shows; a pod that cannot be created leaves no other trace (#33)
             context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else \
-                Context(events=tuple(_failed_creates(kube, namespace, jobs)))
+                Context(events=tuple(_failed_creates(kube, namespace, jobs)), nodes=_unschedulable_nodes(kube, pods))
             reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
             if context is not None and context.rejections:  # a Job the API server refused: decisive
@@ -165,10 +165,7 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
         cq = ((local_queue or {}).get("spec") or {}).get("clusterQueue")
         cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
         position = _position(kube, namespace, queue, mine[0]["metadata"]["name"], local_queue)
-    nodes = None
-    if any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
-        nodes = tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
-                      for n in kube.list_nodes(ACCELERATOR, limit=1000))
+    nodes = _unschedulable_nodes(kube, pods)
     rejections: tuple[dict, ...] = ()
     if jobs is not None and jobs_missing(jobset, jobs):  # one more call, only when a Job is missing
         meta = jobset["metadata"]
@@ -179,6 +176,15 @@ def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], work
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
                    rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])),
                    provisioning_requests=None if requests is None else tuple(requests))
+
+
+def _unschedulable_nodes(kube: Kube, pods: list[dict]) -> tuple[dict, ...] | None:
+    """The TPU nodes' labels and taints, when a pod is unschedulable (one LIST, else none): which nodes have
+    the pod's shape, and whether a taint the scheduler names is theirs or another pool's."""
+    if not any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
+        return None
+    return tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
+                 for n in kube.list_nodes(ACCELERATOR, limit=1000))
 
 
 def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:

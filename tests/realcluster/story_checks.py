@@ -58,7 +58,9 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
     assert [r["state_source"] for r in restores] == ["init", "checkpoint"], restores
     resumed_from = restores[1]["step"]
     assert KILL_AFTER_CHECKPOINT <= resumed_from <= last_before + 1
-    after = [m for m in story.metrics(run) if m["time"] > killed_at]
+    # The first step of the resumed attempt: the killed trainer may still record a step in the moments
+    # between `kill-slice` returning and its SIGKILL (a kubelet's 2 s grace), so count from the restore.
+    after = [m for m in story.metrics(run) if m["time"] > max(killed_at, restores[1]["time"])]
     first_after = min(after, key=lambda m: m["time"])
     assert first_after["step"] == resumed_from
 

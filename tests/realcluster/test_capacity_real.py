@@ -71,10 +71,16 @@ def _set_conditions(cluster: LocalCluster, request: dict, *conditions: tuple[str
 
 
 def _check_state(cluster: LocalCluster, name: str, state: str) -> dict:
+    """The Workload once its dws-prov check is in `state`. Rejected is brief: Kueue deactivates the Workload
+    (spec.active false) right after, and may clear its checks, so a deactivated Workload counts too."""
+    def seen(w: dict) -> bool:
+        if state == "Rejected" and (w.get("spec") or {}).get("active") is False:
+            return True
+        return any(c.get("name") == "dws-prov" and c.get("state") == state
+                   for c in (w.get("status") or {}).get("admissionChecks") or [])
+
     return cluster.wait_for(f"admission check dws-prov {state} on {name}", lambda: (
-        w if (w := _workload(cluster, name)) and any(
-            c.get("name") == "dws-prov" and c.get("state") == state
-            for c in (w.get("status") or {}).get("admissionChecks") or []) else None))
+        w if (w := _workload(cluster, name)) and seen(w) else None), timeout=240)
 
 
 def _why(cluster: LocalCluster, name: str) -> dict:
