@@ -149,7 +149,9 @@ def _sum_line(values: Mapping[str, int], spent: int, useful: int, units: int) ->
     causes = apportion(lost_w, [values[k] * scale for k, _ in CAUSES])
 
     def text(whole: int) -> str:
-        return f"{whole / 10**d:,.{d}f}"
+        # Integer arithmetic: a float quotient past 2**53 (a long run of many chips) drops the last digits.
+        units_part, fraction = divmod(abs(whole), 10**d)
+        return f"{'-' if whole < 0 else ''}{units_part:,}.{fraction:0{d}d}"
 
     return text(spent_w), text(useful_w), text(lost_w), [text(w) for w in causes]
 

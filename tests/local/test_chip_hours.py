@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from elxpk.accelerators import PRICES, Price, lookup
@@ -115,6 +115,8 @@ _SECONDS = st.floats(min_value=0, max_value=1e7, allow_nan=False)
 @settings(max_examples=300, deadline=None)
 @given(chips=st.integers(1, 200_000), wall=_SECONDS, parts=st.lists(_SECONDS, min_size=6, max_size=6),
        price=st.none() | st.floats(min_value=0, max_value=1000, allow_nan=False))
+# Figures past 2**53 hundred-millionths: shown through a float quotient, the text lost its last digits.
+@example(chips=103329, wall=5.960464477539063e-08, parts=[0.0, 0.0, 0.0, 0.0, 0.0, 3138125.0], price=None)
 def test_any_split_adds_up(chips, wall, parts, price):
     """Random seconds, overlapping causes (other < 0) included: the JSON and the text add up."""
     useful, *lost = parts
