@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("elxpk", "elxpk_contract", "trainer")
+PACKAGES = ("elxpk", "elxpk_contract", "elxpk_storage", "trainer")
 
 
 def _modules() -> dict[str, Path]:
@@ -99,22 +99,71 @@ def test_there_is_no_import_circle():
     assert _circles(_graph()) == []
 
 
-def test_no_two_packages_import_each_other():
+def _package_arrows(graph: dict[str, set[str]]) -> dict[tuple[str, str], str]:
+    """(package, package) -> one module arrow behind it. A package's own loose modules (trainer.clock,
+    elxpk.units) are the ground its subpackages stand on, so no arrow joins a package and one inside it."""
     arrows: dict[tuple[str, str], str] = {}
-    for module, targets in _graph().items():
-        for target in targets:
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
             here, there = _room(module), _room(target)
-            # A package's own loose modules (trainer.clock, elxpk.units) are the ground its subpackages stand on.
             if here != there and not here.startswith(there + ".") and not there.startswith(here + "."):
                 arrows.setdefault((here, there), f"{module} -> {target}")
+    return arrows
+
+
+def _package_circles(graph: dict[str, set[str]]) -> list[str]:
+    """Every circle among packages, of any length, each with the module arrows that close it. Modules can
+    be circle-free while their packages are not (a -> b -> c -> a through different modules of each)."""
+    arrows = _package_arrows(graph)
+    packages: dict[str, set[str]] = {}
+    for here, there in arrows:
+        packages.setdefault(here, set()).add(there)
+        packages.setdefault(there, set())
+    return [" ; ".join(arrows[(a, b)] for a in circle for b in circle if (a, b) in arrows)
+            for circle in _circles(packages)]
+
+
+def test_no_two_packages_import_each_other():
+    arrows = _package_arrows(_graph())
     both_ways = sorted(f"{arrows[(a, b)]}  and  {arrows[(b, a)]}" for a, b in arrows if a < b and (b, a) in arrows)
     assert both_ways == []
 
 
-def test_the_checker_finds_a_circle_and_a_two_way_arrow():
-    """The checks above can fail: a made-up graph with a circle is caught."""
-    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert _circles({"a": {"b"}, "b": set()}) == []
+def test_there_is_no_circle_among_packages():
+    assert _package_circles(_graph()) == []
+
+
+# What stands below the trainer: the launcher, the contract and the storage layer they share. Only
+# `elxpk local run` (elxpk/local/) runs the trainer in its own process, by design.
+BELOW_THE_TRAINER = ("elxpk", "elxpk_contract", "elxpk_storage")
+RUNS_THE_TRAINER = "elxpk.local"
+
+
+def _imports_of_the_trainer(graph: dict[str, set[str]]) -> list[str]:
+    """module -> trainer module, for every module below the trainer outside elxpk/local/."""
+    return sorted(f"{module} -> {target}" for module, targets in graph.items() for target in targets
+                  if module.split(".")[0] in BELOW_THE_TRAINER and target.split(".")[0] == "trainer"
+                  and not (module == RUNS_THE_TRAINER or module.startswith(RUNS_THE_TRAINER + ".")))
+
+
+def test_the_launcher_imports_the_trainer_only_to_run_it_locally():
+    assert _imports_of_the_trainer(_graph()) == []
+
+
+def test_the_package_checks_can_fail():
+    """Made-up graphs: a circle of three packages through modules that form no circle themselves, and
+    launcher modules that import the trainer (elxpk/local/ may, by design)."""
+    graph = {"elxpk.cluster.a": {"elxpk.runs.b"}, "elxpk.runs.b": {"elxpk.maxtext.c"},
+             "elxpk.maxtext.c": {"elxpk.cluster.d"}, "elxpk.cluster.d": set(), "elxpk.units": set(),
+             "elxpk.plan.e": {"elxpk.units"}}
+    assert _circles(graph) == []
+    assert _package_circles(graph) == ["elxpk.cluster.a -> elxpk.runs.b ; elxpk.maxtext.c -> elxpk.cluster.d ; "
+                                       "elxpk.runs.b -> elxpk.maxtext.c"]
+    graph = {"elxpk.cluster.gcs": {"trainer.gcs_auth"}, "elxpk_contract.x": {"trainer.ckpt.digest"},
+             "elxpk.local.run": {"trainer.data.data"}, "elxpk.localish": {"trainer.cpu"}, "trainer.cpu": set()}
+    assert _imports_of_the_trainer(graph) == ["elxpk.cluster.gcs -> trainer.gcs_auth",
+                                              "elxpk.localish -> trainer.cpu",
+                                              "elxpk_contract.x -> trainer.ckpt.digest"]
 
 
 def _third_party(name: str) -> bool:

@@ -35,10 +35,11 @@ def test_nothing_in_the_repository_reads_the_notes_folder_beside_it():
 
 
 WHERE = """
-import elxpk, elxpk_contract, trainer
+import elxpk, elxpk_contract, elxpk_storage, trainer
 from elxpk.admission.schema import crds_dir
 from elxpk.create.template_build import templates_dir
-for path in (elxpk.__file__, elxpk_contract.__file__, trainer.__file__, templates_dir(), crds_dir()):
+for path in (elxpk.__file__, elxpk_contract.__file__, elxpk_storage.__file__, trainer.__file__, templates_dir(),
+             crds_dir()):
     print(path)
 """
 ELXPK = "import sys; from elxpk.cli.main import main; sys.exit(main())"
@@ -57,7 +58,7 @@ def test_a_checkout_imports_renders_and_validates_with_its_own_files(tmp_path):
     where = run(WHERE)
     assert where.returncode == 0, where.stderr
     outside = [p for p in where.stdout.splitlines() if not Path(p).resolve().is_relative_to(ROOT.resolve())]
-    assert outside == [] and len(where.stdout.splitlines()) == 5, where.stdout
+    assert outside == [] and len(where.stdout.splitlines()) == 6, where.stdout
     rendered = run(ELXPK, "workload", "create", *CASES["pathways-v5p-8"], "--dry-run")
     assert rendered.returncode == 0, rendered.stderr
     golden = ROOT / "tests" / "launcher" / "goldens" / "pathways-v5p-8.yaml"

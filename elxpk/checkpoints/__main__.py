@@ -3,7 +3,7 @@
 `elxpk workload create --trainer maxtext --checkpoint-pre-start IMAGE` runs this in an init container of the
 first worker pod, before MaxText starts: `elxpk checkpoint inspect DIR --quarantine` for an image without the
 launcher's CLI (the trainer image: trainer/Dockerfile copies elxpk/checkpoints and the few modules it
-imports; standard library, etils and the trainer's storage helpers). MaxText restores orbax's newest listed
+imports; standard library, etils and elxpk_storage, the checkpoint layer it shares with the trainer). MaxText restores orbax's newest listed
 step whatever it holds; moving a torn one aside first makes a restart restore the newest whole step.
 
 What differs from `checkpoint inspect`: it always quarantines; DIR with no checkpoint yet (a first run,
@@ -26,7 +26,7 @@ from elxpk.errors import ElxpkError
 
 def first_run(directory: str) -> bool:
     """True when DIR holds no checkpoint step yet (absent, or without <step>/ entries and checkpoints/)."""
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     inspection.epath_module()
     root = ckpt_storage.checkpoint_root(directory, "DIR")

@@ -3,7 +3,7 @@ the save cadence achieved. `elxpk checkpoint inspect DIR [--quarantine]`.
 
 Two layouts, both orbax CheckpointManager directories of `<step>/` entries:
 - the bundled trainer's (trainer/ckpt/checkpoint.py): each step also holds `elxpk_digest.json`, the record of
-  its files and sizes. A step is whole when the trainer's own check passes (`trainer.ckpt.digest.verify`); the
+  its files and sizes. A step is whole when the trainer's own check passes (`elxpk_storage.digest.verify`); the
   trainer restores the newest whole step (the arrays' fingerprints are checked then, on the devices).
 - MaxText's (`base_output_directory/run_name/checkpoints/<step>`), orbax alone: a step is whole when orbax
   committed it and its metadata is there and parses (`_CHECKPOINT_METADATA`, each item's `_METADATA`, the
@@ -11,7 +11,7 @@ Two layouts, both orbax CheckpointManager directories of `<step>/` entries:
   MaxText restores orbax's newest listed step whatever it holds: a torn one there is what `--quarantine`
   moves aside.
 
-A save that never committed is what the trainer calls uncommitted (`trainer.ckpt.storage.uncommitted`:
+A save that never committed is what the trainer calls uncommitted (`elxpk_storage.checkpoint_files.uncommitted`:
 orbax's `<step>.orbax-checkpoint-tmp` directory; on `gs://` a `<step>/` without orbax's commit marker).
 Every file operation goes through etils.epath, as orbax's and the trainer's do, so `gs://` works wherever
 gcsfs is installed. Nothing here imports jax: reading a listing and a few small JSON files needs none.
@@ -110,7 +110,7 @@ def _is_step_entry(name: str) -> bool:
 def resolve(arg: str) -> Any:
     """The directory holding the `<step>/` entries: DIR itself, else DIR/checkpoints. UsageError (exit 2)
     when DIR does not exist, is a file, or holds other things and no checkpoint."""
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     if not arg.strip():
         raise UsageError("DIR: empty; give the checkpoint directory, e.g. gs://BUCKET/RUN/checkpoints")
@@ -137,7 +137,7 @@ def resolve(arg: str) -> Any:
 
 def _read_json(path: Any) -> tuple[Any, str]:
     """(the decoded file, '') or (None, why not); never reads more than MAX_JSON_BYTES, nor through a link."""
-    from trainer.ckpt.storage import read_bounded
+    from elxpk_storage.checkpoint_files import read_bounded
 
     try:
         data = read_bounded(path, MAX_JSON_BYTES)
@@ -156,7 +156,7 @@ def _read_json(path: Any) -> tuple[Any, str]:
 def _has_marks(entry: Any) -> bool:
     """Whether `entry` or one of its subdirectories holds a file orbax or the trainer writes (no link is
     looked through: the caller has refused the step already when it holds one)."""
-    from trainer.ckpt.storage import is_link
+    from elxpk_storage.checkpoint_files import is_link
 
     folders = [entry]
     try:
@@ -172,7 +172,7 @@ def _has_marks(entry: Any) -> bool:
 
 def _trainer_problem(step_dir: Any, step: int) -> tuple[str, str] | None:
     """(state, reason) of a committed step by the trainer's own check; None when it would restore it."""
-    from trainer.ckpt import digest
+    from elxpk_storage import digest
 
     reason = digest.verify(step_dir, step)
     if reason is None:
@@ -199,7 +199,7 @@ def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None
                 problem = f"{ITEM_METADATA} is a JSON {type(tree).__name__}, not an object"
             if problem:
                 return (TORN if problem.startswith("no ") else UNREADABLE), f"item {item!r}: {problem}"
-    from trainer.ckpt.storage import files_under
+    from elxpk_storage.checkpoint_files import files_under
 
     files = files_under(step_dir)
     for rel, path in sorted(files.items()):
@@ -217,7 +217,7 @@ def _orbax_problem(step_dir: Any, meta: Any, why: str) -> tuple[str, str] | None
 
 def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: str) -> Step | None:
     """The step's state; None when its entry is gone (moved by a concurrent --quarantine or the trainer)."""
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     entry = root / name
     found = Step(step, name, COMMITTED)
@@ -256,8 +256,8 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
 
 
 def _layout(root: Any, names: list[str]) -> str:
-    from trainer.ckpt.digest import DIGEST_FILE
-    from trainer.ckpt.storage import is_link
+    from elxpk_storage.checkpoint_files import is_link
+    from elxpk_storage.digest import DIGEST_FILE
 
     numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1] and not is_link(root / n)]
     if PROGRESS_FILE in names or any((root / n / DIGEST_FILE).exists() for n in numbered):
@@ -274,7 +274,7 @@ def _trainer_step(root: Any) -> int | None:
 
 
 def inspect_directory(root: Any, period: int | None) -> Inspection:
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     names = sorted(p.name for p in root.iterdir())
     layout = _layout(root, names)
@@ -340,7 +340,7 @@ def _cadence(result: Inspection) -> None:
 
 def refuse_cwd(root: Any) -> None:
     """--quarantine never moves anything out from under the shell: not the cwd, nor a parent of it."""
-    from trainer.ckpt.storage import cwd_or_parent
+    from elxpk_storage.checkpoint_files import cwd_or_parent
 
     where = cwd_or_parent(root)
     if where:
@@ -354,7 +354,7 @@ def quarantine(result: Inspection, root: Any, now_ms: int) -> tuple[list[dict], 
     Unreadable steps stay. (moved, skipped): a step gone before its move (another --quarantine, or the
     trainer, moved it first) is skipped with a note, never an error. UsageError before anything moves when
     DIR/elxpk-quarantine is a file or a link."""
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     torn = [s for s in result.steps if s.state == TORN and s.movable]
     if torn:

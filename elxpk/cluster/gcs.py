@@ -6,7 +6,7 @@ the new content. Objects here are small (an incident log, a progress record), so
 
 Credentials are Application Default Credentials through google-auth's AuthorizedSession (imported
 lazily: only a `gs://` path loads it); none is a UsageError naming the flag, decided in bounded time
-(trainer/gcs_auth.py). With STORAGE_EMULATOR_HOST set (the convention of Google's
+(elxpk_storage/gcs_auth.py). With STORAGE_EMULATOR_HOST set (the convention of Google's
 client libraries and of GCS emulators) requests go there, unauthenticated.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from elxpk.errors import ClusterError
-from trainer import gcs_auth
+from elxpk_storage import gcs_auth
 
 ENDPOINT = "https://storage.googleapis.com"
 ATTEMPTS = 20  # concurrent appenders: each 412 means someone else's lines landed; try again on top of them
@@ -38,7 +38,7 @@ def split_url(url: str) -> tuple[str, str]:
 def session_and_endpoint(what: str) -> tuple[Any, str]:
     """A session and the endpoint for `what` (e.g. '--record gs://b/o'): the emulator's, unauthenticated,
     or Cloud Storage's with Application Default Credentials; UsageError (one line, in bounded time) when
-    there are none (trainer/gcs_auth.py)."""
+    there are none (elxpk_storage/gcs_auth.py)."""
     emulator = os.environ.get(gcs_auth.EMULATOR)
     if emulator:
         import requests

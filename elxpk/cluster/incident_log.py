@@ -17,9 +17,9 @@ from elxpk.bounded_read import INCIDENT_BYTES, read_input, size_text
 from elxpk.cluster.gcs import Gcs
 from elxpk.cluster.incidents import CAUSES, Incident
 from elxpk.errors import ClusterError, UsageError
-from elxpk.runs.jsonl import JsonLinesError, decode_text, parse_lines
+from elxpk.json_lines import JsonLinesError, decode_text, parse_lines
 from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
-from trainer import gcs_auth
+from elxpk_storage import gcs_auth
 
 
 def _ids(content: bytes) -> set[str]:

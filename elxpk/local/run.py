@@ -119,7 +119,7 @@ def local_run(
     faults = opts.faults_for(fresh=existing.fresh)
     with in_local_words():
         cfg = opts.trainer_config(faults)
-    from trainer.ckpt.storage import refuse_unsafe_checkpoints
+    from elxpk_storage.checkpoint_files import refuse_unsafe_checkpoints
 
     given = "checkpoint_dir" in opts.model  # else RUN_DIR/checkpoints
     refuse_unsafe_checkpoints(cfg.checkpoint_path, "--trainer-arg=--checkpoint-dir" if given else "--run-dir")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elxpk.runs.jsonl import parse_lines
+from elxpk.json_lines import parse_lines
 
 
 class JsonlTail:

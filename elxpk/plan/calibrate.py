@@ -1,7 +1,7 @@
 """Measured costs from a run directory: step, save, restore and more.
 
 Every figure is a median over the run's samples, so one slow first step or one slow save does not set
-the plan. The run is read by the one reader of run directories (elxpk/runs/rundir.load_run) and used
+the plan. The run is read by the one reader of run directories (elxpk.runs.rundir.load_run) and used
 through its typed records. Nothing here imports jax: a run directory is JSON lines plus checkpoints.
 """
 

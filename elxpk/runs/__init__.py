@@ -2,8 +2,8 @@
 
 The records are the typed ones of elxpk_contract/records.py (the trainer and the supervisor write them).
 
-- jsonl.py: JSON-lines reading (a killed writer's torn line is tolerated; other damage is an error)
-- rundir.py: `load_run(path) -> Run` of typed records, the one reader; the last record of a step wins
+- rundir.py: `load_run(path) -> Run` of typed records, the one reader; the last record of a step wins (JSON
+  lines read by elxpk/json_lines.py, the ground module `workload events --record` reads with too)
 - examples.py: example-id accounting (duplicates and gaps)
 - recoveries.py: one `RecoveryTimeline` per recovery, from events (and metric times)
 - health.py: when each slice was lost, for the report's timeline

@@ -15,7 +15,7 @@ from pathlib import Path
 from elxpk import bounded_read
 from elxpk.bounded_read import RUN_JSON_BYTES, ReadRefused, decode_text, read_limited
 from elxpk.errors import UsageError
-from elxpk.runs.jsonl import JsonLinesError, RecordLineError, read_records
+from elxpk.json_lines import JsonLinesError, RecordLineError, read_records
 from elxpk.runs.step_columns import MetricColumns
 from elxpk_contract.records import (
     Event,

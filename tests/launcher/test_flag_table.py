@@ -181,7 +181,7 @@ def test_minus_one_means_all_slices_in_one_place():
 
     pattern = re.compile(r"min_slice\w*\s*[!=]?=\s*-1\b|-1 if .*min_slice|min_slice.* else -1\b")
     found = []
-    for part in ("elxpk", "elxpk_contract", "trainer"):
+    for part in ("elxpk", "elxpk_contract", "elxpk_storage", "trainer"):
         for path in (ROOT / part).rglob("*.py"):
             if path.name == "settings.py" and path.parent.name == "elxpk_contract":
                 continue

@@ -13,6 +13,8 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
+# The repository's packages: an import of one of them must find it in the image.
+PROJECT_PACKAGES = ("elxpk", "elxpk_contract", "elxpk_storage", "trainer")
 DOCKERFILE = ROOT / "trainer" / "Dockerfile"
 # Instructions Docker's builder accepts (the Go parser itself accepts any word).
 KNOWN = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
@@ -108,18 +110,18 @@ def _project_imports(folder: str) -> set[tuple[str, str]]:
                 names = [node.module]
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
-            found |= {(py.relative_to(ROOT).as_posix(), n) for n in names if n.split(".")[0] in ("elxpk", "elxpk_contract", "trainer")}
+            found |= {(py.relative_to(ROOT).as_posix(), n) for n in names if n.split(".")[0] in PROJECT_PACKAGES}
     return found
 
 
 def test_image_copies_the_trainer_the_contract_and_of_the_launcher_only_the_checkpoint_inspection(commands):
-    assert _copied(commands) == {"trainer", "elxpk_contract", "elxpk"}
+    assert _copied(commands) == {"trainer", "elxpk_contract", "elxpk_storage", "elxpk"}
     launcher = {str(src) for src in _sources(commands) if src.parts[0] == "elxpk"}
     assert launcher == {"elxpk/__init__.py", "elxpk/errors.py", "elxpk/units.py", "elxpk/checkpoints"}
 
 
 def test_copied_sources_cover_trainer_and_contract_imports(commands):
     copied = _copied(commands)
-    for folder in ("trainer", "elxpk_contract"):
+    for folder in ("trainer", "elxpk_contract", "elxpk_storage"):
         for file, module in _project_imports(folder):
             assert module.split(".")[0] in copied, f"{folder}/{file} imports {module}, which the image lacks"

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from elxpk.json_lines import parse_lines
 from elxpk.runs.examples import account
-from elxpk.runs.jsonl import parse_lines
 from elxpk.runs.report import build_report, wall_time
 from elxpk.runs.rundir import load_run
 from elxpk_contract.records import FailureDetected, Metric, make_event

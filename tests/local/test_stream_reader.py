@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elxpk import bounded_read
+from elxpk.json_lines import JsonLinesError, RecordLineError, decode_text, parse_lines, read_records
 from elxpk.maxtext.metrics import MetricsFileError, parse_metrics, read_metrics
-from elxpk.runs.jsonl import JsonLinesError, RecordLineError, decode_text, parse_lines, read_records
 from elxpk_contract.records import RecordError, parse_event, parse_metric
 
 PROPERTY = settings(max_examples=200, derandomize=True, database=None, deadline=timedelta(seconds=10))

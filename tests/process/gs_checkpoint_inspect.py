@@ -24,7 +24,7 @@ from etils import epath  # noqa: E402  (after the fake is registered, before epa
 
 from elxpk.checkpoints.inspection import TMP_STEP  # noqa: E402
 from elxpk.cli.main import main  # noqa: E402
-from trainer.ckpt import storage as ckpt_storage  # noqa: E402
+from elxpk_storage import checkpoint_files as ckpt_storage  # noqa: E402
 
 URL = "gs://bucket/run/checkpoints"
 

@@ -309,7 +309,7 @@ CONTENT = st.one_of(st.binary(max_size=512), JSON.map(lambda v: json.dumps(v).en
 @pytest.mark.parametrize("layout", ["orbax", "trainer"])
 def test_any_content_of_a_metadata_file_is_classified_never_raised(layout, orbax_dir, finished_short_run, tmp_path):
     from elxpk.checkpoints.inspection import COMMITTED, inspect_directory
-    from trainer.ckpt.storage import checkpoint_root
+    from elxpk_storage.checkpoint_files import checkpoint_root
 
     source = orbax_dir if layout == "orbax" else finished_short_run / "checkpoints"
     root = copy(source, tmp_path)

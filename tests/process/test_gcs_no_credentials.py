@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from array_record.python.array_record_module import ArrayRecordWriter
 
+from elxpk_storage import gcs_auth
 from tests.conftest import REPO_ROOT
 from tests.process.conftest import Exited, elxpk, run_process, trainer, user_env
 from tests.support.fake_gcs import FakeGcs
 from tests.support.run_writer import FakeRun, write_run
-from trainer import gcs_auth
 
 pytestmark = pytest.mark.slow
 
@@ -195,7 +195,7 @@ def test_an_unreadable_credentials_file_is_named(bare_env: dict[str, str], tmp_p
 CHECK = """
 import sys
 from elxpk_contract.errors import UsageError
-from trainer.gcs_auth import require_credentials
+from elxpk_storage.gcs_auth import require_credentials
 try:
     require_credentials("--checkpoint-dir gs://b/c", tensorstore=True)
 except UsageError as exc:

@@ -14,7 +14,7 @@ import os
 import fsspec
 from fsspec.implementations.memory import MemoryFileSystem
 
-from trainer import gcs_auth
+from elxpk_storage import gcs_auth
 
 
 class FakeGcsFileSystem(MemoryFileSystem):
@@ -35,7 +35,7 @@ def install() -> None:
     for name in FakeGcsFileSystem.protocol:
         fsspec.register_implementation(name, FakeGcsFileSystem, clobber=True)
     # gs:// reaches this stand-in, not Cloud Storage: say so as an emulator does, so the trainer's credentials
-    # check (trainer/gcs_auth.py) lets it through. The address is never dialled (fsspec goes here).
+    # check (elxpk_storage/gcs_auth.py) lets it through. The address is never dialled (fsspec goes here).
     url_var, token_var = gcs_auth.TENSORSTORE_EMULATOR
     os.environ.update({gcs_auth.EMULATOR: "http://fake-gcs.invalid", url_var: "http://fake-gcs.invalid",
                        token_var: "fake"})

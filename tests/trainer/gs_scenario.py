@@ -14,8 +14,8 @@ fake_gcs.install()
 
 from etils import epath  # noqa: E402  (after the fake is registered, before epath caches a filesystem)
 
-from trainer.ckpt import digest  # noqa: E402
-from trainer.ckpt import storage as ckpt_storage  # noqa: E402
+from elxpk_storage import checkpoint_files as ckpt_storage  # noqa: E402
+from elxpk_storage import digest  # noqa: E402
 
 URL = "gs://bucket/run/ckpt"
 

@@ -103,7 +103,7 @@ def test_checkpoint_of_another_configuration_is_a_clear_error(reference_run, tmp
 def test_checkpoint_recording_another_step_than_its_directory_is_skipped(reference_run, tmp_path):
     """A step directory copied under a newer number, with a digest rewritten to match, still records its own
     step in its metadata: resuming it would start at the wrong step with the wrong data position."""
-    from trainer.ckpt import digest
+    from elxpk_storage import digest
     from trainer.elastic.loop import train
 
     root = tmp_path / "checkpoints"

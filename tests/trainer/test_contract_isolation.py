@@ -1,4 +1,5 @@
-"""The trainer ships without the launcher, and the contract package is standard library only.
+"""The trainer ships without the launcher, the contract package is standard library only, and the storage
+layer both share (elxpk_storage) imports neither of them.
 
 Static (every import statement) and dynamic (import with everything else made unimportable) checks, so
 neither a top-level nor a lazy import can pull the launcher into the trainer image, or a third-party
@@ -35,6 +36,14 @@ def test_no_trainer_module_imports_the_launcher():
 def test_contract_imports_only_the_standard_library():
     allowed = set(sys.stdlib_module_names) | {"__future__", "elxpk_contract"}
     assert [(f, m) for f, m in _imports("elxpk_contract") if m not in allowed] == []
+
+
+def test_the_shared_storage_layer_imports_neither_the_launcher_nor_the_trainer():
+    """elxpk_storage stands below both (the trainer image ships it beside the contract): besides the standard
+    library it may import only the contract and the libraries of the checkpoint directory and of gs://."""
+    allowed = set(sys.stdlib_module_names) | {"__future__", "elxpk_contract", "elxpk_storage", "etils", "fsspec",
+                                              "google"}
+    assert [(f, m) for f, m in _imports("elxpk_storage") if m not in allowed] == []
 
 
 _STDLIB_ONLY = """

@@ -131,7 +131,7 @@ def test_local_run_blank_or_unsafe_paths_exit_2_and_touch_nothing(tmp_path, argv
 
 
 def test_quarantine_moves_only_step_directories_and_keeps_them_inside(tmp_path):
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     root = ckpt_storage.checkpoint_root(str(tmp_path / "ckpt"))
     (root / "3").mkdir(parents=True)
@@ -191,7 +191,7 @@ def test_the_restore_deadline_fires_once_when_the_block_hangs_and_never_when_it_
 
 
 def test_quarantine_never_writes_through_a_link_named_like_its_reason_file(tmp_path):
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     root = ckpt_storage.checkpoint_root(str(tmp_path / "ckpt"))
     (root / "5" / "state").mkdir(parents=True)

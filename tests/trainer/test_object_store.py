@@ -4,8 +4,8 @@ No GCS is reachable here. Two checks stand in for it:
 - the digest, leftover and quarantine code runs for real on `gs://` paths through epath's fsspec backend,
   against an in-memory fsspec filesystem registered as "gs" (tests/trainer/fake_gcs.py), in a fresh
   interpreter so that the registration cannot leak into other tests;
-- a scan of trainer/ proves that nothing touches the checkpoint directory through os, pathlib, shutil or
-  the builtin open, so no code path is left that would only work on a local disk.
+- a scan of trainer/ and elxpk_storage/ proves that nothing touches the checkpoint directory through os,
+  pathlib, shutil or the builtin open, so no code path is left that would only work on a local disk.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from tests.conftest import REPO_ROOT
 from tests.support.runs import PERIOD, STEPS
 
 # The modules that handle the checkpoint directory, and the only os calls they may make.
-CHECKPOINT_MODULES = ("ckpt/checkpoint.py", "ckpt/digest.py", "ckpt/storage.py")
+CHECKPOINT_MODULES = ("trainer/ckpt/checkpoint.py", "elxpk_storage/digest.py", "elxpk_storage/checkpoint_files.py")
 ALLOWED_OS = {"os.fspath", "os.path.abspath", "os.path.realpath", "os.getcwd"}  # the last two: the working-directory check
-# storage.py alone reads and moves a local entry without following a link (lstat, O_NOFOLLOW, a rename of the
+# checkpoint_files.py alone reads and moves a local entry without following a link (lstat, O_NOFOLLOW, a rename of the
 # link itself): every such call sits behind `is_object_store` or `is_link`, which an object store never is.
 LINK_SAFE_OS = {"os.lstat", "os.path.islink", "os.path.lexists", "os.readlink", "os.open", "os.fstat", "os.fdopen",
                 "os.close", "os.rename", "os.unlink"}
@@ -57,7 +57,7 @@ def test_checkpoint_file_operations_work_on_gs_paths(reference_run):
 
 
 def test_local_leftovers_and_quarantine_keep_their_local_behaviour(tmp_path):
-    from trainer.ckpt import storage as ckpt_storage
+    from elxpk_storage import checkpoint_files as ckpt_storage
 
     root = ckpt_storage.checkpoint_root(str(tmp_path / "ckpt"))
     for name in ("4", "8", f"12{ckpt_storage.TMP_SUFFIX}"):
@@ -81,20 +81,19 @@ def _calls(tree: ast.AST) -> set[str]:
 
 def test_no_local_filesystem_api_touches_the_checkpoint_directory():
     problems = []
-    trainer = REPO_ROOT / "trainer"
     for name in CHECKPOINT_MODULES:
-        tree = ast.parse((trainer / name).read_text(encoding="utf-8"))
+        tree = ast.parse((REPO_ROOT / name).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 problems += [f"{name}: imports {m}" for m in modules if m in ("shutil", "pathlib", "glob")]
         for call in _calls(tree):
-            allowed = ALLOWED_OS | (LINK_SAFE_OS if name == "ckpt/storage.py" else set())
+            allowed = ALLOWED_OS | (LINK_SAFE_OS if name == "elxpk_storage/checkpoint_files.py" else set())
             if call == "open" or (call.startswith("os.") and call not in allowed):
                 problems.append(f"{name}: calls {call}")
     # Every other trainer module leaves the checkpoint directory to those modules.
-    for path in sorted(trainer.rglob("*.py")):
-        name = path.relative_to(trainer).as_posix()
+    for path in sorted((REPO_ROOT / "trainer").rglob("*.py")):
+        name = path.relative_to(REPO_ROOT).as_posix()
         if name not in CHECKPOINT_MODULES and "checkpoint_dir" in path.read_text("utf-8"):
             problems.append(f"{name}: uses checkpoint_dir directly")
     assert problems == []

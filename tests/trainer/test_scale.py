@@ -219,7 +219,7 @@ def test_restore_onto_a_different_mesh_reshards_and_matches_the_fingerprint(refe
     """The 2 x 2 run's newest checkpoint restored onto one slice of 4 devices: FSDP over 4 instead of 2."""
     import shutil
 
-    from trainer.ckpt import digest
+    from elxpk_storage import digest
     from trainer.ckpt.checkpoint import CheckpointStore
     from trainer.ckpt.fingerprint import fingerprint
     from trainer.clock import SystemClock

@@ -16,7 +16,7 @@ from elxpk.local.resume import checkpoint_steps
 from elxpk.plan.calibrate import _newest_checkpoint_bytes
 from elxpk_contract.limits import MAX_INDEX
 from elxpk_contract.step_names import ascii_number, canonical_step, digit_like, step_number
-from trainer.ckpt import storage as ckpt_storage
+from elxpk_storage import checkpoint_files as ckpt_storage
 
 # Every character Python calls a digit of some kind: Nd (decimal digits of every script), and the No/Nl
 # characters str.isdigit() or str.isnumeric() accept (`²`, `①`, `Ⅻ`).

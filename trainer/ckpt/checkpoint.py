@@ -5,7 +5,7 @@ is what is on storage, never an in-memory step cache left by a failed save (maxt
 
 Each step directory holds two orbax items saved as one unit: `state` (params + optimizer state) and
 `meta` (step, data position, config fingerprint); plus `elxpk_digest.json`, written once orbax has
-committed the step (trainer.ckpt.digest). The fingerprint of every array (trainer.ckpt.fingerprint) is computed on
+committed the step (elxpk_storage.digest). The fingerprint of every array (trainer.ckpt.fingerprint) is computed on
 the devices when save() is called, so nothing is read back after a save; after a restore the restored
 arrays are fingerprinted again, on the new mesh, and must match. Restore walks the steps newest first and
 takes the first that is committed, lists its files at their sizes, reads and matches its fingerprint;
@@ -13,7 +13,7 @@ every step passed over is reported with its reason and moved aside (to `<checkpo
 so a later save of the same step number cannot collide with it.
 
 The checkpoint directory may be local or `gs://...`: every file operation on it goes through
-`trainer.ckpt.storage` and `trainer.ckpt.digest` (etils.epath), as orbax's own do.
+`elxpk_storage.checkpoint_files` and `elxpk_storage.digest` (etils.epath), as orbax's own do.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.step_names import canonical_step
 from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
-from trainer.ckpt import digest
-from trainer.ckpt import storage as ckpt_storage
+from elxpk_storage import checkpoint_files as ckpt_storage
+from elxpk_storage import digest
 from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
 from trainer.ckpt.fingerprint import Pending, fingerprint, mismatch
 from trainer.clock import Clock

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from elxpk_contract.errors import UsageError
-from trainer import gcs_auth
+from elxpk_storage import gcs_auth
 
 TOKEN_DTYPES = (np.dtype("uint16"), np.dtype("uint32"))
 _HASH_SPAN = 1 << 20  # bytes hashed at each end of the stream for the dataset identity

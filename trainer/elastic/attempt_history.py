@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
-from trainer.ckpt import storage as ckpt_storage
+from elxpk_storage import checkpoint_files as ckpt_storage
 
 HISTORY_FILE = "elxpk-attempts.json"
 HISTORY_BYTES = 64 * 1024

@@ -32,7 +32,7 @@ from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, Trainer
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import no_space_errno
-from trainer.ckpt import storage as ckpt_storage
+from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock, SystemClock
 from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice

@@ -26,7 +26,7 @@ from elxpk_contract.records import (
     read_progress,
     written,
 )
-from trainer.ckpt import storage as ckpt_storage
+from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 from trainer.elastic.badput_meter import BadputMeter
 

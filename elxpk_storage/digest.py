@@ -7,7 +7,8 @@ restorable only if:
 - its record exists (the save was committed and seen to finish: the commit marker) and has the right shape;
 - its files are the ones listed, at the listed sizes (a truncated or missing file is caught without
   reading a byte);
-- after restore, the restored arrays fingerprint as saved (checkpoint.py): any changed element is caught.
+- after restore, the restored arrays fingerprint as saved (trainer/ckpt/checkpoint.py): any changed element
+  is caught.
 So a save reads nothing back and a restore reads each byte once, through orbax.
 
 Every file operation goes through `etils.epath`, as orbax's own do, so a step directory may be local or
@@ -21,7 +22,7 @@ from typing import Any
 
 from etils import epath
 
-from trainer.ckpt.storage import DIGEST_FILE, LinkInStep, files_under, is_object_store, read_bounded
+from elxpk_storage.checkpoint_files import DIGEST_FILE, LinkInStep, files_under, is_object_store, read_bounded
 
 _VERSION = 2
 MAX_DIGEST_BYTES = 64 << 20  # a digest lists one size per file and 16 hex digits per array: far below this

@@ -19,12 +19,12 @@ from etils import epath
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.step_names import canonical_step, step_number
-from trainer import gcs_auth
+from elxpk_storage import gcs_auth
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
 SKIP_REASON_FILE = "elxpk_skip_reason.txt"
-DIGEST_FILE = "elxpk_digest.json"  # trainer.ckpt.digest's record of a committed step
+DIGEST_FILE = "elxpk_digest.json"  # elxpk_storage.digest's record of a committed step
 QUARANTINE_DIR = "elxpk-quarantine"  # inside the checkpoint directory: steps passed over at restore
 # What makes a numbered directory a step this trainer (or orbax under it) wrote: one of these files, or
 # one of the two items it saves (an interrupted save on gs:// may have written only the items so far).
