@@ -18,7 +18,7 @@ from typing import Any
 from elxpk import flag_rows
 from elxpk.admission.names import MAX_INT32, MAX_INT64
 from elxpk.create.capacity import MAX_RUN_DURATION_S
-from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INT, LIST, TEXT, Alias, Flag
+from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INPUT, INT, LIST, TEXT, Alias, Flag
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
@@ -174,7 +174,7 @@ FLAGS: tuple[Flag, ...] = (
                         note='a duration such as 5m or 1h'),)),
     Flag('env', LIST, 'Env var for the training container; repeatable; overrides --env-file.',
          metavar='KEY=VALUE', doc='env of the user container; `--env` wins over `--env-file`'),
-    Flag('env_file', TEXT, "File of KEY=VALUE lines ('#' comments allowed)."),
+    Flag('env_file', TEXT, "File of KEY=VALUE lines ('#' comments allowed).", path=INPUT),
     Flag('proxy_server_image', TEXT, 'Pathways proxy image.', default=DEFAULT_PROXY_IMAGE, panel=PATHWAYS,
          default_text='', check='image', doc_default="xpk's Pathways proxy image",
          aliases=(Alias('--pathways-proxy-server-image'),)),
@@ -221,7 +221,7 @@ FLAGS: tuple[Flag, ...] = (
          'replacement)'),
     Flag('from_run', TEXT, 'A run directory whose measured step, save and replacement times stand in for '
          '--step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).',
-         panel=TIMES, metavar='RUN_DIR', option=True, commands=_BOTH,
+         panel=TIMES, metavar='RUN_DIR', option=True, commands=_BOTH, path=INPUT,
          doc="its measured step, save and replacement times (`elxpk plan --from-run`'s reader) stand in "
          'for the three flags above; a flag given wins'),
     Flag('dry_run', BOOL, 'Print only the manifest on stdout; no cluster, no credentials, no network.',
@@ -244,7 +244,7 @@ FLAGS: tuple[Flag, ...] = (
          'inspect --quarantine` on the MaxText checkpoint directory before MaxText restores '
          '([docs/maxtext.md](maxtext.md))'),
     Flag('output_manifest_file', TEXT, 'Also write the manifest to this file (with or without --dry-run).',
-         panel=OUTPUT, option=True,
+         panel=OUTPUT, option=True, path=flag_rows.OUTPUT,
          doc='also write the manifest (with or without `--dry-run`). A regular file is replaced '
          'atomically (temp file + rename); a symlink is followed (its target is replaced, the link '
          'stays); a FIFO or device (`/dev/stdout`, `>(cat)`) is written through in place, never replaced',
