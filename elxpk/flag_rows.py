@@ -52,7 +52,7 @@ class Alias(NamedTuple):
 class Flag(NamedTuple):
     """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
     `low`/`high` bound an INT, FLOAT or DURATION (inclusive), `above` from below (exclusive: `above=0` is a
-    duration that must be positive) and `fix` ends its bounds message; `option` marks an invocation option
+    duration above zero) and `fix` ends its bounds message; `option` marks an invocation option
     (CreateOptions: it never changes the manifest); `commands` lists the commands that take it; `path` says
     whether the value is a file the command reads (INPUT) or writes (OUTPUT)."""
 
@@ -142,10 +142,12 @@ class Flag(NamedTuple):
             try:
                 value = (parse_duration if self.kind == DURATION else parse_size)(raw)
             except ValueError as exc:
-                return self.read(None)[0], f"{self.flag} {raw!r}: {exc}; give {self.fix or _EXAMPLES[self.kind]}"
+                fix = self.fix or _EXAMPLES[self.kind]
+                return self.read(None)[0], f"{self.flag} {raw!r}: {_unquoted(exc, raw)}; give {fix}"
             return self._bounded(value, raw)
         if self.choices and raw not in self.choices:
-            return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}"
+            fix = f"; {self.fix}" if self.fix else ""
+            return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}{fix}"
         return raw, None
 
     def _number(self, raw: Any) -> tuple[Any, str | None]:
@@ -183,6 +185,16 @@ class Flag(NamedTuple):
 
     def _why(self) -> str:
         return f" ({self.fix})" if self.fix and self.kind in (INT, FLOAT) else ""
+
+
+def _unquoted(exc: ValueError, raw: Any) -> str:
+    """The units' message without the value it starts with (the line names it already): "'soon' is not a
+    number with a unit" -> "not a number with a unit"."""
+    text = str(exc)
+    for prefix in (f"{str(raw)!r} is ", f"{str(raw)!r}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def setting_row(name: str, meta: Mapping[str, Any], *, default: Any, commands: tuple[str, ...], doc: str = "",

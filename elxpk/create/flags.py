@@ -92,6 +92,7 @@ FLAGS: tuple[Flag, ...] = (
          'bundled trainer (python -m trainer; needs --docker-image built from trainer/Dockerfile). '
          '--trainer maxtext: --command runs MaxText, and the trainer settings become MaxText key=value '
          'overrides after its config file (docs/maxtext.md).', choices=TRAINERS, metavar='[elxpk|maxtext]',
+         fix='--trainer alone (or --trainer elxpk) for the bundled trainer, --trainer maxtext for a MaxText --command',
          doc='`--trainer` alone (or `--trainer elxpk`): run the bundled trainer, the command becomes '
          '`python -m trainer [--command]`; needs `--docker-image`. `--trainer maxtext`: `--command` runs '
          'MaxText, and the trainer settings become MaxText `key=value` overrides after its config file '
@@ -204,19 +205,19 @@ FLAGS: tuple[Flag, ...] = (
     Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS,
          spelling='--custom-pathways-worker-args', aliases=(Alias('--pathways-worker-args', note=_SPLIT),)),
     Flag('slice_mtbf', DURATION, 'Mean time between slice failures (e.g. 3d); with --step-time, prints a '
-         'checkpoint_period hint.', panel=TIMES, option=True,
+         'checkpoint_period hint.', panel=TIMES, above=0, option=True,
          doc="a duration (`3d`); with `--step-time` (or `--from-run`), the planner's "
          '`checkpoint_period` hint is printed on stderr'),
     Flag('step_time', DURATION, 'Seconds per training step (e.g. 1.5s), checked against the stall '
-         'timeout (--stall-timeout-seconds).', panel=TIMES, option=True, commands=_BOTH,
+         'timeout (--stall-timeout-seconds).', panel=TIMES, above=0, option=True, commands=_BOTH,
          create_help='With --slice-mtbf, prints a checkpoint_period hint.'),
     Flag('checkpoint_save_time', DURATION, 'How long a checkpoint save blocks (e.g. 45s), checked '
-         'against the grace period (--termination-grace-period-seconds) and the stall timeout.', panel=TIMES,
+         'against the grace period (--termination-grace-period-seconds) and the stall timeout.', panel=TIMES, above=0,
          option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
          doc='the timeouts are checked against it, and the hint uses it (else it assumes a 20 s save)'),
     Flag('slice_replacement_time', DURATION, 'How long a lost slice takes to come back (e.g. 12m), '
          'checked against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS).',
-         panel=TIMES, option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
+         panel=TIMES, above=0, option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
          doc='the timeouts are checked against it, and the hint uses it (else it assumes a 100 s '
          'replacement)'),
     Flag('from_run', TEXT, 'A run directory whose measured step, save and replacement times stand in for '
