@@ -3,9 +3,10 @@ bounds, choices, help and help panel (the trainer's settings have their own tabl
 
 Everything else reads it: the Typer parameters of `workload create` and `workload validate`
 (elxpk/cli/options.py `with_flags`: help with the bounds and the default), the defaults of WorkloadSpec
-and CreateOptions (elxpk/create/spec.py), the per-flag checks (elxpk/create/flag_values.py applies a
-row's kind, bounds, choices, `required` and `check`, the last from elxpk/create/flag_checks.py;
-FlagChecker in elxpk/create/checks.py keeps only the rules that tie several flags together), the keys
+and CreateOptions (elxpk/create/spec.py), the per-flag checks (elxpk/flag_rows.py `read_all` reads a
+row's kind, bounds and choices, as for every command; elxpk/create/flag_values.py adds a text row's
+`required` and `check`, the last from elxpk/create/flag_checks.py; FlagChecker in elxpk/create/checks.py
+keeps only the rules that tie several flags together), the keys
 `parse_create` accepts, and the flag table in docs/launcher.md (`embed`; tests/launcher/test_flag_table.py holds --help,
 the checks and the page to the rows). Standard library only: the table is read on every
 `workload create --dry-run`.
