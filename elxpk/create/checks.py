@@ -18,21 +18,22 @@ from elxpk.catalog import TpuType, UnknownTpuType, lookup
 from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
 from elxpk.create.budget_checks import Budgets, Times, budget_findings, read_times
 from elxpk.create.capacity import CAPACITY_KEYS, Capacity, read_capacity
-from elxpk.create.cross_rules import Env, Settings, Slices, reference_warnings, restart_codes, slice_rules
+from elxpk.create.cross_rules import (
+    Env,
+    Settings,
+    Slices,
+    min_slice_count_rules,
+    pre_start_problems,
+    reference_warnings,
+    restart_codes,
+    slice_rules,
+)
 from elxpk.create.flag_values import FlagValues
 from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, flag
 from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.output_formats import output_problem
-from elxpk_contract.setting_rules import (
-    LAUNCHER_FLAG,
-    check_setting,
-    cross_problems,
-    exposed,
-    flag_name,
-    redundant_min_slice_count,
-    slices_waited_for,
-)
+from elxpk_contract.setting_rules import LAUNCHER_FLAG, check_setting, exposed, flag_name
 from elxpk_contract.setting_rules import default as trainer_default
 
 # Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
@@ -288,12 +289,7 @@ class FlagChecker(FlagValues):
         if not self.given("checkpoint_pre_start"):
             return None
         image = self.checked("checkpoint_pre_start")  # the image itself: its row's check
-        if not maxtext:
-            self.errors.append("--checkpoint-pre-start: only with --trainer maxtext (the bundled trainer checks "
-                               "and quarantines torn steps itself); drop it")
-        elif not dict(settings).get("checkpoint_dir"):
-            self.errors.append("--checkpoint-pre-start: needs --checkpoint-dir, the MaxText run directory whose "
-                               "checkpoints/ it checks; e.g. --checkpoint-dir gs://my-bucket/run-1")
+        self.errors += pre_start_problems(maxtext=maxtext, checkpoint_dir=dict(settings).get("checkpoint_dir"))
         return image
 
     def slices(self, pathways: bool) -> Slices:
@@ -342,13 +338,9 @@ class FlagChecker(FlagValues):
                 err(problem)
             else:
                 values[name] = value
-        min_count = values.get("elastic_min_slice_count")
-        if min_count is not None:
-            n, e = slices.num_slices, slices.elastic_slices
-            cross = cross_problems(n, min_count)
-            self.errors.extend(cross)
-            if not cross and slices_waited_for(min_count, n) < n - e:  # redundant, not wrong: MaxText accepts it
-                self.warnings.append(redundant_min_slice_count(min_count, n, e))
+        errors, warnings = min_slice_count_rules(slices, values.get("elastic_min_slice_count"))
+        self.errors += errors
+        self.warnings += warnings
         return tuple(values.items())
 
 _SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))

@@ -9,7 +9,15 @@ import re
 from typing import Any, NamedTuple
 
 from elxpk.create.flags import RESERVED_ENV
-from elxpk_contract.setting_rules import LAUNCHER_DERIVED, env_name, exposed, plain_number_text
+from elxpk_contract.setting_rules import (
+    LAUNCHER_DERIVED,
+    cross_problems,
+    env_name,
+    exposed,
+    plain_number_text,
+    redundant_min_slice_count,
+    slices_waited_for,
+)
 
 Settings = tuple[tuple[str, Any], ...]
 Env = tuple[tuple[str, str], ...]
@@ -47,6 +55,29 @@ def slice_rules(n: int, e: int, restarts: int, *, pathways: bool, restarts_given
         warnings.append("--max-slice-restarts only counts with --elastic-slices > 0; without it each "
                         "slice's Job gets 4 x VMs-per-slice pod restarts, as in xpk")
     return Slices(n, e, restarts), errors, warnings
+
+
+def min_slice_count_rules(slices: Slices, min_count: int | None) -> tuple[list[str], list[str]]:
+    """--elastic-min-slice-count against the slice counts: (errors, warnings). Below what Pathways keeps
+    is redundant, not wrong (MaxText accepts it): a warning."""
+    if min_count is None:
+        return [], []
+    n, e = slices.num_slices, slices.elastic_slices
+    cross = cross_problems(n, min_count)
+    if not cross and slices_waited_for(min_count, n) < n - e:
+        return [], [redundant_min_slice_count(min_count, n, e)]
+    return cross, []
+
+
+def pre_start_problems(*, maxtext: bool, checkpoint_dir: str | None) -> list[str]:
+    """--checkpoint-pre-start IMAGE: only for a MaxText run with a checkpoint directory to check."""
+    if not maxtext:
+        return ["--checkpoint-pre-start: only with --trainer maxtext (the bundled trainer checks and quarantines "
+                "torn steps itself); drop it"]
+    if not checkpoint_dir:
+        return ["--checkpoint-pre-start: needs --checkpoint-dir, the MaxText run directory whose checkpoints/ it "
+                "checks; e.g. --checkpoint-dir gs://my-bucket/run-1"]
+    return []
 
 
 def restart_codes(raw: str | None, *, headless: bool) -> tuple[tuple[int, ...], list[str]]:

@@ -118,3 +118,14 @@ def test_console_script_refuses_a_bad_duration_in_one_line():
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == ("error: --checkpoint-save-time 'soon': not a number with a unit; give a duration such as "
                           "90s, 2h or 30d\n")
+
+
+@pytest.mark.parametrize(("value", "line"), [
+    ("soon", "--grace-period 'soon': not a number with a unit; give a duration such as 30s, 10m or 1h"),
+    ("1.5s", "--grace-period '1.5s': must be whole seconds; give e.g. 30s or 2m"),
+])
+def test_gclusters_duration_alias_is_read_by_its_rows_reader(cli, tmp_path, value, line):
+    out = tmp_path / "m.yaml"
+    done = cli("job", "submit", "--name", "w", "--compute-type", "v6e-16", "--command", "x", "--grace-period",
+               value, "-o", str(out))
+    assert done.code == 2 and done.error_lines == [f"error: {line}"] and not out.exists()
