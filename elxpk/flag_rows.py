@@ -5,26 +5,25 @@ Each command declares its own flags as rows: `workload create` and `validate` in
 turns rows into Typer parameters (help with the bounds and the default), and `Flag.read` is the check of
 one value alone, so a bad value gets one line naming the flag and the fix. The trainer's settings have
 their own table (elxpk_contract/settings.py). Ground of the stages (every one may import it): standard
-library and elxpk.units only, since it is read on every start.
+library, elxpk.units and the contract's number-text rule only, since it is read on every start.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from elxpk.units import parse_duration, parse_size
+from elxpk_contract.setting_rules import plain_number_text
 
 # Kinds of value: how a flag is typed and read.
 TEXT, INT, FLOAT, BOOL, LIST, DURATION, SIZE = "text", "int", "float", "bool", "list", "duration", "size"
 # The fix a duration or size that does not parse gets, unless its row says another (`fix`).
 _EXAMPLES = {DURATION: "a duration such as 90s, 2h or 30d", SIZE: "a size such as 120GiB or 500MB"}
-# Numbers as a person types them: ASCII digits, no `_` groups (Python's int() and float() also read other
-# scripts' digits and `1_0`; elxpk_contract.settings.plain_number_text is the same rule for the settings).
-_WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+# Whether a flag names a file the command reads or one it writes (elxpk/cli/arg_checks.py refuses an output
+# that is also an input of the same command).
+INPUT, OUTPUT = "input", "output"
 
 
 GCLUSTER = "gcluster"  # the dialect of Cluster Toolkit's `gcluster job submit` (docs/launcher.md)
@@ -52,9 +51,10 @@ class Alias(NamedTuple):
 
 class Flag(NamedTuple):
     """One flag. `default` is what an omitted flag means (None: nothing, or derived, see `default_text`);
-    `low`/`high` bound an INT, FLOAT or DURATION (inclusive) and `fix` ends its bounds message; `option`
-    marks an invocation option (CreateOptions: it never changes the manifest); `commands` lists the
-    commands that take it."""
+    `low`/`high` bound an INT, FLOAT or DURATION (inclusive), `above` from below (exclusive: `above=0` is a
+    duration above zero) and `fix` ends its bounds message; `option` marks an invocation option
+    (CreateOptions: it never changes the manifest); `commands` lists the commands that take it; `path` says
+    whether the value is a file the command reads (INPUT) or writes (OUTPUT)."""
 
     name: str
     kind: str
@@ -80,6 +80,8 @@ class Flag(NamedTuple):
     aliases: tuple[Alias, ...] = ()  # other launchers' spellings of this quantity (gcluster's)
     dialect: str = ""  # GCLUSTER: a row only gcluster's spelling has (`--compute-type`); "": elxpk's and xpk's
     submit_short: str = ""  # gcluster's short form of this very spelling (-e/--command), in `job submit` only
+    above: int | float | None = None  # an exclusive lower bound: the value must be more than this
+    path: str = ""  # INPUT or OUTPUT: a file the command reads or writes ("" for neither)
 
     @property
     def flag(self) -> str:
@@ -102,7 +104,7 @@ class Flag(NamedTuple):
         and its other spellings."""
         default = self.shown_default
         extra = f" {self.create_help}" if self.create_help and command == "create" else ""
-        bounds = f" {self.bounds_sentence()}" if self.low is not None else ""
+        bounds = f" {self.bounds_sentence()}" if self.bounded else ""
         return self.help + extra + bounds + (f" Default: {default}." if default else "") + self.alias_sentence()
 
     def alias_sentence(self) -> str:
@@ -117,7 +119,13 @@ class Flag(NamedTuple):
         note = f" {alias.note[:1].upper()}{alias.note[1:]}." if alias.note else ""
         return f"{alias.dialect}'s spelling of {self.flag}: {self.help}{default}{note}"
 
+    @property
+    def bounded(self) -> bool:
+        return self.low is not None or self.above is not None
+
     def bounds_sentence(self) -> str:
+        if self.above is not None:
+            return f"More than {self._range()[len('more than '):]}."
         if self.high is not None:
             return f"From {self.low} to {self.high}."
         return f"At least {self.low}."
@@ -134,10 +142,12 @@ class Flag(NamedTuple):
             try:
                 value = (parse_duration if self.kind == DURATION else parse_size)(raw)
             except ValueError as exc:
-                return self.read(None)[0], f"{self.flag} {raw!r}: {exc}; give {self.fix or _EXAMPLES[self.kind]}"
+                fix = self.fix or _EXAMPLES[self.kind]
+                return self.read(None)[0], f"{self.flag} {raw!r}: {_unquoted(exc, raw)}; give {fix}"
             return self._bounded(value, raw)
         if self.choices and raw not in self.choices:
-            return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}"
+            fix = f"; {self.fix}" if self.fix else ""
+            return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}{fix}"
         return raw, None
 
     def _number(self, raw: Any) -> tuple[Any, str | None]:
@@ -147,29 +157,44 @@ class Flag(NamedTuple):
                 raise ValueError(raw)
             if isinstance(raw, (int, float)):
                 value = raw
-            elif (_WHOLE if whole else _DECIMAL).fullmatch(str(raw).strip()):
-                value = int(str(raw).strip(), 10) if whole else float(str(raw).strip())
+            elif plain_number_text(text := str(raw).strip()):  # the contract's rule: ASCII, no `_` groups
+                value = int(text, 10) if whole else float(text)
             else:
                 raise ValueError(raw)
             if not math.isfinite(value):
                 raise ValueError(raw)
         except ValueError:
             what = "a whole number" if whole else "a finite number"
-            bounds = f", {self._range()}" if self.low is not None else ""
+            bounds = f", {self._range()}" if self.bounded else ""
             return self.read(None)[0], f"{self.flag} {raw!r}: not {what}; give {what}{bounds}{self._why()}"
         return self._bounded(value, raw)
 
     def _bounded(self, value: Any, raw: Any) -> tuple[Any, str | None]:
-        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high) or \
+                (self.above is not None and value <= self.above):
             shown = raw if self.kind in (INT, FLOAT) else repr(raw)
             return self.read(None)[0], f"{self.flag} {shown}: must be {self._range()}{self._why()}"
         return value, None
 
     def _range(self) -> str:
+        """The bounds as a phrase: "1 or more", "from 0 to 255", "more than 0s"."""
+        if self.above is not None:
+            unit = "s" if self.kind == DURATION else ""
+            return f"more than {self.above}{unit}" + ("" if self.high is None else f", at most {self.high}{unit}")
         return f"{self.low} or more" if self.high is None else f"from {self.low} to {self.high}"
 
     def _why(self) -> str:
         return f" ({self.fix})" if self.fix and self.kind in (INT, FLOAT) else ""
+
+
+def _unquoted(exc: ValueError, raw: Any) -> str:
+    """The units' message without the value it starts with (the line names it already): "'soon' is not a
+    number with a unit" -> "not a number with a unit"."""
+    text = str(exc)
+    for prefix in (f"{str(raw)!r} is ", f"{str(raw)!r}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def setting_row(name: str, meta: Mapping[str, Any], *, default: Any, commands: tuple[str, ...], doc: str = "",
@@ -192,6 +217,12 @@ def read_all(rows: tuple[Flag, ...], given: dict[str, Any]) -> tuple[dict[str, A
         if problem:
             problems.append(problem)
     return values, problems
+
+
+def path_flags(rows: tuple[Flag, ...]) -> dict[str, str]:
+    """Every spelling (aliases included) of the rows that name a file, and whether the command reads
+    (INPUT) or writes (OUTPUT) it: what elxpk/cli/arg_checks.py compares."""
+    return {spelling: f.path for f in rows if f.path for spelling in (f.flag, *(a.spelling for a in f.aliases))}
 
 
 def _cell(text: str) -> str:
@@ -217,6 +248,9 @@ def docs_table(rows: tuple[Flag, ...]) -> str:
 
 
 def _bounds(f: Flag) -> str:
+    if f.above is not None:
+        unit = "s" if f.kind == DURATION else ""
+        return f"> {f.above}{unit}" + ("" if f.high is None else f", <= {f.high}{unit}")
     if f.low is not None and f.high is not None:
         return f"{f.low}..{f.high}"
     return f">= {f.low}" if f.low is not None else ""

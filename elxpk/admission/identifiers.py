@@ -1,26 +1,26 @@
 """Kubernetes' identifier rules (DNS labels, subdomains, label values, qualified names), from
 kubernetes/kubernetes `staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go`.
 
-Each function returns the problems (an empty list when valid), with upstream's messages. Go's regexp
-`^...$` anchors the whole text, so these use `re.fullmatch`: Python's `$` would accept a final newline.
+The patterns are elxpk/k8s_names.py's (one copy for every check of a name). Each function returns the
+problems (an empty list when valid), with upstream's messages. Go's regexp `^...$` anchors the whole text,
+so these use `re.fullmatch`: Python's `$` would accept a final newline.
 """
 
 from __future__ import annotations
 
 import re
 
-DNS1123_LABEL_MAX = 63
-DNS1123_SUBDOMAIN_MAX = 253
-DNS1035_LABEL_MAX = 63
-LABEL_VALUE_MAX = 63
+from elxpk import k8s_names
+from elxpk.k8s_names import DNS1035_LABEL_MAX, DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, LABEL_VALUE_MAX
+
+_DNS1123_LABEL_RE = k8s_names.DNS1123_LABEL
+_DNS1123_SUBDOMAIN_RE = k8s_names.DNS1123_SUBDOMAIN
+_DNS1035_LABEL_RE = k8s_names.DNS1035_LABEL
+_LABEL_VALUE_RE = k8s_names.LABEL_VALUE
+__all__ = ["DNS1035_LABEL_MAX", "DNS1123_LABEL_MAX", "DNS1123_SUBDOMAIN_MAX", "LABEL_VALUE_MAX", "QUALIFIED_NAME_MAX"]
 QUALIFIED_NAME_MAX = 63
 
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL)
-_DNS1123_SUBDOMAIN_RE = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
-_DNS1035_LABEL_RE = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _QUALIFIED_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _HTTP_PATH_RE = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 
 

@@ -17,12 +17,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from elxpk.errors import UsageError
+from elxpk.flag_rows import INPUT, OUTPUT
 
 # What a command reads and what it writes, by the flag's name (arguments by their metavar), so an output
-# naming an input is refused whatever the command. --record is read and appended to: it is its own input.
-INPUT_FLAGS = frozenset({"--env-file", "--kubeconfig", "--from-run", "--incidents", "RUN_DIR", "RUN_A", "RUN_B",
-                         "FILE..."})
-OUTPUT_FLAGS = frozenset({"--output-manifest-file", "--png", "--plot"})
+# naming an input is refused whatever the command. A flag table's rows say it themselves (Flag.path, passed
+# in as `paths`); these are the options and arguments declared outside any table. --record is read and
+# appended to: it is its own input.
+INPUT_FLAGS = frozenset({"--kubeconfig", "--incidents", "RUN_DIR", "RUN_A", "RUN_B", "FILE..."})
+OUTPUT_FLAGS = frozenset({"--png"})
 # Inputs named by the environment rather than a flag.
 INPUT_ENV = ("ELXPK_CONFIG", "KUBECONFIG")
 
@@ -35,12 +37,13 @@ def flag_of(param: Any) -> str:
     return max(opts, key=len) if opts else str(param.name)
 
 
-def raw_problems(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping[str, str] = os.environ
-                 ) -> list[str]:
-    """Every problem of the raw parse: `opts` (name -> raw value) and `order` (each param per occurrence)."""
+def raw_problems(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping[str, str] = os.environ,
+                 paths: Mapping[str, str] | None = None) -> list[str]:
+    """Every problem of the raw parse: `opts` (name -> raw value) and `order` (each param per occurrence);
+    `paths`: the command's rows that name a file, by spelling (elxpk.flag_rows.path_flags)."""
     if any(getattr(p, "name", None) == "help" for p in order):
         return []  # --help answers whatever else is on the line
-    return repeated(order) + empty_values(opts, order) + odd_numbers(opts, order) + same_paths(opts, order, environ)
+    return repeated(order) + empty_values(opts, order) + odd_numbers(opts, order) + same_paths(opts, order, environ, paths or {})
 
 
 def repeated(order: Sequence[Any]) -> list[str]:
@@ -96,7 +99,8 @@ def _real(path: str) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
-def same_paths(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping[str, str]) -> list[str]:
+def same_paths(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping[str, str],
+               paths: Mapping[str, str]) -> list[str]:
     inputs: list[tuple[str, str]] = []
     outputs: list[tuple[str, str]] = []
     for param in dict.fromkeys(order):
@@ -104,9 +108,9 @@ def same_paths(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping[s
         for text in _texts(opts.get(param.name)):
             if not text.strip() or text == "-":
                 continue
-            if flag in INPUT_FLAGS:
+            if flag in INPUT_FLAGS or paths.get(flag) == INPUT:
                 inputs.append((flag, text))
-            elif flag in OUTPUT_FLAGS:
+            elif flag in OUTPUT_FLAGS or paths.get(flag) == OUTPUT:
                 outputs.append((flag, text))
     if not outputs:
         return []
@@ -124,7 +128,7 @@ def same_paths(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping[s
     return problems
 
 
-def check_raw(opts: Mapping[str, Any], order: Sequence[Any]) -> None:
-    problems = raw_problems(opts, order)
+def check_raw(opts: Mapping[str, Any], order: Sequence[Any], paths: Mapping[str, str] | None = None) -> None:
+    problems = raw_problems(opts, order, paths=paths)
     if problems:
         raise UsageError(*problems)

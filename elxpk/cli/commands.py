@@ -113,7 +113,7 @@ class PanelHelpCommand(TyperCommand):
             except Exception:  # noqa: BLE001 - click reports it in its own words just below
                 pass
             else:
-                check_raw(opts, order)
+                check_raw(opts, order, getattr(self.callback, "path_flags", {}))
         return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:

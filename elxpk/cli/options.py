@@ -233,7 +233,12 @@ def with_flags(command: str, rows: tuple[Flag, ...] | None = None, *,
     """Give a command its flags from a flag table (see `flag_parameters`); it receives them as
     `flags: {name: value}`."""
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        return _extend_signature(func, "flags", flag_parameters(command, rows, submit_shorts=submit_shorts), dict)
+        decorated = _extend_signature(func, "flags", flag_parameters(command, rows, submit_shorts=submit_shorts), dict)
+        # Which flags name a file read or written, from the rows: the wrappers above (functools.wraps, typer's
+        # update_wrapper) carry it to the click command, whose raw checks read it (elxpk/cli/arg_checks.py).
+        decorated.__dict__["path_flags"] = {**getattr(func, "path_flags", {}), **flag_rows.path_flags(
+            flag_table.of_command(command) if rows is None else rows)}
+        return decorated
     return decorate
 
 

@@ -69,13 +69,13 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     except UsageError as exc:
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
     try:
-        spec, run = parse_create(**{k: v for k, v in flags.items() if k != "check_data"},
-                                 namespace=target.namespace, output_format=output, **settings)
+        spec, run, warnings = parse_create(**{k: v for k, v in flags.items() if k != "check_data"},
+                                           namespace=target.namespace, output_format=output, **settings)
     except UsageError as exc:
         raise UsageError(*dialect_problems, *respell(exc.messages, given), *target_problems) from None
     if dialect_problems or target_problems:
         raise UsageError(*dialect_problems, *target_problems)
-    for line in spec.warnings:
+    for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     if flags["check_data"]:
         _check_data(spec.command)

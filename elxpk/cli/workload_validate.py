@@ -30,10 +30,14 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS) -> None:
     against backoffLimit and maxRestarts; docs/launcher.md), against the times given."""
     from elxpk.admission.files import validate_files
     from elxpk.create.budget_checks import jobset_budget_findings, read_times
+    from elxpk.create.flags import of_command
     from elxpk.errors import UsageError
+    from elxpk.flag_rows import read_all
 
-    times, problems = read_times(step=flags["step_time"], save=flags["checkpoint_save_time"],
-                                 replacement=flags["slice_replacement_time"], from_run=flags["from_run"])
+    # Each row read as `workload create` reads it (the one reader: a bad --step-time is the same line).
+    values, problems = read_all(of_command("validate"), dict(flags))
+    times, run_problems = read_times(values, flags)
+    problems += run_problems
     if problems:
         raise UsageError(*problems)
     report = validate_files(list(files), lambda jobset: jobset_budget_findings(jobset, times))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
+from elxpk.k8s_names import is_dns1123_label
+
 DEFAULT_NAMESPACE = "default"  # Kubernetes' own; where --namespace, ELXPK_NAMESPACE and the config are silent
-_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # a DNS-1123 label (ValidateNamespaceName)
 
 
 class ClusterTarget(NamedTuple):
@@ -28,7 +28,7 @@ class ClusterTarget(NamedTuple):
 
 def namespace_problem(namespace: str) -> str | None:
     """The one check of a namespace name, for every verb (`workload create` included): one line, or None."""
-    if _NAMESPACE.fullmatch(namespace or "") and len(namespace) <= 63:
+    if is_dns1123_label(namespace or ""):  # ValidateNamespaceName
         return None
     return (f"--namespace {namespace!r} is not a valid namespace name: use lowercase letters, digits and '-', "
             "at most 63 characters")

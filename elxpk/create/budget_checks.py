@@ -25,7 +25,6 @@ from typing import Any, NamedTuple
 
 from elxpk.create.flags import BY_NAME
 from elxpk.errors import UsageError
-from elxpk.units import parse_duration
 from elxpk_contract.setting_rules import (
     ALL_SLICES,
     FIELDS,
@@ -205,37 +204,32 @@ def _retries(b: Budgets, warnings: list[str]) -> None:
                         f"--elastic-max-retries to {m + 1}")
 
 
-def read_times(*, step: object = None, save: object = None, replacement: object = None,
-               from_run: object = None) -> tuple[Times, list[str]]:
-    """The times from the duration flags (`--step-time`, `--checkpoint-save-time`, `--slice-replacement-time`),
-    each falling back to what `--from-run RUN_DIR` measured; (times, one error line per bad flag)."""
+# The rows of the three times, and the key of each in Times.
+_TIME_ROWS = (("step", "step_time"), ("save", "checkpoint_save_time"), ("replacement", "slice_replacement_time"))
 
+
+def read_times(seconds: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Times, list[str]]:
+    """The times of the duration flags (`--step-time`, `--checkpoint-save-time`, `--slice-replacement-time`),
+    as their rows read them (`seconds`: name -> seconds or None; `given`: name -> as typed, for the
+    messages), each falling back to what `--from-run RUN_DIR` measured; (times, one error line per problem of
+    the run)."""
     errors: list[str] = []
     values: dict[str, float | None] = {}
     labels: dict[str, str] = {}
-    for key, flag, raw in (("step", "--step-time", step), ("save", "--checkpoint-save-time", save),
-                           ("replacement", "--slice-replacement-time", replacement)):
-        values[key] = None
-        if raw is None:
-            continue
-        try:
-            seconds = parse_duration(raw)  # type: ignore[arg-type]
-        except ValueError as exc:
-            errors.append(f"{flag}: {exc}; e.g. 90s, 30m, 4h or 7d")
-            continue
-        if seconds <= 0:
-            errors.append(f"{flag} {raw!r}: must be positive; e.g. 90s, 30m, 4h or 7d")
-            continue
-        values[key], labels[key] = seconds, f"{flag} {raw}"
+    for key, name in _TIME_ROWS:
+        values[key] = seconds.get(name)
+        if values[key] is not None:
+            labels[key] = f"{BY_NAME[name].flag} {given.get(name)}"
     restore = None
+    from_run = given.get("from_run")
     if from_run is not None:
         measured, problems = _measured(str(from_run))
         errors += problems
-        for key, seconds in measured.items():
+        for key, value in measured.items():
             if key == "restore":
-                restore = seconds
-            elif values.get(key) is None and seconds is not None:
-                values[key], labels[key] = seconds, f"the {key} time measured in --from-run {from_run} ({_s(seconds)})"
+                restore = value
+            elif values.get(key) is None and value is not None:
+                values[key], labels[key] = value, f"the {key} time measured in --from-run {from_run} ({_s(value)})"
     return Times(step_s=values["step"], save_s=values["save"], replacement_s=values["replacement"],
                  restore_s=restore, labels=labels), errors
 

@@ -18,13 +18,14 @@ and gcluster v1.95 (pkg/orchestrator/gke/manifest_generator.go `resolveToleratio
   gcluster renders it (a reservation path gives its short name, gcluster's extractShortReservationName).
 - on-demand: nothing, as xpk renders it; the flag only says "not spot, not a reservation, not queued".
 
-Standard library only: read on every `workload create --dry-run`.
+Standard library and elxpk.k8s_names only: read on every `workload create --dry-run`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
+
+from elxpk.k8s_names import is_dns1035_label
 
 # The capacity flags' keys in the flag table, in the order a refusal names them.
 CAPACITY_KEYS = ("spot", "flex_start", "reservation", "on_demand")
@@ -34,8 +35,6 @@ RESERVATION_LABEL = "cloud.google.com/reservation-name"
 MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
 # GKE caps a flex-start (queued provisioning) node's life at 7 days.
 MAX_RUN_DURATION_S = 7 * 24 * 3600
-# A Compute Engine resource name (RFC 1035, at most 63), which is also a valid label value.
-_GCE_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", re.ASCII)
 
 
 class Capacity(NamedTuple):
@@ -74,7 +73,7 @@ def reservation_name(value: str) -> tuple[str | None, str | None]:
     parts = value.strip("/").split("/")
     name = parts[0] if len(parts) == 1 else next(
         (parts[i + 1] for i, part in enumerate(parts[:-1]) if part == "reservations"), None)
-    if name is not None and _GCE_NAME.fullmatch(name):
+    if name is not None and is_dns1035_label(name):  # a Compute Engine resource name (RFC 1035)
         return name, None
     return None, ("give the reservation's name (a-z, 0-9, '-', at most 63, starting with a letter) or its "
                   "path projects/PROJECT/reservations/NAME, e.g. --reservation my-tpu-reservation")

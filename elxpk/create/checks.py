@@ -3,51 +3,39 @@
 Raw values arrive as typed on the command line (integers as text), so a bad integer is reported
 together with every other problem. Each message is one line: the flag, what is wrong, the fix.
 A flag that would be silently ignored in this shape of workload is an error, not a no-op.
-Each flag's own bounds, choices and default are its row in the flag table (elxpk/create/flags.py, read
-through FlagValues); what is checked here are the rules that tie several flags together.
+Each row's own kind, bounds, choices and default are read first, by the reader every command shares
+(elxpk/flag_rows.py `read_all`, through FlagValues); what is checked here are the rules that tie several
+flags together, over those typed values. The spec is built once, at the end; the warnings are returned
+beside it (`Created`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from elxpk.admission.names import flag_problems
-from elxpk.catalog import UnknownTpuType, lookup
+from elxpk.catalog import TpuType, UnknownTpuType, lookup
 from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
-from elxpk.create.budget_checks import Budgets, budget_findings, read_times
+from elxpk.create.budget_checks import Budgets, Times, budget_findings, read_times
 from elxpk.create.capacity import CAPACITY_KEYS, Capacity, read_capacity
-from elxpk.create.flag_values import FlagValues
-from elxpk.create.flags import (
-    BY_NAME,
-    OPTION_KEYS,
-    RESERVED_ENV,
-    SPEC_KEYS,
-    TRAINERS,
-    default,
-    flag,
+from elxpk.create.cross_rules import (
+    Env,
+    Settings,
+    Slices,
+    min_slice_count_rules,
+    pre_start_problems,
+    reference_warnings,
+    restart_codes,
+    slice_rules,
 )
-from elxpk.create.spec import TRAINER_COMMAND, CreateOptions, WorkloadSpec
+from elxpk.create.flag_values import FlagValues
+from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, flag
+from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.output_formats import output_problem
-from elxpk_contract.setting_rules import (
-    LAUNCHER_DERIVED,
-    LAUNCHER_FLAG,
-    check_setting,
-    cross_problems,
-    env_name,
-    exposed,
-    flag_name,
-    redundant_min_slice_count,
-    slices_waited_for,
-)
+from elxpk_contract.setting_rules import LAUNCHER_FLAG, check_setting, exposed, flag_name
 from elxpk_contract.setting_rules import default as trainer_default
 
-# Kubernetes expands `$(NAME)` in a container's command, args and env values when NAME is an env var of
-# the container, and leaves it as is otherwise; `$$(NAME)` is the escape (kubernetes/pkg/kubelet/container/
-# helpers.go ExpandContainerCommandAndArgs, third_party/forked/golang/expansion/expand.go).
-_K8S_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
 # Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
 _PATHWAYS_ONLY = ("proxy_server_image", "server_image", "worker_image", "pathways_gcs_location",
                   "pathways_proxy_env", "pathways_server_env", "pathways_worker_env",
@@ -57,19 +45,139 @@ _PATHWAYS_ONLY = ("proxy_server_image", "server_image", "worker_image", "pathway
 _XPK_HEADLESS_IGNORES = ("command", "docker_image", "docker_name", "env", "env_file")
 
 
+class Shape(NamedTuple):
+    """Pathways or multi-controller, headless or not, and what the user container runs."""
+
+    pathways: bool
+    headless: bool
+    trainer: bool  # the bundled trainer
+    maxtext: bool  # --trainer maxtext
+    command: str | None
+
+
+class Containers(NamedTuple):
+    """Images, container name, Pathways args and env, as the spec holds them."""
+
+    docker_image: str
+    docker_name: str
+    proxy_server_image: str
+    server_image: str
+    worker_image: str
+    pathways_gcs_location: str
+    custom_proxy_server_args: tuple[str, ...]
+    custom_server_args: tuple[str, ...]
+    custom_worker_args: tuple[str, ...]
+    env: Env
+    pathways_proxy_env: Env
+    pathways_server_env: Env
+    pathways_worker_env: Env
+
+
 class FlagChecker(FlagValues):
     """Collects every error (and warning) over one pass through the flags."""
 
-    def outputs(self) -> CreateOptions:
-        """How the command runs (dry run, replace, output), apart from the manifest; see CreateOptions."""
+    def given(self, key: str) -> bool:
+        value = self.flags.get(key)
+        return value is not None and value is not False and value != [] and value != ()
+
+    def build(self) -> Created:
+        unknown = set(self.flags) - _KNOWN_KEYS
+        if unknown:  # a programming error in the caller, not user input
+            raise TypeError(f"parse_create got unknown keys: {sorted(unknown)}")
+        v = self.values
+        workload, tpu, gpu = self.checked("workload"), *self.machine()  # the name's length: flag_problems
+        queue, namespace, account = self.checked("queue"), self.namespace(), self.service_account()
+        shape = self.shape()
+        slices = self.slices(shape.pathways)
+        box = self.containers()
+        capacity = self.capacity()
+        num_nodes, docker_name = v["num_nodes"], box.docker_name
+        if self.given("device_type") or self.given("num_nodes"):
+            from elxpk.create.gpu import gpu_flag_problems  # lazy: keeps elxpk.create.gpu off a TPU dry-run
+
+            num_nodes, docker_name = gpu_flag_problems(self, maxtext=shape.maxtext, env=box.env,
+                                                       docker_name=docker_name)
+        codes, problems = restart_codes(self.text("restart_on_exit_codes"), headless=shape.headless)
+        self.errors += problems
+        # What JobSet and the API server refuse: elxpk/admission/names.py.
+        self.errors += flag_problems(dict(
+            pathways=shape.pathways, headless=shape.headless, tpu=tpu, gpu=gpu, num_nodes=num_nodes,
+            num_slices=slices.num_slices, workload=workload, docker_name=docker_name,
+            max_restarts=v["max_restarts"], ttl_seconds_after_finished=v["ttl_seconds_after_finished"]))
+        settings = self.trainer_settings(slices)
+        extra = self.flags.get("command")
+        if shape.trainer and isinstance(extra, str) and extra.strip():
+            from elxpk.create.trainer_args import (
+                trainer_arg_problems,  # lazy: keeps elxpk.create.trainer_args, shlex off `workload create --dry-run`
+            )
+
+            self.errors += trainer_arg_problems(extra, dict(settings))
+        command = self.settings_destination(shape, slices.elastic_slices, settings, box.env)
+        pre_start = self.pre_start(shape.maxtext, settings)
+        options, times = self.outputs()
+        self.budgets(shape, slices, settings, tpu, times)
+        env = () if shape.headless else box.env  # headless: ignored with a warning (see shape), no user container
+        if not shape.headless:
+            self.warnings += reference_warnings(command, env, settings, gpu=gpu is not None)
+        if self.errors:
+            raise UsageError(*self.errors)
+        spec = WorkloadSpec(
+            workload=workload, tpu=tpu, gpu=gpu, num_nodes=num_nodes, priority=v["priority"], queue=queue,
+            namespace=namespace, service_account=account, pathways=shape.pathways, headless=shape.headless,
+            trainer=shape.trainer, maxtext=shape.maxtext, command=command, num_slices=slices.num_slices,
+            elastic_slices=slices.elastic_slices, max_slice_restarts=slices.max_slice_restarts,
+            max_restarts=v["max_restarts"], termination_grace_period_seconds=v["termination_grace_period_seconds"],
+            ttl_seconds_after_finished=v["ttl_seconds_after_finished"], docker_image=box.docker_image,
+            docker_name=docker_name, proxy_server_image=box.proxy_server_image, server_image=box.server_image,
+            worker_image=box.worker_image, pathways_gcs_location=box.pathways_gcs_location,
+            custom_proxy_server_args=box.custom_proxy_server_args, custom_server_args=box.custom_server_args,
+            custom_worker_args=box.custom_worker_args, env=env, pathways_proxy_env=box.pathways_proxy_env,
+            pathways_server_env=box.pathways_server_env, pathways_worker_env=box.pathways_worker_env,
+            restart_on_exit_codes=codes, settings=settings, checkpoint_pre_start=pre_start, capacity=capacity)
+        return Created(spec, options, tuple(self.warnings))
+
+    def machine(self) -> tuple[TpuType | None, Any]:
+        """The TPU type, or the GPU machine (--device-type), from the catalogs; (None, None) when neither."""
+        err = self.errors.append
+        if self.given("device_type") and self.given("tpu_type"):
+            err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
+        elif self.given("device_type"):
+            from elxpk.create.gpu import (  # lazy: keeps elxpk.create.gpu off a TPU dry-run
+                UnknownGpuType,
+                lookup_gpu,
+            )
+
+            try:
+                return None, lookup_gpu(self.checked("device_type"))
+            except UnknownGpuType as exc:
+                err(f"--device-type: {exc}")
+        elif tpu_name := self.checked("tpu_type"):  # required: its row says so, and names --device-type
+            try:
+                return lookup(tpu_name), None
+            except UnknownTpuType as exc:
+                err(f"--tpu-type: {exc}")
+        return None, None
+
+    def namespace(self) -> str:
+        namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
+        problem = namespace_problem(namespace)
+        if problem:
+            self.errors.append(problem)
+        return namespace
+
+    def service_account(self) -> str | None:
+        """None (not given): the shape's default, xpk's (elxpk/create/templates)."""
+        return None if self.flags.get("service_account") is None else self.checked("service_account")
+
+    def outputs(self) -> tuple[CreateOptions, Times]:
+        """How the command runs (dry run, replace, output), apart from the manifest (see CreateOptions), and
+        the step, save and replacement times."""
         err = self.errors.append
         fmt = self.text("output_format", "yaml") or "yaml"
         problem = output_problem("manifest", fmt)
         if problem:
             err(problem)
-        fmt = fmt.lower()
-        dry_run = self.get("dry_run", False)
-        server = self.get("dry_run_server", False)
+        dry_run, server = self.values["dry_run"], self.values["dry_run_server"]
         if dry_run and server:
             err("--dry-run and --dry-run-server: pick one (client-side print, or a server-side dry run)")
         out_file = self.text("output_manifest_file")
@@ -81,129 +189,48 @@ class FlagChecker(FlagValues):
             problem = path_problem(out_file, flag("output_manifest_file"), example="manifest.yaml")
             if problem:
                 err(problem)
-
-        times, problems = read_times(step=self.get("step_time"), save=self.get("checkpoint_save_time"),
-                                     replacement=self.get("slice_replacement_time"), from_run=self.get("from_run"))
+        times, problems = read_times(self.values, self.flags)
         self.errors.extend(problems)
         return CreateOptions(dry_run="server" if server else ("client" if dry_run else None),
-                             replace=bool(self.get("replace", False)), output_format=fmt,
-                             output_manifest_file=out_file,
-                             slice_mtbf_seconds=self.duration("slice_mtbf"),
-                             step_time_seconds=times.step_s, times=times)
+                             replace=bool(self.values["replace"]), output_format=fmt.lower(),
+                             output_manifest_file=out_file, slice_mtbf_seconds=self.values["slice_mtbf"],
+                             step_time_seconds=times.step_s, times=times), times
 
-    def budgets(self, fields: Mapping[str, Any], times: Any) -> None:
+    def budgets(self, shape: Shape, slices: Slices, settings: Settings, tpu: TpuType | None, times: Times) -> None:
         """The timeouts and restart budgets against the step, save and replacement times
         (elxpk/create/budget_checks.py): impossible combinations are errors, poor ones warnings."""
-
-        given = dict(fields["settings"])
+        given = dict(settings)
 
         def setting(name: str) -> Any:
             return given[name] if name in given else trainer_default(name)
 
         budgets = Budgets(
-            pathways=bool(fields["pathways"]), elastic=int(fields["elastic_slices"]) > 0,
-            has_trainer=not fields["headless"], grace_s=int(fields["termination_grace_period_seconds"]),
-            max_slice_restarts=int(fields["max_slice_restarts"]), max_restarts=int(fields["max_restarts"]),
-            elastic_timeout_s=setting("elastic_timeout_seconds"),
+            pathways=shape.pathways, elastic=slices.elastic_slices > 0, has_trainer=not shape.headless,
+            grace_s=self.values["termination_grace_period_seconds"], max_slice_restarts=slices.max_slice_restarts,
+            max_restarts=self.values["max_restarts"], elastic_timeout_s=setting("elastic_timeout_seconds"),
             elastic_min_slice_count=setting("elastic_min_slice_count"),
             stall_timeout_s=setting("stall_timeout_seconds"), elastic_max_retries=given.get("elastic_max_retries"),
-            vms_per_slice=getattr(fields["tpu"], "vms_per_slice", 1))
+            vms_per_slice=tpu.vms_per_slice if tpu else 1)
         errors, warnings = budget_findings(budgets, times)
         self.errors.extend(errors)
         self.warnings.extend(warnings)
 
-    def given(self, key: str) -> bool:
-        value = self.flags.get(key)
-        return value is not None and value is not False and value != [] and value != ()
-
-    def build(self) -> tuple[WorkloadSpec, CreateOptions]:
-        unknown = set(self.flags) - _KNOWN_KEYS
-        if unknown:  # a programming error in the caller, not user input
-            raise TypeError(f"parse_create got unknown keys: {sorted(unknown)}")
-        fields: dict[str, object] = {}
-        fields.update(self.identity())
-        fields.update(self.shape())
-        fields.update(self.slices(bool(fields["pathways"])))
-        fields.update(self.containers())
-        fields["capacity"] = self.capacity()
-        if self.given("device_type") or self.given("num_nodes"):
-            from elxpk.create.gpu import gpu_flag_problems  # lazy: keeps elxpk.create.gpu off a TPU dry-run
-
-            fields["num_nodes"] = gpu_flag_problems(self, fields)
-        fields["restart_on_exit_codes"] = self.restart_codes(fields)
-        self.errors += flag_problems(fields)  # what JobSet and the API server refuse: elxpk/admission/names.py
-        n, e, restarts = (int(fields[k]) for k in ("num_slices", "elastic_slices", "max_slice_restarts"))  # type: ignore[call-overload]
-        fields["settings"] = self.trainer_settings(n, e, restarts)
-        extra = self.flags.get("command")
-        if fields["trainer"] and isinstance(extra, str) and extra.strip():
-            from elxpk.create.trainer_args import (
-                trainer_arg_problems,  # lazy: keeps elxpk.create.trainer_args, shlex off `workload create --dry-run`
-            )
-
-            self.errors += trainer_arg_problems(extra, dict(fields["settings"]))  # type: ignore[call-overload]
-        self.settings_destination(fields)
-        fields["checkpoint_pre_start"] = self.pre_start(fields)
-        options = self.outputs()
-        self.budgets(fields, options.times)
-        if fields["headless"]:
-            fields["env"] = ()  # ignored with a warning (see shape): no user container to carry it
-        else:
-            self.references(fields["command"], fields["env"], fields["settings"], gpu=fields["gpu"] is not None)  # type: ignore[arg-type]
-        if self.errors:
-            raise UsageError(*self.errors)
-        return WorkloadSpec(**fields, warnings=tuple(self.warnings)), options  # type: ignore[arg-type]
-
     def capacity(self) -> Capacity | None:
         """--spot, --flex-start, --reservation NAME or --on-demand, at most one (elxpk/create/capacity.py)."""
-        max_run, problem = BY_NAME["max_run_duration"].read(self.get("max_run_duration"))
         given = {key: self.text(key) if key == "reservation" else self.get(key) for key in CAPACITY_KEYS}
         capacity, problems = read_capacity(given, {key: flag(key) for key in CAPACITY_KEYS},
-                                           None if problem else max_run, flag("max_run_duration"))
-        self.errors += [problem] if problem else []
+                                           self.values["max_run_duration"], flag("max_run_duration"))
         self.errors += problems
         return capacity
 
-    def identity(self) -> dict[str, object]:
-        """Names and labels: workload, TPU type, queue, namespace, priority."""
-        err = self.errors.append
-        workload = self.checked("workload")  # its length limit depends on the shape: build()
-        tpu, gpu = None, None
-        if self.given("device_type") and self.given("tpu_type"):
-            err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
-        elif self.given("device_type"):
-            from elxpk.create.gpu import (  # lazy: keeps elxpk.create.gpu off a TPU dry-run
-                UnknownGpuType,
-                lookup_gpu,
-            )
-
-            try:
-                gpu = lookup_gpu(self.checked("device_type"))
-            except UnknownGpuType as exc:
-                err(f"--device-type: {exc}")
-        elif tpu_name := self.checked("tpu_type"):  # required: its row says so, and names --device-type
-            try:
-                tpu = lookup(tpu_name)
-            except UnknownTpuType as exc:
-                err(f"--tpu-type: {exc}")
-        priority = self.choice("priority")
-        queue = self.checked("queue")
-        namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
-        problem = namespace_problem(namespace)
-        if problem:
-            err(problem)
-        # None (not given): the shape's default, xpk's (elxpk/create/templates).
-        account = None if self.flags.get("service_account") is None else self.checked("service_account")
-        return dict(workload=workload, tpu=tpu, gpu=gpu, priority=priority, queue=queue, namespace=namespace,
-                    service_account=account)
-
-    def shape(self) -> dict[str, object]:
+    def shape(self) -> Shape:
         """Pathways or multi-controller, headless or not, user command or bundled trainer."""
         err = self.errors.append
         gpu = self.given("device_type")  # Pathways runs on TPUs only: a GPU workload is multi-controller
-        pathways = not bool(self.get("no_pathways", False)) and not gpu
+        pathways = not self.values["no_pathways"] and not gpu
         multi = "--device-type (Pathways runs on TPUs only)" if gpu else "--no-pathways"
-        headless = bool(self.get("headless", False))
-        kind = self.trainer_kind()
+        headless = bool(self.values["headless"])
+        kind = self.values["trainer"]  # None (the user's own --command), "elxpk" or "maxtext"
         trainer, maxtext = kind == "elxpk", kind == "maxtext"
         command = self.text("command")
         if command is not None and not command.strip():
@@ -233,89 +260,52 @@ class FlagChecker(FlagValues):
             for key in _PATHWAYS_ONLY:
                 if self.given(key):
                     err(f"{flag(key)}: only for Pathways workloads; drop it or drop {multi}")
-        return dict(pathways=pathways, headless=headless, trainer=trainer, maxtext=maxtext, command=command)
+        return Shape(pathways, headless, trainer, maxtext, command)
 
-    def trainer_kind(self) -> str | None:
-        """--trainer: None (the user's own --command), "elxpk" (bare --trainer) or "maxtext"."""
-        raw = self.flags.get("trainer")
-        if raw is None or raw is False:
-            return None
-        if raw is True:
-            return "elxpk"
-        kind = str(raw).strip().lower()
-        if kind not in TRAINERS:
-            self.errors.append(f"--trainer {raw!r}: use --trainer (or --trainer elxpk) for the bundled trainer, "
-                               f"or --trainer maxtext for a MaxText --command")
-            return None
-        return kind
-
-    def settings_destination(self, fields: dict[str, object]) -> None:
+    def settings_destination(self, shape: Shape, elastic_slices: int, settings: Settings, env: Env) -> str | None:
         """Where the trainer settings go, by what runs: with --trainer maxtext, into the MaxText command as
-        overrides (its refusals are errors here); with another command, a warning when nothing reads them."""
-        settings = fields["settings"]
-        if not (fields["maxtext"] or settings or fields["elastic_slices"]):
-            return  # nothing to place (and the render path skips importing the MaxText modules)
+        overrides (its refusals are errors here); with another command, a warning when nothing reads them.
+        Returns the command the container runs."""
+        if not (shape.maxtext or settings or elastic_slices):
+            return shape.command  # nothing to place (and the render path skips importing the MaxText modules)
         from elxpk.maxtext import (
             launcher,  # lazy: keeps elxpk.maxtext, elxpk.maxtext.command ... off `workload create --dry-run`
         )
 
-        if fields["maxtext"] and not fields["headless"]:
-            refused = [name for name, _ in settings if any(  # type: ignore[attr-defined]
+        if shape.maxtext and not shape.headless:
+            refused = [name for name, _ in settings if any(
                 e.startswith((flag_name(name) + " ", flag_name(name) + ":")) for e in self.errors)]
-            done = launcher.maxtext_command(fields["command"], settings, pathways=bool(fields["pathways"]),  # type: ignore[arg-type]
-                                            elastic=int(fields["elastic_slices"]) > 0, refused=refused,  # type: ignore[call-overload]
-                                            env=fields["env"])  # type: ignore[arg-type]
-            fields["command"] = done.command
+            done = launcher.maxtext_command(shape.command, settings, pathways=shape.pathways,
+                                            elastic=elastic_slices > 0, refused=refused, env=env)
             self.errors.extend(done.errors)
             self.warnings.extend(done.warnings)
-        elif fields["command"] and not fields["trainer"] and not fields["headless"]:
-            self.warnings.extend(launcher.unread_settings_warnings(
-                str(fields["command"]), settings, int(fields["elastic_slices"])))  # type: ignore[arg-type, call-overload]
+            return done.command
+        if shape.command and not shape.trainer and not shape.headless:
+            self.warnings.extend(launcher.unread_settings_warnings(shape.command, settings, elastic_slices))
+        return shape.command
 
-    def pre_start(self, fields: Mapping[str, object]) -> str | None:
+    def pre_start(self, maxtext: bool, settings: Settings) -> str | None:
         """--checkpoint-pre-start IMAGE: only for a MaxText run with a checkpoint directory to check."""
         if not self.given("checkpoint_pre_start"):
             return None
         image = self.checked("checkpoint_pre_start")  # the image itself: its row's check
-        if not fields["maxtext"]:
-            self.errors.append("--checkpoint-pre-start: only with --trainer maxtext (the bundled trainer checks "
-                               "and quarantines torn steps itself); drop it")
-        elif not dict(fields["settings"]).get("checkpoint_dir"):  # type: ignore[call-overload]
-            self.errors.append("--checkpoint-pre-start: needs --checkpoint-dir, the MaxText run directory whose "
-                               "checkpoints/ it checks; e.g. --checkpoint-dir gs://my-bucket/run-1")
+        self.errors += pre_start_problems(maxtext=maxtext, checkpoint_dir=dict(settings).get("checkpoint_dir"))
         return image
 
-    def slices(self, pathways: bool) -> dict[str, object]:
+    def slices(self, pathways: bool) -> Slices:
         """Slice counts and restart budgets; see docs/launcher.md for how they reach the manifest."""
-        err = self.errors.append
-        n = self.integer("num_slices") or default("num_slices")
-        e = self.integer("elastic_slices") or 0
-        if e and e >= n:
-            err(f"--elastic-slices {e}: must be below --num-slices ({n}); at least one slice must survive, "
-                f"so use 0..{n - 1} or raise --num-slices")
-            e = 0
-        if e and not pathways:
-            err(f"--elastic-slices {e}: needs Pathways; drop --no-pathways or set --elastic-slices 0 "
-                f"(multi-controller runs restart as a whole, see --max-restarts)")
-            e = 0
-        max_slice_restarts = self.integer("max_slice_restarts") or 0
-        if e and max_slice_restarts == 0:
-            err("--max-slice-restarts 0: an elastic run needs >= 1, otherwise a lost slice is never "
-                "restarted and the run fails; use 1 or more")
-        elif not e and self.given("max_slice_restarts") and not self.given("elastic_slices"):
-            self.warnings.append("--max-slice-restarts only counts with --elastic-slices > 0; without it each "
-                                 "slice's Job gets 4 x VMs-per-slice pod restarts, as in xpk")
-        return dict(
-            num_slices=n, elastic_slices=e, max_slice_restarts=max_slice_restarts,
-            max_restarts=self.integer("max_restarts"),
-            termination_grace_period_seconds=self.integer("termination_grace_period_seconds"),
-            ttl_seconds_after_finished=self.integer("ttl_seconds_after_finished"),
-        )
+        counts, errors, warnings = slice_rules(
+            self.values["num_slices"], self.values["elastic_slices"], self.values["max_slice_restarts"],
+            pathways=pathways, restarts_given=self.given("max_slice_restarts"),
+            elastic_given=self.given("elastic_slices"))
+        self.errors += errors
+        self.warnings += warnings
+        return counts
 
-    def containers(self) -> dict[str, object]:
+    def containers(self) -> Containers:
         """Images, container name, Pathways args and env."""
         server_image = self.checked("server_image")
-        return dict(
+        return Containers(
             docker_image=self.checked("docker_image"),
             docker_name=self.checked("docker_name"),
             proxy_server_image=self.checked("proxy_server_image"),
@@ -331,33 +321,7 @@ class FlagChecker(FlagValues):
             pathways_worker_env=self.container_env("pathways_worker_env"),
         )
 
-    def restart_codes(self, fields: Mapping[str, object]) -> tuple[int, ...]:
-        """--restart-on-exit-codes as in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) that restart
-        the group (counted) instead of failing the Job at once; sorted, unique."""
-        flag, raw = "--restart-on-exit-codes", self.text("restart_on_exit_codes")
-        if raw is None:
-            return ()
-        if fields["headless"]:
-            self.errors.append(f"{flag}: a --headless workload has no user container whose exit code it "
-                               f"could classify; drop it")
-            return ()
-        codes: set[int] = set()
-        for item in (part.strip() for part in raw.split(",")):
-            low, sep, high = item.partition("-")
-            try:
-                first, last = (int(low, 10), int(high, 10)) if sep else (int(item, 10), int(item, 10))
-            except ValueError:
-                self.errors.append(f"{flag} {raw!r}: {item!r} is not an exit code; give comma-separated codes "
-                                   f"or ranges from 1 to 255, e.g. 1,75-77")
-                return ()
-            if not 1 <= first <= last <= 255:
-                self.errors.append(f"{flag} {raw!r}: {item!r} is outside 1..255 (0 is success, exit codes "
-                                   f"end at 255); e.g. 1,75-77")
-                return ()
-            codes.update(range(first, last + 1))
-        return tuple(sorted(codes))
-
-    def trainer_settings(self, n: int, e: int, restarts: int) -> tuple[tuple[str, Any], ...]:
+    def trainer_settings(self, slices: Slices) -> Settings:
         """The trainer settings given as flags, checked by the contract (elxpk_contract.settings), so the
         launcher refuses exactly what the trainer would, with the same message."""
         err = self.errors.append
@@ -374,34 +338,10 @@ class FlagChecker(FlagValues):
                 err(problem)
             else:
                 values[name] = value
-        min_count = values.get("elastic_min_slice_count")
-        if min_count is not None:
-            cross = cross_problems(n, min_count)
-            self.errors.extend(cross)
-            floor = n - e
-            if not cross and slices_waited_for(min_count, n) < floor:  # redundant, not wrong: MaxText accepts it
-                self.warnings.append(redundant_min_slice_count(min_count, n, e))
+        errors, warnings = min_slice_count_rules(slices, values.get("elastic_min_slice_count"))
+        self.errors += errors
+        self.warnings += warnings
         return tuple(values.items())
-
-    def references(self, command: str | None, env: tuple[tuple[str, str], ...],
-                   settings: tuple[tuple[str, Any], ...], *, gpu: bool = False) -> None:
-        """Warn about `$(NAME)` in --command/--env that names no env var of the container: Kubernetes
-        expands the ones that do, and leaves these as they are (then bash runs `$(NAME)` as a command)."""
-        defined = set(RESERVED_ENV) | {key for key, _ in env} | {env_name(name) for name, _ in settings}
-        defined |= {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)}
-        if gpu:
-            from elxpk.create.gpu import GPU_RESERVED_ENV  # lazy: keeps elxpk.create.gpu off a TPU dry-run
-
-            defined |= GPU_RESERVED_ENV
-        sources = [("--command", command or "")] + [(f"--env {key}", value) for key, value in env]
-        for source, text in sources:
-            for name in dict.fromkeys(m.group(1) for m in _K8S_REFERENCE.finditer(text) if m.group(1) is not None):
-                if name not in defined:
-                    self.warnings.append(
-                        f"{source}: $({name}) names no env var of the container, so Kubernetes leaves it as is "
-                        f"(bash then runs it as a command); define {name} with --env, or write $$({name}) "
-                        f"to silence this")
-
 
 _SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
 # The keys parse_create takes: the flag table's (the manifest's and the invocation options) and the
@@ -409,8 +349,9 @@ _SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
 _KNOWN_KEYS = SPEC_KEYS | OPTION_KEYS | frozenset(_SETTING_NAMES)
 
 
-def parse_create(**flags: object) -> tuple[WorkloadSpec, CreateOptions]:
-    """Every `workload create` flag validated at once: the spec and the invocation options, or UsageError."""
+def parse_create(**flags: object) -> Created:
+    """Every `workload create` flag validated at once: the spec, the invocation options and the warnings
+    (`Created`), or UsageError."""
     return FlagChecker(flags).build()
 
 
@@ -420,4 +361,4 @@ def spec_from_flags(**flags: object) -> WorkloadSpec:
     options = sorted(set(flags) & OPTION_KEYS)
     if options:  # a programming error in the caller, not user input
         raise TypeError(f"spec_from_flags got invocation options {options}; use parse_create")
-    return FlagChecker(flags).build()[0]
+    return FlagChecker(flags).build().spec

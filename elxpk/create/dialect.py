@@ -18,12 +18,14 @@ from typing import Any, NamedTuple
 
 from elxpk.catalog import UnknownTpuType, is_machine_type, lookup, lookup_machine
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
-from elxpk.flag_rows import DURATION, GCLUSTER
-from elxpk.units import parse_duration
+from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag
 
 NAME_LIMIT = 28  # gcluster cmd/job/submit.go: "workload name cannot exceed 28 characters"
 PATHWAYS_NAME_LIMIT = 22  # `<name>-pathways-head-0-0.<name>` must fit a 63-character hostname
 _GCLUSTER_ROWS = tuple(f.name for f in FLAGS if f.dialect == GCLUSTER)
+# --timeout's text as a duration (a leading `-` is gcluster's "forever", taken off first).
+_TIMEOUT = BY_NAME["timeout"]._replace(kind=DURATION, default=None,
+                                       fix="a duration such as 1h or 10m (negative: forever)")
 
 
 class Dialect(NamedTuple):
@@ -56,9 +58,9 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
             problems.append(f"{alias.spelling} and {row.flag}: one quantity in gcluster's and elxpk's spelling; "
                             f"give one")
         elif _given(value):
-            out[row.name] = _read(alias.kind, alias.spelling, value, problems)
+            out[row.name] = _read(row, alias, value, problems)
         elif gcluster and alias.default is not None and not _given(flags.get(row.name)):
-            out[row.name] = _read(alias.kind, alias.spelling, alias.default, problems)
+            out[row.name] = _read(row, alias, alias.default, problems)
     if not gcluster:
         return out, Dialect(), problems
     pathways = bool(flags.get("pathways"))
@@ -111,17 +113,18 @@ def respell(messages: list[str], flags: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _read(kind: str, spelling: str, value: Any, problems: list[str]) -> Any:
-    """An alias's value as its row reads it: a duration (`--grace-period 2m`) as whole seconds."""
-    if kind != DURATION:
+def _read(row: Flag, alias: Alias, value: Any, problems: list[str]) -> Any:
+    """An alias's value as its row reads it: a duration (`--grace-period 2m`) as whole seconds, read by the
+    rows' one reader (elxpk/flag_rows.py) under the alias's spelling, within the row's bounds."""
+    if alias.kind != DURATION:
         return value
-    try:
-        seconds = parse_duration(value)
-    except ValueError as exc:
-        problems.append(f"{spelling} {value!r}: {exc}; give a duration such as 30s, 10m or 1h")
+    seconds, problem = row._replace(kind=DURATION, spelling=alias.spelling, default=None,
+                                    fix="a duration such as 30s, 10m or 1h").read(value)
+    if problem:
+        problems.append(problem)
         return None
-    if seconds < 0 or seconds != int(seconds):
-        problems.append(f"{spelling} {value!r}: must be whole seconds, 0 or more; give e.g. 30s or 2m")
+    if seconds != int(seconds):
+        problems.append(f"{alias.spelling} {value!r}: must be whole seconds; give e.g. 30s or 2m")
         return None
     return str(int(seconds))
 
@@ -192,9 +195,10 @@ def _timeout(flags: Mapping[str, Any], problems: list[str]) -> str | None:
         problems.append("--timeout: only with --await-job-completion (how long to wait); add it or drop --timeout")
         return None
     text = str(raw).strip()
-    try:
-        seconds = parse_duration(text[1:] if text.startswith("-") else text)
-    except ValueError as exc:
-        problems.append(f"--timeout {raw!r}: {exc}; give a duration such as 1h or 10m (negative: forever)")
+    forever = text.startswith("-")  # gcluster's negative duration: wait forever
+    # Read by its row as a duration (the one reader), the sign aside.
+    seconds, problem = _TIMEOUT.read(text[1:] if forever else text)
+    if problem:
+        problems.append(problem.replace(f"{text[1:]!r}", f"{raw!r}", 1) if forever else problem)
         return None
-    return None if text.startswith("-") or seconds == 0 else text
+    return None if forever or seconds == 0 else text

@@ -5,43 +5,35 @@ wrong and the fix), or None. Rules that tie several flags together stay in elxpk
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from elxpk.admission.image_ref import image_problem
 from elxpk.create.flags import DEFAULT_GCS_LOCATION, DEFAULT_QUEUE
-
-# `\Z`, not `$`: `$` also matches before a final newline, and "run-1\n" is not a name. Used with .match.
-_WORKLOAD_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
+from elxpk.k8s_names import DNS1035_LABEL, is_dns1123_label, is_dns1123_subdomain, is_label_value
 
 
 def workload_name(value: str) -> str | None:
     # Its length limit depends on the shape of the workload: elxpk/admission/names.py flag_problems.
-    if _WORKLOAD_NAME.fullmatch(value):
+    if DNS1035_LABEL.fullmatch(value):  # a Service name (the JobSet's headless Service)
         return None
     return "use a-z, 0-9 and '-', starting with a letter and ending with a letter or digit (e.g. my-run-1)"
 
 
 def queue_name(value: str) -> str | None:
-    if value and len(value) <= 63 and _LABEL_VALUE.match(value):
+    if value and is_label_value(value):
         return None
     return ("must be a Kubernetes label value (at most 63 letters, digits, '-', '_', '.'); name your Kueue "
             f"LocalQueue, e.g. {DEFAULT_QUEUE}")
 
 
 def container_name(value: str) -> str | None:
-    if len(value) <= 63 and _DNS_LABEL.match(value):
+    if is_dns1123_label(value):
         return None
     return "a container name is an RFC 1123 label (a-z, 0-9, '-'), e.g. jax-tpu"
 
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-
-
 def service_account(value: str) -> str | None:
-    if len(value) <= 253 and _DNS_SUBDOMAIN.match(value):
+    if is_dns1123_subdomain(value):
         return None
     return "a ServiceAccount name is a DNS-1123 subdomain (a-z, 0-9, '-', '.'), e.g. xpk-sa or default"
 

@@ -1,33 +1,41 @@
-"""Reading `workload create`'s raw flag values: text, integers, durations, argument lists and env pairs.
+"""Reading `workload create`'s raw flag values: every row's value, then text, argument lists and env pairs.
 
-Raw values arrive as typed on the command line (integers as text), so a value that does not parse is
-recorded as one line in `errors` (the flag, what is wrong, the fix) and reading goes on: the caller
-(elxpk.create.checks.FlagChecker) reports every problem at once. A flag's spelling, default, bounds and
-fix come from its row in the flag table (elxpk/create/flags.py).
+Raw values arrive as typed on the command line (integers as text). Each row's value is read once, by the
+one reader every command uses (elxpk/flag_rows.py `read_all`: kind, bounds, choices; a duration in
+seconds), so a bad value gets the same line in `workload create` as in `plan` or `local run`. What is not
+one row's value alone stays here: a row's text check (`required`, `check`, elxpk/create/flag_checks.py),
+shell-split arguments, env pairs and the env file. A problem is one line in `errors` (the flag, what is
+wrong, the fix) and reading goes on: the caller (elxpk.create.checks.FlagChecker) reports every problem
+at once.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
 from elxpk.create.flag_checks import CHECKS
-from elxpk.create.flags import BY_NAME, PATHWAYS_RESERVED_ENV, RESERVED_ENV
-from elxpk.units import parse_duration
-from elxpk_contract.setting_rules import plain_number_text
+from elxpk.create.flags import BY_NAME, FLAGS, PATHWAYS_RESERVED_ENV, RESERVED_ENV
+from elxpk.flag_rows import read_all
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # text that came from undecodable bytes (os.fsdecode)
+# The rows `workload create` reads (gcluster's own rows and the aliases are elxpk's keys by now:
+# elxpk/create/dialect.py).
+_ROWS = tuple(f for f in FLAGS if not f.dialect)
 
 
 class FlagValues:
-    """The flags of one command, and the errors and warnings found while reading them."""
+    """The flags of one command, each row's value read (`values`), and the errors and warnings found."""
 
     def __init__(self, flags: Mapping[str, object]) -> None:
         self.flags = dict(flags)
-        self.errors: list[str] = []
         self.warnings: list[str] = []
+        values, problems = read_all(_ROWS, {**self.flags, "trainer": _trainer_choice(self.flags.get("trainer"))})
+        self.values: dict[str, Any] = values
+        self.errors: list[str] = problems
 
     def get(self, key: str, default: object = None) -> object:
         value = self.flags.get(key)
@@ -50,7 +58,7 @@ class FlagValues:
         return value
 
     def checked(self, key: str) -> str:
-        """The flag's text as given, else its row's default ("" for neither), with the row's own rules:
+        """The flag's text as given, else its row's default ("" for neither), with the row's own text rules:
         `required`, and its `check` (elxpk/create/flag_checks.py); each problem is one line."""
         row = BY_NAME[key]
         value = self.text(key, row.default)
@@ -59,55 +67,6 @@ class FlagValues:
         elif value is not None and row.check and (problem := CHECKS[row.check](value)):
             self.errors.append(f"{row.flag} {value!r}: {problem}")
         return value or ""
-
-    def choice(self, key: str) -> str:
-        """A flag with a fixed set of values (the row's choices); the row's default when omitted or refused."""
-        row = BY_NAME[key]
-        value = self.text(key, row.default) or row.default
-        if value not in row.choices:
-            self.errors.append(f"{row.flag} {value!r}: use one of {', '.join(row.choices)}")
-        return value
-
-    def integer(self, key: str) -> int | None:
-        """A whole number within the row's bounds; the row's `fix` (what the number means) ends the message
-        in parentheses. The row's default when omitted or refused."""
-        row = BY_NAME[key]
-        flag, default, low, high = row.flag, row.default, row.low, row.high
-        raw = self.get(key)
-        if raw is None:
-            return default
-        bounds = "" if low is None else (f" >= {low}" if high is None else f" from {low} to {high}")
-        why = f" ({row.fix})" if row.fix else ""
-        try:
-            if isinstance(raw, int) and not isinstance(raw, bool):
-                value = raw
-            elif plain_number_text(str(raw).strip()):
-                value = int(str(raw).strip(), 10)
-            else:
-                raise ValueError(raw)
-        except ValueError:
-            self.errors.append(f"{flag} {raw!r}: not an integer; pass a whole number{bounds}{why}")
-            return default
-        if (low is not None and value < low) or (high is not None and value > high):
-            self.errors.append(f"{flag} {value}: must be{bounds}{why}")
-            return default
-        return value
-
-    def duration(self, key: str) -> float | None:
-        flag = self.flag(key)
-        raw = self.get(key)
-        if raw is None:
-            return None
-
-        try:
-            seconds = parse_duration(raw)  # type: ignore[arg-type]
-        except ValueError as exc:
-            self.errors.append(f"{flag}: {exc}; e.g. 90s, 30m, 4h or 7d")
-            return None
-        if seconds <= 0:
-            self.errors.append(f"{flag} {raw!r}: must be positive; e.g. 90s, 30m, 4h or 7d")
-            return None
-        return seconds
 
     def args(self, key: str) -> tuple[str, ...]:
         """Extra arguments split like a shell."""
@@ -176,6 +135,14 @@ _OTHER_SPELLINGS = {"output_format": "--output"}  # keys that are not rows of th
 def _seq(value: object) -> Iterable[object]:
     if value is None:
         return ()
-    if isinstance(value, (str, bytes)):
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         return (value,)
-    return value  # type: ignore[return-value]
+    return value
+
+
+def _trainer_choice(raw: object) -> object:
+    """--trainer as its row's choice: bare `--trainer` (True) is the bundled trainer, the text as typed
+    in any case; None when not given."""
+    if raw is None or raw is False:
+        return None
+    return "elxpk" if raw is True else str(raw).strip().lower()

@@ -3,9 +3,10 @@ bounds, choices, help and help panel (the trainer's settings have their own tabl
 
 Everything else reads it: the Typer parameters of `workload create` and `workload validate`
 (elxpk/cli/options.py `with_flags`: help with the bounds and the default), the defaults of WorkloadSpec
-and CreateOptions (elxpk/create/spec.py), the per-flag checks (elxpk/create/flag_values.py applies a
-row's kind, bounds, choices, `required` and `check`, the last from elxpk/create/flag_checks.py;
-FlagChecker in elxpk/create/checks.py keeps only the rules that tie several flags together), the keys
+and CreateOptions (elxpk/create/spec.py), the per-flag checks (elxpk/flag_rows.py `read_all` reads a
+row's kind, bounds and choices, as for every command; elxpk/create/flag_values.py adds a text row's
+`required` and `check`, the last from elxpk/create/flag_checks.py; FlagChecker in elxpk/create/checks.py
+keeps only the rules that tie several flags together), the keys
 `parse_create` accepts, and the flag table in docs/launcher.md (`embed`; tests/launcher/test_flag_table.py holds --help,
 the checks and the page to the rows). Standard library only: the table is read on every
 `workload create --dry-run`.
@@ -18,7 +19,7 @@ from typing import Any
 from elxpk import flag_rows
 from elxpk.admission.names import MAX_INT32, MAX_INT64
 from elxpk.create.capacity import MAX_RUN_DURATION_S
-from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INT, LIST, TEXT, Alias, Flag
+from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INPUT, INT, LIST, TEXT, Alias, Flag
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
@@ -92,6 +93,7 @@ FLAGS: tuple[Flag, ...] = (
          'bundled trainer (python -m trainer; needs --docker-image built from trainer/Dockerfile). '
          '--trainer maxtext: --command runs MaxText, and the trainer settings become MaxText key=value '
          'overrides after its config file (docs/maxtext.md).', choices=TRAINERS, metavar='[elxpk|maxtext]',
+         fix='--trainer alone (or --trainer elxpk) for the bundled trainer, --trainer maxtext for a MaxText --command',
          doc='`--trainer` alone (or `--trainer elxpk`): run the bundled trainer, the command becomes '
          '`python -m trainer [--command]`; needs `--docker-image`. `--trainer maxtext`: `--command` runs '
          'MaxText, and the trainer settings become MaxText `key=value` overrides after its config file '
@@ -174,7 +176,7 @@ FLAGS: tuple[Flag, ...] = (
                         note='a duration such as 5m or 1h'),)),
     Flag('env', LIST, 'Env var for the training container; repeatable; overrides --env-file.',
          metavar='KEY=VALUE', doc='env of the user container; `--env` wins over `--env-file`'),
-    Flag('env_file', TEXT, "File of KEY=VALUE lines ('#' comments allowed)."),
+    Flag('env_file', TEXT, "File of KEY=VALUE lines ('#' comments allowed).", path=INPUT),
     Flag('proxy_server_image', TEXT, 'Pathways proxy image.', default=DEFAULT_PROXY_IMAGE, panel=PATHWAYS,
          default_text='', check='image', doc_default="xpk's Pathways proxy image",
          aliases=(Alias('--pathways-proxy-server-image'),)),
@@ -204,24 +206,24 @@ FLAGS: tuple[Flag, ...] = (
     Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS,
          spelling='--custom-pathways-worker-args', aliases=(Alias('--pathways-worker-args', note=_SPLIT),)),
     Flag('slice_mtbf', DURATION, 'Mean time between slice failures (e.g. 3d); with --step-time, prints a '
-         'checkpoint_period hint.', panel=TIMES, option=True,
+         'checkpoint_period hint.', panel=TIMES, above=0, option=True,
          doc="a duration (`3d`); with `--step-time` (or `--from-run`), the planner's "
          '`checkpoint_period` hint is printed on stderr'),
     Flag('step_time', DURATION, 'Seconds per training step (e.g. 1.5s), checked against the stall '
-         'timeout (--stall-timeout-seconds).', panel=TIMES, option=True, commands=_BOTH,
+         'timeout (--stall-timeout-seconds).', panel=TIMES, above=0, option=True, commands=_BOTH,
          create_help='With --slice-mtbf, prints a checkpoint_period hint.'),
     Flag('checkpoint_save_time', DURATION, 'How long a checkpoint save blocks (e.g. 45s), checked '
-         'against the grace period (--termination-grace-period-seconds) and the stall timeout.', panel=TIMES,
+         'against the grace period (--termination-grace-period-seconds) and the stall timeout.', panel=TIMES, above=0,
          option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
          doc='the timeouts are checked against it, and the hint uses it (else it assumes a 20 s save)'),
     Flag('slice_replacement_time', DURATION, 'How long a lost slice takes to come back (e.g. 12m), '
          'checked against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS).',
-         panel=TIMES, option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
+         panel=TIMES, above=0, option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
          doc='the timeouts are checked against it, and the hint uses it (else it assumes a 100 s '
          'replacement)'),
     Flag('from_run', TEXT, 'A run directory whose measured step, save and replacement times stand in for '
          '--step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).',
-         panel=TIMES, metavar='RUN_DIR', option=True, commands=_BOTH,
+         panel=TIMES, metavar='RUN_DIR', option=True, commands=_BOTH, path=INPUT,
          doc="its measured step, save and replacement times (`elxpk plan --from-run`'s reader) stand in "
          'for the three flags above; a flag given wins'),
     Flag('dry_run', BOOL, 'Print only the manifest on stdout; no cluster, no credentials, no network.',
@@ -244,7 +246,7 @@ FLAGS: tuple[Flag, ...] = (
          'inspect --quarantine` on the MaxText checkpoint directory before MaxText restores '
          '([docs/maxtext.md](maxtext.md))'),
     Flag('output_manifest_file', TEXT, 'Also write the manifest to this file (with or without --dry-run).',
-         panel=OUTPUT, option=True,
+         panel=OUTPUT, option=True, path=flag_rows.OUTPUT,
          doc='also write the manifest (with or without `--dry-run`). A regular file is replaced '
          'atomically (temp file + rename); a symlink is followed (its target is replaced, the link '
          'stays); a FIFO or device (`/dev/stdout`, `>(cat)`) is written through in place, never replaced',

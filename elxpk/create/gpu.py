@@ -11,6 +11,7 @@ A "slice" on GPUs is one node group: one Job of N pods, one per node, 8 GPUs eac
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,26 +93,25 @@ def sidecar_image(gpu: GpuType) -> str | None:
     return {"tcpx": TCPX_IMAGE, "tcpxo": TCPXO_IMAGE}.get(gpu.gpudirect)
 
 
-def gpu_flag_problems(flags: Any, fields: dict[str, object]) -> int:
+def gpu_flag_problems(flags: Any, *, maxtext: bool, env: Sequence[tuple[str, str]], docker_name: str
+                      ) -> tuple[int, str]:
     """The GPU flags' checks, after the shared ones (elxpk/create/checks.py): --num-nodes, the flags a GPU
-    workload has no use for, and the env names the GPU render sets. Errors go to `flags.errors`; the
-    node count is returned, and `fields["docker_name"]` becomes xpk's `gpu-image` unless --docker-name says.
-    `flags` is the FlagChecker of the invocation (elxpk/create/flag_values.py's reader methods)."""
+    workload has no use for, and the env names the GPU render sets. Errors go to `flags.errors` (the
+    FlagChecker of the invocation, whose `values` are its rows read); returns the node count and the
+    container name, xpk's `gpu-image` unless --docker-name says."""
     err = flags.errors.append
-    nodes = flags.integer("num_nodes")  # bounds and default: its row in elxpk/create/flags.py
+    nodes = flags.values["num_nodes"]  # bounds and default: its row in elxpk/create/flags.py
     if not flags.given("device_type"):
         err("--num-nodes: only for GPU workloads (--device-type); TPU slices are sized by --tpu-type and "
             "counted by --num-slices")
-        return 1
+        return 1, docker_name
     if flags.given("num_slices"):
         err("--num-slices: a GPU workload is one node group; give its size with --num-nodes")
-    if fields.get("maxtext"):
+    if maxtext:
         err("--trainer maxtext: not on GPUs yet (its settings are placed for TPU runs); give MaxText as your own "
             "--command (it reads xpk's JAX_COORDINATOR_ADDRESS, JAX_COORDINATOR_PORT, NNODES and NODE_RANK; "
             "see docs/gpu.md), or --trainer for the bundled one")
-    for key, _ in fields.get("env") or ():  # type: ignore[attr-defined]
+    for key, _ in env:
         if key in GPU_RESERVED_ENV:
             err(f"--env {key}: set by the GPU render itself (as xpk sets it); drop it")
-    if not flags.given("docker_name"):
-        fields["docker_name"] = GPU_CONTAINER_NAME
-    return nodes or 1
+    return nodes or 1, docker_name if flags.given("docker_name") else GPU_CONTAINER_NAME

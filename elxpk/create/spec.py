@@ -1,9 +1,10 @@
 """The one typed, frozen source of truth for `elxpk workload create`.
 
-`elxpk.create.checks.spec_from_flags(...)` takes the raw flag values (strings as typed, so that every bad integer
+`elxpk.create.checks.parse_create(...)` takes the raw flag values (strings as typed, so that every bad integer
 is reported together with every other error, not one at a time by the parser), validates all of
 them before any I/O, and raises one `UsageError` carrying one line per problem, each naming the
-flag and the fix.
+flag and the fix; else it returns a `Created`: the spec, how the command runs, and the warnings (which
+are not what was asked for, so the spec does not carry them: two specs asked for alike are equal).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from elxpk.cluster.target import DEFAULT_NAMESPACE
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
 from elxpk_contract.setting_rules import default as setting_default
 
-__all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "WorkloadSpec"]
+__all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "Created", "WorkloadSpec"]
 
 if TYPE_CHECKING:
     from elxpk.create.budget_checks import Times
@@ -71,16 +72,6 @@ class WorkloadSpec(NamedTuple):
     gpu: GpuType | None = None  # --device-type: one node group of `num_nodes` GPU machines
     num_nodes: int = default("num_nodes")
     capacity: Capacity | None = None  # --spot, --flex-start, --reservation, --on-demand (elxpk/create/capacity.py)
-    warnings: tuple[str, ...] = ()  # not what was asked for: the last field, which equality and hash leave out
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, WorkloadSpec) and self[:-1] == other[:-1]
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
     @property
     def elastic(self) -> bool:
@@ -124,3 +115,11 @@ class CreateOptions(NamedTuple):
     # Step, save and replacement times (--step-time, --checkpoint-save-time, --slice-replacement-time,
     # --from-run): the timeout and budget checks (elxpk/create/budget_checks.py) and the hint read them.
     times: Times | None = None
+
+
+class Created(NamedTuple):
+    """What `parse_create` returns: the spec, the invocation's options, and the warnings found on the way."""
+
+    spec: WorkloadSpec
+    options: CreateOptions
+    warnings: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from elxpk import accelerators, flag_rows
-from elxpk.flag_rows import DURATION, FLOAT, INT, SIZE, TEXT, Flag, setting_row
+from elxpk.flag_rows import DURATION, FLOAT, INPUT, INT, OUTPUT, SIZE, TEXT, Flag, setting_row
 from elxpk_contract.settings import default as trainer_default
 from elxpk_contract.settings import setting
 
@@ -55,8 +55,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("job_duration", DURATION, "Expected wall time of the job, for elastic_max_retries.", default="30d",
          commands=_PLAN, doc="expected wall time of the job, for the retry budget (`elastic_max_retries`)"),
     Flag("from_run", TEXT, "Take step, save and restore times from this run directory.", metavar="RUN_DIR",
-         commands=_PLAN, doc="measure step, save, restore (and more) from a run directory"),
-    Flag("plot", TEXT, "Write goodput against period to FILE.png.", metavar="FILE", commands=_PLAN,
+         commands=_PLAN, path=INPUT, doc="measure step, save, restore (and more) from a run directory"),
+    Flag("plot", TEXT, "Write goodput against period to FILE.png.", metavar="FILE", commands=_PLAN, path=OUTPUT,
          doc="write goodput against period, one curve per mode, to a `.png`, `.svg` or `.pdf` file"),
     Flag("simulate", INT, "Also check the model with this many Monte Carlo trials.", default=0, low=0,
          high=100_000, commands=_PLAN, fix="Monte Carlo trials; 0 = no check", doc_default="`0` (off)"),

@@ -103,8 +103,7 @@ def test_create_advice_within_the_rows_for_any_accepted_flags(save, replacement,
                  termination_grace_period_seconds=str(grace), checkpoint_save_time=f"{save!r}s",
                  slice_replacement_time=f"{replacement!r}s", step_time=f"{step!r}s", stall_timeout_seconds="30")
     try:
-        spec = parse_create(**flags)[0]
-        lines = list(spec.warnings)
+        lines = list(parse_create(**flags).warnings)
     except UsageError as exc:
         lines = list(exc.messages)
     assert_within_rows(lines, vms_per_slice=4)  # v5litepod-16: 4 VMs per slice

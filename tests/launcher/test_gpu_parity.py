@@ -42,7 +42,7 @@ DIFFERENCES = {
 
 
 def ours(device_type: str) -> dict[str, Any]:
-    spec, _ = parse_create(workload="gpu-run", device_type=device_type, num_nodes="2",
+    spec, *_ = parse_create(workload="gpu-run", device_type=device_type, num_nodes="2",
                            docker_image="gcr.io/p/img:1", command="python3 train.py", namespace="default")
     return render(spec).objects[0]
 

@@ -171,8 +171,8 @@ def test_trainer_maxtext_needs_a_maxtext_command(cli):
 def test_unknown_trainer_is_refused(cli):
     result = cli("workload", "create", *BASE, "--trainer", "pytorch", "--command", "python3 train.py")
     assert result.code == 2 and result.error_lines == [
-        "error: --trainer 'pytorch': use --trainer (or --trainer elxpk) for the bundled trainer, or --trainer "
-        "maxtext for a MaxText --command"]
+        "error: --trainer 'pytorch': use one of elxpk, maxtext; --trainer alone (or --trainer elxpk) for the "
+        "bundled trainer, --trainer maxtext for a MaxText --command"]
 
 
 # ---- no silent drops: warnings on stderr, the manifest still rendered -----------------------------------

@@ -17,6 +17,11 @@ def build(**flags):
     return parse_create(**{**BASE, **flags})[0]
 
 
+def warnings(**flags) -> tuple[str, ...]:
+    """The warnings, which parse_create returns beside the spec (not in it)."""
+    return parse_create(**{**BASE, **flags}).warnings
+
+
 def invocation(**flags) -> CreateOptions:
     return parse_create(**{**BASE, **flags})[1]
 
@@ -41,12 +46,12 @@ def test_defaults_follow_xpk():
 def test_xpk_accepted_inputs_are_rejected_all_at_once():
     # Each of these renders silently in xpk, whose `workload create` checks none of them.
     found = errors(num_slices="2", elastic_slices="5", max_restarts="abc", termination_grace_period_seconds="abc")
-    assert len(found) == 3
-    assert found[0].startswith("--elastic-slices 5: must be below --num-slices (2)")
-    assert found[1].startswith("--max-restarts 'abc': not an integer")
-    assert found[2].startswith("--termination-grace-period-seconds 'abc': not an integer")
-    assert errors(num_slices="0")[0].startswith("--num-slices 0: must be >= 1")
-    assert errors(elastic_slices="-1", num_slices="3")[0].startswith("--elastic-slices -1: must be >= 0")
+    assert len(found) == 3  # each value alone first (the rows' reader, in the table's order), then the rules
+    assert found[0].startswith("--max-restarts 'abc': not a whole number")
+    assert found[1].startswith("--termination-grace-period-seconds 'abc': not a whole number")
+    assert found[2].startswith("--elastic-slices 5: must be below --num-slices (2)")
+    assert errors(num_slices="0")[0].startswith("--num-slices 0: must be 1 or more")
+    assert errors(elastic_slices="-1", num_slices="3")[0].startswith("--elastic-slices -1: must be 0 or more")
 
 
 @pytest.mark.parametrize(
@@ -112,14 +117,15 @@ def test_trainer_settings_are_refused_when_headless(key):
                                            ("docker_name", "--docker-name"), ("command", "--command")])
 def test_flags_xpk_ignores_when_headless_are_a_warning(key, flag):
     # xpk's create-pathways --headless renders no user container and ignores these: a script must still run.
-    spec = build(headless=True, **{"command": None, key: ["A=1"] if key == "env" else "jax-x"})
+    given = {"headless": True, "command": None, key: ["A=1"] if key == "env" else "jax-x"}
+    spec = build(**given)
     assert spec.headless and spec.command is None and spec.env == ()
-    (warning,) = spec.warnings
+    (warning,) = warnings(**given)
     assert warning.startswith(f"{flag}: ignored, a --headless workload has no user container")
 
 
 def test_slice_restarts_without_elasticity_warn():
-    (warning,) = build(max_slice_restarts="5").warnings
+    (warning,) = warnings(max_slice_restarts="5")
     assert warning.startswith("--max-slice-restarts only counts with --elastic-slices > 0")
 
 
@@ -157,23 +163,24 @@ class TestElasticMinSliceCount:
     def test_below_what_pathways_keeps_is_a_redundancy_warning(self):
         spec = build(num_slices="4", elastic_slices="1", elastic_min_slice_count="2")
         assert spec.setting("elastic_min_slice_count") == 2  # rendered as asked
-        (line,) = [w for w in spec.warnings if w.startswith("--elastic-min-slice-count 2")]
+        given = warnings(num_slices="4", elastic_slices="1", elastic_min_slice_count="2")
+        (line,) = [w for w in given if w.startswith("--elastic-min-slice-count 2")]
         assert line == ("--elastic-min-slice-count 2: below num_slices - elastic_slices = 3, so it never takes effect: "
                         "Pathways fails the program before fewer than 3 slices remain (it tolerates losing 1), so "
                         "every attempt finds at least 3; it is redundant, use 3..3 or -1 to say what happens")
 
     def test_not_elastic_is_redundant_too(self):
-        spec = build(num_slices="4", elastic_min_slice_count="2")
-        (line,) = [w for w in spec.warnings if w.startswith("--elastic-min-slice-count 2")]
+        (line,) = [w for w in warnings(num_slices="4", elastic_min_slice_count="2")
+                   if w.startswith("--elastic-min-slice-count 2")]
         assert line.endswith("(it tolerates losing 0), so every attempt finds at least 4; it is redundant, use -1 "
                              "to say what happens")
 
 
 def test_retries_beyond_the_slice_restarts_is_a_warning():
-    spec = build(num_slices="3", elastic_slices="1", max_slice_restarts="2", elastic_max_retries="10")
+    found = warnings(num_slices="3", elastic_slices="1", max_slice_restarts="2", elastic_max_retries="10")
     # The second warning: python3 train.py is not known to read ELXPK_ELASTIC_MAX_RETRIES (issue 13).
-    assert len(spec.warnings) == 2 and spec.warnings[1].startswith("--elastic-max-retries 10 allows 9")
-    enough = build(num_slices="3", elastic_slices="1", max_slice_restarts="9", elastic_max_retries="10").warnings
+    assert len(found) == 2 and found[1].startswith("--elastic-max-retries 10 allows 9")
+    enough = warnings(num_slices="3", elastic_slices="1", max_slice_restarts="9", elastic_max_retries="10")
     assert [w for w in enough if "in-process recoveries" in w] == [] and len(enough) == 1
 
 
@@ -197,8 +204,8 @@ def test_durations_land_in_seconds():
 
 
 def test_invocation_options_are_not_part_of_the_spec():
-    spec, run = parse_create(**BASE, dry_run=True, replace=True, output_format="JSON",
-                             output_manifest_file="m.yaml")
+    spec, run, _ = parse_create(**BASE, dry_run=True, replace=True, output_format="JSON",
+                                output_manifest_file="m.yaml")
     assert (run.dry_run, run.replace, run.output_format, run.output_manifest_file) == ("client", True, "json",
                                                                                      "m.yaml")
     assert spec == parse_create(**BASE)[0]
@@ -237,12 +244,12 @@ def test_settings_keep_the_values_the_trainer_parses():
 
 def test_a_kubernetes_reference_to_no_env_var_warns():
     # Kubernetes expands $(NAME) when NAME is an env var of the container and leaves it as is otherwise.
-    spec = build(command="echo $(HOSTNAME) $(MY_VAR) $$(ESCAPED) $(ELXPK_NUM_SLICES)", env=["MY_VAR=1",
-                                                                                       "B=$(NOPE)"])
-    assert [w.split(":")[0] for w in spec.warnings] == ["--command", "--env B"]
-    assert "$(HOSTNAME) names no env var of the container" in spec.warnings[0]
-    assert "$(NOPE)" in spec.warnings[1]
-    assert build(command="echo $(MY_VAR)", env=["MY_VAR=1"]).warnings == ()
+    found = warnings(command="echo $(HOSTNAME) $(MY_VAR) $$(ESCAPED) $(ELXPK_NUM_SLICES)", env=["MY_VAR=1",
+                                                                                          "B=$(NOPE)"])
+    assert [w.split(":")[0] for w in found] == ["--command", "--env B"]
+    assert "$(HOSTNAME) names no env var of the container" in found[0]
+    assert "$(NOPE)" in found[1]
+    assert warnings(command="echo $(MY_VAR)", env=["MY_VAR=1"]) == ()
 
 
 def test_custom_args_split_like_a_shell():

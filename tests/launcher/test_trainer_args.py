@@ -46,7 +46,7 @@ def test_a_setting_given_twice_with_two_values_is_refused_as_the_maxtext_path_do
     (line,) = problems("--steps 20", steps="10")
     assert line.startswith("--steps 10: --command also sets --steps 20")
     # the same value twice says one thing: accepted
-    spec, _ = parse_create(**BASE, checkpoint_dir="gs://b/y", command="--checkpoint-dir gs://b/y --seed 3")
+    spec, *_ = parse_create(**BASE, checkpoint_dir="gs://b/y", command="--checkpoint-dir gs://b/y --seed 3")
     assert spec.command == "python -m trainer --checkpoint-dir gs://b/y --seed 3"
 
 
