@@ -80,6 +80,7 @@ class Flag(NamedTuple):
     aliases: tuple[Alias, ...] = ()  # other launchers' spellings of this quantity (gcluster's)
     dialect: str = ""  # GCLUSTER: a row only gcluster's spelling has (`--compute-type`); "": elxpk's and xpk's
     submit_short: str = ""  # gcluster's short form of this very spelling (-e/--command), in `job submit` only
+    short: str = ""  # its short form in every command that takes it (-w/--watch, -y/--yes)
 
     @property
     def flag(self) -> str:

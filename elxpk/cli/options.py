@@ -203,6 +203,7 @@ def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None, *,
     aliases = []
     for row in flag_table.of_command(command) if rows is None else rows:
         names: tuple[str, ...] = (f"{row.flag}/{row.off_flag}",) if row.off_flag else (row.flag,)
+        names += (row.short,) if row.short else ()
         if submit_shorts and row.submit_short:
             names += (row.submit_short,)
         params.append(_parameter(row, row.name, names, row.full_help(command), row.panel))
