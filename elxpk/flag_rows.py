@@ -28,6 +28,7 @@ _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", 
 
 
 GCLUSTER = "gcluster"  # the dialect of Cluster Toolkit's `gcluster job submit` (docs/launcher.md)
+EARLIER = "earlier elxpk"  # the dialect of a spelling elxpk itself used before (plan's --checkpoint-save)
 _SAME = None  # an Alias default that is the row's own
 
 

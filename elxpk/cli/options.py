@@ -209,7 +209,9 @@ def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None, *,
         params.append(_parameter(row, row.name, names, row.full_help(command), row.panel))
         for alias in row.aliases:
             short = alias.short or (alias.submit_short if submit_shorts else "")
-            aliases.append(_parameter(row._replace(kind=alias.kind or row.kind), alias.key,
+            # An earlier elxpk spelling is accepted but not listed: the row's help names it ("Also ...").
+            hidden = row.hidden or alias.dialect == flag_rows.EARLIER
+            aliases.append(_parameter(row._replace(kind=alias.kind or row.kind, hidden=hidden), alias.key,
                                       (alias.spelling, short) if short else (alias.spelling,),
                                       row.alias_help(alias), flag_table.GCLUSTER_PANEL))
     return params + aliases
