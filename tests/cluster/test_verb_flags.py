@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elxpk.cluster import verb_flags
@@ -118,6 +118,7 @@ def test_durations_are_read_by_the_rows_in_seconds():
     assert verb_flags.read(verb_flags.WAIT, {})["timeout"] is None  # no limit
 
 
+@settings(deadline=None)  # a shared machine's load is no failure
 @given(st.text(max_size=12))
 def test_kill_slice_index_reads_any_text(text):
     try:
@@ -139,3 +140,11 @@ def test_a_real_elxpk_process_refuses_a_bad_duration(tmp_path):
                            str(tmp_path / "none.yaml")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"error: --stuck-after 'bogus': 'bogus' is not a number with a unit; {_DURATION_FIX}\n"
+
+
+def test_job_submit_await_job_completion_waits_as_workload_wait(capsys, fake, k):
+    """gcluster's --await-job-completion runs the wait verb itself (its flags as rows): past --timeout, 124."""
+    code, out, err = run_cli(capsys, "job", "submit", "-n", "await-1", "--compute-type", "v5p-8", "-i", "python:3.10",
+                             "-e", "true", "--await-job-completion", "--timeout", "1s", *k)
+    assert code == 124, err
+    assert "jobset/await-1 created" in out
