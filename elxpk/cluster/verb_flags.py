@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from elxpk.errors import UsageError
-from elxpk.flag_rows import BOOL, DURATION, INT, TEXT, Flag, read_all
+from elxpk.flag_rows import BOOL, DURATION, INT, TEXT, Flag, docs_table, read_all
 
 KILL_MODES = ("delete", "evict", "exit")  # how kill-slice takes a slice down (elxpk/cluster/soak.py)
 WAIT_STATES = ("completed", "running")  # what `workload wait --for` waits for (elxpk/cluster/ops.py wait_for)
@@ -204,3 +204,21 @@ def kill_slice_rule(values: Mapping[str, Any]) -> list[str]:
         problems.append("--vm: only with --mode delete, one round and a given --slice K; drop --vm to take "
                         "the whole slice down")
     return problems
+
+
+# docs/cluster.md's tables of the verbs' own flags (besides the cluster flags, -o, and what other tables
+# declare: --chip-hour-price in elxpk/accelerators.py, events' notifications in elxpk/notify/flags.py).
+DOCS = (("workload status", STATUS), ("workload list", LIST), ("workload delete", DELETE), ("workload logs", LOGS),
+        ("workload wait", WAIT), ("workload kill-slice", KILL_SLICE), ("workload events", EVENTS))
+BEGIN = "<!-- verb-flag-table:begin (generated from elxpk/cluster/verb_flags.py) -->"
+END = "<!-- verb-flag-table:end -->"
+
+
+def embed(page: str) -> str:
+    """`page` with the text between BEGIN and END replaced by one table per verb."""
+    head, found, rest = page.partition(BEGIN)
+    _, found_end, tail = rest.partition(END)
+    if not found or not found_end:
+        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} block")
+    tables = "\n".join(f"`{verb}`:\n\n{docs_table(rows)}" for verb, rows in DOCS)
+    return f"{head}{BEGIN}\n{tables}{END}{tail}"

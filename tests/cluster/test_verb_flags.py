@@ -148,3 +148,11 @@ def test_job_submit_await_job_completion_waits_as_workload_wait(capsys, fake, k)
                              "-e", "true", "--await-job-completion", "--timeout", "1s", *k)
     assert code == 124, err
     assert "jobset/await-1 created" in out
+
+
+def test_the_verbs_flag_tables_are_generated(update_goldens):
+    from tests.support.generated_docs import check_generated
+
+    page = check_generated(Path(__file__).resolve().parents[2] / "docs" / "cluster.md", verb_flags.embed,
+                           verb_flags.BEGIN, verb_flags.END, update=update_goldens, what="the verbs' flag tables")
+    assert all(f"| `{row.flag}" in page for _, rows in verb_flags.DOCS for row in rows)
