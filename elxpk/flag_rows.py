@@ -27,6 +27,7 @@ INPUT, OUTPUT = "input", "output"
 
 
 GCLUSTER = "gcluster"  # the dialect of Cluster Toolkit's `gcluster job submit` (docs/launcher.md)
+EARLIER = "earlier elxpk"  # the dialect of a spelling elxpk itself used before (plan's --checkpoint-save)
 _SAME = None  # an Alias default that is the row's own
 
 
@@ -82,6 +83,7 @@ class Flag(NamedTuple):
     submit_short: str = ""  # gcluster's short form of this very spelling (-e/--command), in `job submit` only
     above: int | float | None = None  # an exclusive lower bound: the value must be more than this
     path: str = ""  # INPUT or OUTPUT: a file the command reads or writes ("" for neither)
+    short: str = ""  # its short form in every command that takes it (-w/--watch, -y/--yes)
 
     @property
     def flag(self) -> str:

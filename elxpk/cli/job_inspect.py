@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from elxpk.cli import options
-from elxpk.cli.workload_ops import _connect, workload_name
+from elxpk.cli.verbs.common import connect, workload_name
 
 
 @options.with_gcluster_cluster
@@ -34,7 +34,7 @@ def inspect(
     problem = output_problem(path, "--out", example="run-inspect.txt")
     if problem:
         raise UsageError(problem)
-    kube, ns = _connect(cluster)
+    kube, ns = connect(cluster)
     from elxpk.cluster.events_feed import follow
     from elxpk.cluster.observe import fetch_objects, fetch_status
     from elxpk.cluster.views import dump

@@ -203,12 +203,15 @@ def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None, *,
     aliases = []
     for row in flag_table.of_command(command) if rows is None else rows:
         names: tuple[str, ...] = (f"{row.flag}/{row.off_flag}",) if row.off_flag else (row.flag,)
+        names += (row.short,) if row.short else ()
         if submit_shorts and row.submit_short:
             names += (row.submit_short,)
         params.append(_parameter(row, row.name, names, row.full_help(command), row.panel))
         for alias in row.aliases:
             short = alias.short or (alias.submit_short if submit_shorts else "")
-            aliases.append(_parameter(row._replace(kind=alias.kind or row.kind), alias.key,
+            # An earlier elxpk spelling is accepted but not listed: the row's help names it ("Also ...").
+            hidden = row.hidden or alias.dialect == flag_rows.EARLIER
+            aliases.append(_parameter(row._replace(kind=alias.kind or row.kind, hidden=hidden), alias.key,
                                       (alias.spelling, short) if short else (alias.spelling,),
                                       row.alias_help(alias), flag_table.GCLUSTER_PANEL))
     return params + aliases

@@ -27,11 +27,16 @@ def plan(
     output: PlanOutput = "table",
 ) -> None:
     """Recommended checkpoint_period, goodput per recovery mode, failure and storage costs."""
+    from elxpk.errors import UsageError
     from elxpk.plan.compute import make_plan
     from elxpk.plan.inputs import PlanFlags, PlanInputs
+    from elxpk.timing_flags import merge_aliases
 
+    named, problems = merge_aliases(table.FLAGS, dict(flags))  # --checkpoint-save: --checkpoint-save-time's row
+    if problems:
+        raise UsageError(*problems)
     given = PlanFlags(num_slices=num_slices, max_to_keep=max_to_keep, checkpoint_period=checkpoint_period,
-                      output=output, **{name: value for name, value in flags.items() if value is not None})
+                      output=output, **{name: value for name, value in named.items() if value is not None})
     inputs = PlanInputs.from_flags(given)
     result = make_plan(inputs)
     if inputs.simulate_trials:

@@ -110,12 +110,12 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     if dialect.await_completion and not run.dry_run:
         import inspect
 
-        from elxpk.cli.workload_ops import wait
+        from elxpk.cli.verbs.wait import wait
 
         # `workload wait NAME --for completed`: exit 0 succeeded, 1 failed, 124 past --timeout. Unwrapped: the
-        # verb itself, which takes a ClusterSelection (options.with_cluster).
-        inspect.unwrap(wait)(spec.workload, for_="completed", timeout=dialect.timeout, poll="5s", output="table",
-                             cluster=cluster._replace(namespace=target.namespace))
+        # verb itself, which takes its flags as typed text (options.with_flags) and a ClusterSelection.
+        inspect.unwrap(wait)(spec.workload, flags={"until": "completed", "timeout": dialect.timeout},
+                             output="table", cluster=cluster._replace(namespace=target.namespace))
 
 
 def _check_sizes(manifest) -> None:

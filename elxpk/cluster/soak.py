@@ -29,22 +29,15 @@ from elxpk.cluster.observe import fetch_status, get_workload
 from elxpk.cluster.ops import KillPlan, kill, plan_kill
 from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, worker_replicated_job
+from elxpk.cluster.verb_flags import KILL_MODES
 from elxpk.errors import ClusterError, NotFoundError, UsageError
 from elxpk.units import format_duration
 
-MODES = ("delete", "evict", "exit")
-SIGNAL_CODES = range(129, 160)  # 128 + signal number, as a shell and the kubelet report a signal death
+MODES = KILL_MODES  # declared once, with kill-slice's other flags
 
 
 def exit_command(exit_code: int) -> list[str]:
     return ["/bin/sh", "-c", f"kill -{exit_code - 128} 1"]
-
-
-def check_exit_code(exit_code: int) -> str | None:
-    if exit_code not in SIGNAL_CODES:
-        return (f"--exit-code {exit_code}: use 129-159 (128 + a signal: 137 SIGKILL, 143 SIGTERM); a container "
-                "can only be made to die of a signal from outside")
-    return None
 
 
 @dataclass(frozen=True)

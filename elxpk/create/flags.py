@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from elxpk import flag_rows
+from elxpk import flag_rows, timing_flags
 from elxpk.admission.names import MAX_INT32, MAX_INT64
 from elxpk.create.capacity import MAX_RUN_DURATION_S
 from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INPUT, INT, LIST, TEXT, Alias, Flag
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
-TIMES = "Timeouts and budgets"
+TIMES = timing_flags.PANEL
 TRAINER = "Trainer settings (env ELXPK_* on the training container)"
 OUTPUT = "Output and submission"
 GCLUSTER_PANEL = "gcluster's spellings (any of them brings gcluster's defaults)"
@@ -205,27 +205,7 @@ FLAGS: tuple[Flag, ...] = (
          spelling='--custom-pathways-server-args', aliases=(Alias('--pathways-server-args', note=_SPLIT),)),
     Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS,
          spelling='--custom-pathways-worker-args', aliases=(Alias('--pathways-worker-args', note=_SPLIT),)),
-    Flag('slice_mtbf', DURATION, 'Mean time between slice failures (e.g. 3d); with --step-time, prints a '
-         'checkpoint_period hint.', panel=TIMES, above=0, option=True,
-         doc="a duration (`3d`); with `--step-time` (or `--from-run`), the planner's "
-         '`checkpoint_period` hint is printed on stderr'),
-    Flag('step_time', DURATION, 'Seconds per training step (e.g. 1.5s), checked against the stall '
-         'timeout (--stall-timeout-seconds).', panel=TIMES, above=0, option=True, commands=_BOTH,
-         create_help='With --slice-mtbf, prints a checkpoint_period hint.'),
-    Flag('checkpoint_save_time', DURATION, 'How long a checkpoint save blocks (e.g. 45s), checked '
-         'against the grace period (--termination-grace-period-seconds) and the stall timeout.', panel=TIMES, above=0,
-         option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
-         doc='the timeouts are checked against it, and the hint uses it (else it assumes a 20 s save)'),
-    Flag('slice_replacement_time', DURATION, 'How long a lost slice takes to come back (e.g. 12m), '
-         'checked against the elastic timeout (--elastic-timeout-seconds, ELXPK_ELASTIC_TIMEOUT_SECONDS).',
-         panel=TIMES, above=0, option=True, commands=_BOTH, create_help='Also used by the checkpoint_period hint.',
-         doc='the timeouts are checked against it, and the hint uses it (else it assumes a 100 s '
-         'replacement)'),
-    Flag('from_run', TEXT, 'A run directory whose measured step, save and replacement times stand in for '
-         '--step-time, --checkpoint-save-time and --slice-replacement-time (each flag given wins).',
-         panel=TIMES, metavar='RUN_DIR', option=True, commands=_BOTH, path=INPUT,
-         doc="its measured step, save and replacement times (`elxpk plan --from-run`'s reader) stand in "
-         'for the three flags above; a flag given wins'),
+    *timing_flags.FLAGS,  # --slice-mtbf ... --from-run: declared once, for create, validate and plan
     Flag('dry_run', BOOL, 'Print only the manifest on stdout; no cluster, no credentials, no network.',
          default=False, panel=OUTPUT, option=True,
          doc='print only the manifest on stdout (messages go to stderr); no cluster, no credentials'),

@@ -155,7 +155,7 @@ def calibrate(run_dir: Path) -> Calibration:
     backend = info.setting("slice_backend", str) if info else None
     if waits:
         if backend == "simulated":
-            notes.append("replacement time not taken from a run with simulated slices; give --replacement")
+            notes.append("replacement time not taken from a run with simulated slices; give --slice-replacement-time")
         else:
             replacement = _median(waits)
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from elxpk import accelerators, flag_rows
-from elxpk.flag_rows import DURATION, FLOAT, INPUT, INT, OUTPUT, SIZE, TEXT, Flag, setting_row
+from elxpk import timing_flags as timing
+from elxpk.flag_rows import DURATION, FLOAT, INT, OUTPUT, SIZE, TEXT, Flag, setting_row
 from elxpk_contract.settings import default as trainer_default
 from elxpk_contract.settings import setting
 
@@ -23,22 +24,22 @@ _DUR = "a duration: 90s, 2h, 30d"
 _REQUIRED = "else required"
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("slice_mtbf", DURATION, f"Mean time between failures of ONE slice ({_DUR}).", commands=_PLAN,
-         doc="mean time between failures of **one** slice; the job fails N times as often",
-         doc_default="required"),
-    Flag("step_time", DURATION, "Seconds per training step.", commands=_PLAN,
-         doc_default=f"the run's median step, {_REQUIRED}"),
-    Flag("checkpoint_save", DURATION, "Time a save blocks training.", commands=_PLAN,
-         doc="time a save **blocks** training (with async checkpointing, only the blocking part)",
-         doc_default=f"the run's median `blocking_s`, {_REQUIRED}"),
+    # The times `workload create` takes too: declared once (elxpk/timing_flags.py), plan's docs words here.
+    timing.for_plan(timing.SLICE_MTBF, doc="mean time between failures of **one** slice; the job fails N times "
+                    "as often", doc_default="required"),
+    timing.for_plan(timing.STEP_TIME, doc="seconds per training step",
+                    doc_default=f"the run's median step, {_REQUIRED}"),
+    timing.for_plan(timing.CHECKPOINT_SAVE_TIME, doc="time a save **blocks** training (with async "
+                    "checkpointing, only the blocking part).",
+                    doc_default=f"the run's median `blocking_s`, {_REQUIRED}"),
     Flag("checkpoint_size", SIZE, "Bytes per checkpoint: 120GiB, 500MB.", commands=_PLAN,
          doc_default="the run's newest checkpoint; without it no storage figures"),
     Flag("restore", DURATION, "Time to restore the latest checkpoint.", commands=_PLAN,
          doc_default=f"the run's median restore, {_REQUIRED}"),
     # The demo: under 2 minutes from kill to next step, mostly pod scheduling.
-    Flag("replacement", DURATION, "Time to replace a pod and slice.", default="100s", commands=_PLAN,
-         default_text="100s, or the run's", doc="time to replace a pod and slice (failure detection included)",
-         doc_default="the run's median wait (real slices only), else `100s`"),
+    timing.for_plan(timing.SLICE_REPLACEMENT_TIME, default="100s", default_text="100s, or the run's",
+                    doc="time to replace a pod and slice (failure detection included).",
+                    doc_default="the run's median wait (real slices only), else `100s`"),
     Flag("image_pull", DURATION, "Non-elastic restart: image pull.", default="60s", commands=_PLAN,
          doc="the extra cost of a non-elastic full restart: the image pull"),
     Flag("compile", DURATION, "Non-elastic restart: compile.", default="120s", commands=_PLAN,
@@ -54,8 +55,7 @@ FLAGS: tuple[Flag, ...] = (
          doc="rows of the SLA table (step counts); default rows shorter than one save are left out"),
     Flag("job_duration", DURATION, "Expected wall time of the job, for elastic_max_retries.", default="30d",
          commands=_PLAN, doc="expected wall time of the job, for the retry budget (`elastic_max_retries`)"),
-    Flag("from_run", TEXT, "Take step, save and restore times from this run directory.", metavar="RUN_DIR",
-         commands=_PLAN, path=INPUT, doc="measure step, save, restore (and more) from a run directory"),
+    timing.for_plan(timing.FROM_RUN, doc="measure step, save, restore (and more) from a run directory"),
     Flag("plot", TEXT, "Write goodput against period to FILE.png.", metavar="FILE", commands=_PLAN, path=OUTPUT,
          doc="write goodput against period, one curve per mode, to a `.png`, `.svg` or `.pdf` file"),
     Flag("simulate", INT, "Also check the model with this many Monte Carlo trials.", default=0, low=0,

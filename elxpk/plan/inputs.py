@@ -25,7 +25,7 @@ from elxpk_contract.settings import bounds_problem, default, flag_name
 
 # The defaults of the costs a run may also give (flag over run over default): their rows' (elxpk/plan/flags.py).
 DEFAULTS = {
-    "replacement_s": table.default("replacement"),
+    "replacement_s": table.default("slice_replacement_time"),
     "image_pull_s": table.default("image_pull"),
     "compile_s": table.default("compile"),
     # Without --max-to-keep or a run: what the trainer keeps by default (the contract's settings table).
@@ -43,10 +43,10 @@ class PlanFlags:
     num_slices: int | None = None
     slice_mtbf: str | None = None
     step_time: str | None = None
-    checkpoint_save: str | None = None
+    checkpoint_save_time: str | None = None
     checkpoint_size: str | None = None
     restore: str | None = None
-    replacement: str | None = None
+    slice_replacement_time: str | None = None
     image_pull: str | None = None
     compile: str | None = None
     price_per_gib_month: str | float | None = None
@@ -128,9 +128,9 @@ class _Resolver:
         f = self.flags
         mtbf = self.read("slice_mtbf")
         step = self.read("step_time")
-        save = self.read("checkpoint_save")
+        save = self.read("checkpoint_save_time")
         restore = self.read("restore")
-        replacement = self.read("replacement")
+        replacement = self.read("slice_replacement_time")
         image_pull = self.read("image_pull")
         compile_s = self.read("compile")
         job_mtbf = self.read("job_mtbf")
@@ -171,9 +171,9 @@ class _Resolver:
             need_run = " (the --from-run run has no sample of it)" if cal else ""
         self.positive("--slice-mtbf", mtbf, "30d", "")
         self.positive("--step-time", step, "2.5s", need_run)
-        self.positive("--checkpoint-save", save, "20s", need_run)
+        self.positive("--checkpoint-save-time", save, "20s", need_run)
         self.non_negative("--restore", restore, "90s", need_run)
-        self.non_negative("--replacement", replacement, "100s", "")
+        self.non_negative("--slice-replacement-time", replacement, "100s", "")
         self.non_negative("--image-pull", image_pull, "60s", "")
         self.non_negative("--compile", compile_s, "120s", "")
         if job_mtbf is not None:
@@ -202,7 +202,7 @@ class _Resolver:
             self.check_save_fits(save, step, mtbf, num_slices, current, periods)
             if job_mtbf is not None and save >= job_mtbf:  # the bound --slice-mtbf has, for whole-job failures
                 self.errors.append(
-                    f"--job-mtbf {f.job_mtbf}: not longer than --checkpoint-save {format_duration(save)}: no checkpoint would finish between whole-job failures; "
+                    f"--job-mtbf {f.job_mtbf}: not longer than --checkpoint-save-time {format_duration(save)}: no checkpoint would finish between whole-job failures; "
                     "check both values")
             if f.periods is None:
                 omitted += tuple(p for p in periods if p * step <= save)
@@ -307,13 +307,13 @@ class _Resolver:
         system_mtbf = mtbf / num_slices
         if save >= system_mtbf:
             self.errors.append(
-                f"--checkpoint-save {format_duration(save)} is not shorter than the system MTBF "
+                f"--checkpoint-save-time {format_duration(save)} is not shorter than the system MTBF "
                 f"{format_duration(system_mtbf)} (--slice-mtbf / --num-slices): no checkpoint would ever "
                 "finish; check both values"
             )
         if current is not None and current * step <= save:
             self.errors.append(
-                f"--checkpoint-save {format_duration(save)} is slower than --checkpoint-period {current} x "
+                f"--checkpoint-save-time {format_duration(save)} is slower than --checkpoint-period {current} x "
                 f"--step-time {format_duration(step)} = {format_duration(current * step)}: raise the period "
                 "or shorten the save"
             )

@@ -69,13 +69,15 @@ def test_kill_slice_cli_soak_and_bad_flags(fake, capsys, kubeconfig):
                  "--every", "soon", *k])
     _, err = capsys.readouterr()
     assert code == 2
-    assert err.splitlines() == ["error: --slice two: use a slice index (0, 1, ...) or random",
-                                "error: --mode drain: use delete, evict, exit",
-                                "error: --repeat 0: must be 1 or more",
-                                "error: --every soon: 'soon' is not a number with a unit"]
+    lines = err.splitlines()
+    assert lines[:2] == ["error: --mode 'drain': use one of delete, evict, exit",
+                         "error: --repeat 0: must be 1 or more (rounds)"]
+    assert lines[2].startswith("error: --every 'soon': ") and "not a number with a unit" in lines[2]
+    assert lines[3:] == ["error: --slice 'two': not a whole number; give a whole number, 0 or more (a slice "
+                         "index, or random)"]
     code = main(["workload", "kill-slice", "ops", "--slice", "0", "--mode", "exit", "--exit-code", "70", *k])
     _, err = capsys.readouterr()
-    assert code == 2 and "--exit-code 70: use 129-159" in err
+    assert code == 2 and "--exit-code 70: must be from 129 to 159 (128 + a signal" in err
     assert len(fake.calls) == before
     code = main(["workload", "kill-slice", "ops", "--slice", "random", "--seed", "3", "--mode", "evict",
                  "--yes", *k])

@@ -171,7 +171,7 @@ def test_cli_why_table_and_a_bad_threshold(fake, capsys, k, monkeypatch) -> None
     assert f"\nWhy\n- [quota] {quota}" in out
     before = len(fake.calls)
     code, _, err = run_cli(capsys, "workload", "status", "why-quota", "-n", "why-quota", "--stuck-after", "soon", *k)
-    assert code == 2 and "--stuck-after soon" in err and len(fake.calls) == before  # nothing asked of the cluster
+    assert code == 2 and "--stuck-after 'soon'" in err and len(fake.calls) == before  # nothing asked of the cluster
 
 
 # Numbers in cluster messages are ASCII digits, at most 19 (#29 class 3): another script's digits, or a

@@ -11,8 +11,8 @@ from tests.support.run_writer import run_info
 
 # The example invocation.
 EXAMPLE = [
-    "--num-slices", "32", "--slice-mtbf", "30d", "--step-time", "2.5s", "--checkpoint-save", "20s",
-    "--checkpoint-size", "120GiB", "--restore", "90s", "--replacement", "100s",
+    "--num-slices", "32", "--slice-mtbf", "30d", "--step-time", "2.5s", "--checkpoint-save-time", "20s",
+    "--checkpoint-size", "120GiB", "--restore", "90s", "--slice-replacement-time", "100s",
     "--price-per-gib-month", "0.02", "--max-to-keep", "5",
 ]
 

@@ -39,7 +39,7 @@ def test_save_cost_is_estimated_when_events_carry_no_blocking_time(tmp_path):
 def test_replacement_is_not_taken_from_simulated_slices(tmp_path):
     write_run(tmp_path / "run", config={"slice_backend": "simulated"})
     cal = calibrate(tmp_path / "run")
-    assert cal.replacement_s is None and any("--replacement" in n for n in cal.notes)
+    assert cal.replacement_s is None and any("--slice-replacement-time" in n for n in cal.notes)
 
 
 def test_torn_last_line_is_survived(tmp_path):
@@ -84,7 +84,7 @@ def test_plan_from_run_without_saves_or_restores_asks_for_both(tmp_path, capsys)
     code, _, err = run_plan(["--from-run", str(tmp_path / "run"), "--slice-mtbf", "2h"], capsys)
     assert code == 2
     assert err.strip().splitlines() == [
-        "error: --checkpoint-save is required (the --from-run run has no sample of it): give a duration such as 20s",
+        "error: --checkpoint-save-time is required (the --from-run run has no sample of it): give a duration such as 20s",
         "error: --restore is required (the --from-run run has no sample of it): give a duration such as 90s",
     ]
 

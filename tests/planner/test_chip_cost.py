@@ -93,7 +93,7 @@ def test_the_cost_table_is_readable_at_80_columns():
     from elxpk.plan.inputs import PlanFlags, PlanInputs
     from elxpk.plan.table import render
 
-    flags = PlanFlags(num_slices=32, slice_mtbf="30d", step_time="2.5s", checkpoint_save="20s", restore="90s",
+    flags = PlanFlags(num_slices=32, slice_mtbf="30d", step_time="2.5s", checkpoint_save_time="20s", restore="90s",
                       checkpoint_period=100, accelerator="v5p-256", chip_hour_price="4.2", job_mtbf="90d")
     console = Console(width=80, force_terminal=True, color_system=None, record=True)
     render(make_plan(PlanInputs.from_flags(flags)), console)

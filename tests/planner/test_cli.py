@@ -34,8 +34,8 @@ def _render_at(width: int, argv: list[str]) -> list[str]:
     from elxpk.plan.table import render
 
     names = {"--num-slices": "num_slices", "--slice-mtbf": "slice_mtbf", "--step-time": "step_time",
-             "--checkpoint-save": "checkpoint_save", "--checkpoint-size": "checkpoint_size", "--restore": "restore",
-             "--replacement": "replacement", "--price-per-gib-month": "price_per_gib_month",
+             "--checkpoint-save-time": "checkpoint_save_time", "--checkpoint-size": "checkpoint_size", "--restore": "restore",
+             "--slice-replacement-time": "slice_replacement_time", "--price-per-gib-month": "price_per_gib_month",
              "--max-to-keep": "max_to_keep", "--checkpoint-period": "checkpoint_period"}
     values = dict(zip(argv[::2], argv[1::2], strict=True))
     kinds = {"num_slices": int, "max_to_keep": int, "checkpoint_period": int, "price_per_gib_month": float}
@@ -137,7 +137,7 @@ def test_simulate_adds_a_monte_carlo_check(capsys):
         (["--slice-mtbf", "30 fortnights"], "--slice-mtbf"),
         (["--step-time", "0"], "--step-time"),
         (["--checkpoint-size", "12 parsecs"], "--checkpoint-size"),
-        (["--checkpoint-period", "5"], "--checkpoint-save"),  # 20s save > 5 x 2.5s
+        (["--checkpoint-period", "5"], "--checkpoint-save-time"),  # 20s save > 5 x 2.5s
         (["--periods", "5,100"], "--periods"),
         (["--periods", "ten"], "--periods"),
         (["--num-slices", "0"], "--num-slices"),
@@ -147,7 +147,7 @@ def test_simulate_adds_a_monte_carlo_check(capsys):
         (["-o", "yaml"], "-o/--output"),
         (["--plot", "goodput.txt"], "--plot"),
         (["--plot", "/nonexistent-dir/goodput.png"], "--plot"),
-        (["--slice-mtbf", "10m"], "--checkpoint-save"),  # 32 slices: a failure every 19s, less than a save
+        (["--slice-mtbf", "10m"], "--checkpoint-save-time"),  # 32 slices: a failure every 19s, less than a save
         (["--simulate", "-5"], "--simulate"),
     ],
 )
@@ -164,7 +164,7 @@ def test_every_error_is_reported_at_once_and_no_plot_is_written(tmp_path, capsys
     code, _, err = run_plan(["--slice-mtbf", "0", "--step-time", "x", "--plot", str(target)], capsys)
     assert code == 2 and not target.exists()
     flags = [line.split()[1].rstrip(":") for line in err.strip().splitlines()]
-    assert sorted(flags) == sorted(["--slice-mtbf", "--step-time", "--checkpoint-save", "--restore", "--num-slices"])
+    assert sorted(flags) == sorted(["--slice-mtbf", "--step-time", "--checkpoint-save-time", "--restore", "--num-slices"])
 
 
 def test_default_periods_shorter_than_a_save_are_left_out_not_refused(capsys):

@@ -8,24 +8,19 @@ import time
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-import typer
-
 from elxpk.cli import options
-from elxpk.cli.workload_ops import _connect, workload_name
-from elxpk.errors import UsageError
+from elxpk.cli.verbs.common import connect, workload_name
+from elxpk.cluster import verb_flags
 from elxpk.notify import flags as notify_flags
 from elxpk.output_formats import output_format
 
+FLAGS = verb_flags.EVENTS + notify_flags.FLAGS
+
 
 @options.with_cluster
-@options.with_flags("events", notify_flags.FLAGS)
+@options.with_flags("events", FLAGS)
 def events(
     name: Annotated[str, options.workload_argument()],
-    watch: Annotated[bool, typer.Option("--watch", "-w", help="Keep following (the watch API) until the "
-                                        "workload finishes.")] = False,
-    record: Annotated[str | None, typer.Option("--record", help="Append new incidents to this JSONL file, "
-                                               "local or gs://BUCKET/OBJECT; incidents already there are "
-                                               "skipped, so the history outlives the pods.")] = None,
     output: options.RunOutput = "text",
     flags: Mapping[str, Any] = options.NO_FLAGS,
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
@@ -36,14 +31,14 @@ def events(
     recovery late, restart budget at 80% and spent, failed, succeeded, checkpoint stale, stuck."""
     workload_name(name)
     fmt = output_format("run", output)
-    settings, problems = notify_flags.read_settings(flags, watch=watch)
-    if problems:
-        raise UsageError(*problems)
+    settings, problems = notify_flags.read_settings(flags, watch=bool(flags.get("watch")))
+    own = verb_flags.read(verb_flags.EVENTS, flags, problems=tuple(problems))
+    watch, record = own["watch"], own["record"]
     if record is not None:
         from elxpk.cluster.incident_log import check_record_path
 
         check_record_path(record)
-    kube, ns = _connect(cluster)
+    kube, ns = connect(cluster)
     notifier = None
     if settings.wanted:
         from elxpk.notify.watch import NotifyingWatch

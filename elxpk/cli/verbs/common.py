@@ -1,0 +1,67 @@
+"""What every workload verb shares: NAME's check, the connection, the console and the confirmation."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from elxpk.cli import options
+from elxpk.errors import UsageError
+
+# Piped output (a file, grep, less) is not cut to a terminal's width: Rich would take 80 columns and cut a
+# table's long cells (the scheduler's message, the fix) with an ellipsis that no one can read back.
+PIPED_WIDTH = 4096
+
+
+def connect(cluster: options.ClusterSelection) -> tuple[Any, str]:
+    """Validate the selection (UsageError before any network), then connect: (client, namespace)."""
+    from elxpk.cluster.connect import connect as connect_to
+    from elxpk.cluster.defaults import validate_namespace
+
+    target = cluster.resolve()
+    validate_namespace(target.namespace)
+    return connect_to(target, resolved=True), target.namespace
+
+
+def workload_name(name: str) -> str:
+    """NAME as given, when it can name a JobSet (a DNS-1035 label); else UsageError (exit 2) before any I/O.
+
+    An empty NAME would reach the API as the collection's path (a list, or a delete of every JobSet)."""
+    from elxpk.admission.identifiers import dns1035_label
+
+    if not name.strip():
+        raise UsageError(f"NAME {name!r}: empty; name the workload, e.g. my-run-1 (`elxpk workload list` "
+                         "shows them)")
+    problems = dns1035_label(name)
+    if problems:
+        raise UsageError(f"NAME {name!r}: not a workload name ({'; '.join(problems)}); e.g. my-run-1")
+    return name
+
+
+def output_problems(output: str) -> tuple[str, ...]:
+    """-o of a status-like verb: () or its one problem, to be shown with the flags' own."""
+    problem = options.output_problem("status", output)
+    return (problem,) if problem else ()
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    found = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not found.is_terminal:
+        found.width = PIPED_WIDTH
+    return found
+
+
+def confirm(yes: bool) -> Any:
+    """The confirmation of a destructive verb: with --yes none; else a terminal's y/N (No: exit 1)."""
+    def ask(question: str) -> None:
+        if yes:
+            return
+        if not sys.stdin.isatty():
+            raise UsageError(f"{question} needs confirmation: pass --yes (stdin is not a terminal)")
+        if not typer.confirm(question, default=False):
+            raise typer.Exit(1)
+    return ask

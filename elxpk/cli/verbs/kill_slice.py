@@ -1,0 +1,38 @@
+"""`elxpk workload kill-slice NAME --slice K|random`: fault injection, once or as a soak test.
+
+The flags are read here (elxpk/cluster/verb_flags.py KILL_SLICE); the kill, the watch and the rounds are
+elxpk/cluster/kill_slice.py's."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import typer
+
+from elxpk.cli import options
+from elxpk.cli.verbs.common import confirm, connect, console, workload_name
+from elxpk.cluster import verb_flags
+
+
+@options.with_flags("kill-slice", verb_flags.KILL_SLICE)
+@options.with_cluster
+def kill_slice(
+    name: Annotated[str, options.workload_argument("Workload name.")],
+    flags: Mapping[str, Any] = options.NO_FLAGS,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
+) -> None:
+    """Fault injection: take slice K down (force delete, eviction or a signal), once or as a soak test."""
+    workload_name(name)
+    v = verb_flags.read(verb_flags.KILL_SLICE, flags, verb_flags.kill_slice_rule, positive=("timeout", "poll"))
+    kube, ns = connect(cluster)
+    from elxpk.cluster.kill_slice import Io, KillRequest, run
+
+    request = KillRequest(name, verb_flags.kill_slice_index(v["slice"]), v["vm"], v["mode"], v["exit_code"],
+                          v["repeat"], v["every"], v["seed"], v["watch"], v["timeout"], v["poll"])
+    err = console(stderr=True)
+    io = Io(out=lambda line: print(line, flush=True), tick=err.print, confirm=confirm(v["yes"]), clock=time.time,
+            sleep=time.sleep)
+    if not run(kube, ns, request, io):
+        raise typer.Exit(1)

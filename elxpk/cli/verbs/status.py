@@ -1,0 +1,51 @@
+"""`elxpk workload status NAME`: elastic-aware state, once (-o table/json/yaml, --why) or live (--watch)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from elxpk import accelerators
+from elxpk.cli import options
+from elxpk.cli.verbs.common import connect, console, output_problems, workload_name
+from elxpk.cluster import verb_flags
+
+FLAGS = verb_flags.STATUS + (accelerators.BY_NAME["chip_hour_price"],)
+
+
+@options.with_flags("status", FLAGS)
+@options.with_cluster
+def status(
+    name: Annotated[str, options.workload_argument()],
+    output: options.StatusOutput = "table",
+    flags: Mapping[str, Any] = options.NO_FLAGS,
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
+) -> None:
+    """Elastic-aware state: slices healthy N/M, restart budgets, Kueue admission, chip-hours and money spent."""
+    workload_name(name)
+    output = output.lower()
+    values = verb_flags.read(FLAGS, flags, verb_flags.status_rules(output), problems=output_problems(output))
+    kube, ns = connect(cluster)
+    from elxpk.cluster.chips import with_chip_hours
+    from elxpk.cluster.observe import fetch_status
+    from elxpk.cluster.views import dump, status_renderables, why_renderables
+
+    def read(on_objects=None):
+        now = time.time()
+        found = fetch_status(kube, ns, name, now=now, with_progress=True, stuck_after_s=values["stuck_after"],
+                             why=values["why"], on_objects=on_objects)
+        return with_chip_hours(found, values["chip_hour_price"], now)
+
+    if values["watch"]:
+        from elxpk.cli.status_watch_view import run_watch
+
+        run_watch(kube, ns, name, read, json_out=output == "json")
+        return
+    result = read()
+    if output == "table":
+        shown = console()
+        for renderable in status_renderables(result) + (why_renderables(result) if values["why"] else []):
+            shown.print(renderable)
+    else:
+        print(dump(result.to_dict(), output))

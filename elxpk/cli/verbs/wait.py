@@ -1,0 +1,54 @@
+"""`elxpk workload wait NAME`: until it completes (or runs). Exit 0 success, 1 failed, 124 past --timeout."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from elxpk.cli import options
+from elxpk.cli.verbs.common import connect, console, output_problems, workload_name
+from elxpk.cluster import verb_flags
+
+
+@options.with_flags("wait", verb_flags.WAIT)
+@options.with_cluster
+def wait(
+    name: Annotated[str, options.workload_argument("Workload name.")],
+    flags: Mapping[str, Any] = options.NO_FLAGS,
+    output: options.StatusOutput = "table",
+    cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
+) -> None:
+    """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
+    workload_name(name)
+    values = verb_flags.read(verb_flags.WAIT, flags, positive=("poll",), problems=output_problems(output))
+    output = output.lower()
+    until = values["until"]
+    kube, ns = connect(cluster)
+    from elxpk.cluster.ops import wait_for
+    from elxpk.cluster.views import dump
+
+    err = console(stderr=True)
+    last: list[str] = []
+
+    def show(status) -> None:
+        line = f"{status.state}: {status.message} (slices {status.slices_healthy}/{status.slices_total})"
+        if spinner is not None:
+            spinner.update(f"{name}: {line}")
+        elif not last or last[-1] != line:
+            err.print(f"{name}: {line}")
+        last.append(line)
+
+    spinner = err.status(f"waiting for {name} ({until})") if err.is_terminal else None
+    try:
+        if spinner is not None:
+            spinner.start()
+        result = wait_for(kube, ns, name, until=until, timeout_s=values["timeout"], clock=time.time,
+                          sleep=time.sleep, poll_s=values["poll"], on_update=show)
+    finally:
+        if spinner is not None:
+            spinner.stop()
+    if output == "table":
+        print(f"{name}: {result.state}")
+    else:
+        print(dump(result.to_dict(), output))

@@ -1,0 +1,40 @@
+"""`workload kill-slice` once (elxpk/cluster/kill_slice.py): the force-delete of one slice, its confirmation,
+and --watch's bounded wait, against the fake API server with captured objects (no controllers there, so a
+killed slice never comes back). The soak rounds on real controllers are tests/realcluster/test_ops_real.py."""
+
+from __future__ import annotations
+
+from tests.cluster.captured import load_captured
+from tests.cluster.conftest import run_cli
+
+
+def _deletes(fake) -> list:
+    return [c for c in fake.calls if c.method == "DELETE" and "/pods/" in c.path]
+
+
+def test_one_slice_is_force_deleted_with_grace_period_zero(fake, capsys, k):
+    load_captured(fake)
+    code, out, err = run_cli(capsys, "workload", "kill-slice", "ops", "--slice", "1", "--yes", *k)
+    assert code == 0, err
+    deletes = _deletes(fake)
+    assert out == f"killed slice 1 of ops: {len(deletes)} pods force-deleted\n" and deletes
+    assert all(c.query.get("gracePeriodSeconds") == ["0"] for c in deletes)
+
+
+def test_without_yes_and_a_terminal_nothing_is_deleted(fake, capsys, k):
+    load_captured(fake)
+    code, out, err = run_cli(capsys, "workload", "kill-slice", "ops", "--slice", "0", *k)
+    assert (code, out) == (2, "")
+    assert err.startswith("error: force-delete ") and err.rstrip().endswith(
+        "needs confirmation: pass --yes (stdin is not a terminal)")
+    assert _deletes(fake) == []
+
+
+def test_watch_gives_up_after_its_timeout_with_exit_124(fake, capsys, k):
+    load_captured(fake)
+    code, out, err = run_cli(capsys, "workload", "kill-slice", "ops", "--slice", "0", "--vm", "0", "--yes",
+                             "--watch", "--timeout", "1s", "--poll", "100ms", *k)
+    assert code == 124, err
+    assert out.startswith("killed slice 0 vm 0 of ops: 1 pods force-deleted")
+    assert "error: slice pods of ops not running again after 1.0s" in err
+    assert "ops: 0/1 replacement pods ready" in err  # the progress ticks, on stderr
