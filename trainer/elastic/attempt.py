@@ -155,7 +155,7 @@ class _Attempt:
         # Under multi-controller an injected fault is the host's death (the process exits 137), and a dead
         # host honours no SIGTERM: it strikes first. Otherwise a group whose peer died first could leave
         # this process preempted by the group restart's SIGTERM, and the attempt history would read the
-        # lost group as a preemption (the trainer's own record cannot tell them apart; docs/testing.md).
+        # lost group as a preemption (the trainer's own record cannot tell them apart; docs/trainer.md).
         # A single controller's slice loss is recovered in process, so a pending SIGTERM saves first there.
         dies_first = not ctx.backend.in_process_retry
         if dies_first:
