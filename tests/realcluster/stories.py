@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import requests
 
@@ -51,6 +52,7 @@ class Shape:
     create_flags: tuple[str, ...]
     slices: int
     local_mode: str
+    processes: int  # the trainer processes of one attempt (one per VM or node)
     container: str = "jax-tpu"  # the rendered container that runs the trainer
     killed_slice: int = 1  # the slice "a slice killed" kills
     one_vm_killed: bool = False  # --mode delete kills one VM of the slice (--vm 1), not the whole slice
@@ -65,13 +67,13 @@ TPU_MULTI_CONTROLLER = Shape(
     "tpu-multi-controller",
     # v4-8: the process pool's TPU type (no kwok pool has it), 1 VM of 4 chips per slice.
     ("--tpu-type=v4-8", "--num-slices=2", "--no-pathways"),
-    slices=2, local_mode="multi-controller")
+    slices=2, local_mode="multi-controller", processes=2)
 # xpk's GPU shape: one node group of 2 h100-80gb-8 nodes is ONE slice (16 devices over 2 processes), so "a
 # slice killed" is one node of the group under delete (the other is restarted with it) and the whole
 # group under evict. No local run simulates it bitwise (test_stories_gpu.py says why): its stories compare
 # with its own uninterrupted run on the cluster.
 GPU_NODE_GROUP = Shape("gpu-node-group", ("--device-type=h100-80gb-8", "--num-nodes=2"), slices=1, local_mode="",
-                       container="gpu-image", killed_slice=0, one_vm_killed=True)
+                       processes=2, container="gpu-image", killed_slice=0, one_vm_killed=True)
 
 
 def model_flags() -> list[str]:
@@ -143,6 +145,14 @@ class Story:
         """`workload wait --for completed`: exit 0 once Succeeded, 1 once Failed."""
         return self.elxpk("workload", "wait", name, "--for", "completed", "--timeout", f"{int(timeout)}s",
                           timeout=timeout + 60)
+
+    def gs_text(self, name: str, path: str) -> str:
+        """An object of workload `name`'s checkpoint dir on gs://, read from the emulator (404: AssertionError)."""
+        host = self.cluster.storage_emulator_host
+        got = requests.get(f"{host}/storage/v1/b/{self.bucket}/o/{quote(f'{name}/ckpt/{path}', safe='')}",
+                           params={"alt": "media"}, timeout=30)
+        assert got.status_code == 200, (path, got.status_code, got.text[:300])
+        return got.text
 
     def events(self, run: Path) -> list[dict[str, Any]]:
         return jsonl(run / "events.jsonl")

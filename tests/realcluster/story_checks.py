@@ -10,6 +10,7 @@ import time
 import uuid
 from pathlib import Path
 
+from elxpk_contract.exit_codes import SLICE_LOST, USER_ERROR
 from tests.realcluster.stories import Story, jsonl, timed
 
 KILL_AFTER_CHECKPOINT = 8  # the kill comes once this checkpoint committed, so the resume has one to restore
@@ -131,3 +132,62 @@ def exit_70_fails_the_jobset_at_once(story: Story, name: str) -> str:
     assert "FailJobSet" in status["message"], status
     story.delete(name)
     return f"story 3 exit 70 ({story.shape.name}): {took()} s"
+
+
+def dies_on_every_attempt_stops_within_its_count(story: Story, name: str) -> str:
+    """Story 5: "a slice" of the shape dies before step 10 on every attempt (`--fault=S@10` given 5 times: the
+    run dir remembers each fired one, so each group restart fires the next). Each retry is a new process, so
+    the trainer's attempt history on gs:// (trainer/elastic/attempt_history.py) counts them: with
+    `--elastic-stop-on-repeat 2`, once 2 attempts in a row left the same newest checkpoint, the next start
+    exits 70 on every process, whose FailJob ends the JobSet although --max-restarts 6 allows more, and
+    `status --why` names the cause (`trainer-stopped`), the class and the step. Within its count: 2 restarts,
+    or 3 when the first attempt's save of step 8 was still committing when the fault struck (the second
+    attempt then saved it: progress, a new run of repeats)."""
+    took = timed()
+    shape = story.shape
+    fault = f"--fault={shape.killed_slice}@10"
+    run = story.create(name, flags=("--max-restarts=6", "--elastic-stop-on-repeat=2"), trainer_args=(fault,) * 5)
+    done = story.wait_done(name, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    status = story.status(name)
+    restarts = status["restarts"]
+    # Failed by the trainer's 70, with budget left: no restart after the one that stopped.
+    assert status["state"] == "Failed" and restarts in (2, 3) and status["restarts_left"] > 0, status
+    assert "FailJobSet" in status["message"], status
+
+    # The attempt history process 0 kept on gs://: one entry per attempt, each failed one a lost slice, the
+    # last the stop; the last 2 restored the same step, the one nothing past was ever saved.
+    history = json.loads(story.gs_text(name, "elxpk-attempts.json"))
+    attempts = history["attempts"]
+    assert len(attempts) == restarts + 1, (history, status)
+    assert [a["ended"] for a in attempts] == [SLICE_LOST.name] * restarts + [USER_ERROR.name], history
+    stuck_at = attempts[-1]["restored"]
+    assert stuck_at in (4, 8) and [a["restored"] for a in attempts[-2:]] == [stuck_at] * 2, history
+    assert f"no checkpoint past step {stuck_at}" in history["stopped"], history
+    # Within its count: exactly 2 failed attempts left stuck_at as the newest checkpoint (each one's successor
+    # restored it), so the third start stopped; none was read as a preemption.
+    left_stuck = [a for a, successor in zip(attempts, attempts[1:], strict=False) if successor["restored"] == stuck_at]
+    assert len(left_stuck) == 2, history
+    # The run dir agrees: each attempt a new process 0 (its run_started), each failed one a fired fault.
+    starts = [e for e in story.events(run) if e["event"] == "run_started"]
+    assert len(starts) == len(attempts), starts
+    assert len(list((run / ".faults-fired").iterdir())) == restarts
+    # Every process of the last attempt exited 70 (the pods' logs, kept by the node after the pods are gone).
+    logs = story.pod_logs(name)
+    assert len(logs) == shape.processes * len(attempts), sorted(logs)
+    stopped_pods = [pod for pod, log in logs.items() if "EXIT_CODE=70" in log]
+    assert len(stopped_pods) == shape.processes, {pod: log[-800:] for pod, log in logs.items()}
+    # The progress record `status` reads: the trainer's own verdict.
+    progress = status["progress"]
+    assert progress["state"] == "failed" and progress["stopped"] == history["stopped"], progress
+
+    why = story.elxpk("workload", "status", name, "--why", "-o", "json")
+    assert why.returncode == 0, why.stderr
+    first = json.loads(why.stdout)["why"][0]
+    assert first["cause"] == "trainer-stopped", first
+    text = " ".join(story.elxpk("workload", "status", name, "--why").stdout.split())
+    assert re.search(rf"\[trainer-stopped\] the trainer stopped: elastic: 2 attempts in a row ended in class "
+                     rf"slice_lost with no checkpoint past step {stuck_at}\b.*--elastic-stop-on-repeat 2", text), text
+    story.delete(name)
+    return (f"story 5 ({shape.name}): {took()} s; stopped after {restarts} restarts of 6 allowed, "
+            f"{len(attempts)} attempts, stuck at step {stuck_at}")

@@ -1,11 +1,20 @@
-"""Stories 2 and 3 of #31 for the GPU shape (`workload create --trainer --device-type h100-80gb-8 --num-nodes
+"""Stories 2, 3 and 5 of #31 for the GPU shape (`workload create --trainer --device-type h100-80gb-8 --num-nodes
 2` on the process pool): the same checks as the TPU shape's (tests/realcluster/story_checks.py), on a node
 group that is ONE slice of 16 devices over 2 processes. So "a slice killed" is one node of the group under
 `kill-slice --slice 0 --vm 1 --mode delete` (the real JobSet restart takes the other node's pod down with
 it) and the whole group under `--mode evict`; either way the group restarts and resumes from its newest
 checkpoint on gs://. The reference is this shape's own uninterrupted run on the cluster: no local run
 reproduces its all-reduce order bit for bit (test_stories_gpu.py says why), while two runs of the same
-shape must agree bitwise."""
+shape must agree bitwise.
+
+Story 5: the node group dies before step 10 on every attempt (`--fault=0@10`: the group is slice 0, so both
+processes, NODE_RANK 0 and 1, exit 137 there as a lost node group would); `--elastic-stop-on-repeat 2` ends
+the run within its count (the attempt history on gs:// and the run dir count the attempts, every process of
+the last exits 70, the JobSet fails with restarts left) and `status --why` names the cause, `trainer-stopped`.
+
+Story 4 (`--checkpoint-pre-start` of a `--trainer maxtext` workload) has no GPU version: elxpk refuses
+`--trainer maxtext` on GPUs (its settings are placed for TPU runs, elxpk/create/gpu.py); the TPU shape's
+story 4 is tests/realcluster/test_pre_start_process.py."""
 
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ import pytest
 
 from tests.realcluster.stories import GPU_NODE_GROUP, Story, timed
 from tests.realcluster.story_checks import (
+    dies_on_every_attempt_stops_within_its_count,
     exit_70_fails_the_jobset_at_once,
     exit_75_is_retried_inside_its_budget,
     killed_slice_resumes_bitwise,
@@ -61,3 +71,8 @@ def test_story3_gpu_exit_75_is_retried_inside_its_budget(gpu_story: Story) -> No
 @pytest.mark.slow
 def test_story3_gpu_exit_70_fails_the_jobset_at_once(gpu_story: Story) -> None:
     print("\n" + exit_70_fails_the_jobset_at_once(gpu_story, unique("g3u")))
+
+
+@pytest.mark.slow
+def test_story5_gpu_a_group_that_dies_on_every_attempt_stops_within_its_count(gpu_story: Story) -> None:
+    print("\n" + dies_on_every_attempt_stops_within_its_count(gpu_story, unique("g5")))

@@ -55,3 +55,24 @@ def test_group_restart_after_a_killed_process_restores_and_reproduces(reference_
     a = np.array([float.fromhex(ref[s]["loss"]) for s in range(STEPS)])
     b = np.array([float.fromhex(got[s]["loss"]) for s in range(STEPS)])
     np.testing.assert_allclose(b, a, rtol=1e-6, atol=0)  # cross-process collectives may sum in another order
+
+
+def test_a_host_due_to_die_dies_before_it_honours_a_pending_sigterm(reference_run, repo_root, tmp_path):
+    """Slice 0's fault is due at step 0 and process 0 got SIGTERM before it (during its restore and compile,
+    once `run_started` is recorded, the handler installed long before): it dies as the fault says (137), not
+    preempted (77). A group whose peer died first and whose restart SIGTERMs the survivor must not be read
+    as a preemption by the attempt history (trainer/elastic/attempt.py, before_step)."""
+    import signal
+    import time
+
+    group = _start_group(reference_run.cfg, tmp_path, repo_root, ["--fault", "0@0"])
+    deadline = time.monotonic() + 180  # a bound against a hang, no timing
+    while not any(e["event"] == "run_started" for e in read_jsonl(tmp_path / "events.jsonl")):
+        assert time.monotonic() < deadline and group[0].poll() is None, "process 0 never recorded run_started"
+        time.sleep(0.05)
+    group[0].send_signal(signal.SIGTERM)
+    codes, outputs = wait_group(group, 180)
+    assert codes[0] == 137, outputs[0][-2000:]
+    events = [e["event"] for e in read_jsonl(tmp_path / "events.jsonl")]
+    assert "preempted" not in events and "restore_done" in events, events
+    assert (tmp_path / ".faults-fired" / "0").exists()

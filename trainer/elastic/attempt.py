@@ -152,9 +152,18 @@ class _Attempt:
         """Preemption, the injected faults of the step, and a returning slice (which ends the attempt)."""
         ctx, active = self.ctx, self.active
         ctx.current_step = step
+        # Under multi-controller an injected fault is the host's death (the process exits 137), and a dead
+        # host honours no SIGTERM: it strikes first. Otherwise a group whose peer died first could leave
+        # this process preempted by the group restart's SIGTERM, and the attempt history would read the
+        # lost group as a preemption (the trainer's own record cannot tell them apart; docs/trainer.md).
+        # A single controller's slice loss is recovered in process, so a pending SIGTERM saves first there.
+        dies_first = not ctx.backend.in_process_retry
+        if dies_first:
+            ctx.backend.fault_point("step", step, active)
         if ctx.stop is not None and ctx.stop.requested:
             _stop_for_preemption(self.store, step, self.state, ctx)
-        ctx.backend.fault_point("step", step, active)
+        if not dies_first:
+            ctx.backend.fault_point("step", step, active)
         returning = ctx.policy.scale_up_ready(ctx.backend, active)
         if returning and ctx.rejoin is not None:  # a returning slice that fails its check is still lost
             returning = ctx.rejoin.admit(returning, step)
