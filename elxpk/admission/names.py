@@ -61,9 +61,8 @@ def pathways_subdomain(workload: str) -> str | None:
     if len(head) <= LABEL_VALUE_MAX:
         return None
 
-    # Lazy: only a name this long needs the hash, and hashlib's OpenSSL load is ~3 ms of every dry-run.
-    import base64
-    import hashlib
+    import base64  # lazy: only a name this long needs the hash
+    import hashlib  # lazy: its OpenSSL load was ~3 ms of every `workload create --dry-run`
 
     room = LABEL_VALUE_MAX - len(coordinator_endpoint(workload, HEAD_JOB, 0, 0, "x")) + 1
     digest = base64.b32encode(hashlib.sha256(workload.encode("utf-8")).digest()).decode("ascii").lower()
