@@ -21,8 +21,11 @@ gc.set_threshold(50_000, *_GC_THRESHOLDS[1:])
 
 import typer  # noqa: E402 - after the threshold: its import is the largest part of start-up
 
+from elxpk import yaml_reader_pattern  # noqa: E402
 from elxpk.errors import ElxpkError, UsageError  # noqa: E402
 from elxpk_contract.storage_full import storage_full_error  # noqa: E402
+
+yaml_reader_pattern.seed()  # before any command imports yaml: a tenth of a dry-run, see the module
 
 # kubectl's spelling, `--dry-run=client|server|none`. Typer options cannot take an optional value, so
 # these exact tokens are rewritten to the flags that `workload create` declares.
