@@ -112,7 +112,9 @@ def main() -> int:
     xpk_env = {**base_env, "XPK_TESTER": "false", "XPK_VERSION_OVERRIDE": "v0.0.0",
                "TELEMETRY_TRASH_EXECUTION": "true", "TELEMETRY_ENABLED": "false"}
     commands = {
-        "elxpk": ([str(elxpk), "workload", "create", *FLAGS, "--dry-run"], base_env),
+        # PYTHONPATH: this checkout, not the one the venv's editable install points at (a git worktree shares
+        # the main checkout's venv, whose `elxpk` script would otherwise time the main checkout's code).
+        "elxpk": ([str(elxpk), "workload", "create", *FLAGS, "--dry-run"], {**base_env, "PYTHONPATH": str(ROOT)}),
         "xpk": ([str(xpk), "workload", "create-pathways", *FLAGS, "--dry-run"], xpk_env),
     }
     if args.baseline:

@@ -18,8 +18,6 @@ is the pod-name limit, computed here for each shape.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Mapping
 
 from elxpk.admission.identifiers import LABEL_VALUE_MAX
@@ -62,6 +60,9 @@ def pathways_subdomain(workload: str) -> str | None:
     head = coordinator_endpoint(workload, HEAD_JOB, 0, 0, None)
     if len(head) <= LABEL_VALUE_MAX:
         return None
+
+    import base64  # lazy: only a name this long needs the hash
+    import hashlib  # lazy: its OpenSSL load was ~3 ms of every `workload create --dry-run`
 
     room = LABEL_VALUE_MAX - len(coordinator_endpoint(workload, HEAD_JOB, 0, 0, "x")) + 1
     digest = base64.b32encode(hashlib.sha256(workload.encode("utf-8")).digest()).decode("ascii").lower()

@@ -1,6 +1,6 @@
 """Pure rendering: `render(spec) -> Manifest`. No I/O apart from reading the packaged templates (nothing
-is written: compiled templates stay in memory), no clock, no randomness, no cluster. Imports jinja2 and
-yaml only; never jax, kubernetes or google.*.
+is written: they are precompiled, elxpk/create/template_build.py), no clock, no randomness, no cluster.
+Imports yaml (and Jinja only when a precompiled template is stale); never jax, kubernetes or google.*.
 
 The templates give the manifest its readable shape; the text is then parsed back and checked against
 the spec, so that no value, however hostile, can have changed the structure.
@@ -101,14 +101,9 @@ def failure_rules(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[s
 def render(spec: WorkloadSpec) -> Manifest:
     """The manifest for `spec`: a Pathways JobSet, a multi-controller JobSet with `--no-pathways`, or a GPU
     one with `--device-type`."""
-    name = ("gpu_multi_controller.yaml.j2" if spec.gpu else "pathways.yaml.j2" if spec.pathways
-            else "multi_controller.yaml.j2")
-    env, command = container_env(spec), command_argv(spec)
-    subdomain = pathways_subdomain(spec.workload) if spec.pathways else None  # see elxpk/admission/names.py
-    pod_rules, jobset_rules = failure_rules(spec)
-    text = template(name).render(spec=spec, tpu=spec.tpu, env=env, command=command, subdomain=subdomain,
-                                  pod_failure_rules=pod_rules, jobset_failure_rules=jobset_rules,
-                                  pre_start=pre_start_argv(spec), **_capacity_values(spec), **_gpu_values(spec))
+    name, values = template_values(spec)
+    env, command = values["env"], values["command"]
+    text = template(name).render(**values)
     try:
         objects = parse_documents(text)
     except Exception as exc:  # a template bug, not bad input: the spec was validated
@@ -116,6 +111,17 @@ def render(spec: WorkloadSpec) -> Manifest:
     _check(objects, spec, env, command)
     require_admissible(objects)  # a validated spec must render what the cluster admits
     return Manifest(objects=objects, text=text)
+
+
+def template_values(spec: WorkloadSpec) -> tuple[str, dict[str, Any]]:
+    """The template that renders `spec`, and the values it is rendered with."""
+    name = ("gpu_multi_controller.yaml.j2" if spec.gpu else "pathways.yaml.j2" if spec.pathways
+            else "multi_controller.yaml.j2")
+    subdomain = pathways_subdomain(spec.workload) if spec.pathways else None  # see elxpk/admission/names.py
+    pod_rules, jobset_rules = failure_rules(spec)
+    return name, dict(spec=spec, tpu=spec.tpu, env=container_env(spec), command=command_argv(spec),
+                      subdomain=subdomain, pod_failure_rules=pod_rules, jobset_failure_rules=jobset_rules,
+                      pre_start=pre_start_argv(spec), **_capacity_values(spec), **_gpu_values(spec))
 
 
 def _capacity_values(spec: WorkloadSpec) -> dict[str, Any]:

@@ -21,7 +21,7 @@ ELXPK = Path(sys.executable).parent / "elxpk"
 _READ = (INT, FLOAT, DURATION, SIZE)
 # The other flags each command needs to get as far as reading its values (none of them a row tested here).
 _CREATE = ["workload", "create", "--workload", "run-1", "--tpu-type", "v5p-8", "--command", "true", "--dry-run"]
-_PLAN_NEEDS = {"--num-slices": "4", "--slice-mtbf": "30d", "--step-time": "1s", "--checkpoint-save": "5s",
+_PLAN_NEEDS = {"--num-slices": "4", "--slice-mtbf": "30d", "--step-time": "1s", "--checkpoint-save-time": "5s",
                "--restore": "10s"}
 # Spellings no row of any kind reads: letters, `_` groups, other scripts' digits, fractions (no ASCII digit,
 # no sign, no space: so the raw checks before the reader have nothing to say).
