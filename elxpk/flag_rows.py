@@ -111,7 +111,8 @@ class Flag(NamedTuple):
 
     def alias_sentence(self) -> str:
         """" Also gcluster's --restarts (default 1)." for each alias; "" without."""
-        return "".join(f" Also {a.dialect}'s {a.spelling}{'/' + (a.short or a.submit_short) if a.short or a.submit_short else ''}"
+        return "".join(f" Also {a.spelling}, its earlier spelling." if a.dialect == EARLIER else
+                       f" Also {a.dialect}'s {a.spelling}{'/' + (a.short or a.submit_short) if a.short or a.submit_short else ''}"
                        f"{f' (default {a.default})' if a.default is not None else ''}{'; ' + a.note if a.note else ''}."
                        for a in self.aliases)
 

@@ -43,7 +43,7 @@ def test_help_lists_the_create_spelling_and_names_the_earlier_one(capsys):
     assert {"--checkpoint-save-time", "--slice-replacement-time"} <= words
     assert not {"--checkpoint-save", "--replacement"} & words  # accepted, not listed as options of their own
     text = " ".join(out.split())
-    assert "Also earlier elxpk's --checkpoint-save." in text and "Also earlier elxpk's --replacement." in text
+    assert "Also --checkpoint-save, its earlier spelling." in text and "Also --replacement, its earlier spelling." in text
 
 
 @pytest.mark.parametrize("row", timing_flags.FLAGS, ids=[r.name for r in timing_flags.FLAGS])
