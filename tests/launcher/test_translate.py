@@ -55,8 +55,12 @@ def gcluster_lines(draw) -> list[str]:
                      "--pathways-proxy-args": st.just("--a=1 --b=2"), "--pathways-server-args": st.just("--c=3"),
                      "--pathways-worker-args": st.just("--d=4"), "--pathways-proxy-env": st.just("P=1"),
                      "--pathways-server-env": st.just("S=2"), "--pathways-worker-env": st.just("W=x y")}
-    for flag in draw(st.lists(st.sampled_from(sorted(optional)), unique=True, max_size=6)):
-        line += [flag, draw(optional[flag])]
+    chosen = {flag: draw(optional[flag]) for flag in draw(st.lists(st.sampled_from(sorted(optional)), unique=True,
+                                                                     max_size=6))}
+    if chosen.get("--pathways-elastic-slices", "0") != "0" and chosen.get("--pathways-max-slice-restarts") == "0":
+        del chosen["--pathways-max-slice-restarts"]  # elxpk refuses an elastic run that never restarts a slice
+    for flag, value in chosen.items():
+        line += [flag, value]
     if pathways and draw(st.booleans()):
         line.append("--pathways-headless")
     return line
