@@ -64,7 +64,7 @@ WAIT: tuple[Flag, ...] = (
          commands=("wait",)),
     Flag("timeout", DURATION, "Give up after this long (90s, 2h, 3d); exit 124.", default_text="no limit",
          commands=("wait",)),
-    Flag("poll", DURATION, "Seconds between status checks.", default="5s", commands=("wait",)),
+    Flag("poll", DURATION, "Seconds between status checks.", default="5s", above=0, commands=("wait",)),
 )
 
 KILL_SLICE: tuple[Flag, ...] = (
@@ -86,8 +86,8 @@ KILL_SLICE: tuple[Flag, ...] = (
     YES,
     Flag("watch", BOOL, "Follow the slice until it runs again; report timings.", default=False,
          commands=("kill-slice",)),
-    Flag("timeout", DURATION, "With --watch: give up after this long.", default="30m", commands=("kill-slice",)),
-    Flag("poll", DURATION, "With --watch: time between checks.", default="2s", commands=("kill-slice",)),
+    Flag("timeout", DURATION, "With --watch: give up after this long.", default="30m", above=0, commands=("kill-slice",)),
+    Flag("poll", DURATION, "With --watch: time between checks.", default="2s", above=0, commands=("kill-slice",)),
 )
 
 EVENTS: tuple[Flag, ...] = (
@@ -100,21 +100,15 @@ EVENTS: tuple[Flag, ...] = (
 Rule = Callable[[Mapping[str, Any]], list[str]]
 
 
-def read(rows: tuple[Flag, ...], given: Mapping[str, Any], *rules: Rule, positive: tuple[str, ...] = (),
+def read(rows: tuple[Flag, ...], given: Mapping[str, Any], *rules: Rule,
          problems: tuple[str, ...] = ()) -> dict[str, Any]:
     """Every row's typed value (`flag_rows.read_all`: kind, bounds, choices, default), then a required row's
     absence and each rule over the typed values; any problem (`problems`: the command's own, e.g. -o) is
-    UsageError naming every one at once.
-
-    `positive`: the durations that cannot be 0 (a poll of 0 s spins; a timeout of 0 s gives up before
-    looking); a duration is never negative (elxpk.units.parse_duration). The row type bounds inclusively,
-    so this is said here until flag_rows.Flag has an exclusive lower bound (issue 30)."""
+    UsageError naming every one at once. A poll or timeout of 0 s (a spin, or giving up before looking) is
+    refused by its row (`above=0`)."""
     values, found = read_all(rows, dict(given))
     found += problems
     found += [f"{row.flag}: required; {row.required}" for row in rows if row.required and given.get(row.name) is None]
-    for row in rows:
-        if row.name in positive and values[row.name] == 0:
-            found.append(f"{row.flag} {given.get(row.name) or row.default!r}: must be more than 0")
     for rule in rules:  # a refused value reads as its row's default, so every value is typed here
         found += rule(values)
     if found:

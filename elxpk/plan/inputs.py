@@ -185,10 +185,6 @@ class _Resolver:
         else:
             self.setting_bounds("num_slices", num_slices)
         self.setting_bounds("max_to_keep", max_to_keep)  # >= 2, as the trainer requires
-        if ttl is not None and ttl <= 0:
-            self.errors.append(f"--ttl must be a positive duration such as 7d (got {f.ttl!r})")
-        if job_duration is not None and not (job_duration > 0 and math.isfinite(job_duration)):
-            self.errors.append(f"--job-duration must be a positive duration such as 30d (got {f.job_duration!r})")
         if size is not None and size < 0:
             self.errors.append(f"--checkpoint-size must be >= 0 (got {f.checkpoint_size!r})")
         if current is not None:

@@ -55,7 +55,7 @@ REFUSALS = [
     (["workload", "logs", "w", "--head", "--slice", "0"],
      ["--head and --slice/--vm select different pods: give one of them"]),
     (["workload", "wait", "w", "--for", "ever"], ["--for 'ever': use one of completed, running"]),
-    (["workload", "wait", "w", "--poll", "0s"], ["--poll '0s': must be more than 0"]),
+    (["workload", "wait", "w", "--poll", "0s"], ["--poll '0s': must be more than 0s"]),
     (["workload", "wait", "w", "--timeout", "1x"],
      [f"--timeout '1x': …unknown duration unit 'x' (use ms, s, m, h, d or w); {_DURATION_FIX}"]),
     (["workload", "kill-slice", "w"], ["--slice: required; give a slice index (0, 1, ...) or random"]),
@@ -67,7 +67,7 @@ REFUSALS = [
      ["--exit-code 200: must be from 129 to 159 (128 + a signal; a container can only be made to die of a "
       "signal from outside)"]),
     (["workload", "kill-slice", "w", "--slice", "0", "--timeout", "0s", "--poll", "0m"],
-     ["--timeout '0s': must be more than 0", "--poll '0m': must be more than 0"]),
+     ["--timeout '0s': must be more than 0s", "--poll '0m': must be more than 0s"]),
     (["workload", "events", "w", "--notify", "http://127.0.0.1:9/x"],
      ["--notify: needs --watch (notifications are sent while following)"]),
 ]
@@ -121,8 +121,7 @@ def test_help_keeps_every_spelling_and_default(capsys, verb):
 
 
 def test_durations_are_read_by_the_rows_in_seconds():
-    values = verb_flags.read(verb_flags.KILL_SLICE, {"slice": "random", "every": "1h", "poll": "500ms"},
-                             positive=("timeout", "poll"))
+    values = verb_flags.read(verb_flags.KILL_SLICE, {"slice": "random", "every": "1h", "poll": "500ms"})
     assert (values["every"], values["poll"], values["timeout"]) == (3600.0, 0.5, 1800.0)
     assert verb_flags.read(verb_flags.WAIT, {})["timeout"] is None  # no limit
 

@@ -25,7 +25,7 @@ def kill_slice(
 ) -> None:
     """Fault injection: take slice K down (force delete, eviction or a signal), once or as a soak test."""
     workload_name(name)
-    v = verb_flags.read(verb_flags.KILL_SLICE, flags, verb_flags.kill_slice_rule, positive=("timeout", "poll"))
+    v = verb_flags.read(verb_flags.KILL_SLICE, flags, verb_flags.kill_slice_rule)
     kube, ns = connect(cluster)
     from elxpk.cluster.kill_slice import Io, KillRequest, run
 

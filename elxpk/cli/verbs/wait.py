@@ -21,7 +21,7 @@ def wait(
 ) -> None:
     """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
     workload_name(name)
-    values = verb_flags.read(verb_flags.WAIT, flags, positive=("poll",), problems=output_problems(output))
+    values = verb_flags.read(verb_flags.WAIT, flags, problems=output_problems(output))
     output = output.lower()
     until = values["until"]
     kube, ns = connect(cluster)
