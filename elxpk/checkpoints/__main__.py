@@ -20,6 +20,7 @@ import sys
 import time
 
 from elxpk.checkpoints import inspection
+from elxpk.checkpoints.flags import checkpoint_period
 from elxpk.checkpoints.report import render_text
 from elxpk.errors import ElxpkError
 
@@ -42,7 +43,7 @@ def first_run(directory: str) -> bool:
 
 
 def pre_start(directory: str, period_text: str | None, now: float) -> int:
-    period = inspection.checkpoint_period(period_text)
+    period = checkpoint_period(period_text)
     if first_run(directory):
         print(f"elxpk pre-start: {directory} holds no checkpoint yet: nothing to check", flush=True)
         return 0

@@ -86,15 +86,6 @@ def epath_module() -> Any:
     return epath
 
 
-def checkpoint_period(text: str | None) -> int | None:
-    if text is None:
-        return None
-    value = step_number(text.strip())
-    if value is None or value < 1:
-        raise UsageError(f"--checkpoint-period {text!r}: a whole number of steps >= 1, e.g. --checkpoint-period 100")
-    return value
-
-
 def step_of(name: str) -> tuple[int, bool] | None:
     """(step, whether it is orbax's temporary directory) of an entry name, or None when it is no step's.
     A step number is ASCII digits only (elxpk_contract.step_names), at most MAX_INDEX."""

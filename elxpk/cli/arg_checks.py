@@ -21,10 +21,9 @@ from elxpk.flag_rows import INPUT, OUTPUT
 
 # What a command reads and what it writes, by the flag's name (arguments by their metavar), so an output
 # naming an input is refused whatever the command. A flag table's rows say it themselves (Flag.path, passed
-# in as `paths`); these are the options and arguments declared outside any table. --record is read and
-# appended to: it is its own input.
-INPUT_FLAGS = frozenset({"--kubeconfig", "--incidents", "RUN_DIR", "RUN_A", "RUN_B", "FILE..."})
-OUTPUT_FLAGS = frozenset({"--png"})
+# in as `paths`), every output included; these are the inputs declared outside any table (--kubeconfig, a
+# cluster flag, and the arguments). --record is read and appended to: it is its own input.
+INPUT_FLAGS = frozenset({"--kubeconfig", "RUN_DIR", "RUN_A", "RUN_B", "FILE..."})
 # Inputs named by the environment rather than a flag.
 INPUT_ENV = ("ELXPK_CONFIG", "KUBECONFIG")
 
@@ -110,7 +109,7 @@ def same_paths(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping[s
                 continue
             if flag in INPUT_FLAGS or paths.get(flag) == INPUT:
                 inputs.append((flag, text))
-            elif flag in OUTPUT_FLAGS or paths.get(flag) == OUTPUT:
+            elif paths.get(flag) == OUTPUT:
                 outputs.append((flag, text))
     if not outputs:
         return []

@@ -5,43 +5,39 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
 from elxpk.checkpoints.report import render_text
-from elxpk.cli.options import RunOutput
+from elxpk.checkpoints.flags import COMMAND, INSPECT
+from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import CheckFailed, ElxpkError, UsageError
+from elxpk.flag_rows import read_all
 from elxpk.output_formats import output_format
 
 
+@with_flags(COMMAND, INSPECT)
 def inspect(
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A checkpoint directory, local or gs://: the "
                                              "trainer's --checkpoint-dir (or its RUN_DIR), or MaxText's "
                                              "base_output_directory/run_name/checkpoints.")],
-    checkpoint_period: Annotated[str | None, typer.Option(
-        "--checkpoint-period", metavar="STEPS", help="The save period the run was given; a gap of two periods "
-        "or more with no committed save is a finding [default: the smallest gap between the saves found].")] = None,
-    quarantine: Annotated[bool, typer.Option(
-        "--quarantine", help="Move torn steps to DIR/elxpk-quarantine/<step>-<ms>/ (never deleted), as the trainer "
-        "does, so a MaxText restart restores the newest whole step. Only while nothing writes to DIR.")] = False,
+    flags: Mapping[str, Any] = NO_FLAGS,
     output: RunOutput = "text",
 ) -> None:
     """List a checkpoint directory's steps (committed, torn, unreadable), the step a restart restores and the
     save cadence. Exit 0 healthy, 1 findings, 2 bad input."""
     from elxpk.checkpoints import inspection
 
-    problems = []
+    values, problems = read_all(INSPECT, dict(flags))
     try:
         fmt = output_format("run", output)
     except UsageError as exc:
         problems.extend(exc.messages)
-    try:
-        period = inspection.checkpoint_period(checkpoint_period)
-    except UsageError as exc:
-        problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
+    period, quarantine = values["checkpoint_period"], values["quarantine"]
     root = inspection.resolve(directory)
     if quarantine:
         inspection.refuse_cwd(root)

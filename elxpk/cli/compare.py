@@ -7,37 +7,36 @@ MaxText file cannot show (exactly-once data) is printed as not checked.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
-from elxpk.cli.options import RunOutput
+from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.cli.report import output_format
 from elxpk.errors import CheckFailed, UsageError
+from elxpk.flag_rows import read_all
+from elxpk.runs.flags import COMPARE
 
 
+@with_flags("compare", COMPARE)
 def compare(
     run_a: Annotated[Path, typer.Argument(help="The reference run: a run directory, or a MaxText metrics_file "
                                           "(or a directory holding one).")],
     run_b: Annotated[Path, typer.Argument(help="The run to check against it (the same kinds).")],
-    rtol: Annotated[
-        float, typer.Option("--rtol", help="Allowed relative loss difference; 0 demands bitwise equality.")
-    ] = 0.0,
+    flags: Mapping[str, Any] = NO_FLAGS,
     output: RunOutput = "text",
-    png: Annotated[Path | None, typer.Option("--png", help="Write an overlay plot of both curves here.")] = None,
 ) -> None:
     """Fail (exit 1) when losses diverge beyond --rtol, or either run repeats or skips an example."""
     from elxpk.outfile import output_problem
     from elxpk.runs.compare import Series, compare_runs, render_text
     from elxpk.runs.sources import load_source
 
-    problems = []
+    values, problems = read_all(COMPARE, dict(flags))
+    rtol, png = values["rtol"], None if values["png"] is None else Path(values["png"])
     if png is not None and (problem := output_problem(png, "--png", suffixes=(".png",), example="compare.png")):
         problems.append(problem)  # checked with the rest, before anything is printed or written
-    if not math.isfinite(rtol) or rtol < 0:
-        problems.append(f"--rtol: {rtol!r} is not a finite number >= 0; use e.g. --rtol 1e-6")
     try:
         fmt = output_format(output)
     except UsageError as exc:

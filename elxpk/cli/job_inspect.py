@@ -7,30 +7,30 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
-
-import typer
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, workload_name
+from elxpk.cluster.verb_flags import JOB_INSPECT, read
 
 
 @options.with_gcluster_cluster
+@options.with_flags("job inspect", JOB_INSPECT)
 def inspect(
     name: Annotated[str | None, options.workload_argument()] = None,
-    name_option: Annotated[str | None, typer.Option("--name", "-n", help="The same, as gcluster spells it.")] = None,
-    out: Annotated[str | None, typer.Option("--out", help="The file to write (replaced atomically). "
-                                            "Default: NAME-inspect.txt here.")] = None,
+    flags: Mapping[str, Any] = options.NO_FLAGS,
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Write the workload's diagnosis (status --why, events, the objects) to a file; print its path."""
     from elxpk.errors import UsageError
     from elxpk.outfile import output_problem
 
-    if (name is None) == (name_option is None):
+    values = read(JOB_INSPECT, flags)
+    if (name is None) == (values["name_option"] is None):
         raise UsageError("NAME: give the workload once, as NAME or --name NAME (e.g. elxpk job inspect my-run-1)")
-    name = workload_name(name or name_option or "")
-    path = out or f"{name}-inspect.txt"
+    name = workload_name(name or values["name_option"] or "")
+    path = values["out"] or f"{name}-inspect.txt"
     problem = output_problem(path, "--out", example="run-inspect.txt")
     if problem:
         raise UsageError(problem)

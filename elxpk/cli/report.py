@@ -16,7 +16,9 @@ import typer
 from elxpk.accelerators import FLAGS as BILLING_FLAGS
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import UsageError
+from elxpk.flag_rows import read_all
 from elxpk.output_formats import output_format as checked_format
+from elxpk.runs.flags import REPORT
 
 
 def output_format(value: str) -> str:
@@ -32,19 +34,11 @@ def check_png_path(png: Path) -> Path:
     return png
 
 
-@with_flags("report", BILLING_FLAGS)
+@with_flags("report", REPORT + BILLING_FLAGS)
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`), or a "
                                             "MaxText metrics_file (or a directory holding one).")],
     output: RunOutput = "text",
-    png: Annotated[
-        Path | None, typer.Option("--png", help="The .png file to write the plot to, in an existing directory "
-                                  "[default: report.png in RUN_DIR, or next to a MaxText metrics file].")
-    ] = None,
-    no_png: Annotated[bool, typer.Option("--no-png", help="Write no plot (nothing is written at all).")] = False,
-    incidents: Annotated[str | None, typer.Option("--incidents", help="An incident record (`elxpk workload "
-                                                  "events --record FILE`, local or gs://) to merge with the "
-                                                  "trainer's events into one timeline.")] = None,
     flags: Mapping[str, Any] = NO_FLAGS,
 ) -> None:
     """Goodput and where the rest of the wall time went; a timeline per recovery. For a MaxText metrics
@@ -57,7 +51,11 @@ def report(
     from elxpk.runs.sources import load_source
 
     fmt = output_format(output)
-    accelerator, price, problems = read_flags(flags)
+    values, problems = read_all(REPORT, dict(flags))
+    accelerator, price, billing_problems = read_flags(flags)
+    problems += billing_problems
+    png = None if values["png"] is None else Path(values["png"])
+    no_png, incidents = values["no_png"], values["incidents"]
     if png is not None and no_png:
         problems.append("--png: conflicts with --no-png; give one of them")
     if problems:

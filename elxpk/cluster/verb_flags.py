@@ -1,4 +1,4 @@
-"""The flags of the follow-up verbs (`workload status|list|delete|logs|wait|kill-slice|events`), declared once
+"""The flags of the follow-up verbs (`workload status|list|delete|logs|wait|kill-slice|events`, and gcluster's `job inspect`), declared once
 as rows (elxpk/flag_rows.py), and the rules between them: pure functions over the typed values.
 
 elxpk/cli/verbs/ gets each verb's Typer options from its tuple here (elxpk/cli/options.py `with_flags`: help,
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from elxpk.errors import UsageError
-from elxpk.flag_rows import BOOL, DURATION, INT, TEXT, Flag, docs_table, read_all
+from elxpk.flag_rows import BOOL, DURATION, INT, OUTPUT, TEXT, Flag, docs_table, read_all
 
 KILL_MODES = ("delete", "evict", "exit")  # how kill-slice takes a slice down (elxpk/cluster/soak.py)
 WAIT_STATES = ("completed", "running")  # what `workload wait --for` waits for (elxpk/cluster/ops.py wait_for)
@@ -95,6 +95,14 @@ EVENTS: tuple[Flag, ...] = (
          commands=("events",)),
     Flag("record", TEXT, "Append new incidents to this JSONL file, local or gs://BUCKET/OBJECT; incidents already "
          "there are skipped, so the history outlives the pods.", commands=("events",)),
+)
+
+# `job inspect NAME` (gcluster's verb): the workload as gcluster spells it, and the file of the diagnosis.
+JOB_INSPECT: tuple[Flag, ...] = (
+    Flag("name_option", TEXT, "The same, as gcluster spells it.", spelling="--name", short="-n",
+         commands=("job inspect",)),
+    Flag("out", TEXT, "The file to write (replaced atomically).", default_text="NAME-inspect.txt here", path=OUTPUT,
+         commands=("job inspect",)),
 )
 
 Rule = Callable[[Mapping[str, Any]], list[str]]

@@ -91,7 +91,7 @@ def test_missing_run_names_its_argument(runs, cli, tmp_path):
 def test_both_missing_runs_are_reported_at_once(cli, tmp_path):
     code, _, err = cli("compare", tmp_path / "a", tmp_path / "b", "--rtol", "-2")
     lines = err.strip().splitlines()
-    assert code == 2 and [line.split(":")[1].strip() for line in lines] == ["--rtol", "RUN_A", "RUN_B"]
+    assert code == 2 and [line.split()[1].rstrip(":") for line in lines] == ["--rtol", "RUN_A", "RUN_B"]
 
 
 def _rewrite_metric(run_dir, at_step: int, **fields) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elxpk.checkpoints.inspection import checkpoint_period, inspect_directory, step_of
+from elxpk.checkpoints.flags import checkpoint_period
+from elxpk.checkpoints.inspection import inspect_directory, step_of
 from elxpk.errors import UsageError
 from elxpk.local.resume import checkpoint_steps
 from elxpk.plan.calibrate import _newest_checkpoint_bytes

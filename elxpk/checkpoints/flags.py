@@ -1,0 +1,31 @@
+"""The flags of `elxpk checkpoint inspect DIR`, declared once as rows (elxpk/flag_rows.py): elxpk/cli/checkpoint.py
+gets its Typer options from them (elxpk/cli/options.py `with_flags`) and reads them with `flag_rows.read_all`;
+the image's pre-start check (elxpk/checkpoints/__main__.py) reads --checkpoint-period with the same row, so
+both refuse the same values with the same line. Standard library and elxpk.flag_rows only."""
+
+from __future__ import annotations
+
+from elxpk.errors import UsageError
+from elxpk.flag_rows import BOOL, INT, Flag
+
+COMMAND = "checkpoint inspect"
+
+CHECKPOINT_PERIOD = Flag(
+    "checkpoint_period", INT, "The save period the run was given; a gap of two periods or more with no committed "
+    "save is a finding.", low=1, metavar="STEPS", default_text="the smallest gap between the saves found",
+    fix="steps between saves, e.g. 100", commands=(COMMAND,))
+
+INSPECT: tuple[Flag, ...] = (
+    CHECKPOINT_PERIOD,
+    Flag("quarantine", BOOL, "Move torn steps to DIR/elxpk-quarantine/<step>-<ms>/ (never deleted), as the trainer "
+         "does, so a MaxText restart restores the newest whole step. Only while nothing writes to DIR.",
+         default=False, commands=(COMMAND,)),
+)
+
+
+def checkpoint_period(text: str | None) -> int | None:
+    """--checkpoint-period as typed: the period (None when not given); UsageError naming the flag otherwise."""
+    value, problem = CHECKPOINT_PERIOD.read(text)
+    if problem:
+        raise UsageError(problem)
+    return value
