@@ -371,6 +371,20 @@ def test_plot_and_png_that_are_inputs_are_refused(tmp_path, config):
     refused(elxpk("compare", str(metrics), str(other), "--png", str(metrics), env=config), "is also RUN_A")
 
 
+def test_the_rows_of_checkpoint_inspect_report_and_job_inspect_refuse_as_the_user_runs_them(tmp_path, config):
+    """Their flags are rows (elxpk/checkpoints/flags.py, elxpk/runs/flags.py, verb_flags.JOB_INSPECT): a bound
+    and an output naming an input, each one line, exit 2, the input kept."""
+    refused(elxpk("checkpoint", "inspect", str(tmp_path), "--checkpoint-period", "0", env=config),
+            "--checkpoint-period 0: must be 1 or more")
+    shared = tmp_path / "shared.txt"
+    shared.write_text("kept\n")
+    refused(elxpk("job", "inspect", "run-1", "--kubeconfig", str(shared), "--out", str(shared), env=config),
+            "--out", "is also --kubeconfig")
+    refused(elxpk("report", str(tmp_path), "--incidents", str(shared), "--png", str(shared), env=config),
+            "--png", "is also --incidents")
+    assert shared.read_text() == "kept\n"
+
+
 def test_plan_job_mtbf_is_bounded_like_slice_mtbf_and_never_prints_a_negative_saving(config):
     base = ["plan", "--num-slices", "32", "--slice-mtbf", "30d", "--step-time", "2.5s", "--checkpoint-save", "20s",
             "--restore", "90s"]
