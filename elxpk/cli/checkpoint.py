@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from elxpk.checkpoints.report import render_text
 from elxpk.checkpoints.flags import COMMAND, INSPECT
+from elxpk.checkpoints.report import render_text
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import CheckFailed, ElxpkError, UsageError
 from elxpk.flag_rows import read_all

@@ -7,8 +7,8 @@ MaxText file cannot show (exactly-once data) is printed as not checked.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer

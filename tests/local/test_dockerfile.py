@@ -117,7 +117,8 @@ def _project_imports(folder: str) -> set[tuple[str, str]]:
 def test_image_copies_the_trainer_the_contract_and_of_the_launcher_only_the_checkpoint_inspection(commands):
     assert _copied(commands) == {"trainer", "elxpk_contract", "elxpk_storage", "elxpk"}
     launcher = {str(src) for src in _sources(commands) if src.parts[0] == "elxpk"}
-    assert launcher == {"elxpk/__init__.py", "elxpk/errors.py", "elxpk/units.py", "elxpk/checkpoints"}
+    assert launcher == {"elxpk/__init__.py", "elxpk/errors.py", "elxpk/units.py", "elxpk/flag_rows.py",
+                        "elxpk/checkpoints"}
 
 
 def test_copied_sources_cover_trainer_and_contract_imports(commands):
