@@ -11,7 +11,9 @@ import uuid
 from pathlib import Path
 
 from elxpk_contract.exit_codes import SLICE_LOST, USER_ERROR
+from tests.realcluster.armed_kill import ArmedKill
 from tests.realcluster.stories import Story, jsonl, timed
+from tools.testcluster.kubeapi import PODS
 
 KILL_AFTER_CHECKPOINT = 4  # the kill comes once this checkpoint committed, so the resume has one to restore
 
@@ -32,11 +34,18 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
     watch = subprocess.Popen([str(story.elxpk_path), "workload", "events", name, "--watch", "--record", str(record),
                               "--kubeconfig", str(story.cluster.kubeconfig)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=story.env())
+    armed = None
     try:
+        # Armed once the pods exist (a delete plans on them before it asks), fired at the checkpoint.
+        story.wait_for(f"the {story.shape.processes} pods of {name}",
+                       lambda: len(story.cluster.items(PODS.format(ns="default"), labelSelector=(
+                           f"jobset.sigs.k8s.io/jobset-name={name}"))) >= story.shape.processes, timeout=300)
+        armed = ArmedKill([str(story.elxpk_path), "workload", "kill-slice", name, *story.shape.kill_args(mode),
+                           "--kubeconfig", str(story.cluster.kubeconfig)], story.env())
         story.wait_for(f"checkpoint {KILL_AFTER_CHECKPOINT} committed",
                        lambda: KILL_AFTER_CHECKPOINT in story.committed(run), timeout=400)
-        killed = story.elxpk("workload", "kill-slice", name, *story.shape.kill_args(mode), "--yes")
-        assert killed.returncode == 0, killed.stderr
+        code, said = armed.fire()
+        assert code == 0, said
         killed_at = time.time()
         last_before = max(m["step"] for m in story.metrics(run))
         done = story.wait_done(name)
@@ -44,6 +53,8 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
         wall = took()
         watch.wait(timeout=120)  # --watch ends once the workload finishes
     finally:
+        if armed is not None:
+            armed.cancel()
         if watch.poll() is None:
             watch.kill()
             watch.wait()
