@@ -211,6 +211,10 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         if len(fresh) >= plan.expected:
             back = clock() - killed_at
             break
+        ended = _ended(get_workload(kube, namespace, name))
+        if ended:  # no controller replaces a finished workload's pods: waiting would last the whole timeout
+            raise ClusterError(f"{name} {ended} before its killed pods were replaced: the kill came too late to "
+                               "test a recovery; kill a slice while `status` shows it training")
         if clock() - killed_at >= timeout_s:
             raise Timeout(f"slice pods of {name} not running again after {format_duration(timeout_s)}")
         sleep(poll_s)
@@ -220,6 +224,14 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         sleep(poll_s)
         next_step = _next_step_after(kube, namespace, name, killed_at)
     return Recovery(back, next_step)
+
+
+def _ended(jobset: dict) -> str:
+    """"succeeded" or "failed" once the JobSet has its terminal condition; "" while it runs."""
+    for condition in jobset.get("status", {}).get("conditions") or []:
+        if condition.get("status") == "True" and condition.get("type") in ("Completed", "Failed"):
+            return "succeeded" if condition["type"] == "Completed" else "failed"
+    return ""
 
 
 def _has_head(kube: Kube, namespace: str, name: str) -> bool:

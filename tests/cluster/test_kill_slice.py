@@ -4,7 +4,7 @@ killed slice never comes back). The soak rounds on real controllers are tests/re
 
 from __future__ import annotations
 
-from tests.cluster.captured import load_captured
+from tests.cluster.captured import KINDS, load_captured
 from tests.cluster.conftest import run_cli
 
 
@@ -38,3 +38,18 @@ def test_watch_gives_up_after_its_timeout_with_exit_124(fake, capsys, k):
     assert out.startswith("killed slice 0 vm 0 of ops: 1 pods force-deleted")
     assert "error: slice pods of ops not running again after 1.0s" in err
     assert "ops: 0/1 replacement pods ready" in err  # the progress ticks, on stderr
+
+
+def test_watch_of_a_workload_that_finished_ends_at_once_with_exit_1(fake, capsys, k):
+    """A kill that lands after the training ended: no controller replaces a finished JobSet's pods, so
+    --watch says so at once instead of waiting out its 30 min timeout (seen in CI at a load of 20)."""
+    objects = load_captured(fake)
+    jobset = objects["jobset"]
+    jobset.setdefault("status", {})["conditions"] = [
+        {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed"}]
+    fake.store.put(KINDS["jobset"], jobset)
+    code, out, err = run_cli(capsys, "workload", "kill-slice", "ops", "--slice", "0", "--vm", "0", "--yes",
+                             "--watch", "--timeout", "5s", "--poll", "100ms", *k)
+    assert code == 1, err  # not 124 after 5 s
+    assert out.startswith("killed slice 0 vm 0 of ops: 1 pods force-deleted")
+    assert "error: ops succeeded before its killed pods were replaced" in err

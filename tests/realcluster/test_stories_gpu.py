@@ -16,8 +16,9 @@ What this story cannot have, and why:
   devices is an all-reduce whose summation order XLA picks by the device count and their processes (16
   devices over 2 processes through gloo here; 2 devices in one process in `local run`, which has no
   devices-per-slice flag; and 16 devices in one process differ from both). Measured on this machine: 4.8e-7
-  absolute, 8.6e-8 relative, from step 0. The test holds them to 1e-6 relative and every example exactly
-  once (`elxpk compare --rtol 1e-6`); elastic resizes are bitwise because they change the slice count, not
+  absolute, 8.6e-8 relative, from step 0. The test holds the first 10 steps to 1e-6 relative (past them
+  dropout and the optimizer amplify the difference: 0.85% by step 39 of 40) and all 40 to the same examples,
+  each exactly once (`elxpk compare --rtol 1e-6 -o json`); elastic resizes are bitwise because they change the slice count, not
   the devices per slice (docs/local.md).
 """
 
@@ -40,7 +41,9 @@ from tools.testcluster.kubeapi import PODS, LocalCluster
 
 ELXPK = Path(sys.executable).with_name("elxpk")
 DEVICE_TYPE = "h100-80gb-8"
-STEPS, PERIOD = 10, 2
+# 38 steps after the first checkpoint (with 10, a CI load of 20 let the run end before `status` saw it run); the
+# losses are compared within 1e-6 over the first COMPARED steps (the docstring says why not all).
+STEPS, PERIOD, COMPARED = 40, 2, 10
 # `elxpk local run`'s model (elxpk/local/options.py: LOCAL_MODEL), given to the trainer of the workload, so
 # that both train the same model on the same data with the same seed.
 LOCAL_MODEL_ARGS = "--d-model 128 --n-layers 2 --n-heads 4 --d-ff 512 --seq-len 32 --vocab-size 256 --learning-rate 0.01"
@@ -129,6 +132,12 @@ def test_story1_gpu_node_group_runs_the_trainer_to_succeeded(gpu_pool: LocalClus
         assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-2000:]
         compared = run_elxpk(cluster, "compare", str(reference), str(run_dir), "--rtol", "1e-6", "-o", "json",
                              kube=False)
-        assert compared.returncode == 0, compared.stdout + compared.stderr
+        # Within 1e-6 over the first COMPARED steps; past them the float differences grow (dropout and the
+        # optimizer amplify them: 0.85% at step 39), so the later steps are held to the same data, exactly once.
+        result = json.loads(compared.stdout)
+        beyond = result["first_beyond_rtol_step"]
+        assert beyond is None or beyond >= COMPARED, result
+        assert result["common_steps"] == STEPS and result["data_order_mismatches"] == 0, result
+        assert result["examples_b"]["duplicates"] == result["examples_b"]["gaps"] == 0, result
     finally:
         assert run_elxpk(cluster, "workload", "delete", name, "--yes").returncode == 0
