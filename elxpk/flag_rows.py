@@ -11,7 +11,7 @@ library, elxpk.units and the contract's number-text rule only, since it is read 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from elxpk.units import parse_duration, parse_size
@@ -220,6 +220,36 @@ def read_all(rows: tuple[Flag, ...], given: dict[str, Any]) -> tuple[dict[str, A
         if problem:
             problems.append(problem)
     return values, problems
+
+
+def merge_aliases(pairs: Mapping[str, tuple[Flag, Alias]], given: Mapping[str, Any], *,
+                  read: Callable[[Flag, Alias, Any], Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """`given` (a command's flags: rows' keys and aliases' keys) with each alias's value under its row's name,
+    read by `read` where the alias reads differently; one problem per quantity given in both spellings.
+    `pairs` maps each alias's key to its row and itself (every command's one table of them)."""
+    out = {key: value for key, value in given.items() if key not in pairs}
+    problems = []
+    for key, (row, alias) in pairs.items():
+        value = given.get(key)
+        if not given_value(value):
+            continue
+        if given_value(given.get(row.name)):
+            fix = ("one quantity in gcluster's and elxpk's spelling; give one" if alias.dialect == GCLUSTER
+                   else f"two spellings of one quantity; give {row.flag} only")  # an earlier one: the new one
+            problems.append(f"{alias.spelling} and {row.flag}: {fix}")
+        else:
+            out[row.name] = read(row, alias, value) if read else value
+    return out, problems
+
+
+def alias_pairs(rows: tuple[Flag, ...]) -> dict[str, tuple[Flag, Alias]]:
+    """Each alias's key, with its row and itself."""
+    return {alias.key: (row, alias) for row in rows for alias in row.aliases}
+
+
+def given_value(value: object) -> bool:
+    """Whether a flag was given: Typer's omitted flags are None, False or empty."""
+    return value is not None and value is not False and value != [] and value != ()
 
 
 def path_flags(rows: tuple[Flag, ...]) -> dict[str, str]:

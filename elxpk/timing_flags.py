@@ -58,21 +58,3 @@ def for_plan(row: Flag, **words: Any) -> Flag:
     """`row` as `plan` shows it: in its one panel, with its earlier spelling, and `words` (its docs-table
     `doc`/`doc_default`, its own `default`) where plan says more than create; the name and help stay."""
     return row._replace(panel=None, aliases=PLAN_ALIASES.get(row.name, ()), **words)
-
-
-def merge_aliases(rows: tuple[Flag, ...], given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`given` (a command's flags: row names and alias keys) with each alias's value under its row's name;
-    a row given in both spellings is one problem naming both."""
-    out = dict(given)
-    problems = []
-    for row in rows:
-        for alias in row.aliases:
-            value = out.pop(alias.key, None)
-            if value is None:
-                continue
-            if out.get(row.name) is not None:
-                problems.append(f"{alias.spelling} and {row.flag}: two spellings of one quantity; give {row.flag} "
-                                "only")
-            else:
-                out[row.name] = value
-    return out, problems

@@ -28,11 +28,11 @@ def plan(
 ) -> None:
     """Recommended checkpoint_period, goodput per recovery mode, failure and storage costs."""
     from elxpk.errors import UsageError
+    from elxpk.flag_rows import alias_pairs, merge_aliases
     from elxpk.plan.compute import make_plan
     from elxpk.plan.inputs import PlanFlags, PlanInputs
-    from elxpk.timing_flags import merge_aliases
 
-    named, problems = merge_aliases(table.FLAGS, dict(flags))  # --checkpoint-save: --checkpoint-save-time's row
+    named, problems = merge_aliases(alias_pairs(table.FLAGS), flags)  # --checkpoint-save: --checkpoint-save-time's row
     if problems:
         raise UsageError(*problems)
     given = PlanFlags(num_slices=num_slices, max_to_keep=max_to_keep, checkpoint_period=checkpoint_period,

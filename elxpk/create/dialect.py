@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from elxpk.catalog import UnknownTpuType, is_machine_type, lookup, lookup_machine
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
-from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag
+from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, given_value, merge_aliases
 
 NAME_LIMIT = 28  # gcluster cmd/job/submit.go: "workload name cannot exceed 28 characters"
 PATHWAYS_NAME_LIMIT = 22  # `<name>-pathways-head-0-0.<name>` must fit a 63-character hostname
@@ -38,8 +38,7 @@ class Dialect(NamedTuple):
     print_manifest: bool = True  # False with --dry-run-out: gcluster writes the file and prints nothing
 
 
-def _given(value: object) -> bool:
-    return value is not None and value is not False and value != [] and value != ()
+_given = given_value
 
 
 def speaks_gcluster(flags: Mapping[str, Any]) -> bool:
@@ -50,16 +49,12 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     """`flags` (the rows' keys, the aliases' keys and gcluster's rows) as elxpk's rows' keys only, the
     Dialect, and one line per problem."""
     gcluster = speaks_gcluster(flags)
-    out = {k: v for k, v in flags.items() if k not in ALIASES and k not in _GCLUSTER_ROWS}
-    problems: list[str] = []
-    for key, (row, alias) in ALIASES.items():
-        value = flags.get(key)
-        if _given(value) and _given(flags.get(row.name)):
-            problems.append(f"{alias.spelling} and {row.flag}: one quantity in gcluster's and elxpk's spelling; "
-                            f"give one")
-        elif _given(value):
-            out[row.name] = _read(row, alias, value, problems)
-        elif gcluster and alias.default is not None and not _given(flags.get(row.name)):
+    problems: list[str] = []  # the aliases' readings' problems first, then both spellings given
+    out, both = merge_aliases(ALIASES, {k: v for k, v in flags.items() if k not in _GCLUSTER_ROWS},
+                              read=lambda row, alias, value: _read(row, alias, value, problems))
+    problems += both
+    for key, (row, alias) in ALIASES.items():  # gcluster's defaults, where neither spelling was given
+        if gcluster and alias.default is not None and not _given(flags.get(key)) and not _given(flags.get(row.name)):
             out[row.name] = _read(row, alias, alias.default, problems)
     if not gcluster:
         return out, Dialect(), problems

@@ -19,7 +19,7 @@ from typing import Any
 from elxpk import flag_rows, timing_flags
 from elxpk.admission.names import MAX_INT32, MAX_INT64
 from elxpk.create.capacity import MAX_RUN_DURATION_S
-from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INPUT, INT, LIST, TEXT, Alias, Flag
+from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INPUT, INT, LIST, TEXT, Alias, Flag, alias_pairs
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
@@ -273,7 +273,7 @@ def of_command(command: str) -> tuple[Flag, ...]:
 OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name != "check_data" and not f.dialect}
                         | {"output_format"})
 SPEC_KEYS = frozenset({f.name for f in FLAGS if not f.option and not f.dialect} | {"namespace"})
-ALIASES: dict[str, tuple[Flag, Alias]] = {a.key: (f, a) for f in FLAGS for a in f.aliases}
+ALIASES: dict[str, tuple[Flag, Alias]] = alias_pairs(FLAGS)
 
 
 BEGIN = "<!-- flag-table:begin (generated from elxpk/create/flags.py) -->"
