@@ -1,5 +1,5 @@
 """One line for each way the Kubernetes API can refuse or fail a request, naming what was asked, the host and
-the fix (kube.py makes the requests)."""
+the fix (kube_transport.py makes the requests)."""
 
 from __future__ import annotations
 

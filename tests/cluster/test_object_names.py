@@ -100,7 +100,7 @@ def test_a_delete_reaches_only_the_object_it_read(fake, kube):
 
 @pytest.mark.parametrize("name", ["", " ", "train "])
 def test_the_client_never_builds_a_collection_path_from_a_name(name, fake, kube):
-    from elxpk.cluster.kube import api_path
+    from elxpk.cluster.kube_transport import api_path
 
     with pytest.raises(UsageError, match="name exactly one object"):
         api_path("v1", "pods", "default", name)
