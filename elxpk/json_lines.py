@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar, overload
 
 from elxpk import bounded_read
-from elxpk_contract.records import RecordError
+from elxpk_contract.record_fields import RecordError
 
 
 class JsonLinesError(ValueError):

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from elxpk.errors import ElxpkError, UsageError
-from elxpk_contract.records import PROGRESS_FILE, RecordError, read_progress
+from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
+from elxpk_contract.record_fields import RecordError
 from elxpk_contract.step_names import step_number
 
 COMMITTED, TORN, UNREADABLE = "committed", "torn", "unreadable"

@@ -17,7 +17,7 @@ from elxpk.accelerators import Accelerator, Price, from_node_labels, price_of
 from elxpk.chip_hours import BILLED, UNITS, Holding, decimals_for, render, split
 from elxpk.cluster.status import WorkloadStatus, worker_replicated_job
 from elxpk.cluster.why import ACCELERATOR, TOPOLOGY
-from elxpk_contract.records import BADPUT_KEYS
+from elxpk_contract.progress_record import BADPUT_KEYS
 
 GPU_ACCELERATOR = "cloud.google.com/gke-accelerator"
 _CLOCK_SLACK_S = 60.0  # the trainer's clock and the API server's may differ by this much

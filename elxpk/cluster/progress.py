@@ -1,6 +1,6 @@
 """The trainer's progress as `workload status` shows it: CHECKPOINT_DIR/elxpk-progress.json.
 
-The trainer publishes it (trainer/elastic/progress.py, record elxpk_contract.records.Progress); the checkpoint
+The trainer publishes it (trainer/elastic/progress.py, record elxpk_contract.progress_record.Progress); the checkpoint
 directory is found in the workload itself: the ELXPK_CHECKPOINT_DIR env or a --checkpoint-dir argument of
 the trainer container (the Pathways head's, else the first worker's). A local path (tests, a shared
 filesystem) is read directly, gs:// through the JSON API (elxpk/cluster/gcs.py).
@@ -16,11 +16,12 @@ from elxpk.cluster.gcs import Gcs
 from elxpk.cluster.labels import HEAD
 from elxpk.cluster.status import worker_replicated_job
 from elxpk.errors import ElxpkError
-from elxpk_contract.records import PROGRESS_BYTES, PROGRESS_FILE, RecordError, read_progress
+from elxpk_contract.progress_record import PROGRESS_BYTES, PROGRESS_FILE, read_progress
+from elxpk_contract.record_fields import RecordError
 from elxpk_contract.settings import check_setting, default, env_name, flag_name
 
 if TYPE_CHECKING:
-    from elxpk_contract.records import Progress
+    from elxpk_contract.progress_record import Progress
 
 SETTING = "checkpoint_dir"
 PERIOD = "checkpoint_period"

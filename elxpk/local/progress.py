@@ -11,13 +11,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from elxpk_contract.records import (
+from elxpk_contract.event_records import (
     CheckpointSkipped,
     Event,
     FailureDetected,
     FirstStepAfterRecovery,
-    Metric,
-    RecordError,
     RejoinRefused,
     ResizeRefused,
     RestoreDone,
@@ -27,8 +25,9 @@ from elxpk_contract.records import (
     ScaleUp,
     SlicesReady,
     parse_event,
-    parse_metric,
 )
+from elxpk_contract.record_fields import RecordError
+from elxpk_contract.records import Metric, parse_metric
 
 
 @dataclass

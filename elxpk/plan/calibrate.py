@@ -17,7 +17,7 @@ from typing import TypeVar
 from elxpk.columns import sorted_values
 from elxpk.errors import UsageError
 from elxpk.runs.rundir import load_run
-from elxpk_contract.records import (
+from elxpk_contract.event_records import (
     CheckpointSaved,
     Event,
     FailureDetected,

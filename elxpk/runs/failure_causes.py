@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elxpk_contract.records import Event, FailureDetected
+from elxpk_contract.event_records import Event, FailureDetected
 
 # `kind` -> cause, for records without a `cause`: every retried kind is a slice loss to the trainer.
 _BY_KIND = {"slice_down": "slice_lost", "maybe_slice_down": "slice_lost", "process_killed": "slice_lost"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elxpk_contract.records import (
+from elxpk_contract.event_records import (
     CheckpointSaved,
     Event,
     FailureDetected,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from elxpk_contract.records import Event
+from elxpk_contract.event_records import Event
 
 RECOVERY = "first_step_after_recovery"
 

@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from elxpk.runs.step_columns import MetricColumns
-from elxpk_contract.records import (
+from elxpk_contract.event_records import (
     Event,
     FailureDetected,
     FirstStepAfterRecovery,
-    Metric,
     Preempted,
     ResizeRefused,
     RestoreDone,
@@ -29,6 +28,7 @@ from elxpk_contract.records import (
     RunStarted,
     SlicesReady,
 )
+from elxpk_contract.records import Metric
 
 
 @dataclass(frozen=True)

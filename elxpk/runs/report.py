@@ -18,7 +18,7 @@ from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progr
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
-from elxpk_contract.records import (
+from elxpk_contract.event_records import (
     CheckpointCommitted,
     CheckpointSaved,
     CheckpointSkipped,

@@ -17,15 +17,9 @@ from elxpk.bounded_read import RUN_JSON_BYTES, ReadRefused, decode_text, read_li
 from elxpk.errors import UsageError
 from elxpk.json_lines import JsonLinesError, RecordLineError, read_records
 from elxpk.runs.step_columns import MetricColumns
-from elxpk_contract.records import (
-    Event,
-    Metric,
-    RecordError,
-    RunInfo,
-    parse_event,
-    parse_metric,
-    parse_run_info,
-)
+from elxpk_contract.event_records import Event, parse_event
+from elxpk_contract.record_fields import RecordError
+from elxpk_contract.records import Metric, RunInfo, parse_metric, parse_run_info
 
 METRICS = "metrics.jsonl"
 EVENTS = "events.jsonl"

@@ -17,7 +17,8 @@ from collections.abc import Iterator, Sequence
 from typing import overload
 
 from elxpk.columns import last_of_each, repeated_keys
-from elxpk_contract.records import Metric, RecordError
+from elxpk_contract.record_fields import RecordError
+from elxpk_contract.records import Metric
 
 SLICE_SETS = 4096  # distinct slice sets in one run: a run changes its slices only when it resizes
 SLICE_IDS = 1 << 18  # slice ids in all of them together: 64 sets of 4,096 slices

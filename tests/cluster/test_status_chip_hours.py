@@ -169,7 +169,7 @@ def test_totals_older_than_the_workload_are_not_used(fake, capsys, k, tmp_path):
                                     '[1, 2]', '{"productive": 1e999}', '{}'])
 def test_a_hostile_progress_record_gives_no_split_and_no_traceback(fake, capsys, k, tmp_path, badput):
     from elxpk.cluster.status import parse_time
-    from elxpk_contract.records import BADPUT_KEYS, PROGRESS_FILE
+    from elxpk_contract.progress_record import BADPUT_KEYS, PROGRESS_FILE
 
     objects = _with_progress(fake, tmp_path)
     created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])

@@ -11,7 +11,8 @@ from elxpk.json_lines import parse_lines
 from elxpk.runs.examples import account
 from elxpk.runs.report import build_report, wall_time
 from elxpk.runs.rundir import load_run
-from elxpk_contract.records import FailureDetected, Metric, make_event
+from elxpk_contract.event_records import FailureDetected
+from elxpk_contract.records import Metric, make_event
 from tests.support.run_writer import FakeRun, executed_steps, write_run
 
 

@@ -15,7 +15,8 @@ from elxpk import columns
 from elxpk.columns import Column, last_of_each, repeated_keys, sorted_values
 from elxpk.runs.examples import _SHOWN, ExampleAccount, account_columns
 from elxpk.runs.step_columns import SLICE_SETS, MetricColumns
-from elxpk_contract.records import Metric, RecordError
+from elxpk_contract.record_fields import RecordError
+from elxpk_contract.records import Metric
 
 PROPERTY = settings(max_examples=300, derandomize=True, database=None, deadline=timedelta(seconds=10))
 # Dense steps (a run with rewinds) and spread-out ones (a stray step 10**11: sorted, never indexed by step).

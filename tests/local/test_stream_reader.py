@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from elxpk import bounded_read
 from elxpk.json_lines import JsonLinesError, RecordLineError, decode_text, parse_lines, read_records
 from elxpk.maxtext.metrics import MetricsFileError, parse_metrics, read_metrics
-from elxpk_contract.records import RecordError, parse_event, parse_metric
+from elxpk_contract.event_records import parse_event
+from elxpk_contract.record_fields import RecordError
+from elxpk_contract.records import parse_metric
 
 PROPERTY = settings(max_examples=200, derandomize=True, database=None, deadline=timedelta(seconds=10))
 

@@ -12,7 +12,7 @@ import pytest
 from elxpk.errors import CheckFailed
 from elxpk.local.supervisor import GroupPlan, GroupSupervisor, process_env
 from elxpk_contract.command_line import config_from_args
-from elxpk_contract.records import parse_event
+from elxpk_contract.event_records import parse_event
 from elxpk_contract.settings import TrainerConfig
 
 FAKE_MAIN = textwrap.dedent('''

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elxpk.checkpoints.inspection import MARKS, TMP_STEP
-from elxpk_contract.records import PROGRESS_FILE, Progress
+from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.conftest import REPO_ROOT
 from tests.process.conftest import elxpk, user_env
 

@@ -19,7 +19,7 @@ from elxpk_contract.exit_codes import (
     UNCLASSIFIED,
     USER_ERROR,
 )
-from elxpk_contract.records import PROGRESS_FILE, read_progress
+from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer, user_env
 from tests.support.runs import read_jsonl
 

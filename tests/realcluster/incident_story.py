@@ -37,7 +37,7 @@ import requests
 import yaml
 
 from elxpk.cluster.status import parse_time
-from elxpk_contract.records import PROGRESS_FILE, Progress
+from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.capture import KUEUE
 from tests.realcluster.capture import capture as shared_capture
 from tests.realcluster.test_lifecycle import pods, wait

@@ -33,7 +33,7 @@ from elxpk.cluster.ops import plan_kill, wait_for
 from elxpk.cluster.soak import soak, summary_lines
 from elxpk.cluster.target import ClusterTarget
 from elxpk.errors import Timeout, UsageError
-from elxpk_contract.records import PROGRESS_FILE, Progress
+from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.capture import capture as shared_capture
 from tests.realcluster.test_lifecycle import delete_and_check_nothing_left, pods, status, wait
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk

@@ -15,7 +15,7 @@ import requests
 from elxpk.cluster.connect import connect
 from elxpk.cluster.observe import fetch_status
 from elxpk.cluster.target import ClusterTarget
-from elxpk_contract.records import PROGRESS_FILE, Progress
+from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.incident_story import BUCKET, START, make_bucket
 from tests.realcluster.test_submit_goldens import elxpk
 from tools.testcluster.kubeapi import LocalCluster

@@ -26,7 +26,7 @@ from elxpk.cluster.connect import connect
 from elxpk.cluster.observe import fetch_status
 from elxpk.cluster.status_watch import WatchState, watch_status
 from elxpk.cluster.target import ClusterTarget
-from elxpk_contract.records import PROGRESS_FILE, Progress
+from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.test_lifecycle import pods
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tools.testcluster.kubeapi import PODS, LocalCluster

@@ -99,7 +99,7 @@ def test_repeats_counts_only_failures_of_one_class_that_left_the_same_checkpoint
 def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
     """The trainer's finish(stopped) writes the record `workload status --why` reads: its first reason."""
     from elxpk.cluster.observe import trainer_stopped
-    from elxpk_contract.records import read_progress
+    from elxpk_contract.progress_record import read_progress
     from trainer.clock import SystemClock
     from trainer.elastic.progress import ProgressWriter
 

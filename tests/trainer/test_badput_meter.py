@@ -8,7 +8,7 @@ import pytest
 
 from elxpk.runs.report import build_report
 from elxpk.runs.rundir import load_run
-from elxpk_contract.records import PROGRESS_FILE, read_progress
+from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from tests.support.clock import ManualClock
 from tests.support.runs import tiny_config
 from trainer.elastic.badput_meter import KEYS, BadputMeter

@@ -28,7 +28,7 @@ from elxpk_contract.exit_codes import (
     retryable_codes,
     user_error_codes,
 )
-from elxpk_contract.records import PROGRESS_FILE, read_progress
+from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from tests.support.runs import read_jsonl, tiny_config
 from trainer.__main__ import main
 from trainer.elastic.outcome import exit_code_for

@@ -99,7 +99,7 @@ def test_restore_fault_fires_at_a_live_recovery(tmp_path):
     """`0@restore` under live recovery strikes the next restore of the state: the rebuild from the survivors
     after slice 1's loss. The run then rebuilds again from slice 1 and finishes."""
     from elxpk.runs.rundir import load_run
-    from elxpk_contract.records import FailureDetected, RestoreDone
+    from elxpk_contract.event_records import FailureDetected, RestoreDone
     from trainer.elastic.loop import train
 
     cfg = tiny_config(tmp_path, steps=8, checkpoint_period=4, recovery="live", fault=("1@5", "0@restore"),

@@ -1,5 +1,5 @@
 """CHECKPOINT_DIR/elxpk-progress.json: written by the trainer (trainer/elastic/progress.py), read by the launcher
-through `elxpk_contract.records.read_progress`."""
+through `elxpk_contract.progress_record.read_progress`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from elxpk_contract.records import PROGRESS_FILE, Progress, RecordError, read_progress
+from elxpk_contract.progress_record import PROGRESS_FILE, Progress, read_progress
+from elxpk_contract.record_fields import RecordError
 from tests.support.clock import ManualClock
 from trainer.elastic.progress import ProgressWriter
 

@@ -3,7 +3,7 @@
 Random values for every field of every event kind, of the metric record, of run.json's extras and of the
 progress record go through the real writers (trainer.metrics.RunRecorder, trainer.elastic.progress.ProgressWriter).
 Each either refuses at the writer (RecordError: nothing written) or writes a file that the one reader
-(elxpk.runs.rundir.load_run, elxpk_contract.records.read_progress) reads back.
+(elxpk.runs.rundir.load_run, elxpk_contract.progress_record.read_progress) reads back.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from elxpk_contract.records import EVENTS, MAX_INDEX, Metric, Progress, RecordError, read_progress
+from elxpk_contract.event_records import EVENTS
+from elxpk_contract.limits import MAX_INDEX
+from elxpk_contract.progress_record import Progress, read_progress
+from elxpk_contract.record_fields import RecordError
+from elxpk_contract.records import Metric
 from tests.support.clock import ManualClock
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,

@@ -8,7 +8,7 @@ import pytest
 
 from elxpk.runs.compare import compare_runs
 from elxpk.runs.rundir import load_run as load_run_dir
-from elxpk_contract.records import PROGRESS_FILE, read_progress
+from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from elxpk_contract.stall import STALL_FLOOR_S, STALL_MIN_STEPS, STALL_STEP_MULTIPLE, effective_stall_timeout
 from tests.support.clock import ManualClock
 from tests.support.runs import PERIOD, STEPS, run_trainer

@@ -18,7 +18,7 @@ import math
 from array import array
 from typing import Any
 
-from elxpk_contract.records import BADPUT_KEYS as KEYS
+from elxpk_contract.progress_record import BADPUT_KEYS as KEYS
 
 
 class BadputMeter:

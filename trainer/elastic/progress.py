@@ -2,7 +2,7 @@
 
 The checkpoint directory is the one place both sides already share: on a cluster it is a `gs://` path in
 the JobSet's env (ELXPK_CHECKPOINT_DIR), readable by the launcher without exec'ing into a pod or
-parsing logs; locally it is a directory. The record is `elxpk_contract.records.Progress`; the launcher
+parsing logs; locally it is a directory. The record is `elxpk_contract.progress_record.Progress`; the launcher
 calls `records.read_progress` on the file's text.
 
 Only the primary process writes. It rewrites the whole file atomically (a single object upload on an
@@ -18,14 +18,9 @@ import json
 import os
 import sys
 
-from elxpk_contract.records import (
-    PROGRESS_BYTES,
-    PROGRESS_FILE,
-    Progress,
-    RecordError,
-    read_progress,
-    written,
-)
+from elxpk_contract.progress_record import PROGRESS_BYTES, PROGRESS_FILE, Progress, read_progress
+from elxpk_contract.record_fields import RecordError
+from elxpk_contract.records import written
 from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 from trainer.elastic.badput_meter import BadputMeter

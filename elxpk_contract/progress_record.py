@@ -1,0 +1,74 @@
+"""The trainer's progress record: CHECKPOINT_DIR/elxpk-progress.json, what `workload status` shows of it.
+
+`Progress.to_json()` is the exact dict written (with its version); `read_progress` parses the file's text,
+or raises `RecordError` (one line). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from elxpk_contract.record_fields import RecordError, parse_fields, to_json
+
+PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
+PROGRESS_BYTES = 2**20  # the record is ~300 bytes: its writer and every reader stop at this many
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What `workload status` shows of a running trainer: CHECKPOINT_DIR/elxpk-progress.json.
+
+    The primary trainer process rewrites it atomically (a whole object on gs://; write then rename on a
+    local disk) at most every PROGRESS_PERIOD_S seconds while steps complete, after each committed
+    checkpoint, and when it stops. A trainer that hangs stops rewriting it, so the ages grow."""
+
+    steps_done: int  # completed steps: the next step to run
+    step_time: float | None  # unix seconds when the last step completed; None before the first
+    checkpoint_step: int | None  # the newest committed checkpoint's step; None before the first
+    checkpoint_time: float | None  # unix seconds when it committed (or was restored from)
+    updated_at: float  # unix seconds when this was written
+    state: str = "running"  # running, done, stalled, preempted, failed
+    attempt: int = 1  # the elastic loop's attempt within this process
+    # The trainer's seconds by what they went to (productive, rewound, restore, waiting, compile, checkpoint:
+    # trainer/elastic/badput_meter.py), summed over the processes that wrote this record since `since`
+    # (unix seconds), so `workload status` can split chip-hours by cause. Empty from an older trainer.
+    badput: dict[str, float] = field(default_factory=dict)
+    since: float | None = None
+    # Why the trainer gave up, one line (--elastic-stop-on-repeat, the retry budget); "" when it did not.
+    stopped: str = ""
+
+    def step_age(self, now: float) -> float | None:
+        """Seconds since the last step completed, at unix time `now`."""
+        return None if self.step_time is None else max(0.0, now - self.step_time)
+
+    def checkpoint_age(self, now: float) -> float | None:
+        return None if self.checkpoint_time is None else max(0.0, now - self.checkpoint_time)
+
+    def to_json(self) -> dict:
+        return {"version": PROGRESS_VERSION, **to_json(self)}
+
+
+PROGRESS_VERSION = 1
+# The keys of Progress.badput: the trainer's seconds by what they went to (as elxpk/runs/report.py splits them).
+BADPUT_KEYS = ("productive", "rewound", "restore", "waiting", "compile", "checkpoint")
+PROGRESS_STATES = ("running", "done", "stalled", "preempted", "failed")
+
+
+def read_progress(text: str) -> Progress:
+    """The progress record in `text` (the file's content); RecordError (one line) on anything else."""
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RecordError(f"{PROGRESS_FILE}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{PROGRESS_FILE}: expected a JSON object, got {type(data).__name__}")
+    if data.get("version") != PROGRESS_VERSION:
+        raise RecordError(f"{PROGRESS_FILE}: version {data.get('version')!r:.20}, this reader knows {PROGRESS_VERSION}")
+    progress = parse_fields(Progress, {k: v for k, v in data.items() if k != "version"})
+    if progress.state not in PROGRESS_STATES:
+        raise RecordError(f"state {progress.state[:20]!r}: not one of {', '.join(PROGRESS_STATES)}")
+    if progress.steps_done < 0 or (progress.checkpoint_step is not None and progress.checkpoint_step < 0):
+        raise RecordError("steps_done, checkpoint_step: steps count from 0")
+    return progress
