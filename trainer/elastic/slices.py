@@ -5,8 +5,8 @@
 - `PathwaysSlices`: slices from `device.slice_index`, health from pathwaysutils' per-slice probe.
 - `MultiControllerSlices`: jax.distributed, one controller per host. Locally (explicit --coordinator) one
   slice per process; on a TPU cluster (no --coordinator) slices by `device.slice_index`, several processes
-  per slice on multi-VM slices. A fault kills the processes of its slice (the supervisor or JobSet restarts
-  the group, and the cold start restores).
+  per slice on multi-VM slices (how the process joins the cluster: trainer/elastic/cluster_join.py). A fault
+  kills the processes of its slice (the supervisor or JobSet restarts the group, and the cold start restores).
 
 Every backend answers the same four questions; the elastic loop never asks which one it talks to.
 """
@@ -24,7 +24,8 @@ from elxpk_contract.faults import Fault, FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from trainer.clock import Clock
 from trainer.core.topology import TopologyError, group_slices, slice_of_process
-from trainer.elastic import gke_gpu_env, gke_tpu_env
+from trainer.elastic import gke_gpu_env
+from trainer.elastic.cluster_join import join_cluster
 from trainer.elastic.slice_health import run_checks
 
 
@@ -284,30 +285,14 @@ class MultiControllerSlices(SliceBackend):
     def __init__(self, cfg: TrainerConfig, faults: FaultSchedule) -> None:
         import jax
 
-        # jax's preemption service installs its own SIGTERM handler (preemption_notifier.cc) over the
-        # trainer's, and only records the signal: a deleted or evicted pod then trained on until SIGKILL,
-        # never exiting PREEMPTED (77), which the rendered podFailurePolicy and JobSet rules read.
-        jax.config.update("jax_enable_preemption_service", False)
-        explicit = cfg.coordinator is not None
-        gpu_group, per_slice = False, None
-        if explicit:
-            jax.distributed.initialize(
-                coordinator_address=cfg.coordinator,
-                coordinator_bind_address=cfg.coordinator if cfg.process_id == 0 else None,
-                num_processes=cfg.num_processes,
-                process_id=cfg.process_id,
-                heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
-                initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
-            )
-        elif gpu_group := _join_gpu_node_group(cfg):
-            pass  # xpk's GPU env (trainer.elastic.gke_gpu_env): the node group is one slice
-        else:
-            per_slice = _join_detected_cluster(cfg)
+        joined = join_cluster(cfg)
+        explicit = joined.explicit
         self.process_index = jax.process_index()
         try:
-            self._devices = gke_gpu_env.one_slice(jax.devices()) if gpu_group else group_slices(
+            self._devices = gke_gpu_env.one_slice(jax.devices()) if joined.gpu_group else group_slices(
                 jax.devices(), one_slice_per_process=explicit,
-                devices_per_slice=cfg.devices_per_slice if explicit else None, processes_per_slice=per_slice)
+                devices_per_slice=cfg.devices_per_slice if explicit else None,
+                processes_per_slice=joined.processes_per_slice)
             self.slice_index = slice_of_process(self._devices, self.process_index)
         except TopologyError as exc:
             jax.distributed.shutdown()
@@ -340,60 +325,6 @@ class MultiControllerSlices(SliceBackend):
         import jax
 
         jax.distributed.shutdown()
-
-
-def _join_gpu_node_group(cfg: TrainerConfig) -> bool:
-    """jax.distributed from xpk's GPU env (JAX_COORDINATOR_ADDRESS and _PORT, NNODES, NODE_RANK), which
-    jax's own detection cannot read (trainer.elastic.gke_gpu_env); False when this is no GPU node group."""
-    import jax
-
-    try:
-        group = gke_gpu_env.from_env(os.environ)
-        if group is None:
-            return False
-        bind = gke_gpu_env.bind_address(group) if group.process_id == 0 else None
-    except ValueError as exc:
-        raise UsageError(f"--coordinator: not given, and xpk's GPU env cannot form a cluster: {exc}") from None
-    jax.distributed.initialize(
-        coordinator_address=group.coordinator_address, coordinator_bind_address=bind,
-        num_processes=group.num_processes, process_id=group.process_id,
-        heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
-        initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
-    )
-    return True
-
-
-def _join_detected_cluster(cfg: TrainerConfig) -> int | None:
-    """jax.distributed without --coordinator: jax's own detection (Cloud TPU / GKE metadata, or another
-    cluster it knows), else GKE's TPU env read as jax would (trainer.elastic.gke_tpu_env: jax's GKE
-    detection needs a TPU chip, which a node whose chips are CPU devices lacks). Returns the processes
-    per slice from that env (None where jax detected the cluster: slices then come from the devices'
-    slice_index)."""
-    import jax
-
-    try:
-        jax.distributed.initialize(heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds)
-        return None
-    except ValueError as exc:
-        detected = str(exc)
-    try:
-        gke = gke_tpu_env.from_env(os.environ)
-    except ValueError as exc:
-        raise UsageError(f"--coordinator: not given, and GKE's TPU env cannot form a cluster: {exc}") from None
-    if gke is None:
-        raise UsageError(f"--coordinator: not given, and jax found no cluster to join ({detected}); pass "
-                         "--coordinator HOST:PORT with --process-id and --num-processes") from None
-    jax.distributed.initialize(
-        coordinator_address=gke.coordinator_address,
-        # The coordinator listens on its own address only: with hostNetwork every pod of a node shares its
-        # ports, and where several nodes share one machine (tools/testcluster) each has its own address.
-        coordinator_bind_address=gke_tpu_env.bind_address(gke) if gke.process_id == 0 else None,
-        num_processes=gke.num_processes,
-        process_id=gke.process_id,
-        heartbeat_timeout_seconds=cfg.heartbeat_timeout_seconds,
-        initialization_timeout=max(60, 6 * cfg.heartbeat_timeout_seconds),  # a peer that never comes
-    )
-    return gke.processes_per_slice
 
 
 def make_backend(cfg: TrainerConfig, faults: FaultSchedule, clock: Clock) -> SliceBackend:
