@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from elxpk.accelerators import Accelerator, Price, from_node_labels, price_of
 from elxpk.chip_hours import BILLED, UNITS, Holding, decimals_for, render, split
+from elxpk.cluster.labels import ACCELERATOR, TOPOLOGY
 from elxpk.cluster.status import WorkloadStatus, worker_replicated_job
-from elxpk.cluster.why import ACCELERATOR, TOPOLOGY
 from elxpk_contract.progress_record import BADPUT_KEYS
 
 GPU_ACCELERATOR = "cloud.google.com/gke-accelerator"

@@ -1,5 +1,5 @@
 """The names the cluster's objects carry: the labels JobSet, the Job controller, Kueue and xpk put on
-Jobs and pods, and the Pathways head's replicatedJob. Read by status, incidents, observe and the
+Jobs and pods, GKE's TPU node labels, and the Pathways head's replicatedJob. Read by status, incidents, observe and the
 fetchers alike, so they live below all of them."""
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ KUEUE_JOB_UID = "kueue.x-k8s.io/job-uid"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 XPK_WORKLOAD = "xpk.google.com/workload"
 HEAD = "pathways-head"
+# What GKE labels a TPU node with (the catalog's gke_accelerator and topology); a TPU pod selects them.
+ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
+TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 # The JobSet elxpk submitted (submit.py); its renders carry the xpk labels too (xpk's tools read them).
 SUBMISSION_ANNOTATION = "elxpk.dev/submission-id"
 

@@ -22,10 +22,10 @@ from elxpk.cluster import why as why_mod
 from elxpk.cluster.chips import workload_accelerator
 from elxpk.cluster.job_rejections import event_selector, jobs_missing, rejection_reasons
 from elxpk.cluster.kube import Kube
-from elxpk.cluster.labels import JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
+from elxpk.cluster.labels import ACCELERATOR, JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
 from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, compute_status
-from elxpk.cluster.why import ACCELERATOR, Context
+from elxpk.cluster.why import Context
 from elxpk.cluster.why_jobs import FAILED_CREATE, short_of_pods
 from elxpk.errors import ClusterError, NotFoundError
 

@@ -6,9 +6,9 @@ Pure (objects in, reasons out; no I/O, clock passed in). The sources, in the ord
   ClusterQueue has; or the ClusterQueue is inactive, with the ClusterQueue's own condition when fetched),
   QuotaReserved but not Admitted (admission checks still Pending), Evicted/Preempted;
 - the pods: PodScheduled=False/Unschedulable (the scheduler's "0/N nodes are available: ..." message, split
-  into its per-node reasons: node selector, google.com/tpu, taints, host ports, the JobSet's exclusive
-  placement), containers waiting in ErrImagePull/ImagePullBackOff or CrashLoopBackOff (the last exit code's
-  class from the trainer's exit-code table), pods pending past a threshold;
+  into its per-node reasons by why_scheduler.py), containers waiting in ErrImagePull/ImagePullBackOff or
+  CrashLoopBackOff (the last exit code's class from the trainer's exit-code table), pods pending past a
+  threshold;
 - the Job controller (why_jobs.py): the first failed Job, pods it cannot create (FailedCreate Events), its
   pod-failure back-off.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from elxpk import catalog
 from elxpk.cluster import why_jobs
 from elxpk.cluster.labels import (
     COMPLETION_INDEX,
@@ -29,21 +28,16 @@ from elxpk.cluster.labels import (
     REPLICATED_JOB,
     parse_time,
 )
-from elxpk.cluster.why_capacity import label_gap, with_capacity
+from elxpk.cluster.why_capacity import with_capacity
 from elxpk.cluster.why_reason import Reason
+from elxpk.cluster.why_scheduler import TPU, unschedulable
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
-ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
-TOPOLOGY = "cloud.google.com/gke-tpu-topology"
-TPU = "google.com/tpu"
 WAITING_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 STUCK_STATES = ("Queued", "Admitted", "Restarting")
-# "0/N nodes are available: K reason, K reason." and then other sentences (claims, preemption's own verdicts)
 # Counts are ASCII digits, at most 19 of them ([0-9]{1,19}, not \d: that takes other scripts' digits, and
 # int() refuses a 4,301-digit one with a ValueError), so every int() below reads what it matched.
-_NODES = re.compile(r"^0/([0-9]{1,19}) nodes are available: (.*?)(?:\.(?: |$)|$)", re.S)
-_PART = re.compile(r"^([0-9]{1,19}) (.*)$")
 _QUOTA = re.compile(r"insufficient (unused )?quota for (\S+) in flavor ([^\s,]+)")
 _ASK_CAP = re.compile(r"(?:requests \(([0-9]{1,19})\) \+ current podset request )?\(([0-9]{1,19})\) > maximum "
                       r"capacity \(([0-9]{1,19})\)")
@@ -234,7 +228,7 @@ def _one_pod(name: str, namespace: str, pod: dict, context: Context) -> list[Rea
     out = []
     for c in status.get("conditions") or []:
         if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-            out += _unschedulable(pod, c.get("message") or "", context)
+            out += unschedulable(pod, c.get("message") or "", context.nodes)
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         reason = waiting.get("reason")
@@ -262,121 +256,6 @@ def _pod_flags(pod: dict) -> str:
     if labels.get(REPLICATED_JOB) == HEAD:
         return " --head"
     return f" --slice {labels.get(JOB_INDEX, '0')} --vm {labels.get(COMPLETION_INDEX, '0')}"
-
-
-def _unschedulable(pod: dict, message: str, context: Context) -> list[Reason]:
-    """The scheduler's message, per node reason: "0/32 nodes are available: 2 node(s) didn't have free ports
-    ..., 30 node(s) didn't match Pod's node affinity/selector. preemption: ..."."""
-    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    accelerator, topology = selector.get(ACCELERATOR), selector.get(TOPOLOGY)
-    shape = f"{ACCELERATOR.split('/')[1]} {accelerator}, {TOPOLOGY.split('/')[1]} {topology}" \
-        if accelerator else "the pod's node selector"
-    match = _NODES.match(message.strip())
-    if not match:
-        return [Reason("unschedulable", "unschedulable", "", f"scheduler: {message}")]
-    total = int(match.group(1))
-    parts = []
-    for piece in re.split(r", (?=[0-9]+ )", match.group(2)):
-        found = _PART.match(piece.strip())
-        if found:
-            parts.append((int(found.group(1)), found.group(2)))
-    # The scheduler's taint filter runs before its node selector, so nodes of another shape (a GPU pool's
-    # nvidia.com/gpu taint) are counted as "untolerated taint(s)": when no node of the pod's own shape has
-    # such a taint (the listed nodes say so), those nodes are mismatched ones, not a taint to remove.
-    foreign_taints = context.nodes is not None and bool(selector) and not _untolerated(pod, selector, context)
-    if foreign_taints:
-        parts = [(n, "didn't match Pod's node affinity/selector" if "untolerated taint" in text else text)
-                 for n, text in parts]
-    mismatched = sum(n for n, text in parts if "didn't match Pod's node affinity/selector" in text)
-    if mismatched >= total:
-        pools = ""
-        if context.nodes is not None:
-            same = sorted({n["labels"].get(TOPOLOGY, "?") for n in context.nodes
-                           if n["labels"].get(ACCELERATOR) == accelerator})
-            pools = f"; node pools with {accelerator}: {', '.join(same) or 'none'}"
-            gap = label_gap(selector, context.nodes, (ACCELERATOR, TOPOLOGY))
-            if gap:
-                return [Reason("no-node-pool", f"the nodes with {shape} lack what the pod also selects: {gap[0]}",
-                               gap[1], f"scheduler: {message}")]
-        return [Reason("no-node-pool", f"no node pool has {shape}{pools}", _node_pool_fix(accelerator, topology),
-                       f"scheduler: {message}")]
-    out: list[Reason] = []
-    for n, text in parts:
-        if "didn't match Pod's node affinity/selector" in text:
-            continue
-        if f"Insufficient {TPU}" in text:
-            out.append(Reason("insufficient-tpu", f"{n} node(s) with {shape} have too few free {TPU} for the "
-                              f"pod ({_tpu_request(pod)} asked; scheduler: Insufficient {TPU})",
-                              "other pods hold the chips, or the device plugin reports fewer healthy chips: "
-                              "see the allocated google.com/tpu of the nodes labelled "
-                              + _label_selector(selector) + "; free them "
-                              "(`elxpk workload list`), or use fewer/smaller slices (--num-slices, --tpu-type)"))
-        elif "untolerated taint" in text:
-            # The scheduler names no taint since Kubernetes 1.30 ("had untolerated taint(s)"): the nodes do.
-            taints = _untolerated(pod, selector, context)
-            named = ", ".join(f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in taints)
-            out.append(Reason("taint", f"{n} node(s) with {shape} have a taint the pod does not tolerate"
-                              + (f": {named}" if named else ""),
-                              "once the nodes are fit, remove the taint "
-                              + (", ".join(str(t.get("key")) for t in taints) or "KEY")
-                              + f" from the nodes labelled {_label_selector(selector)}"))
-        elif "free ports" in text:
-            out.append(Reason("host-ports", f"{n} node(s) with {shape} are taken: another workload's pods hold "
-                              "their host ports (one TPU workload per host)",
-                              "`elxpk workload list` shows what runs there; wait for it, delete it, or give this "
-                              "one a higher --priority (Kueue preempts)"))
-        elif "affinity" in text or "topology spread" in text:
-            out.append(Reason("exclusive-placement", f"{n} node(s) with {shape} are in node pools another "
-                              f"slice already holds (JobSet exclusive-topology: one slice per node pool; {text})",
-                              "fewer slices (--num-slices) or more node pools of this shape"))
-        else:
-            out.append(Reason("unschedulable", f"{n} node(s): {text}"))
-    return [Reason(r.cause, r.text, r.fix, f"scheduler: {message}") for r in out]
-
-
-def _untolerated(pod: dict, selector: dict, context: Context) -> list[dict]:
-    tolerations = (pod.get("spec") or {}).get("tolerations") or []
-    found: dict[tuple, dict] = {}
-    for node in context.nodes or ():
-        if any(node["labels"].get(k) != v for k, v in selector.items()):
-            continue
-        for taint in node.get("taints") or []:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
-                found[(taint.get("key"), taint.get("value"), taint.get("effect"))] = taint
-    return list(found.values())
-
-
-def _tolerates(tolerations: list[dict], taint: dict) -> bool:
-    for t in tolerations:
-        if t.get("effect") and t.get("effect") != taint.get("effect"):
-            continue
-        if t.get("operator") == "Exists" and (not t.get("key") or t.get("key") == taint.get("key")):
-            return True
-        if t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", ""):
-            return True
-    return False
-
-
-def _tpu_request(pod: dict) -> str:
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        value = ((c.get("resources") or {}).get("limits") or {}).get(TPU)
-        if value:
-            return f"{value} chips"
-    return "chips"
-
-
-def _label_selector(selector: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in selector.items() if k in (ACCELERATOR, TOPOLOGY)) or "KEY=VALUE"
-
-
-def _node_pool_fix(accelerator: str | None, topology: str | None) -> str:
-    for spelling in catalog.all_names():
-        tpu = catalog.lookup(spelling)
-        if (tpu.gke_accelerator, tpu.topology) == (accelerator, topology):
-            return (f"`--tpu-type {tpu.name}` needs a node pool of {tpu.machine_type} with --tpu-topology "
-                    f"{topology} (`xpk cluster create --tpu-type {tpu.name}` makes one), or pick a --tpu-type "
-                    "that a node pool has")
-    return "add a node pool matching the pod's node selector, or pick a --tpu-type that a node pool has"
 
 
 def stuck_line(state: str, state_age_s: float | None, reasons: list[Reason], after_s: float) -> str:
