@@ -146,6 +146,15 @@ class Story:
         return self.elxpk("workload", "wait", name, "--for", "completed", "--timeout", f"{int(timeout)}s",
                           timeout=timeout + 60)
 
+    def explain(self, name: str, done: subprocess.CompletedProcess) -> str:
+        """What a failed assertion on workload `name` says: `done`'s output, `status --why`, and the last
+        lines of each pod's trainer log (a CI log then shows why, not only that, a story failed)."""
+        why = self.elxpk("workload", "status", name, "--why")
+        tails = "".join(f"\n--- {pod} (last 15 lines) ---\n" + "\n".join(text.splitlines()[-15:])
+                        for pod, text in self.pod_logs(name).items())
+        return (f"exit {done.returncode}\n{done.stdout}{done.stderr}\n--- status --why ---\n"
+                f"{why.stdout}{why.stderr}{tails}")
+
     def gs_text(self, name: str, path: str) -> str:
         """An object of workload `name`'s checkpoint dir on gs://, read from the emulator (404: AssertionError)."""
         host = self.cluster.storage_emulator_host

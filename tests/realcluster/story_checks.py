@@ -49,7 +49,7 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
         killed_at = time.time()
         last_before = max(m["step"] for m in story.metrics(run))
         done = story.wait_done(name)
-        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.returncode == 0, story.explain(name, done)
         wall = took()
         watch.wait(timeout=120)  # --watch ends once the workload finishes
     finally:
@@ -123,7 +123,7 @@ def exit_75_is_retried_inside_its_budget(story: Story, name: str) -> str:
     once = story.root / f"{name}-failed-once"
     story.plain_workload(name, f"mkdir {once} 2>/dev/null && exit 75; echo attempt-ok", "--max-restarts=1")
     done = story.wait_done(name, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, story.explain(name, done)
     status = story.status(name)
     assert (status["state"], status["restarts"], status["restarts_counted"], status["restarts_left"]) == (
         "Succeeded", 1, 1, 0), status
@@ -138,7 +138,7 @@ def exit_70_fails_the_jobset_at_once(story: Story, name: str) -> str:
     took = timed()
     story.plain_workload(name, "exit 70", "--max-restarts=2")
     done = story.wait_done(name, timeout=300)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 1, story.explain(name, done)
     status = story.status(name)
     assert (status["state"], status["restarts"]) == ("Failed", 0), status
     assert "FailJobSet" in status["message"], status
@@ -160,7 +160,7 @@ def dies_on_every_attempt_stops_within_its_count(story: Story, name: str) -> str
     fault = f"--fault={shape.killed_slice}@10"
     run = story.create(name, flags=("--max-restarts=6", "--elastic-stop-on-repeat=2"), trainer_args=(fault,) * 5)
     done = story.wait_done(name, timeout=900)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 1, story.explain(name, done)
     status = story.status(name)
     restarts = status["restarts"]
     # Failed by the trainer's 70, with budget left: no restart after the one that stopped.

@@ -50,7 +50,7 @@ def gpu_reference(gpu_story: Story) -> Path:
     name = unique("g1")
     run = gpu_story.create(name)
     done = gpu_story.wait_done(name)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, gpu_story.explain(name, done)
     gpu_story.delete(name)
     print(f"\nGPU reference ({GPU_NODE_GROUP.name}): {took()} s")
     return run

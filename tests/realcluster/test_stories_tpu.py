@@ -78,7 +78,7 @@ def uninterrupted(story: Story) -> Uninterrupted:
     progress = story.wait_for("status showing the trainer's step and checkpoint while it runs", running_progress,
                               timeout=400)
     done = story.wait_done(name)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, story.explain(name, done)
     wall = took()
     out, _ = local.communicate(timeout=600)
     assert local.returncode == 0, out[-3000:]
@@ -152,7 +152,7 @@ def test_story3_sigterm_of_delete_exits_77_and_a_new_workload_resumes(story: Sto
     again = unique("st3n")
     resumed_run = story.create(again, steps=saved + 4, checkpoint_dir=ckpt, run_dir=story.root / f"{again}-run")
     done = story.wait_done(again)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, story.explain(again, done)
     [restored] = [e for e in story.events(resumed_run) if e["event"] == "restore_done"]
     assert (restored["state_source"], restored["step"]) == ("checkpoint", saved), restored
     assert [m["step"] for m in story.metrics(resumed_run)] == list(range(saved, saved + 4))
@@ -174,7 +174,7 @@ def test_part3_the_same_fault_plan_under_local_run_and_on_the_real_control_plane
     name = unique("p3")
     run = story.create(name, flags=("--max-restarts=3",), trainer_args=("--fault=1@10",))
     done = story.wait_done(name)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, story.explain(name, done)
     out, _ = local.communicate(timeout=600)
     assert local.returncode == 0, out[-3000:]
     status = json.loads(story.elxpk("workload", "status", name, "-o", "json").stdout)
