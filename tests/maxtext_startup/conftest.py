@@ -65,7 +65,10 @@ class Worker:
         self.log.close()
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: the worker's CPU (its MaxText and jax imports, about 30 s) is counted when it is
+# reaped, in the teardown of the test that ends its scope (tests/support/cpu_durations.py). At session scope
+# that was the run's last test (tests/test_xla_cache.py, which only reads a config); here it is this tier's last.
+@pytest.fixture(scope="package")
 def maxtext_worker(tmp_path_factory) -> Iterator[Worker]:
     try:
         python = maxtext_python()
