@@ -60,8 +60,8 @@ class CpuDurations:
         if self._since is None:
             return
         now = cpu_seconds()
-        if fixturedef.scope != "function":
-            own, children = now[0] - self._since[0], now[1] - self._since[1]
+        own, children = now[0] - self._since[0], now[1] - self._since[1]
+        if fixturedef.scope != "function" and own + children >= 0.01:  # not a row per tmp_path_factory
             _add(self.teardowns, f"<{fixturedef.argname} teardown ({fixturedef.scope} fixture)>", own, children)
             self._moved = (self._moved[0] + own, self._moved[1] + children)
         self._since = now
