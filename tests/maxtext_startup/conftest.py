@@ -65,7 +65,11 @@ class Worker:
         self.log.close()
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: the worker ends with this tier's tests instead of at the session's end, and its
+# CPU (its MaxText and jax imports, about 30 s, counted when it is reaped) is read in this tier. Before, the
+# session's last test (a config check in tests/test_xla_cache.py) carried it; --cpu-durations now also gives a
+# wider fixture's teardown a row of its own (tests/support/cpu_durations.py).
+@pytest.fixture(scope="package")
 def maxtext_worker(tmp_path_factory) -> Iterator[Worker]:
     try:
         python = maxtext_python()
@@ -82,7 +86,7 @@ def maxtext_worker(tmp_path_factory) -> Iterator[Worker]:
         worker.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def maxtext(maxtext_worker) -> Callable[..., dict]:
     """MaxText's `initialize` on the words after `python -m maxtext.trainers.pre_train.train`: its reply."""
     return maxtext_worker.initialize

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.process.conftest import elxpk, user_env
+from tests.process.conftest import Exited, elxpk, user_env
 
 pytestmark = pytest.mark.slow
 STEPS = 20
@@ -35,7 +35,8 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _local_run(run_dir: Path, *flags: str, slices: int = 2) -> Path:
+def _local_run_process(run_dir: Path, *flags: str, slices: int = 2) -> Exited:
+    """Run `elxpk local run`, check it exited 0, and return the process (what it printed)."""
     # local run calls a step stalled after 5 s (its hang tests recover in seconds); at a CI load of 20 the
     # first step of a 2-slice reference took longer and the run exited 76. These runs are about losses.
     done = elxpk(["local", "run", "--run-dir", str(run_dir), "--seed", "7", "--steps", str(STEPS), "--plain",
@@ -43,6 +44,11 @@ def _local_run(run_dir: Path, *flags: str, slices: int = 2) -> Path:
                   "--trainer-arg=--stall-timeout-seconds=300", *flags],
                  run_dir.parent, env=_env())
     assert done.code == 0, done.out[-2000:] + done.err[-3000:]
+    return done
+
+
+def _local_run(run_dir: Path, *flags: str, slices: int = 2) -> Path:
+    _local_run_process(run_dir, *flags, slices=slices)
     return run_dir
 
 
@@ -120,7 +126,28 @@ def test_pause_resume_reports_the_losses_of_a_run_that_lost_no_slice(references,
 
 
 def test_multi_controller_reports_the_losses_of_a_run_that_lost_no_slice(references, tmp_path):
-    """Compared with a multi-controller reference: gloo's cross-process reduction is its own (test_multicontroller)."""
-    run = _local_run(tmp_path / "run", "--mode", "multi-controller", "--checkpoint-period", "5",
-                     "--revive-after", "0", "--kill-slice", "1@11")
+    """A killed multi-controller group restarts, resumes from a checkpoint and reproduces an uninterrupted
+    multi-controller run bit for bit (compared with a multi-controller reference: gloo's cross-process
+    reduction is its own). This is also the local run's group-restart test (it was
+    tests/local/test_multicontroller.py, the same claim on the same kind of run): the supervisor's logs, the
+    report's recovery and its fallback from --recovery live are checked on this run."""
+    period, kill = 5, 11
+    run = tmp_path / "run"
+    done = _local_run_process(run, "--mode", "multi-controller", "--checkpoint-period", str(period),
+                             "--revive-after", "0", "--kill-slice", f"1@{kill}")
+    assert f"slice 1 lost at step {kill}" in done.out and "Traceback" not in done.out + done.err
+    # the supervisor restarted the group once: two attempts' logs per process
+    assert sorted(p.name for p in (run / "logs").iterdir()) == [
+        "attempt1-process0.log", "attempt1-process1.log", "attempt2-process0.log", "attempt2-process1.log"]
+
+    reported = elxpk(["report", str(run), "-o", "json", "--no-png"], tmp_path, env=_env())
+    assert reported.code == 0, reported.err[-2000:]
+    report = json.loads(reported.out)
+    assert len(report["recoveries"]) == 1 and report["sessions"] == 2
+    rec = report["recoveries"][0]
+    assert rec["lost_slices"] == [1] and rec["restored_step"] % period == 0
+    # --recovery live is the default, but jax aborted the survivors: the checkpoint, and the reason said.
+    assert rec["state_source"] == "checkpoint" and "multi-controller" in rec["live_fallback"]
+    assert rec["first_step_s"] is not None and rec["first_step_s"] > rec["slices_ready_s"] >= 0
+
     assert_canonical(references.get(2, "multi-controller"), run)

@@ -34,6 +34,8 @@ def _start_group(cfg, run_dir, repo_root, extra) -> list[subprocess.Popen]:
 
 
 def test_group_restart_after_a_killed_process_restores_and_reproduces(reference_run, repo_root, tmp_path):
+    """Killed, the group exits 137 and non-zero; restarted, it restores, reproduces the reference and exits 0;
+    extended, it resumes from its final checkpoint and exits 0 again."""
     cfg = reference_run.cfg
     codes, _ = wait_group(_start_group(cfg, tmp_path, repo_root, ["--fault", "1@6"]), 180)
     assert codes[1] == 137 and codes[0] != 0  # the survivor cannot continue on its own
@@ -55,6 +57,15 @@ def test_group_restart_after_a_killed_process_restores_and_reproduces(reference_
     a = np.array([float.fromhex(ref[s]["loss"]) for s in range(STEPS)])
     b = np.array([float.fromhex(got[s]["loss"]) for s in range(STEPS)])
     np.testing.assert_allclose(b, a, rtol=1e-6, atol=0)  # cross-process collectives may sum in another order
+
+    # The finished run, extended: the group exits 0 again after a resume from its final checkpoint. (This was
+    # tests/process/test_group_and_cli_exit_codes.py's own run of two groups, the same kind of run.)
+    codes, outputs = wait_group(_start_group(cfg, tmp_path, repo_root, ["--fault", "1@6", "--steps", str(STEPS + 2)]),
+                                180)
+    assert codes == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    assert [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "restore_done"][-1]["step"] == STEPS
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == (
+        list(range(6)) + list(range(resumed_at, STEPS + 2)))  # nothing rewound: on from the final step
 
 
 def test_a_host_due_to_die_dies_before_it_honours_a_pending_sigterm(reference_run, repo_root, tmp_path):
