@@ -108,22 +108,54 @@ def _slot_failures(rng, trials: int, slots: int, mtbf: float, shape: float, hori
         while times[:, -1].min() < horizon:
             more = np.cumsum(rng.exponential(1.0 / rate, size=(trials, cols)), axis=1)
             times = np.concatenate([times, times[:, -1:] + more], axis=1)
-    else:
-        scale = mtbf / math.gamma(1.0 + 1.0 / shape)
-        per_slot = int(horizon / mtbf + 6.0 * math.sqrt(horizon / mtbf) + 4)
-        # Equilibrium start: the lifetime in progress at t = 0 is length-biased, i.e.
-        # ((X/scale)^shape ~ Gamma(1 + 1/shape)), and t = 0 falls uniformly inside it.
-        first = scale * rng.gamma(1.0 + 1.0 / shape, size=(trials, slots, 1)) ** (1.0 / shape)
-        first *= rng.random(size=(trials, slots, 1))
-        rest = scale * rng.weibull(shape, size=(trials, slots, per_slot))
-        times = np.cumsum(np.concatenate([first, rest], axis=2), axis=2)
-        while times[:, :, -1].min() < horizon:
-            more = np.cumsum(scale * rng.weibull(shape, size=(trials, slots, per_slot)), axis=2)
-            times = np.concatenate([times, times[:, :, -1:] + more], axis=2)
-        times = np.sort(times.reshape(trials, -1), axis=1)
-    times[times >= horizon] = np.inf
-    keep = int(np.isfinite(times).sum(axis=1).max())
-    return times[:, :keep]
+        times[times >= horizon] = np.inf
+        keep = int(np.isfinite(times).sum(axis=1).max())
+        return times[:, :keep]
+    scale = mtbf / math.gamma(1.0 + 1.0 / shape)
+    per_slot = int(horizon / mtbf + 6.0 * math.sqrt(horizon / mtbf) + 4)
+    # Equilibrium start: the lifetime in progress at t = 0 is length-biased, i.e.
+    # ((X/scale)^shape ~ Gamma(1 + 1/shape)), and t = 0 falls uniformly inside it.
+    first = scale * rng.gamma(1.0 + 1.0 / shape, size=(trials, slots, 1)) ** (1.0 / shape)
+    first *= rng.random(size=(trials, slots, 1))
+    rest = scale * rng.weibull(shape, size=(trials, slots, per_slot))
+    times = np.cumsum(np.concatenate([first, rest], axis=2), axis=2)
+    return _sorted_below(trials, *_extend_short_slots(rng, times, per_slot, scale, shape, horizon))
+
+
+def _extend_short_slots(rng, times, per_slot: int, scale: float, shape: float, horizon: float):
+    """(trial, time) of every failure before `horizon`, drawing more lifetimes while any slot falls short.
+
+    Every round draws lifetimes for every slot, as the random stream (and so every figure) was defined,
+    but only the slots still short of the horizon are added up and kept: at a small shape a handful of
+    slots need dozens of rounds, and the others' extra failures would all land beyond the horizon."""
+    import numpy as np
+
+    trials, slots, _ = times.shape
+    below = times < horizon
+    found = [(np.nonzero(below)[0], times[below])]
+    last = times[:, :, -1].copy()
+    short = np.nonzero(last < horizon)
+    while len(short[0]):
+        drawn = rng.weibull(shape, size=(trials, slots, per_slot))
+        more = last[short][:, None] + np.cumsum(scale * drawn[short], axis=1)
+        keep = more < horizon
+        found.append((np.repeat(short[0], per_slot).reshape(-1, per_slot)[keep], more[keep]))
+        last[short] = more[:, -1]
+        short = tuple(axis[more[:, -1] < horizon] for axis in short)
+    return np.concatenate([t for t, _ in found]), np.concatenate([v for _, v in found])
+
+
+def _sorted_below(trials: int, trial, value):
+    """One row per trial of its failure times, sorted, inf-padded to the longest row."""
+    import numpy as np
+
+    counts = np.bincount(trial, minlength=trials)
+    out = np.full((trials, int(counts.max())), np.inf)
+    order = np.lexsort((value, trial))
+    starts = np.cumsum(counts) - counts
+    trial = trial[order]
+    out[trial, np.arange(len(order)) - starts[trial]] = value[order]
+    return out
 
 
 def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float):
@@ -133,33 +165,56 @@ def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len:
     the estimate by the fresh start at t = 0 (~1/horizon); ending instead at the first cycle boundary
     at or after `horizon` makes the number of cycles a stopping time, so sum(work) / sum(time) is the
     renewal-reward estimate of the long-run goodput. Failures are generated up to `end` > horizon.
+
+    Each row holds a trial's failures, finite ones first, then an inf tail (what _slot_failures gives).
+    Every failure restarts the recovery, so before failure j the job was last (re)started at
+    ready_j = f_{j-1} + rec_len (0 before the first), with the recovery's own work pending (from j = 1):
+    every column's state is known without walking the row, and the whole (trials x columns) array is
+    evaluated at once. The work is summed along the row with np.cumsum, which adds in column order, so
+    the figures are bitwise those of a failure-by-failure loop (tests/planner/test_simulate_vectorized.py).
     """
     import numpy as np
 
-    trials = failures.shape[0]
+    trials, cols = failures.shape
     seg = tau + save
-    ready = np.zeros(trials)  # when the job last (re)started at full speed: a cycle boundary once it holds
-    work = np.zeros(trials)  # committed work before `ready`, at full speed
-    pending = np.zeros(trials)  # 1 while the recovery ending at `ready` has its own work to credit
-    done = np.zeros(trials, dtype=bool)
-    b_time = np.zeros(trials)
-    b_work = np.zeros(trials)
-    for j in range(failures.shape[1]):
-        f = failures[:, j]
-        live = np.isfinite(f) & ~done
-        if not live.any():
-            break
-        ran = live & (f >= ready)  # the recovery before completed: `ready` is a boundary (else it restarts)
-        finish = ran & (ready >= horizon)
-        b_time = np.where(finish, ready, b_time)
-        b_work = np.where(finish, work + pending * credit, b_work)
-        done |= finish
-        live &= ~finish
+    rows = np.arange(trials)
+    if cols == 0:
+        ready, work, pending = np.zeros(trials), np.zeros(trials), np.zeros(trials)
+        done, b_time, b_work = np.zeros(trials, dtype=bool), np.zeros(trials), np.zeros(trials)
+    else:
+        live = np.isfinite(failures)
+        # One float temporary of the chunk's size: ready_j first, then the work each failure credits.
+        step = np.empty_like(failures)
+        step[:, 0] = 0.0
+        np.add(failures[:, :-1], rec_len, out=step[:, 1:])
+        ran = live & (failures >= step)  # the recovery before completed: ready_j is a boundary
+        finish = ran & (step >= horizon)  # the first boundary at or after the horizon ends the trial
         ran &= ~finish
-        whole = np.floor((f - ready) / seg)
-        work += np.where(ran, whole * tau + pending * credit, 0.0)
-        pending = np.where(live, 1.0, pending)
-        ready = np.where(live, f + rec_len, ready)
+        del live
+        first = finish.argmax(axis=1)
+        done = finish[rows, first]
+        del finish
+        with np.errstate(invalid="ignore"):  # inf - inf past a row's last failure; masked out below
+            np.subtract(failures, step, out=step)
+        step /= seg
+        np.floor(step, out=step)
+        step *= tau
+        step[:, 0] += 0.0 * credit  # pending is 0 before the first failure, 1 after (1.0 * credit == credit)
+        step[:, 1:] += credit
+        step[~ran] = 0.0
+        del ran
+        step[:, 0] += 0.0  # the loop's sum starts at +0.0
+        np.cumsum(step, axis=1, out=step)
+        n_live = np.isfinite(failures).sum(axis=1)
+        # The state at the trial's end: before its finishing failure, or after its last one.
+        at = np.where(done, first, n_live - 1)
+        before = np.where(done, first, n_live)  # failures seen before the state read
+        work = np.where(before > 0, step[rows, np.maximum(at, 0)], 0.0)
+        pending = np.where(before > 0, 1.0, 0.0)
+        last = failures[rows, np.maximum(before - 1, 0)]
+        ready = np.where(before > 0, last + rec_len, 0.0)
+        b_time = np.where(done, ready, 0.0)
+        b_work = np.where(done, work + pending * credit, 0.0)
     # No failure after the last restart before `end`: its recovery completed, so `ready` is the boundary.
     # (When `ready` < horizon the trial ran failure-free to `end`; count that run as one long cycle.)
     tail = ~done
