@@ -26,6 +26,8 @@ _CHUNK_FLOATS = 4_000_000
 # refuses before simulating (exit 2).
 MAX_FAILURES_PER_TRIAL = 100_000
 MAX_FAILURES = 20_000_000
+# _end_state works on blocks of about this many failure times (1 MiB): its temporaries' bound.
+_BLOCK_FLOATS = 1 << 17
 
 
 def horizon_s(costs: Costs) -> float:
@@ -109,19 +111,27 @@ def _slot_failures(rng, trials: int, slots: int, mtbf: float, shape: float, hori
             more = np.cumsum(rng.exponential(1.0 / rate, size=(trials, cols)), axis=1)
             times = np.concatenate([times, times[:, -1:] + more], axis=1)
     else:
-        scale = mtbf / math.gamma(1.0 + 1.0 / shape)
-        per_slot = int(horizon / mtbf + 6.0 * math.sqrt(horizon / mtbf) + 4)
-        # Equilibrium start: the lifetime in progress at t = 0 is length-biased, i.e.
-        # ((X/scale)^shape ~ Gamma(1 + 1/shape)), and t = 0 falls uniformly inside it.
-        first = scale * rng.gamma(1.0 + 1.0 / shape, size=(trials, slots, 1)) ** (1.0 / shape)
-        first *= rng.random(size=(trials, slots, 1))
-        rest = scale * rng.weibull(shape, size=(trials, slots, per_slot))
-        times = np.cumsum(np.concatenate([first, rest], axis=2), axis=2)
+        times, per_slot, scale = _weibull_start(rng, trials, slots, mtbf, shape, horizon)
         more = _extend_short_slots(rng, times, per_slot, scale, shape, horizon)
         times = np.sort(np.concatenate([times.reshape(trials, -1), more], axis=1), axis=1)
     times[times >= horizon] = np.inf
     keep = int(np.isfinite(times).sum(axis=1).max())
     return times[:, :keep]
+
+
+def _weibull_start(rng, trials: int, slots: int, mtbf: float, shape: float, horizon: float):
+    """Each slot's first failures, (trials, slots, per_slot + 1) cumulative times, with per_slot and the
+    Weibull scale: enough for most slots to pass `horizon`."""
+    import numpy as np
+
+    scale = mtbf / math.gamma(1.0 + 1.0 / shape)
+    per_slot = int(horizon / mtbf + 6.0 * math.sqrt(horizon / mtbf) + 4)
+    # Equilibrium start: the lifetime in progress at t = 0 is length-biased, i.e.
+    # ((X/scale)^shape ~ Gamma(1 + 1/shape)), and t = 0 falls uniformly inside it.
+    first = scale * rng.gamma(1.0 + 1.0 / shape, size=(trials, slots, 1)) ** (1.0 / shape)
+    first *= rng.random(size=(trials, slots, 1))
+    rest = scale * rng.weibull(shape, size=(trials, slots, per_slot))
+    return np.cumsum(np.concatenate([first, rest], axis=2), axis=2), per_slot, scale
 
 
 def _extend_short_slots(rng, times, per_slot: int, scale: float, shape: float, horizon: float):
@@ -154,7 +164,8 @@ def _extend_short_slots(rng, times, per_slot: int, scale: float, shape: float, h
     return out
 
 
-def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float):
+def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float,
+         block_floats: int = _BLOCK_FLOATS):
     """Per trial: (work, time) up to the end of the cycle in progress at `horizon`.
 
     A cycle runs from one restart at full speed to the next. Cutting the run at a fixed time would bias
@@ -165,7 +176,7 @@ def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len:
     import numpy as np
 
     seg = tau + save
-    done, ready, work, pending = _end_state(failures, horizon, tau, seg, rec_len, credit)
+    done, ready, work, pending = _end_state(failures, horizon, tau, seg, rec_len, credit, block_floats)
     # No failure after the last restart before `end`: its recovery completed, so `ready` is the boundary.
     # (When `ready` < horizon the trial ran failure-free to `end`; count that run as one long cycle.)
     tail = ~done
@@ -177,7 +188,7 @@ def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len:
     return b_work, b_time
 
 
-def _end_state(failures, horizon: float, tau: float, seg: float, rec_len: float, credit: float):
+def _end_state(failures, horizon: float, tau: float, seg: float, rec_len: float, credit: float, block_floats: int):
     """Per trial: whether a cycle boundary at or after `horizon` ended it (done), and at that boundary, or
     else after its last failure, the last restart (ready), the work committed before it, and whether the
     recovery ending there has its own work to credit (pending, 0 or 1).
@@ -188,12 +199,28 @@ def _end_state(failures, horizon: float, tau: float, seg: float, rec_len: float,
     column's state is known without walking the row, and the whole (trials x columns) array is evaluated
     at once. The work is summed along the row with np.cumsum, which adds in column order, so the figures
     are bitwise those of a failure-by-failure loop (tests/planner/test_simulate_vectorized.py keeps it).
-    Memory: one float and a few boolean temporaries of the failures' size."""
+    Memory: one float and a few boolean temporaries of a block's size."""
     import numpy as np
 
     trials, cols = failures.shape
+    state = np.zeros(trials, dtype=bool), np.zeros(trials), np.zeros(trials), np.zeros(trials)
     if cols == 0:
-        return np.zeros(trials, dtype=bool), np.zeros(trials), np.zeros(trials), np.zeros(trials)
+        return state
+    # A block of rows at a time: the temporaries stay a block's size whatever the chunk's, and a block's
+    # dozen passes run within the core's cache.
+    rows = max(1, block_floats // cols)
+    for r in range(0, trials, rows):
+        for out, value in zip(state, _block_end_state(failures[r:r + rows], horizon, tau, seg, rec_len, credit),
+                              strict=True):
+            out[r:r + rows] = value
+    return state
+
+
+def _block_end_state(failures, horizon: float, tau: float, seg: float, rec_len: float, credit: float):
+    """_end_state of one block of rows."""
+    import numpy as np
+
+    trials = failures.shape[0]
     live = np.isfinite(failures)
     n_live = live.sum(axis=1)
     step = np.empty_like(failures)  # ready_j first, then the work each failure credits, then their sums

@@ -3,18 +3,17 @@
 `reference_run` below is that loop, kept verbatim as the specification (bench/bench_simulate.py times
 one against the other). Hypothesis draws failure arrays with inf tails, ties, failures inside the
 recovery before them (f < ready), horizons on, before and after every failure, single trials and
-empty rows; a second property feeds both the simulator's own failure arrays from injected seeds.
+empty rows, in one block of rows or several; a second property feeds both the simulator's own failure
+arrays from injected seeds.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elxpk.plan.simulate import _run, _slot_failures
+from elxpk.plan.simulate import _run, _slot_failures, _weibull_start
 
 
 def reference_run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float):
@@ -52,13 +51,9 @@ def reference_run(failures, horizon: float, end: float, tau: float, save: float,
 
 
 def reference_slot_failures(rng, trials: int, slots: int, mtbf: float, shape: float, horizon: float):
-    """The Weibull branch `_slot_failures` replaced: every slot extended while any falls short, then one sort."""
-    scale = mtbf / math.gamma(1.0 + 1.0 / shape)
-    per_slot = int(horizon / mtbf + 6.0 * math.sqrt(horizon / mtbf) + 4)
-    first = scale * rng.gamma(1.0 + 1.0 / shape, size=(trials, slots, 1)) ** (1.0 / shape)
-    first *= rng.random(size=(trials, slots, 1))
-    rest = scale * rng.weibull(shape, size=(trials, slots, per_slot))
-    times = np.cumsum(np.concatenate([first, rest], axis=2), axis=2)
+    """The Weibull branch `_slot_failures` replaced: every slot extended while any falls short, then one sort.
+    (Its first draws did not change: _weibull_start.)"""
+    times, per_slot, scale = _weibull_start(rng, trials, slots, mtbf, shape, horizon)
     while times[:, :, -1].min() < horizon:
         more = np.cumsum(scale * rng.weibull(shape, size=(trials, slots, per_slot)), axis=2)
         times = np.concatenate([times, times[:, :, -1:] + more], axis=2)
@@ -112,7 +107,8 @@ def run_args(draw, failures):
 def test_whole_array_run_is_bitwise_the_loop(data):
     failures = data.draw(failure_arrays())
     args = data.draw(run_args(failures))
-    assert_bitwise_equal(_run(failures, *args), reference_run(failures, *args))
+    block = data.draw(st.sampled_from([1 << 17, 1, 7, 16]))  # one block, or a few rows at a time
+    assert_bitwise_equal(_run(failures, *args, block_floats=block), reference_run(failures, *args))
 
 
 @settings(max_examples=60, deadline=None)
@@ -123,9 +119,9 @@ def test_on_the_simulators_own_failures_it_is_bitwise_the_loop(seed, trials, slo
     horizon = 20 * mtbf / slots
     end = horizon + 12 * mtbf / slots + 3 * rec_len
     failures = _slot_failures(np.random.default_rng(seed), trials, slots, mtbf, shape, end)
-    for credit in (0.0, 0.3 * rec_len):
+    for credit, block in ((0.0, 1 << 17), (0.3 * rec_len, 100)):
         args = (horizon, end, tau, 30.0, rec_len, credit)
-        assert_bitwise_equal(_run(failures, *args), reference_run(failures, *args))
+        assert_bitwise_equal(_run(failures, *args, block_floats=block), reference_run(failures, *args))
 
 
 def test_cumsum_adds_in_column_order_like_the_loop():
