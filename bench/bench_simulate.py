@@ -14,7 +14,6 @@ import argparse
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,26 +28,6 @@ CASES = [
     ("10,000 slices, 10d, exponential (issue)", 10_000, 10, 1.0, 713),
     ("100,000 slices, 30d, Weibull 0.1", 100_000, 30, 0.1, 3),
 ]
-
-
-@contextmanager
-def old_simulator():
-    """simulate() with the loop and the extend-everything Weibull draw it had before (the exponential
-    draw did not change)."""
-    from elxpk.plan import simulate as sim
-    from tests.planner.test_simulate_vectorized import reference_run, reference_slot_failures
-
-    new_run, new_failures = sim._run, sim._slot_failures
-
-    def failures(rng, trials, slots, mtbf, shape, horizon):
-        fn = new_failures if shape == 1.0 else reference_slot_failures
-        return fn(rng, trials, slots, mtbf, shape, horizon)
-
-    sim._run, sim._slot_failures = reference_run, failures
-    try:
-        yield
-    finally:
-        sim._run, sim._slot_failures = new_run, new_failures
 
 
 def _timed(fn, repeats: int) -> tuple[float, float, object]:
@@ -70,6 +49,7 @@ def main() -> int:
 
     from elxpk.plan.model import Costs
     from elxpk.plan.simulate import check_plan
+    from tests.planner.test_simulate_vectorized import reference_simulator
 
     check_plan(Costs(4, 86400.0, 2.5, 5.0, 30.0, 60.0), 5, trials=2, shape=1.0, seed=1)  # imports, first touches
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
@@ -82,7 +62,7 @@ def main() -> int:
         def run(costs: Costs = costs, shape: float = shape, trials: int = trials) -> dict:
             return check_plan(costs, 5, trials=trials, shape=shape, seed=1)
         new_cpu, new_wall, new = _timed(run, args.repeats)
-        with old_simulator():
+        with reference_simulator():
             old_cpu, old_wall, old = _timed(run, args.repeats)
         same = repr(new) == repr(old)  # repr round-trips every float: equal reprs, equal bits (NaN included)
         all_same &= same

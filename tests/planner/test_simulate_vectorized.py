@@ -9,11 +9,18 @@ arrays from injected seeds.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from contextlib import contextmanager
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elxpk.plan.simulate import _run, _slot_failures, _weibull_start
+from elxpk.plan import simulate as simulate_module
+from elxpk.plan.model import Costs
+from elxpk.plan.simulate import _run, _slot_failures, _weibull_start, check_plan
 
 
 def reference_run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float):
@@ -61,6 +68,23 @@ def reference_slot_failures(rng, trials: int, slots: int, mtbf: float, shape: fl
     times[times >= horizon] = np.inf
     keep = int(np.isfinite(times).sum(axis=1).max())
     return times[:, :keep]
+
+
+@contextmanager
+def reference_simulator():
+    """The simulator as it was: the loop and the extend-everything Weibull draw (the exponential draw
+    did not change). For the differential checks here and bench/bench_simulate.py."""
+    new_run, new_failures = simulate_module._run, simulate_module._slot_failures
+
+    def failures(rng, trials, slots, mtbf, shape, horizon):
+        fn = new_failures if shape == 1.0 else reference_slot_failures
+        return fn(rng, trials, slots, mtbf, shape, horizon)
+
+    simulate_module._run, simulate_module._slot_failures = reference_run, failures
+    try:
+        yield
+    finally:
+        simulate_module._run, simulate_module._slot_failures = new_run, new_failures
 
 
 def assert_bitwise_equal(got, want) -> None:
@@ -146,3 +170,23 @@ def test_weibull_failures_are_bitwise_the_extend_everything_then_sort_ones(seed,
     ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
     assert_bitwise_equal([_slot_failures(ours, *args)], [reference_slot_failures(theirs, *args)])
     assert ours.random() == theirs.random()  # the stream is left where the next chunk expects it
+
+
+def test_plan_simulate_prints_the_reference_simulators_figures():
+    """`elxpk plan --simulate` as a user runs it (a real process, rows of ~9,000 Weibull failures at shape
+    0.3, three chunks of trials), against check_plan on the old simulator in this process: the same
+    figures, bit for bit."""
+    argv = ["--num-slices", "1000", "--slice-mtbf", "3d", "--step-time", "2.5s", "--checkpoint-save", "5s",
+            "--restore", "30s", "--replacement", "60s", "--weibull-shape", "0.3", "--simulate", "130", "--seed", "9"]
+    proc = subprocess.run([sys.executable, "-m", "elxpk.cli.main", "plan", *argv, "-o", "json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)["simulation"]
+    with reference_simulator():
+        want = check_plan(Costs(1000, 3 * 86400.0, 2.5, 5.0, 30.0, 60.0), printed["points"][0]["checkpoint_period"],
+                          trials=130, shape=0.3, seed=9)
+    assert printed["failures"] == want["failures"] > 130 * 5_000
+    for got, expected in zip(printed["points"], want["points"], strict=True):
+        assert got["mode"] == expected["mode"]
+        assert got["simulated_goodput"].hex() == expected["simulated_goodput"].hex()  # JSON floats round-trip
+        assert got["stderr"].hex() == expected["stderr"].hex()
