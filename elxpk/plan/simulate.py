@@ -2,9 +2,9 @@
 
 Each of N slice positions fails as its own renewal process: exponential (shape 1) or Weibull lifetimes
 with the given mean, started in equilibrium so the job sees the long-run rate N/m from t = 0. A failed
-slice's replacement starts a fresh lifetime at the failure. The job then runs segment by segment:
-the whole vector of trials advances one failure at a time (numpy), so a trial costs one pass over
-its failures, not over its segments.
+slice's replacement starts a fresh lifetime at the failure. The job then runs from failure to failure:
+every trial's every failure is evaluated at once (numpy, see _run), so a trial costs one pass over its
+failures, not over its segments.
 
 The recovery semantics are the model's (a recovery is a fixed phase that starts again on a failure);
 what the simulation checks is everything else: the failure process, rework and the expectation algebra.
@@ -21,11 +21,13 @@ from elxpk.plan.model import LIVE, Costs, available_modes, goodput, recovery
 
 # Trials per chunk are chosen so one chunk's failure array stays near this many floats (memory bound).
 _CHUNK_FLOATS = 4_000_000
-# The work bounds (docs/planner.md): the job advances one failure at a time, so the cost is the failures
-# simulated. One trial's failures are one chunk's minimum (its memory and its Python loop); all trials'
-# together are the whole run's time. Beyond either, `plan` refuses before simulating (exit 2).
+# The work bounds (docs/planner.md): the cost is the failures simulated. One trial's failures are one
+# chunk's minimum (its memory); all trials' together are the whole run's time. Beyond either, `plan`
+# refuses before simulating (exit 2).
 MAX_FAILURES_PER_TRIAL = 100_000
 MAX_FAILURES = 20_000_000
+# _end_state works on blocks of about this many failure times (1 MiB): its temporaries' bound.
+_BLOCK_FLOATS = 1 << 17
 
 
 def horizon_s(costs: Costs) -> float:
@@ -109,24 +111,61 @@ def _slot_failures(rng, trials: int, slots: int, mtbf: float, shape: float, hori
             more = np.cumsum(rng.exponential(1.0 / rate, size=(trials, cols)), axis=1)
             times = np.concatenate([times, times[:, -1:] + more], axis=1)
     else:
-        scale = mtbf / math.gamma(1.0 + 1.0 / shape)
-        per_slot = int(horizon / mtbf + 6.0 * math.sqrt(horizon / mtbf) + 4)
-        # Equilibrium start: the lifetime in progress at t = 0 is length-biased, i.e.
-        # ((X/scale)^shape ~ Gamma(1 + 1/shape)), and t = 0 falls uniformly inside it.
-        first = scale * rng.gamma(1.0 + 1.0 / shape, size=(trials, slots, 1)) ** (1.0 / shape)
-        first *= rng.random(size=(trials, slots, 1))
-        rest = scale * rng.weibull(shape, size=(trials, slots, per_slot))
-        times = np.cumsum(np.concatenate([first, rest], axis=2), axis=2)
-        while times[:, :, -1].min() < horizon:
-            more = np.cumsum(scale * rng.weibull(shape, size=(trials, slots, per_slot)), axis=2)
-            times = np.concatenate([times, times[:, :, -1:] + more], axis=2)
-        times = np.sort(times.reshape(trials, -1), axis=1)
+        times, per_slot, scale = _weibull_start(rng, trials, slots, mtbf, shape, horizon)
+        more = _extend_short_slots(rng, times, per_slot, scale, shape, horizon)
+        times = np.sort(np.concatenate([times.reshape(trials, -1), more], axis=1), axis=1)
     times[times >= horizon] = np.inf
     keep = int(np.isfinite(times).sum(axis=1).max())
     return times[:, :keep]
 
 
-def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float):
+def _weibull_start(rng, trials: int, slots: int, mtbf: float, shape: float, horizon: float):
+    """Each slot's first failures, (trials, slots, per_slot + 1) cumulative times, with per_slot and the
+    Weibull scale: enough for most slots to pass `horizon`."""
+    import numpy as np
+
+    scale = mtbf / math.gamma(1.0 + 1.0 / shape)
+    per_slot = int(horizon / mtbf + 6.0 * math.sqrt(horizon / mtbf) + 4)
+    # Equilibrium start: the lifetime in progress at t = 0 is length-biased, i.e.
+    # ((X/scale)^shape ~ Gamma(1 + 1/shape)), and t = 0 falls uniformly inside it.
+    first = scale * rng.gamma(1.0 + 1.0 / shape, size=(trials, slots, 1)) ** (1.0 / shape)
+    first *= rng.random(size=(trials, slots, 1))
+    rest = scale * rng.weibull(shape, size=(trials, slots, per_slot))
+    return np.cumsum(np.concatenate([first, rest], axis=2), axis=2), per_slot, scale
+
+
+def _extend_short_slots(rng, times, per_slot: int, scale: float, shape: float, horizon: float):
+    """Per trial, the failures before `horizon` of the lifetimes drawn while any slot falls short of it
+    (one row per trial, inf-padded).
+
+    Every round draws lifetimes for every slot, as the random stream (and so every figure) was defined,
+    but only the slots still short of the horizon are added up and kept: at a small shape a handful of
+    slots need dozens of rounds, and the others' extra failures would all land beyond the horizon."""
+    import numpy as np
+
+    trials, slots, _ = times.shape
+    found_trial, found_time = [], []
+    last = times[:, :, -1].copy()
+    short = np.nonzero(last < horizon)
+    while len(short[0]):
+        drawn = rng.weibull(shape, size=(trials, slots, per_slot))
+        more = last[short][:, None] + np.cumsum(scale * drawn[short], axis=1)
+        below = more < horizon
+        found_trial.append(np.broadcast_to(short[0][:, None], more.shape)[below])
+        found_time.append(more[below])
+        last[short] = more[:, -1]
+        short = tuple(axis[more[:, -1] < horizon] for axis in short)
+    trial = np.concatenate([np.zeros(0, dtype=np.intp), *found_trial])
+    counts = np.bincount(trial, minlength=trials)
+    out = np.full((trials, int(counts.max())), np.inf)
+    order = np.argsort(trial, kind="stable")
+    trial = trial[order]
+    out[trial, np.arange(len(trial)) - (np.cumsum(counts) - counts)[trial]] = np.concatenate([[], *found_time])[order]
+    return out
+
+
+def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len: float, credit: float,
+         block_floats: int = _BLOCK_FLOATS):
     """Per trial: (work, time) up to the end of the cycle in progress at `horizon`.
 
     A cycle runs from one restart at full speed to the next. Cutting the run at a fixed time would bias
@@ -136,38 +175,83 @@ def _run(failures, horizon: float, end: float, tau: float, save: float, rec_len:
     """
     import numpy as np
 
-    trials = failures.shape[0]
     seg = tau + save
-    ready = np.zeros(trials)  # when the job last (re)started at full speed: a cycle boundary once it holds
-    work = np.zeros(trials)  # committed work before `ready`, at full speed
-    pending = np.zeros(trials)  # 1 while the recovery ending at `ready` has its own work to credit
-    done = np.zeros(trials, dtype=bool)
-    b_time = np.zeros(trials)
-    b_work = np.zeros(trials)
-    for j in range(failures.shape[1]):
-        f = failures[:, j]
-        live = np.isfinite(f) & ~done
-        if not live.any():
-            break
-        ran = live & (f >= ready)  # the recovery before completed: `ready` is a boundary (else it restarts)
-        finish = ran & (ready >= horizon)
-        b_time = np.where(finish, ready, b_time)
-        b_work = np.where(finish, work + pending * credit, b_work)
-        done |= finish
-        live &= ~finish
-        ran &= ~finish
-        whole = np.floor((f - ready) / seg)
-        work += np.where(ran, whole * tau + pending * credit, 0.0)
-        pending = np.where(live, 1.0, pending)
-        ready = np.where(live, f + rec_len, ready)
+    done, ready, work, pending = _end_state(failures, horizon, tau, seg, rec_len, credit, block_floats)
     # No failure after the last restart before `end`: its recovery completed, so `ready` is the boundary.
     # (When `ready` < horizon the trial ran failure-free to `end`; count that run as one long cycle.)
     tail = ~done
     elapsed = np.where(tail & (ready < horizon), end - ready, 0.0)
     whole = np.floor(elapsed / seg)
-    b_work = np.where(tail, work + pending * credit + whole * tau + np.minimum(elapsed - whole * seg, tau), b_work)
-    b_time = np.where(tail, np.where(ready < horizon, end, ready), b_time)
+    b_work = np.where(tail, work + pending * credit + whole * tau + np.minimum(elapsed - whole * seg, tau),
+                      work + pending * credit)
+    b_time = np.where(tail, np.where(ready < horizon, end, ready), ready)
     return b_work, b_time
+
+
+def _end_state(failures, horizon: float, tau: float, seg: float, rec_len: float, credit: float, block_floats: int):
+    """Per trial: whether a cycle boundary at or after `horizon` ended it (done), and at that boundary, or
+    else after its last failure, the last restart (ready), the work committed before it, and whether the
+    recovery ending there has its own work to credit (pending, 0 or 1).
+
+    Each row holds a trial's failures, finite ones first, then an inf tail (what _slot_failures gives).
+    Every failure restarts the recovery, so before failure j the job was last (re)started at
+    ready_j = f_{j-1} + rec_len (0 before the first), with the recovery's work pending from j = 1: every
+    column's state is known without walking the row, and the whole (trials x columns) array is evaluated
+    at once. The work is summed along the row with np.cumsum, which adds in column order, so the figures
+    are bitwise those of a failure-by-failure loop (tests/planner/test_simulate_vectorized.py keeps it).
+    Memory: one float and a few boolean temporaries of a block's size."""
+    import numpy as np
+
+    trials, cols = failures.shape
+    state = np.zeros(trials, dtype=bool), np.zeros(trials), np.zeros(trials), np.zeros(trials)
+    if cols == 0:
+        return state
+    # A block of rows at a time: the temporaries stay a block's size whatever the chunk's, and a block's
+    # dozen passes run within the core's cache.
+    rows = max(1, block_floats // cols)
+    for r in range(0, trials, rows):
+        for out, value in zip(state, _block_end_state(failures[r:r + rows], horizon, tau, seg, rec_len, credit),
+                              strict=True):
+            out[r:r + rows] = value
+    return state
+
+
+def _block_end_state(failures, horizon: float, tau: float, seg: float, rec_len: float, credit: float):
+    """_end_state of one block of rows."""
+    import numpy as np
+
+    trials = failures.shape[0]
+    live = np.isfinite(failures)
+    n_live = live.sum(axis=1)
+    step = np.empty_like(failures)  # ready_j first, then the work each failure credits, then their sums
+    step[:, 0] = 0.0
+    np.add(failures[:, :-1], rec_len, out=step[:, 1:])
+    ran = live & (failures >= step)  # the recovery before completed: ready_j is a cycle boundary
+    del live
+    finish = ran & (step >= horizon)  # the first such boundary at or after the horizon ends the trial
+    ran &= ~finish
+    rows = np.arange(trials)
+    first = finish.argmax(axis=1)
+    done = finish[rows, first]
+    del finish
+    with np.errstate(invalid="ignore"):  # inf - inf past a row's last failure; masked out below
+        np.subtract(failures, step, out=step)
+    step /= seg
+    np.floor(step, out=step)
+    step *= tau
+    step[:, 0] += 0.0 * credit  # the loop's pending * credit: 0 * credit first, then 1.0 * credit == credit
+    step[:, 1:] += credit
+    step[~ran] = 0.0
+    del ran
+    step[:, 0] += 0.0  # the loop's sum starts from +0.0
+    np.cumsum(step, axis=1, out=step)
+    # Failures seen before the state: those before the finishing one, or all. The finishing column
+    # credits nothing, so the sum through it is the sum before it.
+    seen = np.where(done, first, n_live)
+    work = np.where(seen > 0, step[rows, np.maximum(np.where(done, first, n_live - 1), 0)], 0.0)
+    ready = np.where(seen > 0, failures[rows, np.maximum(seen - 1, 0)] + rec_len, 0.0)
+    pending = np.where(seen > 0, 1.0, 0.0)
+    return done, ready, work, pending
 
 
 def simulate(
