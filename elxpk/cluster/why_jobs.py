@@ -36,14 +36,26 @@ def _true(job: dict, kind: str) -> dict | None:
                  if c.get("type") == kind and c.get("status") == "True"), None)
 
 
-def short_of_pods(job: dict) -> bool:
-    """A Job still running that has fewer pods than it asks for (not suspended, not finished)."""
+def short_of_pods(job: dict, pods: list[dict] | None = None) -> bool:
+    """A Job still running that has fewer pods than it asks for (not suspended, not finished). With `pods`
+    (its pods among them), its active pods are counted from them, not read from its status."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
     if spec.get("suspend") or job["metadata"].get("deletionTimestamp") or any(
             _true(job, kind) for kind in ("Failed", "FailureTarget", "Complete", "SuccessCriteriaMet")):
         return False
     wanted = min(int(spec.get("parallelism", 1)), int(spec.get("completions", spec.get("parallelism", 1))))
-    return int(status.get("active") or 0) + int(status.get("succeeded") or 0) < wanted
+    return active_pods(job, pods) + int(status.get("succeeded") or 0) < wanted
+
+
+def active_pods(job: dict, pods: list[dict] | None) -> int:
+    """The Job's pods still pending or running. The Job controller writes its status a sync after its pods
+    change, so a pod that just failed is still `active` there: with the pods listed, they are the count."""
+    if pods is None:
+        return int((job.get("status") or {}).get("active") or 0)
+    uid = job["metadata"].get("uid")
+    return sum(1 for p in pods if (p.get("status") or {}).get("phase") not in ("Failed", "Succeeded")
+               and not p["metadata"].get("deletionTimestamp")
+               and any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or []))
 
 
 def _where(job: dict) -> str:
@@ -141,14 +153,14 @@ def backoff(name: str, jobs: list[dict], pods: list[dict], now: float, reason: C
     """Each Job short of pods whose newest failed pod ended less than the back-off ago."""
     out = []
     for job in jobs:
-        if not short_of_pods(job):
+        if not short_of_pods(job, pods):
             continue
         uid = job["metadata"].get("uid")
         failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"
                   and any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]
         ends = [t for t in (finished_at(p) for p in failed) if t is not None]
         failures = max(int((job.get("status") or {}).get("failed") or 0), len(failed))
-        if not failures or int((job.get("status") or {}).get("active") or 0):
+        if not failures or active_pods(job, pods):
             continue
         wait = backoff_wait_s(failures)
         pods_word = f"{failures} failed pod{'s' if failures > 1 else ''}"

@@ -48,6 +48,20 @@ def test_backoff_when_the_failed_pods_are_gone() -> None:
     assert "its pod is gone, so when is not known" in reason.text and "at the latest" in reason.text
 
 
+def test_backoff_is_named_while_the_jobs_status_still_counts_the_failed_pod_active() -> None:
+    """The Job controller writes its status a sync after a pod fails: captured on the real control plane
+    with 3 pods Failed and the Job still saying active 1, failed 2. The pods are the count."""
+    objects = load("backoff")
+    stale = [dict(j, status={**j["status"], "active": 1, "failed": 2})
+             if j["metadata"]["name"] == "why-backoff-worker-1" else j for j in objects["jobs"]]
+    last = max(t for t in (finished_at(p) for p in _failed_of_slice_1(objects)) if t is not None)
+    [reason] = backoff("why-backoff", stale, objects["pods"], last + 15, Reason)
+    assert "3 failed pods since its last success, so it waits 40s" in reason.text, reason.text
+    running = [dict(p, status={**p["status"], "phase": "Running"}) if p is _failed_of_slice_1(objects)[0] else p
+               for p in objects["pods"]]
+    assert backoff("why-backoff", stale, running, last + 15, Reason) == []  # a pod of it runs: no back-off
+
+
 def test_failed_create_needs_a_job_short_of_pods_and_an_event_newer_than_it() -> None:
     objects = load("failed_create")
     events = objects["events"]

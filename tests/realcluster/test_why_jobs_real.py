@@ -24,7 +24,7 @@ from elxpk.cluster.labels import parse_time
 from tests.realcluster.capture import capture
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tests.realcluster.test_why_real import apply, create, delete, pods_of, run_fixes, why
-from tools.testcluster.kubeapi import JOBSETS, LocalCluster
+from tools.testcluster.kubeapi import JOBS, JOBSETS, LocalCluster
 
 NAMESPACE = "why-sa"  # a namespace without xpk-sa
 GPU = ["--device-type=h100-80gb-8", "--num-nodes=1", "--docker-image=gcr.io/p/img:1", "--command", "python3 t.py"]
@@ -93,6 +93,13 @@ def test_pod_failure_backoff_is_named_with_the_next_try(testcluster: LocalCluste
             testcluster.wait_for(f"slice 1 running before failure {failures}", lambda: slice1_pods("Running"))
             assert testcluster.exit_pods("default", selector, 137) == 1
             testcluster.wait_for(f"failure {failures} seen", lambda n=failures: len(slice1_pods("Failed")) == n)
+
+        def job_counts_three() -> bool:  # the Job controller writes its status a sync after the pod fails
+            _, job = testcluster.request("GET", JOBS.format(ns="default") + f"/{name}-worker-1")
+            status = job.get("status") or {}
+            return int(status.get("failed") or 0) == 3 and not status.get("active")
+
+        testcluster.wait_for("the Job's status counting the third failure", job_counts_three)
         answer = why(testcluster, name)
         capture(testcluster, "backoff", name)
         reasons = {r["cause"]: r for r in answer["why"]}
