@@ -191,6 +191,27 @@ def down(args: argparse.Namespace) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def cpu(args: argparse.Namespace) -> None:
+    """The CPU seconds each process `up` started has used so far, its reaped children's included (the
+    process pools' pods are a virtual-kubelet's children): what a control plane costs its machine."""
+    run_dir = Path(args.dir)
+    pids_file = run_dir / "pids.json"
+    pids = json.loads(pids_file.read_text()) if pids_file.exists() else {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    rows = []
+    for name, pid in pids.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone: its time is not known
+            continue
+        own, children = (int(fields[11]) + int(fields[12])) / ticks, (int(fields[13]) + int(fields[14])) / ticks
+        rows.append((own + children, name, own, children))
+    total = sum(r[0] for r in rows)
+    print(f"testcluster {run_dir.name}: {total:.0f} CPU s in all")
+    for spent, name, own, children in sorted(rows, reverse=True):
+        print(f"  {spent:8.1f} s  {name} ({own:.1f} own + {children:.1f} children)")
+
+
 def stop_process(pid: int, run_dir: Path, name: str) -> None:
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -225,7 +246,8 @@ def main() -> None:
     helps = {"up": "start the control plane on 127.0.0.1 (free ports) and print its KUBECONFIG= and "
                    "STORAGE_EMULATOR_HOST= lines",
              "down": "stop what `up` started in --dir and remove that directory"}
-    for name, func in (("up", up), ("down", down)):
+    helps["cpu"] = "print the CPU seconds each process of the cluster in --dir has used (its children's included)"
+    for name, func in (("up", up), ("down", down), ("cpu", cpu)):
         cmd = sub.add_parser(name, help=helps[name])
         cmd.add_argument("--dir", default=str(DEFAULT_RUN_DIR), help="run directory (certs, data, logs)")
         cmd.set_defaults(func=func)
