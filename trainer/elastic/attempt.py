@@ -50,6 +50,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
         restored = attempt.restore()
         prepare_s = attempt.start_live_checks(restored.source)
         attempt.compile()
+        ctx.backend.after_compile()
         attempt.record_restore(restored, prepare_s)
         attempt.arm_watchdog()
         for step in range(attempt.start, ctx.cfg.steps):

@@ -22,6 +22,7 @@ from typing import Any
 from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import Fault, FaultSchedule
 from elxpk_contract.settings import TrainerConfig
+from elxpk_contract.stall import STALL_FLOOR_S
 from trainer.clock import Clock
 from trainer.core.topology import TopologyError, group_slices, slice_of_process
 from trainer.elastic import gke_gpu_env
@@ -73,6 +74,9 @@ class SliceBackend:
 
     def interrupt_stall(self, why: str) -> None:
         """Mark the stalled slice lost and make the hung step raise a slice-down error."""
+
+    def after_compile(self) -> None:
+        """Every process of the group has its step compiled (one process: nothing to wait for)."""
 
     def close(self) -> None:
         pass
@@ -269,6 +273,11 @@ class PathwaysSlices(SliceBackend):
         return sorted(self._elastic.get_active_slice_indices(missing)) if missing else []
 
 
+# How long a process waits for its peers' compiles: the stall watchdog's floor, which a slow first step
+# stays below (elxpk_contract/stall.py).
+COMPILE_BARRIER_S = STALL_FLOOR_S
+
+
 class MultiControllerSlices(SliceBackend):
     """jax.distributed with one controller per host. A slice loss ends every process (jax aborts the
     survivors on the missed heartbeat), so there is nothing to wait for in-process: the group restart is
@@ -303,6 +312,7 @@ class MultiControllerSlices(SliceBackend):
         # Read once at start, so every process of a multi-host slice fires the same fault at the same step.
         self._fired_dir = Path(cfg.run_dir) / ".faults-fired"
         self._fired_before = {i for i in range(len(faults.faults)) if (self._fired_dir / str(i)).exists()}
+        self._barriers = 0  # every process passes the same barriers in the same order: their names count them
 
     def slice_devices(self) -> dict[int, list[Any]]:
         return dict(self._devices)
@@ -320,6 +330,19 @@ class MultiControllerSlices(SliceBackend):
                 if fault.point == "hang":  # no progress, no error: the stall watchdogs end every process
                     threading.Event().wait()
                 os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
+
+    def after_compile(self) -> None:
+        """Wait at the coordination service until every process has compiled its step. The first step's
+        collectives open their transport then, and CPU's (gloo) gives a late peer only 30 s: a process whose
+        compile ran that much longer than its peers' (a cold cache, a loaded host) failed the first step."""
+        import jax
+        from jax._src import distributed  # jax's own multi-host array serialization waits the same way
+
+        client = distributed.global_state.client
+        if client is None or jax.process_count() == 1:
+            return
+        self._barriers += 1
+        client.wait_at_barrier(f"elxpk-compiled-{self._barriers}", timeout_in_ms=int(COMPILE_BARRIER_S * 1000))
 
     def close(self) -> None:
         import jax
