@@ -43,7 +43,7 @@ NOT_RUN = (
     ("needs the xpk render it names (the same violations are tests/launcher/test_admission.py's cases)",
      re.compile(r"^elxpk workload validate xpk-jobset\.yaml$")),
     ("needs Go and minutes: .ci/run builds, starts and stops the control plane (tests/realcluster)",
-     re.compile(r"^python tools/testcluster (build|up|down)\b")),
+     re.compile(r"^python tools/testcluster (build|up|cpu|down)\b")),
     ("the bench script: bench/ is run by hand, its ratios printed against a baseline in the same run",
      re.compile(r"^\.venv/bin/python bench/")),
 )
