@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 from elxpk.catalog import UnknownTpuType, is_machine_type, lookup, lookup_machine
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
-from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, given_value, merge_aliases
+from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, merge_aliases
+from elxpk.flag_rows import given_value as _given
 
 NAME_LIMIT = 28  # gcluster cmd/job/submit.go: "workload name cannot exceed 28 characters"
 PATHWAYS_NAME_LIMIT = 22  # `<name>-pathways-head-0-0.<name>` must fit a 63-character hostname
@@ -38,7 +39,6 @@ class Dialect(NamedTuple):
     print_manifest: bool = True  # False with --dry-run-out: gcluster writes the file and prints nothing
 
 
-_given = given_value
 
 
 def speaks_gcluster(flags: Mapping[str, Any]) -> bool:
