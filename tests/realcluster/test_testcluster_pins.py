@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import sys
 from pathlib import Path
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "testcluster"
@@ -91,3 +93,25 @@ def test_built_says_its_answer_either_way(tmp_path: Path) -> None:
     usage = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True, timeout=60)
     for name in ("build", "up", "down", "built"):
         assert re.search(rf"^\s+{name}\s+\S", usage.stdout, re.M), (name, usage.stdout)
+
+
+def test_a_go_step_that_fails_twice_is_run_a_third_time_and_one_that_always_fails_is_reported(
+        tmp_path: Path, capfd) -> None:  # noqa: ANN001
+    """The build's go steps are retried (the module proxy timed out once in a cold CI build): a real process
+    that fails its first two runs succeeds on the third; one that always fails gives up after GO_ATTEMPTS."""
+    names = tool()
+    runs = tmp_path / "runs"
+    script = tmp_path / "flaky.py"  # one more x per run; exits 0 from the third run on
+    script.write_text(f"import pathlib, sys\np = pathlib.Path({str(runs)!r})\np.write_text((p.read_text() if "
+                      f"p.exists() else '') + 'x')\nsys.exit(0 if len(p.read_text()) >= 3 else 1)\n")
+    flaky = [sys.executable, str(script)]
+    waits: list[float] = []
+    assert names._go_with_retries("go build flaky", flaky, tmp_path, dict(os.environ), sleep=waits.append)
+    assert runs.read_text() == "xxx" and waits == [5, 10]
+    assert "go build flaky failed (attempt 1 of 3); again in 5 s" in capfd.readouterr().err
+
+    waits.clear()
+    assert not names._go_with_retries("go install broken", [sys.executable, "-c", "raise SystemExit(1)"], tmp_path,
+                                      dict(os.environ), sleep=waits.append)
+    assert waits == [5, 10]
+    assert "go install broken failed (attempt 2 of 3)" in capfd.readouterr().err

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -79,6 +80,9 @@ MANIFESTS = {
 }
 
 
+GO_ATTEMPTS = 3  # each go build, install or module download (the module proxy can time out once)
+
+
 def bin_dir() -> Path:
     key = (f"k8s-{KUBERNETES}_etcd-{ETCD}_jobset-{JOBSET}_kueue-{KUEUE}_kwok-{KWOK}_fakegcs-{FAKE_GCS}"
            f"_vk-{VIRTUAL_KUBELET}")
@@ -117,22 +121,29 @@ def build(_: argparse.Namespace) -> None:
                                         ("gitTreeState", "clean")))
     for name, (module, package) in BUILDS.items():
         if not (out / name).exists():
-            _step(f"go build {package}")
+            what = f"go build {package}"
+            _step(what)
             flags = f"-ldflags=-s -w {stamp}" if module == "kube" else "-ldflags=-s -w"
             cmd = [*nice, go(), "build", "-trimpath", flags, "-o", str(out / name), package]
-            if subprocess.run(cmd, cwd=HERE / module, env=env).returncode:
+            if not _go_with_retries(what, cmd, HERE / module, env):
                 failed.append(name)
     for name, (module, binary) in INSTALLS.items():
         if not (out / binary).exists():
-            _step(f"go install {module}")
+            what = f"go install {module}"
+            _step(what)
             cmd = [*nice, go(), "install", "-trimpath", "-ldflags=-s -w", module]
-            if subprocess.run(cmd, cwd=out, env=env).returncode:
+            if not _go_with_retries(what, cmd, out, env):
                 failed.append(name)
     for (module, version), table in MANIFESTS.items():
         if all((out / name).exists() for name in table.values()):
             continue
-        found = subprocess.run([go(), "mod", "download", "-json", f"{module}@{version}"], cwd=out, env=env,
-                               capture_output=True, text=True)
+        for attempt in range(GO_ATTEMPTS):  # a module download, retried as the builds are
+            if attempt:
+                time.sleep(5 * attempt)
+            found = subprocess.run([go(), "mod", "download", "-json", f"{module}@{version}"], cwd=out, env=env,
+                                   capture_output=True, text=True)
+            if found.returncode == 0:
+                break
         source = Path(json.loads(found.stdout)["Dir"]) if found.returncode == 0 else None
         for inside, name in table.items():
             if source is None or not (source / inside).exists():
@@ -150,6 +161,20 @@ def build(_: argparse.Namespace) -> None:
             stale.unlink()
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"testcluster: built in {out} ({size / 2**20:.0f} MiB, {time.monotonic() - start:.0f} s)")
+
+
+def _go_with_retries(what: str, cmd: list[str], cwd: Path, env: dict[str, str],
+                     sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Run one `go build`/`go install`, again up to GO_ATTEMPTS in all: go does not retry a module download,
+    and one TLS handshake timeout from the module proxy failed a cold CI build. A compile error fails fast
+    each time (what was built stays in go's build cache), so the retries cost little when they cannot help."""
+    for attempt in range(1, GO_ATTEMPTS + 1):
+        if subprocess.run(cmd, cwd=cwd, env=env).returncode == 0:
+            return True
+        if attempt < GO_ATTEMPTS:
+            _step(f"{what} failed (attempt {attempt} of {GO_ATTEMPTS}); again in {5 * attempt} s")
+            sleep(5 * attempt)
+    return False
 
 
 def _step(message: str) -> None:
