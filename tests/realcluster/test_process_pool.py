@@ -186,6 +186,31 @@ def test_deletion_sends_sigterm_then_sigkill_after_the_grace_period(cluster: Loc
         remove(cluster, name)
 
 
+def test_a_deleted_pod_is_removed_once_its_process_ends_not_a_grace_period_later(cluster: LocalCluster) -> None:
+    """A pod deleted with a 600 s grace period whose process ends at SIGTERM: as a kubelet's status manager
+    does, the node writes the terminal status (143) and then deletes the object with grace period 0 (this
+    pod's UID only), at once, not 600 s later, which is what virtual-kubelet alone does (every JobSet
+    restart that deleted a running pod waited that long for the old Jobs to go). The test's finalizer keeps
+    the object readable, so the node's deletion shows as deletionGracePeriodSeconds 0."""
+    manifest = pod_manifest("pp-gone", [bash("main", "echo started; exec sleep 1000")],
+                            terminationGracePeriodSeconds=600)
+    manifest["metadata"]["finalizers"] = ["testcluster.elxpk.dev/keep"]
+    name = create(cluster, manifest)
+    try:
+        cluster.wait_for("the process started", lambda: "started" in log(cluster, name, "main", check=False))
+        status, body = cluster.request("DELETE", PODS.format(ns=NS) + "/" + name, {})
+        assert status == 200, body
+        assert body["metadata"]["deletionGracePeriodSeconds"] == 600, body["metadata"]
+        pod = cluster.wait_for("the node's own deletion (grace period 0)", lambda: (
+            p if (p := get(cluster, name))["metadata"].get("deletionGracePeriodSeconds") == 0 else None),
+            timeout=60)
+        assert (pod["status"]["phase"], terminated(pod, "main")["exitCode"]) == ("Failed", 143)
+    finally:
+        cluster.request("PATCH", PODS.format(ns=NS) + "/" + name, {"metadata": {"finalizers": None}},
+                        content_type="application/merge-patch+json")
+        remove(cluster, name)
+
+
 def test_an_eviction_ends_the_process_and_keeps_the_disruption_condition(cluster: LocalCluster) -> None:
     """The eviction API (what `kill-slice --mode evict` calls): the process gets SIGTERM and ends (143), and
     the pod's last status keeps the API server's DisruptionTarget condition, which the Job controller's

@@ -287,22 +287,37 @@ func (p *provider) reap(ctx context.Context, marked *corev1.Pod) {
 	p.mu.Lock()
 	run := p.pods[podKey(marked.Namespace, marked.Name)]
 	p.mu.Unlock()
-	if run == nil || p.DeletePod(ctx, marked) != nil {
-		return
+	if run != nil {
+		_ = p.DeletePod(ctx, marked)
 	}
-	final := run.snapshot()
-	pods := p.client.CoreV1().Pods(marked.Namespace)
+}
+
+// removeStopped is a kubelet's status manager once a deleted pod's containers have all stopped: it writes
+// the pod's terminal status (the Job controller's podFailurePolicy reads its exit codes), then deletes
+// the object at once (grace period 0, this pod's UID only). virtual-kubelet itself would remove the object
+// only a whole grace period after DeletePod returned, although the processes are gone: every JobSet
+// restart that deleted a running pod waited those 30 s more for the old Jobs to go.
+func (p *provider) removeStopped(ctx context.Context, deleted *corev1.Pod, final *corev1.Pod) {
+	pods := p.client.CoreV1().Pods(deleted.Namespace)
 	for attempt := 0; attempt < 5; attempt++ {
-		current, err := pods.Get(ctx, marked.Name, metav1.GetOptions{})
-		if err != nil || current.UID != marked.UID || current.Status.Phase == corev1.PodFailed ||
-			current.Status.Phase == corev1.PodSucceeded {
-			return
+		current, err := pods.Get(ctx, deleted.Name, metav1.GetOptions{})
+		if err != nil || current.UID != deleted.UID || current.DeletionTimestamp == nil {
+			return // gone, replaced, or not being deleted (a pod of this node found on no API server)
 		}
-		current.Status = *final.Status.DeepCopy()
-		current.Status.Conditions = p.withOthersConditions(final.DeepCopy()).Status.Conditions
-		if _, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
-			return
+		if current.Status.Phase != corev1.PodFailed && current.Status.Phase != corev1.PodSucceeded {
+			current.Status = *final.Status.DeepCopy()
+			current.Status.Conditions = p.withOthersConditions(final.DeepCopy()).Status.Conditions
+			if _, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
+				continue
+			} else if err != nil {
+				return
+			}
 		}
+		zero := int64(0)
+		uid := deleted.UID
+		_ = pods.Delete(ctx, deleted.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+			Preconditions: &metav1.Preconditions{UID: &uid}})
+		return
 	}
 }
 
@@ -310,10 +325,9 @@ func (p *provider) UpdatePod(context.Context, *corev1.Pod) error {
 	return nil // nothing of a running pod that a container on this node would see can change
 }
 
-// DeletePod is a kubelet's deletion: SIGTERM, the pod's grace period, SIGKILL; it returns once every
-// process has exited and the terminal status is pushed, so that status reaches the API server before
-// virtual-kubelet removes the pod (it waits the grace period again after this returns).
-func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
+// DeletePod is a kubelet's deletion: SIGTERM, the pod's grace period, SIGKILL; once every process has
+// exited, the terminal status is written and the object removed (removeStopped).
+func (p *provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	key := podKey(pod.Namespace, pod.Name)
 	p.mu.Lock()
 	run, ok := p.pods[key]
@@ -343,6 +357,7 @@ func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	p.mu.Unlock()
 	if mine {
 		p.machine.release(key, run.podIP, run.ownIP)
+		p.removeStopped(ctx, pod, run.snapshot())
 	}
 	return nil
 }
