@@ -4,7 +4,10 @@ a resume, read from the real process under the default settings (live recovery, 
 from __future__ import annotations
 
 import hashlib
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ from elxpk_contract.exit_codes import (
     USER_ERROR,
 )
 from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
-from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer, user_env
+from tests.process.conftest import SHORT, SIGTERM, Exited, events, run_process, trainer, user_env
 from tests.support.runs import read_jsonl
 
 pytestmark = pytest.mark.slow
@@ -120,6 +123,60 @@ def test_sigterm_after_a_resume_exits_77_too(resumable, tmp_path):
                       tmp_path, until=_sigterm_after_step(resumable, 5), then=SIGTERM)
     assert stopped.code == PREEMPTED.code, stopped.err[-3000:]
     assert events(resumable, "preempted")[-1]["saved"] is True
+
+
+def _handles_sigterm(pid: int) -> bool:
+    """The process has installed a handler for SIGTERM (its SigCgt mask in /proc): the trainer's main() runs."""
+    try:
+        caught = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(caught.split()[1], 16) & (1 << (SIGTERM - 1)))
+
+
+@pytest.mark.parametrize("when", ["joining", "importing"])
+def test_sigterm_while_a_process_waits_for_its_group_exits_77_at_once(when, tmp_path):
+    """Process 1 of a group whose process 0 never comes waits in jax.distributed's join (here up to 90 s, in
+    jax's C++, where no Python handler runs). A SIGTERM there (the pod deleted by a JobSet restart, or
+    evicted) ends it at once with 77 and one line, not at the kubelet's SIGKILL a grace period later; so does
+    one heard before the join began. `joining`: this test is the coordinator's address, a socket that accepts
+    and never answers, so the join has begun once it accepts; `importing`: at once once main() handles
+    SIGTERM (the imports come after)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    args = [sys.executable, "-m", "trainer", "--slice-backend", "multi-controller", "--num-processes", "2",
+            "--process-id", "1", "--coordinator", f"127.0.0.1:{listener.getsockname()[1]}",
+            "--heartbeat-timeout-seconds", "15", "--run-dir", str(tmp_path / "run")]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL)
+    accepted: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if when == "importing" and _handles_sigterm(proc.pid):
+                break
+            if when == "joining":
+                try:
+                    accepted.append(listener.accept()[0])
+                    break
+                except TimeoutError:
+                    continue
+            time.sleep(0.01)
+        proc.send_signal(SIGTERM)
+        out, err = proc.communicate(timeout=60)  # the join alone would wait 90 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for conn in accepted:
+            conn.close()
+        listener.close()
+    stopped = Exited(proc.returncode, out, err)
+    assert stopped.code == PREEMPTED.code, stopped.err[-3000:]
+    assert stopped.err.strip().splitlines()[-1] == ("error: preempted (SIGTERM) while joining the jax.distributed "
+                                                    "group: nothing trained yet, so nothing to save; exit 77")
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
 
 
 # --- 70, 75, 76, 124: a fresh start and a resume ------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
 from trainer.elastic import gke_gpu_env, gke_tpu_env
+from trainer.elastic.preemption import sigterm_exits_at_once
 
 
 class Joined(NamedTuple):
@@ -25,7 +26,13 @@ class Joined(NamedTuple):
 
 
 def join_cluster(cfg: TrainerConfig) -> Joined:
-    """jax.distributed.initialize, once, the first way that applies; UsageError when none does."""
+    """jax.distributed.initialize, once, the first way that applies; UsageError when none does. A SIGTERM
+    while it waits for the group ends the process at once with 77 (preemption.sigterm_exits_at_once)."""
+    with sigterm_exits_at_once("joining the jax.distributed group"):
+        return _join(cfg)
+
+
+def _join(cfg: TrainerConfig) -> Joined:
     import jax
 
     # jax's preemption service installs its own SIGTERM handler (preemption_notifier.cc) over the
