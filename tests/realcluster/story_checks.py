@@ -101,7 +101,9 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> st
     report = json.loads(reported.stdout)
     if whole_group:
         [preempted] = [e for e in story.events(run) if e["event"] == "preempted"]
-        assert resumed_from == preempted["checkpoint_step"], (preempted, restores)
+        # From the newest checkpoint committed when it stopped, or one whose async save was already under way
+        # and committed on the way out (a multi-controller process starts no save of its own at SIGTERM).
+        assert preempted["checkpoint_step"] <= resumed_from <= preempted["step"], (preempted, restores)
         assert (report["sessions"], report["recoveries"]) == (2, []), report
         story.delete(name)
         return (f"story 2 --mode {mode} ({story.shape.name}): {wall} s from create to Succeeded; stopped with 77 "
