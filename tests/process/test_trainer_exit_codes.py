@@ -23,7 +23,7 @@ from elxpk_contract.exit_codes import (
     USER_ERROR,
 )
 from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
-from tests.process.conftest import SHORT, SIGTERM, Exited, events, run_process, trainer, user_env
+from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer, user_env
 from tests.support.runs import read_jsonl
 
 pytestmark = pytest.mark.slow
@@ -172,10 +172,9 @@ def test_sigterm_while_a_process_waits_for_its_group_exits_77_at_once(when, tmp_
         for conn in accepted:
             conn.close()
         listener.close()
-    stopped = Exited(proc.returncode, out, err)
-    assert stopped.code == PREEMPTED.code, stopped.err[-3000:]
-    assert stopped.err.strip().splitlines()[-1] == ("error: preempted (SIGTERM) while joining the jax.distributed "
-                                                    "group: nothing trained yet, so nothing to save; exit 77")
+    assert proc.returncode == PREEMPTED.code, err[-3000:]
+    assert err.strip().splitlines()[-1] == ("error: preempted (SIGTERM) while joining the jax.distributed group: "
+                                            "nothing trained yet, so nothing to save; exit 77")
     assert not (tmp_path / "run" / "metrics.jsonl").exists()
 
 

@@ -137,13 +137,8 @@ def build(_: argparse.Namespace) -> None:
     for (module, version), table in MANIFESTS.items():
         if all((out / name).exists() for name in table.values()):
             continue
-        for attempt in range(GO_ATTEMPTS):  # a module download, retried as the builds are
-            if attempt:
-                time.sleep(5 * attempt)
-            found = subprocess.run([go(), "mod", "download", "-json", f"{module}@{version}"], cwd=out, env=env,
-                                   capture_output=True, text=True)
-            if found.returncode == 0:
-                break
+        found = _go_run(f"go mod download {module}@{version}", [go(), "mod", "download", "-json",
+                                                                    f"{module}@{version}"], out, env, capture=True)
         source = Path(json.loads(found.stdout)["Dir"]) if found.returncode == 0 else None
         for inside, name in table.items():
             if source is None or not (source / inside).exists():
@@ -165,16 +160,26 @@ def build(_: argparse.Namespace) -> None:
 
 def _go_with_retries(what: str, cmd: list[str], cwd: Path, env: dict[str, str],
                      sleep: Callable[[float], None] = time.sleep) -> bool:
-    """Run one `go build`/`go install`, again up to GO_ATTEMPTS in all: go does not retry a module download,
-    and one TLS handshake timeout from the module proxy failed a cold CI build. A compile error fails fast
-    each time (what was built stays in go's build cache), so the retries cost little when they cannot help."""
-    for attempt in range(1, GO_ATTEMPTS + 1):
-        if subprocess.run(cmd, cwd=cwd, env=env).returncode == 0:
-            return True
-        if attempt < GO_ATTEMPTS:
-            _step(f"{what} failed (attempt {attempt} of {GO_ATTEMPTS}); again in {5 * attempt} s")
-            sleep(5 * attempt)
-    return False
+    """Run one `go build`/`go install`, again up to GO_ATTEMPTS in all (_go_run); True once it succeeded."""
+    return _go_run(what, cmd, cwd, env, sleep=sleep).returncode == 0
+
+
+def _go_run(what: str, cmd: list[str], cwd: Path, env: dict[str, str], *, capture: bool = False,
+            sleep: Callable[[float], None] = time.sleep) -> subprocess.CompletedProcess[str]:
+    """One go command, again up to GO_ATTEMPTS in all, 5 s then 10 s apart: go does not retry a module
+    download, and one TLS handshake timeout from the module proxy failed a cold CI build. A compile error
+    fails fast each time (what was built stays in go's build cache), so the retries cost little when they
+    cannot help. `capture`: its output is returned, not shown."""
+    def once() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=capture, text=True)
+
+    for attempt in range(1, GO_ATTEMPTS):
+        done = once()
+        if done.returncode == 0:
+            return done
+        _step(f"{what} failed (attempt {attempt} of {GO_ATTEMPTS}); again in {5 * attempt} s")
+        sleep(5 * attempt)
+    return once()
 
 
 def _step(message: str) -> None:
