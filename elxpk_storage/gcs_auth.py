@@ -27,6 +27,9 @@ from typing import Any
 from elxpk_contract.errors import UsageError
 
 EMULATOR = "STORAGE_EMULATOR_HOST"  # gcsfs, google-cloud-storage, elxpk/cluster/gcs.py
+# gcsfs's switch between its default file system, which first asks the storage control API (gRPC) whether
+# a bucket is hierarchical, and its plain JSON-API one (read once, when gcsfs is imported).
+GCSFS_BUCKET_TYPE_PROBE = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
 TENSORSTORE_EMULATOR = ("TENSORSTORE_GCS_HTTP_URL", "GOOGLE_AUTH_TOKEN_FOR_TESTING")
 SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
 # The last resort of google-auth's lookup and tensorstore's (gcloud's configuration directory).
@@ -58,7 +61,20 @@ def emulated(what: str, *, tensorstore: bool = False) -> bool:
         raise UsageError(f"{what}: {EMULATOR} is set but {' and '.join(missing)} not: orbax writes a checkpoint's arrays "
                          "through tensorstore, which takes the emulator from TENSORSTORE_GCS_HTTP_URL and a token "
                          "from GOOGLE_AUTH_TOKEN_FOR_TESTING; set them too, or unset " + EMULATOR)
+    _no_bucket_type_probe()
     return True
+
+
+def _no_bucket_type_probe() -> None:
+    """Give gcsfs its plain JSON-API file system while an emulator serves gs://.
+
+    An emulator speaks only the JSON API. gcsfs's default file system asks the storage control API (gRPC,
+    with Google credentials) for each bucket's type; against an emulator that can never answer, a failed
+    answer is not cached, and gcsfs falls back to the plain file system's requests. So every operation asked
+    again: a credential lookup, about 2 ms of CPU and a warning line each (1,126 lines in the log of one
+    24-step trainer pod on tools/testcluster). The operator's own setting wins; gcsfs reads it once, at
+    import, which every gs:// entry point does after asking here."""
+    os.environ.setdefault(GCSFS_BUCKET_TYPE_PROBE, "false")
 
 
 @functools.cache
