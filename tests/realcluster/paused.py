@@ -7,6 +7,12 @@ workload's trainer processes (the process pool's pods are processes of this mach
 `status`, and lets them go on with SIGCONT: `status` then reads a workload that is certainly Running,
 and the run's steps, losses and checkpoints are the same (a pause changes no computation; the stall
 watchdog's floor is 600 s, far above a pause of a few seconds).
+
+A paused workload runs with PAUSED_TRAINER_ARGS: a jax.distributed group whose processes are stopped for
+longer than its heartbeat timeout (10 s by default) aborts when they go on, because the coordination service
+then finds a peer's last heartbeat too old (docs/multi-controller-recovery.md), and one `status` on a loaded
+2-core machine can take that long (GPU story 1 reached its restart limit so, once in CI). The pause is
+measured, and one past PAUSE_LIMIT_S fails by name instead of as a mysterious restart.
 """
 
 from __future__ import annotations
@@ -25,6 +31,12 @@ import requests
 
 from elxpk_contract.progress_record import PROGRESS_FILE
 from tools.testcluster.kubeapi import LocalCluster
+
+HEARTBEAT_TIMEOUT_S = 300
+# The trainer flags of a workload this module pauses: a heartbeat timeout far above any pause here. These
+# stories kill nothing, so the timeout decides nothing else in them.
+PAUSED_TRAINER_ARGS = (f"--heartbeat-timeout-seconds={HEARTBEAT_TIMEOUT_S}",)
+PAUSE_LIMIT_S = HEARTBEAT_TIMEOUT_S / 2
 
 
 def progress_on_gs(cluster: LocalCluster, bucket: str, checkpoint_prefix: str,
@@ -103,6 +115,11 @@ def status_while_paused(cluster: LocalCluster, workload: str, bucket: str, check
             except requests.Timeout:
                 pass  # an upload under way: go on a moment, then stop them again
             else:
-                return status()
+                paused_at = time.monotonic()
+                shown = status()
+                took = time.monotonic() - paused_at
+                assert took < PAUSE_LIMIT_S, (f"{workload}: its trainers were stopped {took:.0f} s, past "
+                                              f"{PAUSE_LIMIT_S:.0f} s: its group may abort on missed heartbeats")
+                return shown
         time.sleep(0.2)
     raise AssertionError(f"{workload}: its progress record never read back while its trainers were stopped")

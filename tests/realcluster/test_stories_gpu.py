@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.realcluster.paused import status_while_paused
+from tests.realcluster.paused import PAUSED_TRAINER_ARGS, status_while_paused
 from tests.realcluster.test_pre_start_process import objects
 from tests.realcluster.test_process_pool import TRAINER_IMAGE
 from tools.testcluster.kubeapi import PODS, LocalCluster
@@ -92,7 +92,7 @@ def test_story1_gpu_node_group_runs_the_trainer_to_succeeded(gpu_pool: LocalClus
     created = run_elxpk(cluster, "workload", "create", f"--workload={name}", f"--device-type={DEVICE_TYPE}",
                         "--num-nodes=2", "--trainer", f"--docker-image={TRAINER_IMAGE}", f"--steps={STEPS}",
                         f"--checkpoint-period={PERIOD}", f"--checkpoint-dir={checkpoints}",
-                        "--command", LOCAL_MODEL_ARGS)
+                        "--command", " ".join([LOCAL_MODEL_ARGS, *PAUSED_TRAINER_ARGS]))
     assert created.returncode == 0, created.stderr
     try:
         running = status_while_running(cluster, name, bucket)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcluster.paused import status_while_paused
+from tests.realcluster.paused import PAUSED_TRAINER_ARGS, status_while_paused
 from tests.realcluster.stories import STEPS, TPU_MULTI_CONTROLLER, Story, timed
 from tests.realcluster.story_checks import (
     dies_on_every_attempt_stops_within_its_count,
@@ -64,7 +64,7 @@ def uninterrupted(story: Story) -> Uninterrupted:
                              text=True, env=story.env())
     took = timed()
     name = unique("st1")
-    run = story.create(name)
+    run = story.create(name, trainer_args=PAUSED_TRAINER_ARGS)
 
     def running_progress() -> dict:
         shown = story.elxpk("workload", "status", name, "-o", "json")
