@@ -25,7 +25,10 @@ os.environ.pop("KUBECONFIG", None)
 from tests.support.xla_cache import xla_cache_env  # noqa: E402
 
 for _name, _value in xla_cache_env().items():  # one XLA compilation cache for every jax process of the run
-    os.environ.setdefault(_name, _value)
+    if _name == "PYTHONPATH":  # the cache's site folder goes first, before what the caller set
+        os.environ[_name] = _value
+    else:
+        os.environ.setdefault(_name, _value)
 
 import pytest  # noqa: E402
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.xla_cache import xla_cache_env
+from tests.support.xla_cache import SITE, xla_cache_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,3 +57,29 @@ def test_this_session_and_its_subprocesses_use_the_cache():
     assert os.environ["JAX_COMPILATION_CACHE_DIR"] == jax.config.jax_compilation_cache_dir
     assert jax.config.jax_persistent_cache_min_compile_time_secs == 0
     assert compilation_cache.is_cache_used(jax.devices()[0].client)
+
+
+# A process that jax.distributed calls process 1 compiles one small function (tests/support/xla_site/).
+AS_PROCESS_1 = """
+from jax._src import distributed
+distributed.global_state.process_id = 1  # what jax.distributed.initialize sets in a group's second process
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x * 3 + 1)(jnp.arange(5)).block_until_ready()
+"""
+
+
+def _entries_written_as_process_1(tmp_path: Path, name: str, pythonpath: str) -> list[Path]:
+    cache = tmp_path / name
+    env = {**os.environ, **xla_cache_env(), "JAX_COMPILATION_CACHE_DIR": str(cache), "PYTHONPATH": pythonpath}
+    done = subprocess.run([sys.executable, "-c", AS_PROCESS_1], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return list(cache.glob("*-cache"))
+
+
+def test_every_process_of_a_group_writes_its_compiles(tmp_path):
+    """jax writes from process 0 only; the tests' environment (PYTHONPATH's site folder) lets process 1 write
+    too, whose key differs on CPU devices. Without the folder nothing is written: the control."""
+    assert not _entries_written_as_process_1(tmp_path, "jax-alone", str(ROOT))
+    assert _entries_written_as_process_1(tmp_path, "with-site", xla_cache_env()["PYTHONPATH"])
+    assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(SITE)  # conftest put it first, for subprocesses

@@ -13,6 +13,8 @@ same (tests/test_xla_cache.py checks a hit and its losses).
   runs: jax's own key already holds the computation, the compile options, the devices and the XLA flags, so
   the version in the folder name only keeps an upgrade from carrying the old entries along.
 - Every compile is written (jax's default writes only those over 1 s and, on CPU, skips small entries).
+- Every process of a jax.distributed group writes too (jax writes from process 0 only, and on CPU devices
+  the other processes' keys differ): tests/support/xla_site/sitecustomize.py, first on PYTHONPATH.
 - A size cap, because with one jax's cache takes a file lock around each read and write (filelock, a test
   dependency): the lanes of .ci/run write the same keys at once, and without the lock a reader could see an
   entry half written. Past the cap the least recently used entries go.
@@ -20,10 +22,13 @@ same (tests/test_xla_cache.py checks a hit and its losses).
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import version
+from pathlib import Path
 
 from tests.support.install_cache import cache_root
 
+SITE = Path(__file__).resolve().parent / "xla_site"  # its sitecustomize: every process of a group writes
 MAX_BYTES = 2 << 30  # far above what the suite writes: the process and exit-codes lanes wrote 5 MiB
 
 
@@ -35,7 +40,14 @@ def xla_cache_env() -> dict[str, str]:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",  # no size floor, and no override of it
         "JAX_COMPILATION_CACHE_MAX_SIZE": str(MAX_BYTES),
+        "PYTHONPATH": with_site(os.environ.get("PYTHONPATH", "")),
     }
+
+
+def with_site(pythonpath: str) -> str:
+    """`pythonpath` with SITE first (once)."""
+    parts = [p for p in pythonpath.split(os.pathsep) if p and p != str(SITE)]
+    return os.pathsep.join([str(SITE), *parts])
 
 
 if __name__ == "__main__":  # `.ci/run` starts the test cluster with it: `env $(python -m tests.support.xla_cache) ...`

@@ -108,8 +108,13 @@ def process_pool_config(run_dir: Path, pki: Path, ports: dict[str, int], repo: P
 def _compile_cache_env() -> dict[str, str]:
     """jax's persistent compilation cache, when `up` runs with one (the tests' XLA cache,
     tests/support/xla_cache.py): the pods' trainers load the executables of the same small steps instead of
-    compiling them again, as a MaxText run with `jax_cache_dir` on GCS does. Nothing is added otherwise."""
-    return {k: v for k, v in os.environ.items() if k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
+    compiling them again, as a MaxText run with `jax_cache_dir` on GCS does. Nothing is added otherwise.
+    With it goes the PYTHONPATH that lets every process of a group write to it (tests/support/xla_site/;
+    the trainer image's checkout follows it, vk/env.go)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
+    if env and os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
 
 
 def _node(name: str, labels: dict, capacity: dict, *, taints: list, kwok: bool = True) -> dict:

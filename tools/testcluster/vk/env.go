@@ -150,9 +150,14 @@ func trainerImage(image string) bool {
 	return path.Base(repo) == "elxpk-trainer"
 }
 
-// trainerImageEnv is trainer/Dockerfile's ENV, with PYTHONPATH the checkout instead of /opt/elxpk.
-func trainerImageEnv(repo string) map[string]string {
-	return map[string]string{"PYTHONPATH": repo, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+// trainerImageEnv is trainer/Dockerfile's ENV, with PYTHONPATH the checkout instead of /opt/elxpk, after
+// `before` when the node was given a PYTHONPATH (the tests' XLA cache site folder: nodes.py).
+func trainerImageEnv(repo, before string) map[string]string {
+	pythonPath := repo
+	if before != "" {
+		pythonPath = before + ":" + repo
+	}
+	return map[string]string{"PYTHONPATH": pythonPath, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
 		"PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 }
 

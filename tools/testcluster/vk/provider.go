@@ -224,7 +224,7 @@ func (p *provider) newContainer(spec *corev1.Container, pod *corev1.Pod, podIP, 
 	workDir := filepath.Join(dir, "work")
 	known := trainerImage(spec.Image)
 	if known {
-		for k, v := range trainerImageEnv(cfg.Repo) {
+		for k, v := range trainerImageEnv(cfg.Repo, base["PYTHONPATH"]) {
 			base[k] = v
 		}
 		// `python` is the project's interpreter: its directory first on PATH, as the image's python is.

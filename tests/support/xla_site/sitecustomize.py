@@ -1,0 +1,75 @@
+"""Tests only: every process of a jax.distributed group writes its compiles to the tests' XLA cache.
+
+jax writes a persistent-cache entry from process 0 only (jax._src.compiler._cache_write: "contention for
+writes on some filesystems"). On a real slice that costs nothing, since every host's key is the same and the
+others read process 0's entries. On this machine's CPU devices the key differs per process (it hashes the
+topology of the process's own devices), so process 1 of a group found nothing and compiled every executable
+again on every start: 6.6 CPU s against process 0's 2.5 in a 4-step group, in each of the suite's
+multi-controller starts (the stories' pods, `local run --mode multi-controller`, the group tests).
+
+This folder is put first on PYTHONPATH by the tests' environment (tests/support/xla_cache.py), so Python
+imports this module at start-up in every process the tests start. It imports nothing heavy: it only waits
+for jax._src.compiler to be imported, then lets a non-zero process write what it compiled under its own key,
+with jax's own writer and the same conditions. The executable a later start loads is the one that process
+compiled, as for process 0 (tests/test_xla_cache.py checks the hook takes).
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib.abc import MetaPathFinder
+from importlib.machinery import ModuleSpec, PathFinder
+from typing import Any
+
+_COMPILER = "jax._src.compiler"
+
+
+_PARAMETERS = ("cache_key", "compile_time_secs", "module_name", "backend", "executable", "host_callbacks")
+
+
+def _write_from_every_process(compiler: Any) -> None:
+    """Wrap compiler._cache_write: process 0 goes through jax's own; another process writes as jax would. A
+    jax whose writer looks otherwise (another venv's, e.g. MaxText's) is left as it is."""
+    import inspect
+
+    original = getattr(compiler, "_cache_write", None)
+    if original is None or getattr(original, "_every_process", False):
+        return
+    if tuple(inspect.signature(original).parameters) != _PARAMETERS:
+        return
+    distributed, compilation_cache, config = compiler.distributed, compiler.compilation_cache, compiler.config
+
+    def cache_write(cache_key, compile_time_secs, module_name, backend, executable, host_callbacks):
+        if distributed.global_state.process_id == 0 or host_callbacks:
+            return original(cache_key, compile_time_secs, module_name, backend, executable, host_callbacks)
+        if compile_time_secs < config.persistent_cache_min_compile_time_secs.value:
+            return None
+        try:
+            compilation_cache.put_executable_and_time(cache_key, module_name, executable, backend,
+                                                      int(compile_time_secs))
+        except Exception:  # as jax's own writer: an entry not written is a compile next time, not an error
+            return None
+        return None
+
+    cache_write._every_process = True  # type: ignore[attr-defined]
+    compiler._cache_write = cache_write
+
+
+class _AfterCompilerImport(MetaPathFinder):
+    def find_spec(self, name: str, path: Any, target: Any = None) -> ModuleSpec | None:
+        if name != _COMPILER:
+            return None
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_wrap(module: Any) -> None:
+            exec_module(module)
+            _write_from_every_process(module)
+
+        spec.loader.exec_module = exec_then_wrap  # type: ignore[method-assign]
+        return spec
+
+
+sys.meta_path.insert(0, _AfterCompilerImport())
