@@ -49,9 +49,14 @@ def test_status_why_names_the_field_the_job_api_refused(case: Case, testcluster:
         testcluster.wait_for("the JobSet controller's JobCreationFailed event", lambda: testcluster.items(
             "/api/v1/namespaces/default/events", fieldSelector=f"involvedObject.uid={body['metadata']['uid']},"
                                                                "reason=JobCreationFailed"), timeout=150)
-        jobs = [j["metadata"]["name"] for j in testcluster.items(JOBS.format(ns="default"),
-                                                                  labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")]
-        assert jobs == [f"{name}-pathways-head-0"]  # the head runs alone
+        # The controller creates a JobSet's Jobs in parallel: the worker's refusal can be recorded before the
+        # head's create returns (once in CI), so the head is waited for, and then it is the only one.
+        def jobs() -> list[str]:
+            return [j["metadata"]["name"] for j in testcluster.items(
+                JOBS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")]
+
+        testcluster.wait_for("the head's Job", jobs, timeout=60)
+        assert jobs() == [f"{name}-pathways-head-0"]  # the head runs alone
         done = elxpk("workload", "status", name, "--why", "-o", "json", cluster=testcluster)
         assert done.returncode == 0, done.stderr
         reasons = [r for r in json.loads(done.stdout)["why"] if r["cause"] == "job-rejected"]

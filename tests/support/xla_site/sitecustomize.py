@@ -1,10 +1,9 @@
 """Tests only: every process of a jax.distributed group writes its compiles to the tests' XLA cache.
 
 jax writes a persistent-cache entry from process 0 only (jax._src.compiler._cache_write: "contention for
-writes on some filesystems"). On a real slice that costs nothing, since every host's key is the same and the
-others read process 0's entries. On this machine's CPU devices the key differs per process (it hashes the
-topology of the process's own devices), so process 1 of a group found nothing and compiled every executable
-again on every start: 6.6 CPU s against process 0's 2.5 in a 4-step group, in each of the suite's
+writes on some filesystems"). On this machine's CPU devices process 1's key for the same step is another (the
+key hashes the devices' topology as the process sees it), so process 1 of a group found nothing and compiled
+every executable again on every start: 6.6 CPU s against process 0's 2.5 in a 4-step group, in each of the suite's
 multi-controller starts (the stories' pods, `local run --mode multi-controller`, the group tests).
 
 This folder is put first on PYTHONPATH by the tests' environment (tests/support/xla_cache.py), so Python

@@ -267,12 +267,19 @@ func (p *provider) newContainer(spec *corev1.Container, pod *corev1.Pod, podIP, 
 var kubeletConditions = map[corev1.PodConditionType]bool{corev1.PodScheduled: true, corev1.PodInitialized: true,
 	corev1.ContainersReady: true, corev1.PodReady: true, corev1.PodReadyToStartContainers: true}
 
+// withOthersConditions is pod with the others' conditions of the informer's copy (which may lag the API
+// server: removeStopped, which must not lose an eviction's DisruptionTarget, merges from a fresh read).
 func (p *provider) withOthersConditions(pod *corev1.Pod) *corev1.Pod {
 	current, err := p.cfg.Pods.Pods(pod.Namespace).Get(pod.Name)
 	if err != nil || current.UID != pod.UID {
 		return pod
 	}
-	for _, c := range current.Status.Conditions {
+	return withConditionsOf(pod, current.Status.Conditions)
+}
+
+// withConditionsOf is pod with those of `conditions` that no kubelet owns.
+func withConditionsOf(pod *corev1.Pod, conditions []corev1.PodCondition) *corev1.Pod {
+	for _, c := range conditions {
 		if !kubeletConditions[c.Type] {
 			pod.Status.Conditions = append(pod.Status.Conditions, c)
 		}
@@ -305,8 +312,11 @@ func (p *provider) removeStopped(ctx context.Context, deleted *corev1.Pod, final
 			return // gone, replaced, or not being deleted (a pod of this node found on no API server)
 		}
 		if current.Status.Phase != corev1.PodFailed && current.Status.Phase != corev1.PodSucceeded {
+			// The others' conditions as this read has them: the informer's copy may not have an eviction's
+			// DisruptionTarget yet (the Job controller's podFailurePolicy reads it), and this write is the last.
+			others := current.Status.Conditions
 			current.Status = *final.Status.DeepCopy()
-			current.Status.Conditions = p.withOthersConditions(final.DeepCopy()).Status.Conditions
+			current.Status.Conditions = withConditionsOf(final.DeepCopy(), others).Status.Conditions
 			if _, err = pods.UpdateStatus(ctx, current, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
 				continue
 			} else if err != nil {
