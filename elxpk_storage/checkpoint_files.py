@@ -92,9 +92,22 @@ def _is_step_entry(path: epath.Path, step: int) -> bool:
     return _carries_step_metadata(path) or is_empty(path)
 
 
+def children(path: epath.Path) -> list[epath.Path]:
+    """The entries of the directory `path`; every listing of a checkpoint directory or step goes through here.
+
+    On an object store, without the entry gcsfs makes of a folder's own placeholder object (`name/`, zero
+    bytes: what the console's "create folder" and other tools write): it lists the folder inside itself, so
+    epath names it `path/<path.name>`, which does not exist. Taken for a file, it made an empty step hold one
+    and a whole step hold an empty file (torn, then moved aside)."""
+    found = list(path.iterdir())
+    if not is_object_store(path):
+        return found
+    return [child for child in found if child.name != path.name or child.exists()]
+
+
 def is_empty(path: epath.Path) -> bool:
-    """A directory with no entry at all (on an object store, a bare prefix)."""
-    return next(iter(path.iterdir()), None) is None
+    """A directory with no entry at all (on an object store, a bare prefix or a folder placeholder alone)."""
+    return not children(path)
 
 
 def cwd_or_parent(root: epath.Path) -> str:
@@ -121,13 +134,13 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "
                          "their own, e.g. RUN_DIR/checkpoints (the default)")
     try:
-        children = list(root.iterdir()) if root.is_dir() else []
+        entries = children(root) if root.is_dir() else []
     except OSError as exc:
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: cannot be listed ({exc})") from None
     # orbax's own listing takes any str.isdigit() name for a step (`²`, `٣` included), so this test is wider
     # than a step number on purpose. A link is not foreign: restore reports it and moves the link aside.
     # An empty one holds nothing to lose: restore moves it aside as an uncommitted save (see `uncommitted`).
-    foreign = sorted(c.name for c in children if c.name.isdigit() and not is_link(c) and c.is_dir()
+    foreign = sorted(c.name for c in entries if c.name.isdigit() and not is_link(c) and c.is_dir()
                      and not is_step_dir(c) and not (canonical_step(c.name) is not None and is_empty(c)))
     if foreign:
         shown = ", ".join(f"{n[:30]}/" for n in foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
@@ -165,7 +178,7 @@ def walk(top: epath.Path) -> tuple[dict[str, epath.Path], list[str]]:
     local = not is_object_store(top)
     while pending:
         folder, prefix = pending.pop()
-        for child in folder.iterdir():
+        for child in children(folder):
             rel = f"{prefix}{child.name}"
             if local:
                 mode = os.lstat(os.fspath(child)).st_mode
@@ -216,7 +229,7 @@ def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
     if not directory.is_dir():  # an object store has no directory before its first object: nothing saved yet
         return []
     leftovers = []
-    for path in sorted(directory.iterdir(), key=lambda p: p.name):
+    for path in sorted(children(directory), key=lambda p: p.name):
         if path.name.endswith(TMP_SUFFIX):
             step = path.name[: -len(TMP_SUFFIX)]
             leftovers.append((path, step_number(step)))

@@ -36,7 +36,7 @@ def first_run(directory: str) -> bool:
             return True
         if not root.is_dir():
             return False  # resolve() says what is wrong (exit 2)
-        names = [p.name for p in root.iterdir()]
+        names = [p.name for p in ckpt_storage.children(root)]
     except OSError as exc:
         raise ElxpkError(f"DIR {directory}: cannot list it: {exc}") from None
     return not any(inspection.step_of(n) for n in names) and inspection.SUBDIR not in names

@@ -114,7 +114,7 @@ def resolve(arg: str) -> Any:
                              "base_output_directory/run_name/checkpoints")
         if not root.is_dir():
             raise UsageError(f"DIR {arg}: is a file; give the directory that holds the <step>/ directories")
-        names = [p.name for p in root.iterdir()]
+        names = [p.name for p in ckpt_storage.children(root)]
         if any(_is_step_entry(n) for n in names):
             return root
         if SUBDIR in names and (root / SUBDIR).is_dir():
@@ -148,11 +148,11 @@ def _read_json(path: Any) -> tuple[Any, str]:
 def _has_marks(entry: Any) -> bool:
     """Whether `entry` or one of its subdirectories holds a file orbax or the trainer writes (no link is
     looked through: the caller has refused the step already when it holds one)."""
-    from elxpk_storage.checkpoint_files import is_link
+    from elxpk_storage.checkpoint_files import children, is_link
 
     folders = [entry]
     try:
-        for child in entry.iterdir():
+        for child in children(entry):
             if child.name in MARKS:
                 return True
             if not is_link(child) and child.is_dir():
@@ -268,7 +268,7 @@ def _trainer_step(root: Any) -> int | None:
 def inspect_directory(root: Any, period: int | None) -> Inspection:
     from elxpk_storage import checkpoint_files as ckpt_storage
 
-    names = sorted(p.name for p in root.iterdir())
+    names = sorted(p.name for p in ckpt_storage.children(root))
     layout = _layout(root, names)
     uncommitted = {p.name for p, _ in ckpt_storage.uncommitted(root)}  # the trainer's own definition
     steps = []

@@ -7,12 +7,10 @@ steps 2 and 4 whole and a save of step 6 killed before its commit (its files par
 marker). The init container rendered by elxpk runs before the main container starts and moves step 6
 aside; afterwards orbax's own `CheckpointManager.latest_step()` on that directory is 4, the last whole step.
 
-The empty newer step folder cannot be left here: on GCS it is a zero-byte object `checkpoints/8/`, and
-fake-gcs-server v1.56.1's filesystem backend (what `testcluster up` runs) answers 200 to its upload and
-stores nothing (a GET of it is 404, asserted below, so an emulator that keeps it fails this test and the
-step joins it). The empty folder's quarantine on gs:// is checked against the in-memory bucket of
-tests/trainer/fake_gcs.py (tests/process/test_checkpoint_inspect.py) and on a local directory by
-tests/process/test_checkpoint_prestart.py.
+A save killed before its first write leaves a newer step as an empty folder: on GCS, the zero-byte object
+`checkpoints/8/`. fake-gcs-server keeps it on its memory backend (what `testcluster up` runs; the filesystem
+backend answered 200 to its upload and stored nothing, and a GET of it is asserted below), so the init
+container moves that step aside too.
 
 On `gs://` orbax lists a step only once its commit marker is there, so its latest_step() is already 4
 before the move (checked below, so that the test says what the quarantine does and does not change there).
@@ -65,7 +63,7 @@ def tear(cluster: LocalCluster, bucket: str, prefix: str) -> bool:
     """Step TORN_STEP as a save killed mid-write leaves it on an object store: orbax writes a step where it
     stays and marks it committed last, so the markers and the item's merged OCDBT manifest are not there
     yet. EMPTY_STEP is tried as a bare folder (the zero-byte `name/` object a save killed before its first
-    write leaves on GCS); False when the emulator did not keep it (see the module's docstring)."""
+    write leaves on GCS); True when the emulator kept it (see the module's docstring)."""
     host = cluster.storage_emulator_host
     for rel in ("commit_success.txt", "items/commit_success.txt", "items/manifest.ocdbt"):
         name = quote(f"{prefix}{TORN_STEP}/{rel}", safe="")
@@ -103,7 +101,7 @@ def test_the_pre_start_init_container_quarantines_before_maxtext_starts(testclus
     assert made.status_code == 200, made.text
     run_dir, prefix = f"gs://{bucket}/runs/r1", "runs/r1/checkpoints/"
     orbax(testcluster, run_dir + "/checkpoints", "2:1,4:1,6:1")
-    assert not tear(testcluster, bucket, prefix), "the emulator keeps an empty folder now: expect it moved too"
+    assert tear(testcluster, bucket, prefix), "the emulator did not keep the empty folder object"
     before = json.loads(orbax(testcluster, run_dir + "/checkpoints", "--latest-step").stdout.splitlines()[-1])
     assert before == {"latest": 4, "steps": [2, 4]}  # orbax on gs://: a step counts once its marker is there
 
@@ -125,7 +123,8 @@ def test_the_pre_start_init_container_quarantines_before_maxtext_starts(testclus
         assert init["state"]["terminated"]["finishedAt"] <= main["state"]["running"]["startedAt"]
         pod_name = pod["metadata"]["name"]
         said = log(testcluster, pod_name, "elxpk-pre-start")
-        assert f"moved: {TORN_STEP} -> {run_dir}/checkpoints/elxpk-quarantine/{TORN_STEP}-" in said, said
+        for step in (TORN_STEP, EMPTY_STEP):
+            assert f"moved: {step} -> {run_dir}/checkpoints/elxpk-quarantine/{step}-" in said, said
         assert "restore: step 4" in said and said.rstrip().endswith("healthy"), said
         events = testcluster.items("/api/v1/namespaces/default/events",
                                    fieldSelector=f"involvedObject.name={pod_name},reason=Placeholder")
@@ -135,7 +134,7 @@ def test_the_pre_start_init_container_quarantines_before_maxtext_starts(testclus
         assert names == {"2", "4", "elxpk-quarantine"}, names
         moved = {n.removeprefix(prefix + "elxpk-quarantine/").split("/")[0].split("-")[0]
                  for n in objects(testcluster, bucket, prefix + "elxpk-quarantine/")}
-        assert moved == {TORN_STEP}, moved
+        assert moved == {TORN_STEP, EMPTY_STEP}, moved
         after = json.loads(orbax(testcluster, run_dir + "/checkpoints", "--latest").stdout.splitlines()[-1])
         assert after == {"latest": 4, "steps": [2, 4], "restored_step": 4}  # and orbax restores it whole
     finally:

@@ -270,7 +270,8 @@ def refuse_other_configuration(cfg: TrainerConfig) -> None:
     root = ckpt_storage.checkpoint_root(cfg.checkpoint_path)
     if not root.is_dir():
         return
-    steps = sorted((int(p.name) for p in root.iterdir() if ckpt_storage.is_step_dir(p)), reverse=True)
+    steps = sorted((int(p.name) for p in ckpt_storage.children(root) if ckpt_storage.is_step_dir(p)),
+                   reverse=True)
     for step in steps:
         record = digest.read_digest(root / str(step))
         if record is not None:
