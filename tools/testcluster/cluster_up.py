@@ -26,6 +26,10 @@ from pki import write_kubeconfig, write_pki
 
 PRIORITIES = {"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}  # xpk's
 QUEUES = {"default": "multislice-queue", "team-a": "team-queue"}  # namespace -> LocalQueue
+# kwok's node leases: renewed every quarter of this. At kwok's 40 s the 30 nodes of the default pools renewed
+# about 3 leases a second, each an API write and an etcd one, for as long as a cluster ran; no test waits for a
+# node to go unreachable.
+NODE_LEASE_S = 240
 EXIT_CODE_ANNOTATION = "testcluster.elxpk.dev/exit-code"
 DEFAULT_BUCKET = "testcluster"  # made by up: gs://testcluster/ exists on every cluster
 # A pod whose first container has this image never pulls it (stage image-pull of stages.yaml), so kwok's
@@ -77,7 +81,14 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: s
               "--kube-api-qps=200", "--kube-api-burst=400"]
     procs.start("kube-controller-manager", *common, f"--secure-port={ports['kcm']}",
                 f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
-                "--use-service-account-credentials=false", "--concurrent-job-syncs=20")
+                "--use-service-account-credentials=false", "--concurrent-job-syncs=20",
+                # Every pod here has a loopback address, which an Endpoints or EndpointSlice may not hold: their
+                # controllers retried each JobSet's headless Service for as long as it lived (a third of the
+                # API's writes in one lane, all refused with 422). Nothing here resolves a Service.
+                "--controllers=*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller",
+                # kwok renews its nodes' leases every quarter of their duration (below); a node whose lease is
+                # older than this is marked unreachable and its pods evicted.
+                f"--node-monitor-grace-period={NODE_LEASE_S + 60}s")
     procs.start("kube-scheduler", *common, f"--secure-port={ports['scheduler']}")
 
     api.apply_file(here.parent.parent / "elxpk" / "crds" / "jobset.x-k8s.io_jobsets.yaml")
@@ -112,12 +123,15 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: s
     procs.start("kwok", f"--kubeconfig={kubeconfig}", f"--config={kwok_config}", "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--node-ip=127.0.0.1",
                 f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-port={ports['kwok']}", f"--tls-cert-file={pki / 'serving.crt'}",
-                f"--tls-private-key-file={pki / 'serving.key'}", "--node-lease-duration-seconds=40")
-    # One bucket to start with (a folder of the filesystem backend is a bucket), so the README's "Try the
+                f"--tls-private-key-file={pki / 'serving.key'}", f"--node-lease-duration-seconds={NODE_LEASE_S}")
+    # One bucket to start with (an empty folder of the seed is an empty bucket), so the README's "Try the
     # cluster verbs without a cloud" can put checkpoints on gs://testcluster/ without a bucket-making step.
+    # The memory backend: the filesystem one walks the whole bucket and reads every object's metadata file
+    # on each listing, and gcsfs lists at nearly every call (25 CPU s of the server in one story lane, its
+    # bucket a few hundred objects of the lane's runs); the lane's objects are a few hundred MB at most.
     (run_dir / "gcs" / DEFAULT_BUCKET).mkdir(parents=True, exist_ok=True)
     procs.start("fake-gcs-server", "-scheme=http", "-host=127.0.0.1", f"-port={ports['gcs']}",
-                "-backend=filesystem", f"-filesystem-root={run_dir / 'gcs'}",
+                "-backend=memory", f"-data={run_dir / 'gcs'}",
                 f"-public-host=127.0.0.1:{ports['gcs']}", f"-external-url=http://127.0.0.1:{ports['gcs']}",
                 "-log-level=warn")
     procs.wait("fake-gcs-server", lambda: _http_ok(f"http://127.0.0.1:{ports['gcs']}/storage/v1/b"))
@@ -164,6 +178,9 @@ class Processes:
 
     def start(self, name: str, *args: str, env: dict | None = None) -> None:
         log = (self.run_dir / "logs" / f"{name}.log").open("ab")
+        # Go's collector took about a seventh of the API server's CPU (a profile of one lane); at GOGC=200 it runs
+        # half as often, for a heap up to 3x what is live instead of 2x (the operator's own GOGC wins).
+        env = {"GOGC": "200", **(os.environ if env is None else env)}
         self.procs[name] = subprocess.Popen([str(self.bins / name), *args], stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, cwd=self.run_dir, env=env,
                                             start_new_session=True)
