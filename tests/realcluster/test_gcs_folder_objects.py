@@ -14,12 +14,11 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 import requests
 
-from tests.realcluster.test_pre_start_process import gcs_env, objects, orbax
+from tests.realcluster.test_pre_start_process import gcs_env, objects, orbax, placeholder
 from tools.testcluster.kubeapi import LocalCluster
 
 ELXPK = Path(sys.executable).with_name("elxpk")
@@ -28,15 +27,6 @@ ELXPK = Path(sys.executable).with_name("elxpk")
 def inspect(directory: str, *flags: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(ELXPK), "checkpoint", "inspect", directory, *flags], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=120, check=False)
-
-
-def placeholder(cluster: LocalCluster, bucket: str, name: str) -> None:
-    host = cluster.storage_emulator_host
-    made = requests.post(f"{host}/upload/storage/v1/b/{bucket}/o",
-                         params={"uploadType": "media", "name": name}, data=b"", timeout=30)
-    assert made.status_code == 200, made.text
-    kept = requests.get(f"{host}/storage/v1/b/{bucket}/o/{quote(name, safe='')}", timeout=30)
-    assert kept.status_code == 200, "the emulator did not keep the placeholder object"
 
 
 @pytest.mark.slow
@@ -48,7 +38,7 @@ def test_placeholders_leave_whole_steps_whole_and_an_empty_step_is_moved_aside(t
     directory, prefix = f"gs://{bucket}/run/checkpoints", "run/checkpoints/"
     orbax(testcluster, directory, "2:1,4:1")
     for name in ("run/", prefix, f"{prefix}2/", f"{prefix}4/", f"{prefix}4/items/", f"{prefix}8/"):
-        placeholder(testcluster, bucket, name)
+        assert placeholder(testcluster, bucket, name), f"the emulator did not keep {name}"
     env = gcs_env(testcluster)
 
     inspected = inspect(directory, "-o", "json", env=env, cwd=tmp_path)

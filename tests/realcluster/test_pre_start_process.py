@@ -69,11 +69,16 @@ def tear(cluster: LocalCluster, bucket: str, prefix: str) -> bool:
         name = quote(f"{prefix}{TORN_STEP}/{rel}", safe="")
         gone = requests.delete(f"{host}/storage/v1/b/{bucket}/o/{name}", timeout=30)
         assert gone.status_code in (200, 204), gone.text
+    return placeholder(cluster, bucket, f"{prefix}{EMPTY_STEP}/")
+
+
+def placeholder(cluster: LocalCluster, bucket: str, name: str) -> bool:
+    """Upload the zero-byte folder object `name` (ending in `/`); whether the emulator kept it."""
+    host = cluster.storage_emulator_host
     made = requests.post(f"{host}/upload/storage/v1/b/{bucket}/o",
-                         params={"uploadType": "media", "name": f"{prefix}{EMPTY_STEP}/"}, data=b"", timeout=30)
+                         params={"uploadType": "media", "name": name}, data=b"", timeout=30)
     assert made.status_code == 200, made.text
-    kept = requests.get(f"{host}/storage/v1/b/{bucket}/o/{quote(prefix + EMPTY_STEP + '/', safe='')}", timeout=30)
-    return kept.status_code == 200
+    return requests.get(f"{host}/storage/v1/b/{bucket}/o/{quote(name, safe='')}", timeout=30).status_code == 200
 
 
 def pod_of(cluster: LocalCluster, name: str) -> dict | None:

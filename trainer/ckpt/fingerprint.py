@@ -64,8 +64,9 @@ def _leaf(x: jax.Array) -> jax.Array:
 
 # Jitted on its own so that, inside `_all`, jax traces and lowers it once per leaf shape and dtype and calls
 # that one function for every leaf of the shape (the optimizer's moments repeat every parameter's shape):
-# traced leaf by leaf, the reduction of a micro model's state took 0.7 s of each trainer process's start-up
-# to trace and lower, about as long as the train step itself. The same operations, so the same sums.
+# traced leaf by leaf, tracing, lowering and loading the reduction of a micro model's state from the XLA cache
+# took 0.30 s per layout, against 0.15 s this way (a trainer process builds two or three layouts). The same
+# operations, so the same sums.
 _leaf_function = jax.jit(_leaf)
 
 
