@@ -4,11 +4,13 @@
 - Short collective timeouts, so a CPU collective stall aborts in seconds, not minutes.
 - NO_GCE_CHECK: google.auth must never probe the metadata server from a test.
 - One XLA compilation cache for the run and its subprocesses (tests/support/xla_cache.py).
+- SIGINT handled, so every process a test starts can be stopped with Ctrl-C as from a terminal.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 os.environ.setdefault(
@@ -21,6 +23,11 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ["NO_GCE_CHECK"] = "true"
 os.environ.setdefault("GCE_METADATA_HOST", "127.0.0.1:9")  # belt and braces: a closed loopback port
 os.environ.pop("KUBECONFIG", None)
+# .ci/run's lanes are started with `&` by a non-interactive shell, which ignores SIGINT, and an ignored
+# signal stays ignored in every process started below it: the tests that press Ctrl-C on `--watch` sent it
+# into nothing. A handled signal is reset to the default at exec, so each child gets Ctrl-C back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from tests.support.xla_cache import xla_cache_env  # noqa: E402
 

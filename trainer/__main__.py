@@ -13,6 +13,7 @@ before anything imports jax: it shows what the launcher's ELXPK_* env amounts to
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -31,7 +32,10 @@ if TYPE_CHECKING:
     from trainer.elastic.preemption import StopRequest
 
 
-def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None, *,
+         restore_sigterm: bool = True) -> int:
+    """Run the trainer and return its exit code. `restore_sigterm=False` (the program) leaves the trainer's
+    SIGTERM handler in place for the caller to replace, so no moment is left with the default handler."""
     stop = StopRequest()
     restore_handler = stop_on_sigterm(stop)
     try:
@@ -59,7 +63,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
                   f"{_first_line(exc)}", file=sys.stderr)
         return code.code
     finally:
-        restore_handler()
+        if restore_sigterm:
+            restore_handler()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -129,4 +134,9 @@ def exit_within_grace(code: int) -> None:
 
 
 if __name__ == "__main__":
-    exit_within_grace(main())
+    outcome = main(restore_sigterm=False)
+    # The outcome is decided: a SIGTERM from here on (a runtime or a wrapper that repeats it, a second
+    # deletion) must not turn 77 into 143 while the process ends. Ignored, not handled: the interpreter resets
+    # its own handlers to the default as it finalizes. The kubelet's SIGKILL still bounds a hung exit.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    exit_within_grace(outcome)

@@ -118,6 +118,31 @@ def test_sigterm_saves_then_exits_77_and_the_resume_continues_from_that_step(tmp
     assert events(run, "restore_done")[-1]["step"] == preempted["step"]  # nothing rewound
 
 
+def test_a_sigterm_repeated_until_the_process_ends_still_ends_it_with_77(tmp_path):
+    """A second SIGTERM while the trainer stops (a runtime or a wrapper that repeats it, a pod deleted twice)
+    must not kill it on the way out: before, the default handler was back once main() returned, and the
+    process ended 143 (killed by SIGTERM) after it had printed that it was preempted."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "trainer", "--run-dir", str(run), "--steps", "1000000",
+                             "--checkpoint-period", "100000"], cwd=tmp_path, env=user_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = _sigterm_after_step(run, 2)
+        deadline = time.monotonic() + 300  # a bound against a hang, no timing
+        while proc.poll() is None and not ready() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        while proc.poll() is None and time.monotonic() < deadline:
+            proc.send_signal(SIGTERM)
+            time.sleep(0.01)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == PREEMPTED.code, err[-3000:]
+    assert len(events(run, "preempted")) == 1
+
+
 def test_sigterm_after_a_resume_exits_77_too(resumable, tmp_path):
     stopped = trainer(["--run-dir", str(resumable), "--steps", "1000000", "--checkpoint-period", "100000"],
                       tmp_path, until=_sigterm_after_step(resumable, 5), then=SIGTERM)

@@ -87,3 +87,32 @@ def test_a_host_due_to_die_dies_before_it_honours_a_pending_sigterm(reference_ru
     events = [e["event"] for e in read_jsonl(tmp_path / "events.jsonl")]
     assert "preempted" not in events and "restore_done" in events, events
     assert (tmp_path / ".faults-fired" / "0").exists()
+
+
+@pytest.mark.parametrize("signalled", [0, 1])
+def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_run, repo_root, tmp_path, signalled):
+    """A JobSet's pods hear SIGTERM one Job at a time, an evicted slice's alone: the process that hears it
+    announces the group's stop, and every process stops at the same step boundary (trainer.elastic.group_stop),
+    none left inside a collective for a peer that is gone. The signalled process exits 77 (preempted), the
+    other 75 (its peer was lost); process 0's record says which, and every step before the stop was done."""
+    import signal
+    import time
+
+    group = _start_group(reference_run.cfg, tmp_path, repo_root, ["--steps", "100000"])
+    deadline = time.monotonic() + 180  # a bound against a hang, no timing
+    while len(read_jsonl(tmp_path / "metrics.jsonl")) < 3:
+        assert time.monotonic() < deadline and all(p.poll() is None for p in group), "the group never trained"
+        time.sleep(0.05)
+    group[signalled].send_signal(signal.SIGTERM)
+    codes, outputs = wait_group(group, 120)
+    other = 1 - signalled
+    assert (codes[signalled], codes[other]) == (77, 75), [o[-1500:] for o in outputs]
+    events = read_jsonl(tmp_path / "events.jsonl")
+    [stop] = [e for e in events if e["event"] in ("preempted", "failure_detected")]
+    if signalled == 0:
+        assert (stop["event"], stop["signal"]) == ("preempted", "SIGTERM"), stop
+    else:
+        assert (stop["event"], stop["kind"], stop["slices_lost"]) == ("failure_detected", "peer_preempted", [1]), stop
+        assert f"process 1 (slice 1) was preempted (SIGTERM); the group stopped together at step {stop['step']}" in (
+            outputs[0]), outputs[0][-1500:]
+    assert [m["step"] for m in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(stop["step"]))

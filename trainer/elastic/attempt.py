@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from elxpk_contract.exit_codes import PREEMPTED, TrainerStopped
+from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, TrainerStopped
 from trainer.ckpt.checkpoint import CheckpointStore
 from trainer.ckpt.fingerprint import prepare as prepare_fingerprint
 from trainer.core import mesh as meshlib
@@ -30,7 +30,7 @@ from trainer.elastic.context import (
 from trainer.metrics import loss_hex
 
 if TYPE_CHECKING:
-    pass
+    from trainer.elastic.group_stop import GroupStop
 
 
 def _scalar(value: int, mesh: Any) -> Any:
@@ -161,8 +161,9 @@ class _Attempt:
         dies_first = not ctx.backend.in_process_retry
         if dies_first:
             ctx.backend.fault_point("step", step, active)
-        if ctx.stop is not None and ctx.stop.requested:
-            _stop_for_preemption(self.store, step, self.state, ctx)
+        group_stop = ctx.backend.stop_at(step, ctx.stop.requested) if ctx.stop is not None else None
+        if group_stop is not None:
+            _stop_for_preemption(self.store, step, self.state, ctx, group_stop)
         if not dies_first:
             ctx.backend.fault_point("step", step, active)
         returning = ctx.policy.scale_up_ready(ctx.backend, active)
@@ -311,24 +312,39 @@ def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:
             ctx.progress.checkpoint(store.latest_valid, ctx.clock.time())
 
 
-def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext) -> None:
-    """SIGTERM arrived: commit the current step if this process can save alone, then stop with PREEMPTED.
+OWN_SIGNAL_WAIT_S = 5.0  # how long a process stopped by a peer's signal waits for its own
+
+
+def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext, stop: GroupStop) -> None:
+    """SIGTERM arrived here or at a peer (`stop`): commit the current step if this process can save alone,
+    then stop, with PREEMPTED where this process heard the signal.
 
     A single controller (simulated, Pathways) saves by itself. Under multi-controller every process takes
     part in a save, and a preemption usually signals only some of them, so a save could block until the
-    grace period ends in SIGKILL: there the trainer stops at once and the group restart rewinds to the
-    newest committed checkpoint."""
+    grace period ends in SIGKILL: there the group stops together at the step it agreed on
+    (trainer.elastic.group_stop) and the group restart rewinds to the newest committed checkpoint. A
+    process stopped by a peer's signal lost that peer: it ends as a lost slice (SLICE_LOST, counted, as
+    when the peer dies), and its record names the peer."""
 
+    assert ctx.stop is not None
+    # A whole group being taken down (its JobSet deleted, its node pool drained) hears the signal one pod at a
+    # time: a process that has not heard its own yet gives it a moment, so the record says preempted.
+    heard = ctx.stop.requested or ctx.stop.wait(OWN_SIGNAL_WAIT_S)
+    if heard is None:
+        why = (f"process {stop.process}" + ("" if stop.slice is None else f" (slice {stop.slice})") +
+               f" was preempted ({stop.signal}); the group stopped together at step {step}")
+        ctx.recorder.event("failure_detected", step, slices_lost=[] if stop.slice is None else [stop.slice],
+                           error=why, kind="peer_preempted", attempt=ctx.attempt, cause=SLICE_LOST.name,
+                           stopped=why)
+        raise TrainerStopped(SLICE_LOST, f"{why}; newest checkpoint: step {ctx.latest_committed}")
     saved = False
     if ctx.backend.in_process_retry and step > 0:
         if ctx.watchdog is not None:
             ctx.watchdog.disarm()  # the save has the grace period as its bound
         _checkpoint_now(store, step, state, ctx)
         saved = True
-    assert ctx.stop is not None
-    ctx.recorder.event("preempted", step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed,
-                       saved=saved)
-    raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) at step {step}; newest checkpoint: step "
+    ctx.recorder.event("preempted", step, signal=heard, checkpoint_step=ctx.latest_committed, saved=saved)
+    raise TrainerStopped(PREEMPTED, f"preempted ({heard}) at step {step}; newest checkpoint: step "
                                     f"{ctx.latest_committed}" + (" (saved on the way out)" if saved else ""))
 
 

@@ -27,6 +27,7 @@ from trainer.clock import Clock
 from trainer.core.topology import TopologyError, group_slices, slice_of_process
 from trainer.elastic import gke_gpu_env
 from trainer.elastic.cluster_join import join_cluster
+from trainer.elastic.group_stop import GroupStop, GroupStopBoard
 from trainer.elastic.slice_health import run_checks
 
 
@@ -77,6 +78,11 @@ class SliceBackend:
 
     def after_compile(self) -> None:
         """Every process of the group has its step compiled (one process: nothing to wait for)."""
+
+    def stop_at(self, step: int, heard: str | None) -> GroupStop | None:
+        """Whether to stop at `step`'s boundary: where one process runs the whole group, at once on its own
+        signal (`heard`). A group of processes agrees on one step (trainer.elastic.group_stop)."""
+        return GroupStop(step, self.process_index, None, heard) if heard is not None else None
 
     def close(self) -> None:
         pass
@@ -313,6 +319,9 @@ class MultiControllerSlices(SliceBackend):
         self._fired_dir = Path(cfg.run_dir) / ".faults-fired"
         self._fired_before = {i for i in range(len(faults.faults)) if (self._fired_dir / str(i)).exists()}
         self._barriers = 0  # every process passes the same barriers in the same order: their names count them
+        client = _coordination_client()
+        self._stop_board = GroupStopBoard(client, self.process_index, self.slice_index) if (
+            client is not None and jax.process_count() > 1) else None
 
     def slice_devices(self) -> dict[int, list[Any]]:
         return dict(self._devices)
@@ -331,14 +340,18 @@ class MultiControllerSlices(SliceBackend):
                     threading.Event().wait()
                 os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
 
+    def stop_at(self, step: int, heard: str | None) -> GroupStop | None:
+        if self._stop_board is None:
+            return GroupStop(step, self.process_index, self.slice_index, heard) if heard is not None else None
+        return self._stop_board.at_boundary(step, heard)
+
     def after_compile(self) -> None:
         """Wait at the coordination service until every process has compiled its step. The first step's
         collectives open their transport then, and CPU's (gloo) gives a late peer only 30 s: a process whose
         compile ran that much longer than its peers' (a cold cache, a loaded host) failed the first step."""
         import jax
-        from jax._src import distributed  # jax's own multi-host array serialization waits the same way
 
-        client = distributed.global_state.client
+        client = _coordination_client()
         if client is None or jax.process_count() == 1:
             return
         self._barriers += 1
@@ -348,6 +361,13 @@ class MultiControllerSlices(SliceBackend):
         import jax
 
         jax.distributed.shutdown()
+
+
+def _coordination_client() -> Any:
+    """jax.distributed's client to the coordination service (None before it is initialised)."""
+    from jax._src import distributed  # jax's own multi-host array serialization uses the same client
+
+    return distributed.global_state.client
 
 
 def make_backend(cfg: TrainerConfig, faults: FaultSchedule, clock: Clock) -> SliceBackend:
