@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-KEY = "elxpk/group-stop"
+KEY = "elxpk_group_stop"  # the coordination service's key-value store
 
 
 class GroupStop(NamedTuple):
