@@ -36,7 +36,7 @@ class Kube(KubeTransport):
         """Delete exactly the JobSet `uid` (a precondition: one recreated under the name meanwhile stays)."""
         return self.request("DELETE", api_path(JOBSET_API, "jobsets", namespace, name), verb="delete",
                             what=f'JobSet "{name}" in namespace "{namespace}"',
-                            query={"propagationPolicy": propagation}, body=_preconditions(uid))
+                            body=_delete_options(uid, propagationPolicy=propagation))
 
     def create(self, obj: dict, namespace: str, *, dry_run: bool = False) -> dict:
         """POST one object. Not retried here: after an unanswered POST the caller checks what landed."""
@@ -54,8 +54,8 @@ class Kube(KubeTransport):
         """Delete exactly the stored object `uid` of `obj`'s kind and name."""
         kind, name = obj.get("kind", ""), obj["metadata"]["name"]
         self.request("DELETE", api_path(obj["apiVersion"], plural_of(kind), namespace, name), verb="delete",
-                     what=f'{kind} "{name}" in namespace "{namespace}"', query={"propagationPolicy": "Foreground"},
-                     body=_preconditions(uid))
+                     what=f'{kind} "{name}" in namespace "{namespace}"',
+                     body=_delete_options(uid, propagationPolicy="Foreground"))
 
     # --- children: Jobs and Pods --------------------------------------------------------------------
 
@@ -71,7 +71,7 @@ class Kube(KubeTransport):
         """Delete exactly the pod `uid` (its replacement, under the same name, is never hit)."""
         self.request("DELETE", api_path("v1", "pods", namespace, name), verb="delete",
                      what=f'Pod "{name}" in namespace "{namespace}"',
-                     query={"gracePeriodSeconds": grace_period_seconds}, body=_preconditions(uid))
+                     body=_delete_options(uid, gracePeriodSeconds=grace_period_seconds))
 
     def pod_log(self, namespace: str, pod: str, container: str | None, *, tail_lines: int | None = None,
                 previous: bool = False) -> str:
@@ -113,7 +113,7 @@ class Kube(KubeTransport):
         """The Eviction API (policy/v1), as a node drain evicts: honours PodDisruptionBudgets, and the
         pod gets a DisruptionTarget condition. Not retried: a 429 means a budget forbids it now."""
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace},
-                "deleteOptions": _preconditions(uid)}
+                "deleteOptions": _delete_options(uid)}
         self.request("POST", api_path("v1", "pods", namespace, name, "eviction"), verb="evict",
                      what=f'Pod "{name}" in namespace "{namespace}"', body=body, retry=False)
 
@@ -278,8 +278,13 @@ class Kube(KubeTransport):
                            label_selector=label_selector, what=f'Kueue Workloads in namespace "{namespace}"')
 
 
-def _preconditions(uid: str) -> dict:
-    """DeleteOptions that delete only the object of this uid (the API server answers 409 otherwise)."""
+def _delete_options(uid: str, **options: str | int | None) -> dict:
+    """DeleteOptions that delete only the object of this uid (the API server answers 409 otherwise), with
+    `options` (propagationPolicy, gracePeriodSeconds; None: the server's default). Every option goes in this
+    body: the API server reads a DELETE's query parameters only when it has no body (apiserver
+    pkg/endpoints/handlers/delete.go), so `?gracePeriodSeconds=0` beside the preconditions was a 30 s
+    graceful delete, and `?propagationPolicy=Foreground` a background one."""
     if not uid:
         raise ClusterError("refusing to delete an object whose uid is unknown: it was not resolved first")
-    return {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+    given = {k: v for k, v in options.items() if v is not None}
+    return {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}, **given}

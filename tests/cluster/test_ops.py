@@ -4,6 +4,8 @@ the stories on the real controllers are tests/realcluster/test_ops_real.py and t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from elxpk.cluster.ops import delete_workload, event_record, kill, log_source, plan_kill, read_logs, wait_for
@@ -49,7 +51,7 @@ def test_kill_force_deletes_exactly_the_slice(fake, kube):
     assert len(plan.pods) == 4 and plan.expected == 4
     kill(kube, "default", plan)
     deletes = [c for c in fake.calls if c.method == "DELETE"]
-    assert len(deletes) == 4 and all(c.query["gracePeriodSeconds"] == ["0"] for c in deletes)
+    assert len(deletes) == 4 and all(json.loads(c.body)["gracePeriodSeconds"] == 0 for c in deletes)
     assert all(c.path.rsplit("/", 1)[1].startswith("ops-slice-job-1-") for c in deletes)
     assert fake.store.list(("", "pods"), "default", "jobset.sigs.k8s.io/job-index=1,"
                            "jobset.sigs.k8s.io/replicatedjob-name=slice-job") == []
@@ -74,7 +76,7 @@ def test_delete_is_foreground(fake, kube):
     load_captured(fake)
     delete_workload(kube, "default", "ops")
     [call] = [c for c in fake.calls if c.method == "DELETE"]
-    assert call.query["propagationPolicy"] == ["Foreground"]
+    assert json.loads(call.body)["propagationPolicy"] == "Foreground"  # the body: no query is read beside one
     assert fake.store.list(("", "pods"), "default") == []  # the captured ownerReferences lead to the JobSet
     assert fake.store.list(("batch", "jobs"), "default") == []
     with pytest.raises(NotFoundError, match='workload "ops" not found in namespace "default"'):

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.realcluster.test_submit_goldens import elxpk
-from tools.testcluster.kubeapi import PODS, LocalCluster
+from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster
 
 POOL = {"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice", "cloud.google.com/gke-tpu-topology": "2x2x1"}
 # An image whose repository ends in elxpk-trainer runs its command from this checkout; any other is a placeholder.
@@ -314,3 +314,47 @@ def test_workload_logs_reads_a_process_pool_container(cluster: LocalCluster) -> 
     assert "hi" in shown.stdout.splitlines()
     assert "EXIT_CODE=3" in shown.stdout  # the rendered wrapper's own last line
     assert elxpk("workload", "delete", name, "--yes", cluster=cluster).returncode == 0
+
+
+def test_kill_slice_delete_forces_and_workload_delete_waits_for_the_children(cluster: LocalCluster) -> None:
+    """What `kill-slice --mode delete` and `workload delete` ask for reaches the API server: DeleteOptions go in
+    the body, beside the uid precondition, because the API server reads no query of a DELETE that has a body.
+    (Both were in the query: the kill was a graceful delete, whose SIGTERM-deaf process lived the pod's whole
+    grace period, and the Foreground delete a background one, the JobSet gone while its pods still ran.) The
+    workload's processes ignore SIGTERM, so only the grace periods end them."""
+    name = f"pp-del-{uuid.uuid4().hex[:4]}"
+    created = elxpk("workload", "create", f"--workload={name}", "--tpu-type=v4-8", "--num-slices=2", "--no-pathways",
+                    f"--docker-image={TRAINER_IMAGE}", "--max-restarts=3", "--termination-grace-period-seconds=10",
+                    "--command", "trap '' TERM; echo started; while true; do sleep 0.2; done", cluster=cluster)
+    assert created.returncode == 0, created.stderr
+    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+
+    def running(attempt: str) -> list[dict]:
+        found = [p for p in cluster.items(PODS.format(ns=NS), labelSelector=selector)
+                 if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+                 and p["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt") == attempt]
+        return found if len(found) == 2 else []
+
+    try:
+        before = cluster.wait_for("both slices running", lambda: running("0"), timeout=120)
+        [victim] = [p for p in before if p["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] == "1"]
+        killed = elxpk("workload", "kill-slice", name, "--slice", "1", "--mode", "delete", "--yes", cluster=cluster)
+        assert killed.returncode == 0, killed.stderr
+        status, pod = cluster.request("GET", PODS.format(ns=NS) + "/" + victim["metadata"]["name"])
+        assert status == 404 or (pod["metadata"]["uid"] != victim["metadata"]["uid"]) or (
+            pod["metadata"].get("deletionGracePeriodSeconds") == 0), pod["metadata"]
+        cluster.wait_for("the group restarted", lambda: running("1"), timeout=120)
+
+        deleted = elxpk("workload", "delete", name, "--yes", cluster=cluster)
+        assert deleted.returncode == 0, deleted.stderr
+        status, jobset = cluster.request("GET", JOBSETS.format(ns=NS) + "/" + name)
+        # Its pods have 10 s of grace to live out: a Foreground delete keeps the JobSet, marked, until they are gone.
+        assert status == 200 and "foregroundDeletion" in jobset["metadata"].get("finalizers", []), (status, jobset)
+        assert cluster.items(PODS.format(ns=NS), labelSelector=selector)
+        cluster.wait_for("the JobSet gone after its pods", lambda: cluster.request(
+            "GET", JOBSETS.format(ns=NS) + "/" + name)[0] == 404, timeout=120)
+        assert not cluster.items(PODS.format(ns=NS), labelSelector=selector)
+    finally:  # the pool's two nodes are the next workload's
+        elxpk("workload", "delete", name, "--yes", cluster=cluster)
+        cluster.wait_for("the workload gone", lambda: not cluster.items(PODS.format(ns=NS), labelSelector=selector),
+                         timeout=120)

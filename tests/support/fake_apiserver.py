@@ -52,6 +52,7 @@ class Call:
     method: str
     path: str
     query: dict[str, list[str]]
+    body: bytes = b""
 
 
 @dataclass
@@ -218,7 +219,7 @@ class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
         path = parts.path.rstrip("/") or "/"
         # Read the whole request first: an early answer must not leave body bytes on a kept-alive connection.
         self._raw_body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.fake.calls.append(Call(method, path, query))
+        self.fake.calls.append(Call(method, path, query, self._raw_body))
         if self._fault(method, path):
             return
         routed = route(path)
@@ -378,14 +379,18 @@ class _Handler(StreamingVerbs, PodSubresources, BaseHTTPRequestHandler):
 
     def _delete(self, res: Resource, namespace: str, name: str, query: dict) -> None:
         body = self._body()
-        dry_run = one(query, "dryRun") == "All" or body.get("dryRun") == ["All"]
+        # As the API server (apiserver pkg/endpoints/handlers/delete.go): a DELETE's options come from its
+        # body when it has one, and only then from its query.
+        if self._raw_body:
+            dry_run, policy = body.get("dryRun") == ["All"], body.get("propagationPolicy")
+        else:
+            dry_run, policy = one(query, "dryRun") == "All", one(query, "propagationPolicy")
         if self._precondition_failed(res, namespace, name, body):
             return
         deleted = self.fake.store.delete((res.group, res.plural), namespace, name, dry_run=dry_run)
         if deleted is None:
             self._not_found(res, name)
             return
-        policy = one(query, "propagationPolicy") or body.get("propagationPolicy")
         if policy == "Foreground":
             deleted["metadata"]["deletionTimestamp"] = deleted["metadata"]["creationTimestamp"]
             deleted["metadata"]["finalizers"] = ["foregroundDeletion"]

@@ -312,9 +312,6 @@ def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:
             ctx.progress.checkpoint(store.latest_valid, ctx.clock.time())
 
 
-OWN_SIGNAL_WAIT_S = 5.0  # how long a process stopped by a peer's signal waits for its own
-
-
 def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext, stop: GroupStop) -> None:
     """SIGTERM arrived here or at a peer (`stop`): commit the current step if this process can save alone,
     then stop, with PREEMPTED where this process heard the signal.
@@ -327,9 +324,10 @@ def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: Att
     when the peer dies), and its record names the peer."""
 
     assert ctx.stop is not None
-    # A whole group being taken down (its JobSet deleted, its node pool drained) hears the signal one pod at a
-    # time: a process that has not heard its own yet gives it a moment, so the record says preempted.
-    heard = ctx.stop.requested or ctx.stop.wait(OWN_SIGNAL_WAIT_S)
+    # Only a signal heard by this boundary counts as this process's own. Waiting for one would mislabel a lost
+    # peer: its pod's failure makes the JobSet restart the group, whose SIGTERM reaches the survivors within a
+    # second, and the run's lost slice would then read as a preemption, with no recovery in the report.
+    heard = ctx.stop.requested
     if heard is None:
         why = (f"process {stop.process}" + ("" if stop.slice is None else f" (slice {stop.slice})") +
                f" was preempted ({stop.signal}); the group stopped together at step {step}")

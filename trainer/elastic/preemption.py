@@ -28,17 +28,10 @@ class StopRequest:
 
     def __init__(self) -> None:
         self.requested: str | None = None  # the signal's name once a stop was asked for
-        self._asked = threading.Event()
 
     def request(self, reason: str) -> None:
         if self.requested is None:
             self.requested = reason
-        self._asked.set()
-
-    def wait(self, seconds: float) -> str | None:
-        """The request, waiting up to `seconds` for one (a signal handler still runs during the wait)."""
-        self._asked.wait(seconds)
-        return self.requested
 
 
 def stop_on_sigterm(stop: StopRequest) -> Callable[[], None]:
