@@ -41,8 +41,8 @@ class GroupStop(NamedTuple):
         return cls(int(step), int(process), None if slice_index == "-" else int(slice_index), signal)
 
 
-_NUMBER = "(0|[1-9][0-9]{0,17})"
-_TEXT = re.compile(f"{_NUMBER} {_NUMBER} (-|0|[1-9][0-9]{{0,17}}) ([A-Z][A-Z0-9]{{0,15}})")
+_NUMBER = "0|[1-9][0-9]{0,17}"  # no sign, no leading zero, no non-ASCII digit: what text() writes, only
+_TEXT = re.compile(f"({_NUMBER}) ({_NUMBER}) (-|{_NUMBER}) ([A-Z][A-Z0-9]{{0,15}})")
 
 
 class GroupStopBoard:

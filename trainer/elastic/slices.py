@@ -341,8 +341,8 @@ class MultiControllerSlices(SliceBackend):
                 os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
 
     def stop_at(self, step: int, heard: str | None) -> GroupStop | None:
-        if self._stop_board is None:
-            return GroupStop(step, self.process_index, self.slice_index, heard) if heard is not None else None
+        if self._stop_board is None:  # a group of one process
+            return super().stop_at(step, heard)
         return self._stop_board.at_boundary(step, heard)
 
     def after_compile(self) -> None:
