@@ -142,7 +142,11 @@ def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 
 def _report(line: str, *, stderr_failed: bool = False) -> None:
-    """One line on stderr; on stdout when stderr cannot take it (the exit code still says it failed)."""
+    """One line on stderr; on stdout when stderr cannot take it (the exit code still says it failed). An
+    error may quote the cluster (an API server's message): its controls are shown, never sent."""
+    from elxpk.shown import shown
+
+    line = shown(line)
     streams = (sys.stdout,) if stderr_failed else (sys.stderr, sys.stdout)
     for stream in streams:
         try:

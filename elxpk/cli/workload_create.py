@@ -98,12 +98,13 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
         return
 
     from elxpk.cluster import submit as submission
+    from elxpk.shown import shown
 
     created = submission.submit(manifest, target, server_dry_run=run.dry_run == "server", replace=run.replace)
     suffix = " (server dry run)" if run.dry_run == "server" else ""
     for obj in created:
         kind, name = obj.get("kind", "object"), obj.get("metadata", {}).get("name", "?")
-        print(f"{kind.lower()}/{name} created{suffix}")
+        print(shown(f"{str(kind).lower()}/{name} created{suffix}"))  # the server's answer: controls shown
     if not run.dry_run:
         for line in submission.follow_up_commands(spec.workload, target):
             print(f"  {line}", file=sys.stderr)

@@ -25,7 +25,9 @@ from elxpk.errors import ClusterError, ConflictError, NotFoundError, Timeout
 
 
 def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    from elxpk.shown import shown
+
+    print(f"warning: {shown(message)}", file=sys.stderr)  # an API server's Warning header: its text
 
 
 def submit(manifest: Any, target: ClusterTarget, *, server_dry_run: bool = False, replace: bool = False,

@@ -47,9 +47,10 @@ def output_problems(output: str) -> tuple[str, ...]:
 
 
 def console(stderr: bool = False) -> Any:
-    from rich.console import Console
+    """The verbs' Rich console: every string it draws goes through elxpk/shown.py (cluster text is untrusted)."""
+    from elxpk.shown import console as shown_console
 
-    found = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    found: Any = shown_console(stderr=stderr, highlight=False, soft_wrap=True)
     if not found.is_terminal:
         found.width = PIPED_WIDTH
     return found

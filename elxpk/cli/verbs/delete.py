@@ -29,12 +29,14 @@ def delete(
         delete_workload(kube, ns, name)
         print(f"jobset/{name} deleted (foreground: its pods stop first)")
         return
+    from elxpk.shown import shown
+
     names = [js["metadata"]["name"] for js in kube.list_jobsets(ns)]
     if not names:
         kube.require_namespace(ns)
         print(f"no workloads in namespace {ns}", file=sys.stderr)
         return
-    confirm(values["yes"])(f"delete {len(names)} workloads in namespace {ns} ({', '.join(names)})?")
+    confirm(values["yes"])(f"delete {len(names)} workloads in namespace {ns} ({shown(', '.join(names))})?")
     for each in names:
         delete_workload(kube, ns, each)
-        print(f"jobset/{each} deleted")
+        print(f"jobset/{shown(each)} deleted")

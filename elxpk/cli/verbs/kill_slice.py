@@ -32,7 +32,12 @@ def kill_slice(
     request = KillRequest(name, verb_flags.kill_slice_index(v["slice"]), v["vm"], v["mode"], v["exit_code"],
                           v["repeat"], v["every"], v["seed"], v["watch"], v["timeout"], v["poll"])
     err = console(stderr=True)
-    io = Io(out=lambda line: print(line, flush=True), tick=err.print, confirm=confirm(v["yes"]), clock=time.time,
+    from rich.markup import escape
+
+    from elxpk.shown import shown
+
+    # lines name pods and quote the cluster: one line each, controls visible, no Rich markup of their own
+    io = Io(out=lambda line: print(shown(line), flush=True), tick=lambda line: err.print(escape(shown(line))), confirm=confirm(v["yes"]), clock=time.time,
             sleep=time.sleep)
     if not run(kube, ns, request, io):
         raise typer.Exit(1)

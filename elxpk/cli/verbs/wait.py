@@ -25,14 +25,18 @@ def wait(
     output = output.lower()
     until = values["until"]
     kube, ns = connect(cluster)
+    from rich.markup import escape
+
     from elxpk.cluster.ops import wait_for
     from elxpk.cluster.views import dump
+    from elxpk.shown import shown
 
     err = console(stderr=True)
     last: list[str] = []
 
     def show(status) -> None:
-        line = f"{status.state}: {status.message} (slices {status.slices_healthy}/{status.slices_total})"
+        # the message is the cluster's: one line, controls visible, and no Rich markup of its own
+        line = escape(shown(f"{status.state}: {status.message} (slices {status.slices_healthy}/{status.slices_total})"))
         if spinner is not None:
             spinner.update(f"{name}: {line}")
         elif not last or last[-1] != line:
