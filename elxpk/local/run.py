@@ -173,7 +173,7 @@ def write_report(opts: LocalRunOptions, out: TextIO):
     run = load_run(opts.run_dir, flag="--run-dir")
     report = build_report(run)
     (opts.run_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
-    png = write_report_png(run, report, opts.run_dir / "report.png")
+    png = write_report_png(run, report, opts.run_dir / "report.png", own="replace")
     print(f"goodput {100 * report.goodput:.1f}% over {report.wall_s:.1f} s; "
           f"{plural(len(report.recoveries), 'recovery')}; report: {opts.run_dir / 'report.json'}, {png}", file=out)
     for rec in report.recoveries:

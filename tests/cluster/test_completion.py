@@ -139,3 +139,85 @@ def test_completion_keeps_cluster_clients_off_the_start_up_path():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'jax', 'kubernetes', 'google'}))")
     done = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+HOSTILE_NAMES = ("x$(touch PWNED)", "q`touch PWNED`", "*", "y\nz", "Upper-Case", "good-1")
+
+
+def _interactive_bash(script: Path, cwd: Path, keys: bytes, env: dict[str, str], *, until: str,
+                      count: int) -> str:
+    """What a real interactive bash (on a pseudo-terminal, line editing on) echoes for `keys`, read until
+    `until` was seen `count` times (or 90 s). Readline takes the keys in order: a Tab's completion (an `elxpk`
+    process asking the API server) ends before the keys after it are read, as when a user types them."""
+    import pty
+    import select
+
+    main, child = pty.openpty()
+    shell = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], stdin=child, stdout=child, stderr=child,
+                             cwd=cwd, env={**env, "PS1": "$ ", "TERM": "dumb", "HISTFILE": "/dev/null"},
+                             start_new_session=True)
+    os.close(child)
+    seen = bytearray()
+
+    def read_until(text: str, times: int) -> None:
+        end = time.monotonic() + 90
+        while seen.decode("utf-8", "replace").count(text) < times and time.monotonic() < end:
+            if select.select([main], [], [], 1)[0]:
+                try:
+                    seen.extend(os.read(main, 65536))
+                except OSError:
+                    return
+
+    try:
+        os.write(main, f"bind 'set bell-style none'; source {shlex.quote(str(script))}\n".encode())
+        read_until("$ ", 2)  # readline is reading now: keys are no longer echoed by the terminal itself
+        os.write(main, keys)
+        read_until(until, count)
+    finally:
+        shell.kill()
+        shell.wait()
+        os.close(main)
+    return seen.decode("utf-8", "replace")
+
+
+def test_a_hostile_servers_names_never_reach_an_interactive_bash(fake, kubeconfig, bash_script, tmp_path):
+    """A spoofed API server serves names the real API refuses. In a real interactive bash, Tab then Enter:
+    `x$(touch PWNED)` would have been inserted unquoted and run, `*` expanded into the directory's files, a
+    newline split into two; only a name the API could hold is offered (`good-1`, completed as a user sees)."""
+    for name in HOSTILE_NAMES:
+        fake.store.put(("jobset.x-k8s.io", "jobsets"), {**pathways_jobset(name), "metadata": {
+            **pathways_jobset(name)["metadata"], "name": name, "namespace": "default"}})
+    script = tmp_path / "complete.sh"
+    script.write_text(bash_script)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a-file").write_text("")
+    line = f"elxpk workload status --kubeconfig {kubeconfig} ".encode()
+    # each line: type up to the word, Tab, then Ctrl-A and `echo ` so that Enter shows what Tab inserted
+    keys = b"".join(line + start + b"\t\x01echo \r" for start in (b"x", b"g", b""))
+    seen = _interactive_bash(script, work, keys, {**_env(), completion.LOOKUP_ENV: "60"},
+                             until="\nelxpk workload status", count=3)
+    assert not (work / "PWNED").exists(), seen
+    echoed = [ln.strip() for ln in seen.splitlines() if ln.startswith("elxpk workload status")][:3]
+    assert echoed == [f"elxpk workload status --kubeconfig {kubeconfig} {word}".strip()
+                      for word in ("x", "good-1", "good-1")], seen
+
+
+def test_every_candidate_is_a_word_every_shell_takes_as_it_is():
+    """Catalog values, flag choices and workload names pass `offered`: no glob, quote, expansion or separator."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @given(st.lists(st.text(max_size=12), max_size=6))
+    def check(candidates):
+        for word in completion.offered(candidates):
+            assert shlex.quote(word) == word and word[0].isalnum()
+
+    check()
+    assert completion.offered(list(HOSTILE_NAMES)) == ["Upper-Case", "good-1"]
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e309", "-inf", "1e9"])
+def test_a_timeout_that_is_no_number_of_seconds_falls_back_to_the_default(monkeypatch, value):
+    monkeypatch.setenv(completion.LOOKUP_ENV, value)
+    assert completion.lookup_s() == completion.LOOKUP_S
