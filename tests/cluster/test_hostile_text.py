@@ -1,0 +1,92 @@
+"""Cluster text that holds terminal controls, served by the fake API server and read by `elxpk` processes
+(issue 44): every human-readable output shows each control visibly (elxpk/shown.py) and sends none, and
+`job inspect` never writes through a link planted at its default path.
+
+The objects are a real failed workload's (tests/cluster/incidents_corpus/failed.json) with every `message`
+(JobSet conditions, Events, a container's termination message, Kueue's) replaced by PAYLOAD."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from elxpk.shown import has_controls, shown
+from tests.cluster.captured import INCIDENTS, load_captured
+
+ELXPK = Path(sys.executable).parent / "elxpk"
+REPO = Path(__file__).resolve().parents[2]
+# clear the screen, write the clipboard (OSC 52), plant a hyperlink (OSC 8), a C1 CSI, Rich markup, a bidi
+# override, and a newline that would start a line of its own
+PAYLOAD = ("\x1b[2J\x1b]52;c;ZXZpbA==\x07\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ \x9b31m "
+           "[link=http://evil.example]x[/link] \u202edesrever\nFAKE: all good")
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]")  # what must never be written (a newline may)
+
+
+def _poison(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: PAYLOAD if k == "message" and isinstance(v, str) else _poison(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_poison(v) for v in value]
+    return value
+
+
+@pytest.fixture()
+def hostile(fake) -> str:
+    load_captured(fake, "failed", INCIDENTS)
+    for bucket in fake.store.objects.values():
+        for key, obj in list(bucket.items()):
+            bucket[key] = _poison(obj)
+    return "incidents"
+
+
+def _elxpk(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ELXPK_")}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="200")
+    return subprocess.run([str(ELXPK), *argv], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+
+
+def test_no_control_from_the_cluster_reaches_any_human_readable_output(hostile, k, tmp_path):
+    runs = {
+        "status": ("workload", "status", hostile), "status --why": ("workload", "status", hostile, "--why"),
+        "status --watch": ("workload", "status", hostile, "--watch"), "list": ("workload", "list"),
+        "events": ("workload", "events", hostile), "wait": ("workload", "wait", hostile, "--timeout", "20s"),
+        "job inspect": ("job", "inspect", hostile),
+    }
+    shown_somewhere = 0
+    for what, argv in runs.items():
+        done = _elxpk(*argv, *k, cwd=tmp_path)
+        assert "Traceback" not in done.stderr, (what, done.stderr)
+        for stream, text in (("stdout", done.stdout), ("stderr", done.stderr)):
+            assert not RAW.search(text), (what, stream, text)
+            assert not any(line.lstrip("# ").startswith("FAKE") for line in text.splitlines()), (what, stream)
+            shown_somewhere += "\\x1b]52;c;ZXZpbA==\\x07" in text
+    written = (tmp_path / f"{hostile}-inspect.txt").read_text()
+    assert not RAW.search(written) and "\\x1b[2J" in written  # yaml escapes its own; the incident lines are shown
+    assert shown_somewhere >= 5  # the message is there, visibly, not dropped
+
+
+def test_job_inspect_never_writes_through_a_link_at_its_default_path(hostile, k, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    (tmp_path / f"{hostile}-inspect.txt").symlink_to(victim)
+    done = _elxpk("job", "inspect", hostile, *k, cwd=tmp_path)
+    assert done.returncode == 2 and victim.read_text() == "keep me\n", done.stderr
+    assert done.stderr.startswith(f"error: '{hostile}-inspect.txt' (elxpk's default path) is a symlink")
+    assert "--out PATH" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+@given(st.text())
+def test_shown_leaves_no_control_and_keeps_everything_else(text):
+    one, many = shown(text), shown(text, lines=True)
+    assert not RAW.search(one) and "\n" not in one and not has_controls(many)
+    assert many.split("\n") == [shown(part) for part in text.split("\n")]  # the lines, each shown
+    assert shown(one) == one  # shown text is shown as it is: no double escape
+    if not RAW.search(text) and "\n" not in text and not re.search("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202d\u2066-\u2069]", text):
+        assert one == text
