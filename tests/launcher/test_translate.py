@@ -153,3 +153,36 @@ def test_translate_as_a_user_runs_it():
     theirs = subprocess.run([elxpk, "job", "submit", *line, "--dry-run"], capture_output=True, text=True, timeout=120)
     assert ours.returncode == theirs.returncode == 0, (ours.stderr, theirs.stderr)
     assert ours.stdout == theirs.stdout and "kind: JobSet" in ours.stdout
+
+
+XPK_BASE = ["--workload", "w1", "--tpu-type", "v5p-8", "--docker-image", IMAGE]
+
+
+@pytest.mark.parametrize("extra", [
+    ["--command", "true", "--num-slices", "abc"], ["--command", "true", "--restarts", "-1"],
+    ["--command", "true", "--spot", "--flex-start"], ["--command", "true", "--max-run-duration", "1h"],
+    ["--command", "true", "--num-slices", "0", "--priority", "urgent"], ["--command", "true", "--steps"],
+])
+def test_translate_refuses_with_workload_creates_lines_what_it_would_refuse(cli, extra):
+    """The line as `xpk workload create` takes it is refused by translate with the very lines `elxpk workload
+    create` gives the same flags: nothing printed that the printed command would refuse."""
+    created = cli("workload", "create", "--dry-run", *XPK_BASE, *extra)
+    done = cli("translate", "--", "xpk", "workload", "create", *XPK_BASE, *extra)
+    assert created.code == 2 and done.code == 2 and done.out == "", done.out
+    assert done.err == created.err and done.err.startswith("error: "), (done.err, created.err)
+
+
+@given(st.text(alphabet=st.characters(codec="ascii", exclude_categories=("Cc",)), min_size=1, max_size=8))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_translate_and_create_agree_on_any_num_slices_text(cli, text):
+    created = cli("workload", "create", "--dry-run", *XPK_BASE, "--command", "true", f"--num-slices={text}")
+    done = cli("translate", "--", "xpk", "workload", "create", *XPK_BASE, "--command", "true", f"--num-slices={text}")
+    assert done.code == created.code and (done.code == 0 or done.err == created.err), (done.err, created.err)
+
+
+def test_an_unquoted_command_of_two_words_is_refused_not_cut(cli):
+    """`--command python3 train.py` as the shell split it: train.py was dropped silently."""
+    done = cli("translate", "--", "xpk", "workload", "create", *XPK_BASE, "--command", "python3", "train.py")
+    assert done.code == 2 and done.out == "" and done.err == (
+        "error: Got unexpected extra argument (train.py): no flag takes it; quote a value of several words as one, "
+        "e.g. --command 'python3 train.py'\n")
