@@ -45,7 +45,7 @@ def console(**options: object) -> object:
     from rich.console import Console
 
     class _ShownConsole(Console):
-        def render_str(self, text: str, **kwargs):  # type: ignore[no-untyped-def]
+        def render_str(self, text: str, **kwargs):
             return super().render_str(shown(text, lines=True), **kwargs)
 
     return _ShownConsole(**options)  # type: ignore[arg-type]

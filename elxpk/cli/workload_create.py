@@ -61,7 +61,7 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
 
 
 def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None],
-            cluster: options.ClusterSelection, *, offline: bool = False) -> tuple[Any, Any, list[str], Any, Any]:
+            cluster: options.ClusterSelection, *, offline: bool = False) -> tuple[Any, Any, Any, Any, Any]:
     """Every flag checked, before any I/O: (spec, run, warnings, dialect, target), or UsageError with one
     line per problem. `elxpk translate` refuses with these lines what the command it prints would refuse
     (`offline`: no cluster selection needed, the printed command may run elsewhere)."""

@@ -128,20 +128,23 @@ def why_renderables(status: WorkloadStatus) -> list[Any]:
 
 
 def progress_text(progress: dict) -> str:
+    """The trainer's progress record (a file in the checkpoint dir, written by whoever can write there): each
+    value in one cell's form (`_cell`), so a record holding markup or controls draws nothing of its own."""
     def age(seconds: float | None) -> str:
         return "-" if seconds is None else format_duration(seconds) + " ago"
 
-    step = f"step {progress['steps_done']} done {age(progress.get('step_age_s'))}"
+    step = f"step {_cell(progress['steps_done'])} done {age(progress.get('step_age_s'))}"
     if progress.get("checkpoint_step") is None:
         ckpt = "no checkpoint committed yet"
     else:
-        ckpt = f"checkpoint {progress['checkpoint_step']} committed {age(progress.get('checkpoint_age_s'))}"
+        ckpt = f"checkpoint {_cell(progress['checkpoint_step'])} committed {age(progress.get('checkpoint_age_s'))}"
     state = progress.get("state", "running")
     stopped = ""
     if progress.get("saves_stopped"):
         last = progress.get("checkpoint_step") or 0
-        stopped = (f"; [yellow]saves stopped: no checkpoint for {progress['steps_done'] - last} steps (period "
-                   f"{progress.get('checkpoint_period')}): elxpk checkpoint inspect {_cell(progress.get('directory'))}[/yellow]")
+        stopped = (f"; [yellow]saves stopped: no checkpoint for {_cell(progress['steps_done'] - last)} steps (period "
+                   f"{_cell(progress.get('checkpoint_period'))}): elxpk checkpoint inspect "
+                   f"{_cell(progress.get('directory'))}[/yellow]")
     return f"{step}; {ckpt}" + (f"; trainer {_cell(state)}" if state != "running" else "") + stopped
 
 

@@ -117,8 +117,8 @@ def post(url: str, body: bytes, timeout_s: float) -> None:
         code = exc.code
         wait = _retry_after(exc.headers.get("Retry-After")) if code == 429 else None
         exc.close()
-        reason = shown(exc.reason)[:200]  # the endpoint's own words: controls visible, bounded
-        raise DeliveryFailed(f"HTTP {code} {reason}", retry=code in (408, 429) or code >= 500,
+        phrase = shown(exc.reason)[:200]  # the endpoint's own words: controls visible, bounded
+        raise DeliveryFailed(f"HTTP {code} {phrase}", retry=code in (408, 429) or code >= 500,
                              wait_s=wait) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, reset, timed out, bad answer
         reason = getattr(exc, "reason", exc)
