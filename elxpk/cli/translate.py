@@ -7,7 +7,8 @@ printed command spells every flag elxpk's way and states gcluster's defaults, so
 manifest as the original line given to `elxpk workload create` (tests/launcher/test_translate.py). A flag
 elxpk has no row for is one line each, exit 2, and nothing is printed. So is every value the printed command
 would refuse (`--num-slices abc`, `--spot --flex-start`: the very checks and lines of `workload create`,
-elxpk/cli/workload_create.py `checked`) and every word no flag takes (an unquoted command of two words).
+elxpk/cli/workload_create.py `checked`; a flag given twice, elxpk/cli/arg_checks.py) and every word no
+flag takes (an unquoted command of two words).
 """
 
 from __future__ import annotations
@@ -47,9 +48,21 @@ def translated(line: list[str]) -> list[list[str]]:
     known, problems = _known_words(command, line[len(source):], source[0])
     if problems:
         raise UsageError(*problems)
-    params = command.make_context(" ".join(source), known, resilient_parsing=True).params
+    context = command.make_context(" ".join(source), list(known), resilient_parsing=True)  # click consumes it
+    _check_raw(command, context, known)
+    params = context.params
     _check_values(params, submit=source[0] == "gcluster")
     return _elxpk_words(params, xpk_plain=source == ("xpk", "workload", "create"))
+
+
+def _check_raw(command: Any, context: Any, words: list[str]) -> None:
+    """The checks on the words as typed that the command itself runs first (elxpk/cli/arg_checks.py): a flag
+    given twice (click would keep the last: the printed command would be neither line meant), an empty value,
+    an output naming an input. A resilient parse skips them, so they are run here."""
+    from elxpk.cli.arg_checks import check_raw
+
+    opts, _, order = command.make_parser(context).parse_args(args=list(words))
+    check_raw(opts, order, getattr(command.callback, "path_flags", {}))
 
 
 def _check_values(params: dict[str, Any], *, submit: bool) -> None:

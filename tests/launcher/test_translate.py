@@ -162,6 +162,7 @@ XPK_BASE = ["--workload", "w1", "--tpu-type", "v5p-8", "--docker-image", IMAGE]
     ["--command", "true", "--num-slices", "abc"], ["--command", "true", "--restarts", "-1"],
     ["--command", "true", "--spot", "--flex-start"], ["--command", "true", "--max-run-duration", "1h"],
     ["--command", "true", "--num-slices", "0", "--priority", "urgent"], ["--command", "true", "--steps"],
+    ["--command", "true", "--num-slices", "2", "--num-slices", "4"],  # click kept the last, silently
 ])
 def test_translate_refuses_with_workload_creates_lines_what_it_would_refuse(cli, extra):
     """The line as `xpk workload create` takes it is refused by translate with the very lines `elxpk workload
