@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -144,63 +147,87 @@ def test_completion_keeps_cluster_clients_off_the_start_up_path():
 HOSTILE_NAMES = ("x$(touch PWNED)", "q`touch PWNED`", "*", "y\nz", "Upper-Case", "good-1")
 
 
-def _interactive_bash(script: Path, cwd: Path, keys: bytes, env: dict[str, str], *, until: str,
-                      count: int) -> str:
-    """What a real interactive bash (on a pseudo-terminal, line editing on) echoes for `keys`, read until
-    `until` was seen `count` times (or 90 s). Readline takes the keys in order: a Tab's completion (an `elxpk`
-    process asking the API server) ends before the keys after it are read, as when a user types them."""
+# How each shell is started interactively, and its first line: the completion script loaded (zsh's needs
+# compinit), then a file touched to say the line editor is reading.
+SHELLS = {
+    "bash": (["bash", "--norc", "--noprofile", "-i"], "bind 'set bell-style none'; PS1='$ '; source {script}"),
+    "zsh": (["zsh", "-f", "-i"], "autoload -Uz compinit; compinit -u; PS1='$ '; source {script}"),
+    "fish": (["fish", "--no-config", "-i"], "function fish_prompt; echo '$ '; end; source {script}"),
+}
+
+
+def _interactive(shell: str, script: Path, cwd: Path, lines: list[bytes], env: dict[str, str]) -> list[str]:
+    """Each of `lines` typed into a real interactive `shell` on a pseudo-terminal, line editing on: the text,
+    Tab, then Ctrl-A `echo ` and Ctrl-E `>> OUT`, Enter. OUT's lines are what Tab made of each line. The
+    editor takes the keys in order: a Tab's completion (an `elxpk` process asking the API server) ends before
+    the keys after it are read, as when a user types them."""
     import pty
-    import select
 
+    argv, setup = SHELLS[shell]
+    out, ready = cwd.parent / f"{shell}.out", cwd.parent / f"{shell}.ready"
     main, child = pty.openpty()
-    shell = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], stdin=child, stdout=child, stderr=child,
-                             cwd=cwd, env={**env, "PS1": "$ ", "TERM": "dumb", "HISTFILE": "/dev/null"},
-                             start_new_session=True)
+    process = subprocess.Popen(argv, stdin=child, stdout=child, stderr=child, cwd=cwd, start_new_session=True,
+                               preexec_fn=_controlling_terminal,
+                               env={**env, "TERM": "xterm", "HISTFILE": "/dev/null", "HOME": str(cwd.parent)})
     os.close(child)
-    seen = bytearray()
+    drain = threading.Thread(target=_drain, args=(main,), daemon=True)  # a full pty would stop the shell
+    drain.start()
 
-    def read_until(text: str, times: int) -> None:
+    def wait_for(done: Callable[[], bool]) -> None:
         end = time.monotonic() + 90
-        while seen.decode("utf-8", "replace").count(text) < times and time.monotonic() < end:
-            if select.select([main], [], [], 1)[0]:
-                try:
-                    seen.extend(os.read(main, 65536))
-                except OSError:
-                    return
+        while not done() and time.monotonic() < end:
+            time.sleep(0.1)
 
     try:
-        os.write(main, f"bind 'set bell-style none'; source {shlex.quote(str(script))}\n".encode())
-        read_until("$ ", 2)  # readline is reading now: keys are no longer echoed by the terminal itself
-        os.write(main, keys)
-        read_until(until, count)
+        os.write(main, setup.format(script=shlex.quote(str(script))).encode() + f"; touch {ready}\r".encode())
+        wait_for(ready.exists)
+        os.write(main, b"".join(line + b"\t\x01echo \x05 >> " + str(out).encode() + b"\r" for line in lines))
+        wait_for(lambda: out.exists() and len(out.read_text().splitlines()) >= len(lines))
     finally:
-        shell.kill()
-        shell.wait()
+        process.kill()
+        process.wait()
         os.close(main)
-    return seen.decode("utf-8", "replace")
+    return [line.strip() for line in out.read_text().splitlines()] if out.exists() else []
 
 
-def test_a_hostile_servers_names_never_reach_an_interactive_bash(fake, kubeconfig, bash_script, tmp_path):
-    """A spoofed API server serves names the real API refuses. In a real interactive bash, Tab then Enter:
+def _controlling_terminal() -> None:
+    """In the child, after setsid: the pty becomes its terminal (fish will not run interactively without one)."""
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("shell", list(SHELLS))
+def test_a_hostile_servers_names_never_reach_an_interactive_shell(fake, kubeconfig, tmp_path, shell):
+    """A spoofed API server serves names the real API refuses. In a real interactive shell, Tab then Enter:
     `x$(touch PWNED)` would have been inserted unquoted and run, `*` expanded into the directory's files, a
     newline split into two; only a name the API could hold is offered (`good-1`, completed as a user sees)."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
     for name in HOSTILE_NAMES:
         fake.store.put(("jobset.x-k8s.io", "jobsets"), {**pathways_jobset(name), "metadata": {
             **pathways_jobset(name)["metadata"], "name": name, "namespace": "default"}})
-    script = tmp_path / "complete.sh"
-    script.write_text(bash_script)
+    done = subprocess.run([str(BIN / "elxpk")], env={**_env(), "_ELXPK_COMPLETE": f"source_{shell}"},
+                          capture_output=True, text=True, timeout=60)
+    script = tmp_path / f"complete.{shell}"
+    script.write_text(done.stdout)
     work = tmp_path / "work"
     work.mkdir()
     (work / "a-file").write_text("")
-    line = f"elxpk workload status --kubeconfig {kubeconfig} ".encode()
-    # each line: type up to the word, Tab, then Ctrl-A and `echo ` so that Enter shows what Tab inserted
-    keys = b"".join(line + start + b"\t\x01echo \r" for start in (b"x", b"g", b""))
-    seen = _interactive_bash(script, work, keys, {**_env(), completion.LOOKUP_ENV: "60"},
-                             until="\nelxpk workload status", count=3)
-    assert not (work / "PWNED").exists(), seen
-    echoed = [ln.strip() for ln in seen.splitlines() if ln.startswith("elxpk workload status")][:3]
-    assert echoed == [f"elxpk workload status --kubeconfig {kubeconfig} {word}".strip()
-                      for word in ("x", "good-1", "good-1")], seen
+    line = f"elxpk workload status --kubeconfig {kubeconfig} "
+    echoed = _interactive(shell, script, work, [(line + start).encode() for start in ("x", "g", "")],
+                          {**_env(), completion.LOOKUP_ENV: "60"})
+    assert not (work / "PWNED").exists(), echoed
+    assert echoed == [(line + word).strip() for word in ("x", "good-1", "good-1")], echoed
 
 
 def test_every_candidate_is_a_word_every_shell_takes_as_it_is():
