@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from elxpk.shown import has_controls, shown
 from tests.cluster.captured import INCIDENTS, load_captured
+from tests.support.webhook_server import webhook
 
 ELXPK = Path(sys.executable).parent / "elxpk"
 REPO = Path(__file__).resolve().parents[2]
@@ -57,25 +58,35 @@ def _elxpk(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_no_control_from_the_cluster_reaches_any_human_readable_output(hostile, k, tmp_path):
+    """`events --watch` also alerts a webhook that answers 429 with `Retry-After: nan` (it killed the
+    delivery thread), then 404 with a reason phrase full of controls: one line, shown."""
+    with webhook(["429", "404"], retry_after="nan", reason="\x1b[2J\x1b]52;c;ZXZpbA==\x07 gone \x9b31m") as hook:
+        _all_outputs(hostile, k, tmp_path, hook.url)
+    assert hook.answers() == ["429", "404"]
+
+
+def _all_outputs(hostile: str, k: list[str], tmp_path: Path, hook_url: str) -> None:
     runs = {
         "status": ("workload", "status", hostile), "status --why": ("workload", "status", hostile, "--why"),
         "status --watch": ("workload", "status", hostile, "--watch"), "list": ("workload", "list"),
-        "events": ("workload", "events", hostile), "events --watch": ("workload", "events", hostile, "--watch"),
+        "events": ("workload", "events", hostile), "events --watch": ("workload", "events", hostile, "--watch", "--notify", hook_url),
         "wait": ("workload", "wait", hostile, "--timeout", "20s"),
         "job inspect": ("job", "inspect", hostile),
     }
-    shown_somewhere = 0
+    shown_somewhere, notified = 0, ""
     for what, argv in runs.items():
         done = _elxpk(*argv, *k, cwd=tmp_path)
         assert "Traceback" not in done.stderr, (what, done.stderr)
         assert done.returncode == (1 if what in ("status --watch", "wait") else 0), (what, done.stderr)
+        notified = done.stderr if what == "events --watch" else notified
         for stream, text in (("stdout", done.stdout), ("stderr", done.stderr)):
             assert not RAW.search(text), (what, stream, text)
             assert not any(line.lstrip("# ").startswith("FAKE") for line in text.splitlines()), (what, stream)
             shown_somewhere += "\\x1b]52;c;ZXZpbA==\\x07" in text
     written = (tmp_path / f"{hostile}-inspect.txt").read_text()
     assert not RAW.search(written) and "\\x1b[2J" in written  # yaml escapes its own; the incident lines are shown
-    assert shown_somewhere >= 5  # the message is there, visibly, not dropped
+    assert shown_somewhere >= 6  # the message is there, visibly, not dropped (the reason phrase too)
+    assert "not delivered to http://127.0.0.1:" in notified and "HTTP 404 \\x1b[2J" in notified, notified
 
 
 def test_job_inspect_never_writes_through_a_link_at_its_default_path(hostile, k, tmp_path):
