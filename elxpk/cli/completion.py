@@ -28,6 +28,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from elxpk import k8s_names
+
 LOOKUP_S = 2.0  # the longest a Tab waits for workload names
 LOOKUP_ENV = "ELXPK_COMPLETE_TIMEOUT"  # seconds, for a cluster known to be slow (and for tests on a loaded machine)
 LOOKUP_MAX_S = 600.0  # past this a Tab is not waiting but hung: the value is taken as a mistake
@@ -106,8 +108,6 @@ def workload_names(resolve: Callable[[], Any], incomplete: str) -> list[str]:
 
 
 def _api_could_hold(name: str) -> bool:
-    from elxpk import k8s_names  # the standard library only
-
     return len(name) <= k8s_names.DNS1035_LABEL_MAX and k8s_names.DNS1035_LABEL.fullmatch(name) is not None
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, workload_name
 from elxpk.cluster.verb_flags import JOB_INSPECT, read
+from elxpk.shown import shown
 
 
 @options.with_gcluster_cluster
@@ -52,8 +53,6 @@ def inspect(
         "## events", "\n".join(lines) if lines else "(no incidents)",
         "## objects", dump({"jobset": jobset, "jobs": jobs, "pods": pods, "workloads": workloads}, "yaml"),
     ]
-    from elxpk.shown import shown
-
     # the events and objects are the cluster's: the file is read in a terminal too (yaml escapes its own)
     text = shown("\n".join(s.rstrip("\n") for s in sections) + "\n", lines=True)
     write_text(path, text, flag="--out", own=own)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from elxpk.cli import options
+from elxpk.shown import shown
 
 
 @options.with_cluster
@@ -110,7 +111,6 @@ def _render_and_send(spec: Any, run: Any, dialect: Any, target: Any, cluster: op
         return
 
     from elxpk.cluster import submit as submission
-    from elxpk.shown import shown
 
     created = submission.submit(manifest, target, server_dry_run=run.dry_run == "server", replace=run.replace)
     suffix = " (server dry run)" if run.dry_run == "server" else ""

@@ -22,11 +22,10 @@ from elxpk.cluster.labels import SUBMISSION_ANNOTATION
 from elxpk.cluster.preflight import preflight
 from elxpk.cluster.target import DEFAULT_NAMESPACE, ClusterTarget
 from elxpk.errors import ClusterError, ConflictError, NotFoundError, Timeout
+from elxpk.shown import shown
 
 
 def _warn(message: str) -> None:
-    from elxpk.shown import shown
-
     print(f"warning: {shown(message)}", file=sys.stderr)  # an API server's Warning header: its text
 
 

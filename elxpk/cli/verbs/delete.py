@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from elxpk.cli import options
 from elxpk.cli.verbs.common import confirm, connect, workload_name
 from elxpk.cluster import verb_flags
+from elxpk.shown import shown
 
 
 @options.with_flags("delete", verb_flags.DELETE)
@@ -29,8 +30,6 @@ def delete(
         delete_workload(kube, ns, name)
         print(f"jobset/{name} deleted (foreground: its pods stop first)")
         return
-    from elxpk.shown import shown
-
     names = [js["metadata"]["name"] for js in kube.list_jobsets(ns)]
     if not names:
         kube.require_namespace(ns)

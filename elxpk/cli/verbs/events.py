@@ -13,6 +13,7 @@ from elxpk.cli.verbs.common import connect, workload_name
 from elxpk.cluster import verb_flags
 from elxpk.notify import flags as notify_flags
 from elxpk.output_formats import output_format
+from elxpk.shown import shown
 
 FLAGS = verb_flags.EVENTS + notify_flags.FLAGS
 
@@ -46,7 +47,6 @@ def events(
         notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True))
     from elxpk.cluster.events_feed import follow
     from elxpk.cluster.incident_log import record as append_record
-    from elxpk.shown import shown
 
     pending = []
     seen = []

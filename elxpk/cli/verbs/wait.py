@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, console, output_problems, workload_name
 from elxpk.cluster import verb_flags
+from elxpk.shown import shown
 
 
 @options.with_flags("wait", verb_flags.WAIT)
@@ -29,7 +30,6 @@ def wait(
 
     from elxpk.cluster.ops import wait_for
     from elxpk.cluster.views import dump
-    from elxpk.shown import shown
 
     err = console(stderr=True)
     last: list[str] = []
