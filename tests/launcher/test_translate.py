@@ -187,3 +187,21 @@ def test_an_unquoted_command_of_two_words_is_refused_not_cut(cli):
     assert done.code == 2 and done.out == "" and done.err == (
         "error: Got unexpected extra argument (train.py): no flag takes it; quote a value of several words as one, "
         "e.g. --command 'python3 train.py'\n")
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (["--name", "r", "-e", "true"],
+     "error: --compute-type: required; e.g. --compute-type v6e-16, or a GPU machine such as h100-mega-80gb-8\n"),
+    (["--compute-type", "v6e-16", "-e", "true"], "error: --name: required; name the workload, e.g. --name my-run-1\n"),
+    (["--name", "r", "-e", "true", "--compute-type", "v6e-16", "--gke-namespace", "Bad_ns"],
+     "error: --gke-namespace 'Bad_ns' is not a valid namespace name: use lowercase letters, digits and '-', at "
+     "most 63 characters\n"),
+])
+def test_a_gcluster_line_is_told_its_own_flags(cli, line, expected):
+    """A required row missing from a gcluster line, or its --gke-namespace, named in gcluster's spelling (they
+    named --tpu-type, --workload, --namespace: flags the user never typed), by translate and job submit alike;
+    and translate takes the line without `--` too (click named its first flag an unknown option of translate)."""
+    for argv in (("translate", "--", "gcluster", "job", "submit", *line), ("translate", "gcluster", "job", "submit", *line),
+                 ("job", "submit", "--dry-run-out=/dev/null", *line)):
+        done = cli(*argv)
+        assert (done.code, done.err) == (2, expected), argv
