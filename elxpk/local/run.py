@@ -168,11 +168,14 @@ def _locked_run(opts: LocalRunOptions, existing: ExistingRun, faults: tuple[str,
 
 
 def write_report(opts: LocalRunOptions, out: TextIO):
+    from elxpk.outfile import write_text
     from elxpk.runs.plots import write_report_png
 
     run = load_run(opts.run_dir, flag="--run-dir")
     report = build_report(run)
-    (opts.run_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    # report.json and report.png are elxpk's names: rewritten at each run, never through a link (elxpk/outfile.py)
+    write_text(str(opts.run_dir / "report.json"), json.dumps(report.to_dict(), indent=2) + "\n", flag="--run-dir",
+               own="replace")
     png = write_report_png(run, report, opts.run_dir / "report.png", own="replace")
     print(f"goodput {100 * report.goodput:.1f}% over {report.wall_s:.1f} s; "
           f"{plural(len(report.recoveries), 'recovery')}; report: {opts.run_dir / 'report.json'}, {png}", file=out)
