@@ -34,7 +34,7 @@ def _cell(text: object) -> str:
 
 def _styled(text: str, styles: dict[str, str]) -> str:
     style = styles.get(text)
-    return f"[{style}]{text}[/{style}]" if style else text
+    return f"[{style}]{text}[/{style}]" if style else _cell(text)  # a state it does not know: the cluster's text
 
 
 def _budget(used: int, limit: int | None) -> str:
@@ -92,7 +92,7 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
     if status.age_s is not None:
         summary.add_row("Age", format_duration(status.age_s))
 
-    slices = Table(title=f"Slices ({status.worker_job or 'none'})", title_justify="left")
+    slices = Table(title=f"Slices ({_cell(status.worker_job or 'none')})", title_justify="left")
     for column in ("slice", "state", "ready", "active", "failed", "pod restarts", "restart budget (backoffLimit)"):
         slices.add_column(column, justify="right" if column not in ("state", "restart budget (backoffLimit)")
                           else "left")
