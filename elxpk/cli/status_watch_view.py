@@ -88,9 +88,10 @@ class WatchView:
         grid.add_row("Slices healthy", f"[{healthy_style}]{f['slices_healthy']}/{f['slices_total']}[/{healthy_style}]")
         if f["step"] is not None:
             rate = "" if f["steps_per_s"] is None else f", {f['steps_per_s']:.2f} steps/s"
-            grid.add_row("Trainer", f"step {f['step']} done {_age(f['step_age_s'])}{rate}")
+            # the progress record is a file in the checkpoint dir: its values drawn as text, never as markup
+            grid.add_row("Trainer", f"step {escape(shown(f['step']))} done {_age(f['step_age_s'])}{rate}")
             ckpt = ("none committed yet" if f["checkpoint_step"] is None
-                    else f"step {f['checkpoint_step']} committed {_age(f['checkpoint_age_s'])}")
+                    else f"step {escape(shown(f['checkpoint_step']))} committed {_age(f['checkpoint_age_s'])}")
             grid.add_row("Checkpoint", ckpt)
         causes = ", ".join(f"{n} {cause}" for cause, n in f["restart_causes"].items() if n) or "none"
         grid.add_row("Restarts", f"JobSet restarts {f['jobset_restarts']} "
