@@ -19,6 +19,7 @@ from elxpk.errors import UsageError
 from elxpk.flag_rows import read_all
 from elxpk.output_formats import output_format as checked_format
 from elxpk.runs.flags import REPORT
+from elxpk.shown import shown
 
 
 def output_format(value: str) -> str:
@@ -102,12 +103,12 @@ def report(
         typer.echo(json.dumps(data, indent=2))
         return
     for line in render_text(result) + render_chip_hours(chip_hours):
-        typer.echo(line)
+        typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if timeline is not None:
         from elxpk.runs.incident_timeline import render
 
         for line in render(timeline):
-            typer.echo(line)
+            typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if written:
         typer.echo(f"plot: {written}")
 
@@ -126,6 +127,6 @@ def _maxtext_report(metrics, fmt: str, png: Path | None, own: str | None = None)
         typer.echo(json.dumps({**result.to_dict(), "png": str(written) if written else None}, indent=2))
         return
     for line in render_maxtext_text(result):
-        typer.echo(line)
+        typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if written:
         typer.echo(f"plot: {written}")
