@@ -23,6 +23,7 @@ from elxpk.local.inprocess import run_in_process
 from elxpk.local.options import LocalRunOptions, in_local_words
 from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
+from elxpk.outfile import write_text
 from elxpk.local.supervisor import GroupPlan, GroupSupervisor, Kill
 from elxpk.local.view import make_view
 from elxpk.runs.report import build_report
@@ -168,7 +169,6 @@ def _locked_run(opts: LocalRunOptions, existing: ExistingRun, faults: tuple[str,
 
 
 def write_report(opts: LocalRunOptions, out: TextIO):
-    from elxpk.outfile import write_text
     from elxpk.runs.plots import write_report_png
 
     run = load_run(opts.run_dir, flag="--run-dir")
