@@ -23,9 +23,9 @@ from elxpk.local.inprocess import run_in_process
 from elxpk.local.options import LocalRunOptions, in_local_words
 from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
-from elxpk.outfile import write_text
 from elxpk.local.supervisor import GroupPlan, GroupSupervisor, Kill
 from elxpk.local.view import make_view
+from elxpk.outfile import write_text
 from elxpk.runs.report import build_report
 from elxpk.runs.rundir import load_info, load_run
 from elxpk.runs.words import plural
