@@ -5,6 +5,12 @@ A regular file (or a new path) is written through a temporary file in the same d
 a failure leaves the old content. A symlink is followed: its target is replaced, the link stays a link.
 A FIFO, character device or socket (`/dev/stdout`, `>(cat)`, a named pipe) is written through in place:
 renaming a regular file over it would silently break whatever reads it.
+
+A path elxpk names itself (`job inspect`'s NAME-inspect.txt, `report`'s report.png) is another matter: in a
+shared working directory someone else may have put a symlink or a file there. Such a path (`own=`) is never
+followed through a link and never written through a special file (refused in one line); with own="new" it
+is created with O_EXCL|O_NOFOLLOW and an existing one is refused, with own="replace" (elxpk's own figure,
+rewritten at each run) a regular file is replaced by a rename, which replaces the entry, never a link's target.
 """
 
 from __future__ import annotations
@@ -42,23 +48,27 @@ def check_output(path: str | os.PathLike[str], flag: str, **kwargs: object) -> N
 
 
 def save_figure(fig: object, path: str | os.PathLike[str], *, flag: str, fmt: str | None = None,
-                dpi: float | None = None) -> None:
+                dpi: float | None = None, own: str | None = None) -> None:
     """A matplotlib figure rendered in memory, then written like any output (atomically, or through a
     pipe): a failed render leaves no half-written image."""
 
     buffer = io.BytesIO()
     suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     fig.savefig(buffer, format=fmt or suffix or "png", **({"dpi": dpi} if dpi else {}))  # type: ignore[attr-defined]
-    write_bytes(os.fspath(path), buffer.getvalue(), flag=flag)
+    write_bytes(os.fspath(path), buffer.getvalue(), flag=flag, own=own)
 
 
-def write_text(path: str, text: str, *, flag: str) -> None:
+def write_text(path: str, text: str, *, flag: str, own: str | None = None) -> None:
     """Write `text` to `path` as described above; UsageError naming `flag` when it cannot be written."""
-    write_bytes(path, text.encode("utf-8"), flag=flag)
+    write_bytes(path, text.encode("utf-8"), flag=flag, own=own)
 
 
-def write_bytes(path: str, data: bytes, *, flag: str) -> None:
-    """Write `data` to `path` as described above; UsageError naming `flag` when it cannot be written."""
+def write_bytes(path: str, data: bytes, *, flag: str, own: str | None = None) -> None:
+    """Write `data` to `path` as described above; UsageError naming `flag` when it cannot be written.
+    `own`: None (the user named it), "new" or "replace" (elxpk named it: see above)."""
+    if own is not None:
+        _write_own(path, data, flag, replace=own == "replace")
+        return
     try:
         mode = os.stat(path).st_mode  # follows symlinks: what a write would reach
     except FileNotFoundError:
@@ -93,6 +103,41 @@ def _write_replacing(real: str, data: bytes, flag: str, shown: str) -> None:
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise _write_failed(exc, f"{flag} {shown!r}", "cannot write it") from None
+
+
+def own_path_problem(path: str, flag: str, *, replace: bool) -> str | None:
+    """Why elxpk's own default `path` cannot be written (see above), or None; checked before any I/O too."""
+    try:
+        mode = os.lstat(path).st_mode  # the entry itself: a link is not followed
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path!r} (elxpk's default path): cannot write it ({exc.strerror}); give {flag} PATH"
+    if replace and stat.S_ISREG(mode):
+        return None
+    what = "a symlink" if stat.S_ISLNK(mode) else "there already" if stat.S_ISREG(mode) else "not a regular file"
+    return (f"{path!r} (elxpk's default path) is {what}; elxpk does not write through it or over it: "
+            f"remove it, or give {flag} PATH")
+
+
+def _write_own(path: str, data: bytes, flag: str, *, replace: bool) -> None:
+    problem = own_path_problem(path, flag, replace=replace)
+    if problem:
+        raise UsageError(problem)
+    target = f"{path}.tmp-{os.getpid()}" if os.path.lexists(path) else path
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if target != path:
+            os.replace(target, path)  # the entry is replaced; had it become a link, the link is
+    except FileExistsError:  # planted between the check and the create
+        raise UsageError(f"{path!r} (elxpk's default path) appeared while writing; remove it, or give {flag} "
+                         "PATH") from None
+    except OSError as exc:
+        if target != path and os.path.lexists(target):
+            os.unlink(target)
+        raise _write_failed(exc, f"{flag} {path!r}", "cannot write it") from None
 
 
 def _write_failed(exc: OSError, where: str, what: str) -> Exception:

@@ -16,6 +16,7 @@ from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import CheckFailed, ElxpkError, UsageError
 from elxpk.flag_rows import read_all
 from elxpk.output_formats import output_format
+from elxpk.shown import shown
 
 
 @with_flags(COMMAND, INSPECT)
@@ -52,7 +53,7 @@ def inspect(
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         for line in render_text(result, now=time.time()):
-            typer.echo(line)
+            typer.echo(shown(line))  # names and metadata from storage (a gs:// bucket): controls shown
     if result.findings:
         more = f" (and {len(result.findings) - 1} more)" if len(result.findings) > 1 else ""
         raise CheckFailed(f"checkpoint findings: {result.findings[0]}{more}")

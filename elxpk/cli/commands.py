@@ -24,6 +24,9 @@ class Command(NamedTuple):
     function: str
     help: str | None = None  # None: the function's docstring
     optional: bool = False  # the module may not exist yet (a command being written): skipped, not an error
+    # words that look like options are its arguments (`translate`: the xpk or gcluster line, with or without
+    # `--`; without it click named the line's first flag as an unknown option of translate)
+    passthrough: bool = False
 
 
 GROUPS: dict[str, str] = {
@@ -52,7 +55,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(("job", "cancel"), "elxpk.cli.verbs.delete", "delete",
             help="Alias of `workload delete`, for gcluster users."),
     Command(("job", "inspect"), "elxpk.cli.job_inspect", "inspect"),
-    Command(("translate",), "elxpk.cli.translate", "translate"),
+    Command(("translate",), "elxpk.cli.translate", "translate", passthrough=True),
     Command(("local", "run"), "elxpk.cli.local", "run"),
     Command(("checkpoint", "inspect"), "elxpk.cli.checkpoint", "inspect"),
     Command(("report",), "elxpk.cli.report", "report"),
@@ -155,7 +158,8 @@ def build_app(argv: Sequence[str]) -> typer.Typer:
         if function is None:
             continue
         if len(command.path) == 1:
-            app.command(command.path[0], help=command.help, cls=PanelHelpCommand)(function)
+            settings = {"ignore_unknown_options": True} if command.passthrough else None
+            app.command(command.path[0], help=command.help, cls=PanelHelpCommand, context_settings=settings)(function)
             continue
         group_name, name = command.path
         if group_name not in groups:

@@ -18,6 +18,7 @@ from elxpk.cli.report import output_format
 from elxpk.errors import CheckFailed, UsageError
 from elxpk.flag_rows import read_all
 from elxpk.runs.flags import COMPARE
+from elxpk.shown import shown
 
 
 @with_flags("compare", COMPARE)
@@ -59,7 +60,7 @@ def compare(
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         for line in render_text(result):
-            typer.echo(line)
+            typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     failures = result.failures()
     if failures:
         raise CheckFailed(f"runs differ: {failures[0]}")

@@ -9,43 +9,66 @@
 Completion runs in a short-lived `elxpk` process whose stdout is the shell's list of candidates; anything
 on stderr would be drawn over the user's prompt, so the cluster lookup silences it. Only typer is imported
 here: `elxpk --version` and `workload create --dry-run` build the options that name these functions.
+
+Every candidate is offered only when it is made of characters no shell gives a meaning to (`offered`), and
+a workload name only when it is one the API could hold (a DNS-1035 label: JobSet's own rule). A hostile or
+spoofed API server (insecure-skip-tls-verify, a compromised cluster) can serve `evil$(touch X)`, `*` or a
+name with a newline: Typer's bash script reads the candidates through an unquoted `$(...)`, so such a name
+would be glob-expanded, split, or inserted unquoted and run by Enter. What survives the filter needs no
+quoting in bash, zsh or fish, so each is written as it is: quoted, it is the same word.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from elxpk import k8s_names
+
 LOOKUP_S = 2.0  # the longest a Tab waits for workload names
 LOOKUP_ENV = "ELXPK_COMPLETE_TIMEOUT"  # seconds, for a cluster known to be slow (and for tests on a loaded machine)
+LOOKUP_MAX_S = 600.0  # past this a Tab is not waiting but hung: the value is taken as a mistake
+# Letters, digits and . _ : / = + - (not first): nothing here is a glob, a quote, an expansion or a separator
+# in bash, zsh or fish.
+SHELL_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/=+-]*")
 
 
 def lookup_s() -> float:
+    """ELXPK_COMPLETE_TIMEOUT, or LOOKUP_S when it is not a number of seconds from 0 to LOOKUP_MAX_S: `inf`,
+    `nan` or `1e309` made the wait raise (or never end), and completion silently offered nothing."""
     try:
-        return max(float(os.environ.get(LOOKUP_ENV, LOOKUP_S)), 0.0)
+        seconds = float(os.environ.get(LOOKUP_ENV, LOOKUP_S))
     except ValueError:
         return LOOKUP_S
+    return max(seconds, 0.0) if math.isfinite(seconds) and seconds <= LOOKUP_MAX_S else LOOKUP_S
+
+
+def offered(candidates: Sequence[str]) -> list[str]:
+    """The candidates a shell can be given as they are (see above); the others are left out."""
+    return [c for c in candidates if SHELL_SAFE.fullmatch(c)]
 
 
 def tpu_types(incomplete: str) -> list[str]:
     from elxpk import catalog
 
-    return [name for name in catalog.all_names() if name.startswith(incomplete.lower())]
+    return offered([name for name in catalog.all_names() if name.startswith(incomplete.lower())])
 
 
 def device_types(incomplete: str) -> list[str]:
     from elxpk.create.gpu import GPU_TYPES
 
     names = [gpu.name for gpu in GPU_TYPES] + [gpu.machine_type for gpu in GPU_TYPES]
-    return [name for name in names if name.startswith(incomplete.lower())]
+    return offered([name for name in names if name.startswith(incomplete.lower())])
 
 
 def choices(values: Sequence[str]) -> Callable[[str], list[str]]:
     def complete(incomplete: str) -> list[str]:
-        return [value for value in values if value.startswith(incomplete)]
+        return offered([value for value in values if value.startswith(incomplete)])
     return complete
 
 
@@ -80,7 +103,12 @@ def workload_names(resolve: Callable[[], Any], incomplete: str) -> list[str]:
     worker.start()
     worker.join(lookup_s())
     names = [] if worker.is_alive() else list(found)  # a late answer is dropped: the shell has moved on
-    return [name for name in names if name.startswith(incomplete)]
+    # only names the API could hold: a hostile server's `$(...)`, `*` or newline never reaches the shell
+    return offered([name for name in names if name.startswith(incomplete) and _api_could_hold(name)])
+
+
+def _api_could_hold(name: str) -> bool:
+    return len(name) <= k8s_names.DNS1035_LABEL_MAX and k8s_names.DNS1035_LABEL.fullmatch(name) is not None
 
 
 def _silence_stderr() -> None:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, workload_name
 from elxpk.cluster.verb_flags import JOB_INSPECT, read
+from elxpk.shown import shown
 
 
 @options.with_gcluster_cluster
@@ -24,14 +25,16 @@ def inspect(
 ) -> None:
     """Write the workload's diagnosis (status --why, events, the objects) to a file; print its path."""
     from elxpk.errors import UsageError
-    from elxpk.outfile import output_problem
+    from elxpk.outfile import output_problem, own_path_problem
 
     values = read(JOB_INSPECT, flags)
     if (name is None) == (values["name_option"] is None):
         raise UsageError("NAME: give the workload once, as NAME or --name NAME (e.g. elxpk job inspect my-run-1)")
     name = workload_name(name or values["name_option"] or "")
     path = values["out"] or f"{name}-inspect.txt"
-    problem = output_problem(path, "--out", example="run-inspect.txt")
+    own = None if values["out"] else "new"  # elxpk's own name: created, never a link followed or a file replaced
+    problem = output_problem(path, "--out", example="run-inspect.txt") or (
+        own and own_path_problem(path, "--out", replace=False))
     if problem:
         raise UsageError(problem)
     kube, ns = connect(cluster)
@@ -50,6 +53,8 @@ def inspect(
         "## events", "\n".join(lines) if lines else "(no incidents)",
         "## objects", dump({"jobset": jobset, "jobs": jobs, "pods": pods, "workloads": workloads}, "yaml"),
     ]
-    write_text(path, "\n".join(s.rstrip("\n") for s in sections) + "\n", flag="--out")
+    # the events and objects are the cluster's: the file is read in a terminal too (yaml escapes its own)
+    text = shown("\n".join(s.rstrip("\n") for s in sections) + "\n", lines=True)
+    write_text(path, text, flag="--out", own=own)
     print(f"wrote {path}", file=sys.stderr)
     print(path)

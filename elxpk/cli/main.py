@@ -23,6 +23,7 @@ import typer  # noqa: E402 - after the threshold: its import is the largest part
 
 from elxpk import yaml_reader_pattern  # noqa: E402
 from elxpk.errors import ElxpkError, UsageError  # noqa: E402
+from elxpk.shown import shown  # noqa: E402
 from elxpk_contract.storage_full import storage_full_error  # noqa: E402
 
 yaml_reader_pattern.seed()  # before any command imports yaml: a tenth of a dry-run, see the module
@@ -142,7 +143,9 @@ def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 
 def _report(line: str, *, stderr_failed: bool = False) -> None:
-    """One line on stderr; on stdout when stderr cannot take it (the exit code still says it failed)."""
+    """One line on stderr; on stdout when stderr cannot take it (the exit code still says it failed). An
+    error may quote the cluster (an API server's message): its controls are shown, never sent."""
+    line = shown(line)
     streams = (sys.stdout,) if stderr_failed else (sys.stderr, sys.stdout)
     for stream in streams:
         try:

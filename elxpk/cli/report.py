@@ -19,6 +19,7 @@ from elxpk.errors import UsageError
 from elxpk.flag_rows import read_all
 from elxpk.output_formats import output_format as checked_format
 from elxpk.runs.flags import REPORT
+from elxpk.shown import shown
 
 
 def output_format(value: str) -> str:
@@ -75,7 +76,8 @@ def report(
         if accelerator is not None or price is not None:
             raise UsageError("--accelerator/--chip-hour-price: chip-hours come from the bundled trainer's "
                              "events.jsonl, which a MaxText metrics file does not have; drop them")
-        _maxtext_report(run, fmt, None if no_png else png or Path(run.path).parent / "report.png")
+        _maxtext_report(run, fmt, None if no_png else png or Path(run.path).parent / "report.png",
+                        own=None if png else "replace")
         return
     result = build_report(run)
     chip_hours = run_chip_hours(run, result, accelerator, price_of(accelerator, price))
@@ -83,7 +85,8 @@ def report(
     if not no_png and run.metrics:
         from elxpk.runs.plots import write_report_png
 
-        written = write_report_png(run, result, png or run.path / "report.png")
+        # report.png is elxpk's name: rewritten at each report, never through a link (elxpk/outfile.py)
+        written = write_report_png(run, result, png or run.path / "report.png", own=None if png else "replace")
     timeline = None
     if recorded is not None:
         from elxpk.runs.incident_timeline import merge
@@ -100,18 +103,18 @@ def report(
         typer.echo(json.dumps(data, indent=2))
         return
     for line in render_text(result) + render_chip_hours(chip_hours):
-        typer.echo(line)
+        typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if timeline is not None:
         from elxpk.runs.incident_timeline import render
 
         for line in render(timeline):
-            typer.echo(line)
+            typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if written:
         typer.echo(f"plot: {written}")
 
 
 
-def _maxtext_report(metrics, fmt: str, png: Path | None) -> None:
+def _maxtext_report(metrics, fmt: str, png: Path | None, own: str | None = None) -> None:
     from elxpk.runs.maxtext_report import build_maxtext_report, render_maxtext_text
 
     result = build_maxtext_report(metrics)
@@ -119,11 +122,11 @@ def _maxtext_report(metrics, fmt: str, png: Path | None) -> None:
     if png is not None:
         from elxpk.runs.plots import write_maxtext_report_png
 
-        written = write_maxtext_report_png(metrics, result, png)
+        written = write_maxtext_report_png(metrics, result, png, own=own)
     if fmt == "json":
         typer.echo(json.dumps({**result.to_dict(), "png": str(written) if written else None}, indent=2))
         return
     for line in render_maxtext_text(result):
-        typer.echo(line)
+        typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if written:
         typer.echo(f"plot: {written}")

@@ -65,30 +65,33 @@ class WatchView:
         from rich.table import Table
         from rich.text import Text
 
+        from elxpk.shown import shown
+
         with self.state.lock:
             f = facts(self.state, time.time(), time.monotonic())
             lines = [i.line() for i in self.state.incidents]
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold")
         grid.add_column()
-        grid.add_row("Workload", f"{escape(f['workload'])}  [dim](Ctrl-C to stop watching; the workload runs on)[/dim]")
+        grid.add_row("Workload", f"{escape(shown(f['workload']))}  [dim](Ctrl-C to stop watching; the workload runs on)[/dim]")
         if f["connection"] != "ok":
-            grid.add_row("API", f"[bold yellow]{escape(f['connection'])}[/bold yellow]")
+            grid.add_row("API", f"[bold yellow]{escape(shown(f['connection']))}[/bold yellow]")
         if "state" not in f:
             grid.add_row("State", "reading ...")
             return grid
         style = _STATE_STYLE.get(f["state"], "")
-        grid.add_row("State", f"[{style}]{f['state']}[/{style}]  {escape(f['message'])}" if style
-                     else f"{f['state']}  {escape(f['message'])}")
+        grid.add_row("State", f"[{style}]{f['state']}[/{style}]  {escape(shown(f['message']))}" if style
+                     else f"{f['state']}  {escape(shown(f['message']))}")
         if f["why"]:
-            grid.add_row("Why", f"[yellow]{escape(f['why'])}[/yellow]")
+            grid.add_row("Why", f"[yellow]{escape(shown(f['why']))}[/yellow]")
         healthy_style = "green" if f["slices_healthy"] == f["slices_total"] else "yellow"
         grid.add_row("Slices healthy", f"[{healthy_style}]{f['slices_healthy']}/{f['slices_total']}[/{healthy_style}]")
         if f["step"] is not None:
             rate = "" if f["steps_per_s"] is None else f", {f['steps_per_s']:.2f} steps/s"
-            grid.add_row("Trainer", f"step {f['step']} done {_age(f['step_age_s'])}{rate}")
+            # the progress record is a file in the checkpoint dir: its values drawn as text, never as markup
+            grid.add_row("Trainer", f"step {escape(shown(f['step']))} done {_age(f['step_age_s'])}{rate}")
             ckpt = ("none committed yet" if f["checkpoint_step"] is None
-                    else f"step {f['checkpoint_step']} committed {_age(f['checkpoint_age_s'])}")
+                    else f"step {escape(shown(f['checkpoint_step']))} committed {_age(f['checkpoint_age_s'])}")
             grid.add_row("Checkpoint", ckpt)
         causes = ", ".join(f"{n} {cause}" for cause, n in f["restart_causes"].items() if n) or "none"
         grid.add_row("Restarts", f"JobSet restarts {f['jobset_restarts']} "
@@ -98,8 +101,8 @@ class WatchView:
         grid.add_row("Pod failures", f"by cause: {causes}")
         title = Text(f"Last incidents ({f['incidents']} seen)", style="bold")
         # one incident, one screen line: a wrapped line would push the older ones off a small terminal
-        shown = [Text(line, no_wrap=True, overflow="ellipsis") for line in lines] or [Text("none yet", style="dim")]
-        return Group(grid, title, *shown)
+        drawn = [Text(line, no_wrap=True, overflow="ellipsis") for line in lines] or [Text("none yet", style="dim")]
+        return Group(grid, title, *drawn)
 
 
 class JsonStream:
@@ -146,10 +149,11 @@ def run_watch(kube: Any, namespace: str, name: str, read_status: ReadStatus, *, 
             stop.set()
         stream.changed()
     else:
-        from rich.console import Console
         from rich.live import Live
 
-        console = Console(highlight=False)
+        from elxpk.shown import console as shown_console
+
+        console: Any = shown_console(highlight=False)
         with Live(WatchView(state), console=console, refresh_per_second=4, transient=False):
             final = watch_status(kube, namespace, name, read_status, state, on_change=lambda: None,
                                  refresh_s=refresh_s)

@@ -5,7 +5,10 @@
 gcluster's spellings are resolved as `workload create` resolves them (elxpk/create/dialect.py): the
 printed command spells every flag elxpk's way and states gcluster's defaults, so it renders the same
 manifest as the original line given to `elxpk workload create` (tests/launcher/test_translate.py). A flag
-elxpk has no row for is one line each, exit 2, and nothing is printed.
+elxpk has no row for is one line each, exit 2, and nothing is printed. So is every value the printed command
+would refuse (`--num-slices abc`, `--spot --flex-start`: the very checks and lines of `workload create`,
+elxpk/cli/workload_create.py `checked`; a flag given twice, elxpk/cli/arg_checks.py) and every word no
+flag takes (an unquoted command of two words).
 """
 
 from __future__ import annotations
@@ -45,8 +48,34 @@ def translated(line: list[str]) -> list[list[str]]:
     known, problems = _known_words(command, line[len(source):], source[0])
     if problems:
         raise UsageError(*problems)
-    params = command.make_context(" ".join(source), known, resilient_parsing=True).params
+    context = command.make_context(" ".join(source), list(known), resilient_parsing=True)  # click consumes it
+    _check_raw(command, context, known)
+    params = context.params
+    _check_values(params, submit=source[0] == "gcluster")
     return _elxpk_words(params, xpk_plain=source == ("xpk", "workload", "create"))
+
+
+def _check_raw(command: Any, context: Any, words: list[str]) -> None:
+    """The checks on the words as typed that the command itself runs first (elxpk/cli/arg_checks.py): a flag
+    given twice (click would keep the last: the printed command would be neither line meant), an empty value,
+    an output naming an input. A resilient parse skips them, so they are run here."""
+    from elxpk.cli.arg_checks import check_raw
+
+    opts, _, order = command.make_parser(context).parse_args(args=list(words))
+    check_raw(opts, order, getattr(command.callback, "path_flags", {}))
+
+
+def _check_values(params: dict[str, Any], *, submit: bool) -> None:
+    """UsageError with `workload create`'s own lines for what it would refuse (no cluster needed)."""
+    from elxpk.cli.options import CLUSTER_FLAGS, SUBMIT_CLUSTER_FLAGS, ClusterSelection
+    from elxpk.cli.workload_create import checked
+    from elxpk_contract.setting_rules import LAUNCHER_FLAG, exposed
+
+    flags = {k: v for k, v in params.items() if k in _flag_keys()}
+    settings = {field.name: params.get(field.name) for field in exposed(LAUNCHER_FLAG)}
+    cluster = ClusterSelection(**{name: params.get(name) for name, _ in
+                                  (SUBMIT_CLUSTER_FLAGS if submit else CLUSTER_FLAGS)})
+    checked(flags, str(params.get("output") or "yaml"), settings, cluster, offline=True)
 
 
 def _click_command(path: tuple[str, str]) -> Any:
@@ -71,10 +100,18 @@ def _known_words(command: Any, words: list[str], who: str) -> tuple[list[str], l
             # its value too: the next word, unless it is `=`-joined or looks like a flag
             i += 1 if "=" in word or i + 1 >= len(words) or words[i + 1].startswith("-") else 2
             continue
-        known.append(word)
-        if name in takes_value and takes_value[name] and "=" not in word and i + 1 < len(words):
-            known.append(words[i + 1])
+        if not word.startswith("-") or word == "-":  # no flag takes it: the shell split a value in two
+            problems.append(f"Got unexpected extra argument ({word}): no flag takes it; quote a value of "
+                            "several words as one, e.g. --command 'python3 train.py'")
             i += 1
+            continue
+        known.append(word)
+        if name in takes_value and takes_value[name] and "=" not in word:
+            if i + 1 >= len(words):  # click's own line, as the printed command would get it
+                problems.append(f"Option '{name}' requires an argument.")
+            else:
+                known.append(words[i + 1])
+                i += 1
         i += 1
     return known, problems
 
@@ -82,13 +119,13 @@ def _known_words(command: Any, words: list[str], who: str) -> tuple[list[str], l
 def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
     from elxpk.cli.options import CLUSTER_FLAGS
     from elxpk.create.dialect import resolve
-    from elxpk.create.flags import BY_NAME, FLAGS
+    from elxpk.create.flags import FLAGS
     from elxpk.errors import UsageError
     from elxpk.flag_rows import BOOL, LIST
     from elxpk_contract.setting_rules import LAUNCHER_FLAG, exposed, flag_name
 
     cluster_keys = [name for name, _ in CLUSTER_FLAGS]
-    flags = {k: v for k, v in params.items() if k in BY_NAME or k in _alias_keys()}
+    flags = {k: v for k, v in params.items() if k in _flag_keys()}
     rows, dialect, problems = resolve(flags, namespace_given=params.get("namespace") is not None)
     if problems:
         raise UsageError(*problems)
@@ -123,7 +160,8 @@ def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
     return [words, wait + (["--timeout", dialect.timeout] if dialect.timeout is not None else [])]
 
 
-def _alias_keys() -> frozenset[str]:
-    from elxpk.create.flags import ALIASES, FLAGS
+def _flag_keys() -> frozenset[str]:
+    """The parameters that are flag rows or their aliases (gcluster's spellings)."""
+    from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
 
-    return frozenset(ALIASES) | {f.name for f in FLAGS if f.dialect}
+    return frozenset(BY_NAME) | frozenset(ALIASES) | {f.name for f in FLAGS if f.dialect}

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from elxpk.cli import options
+from elxpk.shown import shown
 
 
 @options.with_cluster
@@ -52,6 +53,19 @@ def submit(
 
 def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None],
             cluster: options.ClusterSelection) -> None:
+    spec, run, warnings, dialect, target = checked(flags, output, settings, cluster)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if flags["check_data"]:
+        _check_data(spec.command)
+    _render_and_send(spec, run, dialect, target, cluster)
+
+
+def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None],
+            cluster: options.ClusterSelection, *, offline: bool = False) -> tuple[Any, Any, Any, Any, Any]:
+    """Every flag checked, before any I/O: (spec, run, warnings, dialect, target), or UsageError with one
+    line per problem. `elxpk translate` refuses with these lines what the command it prints would refuse
+    (`offline`: no cluster selection needed, the printed command may run elsewhere)."""
     from elxpk.create.checks import parse_create
     from elxpk.create.dialect import resolve, respell
     from elxpk.errors import UsageError
@@ -65,7 +79,7 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     # A client-side dry run sends nothing, so it needs no complete cluster selection. Its problems are
     # reported with those of the other flags.
     try:
-        target, target_problems = cluster.resolve(require_cluster=not flags["dry_run"]), []
+        target, target_problems = cluster.resolve(require_cluster=not (flags["dry_run"] or offline)), []
     except UsageError as exc:
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
     try:
@@ -75,11 +89,10 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
         raise UsageError(*dialect_problems, *respell(exc.messages, given), *target_problems) from None
     if dialect_problems or target_problems:
         raise UsageError(*dialect_problems, *target_problems)
-    for line in warnings:
-        print(f"warning: {line}", file=sys.stderr)
-    if flags["check_data"]:
-        _check_data(spec.command)
+    return spec, run, warnings, dialect, target
 
+
+def _render_and_send(spec: Any, run: Any, dialect: Any, target: Any, cluster: options.ClusterSelection) -> None:
     from elxpk.create.render import render
 
     manifest = render(spec)
@@ -103,7 +116,7 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     suffix = " (server dry run)" if run.dry_run == "server" else ""
     for obj in created:
         kind, name = obj.get("kind", "object"), obj.get("metadata", {}).get("name", "?")
-        print(f"{kind.lower()}/{name} created{suffix}")
+        print(shown(f"{str(kind).lower()}/{name} created{suffix}"))  # the server's answer: controls shown
     if not run.dry_run:
         for line in submission.follow_up_commands(spec.workload, target):
             print(f"  {line}", file=sys.stderr)

@@ -26,6 +26,7 @@ from elxpk.cluster.incidents import Incident, collect, pod_incidents
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.labels import JOBSET_NAME, RESTART_ATTEMPT
 from elxpk.cluster.observe import fetch_objects
+from elxpk.cluster.status import finished as jobset_finished
 from elxpk.errors import ClusterError, NotFoundError
 from elxpk.units import format_duration
 
@@ -47,8 +48,7 @@ def snapshot(kube: Kube, namespace: str, name: str, on_objects: ObjectsHook | No
         events = kube.list_events(namespace)
     except NotFoundError:
         events = []
-    status = jobset.get("status") or {}
-    finished = status.get("terminalState") in ("Completed", "Failed")
+    finished = jobset_finished(jobset) is not None  # terminalState or the condition, as status reads it
     if on_objects is not None:
         on_objects(jobset, jobs, pods, workloads)
     return collect(jobset, jobs, pods, workloads, events), finished

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 
 from elxpk.cluster import incident_merge as merge
 from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
+from elxpk.shown import shown
 from elxpk_contract.exit_codes import BY_CODE
 
 INFRA, USER, UNKNOWN = "infra", "user", "unknown"
@@ -60,7 +61,8 @@ class Incident:
             f"pod {self.pod}" if self.pod else "", f"node {self.node}" if self.node else "") if part)
         what = f"exit {self.exit_code}/{self.reason}" if self.exit_code is not None else self.reason
         text = f"{self.time or '-'}  {self.kind:<14} {self.cause:<7} {what}"
-        return text + (f"  {where}" if where else "") + (f"  {self.message}" if self.message else "")
+        # every field is the cluster's (a container writes its own termination message): one visible line
+        return shown(text + (f"  {where}" if where else "") + (f"  {self.message}" if self.message else ""))
 
 
 def _id(*parts: object) -> str:

@@ -268,15 +268,27 @@ def created_by(meta: dict) -> str:
     return "xpk" if XPK_WORKLOAD in (meta.get("labels") or {}) else ""
 
 
-def _state(jobset: dict, slices: list[SliceStatus], head: str | None, restarts: int, admission: str | None,
-           admission_message: str, jobs: list[dict]) -> tuple[str, str]:
+def finished(jobset: dict) -> str | None:
+    """"Succeeded" or "Failed" once the JobSet has finished, else None: its terminalState, or its Completed or
+    Failed condition (a JobSet can carry the condition without terminalState); one rule for status, wait and
+    `events --watch`, so they never disagree on whether it ended."""
     status = jobset.get("status") or {}
     conditions = status.get("conditions") or []
     terminal = status.get("terminalState")
     if terminal == "Completed" or _true(conditions, "Completed"):
-        return "Succeeded", _condition_message(conditions, "Completed")
+        return "Succeeded"
     if terminal == "Failed" or _true(conditions, "Failed"):
-        return "Failed", _condition_message(conditions, "Failed")
+        return "Failed"
+    return None
+
+
+def _state(jobset: dict, slices: list[SliceStatus], head: str | None, restarts: int, admission: str | None,
+           admission_message: str, jobs: list[dict]) -> tuple[str, str]:
+    status = jobset.get("status") or {}
+    conditions = status.get("conditions") or []
+    ended = finished(jobset)
+    if ended is not None:
+        return ended, _condition_message(conditions, "Completed" if ended == "Succeeded" else "Failed")
     if jobset.get("spec", {}).get("suspend") or _true(conditions, "Suspended"):
         if admission == "Admitted":
             return "Admitted", "admitted by Kueue; the JobSet is being resumed"

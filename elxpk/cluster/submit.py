@@ -22,10 +22,11 @@ from elxpk.cluster.labels import SUBMISSION_ANNOTATION
 from elxpk.cluster.preflight import preflight
 from elxpk.cluster.target import DEFAULT_NAMESPACE, ClusterTarget
 from elxpk.errors import ClusterError, ConflictError, NotFoundError, Timeout
+from elxpk.shown import shown
 
 
 def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    print(f"warning: {shown(message)}", file=sys.stderr)  # an API server's Warning header: its text
 
 
 def submit(manifest: Any, target: ClusterTarget, *, server_dry_run: bool = False, replace: bool = False,

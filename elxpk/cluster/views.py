@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from elxpk.cluster.status import WorkloadStatus
+from elxpk.shown import shown
 from elxpk.units import format_duration
 
 FORMATS = ("table", "json", "yaml")
@@ -23,9 +24,17 @@ def dump(data: Any, output: str) -> str:
     return yaml.safe_dump(data, sort_keys=False).rstrip()
 
 
+def _cell(text: object) -> str:
+    """Cluster text in one table cell: one line, controls visible (elxpk/shown.py), Rich markup escaped (a
+    message's `[link=...]` is text, not a hyperlink)."""
+    from rich.markup import escape
+
+    return escape(shown(text))
+
+
 def _styled(text: str, styles: dict[str, str]) -> str:
     style = styles.get(text)
-    return f"[{style}]{text}[/{style}]" if style else text
+    return f"[{style}]{text}[/{style}]" if style else _cell(text)  # a state it does not know: the cluster's text
 
 
 def _budget(used: int, limit: int | None) -> str:
@@ -53,11 +62,11 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
     summary = Table.grid(padding=(0, 2))
     summary.add_column(style="bold")
     summary.add_column()
-    summary.add_row("Workload", f"{status.name}  (namespace {status.namespace})"
-                    + (f"  [dim]created by {status.created_by}[/dim]" if status.created_by else ""))
-    summary.add_row("State", f"{_styled(status.state, _STATE_STYLE)}  {status.message}")
+    summary.add_row("Workload", f"{_cell(status.name)}  (namespace {_cell(status.namespace)})"
+                    + (f"  [dim]created by {_cell(status.created_by)}[/dim]" if status.created_by else ""))
+    summary.add_row("State", f"{_styled(status.state, _STATE_STYLE)}  {_cell(status.message)}")
     if status.reason:
-        summary.add_row("Why", f"[yellow]{escape(status.reason)}[/yellow]  [dim](--why: the fix)[/dim]")
+        summary.add_row("Why", f"[yellow]{_cell(status.reason)}[/yellow]  [dim](--why: the fix)[/dim]")
     summary.add_row("Slices healthy", f"{status.slices_healthy}/{status.slices_total}")
     if status.head is not None:
         summary.add_row("Pathways head", _styled(status.head, _SLICE_STYLE))
@@ -73,17 +82,17 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
     if status.progress is not None:
         summary.add_row("Trainer", progress_text(status.progress))
     elif status.progress_problem:
-        summary.add_row("Trainer", f"[dim]{status.progress_problem}[/dim]")
+        summary.add_row("Trainer", f"[dim]{_cell(status.progress_problem)}[/dim]")
     if status.chip_hours_lines:
         summary.add_row("Chip-hours", escape("\n".join(status.chip_hours_lines)))
-    kueue = status.admission or "no Kueue Workload"
+    kueue = _cell(status.admission) if status.admission else "no Kueue Workload"
     if status.admission_message and status.admission != "Admitted":
-        kueue += f": {status.admission_message}"
-    summary.add_row("Kueue", f"{kueue}" + (f"  (queue {status.queue})" if status.queue else ""))
+        kueue += f": {_cell(status.admission_message)}"
+    summary.add_row("Kueue", f"{kueue}" + (f"  (queue {_cell(status.queue)})" if status.queue else ""))
     if status.age_s is not None:
         summary.add_row("Age", format_duration(status.age_s))
 
-    slices = Table(title=f"Slices ({status.worker_job or 'none'})", title_justify="left")
+    slices = Table(title=f"Slices ({_cell(status.worker_job or 'none')})", title_justify="left")
     for column in ("slice", "state", "ready", "active", "failed", "pod restarts", "restart budget (backoffLimit)"):
         slices.add_column(column, justify="right" if column not in ("state", "restart budget (backoffLimit)")
                           else "left")
@@ -97,7 +106,7 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         for column in ("time", "type", "status", "reason", "message"):
             conditions.add_column(column)
         for c in telling[:5]:
-            conditions.add_row(c.time or "", c.type, c.status, c.reason, c.message)
+            conditions.add_row(*(_cell(v) for v in (c.time or "", c.type, c.status, c.reason, c.message)))
         out.append(conditions)
     return out
 
@@ -107,33 +116,36 @@ def why_renderables(status: WorkloadStatus) -> list[Any]:
     from rich.text import Text
 
     if not status.why:
-        return [Text(f"Why: nothing is holding it back ({status.state}: {status.message})")]
+        return [Text(shown(f"Why: nothing is holding it back ({status.state}: {status.message})"))]
     out: list[Any] = [Text("Why", style="bold")]
     for reason in status.why:
-        out.append(Text(f"- [{reason.cause}] {reason.text}"))
+        out.append(Text(shown(f"- [{reason.cause}] {reason.text}")))
         if reason.detail:
-            out.append(Text(f"  {reason.detail}", style="dim"))
+            out.append(Text(shown(f"  {reason.detail}"), style="dim"))
         if reason.fix:
-            out.append(Text(f"  fix: {reason.fix}", style="green"))
+            out.append(Text(shown(f"  fix: {reason.fix}"), style="green"))
     return out
 
 
 def progress_text(progress: dict) -> str:
+    """The trainer's progress record (a file in the checkpoint dir, written by whoever can write there): each
+    value in one cell's form (`_cell`), so a record holding markup or controls draws nothing of its own."""
     def age(seconds: float | None) -> str:
         return "-" if seconds is None else format_duration(seconds) + " ago"
 
-    step = f"step {progress['steps_done']} done {age(progress.get('step_age_s'))}"
+    step = f"step {_cell(progress['steps_done'])} done {age(progress.get('step_age_s'))}"
     if progress.get("checkpoint_step") is None:
         ckpt = "no checkpoint committed yet"
     else:
-        ckpt = f"checkpoint {progress['checkpoint_step']} committed {age(progress.get('checkpoint_age_s'))}"
+        ckpt = f"checkpoint {_cell(progress['checkpoint_step'])} committed {age(progress.get('checkpoint_age_s'))}"
     state = progress.get("state", "running")
     stopped = ""
     if progress.get("saves_stopped"):
         last = progress.get("checkpoint_step") or 0
-        stopped = (f"; [yellow]saves stopped: no checkpoint for {progress['steps_done'] - last} steps (period "
-                   f"{progress.get('checkpoint_period')}): elxpk checkpoint inspect {progress.get('directory')}[/yellow]")
-    return f"{step}; {ckpt}" + (f"; trainer {state}" if state != "running" else "") + stopped
+        stopped = (f"; [yellow]saves stopped: no checkpoint for {_cell(progress['steps_done'] - last)} steps (period "
+                   f"{_cell(progress.get('checkpoint_period'))}): elxpk checkpoint inspect "
+                   f"{_cell(progress.get('directory'))}[/yellow]")
+    return f"{step}; {ckpt}" + (f"; trainer {_cell(state)}" if state != "running" else "") + stopped
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:
@@ -143,10 +155,10 @@ def list_table(statuses: list[WorkloadStatus]) -> Any:
     for column in ("name", "state", "healthy slices", "restarts", "age", "queue"):
         table.add_column(column, justify="right" if column in ("healthy slices", "restarts", "age") else "left")
     for s in statuses:
-        name = s.name + (" [dim](xpk)[/dim]" if s.created_by == "xpk" else "")
+        name = _cell(s.name) + (" [dim](xpk)[/dim]" if s.created_by == "xpk" else "")
         table.add_row(name, _styled(s.state, _STATE_STYLE), f"{s.slices_healthy}/{s.slices_total}",
                       f"{s.restarts}/{s.max_restarts}", format_duration(s.age_s) if s.age_s is not None else "-",
-                      s.queue or "-")
+                      _cell(s.queue or "-"))
     return table
 
 

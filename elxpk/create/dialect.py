@@ -93,6 +93,12 @@ def respell(messages: list[str], flags: Mapping[str, Any]) -> list[str]:
     import re  # lazy: only a refused command written in gcluster's spellings gets here
 
     used = [(row.flag, alias.spelling) for key, (row, alias) in ALIASES.items() if _given(flags.get(key))]
+    if speaks_gcluster(flags):  # a required row given in no spelling is asked for in gcluster's: `--name`, not
+        given_rows = {row.name for row, _ in ALIASES.values() if _given(flags.get(row.name))}  # --workload
+        used += [(row.flag, alias.spelling) for key, (row, alias) in ALIASES.items()
+                 if row.name not in given_rows and not any(_given(flags.get(k)) for k, (r, _) in ALIASES.items()
+                                                           if r.name == row.name)
+                 and alias.spelling.startswith("--")]
     # In gcluster's spelling Pathways is off unless --pathways, and resolve() said so: a line that tells the
     # user to drop the --no-pathways they never typed is left out.
     implied = speaks_gcluster(flags) and not flags.get("no_pathways")
@@ -100,10 +106,16 @@ def respell(messages: list[str], flags: Mapping[str, Any]) -> list[str]:
     for line in messages:
         if _given(flags.get("compute_type")) and line.startswith(("--tpu-type: required", "--device-type: required")):
             continue
+        if speaks_gcluster(flags) and line.startswith("--tpu-type: required"):  # the machine, in gcluster's words
+            out.append("--compute-type: required; e.g. --compute-type v6e-16, or a GPU machine such as "
+                       "h100-mega-80gb-8")
+            continue
         if implied and "drop --no-pathways" in line:
             continue
         for flag, spelling in used:
             line = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", spelling, line)
+        if _given(flags.get("gke_namespace")) and line.startswith("--namespace "):  # the value it was given as
+            line = "--gke-namespace " + line.removeprefix("--namespace ")
         out.append(line)
     return out
 

@@ -25,6 +25,7 @@ from elxpk.local.progress import RunProgress
 from elxpk.local.resume import ExistingRun, inspect_run_dir
 from elxpk.local.supervisor import GroupPlan, GroupSupervisor, Kill
 from elxpk.local.view import make_view
+from elxpk.outfile import write_text
 from elxpk.runs.report import build_report
 from elxpk.runs.rundir import load_info, load_run
 from elxpk.runs.words import plural
@@ -172,8 +173,10 @@ def write_report(opts: LocalRunOptions, out: TextIO):
 
     run = load_run(opts.run_dir, flag="--run-dir")
     report = build_report(run)
-    (opts.run_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
-    png = write_report_png(run, report, opts.run_dir / "report.png")
+    # report.json and report.png are elxpk's names: rewritten at each run, never through a link (elxpk/outfile.py)
+    write_text(str(opts.run_dir / "report.json"), json.dumps(report.to_dict(), indent=2) + "\n", flag="--run-dir",
+               own="replace")
+    png = write_report_png(run, report, opts.run_dir / "report.png", own="replace")
     print(f"goodput {100 * report.goodput:.1f}% over {report.wall_s:.1f} s; "
           f"{plural(len(report.recoveries), 'recovery')}; report: {opts.run_dir / 'report.json'}, {png}", file=out)
     for rec in report.recoveries:

@@ -5,31 +5,42 @@ slow, failing or hanging endpoint never delays the incident record (`--record`) 
 delivery is bounded: at most `attempts` tries, each within `timeout_s` (connect and every read), with
 back-off between them (`backoff_s`, doubled; a 429's Retry-After honoured up to `retry_after_cap_s`). A
 delivery that fails for good is one line on stderr; the endpoint is named by scheme, host and port only,
-since a webhook's path is its secret (Slack's is). At exit `close` waits at most `drain_s` for what is
-queued, then says how many alerts were not sent; the worker is a daemon, so it never holds the process.
+since a webhook's path is its secret (Slack's is), and what the endpoint says (a reason phrase) is shown
+with its controls visible (elxpk/shown.py). At exit `close` waits at most `drain_s` for what is queued,
+then says how many alerts were not sent and ends a `--notify-command` still running with its whole process
+group; the worker is a daemon, so it never holds the process, and a command's stderr is read by elxpk
+(its last lines become the failure's line), so a command left behind never holds elxpk's stdio open (a
+`elxpk ... | tee` would wait for it). A worker that dies says so once, and every later alert is counted
+as not sent, never silently dropped.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import math
 import os
 import queue
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from elxpk.notify.rules import Alert
+from elxpk.shown import shown
 
 SLACK_ICONS = {"slice-lost": ":warning:", "recovered": ":white_check_mark:", "recovery-late": ":rotating_light:",
                "budget-80": ":warning:", "budget-spent": ":rotating_light:", "failed": ":x:",
                "succeeded": ":tada:", "checkpoint-stale": ":hourglass:", "stuck": ":hourglass:"}
 RESPONSE_BYTES = 64 * 1024  # what is read of an answer: only its status matters
+RETRY_AFTER_MAX_S = 24 * 3600.0  # a longer (or non-finite) Retry-After is nonsense: the back-off applies
+STDERR_TAIL = 2048  # what of a failed command's stderr its line quotes
 
 
 class Policy(NamedTuple):
@@ -65,10 +76,27 @@ def endpoint(url: str) -> str:
 
 
 def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds, or None (the back-off applies): an HTTP date, `nan`, `inf`, or more than a day
+    (float() takes all three, and `nan` compared or slept on killed the worker)."""
     try:
-        return max(float(value), 0.0) if value is not None else None
+        seconds = float(value) if value is not None else None
     except ValueError:
-        return None  # an HTTP date: the back-off applies
+        return None
+    if seconds is None or not math.isfinite(seconds) or seconds > RETRY_AFTER_MAX_S:
+        return None
+    return max(seconds, 0.0)
+
+
+def _credentials(url: str) -> tuple[str, dict[str, str]]:
+    """(the URL without user:password@, the Authorization header they make): urllib would take
+    `user:pw@host` for the host name (a DNS error); a webhook with credentials wants Basic auth."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, {}
+    host = parts.netloc.rpartition("@")[2]
+    secret = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+    return (urlunsplit(parts._replace(netloc=host)),
+            {"Authorization": "Basic " + base64.b64encode(secret).decode("ascii")})
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -79,8 +107,9 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 def post(url: str, body: bytes, timeout_s: float) -> None:
     """POST `body` to `url`; DeliveryFailed unless a 2xx comes back. Redirects are not followed (a POST
     turned into a GET would lose the alert and look delivered)."""
-    request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": "elxpk-notify"})
+    target, auth = _credentials(url)
+    request = urllib.request.Request(target, data=body, method="POST", headers={
+        "Content-Type": "application/json", "User-Agent": "elxpk-notify", **auth})
     try:
         with urllib.request.build_opener(_NoRedirect()).open(request, timeout=timeout_s) as answer:
             answer.read(RESPONSE_BYTES)
@@ -88,32 +117,66 @@ def post(url: str, body: bytes, timeout_s: float) -> None:
         code = exc.code
         wait = _retry_after(exc.headers.get("Retry-After")) if code == 429 else None
         exc.close()
-        raise DeliveryFailed(f"HTTP {code} {exc.reason}", retry=code in (408, 429) or code >= 500,
+        phrase = shown(exc.reason)[:200]  # the endpoint's own words: controls visible, bounded
+        raise DeliveryFailed(f"HTTP {code} {phrase}", retry=code in (408, 429) or code >= 500,
                              wait_s=wait) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, reset, timed out, bad answer
         reason = getattr(exc, "reason", exc)
-        raise DeliveryFailed(f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__) from None
+        raise DeliveryFailed(shown(f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__)
+                             [:300]) from None
+
+
+# The process groups of the commands running now: `end_commands` ends them when elxpk stops waiting.
+_RUNNING: set[int] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def end_commands() -> int:
+    """SIGKILL the process group of every `--notify-command` still running; how many there were."""
+    with _RUNNING_LOCK:
+        groups = list(_RUNNING)
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass  # already gone
+    return len(groups)
 
 
 def run_command(argv: Sequence[str], body: bytes, timeout_s: float, alert: Alert) -> None:
     """Run `argv` with `body` on stdin; DeliveryFailed unless it exits 0 within `timeout_s`. Its stdout is
-    discarded, its stderr is elxpk's. On timeout its whole process group is killed."""
+    discarded; its stderr goes to a file of elxpk's (the tail quoted when it fails), never to elxpk's own
+    stderr, which a command left running would hold open. On timeout its whole process group is killed."""
     env = {**os.environ, "ELXPK_ALERT_KIND": alert.kind, "ELXPK_WORKLOAD": alert.workload}
-    try:
-        child = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
-                                 start_new_session=True)
-    except OSError as exc:
-        raise DeliveryFailed(f"cannot run {argv[0]}: {exc.strerror or exc}", retry=False) from None
-    try:
-        child.communicate(body, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-        raise DeliveryFailed(f"no exit within {timeout_s:g}s (killed)") from None
-    except BrokenPipeError:  # it exited without reading stdin: its exit code decides
-        child.wait()
-    if child.returncode != 0:
-        raise DeliveryFailed(f"exit {child.returncode}")
+    with tempfile.TemporaryFile() as errors:
+        try:
+            child = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+                                     env=env, start_new_session=True)
+        except OSError as exc:
+            raise DeliveryFailed(f"cannot run {argv[0]}: {exc.strerror or exc}", retry=False) from None
+        with _RUNNING_LOCK:
+            _RUNNING.add(child.pid)
+        try:
+            child.communicate(body, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise DeliveryFailed(f"no exit within {timeout_s:g}s (killed){_tail(errors)}") from None
+        except BrokenPipeError:  # it exited without reading stdin: its exit code decides
+            child.wait()
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(child.pid)
+        if child.returncode != 0:
+            raise DeliveryFailed(f"exit {child.returncode}{_tail(errors)}")
+
+
+def _tail(errors: object) -> str:
+    """The last line of what a command wrote on stderr, as a failure line quotes it ("" if nothing)."""
+    size = errors.seek(0, os.SEEK_END)  # type: ignore[attr-defined]
+    errors.seek(max(size - STDERR_TAIL, 0))  # type: ignore[attr-defined]
+    lines = errors.read().decode("utf-8", "replace").strip().splitlines()  # type: ignore[attr-defined]
+    return f": {shown(lines[-1])}" if lines else ""
 
 
 class Sender(NamedTuple):
@@ -140,11 +203,16 @@ class Notifier:
         self.targets, self.note, self.policy, self.sleep = targets, note, policy, sleep
         self.queue: queue.Queue[Alert | None] = queue.Queue(policy.queue_size)
         self.delivered = self.failed = self.dropped = 0
+        self.dead: str | None = None  # why the worker died, once it has
         self.worker = threading.Thread(target=self._work, name="elxpk-notify", daemon=True)
         self.worker.start()
 
     def send(self, alert: Alert) -> None:
         """Queue `alert`; never blocks."""
+        if self.dead is not None:
+            self.dropped += 1
+            self.note(f"notify: {alert.kind} for {alert.workload} not sent: the delivery worker died ({self.dead})")
+            return
         try:
             self.queue.put_nowait(alert)
         except queue.Full:
@@ -156,6 +224,9 @@ class Notifier:
         """Wait up to `drain_s` for the queue to empty; the number of alerts not delivered (dropped, failed,
         or still waiting when the time ran out)."""
         deadline = time.monotonic() + self.policy.drain_s
+        if not self.worker.is_alive():  # it died: what it left queued is not sent (its death had a line)
+            with self.queue.mutex:
+                return self.dropped + self.failed + sum(1 for alert in self.queue.queue if alert is not None)
         try:
             self.queue.put(None, timeout=self.policy.drain_s)
         except queue.Full:
@@ -165,16 +236,25 @@ class Notifier:
             return self.dropped + self.failed
         with self.queue.mutex:  # the one being delivered, and those behind it
             waiting = 1 + sum(1 for alert in self.queue.queue if alert is not None)
-        self.note(f"notify: stopped waiting after {self.policy.drain_s:g}s; {waiting} alert(s) not sent")
+        ended = end_commands()  # a command still running would outlive elxpk (and its stderr, a pipe's reader)
+        self.note(f"notify: stopped waiting after {self.policy.drain_s:g}s; {waiting} alert(s) not sent"
+                  + (f"; {ended} --notify-command process group(s) ended" if ended else ""))
         return waiting + self.dropped + self.failed
 
     def _work(self) -> None:
-        while True:
-            alert = self.queue.get()
-            if alert is None:
-                return
-            for target in self.targets:
-                self._deliver(target, alert)
+        alert: Alert | None = None
+        try:
+            while True:
+                alert = self.queue.get()
+                if alert is None:
+                    return
+                for target in self.targets:
+                    self._deliver(target, alert)
+        except Exception as exc:  # noqa: BLE001 - a bug here must be a line, not a silent stop of every alert
+            self.dead = shown(f"{type(exc).__name__}: {exc}")[:300]
+            self.failed += 1
+            self.note(f"notify: the delivery worker died ({self.dead}); "
+                      f"{alert.kind if alert else 'the'} alert and every later one are not sent")
 
     def _deliver(self, target: Sender, alert: Alert) -> None:
         pause = self.policy.backoff_s

@@ -89,18 +89,33 @@ def read_settings(given: Mapping[str, Any], *, watch: bool) -> tuple[NotifySetti
 
 
 def url_problems(url: str) -> list[str]:
-    """--notify URL: an http(s) URL with a host, and nothing a request line cannot carry."""
+    """--notify URL: an http(s) URL with a host, and nothing a request line cannot carry. A user:password@
+    in it is sent as Basic auth (elxpk/notify/delivery.py); no line here ever quotes the password."""
+    shown = f"--notify {_without_password(url)!r}"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-    except ValueError as exc:
-        return [f"--notify {url!r}: not a URL ({exc}); give http(s)://HOST[:PORT]/PATH"]
+    except ValueError:
+        return [f"{shown}: not a URL (a host or port it cannot read); give http(s)://HOST[:PORT]/PATH"]
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return [f"--notify {url!r}: give an http:// or https:// URL with a host, e.g. "
+        return [f"{shown}: give an http:// or https:// URL with a host, e.g. "
                 "https://hooks.slack.com/services/..."]
-    if any(c.isspace() or ord(c) < 32 for c in url):
-        return [f"--notify {url!r}: has spaces or control characters; percent-encode them"]
+    if any(c.isspace() or ord(c) < 32 or 0x7f <= ord(c) <= 0x9f for c in url):
+        return [f"{shown}: has spaces or control characters; percent-encode them"]
     return []
+
+
+def _without_password(url: str) -> str:
+    """`url` as an error line may quote it: whatever stands before an `@` of its authority is `***`
+    (urlsplit's own error text can quote the netloc, so it is not used)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "***" if "@" in url else url
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, path = rest[:end], rest[end:]
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{scheme}://{authority}{path}"
 
 
 def _command(text: str) -> tuple[tuple[str, ...] | None, str | None]:

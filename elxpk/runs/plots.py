@@ -30,12 +30,12 @@ def _event_times(run: Run) -> list[float]:
     return [e.time for e in run.events]
 
 
-def write_report_png(run: Run, report: RunReport, path: Path) -> Path:
+def write_report_png(run: Run, report: RunReport, path: Path, own: str | None = None) -> Path:
     """Loss curve with failure/recovery markers above a slice-health timeline, saved to exactly `path`
-    (the caller checked it: elxpk/cli/report.py)."""
+    (the caller checked it: elxpk/cli/report.py); `own`: elxpk named it (elxpk/outfile.py)."""
     plt = _pyplot()
     fig = report_figure(run, report)
-    save_figure(fig, path, flag="--png", fmt="png", dpi=110)
+    save_figure(fig, path, flag="--png", fmt="png", dpi=110, own=own)
     plt.close(fig)
     return path
 
@@ -204,10 +204,10 @@ def maxtext_report_figure(m: MaxTextMetrics, report: MaxTextReport):
     return fig
 
 
-def write_maxtext_report_png(m: MaxTextMetrics, report: MaxTextReport, path: Path) -> Path:
+def write_maxtext_report_png(m: MaxTextMetrics, report: MaxTextReport, path: Path, own: str | None = None) -> Path:
     """The MaxText figure, saved to exactly `path` (checked by the caller: elxpk/cli/report.py)."""
     plt = _pyplot()
     fig = maxtext_report_figure(m, report)
-    save_figure(fig, path, flag="--png", fmt="png", dpi=110)
+    save_figure(fig, path, flag="--png", fmt="png", dpi=110, own=own)
     plt.close(fig)
     return path

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -139,3 +142,109 @@ def test_completion_keeps_cluster_clients_off_the_start_up_path():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'jax', 'kubernetes', 'google'}))")
     done = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+HOSTILE_NAMES = ("x$(touch PWNED)", "q`touch PWNED`", "*", "y\nz", "Upper-Case", "good-1")
+
+
+# How each shell is started interactively, and its first line: the completion script loaded (zsh's needs
+# compinit), then a file touched to say the line editor is reading.
+SHELLS = {
+    "bash": (["bash", "--norc", "--noprofile", "-i"], "bind 'set bell-style none'; PS1='$ '; source {script}"),
+    "zsh": (["zsh", "-f", "-i"], "autoload -Uz compinit; compinit -u; PS1='$ '; source {script}"),
+    "fish": (["fish", "--no-config", "-i"], "function fish_prompt; echo '$ '; end; source {script}"),
+}
+
+
+def _interactive(shell: str, script: Path, cwd: Path, lines: list[bytes], env: dict[str, str]) -> list[str]:
+    """Each of `lines` typed into a real interactive `shell` on a pseudo-terminal, line editing on: the text,
+    Tab, then Ctrl-A `echo ` and Ctrl-E `>> OUT`, Enter. OUT's lines are what Tab made of each line. The
+    editor takes the keys in order: a Tab's completion (an `elxpk` process asking the API server) ends before
+    the keys after it are read, as when a user types them."""
+    import pty
+
+    argv, setup = SHELLS[shell]
+    out, ready = cwd.parent / f"{shell}.out", cwd.parent / f"{shell}.ready"
+    main, child = pty.openpty()
+    process = subprocess.Popen(argv, stdin=child, stdout=child, stderr=child, cwd=cwd, start_new_session=True,
+                               preexec_fn=_controlling_terminal,
+                               env={**env, "TERM": "xterm", "HISTFILE": "/dev/null", "HOME": str(cwd.parent)})
+    os.close(child)
+    drain = threading.Thread(target=_drain, args=(main,), daemon=True)  # a full pty would stop the shell
+    drain.start()
+
+    def wait_for(done: Callable[[], bool]) -> None:
+        end = time.monotonic() + 90
+        while not done() and time.monotonic() < end:
+            time.sleep(0.1)
+
+    try:
+        os.write(main, setup.format(script=shlex.quote(str(script))).encode() + f"; touch {ready}\r".encode())
+        wait_for(ready.exists)
+        os.write(main, b"".join(line + b"\t\x01echo \x05 >> " + str(out).encode() + b"\r" for line in lines))
+        wait_for(lambda: out.exists() and len(out.read_text().splitlines()) >= len(lines))
+    finally:
+        process.kill()
+        process.wait()
+        os.close(main)
+    return [line.strip() for line in out.read_text().splitlines()] if out.exists() else []
+
+
+def _controlling_terminal() -> None:
+    """In the child, after setsid: the pty becomes its terminal (fish will not run interactively without one)."""
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("shell", list(SHELLS))
+def test_a_hostile_servers_names_never_reach_an_interactive_shell(fake, kubeconfig, tmp_path, shell):
+    """A spoofed API server serves names the real API refuses. In a real interactive shell, Tab then Enter:
+    `x$(touch PWNED)` would have been inserted unquoted and run, `*` expanded into the directory's files, a
+    newline split into two; only a name the API could hold is offered (`good-1`, completed as a user sees)."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    for name in HOSTILE_NAMES:
+        fake.store.put(("jobset.x-k8s.io", "jobsets"), {**pathways_jobset(name), "metadata": {
+            **pathways_jobset(name)["metadata"], "name": name, "namespace": "default"}})
+    done = subprocess.run([str(BIN / "elxpk")], env={**_env(), "_ELXPK_COMPLETE": f"source_{shell}"},
+                          capture_output=True, text=True, timeout=60)
+    script = tmp_path / f"complete.{shell}"
+    script.write_text(done.stdout)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a-file").write_text("")
+    line = f"elxpk workload status --kubeconfig {kubeconfig} "
+    echoed = _interactive(shell, script, work, [(line + start).encode() for start in ("x", "g", "")],
+                          {**_env(), completion.LOOKUP_ENV: "60"})
+    assert not (work / "PWNED").exists(), echoed
+    assert echoed == [(line + word).strip() for word in ("x", "good-1", "good-1")], echoed
+
+
+def test_every_candidate_is_a_word_every_shell_takes_as_it_is():
+    """Catalog values, flag choices and workload names pass `offered`: no glob, quote, expansion or separator."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @given(st.lists(st.text(max_size=12), max_size=6))
+    def check(candidates):
+        for word in completion.offered(candidates):
+            assert shlex.quote(word) == word and word[0].isalnum()
+
+    check()
+    assert completion.offered(list(HOSTILE_NAMES)) == ["Upper-Case", "good-1"]
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e309", "-inf", "1e9"])
+def test_a_timeout_that_is_no_number_of_seconds_falls_back_to_the_default(monkeypatch, value):
+    monkeypatch.setenv(completion.LOOKUP_ENV, value)
+    assert completion.lookup_s() == completion.LOOKUP_S

@@ -135,3 +135,92 @@ def test_a_failing_or_hanging_command_is_one_line(code, why):
     notifier.send(_alert(0))
     assert notifier.close() == 1
     assert rec.lines == [f"notify: slice-lost for train not delivered to command {sys.executable}: {why} (2 tries)"]
+
+
+@pytest.mark.parametrize("retry_after", ["nan", "inf", "-inf", "1e999", "1e12"])
+def test_a_retry_after_that_is_no_sane_number_is_absent_and_the_back_off_applies(retry_after):
+    """`nan` used to kill the worker with a traceback (every later alert dropped without a word)."""
+    hook, rec, lost = _deliver(["429", "200"], [_alert(0), _alert(1)], retry_after=retry_after)
+    assert hook.answers() == ["429", "200", "200"] and lost == 0 and rec.lines == [] and rec.slept == [0.01]
+
+
+def test_a_hostile_reason_phrase_is_shown_with_its_controls_visible():
+    rec = Recorder()
+    with webhook(["503"], reason="\x1b]52;c;ZXZpbA==\x07\x1b[2J gone") as hook:
+        notifier = Notifier(senders(hook.url, "json", None), rec.lines.append, FAST._replace(attempts=1))
+        notifier.send(_alert(0))
+        assert notifier.close() == 1
+    (line,) = rec.lines
+    assert "HTTP 503 \\x1b]52;c;ZXZpbA==\\x07\\x1b[2J gone" in line and "\x1b" not in line and "\x07" not in line
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_quoted():
+    import base64
+
+    from elxpk.notify.flags import url_problems
+
+    with webhook(["200"]) as hook:
+        url = hook.url.replace("http://", "http://alert%40ops:hunter2@")
+        assert url_problems(url) == []
+        notifier = Notifier(senders(url, "json", None), Recorder().lines.append, FAST)
+        notifier.send(_alert(0))
+        assert notifier.close() == 0
+    assert hook.authorizations == ["Basic " + base64.b64encode(b"alert@ops:hunter2").decode()]
+    for bad in ("http://u:hunter2@host:port/x", "ftp://u:hunter2@host/x", "http://u:hunter2@host/a b"):
+        (problem,) = url_problems(bad)
+        assert "hunter2" not in problem and "***@host" in problem, problem
+
+
+def test_a_dead_worker_is_reported_and_every_later_alert_counted():
+    """A bug in a sender (not a DeliveryFailed) must not stop the alerts silently."""
+    from elxpk.notify.delivery import Sender
+
+    def broken(alert, timeout):
+        raise RuntimeError("a bug")
+
+    rec = Recorder()
+    notifier = Notifier([Sender("broken", broken)], rec.lines.append, FAST)
+    notifier.send(_alert(0))
+    notifier.worker.join(10)
+    notifier.send(_alert(1, "failed"))
+    assert notifier.close() == 2
+    assert rec.lines[0].startswith("notify: the delivery worker died (RuntimeError: a bug)")
+    assert rec.lines[1] == "notify: failed for train not sent: the delivery worker died (RuntimeError: a bug)"
+
+
+def test_a_command_still_running_at_exit_is_ended_and_never_holds_elxpks_stderr(tmp_path):
+    """The process using the Notifier exits after its drain bound: the command's process group is ended,
+    and a reader of the process's stderr (`elxpk ... | tee log`, a CI step) sees its end at once."""
+    import subprocess
+    import time
+
+    pid_file = tmp_path / "pid"
+    command = ("sh", "-c", f"echo $$ > {pid_file}; sleep 60 & sleep 60")
+    program = ("import sys; from elxpk.notify.delivery import Notifier, Policy, senders\n"
+               "from elxpk.notify.rules import Alert\n"
+               f"n = Notifier(senders(None, 'json', {command!r}), lambda line: print(line, file=sys.stderr),"
+               " Policy(attempts=1, timeout_s=60.0, drain_s=1.0))\n"
+               "n.send(Alert('failed', 'train', 'default', 1.0, 'train failed', {}))\n"
+               "import time; time.sleep(0.5); print(n.close())\n")
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=30)
+    assert time.monotonic() - start < 15 and done.stdout.strip() == "1", done.stderr
+    assert "1 --notify-command process group(s) ended" in done.stderr
+    group = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert _living(group) == [], "the command's process group outlived the process"
+
+
+def _living(group: int) -> list[int]:
+    """The processes of `group` that run (a zombie left to a container's init that reaps nothing is dead)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            found.append(int(entry))
+    return found

@@ -153,3 +153,55 @@ def test_translate_as_a_user_runs_it():
     theirs = subprocess.run([elxpk, "job", "submit", *line, "--dry-run"], capture_output=True, text=True, timeout=120)
     assert ours.returncode == theirs.returncode == 0, (ours.stderr, theirs.stderr)
     assert ours.stdout == theirs.stdout and "kind: JobSet" in ours.stdout
+
+
+XPK_BASE = ["--workload", "w1", "--tpu-type", "v5p-8", "--docker-image", IMAGE]
+
+
+@pytest.mark.parametrize("extra", [
+    ["--command", "true", "--num-slices", "abc"], ["--command", "true", "--restarts", "-1"],
+    ["--command", "true", "--spot", "--flex-start"], ["--command", "true", "--max-run-duration", "1h"],
+    ["--command", "true", "--num-slices", "0", "--priority", "urgent"], ["--command", "true", "--steps"],
+    ["--command", "true", "--num-slices", "2", "--num-slices", "4"],  # click kept the last, silently
+])
+def test_translate_refuses_with_workload_creates_lines_what_it_would_refuse(cli, extra):
+    """The line as `xpk workload create` takes it is refused by translate with the very lines `elxpk workload
+    create` gives the same flags: nothing printed that the printed command would refuse."""
+    created = cli("workload", "create", "--dry-run", *XPK_BASE, *extra)
+    done = cli("translate", "--", "xpk", "workload", "create", *XPK_BASE, *extra)
+    assert created.code == 2 and done.code == 2 and done.out == "", done.out
+    assert done.err == created.err and done.err.startswith("error: "), (done.err, created.err)
+
+
+@given(st.text(alphabet=st.characters(codec="ascii", exclude_categories=("Cc",)), min_size=1, max_size=8))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_translate_and_create_agree_on_any_num_slices_text(cli, text):
+    created = cli("workload", "create", "--dry-run", *XPK_BASE, "--command", "true", f"--num-slices={text}")
+    done = cli("translate", "--", "xpk", "workload", "create", *XPK_BASE, "--command", "true", f"--num-slices={text}")
+    assert done.code == created.code and (done.code == 0 or done.err == created.err), (done.err, created.err)
+
+
+def test_an_unquoted_command_of_two_words_is_refused_not_cut(cli):
+    """`--command python3 train.py` as the shell split it: train.py was dropped silently."""
+    done = cli("translate", "--", "xpk", "workload", "create", *XPK_BASE, "--command", "python3", "train.py")
+    assert done.code == 2 and done.out == "" and done.err == (
+        "error: Got unexpected extra argument (train.py): no flag takes it; quote a value of several words as one, "
+        "e.g. --command 'python3 train.py'\n")
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (["--name", "r", "-e", "true"],
+     "error: --compute-type: required; e.g. --compute-type v6e-16, or a GPU machine such as h100-mega-80gb-8\n"),
+    (["--compute-type", "v6e-16", "-e", "true"], "error: --name: required; name the workload, e.g. --name my-run-1\n"),
+    (["--name", "r", "-e", "true", "--compute-type", "v6e-16", "--gke-namespace", "Bad_ns"],
+     "error: --gke-namespace 'Bad_ns' is not a valid namespace name: use lowercase letters, digits and '-', at "
+     "most 63 characters\n"),
+])
+def test_a_gcluster_line_is_told_its_own_flags(cli, line, expected):
+    """A required row missing from a gcluster line, or its --gke-namespace, named in gcluster's spelling (they
+    named --tpu-type, --workload, --namespace: flags the user never typed), by translate and job submit alike;
+    and translate takes the line without `--` too (click named its first flag an unknown option of translate)."""
+    for argv in (("translate", "--", "gcluster", "job", "submit", *line), ("translate", "gcluster", "job", "submit", *line),
+                 ("job", "submit", "--dry-run-out=/dev/null", *line)):
+        done = cli(*argv)
+        assert (done.code, done.err) == (2, expected), argv

@@ -289,3 +289,33 @@ def test_a_refused_resize_shows_in_the_recovery_and_its_wait_counts():
     assert rec.slices_ready_s == pytest.approx(4.0) and rec.restore_s == pytest.approx(0.5)
     assert "resize to 3 slices refused (out of device memory), waited for more" in rec.describe()
     assert rec.to_dict()["refused_widths"] == [3]
+
+
+def test_local_runs_own_report_files_are_never_written_through_a_link(tmp_path):
+    """report.json (and report.png) are names elxpk chose in the run dir: a link planted there is refused in
+    one line and its target kept; a regular one is replaced (a run extended in place rewrites its report)."""
+    import io
+    from types import SimpleNamespace
+
+    from elxpk.errors import UsageError
+    from elxpk.local.run import write_report
+    from tests.support.run_writer import FakeRun, write_run
+
+    run_dir = write_run(tmp_path / "run", FakeRun(steps=12))
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    (run_dir / "report.json").symlink_to(victim)
+    with pytest.raises(UsageError, match="is a symlink; elxpk does not write through it"):
+        write_report(SimpleNamespace(run_dir=run_dir), io.StringIO())
+    assert victim.read_text() == "keep me\n"
+    (run_dir / "report.json").unlink()
+    (run_dir / "report.json").write_text("old\n")
+    write_report(SimpleNamespace(run_dir=run_dir), io.StringIO())
+    assert (run_dir / "report.json").read_text().startswith("{") and (run_dir / "report.png").is_file()
+    from elxpk.local.supervisor import _open_log
+
+    (run_dir / "logs").mkdir()
+    (run_dir / "logs" / "attempt0-process0.log").symlink_to(victim)
+    with pytest.raises(UsageError, match="never through a link"):
+        _open_log(run_dir / "logs" / "attempt0-process0.log")
+    assert victim.read_text() == "keep me\n"

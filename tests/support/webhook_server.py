@@ -3,7 +3,8 @@
 Each request takes the next answer of `script` (the last one repeats): "200", "500", "429" (with
 `Retry-After: retry_after`), "hang" (reads the body, then answers nothing until `release` is set or the
 test ends) or "close" (reads the body, closes the connection without a word). Every request's body is kept
-in `bodies`, in arrival order, with the answer it got.
+in `bodies`, in arrival order, with the answer it got, and its Authorization header in `authorizations`.
+`reason` is the reason phrase of every status line (None: http.server's own), e.g. a hostile one.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Webhook:
-    def __init__(self, script: list[str], retry_after: str = "1") -> None:
-        self.script, self.retry_after = list(script), retry_after
+    def __init__(self, script: list[str], retry_after: str = "1", reason: str | None = None) -> None:
+        self.script, self.retry_after, self.reason = list(script), retry_after, reason
+        self.authorizations: list[str | None] = []
         self.bodies: list[tuple[str, bytes]] = []
         self.release = threading.Event()
         self.lock = threading.Lock()
@@ -45,6 +47,7 @@ def _handler(hook: Webhook) -> type[BaseHTTPRequestHandler]:
             answer = hook.answer()
             with hook.lock:
                 hook.bodies.append((answer, body))
+                hook.authorizations.append(self.headers.get("Authorization"))
             if answer == "hang":
                 hook.release.wait(30)
                 self.close_connection = True
@@ -52,7 +55,7 @@ def _handler(hook: Webhook) -> type[BaseHTTPRequestHandler]:
             if answer == "close":
                 self.close_connection = True
                 return
-            self.send_response(int(answer))
+            self.send_response(int(answer), hook.reason)
             if answer == "429":
                 self.send_header("Retry-After", hook.retry_after)
             self.send_header("Content-Length", "2")
@@ -63,8 +66,8 @@ def _handler(hook: Webhook) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def webhook(script: list[str], retry_after: str = "1") -> Iterator[Webhook]:
-    hook = Webhook(script, retry_after)
+def webhook(script: list[str], retry_after: str = "1", reason: str | None = None) -> Iterator[Webhook]:
+    hook = Webhook(script, retry_after, reason)
     hook.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hook))
     hook.server.daemon_threads = True
     thread = threading.Thread(target=hook.server.serve_forever, daemon=True)

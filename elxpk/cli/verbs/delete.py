@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from elxpk.cli import options
 from elxpk.cli.verbs.common import confirm, connect, workload_name
 from elxpk.cluster import verb_flags
+from elxpk.shown import shown
 
 
 @options.with_flags("delete", verb_flags.DELETE)
@@ -34,7 +35,7 @@ def delete(
         kube.require_namespace(ns)
         print(f"no workloads in namespace {ns}", file=sys.stderr)
         return
-    confirm(values["yes"])(f"delete {len(names)} workloads in namespace {ns} ({', '.join(names)})?")
+    confirm(values["yes"])(f"delete {len(names)} workloads in namespace {ns} ({shown(', '.join(names))})?")
     for each in names:
         delete_workload(kube, ns, each)
-        print(f"jobset/{each} deleted")
+        print(f"jobset/{shown(each)} deleted")

@@ -13,6 +13,7 @@ from elxpk.cli.verbs.common import connect, workload_name
 from elxpk.cluster import verb_flags
 from elxpk.notify import flags as notify_flags
 from elxpk.output_formats import output_format
+from elxpk.shown import shown
 
 FLAGS = verb_flags.EVENTS + notify_flags.FLAGS
 
@@ -43,7 +44,7 @@ def events(
     if settings.wanted:
         from elxpk.notify.watch import NotifyingWatch
 
-        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {line}", file=sys.stderr, flush=True))
+        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True))
     from elxpk.cluster.events_feed import follow
     from elxpk.cluster.incident_log import record as append_record
 
@@ -72,7 +73,7 @@ def events(
             notifier.started()
 
     def outage(line: str) -> None:
-        print(f"# {line}", file=sys.stderr, flush=True)
+        print(f"# {shown(line)}", file=sys.stderr, flush=True)
 
     try:
         count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following,
@@ -86,7 +87,7 @@ def events(
         print(f"no incidents for workload {name}", file=sys.stderr)
     if fmt == "text":  # a note beside the record's: stdout stays one line per incident
         for line in _summary(kube, ns, name, seen):
-            print(f"# {line}", file=sys.stderr)
+            print(f"# {shown(line)}", file=sys.stderr)
     if record is not None:
         print(f"# {count} incidents seen; new ones appended to {record}", file=sys.stderr)
 

@@ -14,6 +14,7 @@ import typer
 from elxpk.cli import options
 from elxpk.cli.verbs.common import confirm, connect, console, workload_name
 from elxpk.cluster import verb_flags
+from elxpk.shown import shown
 
 
 @options.with_flags("kill-slice", verb_flags.KILL_SLICE)
@@ -27,12 +28,15 @@ def kill_slice(
     workload_name(name)
     v = verb_flags.read(verb_flags.KILL_SLICE, flags, verb_flags.kill_slice_rule)
     kube, ns = connect(cluster)
+    from rich.markup import escape
+
     from elxpk.cluster.kill_slice import Io, KillRequest, run
 
     request = KillRequest(name, verb_flags.kill_slice_index(v["slice"]), v["vm"], v["mode"], v["exit_code"],
                           v["repeat"], v["every"], v["seed"], v["watch"], v["timeout"], v["poll"])
     err = console(stderr=True)
-    io = Io(out=lambda line: print(line, flush=True), tick=err.print, confirm=confirm(v["yes"]), clock=time.time,
-            sleep=time.sleep)
+    # lines name pods and quote the cluster: one line each, controls visible, no Rich markup of their own
+    io = Io(out=lambda line: print(shown(line), flush=True), tick=lambda line: err.print(escape(shown(line))),
+            confirm=confirm(v["yes"]), clock=time.time, sleep=time.sleep)
     if not run(kube, ns, request, io):
         raise typer.Exit(1)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, workload_name
 from elxpk.cluster import verb_flags
+from elxpk.shown import shown
 
 
 @options.with_flags("logs", verb_flags.LOGS)
@@ -26,8 +27,9 @@ def logs(
 
     source = log_source(kube, ns, name, head=values["head"], slice_index=values["slice"], vm=values["vm"],
                         container=values["container"])
-    print(f"# {name} {source.what}: pod {source.pod}, container {source.container}"
-          + (" (previous, terminated)" if values["previous"] else ""), file=sys.stderr)
+    # the header is elxpk's (controls shown); the log lines are the container's, raw as `kubectl logs` gives them
+    print(shown(f"# {name} {source.what}: pod {source.pod}, container {source.container}"
+                + (" (previous, terminated)" if values["previous"] else "")), file=sys.stderr)
     for line in read_logs(kube, ns, source, follow=values["follow"], tail=values["tail"],
                           previous=values["previous"]):
         sys.stdout.write(line + "\n")

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, console, output_problems, workload_name
 from elxpk.cluster import verb_flags
+from elxpk.shown import shown
 
 
 @options.with_flags("wait", verb_flags.WAIT)
@@ -25,6 +26,8 @@ def wait(
     output = output.lower()
     until = values["until"]
     kube, ns = connect(cluster)
+    from rich.markup import escape
+
     from elxpk.cluster.ops import wait_for
     from elxpk.cluster.views import dump
 
@@ -32,7 +35,8 @@ def wait(
     last: list[str] = []
 
     def show(status) -> None:
-        line = f"{status.state}: {status.message} (slices {status.slices_healthy}/{status.slices_total})"
+        # the message is the cluster's: one line, controls visible, and no Rich markup of its own
+        line = escape(shown(f"{status.state}: {status.message} (slices {status.slices_healthy}/{status.slices_total})"))
         if spinner is not None:
             spinner.update(f"{name}: {line}")
         elif not last or last[-1] != line:
