@@ -69,7 +69,15 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
     cfg = resolved(cfg.on_hardware(len(slices), per_slice, where), on="tpu")
     mesh = build_mesh(slices, list(slices))
     donate = donates_with(cfg, in_process_retry=cfg.slice_backend != "multi-controller")
-    compiled, _ = StepCache(cfg, SystemClock(), donate=donate).get(mesh)
+    try:
+        compiled, _ = StepCache(cfg, SystemClock(), donate=donate).get(mesh)
+    except Exception as exc:  # noqa: BLE001 - XLA's own refusal of a step far past the chip: name it, exit 2
+        first = (str(exc).splitlines() or [""])[0]
+        if "RESOURCE_EXHAUSTED" not in first:
+            raise
+        raise UsageError(f"--global-batch {cfg.global_batch} --model {cfg.model}: the train step does not fit on "
+                         f"{where}: XLA: {first[first.index('RESOURCE_EXHAUSTED'):][:300]}; lower "
+                         "--global-batch, use a smaller --model, or use more slices or a larger slice") from None
     analysis = compiled.executable.memory_analysis()
     need = estimate(cfg, abstract_state(cfg), per_slice, len(devices), donates=donate)
     return {

@@ -69,7 +69,7 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     except UsageError as exc:
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
     try:
-        spec, run, warnings = parse_create(**{k: v for k, v in flags.items() if k != "check_data"},
+        spec, run, warnings = parse_create(**{k: v for k, v in flags.items() if k not in ("check_data", "check_fit")},
                                            namespace=target.namespace, output_format=output, **settings)
     except UsageError as exc:
         raise UsageError(*dialect_problems, *respell(exc.messages, given), *target_problems) from None
@@ -79,6 +79,12 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
         print(f"warning: {line}", file=sys.stderr)
     if flags["check_data"]:
         _check_data(spec.command)
+
+    if flags["check_fit"]:
+        from elxpk.create.fit_check import check_fit
+        from elxpk.create.render import trainer_env
+
+        print(check_fit(spec, trainer_env(spec)), file=sys.stderr)
 
     from elxpk.create.render import render
 
