@@ -54,6 +54,7 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
             cluster: options.ClusterSelection) -> None:
     from elxpk.create.checks import parse_create
     from elxpk.create.dialect import resolve, respell
+    from elxpk.create.flags import COMMAND_CHECKS
     from elxpk.errors import UsageError
 
     # gcluster's spellings into elxpk's rows first (elxpk/create/dialect.py); its problems are reported
@@ -69,7 +70,7 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     except UsageError as exc:
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
     try:
-        spec, run, warnings = parse_create(**{k: v for k, v in flags.items() if k not in ("check_data", "check_fit")},
+        spec, run, warnings = parse_create(**{k: v for k, v in flags.items() if k not in COMMAND_CHECKS},
                                            namespace=target.namespace, output_format=output, **settings)
     except UsageError as exc:
         raise UsageError(*dialect_problems, *respell(exc.messages, given), *target_problems) from None

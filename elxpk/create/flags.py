@@ -271,11 +271,12 @@ def of_command(command: str) -> tuple[Flag, ...]:
     return tuple(f for f in FLAGS if command in f.commands)
 
 
-# The keys `parse_create` takes: the table's (less --check-data, which the command itself acts on), the
-# namespace (a cluster flag) and -o (the shared output option); the trainer settings are added by the checker.
-# gcluster's own rows and every alias are read into these keys first (elxpk/create/dialect.py).
-OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name not in ("check_data", "check_fit")
-                        and not f.dialect}
+# The checks `workload create` itself runs, after parse_create: --check-data and --check-fit.
+COMMAND_CHECKS = ("check_data", "check_fit")
+# The keys `parse_create` takes: the table's (less COMMAND_CHECKS), the namespace (a cluster flag) and -o (the
+# shared output option); the trainer settings are added by the checker. gcluster's own rows and every alias
+# are read into these keys first (elxpk/create/dialect.py).
+OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name not in COMMAND_CHECKS and not f.dialect}
                         | {"output_format"})
 SPEC_KEYS = frozenset({f.name for f in FLAGS if not f.option and not f.dialect} | {"namespace"})
 ALIASES: dict[str, tuple[Flag, Alias]] = alias_pairs(FLAGS)
