@@ -52,7 +52,7 @@ def topology_devices(name: str, num_slices: int) -> list:
 def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
     """Compile the run's train step for cfg.num_slices slices of cfg.compile_topology and report its memory."""
     from trainer.clock import SystemClock
-    from trainer.core.memory import estimate
+    from trainer.core.memory import estimate, sizing_flags
     from trainer.core.mesh import build_mesh
     from trainer.core.precision import resolved
     from trainer.core.state import abstract_state
@@ -75,9 +75,9 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
         first = (str(exc).splitlines() or [""])[0]
         if "RESOURCE_EXHAUSTED" not in first:
             raise
-        raise UsageError(f"--global-batch {cfg.global_batch} --model {cfg.model}: the train step does not fit on "
-                         f"{where}: XLA: {first[first.index('RESOURCE_EXHAUSTED'):][:300]}; lower "
-                         "--global-batch, use a smaller --model, or use more slices or a larger slice") from None
+        raise UsageError(f"{sizing_flags(cfg)}: the train step does not fit on {where}: XLA: "
+                         f"{first[first.index('RESOURCE_EXHAUSTED'):][:300]} Lower --global-batch, use a smaller "
+                         "model, or use more slices or a larger slice") from None
     analysis = compiled.executable.memory_analysis()
     need = estimate(cfg, abstract_state(cfg), per_slice, len(devices), donates=donate)
     return {
