@@ -26,6 +26,7 @@ from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
 from elxpk_contract.storage_full import storage_full_error
+from trainer import compile_cache, compile_only
 from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -77,9 +78,7 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     if "print_config" in actions:
         return _print_config(cfg)
     if "compile_only" in actions:
-        from trainer.compile_only import run as compile_only
-
-        return compile_only(cfg)
+        return compile_only.run(cfg)
     from trainer.cpu import ensure_devices  # lazy: keeps trainer.cpu off `python -m trainer --print-config`
 
     if cfg.slice_backend == "simulated":
@@ -92,10 +91,9 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
         # local run bit for bit).
         gpu_group = environ.get("NNODES") is not None or environ.get("NODE_RANK") is not None
         ensure_devices(cfg.devices_per_slice, keep_given=cfg.coordinator is None and gpu_group)
-    from trainer.compile_cache import configure
     from trainer.elastic.loop import train
 
-    configure(cfg, environ)  # before the first compile: jax reads its cache settings once
+    compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
     result = train(cfg, stop=stop)
     last = result.losses.get(result.final_step - 1)
     print(f"done: {result.final_step} steps, {result.attempts} attempt(s), final loss "

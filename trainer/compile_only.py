@@ -16,6 +16,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from elxpk_contract.errors import UsageError
+from trainer.clock import SystemClock
+from trainer.core.precision import resolved
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -51,10 +53,8 @@ def topology_devices(name: str, num_slices: int) -> list:
 
 def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
     """Compile the run's train step for cfg.num_slices slices of cfg.compile_topology and report its memory."""
-    from trainer.clock import SystemClock
     from trainer.core.memory import estimate, sizing_flags
     from trainer.core.mesh import build_mesh
-    from trainer.core.precision import resolved
     from trainer.core.state import abstract_state
     from trainer.core.step import StepCache
     from trainer.elastic.live_recovery import donates_with
