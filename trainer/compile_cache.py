@@ -52,8 +52,7 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
               "scratch", file=sys.stderr)
         jax.config.update("jax_enable_compilation_cache", False)
         return None
-    jax.config.update("jax_enable_compilation_cache", True)
-    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_compilation_cache_dir", path)  # JAX_ENABLE_COMPILATION_CACHE=false still wins
     return path
 
 

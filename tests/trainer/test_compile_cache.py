@@ -67,6 +67,7 @@ def _losses(run_dir: Path) -> list[str]:
     return [m["loss"] for m in read_jsonl(run_dir / "metrics.jsonl")]
 
 
+@pytest.mark.slow
 def test_a_restart_reads_the_cache_beside_the_checkpoints_and_a_corrupt_entry_is_compiled_again(tmp_path):
     first = _trainer(tmp_path / "run")
     assert first.returncode == 0, first.stderr[-3000:]
@@ -83,6 +84,7 @@ def test_a_restart_reads_the_cache_beside_the_checkpoints_and_a_corrupt_entry_is
     assert _losses(tmp_path / "again") == _losses(tmp_path / "run")  # hex floats: bitwise
 
 
+@pytest.mark.slow
 def test_a_cache_that_cannot_be_used_is_one_warning_and_the_run_goes_on(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache should be\n")
