@@ -77,3 +77,32 @@ def test_create_check_fit_refuses_a_step_past_the_chip_before_anything_is_writte
                            "RESOURCE_EXHAUSTED"), line
     assert "exceeds available HBM" in line and line.endswith("use more slices or a larger slice")
     assert not out.exists()
+
+
+# Every slice of the launcher's catalog, as jax describes it from the name the catalog gives it.
+EVERY_CATALOG_SLICE = """
+import json
+from elxpk.catalog import families, lookup
+from trainer.compile_only import topology_devices
+out = {}
+for family in families():
+    for topology in family.topologies:
+        tpu = lookup(f"{family.prefix}-{topology}")
+        devices = topology_devices(tpu.jax_topology, 1)
+        out[tpu.name] = [tpu.jax_topology, tpu.chips_per_slice, len(devices)]
+print(json.dumps(out))
+"""
+
+
+def test_jax_describes_every_slice_of_the_catalog_by_the_name_the_catalog_gives_it(libtpu, tmp_path):
+    """--check-fit passes the catalog's name (v5litepod-16 -> v5e:4x4) to --compile-topology: jax knows each
+    one, with a device per chip or per core (v4 and tpu7x: 2 per chip), which the HBM share divides by."""
+    from elxpk.catalog import all_names
+
+    done = _run([sys.executable, "-c", EVERY_CATALOG_SLICE], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    described = json.loads(done.stdout)
+    assert len(described) == len({name for name in all_names() if name.split("-")[-1].isdigit()})
+    for name, (topology, chips, devices) in described.items():
+        per_chip = 2 if name.startswith(("v4-", "tpu7x-")) else 1
+        assert devices == chips * per_chip, (name, topology, chips, devices)
