@@ -54,13 +54,18 @@ def test_the_cache_is_never_the_checkpoint_directory_nor_a_step_in_it(scheme, pa
     assert checkpoints.rstrip("/").startswith(parent)  # beside it or inside it, in the same bucket
 
 
-def _trainer(run_dir: Path, *flags: str, env_cache: bool = False) -> subprocess.CompletedProcess:
+def _start(run_dir: Path, *flags: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # the trainer sets its own devices
-    if not env_cache:  # as in a pod: no cache chosen by the caller, so the run's own setting decides
-        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # as in a pod: no cache chosen by the caller; the run's decides
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"  # a tiny step compiles in well under jax's 1 s
-    return subprocess.run([sys.executable, "-m", "trainer", "--run-dir", str(run_dir), *TINY, *flags], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.Popen([sys.executable, "-m", "trainer", "--run-dir", str(run_dir), *TINY, *flags], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _trainer(run_dir: Path, *flags: str) -> subprocess.CompletedProcess:
+    proc = _start(run_dir, *flags)
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _losses(run_dir: Path) -> list[str]:
@@ -69,9 +74,14 @@ def _losses(run_dir: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_a_restart_reads_the_cache_beside_the_checkpoints_and_a_corrupt_entry_is_compiled_again(tmp_path):
-    first = _trainer(tmp_path / "run")
-    assert first.returncode == 0, first.stderr[-3000:]
+    """Two runs start at once on one empty cache (each its own jax process 0, so both write every key, as
+    no two hosts of a slice do), then a restart finds every entry corrupt."""
     cache = tmp_path / "run" / CACHE_NAME
+    both = [_start(tmp_path / "run"), _start(tmp_path / "beside", "--compilation-cache-dir", str(cache))]
+    for proc in both:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    assert _losses(tmp_path / "beside") == _losses(tmp_path / "run")
     entries = sorted(cache.glob("*-cache"))
     assert entries, "the run wrote its compiles beside its checkpoints"
     assert not any("cache" in p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
