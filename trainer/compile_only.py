@@ -52,11 +52,10 @@ def topology_devices(name: str, num_slices: int) -> list:
 
 
 def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
-    """Compile the run's train step for cfg.num_slices slices of cfg.compile_topology and report its memory."""
-    from trainer.core.memory import estimate, sizing_flags
+    """Compile the run's train step for cfg.num_slices slices of cfg.compile_topology and report its memory;
+    with resizes on (--elastic-min-slice-count), also the step on the fewest slices a run may train on,
+    whose devices each take a larger share of the batch."""
     from trainer.core.mesh import build_mesh
-    from trainer.core.state import abstract_state
-    from trainer.core.step import StepCache
     from trainer.elastic.live_recovery import donates_with
 
     devices = topology_devices(cfg.compile_topology, cfg.num_slices)
@@ -65,28 +64,43 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
         slices.setdefault(getattr(device, "slice_index", 0) or 0, []).append(device)
     slices = {s: sorted(ds, key=lambda d: d.id) for s, ds in sorted(slices.items())}
     per_slice = len(next(iter(slices.values())))
-    where = f"{cfg.num_slices} x {cfg.compile_topology}"
-    cfg = resolved(cfg.on_hardware(len(slices), per_slice, where), on="tpu")
-    mesh = build_mesh(slices, list(slices))
+    cfg = resolved(cfg.on_hardware(len(slices), per_slice, f"{cfg.num_slices} x {cfg.compile_topology}"), on="tpu")
     donate = donates_with(cfg, in_process_retry=cfg.slice_backend != "multi-controller")
+    report = {"topology": cfg.compile_topology, "devices_per_slice": per_slice,
+              "device_kind": devices[0].device_kind, "donates_input_state": donate,
+              **_compiled(cfg, build_mesh(slices, list(slices)), donate, refuse=True), "settings": cfg.to_dict()}
+    if cfg.min_slices < len(slices):
+        report["fewest_slices"] = _compiled(cfg, build_mesh(slices, list(slices)[:cfg.min_slices]), donate,
+                                            refuse=False)
+    return report
+
+
+def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> dict[str, Any]:
+    """The step on `mesh`: its memory, or (not `refuse`) XLA's refusal as `does_not_fit`. With `refuse`, a
+    step XLA finds past the chip is a UsageError naming the sizing flags."""
+    from trainer.core.memory import estimate, sizing_flags
+    from trainer.core.state import abstract_state
+    from trainer.core.step import StepCache
+
+    slices, per_slice = mesh.devices.shape
+    where = {"num_slices": slices, "mesh": dict(mesh.shape)}
     try:
         compiled, _ = StepCache(cfg, SystemClock(), donate=donate).get(mesh)
-    except Exception as exc:  # noqa: BLE001 - XLA's own refusal of a step far past the chip: name it, exit 2
+    except Exception as exc:  # noqa: BLE001 - XLA's own refusal of a step far past the chip: name it
         first = (str(exc).splitlines() or [""])[0]
         if "RESOURCE_EXHAUSTED" not in first:
             raise
-        raise UsageError(f"{sizing_flags(cfg)}: the train step does not fit on {where}: XLA: "
-                         f"{first[first.index('RESOURCE_EXHAUSTED'):][:300]} Lower --global-batch, use a smaller "
-                         "model, or use more slices or a larger slice") from None
+        xla = first[first.index("RESOURCE_EXHAUSTED"):][:300]
+        if not refuse:
+            return {**where, "does_not_fit": xla}
+        raise UsageError(f"{sizing_flags(cfg)}: the train step does not fit on {slices} x {cfg.compile_topology}: "
+                         f"XLA: {xla} Lower --global-batch, use a smaller model, or use more slices or a larger "
+                         "slice") from None
     analysis = compiled.executable.memory_analysis()
-    need = estimate(cfg, abstract_state(cfg), per_slice, len(devices), donates=donate)
-    return {
-        "topology": cfg.compile_topology, "num_slices": len(slices), "devices_per_slice": per_slice,
-        "device_kind": devices[0].device_kind, "mesh": dict(mesh.shape), "donates_input_state": donate,
-        "bytes_per_device": compiled.bytes_per_device, "estimate_bytes_per_device": need.total,
-        "memory_analysis": {name: int(getattr(analysis, name)) for name in _ANALYSIS_FIELDS},
-        "compile_s": round(compiled.compile_s, 3), "settings": cfg.to_dict(),
-    }
+    need = estimate(cfg, abstract_state(cfg), per_slice, mesh.devices.size, donates=donate)
+    return {**where, "bytes_per_device": compiled.bytes_per_device, "estimate_bytes_per_device": need.total,
+            "memory_analysis": {name: int(getattr(analysis, name)) for name in _ANALYSIS_FIELDS},
+            "compile_s": round(compiled.compile_s, 3)}
 
 
 def run(cfg: TrainerConfig) -> int:

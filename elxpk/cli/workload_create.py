@@ -85,7 +85,8 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
         from elxpk.create.fit_check import check_fit
         from elxpk.create.render import trainer_env
 
-        print(check_fit(spec, trainer_env(spec)), file=sys.stderr)
+        for line in check_fit(spec, trainer_env(spec)):
+            print(line, file=sys.stderr)
 
     from elxpk.create.render import render
 

@@ -25,8 +25,8 @@ COMPILE_TIMEOUT_S = 1800.0  # a large model's step compiles for minutes; past th
 GIB = 2**30
 
 
-def check_fit(spec: Any, env: tuple[tuple[str, str], ...]) -> str:
-    """The one line saying the step fits; UsageError (exit 2) when it does not, or cannot be checked.
+def check_fit(spec: Any, env: tuple[tuple[str, str], ...]) -> list[str]:
+    """The lines for stderr: the step fits. UsageError (exit 2) when it does not, or cannot be checked.
     `env`: the trainer settings as rendered (elxpk.create.render.trainer_env)."""
     if not spec.trainer or spec.tpu is None:
         raise UsageError("--check-fit: compiles the bundled trainer's step for a TPU slice; it needs --trainer "
@@ -59,5 +59,7 @@ def check_fit(spec: Any, env: tuple[tuple[str, str], ...]) -> str:
             f"--check-fit: the train step needs {need / GIB:.2f} GiB per device on {where} (XLA's memory "
             f"analysis of the compiled step) but a device has {limit / GIB:.2f} GiB of HBM; lower --global-batch, "
             f"use a smaller --model, or use more slices or a larger --tpu-type")
-    return (f"check-fit: the train step needs {need / GIB:.2f} GiB per device on {where}, "
-            f"{need / limit:.0%} of the device's {limit / GIB:.2f} GiB")
+    # The report's `fewest_slices` (the step after a resize onto --elastic-min-slice-count slices) is not
+    # judged here: the trainer itself waits for slices where a survivors' step would not fit.
+    return [f"check-fit: the train step needs {need / GIB:.2f} GiB per device on {where}, "
+            f"{need / limit:.0%} of the device's {limit / GIB:.2f} GiB"]

@@ -39,15 +39,20 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_the_step_compiles_for_a_tpu_slice_and_its_memory_is_reported(libtpu, tmp_path):
+def test_the_step_compiles_for_tpu_slices_and_its_memory_is_reported(libtpu, tmp_path):
+    """Two v6e:2x2 slices that may resize onto one: the step at full width, and on the one slice."""
     done = _run([sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", "v6e:2x2",
-                 "--num-slices", "1", "--global-batch", "8", *SMALL], tmp_path)
+                 "--num-slices", "2", "--elastic-min-slice-count", "1", "--global-batch", "8", *SMALL], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    assert report["device_kind"].startswith("TPU v6") and report["mesh"] == {"slice": 1, "data": 4}
-    analysis = report["memory_analysis"]
-    assert report["bytes_per_device"] == (analysis["argument_size_in_bytes"] + analysis["output_size_in_bytes"]
-                                          + analysis["temp_size_in_bytes"] - analysis["alias_size_in_bytes"]) > 0
+    assert report["device_kind"].startswith("TPU v6") and report["devices_per_slice"] == 4
+    fewest = report["fewest_slices"]
+    assert (report["num_slices"], report["mesh"], fewest["num_slices"], fewest["mesh"]) == (
+        2, {"slice": 2, "data": 4}, 1, {"slice": 1, "data": 4})
+    for step in (report, fewest):
+        analysis = step["memory_analysis"]
+        assert step["bytes_per_device"] == (analysis["argument_size_in_bytes"] + analysis["output_size_in_bytes"]
+                                            + analysis["temp_size_in_bytes"] - analysis["alias_size_in_bytes"]) > 0
     assert report["settings"]["compute_dtype"] == "bfloat16"  # auto, as the TPU resolves it
     assert report["settings"]["d_model"] == 32 and report["settings"]["global_batch"] == 8
     assert not list(tmp_path.iterdir())  # nothing written: no run dir, no checkpoint, no cache
@@ -62,13 +67,13 @@ def test_a_topology_jax_does_not_name_is_refused_before_anything_starts(tmp_path
     assert not list(tmp_path.iterdir())
 
 
-def test_create_check_fit_refuses_a_step_past_the_chip_before_anything_is_written(libtpu, tmp_path):
+def test_create_check_fit_refuses_a_step_past_the_chip_and_passes_one_that_fits(libtpu, tmp_path):
     """The small model at 32768 tokens an example: its attention scores alone need about 34 GiB a device,
     past a v6e chip's 32 GiB, and the step still compiles in seconds."""
     out = tmp_path / "manifest.yaml"
     long = [*SMALL[2:], "--seq-len", "32768"]
-    done = _run([ELXPK, "workload", "create", "--name", "fit", "--tpu-type", "v6e-4", "--num-slices", "1",
-                 "--trainer", "--image", "trainer:1", "--global-batch", "8", "--dry-run", "--dry-run-out", str(out),
+    done = _run([ELXPK, "workload", "create", "--workload", "fit", "--tpu-type", "v6e-4", "--num-slices", "1",
+                 "--trainer", "--docker-image", "trainer:1", "--global-batch", "8", "--dry-run", "--dry-run-out", str(out),
                  "--check-fit", "--command", " ".join(long)], tmp_path)
     assert done.returncode == BAD_SETTINGS.code, done.stderr[-3000:]
     (line,) = done.stderr.splitlines()
@@ -77,6 +82,15 @@ def test_create_check_fit_refuses_a_step_past_the_chip_before_anything_is_writte
                            "RESOURCE_EXHAUSTED"), line
     assert "exceeds available HBM" in line and line.endswith("use more slices or a larger slice")
     assert not out.exists()
+    # The same at 16 tokens fits: one line on stderr, and the manifest is written as without the check.
+    done = _run([ELXPK, "workload", "create", "--workload", "fit", "--tpu-type", "v6e-4", "--num-slices", "1",
+                 "--trainer", "--docker-image", "trainer:1", "--global-batch", "8", "--dry-run", "--dry-run-out",
+                 str(out), "--check-fit", "--command", " ".join(SMALL)], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    fits, wrote = done.stderr.splitlines()
+    assert fits.startswith("check-fit: the train step needs 0.") and fits.endswith(
+        "GiB per device on 1 x v6e-4 (v6e:2x2, mesh 1 x 4), 0% of the device's 32.00 GiB"), fits
+    assert wrote == f"wrote {out}" and "kind: JobSet" in out.read_text()
 
 
 # Every slice of the launcher's catalog, as jax describes it from the name the catalog gives it.
