@@ -57,13 +57,12 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
 
 
 def _unusable(path: str) -> str | None:
-    """Why jax could not create or list `path` (it would raise from the first compile), or None."""
+    """Why jax could not create `path` (its cache does at the first compile, uncaught), or None. Reads and
+    writes that fail later are jax's warnings; nothing is listed here (a large cache on gs:// lists slowly)."""
     try:
         from etils import epath  # as jax reaches a gs:// cache; a local path too
 
-        directory = epath.Path(path)
-        directory.mkdir(parents=True, exist_ok=True)
-        next(iter(directory.iterdir()), None)
+        epath.Path(path).mkdir(parents=True, exist_ok=True)
     except Exception as exc:  # noqa: BLE001 - a storage or permission error of any client: run uncached
         first = (str(exc).splitlines() or [""])[0][:200]
         return f"cannot be used ({type(exc).__name__}: {first})"
