@@ -23,10 +23,17 @@ class TpuType(NamedTuple):
     gke_accelerator: str  # node label cloud.google.com/gke-tpu-accelerator
     machine_type: str
     pathways_version: str  # e.g. tpuv5; the resource manager takes `<version>:<topology>`
+    jax_generation: str = ""  # jax.experimental.topologies' name of the chip: v5e for v5litepod
+    hbm_bytes_per_chip: int = 0  # the chip's HBM, as Google's TPU pages list it
 
     @property
     def instance_type(self) -> str:
         return f"{self.pathways_version}:{self.topology}"
+
+    @property
+    def jax_topology(self) -> str:
+        """The slice as jax names it (`python -m trainer --compile-topology`): v5litepod-16 is v5e:4x4."""
+        return f"{self.jax_generation}:{self.topology}"
 
     @property
     def chips_per_slice(self) -> int:
@@ -40,6 +47,8 @@ class _Family(NamedTuple):
     machine_type: str
     pathways_version: str
     topologies: tuple[str, ...]
+    jax_generation: str
+    hbm_gib_per_chip: int
     single_chip_machine: str | None = None  # machine type of the 1-chip topology, where it exists
 
 
@@ -61,13 +70,14 @@ _TPU7X_TOPOLOGIES = (
 
 _FAMILIES: tuple[_Family, ...] = (
     _Family("v4", 2, "tpu-v4-podslice", "ct4p-hightpu-4t", "tpuv4",
-            tuple("2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x8x8 8x8x8 8x8x12 8x8x16 8x16x16".split())),
+            tuple("2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x8x8 8x8x8 8x8x12 8x8x16 8x16x16".split()), "v4", 32),
     _Family("v5litepod", 1, "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", "tpuv5e",
-            ("2x4", "4x4", "4x8", "8x8", "8x16", "16x16")),
-    _Family("v5p", 2, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5", tuple(_V5P_TOPOLOGIES)),
+            ("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v5e", 16),
+    _Family("v5p", 2, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5", tuple(_V5P_TOPOLOGIES), "v5p", 95),
     _Family("v6e", 1, "tpu-v6e-slice", "ct6e-standard-4t", "tpuv6e",
-            ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), single_chip_machine="ct6e-standard-1t"),
-    _Family("tpu7x", 2, "tpu7x", "tpu7x-standard-4t", "tpu7x", tuple(_TPU7X_TOPOLOGIES),
+            ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v6e", 32,
+            single_chip_machine="ct6e-standard-1t"),
+    _Family("tpu7x", 2, "tpu7x", "tpu7x-standard-4t", "tpu7x", tuple(_TPU7X_TOPOLOGIES), "tpu7x", 192,
             single_chip_machine="tpu7x-standard-1t"),
 )
 
@@ -89,7 +99,7 @@ def _table() -> dict[str, TpuType]:
             machine = fam.single_chip_machine if chips == 1 and fam.single_chip_machine else fam.machine_type
             name = f"{fam.prefix}-{chips * fam.cores_per_chip}"
             tpu = TpuType(name, topology, chips_per_vm, chips // chips_per_vm, fam.gke_accelerator,
-                          machine, fam.pathways_version)
+                          machine, fam.pathways_version, fam.jax_generation, fam.hbm_gib_per_chip << 30)
             table.setdefault(name, tpu)
             table[f"{fam.prefix}-{topology}"] = tpu
     return table

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from math import lcm
 from pathlib import Path
@@ -54,6 +55,8 @@ __all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "FIELDS", "LAU
            "convert_setting", "cross_problems", "default", "env_name", "exposed", "flag_name",
            "plain_number_text", "redundant_min_slice_count", "setting", "slices_waited_for"]
 
+# jax.experimental.topologies' names of a TPU slice: v5e:4x4, v5p:2x2x2 (ASCII only: \d takes any digit).
+_TPU_SLICE = re.compile(r"[a-z][a-z0-9]{1,9}:[0-9]{1,4}(x[0-9]{1,4}){1,2}", re.ASCII)
 BACKENDS = ("simulated", "pathways", "multi-controller")
 RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
 COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
@@ -64,6 +67,9 @@ COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TP
 ACTIONS: dict[str, str] = {
     "print_config": "print the resolved configuration (flags over ELXPK_* env over defaults) as JSON with "
                     "sorted keys and exit 0, without importing jax; bad settings exit 2 as a run would",
+    "compile_only": "compile the real train step for --num-slices TPU slices of --compile-topology, which this "
+                    "machine need not have (libtpu must be installed), print its per-device memory as JSON and "
+                    "exit 0; nothing is written (trainer/compile_only.py)",
 }
 
 
@@ -102,6 +108,12 @@ class TrainerConfig:
                                   fix="steps between checkpoints, e.g. 100")
     max_to_keep: int = _opt(3, "checkpoints kept on disk (>= 2, so a corrupt newest one has a fallback)", low=2,
                             fix="keep at least 2 so a corrupt newest checkpoint has a valid predecessor")
+    compilation_cache_dir: str | None = _opt(
+        None, "jax's persistent compilation cache, which every restart reads so that it loads the step instead "
+              "of compiling it again (local or gs://); a bad or unreadable entry is compiled again; off: none. "
+              "Not given, a JAX_COMPILATION_CACHE_DIR in the environment wins over the default",
+        maxtext="jax_cache_dir", expose=LAUNCHER_FLAG, resolved_default="beside CHECKPOINT_DIR: its sibling xla-cache",
+        fix="give a directory, e.g. gs://bucket/run/xla-cache, or off")
     seed: int = _opt(0, "seed of the parameters, the data and the per-step RNG", low=0, high=2**32 - 1,
                      expose=LAUNCHER_FLAG)
     # Topology.
@@ -178,6 +190,10 @@ class TrainerConfig:
     fault: tuple[str, ...] = _opt((), "inject a fault: K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP, K@restore "
                                                  "[+REVIVE_STEP]", repeatable=True)
     revive_after: float | None = _opt(None, "seconds until a killed slice comes back (default: never)", low=0.0)
+    # --compile-only (ACTIONS).
+    compile_topology: str = _opt("v5e:2x2", "the TPU slice --compile-only compiles the step for, in jax's "
+                                            "GENERATION:TOPOLOGY form (v5e:4x4, v5p:2x2x2); --num-slices of them",
+                                 fix="give a TPU slice as jax names it, e.g. v5e:4x4")
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
     num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)", low=1)
@@ -210,6 +226,9 @@ class TrainerConfig:
             p.append(f"--run-dir {self.run_dir!r:.200}: must be a local directory (metrics and events are appended "
                      "to files there); put the checkpoints on an object store with --checkpoint-dir, e.g. "
                      "--checkpoint-dir gs://bucket/run/checkpoints")
+        if not _TPU_SLICE.fullmatch(self.compile_topology):
+            p.append(f"--compile-topology {self.compile_topology!r:.100}: name a TPU slice as jax does, "
+                     "GENERATION:TOPOLOGY, e.g. v5e:4x4 or v5p:2x2x2 (elxpk's v5litepod-16 is v5e:4x4)")
         if self.d_model % max(self.n_heads, 1):
             p.append(f"--n-heads {self.n_heads}: must divide --d-model {self.d_model}")
         if not self.topology_from_hardware:

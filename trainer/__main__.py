@@ -6,6 +6,7 @@ written); 70 an error in the training code (traceback on stderr, then one line);
 the stall timeout); 77 preempted (SIGTERM: saved, then stopped); 124 slices did not come back in time; 1
 anything unclassified.
 
+`--compile-only` compiles the step for a TPU slice and prints its memory as JSON (trainer/compile_only.py).
 `--print-config` prints the resolved settings as JSON and exits 0 (2 on bad settings, as a run would)
 before anything imports jax: it shows what the launcher's ELXPK_* env amounts to on a machine without jax.
 """
@@ -25,6 +26,7 @@ from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
 from elxpk_contract.storage_full import storage_full_error
+from trainer import compile_cache, compile_only
 from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     cfg, actions = parse_command_line(argv, environ)
     if "print_config" in actions:
         return _print_config(cfg)
+    if "compile_only" in actions:
+        return compile_only.run(cfg)
     from trainer.cpu import ensure_devices  # lazy: keeps trainer.cpu off `python -m trainer --print-config`
 
     if cfg.slice_backend == "simulated":
@@ -89,6 +93,7 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
         ensure_devices(cfg.devices_per_slice, keep_given=cfg.coordinator is None and gpu_group)
     from trainer.elastic.loop import train
 
+    compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
     result = train(cfg, stop=stop)
     last = result.losses.get(result.final_step - 1)
     print(f"done: {result.final_step} steps, {result.attempts} attempt(s), final loss "

@@ -58,6 +58,12 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
         print(f"warning: {line}", file=sys.stderr)
     if flags["check_data"]:
         _check_data(spec.command)
+    if flags["check_fit"]:
+        from elxpk.create.fit_check import check_fit
+        from elxpk.create.render import trainer_env
+
+        for line in check_fit(spec, trainer_env(spec)):
+            print(line, file=sys.stderr)
     _render_and_send(spec, run, dialect, target, cluster)
 
 
@@ -68,6 +74,7 @@ def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     (`offline`: no cluster selection needed, the printed command may run elsewhere)."""
     from elxpk.create.checks import parse_create
     from elxpk.create.dialect import resolve, respell
+    from elxpk.create.flags import COMMAND_CHECKS
     from elxpk.errors import UsageError
 
     # gcluster's spellings into elxpk's rows first (elxpk/create/dialect.py); its problems are reported
@@ -83,7 +90,7 @@ def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     except UsageError as exc:
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
     try:
-        spec, run, warnings = parse_create(**{k: v for k, v in flags.items() if k != "check_data"},
+        spec, run, warnings = parse_create(**{k: v for k, v in flags.items() if k not in COMMAND_CHECKS},
                                            namespace=target.namespace, output_format=output, **settings)
     except UsageError as exc:
         raise UsageError(*dialect_problems, *respell(exc.messages, given), *target_problems) from None

@@ -218,6 +218,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag('check_data', BOOL, "Read each MaxText command's grain_train_files (a local or gs:// pattern; "
          'bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.',
          default=False, option=True, commands=_BOTH),
+    Flag('check_fit', BOOL, "With --trainer on a TPU: compile the trainer's step for the slice "
+         '(python -m trainer --compile-only; needs jax and libtpu here, no chip) and refuse the workload, exit 2, '
+         "when it needs more than a device's HBM. Seconds to minutes of CPU: off unless given.",
+         default=False, option=True, commands=("create",)),
     Flag('checkpoint_pre_start', TEXT, 'With --trainer maxtext and --checkpoint-dir: before MaxText starts, '
          'an init container from IMAGE (the trainer image, trainer/Dockerfile) moves torn checkpoint steps '
          'aside (python -m elxpk.checkpoints, i.e. checkpoint inspect --quarantine), so a restart restores '
@@ -267,10 +271,12 @@ def of_command(command: str) -> tuple[Flag, ...]:
     return tuple(f for f in FLAGS if command in f.commands)
 
 
-# The keys `parse_create` takes: the table's (less --check-data, which the command itself acts on), the
-# namespace (a cluster flag) and -o (the shared output option); the trainer settings are added by the checker.
-# gcluster's own rows and every alias are read into these keys first (elxpk/create/dialect.py).
-OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name != "check_data" and not f.dialect}
+# The checks `workload create` itself runs, after parse_create: --check-data and --check-fit.
+COMMAND_CHECKS = ("check_data", "check_fit")
+# The keys `parse_create` takes: the table's (less COMMAND_CHECKS), the namespace (a cluster flag) and -o (the
+# shared output option); the trainer settings are added by the checker. gcluster's own rows and every alias
+# are read into these keys first (elxpk/create/dialect.py).
+OPTION_KEYS = frozenset({f.name for f in FLAGS if f.option and f.name not in COMMAND_CHECKS and not f.dialect}
                         | {"output_format"})
 SPEC_KEYS = frozenset({f.name for f in FLAGS if not f.option and not f.dialect} | {"namespace"})
 ALIASES: dict[str, tuple[Flag, Alias]] = alias_pairs(FLAGS)

@@ -53,6 +53,8 @@ KEYS: dict[str, MaxTextKey] = {k.name: k for k in (
     _k("enable_checkpointing", "bool", True, "bool", "save checkpoints"),
     _k("checkpoint_period", "int", 10_000, "int", "steps between checkpoints", low=1,
        rule="common/checkpointing.py saves when step % checkpoint_period == 0"),
+    # jax's persistent compilation cache; MaxText turns it on when the value is not empty (pyconfig.py).
+    _k("jax_cache_dir", "str", "~/jax_cache", "PathStr | None", "compilation cache directory; empty: none"),
     _k("metrics_file", "str", "", "None | PathStr", "local JSON-lines file of scalar metrics; empty: none"),
     # Data: only grain checkpoints its position; only the elastic iterator survives a resize.
     _k("dataset_type", "str", "synthetic", "DatasetType", "input pipeline",

@@ -22,7 +22,7 @@ from elxpk.maxtext.overrides import DIRECT, ENTRY_HINT, maxtext_overrides
 from elxpk_contract.settings import env_name, flag_name
 
 # The launcher settings that have a MaxText key (docs/maxtext.md, "The mapping").
-MAPPED = ("checkpoint_dir", *DIRECT)
+MAPPED = ("checkpoint_dir", "compilation_cache_dir", *DIRECT)
 
 
 @dataclass(frozen=True)

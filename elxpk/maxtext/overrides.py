@@ -22,6 +22,7 @@ from elxpk.maxtext.keys import (
     render_value,
     yaml_text,
 )
+from elxpk_contract.compile_cache import cache_dir
 from elxpk_contract.settings import check_setting, flag_name
 
 # Launcher settings (elxpk_contract.settings names) that become the MaxText key of the same name.
@@ -54,6 +55,7 @@ class _Want:
     value: object
     source: str  # the elxpk flag (and value) that asks for it, for messages
     fix: str  # how to resolve a conflict with --command
+    yields: bool = False  # a default elxpk derives: a value --command or --env gives instead wins, unremarked
 
 
 def checkpoint_location(checkpoint_dir: str) -> tuple[str, str]:
@@ -122,7 +124,7 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
 
 def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
             errors: list[str]) -> tuple[list[_Want], str | None]:
-    unknown = sorted(set(settings) - set(DIRECT) - set(DERIVED) - {"checkpoint_dir"})
+    unknown = sorted(set(settings) - set(DIRECT) - set(DERIVED) - {"checkpoint_dir", "compilation_cache_dir"})
     if unknown:
         raise ValueError(f"no MaxText mapping for setting(s) {', '.join(unknown)}")
     state = "on (--elastic-slices >= 1)" if elastic else "off (--elastic-slices 0)"
@@ -173,7 +175,27 @@ def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
         if name in given:
             wants.append(_Want(name, given[name], f"{flag_name(name)} {given[name]}",
                                f"drop {name} from --command, or drop {flag_name(name)}"))
-    return wants, checkpoints
+    cache = _cache_want(settings.get("compilation_cache_dir"), checkpoints, errors)
+    return wants + ([cache] if cache else []), checkpoints
+
+
+def _cache_want(given: object, checkpoints: str | None, errors: list[str]) -> _Want | None:
+    """jax_cache_dir: --compilation-cache-dir as given (`off`: empty, MaxText's none), else beside MaxText's
+    checkpoints (elxpk_contract.compile_cache) when --checkpoint-dir places them: MaxText's own default,
+    ~/jax_cache, lives in the pod and is gone at the restart it is for. Nothing without either."""
+    flag = flag_name("compilation_cache_dir")
+    if given is None:
+        if checkpoints is None:
+            return None
+        return _Want("jax_cache_dir", cache_dir(None, checkpoints), f"--checkpoint-dir (the default {flag})", "",
+                     yields=True)
+    value = cache_dir(str(given), checkpoints or "") or ""
+    try:
+        yaml_text(value)
+    except ValueError as exc:
+        errors.append(f"{flag} {given}: {exc}")
+        return None
+    return _Want("jax_cache_dir", value, f"{flag} {given}", f"drop jax_cache_dir from --command, or drop {flag}")
 
 
 def _same(key: str, a: object, b: object) -> bool:
@@ -188,6 +210,8 @@ def _agrees(w: _Want, inv: cmd.Invocation, container_env: Mapping[str, str], err
     is an error."""
     mine = f"{w.key}={render_value(w.value)}"
     env_name = ENV_PREFIX + w.key.upper()
+    if w.yields and (env_name in container_env or env_name in inv.env or w.key in inv.overrides):
+        return False
     if env_name in container_env:
         errors.append(f"{w.source}: --env {env_name}={container_env[env_name]} sets {w.key} for MaxText, which "
                       f"refuses a key set both as {env_name} and on its command line, where elxpk writes "

@@ -111,7 +111,7 @@ def test_spec_and_option_defaults_are_the_tables():
     assert checked >= 10
     assert spec_fields["worker_image"] == table.default("server_image")
     # Every flag of the table reaches parse_create (or is acted on by the command itself: --check-data).
-    assert {r.name for r in table.FLAGS if not r.dialect} - {"check_data"} <= table.SPEC_KEYS | table.OPTION_KEYS
+    assert {r.name for r in table.FLAGS if not r.dialect} - set(table.COMMAND_CHECKS) <= table.SPEC_KEYS | table.OPTION_KEYS
 
 
 TRAINER = ("--workload", "flags-1", "--tpu-type", "v5p-8", "--trainer", "--docker-image", "gcr.io/p/t:1", "--dry-run")

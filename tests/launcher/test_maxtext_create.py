@@ -68,6 +68,7 @@ def test_demo_golden_adds_only_maxtext_keys_with_values_maxtext_accepts():
         "checkpoint_period": flag["--checkpoint-period"],
         "elastic_timeout_seconds": flag["--elastic-timeout-seconds"],
         "elastic_max_retries": flag["--elastic-max-retries"],
+        "jax_cache_dir": f"{directory}/xla-cache",  # beside MaxText's checkpoints, base/run/checkpoints
     }
 
 
@@ -80,7 +81,8 @@ def test_demo_golden_keeps_the_elxpk_env_too():
 
 def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
     values = {"checkpoint_dir": "gs://b/q/run-a", "checkpoint_period": "50", "elastic_min_slice_count": "2",
-              "elastic_timeout_seconds": "120", "elastic_max_retries": "10", "steps": "2000"}
+              "elastic_timeout_seconds": "120", "elastic_max_retries": "10", "steps": "2000",
+              "compilation_cache_dir": "gs://b/q/cache"}
     mapped = [f for f in exposed(LAUNCHER_FLAG) if f.metadata["maxtext"]]
     assert set(values) == {f.name for f in mapped}, "a new launcher setting needs a case here"
     flags = [f"{flag_name(name)}={value}" for name, value in values.items()]

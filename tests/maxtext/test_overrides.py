@@ -19,8 +19,9 @@ RUN = f"python3 -m {MODULE} {CFG}"
 GRAIN = "dataset_type=grain grain_use_elastic_iterator=true packing=false"
 
 
-def make(settings=None, *, pathways=True, elastic=True, command=f"{RUN} {GRAIN}"):
-    return maxtext_overrides(settings or {}, pathways=pathways, elastic=elastic, user_command=command)
+def make(settings=None, *, pathways=True, elastic=True, command=f"{RUN} {GRAIN}", container_env=None):
+    return maxtext_overrides(settings or {}, pathways=pathways, elastic=elastic, user_command=command,
+                             container_env=container_env)
 
 
 def words_after_config(command: str) -> list[str]:
@@ -38,8 +39,13 @@ def words_after_config(command: str) -> list[str]:
     ({"elastic_min_slice_count": 2}, ["elastic_min_slice_count=2"]),
     ({"elastic_min_slice_count": -1}, ["elastic_min_slice_count=-1"]),
     ({"checkpoint_dir": "gs://bucket/qwen/ckpt"},
-     ["enable_checkpointing=true", "base_output_directory=gs://bucket/qwen", "run_name=ckpt"]),
-    ({"checkpoint_dir": "/mnt/runs/r1/"}, ["enable_checkpointing=true", "base_output_directory=/mnt/runs", "run_name=r1"]),
+     ["enable_checkpointing=true", "base_output_directory=gs://bucket/qwen", "run_name=ckpt",
+      "jax_cache_dir=gs://bucket/qwen/ckpt/xla-cache"]),
+    ({"checkpoint_dir": "/mnt/runs/r1/"}, ["enable_checkpointing=true", "base_output_directory=/mnt/runs", "run_name=r1",
+                                           "jax_cache_dir=/mnt/runs/r1/xla-cache"]),
+    ({"compilation_cache_dir": "gs://b/cache"}, ["jax_cache_dir=gs://b/cache"]),
+    ({"compilation_cache_dir": "off", "checkpoint_dir": "gs://b/q/r"},
+     ["enable_checkpointing=true", "base_output_directory=gs://b/q", "run_name=r", "jax_cache_dir=''"]),
 ])
 def test_each_setting_maps_to_its_maxtext_key(settings, expected):
     o = make(settings)
@@ -55,7 +61,8 @@ def test_every_setting_at_once_in_a_fixed_order():
     assert o.errors == ()
     assert o.tokens == ("elastic_enabled=true", "enable_single_controller=true", "enable_checkpointing=true",
                         "base_output_directory=gs://b/q", "run_name=ckpt", "checkpoint_period=100",
-                        "elastic_timeout_seconds=300", "elastic_max_retries=10", "elastic_min_slice_count=2")
+                        "elastic_timeout_seconds=300", "elastic_max_retries=10", "elastic_min_slice_count=2",
+                        "jax_cache_dir=gs://b/q/ckpt/xla-cache")
     assert set(o.keys) <= set(KEYS)
     assert o.checkpoints == "gs://b/q/ckpt/checkpoints/"
 
@@ -65,6 +72,19 @@ def test_elasticity_and_pathways_are_always_written_and_nothing_else_when_no_set
     assert make(elastic=False).tokens == ("elastic_enabled=false", "enable_single_controller=true")
     assert make(pathways=False, elastic=False).tokens == ("elastic_enabled=false", "enable_single_controller=false")
     assert make({"checkpoint_dir": None, "checkpoint_period": None}).tokens == make().tokens
+
+
+def test_the_derived_cache_yields_to_the_commands_own_and_a_given_one_does_not():
+    """jax_cache_dir beside the checkpoints is a default: a --command or M_ env value of MaxText's own wins
+    without a word; --compilation-cache-dir against another value in --command is refused, as every flag."""
+    theirs = f"{RUN} {GRAIN} jax_cache_dir=/tmp/mine"
+    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=theirs)
+    assert o.errors == () and "jax_cache_dir" not in o.keys
+    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, container_env={"M_JAX_CACHE_DIR": "/tmp/mine"})
+    assert o.errors == () and "jax_cache_dir" not in o.keys
+    o = make({"compilation_cache_dir": "gs://b/c"}, command=theirs)
+    assert len(o.errors) == 1 and "--compilation-cache-dir gs://b/c" in o.errors[0]
+    assert "jax_cache_dir=/tmp/mine" in o.errors[0]
 
 
 def test_the_command_is_edited_only_after_the_config_file_of_the_maxtext_run():

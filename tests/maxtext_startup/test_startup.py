@@ -54,7 +54,10 @@ def promised(flags: list[str]) -> dict[str, object]:
                               "enable_single_controller": "--no-pathways" not in f}
     if "--checkpoint-dir" in f:
         base, run = str(f["--checkpoint-dir"]).rstrip("/").rsplit("/", 1)
-        out.update(base_output_directory=base, run_name=run, checkpoint_dir=f"{base}/{run}/checkpoints/")
+        out.update(base_output_directory=base, run_name=run, checkpoint_dir=f"{base}/{run}/checkpoints/",
+                   jax_cache_dir=f"{base}/{run}/xla-cache")  # beside the checkpoints (elxpk_contract/compile_cache.py)
+    if "--compilation-cache-dir" in f:
+        out["jax_cache_dir"] = "" if f["--compilation-cache-dir"] == "off" else f["--compilation-cache-dir"]
     if "--checkpoint-dir" in f or "--checkpoint-period" in f:
         out["enable_checkpointing"] = True
     for flag in ("--steps", "--checkpoint-period", "--elastic-timeout-seconds", "--elastic-max-retries",

@@ -1,5 +1,7 @@
 """The trainer's checkpoints on `gs://` against fake-gcs-server, as a user runs it: `python -m trainer` saves
 steps 2 and 4, a second run to 6 restores step 4, and `elxpk checkpoint inspect` reads the bucket healthy.
+The compilation cache is the trainer's default, beside the checkpoints in the bucket: the first run writes
+it, the second loads its step from it.
 
 Two clients write there: gcsfs (etils.epath/fsspec: listings, metadata, commit markers) honours
 STORAGE_EMULATOR_HOST and goes anonymous under it; orbax's arrays go through tensorstore's own GCS driver,
@@ -22,6 +24,10 @@ from tools.testcluster.kubeapi import LocalCluster
 
 REPO = Path(__file__).resolve().parents[2]
 ELXPK = Path(sys.executable).with_name("elxpk")
+HIT = "Persistent compilation cache hit for 'jit_train_step'"
+# A small model: each run compiles it cold but for the cache's own loads (no shared test cache here).
+SMALL = ["--seq-len", "16", "--vocab-size", "64", "--d-model", "32", "--n-layers", "2", "--n-heads", "2",
+         "--d-ff", "64"]
 
 
 @pytest.fixture()
@@ -35,12 +41,14 @@ def gcs_env(testcluster: LocalCluster, tmp_path: Path) -> tuple[dict[str, str], 
         assert gone.status_code in (200, 204), gone.text  # an earlier run's checkpoints on a reused cluster
     env = {**os.environ, "STORAGE_EMULATOR_HOST": host, "TENSORSTORE_GCS_HTTP_URL": host,
            "GOOGLE_AUTH_TOKEN_FOR_TESTING": "anon", "PYTHONPATH": str(REPO)}
+    env.pop("JAX_COMPILATION_CACHE_DIR")  # not the tests' shared cache: the run's own, on gs:// (docs/trainer.md)
+    env["JAX_LOG_COMPILES"] = "1"
     return env, f"gs://{bucket}/run/ckpt"
 
 
 def trainer(env: dict[str, str], cwd: Path, steps: int, directory: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "trainer", "--steps", str(steps), "--checkpoint-period", "2",
-                           "--checkpoint-dir", directory], env=env, cwd=cwd, capture_output=True, text=True,
+                           "--checkpoint-dir", directory, *SMALL], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=300, check=False)
 
 
@@ -57,6 +65,11 @@ def test_checkpoints_resume_and_inspect_on_gs(gcs_env: tuple[dict[str, str], str
     events = [json.loads(line) for line in (tmp_path / "elxpk-run" / "events.jsonl").read_text().splitlines()]
     restores = [(e["step"], e["from_checkpoint"]) for e in events if e["event"] == "restore_done"]
     assert restores == [(0, False), (4, True)], restores
+    # The second run loaded its step from the cache in the bucket (jax logs each hit under JAX_LOG_COMPILES).
+    assert HIT not in first.stderr and HIT in resumed.stderr, resumed.stderr[-3000:]
+    host, bucket = env["STORAGE_EMULATOR_HOST"], directory.split("/")[2]
+    listed = requests.get(f"{host}/storage/v1/b/{bucket}/o", params={"prefix": "run/xla-cache/"}, timeout=30)
+    assert any(item["name"].endswith("-cache") for item in listed.json().get("items", [])), listed.text[:2000]
 
     inspected = subprocess.run([str(ELXPK), "checkpoint", "inspect", directory, "-o", "json"], env=env,
                                cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)

@@ -85,7 +85,8 @@ def test_any_value_of_any_setting_exits_0_or_2_with_one_line(name, value, as_env
     if code == 2:
         assert (env_name(name) if as_env else flag_name(name)) in err or "fault" in name or name in (
             "num_slices", "d_model", "n_heads", "global_batch", "seq_len", "steps", "coordinator", "model",
-            "elastic_min_slice_count", "devices_per_slice", "process_id", "num_processes", "slice_backend")
+            "elastic_min_slice_count", "devices_per_slice", "process_id", "num_processes", "slice_backend",
+            "compile_topology")  # its form is checked with the config, by flag name, as --coordinator's
 
 
 @SETTINGS

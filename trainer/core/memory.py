@@ -175,10 +175,15 @@ def compiled_refusal(cfg: Any, need: int | None, mesh: Any, limit: int | None) -
                          "analysis of the compiled step)", mesh.devices.flat[0], limit)
 
 
-def _refusal(cfg: Any, needs: str, device: Any, limit: int) -> UsageError:
+def sizing_flags(cfg: Any) -> str:
+    """The settings that size the step, as flags: what a refusal names."""
     preset = f"--model {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
+    return (f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
+            f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}")
+
+
+def _refusal(cfg: Any, needs: str, device: Any, limit: int) -> UsageError:
     return UsageError(
-        f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
-        f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}: the train step needs {needs} but device "
-        f"{device} has {limit / 2**30:.2f} GiB; use a smaller model or batch, or more devices per slice"
+        f"{sizing_flags(cfg)}: the train step needs {needs} but device {device} has {limit / 2**30:.2f} GiB; use a "
+        "smaller model or batch, or more devices per slice"
     )

@@ -66,9 +66,14 @@ class LiveState:
 
 def unavailable(cfg: TrainerConfig, backend: SliceBackend) -> str | None:
     """Why this run cannot recover from live replicas at all, or None when it can."""
+    return unavailable_with(cfg, in_process_retry=backend.in_process_retry)
+
+
+def unavailable_with(cfg: TrainerConfig, *, in_process_retry: bool) -> str | None:
+    """unavailable() for a backend that does (True) or does not retry in its process."""
     if cfg.recovery != "live":
         return "--recovery checkpoint"
-    if not backend.in_process_retry:
+    if not in_process_retry:
         return ("the multi-controller backend cannot reach the survivors' buffers: the jax runtime aborts "
                 "every process when a slice misses its heartbeat")
     return None
@@ -79,7 +84,13 @@ def step_donates(cfg: TrainerConfig, backend: SliceBackend) -> bool:
     state share less per device). Only where recovery never reads the last completed step's buffers:
     --recovery checkpoint, or the multi-controller backend. With live recovery the input must survive a
     step that fails midway."""
-    return unavailable(cfg, backend) is not None
+    return donates_with(cfg, in_process_retry=backend.in_process_retry)
+
+
+def donates_with(cfg: TrainerConfig, *, in_process_retry: bool) -> bool:
+    """step_donates() for a backend that does (True) or does not retry in its process, without one:
+    `--compile-only` compiles the step the run's backend would."""
+    return unavailable_with(cfg, in_process_retry=in_process_retry) is not None
 
 
 def keep(step: int, state: Any, data_state: dict, slices: Sequence[int]) -> LiveState:

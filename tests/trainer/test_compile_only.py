@@ -1,0 +1,122 @@
+"""Will it fit, before it is submitted (issue 42.3): `python -m trainer --compile-only` compiles the real step
+for a TPU slice this CPU machine does not have, and `elxpk workload create --check-fit` refuses a workload
+whose step does not fit, exit 2 with one line, nothing written.
+
+Needs libtpu (the `test` extra pins the one jax[tpu]==0.10.2 pins); without it the tier skips with one line,
+and under CI=true, where `pip install -e .[dev]` installs it, it fails instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from elxpk_contract.exit_codes import BAD_SETTINGS
+
+ROOT = Path(__file__).resolve().parents[2]
+ELXPK = str(Path(sys.executable).with_name("elxpk"))
+# The tiny preset, shorter: a step that compiles in seconds for a TPU.
+SMALL = ["--seq-len", "16", "--vocab-size", "64", "--d-model", "32", "--n-layers", "2", "--n-heads", "2",
+         "--d-ff", "64"]
+
+
+@pytest.fixture(scope="module")
+def libtpu() -> None:
+    if importlib.util.find_spec("libtpu") is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("libtpu is not installed: the test extra pins it (pip install -e '.[dev]')", pytrace=False)
+        pytest.skip("compile-only tier: libtpu is not installed (pip install -e '.[dev]')")
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_step_compiles_for_tpu_slices_and_its_memory_is_reported(libtpu, tmp_path):
+    """Two v6e:2x2 slices that may resize onto one: the step at full width, and on the one slice."""
+    done = _run([sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", "v6e:2x2",
+                 "--num-slices", "2", "--elastic-min-slice-count", "1", "--global-batch", "8", *SMALL], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["device_kind"].startswith("TPU v6") and report["devices_per_slice"] == 4
+    fewest = report["fewest_slices"]
+    assert (report["num_slices"], report["mesh"], fewest["num_slices"], fewest["mesh"]) == (
+        2, {"slice": 2, "data": 4}, 1, {"slice": 1, "data": 4})
+    for step in (report, fewest):
+        analysis = step["memory_analysis"]
+        assert step["bytes_per_device"] == (analysis["argument_size_in_bytes"] + analysis["output_size_in_bytes"]
+                                            + analysis["temp_size_in_bytes"] - analysis["alias_size_in_bytes"]) > 0
+    assert report["settings"]["compute_dtype"] == "bfloat16"  # auto, as the TPU resolves it
+    assert report["settings"]["d_model"] == 32 and report["settings"]["global_batch"] == 8
+    assert not list(tmp_path.iterdir())  # nothing written: no run dir, no checkpoint, no cache
+
+
+def test_a_topology_jax_does_not_name_is_refused_before_anything_starts(tmp_path):
+    done = _run([sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", "v5litepod-16"], tmp_path)
+    assert done.returncode == BAD_SETTINGS.code
+    assert done.stderr.splitlines() == ["error: --compile-topology 'v5litepod-16': name a TPU slice as jax does, "
+                                        "GENERATION:TOPOLOGY, e.g. v5e:4x4 or v5p:2x2x2 (elxpk's v5litepod-16 is "
+                                        "v5e:4x4)"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_create_check_fit_refuses_a_step_past_the_chip_and_passes_one_that_fits(libtpu, tmp_path):
+    """The small model at 32768 tokens an example: its attention scores alone need about 34 GiB a device,
+    past a v6e chip's 32 GiB, and the step still compiles in seconds."""
+    out = tmp_path / "manifest.yaml"
+    long = [*SMALL[2:], "--seq-len", "32768"]
+    done = _run([ELXPK, "workload", "create", "--workload", "fit", "--tpu-type", "v6e-4", "--num-slices", "1",
+                 "--trainer", "--docker-image", "trainer:1", "--global-batch", "8", "--dry-run", "--dry-run-out", str(out),
+                 "--check-fit", "--command", " ".join(long)], tmp_path)
+    assert done.returncode == BAD_SETTINGS.code, done.stderr[-3000:]
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: --check-fit: --model tiny --d-model 32 --n-layers 2 --d-ff 64 --seq-len 32768 "
+                           "--vocab-size 64 --global-batch 8: the train step does not fit on 1 x v6e:2x2: XLA: "
+                           "RESOURCE_EXHAUSTED"), line
+    assert "exceeds available HBM" in line and line.endswith("use more slices or a larger slice")
+    assert not out.exists()
+    # The same at 16 tokens fits: one line on stderr, and the manifest is written as without the check.
+    done = _run([ELXPK, "workload", "create", "--workload", "fit", "--tpu-type", "v6e-4", "--num-slices", "1",
+                 "--trainer", "--docker-image", "trainer:1", "--global-batch", "8", "--dry-run", "--dry-run-out",
+                 str(out), "--check-fit", "--command", " ".join(SMALL)], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    fits, wrote = done.stderr.splitlines()
+    assert fits.startswith("check-fit: the train step needs 0.") and fits.endswith(
+        "GiB per device on 1 x v6e-4 (v6e:2x2, mesh 1 x 4), 0% of the device's 32.00 GiB"), fits
+    assert wrote == f"wrote {out}" and "kind: JobSet" in out.read_text()
+
+
+# Every slice of the launcher's catalog, as jax describes it from the name the catalog gives it.
+EVERY_CATALOG_SLICE = """
+import json
+from elxpk.catalog import families, lookup
+from trainer.compile_only import topology_devices
+out = {}
+for family in families():
+    for topology in family.topologies:
+        tpu = lookup(f"{family.prefix}-{topology}")
+        devices = topology_devices(tpu.jax_topology, 1)
+        out[tpu.name] = [tpu.jax_topology, tpu.chips_per_slice, len(devices)]
+print(json.dumps(out))
+"""
+
+
+def test_jax_describes_every_slice_of_the_catalog_by_the_name_the_catalog_gives_it(libtpu, tmp_path):
+    """--check-fit passes the catalog's name (v5litepod-16 -> v5e:4x4) to --compile-topology: jax knows each
+    one, with a device per chip or per core (v4 and tpu7x: 2 per chip), which the HBM share divides by."""
+    from elxpk.catalog import all_names
+
+    done = _run([sys.executable, "-c", EVERY_CATALOG_SLICE], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    described = json.loads(done.stdout)
+    assert len(described) == len({name for name in all_names() if name.split("-")[-1].isdigit()})
+    for name, (topology, chips, devices) in described.items():
+        per_chip = 2 if name.startswith(("v4-", "tpu7x-")) else 1
+        assert devices == chips * per_chip, (name, topology, chips, devices)

@@ -1,0 +1,114 @@
+"""`python -m trainer --compile-only`: will the step fit, on a TPU slice this machine does not have?
+
+jax compiles for a TPU topology from its description alone (jax.experimental.topologies, as MaxText's
+train_compile does): libtpu must be installed, no chip is needed, and a CPU machine gives the same
+memory_analysis() figures as the chip (issue 42). The step compiled is the real one, StepCache's, with
+the run's settings: the model, the batch, the compute dtype as the TPU resolves it, the reduction and the
+donation the run's backend would use. Its per-device memory is printed as one JSON object; `elxpk
+workload create --check-fit` reads it and refuses a workload that will not fit before it is submitted.
+Nothing is written: no run dir, no checkpoint, no compilation cache entry.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from elxpk_contract.errors import UsageError
+from trainer.clock import SystemClock
+from trainer.core.precision import resolved
+
+if TYPE_CHECKING:
+    from elxpk_contract.settings import TrainerConfig
+
+# What analysis fields the report carries (jax's CompiledMemoryStats; bytes per device).
+_ANALYSIS_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                    "temp_size_in_bytes", "generated_code_size_in_bytes")
+
+
+def topology_devices(name: str, num_slices: int) -> list:
+    """The devices of `num_slices` slices of the TPU slice `name` (v5e:4x4), from its description alone.
+    UsageError naming --compile-topology when jax cannot describe it (no libtpu, an unknown slice)."""
+    from jax.experimental import topologies
+
+    sides = [int(side) for side in name.split(":", 1)[1].split("x")]
+    chips = 1
+    for side in sides:
+        chips *= side
+    # A one-chip slice is one host of one chip; jax's default host is 2x2x1 chips, which 1x1 cannot hold.
+    host = {"chips_per_host_bounds": (1, 1, 1)} if chips == 1 else {}
+    try:
+        topology = topologies.get_topology_desc(platform="tpu", topology_name=name, num_slices=num_slices,
+                                                **host)
+    except RuntimeError as exc:
+        first = (str(exc).splitlines() or [""])[0][:300]
+        if "not installed" in first:
+            raise UsageError(f"--compile-only: jax cannot compile for a TPU without libtpu ({first}); install "
+                             "the version jax pins: pip install 'jax[tpu]==0.10.2'") from None
+        raise UsageError(f"--compile-topology {name}: jax cannot describe this TPU slice ({first}); name one "
+                         "as jax does, e.g. v5e:4x4 or v5p:2x2x2") from None
+    return list(topology.devices)
+
+
+def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
+    """Compile the run's train step for cfg.num_slices slices of cfg.compile_topology and report its memory;
+    with resizes on (--elastic-min-slice-count), also the step on the fewest slices a run may train on,
+    whose devices each take a larger share of the batch."""
+    from trainer.core.mesh import build_mesh
+    from trainer.elastic.live_recovery import donates_with
+
+    devices = topology_devices(cfg.compile_topology, cfg.num_slices)
+    slices: dict[int, list] = {}
+    for device in devices:  # one slice per slice_index, however many hosts share it
+        slices.setdefault(getattr(device, "slice_index", 0) or 0, []).append(device)
+    slices = {s: sorted(ds, key=lambda d: d.id) for s, ds in sorted(slices.items())}
+    per_slice = len(next(iter(slices.values())))
+    cfg = resolved(cfg.on_hardware(len(slices), per_slice, f"{cfg.num_slices} x {cfg.compile_topology}"), on="tpu")
+    donate = donates_with(cfg, in_process_retry=cfg.slice_backend != "multi-controller")
+    report = {"topology": cfg.compile_topology, "devices_per_slice": per_slice,
+              "device_kind": devices[0].device_kind, "donates_input_state": donate,
+              **_compiled(cfg, build_mesh(slices, list(slices)), donate, refuse=True), "settings": cfg.to_dict()}
+    if cfg.min_slices < len(slices):
+        report["fewest_slices"] = _compiled(cfg, build_mesh(slices, list(slices)[:cfg.min_slices]), donate,
+                                            refuse=False)
+    return report
+
+
+def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> dict[str, Any]:
+    """The step on `mesh`: its memory, or (not `refuse`) XLA's refusal as `does_not_fit`. With `refuse`, a
+    step XLA finds past the chip is a UsageError naming the sizing flags."""
+    from trainer.core.memory import estimate, sizing_flags
+    from trainer.core.state import abstract_state
+    from trainer.core.step import StepCache
+
+    slices, per_slice = mesh.devices.shape
+    where = {"num_slices": slices, "mesh": dict(mesh.shape)}
+    try:
+        compiled, _ = StepCache(cfg, SystemClock(), donate=donate).get(mesh)
+    except Exception as exc:  # noqa: BLE001 - XLA's own refusal of a step far past the chip: name it
+        first = (str(exc).splitlines() or [""])[0]
+        if "RESOURCE_EXHAUSTED" not in first:
+            raise
+        xla = first[first.index("RESOURCE_EXHAUSTED"):][:300]
+        if not refuse:
+            return {**where, "does_not_fit": xla}
+        raise UsageError(f"{sizing_flags(cfg)}: the train step does not fit on {slices} x {cfg.compile_topology}: "
+                         f"XLA: {xla} Lower --global-batch, use a smaller model, or use more slices or a larger "
+                         "slice") from None
+    analysis = compiled.executable.memory_analysis()
+    need = estimate(cfg, abstract_state(cfg), per_slice, mesh.devices.size, donates=donate)
+    return {**where, "bytes_per_device": compiled.bytes_per_device, "estimate_bytes_per_device": need.total,
+            "memory_analysis": {name: int(getattr(analysis, name)) for name in _ANALYSIS_FIELDS},
+            "compile_s": round(compiled.compile_s, 3)}
+
+
+def run(cfg: TrainerConfig) -> int:
+    """The action: the report as one JSON line on stdout, exit 0."""
+    import jax
+
+    jax.config.update("jax_enable_compilation_cache", False)  # nothing written, even under the caller's cache
+    report = compile_report(cfg)
+    sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
