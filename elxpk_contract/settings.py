@@ -127,6 +127,11 @@ class TrainerConfig:
                                           "that class's exit code; 0: off (only --elastic-max-retries stops)",
                                        low=0, expose=LAUNCHER_FLAG,
                                        fix="failures of one cause in a row, e.g. 3; 0 turns it off")
+    run_id: str | None = _opt(None, "this run's identity (e.g. its JobSet's UID), the same for every group restart "
+                                    "of the run: an attempt history (CHECKPOINT_DIR/elxpk-attempts.json) written "
+                                    "under another id is set aside with a warning; unset: the history is "
+                                    "shared by whatever runs on the checkpoint directory",
+                              fix="give the run's id, e.g. its JobSet's UID, or leave it unset")
     elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0, low_open=True,
                                        unit=SECONDS)
     stall_timeout_seconds: float = _opt(0.0, "seconds without a completed step before the run counts as stalled "

@@ -64,8 +64,21 @@ def is_object_store(path: epath.PathLike) -> bool:
     return "://" in os.fspath(path)
 
 
+def present(path: epath.Path) -> bool:
+    """Whether `path` exists, raising when the storage cannot say. fsspec's `exists` answers False for any
+    error, so during an outage a committed step's marker would read as absent and the step as a leftover
+    to delete; here only "not found" is False (a local path: `os.stat`, whose PermissionError raises too)."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        return False
+    return True
+
+
 def _carries_step_metadata(path: epath.Path) -> bool:
-    return any((path / m).exists() for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
+    return any(present(path / m) for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
 
 
 def is_step_dir(path: epath.Path) -> bool:
@@ -129,6 +142,7 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
     its cleanup of old steps would delete them)."""
 
     root = checkpoint_root(checkpoint_dir, source, tensorstore=True)
+    refuse_file_in_path(source, root)
     where = cwd_or_parent(root)
     if where:
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "
@@ -150,6 +164,19 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
                "metadata")
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: holds {shown}, numbered like checkpoint steps but not "
                          f"written by the trainer ({why}); move them out, or give another checkpoint directory")
+
+
+def refuse_file_in_path(source: str, path: epath.PathLike) -> None:
+    """UsageError when the local directory `path`, or the nearest of its parents that exists, is not a
+    directory: every write there would fail (ENOTDIR, EEXIST), and only the flag can fix it."""
+    if is_object_store(path):
+        return
+    current = os.path.abspath(os.fspath(path))
+    while not os.path.lexists(current) and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+    if os.path.lexists(current) and not os.path.isdir(current):
+        what = "is" if current == os.path.abspath(os.fspath(path)) else f"lies under {current}, which is"
+        raise UsageError(f"{source} {os.fspath(path)!r:.200}: {what} a file, not a directory; give a directory")
 
 
 def is_link(path: epath.PathLike) -> bool:
@@ -234,7 +261,7 @@ def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
             step = path.name[: -len(TMP_SUFFIX)]
             leftovers.append((path, step_number(step)))
         elif (is_object_store(directory) and is_step_dir(path)
-              and not (path / COMMIT_MARKER).exists()):
+              and not present(path / COMMIT_MARKER)):
             leftovers.append((path, int(path.name)))
         elif (step := canonical_step(path.name)) is not None and not is_link(path) and path.is_dir() \
                 and is_empty(path):

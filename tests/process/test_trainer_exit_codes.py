@@ -20,7 +20,6 @@ from elxpk_contract.exit_codes import (
     STALLED,
     TIMEOUT,
     UNCLASSIFIED,
-    USER_ERROR,
 )
 from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer, user_env
@@ -244,13 +243,15 @@ def test_a_recovery_that_does_not_take_hold_ends_the_process_with_76(repo_root, 
     assert _progress(run).state == "stalled"
 
 
-def test_an_error_in_the_training_code_exits_70_with_the_traceback_then_one_line(tmp_path):
+def test_a_checkpoint_dir_under_a_file_exits_2_in_one_line_before_training(tmp_path):
+    """It used to train, then exit 70 (a user error of the training code) with a traceback from the first save."""
     (tmp_path / "file").write_text("not a directory\n")
     failed = trainer(["--run-dir", str(tmp_path / "run"), "--checkpoint-dir", str(tmp_path / "file" / "ckpt"),
                       *SHORT], tmp_path)
-    assert failed.code == USER_ERROR.code, failed.err[-3000:]
-    assert "Traceback (most recent call last):" in failed.err
-    assert failed.last_error_line.startswith("error: user error (exit 70): NotADirectoryError: ")
+    assert failed.code == BAD_SETTINGS.code, failed.err[-3000:]
+    assert "Traceback" not in failed.err
+    assert failed.last_error_line.startswith("error: --checkpoint-dir ") and "which is a file" in failed.err
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_resume_of_another_configuration_is_refused_as_bad_settings(resumable, tmp_path):
