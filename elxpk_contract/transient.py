@@ -121,14 +121,21 @@ def _one(error: BaseException) -> str | None:
 def transient_cause(error: BaseException) -> str | None:
     """The class (module docstring) when `error` or anything in its chain is a transient infrastructure
     failure, else None (a content problem, a bug, the user's code)."""
+    return _classified(error)[0]
+
+
+def _classified(error: BaseException) -> tuple[str | None, BaseException]:
+    """(the class, the link of the chain that says so) or (None, `error`)."""
     for link in _chain(error):
         found = _one(link)
         if found is not None:
-            return found
-    return None
+            return found, link
+    return None, error
 
 
 def describe(error: BaseException) -> str:
-    """'storage unavailable: <the first line of the error>', for one-line messages."""
-    line = (str(error).splitlines() or [""])[0][:200] or type(error).__name__
-    return f"{transient_cause(error) or 'error'}: {type(error).__name__}: {line}"
+    """'storage access denied: ValueError: PERMISSION_DENIED: ...': the class and the first line of the
+    link of the chain that showed it (orbax wraps tensorstore's status in a message of its own)."""
+    cls, link = _classified(error)
+    line = (str(link).splitlines() or [""])[0][:200] or type(link).__name__
+    return f"{cls or 'error'}: {type(link).__name__}: {line}"

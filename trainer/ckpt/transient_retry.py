@@ -6,7 +6,7 @@ access denied, host resources); anything else propagates unchanged to the caller
 content (the step is set aside) or an error of its own. Between tries the caller frees what it can (the
 arrays a failed try left on the devices, a cycle holding them), as marin#8480 does before a restore.
 
-Bounds: RESTORE_TRIES tries of one step, BACKOFF_S seconds apart (13 s of waiting in all, on top of the
+Bounds: RESTORE_TRIES tries of one step, BACKOFF_S seconds apart (5 s of waiting in all, on top of the
 storage clients' own retries: gcsfs retries a 5xx 6 times, tensorstore up to 32), all inside the restore's
 own deadline (trainer.ckpt.deadline, 30 min, then 76). OLMo-core retries network reads 3 times too. After
 the last try the process exits SLICE_LOST (75, retryable, `Count`): the JobSet restarts the group, and the
@@ -23,7 +23,7 @@ from elxpk_contract.exit_codes import SLICE_LOST, TrainerStopped
 from elxpk_contract.transient import describe, transient_cause
 
 RESTORE_TRIES = 3
-BACKOFF_S = (3.0, 10.0)  # before the second and the third try
+BACKOFF_S = (1.0, 4.0)  # before the second and the third try
 T = TypeVar("T")
 
 
@@ -43,7 +43,7 @@ def retry_transient(what: str, attempt: Callable[[], T], *, free: Callable[[], N
             if tried == RESTORE_TRIES:
                 raise TrainerStopped(SLICE_LOST, f"restore: {what} failed {tried} times ({describe(exc)}); every "
                                                  f"checkpoint step is left in place; exit {SLICE_LOST.code} (retryable: "
-                                                 "the restart tries the same step again)") from exc
+                                                 "the restart tries the same step again)") from None
             wait = BACKOFF_S[tried - 1]
             print(f"warning: restore: {what} failed ({describe(exc)}); try {tried + 1} of {RESTORE_TRIES} in "
                   f"{wait:g} s, no step set aside", file=sys.stderr, flush=True)
