@@ -4,8 +4,6 @@ a resume, read from the real process under the default settings (live recovery, 
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,7 +22,7 @@ from elxpk_contract.exit_codes import (
     UNCLASSIFIED,
 )
 from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
-from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer, user_env
+from tests.process.conftest import SHORT, SIGTERM, as_a_plain_user, events, run_process, trainer, user_env
 from tests.support.runs import read_jsonl
 
 pytestmark = pytest.mark.slow
@@ -279,18 +277,6 @@ def test_the_settings_these_runs_use_are_the_defaults(tmp_path):
 
 
 # --- restore errors by class (issue 41): a transient failure never sets a step aside ------------------------
-def _as_a_plain_user() -> list[str]:
-    """A prefix that runs a command without root's overrides of file permissions (CAP_DAC_OVERRIDE,
-    CAP_DAC_READ_SEARCH), so that a file with mode 000 cannot be read, as for any other user."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: a mode-000 file would still be readable")
-    drop = "-dac_override,-dac_read_search"
-    return [setpriv, "--inh-caps", drop, "--bounding-set", drop]
-
-
 def test_a_step_denied_to_the_reader_is_retried_then_exits_75_with_every_step_in_place(resumable, tmp_path):
     """A permission error on one array file of every step used to set the steps aside one after another and
     restart from step 0 (exit 0). Now: 3 tries of the newest step, then 75; when access is back, the same
@@ -304,7 +290,7 @@ def test_a_step_denied_to_the_reader_is_retried_then_exits_75_with_every_step_in
     for victim in victims:
         victim.chmod(0)
     try:
-        failed = run_process([*_as_a_plain_user(), sys.executable, "-m", "trainer", *flags], tmp_path)
+        failed = run_process([*as_a_plain_user(), sys.executable, "-m", "trainer", *flags], tmp_path)
     finally:
         for victim in victims:
             victim.chmod(0o644)
