@@ -105,16 +105,17 @@ def _one(error: BaseException) -> str | None:
         return HOST
     if text.startswith("Forbidden: "):  # gcsfs's 403, raised as a bare OSError
         return ACCESS_DENIED
+    codes = {int(c.group(1)) for c in _OS_ERROR_CODE.finditer(text)}  # the OS error under a status, if any
+    if codes & _DISK_FULL:
+        return None  # a disk that ran out of space: storage_full's class (74)
+    if codes & _DENIED_ERRNOS:
+        return ACCESS_DENIED
+    if codes & _UNAVAILABLE_ERRNOS:
+        return UNAVAILABLE
     for found in _STATUS.finditer(text):
         cls = _STATUS_CLASS.get(found.group(1))
-        if cls is None:
-            continue
-        codes = {int(c.group(1)) for c in _OS_ERROR_CODE.finditer(text)}
-        if cls == OUT_OF_MEMORY and codes & _DISK_FULL:
-            return None  # a disk that ran out of space: storage_full's class
-        if codes & _DENIED_ERRNOS:
-            return ACCESS_DENIED
-        return cls
+        if cls is not None:
+            return cls
     return None
 
 
