@@ -19,6 +19,7 @@ from etils import epath
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.step_names import canonical_step, step_number
+from elxpk_contract.transient import transient_cause
 from elxpk_storage import gcs_auth
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
@@ -150,6 +151,8 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
     try:
         entries = children(root) if root.is_dir() else []
     except OSError as exc:
+        if transient_cause(exc) is not None:
+            raise  # the storage's failure, retried by the restart (exit 75), never the input's
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: cannot be listed ({exc})") from None
     # orbax's own listing takes any str.isdigit() name for a step (`²`, `٣` included), so this test is wider
     # than a step number on purpose. A link is not foreign: restore reports it and moves the link aside.
