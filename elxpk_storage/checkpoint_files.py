@@ -174,11 +174,12 @@ def refuse_file_in_path(source: str, path: epath.PathLike) -> None:
     directory: every write there would fail (ENOTDIR, EEXIST), and only the flag can fix it."""
     if is_object_store(path):
         return
-    current = os.path.abspath(os.fspath(path))
-    while not os.path.lexists(current) and os.path.dirname(current) != current:
-        current = os.path.dirname(current)
-    if os.path.lexists(current) and not os.path.isdir(current):
-        what = "is" if current == os.path.abspath(os.fspath(path)) else f"lies under {current}, which is"
+    given = epath.Path(os.path.abspath(os.fspath(path)))
+    current = given
+    while not _exists(current) and current.parent != current:
+        current = current.parent
+    if _exists(current) and not current.is_dir():
+        what = "is" if current == given else f"lies under {current}, which is"
         raise UsageError(f"{source} {os.fspath(path)!r:.200}: {what} a file, not a directory; give a directory")
 
 
