@@ -112,8 +112,8 @@ def _one(error: BaseException) -> str | None:
         return ACCESS_DENIED
     if codes & _UNAVAILABLE_ERRNOS:
         return UNAVAILABLE
-    for found in _STATUS.finditer(text):
-        cls = _STATUS_CLASS.get(found.group(1))
+    for word in _STATUS.finditer(text):
+        cls = _STATUS_CLASS.get(word.group(1))
         if cls is not None:
             return cls
     return None

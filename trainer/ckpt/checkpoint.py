@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from elxpk_contract.errors import UsageError
@@ -213,19 +214,19 @@ class CheckpointStore:
     def _restore_newest_valid(self, target: Any, ocp: Any) -> tuple[int, Any, dict] | None:
         steps = self._retried("listing the checkpoint steps", lambda: sorted(self._manager.all_steps(), reverse=True))
         for step in steps:
-            restored, reason = self._retried(f"reading step {step}", lambda s=step: self._try_step(s, target, ocp))
+            restored, reason = self._retried(f"reading step {step}", partial(self._try_step, step, target, ocp))
             if restored is not None:
                 self._fault_hook("restore", step)
                 self.latest_valid = step
                 return step, restored["state"], restored["meta"]["data"]
             self._recorder.event("checkpoint_skipped", step, reason=reason)
-            self._retried(f"setting step {step} aside", lambda s=step, r=reason: self._quarantine(s, r))
+            self._retried(f"setting step {step} aside", partial(self._quarantine, step, reason))
         return None
 
     def _retried(self, what: str, attempt: Callable[[], Any]) -> Any:
         """`attempt()`, with a transient failure (out of memory, storage unavailable, access denied) retried
         and then ended with exit 75 (trainer.ckpt.transient_retry): such a failure never sets a step aside."""
-        return retry_transient(what, attempt, free=gc.collect, sleep=self._clock.sleep)
+        return retry_transient(what, attempt, free=_collect, sleep=self._clock.sleep)
 
     def _try_step(self, step: int, target: Any, ocp: Any) -> tuple[dict | None, str]:
         """(the restored items, "") or (None, what is wrong with the step's content). Every read of the step
@@ -322,6 +323,11 @@ def _meta_problem(meta: object, step: int) -> str | None:
     if recorded != step or isinstance(recorded, bool):
         return f"it records step {recorded!r:.40} but sits in directory {step} (renamed or copied)"
     return None
+
+
+def _collect() -> None:
+    """Free what a failed try left: its frames hold the partly restored arrays in a cycle with the exception."""
+    gc.collect()
 
 
 def _delete_arrays(state: Any) -> None:
