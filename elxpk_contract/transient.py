@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import errno
 import re
-from collections.abc import Iterator
+
+from elxpk_contract.storage_full import NO_SPACE_ERRNOS, exception_chain
 
 OUT_OF_MEMORY, UNAVAILABLE, ACCESS_DENIED, HOST = ("out of memory", "storage unavailable", "storage access denied",
                                                   "host resources")
@@ -43,20 +44,7 @@ _STATUS = re.compile(r"(?:^|\n)\s*(?:[\w.]+Error: )?([A-Z][A-Z_]+):", re.MULTILI
 _STATUS_CLASS = {"RESOURCE_EXHAUSTED": OUT_OF_MEMORY, "UNAVAILABLE": UNAVAILABLE, "DEADLINE_EXCEEDED": UNAVAILABLE,
                  "ABORTED": UNAVAILABLE, "PERMISSION_DENIED": ACCESS_DENIED, "UNAUTHENTICATED": ACCESS_DENIED}
 _OS_ERROR_CODE = re.compile(r"\[os_error_code='?([0-9]{1,9})'?\]")  # tensorstore's payload
-_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})  # storage_full's, never this module's
-_CHAIN_LIMIT = 16
-
-
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    pending: list[BaseException] = [error]
-    while pending and len(seen) < _CHAIN_LIMIT:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+_DISK_FULL = frozenset(NO_SPACE_ERRNOS)  # storage_full's (74), never this module's
 
 
 def http_status(error: BaseException) -> int | None:
@@ -127,7 +115,7 @@ def transient_cause(error: BaseException) -> str | None:
 
 def _classified(error: BaseException) -> tuple[str | None, BaseException]:
     """(the class, the link of the chain that says so) or (None, `error`)."""
-    for link in _chain(error):
+    for link in exception_chain(error):
         found = _one(link)
         if found is not None:
             return found, link
