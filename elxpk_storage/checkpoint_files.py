@@ -367,10 +367,16 @@ def _copy_then_delete(source: epath.Path, target: epath.Path) -> None:
     it then fails its digest at the next restore and is moved again, so it is never restored, and the
     complete copy is already in the quarantine."""
     local = not is_object_store(target)
-    for rel, path in sorted(files_under(source).items()):
-        if local:
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        path.copy(target / rel, overwrite=True)
+    try:
+        for rel, path in sorted(files_under(source).items()):
+            if local:
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            path.copy(target / rel, overwrite=True)
+    except Exception:
+        # A copy cut short (the storage failed mid-way): the source is whole, so drop the part-made copy
+        # rather than leave a half step in the quarantine; the caller retries the move.
+        remove_tree(target, ignore_errors=True)
+        raise
     remove_tree(source)
 
 

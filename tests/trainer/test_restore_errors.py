@@ -129,3 +129,26 @@ def test_a_bucket_gcs_cannot_have_is_refused_before_training_in_one_line(tmp_pat
                           cwd=tmp_path, env=user_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert done.stderr == f"error: {line}\n"
+
+
+def test_a_move_aside_cut_short_by_the_storage_leaves_no_half_copy(tmp_path):
+    """The quarantine's copy-then-delete (an object store's move) fails on a file it cannot read: the source
+    stays whole and no part-made copy is left in the quarantine (a longer outage used to leave one)."""
+    from tests.process.conftest import as_a_plain_user
+
+    source, target = tmp_path / "ckpt" / "30", tmp_path / "ckpt" / "elxpk-quarantine" / "30-1"
+    (source / "state").mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (source / "state" / name).write_text(name * 100)
+    (source / "state" / "b").chmod(0)
+    script = ("import sys; from etils import epath; from elxpk_storage import checkpoint_files as c\n"
+              "try:\n    c._copy_then_delete(epath.Path(sys.argv[1]), epath.Path(sys.argv[2]))\n"
+              "except PermissionError:\n    sys.exit(3)\n")
+    try:
+        done = subprocess.run([*as_a_plain_user(), sys.executable, "-c", script, str(source), str(target)],
+                              cwd=REPO_ROOT, env=user_env(), capture_output=True, text=True, timeout=60)
+    finally:
+        (source / "state" / "b").chmod(0o644)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert not target.exists()
+    assert sorted(p.name for p in (source / "state").iterdir()) == ["a", "b", "c"]
