@@ -1,6 +1,6 @@
 """A storage outage during a restore on `gs://` (issue 41): checkpoints on fake-gcs-server, read through a
-loopback proxy that fails reads. Never a step set aside, never 70; once storage answers, the run resumes from
-the newest valid step.
+loopback proxy that fails reads: all of them, only orbax's array reads, reads that hang, a burst of 503s.
+Never a step set aside, never 70; once storage answers, the run resumes from the newest valid step.
 
 Only fake-gcs-server runs (from `tools/testcluster build`), not the cluster. The proxy below is the test's
 own: it forwards every request unchanged to the emulator, except the reads its mode fails (documented in
@@ -36,12 +36,13 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
 class FailingProxy:
     """Forwards to `upstream`; `mode` picks the reads it fails: "" none, "all" every GET (listings, metadata
     and objects), "arrays" only reads of orbax's array objects (`ocdbt` in the object name, tensorstore's),
-    "burst:N" the next N array reads with 503."""
+    "burst:N" the next N array reads with 503, "hang" array reads held until the mode changes."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = urlsplit(upstream)
         self.mode, self.status, self.failed = "", 403, 0
         self.lock = threading.Lock()
+        self.released = threading.Event()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,6 +53,8 @@ class FailingProxy:
 
             def _forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.command == "GET" and proxy.hangs(unquote(self.path)):
+                    proxy.released.wait(300)  # a read that never answers, until the test moves on
                 if self.command == "GET" and proxy.fails(unquote(self.path)):
                     data = json.dumps({"error": {"code": proxy.status, "message": "injected by the test's proxy"}})
                     self._answer(proxy.status, {"Content-Type": "application/json"}, data.encode())
@@ -86,12 +89,20 @@ class FailingProxy:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    @staticmethod
+    def _array(path: str) -> bool:
+        return "/o/" in path and "ocdbt" in path.split("/o/", 1)[1]
+
+    def hangs(self, path: str) -> bool:
+        with self.lock:
+            return self.mode == "hang" and self._array(path)
+
     def fails(self, path: str) -> bool:
         with self.lock:
             mode = self.mode
             if mode == "all":
                 return True
-            array = "/o/" in path and "ocdbt" in path.split("/o/", 1)[1]
+            array = self._array(path)
             if mode == "arrays":
                 return array
             if mode.startswith("burst:") and array and self.failed < int(mode.split(":")[1]):
@@ -102,6 +113,10 @@ class FailingProxy:
     def set(self, mode: str, status: int = 403) -> None:
         with self.lock:
             self.mode, self.status, self.failed = mode, status, 0
+            if mode == "hang":
+                self.released.clear()
+            else:
+                self.released.set()
 
 
 def _free_port() -> int:
@@ -144,12 +159,12 @@ def _objects(upstream: str) -> list[str]:
     return sorted(item["name"] for item in answer.get("items", []))
 
 
-def _trainer(proxy: FailingProxy, cwd: Path, steps: int) -> subprocess.CompletedProcess[str]:
+def _trainer(proxy: FailingProxy, cwd: Path, steps: int, *flags: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "STORAGE_EMULATOR_HOST": proxy.url, "TENSORSTORE_GCS_HTTP_URL": proxy.url,
            "GOOGLE_AUTH_TOKEN_FOR_TESTING": "anon", "PYTHONPATH": str(REPO)}
     env = {k: v for k, v in env.items() if k != "XLA_FLAGS" and not k.startswith("ELXPK_")}
     return subprocess.run([sys.executable, "-m", "trainer", "--run-dir", str(cwd / "run"), "--steps", str(steps),
-                           "--checkpoint-period", "2", "--checkpoint-dir", f"gs://{BUCKET}/run/ckpt"],
+                           "--checkpoint-period", "2", "--checkpoint-dir", f"gs://{BUCKET}/run/ckpt", *flags],
                           env=env, cwd=cwd, capture_output=True, text=True, timeout=400, check=False)
 
 
@@ -179,6 +194,13 @@ def test_an_outage_during_a_restore_sets_no_step_aside_and_the_run_resumes_when_
             assert line.startswith("error: restore: reading step 4 failed 3 times (storage access denied: "
                                    "ValueError: PERMISSION_DENIED: "), line
         assert _objects(upstream) == saved, mode  # nothing set aside, nothing copied into a quarantine
+
+    # Array reads that never answer: the restore's deadline ends the process with 76 (retryable), steps kept.
+    proxy.set("hang")
+    hung = _trainer(proxy, tmp_path, 6, "--restore-timeout-seconds", "20")
+    assert hung.returncode == 76, hung.stderr[-3000:]
+    assert "error: stalled: the checkpoint restore did not finish within 20s; exit 76 (retryable)" in hung.stderr
+    assert _objects(upstream) == saved
 
     # A burst of 503s on the array reads, within the clients' and the restore's retries: step 4, whole.
     proxy.set("burst:3", 503)

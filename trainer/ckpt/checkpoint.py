@@ -34,7 +34,7 @@ from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritab
 from elxpk_contract.transient import transient_cause
 from elxpk_storage import checkpoint_files as ckpt_storage
 from elxpk_storage import digest
-from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
+from trainer.ckpt.deadline import Deadline
 from trainer.ckpt.fingerprint import Pending, fingerprint, mismatch
 from trainer.ckpt.transient_retry import retry_transient
 from trainer.clock import Clock
@@ -200,10 +200,11 @@ class CheckpointStore:
     # ---- restoring ----------------------------------------------------------------------------
     def restore_latest(self, target, deadline: Deadline | None = None):
         """(step, state, data_state) of the newest valid checkpoint, or None when there is none. Bounded by
-        `deadline` (RESTORE_TIMEOUT_S, then exit 76): the stall watchdog is not armed during a restore."""
+        `deadline` (--restore-timeout-seconds, 1800 by default, then exit 76): the stall watchdog is not armed
+        during a restore."""
         import orbax.checkpoint as ocp
 
-        with deadline or Deadline("the checkpoint restore", RESTORE_TIMEOUT_S):
+        with deadline or Deadline("the checkpoint restore", self._cfg.restore_timeout_seconds):
             # Numbered folders that appeared since the start are not steps: refuse rather than move them.
             ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path)
             try:
