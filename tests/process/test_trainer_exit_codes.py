@@ -244,7 +244,7 @@ def test_a_recovery_that_does_not_take_hold_ends_the_process_with_76(repo_root, 
 
 
 def test_a_checkpoint_dir_under_a_file_exits_2_in_one_line_before_training(tmp_path):
-    """It used to train, then exit 70 (a user error of the training code) with a traceback from the first save."""
+    """It used to exit 70 (a user error of the training code) with a traceback, from the checkpoint directory."""
     (tmp_path / "file").write_text("not a directory\n")
     failed = trainer(["--run-dir", str(tmp_path / "run"), "--checkpoint-dir", str(tmp_path / "file" / "ckpt"),
                       *SHORT], tmp_path)
