@@ -306,3 +306,21 @@ def test_a_step_denied_to_the_reader_is_retried_then_exits_75_with_every_step_in
     done = trainer(flags, tmp_path)
     assert done.code == DONE.code, done.err[-3000:]
     assert events(resumable, "restore_done")[-1]["step"] == int(steps[-1].name)
+
+
+def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root, tmp_path):
+    """Under a real memory limit (RLIMIT_AS) a resume runs out of memory (where exactly depends on the
+    machine: XLA's RESOURCE_EXHAUSTED or a MemoryError, in the restore or around it). It used to set the step
+    aside ("orbax could not read it") or exit 70; now: 75, with every step in place."""
+    model = ["--d-model", "512", "--n-layers", "4", "--n-heads", "8", "--d-ff", "2048"]  # a 137 MB checkpoint
+    flags = ["--run-dir", str(tmp_path / "run"), "--checkpoint-period", "2", *model]
+    first = trainer([*flags, "--steps", "2"], tmp_path)
+    assert first.code == DONE.code, first.err[-3000:]
+    ckpt = tmp_path / "run" / "checkpoints"
+    before = sorted(p.name for p in ckpt.iterdir())
+    limited = run_process([sys.executable, "-m", "tests.process.memory_limited", "2000", *flags, "--steps", "4"],
+                          repo_root, timeout=180)
+    assert limited.code == SLICE_LOST.code, limited.err[-3000:]
+    (line,) = [x for x in limited.err.splitlines() if x.startswith("error: ")]
+    assert "(out of memory: " in line or line.startswith("error: retryable (exit 75): out of memory: "), line
+    assert sorted(p.name for p in ckpt.iterdir()) == before
