@@ -310,8 +310,9 @@ def test_a_step_denied_to_the_reader_is_retried_then_exits_75_with_every_step_in
 
 def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root, tmp_path):
     """Under a real memory limit (RLIMIT_AS) a resume runs out of memory (where exactly depends on the
-    machine: XLA's RESOURCE_EXHAUSTED or a MemoryError, in the restore or around it). It used to set the step
-    aside ("orbax could not read it") or exit 70; now: 75, with every step in place."""
+    machine and its load: XLA's RESOURCE_EXHAUSTED, a MemoryError or a thread that cannot start, in the restore
+    or around it). It used to set the step aside ("orbax could not read it") or exit 70; now: 75, with every
+    step in place."""
     model = ["--d-model", "512", "--n-layers", "4", "--n-heads", "8", "--d-ff", "2048"]  # a 137 MB checkpoint
     flags = ["--run-dir", str(tmp_path / "run"), "--checkpoint-period", "2", *model]
     first = trainer([*flags, "--steps", "2"], tmp_path)
@@ -322,5 +323,6 @@ def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root
                           repo_root, timeout=180)
     assert limited.code == SLICE_LOST.code, limited.err[-3000:]
     (line,) = [x for x in limited.err.splitlines() if x.startswith("error: ")]
-    assert "(out of memory: " in line or line.startswith("error: retryable (exit 75): out of memory: "), line
+    # Out of memory in an allocation, or in a thread's stack (the host's class: "can't start new thread").
+    assert any(f"{cls}: " in line for cls in ("out of memory", "host resources")), line
     assert sorted(p.name for p in ckpt.iterdir()) == before
