@@ -5,11 +5,17 @@ Three classes, and no code inside the shell's and the signals' range (126-165: 1
 
 - done: 0.
 - user or deterministic error: retrying reproduces it, so the Job should fail at once (`FailJob`).
-  2 bad settings (nothing was written); 70 an error in the training code (an exception in model code,
-  a checkpoint of another configuration, the same maybe-slice error twice with no progress between).
+  2 bad settings (nothing was written): every setting that can be checked before training is checked
+  then, a checkpoint of another configuration included; 70 an error raised through the training code (the
+  model, step, optimizer or data modules: trainer/elastic/outcome.py USER_CODE), or the same failure
+  repeating with no progress (--elastic-stop-on-repeat). Nothing else is 70: an exception the trainer
+  cannot classify is 1.
 - retryable infrastructure failure: the group restart is the retry (`Count` against the restart
   budget), or for a preemption nothing is consumed (`Ignore`, as for a pod's `DisruptionTarget`).
-  75 a slice was lost or a peer died (also: the in-process retry budget ran out on slice losses);
+  75 a slice was lost or a peer died (also: the in-process retry budget ran out on slice losses), or
+  another transient infrastructure failure (elxpk_contract.transient: out of memory, host or device;
+  storage unavailable, slow, or denying access, a 401 or 403 included; a restore retries these 3 times
+  first, trainer/ckpt/transient_retry.py, and never sets a step aside for them);
   76 no step completed within the stall timeout (a hung collective or checkpoint I/O);
   77 preempted: SIGTERM arrived, the trainer saved what it could within the grace period and stopped;
   124 the slices did not come back within `elastic_timeout_seconds`;
@@ -44,11 +50,12 @@ class ExitCode(NamedTuple):
 DONE = ExitCode(0, "done", "every step ran and the last checkpoint committed", False, "")
 BAD_SETTINGS = ExitCode(2, "bad_settings", "a setting is invalid or contradicts the hardware; nothing was written",
                         False, FAIL_JOB)
-USER_ERROR = ExitCode(70, "user_error", "an error in the training code or its data (an exception in model code, a "
-                      "checkpoint of another configuration, a repeated error with no progress): deterministic",
+USER_ERROR = ExitCode(70, "user_error", "an error raised through the training code or its data (model, step, "
+                      "optimizer, data pipeline), or a repeated failure with no progress: deterministic",
                       False, FAIL_JOB)
 SLICE_LOST = ExitCode(75, "slice_lost", "a slice was lost or a peer died (or the in-process retry budget ran out "
-                      "on slice losses): restart the group", True, COUNT)
+                      "on slice losses), or a transient infrastructure failure (out of memory, storage unavailable "
+                      "or denying access): restart the group", True, COUNT)
 STALLED = ExitCode(76, "stalled", "no step completed within the stall timeout (hung collective or checkpoint "
                    "I/O); the stacks are in RUN_DIR/stalls/", True, COUNT)
 PREEMPTED = ExitCode(77, "preempted", "SIGTERM (preemption, eviction, drain): saved within the grace period if "

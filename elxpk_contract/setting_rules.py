@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from elxpk_contract.bucket_names import gcs_url_problem
 from elxpk_contract.limits import MAX_INDEX
 from elxpk_contract.settings_table import ROWS
 
@@ -94,7 +95,7 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
             # A blank path would resolve to the working directory; a NUL byte is no path at all.
             what = "be empty or blank" if not value.strip() else "contain a NUL byte"
             return f"{source} {value!r:.80}: must not {what}; {meta['fix'] or 'give a value'}, or leave it unset"
-        return None
+        return gcs_url_problem(source, value)  # a bucket GCS cannot have fails at the first save, not here
     if isinstance(value, float) and not math.isfinite(value):
         return f"{source} {value}: must be a finite number"
     if f.type == "int" and not isinstance(value, int):

@@ -139,8 +139,18 @@ class TrainerConfig:
                                           "that class's exit code; 0: off (only --elastic-max-retries stops)",
                                        low=0, expose=LAUNCHER_FLAG,
                                        fix="failures of one cause in a row, e.g. 3; 0 turns it off")
+    run_id: str | None = _opt(None, "this run's identity (e.g. its JobSet's UID), the same for every group restart "
+                                    "of the run: an attempt history (CHECKPOINT_DIR/elxpk-attempts.json) written "
+                                    "under another id is set aside with a warning; unset: the history is "
+                                    "shared by whatever runs on the checkpoint directory",
+                              fix="give the run's id, e.g. its JobSet's UID, or leave it unset")
     elastic_poll_seconds: float = _opt(1.0, "how often the wait for slices probes them", low=0.0, low_open=True,
                                        unit=SECONDS)
+    restore_timeout_seconds: float = _opt(1800.0, "seconds a checkpoint restore may take, its retries of transient "
+                                                  "storage failures included, before the run counts as stalled "
+                                                  "(exit 76, every step left in place); a read that hangs ends here",
+                                          low=0.0, low_open=True, unit=SECONDS,
+                                          fix="seconds a restore may take, e.g. 1800")
     stall_timeout_seconds: float = _opt(0.0, "seconds without a completed step before the run counts as stalled "
                                              "(stacks dumped, then treated as a lost slice); 0: auto, max(600, 20 x "
                                              "the median step interval), see elxpk_contract/stall.py", low=0.0,

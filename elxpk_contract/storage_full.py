@@ -33,7 +33,8 @@ _INSUFFICIENT_STORAGE = re.compile(r"\b507\b|insufficient storage", re.IGNORECAS
 _CHAIN_LIMIT = 16  # a cycle of __context__ links must not loop
 
 
-def _chain(error: BaseException) -> Iterator[BaseException]:
+def exception_chain(error: BaseException) -> Iterator[BaseException]:
+    """`error` and every cause and context behind it, each once, at most _CHAIN_LIMIT (a cycle must not loop)."""
     seen: set[int] = set()
     pending: list[BaseException] = [error]
     while pending and len(seen) < _CHAIN_LIMIT:
@@ -48,7 +49,7 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 def no_space_errno(error: BaseException) -> int | None:
     """The errno (ENOSPC, EDQUOT or EFBIG) when `error` or anything in its chain is a write that ran out of
     space; for a 507 from an object store, ENOSPC; None for any other error."""
-    for link in _chain(error):
+    for link in exception_chain(error):
         if isinstance(link, OSError) and link.errno in NO_SPACE_ERRNOS:
             return link.errno
         text = str(link)[:4000]

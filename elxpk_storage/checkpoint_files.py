@@ -19,6 +19,7 @@ from etils import epath
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.step_names import canonical_step, step_number
+from elxpk_contract.transient import transient_cause
 from elxpk_storage import gcs_auth
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
@@ -64,8 +65,21 @@ def is_object_store(path: epath.PathLike) -> bool:
     return "://" in os.fspath(path)
 
 
+def present(path: epath.Path) -> bool:
+    """Whether `path` exists, raising when the storage cannot say. fsspec's `exists` answers False for any
+    error, so during an outage a committed step's marker would read as absent and the step as a leftover
+    to delete; here only "not found" is False (a local path: `os.stat`, whose PermissionError raises too)."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        return False
+    return True
+
+
 def _carries_step_metadata(path: epath.Path) -> bool:
-    return any((path / m).exists() for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
+    return any(present(path / m) for m in _STEP_MARKERS) or any((path / d).is_dir() for d in _ITEM_DIRS)
 
 
 def is_step_dir(path: epath.Path) -> bool:
@@ -129,6 +143,7 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
     its cleanup of old steps would delete them)."""
 
     root = checkpoint_root(checkpoint_dir, source, tensorstore=True)
+    refuse_file_in_path(source, root)
     where = cwd_or_parent(root)
     if where:
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: is {where}; give the checkpoints a directory of "
@@ -136,6 +151,8 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
     try:
         entries = children(root) if root.is_dir() else []
     except OSError as exc:
+        if transient_cause(exc) is not None:
+            raise  # the storage's failure, retried by the restart (exit 75), never the input's
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: cannot be listed ({exc})") from None
     # orbax's own listing takes any str.isdigit() name for a step (`²`, `٣` included), so this test is wider
     # than a step number on purpose. A link is not foreign: restore reports it and moves the link aside.
@@ -150,6 +167,20 @@ def refuse_unsafe_checkpoints(checkpoint_dir: str, source: str = "--checkpoint-d
                "metadata")
         raise UsageError(f"{source} {checkpoint_dir!r:.200}: holds {shown}, numbered like checkpoint steps but not "
                          f"written by the trainer ({why}); move them out, or give another checkpoint directory")
+
+
+def refuse_file_in_path(source: str, path: epath.PathLike) -> None:
+    """UsageError when the local directory `path`, or the nearest of its parents that exists, is not a
+    directory: every write there would fail (ENOTDIR, EEXIST), and only the flag can fix it."""
+    if is_object_store(path):
+        return
+    given = epath.Path(os.path.abspath(os.fspath(path)))
+    current = given
+    while not _exists(current) and current.parent != current:
+        current = current.parent
+    if _exists(current) and not current.is_dir():
+        what = "is" if current == given else f"lies under {current}, which is"
+        raise UsageError(f"{source} {os.fspath(path)!r:.200}: {what} a file, not a directory; give a directory")
 
 
 def is_link(path: epath.PathLike) -> bool:
@@ -234,7 +265,7 @@ def uncommitted(directory: epath.Path) -> list[tuple[epath.Path, int | None]]:
             step = path.name[: -len(TMP_SUFFIX)]
             leftovers.append((path, step_number(step)))
         elif (is_object_store(directory) and is_step_dir(path)
-              and not (path / COMMIT_MARKER).exists()):
+              and not present(path / COMMIT_MARKER)):
             leftovers.append((path, int(path.name)))
         elif (step := canonical_step(path.name)) is not None and not is_link(path) and path.is_dir() \
                 and is_empty(path):
@@ -336,10 +367,16 @@ def _copy_then_delete(source: epath.Path, target: epath.Path) -> None:
     it then fails its digest at the next restore and is moved again, so it is never restored, and the
     complete copy is already in the quarantine."""
     local = not is_object_store(target)
-    for rel, path in sorted(files_under(source).items()):
-        if local:
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        path.copy(target / rel, overwrite=True)
+    try:
+        for rel, path in sorted(files_under(source).items()):
+            if local:
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            path.copy(target / rel, overwrite=True)
+    except Exception:
+        # A copy cut short (the storage failed mid-way): the source is whole, so drop the part-made copy
+        # rather than leave a half step in the quarantine; the caller retries the move.
+        remove_tree(target, ignore_errors=True)
+        raise
     remove_tree(source)
 
 

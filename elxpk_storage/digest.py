@@ -22,7 +22,9 @@ from typing import Any
 
 from etils import epath
 
+from elxpk_contract.transient import transient_cause
 from elxpk_storage.checkpoint_files import DIGEST_FILE, LinkInStep, files_under, is_object_store, read_bounded
+from elxpk_storage.checkpoint_files import present as exists_strict
 
 _VERSION = 2
 MAX_DIGEST_BYTES = 64 << 20  # a digest lists one size per file and 16 hex digits per array: far below this
@@ -57,10 +59,14 @@ def write_digest(step_dir: epath.PathLike, step: int, fingerprint: str, arrays: 
 
 
 def read_digest(step_dir: epath.PathLike) -> dict | None:
-    """The record, or None when it is missing, unreadable or not of the shape write_digest writes."""
+    """The record, or None when it is missing, unreadable or not of the shape write_digest writes. A read
+    that failed for a transient cause (elxpk_contract.transient: storage unavailable, access denied, out of
+    memory) raises: it says nothing about the record."""
     try:
         record = _load(epath.Path(step_dir))
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        if transient_cause(exc) is not None:
+            raise
         return None
     return record if shape_problem(record) is None else None
 
@@ -93,7 +99,10 @@ def shape_problem(record: object) -> str | None:
 def verify(step_dir: epath.PathLike, step: int) -> str | None:
     """None if the step directory holds a committed record for `step` and exactly the files it lists, at
     their sizes; else the reason. Reads the record only: the arrays are checked after restore. A step that is,
-    or holds, a symbolic link is never restored: nothing below it is read, and no walk follows it."""
+    or holds, a symbolic link is never restored: nothing below it is read, and no walk follows it.
+
+    Only content is a reason. A listing, stat or read that failed for a transient cause
+    (elxpk_contract.transient) raises instead: an outage must never make a whole step look torn."""
     step_dir = epath.Path(step_dir)
     try:
         present = _files(step_dir)  # one walk, before anything is read
@@ -103,8 +112,10 @@ def verify(step_dir: epath.PathLike, step: int) -> str | None:
         present = {}
     try:
         record = _load(step_dir)
-    except (OSError, ValueError):
-        if not (step_dir / DIGEST_FILE).exists():
+    except (OSError, ValueError) as exc:
+        if transient_cause(exc) is not None:
+            raise
+        if not exists_strict(step_dir / DIGEST_FILE):
             return "no digest: the save was not seen to commit (interrupted, or the digest marker was removed)"
         return "digest file unreadable"
     problem = shape_problem(record)

@@ -24,7 +24,7 @@ FOLDERS = (*PACKAGES, "docs", "tests", "tools", "bench", ".ci")
 CODE = (*PACKAGES, "tools", "bench")
 TEMPLATES = "elxpk/create/templates"
 
-# Not preceded by a path or URL character (`/opt/elxpk/trainer`, `gs://b/tests/x` are not repository paths),
+# Not preceded by a path or URL character (`/opt/elxpk/trainer`, `gs://bkt/tests/x` are not repository paths),
 # nor by a dot or a word character (`my_tests/`).
 _PATH = re.compile(r"(?<![\w./:~-])((?:" + "|".join(re.escape(f) for f in FOLDERS) + r")/[\w./-]*)")
 _MODULE = re.compile(r"(?<![\w./:-])((?:" + "|".join(PACKAGES) + r")(?:\.\w+)+)")
@@ -167,7 +167,7 @@ def test_the_checker_finds_a_stale_path_and_a_stale_module():
     """Made-up prose: the old homes of moved modules are caught; patterns, URLs and live names are not."""
     texts = [("x.md", 1, "see `elxpk/failure_policy.py` and trainer/gcs_auth.py, not elxpk/create/failure_policy.py"),
              ("x.md", 2, "`trainer.ckpt.digest.verify`, `elxpk_storage.digest.verify`, elxpk_storage.digest.nothing"),
-             ("x.md", 3, "tests/<part>/, tests/launcher/test_*.py, gs://b/tests/x, /opt/elxpk/trainer/y, tests/{name}/x.yaml"),
+             ("x.md", 3, "tests/<part>/, tests/launcher/test_*.py, gs://bkt/tests/x, /opt/elxpk/trainer/y, tests/{name}/x.yaml"),
              ("x.md", 4, "`elxpk.runs.jsonl` moved; elxpk.cli.main ran; trainer/ckpt/ holds it."),
              ("docs/x.md", 5, "[a](cluster.md#events), [b](gone.md), [c](https://x.org/y.md), elxpk.dev/id"),
              ("x.md", 6, "bench/out/trainer.json is written by a run; elxpk/xpk is a ratio")]

@@ -1,10 +1,11 @@
 """`python -m trainer`: run the trainer with flags and ELXPK_* environment variables.
 
 Exit codes (elxpk_contract/exit_codes.py, mapped by trainer/elastic/outcome.py): 0 done; 2 bad settings (nothing
-written); 70 an error in the training code (traceback on stderr, then one line); 74 a write ran out of space
-(one line naming the directory and the errno); 75 a slice was lost or a peer died; 76 stalled (no step within
-the stall timeout); 77 preempted (SIGTERM: saved, then stopped); 124 slices did not come back in time; 1
-anything unclassified.
+written); 70 an error raised through the training code (traceback on stderr, then one line); 74 a write ran
+out of space (one line naming the directory and the errno); 75 a slice was lost, a peer died, or a transient
+infrastructure failure (out of memory, storage unavailable or denying access: retried in a restore first);
+76 stalled (no step within the stall timeout); 77 preempted (SIGTERM: saved, then stopped); 124 slices did
+not come back in time; 1 anything unclassified (traceback, then one line).
 
 `--compile-only` compiles the step for a TPU slice and prints its memory as JSON (trainer/compile_only.py).
 `--print-config` prints the resolved settings as JSON and exits 0 (2 on bad settings, as a run would)
@@ -26,6 +27,7 @@ from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
 from elxpk_contract.storage_full import storage_full_error
+from elxpk_contract.transient import describe
 from trainer import compile_cache, compile_only
 from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
@@ -49,12 +51,16 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             print(f"cause: {type(exc.__cause__).__name__}: {_first_line(exc.__cause__)}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - every outcome maps to a documented code
-        from trainer.elastic.outcome import (
-            exit_code_for,  # lazy: keeps trainer.elastic.outcome off `python -m trainer --print-config`
+        from trainer.elastic.outcome import (  # lazy: keeps trainer.elastic.outcome off `--print-config`
+            exit_code_for,
+            is_peer_gone,
         )
 
         code = exit_code_for(exc)
-        if code is SLICE_LOST:
+        if code is SLICE_LOST and not is_peer_gone(exc):  # a transient infrastructure failure
+            traceback.print_exc(file=sys.stderr)
+            print(f"error: retryable (exit {code.code}): {describe(exc)}", file=sys.stderr)
+        elif code is SLICE_LOST:
             print(f"error: slice lost: {_first_line(exc)}", file=sys.stderr)
         elif code is STORAGE_FULL:  # raised outside the writers that name their directory
             where = f"writing {getattr(exc, 'filename', None) or 'a file of the run'}"

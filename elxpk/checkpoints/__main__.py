@@ -9,7 +9,8 @@ step whatever it holds; moving a torn one aside first makes a restart restore th
 What differs from `checkpoint inspect`: it always quarantines; DIR with no checkpoint yet (a first run,
 MaxText's run directory holding only its logs) is nothing to check; findings about the save cadence are
 printed but do not stop the start. Exit 0: a restart restores a whole step, or starts fresh; 1: the step a
-restart would restore is still not whole (an unreadable step, which is left for a person to look at);
+restart would restore is still not whole (an unreadable step, which is left for a person to look at), or
+the storage failed (unavailable, denying access: elxpk_contract.transient), which moves nothing;
 2: bad input (DIR is a file, --checkpoint-period not a number).
 """
 
@@ -49,10 +50,8 @@ def pre_start(directory: str, period_text: str | None, now: float) -> int:
         return 0
     root = inspection.resolve(directory)
     inspection.refuse_cwd(root)
-    try:
+    with inspection.transient_is_retryable(directory):
         result = inspection.inspect_and_quarantine(root, period, now_ms=int(now * 1000))
-    except OSError as exc:
-        raise ElxpkError(f"DIR {directory}: {exc}") from None
     for line in render_text(result, now=now):
         print(f"elxpk pre-start: {line}", flush=True)
     restored = next((s for s in result.steps if s.step == result.restore_step and s.name == str(s.step)), None)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -136,6 +138,7 @@ def _read_json(path: Any) -> tuple[Any, str]:
     except FileNotFoundError:
         return None, f"no {path.name}"
     except OSError as exc:
+        _raise_transient(exc)
         return None, f"{path.name} unreadable: {exc}"
     if len(data) > MAX_JSON_BYTES:
         return None, f"{path.name} is over {MAX_JSON_BYTES} bytes: not orbax metadata"
@@ -145,10 +148,38 @@ def _read_json(path: Any) -> tuple[Any, str]:
         return None, f"{path.name} is not JSON ({str(exc)[:80]})"
 
 
+def _raise_transient(exc: BaseException) -> None:
+    """Re-raise `exc` when it is a transient failure (elxpk_contract.transient: storage unavailable, access
+    denied, out of memory): it says nothing about the step, which must not be called unreadable or torn."""
+    from elxpk_contract.transient import transient_cause
+
+    if transient_cause(exc) is not None:
+        raise exc
+
+
+@contextmanager
+def transient_is_retryable(directory: str) -> Iterator[None]:
+    """One line, exit 1, for a failure of the storage itself while inspecting or moving (the listing, a read,
+    a move): never a finding about a step, never a move because of it. `inspect --quarantine` and the
+    pre-start init container run again once the storage answers (the init container's exit 1 fails the
+    pod, and the JobSet's restart runs it again)."""
+    from elxpk_contract.transient import describe, transient_cause
+
+    try:
+        yield
+    except ElxpkError:
+        raise
+    except Exception as exc:
+        if transient_cause(exc) is None and not isinstance(exc, OSError):
+            raise
+        raise ElxpkError(f"DIR {directory}: {describe(exc)}; no step was set aside for it; run again once the "
+                         "storage answers") from None
+
+
 def _has_marks(entry: Any) -> bool:
     """Whether `entry` or one of its subdirectories holds a file orbax or the trainer writes (no link is
     looked through: the caller has refused the step already when it holds one)."""
-    from elxpk_storage.checkpoint_files import children, is_link
+    from elxpk_storage.checkpoint_files import children, is_link, present
 
     folders = [entry]
     try:
@@ -157,8 +188,9 @@ def _has_marks(entry: Any) -> bool:
                 return True
             if not is_link(child) and child.is_dir():
                 folders.append(child)
-        return any((folder / mark).exists() for folder in folders[1:] for mark in MARKS)
-    except OSError:
+        return any(present(folder / mark) for folder in folders[1:] for mark in MARKS)
+    except OSError as exc:
+        _raise_transient(exc)
         return False
 
 
@@ -228,6 +260,7 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
     except FileNotFoundError:
         return None
     except OSError as exc:
+        _raise_transient(exc)
         found.state, found.reason = UNREADABLE, f"cannot list or read it: {exc}"
         return found
     try:
@@ -241,6 +274,7 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
             return found
         problem = _trainer_problem(entry, step) if layout == TRAINER_LAYOUT else _orbax_problem(entry, meta, why)
     except OSError as exc:
+        _raise_transient(exc)
         problem = UNREADABLE, f"cannot list or read it: {exc}"
     if problem is not None:
         found.state, found.reason = problem
@@ -248,11 +282,11 @@ def _inspect_step(root: Any, name: str, step: int, uncommitted: bool, layout: st
 
 
 def _layout(root: Any, names: list[str]) -> str:
-    from elxpk_storage.checkpoint_files import is_link
+    from elxpk_storage.checkpoint_files import is_link, present
     from elxpk_storage.digest import DIGEST_FILE
 
     numbered = [n for n in names if (parsed := step_of(n)) is not None and not parsed[1] and not is_link(root / n)]
-    if PROGRESS_FILE in names or any((root / n / DIGEST_FILE).exists() for n in numbered):
+    if PROGRESS_FILE in names or any(present(root / n / DIGEST_FILE) for n in numbered):
         return TRAINER_LAYOUT
     return ORBAX_LAYOUT if any(_is_step_entry(n) for n in names) else EMPTY
 

@@ -13,7 +13,7 @@ import typer
 from elxpk.checkpoints.flags import COMMAND, INSPECT
 from elxpk.checkpoints.report import render_text
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
-from elxpk.errors import CheckFailed, ElxpkError, UsageError
+from elxpk.errors import CheckFailed, UsageError
 from elxpk.flag_rows import read_all
 from elxpk.output_formats import output_format
 from elxpk.shown import shown
@@ -42,13 +42,11 @@ def inspect(
     root = inspection.resolve(directory)
     if quarantine:
         inspection.refuse_cwd(root)
-    try:
+    with inspection.transient_is_retryable(directory):  # the storage failed, not the input: exit 1
         if quarantine:
             result = inspection.inspect_and_quarantine(root, period, now_ms=int(time.time() * 1000))
         else:
             result = inspection.inspect_directory(root, period)
-    except OSError as exc:  # the listing or a move failed: storage, not the input
-        raise ElxpkError(f"DIR {directory}: {exc}") from None
     if fmt == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:

@@ -36,7 +36,7 @@ def split_url(url: str) -> tuple[str, str]:
 
 
 def session_and_endpoint(what: str) -> tuple[Any, str]:
-    """A session and the endpoint for `what` (e.g. '--record gs://b/o'): the emulator's, unauthenticated,
+    """A session and the endpoint for `what` (e.g. '--record gs://bkt/o'): the emulator's, unauthenticated,
     or Cloud Storage's with Application Default Credentials; UsageError (one line, in bounded time) when
     there are none (elxpk_storage/gcs_auth.py)."""
     emulator = os.environ.get(gcs_auth.EMULATOR)

@@ -40,7 +40,7 @@ DEFAULT_QUEUE = "multislice-queue"  # the LocalQueue an xpk-made cluster has
 # Env names the rendered manifest sets itself: --env and --env-file refuse them, since a user value would
 # silently shadow or be shadowed.
 RESERVED_ENV = frozenset({"JAX_PLATFORMS", "JAX_BACKEND_TARGET", "PATHWAYS_HEAD", "XCLOUD_ENVIRONMENT",
-                          "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID"})
+                          "MEGASCALE_NUM_SLICES", "MEGASCALE_SLICE_ID", "ELXPK_RUN_ID"})
 # Likewise for the Pathways containers' own env (--pathways-{proxy,server,worker}-env): each one's names in
 # templates/pathways.yaml.j2.
 PATHWAYS_RESERVED_ENV = {

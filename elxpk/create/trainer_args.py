@@ -4,7 +4,7 @@ itself will parse them (elxpk_contract.command_line), before anything is rendere
 The extra arguments follow `python -m trainer` in the container, and the trainer's flags win over the
 ELXPK_* env the launcher renders from its own flags. So an argument the trainer refuses (`--steps abc`,
 an unknown flag, an unclosed quote) is refused here, and one that contradicts a launcher flag
-(`--checkpoint-dir gs://b/y --command "--checkpoint-dir gs://b/x"`: the manifest says y, the trainer
+(`--checkpoint-dir gs://bkt/y --command "--checkpoint-dir gs://bkt/x"`: the manifest says y, the trainer
 writes x) is refused as the MaxText path refuses it (elxpk/maxtext/overrides.py).
 """
 

@@ -139,7 +139,7 @@ def parse_value(key: str, text: str) -> object:
 
 
 # Text written as is: starts with a letter or '/', then letters, digits and `_ . / : @ + -`, a `:` never
-# last (`gs://b/x:` is a YAML mapping), so no YAML indicator, number, boolean or null can match, except
+# last (`gs://bkt/x:` is a YAML mapping), so no YAML indicator, number, boolean or null can match, except
 # the words below.
 _PLAIN = re.compile(r"[A-Za-z/](?:[A-Za-z0-9_./@+-]|:(?=.))*\Z")
 _YAML_WORDS = frozenset("y n yes no on off true false null none nan inf".split())

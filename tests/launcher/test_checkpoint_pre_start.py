@@ -22,7 +22,7 @@ def init_containers(text: str) -> dict[str, list[str]]:
 
 
 def test_off_by_default(cli):
-    done = cli("workload", "create", *MAXTEXT, "--checkpoint-dir=gs://b/runs/r1")
+    done = cli("workload", "create", *MAXTEXT, "--checkpoint-dir=gs://bkt/runs/r1")
     assert done.code == 0, done.err
     assert "elxpk-pre-start" not in done.out
 
@@ -31,7 +31,7 @@ def test_off_by_default(cli):
                                               ([], {"pathways-head": ["elxpk-pre-start", "pathways-proxy",
                                                                       "pathways-rm"], "worker": []})])
 def test_one_init_container_before_the_rest_on_the_pod_that_runs_maxtext(cli, shape, where):
-    done = cli("workload", "create", *MAXTEXT, *shape, "--checkpoint-dir=gs://b/runs/r1",
+    done = cli("workload", "create", *MAXTEXT, *shape, "--checkpoint-dir=gs://bkt/runs/r1",
                f"--checkpoint-pre-start={IMAGE}")
     assert done.code == 0, done.err
     assert init_containers(done.out) == where
@@ -39,7 +39,7 @@ def test_one_init_container_before_the_rest_on_the_pod_that_runs_maxtext(cli, sh
 
 @pytest.mark.parametrize(("flags", "line"), [
     (["--checkpoint-pre-start", IMAGE], "--checkpoint-pre-start: needs --checkpoint-dir"),
-    (["--checkpoint-pre-start", "Not An Image", "--checkpoint-dir=gs://b/r"], "--checkpoint-pre-start 'Not An Image'"),
+    (["--checkpoint-pre-start", "Not An Image", "--checkpoint-dir=gs://bkt/r"], "--checkpoint-pre-start 'Not An Image'"),
 ])
 def test_refusals_name_the_flag(cli, flags, line):
     done = cli("workload", "create", *MAXTEXT, *flags)
@@ -50,6 +50,6 @@ def test_refusals_name_the_flag(cli, flags, line):
 
 def test_refused_without_maxtext(cli):
     done = cli("workload", "create", "--workload=w", "--tpu-type=v5p-8", "--command=python3 t.py",
-               "--checkpoint-dir=gs://b/r", f"--checkpoint-pre-start={IMAGE}", "--dry-run")
+               "--checkpoint-dir=gs://bkt/r", f"--checkpoint-pre-start={IMAGE}", "--dry-run")
     assert done.code == 2 and done.out == ""
     assert "--checkpoint-pre-start: only with --trainer maxtext" in done.err

@@ -49,8 +49,8 @@ def test_restart_codes_never_raise_and_read_only_ascii_digits(raw):
 
 
 def test_pre_start_needs_maxtext_and_a_checkpoint_dir():
-    assert pre_start_problems(maxtext=True, checkpoint_dir="gs://b/r") == []
-    assert pre_start_problems(maxtext=False, checkpoint_dir="gs://b/r")[0].startswith(
+    assert pre_start_problems(maxtext=True, checkpoint_dir="gs://bkt/r") == []
+    assert pre_start_problems(maxtext=False, checkpoint_dir="gs://bkt/r")[0].startswith(
         "--checkpoint-pre-start: only with --trainer maxtext")
     assert pre_start_problems(maxtext=True, checkpoint_dir=None)[0].startswith(
         "--checkpoint-pre-start: needs --checkpoint-dir")

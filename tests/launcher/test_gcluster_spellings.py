@@ -87,7 +87,7 @@ def test_durations_in_gcluster_spelling_become_the_rows_seconds(cli):
 
 @pytest.mark.parametrize("pathways, limit", [(False, NAME_LIMIT), (True, PATHWAYS_NAME_LIMIT)])
 def test_gclusters_name_limits(pathways, limit, cli):
-    extra = ["--pathways", "--pathways-gcs-location", "gs://b/tmp"] if pathways else []
+    extra = ["--pathways", "--pathways-gcs-location", "gs://bkt/tmp"] if pathways else []
     at_limit = "a" * limit
     argv = [a if a != "run-1" else at_limit for a in GCLUSTER]
     assert jobset(cli, *argv, *extra)["metadata"]["name"] == at_limit
@@ -142,7 +142,7 @@ def test_machine_type_without_topology_and_unknown_compute_types(cli):
 
 
 def test_mixed_pathways_switches_and_namespaces_are_refused(cli):
-    done = cli("workload", "create", *GCLUSTER, "--pathways", "--no-pathways", "--pathways-gcs-location", "gs://b/t",
+    done = cli("workload", "create", *GCLUSTER, "--pathways", "--no-pathways", "--pathways-gcs-location", "gs://bkt/t",
                "--gke-namespace", "team-a", "--namespace", "team-b", "--dry-run")
     assert done.code == 2
     assert any("--pathways and --no-pathways" in line for line in done.error_lines)
@@ -194,7 +194,7 @@ def test_job_submit_runs_as_gcluster_users_type_it(tmp_path):
     assert js["spec"]["failurePolicy"]["maxRestarts"] == 1
     assert "--num_elastic_slices=1" in yaml.safe_dump(js)
     done = subprocess.run([elxpk, "job", "submit", "-n", "a" * 23, "--compute-type", "v6e-16", "-i", IMAGE, "-e", "x",
-                           "--pathways", "--pathways-gcs-location", "gs://b/t", "-o", str(tmp_path / "no.yaml")],
+                           "--pathways", "--pathways-gcs-location", "gs://bkt/t", "-o", str(tmp_path / "no.yaml")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "gcluster's limit is 22" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "no.yaml").exists()

@@ -80,9 +80,9 @@ def test_demo_golden_keeps_the_elxpk_env_too():
 
 
 def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
-    values = {"checkpoint_dir": "gs://b/q/run-a", "checkpoint_period": "50", "elastic_min_slice_count": "2",
+    values = {"checkpoint_dir": "gs://bkt/q/run-a", "checkpoint_period": "50", "elastic_min_slice_count": "2",
               "elastic_timeout_seconds": "120", "elastic_max_retries": "10", "steps": "2000",
-              "compilation_cache_dir": "gs://b/q/cache"}
+              "compilation_cache_dir": "gs://bkt/q/cache"}
     mapped = [f for f in exposed(LAUNCHER_FLAG) if f.metadata["maxtext"]]
     assert set(values) == {f.name for f in mapped}, "a new launcher setting needs a case here"
     flags = [f"{flag_name(name)}={value}" for name, value in values.items()]
@@ -92,7 +92,7 @@ def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
     added = added_overrides(rendered_command(result.out), command)
     for f in mapped:
         if f.name == "checkpoint_dir":  # MaxText derives checkpoint_dir from these two
-            assert (added["base_output_directory"], added["run_name"]) == ("gs://b/q", "run-a")
+            assert (added["base_output_directory"], added["run_name"]) == ("gs://bkt/q", "run-a")
         else:
             assert added[f.metadata["maxtext"]] == values[f.name]
     assert result.err == ""  # grain with the elastic iterator: no data-order warning

@@ -121,14 +121,14 @@ def test_multi_controller():
 def test_trainer_settings_mapping():
     """docs/interfaces.md: ELXPK_* env on the container that runs the user command."""
     obj = jobset(num_slices="3", elastic_slices="1", max_slice_restarts="10", trainer=True, command=None,
-                 docker_image="gcr.io/p/trainer:1", checkpoint_dir="gs://b/ckpt", checkpoint_period="100",
+                 docker_image="gcr.io/p/trainer:1", checkpoint_dir="gs://bkt/ckpt", checkpoint_period="100",
                  elastic_min_slice_count="2", elastic_timeout_seconds="300", elastic_max_retries="10")
     head = pod(jobs(obj)["pathways-head"])
     (user,) = head["containers"]
     assert user["command"][-1] == "python -m trainer"
     env = env_of(user)
     assert {k: v for k, v in env.items() if k.startswith("ELXPK_")} == {
-        "ELXPK_CHECKPOINT_DIR": "gs://b/ckpt",
+        "ELXPK_CHECKPOINT_DIR": "gs://bkt/ckpt",
         "ELXPK_CHECKPOINT_PERIOD": "100",
         "ELXPK_ELASTIC_ENABLED": "true",
         "ELXPK_ELASTIC_MIN_SLICE_COUNT": "2",
@@ -152,7 +152,7 @@ def test_unset_trainer_settings_are_left_to_trainer_defaults():
 
 @pytest.mark.parametrize("flags", [
     dict(),
-    dict(num_slices="3", elastic_slices="1", checkpoint_dir="gs://b/c", checkpoint_period="7",
+    dict(num_slices="3", elastic_slices="1", checkpoint_dir="gs://bkt/c", checkpoint_period="7",
          elastic_min_slice_count="2", elastic_timeout_seconds="60", elastic_max_retries="4"),
     dict(no_pathways=True, num_slices="2", checkpoint_period="50"),
 ])

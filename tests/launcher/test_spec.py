@@ -235,9 +235,9 @@ def test_launcher_and_trainer_refuse_the_same_values_with_the_same_message(flags
 
 
 def test_settings_keep_the_values_the_trainer_parses():
-    spec = build(num_slices="3", elastic_slices="1", checkpoint_dir="gs://b/c", checkpoint_period="100",
+    spec = build(num_slices="3", elastic_slices="1", checkpoint_dir="gs://bkt/c", checkpoint_period="100",
                  elastic_min_slice_count="2", elastic_timeout_seconds="300", elastic_max_retries="1")
-    assert spec.settings == (("checkpoint_dir", "gs://b/c"), ("checkpoint_period", 100),
+    assert spec.settings == (("checkpoint_dir", "gs://bkt/c"), ("checkpoint_period", 100),
                              ("elastic_min_slice_count", 2), ("elastic_timeout_seconds", 300),
                              ("elastic_max_retries", 1))
 

@@ -41,20 +41,20 @@ def test_what_the_trainer_would_refuse_is_refused_here(command, says):
 
 
 def test_a_setting_given_twice_with_two_values_is_refused_as_the_maxtext_path_does():
-    (line,) = problems("--checkpoint-dir gs://b/x", checkpoint_dir="gs://b/y")
-    assert line.startswith("--checkpoint-dir gs://b/y: --command also sets --checkpoint-dir gs://b/x")
+    (line,) = problems("--checkpoint-dir gs://bkt/x", checkpoint_dir="gs://bkt/y")
+    assert line.startswith("--checkpoint-dir gs://bkt/y: --command also sets --checkpoint-dir gs://bkt/x")
     (line,) = problems("--steps 20", steps="10")
     assert line.startswith("--steps 10: --command also sets --steps 20")
     # the same value twice says one thing: accepted
-    spec, *_ = parse_create(**BASE, checkpoint_dir="gs://b/y", command="--checkpoint-dir gs://b/y --seed 3")
-    assert spec.command == "python -m trainer --checkpoint-dir gs://b/y --seed 3"
+    spec, *_ = parse_create(**BASE, checkpoint_dir="gs://bkt/y", command="--checkpoint-dir gs://bkt/y --seed 3")
+    assert spec.command == "python -m trainer --checkpoint-dir gs://bkt/y --seed 3"
 
 
 def test_the_console_script_refuses_with_one_line_and_writes_nothing(tmp_path):
     out = tmp_path / "m.yaml"
     done = subprocess.run([str(ELXPK), "workload", "create", "--workload", "run-1", "--tpu-type", "v5p-8",
-                           "--trainer", "--docker-image", "gcr.io/p/trainer:1", "--checkpoint-dir", "gs://b/y",
-                           "--command", "--checkpoint-dir gs://b/x", "--output-manifest-file", str(out),
+                           "--trainer", "--docker-image", "gcr.io/p/trainer:1", "--checkpoint-dir", "gs://bkt/y",
+                           "--command", "--checkpoint-dir gs://bkt/x", "--output-manifest-file", str(out),
                            "--dry-run"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "" and not out.exists()
-    assert done.stderr.count("\n") == 1 and "--command also sets --checkpoint-dir gs://b/x" in done.stderr
+    assert done.stderr.count("\n") == 1 and "--command also sets --checkpoint-dir gs://bkt/x" in done.stderr

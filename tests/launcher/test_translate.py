@@ -144,7 +144,7 @@ def test_translate_as_a_user_runs_it():
     """The console script: the printed line, run by the shell, renders the gcluster line's manifest."""
     elxpk = str(Path(sys.executable).with_name("elxpk"))
     line = ["--name", "run-1", "--compute-type", "v6e-16", "--num-slices", "2", "-i", IMAGE, "-e", "python3 t.py",
-            "--pathways", "--pathways-gcs-location", "gs://b/tmp", "--pathways-elastic-slices=1"]
+            "--pathways", "--pathways-gcs-location", "gs://bkt/tmp", "--pathways-elastic-slices=1"]
     done = subprocess.run([elxpk, "translate", "--", "gcluster", "job", "submit", *line], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

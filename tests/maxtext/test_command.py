@@ -73,13 +73,13 @@ def test_hidden_inside_bash_c_is_maxtext_but_not_editable():
 
 
 def test_quoted_values_keep_their_quoting_and_read_as_the_shell_reads_them():
-    command = f"python3 -m {MODULE} {CFG} run_name='my run' dataset_path=\"gs://b/x y\" steps=5"
+    command = f"python3 -m {MODULE} {CFG} run_name='my run' dataset_path=\"gs://bkt/x y\" steps=5"
     inv = only(command)
     assert inv.value("run_name") == "my run"
-    assert inv.value("dataset_path") == "gs://b/x y"
+    assert inv.value("dataset_path") == "gs://bkt/x y"
     assert inv.value("steps") == "5"
     out = spliced(command, ["checkpoint_period=100"])
-    assert out == f"python3 -m {MODULE} {CFG} checkpoint_period=100 run_name='my run' dataset_path=\"gs://b/x y\" steps=5"
+    assert out == f"python3 -m {MODULE} {CFG} checkpoint_period=100 run_name='my run' dataset_path=\"gs://bkt/x y\" steps=5"
 
 
 def test_extra_spaces_and_tabs():
@@ -90,7 +90,7 @@ def test_extra_spaces_and_tabs():
 
 
 def test_chained_commands_get_the_overrides_inside_the_maxtext_run_only():
-    command = (f"pip install -q x && python3 -m {MODULE} {CFG} steps=5 && gsutil cp log gs://b/ ; "
+    command = (f"pip install -q x && python3 -m {MODULE} {CFG} steps=5 && gsutil cp log gs://bkt/ ; "
                "echo steps=7 | tee out")
     out = spliced(command, ["checkpoint_period=100"])
     assert out.startswith(f"pip install -q x && python3 -m {MODULE} {CFG} checkpoint_period=100 steps=5 && gsutil")

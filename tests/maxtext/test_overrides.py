@@ -43,9 +43,9 @@ def words_after_config(command: str) -> list[str]:
       "jax_cache_dir=gs://bucket/qwen/ckpt/xla-cache"]),
     ({"checkpoint_dir": "/mnt/runs/r1/"}, ["enable_checkpointing=true", "base_output_directory=/mnt/runs", "run_name=r1",
                                            "jax_cache_dir=/mnt/runs/r1/xla-cache"]),
-    ({"compilation_cache_dir": "gs://b/cache"}, ["jax_cache_dir=gs://b/cache"]),
-    ({"compilation_cache_dir": "off", "checkpoint_dir": "gs://b/q/r"},
-     ["enable_checkpointing=true", "base_output_directory=gs://b/q", "run_name=r", "jax_cache_dir=''"]),
+    ({"compilation_cache_dir": "gs://bkt/cache"}, ["jax_cache_dir=gs://bkt/cache"]),
+    ({"compilation_cache_dir": "off", "checkpoint_dir": "gs://bkt/q/r"},
+     ["enable_checkpointing=true", "base_output_directory=gs://bkt/q", "run_name=r", "jax_cache_dir=''"]),
 ])
 def test_each_setting_maps_to_its_maxtext_key(settings, expected):
     o = make(settings)
@@ -55,16 +55,16 @@ def test_each_setting_maps_to_its_maxtext_key(settings, expected):
 
 
 def test_every_setting_at_once_in_a_fixed_order():
-    o = make({"checkpoint_dir": "gs://b/q/ckpt", "checkpoint_period": 100, "elastic_timeout_seconds": 300,
+    o = make({"checkpoint_dir": "gs://bkt/q/ckpt", "checkpoint_period": 100, "elastic_timeout_seconds": 300,
               "elastic_max_retries": 10, "elastic_min_slice_count": 2, "num_slices": 3, "slice_backend": "pathways",
               "elastic_enabled": True})
     assert o.errors == ()
     assert o.tokens == ("elastic_enabled=true", "enable_single_controller=true", "enable_checkpointing=true",
-                        "base_output_directory=gs://b/q", "run_name=ckpt", "checkpoint_period=100",
+                        "base_output_directory=gs://bkt/q", "run_name=ckpt", "checkpoint_period=100",
                         "elastic_timeout_seconds=300", "elastic_max_retries=10", "elastic_min_slice_count=2",
-                        "jax_cache_dir=gs://b/q/ckpt/xla-cache")
+                        "jax_cache_dir=gs://bkt/q/ckpt/xla-cache")
     assert set(o.keys) <= set(KEYS)
-    assert o.checkpoints == "gs://b/q/ckpt/checkpoints/"
+    assert o.checkpoints == "gs://bkt/q/ckpt/checkpoints/"
 
 
 def test_elasticity_and_pathways_are_always_written_and_nothing_else_when_no_setting_is_given():
@@ -78,12 +78,12 @@ def test_the_derived_cache_yields_to_the_commands_own_and_a_given_one_does_not()
     """jax_cache_dir beside the checkpoints is a default: a --command or M_ env value of MaxText's own wins
     without a word; --compilation-cache-dir against another value in --command is refused, as every flag."""
     theirs = f"{RUN} {GRAIN} jax_cache_dir=/tmp/mine"
-    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=theirs)
+    o = make({"checkpoint_dir": "gs://bkt/q/ckpt"}, command=theirs)
     assert o.errors == () and "jax_cache_dir" not in o.keys
-    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, container_env={"M_JAX_CACHE_DIR": "/tmp/mine"})
+    o = make({"checkpoint_dir": "gs://bkt/q/ckpt"}, container_env={"M_JAX_CACHE_DIR": "/tmp/mine"})
     assert o.errors == () and "jax_cache_dir" not in o.keys
-    o = make({"compilation_cache_dir": "gs://b/c"}, command=theirs)
-    assert len(o.errors) == 1 and "--compilation-cache-dir gs://b/c" in o.errors[0]
+    o = make({"compilation_cache_dir": "gs://bkt/c"}, command=theirs)
+    assert len(o.errors) == 1 and "--compilation-cache-dir gs://bkt/c" in o.errors[0]
     assert "jax_cache_dir=/tmp/mine" in o.errors[0]
 
 
@@ -98,16 +98,16 @@ def test_the_command_is_edited_only_after_the_config_file_of_the_maxtext_run():
 
 
 def test_checkpoint_dir_with_spaces_stays_one_word_each():
-    o = make({"checkpoint_dir": "gs://b/my dir/run 1"})
+    o = make({"checkpoint_dir": "gs://bkt/my dir/run 1"})
     assert o.errors == ()
-    assert "base_output_directory='gs://b/my dir'" in shlex.split(o.command)  # YAML-quoted, then one shell word
+    assert "base_output_directory='gs://bkt/my dir'" in shlex.split(o.command)  # YAML-quoted, then one shell word
     assert "run_name='run 1'" in shlex.split(o.command)
-    assert o.checkpoints == "gs://b/my dir/run 1/checkpoints/"
+    assert o.checkpoints == "gs://bkt/my dir/run 1/checkpoints/"
 
 
 @pytest.mark.parametrize(("d", "base", "run"), [
-    ("gs://b/ckpt", "gs://b", "ckpt"), ("gs://b/a/b/c/", "gs://b/a/b", "c"), ("/abs/x", "/abs", "x"),
-    ("rel/x", "rel", "x"), ("gs://b/run-123", "gs://b", "run-123"),
+    ("gs://bkt/ckpt", "gs://bkt", "ckpt"), ("gs://bkt/a/b/c/", "gs://bkt/a/b", "c"), ("/abs/x", "/abs", "x"),
+    ("rel/x", "rel", "x"), ("gs://bkt/run-123", "gs://bkt", "run-123"),
 ])
 def test_checkpoint_location(d, base, run):
     assert checkpoint_location(d) == (base, run)
@@ -136,28 +136,28 @@ def test_same_bool_spelled_differently_is_the_same():
 
 
 def test_run_name_conflict_suggests_the_checkpoint_dir_that_agrees():
-    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} run_name=qwen-1")
-    assert o.errors == ("--checkpoint-dir gs://b/q/ckpt: --command already sets run_name=qwen-1, but elxpk writes "
+    o = make({"checkpoint_dir": "gs://bkt/q/ckpt"}, command=f"{RUN} {GRAIN} run_name=qwen-1")
+    assert o.errors == ("--checkpoint-dir gs://bkt/q/ckpt: --command already sets run_name=qwen-1, but elxpk writes "
                         "run_name=ckpt (MaxText writes checkpoints to base_output_directory/run_name/checkpoints); "
-                        "drop run_name from --command, or use --checkpoint-dir gs://b/q/qwen-1",)
+                        "drop run_name from --command, or use --checkpoint-dir gs://bkt/q/qwen-1",)
 
 
 def test_base_output_directory_conflict_suggests_the_checkpoint_dir_that_agrees():
-    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} base_output_directory=gs://other/")
+    o = make({"checkpoint_dir": "gs://bkt/q/ckpt"}, command=f"{RUN} {GRAIN} base_output_directory=gs://other/")
     assert len(o.errors) == 1
     assert o.errors[0].endswith("or use --checkpoint-dir gs://other/ckpt")
     assert "base_output_directory=gs://other/" in o.errors[0]
 
 
 def test_base_output_directory_with_trailing_slash_agrees():
-    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} base_output_directory=gs://b/q/ run_name=ckpt")
+    o = make({"checkpoint_dir": "gs://bkt/q/ckpt"}, command=f"{RUN} {GRAIN} base_output_directory=gs://bkt/q/ run_name=ckpt")
     assert o.errors == ()
     assert "base_output_directory" not in o.keys and "run_name" not in o.keys
 
 
 def test_a_value_the_shell_decides_cannot_be_checked():
-    o = make({"checkpoint_dir": "gs://b/q/ckpt"}, command=f"{RUN} {GRAIN} run_name=$RUN_NAME")
-    assert o.errors == ("--checkpoint-dir gs://b/q/ckpt: --command sets run_name=$RUN_NAME, which the shell "
+    o = make({"checkpoint_dir": "gs://bkt/q/ckpt"}, command=f"{RUN} {GRAIN} run_name=$RUN_NAME")
+    assert o.errors == ("--checkpoint-dir gs://bkt/q/ckpt: --command sets run_name=$RUN_NAME, which the shell "
                         "expands, so elxpk cannot check it against run_name=ckpt (MaxText writes checkpoints to "
                         "base_output_directory/run_name/checkpoints); drop run_name from --command",)
 
@@ -233,8 +233,8 @@ def test_values_outside_maxtexts_ranges_are_refused(settings, message):
     ("gs://bucket", "--checkpoint-dir gs://bucket: give a directory inside the bucket, e.g. gs://bucket/my-run"),
     ("gs://bucket/", "--checkpoint-dir gs://bucket/: give a directory inside the bucket"),
     ("ckpt", "--checkpoint-dir ckpt: give a parent directory too"),
-    ("gs://b/r\nx", "--checkpoint-dir gs://b/r\nx: it holds a line break or non-printing character"),
-    ("gs://b/${x}/r", "--checkpoint-dir gs://b/${x}/r: MaxText (OmegaConf) reads ${...} as an interpolation"),
+    ("gs://bkt/r\nx", "--checkpoint-dir gs://bkt/r\nx: it holds a line break or non-printing character"),
+    ("gs://bkt/${x}/r", "--checkpoint-dir gs://bkt/${x}/r: MaxText (OmegaConf) reads ${...} as an interpolation"),
 ])
 def test_checkpoint_dirs_that_cannot_become_base_and_run_name(d, message):
     o = make({"checkpoint_dir": d})
@@ -265,7 +265,7 @@ def test_command_that_does_not_run_maxtext_directly():
 
 
 def test_all_problems_are_reported_together():
-    o = make({"checkpoint_period": 0, "elastic_min_slice_count": 0, "checkpoint_dir": "gs://b"}, pathways=False,
+    o = make({"checkpoint_period": 0, "elastic_min_slice_count": 0, "checkpoint_dir": "gs://bkt"}, pathways=False,
              command=f"{RUN} {GRAIN} dataset_type=csv")
     assert len(o.errors) == 5, o.errors
     assert all("\n" not in e for e in o.errors)
@@ -311,9 +311,9 @@ def test_no_data_order_warning_without_elasticity():
      "`grain_file_type=arrayrecord`.)"),
     ("packing=false use_truncation=false", "--command sets grain_use_elastic_iterator=true and sets "
      "use_truncation=false; MaxText refuses that"),
-    ("packing=false grain_train_files='gs://b/a*;gs://b/c*'", "--command sets grain_use_elastic_iterator=true with a "
+    ("packing=false grain_train_files='gs://bkt/a*;gs://bkt/c*'", "--command sets grain_use_elastic_iterator=true with a "
      "data mixture (';' in grain_train_files); MaxText refuses that"),
-    ("packing=false grain_train_mixture_config_path=gs://b/mix.json", "--command sets grain_use_elastic_iterator=true "
+    ("packing=false grain_train_mixture_config_path=gs://bkt/mix.json", "--command sets grain_use_elastic_iterator=true "
      "with grain_train_mixture_config_path; MaxText refuses that"),
 ])
 def test_elastic_iterator_rules_are_refusals_whatever_elasticity(extra, message, elastic):
@@ -363,18 +363,18 @@ def test_an_m_env_var_of_a_key_the_command_sets_is_refused():
 @pytest.mark.parametrize("last", [".5", "0x1f", "12:30", "-", "[x]", "@r", "'r'", "123", "true", "null", "a #b",
                                   "x: y", "~", "{a}", "*x", "&x", "!x", "%x", "|", ">", "r'q", 'r"q', "a:"])
 def test_checkpoint_dir_parts_reach_maxtext_as_the_same_text(last):
-    o = make({"checkpoint_dir": f"gs://b/q/{last}"})
+    o = make({"checkpoint_dir": f"gs://bkt/q/{last}"})
     assert o.errors == ()
     values = dict(w.split("=", 1) for w in words_after_config(o.command) if "=" in w)
     assert yaml.safe_load(values["run_name"]) == last
-    assert o.checkpoints == f"gs://b/q/{last}/checkpoints/"
+    assert o.checkpoints == f"gs://bkt/q/{last}/checkpoints/"
     base = make({"checkpoint_dir": f"{last}/run"})
     assert base.errors == () and yaml.safe_load(dict(
         w.split("=", 1) for w in words_after_config(base.command) if "=" in w)["base_output_directory"]) == last
 
 
 @given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30))
-@example("gs://b/x:")
+@example("gs://bkt/x:")
 @example("a: b")
 def test_yaml_text_reads_back_as_the_same_string_or_is_refused(value):
     try:

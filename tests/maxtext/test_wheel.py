@@ -85,7 +85,7 @@ def literal(expr: ast.expr | None) -> object:
 
 
 def every_key_elxpk_writes() -> set[str]:
-    settings = {"checkpoint_dir": "gs://b/run/ckpt", "checkpoint_period": 100, "elastic_timeout_seconds": 300,
+    settings = {"checkpoint_dir": "gs://bkt/run/ckpt", "checkpoint_period": 100, "elastic_timeout_seconds": 300,
                 "elastic_max_retries": 10, "elastic_min_slice_count": 2, "steps": 50}
     command = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml"
     keys = set()

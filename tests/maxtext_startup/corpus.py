@@ -24,12 +24,12 @@ HOSTILE_NAMES = (".5", "0x1f", "12:30", "-", "[x]", "@r", "'r'", "123", "true", 
                  "2026-12-01", "a,b", "?x", "`x", "a:", "a:b")
 
 RENDERED: dict[str, list[str]] = {
-    **{f"checkpoint-dir-name {name!r}": [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", f"gs://b/q/{name}"]
+    **{f"checkpoint-dir-name {name!r}": [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", f"gs://bkt/q/{name}"]
        for name in HOSTILE_NAMES},
     **{f"checkpoint-dir-parent {name!r}": [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", f"{name}/run"]
        for name in ("123", "true", ".5", "[x]", "'r'", "a b")},
     "checkpoint-dir local trailing slash": [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", "/mnt/runs/r1/"],
-    "checkpoint-dir deep": [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", "gs://b/a/b/c/run-7",
+    "checkpoint-dir deep": [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", "gs://bkt/a/b/c/run-7",
                             "--checkpoint-period", "1"],
     "steps": [*ELASTIC, "--command", COMMAND, "--steps", "2000"],
     "steps equal to the command's": [*ELASTIC, "--command", f"{COMMAND} steps=50", "--steps", "50"],
@@ -41,9 +41,9 @@ RENDERED: dict[str, list[str]] = {
     "not elastic, data without the iterator": [*BASE, "--command", f"{RUN} dataset_type=grain "
                                                "grain_train_files=/data/train.array_record", "--checkpoint-period",
                                                "500"],
-    "no pathways": [*BASE, "--no-pathways", "--command", COMMAND, "--checkpoint-dir", "gs://b/q/mc"],
+    "no pathways": [*BASE, "--no-pathways", "--command", COMMAND, "--checkpoint-dir", "gs://bkt/q/mc"],
     "everything": [*ELASTIC, "--command", f"cd / && JAX_X=1 {COMMAND} 2>&1 | tee /dev/null", "--steps", "10",
-                   "--checkpoint-dir", "gs://b/q/all", "--checkpoint-period", "5", "--elastic-timeout-seconds",
+                   "--checkpoint-dir", "gs://bkt/q/all", "--checkpoint-period", "5", "--elastic-timeout-seconds",
                    "60", "--elastic-max-retries", "3", "--elastic-min-slice-count", "2"],
     "an M_ env var of a key nobody else sets": [*ELASTIC, "--command", COMMAND, "--env", "M_LOG_PERIOD=7",
                                                 "--checkpoint-period", "100"],
@@ -98,8 +98,8 @@ REFUSED: dict[str, tuple[list[str], list[str], dict[str, str], tuple[str, str]]]
          "checkpoint_period=100", "model_name=gpt3-175b", *GRAIN.split()], {},
         ("refuses", "overridden by both model config and CLI/kwargs")),
     "interpolation in --checkpoint-dir": (
-        [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", "gs://b/${x}/r"],
-        ["elastic_enabled=true", "enable_single_controller=true", "base_output_directory=gs://b/${x}",
+        [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", "gs://bkt/${x}/r"],
+        ["elastic_enabled=true", "enable_single_controller=true", "base_output_directory=gs://bkt/${x}",
          "run_name=r", *GRAIN.split()], {},
         ("refuses", "x")),
     "--checkpoint-period 0": (
@@ -128,10 +128,10 @@ REFUSED: dict[str, tuple[list[str], list[str], dict[str, str], tuple[str, str]]]
         ["elastic_enabled=true", "enable_single_controller=true", "steps=100", *GRAIN.split(), "steps=2000"], {},
         ("accepts", "the last word wins (steps=2000): the order would silently decide, so elxpk refuses")),
     "run_name against --checkpoint-dir": (
-        [*ELASTIC, "--command", f"{COMMAND} run_name=qwen-1", "--checkpoint-dir", "gs://b/q/ckpt"],
-        ["elastic_enabled=true", "enable_single_controller=true", "base_output_directory=gs://b/q", "run_name=ckpt",
+        [*ELASTIC, "--command", f"{COMMAND} run_name=qwen-1", "--checkpoint-dir", "gs://bkt/q/ckpt"],
+        ["elastic_enabled=true", "enable_single_controller=true", "base_output_directory=gs://bkt/q", "run_name=ckpt",
          *GRAIN.split(), "run_name=qwen-1"], {},
-        ("accepts", "run_name=qwen-1 wins: checkpoints would land in gs://b/q/qwen-1, not the promised directory")),
+        ("accepts", "run_name=qwen-1 wins: checkpoints would land in gs://bkt/q/qwen-1, not the promised directory")),
     "a bucket without a directory": (
         [*ELASTIC, "--command", COMMAND, "--checkpoint-dir", "gs://bucket"],
         ["elastic_enabled=true", "enable_single_controller=true", "base_output_directory=gs:", "run_name=bucket",

@@ -1,5 +1,5 @@
 """Every text value elxpk writes into a MaxText command reads back, in MaxText's own OmegaConf, as the same
-string (the class behind issue 19's `--checkpoint-dir gs://b/q/.5`): random printable text through
+string (the class behind issue 19's `--checkpoint-dir gs://bkt/q/.5`): random printable text through
 `maxtext_overrides`, the shell's word splitting, then `OmegaConf.from_cli` as pyconfig calls it."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ NAME = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parent=NAME, run=NAME)
 def test_checkpoint_dir_parts_read_back_as_the_same_text(maxtext_worker, parent, run):
-    d = f"gs://b/{parent}/{run}"
+    d = f"gs://bkt/{parent}/{run}"
     o = maxtext_overrides({"checkpoint_dir": d}, pathways=True, elastic=False, user_command=RUN)
     if o.errors:  # refused: only what no quoting can keep
         assert "${" in d or not d.replace(" ", "").isprintable(), o.errors

@@ -78,6 +78,18 @@ def elxpk(args: list[str], cwd: Path, **kw) -> Exited:
     return run_process([exe, *args], cwd, **kw)
 
 
+def as_a_plain_user() -> list[str]:
+    """A prefix that runs a command without root's overrides of file permissions (CAP_DAC_OVERRIDE,
+    CAP_DAC_READ_SEARCH), so that a file with mode 000 cannot be read, as for any other user."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: a mode-000 file would still be readable")
+    drop = "-dac_override,-dac_read_search"
+    return [setpriv, "--inh-caps", drop, "--bounding-set", drop]
+
+
 def events(run_dir: Path, kind: str) -> list[dict]:
     return [e for e in read_jsonl(run_dir / "events.jsonl") if e["event"] == kind]
 

@@ -14,6 +14,7 @@ import dockerfile
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.process.conftest import as_a_plain_user
 from tests.process.test_checkpoint_inspect import killed_orbax_dir, orbax_dir, orbax_latest  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -128,3 +129,27 @@ def test_the_rendered_init_container_command_quarantines_on_the_first_pod_only(i
     assert first.returncode == 0, first.stderr
     assert f"moved: {torn} -> " in first.stdout and "restore: step 4" in first.stdout, first.stdout
     assert orbax_latest(run / "checkpoints")["restored_step"] == 4
+
+
+def test_a_storage_failure_moves_nothing_and_exits_1_in_one_line(image_root, killed_orbax_dir, tmp_path):  # noqa: F811
+    """A step's metadata denied to the reader (mode 000, without root's overrides) is the storage's failure,
+    not a torn or unreadable step: one line naming the class, exit 1 (the init container fails, the restart
+    runs it again), nothing moved; once it reads, the torn save is moved as usual."""
+    source, torn = killed_orbax_dir
+    run = tmp_path / "run"
+    shutil.copytree(source, run / "checkpoints")
+    denied = run / "checkpoints" / "4" / "_CHECKPOINT_METADATA"
+    denied.chmod(0)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{image_root}:{sysconfig.get_paths()['purelib']}"}
+    try:
+        done = subprocess.run([*as_a_plain_user(), sys.executable, "-S", "-m", "elxpk.checkpoints", str(run)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        denied.chmod(0o644)
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: DIR {run}: storage access denied: PermissionError: ") and \
+        line.endswith("no step was set aside for it; run again once the storage answers"), line
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["2", "4", torn]
+    again = pre_start(image_root, run, tmp_path)
+    assert again.returncode == 0 and f"moved: {torn} -> " in again.stdout, again.stderr

@@ -105,7 +105,7 @@ def test_trainer_refuses_at_once_and_writes_nothing(flags: list[str], what: str,
 
 
 def test_trainer_run_dir_is_local(bare_env: dict[str, str], tmp_path: Path) -> None:
-    """--run-dir gs://b/r used to become the local folder gs:/b/r, checkpoints and all."""
+    """--run-dir gs://bkt/r used to become the local folder gs:/b/r, checkpoints and all."""
     cwd = workdir(tmp_path)
     done = trainer(["--steps", "2", "--run-dir", "gs://bkt/run"], cwd, env=bare_env, timeout=HANG_GUARD_S)
     refused(done, "--run-dir 'gs://bkt/run'")
@@ -197,7 +197,7 @@ import sys
 from elxpk_contract.errors import UsageError
 from elxpk_storage.gcs_auth import require_credentials
 try:
-    require_credentials("--checkpoint-dir gs://b/c", tensorstore=True)
+    require_credentials("--checkpoint-dir gs://bkt/c", tensorstore=True)
 except UsageError as exc:
     print(f"error: {exc}", file=sys.stderr)
     sys.exit(exc.exit_code)
@@ -215,7 +215,7 @@ def test_application_default_credentials_pass(bare_env: dict[str, str], tmp_path
     assert run_process([sys.executable, "-c", CHECK], cwd, env=bare_env, timeout=HANG_GUARD_S).code == 0
     well_known.rename(tmp_path / "key.json")
     assert_no_credentials(run_process([sys.executable, "-c", CHECK], cwd, env=bare_env, timeout=HANG_GUARD_S),
-                          "--checkpoint-dir gs://b/c")
+                          "--checkpoint-dir gs://bkt/c")
     bare_env["GOOGLE_APPLICATION_CREDENTIALS"] = str(tmp_path / "key.json")
     assert run_process([sys.executable, "-c", CHECK], cwd, env=bare_env, timeout=HANG_GUARD_S).code == 0
 

@@ -104,3 +104,31 @@ def test_waiting_for_all_slices_a_sick_one_is_still_lost_and_the_timeout_names_w
     assert "error: elastic: 1 of 2 slices healthy [0]" in done.err
     assert "slice 1 failed its rejoin health check: matmul on device" in done.err
     assert len(events(run, "rejoin_refused")) == 1
+
+
+def test_an_earlier_runs_attempt_history_does_not_stop_a_new_run(tmp_path):
+    """Issue 44 item 4: an `elxpk-attempts.json` left in the checkpoint directory by an earlier JobSet, which had
+    crashed twice before its first save, stopped a new, fixed run before its first step with 70. The new run
+    (another ELXPK_RUN_ID, as `workload create` renders the JobSet's UID) sets it aside with a warning and
+    trains. Multi-controller, one process: each retry there is a new process, so the history is on disk."""
+    import socket
+
+    from elxpk_contract.exit_codes import DONE
+    from tests.process.conftest import user_env
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    old = {"attempts": [{"restored": 0, "ended": "slice_lost"}, {"restored": 0, "ended": ""}],
+           "run": "jobset-uid-earlier", "stopped": ""}
+    (run / "checkpoints" / "elxpk-attempts.json").write_text(json.dumps(old))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = trainer(["--run-dir", str(run), "--steps", "2", "--checkpoint-period", "2", "--slice-backend",
+                    "multi-controller", "--num-slices", "1", "--num-processes", "1", "--coordinator",
+                    f"127.0.0.1:{port}", "--elastic-stop-on-repeat", "2"], tmp_path,
+                   env={**user_env(), "ELXPK_RUN_ID": "jobset-uid-new"})
+    assert done.code == DONE.code, done.err[-3000:]
+    assert "was written by run 'jobset-uid-earlier', this is run 'jobset-uid-new'" in done.err
+    history = json.loads((run / "checkpoints" / "elxpk-attempts.json").read_text())
+    assert history["run"] == "jobset-uid-new" and history["attempts"] == [{"restored": 0, "ended": ""}]

@@ -20,10 +20,9 @@ from elxpk_contract.exit_codes import (
     STALLED,
     TIMEOUT,
     UNCLASSIFIED,
-    USER_ERROR,
 )
 from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
-from tests.process.conftest import SHORT, SIGTERM, events, run_process, trainer, user_env
+from tests.process.conftest import SHORT, SIGTERM, as_a_plain_user, events, run_process, trainer, user_env
 from tests.support.runs import read_jsonl
 
 pytestmark = pytest.mark.slow
@@ -244,13 +243,15 @@ def test_a_recovery_that_does_not_take_hold_ends_the_process_with_76(repo_root, 
     assert _progress(run).state == "stalled"
 
 
-def test_an_error_in_the_training_code_exits_70_with_the_traceback_then_one_line(tmp_path):
+def test_a_checkpoint_dir_under_a_file_exits_2_in_one_line_before_training(tmp_path):
+    """It used to exit 70 (a user error of the training code) with a traceback, from the checkpoint directory."""
     (tmp_path / "file").write_text("not a directory\n")
     failed = trainer(["--run-dir", str(tmp_path / "run"), "--checkpoint-dir", str(tmp_path / "file" / "ckpt"),
                       *SHORT], tmp_path)
-    assert failed.code == USER_ERROR.code, failed.err[-3000:]
-    assert "Traceback (most recent call last):" in failed.err
-    assert failed.last_error_line.startswith("error: user error (exit 70): NotADirectoryError: ")
+    assert failed.code == BAD_SETTINGS.code, failed.err[-3000:]
+    assert "Traceback" not in failed.err
+    assert failed.last_error_line.startswith("error: --checkpoint-dir ") and "which is a file" in failed.err
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_resume_of_another_configuration_is_refused_as_bad_settings(resumable, tmp_path):
@@ -273,3 +274,55 @@ def test_the_settings_these_runs_use_are_the_defaults(tmp_path):
     assert shown.code == DONE.code
     for default in ('"recovery": "live"', '"model": "tiny"', '"num_slices": 2', '"elastic_enabled": false'):
         assert default in shown.out
+
+
+# --- restore errors by class (issue 41): a transient failure never sets a step aside ------------------------
+def test_a_step_denied_to_the_reader_is_retried_then_exits_75_with_every_step_in_place(resumable, tmp_path):
+    """A permission error on one array file of every step used to set the steps aside one after another and
+    restart from step 0 (exit 0). Now: 3 tries of the newest step, then 75; when access is back, the same
+    step is restored."""
+    ckpt = resumable / "checkpoints"
+    steps = sorted(p for p in ckpt.iterdir() if p.name.isdigit())
+    victims = [max((f for f in (s / "state").rglob("*") if f.is_file()), key=lambda f: f.stat().st_size)
+               for s in steps]
+    before = sorted(p.name for p in ckpt.iterdir())
+    flags = ["--run-dir", str(resumable), "--steps", "6", "--checkpoint-period", "2"]
+    for victim in victims:
+        victim.chmod(0)
+    try:
+        failed = run_process([*as_a_plain_user(), sys.executable, "-m", "trainer", *flags], tmp_path)
+    finally:
+        for victim in victims:
+            victim.chmod(0o644)
+    assert failed.code == SLICE_LOST.code, failed.err[-3000:]
+    assert failed.err.count(f"warning: restore: reading step {steps[-1].name} failed (storage access denied") == 2
+    (line,) = [x for x in failed.err.splitlines() if x.startswith("error: ")]
+    assert line.startswith(f"error: restore: reading step {steps[-1].name} failed 3 times (storage access denied: "
+                           "ValueError: PERMISSION_DENIED: ")
+    assert line.endswith("every checkpoint step is left in place; exit 75 (retryable: the restart tries the same "
+                         "step again)")
+    assert sorted(p.name for p in ckpt.iterdir()) == before  # nothing set aside, no quarantine folder
+    assert not events(resumable, "checkpoint_skipped")
+    done = trainer(flags, tmp_path)
+    assert done.code == DONE.code, done.err[-3000:]
+    assert events(resumable, "restore_done")[-1]["step"] == int(steps[-1].name)
+
+
+def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root, tmp_path):
+    """Under a real memory limit (RLIMIT_AS) a resume runs out of memory (where exactly depends on the
+    machine and its load: XLA's RESOURCE_EXHAUSTED, a MemoryError or a thread that cannot start, in the restore
+    or around it). It used to set the step aside ("orbax could not read it") or exit 70; now: 75, with every
+    step in place."""
+    model = ["--d-model", "512", "--n-layers", "4", "--n-heads", "8", "--d-ff", "2048"]  # a 137 MB checkpoint
+    flags = ["--run-dir", str(tmp_path / "run"), "--checkpoint-period", "2", *model]
+    first = trainer([*flags, "--steps", "2"], tmp_path)
+    assert first.code == DONE.code, first.err[-3000:]
+    ckpt = tmp_path / "run" / "checkpoints"
+    before = sorted(p.name for p in ckpt.iterdir())
+    limited = run_process([sys.executable, "-m", "tests.process.memory_limited", "2000", *flags, "--steps", "4"],
+                          repo_root, timeout=180)
+    assert limited.code == SLICE_LOST.code, limited.err[-3000:]
+    (line,) = [x for x in limited.err.splitlines() if x.startswith("error: ")]
+    # Out of memory in an allocation, or in a thread's stack (the host's class: "can't start new thread").
+    assert any(f"{cls}: " in line for cls in ("out of memory", "host resources")), line
+    assert sorted(p.name for p in ckpt.iterdir()) == before

@@ -181,6 +181,9 @@ def dies_on_every_attempt_stops_within_its_count(story: Story, name: str) -> str
     history = json.loads(story.gs_text(name, "elxpk-attempts.json"))
     attempts = history["attempts"]
     assert len(attempts) == restarts + 1, (history, status)
+    # Every attempt counted under one run identity: the JobSet's UID (ELXPK_RUN_ID from the pod label), the
+    # same in every group restart; a later JobSet on the same directory would not count these.
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", history["run"]), history
     assert [a["ended"] for a in attempts] == [SLICE_LOST.name] * restarts + [USER_ERROR.name], history
     stuck_at = attempts[-1]["restored"]
     assert stuck_at in (4, 8) and [a["restored"] for a in attempts[-2:]] == [stuck_at] * 2, history

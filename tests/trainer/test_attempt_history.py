@@ -68,13 +68,34 @@ def test_a_finished_run_starts_a_new_history(tmp_path):
     assert restarts(tmp_path, 2, [(0, None), (8, "running"), (8, "done"), (8, "running")]) == []
 
 
-@pytest.mark.parametrize("content", [b"not json", b'{"attempts": 3}', b'{"attempts": [{"restored": "x"}]}',
-                                     b"[]", b"\xff\xfe", b" " * (HISTORY_BYTES + 10)])
+@pytest.mark.parametrize("content", [
+    b"not json", b'{"attempts": 3}', b'{"attempts": [{"restored": "x"}]}', b"[]", b"\xff\xfe",
+    b" " * (HISTORY_BYTES + 10),
+    # What a hostile pass planted (issue 44): each was a traceback, then exit 70, before the first step.
+    b'{"attempts": [{"restored": 1e999, "ended": ""}]}', b'{"attempts": ' + b"[" * 60_000,
+    b'{"attempts": [{"restored": -3, "ended": ""}]}', b'{"attempts": [{"restored": 8, "ended": 1}]}',
+    b'{"attempts": [], "run": 5}', b'{"attempts": [{"restored": true, "ended": ""}]}',
+])
 def test_a_history_that_is_not_ours_is_started_anew_with_a_warning(tmp_path, capsys, content):
     (tmp_path / HISTORY_FILE).write_bytes(content)
     assert restarts(tmp_path, 2, [(8, "running")]) == []
     assert "warning:" in capsys.readouterr().err
     assert json.loads((tmp_path / HISTORY_FILE).read_text())["attempts"] == [{"restored": 8, "ended": ""}]
+
+
+def test_a_history_of_another_run_is_set_aside_with_a_warning(tmp_path, capsys):
+    """An earlier JobSet on the same checkpoint directory crashed twice before its first save; a new, fixed
+    run (another --run-id) is not stopped by its attempts, while the same run's restarts are counted."""
+    for _ in range(2):
+        AttemptHistory(str(tmp_path), 2, run_id="jobset-uid-a").started(0, "running")
+    capsys.readouterr()
+    AttemptHistory(str(tmp_path), 2, run_id="jobset-uid-b").started(0, "running")  # would stop run a
+    assert "was written by run 'jobset-uid-a', this is run 'jobset-uid-b'" in capsys.readouterr().err
+    saved = json.loads((tmp_path / HISTORY_FILE).read_text())
+    assert saved["run"] == "jobset-uid-b" and saved["attempts"] == [{"restored": 0, "ended": ""}]
+    AttemptHistory(str(tmp_path), 2, run_id="jobset-uid-b").started(0, "running")
+    with pytest.raises(TrainerStopped):  # run b's own repeats still stop it
+        AttemptHistory(str(tmp_path), 2, run_id="jobset-uid-b").started(0, "running")
 
 
 def test_the_history_is_bounded(tmp_path):

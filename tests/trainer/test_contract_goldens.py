@@ -93,7 +93,18 @@ def trainer_container(argv: list[str], manifest_text: str) -> dict | None:
 
 
 def _elxpk_env(container: dict) -> dict[str, str]:
-    return {e["name"]: e["value"] for e in container.get("env", []) if e["name"].startswith("ELXPK_")}
+    """The trainer settings a container carries as values. One comes from the cluster instead: the run's
+    identity (ELXPK_RUN_ID, the attempt history's), the JobSet's UID from its pod label."""
+    env = {}
+    for e in container.get("env", []):
+        if not e["name"].startswith("ELXPK_"):
+            continue
+        if "valueFrom" in e:
+            assert e == {"name": "ELXPK_RUN_ID", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-uid']"}}}, e
+            continue
+        env[e["name"]] = e["value"]
+    return env
 
 
 def print_config(env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -37,7 +37,8 @@ def test_an_oserror_is_storage_full_exactly_for_the_three_errnos(code, chained):
             error = wrapped
     expected = code if code in NO_SPACE_ERRNOS else None
     assert no_space_errno(error) == expected
-    assert exit_code_for(error) is (STORAGE_FULL if expected else USER_ERROR)
+    # Any other errno is the infrastructure's or unclassified (elxpk_contract.transient): never a user error.
+    assert (exit_code_for(error) is STORAGE_FULL) == bool(expected) and exit_code_for(error) is not USER_ERROR
 
 
 @given(st.sampled_from(ALL_ERRNOS))

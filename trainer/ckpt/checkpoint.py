@@ -10,7 +10,10 @@ the devices when save() is called, so nothing is read back after a save; after a
 arrays are fingerprinted again, on the new mesh, and must match. Restore walks the steps newest first and
 takes the first that is committed, lists its files at their sizes, reads and matches its fingerprint;
 every step passed over is reported with its reason and moved aside (to `<checkpoint_dir>/elxpk-quarantine/`),
-so a later save of the same step number cannot collide with it.
+so a later save of the same step number cannot collide with it. Only the content is a reason to pass a step
+over; a read that failed for a transient cause (out of memory, storage unavailable, access denied:
+elxpk_contract.transient) is retried and then ends the process with 75, every step left in place
+(trainer.ckpt.transient_retry).
 
 The checkpoint directory may be local or `gs://...`: every file operation on it goes through
 `elxpk_storage.checkpoint_files` and `elxpk_storage.digest` (etils.epath), as orbax's own do.
@@ -18,18 +21,22 @@ The checkpoint directory may be local or `gs://...`: every file operation on it 
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.step_names import canonical_step
 from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
+from elxpk_contract.transient import transient_cause
 from elxpk_storage import checkpoint_files as ckpt_storage
 from elxpk_storage import digest
-from trainer.ckpt.deadline import RESTORE_TIMEOUT_S, Deadline
+from trainer.ckpt.deadline import Deadline
 from trainer.ckpt.fingerprint import Pending, fingerprint, mismatch
+from trainer.ckpt.transient_retry import retry_transient
 from trainer.clock import Clock
 
 COMMIT_TIMEOUT_S = 600  # bounds every wait on the background writer
@@ -193,10 +200,11 @@ class CheckpointStore:
     # ---- restoring ----------------------------------------------------------------------------
     def restore_latest(self, target, deadline: Deadline | None = None):
         """(step, state, data_state) of the newest valid checkpoint, or None when there is none. Bounded by
-        `deadline` (RESTORE_TIMEOUT_S, then exit 76): the stall watchdog is not armed during a restore."""
+        `deadline` (--restore-timeout-seconds, 1800 by default, then exit 76): the stall watchdog is not armed
+        during a restore."""
         import orbax.checkpoint as ocp
 
-        with deadline or Deadline("the checkpoint restore", RESTORE_TIMEOUT_S):
+        with deadline or Deadline("the checkpoint restore", self._cfg.restore_timeout_seconds):
             # Numbered folders that appeared since the start are not steps: refuse rather than move them.
             ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path)
             try:
@@ -205,42 +213,58 @@ class CheckpointStore:
                 self._forget_quarantined()
 
     def _restore_newest_valid(self, target: Any, ocp: Any) -> tuple[int, Any, dict] | None:
-        for step in sorted(self._manager.all_steps(), reverse=True):
-            step_dir = self.directory / str(step)
-            reason = digest.verify(step_dir, step)
-            if reason is None:
-                record = digest.read_digest(step_dir) or {}
-                self._check_fingerprint(step, record)
-                restored, reason = self._restore_step(step, target, ocp, record.get("arrays", {}))
-                if restored is not None:
-                    self._fault_hook("restore", step)
-                    self.latest_valid = step
-                    return step, restored["state"], restored["meta"]["data"]
+        steps = self._retried("listing the checkpoint steps", lambda: sorted(self._manager.all_steps(), reverse=True))
+        for step in steps:
+            restored, reason = self._retried(f"reading step {step}", partial(self._try_step, step, target, ocp))
+            if restored is not None:
+                self._fault_hook("restore", step)
+                self.latest_valid = step
+                return step, restored["state"], restored["meta"]["data"]
             self._recorder.event("checkpoint_skipped", step, reason=reason)
-            self._quarantine(step, reason)
+            self._retried(f"setting step {step} aside", partial(self._quarantine, step, reason))
         return None
 
+    def _retried(self, what: str, attempt: Callable[[], Any]) -> Any:
+        """`attempt()`, with a transient failure (out of memory, storage unavailable, access denied) retried
+        and then ended with exit 75 (trainer.ckpt.transient_retry): such a failure never sets a step aside."""
+        return retry_transient(what, attempt, free=_collect, sleep=self._clock.sleep)
+
+    def _try_step(self, step: int, target: Any, ocp: Any) -> tuple[dict | None, str]:
+        """(the restored items, "") or (None, what is wrong with the step's content). Every read of the step
+        (its listing, digest and arrays) is in here, so a transient failure of any of them retries it whole."""
+        step_dir = self.directory / str(step)
+        reason = digest.verify(step_dir, step)
+        if reason is not None:
+            return None, reason
+        record = digest.read_digest(step_dir) or {}
+        self._check_fingerprint(step, record)
+        return self._restore_step(step, target, ocp, record.get("arrays", {}))
+
     def _restore_step(self, step: int, target: Any, ocp: Any, arrays: dict) -> tuple[dict | None, str]:
-        """(the restored items, "") or (None, why the step cannot be resumed)."""
+        """(the restored items, "") or (None, why the step's content cannot be resumed). A transient
+        failure (elxpk_contract.transient) raises: it says nothing about the step."""
         restore_args = ocp.checkpoint_utils.construct_restore_args(target)
         args = ocp.args.Composite(state=ocp.args.PyTreeRestore(item=target, restore_args=restore_args),
                                   meta=ocp.args.JsonRestore())
         try:
             restored = self._manager.restore(step, args=args)
-        except Exception as exc:  # noqa: BLE001 - any read failure makes this step unusable
+        except Exception as exc:  # noqa: BLE001 - classified: transient raises, anything else is the content's
             self._manager.close()
             self._manager = self._open()  # a failed restore can poison the manager
+            if transient_cause(exc) is not None:
+                raise
             return None, f"orbax could not read it: {str(exc).splitlines()[0][:200]}"
-        problem = _meta_problem(restored["meta"], step)
-        if problem is None:
-            # Recomputed on the restored arrays, on this attempt's mesh: the sum does not depend on sharding.
-            problem = mismatch(arrays, fingerprint(restored["state"]))
+        try:
+            problem = _meta_problem(restored["meta"], step)
+            if problem is None:
+                # Recomputed on the restored arrays, on this attempt's mesh: the sum does not depend on sharding.
+                problem = mismatch(arrays, fingerprint(restored["state"]))
+        except Exception:
+            _delete_arrays(restored["state"])  # e.g. out of memory while fingerprinting: free before a retry
+            raise
         if problem is None:
             return restored, ""
-        import jax
-
-        for leaf in jax.tree.leaves(restored["state"]):  # the arrays are on the devices: free them now
-            leaf.delete()
+        _delete_arrays(restored["state"])
         return None, problem
 
     def _check_fingerprint(self, step: int, found: dict) -> None:
@@ -300,6 +324,20 @@ def _meta_problem(meta: object, step: int) -> str | None:
     if recorded != step or isinstance(recorded, bool):
         return f"it records step {recorded!r:.40} but sits in directory {step} (renamed or copied)"
     return None
+
+
+def _collect() -> None:
+    """Free what a failed try left: its frames hold the partly restored arrays in a cycle with the exception."""
+    gc.collect()
+
+
+def _delete_arrays(state: Any) -> None:
+    """Free the restored arrays on the devices now, not when a cycle is collected."""
+    import jax
+
+    for leaf in jax.tree.leaves(state):
+        if isinstance(leaf, jax.Array) and not leaf.is_deleted():
+            leaf.delete()
 
 
 def _state_handler(ocp: Any) -> Any:

@@ -13,8 +13,11 @@ from collections.abc import Callable
 from types import TracebackType
 
 from elxpk_contract.exit_codes import STALLED
+from elxpk_contract.setting_rules import default
 
-RESTORE_TIMEOUT_S = 1800.0  # a 7B state with its optimizer (~100 GB) reads in minutes; 30 is a hang
+# --restore-timeout-seconds' default, declared in the settings table: a 7B state with its optimizer (~100 GB)
+# reads in minutes; 30 is a hang.
+RESTORE_TIMEOUT_S: float = default("restore_timeout_seconds")
 
 
 def end_process(what: str, seconds: float) -> None:

@@ -21,8 +21,15 @@ broadcast from process 0, the collective every attempt's start already passes th
 together: a process 0 that stopped alone would wait at jax.distributed's shutdown barrier for peers that
 wait in their first step for it.
 
+The file carries the run's identity (`--run-id`, ELXPK_RUN_ID: the launcher renders the JobSet's UID, the
+same for every group restart of one JobSet). A history written under another identity is an earlier run's
+that left it in the same checkpoint directory (one that crashed before its first save would otherwise stop
+a new, fixed run before its first step): it is set aside with a warning and a new history starts.
+
 The file is small (at most KEEP entries), read bounded, and never stops training when it cannot be read
-or written (a warning; the run then behaves as without the setting).
+or written: anything unreadable (not JSON, the wrong shape, `1e999` for a step, JSON nested too deep for the
+parser) is a warning and a fresh history, and a failed write is a warning (the run then behaves as without
+the setting).
 """
 
 from __future__ import annotations
@@ -75,9 +82,10 @@ class AttemptHistory:
     """Process 0's record of the attempts of a multi-controller run, in the checkpoint directory."""
 
     def __init__(self, checkpoint_path: str, stop_on_repeat: int, *, primary: bool = True,
-                 share: Callable[[int], int] = lambda value: value) -> None:
+                 share: Callable[[int], int] = lambda value: value, run_id: str | None = None) -> None:
         self.path = ckpt_storage.checkpoint_root(checkpoint_path) / HISTORY_FILE
         self.limit = stop_on_repeat
+        self.run_id = run_id or ""
         self.primary = primary
         self.share = share  # process 0's value, on every process
 
@@ -116,18 +124,38 @@ class AttemptHistory:
         try:
             if len(data) > HISTORY_BYTES:
                 raise ValueError(f"longer than {HISTORY_BYTES} bytes")
-            entries = json.loads(data.decode("utf-8"))["attempts"]
-            return [Attempt(int(e["restored"]), str(e["ended"])) for e in entries][-KEEP:]
-        except (ValueError, KeyError, TypeError) as exc:  # not ours: start a new history
-            return _warned(f"{self.path} is no attempt history ({exc}); starting a new one")
+            record = json.loads(data.decode("utf-8"))
+            attempts = [_attempt(e) for e in record["attempts"]][-KEEP:]
+            written_by = record.get("run", "")
+            if not isinstance(written_by, str):
+                raise TypeError(f"its run id is a {type(written_by).__name__}")
+        # Not ours, or not whole: start a new history. RecursionError: JSON nested deeper than the parser
+        # goes; OverflowError: int(1e999); AttributeError: `record` is not an object.
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
+            return _warned(f"{self.path} is no attempt history ({type(exc).__name__}: {str(exc)[:100]}); "
+                           "starting a new one")
+        if written_by != self.run_id:
+            return _warned(f"{self.path} was written by run {written_by!r:.80}, this is run {self.run_id!r:.80}: "
+                           "an earlier run's attempts, not counted; a new history replaces it")
+        return attempts
 
     def _write(self, attempts: list[Attempt], stopped: str) -> None:
         text = json.dumps({"attempts": [{"restored": a.restored, "ended": a.ended} for a in attempts],
-                           "stopped": stopped}, sort_keys=True) + "\n"
+                           "run": self.run_id, "stopped": stopped}, sort_keys=True) + "\n"
         try:
             ckpt_storage.write_whole(self.path, text, tmp_name=f".{HISTORY_FILE}.{os.getpid()}.partial")
         except OSError as exc:  # the history must never stop training
             _warned(f"cannot write {self.path}: {exc}")
+
+
+def _attempt(entry: dict) -> Attempt:
+    """One entry as written; a step that is no whole number >= 0 (`1e999`, `-3`, `"x"`) is refused."""
+    restored = entry["restored"]
+    if isinstance(restored, bool) or not isinstance(restored, int) or restored < 0:
+        raise ValueError(f"restored is {restored!r:.40}, not a step")
+    if not isinstance(entry["ended"], str):
+        raise TypeError(f"ended is a {type(entry['ended']).__name__}")
+    return Attempt(restored, entry["ended"][:40])
 
 
 def _warned(message: str) -> list[Attempt]:

@@ -86,6 +86,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     try:
         # Before anything is written: never manage the working directory or a folder of numbered folders.
         ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path)
+        ckpt_storage.refuse_file_in_path("--run-dir", cfg.run_dir)
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
         if dataset is None:  # of the checkpoint fingerprint: both resolved first
             cfg, dataset = open_dataset(cfg)
@@ -103,7 +104,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
     if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
         ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
-                                     primary=backend.process_index == 0, share=_from_process_0)
+                                     primary=backend.process_index == 0, share=_from_process_0, run_id=cfg.run_id)
     ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
