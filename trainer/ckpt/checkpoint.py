@@ -215,7 +215,7 @@ class CheckpointStore:
                 if restored is not None:
                     self._fault_hook("restore", step)
                     self.latest_valid = step
-                    return step, restored["state"], restored["meta"]["data"]
+                    return step, donatable(restored["state"]), restored["meta"]["data"]
             self._recorder.event("checkpoint_skipped", step, reason=reason)
             self._quarantine(step, reason)
         return None
@@ -261,6 +261,31 @@ class CheckpointStore:
 
             multihost_utils.sync_global_devices("elxpk-checkpoint-quarantine")
         self._manager.reload()
+
+
+def donatable(state: Any) -> Any:
+    """The restored arrays re-made as XLA's own buffers, leaf by leaf (one leaf's copy at most at a time).
+
+    Arrays orbax restores can silently fail to donate (jax#18617): the step then keeps its input state
+    beside its output, one state share more, and the first step after a resume runs out of memory where
+    a fresh start's did not (goodfire-ai/spd#932). A copy under jit, donating its input, gives every leaf
+    an ordinary buffer (aliased where the donation takes, copied where it does not)."""
+    import jax
+
+    return jax.tree.map(lambda leaf: _own_buffer(leaf.sharding)(leaf), state)
+
+
+_OWN_BUFFERS: dict[Any, Any] = {}
+
+
+def _own_buffer(sharding: Any) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    if sharding not in _OWN_BUFFERS:
+        # jnp.copy, not the identity: jit forwards an argument returned unchanged without running anything.
+        _OWN_BUFFERS[sharding] = jax.jit(jnp.copy, out_shardings=sharding, donate_argnums=0)
+    return _OWN_BUFFERS[sharding]
 
 
 def refuse_other_configuration(cfg: TrainerConfig) -> None:

@@ -47,6 +47,9 @@ _F32 = 4
 # The most the estimate overshoots XLA's own figure in the calibration (tests/trainer/test_scale.py): above
 # this multiple of the device the step surely cannot fit; below it, the compile's figure decides.
 ESTIMATE_MARGIN = 1.35
+# Float32 [tokens, V] arrays alive at once for one loss chunk (trainer.core.model._token_nll): the logits,
+# their log-softmax, softmax and gradient, and the loss's gather.
+LOGIT_COPIES = 5
 
 
 @dataclass(frozen=True)
@@ -74,21 +77,26 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
              donates: bool = False) -> MemoryEstimate:
     """The per-device memory of one train step on a mesh of `total_devices` in slices of
     `devices_per_slice`; `donates`: the step gives its input state's buffers to its output."""
-    from trainer.core.model import ModelShape
+    from trainer.core import remat
+    from trainer.core.model import ModelShape, loss_chunk_examples
 
     shape = ModelShape.from_config(cfg)
-    compute_bytes = 2 if getattr(shape, "compute_dtype", "float32") == "bfloat16" else _F32
-    fused_attention = getattr(shape, "attention", None) is not None
+    compute_bytes = 2 if shape.compute_dtype == "bfloat16" else _F32
     d, f, length, vocab = cfg.d_model, cfg.d_ff, cfg.seq_len, cfg.vocab_size
     b = max(1, -(-cfg.global_batch // total_devices))
     state = _sharded_bytes(abstract_state, devices_per_slice)
     params = _sharded_bytes(abstract_state["params"], devices_per_slice)
-    scores = 0 if fused_attention else 2 * b * cfg.n_heads * length * length * _F32
-    per_layer = b * length * (10 * d + 2 * f) * compute_bytes + scores
-    activations = cfg.n_layers * per_layer + 5 * b * length * vocab * _F32
+    scores = 0 if shape.attention != "xla" else 2 * b * cfg.n_heads * length * length * _F32
+    whole_layer = b * length * remat.kept_values_per_token("none", d, f) * compute_bytes + scores
+    if shape.remat_policy == "none":
+        layers = cfg.n_layers * whole_layer
+    else:  # what each block keeps, plus one block's intermediates while its backward pass recomputes them
+        kept = b * length * remat.kept_values_per_token(shape.remat_policy, d, f) * compute_bytes
+        layers = cfg.n_layers * kept + whole_layer
+    logits = LOGIT_COPIES * loss_chunk_examples(b, length) * length * vocab * _F32
     whole_params = _sharded_bytes(abstract_state["params"], 1)
     gathered = whole_params if params < whole_params else 0
-    return MemoryEstimate(state, 0 if donates else state, 2 * params, activations, gathered)
+    return MemoryEstimate(state, 0 if donates else state, 2 * params, layers + logits, gathered)
 
 
 def device_limit(device: Any) -> int | None:
@@ -175,10 +183,17 @@ def compiled_refusal(cfg: Any, need: int | None, mesh: Any, limit: int | None) -
                          "analysis of the compiled step)", mesh.devices.flat[0], limit)
 
 
+def _what_to_change(cfg: Any) -> str:
+    remat = getattr(cfg, "remat_policy", "none")
+    first = "" if remat == "full" else "keep less for the backward pass (--remat-policy full), or "
+    return f"{first}use a smaller --global-batch or model, or more devices per slice"
+
+
 def _refusal(cfg: Any, needs: str, device: Any, limit: int) -> UsageError:
     preset = f"--model {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
     return UsageError(
         f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
-        f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}: the train step needs {needs} but device "
-        f"{device} has {limit / 2**30:.2f} GiB; use a smaller model or batch, or more devices per slice"
+        f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch} --remat-policy "
+        f"{getattr(cfg, 'remat_policy', 'none')}: the train step needs {needs} but device {device} has "
+        f"{limit / 2**30:.2f} GiB; {_what_to_change(cfg)}"
     )

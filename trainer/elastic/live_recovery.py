@@ -68,6 +68,8 @@ def unavailable(cfg: TrainerConfig, backend: SliceBackend) -> str | None:
     """Why this run cannot recover from live replicas at all, or None when it can."""
     if cfg.recovery != "live":
         return "--recovery checkpoint"
+    if cfg.num_slices == 1:  # a lost slice is every slice: nothing survives to recover from
+        return "one slice: no other slice holds a replica of the state"
     if not backend.in_process_retry:
         return ("the multi-controller backend cannot reach the survivors' buffers: the jax runtime aborts "
                 "every process when a slice misses its heartbeat")
@@ -77,8 +79,8 @@ def unavailable(cfg: TrainerConfig, backend: SliceBackend) -> str | None:
 def step_donates(cfg: TrainerConfig, backend: SliceBackend) -> bool:
     """Whether the compiled step may donate its input state to its output (XLA reuses the buffers: one
     state share less per device). Only where recovery never reads the last completed step's buffers:
-    --recovery checkpoint, or the multi-controller backend. With live recovery the input must survive a
-    step that fails midway."""
+    --recovery checkpoint, one slice, or the multi-controller backend. With live recovery over several
+    slices the input must survive a step that fails midway."""
     return unavailable(cfg, backend) is not None
 
 

@@ -1,0 +1,52 @@
+"""Rematerialisation policies by name (--remat-policy), MaxText's names where they mean the same.
+
+Each transformer block runs under jax.checkpoint; the policy says which of its named intermediates
+(jax.ad_checkpoint.checkpoint_name in trainer.core.model) the backward pass keeps, everything else is
+recomputed from the block's input. From the most kept to the least:
+
+- none: no jax.checkpoint at all, every intermediate is kept (the fastest step, the most memory);
+- minimal: the outputs of every matmul (qkv_proj, out_proj, mlpwi, mlpwo): only the norms, the attention
+  and the activation function are recomputed;
+- save_dot_except_mlp: the attention's projections (qkv_proj, out_proj), the MLP is recomputed;
+- save_qkv_proj: the query/key/value projection only;
+- full: nothing but the block's input (MaxText's full): a whole forward pass again in the backward.
+
+Remat changes what is recomputed, not what is computed: the loss and gradients are the same bits
+(tests/trainer/test_remat.py), so the policy is not part of the checkpoint fingerprint and a resume may
+change it. The per-token values each policy keeps are declared here too, for the memory estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+# Name -> the checkpoint_names the backward pass keeps (None: no jax.checkpoint).
+SAVED: dict[str, tuple[str, ...] | None] = {
+    "none": None,
+    "minimal": ("qkv_proj", "out_proj", "mlpwi", "mlpwo"),
+    "save_dot_except_mlp": ("qkv_proj", "out_proj"),
+    "save_qkv_proj": ("qkv_proj",),
+    "full": (),
+}
+
+
+def kept_values_per_token(policy: str, d_model: int, d_ff: int) -> int:
+    """Values of the compute dtype one block keeps per token for its backward pass under `policy`: the
+    block's input plus its saved names (none keeps everything: norms, q/k/v, the attention output, its
+    projection, the MLP's input, activation and output)."""
+    width = {"qkv_proj": 3 * d_model, "out_proj": d_model, "mlpwi": d_ff, "mlpwo": d_model}
+    saved = SAVED[policy]
+    if saved is None:
+        return 10 * d_model + 2 * d_ff
+    return d_model + sum(width[name] for name in saved)
+
+
+def wrap(block_fn: Callable[..., Any], policy: str) -> Callable[..., Any]:
+    """`block_fn` under jax.checkpoint with the named policy (unchanged for none)."""
+    import jax
+
+    saved = SAVED[policy]
+    if saved is None:
+        return block_fn
+    return jax.checkpoint(block_fn, policy=jax.checkpoint_policies.save_only_these_names(*saved))
