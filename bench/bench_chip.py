@@ -38,7 +38,6 @@ def config_for(model: str, batch: int, remat: str, run_dir: str, **extra):
 
 def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool = False) -> dict:
     """Estimate, XLA's figure and (where it fits and `run`) the timed steps of `cfg` on `mesh`."""
-    import jax
 
     from trainer.clock import SystemClock
     from trainer.core import mesh as meshlib

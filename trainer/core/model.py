@@ -22,7 +22,6 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jax.ad_checkpoint import checkpoint_name
 
 from trainer.core import attention, remat
@@ -42,7 +41,7 @@ class ModelShape:
     dropout: float
     compute_dtype: str = "float32"  # resolved: float32 or bfloat16 (see trainer/core/precision.py)
     attention: Literal["xla", "cudnn", "splash"] = "xla"  # resolved (trainer.core.attention)
-    remat_policy: str = "none"  # trainer.core.remat's names
+    remat_policy: str = "none"  # trainer.core.remat's names (auto, not yet resolved, runs as none)
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:

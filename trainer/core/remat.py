@@ -9,7 +9,9 @@ recomputed from the block's input. From the most kept to the least:
   and the activation function are recomputed;
 - save_dot_except_mlp: the attention's projections (qkv_proj, out_proj), the MLP is recomputed;
 - save_qkv_proj: the query/key/value projection only;
-- full: nothing but the block's input (MaxText's full): a whole forward pass again in the backward.
+- full: nothing but the block's input (MaxText's full): a whole forward pass again in the backward;
+- auto (the default): the first of these, from none down, whose memory estimate fits the device
+  (trainer.core.memory.choose_remat); resolved once per run and recorded in run.json.
 
 Remat changes what is recomputed, not what is computed: the loss and gradients are the same bits
 (tests/trainer/test_remat.py), so the policy is not part of the checkpoint fingerprint and a resume may
@@ -35,10 +37,11 @@ def kept_values_per_token(policy: str, d_model: int, d_ff: int) -> int:
     """Values of the compute dtype one block keeps per token for its backward pass under `policy`: the
     block's input plus its saved names (none keeps everything: norms, q/k/v, the attention output, its
     projection, the MLP's input, activation and output)."""
-    width = {"qkv_proj": 3 * d_model, "out_proj": d_model, "mlpwi": d_ff, "mlpwo": d_model}
+    # mlpwo adds nothing: its sum with the residual is the next block's input, which is kept anyway.
+    width = {"qkv_proj": 3 * d_model, "out_proj": d_model, "mlpwi": d_ff, "mlpwo": 0}
     saved = SAVED[policy]
-    if saved is None:
-        return 10 * d_model + 2 * d_ff
+    if saved is None:  # input, norms (2), q/k/v (3), attention output, mid-block residual; MLP in, activation
+        return 9 * d_model + 2 * d_ff
     return d_model + sum(width[name] for name in saved)
 
 
@@ -46,7 +49,7 @@ def wrap(block_fn: Callable[..., Any], policy: str) -> Callable[..., Any]:
     """`block_fn` under jax.checkpoint with the named policy (unchanged for none)."""
     import jax
 
-    saved = SAVED[policy]
+    saved = SAVED["none" if policy == "auto" else policy]  # auto unresolved: what it is where memory is ample
     if saved is None:
         return block_fn
     return jax.checkpoint(block_fn, policy=jax.checkpoint_policies.save_only_these_names(*saved))
