@@ -17,6 +17,7 @@ least memory up. The JSON is rewritten after every configuration: a run cut shor
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -36,22 +37,27 @@ def config_for(model: str, batch: int, remat: str, run_dir: str, **extra):
                                   num_slices=1, devices_per_slice=1, run_dir=run_dir, **extra))
 
 
-def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool = False) -> dict:
+def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool = False,
+            checkpoint: bool = False) -> dict:
     """Estimate, XLA's figure and (where it fits and `run`) the timed steps of `cfg` on `mesh`."""
 
     from trainer.clock import SystemClock
     from trainer.core import mesh as meshlib
     from trainer.core import state as core_state
     from trainer.core import step as steplib
-    from trainer.core.memory import device_limit, estimate
+    from trainer.core.memory import choose_remat, device_limit, estimate
     from trainer.core.model import ModelShape
     from trainer.data.data import ElasticIterator, SyntheticTokens
     from trainer.elastic.attempt import _scalar
 
-    shape = ModelShape.from_config(cfg)
-    need = estimate(cfg, core_state.state_target(cfg, mesh), 1, 1, donates=True)
     limit = device_limit(mesh.devices.flat[0])
-    row = {"batch": cfg.global_batch, "remat_policy": cfg.remat_policy, "attention": shape.attention,
+    target = core_state.state_target(cfg, mesh)
+    requested = cfg.remat_policy
+    cfg = dataclasses.replace(cfg, remat_policy=choose_remat(cfg, target, mesh, limit, donates=True))
+    shape = ModelShape.from_config(cfg)
+    need = estimate(cfg, target, 1, 1, donates=True)
+    row = {"batch": cfg.global_batch, "remat_requested": requested, "remat_policy": cfg.remat_policy,
+           "attention": shape.attention,
            "compute_dtype": shape.compute_dtype, "estimate_bytes": need.total,
            "estimate_parts": {k: getattr(need, k) for k in ("state", "kept_input", "gradients", "activations",
                                                             "gathered")},
@@ -78,8 +84,54 @@ def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool 
                examples_per_s=cfg.global_batch / step_s, memory_stats=stats)
     if profile:
         row["profile"] = profiled(compiled.executable, state, batches[0], mesh, steps)
+    if checkpoint:
+        row["checkpoint"] = save_and_resume(cfg, compiled.executable, state, data, batches[0], mesh)
     del state, batches
     return row
+
+
+class _Events:
+    """The store's recorder: keeps the events' figures (save blocking, commit)."""
+
+    def __init__(self) -> None:
+        self.seen: dict = {}
+
+    def event(self, name, step, **details) -> None:
+        self.seen[name] = details
+
+
+def save_and_resume(cfg, executable, state, data, tokens, mesh) -> dict:
+    """One save through the trainer's store (its blocking and commit seconds), the restore of it, and the
+    first step on the restored state: its input must be donated (trainer.ckpt.checkpoint.donatable; else the
+    step holds two states, jax#18617) and it must leave no more in use than a step from a fresh start."""
+    import jax
+
+    from trainer.ckpt.checkpoint import CheckpointStore
+    from trainer.clock import SystemClock
+    from trainer.core import state as core_state
+    from trainer.elastic.attempt import _scalar
+
+    device = mesh.devices.flat[0]
+    events = _Events()
+    store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=events, clock=SystemClock())
+    store.save(1, state, data.get_state())
+    store.poll(block=True)
+    state, loss = executable(state, tokens, _scalar(1, mesh))  # a step from the running state, for comparison
+    float(loss.addressable_data(0))
+    fresh_in_use = (device.memory_stats() or {}).get("bytes_in_use")
+    del state
+    began = time.perf_counter()
+    step, restored, _ = store.restore_latest(core_state.state_target(cfg, mesh))
+    restore_s = time.perf_counter() - began
+    inputs = jax.tree.leaves(restored)
+    restored, loss = executable(restored, tokens, _scalar(step, mesh))
+    float(loss.addressable_data(0))
+    resumed_in_use = (device.memory_stats() or {}).get("bytes_in_use")
+    store.close(raise_errors=True)
+    return {"save_blocking_s": events.seen.get("checkpoint_saved", {}).get("blocking_s"),
+            "commit_s": events.seen.get("checkpoint_committed", {}).get("commit_s"), "restore_s": restore_s,
+            "restored_input_donated": all(leaf.is_deleted() for leaf in inputs),
+            "bytes_in_use_after_a_step": fresh_in_use, "bytes_in_use_after_the_first_resumed_step": resumed_in_use}
 
 
 def profiled(executable, state, tokens, mesh, steps: int) -> dict:
@@ -116,15 +168,51 @@ def profiled(executable, state, tokens, mesh, steps: int) -> dict:
             "ms_per_step_by_kind": {n: round(v, 3) for n, v in by_kind.most_common(15)}}
 
 
+def largest_by_estimate(model: str, mesh, limit: int | None, attention: str) -> int | None:
+    """The largest power-of-two batch whose estimate, with the least memory remat (full), is within the
+    device: the largest the trainer is expected to accept (compiling each candidate would take minutes)."""
+    from trainer.core import state as core_state
+    from trainer.core.memory import estimate
+
+    if limit is None:
+        return None
+    best = None
+    for batch in (2**k for k in range(0, 11)):
+        cfg = config_for(model, batch, "full", "/tmp/bench_chip_run", attention=attention)
+        if estimate(cfg, core_state.state_target(cfg, mesh), 1, 1, donates=True).total > limit:
+            break
+        best = batch
+    return best
+
+
+def matmul_rate(size: int = 8192, repeats: int = 10) -> dict:
+    """The chip's own bf16 matmul rate (size^3, mean of `repeats` after a warm-up), in TFLOP/s."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), jnp.bfloat16)
+    b = jax.random.normal(jax.random.PRNGKey(1), (size, size), jnp.bfloat16)
+    product = jax.jit(jnp.matmul)
+    product(a, b).block_until_ready()
+    began = time.perf_counter()
+    for _ in range(repeats):
+        out = product(a, b)
+    out.block_until_ready()
+    seconds = (time.perf_counter() - began) / repeats
+    return {"size": size, "seconds": seconds, "tflops": 2 * size**3 / seconds / 1e12}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--configs", required=True, help="POLICY:BATCH,... (with --largest: POLICY:B1:B2:...)")
+    parser.add_argument("--model")
+    parser.add_argument("--configs", help="POLICY:BATCH,... (with --largest: POLICY:B1:B2:...)")
+    parser.add_argument("--matmul", action="store_true", help="only the chip's own matmul rate, and the versions")
     parser.add_argument("--largest", action="store_true")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--attention", default="auto")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--profile", action="store_true", help="a jax.profiler summary of each configuration run")
+    parser.add_argument("--checkpoint", action="store_true", help="save, restore and resume each configuration run")
     parser.add_argument("--deterministic-reduction", default="on", choices=("on", "off"))
     args = parser.parse_args()
 
@@ -134,15 +222,28 @@ def main() -> None:
 
     device = jax.devices()[0]
     peak = PEAK_TFLOPS.get(device.device_kind, 197.0)
+    if args.matmul:
+        from importlib import metadata
+
+        versions = {name: _version(metadata, name) for name in ("jax", "jaxlib", "libtpu", "orbax-checkpoint",
+                                                                 "optax", "numpy")}
+        args.out.write_text(json.dumps({"platform": jax.default_backend(), "device_kind": device.device_kind,
+                                        "memory_stats": device.memory_stats(), "versions": versions,
+                                        "peak_tflops": peak, "matmul": matmul_rate()}, indent=1))
+        return
     mesh = meshlib.build_mesh({0: [device]}, [0])
     result: dict = {"model": args.model, "device_kind": device.device_kind, "peak_tflops": peak, "rows": []}
+    from trainer.core.memory import device_limit
+
+    result["largest_batch_by_estimate"] = largest_by_estimate(args.model, mesh, device_limit(device), args.attention)
     work = "/tmp/bench_chip_run"
     if args.largest:
         policy, *batches = args.configs.split(":")
         for batch in sorted((int(b) for b in batches), reverse=True):
             cfg = config_for(args.model, batch, policy, work, attention=args.attention,
                              deterministic_reduction=args.deterministic_reduction)
-            row = measure(cfg, mesh, args.steps, peak, run=True, profile=args.profile)
+            row = measure(cfg, mesh, args.steps, peak, run=True, profile=args.profile,
+                              checkpoint=args.checkpoint)
             result["rows"].append(row)
             args.out.write_text(json.dumps(result, indent=1))
             print(json.dumps(row), flush=True)
@@ -155,13 +256,21 @@ def main() -> None:
             try:
                 cfg = config_for(args.model, int(batch), policy, work, attention=args.attention,
                                  deterministic_reduction=args.deterministic_reduction)
-                row = measure(cfg, mesh, args.steps, peak, run=True, profile=args.profile)
+                row = measure(cfg, mesh, args.steps, peak, run=True, profile=args.profile,
+                              checkpoint=args.checkpoint)
             except Exception as exc:  # noqa: BLE001 - one configuration's failure must not lose the others
                 row = {"batch": int(batch), "remat_policy": policy, "error": str(exc).splitlines()[0][:300]}
             result["rows"].append(row)
             args.out.write_text(json.dumps(result, indent=1))
             print(json.dumps(row), flush=True)
     args.out.write_text(json.dumps(result, indent=1))
+
+
+def _version(metadata, name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 if __name__ == "__main__":

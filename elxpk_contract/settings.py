@@ -58,7 +58,8 @@ BACKENDS = ("simulated", "pathways", "multi-controller")
 RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
 COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
 ATTENTIONS = ("auto", "xla", "cudnn", "splash")  # trainer/core/attention.py
-REMAT_POLICIES = ("auto", "none", "minimal", "save_dot_except_mlp", "save_qkv_proj", "full")  # trainer/core/remat.py
+REMAT_POLICIES = ("auto", "none", "minimal_with_context", "minimal", "save_dot_except_mlp", "save_qkv_proj",
+                  "full")  # trainer/core/remat.py
 
 
 # Flags of `python -m trainer` that do something instead of setting something: not rows of the table,
@@ -164,7 +165,7 @@ class TrainerConfig:
                                   "autoselected); part of the checkpoint fingerprint unless xla",
                           expose=LAUNCHER_FLAG, choices=ATTENTIONS)
     remat_policy: str = _opt("auto", "what each block keeps for the backward pass, the rest recomputed: none "
-                                     "(everything), minimal (every matmul output), save_dot_except_mlp, "
+                                     "(everything), minimal_with_context, minimal (every matmul output), save_dot_except_mlp, "
                                      "save_qkv_proj, full (only the block input), MaxText's names; auto: the "
                                      "first of those whose memory estimate fits the device; the same bits "
                                      "whichever, so not in the fingerprint", maxtext="remat_policy",

@@ -112,10 +112,10 @@ def test_auto_remat_takes_the_fastest_policy_whose_estimate_fits():
     def need(policy):
         return estimate(dataclasses.replace(cfg, remat_policy=policy), target, 1, 1, donates=True).total
 
-    assert need("none") > need("minimal") > need("save_dot_except_mlp") > need("save_qkv_proj") > need("full")
+    assert need("none") > need("minimal_with_context") > need("minimal") > need("save_dot_except_mlp") > need("save_qkv_proj") > need("full")
     assert choose_remat(cfg, target, mesh, None, donates=True) == "none"  # no limit known
     assert choose_remat(cfg, target, mesh, int(need("none") / AUTO_HEADROOM) + 1, donates=True) == "none"
-    assert choose_remat(cfg, target, mesh, int(need("none") / AUTO_HEADROOM) - 1, donates=True) == "minimal"
+    assert choose_remat(cfg, target, mesh, int(need("none") / AUTO_HEADROOM) - 1, donates=True) == "minimal_with_context"
     assert choose_remat(cfg, target, mesh, int(need("full") / AUTO_HEADROOM) + 1, donates=True) == "full"
     assert choose_remat(cfg, target, mesh, 1, donates=True) == "full"  # nothing fits: the check refuses it
     explicit = dataclasses.replace(cfg, remat_policy="save_qkv_proj")

@@ -5,8 +5,10 @@ Each transformer block runs under jax.checkpoint; the policy says which of its n
 recomputed from the block's input. From the most kept to the least:
 
 - none: no jax.checkpoint at all, every intermediate is kept (the fastest step, the most memory);
-- minimal: the outputs of every matmul (qkv_proj, out_proj, mlpwi, mlpwo): only the norms, the attention
-  and the activation function are recomputed;
+- minimal_with_context: the outputs of every matmul and the attention's (context; with splash also its
+  softmax statistics): only the norms and the activation function are recomputed;
+- minimal: the outputs of every matmul (qkv_proj, out_proj, mlpwi, mlpwo): the attention is recomputed too
+  (on a v5e at 350m, splash's forward pass again is about 9% of the step);
 - save_dot_except_mlp: the attention's projections (qkv_proj, out_proj), the MLP is recomputed;
 - save_qkv_proj: the query/key/value projection only;
 - full: nothing but the block's input (MaxText's full): a whole forward pass again in the backward;
@@ -26,6 +28,7 @@ from typing import Any
 # Name -> the checkpoint_names the backward pass keeps (None: no jax.checkpoint).
 SAVED: dict[str, tuple[str, ...] | None] = {
     "none": None,
+    "minimal_with_context": ("qkv_proj", "context", "out_proj", "mlpwi", "mlpwo"),
     "minimal": ("qkv_proj", "out_proj", "mlpwi", "mlpwo"),
     "save_dot_except_mlp": ("qkv_proj", "out_proj"),
     "save_qkv_proj": ("qkv_proj",),
@@ -38,7 +41,7 @@ def kept_values_per_token(policy: str, d_model: int, d_ff: int) -> int:
     block's input plus its saved names (none keeps everything: norms, q/k/v, the attention output, its
     projection, the MLP's input, activation and output)."""
     # mlpwo adds nothing: its sum with the residual is the next block's input, which is kept anyway.
-    width = {"qkv_proj": 3 * d_model, "out_proj": d_model, "mlpwi": d_ff, "mlpwo": 0}
+    width = {"qkv_proj": 3 * d_model, "context": d_model, "out_proj": d_model, "mlpwi": d_ff, "mlpwo": 0}
     saved = SAVED[policy]
     if saved is None:  # input, norms (2), q/k/v (3), attention output, mid-block residual; MLP in, activation
         return 9 * d_model + 2 * d_ff
