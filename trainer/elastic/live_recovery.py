@@ -2,9 +2,9 @@
 
 The train state is replicated across slices and FSDP-sharded within each (trainer.core.sharding), so every
 surviving slice holds a complete copy of the state after the last completed step. The step that failed
-was never applied (with live recovery the compiled step does not donate its input state, `step_donates`:
-the output is a new allocation and the input stays valid until the loop drops it), so nothing has to be
-rewound:
+was never applied (with live recovery over several slices the compiled step does not donate its input
+state, `step_donates`: the output is a new allocation and the input stays valid until the loop drops it),
+so nothing has to be rewound:
 
 - `LiveState` is the last completed step as the step loop left it: the number of steps done, the state on
   the mesh it was computed on and the data position of the next step. Keeping it costs nothing per step
