@@ -21,6 +21,7 @@ import dataclasses
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,18 +38,33 @@ def config_for(model: str, batch: int, remat: str, run_dir: str, **extra):
                                   num_slices=1, devices_per_slice=1, run_dir=run_dir, **extra))
 
 
+def timed_steps(executable, state, cfg, mesh, steps: int):
+    """`steps` steps of `executable` on synthetic batches after two warm-up steps: (state, the last loss,
+    the median step seconds, the data iterator, its two batches)."""
+    from trainer.core import mesh as meshlib
+    from trainer.data.data import ElasticIterator, SyntheticTokens
+    from trainer.elastic.attempt import _scalar
+
+    data = ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
+    batches = [meshlib.put_batch(data.next_batch().tokens, mesh) for _ in range(2)]
+    times = []
+    for step in range(steps + 2):  # the first two are warm-up
+        began = time.perf_counter()
+        state, loss = executable(state, batches[step % 2], _scalar(step, mesh))
+        float(loss.addressable_data(0))
+        times.append(time.perf_counter() - began)
+    return state, loss, statistics.median(times[2:]), data, batches
+
+
 def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool = False,
             checkpoint: bool = False) -> dict:
     """Estimate, XLA's figure and (where it fits and `run`) the timed steps of `cfg` on `mesh`."""
 
     from trainer.clock import SystemClock
-    from trainer.core import mesh as meshlib
     from trainer.core import state as core_state
     from trainer.core import step as steplib
     from trainer.core.memory import choose_remat, device_limit, estimate
     from trainer.core.model import ModelShape
-    from trainer.data.data import ElasticIterator, SyntheticTokens
-    from trainer.elastic.attempt import _scalar
 
     limit = device_limit(mesh.devices.flat[0])
     target = core_state.state_target(cfg, mesh)
@@ -68,15 +84,7 @@ def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool 
     if not (run and row["fits"]):
         return row
     state = core_state.place(core_state.host_init_state(cfg), mesh)
-    data = ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
-    batches = [meshlib.put_batch(data.next_batch().tokens, mesh) for _ in range(2)]
-    times = []
-    for step in range(steps + 2):  # the first two are warm-up
-        began = time.perf_counter()
-        state, loss = compiled.executable(state, batches[step % 2], _scalar(step, mesh))
-        float(loss.addressable_data(0))
-        times.append(time.perf_counter() - began)
-    step_s = statistics.median(times[2:])
+    state, loss, step_s, data, batches = timed_steps(compiled.executable, state, cfg, mesh, steps)
     flops = shape.flops_per_example() * cfg.global_batch
     stats = mesh.devices.flat[0].memory_stats() or {}
     row.update(step_s=step_s, loss=float(loss.addressable_data(0)), tflops=flops / step_s / 1e12,
@@ -236,7 +244,7 @@ def main() -> None:
     from trainer.core.memory import device_limit
 
     result["largest_batch_by_estimate"] = largest_by_estimate(args.model, mesh, device_limit(device), args.attention)
-    work = "/tmp/bench_chip_run"
+    work = tempfile.mkdtemp(prefix="bench_chip_run")  # a fresh run (and checkpoint) directory
     if args.largest:
         policy, *batches = args.configs.split(":")
         for batch in sorted((int(b) for b in batches), reverse=True):
