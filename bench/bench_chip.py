@@ -114,7 +114,7 @@ def save_and_resume(cfg, executable, state, data, tokens, mesh) -> dict:
     step holds two states, jax#18617) and it must leave no more in use than a step from a fresh start."""
     import jax
 
-    from trainer.ckpt.checkpoint import CheckpointStore
+    from trainer.ckpt.checkpoint import CheckpointStore, donatable
     from trainer.clock import SystemClock
     from trainer.core import state as core_state
     from trainer.elastic.attempt import _scalar
@@ -130,6 +130,7 @@ def save_and_resume(cfg, executable, state, data, tokens, mesh) -> dict:
     del state
     began = time.perf_counter()
     step, restored, _ = store.restore_latest(core_state.state_target(cfg, mesh))
+    restored = donatable(restored)  # as the trainer's attempt does
     restore_s = time.perf_counter() - began
     inputs = jax.tree.leaves(restored)
     restored, loss = executable(restored, tokens, _scalar(step, mesh))

@@ -215,7 +215,7 @@ class CheckpointStore:
                 if restored is not None:
                     self._fault_hook("restore", step)
                     self.latest_valid = step
-                    return step, donatable(restored["state"]), restored["meta"]["data"]
+                    return step, restored["state"], restored["meta"]["data"]
             self._recorder.event("checkpoint_skipped", step, reason=reason)
             self._quarantine(step, reason)
         return None
@@ -264,7 +264,9 @@ class CheckpointStore:
 
 
 def donatable(state: Any) -> Any:
-    """The restored arrays re-made as XLA's own buffers, leaf by leaf (one leaf's copy at most at a time).
+    """The restored arrays re-made as XLA's own buffers, leaf by leaf (one leaf's copy at most at a time):
+    what the attempt passes to a donating step after `restore_latest` (outside it, so that a restore's reads
+    are the checkpoint's alone, not the copies' compiles).
 
     Arrays orbax restores can silently fail to donate (jax#18617): the step then keeps its input state
     beside its output, one state share more, and the first step after a resume runs out of memory where
