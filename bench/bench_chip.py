@@ -238,7 +238,9 @@ def main() -> None:
                                                                  "optax", "numpy")}
         args.out.write_text(json.dumps({"platform": jax.default_backend(), "device_kind": device.device_kind,
                                         "memory_stats": device.memory_stats(), "versions": versions,
-                                        "peak_tflops": peak, "matmul": matmul_rate()}, indent=1))
+                                        "peak_tflops": peak,
+                                        "matmul": matmul_rate() if jax.default_backend() != "cpu" else None},
+                                       indent=1))
         return
     mesh = meshlib.build_mesh({0: [device]}, [0])
     result: dict = {"model": args.model, "device_kind": device.device_kind, "peak_tflops": peak, "rows": []}

@@ -155,3 +155,19 @@ def test_restored_arrays_are_donatable_and_unchanged():
     step = jax.jit(lambda t: jax.tree.map(lambda x: x + 1, t), donate_argnums=0)
     step(out)
     assert all(leaf.is_deleted() for leaf in jax.tree.leaves(out))  # donated: consumed by the step
+
+
+def test_a_refusal_names_the_remat_policy_and_the_batch():
+    import jax
+
+    from trainer.core import mesh as meshlib
+    from trainer.core import state as core_state
+    from trainer.core.memory import memory_record
+
+    cfg = tiny_config("unused", num_slices=1, devices_per_slice=1, remat_policy="none")
+    mesh = meshlib.build_mesh({0: jax.devices()[:1]}, [0])
+    with pytest.raises(UsageError) as refused:
+        memory_record(cfg, core_state.state_target(cfg, mesh), mesh, limit=1000, donates=True)
+    (message,) = refused.value.messages
+    assert "--global-batch 8 --remat-policy none:" in message
+    assert "keep less for the backward pass (--remat-policy full), or use a smaller --global-batch" in message
