@@ -162,13 +162,8 @@ def hidden(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Arra
     return _rms_norm(x_BxLxD, params["ln_f"])
 
 
-def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Array | None):
-    """Logits [B, L, V] in float32 (accumulated in float32 whatever the compute dtype)."""
-    return jnp.matmul(hidden(params, tokens_BxL, shape, key), params["embed_VxD"].T,
-                      preferred_element_type=jnp.float32)
-
-
 def _nll(x_BxLxD, embed_VxD, targets_BxL):
+    # The logits leave the matmul in float32 (accumulated in float32 whatever the compute dtype).
     logits_BxLxV = jnp.matmul(x_BxLxD, embed_VxD.T, preferred_element_type=jnp.float32)
     logp = jax.nn.log_softmax(logits_BxLxV, axis=-1)
     return -jnp.take_along_axis(logp, targets_BxL[..., None], axis=-1)[..., 0]
