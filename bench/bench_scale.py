@@ -233,27 +233,17 @@ def handler_blocking(state, repeats: int) -> dict:
 
 def mfu(cfg, mesh, steps: int, peak_tflops: float) -> dict:
     from trainer.clock import SystemClock
-    from trainer.core import mesh as meshlib
     from trainer.core import step as steplib
     from trainer.core.memory import compiled_refusal, device_limit
-    from trainer.data.data import ElasticIterator, SyntheticTokens
-    from trainer.elastic.attempt import _scalar
 
     cache = steplib.StepCache(cfg, SystemClock())
     compiled, _ = cache.get(mesh)
     refusal = compiled_refusal(cfg, compiled.bytes_per_device, mesh, device_limit(mesh.devices.flat[0]))
     if refusal is not None:  # XLA's own figure: the step would run out of memory (the trainer refuses it too)
         raise refusal
-    state = cache.init_state(mesh)
-    data = ElasticIterator(SyntheticTokens(cfg.vocab_size, cfg.seq_len, cfg.seed), cfg.global_batch)
-    batches = [meshlib.put_batch(data.next_batch().tokens, mesh) for _ in range(2)]
-    times = []
-    for step in range(steps + 2):  # the first two are warm-up
-        t0 = time.perf_counter()
-        state, loss = compiled.executable(state, batches[step % 2], _scalar(step, mesh))
-        float(loss.addressable_data(0))
-        times.append(time.perf_counter() - t0)
-    step_s = statistics.median(times[2:])
+    from bench_chip import timed_steps  # this folder is the script's first sys.path entry
+
+    _, _, step_s, _, _ = timed_steps(compiled.executable, cache.init_state(mesh), cfg, mesh, steps)
     flops, n_matmul = model_flops_per_step(cfg)
     achieved = flops / step_s
     return {"step_s": step_s, "model_flops_per_step": flops, "n_matmul_params": n_matmul,

@@ -1,5 +1,17 @@
 #!/usr/bin/env bash
-# Issue 10's accelerator figures as one prepared command, for a single-GPU (or TPU) host that has jax with
+# The accelerator figures as one prepared command. On a TPU host (libtpu installed): issue 42's, below; on a
+# GPU host, issue 10's, after it.
+#
+# TPU (one chip): bench/bench_chip.py writes, each in a process of its own (one program holds the chip; each
+# preset's peak its own): the versions and the chip's own 8192^3 bf16 matmul rate; for 125m, 350m and 1b at the
+# goal batches (16, 8, 2; seq 2048) the remat policy --remat-policy auto picks, the memory estimate beside XLA's
+# figure and memory_stats, the step time and MFU (MaxText's formula: ModelShape.flops_per_example), and the
+# largest batch the estimate accepts; for 125m a save (blocking, commit), its restore and the first resumed
+# step (its restored input donated?). If time is left (DEVICE_CHECK_BUDGET_S, default 450): a restart's start
+# to first step, cold and with a warm JAX_COMPILATION_CACHE_DIR. All of it merged into
+# $out/device_check.json, with DEVICE_CHECK_COMMIT (the commit measured) when given.
+#
+# Issue 10's accelerator figures as one prepared command, for a single-GPU host that has jax with
 # its accelerator plugin, orbax-checkpoint and optax installed (no install step: such lent machines have no
 # network). From the repository root:
 #
@@ -21,6 +33,40 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 # XLA's GPU client takes 75% of device memory unless told otherwise; the trainer's memory estimate checks
 # against the limit the client reports, so give it what a training job would.
 export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.92}
+
+# A TPU host: libtpu installed and jax's backend is tpu (a CPU machine may have libtpu for compiling only).
+if "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("libtpu") is None)' 2>/dev/null \
+   && timeout 120 "$py" bench/bench_chip.py --matmul --out "$out/chip-matmul.json" >"$out/chip.log" 2>&1 \
+   && "$py" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["platform"] != "tpu")' "$out/chip-matmul.json"; then
+    budget=${DEVICE_CHECK_BUDGET_S:-450}
+    for spec in ${DEVICE_CHECK_PRESETS:-125m:16 350m:8 1b:2}; do
+        model=${spec%%:*}; batch=${spec##*:}; extra=""
+        [ "$model" = 125m ] && extra="--checkpoint"
+        timeout "${PRESET_TIMEOUT_S:-170}" "$py" bench/bench_chip.py --model "$model" --configs "auto:$batch" $extra \
+            --out "$out/chip-$model.json" 2>&1 | grep -v Warn | tee -a "$out/chip.log"
+    done
+    if [ "$SECONDS" -lt $((budget - 150)) ]; then  # a restart, cold then warm: the whole process, to its first step
+        cache=$(mktemp -d); run=$(mktemp -d)
+        for cold_or_warm in cold warm; do
+            began=$SECONDS
+            JAX_COMPILATION_CACHE_DIR=$cache timeout 150 "$py" -m trainer --model 125m --global-batch 16 --steps 1 \
+                --num-slices 1 --devices-per-slice 1 --dropout 0 --checkpoint-period 1000 --run-dir "$run/$cold_or_warm" \
+                >"$out/restart-$cold_or_warm.log" 2>&1
+            echo "{\"exit\": $?, \"process_s\": $((SECONDS - began))}" >"$out/chip-restart-$cold_or_warm.json"
+        done
+    fi
+    "$py" - "$out" <<'EOF'
+import json, os, sys, time
+from pathlib import Path
+out = Path(sys.argv[1])
+merged = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "commit": os.environ.get("DEVICE_CHECK_COMMIT"),
+          "parts": {p.stem.removeprefix("chip-"): json.loads(p.read_text()) for p in sorted(out.glob("chip-*.json"))}}
+(out / "device_check.json").write_text(json.dumps(merged, indent=1))
+print("device_check: figures in", out / "device_check.json")
+EOF
+    echo "device_check (TPU): ${SECONDS} s"
+    exit 0
+fi
 
 timeout 120 "$py" - <<'EOF' 2>&1 | tee "$out/versions.txt"
 import jax, numpy, optax, orbax.checkpoint as ocp

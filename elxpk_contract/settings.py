@@ -50,7 +50,7 @@ from elxpk_contract.setting_rules import (
 )
 from elxpk_contract.step_names import ascii_number
 
-__all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG",
+__all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", "REMAT_POLICIES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG",
            "RECOVERIES", "SECONDS", "Setting", "TrainerConfig", "bounds_problem", "bounds_text", "check_setting",
            "convert_setting", "cross_problems", "default", "env_name", "exposed", "flag_name",
            "plain_number_text", "redundant_min_slice_count", "setting", "slices_waited_for"]
@@ -60,6 +60,9 @@ _TPU_SLICE = re.compile(r"[a-z][a-z0-9]{1,9}:[0-9]{1,4}(x[0-9]{1,4}){1,2}", re.A
 BACKENDS = ("simulated", "pathways", "multi-controller")
 RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
 COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
+ATTENTIONS = ("auto", "xla", "cudnn", "splash")  # trainer/core/attention.py
+REMAT_POLICIES = ("auto", "none", "minimal_with_context", "minimal", "save_dot_except_mlp", "save_qkv_proj",
+                  "full")  # trainer/core/remat.py
 
 
 # Flags of `python -m trainer` that do something instead of setting something: not rows of the table,
@@ -179,6 +182,16 @@ class TrainerConfig:
     compute_dtype: str = _opt("auto", "dtype of the forward and backward matmuls; master params, optimizer "
                                       "state, logits, softmax and loss stay float32; auto: bfloat16 on GPU "
                                       "and TPU, float32 on CPU", expose=LAUNCHER_FLAG, choices=COMPUTE_DTYPES)
+    attention: str = _opt("auto", "attention kernel: auto is splash (Pallas, causal) on TPU from 128 tokens, "
+                                  "cuDNN's flash kernel on GPU in bfloat16, XLA's elsewhere (MaxText's "
+                                  "autoselected); part of the checkpoint fingerprint unless xla",
+                          expose=LAUNCHER_FLAG, choices=ATTENTIONS)
+    remat_policy: str = _opt("auto", "what each block keeps for the backward pass, the rest recomputed: none "
+                                     "(everything), minimal_with_context, minimal (every matmul output), save_dot_except_mlp, "
+                                     "save_qkv_proj, full (only the block input), MaxText's names; auto: the "
+                                     "first of those whose memory estimate fits the device; the same bits "
+                                     "whichever, so not in the fingerprint", maxtext="remat_policy",
+                             expose=LAUNCHER_FLAG, choices=REMAT_POLICIES)
     data: str | None = _opt(None, "tokenized training data: a .npy file of one 1-D uint16/uint32 token stream, "
                                   "or .array_record file(s) of token chunks (comma-separated), local or gs://; "
                                   "default: synthetic tokens (see docs/trainer.md)", expose=LAUNCHER_FLAG,
@@ -344,6 +357,10 @@ class TrainerConfig:
         # yet run counts as float32, what it resolves to on CPU, where `local run` pre-checks a resume. The
         # model preset is not here: the shape it resolved to is.
         precision = {} if self.compute_dtype in ("auto", "float32") else {"compute_dtype": self.compute_dtype}
+        # The attention kernel as resolved, likewise: XLA's (and "auto" not yet run, XLA's on CPU) adds no key;
+        # splash and cuDNN round differently from it, so a resume must not switch kernels silently.
+        if self.attention not in ("auto", "xla"):
+            precision["attention"] = self.attention
         return {"dataset": self.dataset_identity, **precision, **{n: getattr(self, n) for n in names}}
 
     def to_dict(self) -> dict:

@@ -10,7 +10,8 @@ import pytest
 
 from elxpk_contract.errors import UsageError
 from tests.support.runs import STEPS, run_trainer, tiny_config
-from trainer.core.precision import attention_implementation, resolve_compute_dtype
+from trainer.core.attention import resolve as resolve_attention
+from trainer.core.precision import resolve_compute_dtype
 from trainer.data.tokens import write_npy
 
 
@@ -22,12 +23,16 @@ def test_auto_is_bfloat16_on_gpu_and_tpu_and_float32_on_cpu():
     assert resolve_compute_dtype("auto") == "float32"  # these tests run on CPU
 
 
-def test_cudnn_attention_only_on_gpu_in_bfloat16_with_a_supported_head_width():
-    assert attention_implementation("bfloat16", 128, "gpu") == "cudnn"
-    assert attention_implementation("bfloat16", 128, "cpu") is None
-    assert attention_implementation("bfloat16", 128, "tpu") is None  # XLA's own TPU lowering
-    assert attention_implementation("float32", 128, "gpu") is None
-    assert attention_implementation("bfloat16", 256, "gpu") is None
+def test_auto_attention_is_splash_on_tpu_cudnn_on_gpu_in_bfloat16_and_xla_elsewhere():
+    assert resolve_attention("auto", "bfloat16", 2048, 128, "gpu") == "cudnn"
+    assert resolve_attention("auto", "bfloat16", 2048, 128, "cpu") == "xla"
+    assert resolve_attention("auto", "bfloat16", 2048, 64, "tpu") == "splash"  # MaxText's autoselected
+    assert resolve_attention("auto", "float32", 2048, 64, "tpu") == "splash"
+    assert resolve_attention("auto", "bfloat16", 64, 64, "tpu") == "xla"  # under 128 tokens
+    assert resolve_attention("auto", "bfloat16", 2048, 96, "tpu") == "xla"  # a head width the kernel lacks
+    assert resolve_attention("auto", "float32", 2048, 128, "gpu") == "xla"
+    assert resolve_attention("auto", "bfloat16", 2048, 256, "gpu") == "xla"
+    assert resolve_attention("xla", "bfloat16", 2048, 128, "tpu") == "xla"  # an explicit choice stands
 
 
 def test_the_loss_and_gradients_are_float32_when_the_matmuls_are_bfloat16():

@@ -287,6 +287,33 @@ class CheckpointStore:
         self._manager.reload()
 
 
+def donatable(state: Any) -> Any:
+    """The restored arrays re-made as XLA's own buffers, leaf by leaf (one leaf's copy at most at a time):
+    what the attempt passes to a donating step after `restore_latest` (outside it, so that a restore's reads
+    are the checkpoint's alone, not the copies' compiles).
+
+    Arrays orbax restores can silently fail to donate (jax#18617): the step then keeps its input state
+    beside its output, one state share more, and the first step after a resume runs out of memory where
+    a fresh start's did not (goodfire-ai/spd#932). A copy under jit, donating its input, gives every leaf
+    an ordinary buffer (aliased where the donation takes, copied where it does not)."""
+    import jax
+
+    return jax.tree.map(lambda leaf: _own_buffer(leaf.sharding)(leaf), state)
+
+
+_OWN_BUFFERS: dict[Any, Any] = {}
+
+
+def _own_buffer(sharding: Any) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    if sharding not in _OWN_BUFFERS:
+        # jnp.copy, not the identity: jit forwards an argument returned unchanged without running anything.
+        _OWN_BUFFERS[sharding] = jax.jit(jnp.copy, out_shardings=sharding, donate_argnums=0)
+    return _OWN_BUFFERS[sharding]
+
+
 def refuse_other_configuration(cfg: TrainerConfig) -> None:
     """UsageError before anything is written when the newest step with a readable digest was written by a
     different configuration: the restore would refuse it anyway, but only after the run had rewritten

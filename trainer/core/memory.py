@@ -10,21 +10,24 @@ an elastic run, looks like a failure to retry. So:
 The estimate only has to be fast and never wrong when it refuses; the margin is what it overshoots XLA's
 figure by at most (tests/trainer/test_scale.py compiles FSDP and unsplit layouts, parameter-heavy and
 logit-heavy models, with and without donation, and requires estimate / XLA between 0.6 and
-ESTIMATE_MARGIN). Below the margin the step is compiled and XLA decides.
+ESTIMATE_MARGIN). Below the margin the step is compiled and XLA decides. On a TPU v5e the estimate is
+within 2% of XLA's figure and of the measured peak for 125m, 350m and 1b (docs/trainer.md "On a TPU").
 
 Per device, in bytes (f32 = 4 bytes):
 - state: each array's bytes divided by the slice's device count when FSDP splits it (trainer.core.sharding);
-- the step's input state, kept alive beside its output where the step does not donate it (live recovery:
-  a slice lost in the middle of a step leaves the last completed step's state on the survivors); nothing
-  where it does (--recovery checkpoint, multi-controller);
-- gradients and the optimizer's update temporaries: twice the per-device parameter bytes (with more than
-  two slices the deterministic reduction holds one partial sum per slice, which this undercounts: XLA's
-  figure catches it);
+- the step's input state, kept alive beside its output where the step does not donate it (live recovery
+  over several slices: a slice lost in the middle of a step leaves the last completed step's state on the
+  survivors); nothing where it does (--recovery checkpoint, one slice, multi-controller);
+- gradients and the optimizer's update temporaries: twice the per-device parameter bytes; once on a TPU
+  with a donating step, where XLA updates the state in place (with more than two slices the deterministic
+  reduction holds one partial sum per slice, which this undercounts: XLA's figure catches it);
 - activations kept for the backward pass, for the device's share of the batch (b = global_batch / all
-  devices), per layer: b*L*(10*D + 2*F) values of the compute dtype (norms, q/k/v, attention output, MLP
-  in and out) plus 2*b*H*L*L float32 (attention logits and weights; none with a fused flash kernel such
-  as cuDNN's, which never stores them); plus 5*b*L*V float32 for the logits, their log-softmax, softmax
-  and gradient, and the loss's gather;
+  devices): per layer, b*L*kept values of the compute dtype, `kept` the --remat-policy's
+  (trainer.core.remat.kept_values_per_token: 9*D + 2*F with none, D for full), plus, under any policy
+  but none, one layer's whole intermediates while its backward pass recomputes them; with XLA's attention
+  also 2*b*H*L*L float32 per layer (the logits and weights; none with splash or cuDNN, which never store
+  them); plus LOGIT_COPIES float32 [tokens, V] arrays for one loss chunk (trainer.core.model._token_nll;
+  1.3 on a TPU, where XLA fuses the softmax around the matmul);
 - parameters made whole by FSDP: the step gathers every layer's float32 parameters at once, and XLA keeps
   them through the backward pass (its own memory analysis of the compiled step does not shrink with more
   devices per slice), so the whole parameter bytes wherever FSDP splits an array; nothing on one device.
@@ -47,6 +50,11 @@ _F32 = 4
 # The most the estimate overshoots XLA's own figure in the calibration (tests/trainer/test_scale.py): above
 # this multiple of the device the step surely cannot fit; below it, the compile's figure decides.
 ESTIMATE_MARGIN = 1.35
+# Float32 [tokens, V] arrays alive at once for one loss chunk (trainer.core.model._token_nll): the logits,
+# their log-softmax, softmax and gradient, and the loss's gather; XLA's TPU backend fuses most of them away
+# (measured on a v5e: 1.3 copies at 125m, 350m and 1b; docs/trainer.md "On a TPU").
+LOGIT_COPIES = 5
+TPU_LOGIT_COPIES = 1.3
 
 
 @dataclass(frozen=True)
@@ -74,21 +82,55 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
              donates: bool = False) -> MemoryEstimate:
     """The per-device memory of one train step on a mesh of `total_devices` in slices of
     `devices_per_slice`; `donates`: the step gives its input state's buffers to its output."""
-    from trainer.core.model import ModelShape
+    from trainer.core import remat
+    from trainer.core.model import ModelShape, loss_chunk_examples
 
     shape = ModelShape.from_config(cfg)
-    compute_bytes = 2 if getattr(shape, "compute_dtype", "float32") == "bfloat16" else _F32
-    fused_attention = getattr(shape, "attention", None) is not None
+    compute_bytes = 2 if shape.compute_dtype == "bfloat16" else _F32
     d, f, length, vocab = cfg.d_model, cfg.d_ff, cfg.seq_len, cfg.vocab_size
     b = max(1, -(-cfg.global_batch // total_devices))
     state = _sharded_bytes(abstract_state, devices_per_slice)
     params = _sharded_bytes(abstract_state["params"], devices_per_slice)
-    scores = 0 if fused_attention else 2 * b * cfg.n_heads * length * length * _F32
-    per_layer = b * length * (10 * d + 2 * f) * compute_bytes + scores
-    activations = cfg.n_layers * per_layer + 5 * b * length * vocab * _F32
+    scores = 0 if shape.attention != "xla" else 2 * b * cfg.n_heads * length * length * _F32
+    whole_layer = b * length * remat.kept_values_per_token("none", d, f) * compute_bytes + scores
+    if shape.remat_policy in ("none", "auto"):
+        layers = cfg.n_layers * whole_layer
+    else:  # what each block keeps, plus one block's intermediates while its backward pass recomputes them
+        kept = b * length * remat.kept_values_per_token(shape.remat_policy, d, f) * compute_bytes
+        layers = cfg.n_layers * kept + whole_layer
+    fused = jax.default_backend() == "tpu"
+    copies = TPU_LOGIT_COPIES if fused else LOGIT_COPIES
+    logits = int(copies * loss_chunk_examples(b, length) * length * vocab * _F32)
     whole_params = _sharded_bytes(abstract_state["params"], 1)
     gathered = whole_params if params < whole_params else 0
-    return MemoryEstimate(state, 0 if donates else state, 2 * params, activations, gathered)
+    # XLA's TPU backend updates a donated state in place, the gradient the only parameter-sized temporary.
+    gradients = params if fused and donates else 2 * params
+    return MemoryEstimate(state, 0 if donates else state, gradients, layers + logits, gathered)
+
+
+# What `--remat-policy auto` tries, from the fastest step to the least memory.
+AUTO_ORDER = ("none", "minimal_with_context", "minimal", "save_dot_except_mlp", "save_qkv_proj", "full")
+# auto takes a policy whose estimate is within this share of the device: the estimate is within a few per
+# cent of XLA's figure on a v5e, and a policy XLA then refuses would cost the run its start.
+AUTO_HEADROOM = 0.9
+
+
+def choose_remat(cfg: Any, target: Any, mesh: Any, limit: int | None, *, donates: bool) -> str:
+    """The remat policy for `cfg`: its own unless auto; for auto, the first of AUTO_ORDER whose estimate is
+    within AUTO_HEADROOM of `limit` (none where there is no limit; full where nothing fits, which the
+    memory check then refuses)."""
+    import dataclasses
+
+    if cfg.remat_policy != "auto":
+        return cfg.remat_policy
+    if limit is None:
+        return "none"
+    for policy in AUTO_ORDER:
+        need = estimate(dataclasses.replace(cfg, remat_policy=policy), target, mesh.shape["data"], mesh.devices.size,
+                        donates=donates)
+        if need.total <= AUTO_HEADROOM * limit:
+            return policy
+    return "full"
 
 
 def device_limit(device: Any) -> int | None:
@@ -175,15 +217,22 @@ def compiled_refusal(cfg: Any, need: int | None, mesh: Any, limit: int | None) -
                          "analysis of the compiled step)", mesh.devices.flat[0], limit)
 
 
+def _what_to_change(cfg: Any) -> str:
+    remat = getattr(cfg, "remat_policy", "none")
+    first = "" if remat == "full" else "keep less for the backward pass (--remat-policy full), or "
+    return f"{first}use a smaller --global-batch or model, or more devices per slice"
+
+
 def sizing_flags(cfg: Any) -> str:
     """The settings that size the step, as flags: what a refusal names."""
     preset = f"--model {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
     return (f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
-            f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch}")
+            f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch} --remat-policy "
+            f"{getattr(cfg, 'remat_policy', 'none')}")
 
 
 def _refusal(cfg: Any, needs: str, device: Any, limit: int) -> UsageError:
     return UsageError(
-        f"{sizing_flags(cfg)}: the train step needs {needs} but device {device} has {limit / 2**30:.2f} GiB; use a "
-        "smaller model or batch, or more devices per slice"
+        f"{sizing_flags(cfg)}: the train step needs {needs} but device {device} has {limit / 2**30:.2f} GiB; "
+        f"{_what_to_change(cfg)}"
     )

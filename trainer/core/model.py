@@ -7,6 +7,11 @@ Mixed precision (`compute_dtype` bfloat16): the float32 master params are cast t
 loss, so the matmuls and activations run in bfloat16 while the gradients (through the cast), the optimizer
 state and the update stay float32. RMSNorm statistics, the attention softmax, the logits and the loss are
 computed in float32. With float32 compute every cast is a no-op.
+
+Memory (trainer/core/memory.py follows each choice): each block runs under the --remat-policy
+(trainer.core.remat) over the intermediates named here with checkpoint_name; attention is the --attention
+kernel (trainer.core.attention); the float32 logits are made and consumed a few examples at a time
+(`_token_nll`), so the [B, L, V] logits never exist whole.
 """
 
 from __future__ import annotations
@@ -17,8 +22,12 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.ad_checkpoint import checkpoint_name
 
-from trainer.core.precision import attention_implementation, resolve_compute_dtype
+from trainer.core import attention, remat
+from trainer.core.precision import platform, resolve_compute_dtype
+
+LOSS_CHUNK_TOKENS = 8192  # tokens whose float32 logits exist at once ([8192, 32000] f32 is 1 GiB)
 
 
 @dataclass(frozen=True)
@@ -31,13 +40,15 @@ class ModelShape:
     d_ff: int
     dropout: float
     compute_dtype: str = "float32"  # resolved: float32 or bfloat16 (see trainer/core/precision.py)
-    attention: Literal["cudnn"] | None = None  # jax.nn.dot_product_attention's implementation; None: XLA
+    attention: Literal["xla", "cudnn", "splash"] = "xla"  # resolved (trainer.core.attention)
+    remat_policy: str = "none"  # trainer.core.remat's names (auto, not yet resolved, runs as none)
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
         dtype = resolve_compute_dtype(cfg.compute_dtype)
+        kernel = attention.resolve(cfg.attention, dtype, cfg.seq_len, cfg.d_model // cfg.n_heads, platform())
         return cls(cfg.vocab_size, cfg.seq_len, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout,
-                   dtype, attention_implementation(dtype, cfg.d_model // cfg.n_heads))
+                   dtype, kernel, cfg.remat_policy)  # type: ignore[arg-type]
 
     def param_count(self) -> int:
         d, f = self.d_model, self.d_ff
@@ -119,16 +130,23 @@ def _dropout(x, rate: float, key):
 def _attention(x_BxLxD, block, shape: ModelShape):
     b, length, d = x_BxLxD.shape
     k_width = d // shape.n_heads
-    qkv_BxLx3D = x_BxLxD @ block["wqkv_Dx3D"]
+    qkv_BxLx3D = checkpoint_name(x_BxLxD @ block["wqkv_Dx3D"], "qkv_proj")
     q, k, v = (t.reshape(b, length, shape.n_heads, k_width) for t in jnp.split(qkv_BxLx3D, 3, axis=-1))
-    # Causal attention through jax's fused entry point: XLA computes the logits and softmax in float32;
-    # on GPU with bfloat16 compute the cuDNN flash kernel is picked (precision.attention_implementation).
-    out_BxLxHxK = jax.nn.dot_product_attention(q, k, v, is_causal=True, implementation=shape.attention)
-    return out_BxLxHxK.reshape(b, length, d) @ block["wo_DxD"]
+    out_BxLxHxK = checkpoint_name(attention.causal(q, k, v, shape.attention), "context")
+    return checkpoint_name(out_BxLxHxK.reshape(b, length, d) @ block["wo_DxD"], "out_proj")
 
 
-def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Array | None):
-    """Logits [B, L, V]; `key` drives dropout (None: evaluation, no dropout)."""
+def _block(x_BxLxD, block, keys, shape: ModelShape):
+    """One pre-norm transformer block; `keys` is the (attention, MLP) dropout key pair or (None, None)."""
+    h = _attention(_rms_norm(x_BxLxD, block["ln1"]), block, shape)
+    x_BxLxD = x_BxLxD + _dropout(h, shape.dropout, keys[0])
+    h_BxLxF = checkpoint_name(_rms_norm(x_BxLxD, block["ln2"]) @ block["w1_DxF"], "mlpwi")
+    h = checkpoint_name(jax.nn.gelu(h_BxLxF) @ block["w2_FxD"], "mlpwo")
+    return x_BxLxD + _dropout(h, shape.dropout, keys[1])
+
+
+def hidden(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Array | None):
+    """The final normed hidden states [B, L, D]; `key` drives dropout (None: evaluation, no dropout)."""
     length = tokens_BxL.shape[1]
     x_BxLxD = params["embed_VxD"][tokens_BxL] + params["pos_LxD"][:length]
     keys: list[None] | jax.Array
@@ -138,13 +156,40 @@ def forward(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Arr
         keys = jnp.swapaxes(jax.vmap(lambda k: jax.random.split(k, 2 * shape.n_layers))(key), 0, 1)
     else:
         keys = jax.random.split(key, 2 * shape.n_layers)
+    block_fn = remat.wrap(lambda x, block, pair: _block(x, block, pair, shape), shape.remat_policy)
     for i, block in enumerate(params["blocks"]):
-        h = _attention(_rms_norm(x_BxLxD, block["ln1"]), block, shape)
-        x_BxLxD = x_BxLxD + _dropout(h, shape.dropout, keys[2 * i])
-        h = jax.nn.gelu(_rms_norm(x_BxLxD, block["ln2"]) @ block["w1_DxF"]) @ block["w2_FxD"]
-        x_BxLxD = x_BxLxD + _dropout(h, shape.dropout, keys[2 * i + 1])
+        x_BxLxD = block_fn(x_BxLxD, block, (keys[2 * i], keys[2 * i + 1]))
+    return _rms_norm(x_BxLxD, params["ln_f"])
+
+
+def _nll(x_BxLxD, embed_VxD, targets_BxL):
     # The logits leave the matmul in float32 (accumulated in float32 whatever the compute dtype).
-    return jnp.matmul(_rms_norm(x_BxLxD, params["ln_f"]), params["embed_VxD"].T, preferred_element_type=jnp.float32)
+    logits_BxLxV = jnp.matmul(x_BxLxD, embed_VxD.T, preferred_element_type=jnp.float32)
+    logp = jax.nn.log_softmax(logits_BxLxV, axis=-1)
+    return -jnp.take_along_axis(logp, targets_BxL[..., None], axis=-1)[..., 0]
+
+
+def loss_chunk_examples(batch: int, length: int) -> int:
+    """Examples whose logits are made at once: the most that divide the batch within LOSS_CHUNK_TOKENS."""
+    fits = max(1, LOSS_CHUNK_TOKENS // max(length, 1))
+    return max(c for c in range(1, min(batch, fits) + 1) if batch % c == 0)
+
+
+def _token_nll(x_BxLxD, embed_VxD, targets_BxL):
+    """Each token's negative log-likelihood [B, L] in float32. Past LOSS_CHUNK_TOKENS the batch goes through
+    in chunks of examples, each rematerialised in the backward pass: the float32 logits (4 V bytes a token,
+    125 KiB at V = 32000) exist for one chunk at a time instead of for the whole batch."""
+    b, length, d = x_BxLxD.shape
+    chunk = loss_chunk_examples(b, length)
+    if chunk == b:
+        return _nll(x_BxLxD, embed_VxD, targets_BxL)
+    # The embedding enters in float32 so that its gradient is summed over the chunks in float32.
+    embed32 = embed_VxD.astype(jnp.float32)
+    body = jax.checkpoint(lambda xt: _nll(xt[0], embed32.astype(embed_VxD.dtype), xt[1]),
+                          policy=jax.checkpoint_policies.nothing_saveable)
+    nll = jax.lax.map(body, (x_BxLxD.reshape(b // chunk, chunk, length, d),
+                             targets_BxL.reshape(b // chunk, chunk, length)))
+    return nll.reshape(b, length)
 
 
 def sum_in_fixed_order(x: jax.Array) -> jax.Array:
@@ -171,8 +216,5 @@ def loss_fn(params: dict, tokens: jax.Array, shape: ModelShape, key: jax.Array |
     dtype = jnp.dtype(shape.compute_dtype)
     if dtype != jnp.float32:  # master params stay float32 outside; their gradients come back through the cast
         params = jax.tree.map(lambda p: p.astype(dtype), params)
-    logits_BxLxV = forward(params, tokens[:, :-1], shape, key)
-    targets_BxL = tokens[:, 1:]
-    logp = jax.nn.log_softmax(logits_BxLxV.astype(jnp.float32), axis=-1)
-    nll_BxL = -jnp.take_along_axis(logp, targets_BxL[..., None], axis=-1)[..., 0]
+    nll_BxL = _token_nll(hidden(params, tokens[:, :-1], shape, key), params["embed_VxD"], tokens[:, 1:])
     return sum_in_fixed_order(nll_BxL) / nll_BxL.size

@@ -1,4 +1,4 @@
-"""The compute dtype as a run resolves it, and the attention kernel that goes with it.
+"""The compute dtype as a run resolves it, and the attention kernel (trainer.core.attention) with it.
 
 `--compute-dtype auto` means bfloat16 where the matmul units are built for it (GPU, TPU) and float32 on
 CPU, where bfloat16 is emulated (slower) and the tests want bitwise-reproducible float32. The trainer
@@ -9,7 +9,7 @@ fingerprint (elxpk_contract/settings.py: float32 adds no key, bfloat16 does).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -31,14 +31,18 @@ def resolve_compute_dtype(requested: str, on: str | None = None) -> str:
 
 
 def resolved(cfg: TrainerConfig, on: str | None = None) -> TrainerConfig:
-    """`cfg` with its compute dtype resolved (call it after the backend has initialised jax)."""
+    """`cfg` with its compute dtype and attention kernel resolved (call it after the backend has initialised
+    jax); UsageError where an explicitly chosen kernel cannot run here."""
+    from elxpk_contract.errors import UsageError
+    from trainer.core import attention
+
+    on = on or platform()
     dtype = resolve_compute_dtype(cfg.compute_dtype, on)
-    return cfg if dtype == cfg.compute_dtype else dataclasses.replace(cfg, compute_dtype=dtype)
-
-
-def attention_implementation(compute_dtype: str, head_width: int, on: str | None = None) -> Literal["cudnn"] | None:
-    """cuDNN's fused attention on a GPU in bfloat16 with a head width it supports; otherwise None, which is
-    XLA's implementation (jax's own default, and the only one on CPU)."""
-    if compute_dtype != "bfloat16" or head_width % 8 or head_width > 128:
-        return None
-    return "cudnn" if (on or platform()) in ("gpu", "cuda") else None
+    head_width = cfg.d_model // cfg.n_heads
+    problems = attention.problems(cfg.attention, cfg.seq_len, head_width, on)
+    if problems:
+        raise UsageError(*problems)
+    kernel = attention.resolve(cfg.attention, dtype, cfg.seq_len, head_width, on)
+    if (dtype, kernel) == (cfg.compute_dtype, cfg.attention):
+        return cfg
+    return dataclasses.replace(cfg, compute_dtype=dtype, attention=kernel)

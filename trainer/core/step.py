@@ -75,9 +75,9 @@ class StepCache:
         self._cfg = cfg
         self._clock = clock
         self._donate = donate
-        # The reduction mode and donation change the executable (and the reduction the last bits of the
-        # result), not the checkpoint.
-        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction, donate)
+        # The reduction mode, the remat policy, the attention kernel and donation change the executable (the
+        # reduction also the last bits of the result), not the checkpoint.
+        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction, cfg.remat_policy, cfg.attention, donate)
         self.compiles = 0
 
     def has(self, mesh) -> bool:

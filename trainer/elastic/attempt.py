@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, TrainerStopped
-from trainer.ckpt.checkpoint import CheckpointStore
+from trainer.ckpt.checkpoint import CheckpointStore, donatable
 from trainer.ckpt.fingerprint import prepare as prepare_fingerprint
 from trainer.core import mesh as meshlib
 from trainer.core import state as core_state
@@ -286,7 +286,7 @@ def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, acti
     if restored is None:
         return 0, ctx.steps.init_state(mesh), {"global_next_index": 0}, "init", fallback if recovery else ""
     start, state, data_state = restored
-    return start, state, data_state, "checkpoint", fallback
+    return start, donatable(state), data_state, "checkpoint", fallback
 
 
 def _check_fits(ctx: AttemptContext, compiled: steplib.Compiled, mesh: Any, active: list[int]) -> None:

@@ -2,9 +2,9 @@
 
 The train state is replicated across slices and FSDP-sharded within each (trainer.core.sharding), so every
 surviving slice holds a complete copy of the state after the last completed step. The step that failed
-was never applied (with live recovery the compiled step does not donate its input state, `step_donates`:
-the output is a new allocation and the input stays valid until the loop drops it), so nothing has to be
-rewound:
+was never applied (with live recovery over several slices the compiled step does not donate its input
+state, `step_donates`: the output is a new allocation and the input stays valid until the loop drops it),
+so nothing has to be rewound:
 
 - `LiveState` is the last completed step as the step loop left it: the number of steps done, the state on
   the mesh it was computed on and the data position of the next step. Keeping it costs nothing per step
@@ -73,6 +73,8 @@ def unavailable_with(cfg: TrainerConfig, *, in_process_retry: bool) -> str | Non
     """unavailable() for a backend that does (True) or does not retry in its process."""
     if cfg.recovery != "live":
         return "--recovery checkpoint"
+    if cfg.num_slices == 1:  # a lost slice is every slice: nothing survives to recover from
+        return "one slice: no other slice holds a replica of the state"
     if not in_process_retry:
         return ("the multi-controller backend cannot reach the survivors' buffers: the jax runtime aborts "
                 "every process when a slice misses its heartbeat")
@@ -82,8 +84,8 @@ def unavailable_with(cfg: TrainerConfig, *, in_process_retry: bool) -> str | Non
 def step_donates(cfg: TrainerConfig, backend: SliceBackend) -> bool:
     """Whether the compiled step may donate its input state to its output (XLA reuses the buffers: one
     state share less per device). Only where recovery never reads the last completed step's buffers:
-    --recovery checkpoint, or the multi-controller backend. With live recovery the input must survive a
-    step that fails midway."""
+    --recovery checkpoint, one slice, or the multi-controller backend. With live recovery over several
+    slices the input must survive a step that fails midway."""
     return donates_with(cfg, in_process_retry=backend.in_process_retry)
 
 

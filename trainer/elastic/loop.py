@@ -92,6 +92,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
             cfg, dataset = open_dataset(cfg)
         refuse_other_configuration(cfg)  # a resume of another configuration writes nothing
         donate = live_recovery.step_donates(cfg, backend)
+        cfg = _remat_resolved(cfg, backend, donate)
         memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
     except UsageError:
         backend.close()
@@ -120,7 +121,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
             "model": {"params": shape.param_count(), "flops_per_example": shape.flops_per_example(),
-                      "preset": cfg.model, "compute_dtype": cfg.compute_dtype, "attention": shape.attention or "xla"},
+                      "preset": cfg.model, "compute_dtype": cfg.compute_dtype, "attention": shape.attention,
+                      "remat_policy": shape.remat_policy},
             "slice_backend": cfg.slice_backend,
             "topology": {"num_slices": backend.num_slices, "devices_per_slice": cfg.devices_per_slice,
                          "processes": _process_count(cfg)},
@@ -175,6 +177,23 @@ def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:
         return cfg
     where = "the Pathways backend" if cfg.slice_backend == "pathways" else "the TPU cluster"
     return cfg.on_hardware(backend.num_slices, devices_per_slice(backend.slice_devices()), where)
+
+
+def _remat_resolved(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> TrainerConfig:
+    """`cfg` with --remat-policy auto resolved for the full mesh's device (trainer.core.memory.choose_remat)."""
+    if cfg.remat_policy != "auto":
+        return cfg
+    import dataclasses
+
+    from trainer.core import mesh as meshlib
+    from trainer.core import state as core_state
+    from trainer.core.memory import choose_remat, device_limit
+
+    mesh = meshlib.build_mesh(backend.slice_devices(), list(range(backend.num_slices)))
+    limit = backend.memory_limit()
+    limit = device_limit(mesh.devices.flat[0]) if limit is None else limit
+    policy = choose_remat(cfg, core_state.state_target(cfg, mesh), mesh, limit, donates=donate)
+    return dataclasses.replace(cfg, remat_policy=policy)
 
 
 def _memory_record(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> dict:

@@ -1,0 +1,50 @@
+"""Causal splash attention: jax's own Pallas TPU kernel (jax.experimental.pallas.ops.tpu.splash_attention).
+
+It never materialises the [L, L] scores: forward and backward walk blocks of queries and keys, skipping
+the blocks above the diagonal. Measured on one v5e (docs/trainer.md "On a TPU"): 3-3.4x faster than XLA's
+attention at the presets' shapes, with 7-32x less temporary memory. Blocks are MaxText's 512 (jax's
+default is 128), capped at the sequence length; they must be multiples of 128, so the sequence must be too.
+Off a TPU the kernel runs in Pallas's interpreter: slow, but the CPU tests check the numbers with it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+BLOCK = 512  # MaxText's sa_block_* default
+LANE = 128  # the TPU's lane width: every block size is a multiple of it
+
+
+def supported(seq_len: int, head_width: int) -> bool:
+    """Whether the kernel takes these shapes (sequence in whole 128-token blocks, head width 64 or 128)."""
+    return seq_len % LANE == 0 and head_width in (64, 128)
+
+
+def _kernel(n_heads: int, seq_len: int, interpret: bool):
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as kernel
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as masks
+
+    block = min(BLOCK, seq_len)
+    sizes = kernel.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block, block_q_dkv=block,
+                              block_kv_dkv=block, block_kv_dkv_compute=block, block_q_dq=block, block_kv_dq=block)
+    mask = masks.MultiHeadMask([masks.CausalMask((seq_len, seq_len)) for _ in range(n_heads)])
+    # The residuals (the softmax's log-sum-exp) are named "context" so that a remat policy saving the
+    # attention output saves them too (trainer.core.remat).
+    # Made anew in every trace, not cached: the kernel holds its mask's block tables as jax arrays, which a
+    # later trace would capture as constants of another computation ("compiled for N inputs but called
+    # with M" when a second step is compiled in the same process).
+    return kernel.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
+                                  residual_checkpoint_name="context", interpret=interpret)
+
+
+def causal_attention(q_BxLxHxK: jax.Array, k_BxLxHxK: jax.Array, v_BxLxHxK: jax.Array) -> jax.Array:
+    """softmax(q k^T / sqrt(K), causal) v, [B, L, H, K] in and out (the kernel's layout is [H, L, K])."""
+    _, length, heads, width = q_BxLxHxK.shape
+    kernel = _kernel(heads, length, jax.default_backend() != "tpu")
+    q = q_BxLxHxK * jnp.asarray(width ** -0.5, q_BxLxHxK.dtype)  # the kernel does not scale
+    heads_first = functools.partial(jnp.swapaxes, axis1=1, axis2=2)
+    out_BxHxLxK = jax.vmap(kernel)(heads_first(q), heads_first(k_BxLxHxK), heads_first(v_BxLxHxK))
+    return heads_first(out_BxHxLxK)
