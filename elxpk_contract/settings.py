@@ -217,6 +217,10 @@ class TrainerConfig:
     compile_topology: str = _opt("v5e:2x2", "the TPU slice --compile-only compiles the step for, in jax's "
                                             "GENERATION:TOPOLOGY form (v5e:4x4, v5p:2x2x2); --num-slices of them",
                                  fix="give a TPU slice as jax names it, e.g. v5e:4x4")
+    compile_chip_bytes: int = _opt(0, "the HBM of one chip of --compile-topology that --compile-only plans "
+                                                "for (--remat-policy auto picks by its device's share; `workload "
+                                                "create --check-fit` passes the catalog's); 0: unknown, auto then "
+                                                "keeps everything (none)", low=0)
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
     num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)", low=1)

@@ -27,15 +27,25 @@ _ANALYSIS_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_siz
                     "temp_size_in_bytes", "generated_code_size_in_bytes")
 
 
+def _chips(name: str) -> int:
+    """The chips of the TPU slice `name` (v5e:4x4 -> 16)."""
+    chips = 1
+    for side in name.split(":", 1)[1].split("x"):
+        chips *= int(side)
+    return chips
+
+
+def devices_per_chip(name: str, devices_per_slice: int) -> int:
+    """jax's devices on one chip of slice `name`: 1, or 2 where each core is a device (v4, tpu7x)."""
+    return max(1, devices_per_slice // _chips(name))
+
+
 def topology_devices(name: str, num_slices: int) -> list:
     """The devices of `num_slices` slices of the TPU slice `name` (v5e:4x4), from its description alone.
     UsageError naming --compile-topology when jax cannot describe it (no libtpu, an unknown slice)."""
     from jax.experimental import topologies
 
-    sides = [int(side) for side in name.split(":", 1)[1].split("x")]
-    chips = 1
-    for side in sides:
-        chips *= side
+    chips = _chips(name)
     # A one-chip slice is one host of one chip; jax's default host is 2x2x1 chips, which 1x1 cannot hold.
     host = {"chips_per_host_bounds": (1, 1, 1)} if chips == 1 else {}
     try:
@@ -66,7 +76,9 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
     per_slice = len(next(iter(slices.values())))
     cfg = resolved(cfg.on_hardware(len(slices), per_slice, f"{cfg.num_slices} x {cfg.compile_topology}"), on="tpu")
     donate = donates_with(cfg, in_process_retry=cfg.slice_backend != "multi-controller")
-    report = {"topology": cfg.compile_topology, "devices_per_slice": per_slice,
+    cfg = _remat_resolved(cfg, build_mesh(slices, list(slices)), donate)
+    report = {"topology": cfg.compile_topology, "devices_per_slice": per_slice, "remat_policy": cfg.remat_policy,
+              "attention": cfg.attention, "device_limit_bytes": device_limit(cfg, build_mesh(slices, list(slices))),
               "device_kind": devices[0].device_kind, "donates_input_state": donate,
               **_compiled(cfg, build_mesh(slices, list(slices)), donate, refuse=True), "settings": cfg.to_dict()}
     if cfg.min_slices < len(slices):
@@ -75,9 +87,35 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
     return report
 
 
+# What XLA's allocator may use of a TPU's HBM: a v5e chip of 16 GiB reports a bytes_limit of 16,909,336,064
+# (bench/results/device_check-tpu-v5e-2026-12-06.json); the rest is the runtime's own.
+USABLE_HBM_SHARE = 16_909_336_064 / 2**34
+
+
+def device_limit(cfg: TrainerConfig, mesh: Any) -> int | None:
+    """The bytes one device's allocator may use, from --compile-chip-bytes; None where it was not given."""
+    if not cfg.compile_chip_bytes:
+        return None
+    per_chip = devices_per_chip(cfg.compile_topology, mesh.devices.size // cfg.num_slices)
+    return int(cfg.compile_chip_bytes * USABLE_HBM_SHARE) // per_chip
+
+
+def _remat_resolved(cfg: TrainerConfig, mesh: Any, donate: bool) -> TrainerConfig:
+    """--remat-policy auto resolved as the run would on the full mesh, against a device's share of
+    --compile-chip-bytes (a topology's devices report no memory: the launcher passes the chip's HBM)."""
+    import dataclasses
+
+    from trainer.core.memory import choose_remat
+    from trainer.core.state import state_target
+
+    policy = choose_remat(cfg, state_target(cfg, mesh), mesh, device_limit(cfg, mesh), donates=donate)
+    return dataclasses.replace(cfg, remat_policy=policy)
+
+
 def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> dict[str, Any]:
     """The step on `mesh`: its memory, or (not `refuse`) XLA's refusal as `does_not_fit`. With `refuse`, a
     step XLA finds past the chip is a UsageError naming the sizing flags."""
+    from trainer.core.kernels.splash import lowering_for_tpu
     from trainer.core.memory import estimate, sizing_flags
     from trainer.core.state import abstract_state
     from trainer.core.step import StepCache
@@ -85,7 +123,8 @@ def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> d
     slices, per_slice = mesh.devices.shape
     where = {"num_slices": slices, "mesh": dict(mesh.shape)}
     try:
-        compiled, _ = StepCache(cfg, SystemClock(), donate=donate).get(mesh)
+        with lowering_for_tpu():  # splash as Mosaic compiles it for the chip, not the CPU's interpreter
+            compiled, _ = StepCache(cfg, SystemClock(), donate=donate).get(mesh)
     except Exception as exc:  # noqa: BLE001 - XLA's own refusal of a step far past the chip: name it
         first = (str(exc).splitlines() or [""])[0]
         if "RESOURCE_EXHAUSTED" not in first:
@@ -97,7 +136,7 @@ def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> d
                          f"XLA: {xla} Lower --global-batch, use a smaller model, or use more slices or a larger "
                          "slice") from None
     analysis = compiled.executable.memory_analysis()
-    need = estimate(cfg, abstract_state(cfg), per_slice, mesh.devices.size, donates=donate)
+    need = estimate(cfg, abstract_state(cfg), per_slice, mesh.devices.size, donates=donate, on="tpu")
     return {**where, "bytes_per_device": compiled.bytes_per_device, "estimate_bytes_per_device": need.total,
             "memory_analysis": {name: int(getattr(analysis, name)) for name in _ANALYSIS_FIELDS},
             "compile_s": round(compiled.compile_s, 3)}

@@ -33,7 +33,10 @@ def check_fit(spec: Any, env: tuple[tuple[str, str], ...]) -> list[str]:
                          "and --tpu-type (MaxText: use its own train_compile)")
     tpu = spec.tpu
     extra = shlex.split(spec.command or "")[len(TRAINER_COMMAND.split()):]  # the pod's arguments after it
-    argv = [sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", tpu.jax_topology, *extra]
+    # The chip's memory, so that --remat-policy auto picks as it will on the chip (a topology's devices
+    # report none).
+    argv = [sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", tpu.jax_topology,
+            "--compile-chip-bytes", str(tpu.hbm_bytes_per_chip), *extra]
     try:
         done = subprocess.run(argv, env={**os.environ, **dict(env)}, capture_output=True, text=True,
                               timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -49,7 +52,9 @@ def check_fit(spec: Any, env: tuple[tuple[str, str], ...]) -> list[str]:
     report = json.loads(done.stdout.strip().splitlines()[-1])
     need = report["bytes_per_device"]
     chips = tpu.chips_per_slice
-    limit = tpu.hbm_bytes_per_chip * chips // max(1, report["devices_per_slice"])  # a device is a chip or a core
+    # What the device's allocator may use, as the trainer worked it out from the chip's HBM (a device is a
+    # chip or a core); the catalog's share where an older trainer reports none.
+    limit = report.get("device_limit_bytes") or tpu.hbm_bytes_per_chip * chips // max(1, report["devices_per_slice"])
     where = (f"{report['num_slices']} x {tpu.name} ({tpu.jax_topology}, mesh "
              f"{report['mesh']['slice']} x {report['mesh']['data']})")
     if need is None:

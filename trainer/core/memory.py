@@ -79,9 +79,10 @@ def _sharded_bytes(abstract: Any, data_size: int) -> int:
 
 
 def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_devices: int, *,
-             donates: bool = False) -> MemoryEstimate:
+             donates: bool = False, on: str | None = None) -> MemoryEstimate:
     """The per-device memory of one train step on a mesh of `total_devices` in slices of
-    `devices_per_slice`; `donates`: the step gives its input state's buffers to its output."""
+    `devices_per_slice`; `donates`: the step gives its input state's buffers to its output; `on`: the
+    platform the step runs on (default jax's; `--compile-only` plans for a TPU from a CPU host)."""
     from trainer.core import remat
     from trainer.core.model import ModelShape, loss_chunk_examples
 
@@ -98,7 +99,7 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
     else:  # what each block keeps, plus one block's intermediates while its backward pass recomputes them
         kept = b * length * remat.kept_values_per_token(shape.remat_policy, d, f) * compute_bytes
         layers = cfg.n_layers * kept + whole_layer
-    fused = jax.default_backend() == "tpu"
+    fused = (on or jax.default_backend()) == "tpu"
     copies = TPU_LOGIT_COPIES if fused else LOGIT_COPIES
     logits = int(copies * loss_chunk_examples(b, length) * length * vocab * _F32)
     whole_params = _sharded_bytes(abstract_state["params"], 1)
@@ -127,7 +128,7 @@ def choose_remat(cfg: Any, target: Any, mesh: Any, limit: int | None, *, donates
         return "none"
     for policy in AUTO_ORDER:
         need = estimate(dataclasses.replace(cfg, remat_policy=policy), target, mesh.shape["data"], mesh.devices.size,
-                        donates=donates)
+                        donates=donates, on=mesh.devices.flat[0].platform)
         if need.total <= AUTO_HEADROOM * limit:
             return policy
     return "full"
@@ -180,7 +181,8 @@ def memory_record(cfg: Any, target: Any, mesh: Any, *, limit: int | None = None,
     state_bytes, per_device = state_layout(target)
     device = mesh.devices.flat[0]
     limit = device_limit(device) if limit is None else limit
-    need = estimate(cfg, target, mesh.shape["data"], mesh.devices.size, donates=donates)
+    need = estimate(cfg, target, mesh.shape["data"], mesh.devices.size, donates=donates,
+                    on=mesh.devices.flat[0].platform)
     record: dict[str, Any] = {"state_bytes": state_bytes, "state_bytes_per_device": per_device,
                               "estimate_bytes_per_device": need.total, "device_limit_bytes": limit}
     if limit is None:

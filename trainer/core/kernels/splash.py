@@ -9,13 +9,31 @@ Off a TPU the kernel runs in Pallas's interpreter: slow, but the CPU tests check
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
 
 BLOCK = 512  # MaxText's sa_block_* default
 LANE = 128  # the TPU's lane width: every block size is a multiple of it
+
+
+# Set while a step is lowered for a TPU from another host (`--compile-only` on a CPU machine): the kernel must
+# then be Mosaic's, not the interpreter's that the CPU backend would otherwise get.
+_FOR_TPU = contextvars.ContextVar("splash_for_tpu", default=False)
+
+
+@contextlib.contextmanager
+def lowering_for_tpu() -> Iterator[None]:
+    """Within it, the kernel is lowered for a TPU whatever jax's default backend is."""
+    token = _FOR_TPU.set(True)
+    try:
+        yield
+    finally:
+        _FOR_TPU.reset(token)
 
 
 def supported(seq_len: int, head_width: int) -> bool:
@@ -43,7 +61,7 @@ def _kernel(n_heads: int, seq_len: int, interpret: bool):
 def causal_attention(q_BxLxHxK: jax.Array, k_BxLxHxK: jax.Array, v_BxLxHxK: jax.Array) -> jax.Array:
     """softmax(q k^T / sqrt(K), causal) v, [B, L, H, K] in and out (the kernel's layout is [H, L, K])."""
     _, length, heads, width = q_BxLxHxK.shape
-    kernel = _kernel(heads, length, jax.default_backend() != "tpu")
+    kernel = _kernel(heads, length, interpret=jax.default_backend() != "tpu" and not _FOR_TPU.get())
     q = q_BxLxHxK * jnp.asarray(width ** -0.5, q_BxLxHxK.dtype)  # the kernel does not scale
     heads_first = functools.partial(jnp.swapaxes, axis1=1, axis2=2)
     out_BxHxLxK = jax.vmap(kernel)(heads_first(q), heads_first(k_BxLxHxK), heads_first(v_BxLxHxK))
