@@ -71,7 +71,7 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         summary.add_row("Restart causes", ", ".join(f"{n} {cause}" for cause, n in causes.items() if n)
                         + "  [dim](infra: disruption, eviction, retryable exit code; user: user-error code)[/dim]")
     if status.progress is not None:
-        summary.add_row("Trainer", progress_text(status.progress))
+        summary.add_row("Trainer", progress_text(status.progress, status.state))
     elif status.progress_problem:
         summary.add_row("Trainer", f"[dim]{status.progress_problem}[/dim]")
     if status.chip_hours_lines:
@@ -118,7 +118,22 @@ def why_renderables(status: WorkloadStatus) -> list[Any]:
     return out
 
 
-def progress_text(progress: dict) -> str:
+def trainer_state(progress: dict, workload_state: str) -> str:
+    """The trainer's state as a person reads it: a stop that the JobSet's restart retries (a lost slice, a
+    stall, a preemption) is no failure of the workload while it still runs."""
+    state = progress.get("state", "running")
+    code = progress.get("exit_code")
+    exited = f", exit {code}" if isinstance(code, int) else ""
+    if state == "running":
+        return ""
+    if progress.get("gave_up"):
+        return f"; trainer gave up for good ({state}{exited})"
+    if state != "done" and workload_state not in ("Succeeded", "Failed"):
+        return f"; trainer stopped ({state}{exited}), the JobSet restarts it"
+    return f"; trainer {state}"
+
+
+def progress_text(progress: dict, workload_state: str) -> str:
     def age(seconds: float | None) -> str:
         return "-" if seconds is None else format_duration(seconds) + " ago"
 
@@ -127,13 +142,12 @@ def progress_text(progress: dict) -> str:
         ckpt = "no checkpoint committed yet"
     else:
         ckpt = f"checkpoint {progress['checkpoint_step']} committed {age(progress.get('checkpoint_age_s'))}"
-    state = progress.get("state", "running")
     stopped = ""
     if progress.get("saves_stopped"):
         last = progress.get("checkpoint_step") or 0
         stopped = (f"; [yellow]saves stopped: no checkpoint for {progress['steps_done'] - last} steps (period "
                    f"{progress.get('checkpoint_period')}): elxpk checkpoint inspect {progress.get('directory')}[/yellow]")
-    return f"{step}; {ckpt}" + (f"; trainer {state}" if state != "running" else "") + stopped
+    return f"{step}; {ckpt}" + trainer_state(progress, workload_state) + stopped
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:

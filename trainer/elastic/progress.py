@@ -77,9 +77,10 @@ class ProgressWriter:
         self._update(checkpoint_step=step, checkpoint_time=at)
         self.write()
 
-    def finish(self, state: str, stopped: str = "") -> None:
-        """The trainer stops: done, stalled, preempted or failed (`stopped`: why it gave up, if it did)."""
-        self._update(state=state, stopped=stopped)
+    def finish(self, state: str, stopped: str = "", exit_code: int | None = None) -> None:
+        """The trainer stops: done, stalled, preempted or failed (`stopped`: why, where it said; `exit_code`:
+        the code it exits with, which tells a stop the group restart retries from one for good)."""
+        self._update(state=state, stopped=stopped, exit_code=exit_code)
         self.write()
 
     def _update(self, **changes) -> None:
