@@ -12,8 +12,9 @@ Pure (objects in, records out; no I/O). Sources, as the API reports them:
 
 Each exit code is classified with the trainer's exit-code table (elxpk_contract.exit_codes): `infra`
 (retryable: slice lost, stall, preemption, timeout), `user` (bad settings, an error in the training code);
-a code outside the table (137 after SIGKILL or the OOM killer, 134) is `unknown`: the orchestrator
-counts it. Every incident has a stable `id` (a hash of what identifies it), so a recorder can append
+a SIGKILL or SIGTERM from outside (137, 143: a force delete, kill-slice, a VM going) is `infra`, the OOM
+killer's 137 (reason OOMKilled) `user`; another code outside the table (134) is `unknown`: the
+orchestrator counts it. Every incident has a stable `id` (a hash of what identifies it), so a recorder can append
 the same incident once however often it is seen.
 """
 
@@ -67,11 +68,16 @@ def _id(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:16]
 
 
-def classify_exit(code: int) -> str:
+def classify_exit(code: int, reason: str = "") -> str:
+    """infra, user or unknown: the trainer's table for its own codes; a SIGKILL (137) or SIGTERM (143) from
+    outside is infra (a force delete, kill-slice, a VM going), but the OOM killer's is the workload's memory
+    (the kubelet's reason OOMKilled); anything else outside the table (134: jax aborting) is unknown."""
     known = BY_CODE.get(code)
-    if known is None:
-        return UNKNOWN
-    return INFRA if known.retryable else USER
+    if known is not None:
+        return INFRA if known.retryable else USER
+    if code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
+        return USER if reason == "OOMKilled" else INFRA
+    return UNKNOWN
 
 
 def exit_meaning(code: int) -> str:
@@ -119,7 +125,7 @@ def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
             meaning = exit_meaning(code)
             found.append(Incident(
                 _id("exit", uid, cs.get("name"), code, finished or cs.get("restartCount", 0)), finished, "exit",
-                classify_exit(code), term.get("reason") or "Error",
+                classify_exit(code, term.get("reason") or ""), term.get("reason") or "Error",
                 "; ".join(p for p in (meaning, term.get("message", "")) if p), container=cs.get("name"),
                 exit_code=code, **base))
     then = "; ".join(killed)
@@ -286,9 +292,10 @@ def restart_causes(pods: list[dict]) -> dict[str, int]:
             restarts = int(cs.get("restartCount") or 0)
             failed_now = int(now.get("exitCode", 0)) != 0
             n = restarts + (1 if failed_now else 0)
-            code = int((now if failed_now else last).get("exitCode", 0) or 0)
+            ended = now if failed_now else last
+            code = int(ended.get("exitCode", 0) or 0)
             if n and (disrupted or code):
-                counts[INFRA if disrupted else classify_exit(code)] += n
+                counts[INFRA if disrupted else classify_exit(code, ended.get("reason") or "")] += n
         if disrupted and not any(int(cs.get("restartCount") or 0) or (cs.get("state") or {}).get("terminated")
                                  for cs in status.get("containerStatuses") or []):
             counts[INFRA] += 1
