@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 
 from elxpk.cluster import incident_merge as merge
 from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
+from elxpk.cluster.lost_slice import exit_meaning, pod_fault
 from elxpk_contract.exit_codes import BY_CODE
 
 INFRA, USER, UNKNOWN = "infra", "user", "unknown"
@@ -51,6 +52,9 @@ class Incident:
     container: str | None = None
     exit_code: int | None = None
     workload: str = ""
+    # What happened to the pod, as lost_slice.py reads it (preempted, evicted, lost its VM, deleted, stopped by
+    # SIGTERM, failed; `lost`: it exited 75, the trainer's word for stopping with its group or losing a peer)
+    fault: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,18 +84,6 @@ def classify_exit(code: int, reason: str = "") -> str:
     return UNKNOWN
 
 
-def exit_meaning(code: int) -> str:
-    known = BY_CODE.get(code)
-    if known is not None:
-        return known.name
-    if 128 < code < 160:
-        try:
-            return f"killed by {signal.Signals(code - 128).name}"
-        except ValueError:
-            return f"killed by signal {code - 128}"
-    return ""
-
-
 def _slice(labels: dict) -> int | None:
     if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
         return None
@@ -104,7 +96,9 @@ def _slice(labels: dict) -> int | None:
 def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
     meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status") or {}
     labels = meta.get("labels") or {}
-    base = {"slice": _slice(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload}
+    fault = pod_fault(pod)
+    base = {"slice": _slice(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload,
+            "fault": "" if fault is None else fault[1].cause}
     uid = meta.get("uid", meta.get("name"))
     found: list[Incident] = []
     # A disrupted or evicted pod's container is then killed (137): that exit is the disruption's, one incident

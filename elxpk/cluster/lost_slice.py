@@ -21,13 +21,13 @@ Only the pods of the newest restart attempt with a fault count: an older attempt
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elxpk.cluster.incidents import exit_meaning
 from elxpk.cluster.labels import COMPLETION_INDEX, JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
+from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST
 from elxpk_contract.exit_codes import PREEMPTED as PREEMPTED_EXIT
-from elxpk_contract.exit_codes import SLICE_LOST
 
 PREEMPTED, EVICTED, LOST_VM, DELETED, SIGNALLED, FAILED, SLICE_GONE = (
     "preempted", "evicted", "lost its VM", "deleted", "stopped by SIGTERM", "failed", "lost")
@@ -50,6 +50,19 @@ class Fault:
     def text(self) -> str:
         where = "the workload" if self.slice is None else f"slice {self.slice}"
         return f"{where} {self.cause}" + (f" ({self.detail})" if self.detail else "")
+
+
+def exit_meaning(code: int) -> str:
+    """The trainer's name for its own code, or the signal that killed the process; "" for another code."""
+    known = BY_CODE.get(code)
+    if known is not None:
+        return known.name
+    if 128 < code < 160:
+        try:
+            return f"killed by {signal.Signals(code - 128).name}"
+        except ValueError:
+            return f"killed by signal {code - 128}"
+    return ""
 
 
 def restart_attempt(obj: dict) -> int:
