@@ -35,6 +35,7 @@ _KUBECTL_DRY_RUN = {"--dry-run=client": ["--dry-run"], "--dry-run=server": ["--d
 _TAKES_VALUE = ("--command", "--env", "--custom-pathways-proxy-server-args", "--custom-pathways-server-args",
                 "--custom-pathways-worker-args")
 DEBUG_ENV = "ELXPK_DEBUG"
+CLOSED_PIPE = 141  # 128 + SIGPIPE: what a CLI killed by writing into a closed pipe exits with (git, cat)
 
 
 def kubectl_dry_run(args: list[str]) -> list[str]:
@@ -105,6 +106,8 @@ class _Stream:
             error = storage_full_error(exc, f"cannot write to {self._name}") or \
                 ElxpkError(f"cannot write to {self._name}: {exc.strerror or exc}")
             error.stream = self._name  # type: ignore[attr-defined]
+            if isinstance(exc, BrokenPipeError):  # the reader is done (`status | head`, `| grep -q`): as other
+                error.exit_code, error.quiet = CLOSED_PIPE, True  # type: ignore[attr-defined]  # CLIs, no word
             self.error = error
         return self.error
 
@@ -159,6 +162,8 @@ def run_guarded(action: Callable[[], object]) -> int:
     try:
         result = action()
     except ElxpkError as exc:
+        if getattr(exc, "quiet", False):
+            return exc.exit_code
         for line in str(exc).splitlines() or [type(exc).__name__]:
             _report(f"error: {line}", stderr_failed=getattr(exc, "stream", None) == "stderr")
         return exc.exit_code
