@@ -87,6 +87,7 @@ def test_a_lost_slice_being_recovered_says_so_and_suggests_no_fix(fake, capsys, 
     code, out, err = run_cli(capsys, "workload", "status", name, *k)
     assert code == 0, err
     assert "trainer stopped (failed, exit 75), the JobSet restarts it" in out and "trainer failed" not in out
+    assert [line for line in out.splitlines() if line.endswith(" ")] == []  # piped: no padding after a line
 
 
 def test_a_trainer_that_gave_up_names_the_pod_to_read(fake, capsys, k, tmp_path):

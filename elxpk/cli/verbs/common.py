@@ -9,6 +9,7 @@ import typer
 
 from elxpk.cli import options
 from elxpk.errors import UsageError
+from elxpk.piped_text import piped_console
 
 # Piped output (a file, grep, less) is not cut to a terminal's width: Rich would take 80 columns and cut a
 # table's long cells (the scheduler's message, the fix) with an ellipsis that no one can read back.
@@ -47,9 +48,7 @@ def output_problems(output: str) -> tuple[str, ...]:
 
 
 def console(stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    found = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    found = piped_console(sys.stderr if stderr else sys.stdout, highlight=False, soft_wrap=True)
     if not found.is_terminal:
         found.width = PIPED_WIDTH
     return found
