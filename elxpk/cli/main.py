@@ -35,6 +35,10 @@ _KUBECTL_DRY_RUN = {"--dry-run=client": ["--dry-run"], "--dry-run=server": ["--d
 _TAKES_VALUE = ("--command", "--env", "--custom-pathways-proxy-server-args", "--custom-pathways-server-args",
                 "--custom-pathways-worker-args")
 DEBUG_ENV = "ELXPK_DEBUG"
+# Commands whose argument is another command line: an option of that line read as the command's own is the
+# line given without `--` before it.
+_AFTER_DASHES = {"elxpk translate": "; put the xpk or gcluster command after `--`: elxpk translate -- xpk workload "
+                                    "create ... (the shell's words, as you would run it)"}
 CLOSED_PIPE = 141  # 128 + SIGPIPE: what a CLI killed by writing into a closed pipe exits with (git, cat)
 
 
@@ -182,7 +186,8 @@ def run_guarded(action: Callable[[], object]) -> int:
         if isinstance(exc, usage) and type(exc).__name__ != "NoArgsIsHelpError":
             # click's usage errors (an unknown flag, a value of the wrong type) in elxpk's one-line form
             path = getattr(getattr(exc, "ctx", None), "command_path", None)
-            where = f" (see {path} --help)" if path else ""
+            where = _AFTER_DASHES.get(path or "") if type(exc).__name__ == "NoSuchOption" else None
+            where = where or (f" (see {path} --help)" if path else "")
             message = exc.format_message()  # type: ignore[attr-defined]
             text = "; ".join(line.strip() for line in message.splitlines() if line.strip())
             _report(f"error: {text}{where}")

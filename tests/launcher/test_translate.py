@@ -153,3 +153,13 @@ def test_translate_as_a_user_runs_it():
     theirs = subprocess.run([elxpk, "job", "submit", *line, "--dry-run"], capture_output=True, text=True, timeout=120)
     assert ours.returncode == theirs.returncode == 0, (ours.stderr, theirs.stderr)
     assert ours.stdout == theirs.stdout and "kind: JobSet" in ours.stdout
+
+
+def test_a_line_without_dashes_is_told_where_they_go(cli):
+    """#43: without `--`, click reads the line's first flag as translate's own: the one line says where the
+    command goes, exit 2, nothing printed."""
+    done = cli("translate", "xpk", "workload", "create", "--workload", "x", "--tpu-type", "v5p-8", "--command", "e")
+    assert (done.code, done.out) == (2, "")
+    assert done.err.startswith("error: No such option") and "--workload" in done.err.splitlines()[0]
+    assert done.err.endswith("; put the xpk or gcluster command after `--`: elxpk translate -- xpk workload "
+                             "create ... (the shell's words, as you would run it)\n") and done.err.count("\n") == 1
