@@ -22,6 +22,7 @@ gc.set_threshold(50_000, *_GC_THRESHOLDS[1:])
 import typer  # noqa: E402 - after the threshold: its import is the largest part of start-up
 
 from elxpk import yaml_reader_pattern  # noqa: E402
+from elxpk.create.xpk_only import without_xpk_only  # noqa: E402
 from elxpk.errors import ElxpkError, UsageError  # noqa: E402
 from elxpk_contract.storage_full import storage_full_error  # noqa: E402
 
@@ -218,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     def invoke() -> object:
         from elxpk.cli.commands import build_app
 
-        args = bare_trainer(kubectl_dry_run(list(argv if argv is not None else sys.argv[1:])))
+        args, ignored = without_xpk_only(bare_trainer(kubectl_dry_run(list(argv if argv is not None else sys.argv[1:]))),
+                                         _TAKES_VALUE)
+        for line in ignored:  # a script written for xpk runs unchanged (README)
+            print(f"warning: {line}", file=sys.stderr)
         result = build_app(args)(args=args, prog_name="elxpk", standalone_mode=False)
         sys.stdout.flush()  # a full or closed stdout is reported here, not by the interpreter at exit
         return result
