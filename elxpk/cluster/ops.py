@@ -158,12 +158,17 @@ class KillPlan:
 
 def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int | None) -> KillPlan:
     jobset = get_workload(kube, namespace, name)
+    ended = _ended(jobset)
+    if ended:  # its pods are what is left of the run (their exits, their logs): nothing runs to kill
+        raise CheckFailed(f"workload {name} has {ended}: nothing runs to kill; nothing was deleted")
     worker = _worker(jobset, name)
     _check_index(jobset, worker, slice_index, vm)
     selector = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={slice_index}"
     if vm is not None:
         selector += f",{COMPLETION_INDEX}={vm}"
+    # a pod that has ended (Succeeded, Failed) is a record, not a VM at work: never killed
     pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             and _of_slice(p, name, worker["name"], slice_index, vm)]
     if not pods:
         raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
