@@ -45,4 +45,4 @@ def piped_console(stream: TextIO, **options: Any) -> Any:
     console = Console(file=stream, **options)
     if console.is_terminal:
         return console
-    return Console(file=TrimmedLines(stream), **options)
+    return Console(file=TrimmedLines(stream), **options)  # type: ignore[arg-type]  # a text stream, duck-typed
