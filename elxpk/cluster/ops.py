@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.labels import COMPLETION_INDEX, HEAD, JOB_INDEX, JOBSET_NAME, REPLICATED_JOB
 from elxpk.cluster.observe import fetch_status, get_workload
+from elxpk.cluster.progress import checkpoint_dir, progress_of
 from elxpk.cluster.status import (
     WorkloadStatus,
     worker_replicated_job,
@@ -203,7 +205,9 @@ def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
 @dataclass(frozen=True)
 class Recovery:
     slice_back_s: float  # kill -> every replacement pod Running and Ready
-    next_step_s: float | None  # kill -> the trainer's first step after recovery (from the head's log)
+    next_step_s: float | None  # kill -> the trainer's first step after recovery (its records), if seen
+    next_step: int | None = None  # that step's number (steps done), when the progress record gave it
+    source: str = ""  # where next_step_s was read: "progress record", "head's log", or why it was not
 
 
 def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, killed_at: float,
@@ -223,12 +227,40 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         if clock() - killed_at >= timeout_s:
             raise Timeout(f"slice pods of {name} not running again after {format_duration(timeout_s)}")
         sleep(poll_s)
-    next_step = _next_step_after(kube, namespace, name, killed_at)
-    while next_step is None and clock() - killed_at < timeout_s and _has_head(kube, namespace, name):
+    # Pods ready is not training: the recovery ends at the trainer's next step (its imports, restore and
+    # compile come after the pods are ready), read from its own records.
+    next_step = _next_step_after(kube, namespace, name, killed_at, clock())
+    while next_step.seconds is None and next_step.readable and clock() - killed_at < timeout_s:
         on_tick("slice back; waiting for the trainer's first step after recovery")
         sleep(poll_s)
-        next_step = _next_step_after(kube, namespace, name, killed_at)
-    return Recovery(back, next_step)
+        next_step = _next_step_after(kube, namespace, name, killed_at, clock())
+    return Recovery(back, next_step.seconds, next_step.step, next_step.source)
+
+
+class _NextStep(NamedTuple):
+    seconds: float | None  # kill -> the first step completed after it
+    step: int | None
+    source: str  # where it was read, or why not
+    readable: bool  # whether waiting may still see it (a record or a log to read)
+
+
+def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, now: float) -> _NextStep:
+    """The trainer's first step after the kill: from its progress record (CHECKPOINT_DIR/elxpk-progress.json:
+    a restarted trainer writes it at its first step, an in-process recovery at its first step of the new
+    attempt), else the `first_step_after_recovery` event in a Pathways head's log."""
+    jobset = get_workload(kube, namespace, name)
+    progress, problem = progress_of(jobset, now)
+    if progress is not None and progress.get("step_time") is not None and progress["step_time"] > killed_at:
+        return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True)
+    if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
+        seconds = _head_log_step_after(kube, namespace, name, killed_at)
+        return _NextStep(seconds, None, "head's log", True)
+    if checkpoint_dir(jobset) is None:
+        return _NextStep(None, None, "the workload names no checkpoint directory, so no progress record", False)
+    return _NextStep(None, None, PROGRESS_SOURCE if not problem else problem, True)
+
+
+PROGRESS_SOURCE = "the trainer's progress record"
 
 
 def _ended(jobset: dict) -> str:
@@ -239,12 +271,7 @@ def _ended(jobset: dict) -> str:
     return ""
 
 
-def _has_head(kube: Kube, namespace: str, name: str) -> bool:
-    jobset = get_workload(kube, namespace, name)
-    return any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or [])
-
-
-def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
+def _head_log_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
     """Seconds from the kill to the trainer's `first_step_after_recovery` event in the head's log, if any."""
     try:
         source = log_source(kube, namespace, name, head=False, slice_index=None, vm=None)

@@ -8,9 +8,12 @@ import json
 
 import pytest
 
+from elxpk.cluster.kill_slice import Io, KillRequest, run
 from elxpk.cluster.ops import kill, plan_kill, watch_recovery
 from elxpk.errors import ClusterError
-from tests.cluster.captured import KINDS, load_captured
+from trainer.clock import SystemClock
+from trainer.elastic.progress import ProgressWriter
+from tests.cluster.captured import KINDS, load_captured, with_checkpoint_dir
 from tests.cluster.conftest import run_cli
 
 
@@ -67,3 +70,28 @@ def test_watch_of_a_workload_that_finished_ends_at_once_with_exit_1(fake, capsys
     code, out, err = run_cli(capsys, "workload", "kill-slice", "ops", "--slice", "1", "--yes", "--watch", *k)
     assert (code, out, err) == (1, "", "error: workload ops has succeeded: nothing runs to kill; nothing was deleted\n")
     assert len(_deletes(fake)) == before
+
+
+def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fake, kube, clock, tmp_path):
+    """#43: pods ready is not training (imports, restore and compile follow). The replacement pods come back
+    at the first poll; the trainer's next step, 9.5 s after the kill, is read from its progress record as its
+    restarted process writes it (at its first step). The controllers' part is the captured objects'."""
+    objects = with_checkpoint_dir(load_captured(fake), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    killed_at = clock()
+
+    def replaced() -> None:  # the Job controller's replacements, running and ready
+        load_captured(fake, fresh_uids=True, without=("jobset",))
+
+    def first_step() -> None:  # the restarted trainer's first step: its first write of the record
+        ProgressWriter(str(tmp_path), SystemClock()).step_done(131, killed_at + 9.5, 1)
+
+    clock.on_sleep += [replaced, lambda: None, first_step]
+    lines: list[str] = []
+    request = KillRequest("ops", 1, None, "delete", 143, 1, 600.0, None, True, 300.0, 2.0)
+    assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None, confirm=lambda question: None,
+                                            clock=clock, sleep=clock.sleep))
+    assert lines[1] == "slice 1's pods running and ready again after 2.0s"
+    assert lines[2] == ("recovered: the trainer's next step 9.5s after the kill (step 131 done), from the trainer's "
+                        "progress record")
+    assert clock.slept == [2.0, 2.0, 2.0]  # polled until the record showed a step after the kill

@@ -15,7 +15,7 @@ import pytest
 from elxpk.cluster.why_recovery import trainer_stopped
 from elxpk_contract.exit_codes import EXIT_CODES, FAIL_JOB, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.progress_record import read_progress
-from tests.cluster.captured import KINDS, captured
+from tests.cluster.captured import KINDS, captured, with_checkpoint_dir
 from tests.cluster.conftest import run_cli
 from trainer.clock import SystemClock
 from trainer.elastic.loop import stop_record
@@ -34,13 +34,7 @@ def wide_terminal(monkeypatch):
 def seed_stage(fake, stage: str, checkpoints: Path) -> str:
     """The stage's objects in the fake's store, its JobSet naming `checkpoints` (ELXPK_CHECKPOINT_DIR) as
     elxpk renders it; the workload's name."""
-    objects = copy.deepcopy(captured(stage, "incidents_corpus"))
-    for rjob in objects["jobset"]["spec"]["replicatedJobs"]:
-        for box in rjob["template"]["spec"]["template"]["spec"]["containers"]:
-            box["env"] = [e for e in box.get("env") or [] if e["name"] != "ELXPK_CHECKPOINT_DIR"] + [
-                {"name": "ELXPK_CHECKPOINT_DIR", "value": str(checkpoints)}]
-            box["args"] = [a for a in box.get("args") or [] if not a.startswith("--checkpoint-dir")]
-            box["command"] = [a for a in box.get("command") or [] if not a.startswith("--checkpoint-dir")]
+    objects = with_checkpoint_dir(copy.deepcopy(captured(stage, "incidents_corpus")), checkpoints)
     for kind, key in KINDS.items():
         found = objects.get(kind)
         for obj in found if isinstance(found, list) else [found] if found else []:
