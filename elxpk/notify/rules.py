@@ -7,7 +7,9 @@ clock passed in). Each alert is raised once per occurrence, however often the sa
   because its group stopped is a casualty, not a loss: its exit 75, and the slices that go down once a loss
   is alerted (a JobSet restart takes every slice), raise none. Where only casualties were seen, the one
   alert names the victim as elxpk/cluster/lost_slice.py reads it from the pods (`Observation.fault`);
-- `recovered`: every lost slice healthy again, with the time since the first loss of that outage;
+- `recovered`: every lost slice healthy again and, where the trainer's progress record is read, the trainer
+  stepping again: timed from the first loss of that outage to its first step after it (pods ready come
+  before the trainer's imports, restore and compile);
 - `recovery-late`: a lost slice not back within the expected time (once per outage);
 - `budget-80` / `budget-spent`: a restart budget (the JobSet's maxRestarts, a slice's backoffLimit) at 80%
   and at 100%, once per budget and level;
@@ -86,6 +88,7 @@ class Observation:
     checkpoint_age_s: float | None = None
     checkpoint_period: int | None = None
     elastic_timeout_s: float | None = None
+    step_time: float | None = None  # the trainer's last completed step (its progress record), when read
     fault: str = ""  # the newest fault's cause and detail (lost_slice.py), e.g. "evicted: pod P: EvictionByEvictionAPI"
     fault_slice: int | None = None  # its victim
 
@@ -166,11 +169,16 @@ class Watchman:
             self._lose(index, now, now, "", None, casualty=True)
         if not self.lost:
             self.pending = None
-        if self.outage_since is not None and not self.lost:
-            took = now - self.outage_since
+        # Recovered is training again: with the trainer's record, at its first step after the loss (pods
+        # ready come before its imports, restore and compile), and timed to that step
+        waiting = seen.step_time is not None and self.outage_since is not None and seen.step_time <= self.outage_since
+        if self.outage_since is not None and not self.lost and not waiting:
+            took = (seen.step_time if seen.step_time is not None else now) - self.outage_since
             alerts.append(self._alert(RECOVERED, now, f"all {len(seen.healthy)} slices healthy again, "
-                                      f"{format_duration(took)} after the first loss", recovery_s=round(took, 1)))
-            self.outage_since = None
+                                      f"{format_duration(took)} after the first loss"
+                                      + (", the trainer stepping again" if seen.step_time is not None else ""),
+                                      recovery_s=round(took, 1)))
+            self.outage_since, self.alerted = None, False
         elif self.outage_since is not None and not self.late_sent:
             expected = self.recovery_within_s or seen.elastic_timeout_s or DEFAULT_RECOVERY_S
             if now - self.outage_since >= expected:

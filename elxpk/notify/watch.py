@@ -18,7 +18,7 @@ from elxpk.cluster.lost_slice import lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
 from elxpk.cluster.status import compute_status
 from elxpk.notify.delivery import Notifier, Policy, senders
-from elxpk.notify.flags import CHECKPOINT_STALE, NotifySettings
+from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, NotifySettings
 from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
 from elxpk_contract.settings import check_setting
 
@@ -72,13 +72,15 @@ class NotifyingWatch:
             why=line, saves_stopped=bool(progress.get("saves_stopped")), steps_done=progress.get("steps_done"),
             checkpoint_step=progress.get("checkpoint_step"), checkpoint_age_s=progress.get("checkpoint_age_s"),
             checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset),
-            fault="" if fault is None else f"{fault.cause}: {fault.detail}",
+            step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
             fault_slice=None if fault is None else fault.slice)
 
     def _progress_of(self, jobset: dict, now: float) -> dict | None:
-        if CHECKPOINT_STALE not in self.settings.on:
+        if CHECKPOINT_STALE not in self.settings.on and RECOVERED not in self.settings.on:
             return None
-        if self._progress is None or now - self._progress[0] >= self.progress_every_s:
+        # during an outage every look reads it: `recovered` is the trainer's first step after the loss
+        outage = self.watchman.outage_since is not None and RECOVERED in self.settings.on
+        if self._progress is None or outage or now - self._progress[0] >= self.progress_every_s:
             self._progress = (now, progress_of(jobset, now)[0])
         return self._progress[1]
 

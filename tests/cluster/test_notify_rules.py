@@ -177,3 +177,16 @@ def test_a_lone_exit_75_is_the_loss_when_nothing_else_shows():
     assert w.incident(_exit(0, 75, "p"), 5.0) == []
     down = w.observe(_seen(False, True, state="Degraded", fault="lost: pod p; exit 75 slice_lost", fault_slice=0), 6.0)
     assert kinds(down) == ["slice-lost"] and down[0].incident["exit_code"] == 75
+
+
+def test_recovered_is_the_trainers_next_step_not_pods_ready():
+    """#43: every slice healthy at 40 s, the trainer's first step after the loss only at 58.5 s: one recovered
+    alert, once the record shows that step, timed to it (48.5 s from the loss at 10 s)."""
+    w = _watchman()
+    w.observe(_seen(True, True, step_time=5.0), 0.0)
+    assert kinds(w.incident(_loss(1, "disruption"), 10.0)) == ["slice-lost"]
+    assert w.observe(_seen(True, True, step_time=9.0), 40.0) == []  # pods ready, the trainer not stepping yet
+    done = w.observe(_seen(True, True, step_time=58.5), 60.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 48.5
+    assert "48s after the first loss, the trainer stepping again" in done[0].summary
+    assert w.observe(_seen(True, True, step_time=70.0), 80.0) == []
