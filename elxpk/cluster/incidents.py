@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from elxpk.cluster import incident_merge as merge
-from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
-from elxpk.cluster.lost_slice import exit_meaning, pod_fault
+from elxpk.cluster.labels import RESTART_ATTEMPT, parse_time
+from elxpk.cluster.lost_slice import exit_meaning, pod_fault, slice_of
 from elxpk_contract.exit_codes import BY_CODE
 
 INFRA, USER, UNKNOWN = "infra", "user", "unknown"
@@ -84,20 +84,11 @@ def classify_exit(code: int, reason: str = "") -> str:
     return UNKNOWN
 
 
-def _slice(labels: dict) -> int | None:
-    if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
-        return None
-    try:
-        return int(labels[JOB_INDEX])
-    except (KeyError, ValueError):
-        return None
-
-
 def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
     meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status") or {}
     labels = meta.get("labels") or {}
     fault = pod_fault(pod)
-    base = {"slice": _slice(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload,
+    base = {"slice": slice_of(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload,
             "fault": "" if fault is None else fault[1].cause}
     uid = meta.get("uid", meta.get("name"))
     found: list[Incident] = []
@@ -150,7 +141,7 @@ def job_incidents(jobs: list[dict], workload: str = "") -> list[Incident]:
         message = ("first failed Job; " if n == 0 else "") + (c.get("message") or "")
         found.append(Incident(_id("job_failed", job["metadata"].get("uid"), reason), c.get("lastTransitionTime"),
                               "job_failed", cause, reason, f"Job {job['metadata']['name']}: {message}",
-                              slice=_slice(labels), workload=workload))
+                              slice=slice_of(labels), workload=workload))
     return found
 
 

@@ -73,8 +73,8 @@ def restart_attempt(obj: dict) -> int:
         return 0
 
 
-def _slice(meta: dict) -> int | None:
-    labels = meta.get("labels") or {}
+def slice_of(labels: dict) -> int | None:
+    """The slice index a Job's or pod's labels name (None for the Pathways head or without one)."""
     if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
         return None
     try:
@@ -98,7 +98,7 @@ def first_exit(pod: dict) -> tuple[int, float | None] | None:
 def pod_fault(pod: dict) -> tuple[str, Fault] | None:
     """(evidence kind, Fault) of one pod, or None when nothing went wrong with it."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    name, index, attempt = meta.get("name"), _slice(meta), restart_attempt(pod)
+    name, index, attempt = meta.get("name"), slice_of(meta.get("labels") or {}), restart_attempt(pod)
     vm = (meta.get("labels") or {}).get(COMPLETION_INDEX)
     on = f"pod {name}" + (f", vm {vm}" if vm is not None else "")
     exited = first_exit(pod)
