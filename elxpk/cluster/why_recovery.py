@@ -19,19 +19,17 @@ from elxpk.cluster.why_reason import Reason
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
-# A workload in one of these states with a failure behind it is being recovered by the JobSet controller.
-RECOVERING_STATES = ("Restarting", "Degraded", "Admitted")
-
-
 def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence[dict], progress: dict | None,
                now: float) -> list[Reason]:
     """One `recovering` reason when the workload restarts (or runs on fewer slices) after a failure that the
     JobSet's restart budget covers; none otherwise."""
     trainer_down = (progress or {}).get("state") in ("failed", "stalled", "preempted") \
         and not (progress or {}).get("gave_up")
-    if status.state not in RECOVERING_STATES or (status.state == "Admitted" and not status.restarts
-                                                 and not trainer_down):
-        return []
+    if status.state in ("Restarting", "Degraded"):
+        pass
+    elif status.state not in ("Admitted", "Running") or not (trainer_down or status.state == "Admitted"
+                                                            and status.restarts):
+        return []  # Running with the trainer's record not stopped: nothing is being recovered
     fault = lost_slice(pods, workloads)
     retrying = [s for s in status.slices if s.state == "Restarting"]
     if status.restarts:
@@ -41,7 +39,12 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence
         restart = f"slice {s.index}'s Job replaces its failed pod (backoffLimit {s.budget_used}/{s.backoff_limit} used)"
     else:
         restart = f"the JobSet restarts the group (maxRestarts {status.max_restarts})"
-    what = fault.text() if fault is not None else "a failure whose pod is gone"
+    code = (progress or {}).get("exit_code")
+    known = BY_CODE.get(code) if trainer_down and isinstance(code, int) else None
+    what = fault.text() if fault is not None else \
+        f"the trainer's stop (exit {code} {known.name}: retryable)" if known is not None else "a failure whose pod is gone"
+    if status.state == "Running":  # the new pods are up; the trainer imports, restores and compiles before it steps
+        restart += ", its pods running again and the trainer not stepping yet"
     since = ""
     if fault is not None and fault.time is not None:
         when = datetime.fromtimestamp(fault.time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

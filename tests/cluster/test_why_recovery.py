@@ -84,6 +84,21 @@ def test_a_lost_slice_being_recovered_says_so_and_suggests_no_fix(fake, capsys, 
     assert [line for line in out.splitlines() if line.endswith(" ")] == []  # piped: no padding after a line
 
 
+def test_pods_running_again_before_the_trainer_steps_is_still_recovering(fake, capsys, k, tmp_path):
+    """The story's restart 1, every pod running again, while the trainer's record still says it stopped with
+    a lost slice (its new processes import, restore and compile before they step and write it): recovering,
+    with the restart's number and budget, not "nothing is holding it back" nor a fix."""
+    name = seed_stage(fake, "restarted", tmp_path)
+    trainer_ended(tmp_path, TrainerStopped(SLICE_LOST, LOST))
+    reasons = why(capsys, k, name)
+    assert [r["cause"] for r in reasons] == ["recovering"], reasons
+    assert reasons[0]["text"].startswith("recovering by itself: JobSet restart 1 of at most 2 (1 left), its pods "
+                                         "running again and the trainer not stepping yet, after the trainer's stop "
+                                         "(exit 75 slice_lost: retryable); the trainer's last step: 7")
+    ProgressWriter(str(tmp_path), SystemClock()).step_done(8, SystemClock().time(), 1)  # it steps: recovered
+    assert why(capsys, k, name) == []
+
+
 def test_a_trainer_that_gave_up_names_the_pod_to_read(fake, capsys, k, tmp_path):
     """The story's last stage: slice 0 of restart 1 exited 70 and the JobSet failed. The record of a trainer
     that gave up (--elastic-stop-on-repeat: 70) is the first reason, its fix the failed pod's own log."""
