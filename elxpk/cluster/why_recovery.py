@@ -19,6 +19,7 @@ from elxpk.cluster.why_reason import Reason
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
+
 def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence[dict], progress: dict | None,
                now: float) -> list[Reason]:
     """One `recovering` reason when the workload restarts (or runs on fewer slices) after a failure that the

@@ -11,10 +11,10 @@ import pytest
 from elxpk.cluster.kill_slice import Io, KillRequest, run
 from elxpk.cluster.ops import kill, plan_kill, watch_recovery
 from elxpk.errors import ClusterError
-from trainer.clock import SystemClock
-from trainer.elastic.progress import ProgressWriter
 from tests.cluster.captured import KINDS, load_captured, with_checkpoint_dir
 from tests.cluster.conftest import run_cli
+from trainer.clock import SystemClock
+from trainer.elastic.progress import ProgressWriter
 
 
 def _deletes(fake) -> list:
