@@ -252,9 +252,12 @@ def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, no
     progress, problem = progress_of(jobset, now)
     if progress is not None and progress.get("step_time") is not None and progress["step_time"] > killed_at:
         return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True)
+    ended = _ended(jobset)  # it finished (failed) with no step after the kill: none will come
     if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
         seconds = _head_log_step_after(kube, namespace, name, killed_at)
-        return _NextStep(seconds, None, "head's log", True)
+        return _NextStep(seconds, None, "head's log", not ended)
+    if ended:
+        return _NextStep(None, None, f"the workload {ended} first", False)
     if checkpoint_dir(jobset) is None:
         return _NextStep(None, None, "the workload names no checkpoint directory, so no progress record", False)
     return _NextStep(None, None, PROGRESS_SOURCE if not problem else problem, True)
