@@ -160,8 +160,10 @@ class Watchman:
             elif index in self.seen_healthy and (index not in self.lost or not self.alerted):
                 down.append(index)
         if down and not self.alerted:  # one alert: the victim's, as the pods tell it
-            victim = seen.fault_slice if seen.fault_slice is not None and 0 <= seen.fault_slice < len(seen.healthy) \
-                else down[0]
+            # the pods' victim; else the slice whose exit was seen (a JobSet restart may have taken its pod)
+            named = [i for i in (seen.fault_slice, self.pending[0].slice if self.pending else None)
+                     if i is not None and 0 <= i < len(seen.healthy)]
+            victim = named[0] if named else down[0]
             incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
                 else (None, seen.fault or "not healthy")
             alerts += self._lose(victim, now, now, why, incident)

@@ -190,3 +190,13 @@ def test_recovered_is_the_trainers_next_step_not_pods_ready():
     assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 48.5
     assert "48s after the first loss, the trainer stepping again" in done[0].summary
     assert w.observe(_seen(True, True, step_time=70.0), 80.0) == []
+
+
+
+def test_a_lone_exit_75_whose_pod_a_restart_took_is_still_the_alert_of_its_slice():
+    """The JobSet restart deleted the failed pod before the look: the pods name no victim, the exit does."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(1, 75, "p"), 5.0) == []
+    down = w.observe(_seen(False, False, state="Restarting"), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1} and down[0].incident["exit_code"] == 75
