@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from elxpk.cluster.kube import Kube
-from elxpk.cluster.labels import COMPLETION_INDEX, HEAD, JOB_INDEX, JOBSET_NAME, REPLICATED_JOB
+from elxpk.cluster.labels import COMPLETION_INDEX, HEAD, JOB_INDEX, JOBSET_NAME, REPLICATED_JOB, parse_time
 from elxpk.cluster.observe import fetch_status, get_workload
 from elxpk.cluster.progress import checkpoint_dir, progress_of
 from elxpk.cluster.status import (
@@ -219,6 +219,7 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         on_tick(f"{len(fresh)}/{plan.expected} replacement pods ready")
         if len(fresh) >= plan.expected:
             back = clock() - killed_at
+            started = max([killed_at, *(_started(p) for p in fresh)])
             break
         ended = _ended(get_workload(kube, namespace, name))
         if ended:  # no controller replaces a finished workload's pods: waiting would last the whole timeout
@@ -229,11 +230,13 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         sleep(poll_s)
     # Pods ready is not training: the recovery ends at the trainer's next step (its imports, restore and
     # compile come after the pods are ready), read from its own records.
-    next_step = _next_step_after(kube, namespace, name, killed_at, clock())
+    # A step of the old processes (their last write, as their group stopped) can come after the kill: only a
+    # step after the replacement containers started is the recovered trainer's.
+    next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
     while next_step.seconds is None and next_step.readable and clock() - killed_at < timeout_s:
         on_tick("slice back; waiting for the trainer's first step after recovery")
         sleep(poll_s)
-        next_step = _next_step_after(kube, namespace, name, killed_at, clock())
+        next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
     return Recovery(back, next_step.seconds, next_step.step, next_step.source)
 
 
@@ -244,13 +247,16 @@ class _NextStep(NamedTuple):
     readable: bool  # whether waiting may still see it (a record or a log to read)
 
 
-def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, now: float) -> _NextStep:
+def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, started: float,
+                     now: float) -> _NextStep:
     """The trainer's first step after the kill: from its progress record (CHECKPOINT_DIR/elxpk-progress.json:
     a restarted trainer writes it at its first step, an in-process recovery at its first step of the new
-    attempt), else the `first_step_after_recovery` event in a Pathways head's log."""
+    attempt), a running trainer's step after `started` (when the replacement containers started), else the
+    `first_step_after_recovery` event in a Pathways head's log."""
     jobset = get_workload(kube, namespace, name)
     progress, problem = progress_of(jobset, now)
-    if progress is not None and progress.get("step_time") is not None and progress["step_time"] > killed_at:
+    if progress is not None and progress.get("state") == "running" and progress.get("step_time") is not None \
+            and progress["step_time"] > started:
         return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True)
     ended = _ended(jobset)  # it finished (failed) with no step after the kill: none will come
     if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
@@ -299,6 +305,13 @@ def event_record(line: str) -> dict | None:
     except ValueError:
         return None
     return record if isinstance(record, dict) and "event" in record else None
+
+
+def _started(pod: dict) -> float:
+    """When the pod's containers last started (the API's seconds, rounded down); 0 when none says."""
+    times = [parse_time(((cs.get("state") or {}).get("running") or {}).get("startedAt"))
+             for cs in (pod.get("status") or {}).get("containerStatuses") or []]
+    return max([t for t in times if t is not None], default=0.0)
 
 
 def _ready(pod: dict) -> bool:

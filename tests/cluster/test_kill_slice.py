@@ -9,6 +9,7 @@ import json
 import pytest
 
 from elxpk.cluster.kill_slice import Io, KillRequest, run
+from elxpk.cluster.labels import parse_time
 from elxpk.cluster.ops import kill, plan_kill, watch_recovery
 from elxpk.errors import ClusterError
 from tests.cluster.captured import KINDS, load_captured, with_checkpoint_dir
@@ -78,10 +79,16 @@ def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fa
     restarted process writes it (at its first step). The controllers' part is the captured objects'."""
     objects = with_checkpoint_dir(load_captured(fake), tmp_path)
     fake.store.put(KINDS["jobset"], objects["jobset"])
+    # now: after the captured containers started (the replacements are those, with new uids)
+    clock.now = max(parse_time(cs["state"]["running"]["startedAt"]) or 0.0 for p in objects["pods"]
+                    for cs in p["status"]["containerStatuses"]) + 1.0
     killed_at = clock()
 
-    def replaced() -> None:  # the Job controller's replacements, running and ready
+    def replaced() -> None:  # the Job controller's replacements, running and ready; the old group's last word
         load_captured(fake, fresh_uids=True, without=("jobset",))
+        stopped = ProgressWriter(str(tmp_path), SystemClock())
+        stopped.step_done(130, killed_at + 1.0, 1)  # a step the old processes ended after the kill: no recovery
+        stopped.finish("failed", "slice 1 lost", 75)
 
     def first_step() -> None:  # the restarted trainer's first step: its first write of the record
         ProgressWriter(str(tmp_path), SystemClock()).step_done(131, killed_at + 9.5, 1)
