@@ -32,9 +32,9 @@ def _ranked(counts: Counter) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-# A group stops within seconds of its lost slice, and a JobSet restart follows within a minute or two: a 75
-# that near another slice's fault is that fault's casualty, not a loss of its own.
-CASUALTY_WINDOW_S = 120.0
+# A group stops within seconds of its lost slice, and a JobSet restart deletes its pods within seconds more:
+# a 75 (or a graceful delete's exit) that near another slice's fault is that fault's casualty, not a loss.
+CASUALTY_WINDOW_S = 30.0
 LOSS_KINDS = ("exit", "disruption", "evicted")
 # What the API said of the pod names the fault better than the code its trainer exited with (a force delete
 # still sends SIGTERM, so its trainer exits 77 "preempted")
@@ -49,17 +49,30 @@ def fault_name(incident: Incident) -> str:
 
 
 def faults(incidents: Sequence[Incident]) -> tuple[list[Incident], list[Incident]]:
-    """(the faults, the casualties): every exit with a code, disruption and eviction, the 75s near another
-    slice's fault set apart as the slices that stopped with their group."""
-    found = [i for i in incidents if i.kind in LOSS_KINDS and (i.kind != "exit" or i.exit_code)]
-    losses = [parse_time(i.time) for i in found if not _stopped_with_group(i)]
-    casualties = [i for i in found if _stopped_with_group(i) and any(
-        t is not None and abs((parse_time(i.time) or 0.0) - t) <= CASUALTY_WINDOW_S for t in losses)]
-    return [i for i in found if i not in casualties], casualties
+    """(the faults, the casualties): every exit with a code, disruption and eviction. A slice that stopped
+    with its group (its 75, or its pod deleted with a grace period, as a JobSet restart deletes them) within
+    CASUALTY_WINDOW_S of another slice's fault is that fault's casualty; where only such stops came
+    together, the first of them is the fault."""
+    found = sorted((i for i in incidents if i.kind in LOSS_KINDS and (i.kind != "exit" or i.exit_code)),
+                   key=lambda i: parse_time(i.time) or 0.0)
+    lost: list[Incident] = []
+    casualties: list[Incident] = []
+    group: list[Incident] = []
+    for incident in [*found, None]:
+        if incident is not None and group and (parse_time(incident.time) or 0.0) - (
+                parse_time(group[0].time) or 0.0) <= CASUALTY_WINDOW_S:
+            group.append(incident)
+            continue
+        if group:
+            own = [n for n, i in enumerate(group) if not _stopped_with_group(i)] or [0]
+            lost += [group[n] for n in own]
+            casualties += [i for n, i in enumerate(group) if n not in own]
+        group = [] if incident is None else [incident]
+    return lost, casualties
 
 
 def _stopped_with_group(incident: Incident) -> bool:
-    return incident.kind == "exit" and incident.exit_code == SLICE_LOST.code
+    return incident.kind == "exit" and (incident.exit_code == SLICE_LOST.code or incident.fault == lost_slice.DELETED)
 
 
 def summary_lines(incidents: Sequence[Incident], progress: dict | None) -> list[str]:

@@ -11,7 +11,8 @@ words first, strongest first:
    (lost VM: its node went away);
 2. a pod the kubelet evicted (`status.reason` Evicted);
 3. a pod being deleted with no grace period (`deletionGracePeriodSeconds` 0: a force delete, as when its
-   VM is gone; a SIGTERM still reaches the container, so its 77 is no preemption) or with one (deleted);
+   VM is gone; a SIGTERM still reaches the container, so its 77 is no preemption); one deleted with a grace
+   period (a JobSet restart deletes every pod after a failure) ranks with the 75s below, earliest first;
 4. the Kueue Workload's Preempted/Evicted condition (the whole workload: no one slice);
 5. a container's exit other than 0 and 75 (77: it heard SIGTERM from what the pod no longer shows; 70 user
    error, 76 stalled, 137 killed, ...);
@@ -116,7 +117,9 @@ def pod_fault(pod: dict) -> tuple[str, Fault] | None:
     if deleted is not None and (exited is None or exited[0] != SLICE_LOST.code):
         grace = float(meta.get("deletionGracePeriodSeconds") or 0)
         forced = grace == 0
-        return "deleted", Fault(LOST_VM if forced else DELETED, index, deleted - grace,
+        # A graceful delete is mostly a controller's (a JobSet restart deletes every Job's pods after a failure):
+        # it ranks with the casualties, and the earliest of them is the fault; a force delete is a lost VM.
+        return "deleted" if forced else "casualty", Fault(LOST_VM if forced else DELETED, index, deleted - grace,
                                 f"{on}: " + ("force-deleted" if forced else f"deleted, grace {grace:g}s") + then,
                                 name, attempt)
     if exited is None:

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from elxpk.cluster import lost_slice
 from elxpk.cluster.incidents import Incident
 from elxpk.cluster.why import STUCK_STATES
 from elxpk.notify.flags import (
@@ -134,7 +135,9 @@ class Watchman:
         what = f"exit {incident.exit_code}/{incident.reason}" if incident.exit_code is not None else incident.reason
         where = f" on pod {incident.pod}" if incident.pod else ""
         # 75: the trainer stopped because its group did (a peer's loss), so the fault is another slice's
-        casualty = incident.kind == "exit" and incident.exit_code == SLICE_LOST_EXIT.code
+        # a graceful delete's exit: mostly a JobSet restart taking the group down after another slice's loss
+        casualty = incident.kind == "exit" and (incident.exit_code == SLICE_LOST_EXIT.code
+                                                or incident.fault == lost_slice.DELETED)
         if casualty and self.pending is None and not self.alerted:
             self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
         return self._lose(incident.slice, now, now, what + where, incident, casualty=casualty)

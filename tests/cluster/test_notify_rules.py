@@ -200,3 +200,17 @@ def test_a_lone_exit_75_whose_pod_a_restart_took_is_still_the_alert_of_its_slice
     assert w.incident(_exit(1, 75, "p"), 5.0) == []
     down = w.observe(_seen(False, False, state="Restarting"), 6.0)
     assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1} and down[0].incident["exit_code"] == 75
+
+
+def test_the_pods_a_jobset_restart_deletes_are_casualties_of_the_slice_that_failed_first():
+    """On the real controllers (test_notify_real.py): slice 1 exits 75, the restart deletes slice 0's pod (its
+    container then exits 137): the alert is slice 1's, with its exit."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(1, 75, "p1"), 5.0) == []
+    deleted = Incident("d", "2026-01-01T00:00:01Z", "exit", "infra", "Error", slice=0, pod="p0", exit_code=137,
+                       fault="deleted")
+    assert w.incident(deleted, 6.0) == []
+    down = w.observe(_seen(False, False, state="Restarting", fault="lost: pod p1; exit 75 slice_lost",
+                           fault_slice=1), 7.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1} and down[0].incident["exit_code"] == 75
