@@ -105,6 +105,10 @@ def _table() -> dict[str, TpuType]:
     return table
 
 
+# Families as people say them -> as GKE's accelerator names and xpk spell them (TPU v5e is v5litepod-N)
+_SPOKEN = {"v5e": "v5litepod", "v5lite": "v5litepod"}
+
+
 class UnknownTpuType(ValueError):
     """The name is not in the catalog; the message lists the closest known names."""
 
@@ -126,6 +130,10 @@ def lookup(name: str) -> TpuType:
     if key in table:
         return table[key]
 
+    family, _, size = key.partition("-")
+    if family in _SPOKEN and f"{_SPOKEN[family]}-{size}" in table:  # the marketing name: difflib offers v6e-8
+        raise UnknownTpuType(f"unknown TPU type {name!r}; {family} is named {_SPOKEN[family]} in GKE and xpk: "
+                             f"did you mean {_SPOKEN[family]}-{size}?")
     close = difflib.get_close_matches(key, list(table), n=4, cutoff=0.6)
     if not close:
         families = ", ".join(f"{f.prefix}-*" for f in _FAMILIES)

@@ -129,7 +129,7 @@ class Flag(NamedTuple):
     def bounds_sentence(self) -> str:
         if self.above is not None:
             return f"More than {self._range()[len('more than '):]}."
-        if self.high is not None:
+        if self.high is not None and not _api_maximum(self.high):
             return f"From {self.low} to {self.high}."
         return f"At least {self.low}."
 
@@ -280,12 +280,19 @@ def docs_table(rows: tuple[Flag, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _api_maximum(high: float) -> bool:
+    """An upper bound that is only the API field's integer width (int32's or int64's maximum): the help and
+    the docs say "at least" instead of a range no one reads (a value past it is still refused, by name)."""
+    return high in (2**31 - 1, 2**63 - 1)
+
+
 def _bounds(f: Flag) -> str:
+    high = None if f.high is None or _api_maximum(f.high) else f.high
     if f.above is not None:
         unit = "s" if f.kind == DURATION else ""
-        return f"> {f.above}{unit}" + ("" if f.high is None else f", <= {f.high}{unit}")
-    if f.low is not None and f.high is not None:
-        return f"{f.low}..{f.high}"
+        return f"> {f.above}{unit}" + ("" if high is None else f", <= {high}{unit}")
+    if f.low is not None and high is not None:
+        return f"{f.low}..{high}"
     return f">= {f.low}" if f.low is not None else ""
 
 

@@ -53,6 +53,8 @@ class FailureDetected(Event):
     # `--elastic-stop-on-repeat N` stops after N in a row of one cause with no step past the first's.
     cause: str = ""
     stopped: str = ""  # why the trainer stopped retrying after this failure ("" when it retried)
+    # kind peer_preempted: the process that heard the signal; the writer (process 0) stopped with its group
+    heard_by: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,7 @@ class Preempted(Event):
     signal: str = "SIGTERM"
     checkpoint_step: int | None = None  # the newest committed checkpoint when the trainer stopped
     saved: bool = False  # whether it saved the current step on the way out
+    heard_by: int | None = None  # the process that heard the signal (this one: a peer's is peer_preempted)
 
 
 EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (

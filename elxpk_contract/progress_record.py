@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from elxpk_contract.exit_codes import BY_CODE, FAIL_JOB
 from elxpk_contract.record_fields import RecordError, parse_fields, to_json
 
 PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
@@ -35,8 +36,13 @@ class Progress:
     # (unix seconds), so `workload status` can split chip-hours by cause. Empty from an older trainer.
     badput: dict[str, float] = field(default_factory=dict)
     since: float | None = None
-    # Why the trainer gave up, one line (--elastic-stop-on-repeat, the retry budget); "" when it did not.
+    # Why the trainer stopped, one line (--elastic-stop-on-repeat, the retry budget, a lost slice); "" when
+    # it did not say. Whether that stop is for good is `exit_code`'s, not the text's: `gave_up()`.
     stopped: str = ""
+    # The exit code (elxpk_contract.exit_codes) the process that wrote this stops with; None while it runs,
+    # and in a record of a trainer older than the field. A retryable code (75 slice lost, 76 stalled, 77
+    # preempted) means the group restart goes on; a FailJob code (70, 2) means the trainer gave up for good.
+    exit_code: int | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""
@@ -44,6 +50,12 @@ class Progress:
 
     def checkpoint_age(self, now: float) -> float | None:
         return None if self.checkpoint_time is None else max(0.0, now - self.checkpoint_time)
+
+    def gave_up(self) -> bool:
+        """The trainer stopped for good: its exit code is one the Job fails at once (retrying reproduces it),
+        not one the JobSet's restart retries. A record without a code (running, or an older trainer's) did not."""
+        known = None if self.exit_code is None else BY_CODE.get(self.exit_code)
+        return known is not None and known.action == FAIL_JOB
 
     def to_json(self) -> dict:
         return {"version": PROGRESS_VERSION, **to_json(self)}

@@ -147,6 +147,18 @@ class TableOrderGroup(TyperGroup):
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: order.index(name) if name in order else len(order))
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command's first sentence whole, wrapped in its column: click cuts it to the width left
+        ("Create and follow elastic Pathways/JobSet workloads..."), mid-sentence."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 def build_app(argv: Sequence[str]) -> typer.Typer:
     app = typer.Typer(name="elxpk", help=APP_HELP, no_args_is_help=True, add_completion=True,

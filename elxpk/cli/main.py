@@ -22,6 +22,7 @@ gc.set_threshold(50_000, *_GC_THRESHOLDS[1:])
 import typer  # noqa: E402 - after the threshold: its import is the largest part of start-up
 
 from elxpk import yaml_reader_pattern  # noqa: E402
+from elxpk.create.xpk_only import without_xpk_only  # noqa: E402
 from elxpk.errors import ElxpkError, UsageError  # noqa: E402
 from elxpk.shown import shown  # noqa: E402
 from elxpk_contract.storage_full import storage_full_error  # noqa: E402
@@ -36,6 +37,11 @@ _KUBECTL_DRY_RUN = {"--dry-run=client": ["--dry-run"], "--dry-run=server": ["--d
 _TAKES_VALUE = ("--command", "--env", "--custom-pathways-proxy-server-args", "--custom-pathways-server-args",
                 "--custom-pathways-worker-args")
 DEBUG_ENV = "ELXPK_DEBUG"
+# Commands whose argument is another command line: an option of that line read as the command's own is the
+# line given without `--` before it.
+_AFTER_DASHES = {"elxpk translate": "; put the xpk or gcluster command after `--`: elxpk translate -- xpk workload "
+                                    "create ... (the shell's words, as you would run it)"}
+CLOSED_PIPE = 141  # 128 + SIGPIPE: what a CLI killed by writing into a closed pipe exits with (git, cat)
 
 
 def kubectl_dry_run(args: list[str]) -> list[str]:
@@ -106,6 +112,8 @@ class _Stream:
             error = storage_full_error(exc, f"cannot write to {self._name}") or \
                 ElxpkError(f"cannot write to {self._name}: {exc.strerror or exc}")
             error.stream = self._name  # type: ignore[attr-defined]
+            if isinstance(exc, BrokenPipeError):  # the reader is done (`status | head`, `| grep -q`): as other
+                error.exit_code, error.quiet = CLOSED_PIPE, True  # type: ignore[attr-defined]  # CLIs, no word
             self.error = error
         return self.error
 
@@ -162,6 +170,8 @@ def run_guarded(action: Callable[[], object]) -> int:
     try:
         result = action()
     except ElxpkError as exc:
+        if getattr(exc, "quiet", False):
+            return exc.exit_code
         for line in str(exc).splitlines() or [type(exc).__name__]:
             _report(f"error: {line}", stderr_failed=getattr(exc, "stream", None) == "stderr")
         return exc.exit_code
@@ -180,7 +190,8 @@ def run_guarded(action: Callable[[], object]) -> int:
         if isinstance(exc, usage) and type(exc).__name__ != "NoArgsIsHelpError":
             # click's usage errors (an unknown flag, a value of the wrong type) in elxpk's one-line form
             path = getattr(getattr(exc, "ctx", None), "command_path", None)
-            where = f" (see {path} --help)" if path else ""
+            where = _AFTER_DASHES.get(path or "") if type(exc).__name__ == "NoSuchOption" else None
+            where = where or (f" (see {path} --help)" if path else "")
             message = exc.format_message()  # type: ignore[attr-defined]
             text = "; ".join(line.strip() for line in message.splitlines() if line.strip())
             _report(f"error: {text}{where}")
@@ -211,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     def invoke() -> object:
         from elxpk.cli.commands import build_app
 
-        args = bare_trainer(kubectl_dry_run(list(argv if argv is not None else sys.argv[1:])))
+        args, ignored = without_xpk_only(bare_trainer(kubectl_dry_run(list(argv if argv is not None else sys.argv[1:]))),
+                                         _TAKES_VALUE)
+        for line in ignored:  # a script written for xpk runs unchanged (README)
+            print(f"warning: {line}", file=sys.stderr)
         result = build_app(args)(args=args, prog_name="elxpk", standalone_mode=False)
         sys.stdout.flush()  # a full or closed stdout is reported here, not by the interpreter at exit
         return result

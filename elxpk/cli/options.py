@@ -219,7 +219,7 @@ def flag_parameters(command: str, rows: tuple[Flag, ...] | None = None, *,
 
 def _parameter(row: Flag, key: str, names: tuple[str, ...], help_text: str, panel: str | None) -> inspect.Parameter:
     option = typer.Option(*names, help=help_text, rich_help_panel=panel,
-                          metavar=row.metavar or _METAVARS.get(row.kind), hidden=row.hidden,
+                          metavar=row.metavar or _choices(row.choices) or _METAVARS.get(row.kind), hidden=row.hidden,
                           autocompletion=completion.for_row(row))
     kind: Any
     if row.kind == flag_rows.BOOL:
@@ -229,6 +229,11 @@ def _parameter(row: Flag, key: str, names: tuple[str, ...], help_text: str, pane
     else:
         kind, default = Annotated[_TEXT, option], None
     return inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+
+
+def _choices(choices: tuple[str, ...]) -> str | None:
+    """The help's metavar of a flag with a closed set of values: [delete|evict|exit] (typer would print <str>)."""
+    return "[" + "|".join(choices) + "]" if choices else None
 
 
 def with_flags(command: str, rows: tuple[Flag, ...] | None = None, *,

@@ -17,7 +17,8 @@ import json
 import os
 import ssl
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -48,6 +49,21 @@ class Settings:
             return None
         prefix = self.api_key_prefix.get(BEARER)
         return f"{prefix} {key}" if prefix else key
+
+    @contextmanager
+    def exec_configuration(self) -> Iterator[Any]:
+        """`to_kubernetes()` for one exec. Its WebSocket reads the cluster's CA from a file, `ssl_ca_cert`, and
+        never `ca_cert_data` (kubernetes.stream.ws_client.create_websocket): without the file, every cluster
+        with a CA of its own (every GKE one) failed CERTIFICATE_VERIFY_FAILED. The PEM goes to a file only
+        this user can read, removed once the exec is done."""
+        configuration = self.to_kubernetes()
+        path = None if self.ca_cert_data is None else _private_file(self.ca_cert_data.encode(), at_exit=False)
+        configuration.ssl_ca_cert = path
+        try:
+            yield configuration
+        finally:
+            if path is not None:
+                _remove(path)
 
     def to_kubernetes(self) -> Any:
         """The same settings as the official client's Configuration (for `exec`, which needs its websockets)."""
@@ -93,12 +109,14 @@ def from_kubeconfig(config: dict) -> Settings:
     return settings
 
 
-def _private_file(data: bytes) -> str:
-    """A file only this user can read, removed at exit (ssl loads a client certificate from files only)."""
+def _private_file(data: bytes, *, at_exit: bool = True) -> str:
+    """A file only this user can read (mkstemp: 0600), removed at exit unless the caller removes it (ssl loads
+    a client certificate from files only, and the official client's WebSocket a CA)."""
     fd, path = tempfile.mkstemp(prefix="elxpk-tls-")
     with os.fdopen(fd, "wb") as out:
         out.write(data)
-    atexit.register(_remove, path)
+    if at_exit:
+        atexit.register(_remove, path)
     return path
 
 

@@ -120,7 +120,7 @@ def read_recorded(path: str, flag: str = "--incidents") -> list[dict]:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "id": (str,), "time": (str, type(None)), "kind": (str,), "cause": (str,), "reason": (str,),
     "message": (str,), "slice": (int, type(None)), "pod": (str, type(None)), "node": (str, type(None)),
-    "container": (str, type(None)), "exit_code": (int, type(None)), "workload": (str,),
+    "container": (str, type(None)), "exit_code": (int, type(None)), "workload": (str,), "fault": (str,),
 }
 
 

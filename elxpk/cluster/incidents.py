@@ -12,8 +12,9 @@ Pure (objects in, records out; no I/O). Sources, as the API reports them:
 
 Each exit code is classified with the trainer's exit-code table (elxpk_contract.exit_codes): `infra`
 (retryable: slice lost, stall, preemption, timeout), `user` (bad settings, an error in the training code);
-a code outside the table (137 after SIGKILL or the OOM killer, 134) is `unknown`: the orchestrator
-counts it. Every incident has a stable `id` (a hash of what identifies it), so a recorder can append
+a SIGKILL or SIGTERM from outside (137, 143: a force delete, kill-slice, a VM going) is `infra`, the OOM
+killer's 137 (reason OOMKilled) `user`; another code outside the table (134) is `unknown`: the
+orchestrator counts it. Every incident has a stable `id` (a hash of what identifies it), so a recorder can append
 the same incident once however often it is seen.
 """
 
@@ -26,7 +27,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from elxpk.cluster import incident_merge as merge
-from elxpk.cluster.labels import JOB_INDEX, REPLICATED_JOB, RESTART_ATTEMPT, parse_time
+from elxpk.cluster.labels import RESTART_ATTEMPT, parse_time
+from elxpk.cluster.lost_slice import exit_meaning, pod_fault, slice_of
 from elxpk.shown import shown
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -51,6 +53,9 @@ class Incident:
     container: str | None = None
     exit_code: int | None = None
     workload: str = ""
+    # What happened to the pod, as lost_slice.py reads it (preempted, evicted, lost its VM, deleted, stopped by
+    # SIGTERM, failed; `lost`: it exited 75, the trainer's word for stopping with its group or losing a peer)
+    fault: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,38 +74,24 @@ def _id(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:16]
 
 
-def classify_exit(code: int) -> str:
-    known = BY_CODE.get(code)
-    if known is None:
-        return UNKNOWN
-    return INFRA if known.retryable else USER
-
-
-def exit_meaning(code: int) -> str:
+def classify_exit(code: int, reason: str = "") -> str:
+    """infra, user or unknown: the trainer's table for its own codes; a SIGKILL (137) or SIGTERM (143) from
+    outside is infra (a force delete, kill-slice, a VM going), but the OOM killer's is the workload's memory
+    (the kubelet's reason OOMKilled); anything else outside the table (134: jax aborting) is unknown."""
     known = BY_CODE.get(code)
     if known is not None:
-        return known.name
-    if 128 < code < 160:
-        try:
-            return f"killed by {signal.Signals(code - 128).name}"
-        except ValueError:
-            return f"killed by signal {code - 128}"
-    return ""
-
-
-def _slice(labels: dict) -> int | None:
-    if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
-        return None
-    try:
-        return int(labels[JOB_INDEX])
-    except (KeyError, ValueError):
-        return None
+        return INFRA if known.retryable else USER
+    if code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
+        return USER if reason == "OOMKilled" else INFRA
+    return UNKNOWN
 
 
 def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
     meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status") or {}
     labels = meta.get("labels") or {}
-    base = {"slice": _slice(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload}
+    fault = pod_fault(pod)
+    base = {"slice": slice_of(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload,
+            "fault": "" if fault is None else fault[1].cause}
     uid = meta.get("uid", meta.get("name"))
     found: list[Incident] = []
     # A disrupted or evicted pod's container is then killed (137): that exit is the disruption's, one incident
@@ -121,7 +112,7 @@ def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
             meaning = exit_meaning(code)
             found.append(Incident(
                 _id("exit", uid, cs.get("name"), code, finished or cs.get("restartCount", 0)), finished, "exit",
-                classify_exit(code), term.get("reason") or "Error",
+                classify_exit(code, term.get("reason") or ""), term.get("reason") or "Error",
                 "; ".join(p for p in (meaning, term.get("message", "")) if p), container=cs.get("name"),
                 exit_code=code, **base))
     then = "; ".join(killed)
@@ -152,7 +143,7 @@ def job_incidents(jobs: list[dict], workload: str = "") -> list[Incident]:
         message = ("first failed Job; " if n == 0 else "") + (c.get("message") or "")
         found.append(Incident(_id("job_failed", job["metadata"].get("uid"), reason), c.get("lastTransitionTime"),
                               "job_failed", cause, reason, f"Job {job['metadata']['name']}: {message}",
-                              slice=_slice(labels), workload=workload))
+                              slice=slice_of(labels), workload=workload))
     return found
 
 
@@ -288,9 +279,10 @@ def restart_causes(pods: list[dict]) -> dict[str, int]:
             restarts = int(cs.get("restartCount") or 0)
             failed_now = int(now.get("exitCode", 0)) != 0
             n = restarts + (1 if failed_now else 0)
-            code = int((now if failed_now else last).get("exitCode", 0) or 0)
+            ended = now if failed_now else last
+            code = int(ended.get("exitCode", 0) or 0)
             if n and (disrupted or code):
-                counts[INFRA if disrupted else classify_exit(code)] += n
+                counts[INFRA if disrupted else classify_exit(code, ended.get("reason") or "")] += n
         if disrupted and not any(int(cs.get("restartCount") or 0) or (cs.get("state") or {}).get("terminated")
                                  for cs in status.get("containerStatuses") or []):
             counts[INFRA] += 1

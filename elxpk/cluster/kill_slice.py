@@ -82,11 +82,14 @@ def _once(kube: Kube, namespace: str, request: KillRequest, io: Io) -> None:
     recovery = watch_recovery(kube, namespace, name, plan, killed_at=killed_at, clock=io.clock, sleep=io.sleep,
                               timeout_s=request.timeout_s, poll_s=request.poll_s,
                               on_tick=lambda text: io.tick(f"{name}: {text}"))
-    io.out(f"{what} running again after {format_duration(recovery.slice_back_s)}")
-    if recovery.next_step_s is not None:
-        io.out(f"first training step after recovery: {format_duration(recovery.next_step_s)} after the kill")
+    io.out(f"{what}'s pods running and ready again after {format_duration(recovery.slice_back_s)}")
+    if recovery.next_step_s is not None:  # the recovery: training again, not pods ready
+        step = "" if recovery.next_step is None else f" (step {recovery.next_step} done)"
+        io.out(f"recovered: the trainer's next step {format_duration(recovery.next_step_s)} after the kill{step}, "
+               f"from {recovery.source}")
     else:
-        io.out("no recovery event from the trainer in the head's log")
+        io.out(f"the trainer's next step after the kill was not seen ({recovery.source}), within "
+               f"{format_duration(request.timeout_s)}")
 
 
 def _soak(kube: Kube, namespace: str, request: KillRequest, io: Io) -> bool:

@@ -7,6 +7,7 @@ names the paths and the words of the one-line errors for JobSets, Jobs, Pods, Ev
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import nullcontext
 
 from elxpk.cluster.answer import RESPONSE_BYTES, NotAnObject, parse_object, too_large
 from elxpk.cluster.api_errors import api_error, missing_namespace
@@ -127,17 +128,17 @@ class Kube(KubeTransport):
 
         self.calls += 1
         # exec needs the official client's websockets: built here from the same settings, imported only now
-        configuration = getattr(self.api_client.configuration, "to_kubernetes", None)
-        api_client = client.ApiClient(configuration()) if configuration is not None else self.api_client
-        core = client.CoreV1Api(api_client)
+        configure = getattr(self.api_client.configuration, "exec_configuration", None)
         try:
-            resp = stream(core.connect_get_namespaced_pod_exec, pod, namespace, command=command,
-                          container=container, stdin=False, stdout=True, stderr=True, tty=False,
-                          _preload_content=False, _request_timeout=self.timeout[0])
-            resp.run_forever(timeout=timeout_s)
-            out = resp.read_stdout(timeout=0)
-            code = resp.returncode
-            resp.close()
+            with configure() if configure is not None else nullcontext(self.api_client.configuration) as settings:
+                core = client.CoreV1Api(client.ApiClient(settings) if configure is not None else self.api_client)
+                resp = stream(core.connect_get_namespaced_pod_exec, pod, namespace, command=command,
+                              container=container, stdin=False, stdout=True, stderr=True, tty=False,
+                              _preload_content=False, _request_timeout=self.timeout[0])
+                resp.run_forever(timeout=timeout_s)
+                out = resp.read_stdout(timeout=0)
+                code = resp.returncode
+                resp.close()
         except ApiException as exc:
             raise api_error(exc, "exec in", f'Pod "{pod}" in namespace "{namespace}"', self.host) from None
         except (OSError, ValueError) as exc:

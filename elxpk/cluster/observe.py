@@ -27,6 +27,7 @@ from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, compute_status
 from elxpk.cluster.why import Context
 from elxpk.cluster.why_jobs import FAILED_CREATE, short_of_pods
+from elxpk.cluster.why_recovery import recovering, trainer_stopped
 from elxpk.errors import ClusterError, NotFoundError
 
 JOBSET_MISSING = (
@@ -128,25 +129,16 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
             if context is not None and context.rejections:  # a Job the API server refused: decisive
                 reasons = rejection_reasons(jobset, list(context.rejections)) + reasons
-            if why:  # the trainer's own verdict (--elastic-stop-on-repeat) comes first: it names the cause
-                reasons = trainer_stopped(progress) + reasons
+            if why:  # the trainer's own final verdict (--elastic-stop-on-repeat) comes first: it names the cause;
+                # else a failure the JobSet's restart is handling, which needs no fix
+                reasons = trainer_stopped(progress, name, pods) + recovering(status, pods, workloads, progress, now) \
+                    + reasons
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
                                          why=tuple(reasons) if why else ())
     if not with_progress:
         return status
 
     return dataclasses.replace(status, progress=progress, progress_problem=problem)
-
-
-def trainer_stopped(progress: dict | None) -> list[why_mod.Reason]:
-    """The reason the trainer gave up, from its progress record (CHECKPOINT_DIR/elxpk-progress.json)."""
-    stopped = (progress or {}).get("stopped")
-    if not isinstance(stopped, str) or not stopped:
-        return []
-    return [why_mod.Reason("trainer-stopped", f"the trainer stopped: {stopped}",
-                           "the failure recurs at the same point: read the failed attempts' logs "
-                           "(`elxpk workload logs NAME --previous`) and fix its cause before creating the workload "
-                           "again")]
 
 
 def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict],

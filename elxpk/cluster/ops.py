@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from elxpk.cluster.kube import Kube
-from elxpk.cluster.labels import COMPLETION_INDEX, HEAD, JOB_INDEX, JOBSET_NAME, REPLICATED_JOB
+from elxpk.cluster.labels import COMPLETION_INDEX, HEAD, JOB_INDEX, JOBSET_NAME, REPLICATED_JOB, parse_time
 from elxpk.cluster.observe import fetch_status, get_workload
+from elxpk.cluster.progress import checkpoint_dir, progress_of
 from elxpk.cluster.status import (
     WorkloadStatus,
     worker_replicated_job,
@@ -158,12 +160,17 @@ class KillPlan:
 
 def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int | None) -> KillPlan:
     jobset = get_workload(kube, namespace, name)
+    ended = _ended(jobset)
+    if ended:  # its pods are what is left of the run (their exits, their logs): nothing runs to kill
+        raise CheckFailed(f"workload {name} has {ended}: nothing runs to kill; nothing was deleted")
     worker = _worker(jobset, name)
     _check_index(jobset, worker, slice_index, vm)
     selector = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={slice_index}"
     if vm is not None:
         selector += f",{COMPLETION_INDEX}={vm}"
+    # a pod that has ended (Succeeded, Failed) is a record, not a VM at work: never killed
     pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             and _of_slice(p, name, worker["name"], slice_index, vm)]
     if not pods:
         raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
@@ -198,7 +205,9 @@ def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
 @dataclass(frozen=True)
 class Recovery:
     slice_back_s: float  # kill -> every replacement pod Running and Ready
-    next_step_s: float | None  # kill -> the trainer's first step after recovery (from the head's log)
+    next_step_s: float | None  # kill -> the trainer's first step after recovery (its records), if seen
+    next_step: int | None = None  # that step's number (steps done), when the progress record gave it
+    source: str = ""  # where next_step_s was read: "progress record", "head's log", or why it was not
 
 
 def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, killed_at: float,
@@ -210,6 +219,7 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         on_tick(f"{len(fresh)}/{plan.expected} replacement pods ready")
         if len(fresh) >= plan.expected:
             back = clock() - killed_at
+            started = max([killed_at, *(_started(p) for p in fresh)])
             break
         ended = _ended(get_workload(kube, namespace, name))
         if ended:  # no controller replaces a finished workload's pods: waiting would last the whole timeout
@@ -218,12 +228,48 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         if clock() - killed_at >= timeout_s:
             raise Timeout(f"slice pods of {name} not running again after {format_duration(timeout_s)}")
         sleep(poll_s)
-    next_step = _next_step_after(kube, namespace, name, killed_at)
-    while next_step is None and clock() - killed_at < timeout_s and _has_head(kube, namespace, name):
+    # Pods ready is not training: the recovery ends at the trainer's next step (its imports, restore and
+    # compile come after the pods are ready), read from its own records.
+    # A step of the old processes (their last write, as their group stopped) can come after the kill: only a
+    # step after the replacement containers started is the recovered trainer's.
+    next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
+    while next_step.seconds is None and next_step.readable and clock() - killed_at < timeout_s:
         on_tick("slice back; waiting for the trainer's first step after recovery")
         sleep(poll_s)
-        next_step = _next_step_after(kube, namespace, name, killed_at)
-    return Recovery(back, next_step)
+        next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
+    return Recovery(back, next_step.seconds, next_step.step, next_step.source)
+
+
+class _NextStep(NamedTuple):
+    seconds: float | None  # kill -> the first step completed after it
+    step: int | None
+    source: str  # where it was read, or why not
+    readable: bool  # whether waiting may still see it (a record or a log to read)
+
+
+def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, started: float,
+                     now: float) -> _NextStep:
+    """The trainer's first step after the kill: from its progress record (CHECKPOINT_DIR/elxpk-progress.json:
+    a restarted trainer writes it at its first step, an in-process recovery at its first step of the new
+    attempt), a running trainer's step after `started` (when the replacement containers started), else the
+    `first_step_after_recovery` event in a Pathways head's log."""
+    jobset = get_workload(kube, namespace, name)
+    progress, problem = progress_of(jobset, now)
+    if progress is not None and progress.get("state") == "running" and progress.get("step_time") is not None \
+            and progress["step_time"] > started:
+        return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True)
+    ended = _ended(jobset)  # it finished (failed) with no step after the kill: none will come
+    if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
+        seconds = _head_log_step_after(kube, namespace, name, killed_at)
+        return _NextStep(seconds, None, "head's log", not ended)
+    if ended:
+        return _NextStep(None, None, f"the workload {ended} first", False)
+    if checkpoint_dir(jobset) is None:
+        return _NextStep(None, None, "the workload names no checkpoint directory, so no progress record", False)
+    return _NextStep(None, None, PROGRESS_SOURCE if not problem else problem, True)
+
+
+PROGRESS_SOURCE = "the trainer's progress record"
 
 
 def _ended(jobset: dict) -> str:
@@ -234,12 +280,7 @@ def _ended(jobset: dict) -> str:
     return ""
 
 
-def _has_head(kube: Kube, namespace: str, name: str) -> bool:
-    jobset = get_workload(kube, namespace, name)
-    return any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or [])
-
-
-def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
+def _head_log_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
     """Seconds from the kill to the trainer's `first_step_after_recovery` event in the head's log, if any."""
     try:
         source = log_source(kube, namespace, name, head=False, slice_index=None, vm=None)
@@ -264,6 +305,13 @@ def event_record(line: str) -> dict | None:
     except ValueError:
         return None
     return record if isinstance(record, dict) and "event" in record else None
+
+
+def _started(pod: dict) -> float:
+    """When the pod's containers last started (the API's seconds, rounded down); 0 when none says."""
+    times = [parse_time(((cs.get("state") or {}).get("running") or {}).get("startedAt"))
+             for cs in (pod.get("status") or {}).get("containerStatuses") or []]
+    return max([t for t in times if t is not None], default=0.0)
 
 
 def _ready(pod: dict) -> bool:

@@ -103,6 +103,7 @@ def progress_of(jobset: dict, now: float) -> tuple[dict | None, str]:
     data["directory"] = directory
     data["step_age_s"] = progress.step_age(now)
     data["checkpoint_age_s"] = progress.checkpoint_age(now)
+    data["gave_up"] = progress.gave_up()  # for good (its exit code fails the Job), not a stop the restart retries
     data["checkpoint_period"] = period = checkpoint_period(jobset)
     data["saves_stopped"] = saves_stopped(progress, period)
     return data, ""

@@ -80,7 +80,7 @@ def status_renderables(status: WorkloadStatus) -> list[Any]:
         summary.add_row("Restart causes", ", ".join(f"{n} {cause}" for cause, n in causes.items() if n)
                         + "  [dim](infra: disruption, eviction, retryable exit code; user: user-error code)[/dim]")
     if status.progress is not None:
-        summary.add_row("Trainer", progress_text(status.progress))
+        summary.add_row("Trainer", progress_text(status.progress, status.state))
     elif status.progress_problem:
         summary.add_row("Trainer", f"[dim]{_cell(status.progress_problem)}[/dim]")
     if status.chip_hours_lines:
@@ -127,7 +127,22 @@ def why_renderables(status: WorkloadStatus) -> list[Any]:
     return out
 
 
-def progress_text(progress: dict) -> str:
+def trainer_state(progress: dict, workload_state: str) -> str:
+    """The trainer's state as a person reads it: a stop that the JobSet's restart retries (a lost slice, a
+    stall, a preemption) is no failure of the workload while it still runs."""
+    state = _cell(progress.get("state", "running"))
+    code = progress.get("exit_code")
+    exited = f", exit {code}" if isinstance(code, int) else ""
+    if state == "running":
+        return ""
+    if progress.get("gave_up"):
+        return f"; trainer gave up for good ({state}{exited})"
+    if state != "done" and workload_state not in ("Succeeded", "Failed"):
+        return f"; trainer stopped ({state}{exited}), the JobSet restarts it"
+    return f"; trainer {state}"
+
+
+def progress_text(progress: dict, workload_state: str) -> str:
     """The trainer's progress record (a file in the checkpoint dir, written by whoever can write there): each
     value in one cell's form (`_cell`), so a record holding markup or controls draws nothing of its own."""
     def age(seconds: float | None) -> str:
@@ -138,14 +153,13 @@ def progress_text(progress: dict) -> str:
         ckpt = "no checkpoint committed yet"
     else:
         ckpt = f"checkpoint {_cell(progress['checkpoint_step'])} committed {age(progress.get('checkpoint_age_s'))}"
-    state = progress.get("state", "running")
     stopped = ""
     if progress.get("saves_stopped"):
         last = progress.get("checkpoint_step") or 0
         stopped = (f"; [yellow]saves stopped: no checkpoint for {_cell(progress['steps_done'] - last)} steps (period "
                    f"{_cell(progress.get('checkpoint_period'))}): elxpk checkpoint inspect "
                    f"{_cell(progress.get('directory'))}[/yellow]")
-    return f"{step}; {ckpt}" + (f"; trainer {_cell(state)}" if state != "running" else "") + stopped
+    return f"{step}; {ckpt}" + trainer_state(progress, workload_state) + stopped
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:

@@ -28,6 +28,7 @@ from elxpk.cluster.labels import (
     REPLICATED_JOB,
     parse_time,
 )
+from elxpk.cluster.lost_slice import restart_attempt
 from elxpk.cluster.why_capacity import with_capacity
 from elxpk.cluster.why_reason import Reason
 from elxpk.cluster.why_scheduler import TPU, unschedulable
@@ -69,7 +70,9 @@ def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[di
     if context.provisioning_requests:
         reasons = with_capacity(reasons, jobset, workloads, context.provisioning_requests)
     current = [j for j in jobs if not j["metadata"].get("deletionTimestamp")]
-    reasons += why_jobs.first_failed(name, jobs, pods, Reason)
+    # A failed Job of an earlier restart attempt is a failure the JobSet already restarted from: no fix is due
+    newest = max((restart_attempt(j) for j in jobs), default=0)
+    reasons += why_jobs.first_failed(name, [j for j in jobs if restart_attempt(j) == newest], pods, Reason)
     reasons += why_jobs.failed_create(name, namespace, current, list(context.events), Reason)
     reasons += why_jobs.backoff(name, current, pods, now, Reason)
     reasons += _pod_reasons(name, namespace, _current_pods(pods, jobs), now, context, pending_after_s)

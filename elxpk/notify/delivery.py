@@ -190,7 +190,9 @@ def senders(url: str | None, fmt: str, command: Sequence[str] | None) -> list[Se
         found.append(Sender(endpoint(url), lambda alert, timeout: post(url, payload(alert, fmt), timeout)))
     if command is not None:
         found.append(Sender(f"command {command[0]}",
-                            lambda alert, timeout: run_command(command, payload(alert, "json"), timeout, alert)))
+                            # one JSON document per line: `tee -a alerts.jsonl` keeps a JSON Lines file
+                            lambda alert, timeout: run_command(command, payload(alert, "json") + b"\n", timeout,
+                                                               alert)))
     return found
 
 

@@ -33,7 +33,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("notify_format", TEXT, "What --notify posts: json (the alert) or slack ({\"text\": ...}, for a "
          "Slack or Mattermost incoming webhook).", default="json", choices=FORMATS, metavar="[json|slack]",
          panel=PANEL, commands=_EVENTS),
-    Flag("notify_command", TEXT, "Run this command for each alert, the alert as JSON on its stdin (split as "
+    Flag("notify_command", TEXT, "Run this command for each alert, the alert as one line of JSON on its stdin (split as "
          "a shell would, run without one); needs --watch.", metavar="CMD", panel=PANEL, commands=_EVENTS),
     Flag("notify_on", LIST, "Only these alerts (repeatable or comma-separated): " + ", ".join(KINDS) + ".",
          metavar="KIND", panel=PANEL, commands=_EVENTS, default_text="every kind", doc_default="every kind",

@@ -2,9 +2,14 @@
 clock passed in). Each alert is raised once per occurrence, however often the same state is seen again:
 
 - `slice-lost`: a slice's first loss incident (an exit, a disruption, an eviction) after the watch began,
-  or a slice seen healthy and then not; one alert per slice per outage, whatever the number of its pods
-  or of the incidents one loss produces (an eviction is both a disruption and an exit 137);
-- `recovered`: every lost slice healthy again, with the time since the first loss of that outage;
+  or a slice seen healthy and then not; one alert per fault, whatever the number of its pods or of the
+  incidents one loss produces (an eviction is both a disruption and an exit 137). A slice that stopped
+  because its group stopped is a casualty, not a loss: its exit 75, and the slices that go down once a loss
+  is alerted (a JobSet restart takes every slice), raise none. Where only casualties were seen, the one
+  alert names the victim as elxpk/cluster/lost_slice.py reads it from the pods (`Observation.fault`);
+- `recovered`: every lost slice healthy again and, where the trainer's progress record is read, the trainer
+  stepping again: timed from the first loss of that outage to its first step after it (pods ready come
+  before the trainer's imports, restore and compile);
 - `recovery-late`: a lost slice not back within the expected time (once per outage);
 - `budget-80` / `budget-spent`: a restart budget (the JobSet's maxRestarts, a slice's backoffLimit) at 80%
   and at 100%, once per budget and level;
@@ -25,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from elxpk.cluster import lost_slice
 from elxpk.cluster.incidents import Incident
 from elxpk.cluster.why import STUCK_STATES
 from elxpk.notify.flags import (
@@ -39,6 +45,7 @@ from elxpk.notify.flags import (
     SUCCEEDED,
 )
 from elxpk.units import format_duration
+from elxpk_contract.exit_codes import SLICE_LOST as SLICE_LOST_EXIT
 
 LOSS_KINDS = ("exit", "disruption", "evicted")
 DEFAULT_RECOVERY_S = 15 * 60.0  # without the workload's elastic timeout
@@ -82,6 +89,9 @@ class Observation:
     checkpoint_age_s: float | None = None
     checkpoint_period: int | None = None
     elastic_timeout_s: float | None = None
+    step_time: float | None = None  # the trainer's last completed step (its progress record), when read
+    fault: str = ""  # the newest fault's cause and detail (lost_slice.py), e.g. "evicted: pod P: EvictionByEvictionAPI"
+    fault_slice: int | None = None  # its victim
 
 
 
@@ -95,6 +105,8 @@ class Watchman:
         self.lost: dict[int, float] = {}  # slice -> when it was lost, during the present outage
         self.outage_since: float | None = None
         self.late_sent = False
+        self.alerted = False  # a slice-lost alert went out for the present outage
+        self.pending: tuple[Incident, str] | None = None  # a casualty's exit, the alert's if no victim shows
         self.seen_healthy: set[int] = set()
         self.raised: set[tuple] = set()  # keys of once-only alerts already raised
 
@@ -103,12 +115,17 @@ class Watchman:
         return Alert(kind, self.workload, self.namespace, now, f"{self.workload}: {summary}", details,
                      incident.to_dict() if incident is not None else None)
 
-    def _lose(self, index: int, when: float, now: float, why: str, incident: Incident | None) -> list[Alert]:
-        if index in self.lost:
+    def _lose(self, index: int, when: float, now: float, why: str, incident: Incident | None, *,
+              casualty: bool = False) -> list[Alert]:
+        """Slice `index` is down from `when`; the alert, unless it is a casualty of a loss (or already down)."""
+        if index in self.lost and (casualty or self.alerted):
             return []
-        self.lost[index] = when
+        self.lost.setdefault(index, when)
         if self.outage_since is None:
-            self.outage_since, self.late_sent = when, False
+            self.outage_since, self.late_sent, self.alerted = when, False, False
+        if casualty:
+            return []
+        self.alerted = True
         return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
 
     def incident(self, incident: Incident, now: float) -> list[Alert]:
@@ -117,7 +134,13 @@ class Watchman:
             return []
         what = f"exit {incident.exit_code}/{incident.reason}" if incident.exit_code is not None else incident.reason
         where = f" on pod {incident.pod}" if incident.pod else ""
-        return self._lose(incident.slice, now, now, what + where, incident)
+        # 75: the trainer stopped because its group did (a peer's loss), so the fault is another slice's
+        # a graceful delete's exit: mostly a JobSet restart taking the group down after another slice's loss
+        casualty = incident.kind == "exit" and (incident.exit_code == SLICE_LOST_EXIT.code
+                                                or incident.fault == lost_slice.DELETED)
+        if casualty and self.pending is None and not self.alerted:
+            self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
+        return self._lose(incident.slice, now, now, what + where, incident, casualty=casualty)
 
     def observe(self, seen: Observation, now: float) -> list[Alert]:
         alerts: list[Alert] = []
@@ -132,17 +155,35 @@ class Watchman:
         alerts: list[Alert] = []
         if seen.state in ("Succeeded", "Failed"):
             return alerts
+        down = []
         for index, healthy in enumerate(seen.healthy):
             if healthy:
                 self.seen_healthy.add(index)
                 self.lost.pop(index, None)
-            elif index in self.seen_healthy:
-                alerts += self._lose(index, now, now, "not healthy", None)
-        if self.outage_since is not None and not self.lost:
-            took = now - self.outage_since
+            elif index in self.seen_healthy and (index not in self.lost or not self.alerted):
+                down.append(index)
+        if down and not self.alerted:  # one alert: the victim's, as the pods tell it
+            # the pods' victim; else the slice whose exit was seen (a JobSet restart may have taken its pod)
+            named = [i for i in (seen.fault_slice, self.pending[0].slice if self.pending else None)
+                     if i is not None and 0 <= i < len(seen.healthy)]
+            victim = named[0] if named else down[0]
+            incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
+                else (None, seen.fault or "not healthy")
+            alerts += self._lose(victim, now, now, why, incident)
+        for index in down:  # the rest went down with it (a JobSet restart takes every slice)
+            self._lose(index, now, now, "", None, casualty=True)
+        if not self.lost:
+            self.pending = None
+        # Recovered is training again: with the trainer's record, at its first step after the loss (pods
+        # ready come before its imports, restore and compile), and timed to that step
+        waiting = seen.step_time is not None and self.outage_since is not None and seen.step_time <= self.outage_since
+        if self.outage_since is not None and not self.lost and not waiting:
+            took = (seen.step_time if seen.step_time is not None else now) - self.outage_since
             alerts.append(self._alert(RECOVERED, now, f"all {len(seen.healthy)} slices healthy again, "
-                                      f"{format_duration(took)} after the first loss", recovery_s=round(took, 1)))
-            self.outage_since = None
+                                      f"{format_duration(took)} after the first loss"
+                                      + (", the trainer stepping again" if seen.step_time is not None else ""),
+                                      recovery_s=round(took, 1)))
+            self.outage_since, self.alerted = None, False
         elif self.outage_since is not None and not self.late_sent:
             expected = self.recovery_within_s or seen.elastic_timeout_s or DEFAULT_RECOVERY_S
             if now - self.outage_since >= expected:

@@ -14,10 +14,11 @@ from collections.abc import Callable
 
 from elxpk.cluster import why
 from elxpk.cluster.incidents import Incident
+from elxpk.cluster.lost_slice import lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
 from elxpk.cluster.status import compute_status
 from elxpk.notify.delivery import Notifier, Policy, senders
-from elxpk.notify.flags import CHECKPOINT_STALE, NotifySettings
+from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, NotifySettings
 from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
 from elxpk_contract.settings import check_setting
 
@@ -63,18 +64,23 @@ class NotifyingWatch:
                                   pending_after_s=self.settings.stuck_after_s)
             line = reasons[0].text if reasons else ""
         progress = self._progress_of(jobset, now) or {}
+        fault = lost_slice(pods, workloads)
         return Observation(
             state=status.state, healthy=tuple(s.healthy for s in status.slices),
             restarts_counted=status.restarts_counted, max_restarts=status.max_restarts,
             slice_budgets=tuple((s.budget_used, s.backoff_limit) for s in status.slices), state_since=since,
             why=line, saves_stopped=bool(progress.get("saves_stopped")), steps_done=progress.get("steps_done"),
             checkpoint_step=progress.get("checkpoint_step"), checkpoint_age_s=progress.get("checkpoint_age_s"),
-            checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset))
+            checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset),
+            step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
+            fault_slice=None if fault is None else fault.slice)
 
     def _progress_of(self, jobset: dict, now: float) -> dict | None:
-        if CHECKPOINT_STALE not in self.settings.on:
+        if CHECKPOINT_STALE not in self.settings.on and RECOVERED not in self.settings.on:
             return None
-        if self._progress is None or now - self._progress[0] >= self.progress_every_s:
+        # during an outage every look reads it: `recovered` is the trainer's first step after the loss
+        outage = self.watchman.outage_since is not None and RECOVERED in self.settings.on
+        if self._progress is None or outage or now - self._progress[0] >= self.progress_every_s:
             self._progress = (now, progress_of(jobset, now)[0])
         return self._progress[1]
 

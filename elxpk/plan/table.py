@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from elxpk.chip_hours import render as render_chip_hours
+from elxpk.piped_text import piped_console
 from elxpk.plan import model
 from elxpk.plan.compute import ModeResult, Plan
 from elxpk.plan.fmt import duration as format_duration
@@ -65,7 +68,8 @@ def _modes_table(title: str, modes: tuple[ModeResult, ...], period: int) -> Tabl
 
 
 def render(plan: Plan, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)  # explicit styles only; auto-highlighting halves the speed
+    # explicit styles only (auto-highlighting halves the speed); in a pipe, no padding after the lines
+    console = console or piped_console(sys.stdout, highlight=False)
     if not console.is_terminal:
         console.width = max(console.width, 140)
     inputs, costs = plan.inputs, plan.inputs.costs

@@ -79,3 +79,15 @@ def pod_of(objects: dict, slice_index: int, *, phase: str | None = None) -> dict
     """The pod of `slice_index` (the one in `phase`, when given)."""
     return next(p for p in objects["pods"] if p["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] == str(
         slice_index) and (phase is None or p["status"].get("phase") == phase))
+
+
+def with_checkpoint_dir(objects: dict, directory: Path) -> dict:
+    """`objects` whose JobSet gives its trainer containers `directory` as ELXPK_CHECKPOINT_DIR (as elxpk
+    renders it), where a test's trainer-written progress record is; the captured path is dropped."""
+    for rjob in objects["jobset"]["spec"]["replicatedJobs"]:
+        for box in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+            box["env"] = [e for e in box.get("env") or [] if e["name"] != "ELXPK_CHECKPOINT_DIR"] + [
+                {"name": "ELXPK_CHECKPOINT_DIR", "value": str(directory)}]
+            for key in ("args", "command"):
+                box[key] = [a for a in box.get(key) or [] if not a.startswith("--checkpoint-dir")]
+    return objects

@@ -18,11 +18,28 @@ def _exit(code: int, time: str) -> Incident:
 def test_exits_before_the_last_step_made_progress():
     progress = {"steps_done": 40, "step_time": START}
     before, after = "2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z"
-    assert summary_lines([_exit(75, before), _exit(75, before), _exit(76, after)], progress) == [
+    assert summary_lines([_exit(75, before), _exit(75, "2000-01-01T00:05:00Z"), _exit(76, after)], progress) == [
         "failures by cause: slice_lost 2, stalled 1"]
+    # two slices' 75 at once: one fault, the other slice stopped with its group
+    assert summary_lines([_exit(75, before), _exit(75, before)], None) == [
+        "failures by cause: slice_lost 1; 1 slice stopped with its group (exit 75)"]
     assert summary_lines([_exit(76, after), _exit(76, after)], {"steps_done": 0, "step_time": None})[1] == (
         "no progress since step 0: 2 stalled failures since the trainer's last completed step")
     assert summary_lines([_exit(76, after), _exit(76, after)], None) == ["failures by cause: stalled 2"]
     assert summary_lines([], progress) == []
-    assert summary_lines([_exit(75, after), _exit(137, after)], None) == [  # outside the table: its code
+    assert summary_lines([_exit(75, after), _exit(137, before)], None) == [  # outside the table: its code
         "failures by cause: exit 137 1, slice_lost 1"]
+
+
+def test_the_slices_that_stopped_with_their_group_are_not_losses():
+    """#43: one kill, one fault: the killed slice's exit (or its pod's disruption) is the loss, the 75 of the
+    slice that stopped with it, within the window, a casualty; the pod's own fault names it."""
+    t0, t1, later = "2026-01-01T00:00:00Z", "2026-01-01T00:00:03Z", "2026-01-01T01:00:00Z"
+    assert summary_lines([_exit(137, t0), _exit(75, t1)], None) == [
+        "failures by cause: exit 137 1; 1 slice stopped with its group (exit 75)"]
+    forced = Incident(id="v", time=t0, kind="exit", cause="infra", reason="Error", exit_code=77, fault="lost its VM")
+    evicted = Incident(id="e", time=later, kind="disruption", cause="infra", reason="EvictionByEvictionAPI",
+                       fault="evicted")
+    deleted = Incident(id="d", time=later, kind="exit", cause="infra", reason="Error", exit_code=137, fault="deleted")
+    lines = summary_lines([forced, _exit(75, t1), evicted, _exit(75, later), deleted], None)
+    assert lines == ["failures by cause: evicted 1, lost its VM 1; 3 slices stopped with their group (exit 75)"]

@@ -29,7 +29,9 @@ def test_exit_codes_are_classified_with_the_trainer_table():
     assert [(classify_exit(c), exit_meaning(c)) for c in (75, 76, 77, 70, 2)] == [
         ("infra", "slice_lost"), ("infra", "stalled"), ("infra", "preempted"), ("user", "user_error"),
         ("user", "bad_settings")]
-    assert (classify_exit(134), classify_exit(137), exit_meaning(137)) == ("unknown", "unknown", "killed by SIGKILL")
+    # #43: the victim of a kill (137 after SIGKILL, 143 after SIGTERM) is infra; the OOM killer's 137 is not
+    assert (classify_exit(134), classify_exit(137), exit_meaning(137)) == ("unknown", "infra", "killed by SIGKILL")
+    assert (classify_exit(143), classify_exit(137, "OOMKilled"), classify_exit(137, "Error")) == ("infra", "user", "infra")
 
 
 def test_record_path_problems_exit_2_before_any_request(fake, capsys, k, tmp_path):

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import json
 
-from tests.cluster.captured import KINDS, load_captured
+import pytest
+
+from elxpk.cluster.kill_slice import Io, KillRequest, run
+from elxpk.cluster.labels import parse_time
+from elxpk.cluster.ops import kill, plan_kill, watch_recovery
+from elxpk.errors import ClusterError
+from tests.cluster.captured import KINDS, load_captured, with_checkpoint_dir
 from tests.cluster.conftest import run_cli
+from trainer.clock import SystemClock
+from trainer.elastic.progress import ProgressWriter
 
 
 def _deletes(fake) -> list:
@@ -44,16 +52,53 @@ def test_watch_gives_up_after_its_timeout_with_exit_124(fake, capsys, k):
     assert "ops: 0/1 replacement pods ready" in err  # the progress ticks, on stderr
 
 
-def test_watch_of_a_workload_that_finished_ends_at_once_with_exit_1(fake, capsys, k):
-    """A kill that lands after the training ended: no controller replaces a finished JobSet's pods, so
-    --watch says so at once instead of waiting out its 30 min timeout (seen in CI at a load of 20)."""
+def test_watch_of_a_workload_that_finished_ends_at_once_with_exit_1(fake, capsys, k, kube, clock):
+    """A kill that lands as the training ends: no controller replaces a finished JobSet's pods, so the watch
+    says so at once instead of waiting out its 30 min timeout (seen in CI at a load of 20). Once it has
+    finished, kill-slice kills nothing (#43: its pods are what is left of the run, their exits and logs)."""
     objects = load_captured(fake)
+    plan = plan_kill(kube, "default", "ops", 0, 0)
     jobset = objects["jobset"]
     jobset.setdefault("status", {})["conditions"] = [
         {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed"}]
-    fake.store.put(KINDS["jobset"], jobset)
-    code, out, err = run_cli(capsys, "workload", "kill-slice", "ops", "--slice", "0", "--vm", "0", "--yes",
-                             "--watch", "--timeout", "5s", "--poll", "100ms", *k)
-    assert code == 1, err  # not 124 after 5 s
-    assert out.startswith("killed slice 0 vm 0 of ops: 1 pods force-deleted")
-    assert "error: ops succeeded before its killed pods were replaced" in err
+    fake.store.put(KINDS["jobset"], jobset)  # the training ended as the kill landed
+    kill(kube, "default", plan)
+    with pytest.raises(ClusterError, match="ops succeeded before its killed pods were replaced"):
+        watch_recovery(kube, "default", "ops", plan, killed_at=clock(), clock=clock, sleep=clock.sleep,
+                       timeout_s=300, poll_s=1)
+    assert clock.slept == []  # at once
+    before = len(_deletes(fake))
+    code, out, err = run_cli(capsys, "workload", "kill-slice", "ops", "--slice", "1", "--yes", "--watch", *k)
+    assert (code, out, err) == (1, "", "error: workload ops has succeeded: nothing runs to kill; nothing was deleted\n")
+    assert len(_deletes(fake)) == before
+
+
+def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fake, kube, clock, tmp_path):
+    """#43: pods ready is not training (imports, restore and compile follow). The replacement pods come back
+    at the first poll; the trainer's next step, 9.5 s after the kill, is read from its progress record as its
+    restarted process writes it (at its first step). The controllers' part is the captured objects'."""
+    objects = with_checkpoint_dir(load_captured(fake), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    # now: after the captured containers started (the replacements are those, with new uids)
+    clock.now = max(parse_time(cs["state"]["running"]["startedAt"]) or 0.0 for p in objects["pods"]
+                    for cs in p["status"]["containerStatuses"]) + 1.0
+    killed_at = clock()
+
+    def replaced() -> None:  # the Job controller's replacements, running and ready; the old group's last word
+        load_captured(fake, fresh_uids=True, without=("jobset",))
+        stopped = ProgressWriter(str(tmp_path), SystemClock())
+        stopped.step_done(130, killed_at + 1.0, 1)  # a step the old processes ended after the kill: no recovery
+        stopped.finish("failed", "slice 1 lost", 75)
+
+    def first_step() -> None:  # the restarted trainer's first step: its first write of the record
+        ProgressWriter(str(tmp_path), SystemClock()).step_done(131, killed_at + 9.5, 1)
+
+    clock.on_sleep += [replaced, lambda: None, first_step]
+    lines: list[str] = []
+    request = KillRequest("ops", 1, None, "delete", 143, 1, 600.0, None, True, 300.0, 2.0)
+    assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None, confirm=lambda question: None,
+                                            clock=clock, sleep=clock.sleep))
+    assert lines[1] == "slice 1's pods running and ready again after 2.0s"
+    assert lines[2] == ("recovered: the trainer's next step 9.5s after the kill (step 131 done), from the trainer's "
+                        "progress record")
+    assert clock.slept == [2.0, 2.0, 2.0]  # polled until the record showed a step after the kill

@@ -114,7 +114,7 @@ def test_send_never_waits_for_a_hanging_endpoint_and_a_full_queue_drops_with_one
 
 def test_notify_command_gets_the_alert_on_stdin(tmp_path):
     out = tmp_path / "alerts.jsonl"
-    script = f"import sys, os; open({str(out)!r}, 'a').write(os.environ['ELXPK_ALERT_KIND'] + ' ' + sys.stdin.read() + '\\n')"
+    script = f"import sys, os; open({str(out)!r}, 'a').write(os.environ['ELXPK_ALERT_KIND'] + ' ' + sys.stdin.read())"
     rec = Recorder()
     notifier = Notifier(senders(None, "json", (sys.executable, "-c", script)), rec.lines.append, FAST,
                         sleep=rec.sleep)
@@ -124,6 +124,18 @@ def test_notify_command_gets_the_alert_on_stdin(tmp_path):
     lines = out.read_text().splitlines()
     assert [line.split(" ", 1)[0] for line in lines] == ["slice-lost", "failed"]
     assert json.loads(lines[1].split(" ", 1)[1]) == json.loads(payload(_alert(1, "failed"), "json"))
+
+
+def test_notify_command_gets_one_json_document_per_line(tmp_path):
+    """#43: the README's `--notify-command 'tee -a alerts.jsonl'` keeps a JSON Lines file."""
+    out = tmp_path / "alerts.jsonl"
+    rec = Recorder()
+    notifier = Notifier(senders(None, "json", ("sh", "-c", f"cat >> '{out}'")), rec.lines.append, FAST,
+                        sleep=rec.sleep)
+    notifier.send(_alert(0))
+    notifier.send(_alert(1, "failed"))
+    assert notifier.close() == 0 and rec.lines == []
+    assert [json.loads(line)["kind"] for line in out.read_text().splitlines()] == ["slice-lost", "failed"]
 
 
 @pytest.mark.parametrize(("code", "why"), [("import sys; sys.exit(3)", "exit 3"),

@@ -142,3 +142,75 @@ def test_any_sequence_raises_each_once_only_alert_at_most_once_and_recoveries_fo
         late += a.kind == "recovery-late"
         assert recovered <= lost and late <= lost
     assert all(a.summary.startswith("train: ") and a.workload == "train" for a in alerts)
+
+
+def _exit(slice_index: int, code: int, pod: str) -> Incident:
+    return Incident(f"exit-{slice_index}-{pod}", "2026-01-01T00:00:00Z", "exit", "infra", "Error",
+                    slice=slice_index, pod=pod, exit_code=code)
+
+
+def test_one_kill_is_one_alert_naming_the_victim_not_its_casualties():
+    """#43: slice 1 evicted, slice 0 stopped with its group (75), then the JobSet restarts every slice."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(0, 75, "survivor"), 5.0) == []  # a casualty: no alert of its own
+    lost = w.incident(_loss(1, "disruption", "victim"), 6.0)
+    assert kinds(lost) == ["slice-lost"] and lost[0].details == {"slice": 1}
+    assert w.observe(_seen(False, False, state="Restarting", fault="evicted: pod victim", fault_slice=1), 7.0) == []
+    assert kinds(w.observe(_seen(True, True), 30.0)) == ["recovered"]
+
+
+def test_a_group_restart_seen_only_in_a_snapshot_is_one_alert_for_the_pods_victim():
+    """A force delete leaves no exit of the victim: both slices go down at once, and the pods name slice 1."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(0, 75, "survivor"), 5.0) == []
+    down = w.observe(_seen(False, False, state="Restarting", fault="lost its VM: pod v: force-deleted",
+                           fault_slice=1), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1}
+    assert "slice 1 lost (lost its VM: pod v: force-deleted)" in down[0].summary
+
+
+def test_a_lone_exit_75_is_the_loss_when_nothing_else_shows():
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(0, 75, "p"), 5.0) == []
+    down = w.observe(_seen(False, True, state="Degraded", fault="lost: pod p; exit 75 slice_lost", fault_slice=0), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].incident["exit_code"] == 75
+
+
+def test_recovered_is_the_trainers_next_step_not_pods_ready():
+    """#43: every slice healthy at 40 s, the trainer's first step after the loss only at 58.5 s: one recovered
+    alert, once the record shows that step, timed to it (48.5 s from the loss at 10 s)."""
+    w = _watchman()
+    w.observe(_seen(True, True, step_time=5.0), 0.0)
+    assert kinds(w.incident(_loss(1, "disruption"), 10.0)) == ["slice-lost"]
+    assert w.observe(_seen(True, True, step_time=9.0), 40.0) == []  # pods ready, the trainer not stepping yet
+    done = w.observe(_seen(True, True, step_time=58.5), 60.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 48.5
+    assert "48s after the first loss, the trainer stepping again" in done[0].summary
+    assert w.observe(_seen(True, True, step_time=70.0), 80.0) == []
+
+
+
+def test_a_lone_exit_75_whose_pod_a_restart_took_is_still_the_alert_of_its_slice():
+    """The JobSet restart deleted the failed pod before the look: the pods name no victim, the exit does."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(1, 75, "p"), 5.0) == []
+    down = w.observe(_seen(False, False, state="Restarting"), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1} and down[0].incident["exit_code"] == 75
+
+
+def test_the_pods_a_jobset_restart_deletes_are_casualties_of_the_slice_that_failed_first():
+    """On the real controllers (test_notify_real.py): slice 1 exits 75, the restart deletes slice 0's pod (its
+    container then exits 137): the alert is slice 1's, with its exit."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(1, 75, "p1"), 5.0) == []
+    deleted = Incident("d", "2026-01-01T00:00:01Z", "exit", "infra", "Error", slice=0, pod="p0", exit_code=137,
+                       fault="deleted")
+    assert w.incident(deleted, 6.0) == []
+    down = w.observe(_seen(False, False, state="Restarting", fault="lost: pod p1; exit 75 slice_lost",
+                           fault_slice=1), 7.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1} and down[0].incident["exit_code"] == 75

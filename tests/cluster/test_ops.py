@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from elxpk.cli.main import main
 from elxpk.cluster.ops import delete_workload, event_record, kill, log_source, plan_kill, read_logs, wait_for
 from elxpk.errors import ClusterError, NotFoundError
 from tests.cluster.captured import load_captured, replace_with
@@ -86,3 +87,16 @@ def test_delete_is_foreground(fake, kube):
 def test_event_record_parses_prefixed_json():
     assert event_record('2026 I] {"event": "restore_done", "time": 1.5}') == {"event": "restore_done", "time": 1.5}
     assert event_record("{not json") is None and event_record('{"step": 1}') is None
+
+
+@pytest.mark.parametrize("mode", ["delete", "evict", "exit"])
+def test_kill_slice_on_a_finished_workload_kills_nothing(fake, capsys, kubeconfig, mode):
+    """#43: the captured workload after it succeeded: its pods are what is left of the run (exits, logs)."""
+    load_captured(fake, "succeeded")
+    fake.store.on_exec = lambda namespace, pod, name, command: ("", 0)
+    before = len(fake.calls)
+    code = main(["workload", "kill-slice", "ops", "--slice", "0", "--mode", mode, "--yes",
+                 "--kubeconfig", str(kubeconfig)])
+    _, err = capsys.readouterr()
+    assert (code, err) == (1, "error: workload ops has succeeded: nothing runs to kill; nothing was deleted\n")
+    assert [c for c in fake.calls[before:] if c.method != "GET"] == [] and fake.store.execs == []

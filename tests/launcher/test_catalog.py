@@ -59,3 +59,14 @@ def test_unknown_type_lists_close_matches():
         lookup("v5lite-16")
     with pytest.raises(UnknownTpuType, match="known families"):
         lookup("h100-80gb-8")
+
+
+@pytest.mark.parametrize("spoken", ["v5e", "V5E", "v5lite"])
+def test_v5e_points_to_its_gke_name(spoken):
+    """#43: `v5e-8` met "did you mean v6e-8, v5p-8" (the nearest strings, other chips); the catalog names
+    v5e's every size as v5litepod-N (and its topologies), so the hint is that one, for every size there."""
+    for name in all_names():
+        family, _, size = name.partition("-")
+        if family == "v5litepod":
+            with pytest.raises(UnknownTpuType, match=rf"did you mean v5litepod-{size}\?$"):
+                lookup(f"{spoken}-{size}")

@@ -145,6 +145,22 @@ def test_a_closed_stdout_is_one_clear_line_and_exit_1():
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("argv", [("workload", "create", *GOOD, "--dry-run"), ("--help",)])
+def test_a_reader_that_stops_reading_ends_it_quietly(argv):
+    """#43: `status | head`, the README's `until ... | grep -q`: the pipe closes before the output is out. As
+    other CLIs, no word on stderr, and 141 (128 + SIGPIPE); before, `error: cannot write to stdout`, exit 1."""
+    done = run(*argv, shell_redirect="| true; exit ${PIPESTATUS[0]}")
+    assert (done.returncode, done.stderr) == (141, ""), (done.returncode, done.stderr)
+
+
+def test_piped_tables_end_each_line_at_its_last_character():
+    """#43: Rich pads a table's lines to its width; in a pipe those spaces are bytes every reader sees."""
+    done = run("plan", "--slice-mtbf", "30d", "--num-slices", "4", "--step-time", "1s", "--checkpoint-save", "10s",
+               "--restore", "60s")
+    assert done.returncode == 0 and "Recommended checkpoint_period" in done.stdout, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.endswith(" ")] == []
+
+
 def test_a_closed_stderr_is_reported_on_stdout():
     done = run("workload", "create", *GOOD, "--dry-run", shell_redirect="2>&-")
     assert done.returncode == 1

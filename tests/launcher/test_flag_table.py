@@ -72,7 +72,10 @@ def test_help_says_each_rows_help_bounds_and_default(command, path, capsys):
         if row.shown_default:
             assert f"Default: {row.shown_default}." in row.full_help(command)
         if row.low is not None:
-            assert (f"At least {row.low}." if row.high is None else f"From {row.low} to {row.high}.") in text
+            assert (f"At least {row.low}." if row.high in (None, 2**31 - 1, 2**63 - 1) else
+                    f"From {row.low} to {row.high}.") in text
+    # #43: an API field's integer width is no range a person reads
+    assert str(2**63 - 1) not in text and str(2**31 - 1) not in text
 
 
 def test_create_help_says_each_trainer_settings_contract_default_and_bounds(capsys):
@@ -300,3 +303,21 @@ def test_local_and_planner_pages_carry_their_generated_flag_tables(page, stage, 
     assert text.count(stage.BEGIN) == 1 and text.count(stage.END) == 1
     for row in stage.SHARED + stage.FLAGS:
         assert (f"| `{row.flag}" in text) != row.hidden, row.flag
+
+
+def test_help_names_the_choices_and_the_top_level_says_whole_sentences(capsys):
+    """#43: a flag with a closed set shows it ([delete|evict|exit], not <str>); the command lists give each
+    command's first sentence whole, wrapped, never cut with "..."."""
+    assert "--mode [delete|evict|exit]" in _help(capsys, "workload", "kill-slice")
+    assert "--for [completed|running]" in _help(capsys, "workload", "wait")
+    for path in ((), ("workload",), ("job",)):
+        args = [*path, "--help"]
+        capsys.readouterr()
+        try:  # an 80-column terminal, where click cut them
+            build_app(args)(args=args, prog_name="elxpk", standalone_mode=False, terminal_width=80)
+        except SystemExit as exc:
+            assert exc.code in (0, None)
+        listed = capsys.readouterr().out.split("Commands:", 1)[1]
+        assert "..." not in listed and all(len(line) <= 80 for line in listed.splitlines()), listed
+        if not path:
+            assert "workload    Create and follow elastic Pathways/JobSet workloads (kubectl-style\n" in listed

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from elxpk_contract.exit_codes import SLICE_LOST, TIMEOUT
+from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from elxpk_contract.settings import default
 from tests.process.conftest import elxpk, events, trainer
 from tests.support.runs import read_jsonl
@@ -45,6 +46,9 @@ def test_a_deterministic_crash_stops_after_stop_on_repeat_attempts(tmp_path):
     failures = events(run, "failure_detected")
     assert {(e["cause"], e["step"]) for e in failures} == {("slice_lost", CRASH_STEP)}
     assert [bool(e["stopped"]) for e in failures] == [False, False, True]
+    # In process (this backend) the stop ends with 75: the group restart still retries it, so it is no giving up
+    progress = read_progress((run / "checkpoints" / PROGRESS_FILE).read_text())
+    assert (progress.exit_code, progress.gave_up(), progress.stopped.startswith("elastic: 3 failures")) == (75, False, True)
     report = elxpk(["report", str(run), "-o", "json"], tmp_path)
     assert report.code == 0, report.err
     data = json.loads(report.out)

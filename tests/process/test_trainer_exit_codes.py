@@ -109,7 +109,7 @@ def test_sigterm_saves_then_exits_77_and_the_resume_continues_from_that_step(tmp
     assert stopped.code == PREEMPTED.code, stopped.err[-3000:]
     (preempted,) = events(run, "preempted")
     assert preempted["saved"] is True and preempted["checkpoint_step"] == preempted["step"] >= 3
-    assert _progress(run).state == "preempted"
+    assert (_progress(run).state, _progress(run).exit_code, _progress(run).gave_up()) == ("preempted", 77, False)
 
     target = preempted["step"] + 2
     done = trainer(["--run-dir", str(run), "--steps", str(target), "--checkpoint-period", "100000"], tmp_path)
@@ -225,6 +225,8 @@ def test_each_failure_exits_with_its_code(case, start, request, tmp_path):
     assert failed.last_error_line.startswith(line), failed.err[-3000:]
     assert "terminate called" not in failed.err
     assert max(m["step"] for m in read_jsonl(run / "metrics.jsonl")) == at - 1  # it stopped at the fault
+    # the record says how it stopped: a code the group restart retries, so `status --why` reads no giving up
+    assert (_progress(run).exit_code, _progress(run).gave_up()) == (code.code, False)
 
 
 def test_a_recovery_that_does_not_take_hold_ends_the_process_with_76(repo_root, tmp_path):

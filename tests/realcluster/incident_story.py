@@ -6,13 +6,15 @@ stage of it; the story runs once per module):
      them); a Warning Event about slice 0's pod is posted, as a kubelet posts FailedMount, and one about a pod
      of nobody's. Stage "ignored".
   2. slice 1's container exits 75 (slice lost: counted, the Job fails, the JobSet recreates every Job:
-     restart 1, and the pods of attempt 0 go with their Jobs). Stage "restarted".
-  3. slice 0's container of attempt 1 exits 70 (user error: FailJob, the JobSet fails at once). Stage "failed".
+     restart 1, and the pods of attempt 0 go with their Jobs), the progress record saying so (exit 75, a
+     stop the restart retries). Stage "restarted".
+  3. slice 0's container of attempt 1 exits 70 (user error: FailJob, the JobSet fails at once), the progress
+     record saying the trainer gave up (exit 70). Stage "failed".
 - `plain` (2 slices of v6e-16): a JobSet applied without Kueue's queue label and without xpk's label (the JobSet controller starts
   it at once), running beside it, whose failurePolicy has a RestartJobSetAndIgnoreMaxRestarts rule (as a user's
   JobSet may): its containers exiting 75 restart it without spending maxRestarts;
   one of its pods exits 75 first, on a cordoned node (1 of its Job's backoffLimit 1 spent, the Job goes on,
-  the replacement Pending until the node is uncordoned);
+  the replacement Pending until the node is uncordoned: `status --why` reads it as recovering);
 - `evicted` (1 slice of v5p-16, shaped like xpk's: restartPolicy OnFailure): running, then its Kueue Workload
   deactivated, and Kueue evicts it.
 
@@ -23,6 +25,7 @@ counts, log faults), so they read the components' own objects.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import subprocess
@@ -51,6 +54,9 @@ SHAPE = ["--tpu-type=v5p-8", "--num-slices=2", "--no-pathways", "--max-restarts=
 START = 1_780_000_000.0  # the injected `now` of status; the progress records' times are relative to it
 SLICE = "jobset.sigs.k8s.io/job-index"
 BUCKET = "incidents"
+# what the trainer's progress record says as its group stops for a lost slice, and as it gives up for good
+LOST = "process 1 (slice 1) was preempted (SIGTERM); the group stopped together at step 130"
+GAVE_UP = "elastic: 2 attempts in a row ended in class slice_lost with no checkpoint past step 100"
 
 
 @dataclass
@@ -238,6 +244,7 @@ def run_story(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
                 (j.get("status") or {}).get("failed") == 1 and (j.get("status") or {}).get("ready") == 3
                 for j in cluster.items(JOBS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={PLAIN}")))
             stages["plain"].run(cluster, "status.degraded", "workload", "status", PLAIN, "-o", "json")
+            stages["plain"].run(cluster, "why.degraded", "workload", "status", PLAIN, "--why", "-o", "json")
             capture(cluster, "plain_degraded", PLAIN)
         finally:
             cordon(cluster, first_plain["spec"]["nodeName"], False)
@@ -252,6 +259,9 @@ def run_story(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
         stage = stages["restarted"]
         cluster.wait_for("both replacements running", lambda: len(
             [p for p in pods(cluster, NAME) if p["status"].get("phase") == "Running"]) == 2)
+        # the record the trainer leaves when its group stops for a lost slice: retryable (75), no giving up
+        lost = dataclasses.replace(progress, state="failed", exit_code=75, stopped=LOST)
+        (checkpoints / PROGRESS_FILE).write_text(json.dumps(lost.to_json()))
         assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={NAME},{SLICE}=1", 75) == 1
         cluster.wait_for("restart 1 running", lambda: all_running(
             cluster, NAME, 2, **{"jobset.sigs.k8s.io/restart-attempt": "1"}) and len(pods(cluster, NAME)) == 2)
@@ -262,12 +272,16 @@ def run_story(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
         stage.run(cluster, "record.unreachable", "workload", "events", NAME, "--record", gs)
         mp.setenv("STORAGE_EMULATOR_HOST", cluster.storage_emulator_host)
         stage.run(cluster, "status.json", "workload", "status", NAME, "-o", "json")
+        stage.run(cluster, "status", "workload", "status", NAME)
         capture(cluster, "restarted", NAME)
 
         # 3. exit 70 on slice 0 of attempt 1: FailJob, the JobSet fails
         stage = stages["failed"]
+        gave_up = dataclasses.replace(progress, state="failed", exit_code=70, stopped=GAVE_UP)
+        (checkpoints / PROGRESS_FILE).write_text(json.dumps(gave_up.to_json()))
         assert cluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={NAME},{SLICE}=0", 70) == 1
         assert wait(cluster, NAME, "completed") == 1
+        stage.run(cluster, "why", "workload", "status", NAME, "--why", "-o", "json")
         stage.run(cluster, "events", "workload", "events", NAME)
         stage.run(cluster, "events.json", "workload", "events", NAME, "-o", "json")
         stage.run(cluster, "watch", "workload", "events", NAME, "--watch")

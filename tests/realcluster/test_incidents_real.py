@@ -12,7 +12,7 @@ import pytest
 
 from elxpk.cluster.incident_log import read_recorded
 from elxpk.cluster.status import parse_time
-from tests.realcluster.incident_story import NAME, PLAIN, Story, run_story
+from tests.realcluster.incident_story import GAVE_UP, NAME, PLAIN, Story, run_story
 from tools.testcluster.kubeapi import LocalCluster
 
 
@@ -154,6 +154,25 @@ def test_a_slice_spending_its_budget_is_degraded(story: Story) -> None:
     assert (status["state"], status["slices_healthy"], status["slices"][1]["state"]) == ("Degraded", 1, "Running")
     assert (slice_0["state"], slice_0["budget_used"], slice_0["budget_left"]) == ("Restarting", 1, 0), slice_0
     assert "slice 0 restarting (budget 1/1 used)" in status["message"], status
+
+
+def test_why_says_recovering_and_gives_up_only_on_the_trainers_final_word(story: Story) -> None:
+    """#43: a slice whose Job replaces its pod is recovering, named with its exit and no fix; a trainer record of
+    a retryable stop (75) is never `trainer-stopped` nor "trainer failed"; one of 70 is, with the failed pod's
+    own log as the command, runnable as printed."""
+    degraded = story.stages["plain"].json("why.degraded")["why"]
+    assert degraded[0]["cause"] == "recovering", degraded
+    assert ("slice 0's Job replaces its failed pod (backoffLimit 1/1 used), after slice 0 lost (pod "
+            f"{PLAIN}-slice-job-0-0-") in degraded[0]["text"] and "exit 75 slice_lost)" in degraded[0]["text"]
+    assert degraded[0]["fix"].startswith("nothing to do")
+    restarted = story.stages["restarted"].out["status"]
+    assert "trainer stopped (failed, exit 75), the JobSet restarts it" in restarted.stdout, restarted.stdout
+    assert "trainer failed" not in restarted.stdout
+    why = story.stages["failed"].json("why")["why"]
+    assert why[0]["cause"] == "trainer-stopped", why
+    assert why[0]["text"] == f"the trainer gave up for good (exit 70 user_error): {GAVE_UP}"
+    assert f"`elxpk workload logs {NAME} --slice 0 --vm 0`" in why[0]["fix"]
+    assert not any("NAME" in r["fix"] or "--previous" in r["fix"] for r in degraded + why)
 
 
 def test_restart_arithmetic_and_the_end(story: Story) -> None:

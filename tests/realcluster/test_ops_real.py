@@ -251,8 +251,10 @@ def test_pathways_logs_kill_watch_and_degraded_status(testcluster: LocalCluster,
         assert watch.returncode == 0, err
         said = out.splitlines()
         assert said[0] == f"killed slice 1 of {name}: 1 pods force-deleted", said
-        assert said[1].startswith("slice 1 running again after "), said
-        assert said[2].startswith("first training step after recovery: "), said
+        assert said[1].startswith("slice 1's pods running and ready again after "), said
+        # the recovery is the trainer's next step, here the head's log (no checkpoint directory, no record)
+        assert said[2].startswith("recovered: the trainer's next step ") and said[2].endswith(
+            " after the kill, from head's log"), said
         assert not {p["metadata"]["uid"] for p in pods(testcluster, name, **{
             "jobset.sigs.k8s.io/job-index": "1", "jobset.sigs.k8s.io/replicatedjob-name": "worker"})} & before
     finally:

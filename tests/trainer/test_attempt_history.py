@@ -118,10 +118,12 @@ def test_repeats_counts_only_failures_of_one_class_that_left_the_same_checkpoint
 
 
 def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
-    """The trainer's finish(stopped) writes the record `workload status --why` reads: its first reason."""
-    from elxpk.cluster.observe import trainer_stopped
+    """The trainer's end of run writes the record `workload status --why` reads: its first reason, since the
+    history's stop (70) is for good."""
+    from elxpk.cluster.why_recovery import trainer_stopped
     from elxpk_contract.progress_record import read_progress
     from trainer.clock import SystemClock
+    from trainer.elastic.loop import stop_record
     from trainer.elastic.progress import ProgressWriter
 
     writer = ProgressWriter(str(tmp_path), SystemClock())
@@ -129,12 +131,15 @@ def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
         AttemptHistory(str(tmp_path), 1).started(8, "running")
         AttemptHistory(str(tmp_path), 1).started(8, "running")
     except TrainerStopped as stop:
-        writer.finish("failed", str(stop))
-    record = read_progress(writer.path.read_text()).to_json()
-    [reason] = trainer_stopped(record)
+        writer.finish(*stop_record(stop))
+    progress = read_progress(writer.path.read_text())
+    assert (progress.exit_code, progress.gave_up()) == (70, True)
+    record = {**progress.to_json(), "gave_up": progress.gave_up()}
+    [reason] = trainer_stopped(record, "train")
     assert reason.cause == "trainer-stopped"
-    assert reason.text.startswith("the trainer stopped: elastic: 1 attempts in a row ended in class slice_lost")
-    assert trainer_stopped({**record, "stopped": ""}) == [] and trainer_stopped(None) == []
+    assert reason.text.startswith("the trainer gave up for good (exit 70 user_error): elastic: 1 attempts in a row "
+                                  "ended in class slice_lost")
+    assert trainer_stopped({**record, "gave_up": False}, "train") == [] and trainer_stopped(None, "train") == []
     assert ProgressWriter(str(tmp_path), SystemClock()).previous_state == "failed"
 
 

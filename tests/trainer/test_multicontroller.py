@@ -109,6 +109,7 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
     assert (codes[signalled], codes[other]) == (77, 75), [o[-1500:] for o in outputs]
     events = read_jsonl(tmp_path / "events.jsonl")
     [stop] = [e for e in events if e["event"] in ("preempted", "failure_detected")]
+    assert stop["heard_by"] == signalled, stop  # the record names the process that heard the signal
     if signalled == 0:
         assert (stop["event"], stop["signal"]) == ("preempted", "SIGTERM"), stop
     else:

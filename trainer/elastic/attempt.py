@@ -333,7 +333,7 @@ def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: Att
                f" was preempted ({stop.signal}); the group stopped together at step {step}")
         ctx.recorder.event("failure_detected", step, slices_lost=[] if stop.slice is None else [stop.slice],
                            error=why, kind="peer_preempted", attempt=ctx.attempt, cause=SLICE_LOST.name,
-                           stopped=why)
+                           stopped=why, heard_by=stop.process)
         raise TrainerStopped(SLICE_LOST, f"{why}; newest checkpoint: step {ctx.latest_committed}")
     saved = False
     if ctx.backend.in_process_retry and step > 0:
@@ -341,7 +341,8 @@ def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: Att
             ctx.watchdog.disarm()  # the save has the grace period as its bound
         _checkpoint_now(store, step, state, ctx)
         saved = True
-    ctx.recorder.event("preempted", step, signal=heard, checkpoint_step=ctx.latest_committed, saved=saved)
+    ctx.recorder.event("preempted", step, signal=heard, checkpoint_step=ctx.latest_committed, saved=saved,
+                       heard_by=ctx.backend.process_index)
     raise TrainerStopped(PREEMPTED, f"preempted ({heard}) at step {step}; newest checkpoint: step "
                                     f"{ctx.latest_committed}" + (" (saved on the way out)" if saved else ""))
 

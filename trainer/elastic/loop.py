@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from elxpk_contract.errors import UsageError
-from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
+from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, STALLED, USER_ERROR, TrainerStopped
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import no_space_errno
@@ -41,6 +41,7 @@ from trainer.elastic.attempt import run_attempt
 from trainer.elastic.attempt_history import AttemptHistory
 from trainer.elastic.badput_meter import BadputMeter
 from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
+from trainer.elastic.outcome import exit_code_for
 from trainer.elastic.policy import ElasticPolicy, classify, first_line
 from trainer.elastic.progress import ProgressWriter
 from trainer.elastic.slice_health import Admission, RejoinGate
@@ -116,7 +117,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     if quiet.__class__ not in {type(f) for f in logging.getLogger("asyncio").filters}:
         logging.getLogger("asyncio").addFilter(_QuietExpectedErrors())
     _quiet_abandoned_save_callbacks()
-    state, stopped_why = "failed", ""
+    state, stopped_why, exit_code = "failed", "", None
     try:
         shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
@@ -131,21 +132,30 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend)
         try:
             result = _retry_loop(ctx)
-        except TrainerStopped as stopped:
-            state = "preempted" if stopped.code is PREEMPTED else "failed"
-            stopped_why = "" if stopped.code is PREEMPTED else str(stopped)
+        except Exception as error:
+            # The record says how this process ends, so a reader tells a stop the group restart retries (a lost
+            # slice, a stall) from one for good (--elastic-stop-on-repeat, a user error): the code decides.
+            state, stopped_why, exit_code = stop_record(error)
             raise
         recorder.event("run_finished", result.final_step, attempts=result.attempts, recoveries=result.recoveries)
-        state = "done"
+        state, exit_code = "done", 0
         return result
     finally:
         if ctx.live_checks is not None:  # no thread may be compiling when the interpreter exits
             ctx.live_checks.close()
         ctx.watchdog.close()
-        ctx.progress.finish(state, stopped_why)
+        ctx.progress.finish(state, stopped_why, exit_code)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
+
+
+def stop_record(error: Exception) -> tuple[str, str, int]:
+    """(state, why, exit code) of the progress record for a run that ends with `error`."""
+    code = exit_code_for(error)
+    state = {PREEMPTED.code: "preempted", STALLED.code: "stalled"}.get(code.code, "failed")
+    why = str(error) if isinstance(error, TrainerStopped) and code is not PREEMPTED else ""
+    return state, why, code.code
 
 
 def _from_process_0(value: int) -> int:

@@ -65,9 +65,12 @@ class ProgressWriter:
             self.progress = dataclasses.replace(self.progress, since=previous.since)
 
     def step_done(self, steps_done: int, at: float, attempt: int) -> None:
-        """A step completed at unix time `at`; written when the period has passed since the last write."""
+        """A step completed at unix time `at`; written when the period has passed since the last write, and at
+        once for the first step of a new attempt: that step's time is when the recovery ended, which
+        `kill-slice --watch` and `status` read (a new process's first write is at its first step too)."""
+        new_attempt = attempt != self.progress.attempt
         self._update(steps_done=steps_done, step_time=at, attempt=attempt, state="running")
-        if self._clock.monotonic() >= self._next_write:
+        if new_attempt or self._clock.monotonic() >= self._next_write:
             self.write()
 
     def checkpoint(self, step: int, at: float | None) -> None:
@@ -77,9 +80,10 @@ class ProgressWriter:
         self._update(checkpoint_step=step, checkpoint_time=at)
         self.write()
 
-    def finish(self, state: str, stopped: str = "") -> None:
-        """The trainer stops: done, stalled, preempted or failed (`stopped`: why it gave up, if it did)."""
-        self._update(state=state, stopped=stopped)
+    def finish(self, state: str, stopped: str = "", exit_code: int | None = None) -> None:
+        """The trainer stops: done, stalled, preempted or failed (`stopped`: why, where it said; `exit_code`:
+        the code it exits with, which tells a stop the group restart retries from one for good)."""
+        self._update(state=state, stopped=stopped, exit_code=exit_code)
         self.write()
 
     def _update(self, **changes) -> None:

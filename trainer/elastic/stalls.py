@@ -72,7 +72,7 @@ class StallResponse:
 
     def _end(self, what: str, relative: str) -> None:
         if self._ctx.progress is not None:
-            self._ctx.progress.finish("stalled")
+            self._ctx.progress.finish("stalled", exit_code=STALLED.code)
         print(f"error: stalled: {what}; stacks in {relative or 'the log above'}; exit {STALLED.code} (retryable)",
               file=sys.stderr, flush=True)
         sys.stdout.flush()

@@ -9,6 +9,7 @@ import typer
 
 from elxpk.cli import options
 from elxpk.errors import UsageError
+from elxpk.piped_text import piped_console
 from elxpk.shown import console as shown_console
 
 # Piped output (a file, grep, less) is not cut to a terminal's width: Rich would take 80 columns and cut a
@@ -48,8 +49,10 @@ def output_problems(output: str) -> tuple[str, ...]:
 
 
 def console(stderr: bool = False) -> Any:
-    """The verbs' Rich console: every string it draws goes through elxpk/shown.py (cluster text is untrusted)."""
-    found: Any = shown_console(stderr=stderr, highlight=False, soft_wrap=True)
+    """The verbs' Rich console: every string it draws goes through elxpk/shown.py (cluster text is untrusted);
+    piped, its lines end at their last visible character (elxpk/piped_text.py)."""
+    found: Any = piped_console(sys.stderr if stderr else sys.stdout, make=shown_console, highlight=False,
+                               soft_wrap=True)
     if not found.is_terminal:
         found.width = PIPED_WIDTH
     return found

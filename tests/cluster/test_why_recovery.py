@@ -1,0 +1,132 @@
+"""`status --why` while the JobSet recovers by itself, and when the trainer gave up for good (#43): the real
+controllers' objects (tests/cluster/incidents_corpus/, stages of tests/realcluster/incident_story.py) on the
+fake API server, the progress record written by the trainer's own ProgressWriter as its elastic loop ends
+(trainer.elastic.loop.stop_record), and `elxpk workload status --why` as the user runs it. The same on the
+real controllers, sampled during the story: tests/realcluster/test_incidents_real.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from elxpk.cluster.why_recovery import trainer_stopped
+from elxpk_contract.exit_codes import EXIT_CODES, FAIL_JOB, SLICE_LOST, USER_ERROR, TrainerStopped
+from elxpk_contract.progress_record import read_progress
+from tests.cluster.captured import KINDS, captured, with_checkpoint_dir
+from tests.cluster.conftest import run_cli
+from trainer.clock import SystemClock
+from trainer.elastic.loop import stop_record
+from trainer.elastic.progress import ProgressWriter
+
+LOST = "process 1 (slice 1) was preempted (SIGTERM); the group stopped together at step 7"
+GAVE_UP = ("elastic: 2 attempts in a row ended in class slice_lost with no checkpoint past step 8; stopping "
+           "(--elastic-stop-on-repeat 2) instead of restarting again")
+
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+
+
+def seed_stage(fake, stage: str, checkpoints: Path) -> str:
+    """The stage's objects in the fake's store, its JobSet naming `checkpoints` (ELXPK_CHECKPOINT_DIR) as
+    elxpk renders it; the workload's name."""
+    objects = with_checkpoint_dir(copy.deepcopy(captured(stage, "incidents_corpus")), checkpoints)
+    for kind, key in KINDS.items():
+        found = objects.get(kind)
+        for obj in found if isinstance(found, list) else [found] if found else []:
+            fake.store.put(key, obj)
+    return str(objects["jobset"]["metadata"]["name"])
+
+
+def trainer_ended(checkpoints: Path, error: Exception) -> None:
+    """The progress record the trainer's primary process leaves when its run ends with `error`."""
+    writer = ProgressWriter(str(checkpoints), SystemClock())
+    writer.step_done(7, SystemClock().time(), 1)
+    writer.finish(*stop_record(error))
+
+
+def why(capsys, k, name: str) -> list[dict]:
+    code, out, err = run_cli(capsys, "workload", "status", name, "--why", "-o", "json", *k)
+    assert code == 0, err
+    return list(json.loads(out)["why"])
+
+
+def runnable(reasons: list[dict], name: str) -> None:
+    """Every fix is a command as printed: the workload's own name, no placeholder, no `--previous` (there is
+    none under restartPolicy Never)."""
+    for reason in reasons:
+        assert "NAME" not in reason["fix"] and "--previous" not in reason["fix"], reason
+        for command in reason["fix"].split("`")[1::2]:
+            assert command.startswith("elxpk workload "), reason
+
+
+def test_a_lost_slice_being_recovered_says_so_and_suggests_no_fix(fake, capsys, k, tmp_path):
+    """The story's `plain` workload after one pod exited 75 (its Job retries it): the trainer's record says
+    it stopped with a lost slice. --why: recovering, from slice 0's exit, and no `trainer-stopped`."""
+    name = seed_stage(fake, "plain_degraded", tmp_path)
+    trainer_ended(tmp_path, TrainerStopped(SLICE_LOST, LOST))
+    record = read_progress((tmp_path / "elxpk-progress.json").read_text())
+    assert (record.state, record.exit_code, record.stopped, record.gave_up()) == ("failed", 75, LOST, False)
+    reasons = why(capsys, k, name)
+    assert reasons[0]["cause"] == "recovering", reasons
+    assert "slice 0 lost (pod incidents-plain-slice-job-0-0-crsws, vm 0; exit 75 slice_lost)" in reasons[0]["text"]
+    assert reasons[0]["text"].startswith("recovering by itself: ") and "since 20" in reasons[0]["text"]
+    assert reasons[0]["fix"].startswith("nothing to do")
+    assert "trainer-stopped" not in [r["cause"] for r in reasons]
+    runnable(reasons, name)
+    code, out, err = run_cli(capsys, "workload", "status", name, *k)
+    assert code == 0, err
+    assert "trainer stopped (failed, exit 75), the JobSet restarts it" in out and "trainer failed" not in out
+    assert [line for line in out.splitlines() if line.endswith(" ")] == []  # piped: no padding after a line
+
+
+def test_pods_running_again_before_the_trainer_steps_is_still_recovering(fake, capsys, k, tmp_path):
+    """The story's restart 1, every pod running again, while the trainer's record still says it stopped with
+    a lost slice (its new processes import, restore and compile before they step and write it): recovering,
+    with the restart's number and budget, not "nothing is holding it back" nor a fix."""
+    name = seed_stage(fake, "restarted", tmp_path)
+    trainer_ended(tmp_path, TrainerStopped(SLICE_LOST, LOST))
+    reasons = why(capsys, k, name)
+    assert [r["cause"] for r in reasons] == ["recovering"], reasons
+    assert reasons[0]["text"].startswith("recovering by itself: JobSet restart 1 of at most 2 (1 left), its pods "
+                                         "running again and the trainer not stepping yet, after the trainer's stop "
+                                         "(exit 75 slice_lost: retryable); the trainer's last step: 7")
+    ProgressWriter(str(tmp_path), SystemClock()).step_done(8, SystemClock().time(), 1)  # it steps: recovered
+    assert why(capsys, k, name) == []
+
+
+def test_a_trainer_that_gave_up_names_the_pod_to_read(fake, capsys, k, tmp_path):
+    """The story's last stage: slice 0 of restart 1 exited 70 and the JobSet failed. The record of a trainer
+    that gave up (--elastic-stop-on-repeat: 70) is the first reason, its fix the failed pod's own log."""
+    name = seed_stage(fake, "failed", tmp_path)
+    trainer_ended(tmp_path, TrainerStopped(USER_ERROR, GAVE_UP))
+    reasons = why(capsys, k, name)
+    assert reasons[0]["cause"] == "trainer-stopped", reasons
+    assert reasons[0]["text"] == f"the trainer gave up for good (exit 70 user_error): {GAVE_UP}"
+    assert f"`elxpk workload logs {name} --slice 0 --vm 0`" in reasons[0]["fix"]
+    assert "recovering" not in [r["cause"] for r in reasons]
+    runnable(reasons, name)
+
+
+def test_a_retryable_stop_is_never_the_trainer_giving_up(fake, capsys, k, tmp_path):
+    """The same failed JobSet with a record of a lost slice (75): the trainer did not give up; the failed
+    Job says why the workload ended."""
+    name = seed_stage(fake, "failed", tmp_path)
+    trainer_ended(tmp_path, TrainerStopped(SLICE_LOST, LOST))
+    causes = [r["cause"] for r in why(capsys, k, name)]
+    assert "trainer-stopped" not in causes and "recovering" not in causes and "job-failed" in causes
+
+
+@pytest.mark.parametrize("code", EXIT_CODES, ids=lambda c: c.name)
+def test_only_a_code_the_job_fails_at_once_reads_as_giving_up(code, tmp_path):
+    """Every exit code of the table, as the trainer records it when its loop ends with it."""
+    writer = ProgressWriter(str(tmp_path), SystemClock())
+    writer.finish("failed", "why", code.code)
+    record = read_progress(writer.path.read_text())
+    data = {**record.to_json(), "gave_up": record.gave_up()}
+    assert bool(trainer_stopped(data, "train")) == (code.action == FAIL_JOB)
+    assert trainer_stopped({**data, "exit_code": None, "gave_up": False}, "train") == []
