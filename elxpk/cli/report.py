@@ -36,8 +36,9 @@ def check_png_path(png: Path) -> Path:
 
 @with_flags("report", REPORT + BILLING_FLAGS)
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`), or a "
-                                            "MaxText metrics_file (or a directory holding one).")],
+    run_dir: Annotated[str, typer.Argument(help="A run directory (the --run-dir of `elxpk local run` or the "
+                                           "trainer's, local or gs://), or a MaxText metrics_file (or a "
+                                           "directory holding one).")],
     output: RunOutput = "text",
     flags: Mapping[str, Any] = NO_FLAGS,
 ) -> None:
@@ -83,7 +84,9 @@ def report(
     if not no_png and run.metrics:
         from elxpk.runs.plots import write_report_png
 
-        written = write_report_png(run, result, png or run.path / "report.png")
+        # A run on gs:// is read, never written to: its plot goes to the current directory unless --png says.
+        beside = run.path / "report.png" if isinstance(run.path, Path) else Path("report.png")
+        written = write_report_png(run, result, png or beside)
     timeline = None
     if recorded is not None:
         from elxpk.runs.incident_timeline import merge

@@ -96,7 +96,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         backend.close()
         raise
     meter = BadputMeter()  # the report's time split as running totals, for the progress record
-    recorder = RunRecorder(cfg.run_dir, clock, _observing(observer, meter.observe), enabled=backend.process_index == 0)
+    recorder = RunRecorder(cfg.run_dir, clock, _observing(observer, meter.observe), enabled=backend.process_index == 0,
+                           process=backend.process_index, flush_s=cfg.record_flush_seconds)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
