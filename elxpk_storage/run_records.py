@@ -31,6 +31,18 @@ KINDS = ("metrics", "events")
 _WRITER = re.compile(r"w(\d{6,})-p(\d{5,})")
 _CHUNK = re.compile(r"(metrics|events)-(\d{8,})\.jsonl")
 CAT_BATCH = 32  # chunks fetched at once while reading: bounded memory, one round trip per batch
+# Inside a checkpoint directory on an object store: the run dir `workload create` renders (ELXPK_RUN_DIR),
+# so a run's records live beside its checkpoints and outlive its pods. Not a step number, so never a step
+# (elxpk_storage/checkpoint_files.py is_step_dir); `checkpoint inspect` passes over it.
+RUN_DIR_INSIDE = "elxpk-run"
+
+
+def run_dir_beside(checkpoint_dir: str) -> str | None:
+    """The run dir a rendered workload writes its records to: inside an object-store checkpoint directory
+    (None for a local one: a pod's local path vanishes with it, and a shared mount is the user's to name)."""
+    if not is_remote(checkpoint_dir):
+        return None
+    return f"{checkpoint_dir.rstrip('/')}/{RUN_DIR_INSIDE}"
 
 
 def is_remote(run_dir: str) -> bool:

@@ -1,9 +1,10 @@
 """The run's records on gs:// (`--run-dir gs://...`) against fake-gcs-server alone, as a user runs it.
 
-`python -m trainer` with its run dir and checkpoints on gs:// is SIGKILLed while it hangs at step 10 (its
-records held for at most --record-flush-seconds), then resumed from its step-8 checkpoint to the end. Then
-`elxpk report` and `elxpk compare` read the run from gs:// alone, as one run of two writers: every example
-exactly once, the losses bitwise those of the same run trained in one go in a local run dir.
+`python -m trainer` with its run dir where `workload create` renders it, inside its checkpoint directory on
+gs://, is SIGKILLed while it hangs at step 10 (its records held for at most --record-flush-seconds), then
+resumed from its step-8 checkpoint to the end. Then `elxpk report` and `elxpk compare` read the run from gs://
+alone, as one run of two writers: every example exactly once, the losses bitwise those of the same run
+trained in one go in a local run dir; `elxpk checkpoint inspect` sees only the steps beside it.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from pathlib import Path
 import pytest
 import requests
 
+from elxpk_storage.run_records import run_dir_beside
 from tests.support.gcs_server import emulator_env, fake_gcs_server, make_bucket, object_names
 
 REPO = Path(__file__).resolve().parents[2]
 ELXPK = Path(sys.executable).with_name("elxpk")
 STEPS, PERIOD, HANG_AT = 12, 4, 10
 BUCKET = "records"
+CKPT = f"gs://{BUCKET}/ckpt"
+RUN = run_dir_beside(CKPT) or ""  # gs://records/ckpt/elxpk-run: what the launcher renders
+PREFIX = RUN.removeprefix(f"gs://{BUCKET}/") + "/"
 
 
 def trainer(run_dir: str, *extra: str) -> list[str]:
@@ -35,7 +40,7 @@ def trainer(run_dir: str, *extra: str) -> list[str]:
 def uploaded(url: str, kind: str) -> list[dict]:
     """The records of the `kind` chunks uploaded so far (read with the JSON API, not the code under test)."""
     records = []
-    for name in object_names(url, BUCKET, "run/records/"):
+    for name in object_names(url, BUCKET, PREFIX + "records/"):
         if name.rsplit("/", 1)[-1].startswith(f"{kind}-"):
             body = requests.get(f"{url}/storage/v1/b/{BUCKET}/o/{requests.utils.quote(name, safe='')}",
                                 params={"alt": "media"}, timeout=30).text
@@ -64,7 +69,7 @@ def test_records_on_gs_survive_a_sigkill_and_read_as_one_run(tmp_path: Path) -> 
     with fake_gcs_server(tmp_path / "gcs") as url:
         make_bucket(url, BUCKET)
         env = {**os.environ, **emulator_env(url), "PYTHONPATH": str(REPO)}
-        run, on_gs = f"gs://{BUCKET}/run", ("--checkpoint-dir", f"gs://{BUCKET}/ckpt", "--record-flush-seconds", "0.2")
+        run, on_gs = RUN, ("--checkpoint-dir", CKPT, "--record-flush-seconds", "0.2")
         # The reference trains beside the first gs:// run (most of either is compiling).
         reference = subprocess.Popen(trainer(str(tmp_path / "reference")), cwd=tmp_path, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -85,7 +90,7 @@ def test_records_on_gs_survive_a_sigkill_and_read_as_one_run(tmp_path: Path) -> 
         out, err = reference.communicate(timeout=300)
         assert reference.returncode == 0, err[-3000:]
 
-        writers = {name.split("/")[2] for name in object_names(url, BUCKET, "run/")}
+        writers = {name.removeprefix(PREFIX).split("/")[1] for name in object_names(url, BUCKET, PREFIX)}
         assert writers == {"w000001-p00000", "w000002-p00000"}, writers  # nothing else under the run dir
 
         report = subprocess.run([str(ELXPK), "report", run, "--no-png", "-o", "json"], cwd=tmp_path, env=env,
@@ -103,3 +108,9 @@ def test_records_on_gs_survive_a_sigkill_and_read_as_one_run(tmp_path: Path) -> 
         result = json.loads(compared.stdout)
         assert result["bitwise_equal"] and result["bitwise_equal_steps"] == STEPS, result
         assert sorted(p.name for p in tmp_path.iterdir()) == ["gcs", "reference"]  # read from gs://, nothing written
+
+        inspected = subprocess.run([str(ELXPK), "checkpoint", "inspect", CKPT, "-o", "json"], cwd=tmp_path, env=env,
+                                   capture_output=True, text=True, timeout=120, check=False)
+        assert inspected.returncode == 0, inspected.stdout + inspected.stderr[-3000:]
+        steps = [s["step"] for s in json.loads(inspected.stdout)["steps"]]
+        assert steps == [4, 8, 12], steps  # the records inside the checkpoint directory are no step
