@@ -33,6 +33,7 @@ from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import no_space_errno
 from elxpk_storage import checkpoint_files as ckpt_storage
+from elxpk_storage import gcs_auth
 from trainer.clock import Clock, SystemClock
 from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice
@@ -84,6 +85,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         raise UsageError(*problems)
     backend = backend or make_backend(cfg, schedule, clock)
     try:
+        if gcs_auth.is_gcs(cfg.run_dir):  # asked first: the records are the first thing written there
+            gcs_auth.require_credentials(f"--run-dir {cfg.run_dir:.200}")
         # Before anything is written: never manage the working directory or a folder of numbered folders.
         ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path)
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
