@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from elxpk_storage import gcs_auth
+
 RECORDS = "records"
 RUN_JSON = "run.json"
 KINDS = ("metrics", "events")
@@ -55,8 +57,7 @@ def store(run_dir: str, flag: str = "--run-dir") -> tuple[Any, str]:
     emulator (UsageError naming `flag`: without them gcsfs retries anonymous requests instead of failing)."""
     import fsspec  # lazy: only a chunked run directory loads fsspec (and gcsfs for gs://)
 
-    from elxpk_storage import gcs_auth
-    from elxpk_storage.checkpoint_files import no_listing_cache
+    from elxpk_storage.checkpoint_files import no_listing_cache  # lazy: etils, only for a chunked run
 
     if gcs_auth.is_gcs(run_dir):
         gcs_auth.require_credentials(f"{flag} {run_dir:.200}")
