@@ -2,9 +2,10 @@
 
 `python -m trainer` with its run dir where `workload create` renders it, inside its checkpoint directory on
 gs://, is SIGKILLed while it hangs at step 10 (its records held for at most --record-flush-seconds), then
-resumed from its step-8 checkpoint to the end. Then `elxpk report` and `elxpk compare` read the run from gs://
-alone, as one run of two writers: every example exactly once, the losses bitwise those of the same run
-trained in one go in a local run dir; `elxpk checkpoint inspect` sees only the steps beside it.
+resumed from its step-8 checkpoint to the end. Then `elxpk report`, `elxpk compare` and `plan --from-run`
+read the run from gs:// alone, as one run of two writers: every example exactly once, the losses bitwise
+those of the same run trained in one go in a local run dir; `elxpk checkpoint inspect` sees only the steps
+beside it.
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ def test_records_on_gs_survive_a_sigkill_and_read_as_one_run(tmp_path: Path) -> 
         result = json.loads(compared.stdout)
         assert result["bitwise_equal"] and result["bitwise_equal_steps"] == STEPS, result
         assert sorted(p.name for p in tmp_path.iterdir()) == ["gcs", "reference"]  # read from gs://, nothing written
+
+        planned = subprocess.run([str(ELXPK), "plan", "--from-run", run, "--slice-mtbf", "30d", "-o", "json"],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert planned.returncode == 0, planned.stdout + planned.stderr[-3000:]
+        sources = json.loads(planned.stdout)["inputs"]["sources"]
+        assert (sources["step_time_s"], sources["checkpoint_period"]) == ("run", "run"), sources
 
         inspected = subprocess.run([str(ELXPK), "checkpoint", "inspect", CKPT, "-o", "json"], cwd=tmp_path, env=env,
                                    capture_output=True, text=True, timeout=120, check=False)
