@@ -81,12 +81,12 @@ def report(
     result = build_report(run)
     chip_hours = run_chip_hours(run, result, accelerator, price_of(accelerator, price))
     written = None
-    if not no_png and run.metrics:
+    # A run on gs:// is read, never written to: it is plotted only where --png says.
+    plot_to = png or (run.path / "report.png" if isinstance(run.path, Path) else None)
+    if not no_png and run.metrics and plot_to is not None:
         from elxpk.runs.plots import write_report_png
 
-        # A run on gs:// is read, never written to: its plot goes to the current directory unless --png says.
-        beside = run.path / "report.png" if isinstance(run.path, Path) else Path("report.png")
-        written = write_report_png(run, result, png or beside)
+        written = write_report_png(run, result, plot_to)
     timeline = None
     if recorded is not None:
         from elxpk.runs.incident_timeline import merge

@@ -94,7 +94,7 @@ def test_records_on_gs_survive_a_sigkill_and_read_as_one_run(tmp_path: Path) -> 
         writers = {name.removeprefix(PREFIX).split("/")[1] for name in object_names(url, BUCKET, PREFIX)}
         assert writers == {"w000001-p00000", "w000002-p00000"}, writers  # nothing else under the run dir
 
-        report = subprocess.run([str(ELXPK), "report", run, "--no-png", "-o", "json"], cwd=tmp_path, env=env,
+        report = subprocess.run([str(ELXPK), "report", run, "-o", "json"], cwd=tmp_path, env=env,
                                 capture_output=True, text=True, timeout=120, check=False)
         assert report.returncode == 0, report.stdout + report.stderr[-3000:]
         read = json.loads(report.stdout)
@@ -108,7 +108,7 @@ def test_records_on_gs_survive_a_sigkill_and_read_as_one_run(tmp_path: Path) -> 
         assert compared.returncode == 0, compared.stdout + compared.stderr[-3000:]
         result = json.loads(compared.stdout)
         assert result["bitwise_equal"] and result["bitwise_equal_steps"] == STEPS, result
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["gcs", "reference"]  # read from gs://, nothing written
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["gcs", "reference"]  # read from gs://: no plot, nothing written
 
         planned = subprocess.run([str(ELXPK), "plan", "--from-run", run, "--slice-mtbf", "30d", "-o", "json"],
                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
