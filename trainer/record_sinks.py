@@ -5,7 +5,9 @@
 - `ChunkSink`: `--run-dir gs://...`. An object cannot be appended to, and rewriting one per step would be
   a whole upload per step, so lines are held and uploaded as a new numbered chunk at most every
   `--record-flush-seconds` (by a timer thread, so a quiet stretch is uploaded too) and at close
-  (elxpk_storage/run_records.py: the layout). A SIGKILL loses at most the last interval's lines. A failed
+  (elxpk_storage/run_records.py: the layout). An event (a few per checkpoint period: the recovery timeline)
+  is uploaded at once, with the metrics held before it. So a SIGKILL loses at most the last interval's
+  metrics and no event but one being uploaded. A failed
   upload keeps its lines for the next one: an outage delays records, it does not end the run; what is still
   held at close after one more try is reported on stderr and let go (the checkpoints are the run's state).
 """
@@ -77,6 +79,8 @@ class ChunkSink:
     def write(self, kind: str, line: str) -> None:
         with self._lock:
             self._held[kind].append(line)
+            if kind == "event":  # rare, and what a recovery's story is told by: uploaded at once
+                self._upload_held()
 
     def write_run_json(self, text: str) -> None:
         with self._lock:
@@ -87,19 +91,22 @@ class ChunkSink:
             self.flush()
 
     def flush(self) -> None:
-        """Upload every held line as one chunk per kind; on failure keep them for the next try (a line on
-        stderr each time, so an outage is seen in the log while it lasts)."""
         with self._lock:
-            for kind, lines in self._held.items():
-                if not lines:
-                    continue
-                try:
-                    self._writer.put_chunk(KIND_OF[kind], "".join(lines).encode("utf-8"))
-                except Exception as exc:  # noqa: BLE001 - any storage error: the lines wait for the next try
-                    print(f"warning: --run-dir {self.run_dir}: {len(lines)} {kind} record(s) not uploaded "
-                          f"yet ({type(exc).__name__}: {str(exc)[:200]})", file=sys.stderr, flush=True)
-                    continue
-                lines.clear()
+            self._upload_held()
+
+    def _upload_held(self) -> None:
+        """Upload every held line as one chunk per kind (metrics first: an event may name their steps); on
+        failure keep them for the next try (a line on stderr each time, so an outage is seen while it lasts)."""
+        for kind, lines in self._held.items():
+            if not lines:
+                continue
+            try:
+                self._writer.put_chunk(KIND_OF[kind], "".join(lines).encode("utf-8"))
+            except Exception as exc:  # noqa: BLE001 - any storage error: the lines wait for the next try
+                print(f"warning: --run-dir {self.run_dir}: {len(lines)} {kind} record(s) not uploaded "
+                      f"yet ({type(exc).__name__}: {str(exc)[:200]})", file=sys.stderr, flush=True)
+                continue
+            lines.clear()
 
     def close(self) -> None:
         self._closed.set()
