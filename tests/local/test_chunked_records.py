@@ -109,3 +109,24 @@ recorder.close()
     assert [e.step for e in run.events] == [5, 8]
     assert sorted(p.parent.name for p in (run_dir / "records").glob("*/metrics-*.jsonl")) == \
         ["w000001-p00000"] * 3 + ["w000002-p00000"] * 3
+
+
+def test_a_checkpoint_directory_holding_only_its_runs_records_is_still_one(tmp_path):
+    """Before the first save, a checkpoint directory holds the progress record and the run's records that
+    `workload create` renders inside it: `checkpoint inspect` takes it as an empty checkpoint directory, not
+    as a wrong one; anything else there still is."""
+    from elxpk.checkpoints.inspection import resolve
+    from elxpk.errors import UsageError
+    from elxpk_contract.progress_record import PROGRESS_FILE
+    from elxpk_storage.run_records import RUN_DIR_INSIDE
+
+    (tmp_path / RUN_DIR_INSIDE / "records").mkdir(parents=True)
+    (tmp_path / PROGRESS_FILE).write_text("{}")
+    assert str(resolve(str(tmp_path))) == str(tmp_path)
+    (tmp_path / "notes").mkdir()
+    try:
+        resolve(str(tmp_path))
+    except UsageError as exc:
+        assert "holds no checkpoint step" in str(exc)
+    else:
+        raise AssertionError("a directory of other things was taken for a checkpoint directory")
