@@ -116,10 +116,21 @@ def newest_run_json(paths: Iterable[str]) -> str | None:
     return max(found)[1] if found else None
 
 
+def _storage(call, *args: Any) -> Any:
+    """`call(*args)` on the file system; any failure but a missing object as OSError (gcsfs raises its own
+    HttpError for a 5xx after its retries, ValueError for a 400): readers tell storage from records by it."""
+    try:
+        return call(*args)
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the client raises is a storage failure here
+        raise OSError(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+
+
 def listing(fs: Any, root: str) -> list[str]:
     """Every object under ROOT/records (empty when there is none)."""
     try:
-        return sorted(fs.find(f"{root}/{RECORDS}"))
+        return sorted(_storage(fs.find, f"{root}/{RECORDS}"))
     except FileNotFoundError:
         return []
 
@@ -132,9 +143,14 @@ def read_chunks(fs: Any, chunks: list[Chunk]) -> Iterator[tuple[Chunk, bytes]]:
     """Each chunk's bytes, in order, fetched `CAT_BATCH` at a time (concurrently, for gcsfs)."""
     for start in range(0, len(chunks), CAT_BATCH):
         batch = chunks[start:start + CAT_BATCH]
-        data = fs.cat([c.path for c in batch])
+        data = _storage(fs.cat, [c.path for c in batch])
         for chunk in batch:
             yield chunk, data[chunk.path]
+
+
+def read_object(fs: Any, path: str, most: int) -> bytes:
+    """The first `most` bytes of one object (a run.json)."""
+    return _storage(fs.cat_file, path, 0, most)
 
 
 class ChunkWriter:

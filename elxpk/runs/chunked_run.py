@@ -10,6 +10,7 @@ is in a file. Line numbers in messages count the run's lines in order, across ch
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,15 @@ from elxpk import bounded_read
 from elxpk.bounded_read import RUN_JSON_BYTES, ReadRefused, decode_text
 from elxpk.errors import ElxpkError, UsageError
 from elxpk.json_lines import JsonLinesError, RecordLineError, records_of_lines
-from elxpk_storage.run_records import Chunk, listing, newest_run_json, ordered_chunks, read_chunks, store
+from elxpk_storage.run_records import (
+    Chunk,
+    listing,
+    newest_run_json,
+    ordered_chunks,
+    read_chunks,
+    read_object,
+    store,
+)
 
 
 def chunk_lines(fs: Any, chunks: list[Chunk], *, max_lines: int) -> Iterator[tuple[int, str, bool]]:
@@ -50,6 +59,8 @@ class ChunkedRecords:
 
     def __init__(self, run_dir: str, flag: str):
         self.run_dir, self.flag = run_dir, flag
+        # gcsfs logs each request it gave up on with a traceback; the failure is said here, in one line.
+        logging.getLogger("gcsfs").setLevel(logging.CRITICAL)
         self.fs, root = store(run_dir, flag)
         self.paths = self._storage(lambda: listing(self.fs, root))
 
@@ -79,7 +90,7 @@ class ChunkedRecords:
         path = newest_run_json(self.paths)
         if path is None:
             return None
-        data = self._storage(lambda: self.fs.cat_file(path, start=0, end=RUN_JSON_BYTES + 1))
+        data = self._storage(lambda: read_object(self.fs, path, RUN_JSON_BYTES + 1))
         try:
             if len(data) > RUN_JSON_BYTES:
                 raise ReadRefused(f"is over the {bounded_read.size_text(RUN_JSON_BYTES)} this input may be")
