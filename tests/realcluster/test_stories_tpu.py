@@ -191,7 +191,7 @@ def test_part3_the_same_fault_plan_under_local_run_and_on_the_real_control_plane
     out, _ = local.communicate(timeout=600)
     assert local.returncode == 0, out[-3000:]
     status = json.loads(story.elxpk("workload", "status", name, "-o", "json").stdout)
-    assert status["restarts"] == 1, status
+    assert status["restarts"] == 1, (status, story.explain(name, done))
 
     def reported(where: Path | str) -> dict:
         shown = story.elxpk("report", str(where), "-o", "json", cluster_verb=False)

@@ -83,10 +83,10 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     problems = schedule.problems(cfg.num_slices, cfg.steps)
     if problems:
         raise UsageError(*problems)
+    if gcs_auth.is_gcs(cfg.run_dir):  # before the backend reads RUN_DIR/.faults-fired there, and sets up gcsfs
+        gcs_auth.require_credentials(f"--run-dir {cfg.run_dir:.200}")
     backend = backend or make_backend(cfg, schedule, clock)
     try:
-        if gcs_auth.is_gcs(cfg.run_dir):  # asked first: the records are the first thing written there
-            gcs_auth.require_credentials(f"--run-dir {cfg.run_dir:.200}")
         # Before anything is written: never manage the working directory or a folder of numbered folders.
         ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path)
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
