@@ -12,12 +12,15 @@ Then runs, each in its own process and measured by its own peak RSS (wait4) and 
 - `load_run (now)`: today's reader, the steps as columns (elxpk/runs/step_columns.py);
 - `elxpk report A --no-png -o json`, `elxpk report A --png FILE` (the plot of every step: matplotlib) and
   `elxpk compare A B`, the commands as users run them, with the caps as shipped (a run past them is
-  refused, and says so here).
+  refused, and says so here);
+- `report (chunks)`: `elxpk report` of the same run as a `--run-dir gs://...` writes it (append-only chunks,
+  elxpk_storage/run_records.py: CHUNK_LINES lines each, what 30 s of 0.5-s steps makes, two writers), read
+  from a local copy through fsspec's local file system, the code path gcsfs takes for gs://.
 
 Bytes per step are over the same measurement on a 10-step run in the same bench run (the imports, not the
 steps). Prints MB, bytes per step and seconds; nothing is asserted.
 
-    python bench/bench_runs_memory.py [--steps 100000,2000000]
+    python bench/bench_runs_memory.py [--steps 100000,2000000] [--measure "load_run (now),report (chunks)"]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +54,35 @@ last_index = {r.step: i for i, r in enumerate(records)}
 NOW = "import sys\nfrom elxpk.runs.rundir import load_run\nrun = load_run(sys.argv[1])\nrun.final_indices()\n"
 CLI = "import sys\nfrom elxpk.cli.main import main\nsys.argv[0] = 'elxpk'\nmain()\n"
 CHECKPOINT_EVERY, FAIL_EVERY = 100, 20_000
+CHUNK_LINES, WRITER_LINES = 60, 1_000_000
+
+
+def write_chunks(run: Path, into: Path) -> int:
+    """`run` (metrics.jsonl, events.jsonl, run.json) as the chunks a gs:// run dir holds, a new writer every
+    WRITER_LINES lines (a restarted process); the number of chunks written."""
+    from elxpk_storage.run_records import RECORDS, chunk_name, writer_name
+
+    written = generation = 0
+    for kind in ("metrics", "events"):
+        with open(run / f"{kind}.jsonl", encoding="utf-8") as lines:
+            block: list[str] = []
+            number = -1
+            for number, line in enumerate(lines):
+                block.append(line)
+                if len(block) == CHUNK_LINES:
+                    _put(into / RECORDS / writer_name(1 + number // WRITER_LINES, 0), chunk_name(kind, written), block)
+                    block, written = [], written + 1
+            generation = max(generation, 1 + number // WRITER_LINES)
+            if block:
+                _put(into / RECORDS / writer_name(1 + number // WRITER_LINES, 0), chunk_name(kind, written), block)
+                written += 1
+    (into / RECORDS / writer_name(generation, 0) / "run.json").write_text((run / "run.json").read_text())
+    return written
+
+
+def _put(writer: Path, name: str, lines: list[str]) -> None:
+    writer.mkdir(parents=True, exist_ok=True)
+    (writer / name).write_text("".join(lines), encoding="utf-8")
 
 
 def write_run(root: Path, steps: int) -> tuple[int, int]:
@@ -110,22 +143,29 @@ def measure(code: str, *args: str) -> tuple[float, float, int, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="100000,2000000")
+    parser.add_argument("--measure", default="", help="comma-separated names to measure (default: all)")
     args = parser.parse_args()
+    wanted = {m.strip() for m in args.measure.split(",") if m.strip()}
     with tempfile.TemporaryDirectory() as tmp:
         base: dict[str, float] = {}  # each measurement on a 10-step run: the imports, not the records
         for steps in (10, *(int(s) for s in args.steps.split(","))):
             a, b = Path(tmp, f"a{steps}"), Path(tmp, f"b{steps}")
             records, redone = write_run(a, steps)
             write_run(b, steps)
+            chunks = write_chunks(a, Path(tmp, f"c{steps}"))
             size = (a / "metrics.jsonl").stat().st_size
             if steps > 10:
                 print(f"{steps:>9,} steps ({records:,} records, {redone:,} redone): metrics.jsonl "
-                      f"{size / 2**20:.0f} MiB ({size / records:.0f} bytes/record)", flush=True)
+                      f"{size / 2**20:.0f} MiB ({size / records:.0f} bytes/record); {chunks:,} chunks", flush=True)
             for name, code, argv, runs in (("records (before)", BEFORE, [str(a)], 1),
                                            ("load_run (now)", NOW, [str(a)], 1),
                                            ("elxpk report", CLI, ["report", str(a), "--no-png", "-o", "json"], 1),
                                            ("report + png", CLI, ["report", str(a), "--png", f"{tmp}/r.png"], 1),
-                                           ("elxpk compare", CLI, ["compare", str(a), str(b)], 2)):
+                                           ("elxpk compare", CLI, ["compare", str(a), str(b)], 2),
+                                           ("report (chunks)", CLI, ["report", f"{tmp}/c{steps}", "--no-png", "-o",
+                                                                     "json"], 1)):
+                if wanted and name not in wanted:
+                    continue
                 mb, wall, code_, err = measure(code, *argv)
                 if code_ != 0:
                     print(f"    {name:<17} exit {code_}: {err}", flush=True)
@@ -136,10 +176,8 @@ def main() -> None:
                 per_step = (mb - base[name]) * 2**20 / (runs * steps)
                 print(f"    {name:<17} peak {mb:6.0f} MB  {per_step:5.0f} bytes/step over its baseline  "
                       f"{wall:6.1f} s", flush=True)
-            for run in (a, b):
-                for f in run.iterdir():
-                    f.unlink()
-                run.rmdir()
+            for run in (a, b, Path(tmp, f"c{steps}")):
+                shutil.rmtree(run)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ other line that is not JSON, and a file that is not UTF-8 text at all, is a `Jso
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, overload
@@ -122,28 +122,34 @@ def read_records(path, parse, *, limit=None, max_records=None, into=None):
     JsonLinesError for a file that is not UTF-8 text, holds more lines than `max_records`, or holds a line
     that is not JSON (first, wherever it is: as when the whole file was decoded before any record was
     parsed), else RecordLineError for the first record of the wrong shape (or one `into` refuses)."""
-    records = [] if into is None else into
-    damaged = 0
     most = max_records or bounded_read.RUN_RECORDS
-    wrong: str | None = None  # the first record of the wrong shape; a later line that is not JSON wins
     lines = bounded_read.read_text_lines(path, limit=limit or bounded_read.RUN_RECORD_BYTES,
                                          line_limit=bounded_read.RECORD_LINE_BYTES, expected="JSON lines",
                                          max_lines=most)
     try:
-        for number, line, last in lines:
-            obj, torn = _line_object(number, line, last, True)
-            damaged += torn
-            if obj is None or wrong is not None:
-                continue
-            try:
-                records.append(parse(obj))
-            except RecordError as exc:
-                wrong = f"line {number}: {exc}"
-                records.clear()
+        return records_of_lines(lines, parse, into=[] if into is None else into)
     except FileNotFoundError:
-        return records, 0
+        return ([] if into is None else into), 0
     except bounded_read.ReadRefused as exc:
         raise JsonLinesError(str(exc)) from None
+
+
+def records_of_lines(lines: Iterable[tuple[int, str, bool]], parse: Callable[[dict], T], *, into: C
+                     ) -> tuple[C, int]:
+    """`read_records` over (number, line, last) lines from any source (a file, or a run's chunks one after
+    another, elxpk/runs/chunked_run.py): the records into `into`, and the number of torn lines."""
+    damaged = 0
+    wrong: str | None = None  # the first record of the wrong shape; a later line that is not JSON wins
+    for number, line, last in lines:
+        obj, torn = _line_object(number, line, last, True)
+        damaged += torn
+        if obj is None or wrong is not None:
+            continue
+        try:
+            into.append(parse(obj))
+        except RecordError as exc:
+            wrong = f"line {number}: {exc}"
+            into.clear()
     if wrong is not None:
         raise RecordLineError(wrong)
-    return records, damaged
+    return into, damaged

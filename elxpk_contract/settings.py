@@ -95,11 +95,21 @@ def _opt(default: Any, help: str, *, low: float | None = None, high: float | Non
                                             "unit": unit, "resolved_default": resolved_default})
 
 
+def _beside(run_dir: str, name: str) -> str:
+    """RUN_DIR/name: joined as text for a URL (pathlib makes gs://b/r a local folder gs:/b/r)."""
+    return f"{run_dir.rstrip('/')}/{name}" if "://" in run_dir else str(Path(run_dir) / name)
+
+
 @dataclass(frozen=True)
 class TrainerConfig:
     # Run layout.
-    run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json",
-                        fix="give a directory, e.g. elxpk-run")
+    run_dir: str = _opt("elxpk-run", "directory for metrics.jsonl, events.jsonl, run.json: local, or gs:// (there "
+                                     "as append-only chunks, see --record-flush-seconds)",
+                        fix="give a directory, e.g. elxpk-run or gs://bucket/run")
+    record_flush_seconds: float = _opt(30.0, "with --run-dir on an object store, upload the held records at least "
+                                             "this often (a killed process loses at most this long of them)",
+                                       low=0.1, high=3600.0, unit=SECONDS,
+                                       fix="seconds between uploads of the records, e.g. 30")
     checkpoint_dir: str | None = _opt(None, "checkpoint directory (default RUN_DIR/checkpoints)",
                                       maxtext="checkpoint_dir", expose=LAUNCHER_FLAG,
                                       resolved_default="RUN_DIR/checkpoints",
@@ -232,7 +242,7 @@ class TrainerConfig:
 
     def __post_init__(self) -> None:
         if self.checkpoint_dir is None:
-            object.__setattr__(self, "checkpoint_dir", str(Path(self.run_dir) / "checkpoints"))
+            object.__setattr__(self, "checkpoint_dir", _beside(self.run_dir, "checkpoints"))
         object.__setattr__(self, "fault", tuple(self.fault))
         for name in SHAPE_SETTINGS:
             if getattr(self, name) is None:
@@ -249,10 +259,9 @@ class TrainerConfig:
 
         p = [m for f in dataclasses.fields(self) if (m := bounds_problem(f.name, getattr(self, f.name)))]
         p.extend(cross_problems(self.num_slices, self.elastic_min_slice_count))
-        if "://" in self.run_dir:  # else pathlib makes gs://b/r a local folder gs:/b/r, checkpoints and all
-            p.append(f"--run-dir {self.run_dir!r:.200}: must be a local directory (metrics and events are appended "
-                     "to files there); put the checkpoints on an object store with --checkpoint-dir, e.g. "
-                     "--checkpoint-dir gs://bucket/run/checkpoints")
+        if "://" in self.run_dir and not self.run_dir.startswith("gs://"):
+            p.append(f"--run-dir {self.run_dir!r:.200}: the records go to a local directory or to gs://; give "
+                     "one of those, e.g. gs://bucket/run")
         if not _TPU_SLICE.fullmatch(self.compile_topology):
             p.append(f"--compile-topology {self.compile_topology!r:.100}: name a TPU slice as jax does, "
                      "GENERATION:TOPOLOGY, e.g. v5e:4x4 or v5p:2x2x2 (elxpk's v5litepod-16 is v5e:4x4)")
@@ -339,7 +348,7 @@ class TrainerConfig:
     @property
     def checkpoint_path(self) -> str:
         """`checkpoint_dir` as resolved (RUN_DIR/checkpoints unless given): never None after __init__."""
-        return self.checkpoint_dir if self.checkpoint_dir is not None else str(Path(self.run_dir) / "checkpoints")
+        return self.checkpoint_dir if self.checkpoint_dir is not None else _beside(self.run_dir, "checkpoints")
 
     @property
     def resize_enabled(self) -> bool:

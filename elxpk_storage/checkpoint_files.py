@@ -44,11 +44,11 @@ def checkpoint_root(checkpoint_dir: str, source: str = "--checkpoint-dir", *,
         return epath.Path(os.path.abspath(checkpoint_dir))
     if gcs_auth.is_gcs(checkpoint_dir):
         gcs_auth.require_credentials(f"{source} {checkpoint_dir:.200}", tensorstore=tensorstore)
-    _no_listing_cache()
+    no_listing_cache()
     return path
 
 
-def _no_listing_cache() -> None:
+def no_listing_cache() -> None:
     """Make gcsfs list the bucket every time instead of answering from its directory cache.
 
     gcsfs caches every listing forever and drops an entry only when a write goes through the same

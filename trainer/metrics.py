@@ -2,9 +2,10 @@
 
 Every record is one of the typed records of elxpk_contract/records.py, built (and so checked) here before
 it is written: a field a record does not declare is a bug caught at the writer, not in a reader.
-Records are appended one JSON object per line and flushed at once, so a killed process loses nothing it
-reported; a cold restart appends to the same files. The observer callback receives exactly the dicts
-that are written.
+Records are one JSON object per line. In a local run directory they are appended and flushed at once, so
+a killed process loses nothing it reported, and a cold restart appends to the same files; on an object
+store (`--run-dir gs://...`) they are uploaded as append-only chunks (trainer/record_sinks.py). The
+observer callback receives exactly the dicts that are written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from elxpk_contract.records import Metric, RunInfo, make_event, parse_metric, written
-from elxpk_contract.storage_full import no_space_errno, storage_full_is_infrastructure, unwritable_is_usage
+from elxpk_storage.run_records import is_remote
+from trainer.record_sinks import ChunkSink, FileSink
 
 Observer = Callable[[str, dict], None]
 
@@ -30,26 +32,20 @@ def loss_hex(loss) -> str:
 
 
 class RunRecorder:
-    """Writes metrics and events of one run; `enabled=False` on every process but the first."""
+    """Writes metrics and events of one run; `enabled=False` on every process but the first. `process` and
+    `flush_s` matter only on an object store: the writer's prefix, and how long lines are held."""
 
-    def __init__(self, run_dir: str | Path, clock, observer: Observer | None = None, enabled: bool = True):
-        self.run_dir = Path(run_dir)
+    def __init__(self, run_dir: str | Path, clock, observer: Observer | None = None, enabled: bool = True, *,
+                 process: int = 0, flush_s: float = 30.0):
+        self.run_dir = str(run_dir)
         self._clock = clock
         self._observer = observer
         self._enabled = enabled
-        self._files = {}
         self._lock = threading.Lock()  # the stall watchdog writes its event from its own thread
+        self._sink: ChunkSink | FileSink | None = None
         if enabled:
-            with self._out_of_space("opening its records"), unwritable_is_usage("--run-dir", self.run_dir):
-                self.run_dir.mkdir(parents=True, exist_ok=True)
-                for kind, name in (("metric", "metrics.jsonl"), ("event", "events.jsonl")):
-                    self._files[kind] = open(self.run_dir / name, "a", encoding="utf-8")
-
-    def _out_of_space(self, doing: str):
-        """A record write that ran out of space is StorageFull (exit 74), not the training code's error.
-        Every line written before it was flushed whole; a torn last line is what readers already skip."""
-        return storage_full_is_infrastructure(f"--run-dir {self.run_dir}: {doing}",
-                                              then="the records and checkpoints written so far are intact")
+            self._sink = (ChunkSink(self.run_dir, process, flush_s) if is_remote(self.run_dir)
+                          else FileSink(Path(run_dir)))
 
     def metric(self, record: Metric | dict) -> None:
         """Append one step's record (a `Metric`, or a dict of its fields, checked here)."""
@@ -65,34 +61,30 @@ class RunRecorder:
         return record
 
     def _emit(self, kind: str, record: dict) -> None:
-        if not self._enabled:
+        if self._sink is None:
             return
-        with self._lock, self._out_of_space(f"appending to {kind}s"):
-            handle = self._files[kind]
-            handle.write(json.dumps(record, sort_keys=False) + "\n")
-            handle.flush()
+        with self._lock:
+            self._sink.write(kind, json.dumps(record, sort_keys=False) + "\n")
         if self._observer is not None:
             self._observer(kind, record)
 
     def write_run_json(self, cfg, extra: dict) -> None:
-        if not self._enabled:
+        if self._sink is None:
             return
         info = RunInfo(config=cfg.to_dict(), fingerprint=cfg.fingerprint(),
                        fingerprint_fields=cfg.fingerprint_fields(), versions=versions(),
                        started_at=self._clock.time(), **extra)
-        tmp = self.run_dir / "run.json.tmp"
-        with self._out_of_space("writing run.json"):
-            tmp.write_text(json.dumps(written(info), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            tmp.replace(self.run_dir / "run.json")
+        self._sink.write_run_json(json.dumps(written(info), indent=2, sort_keys=True) + "\n")
+
+    def flush(self) -> None:
+        """Upload what an object store's sink holds: before an exit that skips close (os._exit)."""
+        if self._sink is not None:
+            self._sink.flush()
 
     def close(self) -> None:
-        for handle in self._files.values():
-            try:
-                handle.close()
-            except OSError as exc:  # the buffered line a full disk refused: already raised as StorageFull
-                if no_space_errno(exc) is None:
-                    raise
-        self._files = {}
+        if self._sink is not None:
+            self._sink.close()
+        self._sink = None
 
 
 def versions() -> dict:

@@ -31,6 +31,7 @@ from elxpk.errors import ElxpkError, UsageError
 from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from elxpk_contract.record_fields import RecordError
 from elxpk_contract.step_names import step_number
+from elxpk_storage.run_records import RUN_DIR_INSIDE
 
 COMMITTED, TORN, UNREADABLE = "committed", "torn", "unreadable"
 TRAINER_LAYOUT, ORBAX_LAYOUT, EMPTY = "elxpk trainer", "orbax (MaxText)", "empty"
@@ -123,7 +124,7 @@ def resolve(arg: str) -> Any:
             return root / SUBDIR
     except OSError as exc:
         raise ElxpkError(f"DIR {arg}: cannot list it: {exc}") from None
-    if set(names) - {PROGRESS_FILE}:
+    if set(names) - {PROGRESS_FILE, RUN_DIR_INSIDE}:  # a run's own records before its first save
         raise UsageError(f"DIR {arg}: holds no checkpoint step (no <step>/ directory and no {SUBDIR}/); give the "
                          "directory that holds them, e.g. base_output_directory/run_name/checkpoints")
     return root

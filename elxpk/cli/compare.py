@@ -23,9 +23,9 @@ from elxpk.shown import shown
 
 @with_flags("compare", COMPARE)
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="The reference run: a run directory, or a MaxText metrics_file "
-                                          "(or a directory holding one).")],
-    run_b: Annotated[Path, typer.Argument(help="The run to check against it (the same kinds).")],
+    run_a: Annotated[str, typer.Argument(help="The reference run: a run directory (local or gs://), or a MaxText "
+                                         "metrics_file (or a directory holding one).")],
+    run_b: Annotated[str, typer.Argument(help="The run to check against it (the same kinds).")],
     flags: Mapping[str, Any] = NO_FLAGS,
     output: RunOutput = "text",
 ) -> None:

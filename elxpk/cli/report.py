@@ -37,8 +37,9 @@ def check_png_path(png: Path) -> Path:
 
 @with_flags("report", REPORT + BILLING_FLAGS)
 def report(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory (the --run-dir of `elxpk local run`), or a "
-                                            "MaxText metrics_file (or a directory holding one).")],
+    run_dir: Annotated[str, typer.Argument(help="A run directory (the --run-dir of `elxpk local run` or the "
+                                           "trainer's, local or gs://), or a MaxText metrics_file (or a "
+                                           "directory holding one).")],
     output: RunOutput = "text",
     flags: Mapping[str, Any] = NO_FLAGS,
 ) -> None:
@@ -82,11 +83,13 @@ def report(
     result = build_report(run)
     chip_hours = run_chip_hours(run, result, accelerator, price_of(accelerator, price))
     written = None
-    if not no_png and run.metrics:
+    # A run on gs:// is read, never written to: it is plotted only where --png says.
+    plot_to = png or (run.path / "report.png" if isinstance(run.path, Path) else None)
+    if not no_png and run.metrics and plot_to is not None:
         from elxpk.runs.plots import write_report_png
 
         # report.png is elxpk's name: rewritten at each report, never through a link (elxpk/outfile.py)
-        written = write_report_png(run, result, png or run.path / "report.png", own=None if png else "replace")
+        written = write_report_png(run, result, plot_to, own=None if png else "replace")
     timeline = None
     if recorded is not None:
         from elxpk.runs.incident_timeline import merge

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -240,7 +239,7 @@ def _measured(run_dir: str) -> tuple[dict[str, Any], list[str]]:
     )
 
     try:
-        cal = calibrate(Path(run_dir))
+        cal = calibrate(run_dir)
     except UsageError as exc:
         return {}, list(exc.messages)
     return {"step": cal.step_time_s, "save": cal.save_s, "replacement": cal.replacement_s,

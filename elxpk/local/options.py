@@ -123,6 +123,10 @@ class LocalRunOptions:
         run_dir_value, run_dir_problem = check_setting("run_dir", own["run_dir"])
         if run_dir_problem:
             problems.append(run_dir_problem)
+        elif "://" in str(run_dir_value):  # the supervisor tails and appends to its files: this machine's disk
+            problems.append(f"--run-dir {run_dir_value}: `elxpk local run` needs a local directory (it watches and "
+                            "appends to the run's files); give one, e.g. elxpk-run, and read a trainer's gs:// run "
+                            "with `elxpk report`")
         model = dict(LOCAL_MODEL)
         problems.extend(_model_overrides(trainer_args, model))
         if problems:

@@ -106,8 +106,9 @@ def _step_bytes(ckpt_dir: Path) -> float | None:
     return float(total)
 
 
-def calibrate(run_dir: Path) -> Calibration:
-    """Read `run_dir`; raise UsageError naming --from-run when it is not a usable run directory."""
+def calibrate(run_dir: str | Path) -> Calibration:
+    """Read `run_dir` (local or gs://); raise UsageError naming --from-run when it is not a usable run
+    directory."""
 
     run = load_run(run_dir, flag="--from-run")
     if not run.metrics:
@@ -162,9 +163,10 @@ def calibrate(run_dir: Path) -> Calibration:
     # run.json records the checkpoint directory as the run saw it; a copied run keeps it beside itself.
     size = None
     recorded = info.setting("checkpoint_dir", str) if info else None
+    # Sized on a local disk only: on gs:// the size is left to --checkpoint-size (a listing per object).
     for ckpt_dir in (recorded, "checkpoints"):
-        if ckpt_dir is not None and size is None:
-            size = _newest_checkpoint_bytes(run_dir / ckpt_dir)  # an absolute path replaces run_dir
+        if ckpt_dir is not None and size is None and "://" not in ckpt_dir and isinstance(run.path, Path):
+            size = _newest_checkpoint_bytes(run.path / ckpt_dir)  # an absolute path replaces run_dir
 
     return Calibration(
         run_dir=str(run_dir),

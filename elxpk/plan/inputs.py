@@ -90,7 +90,7 @@ class PlanInputs:
 
     @classmethod
     def from_flags(
-        cls, flags: PlanFlags, *, calibrate: Callable[[Path], Calibration] | None = None
+        cls, flags: PlanFlags, *, calibrate: Callable[[str], Calibration] | None = None
     ) -> PlanInputs:
         return _Resolver(flags, calibrate).resolve()
 
@@ -98,7 +98,7 @@ class PlanInputs:
 class _Resolver:
     """Collects every error before raising, so one run of the command shows all of them."""
 
-    def __init__(self, flags: PlanFlags, calibrate: Callable[[Path], Calibration] | None) -> None:
+    def __init__(self, flags: PlanFlags, calibrate: Callable[[str], Calibration] | None) -> None:
         self.flags = flags
         self.calibrate = calibrate
         self.errors: list[str] = []
@@ -293,7 +293,7 @@ class _Resolver:
         if self.calibrate is None:
             self.calibrate = calibrate
         try:
-            return self.calibrate(Path(text))
+            return self.calibrate(text)
         except UsageError as exc:
             self.errors.extend(exc.messages)
             return None

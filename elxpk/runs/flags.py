@@ -10,7 +10,8 @@ from elxpk.flag_rows import BOOL, FLOAT, INPUT, OUTPUT, TEXT, Flag
 
 REPORT: tuple[Flag, ...] = (
     Flag("png", TEXT, "The .png file to write the plot to, in an existing directory.", path=OUTPUT, metavar="PATH",
-         default_text="report.png in RUN_DIR, or next to a MaxText metrics file", commands=("report",)),
+         default_text="report.png in RUN_DIR (none for a gs:// run), or next to a MaxText metrics file",
+         commands=("report",)),
     Flag("no_png", BOOL, "Write no plot (nothing is written at all).", default=False, commands=("report",)),
     Flag("incidents", TEXT, "An incident record (`elxpk workload events --record FILE`, local or gs://) to merge "
          "with the trainer's events into one timeline.", path=INPUT, metavar="FILE", commands=("report",)),

@@ -85,7 +85,7 @@ def _loss_panel(ax, run: Run, report: RunReport) -> None:
                 shown.add(label)
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
-    ax.set_title(f"{run.path.name}: goodput {100 * report.goodput:.1f}%, {plural(len(report.recoveries), 'recovery')}")
+    ax.set_title(f"{Path(run.path).name}: goodput {100 * report.goodput:.1f}%, {plural(len(report.recoveries), 'recovery')}")
     ax.legend(loc="upper right", fontsize=8)
 
 

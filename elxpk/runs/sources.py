@@ -13,13 +13,15 @@ from pathlib import Path
 
 from elxpk.errors import UsageError
 from elxpk.maxtext.metrics import MaxTextMetrics, MetricsFileError, looks_like_maxtext_metrics, read_metrics
-from elxpk.runs.rundir import METRICS, Run, load_run
+from elxpk.runs.rundir import METRICS, Run, is_chunked, load_run
 
 _SCANNED = 200  # directory entries looked at for a MaxText metrics file: a run directory holds a few
 
 
 def load_source(path: str | Path, *, flag: str = "RUN_DIR") -> Run | MaxTextMetrics:
-    """The run at `path`: a run directory, a MaxText metrics file, or a directory holding one."""
+    """The run at `path`: a run directory (local or gs://), a MaxText metrics file, or a directory holding one."""
+    if is_chunked(path):
+        return load_run(path, flag=flag)
     p = Path(path)
     if not p.exists():
         raise UsageError(f"{flag}: {p} does not exist; pass a run directory (one with {METRICS}) or a MaxText "

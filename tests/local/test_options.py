@@ -86,3 +86,12 @@ def test_cross_field_problems_are_found_before_any_io():
     # 16 examples do not split over 3 slices x 2 devices: the trainer's own check, at option time.
     with pytest.raises(UsageError, match=r"^--trainer-arg=--global-batch 16: must divide evenly over 3 slice"):
         LocalRunOptions.from_flags(**flags(num_slices="3"))
+
+
+@pytest.mark.parametrize("run_dir", ["gs://bucket/run", "s3://bucket/run"])
+def test_a_run_dir_url_is_refused_by_local_run(run_dir):
+    """The trainer takes gs://; the local supervisor tails and appends to the run's files on this disk."""
+    with pytest.raises(UsageError) as info:
+        LocalRunOptions.from_flags(**flags(run_dir=run_dir))
+    (message,) = info.value.messages
+    assert message.startswith(f"--run-dir {run_dir}: `elxpk local run` needs a local directory"), message

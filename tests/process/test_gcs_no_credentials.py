@@ -95,6 +95,7 @@ def workdir(tmp_path: Path) -> Path:
     (["--checkpoint-dir", "gs://bkt/run/ckpt"], "--checkpoint-dir gs://bkt/run/ckpt", "refusing"),
     (["--checkpoint-dir", "gs://bkt/run/ckpt"], "--checkpoint-dir gs://bkt/run/ckpt", "silent"),
     (["--data", "gs://bkt/tokens.npy"], "--data gs://bkt/tokens.npy", "refusing"),
+    (["--run-dir", "gs://bkt/run"], "--run-dir gs://bkt/run", "refusing"),
 ], indirect=["metadata_server"])
 def test_trainer_refuses_at_once_and_writes_nothing(flags: list[str], what: str, bare_env: dict[str, str],
                                                     tmp_path: Path) -> None:
@@ -104,12 +105,13 @@ def test_trainer_refuses_at_once_and_writes_nothing(flags: list[str], what: str,
     assert list(cwd.iterdir()) == []  # no run dir, no checkpoint
 
 
-def test_trainer_run_dir_is_local(bare_env: dict[str, str], tmp_path: Path) -> None:
-    """--run-dir gs://bkt/r used to become the local folder gs:/b/r, checkpoints and all."""
+def test_trainer_run_dir_is_local_or_gs(bare_env: dict[str, str], tmp_path: Path) -> None:
+    """--run-dir s3://b/r used to become the local folder s3:/b/r, checkpoints and all; gs:// is written as
+    chunks (elxpk_storage/run_records.py), any other URL is refused."""
     cwd = workdir(tmp_path)
-    done = trainer(["--steps", "2", "--run-dir", "gs://bkt/run"], cwd, env=bare_env, timeout=HANG_GUARD_S)
-    refused(done, "--run-dir 'gs://bkt/run'")
-    assert "must be a local directory" in done.err and list(cwd.iterdir()) == []
+    done = trainer(["--steps", "2", "--run-dir", "s3://bkt/run"], cwd, env=bare_env, timeout=HANG_GUARD_S)
+    refused(done, "--run-dir 's3://bkt/run'")
+    assert "a local directory or to gs://" in done.err and list(cwd.iterdir()) == []
 
 
 def test_local_run_with_a_gs_checkpoint_dir(bare_env: dict[str, str], tmp_path: Path) -> None:
@@ -144,6 +146,17 @@ def test_incident_records(bare_env: dict[str, str], tmp_path: Path) -> None:
                    timeout=HANG_GUARD_S)
     assert_no_credentials(report, "--incidents gs://bkt/inc.jsonl")
     assert sorted(p.name for p in run.iterdir()) == before and list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("metadata_server", ["refusing"], indirect=True)
+def test_a_run_on_gs_is_read_only_with_credentials(bare_env: dict[str, str], tmp_path: Path) -> None:
+    """`report` and `compare` of a gs:// run dir refuse before they list anything, naming the argument."""
+    cwd = workdir(tmp_path)
+    report = elxpk(["report", "gs://bkt/run", "--no-png"], cwd, env=bare_env, timeout=HANG_GUARD_S)
+    assert_no_credentials(report, "RUN_DIR gs://bkt/run")
+    compare = elxpk(["compare", "gs://bkt/a", "gs://bkt/b"], cwd, env=bare_env, timeout=HANG_GUARD_S)
+    assert compare.code == 2 and "RUN_A gs://bkt/a: no Google credentials found" in compare.err, compare.err
+    assert list(cwd.iterdir()) == []
 
 
 def create_flags(files: str) -> list[str]:

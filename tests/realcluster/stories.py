@@ -8,10 +8,13 @@ checkpoints on gs:// of the cluster's fake-gcs-server, read back through the `el
 A `Shape` is what differs between the workload shapes (TPU multi-controller here; a GPU shape adds its own
 record): the create flags that choose the pool, and the `local run` mode that simulates it.
 
-The run dir: the trainer refuses a gs:// run dir (metrics and events are appended to files), so each story
-gives `--run-dir` an absolute path on this machine, which every pod of the workload shares, as a
-filesystem mounted on every VM would (every pod here is a process of this machine); on GKE without such a
-mount the run dir would live and die with each container.
+The run dir: with `records_on_gs` (the TPU stories) none is given, so each workload writes its records
+where `workload create` renders them, inside its gs:// checkpoint directory (CHECKPOINT_DIR/elxpk-run, as
+append-only chunks: elxpk_storage/run_records.py), and everything reads them from there, as on GKE with no
+shared filesystem. Otherwise (the GPU stories, for now) each story gives `--run-dir` an absolute path on this
+machine, which every pod of the workload shares, as a filesystem mounted on every VM would (every pod here
+is a process of this machine). Records on gs:// are uploaded every RECORD_FLUSH_S: the stories wait on
+them (a committed checkpoint before a kill), and the 24 steps of a story take seconds.
 
 The model: `elxpk local run`'s own (elxpk/local/options.py LOCAL_MODEL), passed as trainer flags, so the
 same settings run both ways and the losses can be compared bit for bit.
@@ -33,11 +36,13 @@ from urllib.parse import quote
 import requests
 
 from elxpk.local.options import LOCAL_MODEL
+from elxpk_storage.run_records import ordered_chunks, run_dir_beside
 from tests.realcluster.test_submit_goldens import ELXPK
 from tools.testcluster.kubeapi import LocalCluster
 
 # An image whose repository ends in elxpk-trainer runs its command from this checkout (docs/testing.md).
 TRAINER_IMAGE = "registry.testcluster.invalid/team/elxpk-trainer:test"
+RECORD_FLUSH_S = 0.5
 # Small enough for CI's 2 cores, long enough to show checkpoints, a kill and a resume: a step of the local
 # model takes about 0.1 to 1 s here, its compile 15 to 50 s depending on the load.
 STEPS = 24
@@ -99,10 +104,11 @@ class Story:
 
     elxpk_path = ELXPK
 
-    def __init__(self, cluster: LocalCluster, shape: Shape, root: Path) -> None:
+    def __init__(self, cluster: LocalCluster, shape: Shape, root: Path, *, records_on_gs: bool = False) -> None:
         self.cluster = cluster
         self.shape = shape
         self.root = root
+        self.records_on_gs = records_on_gs
         self.bucket = f"stories-{uuid.uuid4().hex[:8]}"
         made = requests.post(f"{cluster.storage_emulator_host}/storage/v1/b", json={"name": self.bucket}, timeout=30)
         assert made.status_code in (200, 409), made.text
@@ -127,14 +133,21 @@ class Story:
         return self.root / name
 
     def create(self, name: str, *, steps: int = STEPS, checkpoint_dir: str | None = None,
-               run_dir: Path | None = None, flags: tuple[str, ...] = (), trainer_args: tuple[str, ...] = ()) -> Path:
-        """`workload create --trainer` of this shape; the run dir it writes to."""
-        run = run_dir or self.run_dir(name)
-        command = " ".join([f"--run-dir={run}", *model_flags(), *trainer_args])
+               run_dir: Path | str | None = None, flags: tuple[str, ...] = (),
+               trainer_args: tuple[str, ...] = ()) -> Path | str:
+        """`workload create --trainer` of this shape; the run dir it writes to (with `records_on_gs` and no
+        `run_dir`, none is given: the gs:// one the launcher renders beside the checkpoints)."""
+        ckpt = checkpoint_dir or self.checkpoint_dir(name)
+        rendered = run_dir is None and self.records_on_gs
+        run: Path | str = (run_dir_beside(ckpt) or "") if rendered else (run_dir or self.run_dir(name))
+        given = [] if rendered else [f"--run-dir={run}"]
+        if isinstance(run, str):
+            given.append(f"--record-flush-seconds={RECORD_FLUSH_S}")
+        command = " ".join([*given, *model_flags(), *trainer_args])
         created = self.elxpk(
             "workload", "create", f"--workload={name}", *self.shape.create_flags, "--trainer",
             f"--docker-image={TRAINER_IMAGE}", f"--steps={steps}", f"--checkpoint-period={PERIOD}",
-            f"--checkpoint-dir={checkpoint_dir or self.checkpoint_dir(name)}", *flags, "--command", command)
+            f"--checkpoint-dir={ckpt}", *flags, "--command", command)
         assert created.returncode == 0, created.stderr
         return run
 
@@ -163,13 +176,37 @@ class Story:
         assert got.status_code == 200, (path, got.status_code, got.text[:300])
         return got.text
 
-    def events(self, run: Path) -> list[dict[str, Any]]:
-        return jsonl(run / "events.jsonl")
+    def events(self, run: Path | str) -> list[dict[str, Any]]:
+        return jsonl(run / "events.jsonl") if isinstance(run, Path) else self._gs_records(run, "events")
 
-    def metrics(self, run: Path) -> list[dict[str, Any]]:
-        return jsonl(run / "metrics.jsonl")
+    def metrics(self, run: Path | str) -> list[dict[str, Any]]:
+        return jsonl(run / "metrics.jsonl") if isinstance(run, Path) else self._gs_records(run, "metrics")
 
-    def committed(self, run: Path) -> list[int]:
+    def gs_names(self, url: str) -> list[str]:
+        """The objects under the gs:// folder `url` of this story's bucket (object names, sorted)."""
+        prefix = url.removeprefix(f"gs://{self.bucket}/").rstrip("/") + "/"
+        listed = requests.get(f"{self.cluster.storage_emulator_host}/storage/v1/b/{self.bucket}/o",
+                              params={"prefix": prefix}, timeout=30)
+        assert listed.status_code == 200, listed.text[:300]
+        return sorted(item["name"] for item in listed.json().get("items", []))
+
+    def _gs_records(self, run: str, kind: str) -> list[dict[str, Any]]:
+        """The records of a gs:// run dir's chunks so far, in writing order (elxpk_storage/run_records.py)."""
+        out = []
+        for chunk in ordered_chunks(self.gs_names(run), kind):
+            got = requests.get(f"{self.cluster.storage_emulator_host}/storage/v1/b/{self.bucket}/o/"
+                               f"{quote(chunk.path, safe='')}", params={"alt": "media"}, timeout=30)
+            assert got.status_code == 200, (chunk.path, got.status_code, got.text[:300])
+            out += [json.loads(line) for line in got.text.splitlines() if line.strip()]
+        return out
+
+    def fired_faults(self, run: Path | str) -> int:
+        """The faults the run dir remembers as fired (RUN_DIR/.faults-fired/, trainer/elastic/slices.py)."""
+        if isinstance(run, Path):
+            return len(list((run / ".faults-fired").iterdir()))
+        return len(self.gs_names(f"{run}/.faults-fired"))
+
+    def committed(self, run: Path | str) -> list[int]:
         return [e["step"] for e in self.events(run) if e["event"] == "checkpoint_committed"]
 
     def local_run_argv(self, run: Path, *faults: str) -> list[str]:

@@ -22,7 +22,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:4]}"
 
 
-def killed_slice_resumes_bitwise(story: Story, reference: Path, mode: str) -> str:
+def killed_slice_resumes_bitwise(story: Story, reference: Path | str, mode: str) -> str:
     """Story 2: "a slice" of the shape killed by `kill-slice --mode MODE` once checkpoint 4 committed (20 steps
     before the run ends: at a CI load of 20, the 16 steps after checkpoint 8 ran out before the kill landed);
     one JobSet restart, resumed from the newest checkpoint, bitwise equal to `reference` with every example
@@ -195,7 +195,7 @@ def dies_on_every_attempt_stops_within_its_count(story: Story, name: str) -> str
     # The run dir agrees: each attempt a new process 0 (its run_started), each failed one a fired fault.
     starts = [e for e in story.events(run) if e["event"] == "run_started"]
     assert len(starts) == len(attempts), starts
-    assert len(list((run / ".faults-fired").iterdir())) == restarts
+    assert story.fired_faults(run) == restarts
     # Every process of the last attempt exited 70 (the pods' logs, kept by the node after the pods are gone).
     logs = story.pod_logs(name)
     assert len(logs) == shape.processes * len(attempts), sorted(logs)

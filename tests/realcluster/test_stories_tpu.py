@@ -1,6 +1,8 @@
 """Issue #31's stories for the TPU multi-controller shape (`workload create --trainer --no-pathways`, 2
 slices of 1 v4-8 VM), on the process pool: real trainer processes, the real Job and JobSet controllers,
-checkpoints on gs:// of fake-gcs-server, everything read through the `elxpk` console script.
+checkpoints and the run's records on gs:// of fake-gcs-server (the records where `workload create` renders
+them, beside the checkpoints: no path shared between the pods), everything read through the `elxpk`
+console script.
 
 1. Uninterrupted: Succeeded; `status` shows the step and the last checkpoint while Running; its losses are
    bit for bit those of `elxpk local run --mode multi-controller` with the same settings (the pods' VMs
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from elxpk_storage.run_records import run_dir_beside
 from tests.realcluster.paused import PAUSED_TRAINER_ARGS, status_while_paused
 from tests.realcluster.stories import STEPS, TPU_MULTI_CONTROLLER, Story, timed
 from tests.realcluster.story_checks import (
@@ -45,13 +48,13 @@ def story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
     if not testcluster.items("/api/v1/nodes", labelSelector="type=virtual-kubelet"):
         pytest.fail("the test cluster has no process pool: start it with `tools/testcluster up` "
                     "(its default --process-pools is v4-8:2)", pytrace=False)
-    return Story(testcluster, SHAPE, tmp_path_factory.mktemp("stories"))
+    return Story(testcluster, SHAPE, tmp_path_factory.mktemp("stories"), records_on_gs=True)
 
 
 @dataclass(frozen=True)
 class Uninterrupted:
     name: str
-    run: Path
+    run: Path | str  # the gs:// run dir the launcher rendered beside the checkpoints
     reference: Path
     running_progress: dict
     wall_s: float
@@ -158,7 +161,9 @@ def test_story3_sigterm_of_delete_exits_77_and_a_new_workload_resumes(story: Sto
     assert stop.get("checkpoint_step", 0) <= saved <= stop["step"], (stop, story.committed(run))
 
     again = unique("st3n")
-    resumed_run = story.create(again, steps=saved + 4, checkpoint_dir=ckpt, run_dir=story.root / f"{again}-run")
+    # Its own records (the first workload's are beside the checkpoints it resumes from).
+    resumed_run = story.create(again, steps=saved + 4, checkpoint_dir=ckpt,
+                               run_dir=run_dir_beside(story.checkpoint_dir(again)))
     done = story.wait_done(again)
     assert done.returncode == 0, story.explain(again, done)
     [restored] = [e for e in story.events(resumed_run) if e["event"] == "restore_done"]
@@ -186,9 +191,9 @@ def test_part3_the_same_fault_plan_under_local_run_and_on_the_real_control_plane
     out, _ = local.communicate(timeout=600)
     assert local.returncode == 0, out[-3000:]
     status = json.loads(story.elxpk("workload", "status", name, "-o", "json").stdout)
-    assert status["restarts"] == 1, status
+    assert status["restarts"] == 1, (status, story.explain(name, done))
 
-    def reported(where: Path) -> dict:
+    def reported(where: Path | str) -> dict:
         shown = story.elxpk("report", str(where), "-o", "json", cluster_verb=False)
         assert shown.returncode == 0, shown.stderr
         return dict(json.loads(shown.stdout))

@@ -97,7 +97,8 @@ def test_the_readme_section_runs_as_written(testcluster: LocalCluster, tmp_path:
                                text=True, timeout=120, check=True)
         status = json.loads(shown.stdout)
         assert (status["state"], status["restarts"]) == ("Succeeded", 1), status
-        reported = subprocess.run(["elxpk", "report", "try-run", "-o", "json"], cwd=tmp_path, env=env,
+        reported = subprocess.run(["elxpk", "report", f"gs://testcluster/{WORKLOAD}/ckpt/elxpk-run", "-o", "json"],
+                                  cwd=tmp_path, env=env,
                                   capture_output=True, text=True, timeout=120, check=True)
         [recovery] = json.loads(reported.stdout)["recoveries"]
         assert recovery["state_source"] == "checkpoint" and recovery["restored_step"] >= 20, recovery

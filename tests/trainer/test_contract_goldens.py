@@ -28,6 +28,7 @@ from elxpk_contract.settings import (
     exposed,
     flag_name,
 )
+from elxpk_storage.run_records import run_dir_beside
 from tests.launcher.capacity_cases import CAPACITY_CASES
 from tests.launcher.cases import CASES as RENDER_CASES
 
@@ -61,6 +62,11 @@ def expected_settings(argv: list[str]) -> dict[str, object]:
             value, problem = check_setting(f.name, raw)
             assert problem is None, problem
             settings[f.name] = value
+    # The bundled trainer's records beside an object-store checkpoint directory (elxpk/create/render.py).
+    bundled = "--trainer" in argv and _flag(argv, "--trainer") != "maxtext"
+    beside = run_dir_beside(str(settings["checkpoint_dir"])) if "checkpoint_dir" in settings else None
+    if bundled and beside is not None:
+        settings["run_dir"] = beside
     return settings
 
 

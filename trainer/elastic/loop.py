@@ -33,6 +33,7 @@ from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import no_space_errno
 from elxpk_storage import checkpoint_files as ckpt_storage
+from elxpk_storage import gcs_auth
 from trainer.clock import Clock, SystemClock
 from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice
@@ -83,6 +84,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     problems = schedule.problems(cfg.num_slices, cfg.steps)
     if problems:
         raise UsageError(*problems)
+    if gcs_auth.is_gcs(cfg.run_dir):  # before the backend reads RUN_DIR/.faults-fired there, and sets up gcsfs
+        gcs_auth.require_credentials(f"--run-dir {cfg.run_dir:.200}")
     backend = backend or make_backend(cfg, schedule, clock)
     try:
         # Before anything is written: never manage the working directory or a folder of numbered folders.
@@ -99,7 +102,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         backend.close()
         raise
     meter = BadputMeter()  # the report's time split as running totals, for the progress record
-    recorder = RunRecorder(cfg.run_dir, clock, _observing(observer, meter.observe), enabled=backend.process_index == 0)
+    recorder = RunRecorder(cfg.run_dir, clock, _observing(observer, meter.observe), enabled=backend.process_index == 0,
+                           process=backend.process_index, flush_s=cfg.record_flush_seconds)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)

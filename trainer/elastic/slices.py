@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
+
+from etils import epath
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import Fault, FaultSchedule
@@ -316,7 +317,7 @@ class MultiControllerSlices(SliceBackend):
         self._faults = faults
         # A restarted group must not replay the fault that killed it: fired faults are remembered on disk.
         # Read once at start, so every process of a multi-host slice fires the same fault at the same step.
-        self._fired_dir = Path(cfg.run_dir) / ".faults-fired"
+        self._fired_dir = epath.Path(cfg.run_dir) / ".faults-fired"  # gs:// too: every restart reads it
         self._fired_before = {i for i in range(len(faults.faults)) if (self._fired_dir / str(i)).exists()}
         self._barriers = 0  # every process passes the same barriers in the same order: their names count them
         client = _coordination_client()

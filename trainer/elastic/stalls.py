@@ -19,7 +19,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elxpk_contract.exit_codes import STALLED
@@ -73,6 +72,7 @@ class StallResponse:
     def _end(self, what: str, relative: str) -> None:
         if self._ctx.progress is not None:
             self._ctx.progress.finish("stalled", exit_code=STALLED.code)
+        self._ctx.recorder.flush()  # os._exit skips close: records held for an object store go up first
         print(f"error: stalled: {what}; stacks in {relative or 'the log above'}; exit {STALLED.code} (retryable)",
               file=sys.stderr, flush=True)
         sys.stdout.flush()
@@ -82,9 +82,11 @@ class StallResponse:
         """The stack file, relative to the run directory ('' when it cannot be written)."""
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._ctx.clock.time()))
         relative = f"stalls/{stamp}-step{stall.step}-p{self._ctx.backend.process_index}.txt"
-        if (Path(self._ctx.cfg.run_dir) / relative).exists():  # the stuck recovery's stacks, beside the stall's
+        from etils import epath  # lazy: as orbax does, a gs:// run dir gets its stacks there (gcsfs)
+
+        if (epath.Path(self._ctx.cfg.run_dir) / relative).exists():  # the stuck recovery's, beside the stall's
             relative = relative.replace(".txt", "-stuck.txt")
-        path = Path(self._ctx.cfg.run_dir) / relative
+        path = epath.Path(self._ctx.cfg.run_dir) / relative
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"{header}\n\n{stacks}", encoding="utf-8")

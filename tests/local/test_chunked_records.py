@@ -1,0 +1,132 @@
+"""The reader of a chunked run (`--run-dir gs://...`, elxpk_storage/run_records.py), on a local copy of one:
+the same `Run` as one metrics.jsonl holding the lines in the order the writers wrote them, whatever the
+chunks' sizes, the writers' generations and processes, the names' zero padding and the stray objects
+beside them; a torn last line of a chunk is kept out and counted, never a failure. Hypothesis draws the
+layouts; the writer's own upload (trainer/record_sinks.py) is checked against the same reader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from elxpk.runs.rundir import load_run
+from elxpk_contract.records import Metric
+from elxpk_storage.run_records import ordered_chunks
+
+STRAYS = ("run.json.tmp", "metrics-1.jsonl", "metrics-00000001.json", "notes.txt", "events-x.jsonl")
+
+
+def metric_line(step: int) -> str:
+    record = Metric(step=step, loss=float(step + 0.5).hex(), lr=1e-3, step_time_s=0.01,
+                    examples=(8 * step, 8 * step + 8), slices=(0, 1), time=1.7e9 + step)
+    return json.dumps(record.to_json()) + "\n"
+
+
+@st.composite
+def layouts(draw):
+    """(lines in writing order, {relative path: bytes}, torn pieces written): the lines cut into chunks of
+    writers that start one after another, with gaps in the generation numbers and any zero padding."""
+    lines = [metric_line(s) for s in range(draw(st.integers(1, 40)))]
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(lines) - 1)), max_size=8)))
+    pieces = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)], strict=True) if lines[a:b]]
+    files: dict[str, bytes] = {}
+    generation, seq, torn = draw(st.integers(1, 5)), 0, 0
+    writer = None
+    for piece in pieces:
+        if writer is None or draw(st.booleans()):  # a new writer: a restarted process
+            generation += draw(st.integers(1, 3))
+            width = draw(st.integers(6, 8))
+            writer = f"w{generation:0{width}d}-p{draw(st.integers(0, 3)):05d}"
+            seq = draw(st.integers(0, 2))
+        data = "".join(piece)
+        if draw(st.integers(0, 4)) == 0:  # a damaged object: its last line cut short
+            data += '{"step": 99, "loss'
+            torn += 1
+        files[f"records/{writer}/metrics-{seq:0{draw(st.integers(8, 10))}d}.jsonl"] = data.encode()
+        seq += draw(st.integers(1, 3))
+    for stray in draw(st.lists(st.sampled_from(STRAYS), max_size=3)):
+        files[f"records/{writer}/{stray}"] = b"not a record\n"
+    return lines, files, torn
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layouts())
+def test_a_chunked_run_reads_as_its_lines_in_writing_order(layout):
+    lines, files, torn = layout
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for relative, data in files.items():
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_bytes(data)
+        run = load_run(root)
+    expected = [json.loads(line) for line in lines]
+    assert [run.metrics.record(i).to_json() for i in range(len(run.metrics))] == expected
+    assert run.damaged_lines == torn
+
+
+@given(st.lists(st.tuples(st.integers(1, 10**7), st.integers(0, 99999), st.integers(0, 10**9)), min_size=1,
+                max_size=20, unique=True), st.randoms())
+def test_chunks_order_by_generation_process_and_number_not_by_text(keys, rnd):
+    paths = [f"b/run/records/w{g:06d}-p{p:05d}/metrics-{n:08d}.jsonl" for g, p, n in keys]
+    shuffled = list(paths)
+    rnd.shuffle(shuffled)
+    ordered = ordered_chunks([*shuffled, "b/run/records/w000001-p00000/run.json", "b/run/other/metrics-00000001.jsonl"],
+                             "metrics")
+    assert [(c.generation, c.process, c.seq) for c in ordered] == sorted(keys)
+
+
+def test_the_trainers_chunks_read_back_as_written(tmp_path):
+    """RunRecorder's ChunkSink through fsspec's local file system (the code gcsfs runs for gs://): two
+    writers, one after the other, with flushes in between, read back in order, and the newer run.json."""
+    script = """
+import sys
+from trainer.clock import SystemClock
+from trainer.metrics import RunRecorder
+from elxpk_contract.records import Metric
+first = int(sys.argv[2])
+recorder = RunRecorder("file://" + sys.argv[1], SystemClock(), flush_s=3600)
+for step in range(first, first + 5):
+    recorder.metric(Metric(step=step, loss="0x1.0p+0", lr=0.1, step_time_s=0.1, examples=(step, step + 1),
+                           slices=(0,), time=1.0))
+    if step % 2:
+        recorder.flush()
+recorder.event("run_finished", first + 5)
+recorder.close()
+"""
+    run_dir = tmp_path / "run"
+    for first in (0, 3):  # the second process redoes steps 3 and 4, as a resume from a checkpoint does
+        done = subprocess.run([sys.executable, "-c", script, str(run_dir), str(first)], capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+    run = load_run(run_dir)
+    assert list(run.metrics.step) == [0, 1, 2, 3, 4, 3, 4, 5, 6, 7]
+    assert [e.step for e in run.events] == [5, 8]
+    assert sorted(p.parent.name for p in (run_dir / "records").glob("*/metrics-*.jsonl")) == \
+        ["w000001-p00000"] * 3 + ["w000002-p00000"] * 3
+
+
+def test_a_checkpoint_directory_holding_only_its_runs_records_is_still_one(tmp_path):
+    """Before the first save, a checkpoint directory holds the progress record and the run's records that
+    `workload create` renders inside it: `checkpoint inspect` takes it as an empty checkpoint directory, not
+    as a wrong one; anything else there still is."""
+    from elxpk.checkpoints.inspection import resolve
+    from elxpk.errors import UsageError
+    from elxpk_contract.progress_record import PROGRESS_FILE
+    from elxpk_storage.run_records import RUN_DIR_INSIDE
+
+    (tmp_path / RUN_DIR_INSIDE / "records").mkdir(parents=True)
+    (tmp_path / PROGRESS_FILE).write_text("{}")
+    assert str(resolve(str(tmp_path))) == str(tmp_path)
+    (tmp_path / "notes").mkdir()
+    try:
+        resolve(str(tmp_path))
+    except UsageError as exc:
+        assert "holds no checkpoint step" in str(exc)
+    else:
+        raise AssertionError("a directory of other things was taken for a checkpoint directory")
