@@ -11,6 +11,8 @@ settings, as in a pod (it writes compiles over 1 s); the tests' shared cache var
 
     .venv/bin/python bench/bench_compile_cache.py            # the tiny preset, 2 slices x 2 CPU devices
     .venv/bin/python bench/bench_compile_cache.py --runs 3 --model 125m --global-batch 4
+    python3 bench/bench_compile_cache.py --runs 1 --model 125m --trainer-args '--num-slices 1 --devices-per-slice 1'
+                                                              # one TPU chip (the device tool)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -47,10 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=2, help="restarts of each kind (median reported)")
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--global-batch", default="16")
+    parser.add_argument("--trainer-args", default="", help="more trainer flags, one string (a chip: "
+                        "'--num-slices 1 --devices-per-slice 1')")
     args = parser.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "XLA_FLAGS")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    model = ["--model", args.model, "--global-batch", args.global_batch, "--checkpoint-period", "2"]
+    model = ["--model", args.model, "--global-batch", args.global_batch, "--checkpoint-period", "2",
+             *shlex.split(args.trainer_args)]
     with tempfile.TemporaryDirectory(prefix="elxpk-bench-cache-") as tmp:
         first_dir, cache = Path(tmp) / "first", Path(tmp) / "xla-cache"
         first = _restart(first_dir, 2, [*model, "--compilation-cache-dir", str(cache)], env)

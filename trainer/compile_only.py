@@ -11,6 +11,7 @@ Nothing is written: no run dir, no checkpoint, no compilation cache entry.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -103,7 +104,6 @@ def device_limit(cfg: TrainerConfig, mesh: Any) -> int | None:
 def _remat_resolved(cfg: TrainerConfig, mesh: Any, donate: bool) -> TrainerConfig:
     """--remat-policy auto resolved as the run would on the full mesh, against a device's share of
     --compile-chip-bytes (a topology's devices report no memory: the launcher passes the chip's HBM)."""
-    import dataclasses
 
     from trainer.core.memory import choose_remat
     from trainer.core.state import state_target

@@ -31,6 +31,7 @@ from elxpk.errors import ElxpkError, UsageError
 from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
 from elxpk_contract.record_fields import RecordError
 from elxpk_contract.step_names import step_number
+from elxpk_contract.transient import describe, transient_cause
 from elxpk_storage.run_records import RUN_DIR_INSIDE
 
 COMMITTED, TORN, UNREADABLE = "committed", "torn", "unreadable"
@@ -152,7 +153,6 @@ def _read_json(path: Any) -> tuple[Any, str]:
 def _raise_transient(exc: BaseException) -> None:
     """Re-raise `exc` when it is a transient failure (elxpk_contract.transient: storage unavailable, access
     denied, out of memory): it says nothing about the step, which must not be called unreadable or torn."""
-    from elxpk_contract.transient import transient_cause
 
     if transient_cause(exc) is not None:
         raise exc
@@ -164,7 +164,6 @@ def transient_is_retryable(directory: str) -> Iterator[None]:
     a move): never a finding about a step, never a move because of it. `inspect --quarantine` and the
     pre-start init container run again once the storage answers (the init container's exit 1 fails the
     pod, and the JobSet's restart runs it again)."""
-    from elxpk_contract.transient import describe, transient_cause
 
     try:
         yield

@@ -136,7 +136,7 @@ def test_trainer_settings_mapping():
         "ELXPK_ELASTIC_MAX_RETRIES": "10",
         "ELXPK_NUM_SLICES": "3",
         "ELXPK_SLICE_BACKEND": "pathways",
-        "ELXPK_RUN_DIR": "gs://b/ckpt/elxpk-run",  # the records beside the checkpoints: they outlive the pods
+        "ELXPK_RUN_DIR": "gs://bkt/ckpt/elxpk-run",  # the records beside the checkpoints: they outlive the pods
     }
     # Single controller: the workers run Pathways servers, not the trainer.
     worker = pod(jobs(obj)["worker"])["containers"][0]

@@ -35,6 +35,7 @@ Per device, in bytes (f32 = 4 bytes):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ import jax
 import numpy as np
 
 from elxpk_contract.errors import UsageError
+from trainer.core import remat
 from trainer.core.sharding import fsdp_spec
 
 _F32 = 4
@@ -83,7 +85,6 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
     """The per-device memory of one train step on a mesh of `total_devices` in slices of
     `devices_per_slice`; `donates`: the step gives its input state's buffers to its output; `on`: the
     platform the step runs on (default jax's; `--compile-only` plans for a TPU from a CPU host)."""
-    from trainer.core import remat
     from trainer.core.model import ModelShape, loss_chunk_examples
 
     shape = ModelShape.from_config(cfg)
@@ -120,7 +121,6 @@ def choose_remat(cfg: Any, target: Any, mesh: Any, limit: int | None, *, donates
     """The remat policy for `cfg`: its own unless auto; for auto, the first of AUTO_ORDER whose estimate is
     within AUTO_HEADROOM of `limit` (none where there is no limit; full where nothing fits, which the
     memory check then refuses)."""
-    import dataclasses
 
     if cfg.remat_policy != "auto":
         return cfg.remat_policy

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from elxpk_contract.errors import UsageError
+
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
 
@@ -33,7 +35,6 @@ def resolve_compute_dtype(requested: str, on: str | None = None) -> str:
 def resolved(cfg: TrainerConfig, on: str | None = None) -> TrainerConfig:
     """`cfg` with its compute dtype and attention kernel resolved (call it after the backend has initialised
     jax); UsageError where an explicitly chosen kernel cannot run here."""
-    from elxpk_contract.errors import UsageError
     from trainer.core import attention
 
     on = on or platform()

@@ -21,6 +21,7 @@ Semantics follow pathwaysutils' `Manager.elastic_retry` (elastic.md section 7), 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import sys
@@ -197,7 +198,6 @@ def _remat_resolved(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> 
     """`cfg` with --remat-policy auto resolved for the full mesh's device (trainer.core.memory.choose_remat)."""
     if cfg.remat_policy != "auto":
         return cfg
-    import dataclasses
 
     from trainer.core import mesh as meshlib
     from trainer.core import state as core_state
