@@ -23,7 +23,7 @@ import sys
 REPORTED = ("base_output_directory", "run_name", "checkpoint_dir", "enable_checkpointing", "checkpoint_period",
             "steps", "elastic_enabled", "enable_single_controller", "elastic_timeout_seconds",
             "elastic_max_retries", "elastic_min_slice_count", "dataset_type", "grain_use_elastic_iterator",
-            "grain_file_type", "packing", "use_truncation", "grain_train_files", "model_name")
+            "grain_file_type", "packing", "use_truncation", "grain_train_files", "model_name", "jax_cache_dir")
 
 
 def _plain(value: object) -> object:
