@@ -200,7 +200,7 @@ class TrainerConfig:
                                      "(everything), minimal_with_context, minimal (every matmul output), save_dot_except_mlp, "
                                      "save_qkv_proj, full (only the block input), MaxText's names; auto: the "
                                      "first of those whose memory estimate fits the device; the same bits "
-                                     "whichever, so not in the fingerprint", maxtext="remat_policy",
+                                     "whichever, so not in the fingerprint",
                              expose=LAUNCHER_FLAG, choices=REMAT_POLICIES)
     data: str | None = _opt(None, "tokenized training data: a .npy file of one 1-D uint16/uint32 token stream, "
                                   "or .array_record file(s) of token chunks (comma-separated), local or gs://; "

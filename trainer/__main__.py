@@ -97,8 +97,12 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
         # local run bit for bit).
         gpu_group = environ.get("NNODES") is not None or environ.get("NODE_RANK") is not None
         ensure_devices(cfg.devices_per_slice, keep_given=cfg.coordinator is None and gpu_group)
+    from elxpk_storage.checkpoint_files import refuse_file_in_path  # lazy: keeps etils off --print-config
     from trainer.elastic.loop import train
 
+    # The cache lies beside the checkpoints: a directory under a file is the setting's one-line refusal, not a
+    # cache warning first.
+    refuse_file_in_path("--checkpoint-dir", cfg.checkpoint_path)
     compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
     result = train(cfg, stop=stop)
     last = result.losses.get(result.final_step - 1)

@@ -46,6 +46,10 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
     if path is None:
         jax.config.update("jax_enable_compilation_cache", False)
         return None
+    if path.startswith("gs://"):  # before gcsfs is first imported: it reads the emulator's settings once
+        from elxpk_storage import gcs_auth  # lazy: a gs:// cache only (google-auth)
+
+        gcs_auth.require_credentials(f"--compilation-cache-dir {path:.200}")
     problem = _unusable(path)
     if problem is not None:
         print(f"warning: --compilation-cache-dir {path}: {problem}; every compile of this run starts from "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,10 @@ def topology_devices(name: str, num_slices: int) -> list:
     from jax.experimental import topologies
 
     chips = _chips(name)
+    # No chip is opened here, so libtpu's one-process-per-host lock is not needed: without this, another jax
+    # process on the machine that loaded libtpu (a trainer without JAX_PLATFORMS=cpu) makes the description
+    # fail ("Internal error when accessing libtpu multi-process lockfile"). jax's own multi-process tests set it.
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     # A one-chip slice is one host of one chip; jax's default host is 2x2x1 chips, which 1x1 cannot hold.
     host = {"chips_per_host_bounds": (1, 1, 1)} if chips == 1 else {}
     try:

@@ -168,11 +168,13 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
         maxtext = f"MaxText {meta['maxtext']}; " if meta["maxtext"] else ""
         bounds = bounds_text(field.name)
         bounds = f"{bounds}; " if bounds and not meta["choices"] and bounds not in meta["help"] else ""
-        help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
-                    f"{bounds}trainer default {default})."
-        metavar = ("[" + "|".join(meta["choices"]) + "]" if meta["choices"] else
+        metavar = (_choices(meta["choices"]) if meta["choices"] else
                    {"int": "INT", "float": "SECONDS" if meta["unit"] == SECONDS else "NUMBER"}
                    .get(str(field.type), "TEXT"))
+        if metavar is not None and len(metavar) > _LONGEST_METAVAR:  # a help line would run past 80 columns
+            metavar, bounds = "TEXT", f"one of {', '.join(meta['choices'])}; "
+        help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
+                    f"{bounds}trainer default {default})."
         kind = Annotated[_TEXT, _option(flag_name(field.name), help=help_text, panel=TRAINER_PANEL,
                                         metavar=metavar)]
         params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None))
@@ -229,6 +231,11 @@ def _parameter(row: Flag, key: str, names: tuple[str, ...], help_text: str, pane
     else:
         kind, default = Annotated[_TEXT, option], None
     return inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+
+
+# The longest metavar a flag's help line shows: `  --flag-name METAVAR` must fit in 80 columns with room for
+# the help beside it; a longer list of choices goes into the help text, where it wraps.
+_LONGEST_METAVAR = 40
 
 
 def _choices(choices: tuple[str, ...]) -> str | None:

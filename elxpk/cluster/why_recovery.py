@@ -19,6 +19,10 @@ from elxpk.cluster.why_reason import Reason
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
+# Causes that no restart cures: a container that keeps exiting, an image that cannot be pulled. Where one is
+# found, the workload is not "recovering by itself", whatever its state says.
+NOT_SELF_HEALING = frozenset({"crash-loop", "image-pull"})
+
 
 def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence[dict], progress: dict | None,
                now: float) -> list[Reason]:

@@ -143,7 +143,7 @@ def test_every_key_elxpk_writes_is_in_base_yml(base_yml):
     written = every_key_elxpk_writes()
     assert written == {"elastic_enabled", "enable_single_controller", "enable_checkpointing", "base_output_directory",
                        "run_name", "checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries",
-                       "elastic_min_slice_count", "steps"}
+                       "elastic_min_slice_count", "steps", "jax_cache_dir"}
     assert written <= set(base_yml) and written <= set(KEYS)
 
 

@@ -210,7 +210,8 @@ def dies_on_every_attempt_stops_within_its_count(story: Story, name: str) -> str
     first = json.loads(why.stdout)["why"][0]
     assert first["cause"] == "trainer-stopped", first
     text = " ".join(story.elxpk("workload", "status", name, "--why").stdout.split())
-    assert re.search(rf"\[trainer-stopped\] the trainer stopped: elastic: 2 attempts in a row ended in class "
+    assert re.search(rf"\[trainer-stopped\] the trainer gave up for good \(exit 70 user_error\): elastic: 2 attempts in a row "
+                     rf"ended in class "
                      rf"slice_lost with no checkpoint past step {stuck_at}\b.*--elastic-stop-on-repeat 2", text), text
     story.delete(name)
     return (f"story 5 ({shape.name}): {took()} s; stopped after {restarts} restarts of 6 allowed, "

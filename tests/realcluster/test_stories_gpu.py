@@ -92,7 +92,9 @@ def test_story1_gpu_node_group_runs_the_trainer_to_succeeded(gpu_pool: LocalClus
     created = run_elxpk(cluster, "workload", "create", f"--workload={name}", f"--device-type={DEVICE_TYPE}",
                         "--num-nodes=2", "--trainer", f"--docker-image={TRAINER_IMAGE}", f"--steps={STEPS}",
                         f"--checkpoint-period={PERIOD}", f"--checkpoint-dir={checkpoints}",
-                        "--command", " ".join([LOCAL_MODEL_ARGS, *PAUSED_TRAINER_ARGS]))
+                        # The pod's own folder (read below from the node), not the rendered gs:// run dir beside the
+                        # checkpoints, which the TPU stories read (tests/realcluster/stories.py)
+                        "--command", " ".join([LOCAL_MODEL_ARGS, *PAUSED_TRAINER_ARGS, "--run-dir elxpk-run"]))
     assert created.returncode == 0, created.stderr
     try:
         running = status_while_running(cluster, name, bucket)
