@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
-import time
 import traceback
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -26,6 +24,7 @@ from typing import TYPE_CHECKING
 from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
+from elxpk_contract.exit_grace import exit_within_grace
 from elxpk_contract.storage_full import storage_full_error
 from elxpk_contract.transient import describe
 from trainer import compile_cache, compile_only
@@ -121,31 +120,6 @@ def _print_config(cfg: TrainerConfig) -> int:
     except (OSError, ValueError) as exc:  # closed (ValueError), full or broken (OSError) stdout
         raise CheckFailed(f"--print-config: cannot write the configuration to standard output: {exc}") from None
     return 0
-
-
-EXIT_GRACE_S = 20.0
-
-
-def exit_within_grace(code: int) -> None:
-    """Exit with `code`, waiting at most EXIT_GRACE_S for other threads. orbax leaves non-daemon threads
-    waiting for a save's signals when the save failed before its background work began (a read-only
-    --checkpoint-dir did): the interpreter's own exit would join them forever, after the error line was
-    printed. train() has already waited for every save that started, so nothing is lost by not waiting."""
-    deadline = time.monotonic() + EXIT_GRACE_S
-    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
-    for thread in others:
-        try:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        except Exception:  # noqa: BLE001, S110 - orbax's own thread class raises TimeoutError from join(timeout)
-            pass
-    stuck = [t.name for t in others if t.is_alive()]
-    if stuck:
-        print(f"warning: {len(stuck)} background thread(s) ({', '.join(stuck[:3])}) still running "
-              f"{EXIT_GRACE_S:g} s after the run ended; exiting {code} without them", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
 
 
 if __name__ == "__main__":

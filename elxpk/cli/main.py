@@ -25,6 +25,7 @@ from elxpk import yaml_reader_pattern  # noqa: E402
 from elxpk.create.xpk_only import without_xpk_only  # noqa: E402
 from elxpk.errors import ElxpkError, UsageError  # noqa: E402
 from elxpk.shown import shown  # noqa: E402
+from elxpk_contract.exit_grace import leave_stuck_threads  # noqa: E402
 from elxpk_contract.storage_full import storage_full_error  # noqa: E402
 
 yaml_reader_pattern.seed()  # before any command imports yaml: a tenth of a dry-run, see the module
@@ -231,14 +232,18 @@ def main(argv: list[str] | None = None) -> int:
         return result
 
     wrapped = sys.stdout, sys.stderr
+    code = 1
     try:
-        return run_guarded(invoke)
+        code = run_guarded(invoke)
+        return code
     finally:
         for stream in wrapped:
             stream.quiet_exit()
         sys.stdout, sys.stderr = saved
         if argv is not None:  # an in-process caller (a test) gets its thresholds back; the console script
             gc.set_threshold(*_GC_THRESHOLDS)  # exits here, and a collection of it all would be wasted
+        else:  # `local run` trains in this process: a failed save's orbax threads must not hold its exit
+            leave_stuck_threads(code)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from elxpk.errors import UsageError
+from elxpk.errors import ElxpkError, UsageError
 from elxpk.local.inprocess import run_in_process
 from elxpk.local.options import LocalRunOptions, in_local_words
 from elxpk.local.progress import RunProgress
@@ -29,8 +29,10 @@ from elxpk.outfile import write_text
 from elxpk.runs.report import build_report
 from elxpk.runs.rundir import load_info, load_run
 from elxpk.runs.words import plural
+from elxpk_contract.exit_codes import SLICE_LOST, TrainerStopped
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
+from elxpk_contract.transient import describe, transient_cause
 
 LOCK = ".elxpk-lock"
 
@@ -130,11 +132,29 @@ def local_run(
         # Every write of the run (the trainer's checkpoints and records, the supervisor's events, the report)
         # that runs out of space ends as one line with exit 74, as the trainer's own storage_full code.
         with storage_full_is_infrastructure(f"--run-dir {opts.run_dir}",
-                                            then="the checkpoints and records written so far are intact"):
+                                            then="the checkpoints and records written so far are intact"), \
+                transient_is_retryable():
             return _locked_run(opts, existing, faults, cfg, out, clock, dataset)
     except UsageError:
         _remove_if_untouched(created)  # a refusal from inside the trainer (memory, data) leaves nothing behind
         raise
+
+
+@contextmanager
+def transient_is_retryable() -> Iterator[None]:
+    """A transient failure of the host or the storage inside the block (elxpk_contract.transient: out of
+    memory, a thread that cannot start, storage unavailable) ends the command as the trainer ends: exit 75,
+    retryable, one line, never an internal error (exit 1) with a traceback's last line."""
+    try:
+        yield
+    except ElxpkError:
+        raise
+    except Exception as exc:
+        if transient_cause(exc) is None:
+            raise
+        raise TrainerStopped(SLICE_LOST, f"retryable (exit {SLICE_LOST.code}): {describe(exc)}; the checkpoints "
+                                         "and records written so far are intact: run the same command again to "
+                                         "resume") from None
 
 
 def _remove_if_untouched(created: list[Path]) -> None:

@@ -22,6 +22,7 @@ The checkpoint directory may be local or `gs://...`: every file operation on it 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -193,9 +194,24 @@ class CheckpointStore:
             with self._lock:
                 self._pending = None
             if raise_errors:
-                self._manager.close()
+                self._close_manager_after_failure()
                 raise
-        self._manager.close()
+        if raise_errors:
+            self._manager.close()
+        else:
+            self._close_manager_after_failure()
+
+    def _close_manager_after_failure(self) -> None:
+        """Close the manager of an attempt that already failed; its own error is dropped, so the attempt's
+        error is the one reported. A save whose background thread could not start (no memory for its stack:
+        "can't start new thread") leaves orbax holding that unstarted thread, and its close then raises
+        "cannot join thread before it is started": that line used to replace the cause (exit 1, an internal
+        error), and the run's threads still waiting for the save kept the process from exiting."""
+        try:
+            self._manager.close()
+        except Exception as exc:  # noqa: BLE001 - the attempt's own error is already on its way out
+            print(f"warning: closing the checkpoint manager after a failure: {type(exc).__name__}: "
+                  f"{str(exc)[:200]}", file=sys.stderr)
 
     # ---- restoring ----------------------------------------------------------------------------
     def restore_latest(self, target, deadline: Deadline | None = None):
