@@ -14,11 +14,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -26,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import requests
 
-from tools.testcluster.__main__ import bin_dir
+from tests.support.gcs_server import fake_gcs_server
 
 REPO = Path(__file__).resolve().parents[2]
 BUCKET = "restore-outage"
@@ -119,39 +117,15 @@ class FailingProxy:
                 self.released.set()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def gcs(tmp_path_factory: pytest.TempPathFactory):
     """fake-gcs-server (memory backend, one bucket) and the proxy in front of it."""
     data = tmp_path_factory.mktemp("gcs")
     (data / BUCKET).mkdir()
-    port = _free_port()
-    upstream = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([str(bin_dir() / "fake-gcs-server"), "-scheme=http", "-host=127.0.0.1",
-                               f"-port={port}", "-backend=memory", f"-data={data}", f"-external-url={upstream}",
-                               f"-public-host=127.0.0.1:{port}", "-log-level=warn"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(f"{upstream}/storage/v1/b", timeout=2).ok:
-                    break
-            except requests.RequestException:
-                pass
-            assert time.monotonic() < deadline and server.poll() is None, "fake-gcs-server did not start"
-            time.sleep(0.1)
+    with fake_gcs_server(data) as upstream:
         proxy = FailingProxy(upstream)
         yield upstream, proxy
         proxy.server.shutdown()
-    finally:
-        server.kill()
-        server.wait()
 
 
 def _objects(upstream: str) -> list[str]:
