@@ -11,7 +11,6 @@ Nothing is written: no run dir, no checkpoint, no compilation cache entry.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -109,12 +108,10 @@ def device_limit(cfg: TrainerConfig, mesh: Any) -> int | None:
 def _remat_resolved(cfg: TrainerConfig, mesh: Any, donate: bool) -> TrainerConfig:
     """--remat-policy auto resolved as the run would on the full mesh, against a device's share of
     --compile-chip-bytes (a topology's devices report no memory: the launcher passes the chip's HBM)."""
-
-    from trainer.core.memory import choose_remat
+    from trainer.core.memory import with_remat_resolved
     from trainer.core.state import state_target
 
-    policy = choose_remat(cfg, state_target(cfg, mesh), mesh, device_limit(cfg, mesh), donates=donate)
-    return dataclasses.replace(cfg, remat_policy=policy)
+    return with_remat_resolved(cfg, state_target(cfg, mesh), mesh, device_limit(cfg, mesh), donates=donate)
 
 
 def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> dict[str, Any]:

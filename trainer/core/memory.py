@@ -134,6 +134,11 @@ def choose_remat(cfg: Any, target: Any, mesh: Any, limit: int | None, *, donates
     return "full"
 
 
+def with_remat_resolved(cfg: Any, target: Any, mesh: Any, limit: int | None, *, donates: bool) -> Any:
+    """`cfg` with its --remat-policy as choose_remat picks it: what the run and --compile-only both compile."""
+    return dataclasses.replace(cfg, remat_policy=choose_remat(cfg, target, mesh, limit, donates=donates))
+
+
 def device_limit(device: Any) -> int | None:
     """The bytes the device's allocator may use (its `bytes_limit`); for a CPU device, which reports none,
     its share of the host memory available now; None where neither is known."""

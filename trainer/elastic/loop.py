@@ -21,7 +21,6 @@ Semantics follow pathwaysutils' `Manager.elastic_retry` (elastic.md section 7), 
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import logging
 import sys
@@ -201,13 +200,12 @@ def _remat_resolved(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> 
 
     from trainer.core import mesh as meshlib
     from trainer.core import state as core_state
-    from trainer.core.memory import choose_remat, device_limit
+    from trainer.core.memory import device_limit, with_remat_resolved
 
     mesh = meshlib.build_mesh(backend.slice_devices(), list(range(backend.num_slices)))
     limit = backend.memory_limit()
     limit = device_limit(mesh.devices.flat[0]) if limit is None else limit
-    policy = choose_remat(cfg, core_state.state_target(cfg, mesh), mesh, limit, donates=donate)
-    return dataclasses.replace(cfg, remat_policy=policy)
+    return with_remat_resolved(cfg, core_state.state_target(cfg, mesh), mesh, limit, donates=donate)
 
 
 def _memory_record(cfg: TrainerConfig, backend: SliceBackend, donate: bool) -> dict:
