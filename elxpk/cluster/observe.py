@@ -27,7 +27,7 @@ from elxpk.cluster.progress import progress_of
 from elxpk.cluster.status import WorkloadStatus, compute_status
 from elxpk.cluster.why import Context
 from elxpk.cluster.why_jobs import FAILED_CREATE, short_of_pods
-from elxpk.cluster.why_recovery import NOT_SELF_HEALING, recovering, trainer_stopped
+from elxpk.cluster.why_recovery import NOT_SELF_HEALING, recovering, trainer_stopped, with_recovery
 from elxpk.errors import ClusterError, NotFoundError
 
 JOBSET_MISSING = (
@@ -133,7 +133,7 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
                 # else a failure the JobSet's restart is handling, which needs no fix
                 healing = [] if any(r.cause in NOT_SELF_HEALING for r in reasons) else \
                     recovering(status, pods, workloads, progress, now)
-                reasons = trainer_stopped(progress, name, pods) + healing + reasons
+                reasons = trainer_stopped(progress, name, pods) + with_recovery(healing, reasons)
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
                                          why=tuple(reasons) if why else ())
     if not with_progress:

@@ -9,6 +9,7 @@ only the trainer's own final verdict: its progress record's exit code is one the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
@@ -61,6 +62,20 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence
     return [Reason("recovering", f"recovering by itself: {restart}, after {what}{since}{step}",
                    f"nothing to do: the JobSet controller restarts the group and the trainer resumes from its newest "
                    f"checkpoint; `elxpk workload events {status.name}` lists what happened")]
+
+
+# Reasons that are steps of the same self-healing (the Job controller waiting out its back-off before the next
+# pod): under a `recovering` reason they keep their text but not their fix, so --why says "nothing to do" and
+# names the command that lists what happened once.
+PART_OF_RECOVERY = frozenset({"backoff"})
+
+
+def with_recovery(healing: list[Reason], reasons: list[Reason]) -> list[Reason]:
+    """`healing` (recovering()'s answer) first, then `reasons`, the ones that are part of that recovery
+    without a fix of their own."""
+    if not healing:
+        return reasons
+    return healing + [dataclasses.replace(r, fix="") if r.cause in PART_OF_RECOVERY else r for r in reasons]
 
 
 def trainer_stopped(progress: dict | None, name: str, pods: Sequence[dict] = ()) -> list[Reason]:

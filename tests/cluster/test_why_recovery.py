@@ -130,3 +130,17 @@ def test_only_a_code_the_job_fails_at_once_reads_as_giving_up(code, tmp_path):
     data = {**record.to_json(), "gave_up": record.gave_up()}
     assert bool(trainer_stopped(data, "train")) == (code.action == FAIL_JOB)
     assert trainer_stopped({**data, "exit_code": None, "gave_up": False}, "train") == []
+
+
+def test_a_back_off_under_a_recovery_repeats_no_fix():
+    """The Job controller's back-off is a step of the recovery: under `recovering` it keeps its words, not its
+    fix, so --why names `workload events` once (the real cluster printed it twice, CI 2026-12-06)."""
+    from elxpk.cluster.why_reason import Reason
+    from elxpk.cluster.why_recovery import with_recovery
+
+    healing = [Reason("recovering", "recovering by itself", "nothing to do; `elxpk workload events w`")]
+    backoff = Reason("backoff", "Job w-worker-1 ... waits 40s", "nothing to do; `elxpk workload events w`")
+    quota = Reason("quota", "short of quota", "raise it")
+    assert [(r.cause, r.fix) for r in with_recovery(healing, [backoff, quota])] == [
+        ("recovering", healing[0].fix), ("backoff", ""), ("quota", "raise it")]
+    assert with_recovery([], [backoff, quota]) == [backoff, quota]  # no recovery: the back-off keeps its fix
