@@ -13,6 +13,9 @@ from elxpk_contract.exit_codes import BY_CODE, FAIL_JOB
 from elxpk_contract.record_fields import RecordError, parse_fields, to_json
 
 PROGRESS_FILE = "elxpk-progress.json"  # in the checkpoint directory (local or gs://), next to the step dirs
+# The primary process rewrites the record at most this often while steps complete: one small write per half
+# minute per run, cheap on gs:// and fresh enough for status; a reader takes a step older than it as not current.
+PROGRESS_PERIOD_S = 30.0
 PROGRESS_BYTES = 2**20  # the record is ~300 bytes: its writer and every reader stop at this many
 
 
@@ -43,6 +46,10 @@ class Progress:
     # and in a record of a trainer older than the field. A retryable code (75 slice lost, 76 stalled, 77
     # preempted) means the group restart goes on; a FailJob code (70, 2) means the trainer gave up for good.
     exit_code: int | None = None
+    # What a running process is doing (PROGRESS_PHASES): `restoring` from the attempt's start, `compiling` once
+    # the state is there, `stepping` from its first step; written at each change, so `status --watch` tells a
+    # restarted trainer that restores or compiles from one that hangs. "" from a trainer older than the field.
+    phase: str = ""
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""
@@ -65,6 +72,7 @@ PROGRESS_VERSION = 1
 # The keys of Progress.badput: the trainer's seconds by what they went to (as elxpk/runs/report.py splits them).
 BADPUT_KEYS = ("productive", "rewound", "restore", "waiting", "compile", "checkpoint")
 PROGRESS_STATES = ("running", "done", "stalled", "preempted", "failed")
+PROGRESS_PHASES = ("", "restoring", "compiling", "stepping")
 
 
 def read_progress(text: str) -> Progress:
@@ -81,6 +89,8 @@ def read_progress(text: str) -> Progress:
     progress = parse_fields(Progress, {k: v for k, v in data.items() if k != "version"})
     if progress.state not in PROGRESS_STATES:
         raise RecordError(f"state {progress.state[:20]!r}: not one of {', '.join(PROGRESS_STATES)}")
+    if progress.phase not in PROGRESS_PHASES:
+        raise RecordError(f"phase {progress.phase[:20]!r}: not one of {', '.join(PROGRESS_PHASES[1:])}")
     if progress.steps_done < 0 or (progress.checkpoint_step is not None and progress.checkpoint_step < 0):
         raise RecordError("steps_done, checkpoint_step: steps count from 0")
     return progress

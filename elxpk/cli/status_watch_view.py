@@ -10,10 +10,13 @@ import threading
 import time
 from typing import Any, TextIO
 
+from elxpk.cluster.incidents import CAUSES
 from elxpk.cluster.status_watch import ReadStatus, WatchState, watch_status
+from elxpk.cluster.trainer_phase import phase_of
 from elxpk.errors import CheckFailed
 from elxpk.units import format_duration
 
+_PHASE_STYLE = {"stepping": "green", "restoring": "cyan", "compiling": "cyan", "pods starting": "cyan"}
 _STATE_STYLE = {"Running": "green", "Succeeded": "green", "Degraded": "yellow", "Restarting": "yellow",
                 "Admitted": "cyan", "Queued": "cyan", "Failed": "bold red"}
 
@@ -27,18 +30,29 @@ def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]
     later = max(now - state.read_at, 0.0)  # the trainer's ages keep growing between refreshes
     progress = status.progress or {}
     step_age = progress.get("step_age_s")
+    step_age = None if step_age is None else step_age + later
     ckpt_age = progress.get("checkpoint_age_s")
-    left = [s.budget_left for s in status.slices if s.budget_left is not None]
+    phase = phase_of(status, status.progress, state.started_at, step_age, state.rate, now)
+    # a slice's own pod retries (backoffLimit > 0); a --no-pathways slice has none (limit 0: the JobSet's
+    # restarts are its budget), so its "0 left" would read as spent from the first second
+    own = [s for s in status.slices if s.backoff_limit]
+    failures = dict.fromkeys(CAUSES, 0)
+    for cause in state.failed_pods.values():
+        failures[cause] = failures.get(cause, 0) + 1
     out.update({
         "state": status.state, "message": status.message, "why": status.reason,
+        "phase": phase.name, "phase_detail": phase.detail,
         "slices_healthy": status.slices_healthy, "slices_total": status.slices_total,
-        "step": progress.get("steps_done"), "steps_per_s": state.rate,
-        "step_age_s": None if step_age is None else step_age + later,
+        "step": progress.get("steps_done"), "steps_per_s": state.rate if phase.step_fresh else None,
+        "step_age_s": step_age,
         "checkpoint_step": progress.get("checkpoint_step"),
         "checkpoint_age_s": None if ckpt_age is None else ckpt_age + later,
-        "restart_causes": dict(status.restart_causes), "jobset_restarts": status.restarts,
+        "restart_causes": dict(status.restart_causes), "pod_failures": failures,
+        "jobset_restarts": status.restarts,
         "jobset_restarts_left": status.restarts_left, "max_restarts": status.max_restarts,
-        "slice_budget_left_min": min(left) if left else None, "incidents": state.incident_count,
+        "slice_budget_left_min": min(s.budget_left or 0 for s in own) if own else None,
+        "slice_budget_min": min(s.backoff_limit or 0 for s in own) if own else None,
+        "incidents": state.incident_count,
     })
     return out
 
@@ -46,7 +60,10 @@ def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]
 def _change_key(record: dict) -> tuple:
     """What counts as a change: everything but the ages, which grow every second."""
     return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in record.items()
-                        if k not in ("step_age_s", "checkpoint_age_s")))
+                        if k not in _AGING))
+
+
+_AGING = ("step_age_s", "checkpoint_age_s", "phase_detail")  # grow every second: no change of their own
 
 
 def _age(seconds: float | None) -> str:
@@ -86,18 +103,26 @@ class WatchView:
             grid.add_row("Why", f"[yellow]{escape(shown(f['why']))}[/yellow]")
         healthy_style = "green" if f["slices_healthy"] == f["slices_total"] else "yellow"
         grid.add_row("Slices healthy", f"[{healthy_style}]{f['slices_healthy']}/{f['slices_total']}[/{healthy_style}]")
+        if f["phase"] is not None:
+            detail = f["phase_detail"]
+            grid.add_row("Phase", f"[{_PHASE_STYLE.get(f['phase'], 'yellow')}]{f['phase']}[/]"
+                         + (f"  {escape(shown(detail))}" if detail else ""))
         if f["step"] is not None:
-            rate = "" if f["steps_per_s"] is None else f", {f['steps_per_s']:.2f} steps/s"
             # the progress record is a file in the checkpoint dir: its values drawn as text, never as markup
-            grid.add_row("Trainer", f"step {escape(shown(f['step']))} done {_age(f['step_age_s'])}{rate}")
+            if f["phase"] in ("stepping", None):
+                rate = "" if f["steps_per_s"] is None else f", {f['steps_per_s']:.2f} steps/s"
+                trainer = f"step {escape(shown(f['step']))} done {_age(f['step_age_s'])}{rate}"
+            else:  # not stepping now: the last step and its age, never its old rate as the pace now
+                trainer = f"last step {escape(shown(f['step']))}, {_age(f['step_age_s'])}"
+            grid.add_row("Trainer", trainer)
             ckpt = ("none committed yet" if f["checkpoint_step"] is None
                     else f"step {escape(shown(f['checkpoint_step']))} committed {_age(f['checkpoint_age_s'])}")
             grid.add_row("Checkpoint", ckpt)
-        causes = ", ".join(f"{n} {cause}" for cause, n in f["restart_causes"].items() if n) or "none"
         grid.add_row("Restarts", f"JobSet restarts {f['jobset_restarts']} "
                      f"({f['jobset_restarts_left']} of maxRestarts {f['max_restarts']} left)"
                      + ("" if f["slice_budget_left_min"] is None
-                        else f"; slice budget left {f['slice_budget_left_min']} (lowest)"))
+                        else f"; slice budget left {f['slice_budget_left_min']} of {f['slice_budget_min']} (lowest)"))
+        causes = ", ".join(f"{n} {cause}" for cause, n in f["pod_failures"].items() if n) or "none"
         grid.add_row("Pod failures", f"by cause: {causes}")
         title = Text(f"Last incidents ({f['incidents']} seen)", style="bold")
         # one incident, one screen line: a wrapped line would push the older ones off a small terminal

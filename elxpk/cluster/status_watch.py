@@ -24,10 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from elxpk.cluster.events_feed import OUTAGE_S, _Outage
-from elxpk.cluster.incidents import Incident, collect, pod_incidents
+from elxpk.cluster.incidents import INFRA, Incident, collect, pod_incidents
 from elxpk.cluster.kube import Kube
 from elxpk.cluster.labels import JOBSET_NAME
 from elxpk.cluster.status import WorkloadStatus
+from elxpk.cluster.trainer_phase import newest_start
 from elxpk.errors import ClusterError, NotFoundError
 
 TERMINAL = ("Succeeded", "Failed")
@@ -49,12 +50,24 @@ class WatchState:
     incidents: deque = field(default_factory=lambda: deque(maxlen=SHOWN_INCIDENTS))
     new_incidents: list = field(default_factory=list)  # not yet written by the JSON stream
     incident_count: int = 0
+    # pod -> cause (infra, user, unknown) of every pod failure among the incidents seen: the pods that a JobSet
+    # restart deletes stay counted, so the count never says none above the exits listed under it
+    failed_pods: dict = field(default_factory=dict)
+    # pod -> when its running container started (trainer_phase.newest_start), from the pod watch: a refresh of a
+    # running workload reads only its Failed pods, the watch sees them all (its first answer lists them)
+    pod_starts: dict = field(default_factory=dict)
     rate: float | None = None  # trainer steps per second between the last two step records
     expect_by: float | None = None  # monotonic time the request in flight should have answered by
     answered_at: float | None = None  # monotonic time of the API's last answer (a refresh, a watch event)
     outage_note: str = ""  # the last line _Outage wrote while the API failed
     refreshes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def started_at(self) -> float | None:
+        """When the newest running pod's process started: a progress record older is its predecessor's."""
+        starts = [t for t in self.pod_starts.values() if t is not None]
+        return max(starts) if starts else None
 
     def connection(self, now_monotonic: float) -> str:
         """'' when the API answers in time, else the 'reconnecting ...' line."""
@@ -91,6 +104,7 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
             state.incidents.extend(fresh)
             state.new_incidents.extend(fresh)
             state.incident_count += len(fresh)
+            _count_failures(state.failed_pods, fresh)
 
     def refresh() -> WorkloadStatus:
         found: list[Incident] = []
@@ -149,6 +163,9 @@ def _watch_once(kube: Kube, namespace: str, name: str, resume: str | None, statu
         resume = (pod.get("metadata") or {}).get("resourceVersion") or resume
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             send(pod_incidents(pod, name))
+            pod_name = (pod.get("metadata") or {}).get("name", "")
+            with state.lock:
+                state.pod_starts[pod_name] = None if kind == "DELETED" else newest_start([pod])
             changed = True
         if changed and clock() - last >= min_gap_s:
             status = refresh()
@@ -158,6 +175,18 @@ def _watch_once(kube: Kube, namespace: str, name: str, resume: str | None, statu
                 break
     _expect(state, None)
     return resume, status
+
+
+_FAILURE_KINDS = ("exit", "disruption", "evicted")
+
+
+def _count_failures(failed_pods: dict[str, str], incidents: list[Incident]) -> None:
+    """One failure per pod (restartPolicy Never: a pod fails once), by its cause; a disruption or an eviction
+    makes it infra whatever its container's code said, as incidents.restart_causes counts the pods there."""
+    for i in incidents:
+        if i.kind not in _FAILURE_KINDS or i.pod is None or (i.kind == "exit" and not i.exit_code):
+            continue
+        failed_pods[i.pod] = INFRA if i.kind != "exit" else failed_pods.get(i.pod, i.cause)
 
 
 def _expect(state: WatchState, by: float | None, answered: float | None = None) -> None:

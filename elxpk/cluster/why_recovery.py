@@ -31,9 +31,12 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence
     JobSet's restart budget covers; none otherwise."""
     trainer_down = (progress or {}).get("state") in ("failed", "stalled", "preempted") \
         and not (progress or {}).get("gave_up")
+    # after a restart, the new processes write `restoring` and `compiling` before their first step: still the
+    # recovery (the record's stop is overwritten by then)
+    resuming = status.restarts > 0 and (progress or {}).get("phase") in ("restoring", "compiling")
     if status.state in ("Restarting", "Degraded"):
         pass
-    elif status.state not in ("Admitted", "Running") or not (trainer_down or status.state == "Admitted"
+    elif status.state not in ("Admitted", "Running") or not (trainer_down or resuming or status.state == "Admitted"
                                                             and status.restarts):
         return []  # Running with the trainer's record not stopped: nothing is being recovered
     fault = lost_slice(pods, workloads)
@@ -50,7 +53,8 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence
     what = fault.text() if fault is not None else \
         f"the trainer's stop (exit {code} {known.name}: retryable)" if known is not None else "a failure whose pod is gone"
     if status.state == "Running":  # the new pods are up; the trainer imports, restores and compiles before it steps
-        restart += ", its pods running again and the trainer not stepping yet"
+        restart += ", its pods running again and the trainer " + (
+            f"{progress['phase']}, not stepping yet" if resuming and progress else "not stepping yet")
     since = ""
     if fault is not None and fault.time is not None:
         when = datetime.fromtimestamp(fault.time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -91,3 +91,14 @@ def with_checkpoint_dir(objects: dict, directory: Path) -> dict:
             for key in ("args", "command"):
                 box[key] = [a for a in box.get(key) or [] if not a.startswith("--checkpoint-dir")]
     return objects
+
+
+def seed_stage(fake: FakeApiServer, stage: str, checkpoints: Path) -> str:
+    """The incident story's `stage` in the fake's store, its JobSet naming `checkpoints` (ELXPK_CHECKPOINT_DIR)
+    as elxpk renders it, where a test's trainer-written progress record is; the workload's name."""
+    objects = with_checkpoint_dir(copy.deepcopy(captured(stage, INCIDENTS)), checkpoints)
+    for kind, key in KINDS.items():
+        found = objects.get(kind)
+        for obj in found if isinstance(found, list) else [found] if found else []:
+            fake.store.put(key, obj)
+    return str(objects["jobset"]["metadata"]["name"])

@@ -156,11 +156,96 @@ def test_view_shows_every_figure(fake, clock, kube):
     assert f"Slices healthy  {record['slices_healthy']}/{record['slices_total']}" in screen
     assert f"State           {record['state']}  {record['message']}" in screen
     assert f"JobSet restarts {record['jobset_restarts']} ({record['jobset_restarts_left']} of maxRestarts" in screen
-    causes = ", ".join(f"{n} {cause}" for cause, n in record["restart_causes"].items() if n)
+    causes = ", ".join(f"{n} {cause}" for cause, n in record["pod_failures"].items() if n)
     assert f"Pod failures    by cause: {causes or 'none'}" in screen
     assert f"Last incidents ({state.incident_count} seen)" in screen
     assert state.incidents[-1].line()[:60] in screen
     assert all(len(line) <= 120 for line in screen.splitlines())  # an incident is one line, cut to the width
+
+
+def _screen(state: WatchState) -> str:
+    from rich.console import Console
+
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))
+    console.print(WatchView(state))
+    return console.export_text()
+
+
+def test_pod_failures_stay_counted_after_the_restart_deletes_the_pods(fake, clock, kube):
+    """The pods that failed are deleted by the JobSet's restart: the count still holds them, so it never says
+    none above the exits listed under it; a --no-pathways slice (backoffLimit 0) shows no slice budget."""
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    state = WatchState(name)
+    read = _reader(kube, clock, name)
+    watch_status(kube, "default", name, read, state, on_change=lambda: None, clock=clock, sleep=clock.sleep,
+                 refresh_s=1, max_watches=0)
+    counted = facts(state, clock(), 0.0)["pod_failures"]
+    assert counted == state.status.restart_causes and sum(counted.values()) == 2  # the two failed pods there
+    for pod in objects["pods"]:
+        if pod["status"]["phase"] == "Failed":
+            fake.store.delete(("", "pods"), "default", pod["metadata"]["name"])
+    watch_status(kube, "default", name, read, state, on_change=lambda: None, clock=clock, sleep=clock.sleep,
+                 refresh_s=1, max_watches=0)
+    record = facts(state, clock(), 0.0)
+    assert sum(state.status.restart_causes.values()) == 0 and record["pod_failures"] == counted
+    screen = _screen(state)
+    assert "by cause: none" not in screen and "exit" in screen.split("Last incidents")[1]
+    assert record["slice_budget_left_min"] is None and "slice budget" not in screen
+
+
+def test_the_phases_of_a_restart_from_the_trainer_s_own_records(fake, kube, tmp_path):
+    """The restarted group's pods are all running (the JobSet says Running 2/2): with the previous process's
+    record the view says pods starting and shows no rate; then restoring and compiling as the trainer's
+    ProgressWriter publishes them; stepping with the rate of its records; and a step older than the
+    record's publication period is not stepping, its old rate not shown as current."""
+    from elxpk.cluster.labels import parse_time
+    from elxpk.units import format_duration
+    from elxpk_contract.exit_codes import SLICE_LOST, TrainerStopped
+    from tests.cluster.captured import seed_stage
+    from tests.support.clock import ManualClock
+    from trainer.elastic.loop import stop_record
+    from trainer.elastic.progress import ProgressWriter
+
+    name = seed_stage(fake, "restarted", tmp_path)
+    pods_started = max(parse_time(p["status"]["containerStatuses"][0]["state"]["running"]["startedAt"])
+                       for p in fake.store.list(("", "pods"), "default"))
+    trainer = ManualClock(pods_started - 60)
+    previous = ProgressWriter(str(tmp_path), trainer)
+    previous.step_done(7, trainer.time(), 1)
+    previous.finish(*stop_record(TrainerStopped(SLICE_LOST, "slice 1 lost")))
+    state = WatchState(name)
+    reader = [0.0]
+
+    def look(at: float) -> dict:
+        reader[0] = at
+        watch_status(kube, "default", name, lambda hook: fetch_status(
+            kube, "default", name, now=at, with_progress=True, stuck_after_s=120.0, on_objects=hook), state,
+                     on_change=lambda: None, refresh_s=1, max_watches=1)
+        return facts(state, at, 0.0)
+
+    seen = look(pods_started + 10)
+    assert (seen["state"], seen["phase"], seen["steps_per_s"]) == ("Running", "pods starting", None)
+    assert "Phase           pods starting" in _screen(state) and "Trainer         last step 7," in _screen(state)
+    trainer.now = pods_started + 5
+    restarted = ProgressWriter(str(tmp_path), trainer)
+    for phase in ("restoring", "compiling"):
+        restarted.phase(phase)
+        trainer.now += 3
+        seen = look(trainer.now)
+        assert (seen["phase"], seen["phase_detail"], seen["steps_per_s"]) == (phase, f"for {format_duration(3.0)}", None)
+        assert f"Phase           {phase}" in _screen(state)
+    restarted.step_done(8, trainer.now, 1)
+    look(trainer.now + 1)
+    trainer.now += 30
+    restarted.step_done(38, trainer.now, 1)
+    seen = look(trainer.now + 1)
+    assert (seen["phase"], seen["steps_per_s"]) == ("stepping", pytest.approx(1.0))
+    assert "step 38 done" in _screen(state) and "1.00 steps/s" in _screen(state)
+    seen = look(trainer.now + 100)  # no record since: its step is old
+    assert (seen["phase"], seen["steps_per_s"], seen["step"]) == ("not stepping", None, 38)
+    screen = _screen(state)
+    assert "Trainer         last step 38, 1m40s ago" in screen and "steps/s" not in screen
 
 
 @pytest.mark.parametrize("flags,problem", [

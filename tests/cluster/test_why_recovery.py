@@ -6,7 +6,6 @@ real controllers, sampled during the story: tests/realcluster/test_incidents_rea
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from elxpk.cluster.why_recovery import trainer_stopped
 from elxpk_contract.exit_codes import EXIT_CODES, FAIL_JOB, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.progress_record import read_progress
-from tests.cluster.captured import KINDS, captured, with_checkpoint_dir
+from tests.cluster.captured import seed_stage
 from tests.cluster.conftest import run_cli
 from trainer.clock import SystemClock
 from trainer.elastic.loop import stop_record
@@ -29,17 +28,6 @@ GAVE_UP = ("elastic: 2 attempts in a row ended in class slice_lost with no check
 @pytest.fixture(autouse=True)
 def wide_terminal(monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
-
-
-def seed_stage(fake, stage: str, checkpoints: Path) -> str:
-    """The stage's objects in the fake's store, its JobSet naming `checkpoints` (ELXPK_CHECKPOINT_DIR) as
-    elxpk renders it; the workload's name."""
-    objects = with_checkpoint_dir(copy.deepcopy(captured(stage, "incidents_corpus")), checkpoints)
-    for kind, key in KINDS.items():
-        found = objects.get(kind)
-        for obj in found if isinstance(found, list) else [found] if found else []:
-            fake.store.put(key, obj)
-    return str(objects["jobset"]["metadata"]["name"])
 
 
 def trainer_ended(checkpoints: Path, error: Exception) -> None:
@@ -95,7 +83,13 @@ def test_pods_running_again_before_the_trainer_steps_is_still_recovering(fake, c
     assert reasons[0]["text"].startswith("recovering by itself: JobSet restart 1 of at most 2 (1 left), its pods "
                                          "running again and the trainer not stepping yet, after the trainer's stop "
                                          "(exit 75 slice_lost: retryable); the trainer's last step: 7")
-    ProgressWriter(str(tmp_path), SystemClock()).step_done(8, SystemClock().time(), 1)  # it steps: recovered
+    restarted = ProgressWriter(str(tmp_path), SystemClock())  # the new process, as the trainer writes it
+    for phase in ("restoring", "compiling"):  # its record no longer says stopped: still the recovery
+        restarted.phase(phase)
+        reasons = why(capsys, k, name)
+        assert [r["cause"] for r in reasons] == ["recovering"], reasons
+        assert f"its pods running again and the trainer {phase}, not stepping yet" in reasons[0]["text"]
+    restarted.step_done(8, SystemClock().time(), 1)  # it steps: recovered
     assert why(capsys, k, name) == []
 
 

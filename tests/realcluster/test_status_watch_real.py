@@ -3,7 +3,8 @@
 - A 256-slice workload (kwok's v5p-8 pools; start the cluster with `--pools v5p-8:256,...`, else skipped):
   every refresh of the watch makes exactly the requests of one `status`, counted by the client itself
   (Kube.calls), while a slice is killed and its 256-pod workload restarts under the watch.
-- The live view under tmux (120x40): Running 2/2, the trainer's step, its rate and the checkpoint's age; `kill-slice` and the recovery seen live (the JSON stream
+- The live view under tmux (120x40): Running 2/2, its phases (pods starting while the record is older than
+  the pods, then restoring, compiling and stepping as the record says), the trainer's step, its rate and the checkpoint's age; `kill-slice` and the recovery seen live (the JSON stream
   of a second watcher holds the state with a slice down, then 2/2 again with the JobSet restart); the API
   server paused for 20 s (SIGSTOP of this cluster's kube-apiserver): "reconnecting" on the screen, then
   resumed, and every incident `events` lists (but the Warning Events, which `status` does not read) is in
@@ -113,6 +114,13 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _record(directory: Path, progress: Progress) -> None:
+    """The progress record as the trainer publishes it: written whole, then renamed."""
+    partial = directory / f".{PROGRESS_FILE}.partial"
+    partial.write_text(json.dumps(progress.to_json()))
+    partial.replace(directory / PROGRESS_FILE)
+
+
 def _down_then_back(states: list[tuple]) -> bool:
     """(state, slices healthy, JobSet restarts) records: one with a slice down or the restart counted, then
     one with both slices back after that restart."""
@@ -146,11 +154,16 @@ def test_live_view_kill_recovery_pause_and_end(testcluster: LocalCluster, tmp_pa
                         "env", "-u", "KUBECONFIG", "bash", "-c", shell], check=True, env=env)
         screen = _until(session, "Running 2/2", lambda s: "Slices healthy  2/2" in s and "Running" in s)
         assert "Traceback" not in screen and "Ctrl-C to stop watching" in screen
-        assert "Trainer         step 130 done" in screen and "Checkpoint      step 100 committed 1m" in screen
+        # the record was written before the pods started: their processes have not reported yet
+        screen = _until(session, "pods starting", lambda s: "Phase           pods starting" in s)
+        assert "Trainer         last step 130," in screen and "Checkpoint      step 100 committed 1m" in screen
 
-        # the trainer moves on 40 steps in 20 s (by its record): the rate of the last two records
-        now = time.time()
-        (progress / PROGRESS_FILE).write_text(json.dumps(Progress(170, started + 20, 100, started - 100, now).to_json()))
+        # the trainer steps (its record newer than the pods), then moves on 40 steps in 20 s: the rate of the
+        # last two records
+        stepped = time.time()
+        _record(progress, Progress(130, stepped - 20, 100, started - 100, stepped, phase="stepping"))
+        screen = _until(session, "stepping", lambda s: "Phase           stepping" in s and "step 130 done" in s)
+        _record(progress, Progress(170, stepped, 100, started - 100, time.time(), phase="stepping"))
         screen = _until(session, "the step rate", lambda s: "step 170 done" in s and "2.00 steps/s" in s)
 
         # a kill and the recovery, live
@@ -158,6 +171,15 @@ def test_live_view_kill_recovery_pause_and_end(testcluster: LocalCluster, tmp_pa
         screen = _until(session, "the JobSet restart", lambda s: "JobSet restarts 1" in s and "jobset_restart" in s
                         and "Slices healthy  2/2" in s)
         print("after the kill and the recovery:\n" + screen)
+        # every pod running again, the record still the killed process's: pods starting, no rate; then the
+        # phases the new processes publish
+        screen = _until(session, "pods starting after the restart", lambda s: "Phase           pods starting" in s)
+        assert "steps/s" not in screen and "Trainer         last step 170," in screen
+        for phase in ("restoring", "compiling"):
+            _record(progress, Progress(170, stepped, 100, started - 100, time.time(), phase=phase))
+            _until(session, phase, lambda s, p=phase: f"Phase           {p}" in s)
+        _record(progress, Progress(171, time.time(), 100, started - 100, time.time(), phase="stepping"))
+        _until(session, "stepping again", lambda s: "Phase           stepping" in s and "step 171 done" in s)
         testcluster.wait_for("the JSON stream: a slice down, then 2/2 with the restart", lambda: _down_then_back(
             [(r.get("state"), r.get("slices_healthy"), r.get("jobset_restarts")) for r in _records(stream_path)]))
 

@@ -48,6 +48,28 @@ def test_a_restarted_trainer_keeps_the_commit_time_of_the_checkpoint_it_restores
     assert _read(tmp_path).checkpoint_age(clock.now) == 500.0
 
 
+def test_a_restarted_trainer_publishes_its_phases_at_once(tmp_path):
+    """The previous process stopped (exit 77): the new one says `restoring`, then `compiling`, each at once and
+    running again (no stale stop), and its first step at once though the period has not passed."""
+    clock = ManualClock()
+    first = ProgressWriter(str(tmp_path), clock)
+    first.step_done(40, at=1_000.0, attempt=1)
+    first.finish("preempted", "SIGTERM", exit_code=77)
+    clock.now += 5
+    second = ProgressWriter(str(tmp_path), clock)
+    assert _read(tmp_path).state == "preempted"  # nothing written before the new process begins a phase
+    second.phase("restoring")
+    published = _read(tmp_path)
+    assert (published.phase, published.state, published.exit_code, published.steps_done) == ("restoring", "running",
+                                                                                              None, 40)
+    clock.now += 3
+    second.phase("compiling")
+    assert (_read(tmp_path).phase, _read(tmp_path).updated_at) == ("compiling", clock.now)
+    clock.now += 1
+    second.step_done(33, at=clock.now, attempt=1)
+    assert (_read(tmp_path).phase, _read(tmp_path).steps_done) == ("stepping", 33)
+
+
 def test_reader_gives_ages_and_round_trips_what_the_writer_wrote():
     progress = Progress(steps_done=120, step_time=1_000.0, checkpoint_step=100, checkpoint_time=900.0,
                         updated_at=1_001.0, state="running", attempt=3)
@@ -66,6 +88,8 @@ def test_reader_gives_ages_and_round_trips_what_the_writer_wrote():
      '"updated_at": 1}', "steps_done: expected a whole number"),
     ('{"version": 1, "steps_done": 3, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
      '"updated_at": 1, "state": "sleeping"}', "state 'sleeping': not one of"),
+    ('{"version": 1, "steps_done": 3, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
+     '"updated_at": 1, "phase": "napping"}', "phase 'napping': not one of restoring, compiling, stepping"),
     ('{"version": 1, "steps_done": -1, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
      '"updated_at": 1}', "steps count from 0"),
 ])

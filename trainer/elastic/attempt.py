@@ -47,8 +47,12 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
     attempt = _Attempt(ctx, active, recovery)
     ok = False
     try:
+        if ctx.progress is not None:
+            ctx.progress.phase("restoring")
         restored = attempt.restore()
         prepare_s = attempt.start_live_checks(restored.source)
+        if ctx.progress is not None:
+            ctx.progress.phase("compiling")
         attempt.compile()
         ctx.backend.after_compile()
         attempt.record_restore(restored, prepare_s)

@@ -18,14 +18,18 @@ import json
 import os
 import sys
 
-from elxpk_contract.progress_record import PROGRESS_BYTES, PROGRESS_FILE, Progress, read_progress
+from elxpk_contract.progress_record import (
+    PROGRESS_BYTES,
+    PROGRESS_FILE,
+    PROGRESS_PERIOD_S,
+    Progress,
+    read_progress,
+)
 from elxpk_contract.record_fields import RecordError
 from elxpk_contract.records import written
 from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 from trainer.elastic.badput_meter import BadputMeter
-
-PROGRESS_PERIOD_S = 30.0  # one small write per half minute per run: cheap on gs://, fresh enough for status
 
 
 class ProgressWriter:
@@ -66,11 +70,19 @@ class ProgressWriter:
 
     def step_done(self, steps_done: int, at: float, attempt: int) -> None:
         """A step completed at unix time `at`; written when the period has passed since the last write, and at
-        once for the first step of a new attempt: that step's time is when the recovery ended, which
-        `kill-slice --watch` and `status` read (a new process's first write is at its first step too)."""
+        once for the first step of a new attempt or process (the phase turns to `stepping`): that step's time
+        is when the recovery ended, which `kill-slice --watch` and `status` read."""
         new_attempt = attempt != self.progress.attempt
-        self._update(steps_done=steps_done, step_time=at, attempt=attempt, state="running")
-        if new_attempt or self._clock.monotonic() >= self._next_write:
+        first = self.progress.phase != "stepping"
+        self._update(steps_done=steps_done, step_time=at, attempt=attempt, state="running", phase="stepping")
+        if new_attempt or first or self._clock.monotonic() >= self._next_write:
+            self.write()
+
+    def phase(self, phase: str) -> None:
+        """The process begins `phase` (restoring, compiling): written at once, so a reader sees a restarted
+        trainer restore and compile rather than the previous process's stop or its last step aging."""
+        if phase != self.progress.phase:
+            self._update(phase=phase, state="running", stopped="", exit_code=None)
             self.write()
 
     def checkpoint(self, step: int, at: float | None) -> None:
