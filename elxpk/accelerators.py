@@ -80,7 +80,8 @@ def lookup(name: str, nodes_per_slice: int = 1) -> Accelerator:
         tpu = catalog.lookup(key)
     except catalog.UnknownTpuType as exc:
         raise ValueError(f"{exc}; give {_TYPE_EXAMPLE}") from None
-    return Accelerator(key, tpu.chips_per_slice, "chip", tpu.name.rsplit("-", 1)[0])
+    # the catalog's own name (v4-8, never v4-2x2x1 for the same slice): status, report and alerts name it alike
+    return Accelerator(tpu.name, tpu.chips_per_slice, "chip", tpu.name.rsplit("-", 1)[0])
 
 
 def from_node_labels(tpu_accelerator: str | None, topology: str | None, gpu_accelerator: str | None,

@@ -22,6 +22,7 @@ from elxpk_contract.progress_record import BADPUT_KEYS
 GPU_ACCELERATOR = "cloud.google.com/gke-accelerator"
 _CLOCK_SLACK_S = 60.0  # the trainer's clock and the API server's may differ by this much
 _SINCE = "; since the workload was created (queueing included)"
+_UNTIL_END = "; from the workload's creation (queueing included) to its end (the JobSet's Completed or Failed)"
 _FROM_PROGRESS = ("split by the trainer's progress record; other = the rest of the workload's age: queueing, "
                   "scheduling, image pulls, start-up")
 
@@ -62,25 +63,37 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
+def held_s(status: WorkloadStatus, now: float) -> float | None:
+    """Seconds the workload has held its chips: from its creation to its end (the JobSet's Completed or
+    Failed condition), else to `now`. A finished workload bills no more, so `status`, the `succeeded` and
+    `failed` alerts and any later look agree on its chip-hours. None when its age is not known."""
+    if status.age_s is None:
+        return None
+    if status.ended_at is None:
+        return status.age_s
+    return min(status.age_s, max(0.0, status.ended_at - (now - status.age_s)))
+
+
 def chip_hours_of(status: WorkloadStatus, price: Price | None, now: float) -> tuple[dict, list[str]] | None:
-    """(JSON, text lines) of the chip-hours (and money) the workload's age has cost: every slice's chips since
-    it was created, split by cause with the trainer's progress record when it carries this workload's
-    totals. None when the chips or the age are not known."""
-    accelerator, slices = status.accelerator, status.slices_total
-    if accelerator is None or status.age_s is None or slices < 1:
+    """(JSON, text lines) of the chip-hours (and money) the workload has cost: every slice's chips from its
+    creation to its end (held_s), split by cause with the trainer's progress record when it carries this
+    workload's totals. None when the chips or the age are not known."""
+    accelerator, slices, wall = status.accelerator, status.slices_total, held_s(status, now)
+    if accelerator is None or wall is None or slices < 1:
         return None
     per, unit = accelerator.chips_per_slice, accelerator.unit
     holding = Holding(per * slices, unit, f"{slices} slices x {per} {unit}s of {accelerator.name}")
+    billed = BILLED + (_SINCE if status.ended_at is None else _UNTIL_END)
     seconds = _trainer_seconds(status, now)
     if seconds is not None:
-        ch = split(holding, status.age_s, seconds["productive"],
+        ch = split(holding, wall, seconds["productive"],
                    {"recovery": seconds["restore"], "rewind": seconds["rewound"], "checkpoint": seconds["checkpoint"],
                     "waiting": seconds["waiting"], "compile": seconds["compile"]}, price)
-        data = {**ch.to_dict(), "billed": BILLED + _SINCE, "split": _FROM_PROGRESS}
+        data = {**ch.to_dict(), "billed": billed, "split": _FROM_PROGRESS}
         return data, [*render(ch), f"  ({_FROM_PROGRESS})"]
-    units = round(holding.chips * status.age_s / 3600.0 * UNITS)  # whole 2^-20 chip-hours, as report's
-    data = {"unit": holding.hours_word, "chips": holding.chips, "held": holding.what, "wall_s": status.age_s,
-            "billed": BILLED + _SINCE, "spent": units / UNITS, "useful": None, "lost": None,
+    units = round(holding.chips * wall / 3600.0 * UNITS)  # whole 2^-20 chip-hours, as report's
+    data = {"unit": holding.hours_word, "chips": holding.chips, "held": holding.what, "wall_s": wall,
+            "billed": billed, "spent": units / UNITS, "useful": None, "lost": None,
             "lost_by_cause": None, "money": None,
             "split": f"not in the trainer's progress record: elxpk report RUN_DIR --accelerator {accelerator.name}"}
     if price is not None:
@@ -96,11 +109,26 @@ def with_chip_hours(status: WorkloadStatus, given_price: float | None, now: floa
     return replace(status, chip_hours=found[0], chip_hours_lines=tuple(found[1]))
 
 
-def _spent_text(cost: dict) -> str:
+def spent_summary(cost: dict) -> str:
+    """One line of what `cost` (chip_hours_of's JSON) spent: chip-hours, what held them and how long, money;
+    `status` and the `succeeded`/`failed` alerts state it alike."""
     d = decimals_for(cost["spent"])
     hours = f"{cost['wall_s'] / 3600:.1f} h"
-    text = f"{cost['spent']:,.{d}f} {cost['unit']} spent ({cost['held']}, {hours} since created)"
+    span = "since created" if cost["billed"].endswith(_SINCE) else "from creation to its end"
+    text = f"{cost['spent']:,.{d}f} {cost['unit']} spent ({cost['held']}, {hours} {span})"
     money = cost["money"]
     if money is not None:
         text += f"; ${money['spent']:,.{decimals_for(money['spent'])}f} at ${money['usd_per_chip_hour']:g}/hour"
-    return text + f"; lost by cause: {cost['split']}"
+    return text
+
+
+def finished_chip_hours(jobset: dict, status: WorkloadStatus, now: float) -> tuple[str, dict | None]:
+    """A finished workload's chip-hours at the list price (the same figure whenever it is asked): (the line,
+    the JSON), ("", None) when its chips are not known."""
+    accelerator = workload_accelerator(jobset)
+    found = chip_hours_of(replace(status, accelerator=accelerator), price_of(accelerator, None), now)
+    return ("", None) if found is None else (spent_summary(found[0]), found[0])
+
+
+def _spent_text(cost: dict) -> str:
+    return spent_summary(cost) + f"; lost by cause: {cost['split']}"

@@ -97,6 +97,8 @@ class WorkloadStatus:
     accelerator: Accelerator | None = None  # the worker pods' (node selector), for chip-hours
     chip_hours: dict | None = None  # chip-hours and money spent so far (elxpk/cluster/chips.py), with their chips
     chip_hours_lines: tuple[str, ...] = ()  # the same as text (not in JSON)
+    # unix seconds the JobSet finished (its Completed or Failed condition), None while it runs: chip-hours stop there
+    ended_at: float | None = None
 
     @property
     def slices_total(self) -> int:
@@ -259,6 +261,7 @@ def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: 
         admission=admission, admission_message=admission_message, conditions=latest_conditions(conditions),
         created_by=created_by(meta),
         restart_causes=restart_causes(pods),
+        ended_at=ended_at(jobset) if state in ("Succeeded", "Failed") else None,
     )
 
 
@@ -279,6 +282,15 @@ def finished(jobset: dict) -> str | None:
         return "Succeeded"
     if terminal == "Failed" or _true(conditions, "Failed"):
         return "Failed"
+    return None
+
+
+def ended_at(jobset: dict) -> float | None:
+    """When the JobSet finished: its Completed or Failed condition's transition (None when it has neither,
+    e.g. a terminalState without the condition)."""
+    for c in (jobset.get("status") or {}).get("conditions") or []:
+        if c.get("type") in ("Completed", "Failed") and c.get("status") == "True":
+            return parse_time(c.get("lastTransitionTime"))
     return None
 
 

@@ -92,6 +92,7 @@ class Observation:
     step_time: float | None = None  # the trainer's last completed step (its progress record), when read
     fault: str = ""  # the newest fault's cause and detail (lost_slice.py), e.g. "evicted: pod P: EvictionByEvictionAPI"
     fault_slice: int | None = None  # its victim
+    chip_hours: str = ""  # a finished workload's spend (chips.finished_chip_hours), as `status` states it
 
 
 
@@ -223,7 +224,8 @@ class Watchman:
         kind = {"Failed": FAILED, "Succeeded": SUCCEEDED}.get(seen.state)
         if kind is None or not self._once((kind,)):
             return []
-        return [self._alert(kind, now, f"workload {seen.state.lower()}" + (f": {seen.why}" if seen.why else ""))]
+        return [self._alert(kind, now, f"workload {seen.state.lower()}" + (f": {seen.why}" if seen.why else "")
+                            + (f"; {seen.chip_hours}" if seen.chip_hours else ""))]
 
     def _checkpoint(self, seen: Observation, now: float) -> list[Alert]:
         if not seen.saves_stopped or not self._once((CHECKPOINT_STALE, seen.checkpoint_step)):

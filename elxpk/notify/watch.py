@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from elxpk.cluster import why
+from elxpk.cluster.chips import finished_chip_hours
 from elxpk.cluster.incidents import Incident
 from elxpk.cluster.lost_slice import lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
@@ -73,7 +74,8 @@ class NotifyingWatch:
             checkpoint_step=progress.get("checkpoint_step"), checkpoint_age_s=progress.get("checkpoint_age_s"),
             checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset),
             step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
-            fault_slice=None if fault is None else fault.slice)
+            fault_slice=None if fault is None else fault.slice,
+            chip_hours=finished_chip_hours(jobset, status, now)[0] if status.state in ("Succeeded", "Failed") else "")
 
     def _progress_of(self, jobset: dict, now: float) -> dict | None:
         if CHECKPOINT_STALE not in self.settings.on and RECOVERED not in self.settings.on:

@@ -37,7 +37,7 @@ def test_status_json_states_chips_spent_and_money(fake, capsys, k):
     code, out, err = run_cli(capsys, "workload", "status", OPS, "--chip-hour-price", "2.5", "-o", "json", *k)
     assert code == 0, err
     data = json.loads(out)
-    assert data["accelerator"]["name"] == "v5litepod-4x4" and data["accelerator"]["chips_per_slice"] == 16
+    assert data["accelerator"]["name"] == "v5litepod-16" and data["accelerator"]["chips_per_slice"] == 16
     cost = data["chip_hours"]
     assert cost["chips"] == OPS_CHIPS and cost["unit"] == "chip-hours"
     spent, usd = _expected(cost["wall_s"], OPS_CHIPS, 2.5)
@@ -45,7 +45,7 @@ def test_status_json_states_chips_spent_and_money(fake, capsys, k):
     assert cost["money"]["spent"] == usd and cost["money"]["source"] == "--chip-hour-price"
     # The captured record's directory is gone: no trainer totals, so no split is claimed; report is named.
     assert cost["useful"] is None and cost["lost"] is None
-    assert "elxpk report RUN_DIR --accelerator v5litepod-4x4" in cost["split"]
+    assert "elxpk report RUN_DIR --accelerator v5litepod-16" in cost["split"]
 
 
 def test_status_uses_the_cited_list_price_and_shows_a_row(fake, capsys, k):
@@ -53,8 +53,40 @@ def test_status_uses_the_cited_list_price_and_shows_a_row(fake, capsys, k):
     code, out, err = run_cli(capsys, "workload", "status", OPS, *k)
     assert code == 0, err
     row = next(line for line in out.splitlines() if "Chip-hours" in line)
-    assert "chip-hours spent (2 slices x 16 chips of v5litepod-4x4" in row
+    assert "chip-hours spent (2 slices x 16 chips of v5litepod-16" in row
     assert f"at ${PRICES['v5litepod'].usd_per_chip_hour:g}/hour" in row and "elxpk report RUN_DIR" in row
+
+
+def test_a_finished_workload_bills_to_its_end_and_its_alert_says_the_same(fake, capsys, k):
+    """Succeeded: the chips are held from creation to the JobSet's Completed condition, not to the moment of
+    asking: two looks a while apart, and the `succeeded` alert, state the same chip-hours and money, and name
+    the accelerator as the catalog does (v5litepod-16, not its topology)."""
+    from elxpk.cluster.labels import parse_time
+    from tests.support.webhook_server import webhook
+
+    objects = load_captured(fake, "succeeded")
+    jobset = objects["jobset"]
+    ended = next(c for c in jobset["status"]["conditions"] if c["type"] == "Completed")["lastTransitionTime"]
+    held = parse_time(ended) - parse_time(jobset["metadata"]["creationTimestamp"])
+    looks = []
+    for _ in range(2):
+        code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+        assert code == 0, err
+        looks.append(json.loads(out))
+    first, second = (look["chip_hours"] for look in looks)
+    assert looks[0]["state"] == "Succeeded" and looks[1]["age_s"] > looks[0]["age_s"]
+    assert first["wall_s"] == second["wall_s"] == held and first["spent"] == second["spent"]
+    assert first["spent"] == _expected(held, OPS_CHIPS, 0)[0] and first["money"] == second["money"]
+    code, out, err = run_cli(capsys, "workload", "status", OPS, *k)
+    row = next(line for line in out.splitlines() if "Chip-hours" in line)
+    assert "from creation to its end" in row and "v5litepod-16" in row
+    with webhook(["200"]) as hook:
+        code, out, err = run_cli(capsys, "workload", "events", OPS, "--watch", "--notify", hook.url,
+                                 "--notify-format", "json", "--notify-on", "succeeded", *k)
+    assert code == 0, err
+    (body,) = [json.loads(b) for _, b in hook.bodies]
+    spent = row.split("Chip-hours", 1)[1].strip().split("; lost by cause")[0]
+    assert spent in json.dumps(body), (spent, body)
 
 
 @pytest.mark.parametrize("price", ["-1", "abc", "inf", "1e999"])

@@ -201,6 +201,7 @@ def test_console_script_report_with_type_and_price(tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)["chip_hours"]
     assert data["chips"] == 2 * V5P_16_CHIPS
+    assert data["held"].endswith("of v5p-16")  # the catalog's name, as status names the same slice
     _json_adds_up(data)
     bad = subprocess.run([_elxpk(), "report", str(run_dir), "--accelerator", "v5p-16", "--chip-hour-price", "-3"],
                          capture_output=True, text=True, timeout=120)
