@@ -176,8 +176,8 @@ def _unschedulable_nodes(kube: Kube, pods: list[dict]) -> tuple[dict, ...] | Non
     the pod's shape, and whether a taint the scheduler names is theirs or another pool's."""
     if not any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
         return None
-    return tuple({"labels": n["metadata"].get("labels") or {}, "taints": (n.get("spec") or {}).get("taints")}
-                 for n in kube.list_nodes(ACCELERATOR, limit=1000))
+    return tuple({"name": n["metadata"].get("name"), "labels": n["metadata"].get("labels") or {},
+                  "taints": (n.get("spec") or {}).get("taints")} for n in kube.list_nodes(ACCELERATOR, limit=1000))
 
 
 def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:

@@ -31,7 +31,7 @@ from elxpk.cluster.labels import (
 from elxpk.cluster.lost_slice import restart_attempt
 from elxpk.cluster.why_capacity import with_capacity
 from elxpk.cluster.why_reason import Reason
-from elxpk.cluster.why_scheduler import TPU, unschedulable
+from elxpk.cluster.why_scheduler import TPU, Own, unschedulable
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -207,8 +207,9 @@ def _pod_reasons(name: str, namespace: str, pods: list[dict], now: float, contex
                  pending_after_s: float) -> list[Reason]:
     seen: dict[tuple[str, str], tuple[Reason, int]] = {}
     stale = 0
+    own = _own(pods)
     for pod in pods:
-        found = _one_pod(name, namespace, pod, context)
+        found = _one_pod(name, namespace, pod, context, own)
         for reason in found:
             key = (reason.cause, reason.text)
             seen[key] = (reason, seen.get(key, (reason, 0))[1] + 1)
@@ -226,12 +227,18 @@ def _pod_reasons(name: str, namespace: str, pods: list[dict], now: float, contex
     return out
 
 
-def _one_pod(name: str, namespace: str, pod: dict, context: Context) -> list[Reason]:
+def _own(pods: list[dict]) -> Own:
+    """The nodes the workload's live pods are bound to, and how many live pods it has (each asks a host)."""
+    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    return Own(frozenset(str(n) for p in live if (n := (p.get("spec") or {}).get("nodeName"))), len(live))
+
+
+def _one_pod(name: str, namespace: str, pod: dict, context: Context, own: Own) -> list[Reason]:
     status = pod.get("status") or {}
     out = []
     for c in status.get("conditions") or []:
         if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-            out += unschedulable(pod, c.get("message") or "", context.nodes)
+            out += unschedulable(pod, c.get("message") or "", context.nodes, own)
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         reason = waiting.get("reason")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Reason:
     cause: str  # quota, queue-inactive, admission-check, evicted, suspended, no-node-pool, insufficient-tpu,
-    #             taint, host-ports, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed,
+    #             taint, host-ports, too-few-nodes, exclusive-placement, unschedulable, image-pull, crash-loop, pending, job-failed,
     #             job-rejected, pod-create, backoff (why_jobs.py), capacity-waiting, capacity-provisioned,
     #             capacity-failed, capacity-booking-expired, capacity-revoked (why_capacity.py), trainer-stopped (the
     #             progress record's `stopped`: elxpk/cluster/observe.py)

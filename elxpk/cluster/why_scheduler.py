@@ -6,6 +6,8 @@ with its fix. Pure: the pod, the message and the TPU nodes' labels and taints (w
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from elxpk import catalog
 from elxpk.cluster.labels import ACCELERATOR, TOPOLOGY
@@ -20,7 +22,17 @@ _NODES = re.compile(r"^0/([0-9]{1,19}) nodes are available: (.*?)(?:\.(?: |$)|$)
 _PART = re.compile(r"^([0-9]{1,19}) (.*)$")
 
 
-def unschedulable(pod: dict, message: str, nodes: tuple[dict, ...] | None) -> list[Reason]:
+@dataclass(frozen=True)
+class Own:
+    """The workload's own hold on the nodes: which nodes its live pods are bound to, and how many live pods it
+    asks for (one TPU host each). A node whose ports or chips the scheduler finds taken is another workload's
+    only when none of these pods is bound there."""
+
+    nodes: frozenset[str] = frozenset()
+    pods: int = 0
+
+
+def unschedulable(pod: dict, message: str, nodes: tuple[dict, ...] | None, own: Own = Own()) -> list[Reason]:
     """The scheduler's message, per node reason: "0/32 nodes are available: 2 node(s) didn't have free ports
     ..., 30 node(s) didn't match Pod's node affinity/selector. preemption: ..."."""
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
@@ -60,7 +72,10 @@ def unschedulable(pod: dict, message: str, nodes: tuple[dict, ...] | None) -> li
     for n, text in parts:
         if "didn't match Pod's node affinity/selector" in text:
             continue
-        if f"Insufficient {TPU}" in text:
+        held = _held(n, text, selector, nodes, own)
+        if held is not None and held.others == 0:
+            out.append(_too_few_nodes(shape, held, own))
+        elif f"Insufficient {TPU}" in text:
             out.append(Reason("insufficient-tpu", f"{n} node(s) with {shape} have too few free {TPU} for the "
                               f"pod ({_tpu_request(pod)} asked; scheduler: Insufficient {TPU})",
                               "other pods hold the chips, or the device plugin reports fewer healthy chips: "
@@ -77,7 +92,9 @@ def unschedulable(pod: dict, message: str, nodes: tuple[dict, ...] | None) -> li
                               + (", ".join(str(t.get("key")) for t in taints) or "KEY")
                               + f" from the nodes labelled {_label_selector(selector)}"))
         elif "free ports" in text:
-            out.append(Reason("host-ports", f"{n} node(s) with {shape} are taken: another workload's pods hold "
+            by = "another workload's pods hold" if held is None or not held.ours else (
+                f"{held.others} held by another workload's pods, {held.ours} by this workload's own; they hold")
+            out.append(Reason("host-ports", f"{n} node(s) with {shape} are taken: {by} "
                               "their host ports (one TPU workload per host)",
                               "`elxpk workload list` shows what runs there; wait for it, delete it, or give this "
                               "one a higher --priority (Kueue preempts)"))
@@ -88,6 +105,37 @@ def unschedulable(pod: dict, message: str, nodes: tuple[dict, ...] | None) -> li
         else:
             out.append(Reason("unschedulable", f"{n} node(s): {text}"))
     return [Reason(r.cause, r.text, r.fix, f"scheduler: {message}") for r in out]
+
+
+class _Held(NamedTuple):
+    busy: int  # the nodes the scheduler found taken (their ports or chips)
+    ours: int  # of those, the ones this workload's own live pods are bound to
+    others: int  # the rest: another workload's
+    shaped: int | None  # the nodes of the pod's shape, when the nodes were listed
+
+
+def _held(n: int, text: str, selector: dict, nodes: tuple[dict, ...] | None, own: Own) -> _Held | None:
+    """Who holds the `n` nodes a part of the message finds taken (host ports, chips); None for other parts."""
+    if "free ports" not in text and f"Insufficient {TPU}" not in text:
+        return None
+    named = nodes is not None and all(node.get("name") for node in nodes)
+    if named and nodes is not None:
+        shaped = {node["name"] for node in nodes
+                  if all(node["labels"].get(k) == selector.get(k) for k in (ACCELERATOR, TOPOLOGY))}
+        ours = min(n, len(own.nodes & shaped))
+        return _Held(n, ours, n - ours, len(shaped))
+    ours = min(n, len(own.nodes))  # the pod's own selector put its bound pods on nodes of this shape
+    return _Held(n, ours, n - ours, None)
+
+
+def _too_few_nodes(shape: str, held: _Held, own: Own) -> Reason:
+    """Every taken node of the shape is this workload's own: the slices ask for more hosts than there are."""
+    there = held.shaped if held.shaped is not None else held.busy
+    return Reason("too-few-nodes", f"not enough nodes of this type for the slices: {there} node(s) with {shape}, "
+                  f"and the workload asks for {own.pods} pods, one TPU host each; its own pods hold the "
+                  f"{held.ours} taken, no other workload's do",
+                  f"fewer slices (--num-slices, so that slices x hosts per slice is at most {there}), or more "
+                  "nodes of this shape (a larger or another node pool)")
 
 
 def _untolerated(pod: dict, selector: dict, nodes: tuple[dict, ...] | None) -> list[dict]:

@@ -38,6 +38,10 @@ EXPECTED = {
     # beyond the 8 stuck causes
     "host_ports": ("host-ports", ["2 node(s) with gke-tpu-accelerator tpu-v5p-slice, gke-tpu-topology 2x2x1 are "
                                   "taken"], ["elxpk workload list"]),
+    # #43: the workload's own 6 slices on the 2 nodes of their shape, no other workload present
+    "too_few_nodes": ("too-few-nodes", ["not enough nodes of this type for the slices: 2 node(s) with "
+                                        "gke-tpu-accelerator tpu-v5p-slice", "asks for 6 pods",
+                                        "its own pods hold the 2 taken, no other workload's do"], ["--num-slices"]),
     "preempted": ("evicted", ["Kueue preempted the workload (InClusterQueue)"], ["--priority"]),
     # #33: the Job controller's side (tests/realcluster/test_why_jobs_real.py)
     "failed_create": ("pod-create", ["cannot create the pods of Job why-sa-slice-job-0",
@@ -56,7 +60,8 @@ def load(case: str) -> dict:
 
 
 def context_of(objects: dict) -> Context:
-    nodes = tuple({"labels": n["metadata"]["labels"], "taints": n["spec"].get("taints")} for n in objects["nodes"])
+    nodes = tuple({"name": n["metadata"].get("name"), "labels": n["metadata"]["labels"], "taints": n["spec"].get("taints")}
+                  for n in objects["nodes"])
     return Context(cluster_queue=objects["cluster_queue"], local_queue=objects["local_queue"], nodes=nodes,
                    events=tuple(objects.get("events") or ()))
 
@@ -111,6 +116,21 @@ def test_one_line_only_past_the_threshold(case: str) -> None:
     assert stuck_line(status.state, now - since, reasons, after_s=now - since + 1) == ""
     line = stuck_line(status.state, now - since + 1, reasons, after_s=now - since + 1)
     assert line == reasons[0].text and "\n" not in line
+
+
+def test_nodes_held_partly_by_another_workload_name_the_split() -> None:
+    """The captured 6 slices on 2 nodes, with one of its running pods taken for another workload's (it is
+    not this workload's any more): one node is its own, the other another workload's, and the words say
+    so, with and without the node list (the `stuck` alert reads the objects alone)."""
+    objects = load("too_few_nodes")
+    running = [p for p in objects["pods"] if p["status"].get("phase") == "Running"]
+    objects["pods"] = [p for p in objects["pods"] if p is not running[0]]
+    for context in (context_of(objects), None):
+        reasons = explain(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"],
+                          captured_at(objects), context)
+        assert reasons[0].cause == "host-ports", reasons
+        assert "2 node(s) with gke-tpu-accelerator tpu-v5p-slice, gke-tpu-topology 2x2x1 are taken: 1 held by " \
+               "another workload's pods, 1 by this workload's own" in reasons[0].text, reasons[0]
 
 
 def test_running_workload_has_no_line() -> None:

@@ -36,7 +36,8 @@ def capture(cluster: LocalCluster, case: str, name: str, namespace: str = "defau
                "pods": pods, "workloads": workloads,
                "local_queue": local_queue,
                "cluster_queue": cluster.request("GET", f"{KUEUE}/clusterqueues/{cq}")[1] if cq else None,
-               "nodes": [{"metadata": {"labels": n["metadata"]["labels"]}, "spec": {"taints": n["spec"].get("taints")}}
+               "nodes": [{"metadata": {"name": n["metadata"]["name"], "labels": n["metadata"]["labels"]},
+                          "spec": {"taints": n["spec"].get("taints")}}
                          for n in cluster.items(NODES, labelSelector="cloud.google.com/gke-tpu-accelerator")
                          if unschedulable]}  # what --why lists, only then
     if events:

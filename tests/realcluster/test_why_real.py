@@ -348,6 +348,29 @@ def test_first_failed_job_with_the_exit_class(testcluster: LocalCluster) -> None
     testcluster.remove_jobset("default", "why-failed")
 
 
+def test_too_few_nodes_for_the_slices_is_not_another_workload(testcluster: LocalCluster) -> None:
+    """#43: 6 one-host slices of v5p-8 on the cluster's 2 v5p-8 nodes, no other workload: 2 run, and the
+    scheduler tells the other 4 pods that the 2 nodes have no free ports. Those nodes are held by the
+    workload's own slices, so --why (and the plain status line, which the `stuck` alert carries) says there
+    are not enough nodes of this type, with the numbers, and never blames another workload."""
+    name = "why-few"
+    create(testcluster, name, "--tpu-type=v5p-8", "--no-pathways", "--num-slices=6", "--command", "python3 t.py")
+    testcluster.wait_for("2 running, the rest told no free ports", lambda: len(
+        [p for p in pods_of(testcluster, name) if p["status"].get("phase") == "Running"]) == 2 and any(
+        c.get("reason") == "Unschedulable" and "free ports" in c.get("message", "")
+        for p in pods_of(testcluster, name) for c in p["status"].get("conditions", [])))
+    answer = why(testcluster, name)
+    capture(testcluster, "too_few_nodes", name)
+    assert causes(answer) == ["too-few-nodes"], answer["why"]
+    text = answer["why"][0]["text"]
+    assert "not enough nodes of this type for the slices: 2 node(s) with gke-tpu-accelerator tpu-v5p-slice" in text
+    assert "asks for 6 pods" in text and "its own pods hold the 2 taken, no other workload's do" in text, text
+    assert "another workload" not in text and "--num-slices" in answer["why"][0]["fix"]
+    line = plain_why_line(testcluster, name)
+    assert "not enough nodes of this type" in line and "another workload" not in line, line
+    testcluster.remove_jobset("default", name)
+
+
 def test_hosts_held_by_another_workload(testcluster: LocalCluster) -> None:
     """Beyond the 8: both v5p-8 node pools run another workload, whose pods hold the TPU hosts' ports."""
     create(testcluster, "why-holder", "--tpu-type=v5p-8", "--no-pathways", "--num-slices=2", "--command", "python3 t.py")
