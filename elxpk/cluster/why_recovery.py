@@ -33,7 +33,8 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence
         and not (progress or {}).get("gave_up")
     # after a restart, the new processes write `restoring` and `compiling` before their first step: still the
     # recovery (the record's stop is overwritten by then)
-    resuming = status.restarts > 0 and (progress or {}).get("phase") in ("restoring", "compiling")
+    resuming = status.restarts > 0 and (progress or {}).get("state") == "running" \
+        and (progress or {}).get("phase") in ("restoring", "compiling")
     if status.state in ("Restarting", "Degraded"):
         pass
     elif status.state not in ("Admitted", "Running") or not (trainer_down or resuming or status.state == "Admitted"

@@ -44,7 +44,7 @@ def _tree_digest(root: Path) -> str:
 # --- 0: done ----------------------------------------------------------------------------------------------
 
 def test_a_completed_default_run_exits_0_with_its_last_checkpoint_committed(finished_short_run):
-    assert _progress(finished_short_run).state == "done"
+    assert (_progress(finished_short_run).state, _progress(finished_short_run).phase) == ("done", "stepping")
     assert (finished_short_run / "checkpoints" / "4").is_dir()
     assert [e["step"] for e in events(finished_short_run, "run_finished")] == [4]
 
@@ -64,7 +64,8 @@ def test_a_retried_job_of_a_finished_run_exits_0_again(resumable, tmp_path):
     # What a cluster does after a pod's exit that it counts as failed: the same command again.
     again = trainer(["--run-dir", str(resumable), *SHORT], tmp_path)
     assert again.code == DONE.code, again.err[-3000:]
-    assert _progress(resumable).state == "done"
+    # it restored and compiled, and had no step left to run: its record's last phase says so
+    assert (_progress(resumable).state, _progress(resumable).phase) == ("done", "compiling")
 
 
 def test_a_resumed_default_run_exits_0_after_restoring_its_checkpoint(resumable, tmp_path):
