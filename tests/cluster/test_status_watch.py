@@ -303,6 +303,19 @@ def test_rate_is_steps_over_the_time_between_their_records(steps_a, steps_b, tim
         assert rate == pytest.approx((steps_b - steps_a) / (time_b - time_a))
 
 
+def test_a_slice_budget_of_its_own_is_shown_with_its_size():
+    """A slice with pod retries of its own (backoffLimit 4, 1 used) shows the lowest budget left out of its
+    size; the --no-pathways slice beside it (backoffLimit 0: no retries of its own) does not make it 0."""
+    from dataclasses import replace
+
+    base = _base_status()
+    slices = (replace(base.slices[0], backoff_limit=4, failed=1), replace(base.slices[1], backoff_limit=0))
+    state = WatchState("w")
+    state.status = replace(base, slices=slices)
+    assert (facts(state, 0.0, 0.0)["slice_budget_left_min"], facts(state, 0.0, 0.0)["slice_budget_min"]) == (3, 4)
+    assert "slice budget left 3 of 4 (lowest)" in _screen(state)
+
+
 @settings(deadline=None, max_examples=40)  # a loaded machine: no timing in tests
 @given(st.lists(st.tuples(st.sampled_from(["Running", "Degraded"]), st.floats(0, 1e4)), min_size=1, max_size=20))
 def test_json_stream_writes_on_a_change_of_state_never_of_age(tmp_path_factory, changes):
