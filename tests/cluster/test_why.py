@@ -133,6 +133,26 @@ def test_nodes_held_partly_by_another_workload_name_the_split() -> None:
                "another workload's pods, 1 by this workload's own" in reasons[0].text, reasons[0]
 
 
+def test_the_stuck_alert_says_too_few_nodes_as_why_does() -> None:
+    """The `stuck` alert of the captured 6-slices-on-2-nodes workload carries --why's words, not "another
+    workload's pods" (its watch reads the objects alone, as plain status does)."""
+    from elxpk.notify.flags import NotifySettings
+    from elxpk.notify.watch import NotifyingWatch
+    from tests.support.webhook_server import webhook
+
+    objects = load("too_few_nodes")
+    with webhook(["200"]) as hook:
+        settings = NotifySettings(hook.url, "json", None, frozenset({"stuck"}), stuck_after_s=60.0,
+                                  recovery_within_s=None)
+        watch = NotifyingWatch(settings, objects["jobset"]["metadata"]["name"], "default", print,
+                               clock=lambda: captured_at(objects) + 3600)
+        watch.objects(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"])
+        assert watch.close() == 0
+    (body,) = [json.loads(b) for _, b in hook.bodies]
+    assert body["kind"] == "stuck" and "not enough nodes of this type for the slices: 2 node(s)" in body["summary"]
+    assert "another workload" not in body["summary"], body
+
+
 def test_running_workload_has_no_line() -> None:
     objects = load("crash_loop")
     assert stuck_line("Running", 1e6, [], 0) == ""
