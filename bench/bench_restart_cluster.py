@@ -41,7 +41,6 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elxpk.cluster.labels import RESTART_ATTEMPT  # noqa: E402
 from elxpk_storage.run_records import listing, ordered_chunks, read_chunks, run_dir_beside, store  # noqa: E402
 from tools.testcluster.kubeapi import PODS, LocalCluster  # noqa: E402
 
@@ -87,17 +86,17 @@ def restarted(run: str) -> tuple[dict, dict, dict] | None:
     return (later[0], restores[0], min(steps, key=lambda m: m["time"])) if steps else None
 
 
-def container_starts(cluster: LocalCluster, name: str, attempt: int) -> list[float]:
-    """Unix seconds each container of the group's restart `attempt` started (the API's startedAt)."""
+def container_starts(cluster: LocalCluster, name: str, since: float) -> list[float]:
+    """Unix seconds each container of the workload started at or after `since` (the API's startedAt, whole
+    seconds): the restarted group's, whether the JobSet restarted it or, for a lone slice, its Job replaced
+    the pod."""
     out = []
     for pod in cluster.items(PODS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}"):
-        if int(pod["metadata"]["labels"].get(RESTART_ATTEMPT, 0)) != attempt:
-            continue
         for status in pod["status"].get("containerStatuses", []):
             state = status["state"].get("running") or status["state"].get("terminated") or {}
             if state.get("startedAt"):
                 out.append(datetime.datetime.fromisoformat(state["startedAt"].replace("Z", "+00:00")).timestamp())
-    return out
+    return [t for t in out if t >= int(since)]
 
 
 def elxpk(cluster: LocalCluster, *argv: str) -> subprocess.CompletedProcess:
@@ -106,11 +105,12 @@ def elxpk(cluster: LocalCluster, *argv: str) -> subprocess.CompletedProcess:
                           text=True, check=False)
 
 
-def one_restart(cluster: LocalCluster, bucket: str, kind: str, flags: tuple[str, ...], model: str) -> dict[str, Any]:
+def one_restart(cluster: LocalCluster, bucket: str, kind: str, flags: tuple[str, ...], model: str,
+                slices: int) -> dict[str, Any]:
     name = f"restart-{'cache' if kind == 'with_cache' else 'nocache'}-{uuid.uuid4().hex[:4]}"
     checkpoints = f"gs://{bucket}/{name}/ckpt"
     run = run_dir_beside(checkpoints) or ""
-    created = elxpk(cluster, "workload", "create", f"--workload={name}", "--tpu-type=v4-8", "--num-slices=2",
+    created = elxpk(cluster, "workload", "create", f"--workload={name}", "--tpu-type=v4-8", f"--num-slices={slices}",
                     "--no-pathways", "--max-restarts=3", "--trainer", "--docker-image=elxpk-trainer:dev",
                     f"--model={model}", "--steps=600", f"--checkpoint-dir={checkpoints}",
                     f"--checkpoint-period={KILL_AFTER}", *flags,
@@ -123,14 +123,14 @@ def one_restart(cluster: LocalCluster, bucket: str, kind: str, flags: tuple[str,
             e for e in records(run, "events") if e["event"] == "checkpoint_committed" and e["step"] >= KILL_AFTER],
             timeout=600)[0]
         asked = time.time()
-        killed = elxpk(cluster, "workload", "kill-slice", name, "--slice", "1", "--mode", "delete", "--yes")
+        killed = elxpk(cluster, "workload", "kill-slice", name, "--slice", str(slices - 1), "--mode", "delete", "--yes")
         killed_at, load_at_kill = time.time(), round(os.getloadavg()[0], 2)
         if killed.returncode != 0:
             raise SystemExit(f"kill-slice: exit {killed.returncode}: {killed.stderr.strip()[-800:]}")
         started, restore, step = wait_for(f"step of {name} after its restart", lambda: restarted(run), timeout=900)
-        pods = container_starts(cluster, name, 1)
+        pods = container_starts(cluster, name, asked)
         if not pods:
-            raise SystemExit(f"{name}: no container of restart attempt 1 reports a start")
+            raise SystemExit(f"{name}: no container started after the kill reports its start")
         cold = [e for e in records(run, "events") if e["event"] == "restore_done"][0]
     finally:
         elxpk(cluster, "workload", "delete", name, "--yes")
@@ -155,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster", required=True, help="the run directory of `tools/testcluster up --dir`")
     parser.add_argument("--runs", type=int, default=1, help="restarts of each kind, in turns (median reported)")
     parser.add_argument("--model", default="micro", help="the trainer's preset (the README's: micro)")
+    parser.add_argument("--num-slices", type=int, default=2, help="slices of one v4-8 VM each (the README's: 2); "
+                        "the last one is killed")
     args = parser.parse_args(argv)
     cluster = LocalCluster.from_run_dir(Path(args.cluster))
     host = cluster.storage_emulator_host
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.runs):
         # In turns, each kind first every other time: the load of the helpers around changes in between.
         for kind, flags in KINDS if i % 2 == 0 else KINDS[::-1]:
-            rows[kind].append(one_restart(cluster, bucket, kind, flags, args.model))
+            rows[kind].append(one_restart(cluster, bucket, kind, flags, args.model, args.num_slices))
     median = {kind: {key: statistics.median(r[key] for r in runs)
                      for key in ("kill_to_next_step_s", "start_to_first_step_s")} for kind, runs in rows.items()}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({
         "date": datetime.date.today().isoformat(), "commit": commit,
         "command": " ".join(["bench/bench_restart_cluster.py", *(argv if argv is not None else sys.argv[1:])]),
-        "shape": f"2 slices of v4-8 (--no-pathways), --model {args.model}, checkpoint period {KILL_AFTER}, "
+        "shape": f"{args.num_slices} slice(s) of v4-8 (--no-pathways), --model {args.model}, checkpoint period {KILL_AFTER}, "
                  "checkpoints and records on gs:// (fake-gcs-server)",
         "load_average_1_5_15": {"before": [round(x, 2) for x in load_before],
                                 "after": [round(x, 2) for x in os.getloadavg()]},
