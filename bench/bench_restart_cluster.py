@@ -4,8 +4,9 @@ The README's shape ("Try the cluster verbs without a cloud": 2 slices of v4-8, `
 bundled trainer, `--model micro`, checkpoints on gs:// every 20 steps) is created through the `elxpk`
 console script twice per --runs, in turns (each kind first every other run): once as rendered (the compilation cache on by default, beside
 the checkpoints on gs://) and once with `--compilation-cache-dir off` (the baseline, in the same run).
-Slice 1 is killed once each (`kill-slice --slice 1 --mode delete --yes`) after checkpoint 20 committed; the
-real JobSet controller restarts the group, whose new processes restore the checkpoint and compile the step
+Slice 1 (the last of --num-slices) is killed once each (`kill-slice --slice 1 --mode delete --yes`) after
+checkpoint 20 committed; the real JobSet controller restarts the group (a lone slice's Job replaces its pod),
+whose new processes restore the checkpoint and compile the step
 (or load it from the cache the first attempt wrote). Read, from the trainer's own records on gs:// and the
 restarted pods' status:
 
