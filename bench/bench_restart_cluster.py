@@ -2,13 +2,13 @@
 
 The README's shape ("Try the cluster verbs without a cloud": 2 slices of v4-8, `--no-pathways`, the
 bundled trainer, `--model micro`, checkpoints on gs:// every 20 steps) is created through the `elxpk`
-console script twice per --runs, in turns (each kind first every other run): once as rendered (the compilation cache on by default, beside
-the checkpoints on gs://) and once with `--compilation-cache-dir off` (the baseline, in the same run).
-Slice 1 (the last of --num-slices) is killed once each (`kill-slice --slice 1 --mode delete --yes`) after
-checkpoint 20 committed; the real JobSet controller restarts the group (a lone slice's Job replaces its pod),
-whose new processes restore the checkpoint and compile the step
-(or load it from the cache the first attempt wrote). Read, from the trainer's own records on gs:// and the
-restarted pods' status:
+console script twice per --runs, in turns (each kind first every other run): once as rendered (the
+compilation cache on by default, beside the checkpoints on gs://) and once with `--compilation-cache-dir
+off` (the baseline, in the same run). The last slice (1; 0 with `--num-slices 1`) is killed once each
+(`kill-slice --slice 1 --mode delete --yes`) after checkpoint 20 committed; the real JobSet controller
+restarts the group (a lone slice's Job replaces its pod), whose new processes restore the checkpoint and
+compile the step (or load it from the cache the first attempt wrote). Read, from the trainer's own records
+on gs:// and the restarted pods' status:
 
 - kill -> next step: `kill-slice` returned -> the end of the first step after the restore;
 - start -> first step: the restarted group's last container start (the API's `startedAt`, whole seconds,
