@@ -8,13 +8,13 @@ checkpoints on gs:// of the cluster's fake-gcs-server, read back through the `el
 A `Shape` is what differs between the workload shapes (TPU multi-controller here; a GPU shape adds its own
 record): the create flags that choose the pool, and the `local run` mode that simulates it.
 
-The run dir: with `records_on_gs` (the TPU stories) none is given, so each workload writes its records
-where `workload create` renders them, inside its gs:// checkpoint directory (CHECKPOINT_DIR/elxpk-run, as
-append-only chunks: elxpk_storage/run_records.py), and everything reads them from there, as on GKE with no
-shared filesystem. Otherwise (the GPU stories, for now) each story gives `--run-dir` an absolute path on this
-machine, which every pod of the workload shares, as a filesystem mounted on every VM would (every pod here
-is a process of this machine). Records on gs:// are uploaded every RECORD_FLUSH_S: the stories wait on
-them (a committed checkpoint before a kill), and the 24 steps of a story take seconds.
+The run dir: with `records_on_gs` (every story of both shapes) none is given, so each workload writes its
+records where `workload create` renders them, inside its gs:// checkpoint directory (CHECKPOINT_DIR/elxpk-run,
+as append-only chunks: elxpk_storage/run_records.py), and everything reads them from there, as on GKE with no
+shared filesystem. Without it (kept for a test that wants a run dir on this machine) each story gives
+`--run-dir` an absolute path here, which every pod of the workload shares, as a filesystem mounted on every
+VM would (every pod here is a process of this machine). Records on gs:// are uploaded every RECORD_FLUSH_S:
+the stories wait on them (a committed checkpoint before a kill), and the 24 steps of a story take seconds.
 
 The model: `elxpk local run`'s own (elxpk/local/options.py LOCAL_MODEL), passed as trainer flags, so the
 same settings run both ways and the losses can be compared bit for bit.
@@ -36,7 +36,7 @@ from urllib.parse import quote
 import requests
 
 from elxpk.local.options import LOCAL_MODEL
-from elxpk_storage.run_records import ordered_chunks, run_dir_beside
+from elxpk_storage.run_records import newest_run_json, ordered_chunks, run_dir_beside
 from tests.realcluster.test_submit_goldens import ELXPK
 from tools.testcluster.kubeapi import LocalCluster
 
@@ -170,11 +170,7 @@ class Story:
 
     def gs_text(self, name: str, path: str) -> str:
         """An object of workload `name`'s checkpoint dir on gs://, read from the emulator (404: AssertionError)."""
-        host = self.cluster.storage_emulator_host
-        got = requests.get(f"{host}/storage/v1/b/{self.bucket}/o/{quote(f'{name}/ckpt/{path}', safe='')}",
-                           params={"alt": "media"}, timeout=30)
-        assert got.status_code == 200, (path, got.status_code, got.text[:300])
-        return got.text
+        return self._gs_object(f"{name}/ckpt/{path}")
 
     def events(self, run: Path | str) -> list[dict[str, Any]]:
         return jsonl(run / "events.jsonl") if isinstance(run, Path) else self._gs_records(run, "events")
@@ -194,11 +190,21 @@ class Story:
         """The records of a gs:// run dir's chunks so far, in writing order (elxpk_storage/run_records.py)."""
         out = []
         for chunk in ordered_chunks(self.gs_names(run), kind):
-            got = requests.get(f"{self.cluster.storage_emulator_host}/storage/v1/b/{self.bucket}/o/"
-                               f"{quote(chunk.path, safe='')}", params={"alt": "media"}, timeout=30)
-            assert got.status_code == 200, (chunk.path, got.status_code, got.text[:300])
-            out += [json.loads(line) for line in got.text.splitlines() if line.strip()]
+            out += [json.loads(line) for line in self._gs_object(chunk.path).splitlines() if line.strip()]
         return out
+
+    def run_json(self, run: str) -> dict[str, Any]:
+        """A gs:// run dir's run.json: its newest writer's (elxpk_storage/run_records.py)."""
+        newest = newest_run_json(self.gs_names(run))
+        assert newest is not None, f"{run}: no run.json written"
+        return dict(json.loads(self._gs_object(newest)))
+
+    def _gs_object(self, name: str) -> str:
+        """One object of this story's bucket, read from the emulator (not there: AssertionError)."""
+        got = requests.get(f"{self.cluster.storage_emulator_host}/storage/v1/b/{self.bucket}/o/{quote(name, safe='')}",
+                           params={"alt": "media"}, timeout=30)
+        assert got.status_code == 200, (name, got.status_code, got.text[:300])
+        return got.text
 
     def fired_faults(self, run: Path | str) -> int:
         """The faults the run dir remembers as fired (RUN_DIR/.faults-fired/, trainer/elastic/slices.py)."""
@@ -210,10 +216,12 @@ class Story:
         return [e["step"] for e in self.events(run) if e["event"] == "checkpoint_committed"]
 
     def local_run_argv(self, run: Path, *faults: str) -> list[str]:
-        """`elxpk local run` of the same settings in the mode that simulates this shape: `--kill-slice`
-        each of `faults`, or none (`--no-faults`)."""
+        """`elxpk local run` of the same settings in the mode that simulates this shape (local run's default
+        for a shape none simulates bitwise: test_stories_gpu.py): `--kill-slice` each of `faults`, or none
+        (`--no-faults`)."""
         kills = [f"--kill-slice={fault}" for fault in faults] or ["--no-faults"]
-        return [str(ELXPK), "local", "run", "--mode", self.shape.local_mode, *kills, f"--steps={STEPS}",
+        mode = ["--mode", self.shape.local_mode] if self.shape.local_mode else []
+        return [str(ELXPK), "local", "run", *mode, *kills, f"--steps={STEPS}",
                 f"--checkpoint-period={PERIOD}", f"--num-slices={self.shape.slices}", "--plain", f"--run-dir={run}"]
 
     def pod_logs(self, name: str) -> dict[str, str]:

@@ -3,9 +3,10 @@
 group that is ONE slice of 16 devices over 2 processes. So "a slice killed" is one node of the group under
 `kill-slice --slice 0 --vm 1 --mode delete` (the real JobSet restart takes the other node's pod down with
 it) and the whole group under `--mode evict`; either way the group restarts and resumes from its newest
-checkpoint on gs://. The reference is this shape's own uninterrupted run on the cluster: no local run
-reproduces its all-reduce order bit for bit (test_stories_gpu.py says why), while two runs of the same
-shape must agree bitwise.
+checkpoint on gs://. Every workload's records are beside its checkpoints on gs://, where `workload create`
+renders them, and are read from there alone (stories.py). The reference is this shape's own uninterrupted
+run on the cluster: no local run reproduces its all-reduce order bit for bit (test_stories_gpu.py says why),
+while two runs of the same shape must agree bitwise.
 
 Story 5: the node group dies before step 10 on every attempt (`--fault=0@10`: the group is slice 0, so both
 processes, NODE_RANK 0 and 1, exit 137 there as a lost node group would); `--elastic-stop-on-repeat 2` ends
@@ -40,11 +41,11 @@ def gpu_story(testcluster: LocalCluster, tmp_path_factory: pytest.TempPathFactor
     if len(nodes) < 2:
         pytest.fail("the test cluster has no h100-80gb-8 process pool of 2 nodes: start it with "
                     "`tools/testcluster up` (its default --process-pools has h100-80gb-8:2)", pytrace=False)
-    return Story(testcluster, GPU_NODE_GROUP, tmp_path_factory.mktemp("gpu-stories"))
+    return Story(testcluster, GPU_NODE_GROUP, tmp_path_factory.mktemp("gpu-stories"), records_on_gs=True)
 
 
 @pytest.fixture(scope="module")
-def gpu_reference(gpu_story: Story) -> Path:
+def gpu_reference(gpu_story: Story) -> Path | str:
     """The shape's uninterrupted run: Succeeded, every step once."""
     took = timed()
     name = unique("g1")
@@ -58,7 +59,8 @@ def gpu_reference(gpu_story: Story) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["delete", "evict"])
-def test_story2_gpu_a_killed_node_restarts_the_group_and_resumes_bitwise(gpu_story: Story, gpu_reference: Path,
+def test_story2_gpu_a_killed_node_restarts_the_group_and_resumes_bitwise(gpu_story: Story,
+                                                                         gpu_reference: Path | str,
                                                                          mode: str) -> None:
     print("\n" + killed_slice_resumes_bitwise(gpu_story, gpu_reference, mode))
 
