@@ -2,7 +2,10 @@
 
 What is billed (the assumption every figure rests on): every slice's chips are held for the run's whole
 wall time, a lost slice's included: its chips (or the replacement's) stay reserved while it is replaced,
-as with a reservation or a node pool that is recreated in place. Seconds become chip-hours as
+as with a reservation or a node pool that is recreated in place. The wall time is `billed_s`'s, the one
+rule `report`, `workload status` and the succeeded/failed alerts all use: from the trainer's first start
+(its first `run_started`) to its end (its last record), the gaps after a session that finished cleanly
+left out; queueing is not billed (the chips are not yet the run's). Seconds become chip-hours as
 chips x seconds / 3600.
 
 Every figure is a whole number of 2^-20 chip-hours (about 3.4 chip-milliseconds; money likewise in 2^-20
@@ -16,7 +19,7 @@ Ground of the stages: standard library and elxpk.accelerators only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from elxpk.accelerators import Price
@@ -34,6 +37,37 @@ CAUSES = (
 )
 BILLED = ("every slice's chips are billed for the whole wall time, a lost slice's included (its capacity "
           "stays reserved while it is replaced)")
+# The wall time that BILLED speaks of, where the trainer's records give it (billed_s); queueing is not in it.
+FROM_TRAINER = "; from the trainer's first start to its end (its records; queueing not billed)"
+
+
+@dataclass(frozen=True)
+class Session:
+    """One stretch of the run's records: its first record's time, its last one's, and whether it finished
+    cleanly (run_finished: nothing held chips for the run until the next session started)."""
+
+    start: float
+    end: float
+    finished: bool = False
+
+
+def billed_s(sessions: Iterable[Session]) -> float:
+    """The seconds billed for a run's sessions, in time order: from each stretch's first start to its last
+    end, a stretch running on through every session that did not finish cleanly (a crash, a pod restart:
+    the chips stayed the run's). One subtraction per stretch, so the same two timestamps, read from the
+    run records (`report`) or from the progress record (`workload status`, the alerts), give the same float."""
+    total = 0.0
+    start: float | None = None
+    end: float | None = None
+    for session in sessions:
+        start = session.start if start is None else start
+        end = session.end if end is None else max(end, session.end)
+        if session.finished:
+            total += max(0.0, end - start)
+            start = end = None
+    if start is not None and end is not None:
+        total += max(0.0, end - start)
+    return total
 
 
 @dataclass(frozen=True)
