@@ -95,6 +95,7 @@ class ChipHours:
     price: Price | None = None
     money: dict[str, int] | None = None  # spent, useful and each cause, in 1/money_units USD
     money_units: int = UNITS
+    billed: str = BILLED + FROM_TRAINER  # what is billed, for how long (status's own interval when it has none)
 
     @property
     def lost(self) -> int:
@@ -103,7 +104,7 @@ class ChipHours:
     def to_dict(self) -> dict:
         h = self.holding
         out: dict = {
-            "unit": h.hours_word, "chips": h.chips, "held": h.what, "wall_s": self.wall_s, "billed": BILLED,
+            "unit": h.hours_word, "chips": h.chips, "held": h.what, "wall_s": self.wall_s, "billed": self.billed,
             "spent": self.spent / self.units, "useful": self.useful / self.units, "lost": self.lost / self.units,
             "lost_by_cause": {k: v / self.units for k, v in self.lost_by_cause.items()},
             "money": None,
@@ -118,7 +119,7 @@ class ChipHours:
 
 
 def split(holding: Holding, wall_s: float, useful_s: float, lost_s: Mapping[str, float],
-          price: Price | None = None) -> ChipHours:
+          price: Price | None = None, billed: str = BILLED + FROM_TRAINER) -> ChipHours:
     """Chip-hours of `wall_s` held, of which `useful_s` productive and `lost_s` (seconds by cause, a key of
     CAUSES; `other` is what the rest leaves, so a given `other` is not read). A named cause that overlaps
     another can leave `other` negative: the figures still add up, and the text says so."""
@@ -135,13 +136,13 @@ def split(holding: Holding, wall_s: float, useful_s: float, lost_s: Mapping[str,
     useful, *lost_units = apportion(spent, [h * units for h in hours])
     lost = dict(zip(keys, lost_units, strict=True))
     if price is None:
-        return ChipHours(holding, wall_s, units, spent, useful, lost)
+        return ChipHours(holding, wall_s, units, spent, useful, lost, billed=billed)
     usd = [v / units * price.usd_per_chip_hour for v in (useful, *lost_units)]
     money_units = _units_for(spent / units * price.usd_per_chip_hour, usd)
     total = round(spent / units * price.usd_per_chip_hour * money_units)
     useful_usd, *lost_usd = apportion(total, [v * money_units for v in usd])
     money = {"spent": total, "useful": useful_usd, **dict(zip(keys, lost_usd, strict=True))}
-    return ChipHours(holding, wall_s, units, spent, useful, lost, price, money, money_units)
+    return ChipHours(holding, wall_s, units, spent, useful, lost, price, money, money_units, billed)
 
 
 def _units_for(total: float, parts: list[float]) -> int:
@@ -210,7 +211,7 @@ def render(ch: ChipHours) -> list[str]:
         lines.append("  lost: " + ", ".join(f"{words} {_usd(p)}" for (_, words), p in
                                             zip(CAUSES, causes, strict=True)))
         lines.append(f"  price: {ch.price.source}")
-    lines.append(f"  billed: {BILLED}")
+    lines.append(f"  billed: {ch.billed}")
     return lines
 
 

@@ -127,9 +127,9 @@ def chip_hours_of(status: WorkloadStatus, price: Price | None, now: float) -> tu
     if seconds is not None:
         ch = split(holding, wall, seconds["productive"],
                    {"recovery": seconds["restore"], "rewind": seconds["rewound"], "checkpoint": seconds["checkpoint"],
-                    "waiting": seconds["waiting"], "compile": seconds["compile"]}, price)
+                    "waiting": seconds["waiting"], "compile": seconds["compile"]}, price, billed)
         said = _FROM_PROGRESS_TRAINER if how == FROM_TRAINER else _FROM_PROGRESS
-        data = {**ch.to_dict(), "billed": billed, "split": said}
+        data = {**ch.to_dict(), "split": said}
         return data, [*render(ch), f"  ({said})"]
     units = round(holding.chips * wall / 3600.0 * UNITS)  # whole 2^-20 chip-hours, as report's
     data = {"unit": holding.hours_word, "chips": holding.chips, "held": holding.what, "wall_s": wall,

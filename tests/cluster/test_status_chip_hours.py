@@ -127,16 +127,10 @@ def test_console_script_status_with_a_price(fake, kubeconfig):
 
 def _with_progress(fake, directory: Path) -> dict:
     """The captured workload, its trainer's checkpoint directory pointed at `directory`."""
-    from tests.cluster.captured import KINDS
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
 
     objects = load_captured(fake, "running")
-    jobset = objects["jobset"]
-    for rjob in jobset["spec"]["replicatedJobs"]:
-        for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
-            for env in container.get("env", []):
-                if env["name"] == "ELXPK_CHECKPOINT_DIR":
-                    env["value"] = str(directory)
-    fake.store.put(KINDS["jobset"], jobset)
+    fake.store.put(KINDS["jobset"], with_checkpoint_dir(objects, directory)["jobset"])
     return objects
 
 
