@@ -209,3 +209,41 @@ def test_a_hostile_progress_record_gives_no_split_and_no_traceback(fake, capsys,
     data = json.loads(out)
     assert "Traceback" not in err
     assert data["chip_hours"]["useful"] is None and data["chip_hours"]["spent"] > 0
+
+
+@pytest.mark.parametrize("case", ["running", "stopped", "killed"])
+def test_the_billed_interval_runs_from_the_trainers_first_start(fake, capsys, k, tmp_path, case):
+    """The progress record's started_at (the first run_started record) begins the interval, not the JobSet's
+    creation: queueing is not billed. It ends now while the workload runs; at the trainer's last record once
+    the workload has finished and the trainer said it stopped; at the JobSet's Completed condition when the
+    trainer was killed without a last write (its record still says running)."""
+    from elxpk.cluster.status import parse_time
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
+    from tests.support.clock import ManualClock
+    from trainer.elastic.badput_meter import BadputMeter
+    from trainer.elastic.progress import ProgressWriter
+
+    objects = with_checkpoint_dir(load_captured(fake, "running" if case == "running" else "succeeded"), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])
+    meter = BadputMeter()
+    writer = ProgressWriter(str(tmp_path), ManualClock(start=created + 20), meter=meter)
+    for event in ({"event": "run_started", "time": created + 25.5}, {"event": "run_finished", "time": created + 31.25}):
+        meter.observe("event", event)
+    if case == "killed":
+        writer.step_done(4, at=created + 31.0, attempt=1)
+    else:
+        writer.finish("done", exit_code=0)
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0, err
+    data = json.loads(out)
+    cost = data["chip_hours"]
+    assert cost["billed"].endswith("queueing not billed)")
+    if case == "running":  # to now: the age less the 25.5 s before the trainer's first record
+        assert cost["wall_s"] == pytest.approx(data["age_s"] - 25.5, abs=5.0) and data["state"] != "Succeeded"
+    elif case == "stopped":
+        assert cost["wall_s"] == 31.25 - 25.5
+    else:
+        ended = next(c for c in objects["jobset"]["status"]["conditions"] if c["type"] == "Completed")
+        assert cost["wall_s"] == parse_time(ended["lastTransitionTime"]) - (created + 25.5)
+    assert cost["spent"] == _expected(cost["wall_s"], OPS_CHIPS, 0)[0]

@@ -91,6 +91,7 @@ def test_a_restarted_process_carries_the_totals_and_counts_redone_steps_as_rewou
     clock = ManualClock()
     first_meter = BadputMeter()
     first = ProgressWriter(str(tmp_path), clock, meter=first_meter)
+    first_meter.observe("event", {"event": "run_started", "time": clock.now + 1.5})
     for step in range(10):
         first_meter.observe("metric", {"step": step, "step_time_s": 2.0})
     first.step_done(10, at=clock.now, attempt=1)
@@ -98,11 +99,15 @@ def test_a_restarted_process_carries_the_totals_and_counts_redone_steps_as_rewou
     clock.now += 100
     second_meter = BadputMeter()
     second = ProgressWriter(str(tmp_path), clock, meter=second_meter)  # the pod restarted; steps 8, 9 redone
+    for event in ({"event": "run_started", "time": clock.now + 2.0}, {"event": "restore_done", "time": clock.now + 9}):
+        second_meter.observe("event", event)
     for step in range(8, 12):
         second_meter.observe("metric", {"step": step, "step_time_s": 2.0})
     second.step_done(12, at=clock.now, attempt=1)
     published = read_progress((tmp_path / PROGRESS_FILE).read_text())
     assert published.since == since  # the totals span both processes
+    # the billed interval too: from the first process's run_started to the second's newest event
+    assert (published.started_at, published.last_record_at) == (since + 1.5, clock.now + 9)
     assert published.badput["productive"] == 12 * 2.0 and published.badput["rewound"] == 2 * 2.0
 
 
