@@ -95,7 +95,7 @@ class ChipHours:
     price: Price | None = None
     money: dict[str, int] | None = None  # spent, useful and each cause, in 1/money_units USD
     money_units: int = UNITS
-    billed: str = BILLED + FROM_TRAINER  # what is billed, for how long (status's own interval when it has none)
+    billed: str = BILLED  # what is billed, and for how long (report's and status's interval: FROM_TRAINER)
 
     @property
     def lost(self) -> int:
@@ -119,7 +119,7 @@ class ChipHours:
 
 
 def split(holding: Holding, wall_s: float, useful_s: float, lost_s: Mapping[str, float],
-          price: Price | None = None, billed: str = BILLED + FROM_TRAINER) -> ChipHours:
+          price: Price | None = None, billed: str = BILLED) -> ChipHours:
     """Chip-hours of `wall_s` held, of which `useful_s` productive and `lost_s` (seconds by cause, a key of
     CAUSES; `other` is what the rest leaves, so a given `other` is not read). A named cause that overlaps
     another can leave `other` negative: the figures still add up, and the text says so."""
