@@ -247,3 +247,20 @@ def test_the_billed_interval_runs_from_the_trainers_first_start(fake, capsys, k,
         ended = next(c for c in objects["jobset"]["status"]["conditions"] if c["type"] == "Completed")
         assert cost["wall_s"] == parse_time(ended["lastTransitionTime"]) - (created + 25.5)
     assert cost["spent"] == _expected(cost["wall_s"], OPS_CHIPS, 0)[0]
+
+
+@pytest.mark.parametrize("started", ['"soon"', "-1", "1e999", "true", "null"])
+def test_a_hostile_billed_interval_falls_back_to_the_jobsets_times(fake, capsys, k, tmp_path, started):
+    """started_at that is no time (or none): the JobSet's creation begins the interval, and the line says so."""
+    from elxpk.cluster.status import parse_time
+    from elxpk_contract.progress_record import PROGRESS_FILE
+
+    objects = _with_progress(fake, tmp_path)
+    created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])
+    (tmp_path / PROGRESS_FILE).write_text(
+        '{"version": 1, "steps_done": 3, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
+        f'"updated_at": {created + 5}, "started_at": {started}, "last_record_at": {created + 6}}}')
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0 and "Traceback" not in err, err
+    data = json.loads(out)
+    assert data["chip_hours"]["wall_s"] == data["age_s"] and "queueing included" in data["chip_hours"]["billed"]

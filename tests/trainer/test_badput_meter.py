@@ -65,7 +65,7 @@ def _status_report_and_alert_agree(run_dir, started, ended, fake, k, capsys, mon
         code, out, err = run_cli(capsys, *argv, "-o", "json")
         assert code == 0, err
         spent.append(json.loads(out)["chip_hours"])
-        time.sleep(0.5)  # the second look is later: a finished run's figure does not grow
+        time.sleep(0.2)  # the second look is later: a finished run's figure does not grow
         code, out, err = run_cli(capsys, *argv)
         assert code == 0, err
         figures.append(re.search(r"chip-hours: ([\d.,]+) spent", out).group(1))
