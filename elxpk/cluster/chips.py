@@ -5,10 +5,11 @@ GPU accelerator, whose slice is one node per pod); the slices are the worker rep
 Spent = chips x the billed interval (elxpk/chip_hours.py billed_s): where the trainer's progress record
 carries this workload's run (started_at, last_record_at: the very times of its run records), from the
 trainer's first start to its end, so `status`, the succeeded/failed alerts and `elxpk report` give one
-figure for a finished run; else (a user's own image, MaxText, an older trainer) from the JobSet's creation
-to its end, queueing included, and the line says so. The useful and lost ones come from the progress
-record (Progress.badput: its seconds by cause, kept by trainer/elastic/badput_meter.py), the rest being
-`other`; without those totals status states what was spent and names `elxpk report` for the split.
+figure for a finished run; else (a user's own image, MaxText, an older trainer) from Kueue's admission
+(queueing not billed) or, without one, the JobSet's creation, to its end, and the line says which. The
+useful and lost ones come from the progress record (Progress.badput: its seconds by cause, kept by
+trainer/elastic/badput_meter.py), the rest being `other`; without those totals status states what was
+spent and names `elxpk report` for the split.
 """
 
 from __future__ import annotations
@@ -39,10 +40,13 @@ _SINCE = "; since the workload was created (queueing included)"
 _UNTIL_END = "; from the workload's creation (queueing included) to its end (the JobSet's Completed or Failed)"
 _FROM_PROGRESS = ("split by the trainer's progress record; other = the rest of the workload's age: queueing, "
                   "scheduling, image pulls, start-up")
+_SINCE_ADMITTED = "; since Kueue admitted the workload (queueing not billed)"
+_ADMITTED_TO_END = "; from Kueue's admission (queueing not billed) to its end (the JobSet's Completed or Failed)"
 _FROM_PROGRESS_TRAINER = "split by the trainer's progress record; other = the rest: start-up, imports, restarts"
 # spent_summary's words for how long, by the interval billed (the end of chip_hours_of's `billed`).
 _SPANS = {FROM_TRAINER: "from the trainer's start to its end", _SINCE: "since created",
-          _UNTIL_END: "from creation to its end"}
+          _UNTIL_END: "from creation to its end", _SINCE_ADMITTED: "since admitted",
+          _ADMITTED_TO_END: "from admission to its end"}
 
 
 def workload_accelerator(jobset: dict) -> Accelerator | None:
@@ -99,17 +103,21 @@ def trainer_interval(status: WorkloadStatus, now: float) -> tuple[float, float] 
 
 def held_s(status: WorkloadStatus, now: float) -> tuple[float, str] | None:
     """(seconds billed, how: a suffix of BILLED). From the trainer's first start to its end where its progress
-    record says (trainer_interval: the same times `elxpk report` reads), else from the workload's creation to
-    its end (the JobSet's Completed or Failed condition) or `now`. A finished workload bills no more, so
-    `status`, the `succeeded` and `failed` alerts and any later look agree. None when its age is not known."""
+    record says (trainer_interval: the same times `elxpk report` reads); else from Kueue's admission (its one
+    admission) or, without, the workload's creation (queueing included: an upper bound), to its end (the
+    JobSet's Completed or Failed condition) or `now`. A finished workload bills no more, so `status`, the
+    `succeeded` and `failed` alerts and any later look agree. None when its age is not known."""
     if status.age_s is None:
         return None
     trainer = trainer_interval(status, now)
     if trainer is not None:
         return billed_s([Session(*trainer)]), FROM_TRAINER
+    start, running, finished = now - status.age_s, _SINCE, _UNTIL_END
+    if status.admitted_at is not None and status.admitted_at >= start:
+        start, running, finished = status.admitted_at, _SINCE_ADMITTED, _ADMITTED_TO_END
     if status.ended_at is None:
-        return status.age_s, _SINCE
-    return min(status.age_s, max(0.0, status.ended_at - (now - status.age_s))), _UNTIL_END
+        return billed_s([Session(start, max(start, now))]), running
+    return billed_s([Session(start, max(start, min(now, status.ended_at)))]), finished
 
 
 def chip_hours_of(status: WorkloadStatus, price: Price | None, now: float) -> tuple[dict, list[str]] | None:

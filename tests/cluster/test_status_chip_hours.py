@@ -79,7 +79,7 @@ def test_a_finished_workload_bills_to_its_end_and_its_alert_says_the_same(fake, 
     assert first["spent"] == _expected(held, OPS_CHIPS, 0)[0] and first["money"] == second["money"]
     code, out, err = run_cli(capsys, "workload", "status", OPS, *k)
     row = next(line for line in out.splitlines() if "Chip-hours" in line)
-    assert "from creation to its end" in row and "v5litepod-16" in row
+    assert "from admission to its end" in row and "v5litepod-16" in row  # Kueue admitted it as it was created
     with webhook(["200"]) as hook:
         code, out, err = run_cli(capsys, "workload", "events", OPS, "--watch", "--notify", hook.url,
                                  "--notify-format", "json", "--notify-on", "succeeded", *k)
@@ -251,7 +251,8 @@ def test_the_billed_interval_runs_from_the_trainers_first_start(fake, capsys, k,
 
 @pytest.mark.parametrize("started", ['"soon"', "-1", "1e999", "true", "null"])
 def test_a_hostile_billed_interval_falls_back_to_the_jobsets_times(fake, capsys, k, tmp_path, started):
-    """started_at that is no time (or none): the JobSet's creation begins the interval, and the line says so."""
+    """started_at that is no time (or none): the JobSet's own times bound the interval (Kueue's admission, as
+    the workload was created), and the line says so."""
     from elxpk.cluster.status import parse_time
     from elxpk_contract.progress_record import PROGRESS_FILE
 
@@ -263,4 +264,39 @@ def test_a_hostile_billed_interval_falls_back_to_the_jobsets_times(fake, capsys,
     code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
     assert code == 0 and "Traceback" not in err, err
     data = json.loads(out)
-    assert data["chip_hours"]["wall_s"] == data["age_s"] and "queueing included" in data["chip_hours"]["billed"]
+    assert data["chip_hours"]["wall_s"] == pytest.approx(data["age_s"], abs=1e-6)
+    assert data["chip_hours"]["billed"].endswith("since Kueue admitted the workload (queueing not billed)")
+
+
+@pytest.mark.parametrize("kueue", ["admitted later", "evicted once", "none"])
+def test_without_the_trainers_record_a_finished_workload_bills_from_its_admission(fake, capsys, k, kueue):
+    """No progress record: from Kueue's admission (its one admission) to the JobSet's end; from the creation
+    (queueing included) where Kueue evicted it once (the later admission's time is all its condition keeps)
+    or no Kueue Workload admitted it."""
+    from elxpk.cluster.status import parse_time
+    from tests.cluster.captured import KINDS
+
+    objects = load_captured(fake, "succeeded", without=("workloads",) if kueue == "none" else ())
+    jobset, (workload,) = objects["jobset"], objects["workloads"]
+    created = parse_time(jobset["metadata"]["creationTimestamp"])
+    ended = parse_time(next(c for c in jobset["status"]["conditions"] if c["type"] == "Completed")["lastTransitionTime"])
+    admitted = next(c for c in workload["status"]["conditions"] if c["type"] == "Admitted")
+    admitted["lastTransitionTime"] = _rfc3339(created + 12)
+    if kueue == "evicted once":
+        workload["status"]["conditions"].append({"type": "Evicted", "status": "False", "reason": "Preempted",
+                                                 "message": "", "lastTransitionTime": _rfc3339(created + 10)})
+    if kueue != "none":
+        fake.store.put(KINDS["workloads"], workload)
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0, err
+    cost = json.loads(out)["chip_hours"]
+    if kueue == "admitted later":
+        assert cost["wall_s"] == ended - (created + 12) and "from Kueue's admission (queueing not billed)" in cost["billed"]
+    else:
+        assert cost["wall_s"] == pytest.approx(ended - created) and "creation (queueing included)" in cost["billed"]
+
+
+def _rfc3339(unix: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
