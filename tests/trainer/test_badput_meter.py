@@ -108,6 +108,15 @@ def test_a_restarted_process_carries_the_totals_and_counts_redone_steps_as_rewou
     assert published.since == since  # the totals span both processes
     # the billed interval too: from the first process's run_started to the second's newest event
     assert (published.started_at, published.last_record_at) == (since + 1.5, clock.now + 9)
+    second.finish("done", exit_code=0)
+    clock.now += 3600  # a clean finish ends the billed stretch: the next process (more --steps) begins its own
+    third_meter = BadputMeter()
+    third = ProgressWriter(str(tmp_path), clock, meter=third_meter)
+    third_meter.observe("event", {"event": "run_started", "time": clock.now + 0.5})
+    third.step_done(13, at=clock.now + 1, attempt=1)
+    published = read_progress((tmp_path / PROGRESS_FILE).read_text())
+    assert (published.started_at, published.last_record_at) == (clock.now + 0.5, clock.now + 0.5)
+    assert published.since == since and published.badput["productive"] == 12 * 2.0
     assert published.badput["productive"] == 12 * 2.0 and published.badput["rewound"] == 2 * 2.0
 
 

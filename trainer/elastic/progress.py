@@ -63,7 +63,11 @@ class ProgressWriter:
                                  since=self.progress.since)
         if self._meter is not None and previous.since is not None:
             try:  # the previous process's totals go on: the record covers every process since `since`
-                self._meter.carry(previous.badput, previous.steps_done, previous.started_at, previous.last_record_at)
+                # A run that finished cleanly ends its billed stretch (report leaves out the gap after it): the
+                # next process, more --steps or a new workload on the same directory, begins a new one.
+                ended = previous.state == "done"
+                self._meter.carry(previous.badput, previous.steps_done, None if ended else previous.started_at,
+                                  None if ended else previous.last_record_at)
             except (TypeError, ValueError):  # a record that is not ours: its totals are not carried
                 return
             self.progress = dataclasses.replace(self.progress, since=previous.since)
