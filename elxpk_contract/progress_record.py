@@ -51,9 +51,10 @@ class Progress:
     # restarted trainer that restores or compiles from one that hangs. "" from a trainer older than the field.
     phase: str = ""
     # The billed interval's two ends (elxpk/chip_hours.py billed_s), the very times of the run records that
-    # `elxpk report` reads: `started_at` the first run_started of the run these totals cover (carried over
-    # restarts with them), `last_record_at` the newest event record. `workload status` and the alerts bill a
-    # finished run from one to the other, as report does. None from a trainer older than the fields.
+    # `elxpk report` reads: `started_at` the first run_started of the run (carried over restarts; a new one
+    # after a clean finish, whose gap report leaves out), `last_record_at` the newest event record. `workload
+    # status` and the alerts bill a finished run from one to the other, as report does. None from a trainer
+    # older than the fields.
     started_at: float | None = None
     last_record_at: float | None = None
 
