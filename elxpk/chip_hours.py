@@ -2,7 +2,10 @@
 
 What is billed (the assumption every figure rests on): every slice's chips are held for the run's whole
 wall time, a lost slice's included: its chips (or the replacement's) stay reserved while it is replaced,
-as with a reservation or a node pool that is recreated in place. Seconds become chip-hours as
+as with a reservation or a node pool that is recreated in place. The wall time is `billed_s`'s, the one
+rule `report`, `workload status` and the succeeded/failed alerts all use: from the trainer's first start
+(its first `run_started`) to its end (its last record), the gaps after a session that finished cleanly
+left out; queueing is not billed (the chips are not yet the run's). Seconds become chip-hours as
 chips x seconds / 3600.
 
 Every figure is a whole number of 2^-20 chip-hours (about 3.4 chip-milliseconds; money likewise in 2^-20
@@ -16,7 +19,7 @@ Ground of the stages: standard library and elxpk.accelerators only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from elxpk.accelerators import Price
@@ -34,6 +37,37 @@ CAUSES = (
 )
 BILLED = ("every slice's chips are billed for the whole wall time, a lost slice's included (its capacity "
           "stays reserved while it is replaced)")
+# The wall time that BILLED speaks of, where the trainer's records give it (billed_s); queueing is not in it.
+FROM_TRAINER = "; from the trainer's first start to its end (its records; queueing not billed)"
+
+
+@dataclass(frozen=True)
+class Session:
+    """One stretch of the run's records: its first record's time, its last one's, and whether it finished
+    cleanly (run_finished: nothing held chips for the run until the next session started)."""
+
+    start: float
+    end: float
+    finished: bool = False
+
+
+def billed_s(sessions: Iterable[Session]) -> float:
+    """The seconds billed for a run's sessions, in time order: from each stretch's first start to its last
+    end, a stretch running on through every session that did not finish cleanly (a crash, a pod restart:
+    the chips stayed the run's). One subtraction per stretch, so the same two timestamps, read from the
+    run records (`report`) or from the progress record (`workload status`, the alerts), give the same float."""
+    total = 0.0
+    start: float | None = None
+    end: float | None = None
+    for session in sessions:
+        start = session.start if start is None else start
+        end = session.end if end is None else max(end, session.end)
+        if session.finished:
+            total += max(0.0, end - start)
+            start = end = None
+    if start is not None and end is not None:
+        total += max(0.0, end - start)
+    return total
 
 
 @dataclass(frozen=True)
@@ -61,6 +95,7 @@ class ChipHours:
     price: Price | None = None
     money: dict[str, int] | None = None  # spent, useful and each cause, in 1/money_units USD
     money_units: int = UNITS
+    billed: str = BILLED  # what is billed, and for how long (report's and status's interval: FROM_TRAINER)
 
     @property
     def lost(self) -> int:
@@ -69,7 +104,7 @@ class ChipHours:
     def to_dict(self) -> dict:
         h = self.holding
         out: dict = {
-            "unit": h.hours_word, "chips": h.chips, "held": h.what, "wall_s": self.wall_s, "billed": BILLED,
+            "unit": h.hours_word, "chips": h.chips, "held": h.what, "wall_s": self.wall_s, "billed": self.billed,
             "spent": self.spent / self.units, "useful": self.useful / self.units, "lost": self.lost / self.units,
             "lost_by_cause": {k: v / self.units for k, v in self.lost_by_cause.items()},
             "money": None,
@@ -84,7 +119,7 @@ class ChipHours:
 
 
 def split(holding: Holding, wall_s: float, useful_s: float, lost_s: Mapping[str, float],
-          price: Price | None = None) -> ChipHours:
+          price: Price | None = None, billed: str = BILLED) -> ChipHours:
     """Chip-hours of `wall_s` held, of which `useful_s` productive and `lost_s` (seconds by cause, a key of
     CAUSES; `other` is what the rest leaves, so a given `other` is not read). A named cause that overlaps
     another can leave `other` negative: the figures still add up, and the text says so."""
@@ -101,13 +136,13 @@ def split(holding: Holding, wall_s: float, useful_s: float, lost_s: Mapping[str,
     useful, *lost_units = apportion(spent, [h * units for h in hours])
     lost = dict(zip(keys, lost_units, strict=True))
     if price is None:
-        return ChipHours(holding, wall_s, units, spent, useful, lost)
+        return ChipHours(holding, wall_s, units, spent, useful, lost, billed=billed)
     usd = [v / units * price.usd_per_chip_hour for v in (useful, *lost_units)]
     money_units = _units_for(spent / units * price.usd_per_chip_hour, usd)
     total = round(spent / units * price.usd_per_chip_hour * money_units)
     useful_usd, *lost_usd = apportion(total, [v * money_units for v in usd])
     money = {"spent": total, "useful": useful_usd, **dict(zip(keys, lost_usd, strict=True))}
-    return ChipHours(holding, wall_s, units, spent, useful, lost, price, money, money_units)
+    return ChipHours(holding, wall_s, units, spent, useful, lost, price, money, money_units, billed)
 
 
 def _units_for(total: float, parts: list[float]) -> int:
@@ -176,7 +211,7 @@ def render(ch: ChipHours) -> list[str]:
         lines.append("  lost: " + ", ".join(f"{words} {_usd(p)}" for (_, words), p in
                                             zip(CAUSES, causes, strict=True)))
         lines.append(f"  price: {ch.price.source}")
-    lines.append(f"  billed: {BILLED}")
+    lines.append(f"  billed: {ch.billed}")
     return lines
 
 

@@ -50,6 +50,13 @@ class Progress:
     # the state is there, `stepping` from its first step; written at each change, so `status --watch` tells a
     # restarted trainer that restores or compiles from one that hangs. "" from a trainer older than the field.
     phase: str = ""
+    # The billed interval's two ends (elxpk/chip_hours.py billed_s), the very times of the run records that
+    # `elxpk report` reads: `started_at` the first run_started of the run (carried over restarts; a new one
+    # after a clean finish, whose gap report leaves out), `last_record_at` the newest event record. `workload
+    # status` and the alerts bill a finished run from one to the other, as report does. None from a trainer
+    # older than the fields.
+    started_at: float | None = None
+    last_record_at: float | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""

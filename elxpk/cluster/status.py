@@ -99,6 +99,9 @@ class WorkloadStatus:
     chip_hours_lines: tuple[str, ...] = ()  # the same as text (not in JSON)
     # unix seconds the JobSet finished (its Completed or Failed condition), None while it runs: chip-hours stop there
     ended_at: float | None = None
+    # unix seconds Kueue admitted it (its one admission: status.admitted_at), None without: where the trainer's
+    # record gives no billed interval, chip-hours run from here (queueing not billed), else from creation
+    admitted_at: float | None = None
 
     @property
     def slices_total(self) -> int:
@@ -200,13 +203,30 @@ def slice_status(index: int, job: dict | None, pods: list[dict], template_spec: 
                        backoff_limit=spec.get("backoffLimit", 6), **counts)
 
 
-def _kueue(workloads: list[dict], jobset: dict) -> tuple[str | None, str | None, str]:
+def _kueue_workloads(workloads: list[dict], jobset: dict) -> list[dict]:
+    """The Kueue Workloads of `jobset` (by its uid label, or owned by it)."""
     meta = jobset.get("metadata", {})
     uid, name = meta.get("uid"), meta.get("name")
-    mine = [w for w in workloads
+    return [w for w in workloads
             if (w["metadata"].get("labels") or {}).get(KUEUE_JOB_UID) == uid
             or any(r.get("kind") == "JobSet" and r.get("name") == name
                    for r in w["metadata"].get("ownerReferences") or [])]
+
+
+def admitted_at(workloads: list[dict], jobset: dict) -> float | None:
+    """When Kueue gave the workload its quota, where that is its one admission: its Admitted condition's time
+    when it holds no Evicted condition (an eviction and a later admission leave only the later's time, and
+    the chips were the workload's before the eviction too). None otherwise, and without Kueue."""
+    mine = _kueue_workloads(workloads, jobset)
+    conditions = ((mine[0].get("status") or {}).get("conditions") or []) if mine else []
+    if any(c.get("type") == "Evicted" for c in conditions) or not _true(conditions, "Admitted"):
+        return None
+    return next(parse_time(c.get("lastTransitionTime")) for c in conditions if c.get("type") == "Admitted")
+
+
+def _kueue(workloads: list[dict], jobset: dict) -> tuple[str | None, str | None, str]:
+    meta = jobset.get("metadata", {})
+    mine = _kueue_workloads(workloads, jobset)
     queue = (meta.get("labels") or {}).get(KUEUE_QUEUE)
     if not mine:
         return queue, None, ""
@@ -262,6 +282,7 @@ def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: 
         created_by=created_by(meta),
         restart_causes=restart_causes(pods),
         ended_at=ended_at(jobset) if state in ("Succeeded", "Failed") else None,
+        admitted_at=admitted_at(workloads, jobset),
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
+from elxpk.chip_hours import Session, billed_s
 from elxpk.runs.examples import ExampleAccount, account_columns
 from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progress_runs
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
@@ -101,24 +102,22 @@ class RunReport:
         }
 
 
+def sessions_of(events: tuple[Event, ...]) -> list[Session]:
+    """The run's sessions in time order (a session starts at each run_started): first and last record times,
+    and whether it finished cleanly (run_finished)."""
+    grouped: list[list[Event]] = []
+    for e in sorted(events, key=lambda e: e.time):
+        if isinstance(e, RunStarted) or not grouped:
+            grouped.append([])
+        grouped[-1].append(e)
+    return [Session(g[0].time, max(e.time for e in g), any(isinstance(e, RunFinished) for e in g)) for g in grouped]
+
+
 def wall_time(events: tuple[Event, ...]) -> tuple[float, int]:
-    """(wall seconds, sessions) from event times; a session starts at each run_started."""
-    timed = sorted(events, key=lambda e: e.time)
-    if not timed:
-        return 0.0, 0
-    sessions: list[list[Event]] = []
-    for e in timed:
-        if isinstance(e, RunStarted) or not sessions:
-            sessions.append([])
-        sessions[-1].append(e)
-    wall = 0.0
-    for i, session in enumerate(sessions):
-        start, end = session[0].time, max(e.time for e in session)
-        wall += end - start
-        clean = any(isinstance(e, RunFinished) for e in session)
-        if i + 1 < len(sessions) and not clean:
-            wall += max(0.0, sessions[i + 1][0].time - end)  # a crash: the restart counts
-    return wall, len(sessions)
+    """(wall seconds, sessions) from event times: the billed interval (elxpk/chip_hours.py billed_s), which
+    `workload status` and the alerts compute from the same two times in the progress record."""
+    sessions = sessions_of(events)
+    return billed_s(sessions), len(sessions)
 
 
 def restore_time(events: tuple[Event, ...]) -> float:

@@ -8,7 +8,7 @@ since a local run's devices are CPU devices standing in for slices.
 from __future__ import annotations
 
 from elxpk.accelerators import Accelerator, Price
-from elxpk.chip_hours import ChipHours, Holding, split
+from elxpk.chip_hours import BILLED, FROM_TRAINER, ChipHours, Holding, split
 from elxpk.runs.report import RunReport
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
@@ -34,8 +34,9 @@ def holding(run: Run, accelerator: Accelerator | None) -> Holding:
 
 def run_chip_hours(run: Run, report: RunReport, accelerator: Accelerator | None,
                    price: Price | None) -> ChipHours:
-    """The report's wall time in chip-hours: useful = productive step time, lost by cause from its badput."""
+    """The report's wall time (the billed interval, from the trainer's first start to its end) in chip-hours:
+    useful = productive step time, lost by cause from its badput."""
     b = report.badput
     lost_s = {"recovery": b.restore_s, "rewind": b.rewound_s, "checkpoint": b.checkpoint_s,
               "waiting": b.waiting_s, "compile": b.compile_s}
-    return split(holding(run, accelerator), report.wall_s, report.productive_s, lost_s, price)
+    return split(holding(run, accelerator), report.wall_s, report.productive_s, lost_s, price, BILLED + FROM_TRAINER)

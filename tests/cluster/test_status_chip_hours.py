@@ -79,7 +79,7 @@ def test_a_finished_workload_bills_to_its_end_and_its_alert_says_the_same(fake, 
     assert first["spent"] == _expected(held, OPS_CHIPS, 0)[0] and first["money"] == second["money"]
     code, out, err = run_cli(capsys, "workload", "status", OPS, *k)
     row = next(line for line in out.splitlines() if "Chip-hours" in line)
-    assert "from creation to its end" in row and "v5litepod-16" in row
+    assert "from admission to its end" in row and "v5litepod-16" in row  # Kueue admitted it as it was created
     with webhook(["200"]) as hook:
         code, out, err = run_cli(capsys, "workload", "events", OPS, "--watch", "--notify", hook.url,
                                  "--notify-format", "json", "--notify-on", "succeeded", *k)
@@ -127,16 +127,10 @@ def test_console_script_status_with_a_price(fake, kubeconfig):
 
 def _with_progress(fake, directory: Path) -> dict:
     """The captured workload, its trainer's checkpoint directory pointed at `directory`."""
-    from tests.cluster.captured import KINDS
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
 
     objects = load_captured(fake, "running")
-    jobset = objects["jobset"]
-    for rjob in jobset["spec"]["replicatedJobs"]:
-        for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
-            for env in container.get("env", []):
-                if env["name"] == "ELXPK_CHECKPOINT_DIR":
-                    env["value"] = str(directory)
-    fake.store.put(KINDS["jobset"], jobset)
+    fake.store.put(KINDS["jobset"], with_checkpoint_dir(objects, directory)["jobset"])
     return objects
 
 
@@ -215,3 +209,94 @@ def test_a_hostile_progress_record_gives_no_split_and_no_traceback(fake, capsys,
     data = json.loads(out)
     assert "Traceback" not in err
     assert data["chip_hours"]["useful"] is None and data["chip_hours"]["spent"] > 0
+
+
+@pytest.mark.parametrize("case", ["running", "stopped", "killed"])
+def test_the_billed_interval_runs_from_the_trainers_first_start(fake, capsys, k, tmp_path, case):
+    """The progress record's started_at (the first run_started record) begins the interval, not the JobSet's
+    creation: queueing is not billed. It ends now while the workload runs; at the trainer's last record once
+    the workload has finished and the trainer said it stopped; at the JobSet's Completed condition when the
+    trainer was killed without a last write (its record still says running)."""
+    from elxpk.cluster.status import parse_time
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
+    from tests.support.clock import ManualClock
+    from trainer.elastic.badput_meter import BadputMeter
+    from trainer.elastic.progress import ProgressWriter
+
+    objects = with_checkpoint_dir(load_captured(fake, "running" if case == "running" else "succeeded"), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])
+    meter = BadputMeter()
+    writer = ProgressWriter(str(tmp_path), ManualClock(start=created + 20), meter=meter)
+    for event in ({"event": "run_started", "time": created + 25.5}, {"event": "run_finished", "time": created + 31.25}):
+        meter.observe("event", event)
+    if case == "killed":
+        writer.step_done(4, at=created + 31.0, attempt=1)
+    else:
+        writer.finish("done", exit_code=0)
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0, err
+    data = json.loads(out)
+    cost = data["chip_hours"]
+    assert cost["billed"].endswith("queueing not billed)")
+    if case == "running":  # to now: the age less the 25.5 s before the trainer's first record
+        assert cost["wall_s"] == pytest.approx(data["age_s"] - 25.5, abs=5.0) and data["state"] != "Succeeded"
+    elif case == "stopped":
+        assert cost["wall_s"] == 31.25 - 25.5
+    else:
+        ended = next(c for c in objects["jobset"]["status"]["conditions"] if c["type"] == "Completed")
+        assert cost["wall_s"] == parse_time(ended["lastTransitionTime"]) - (created + 25.5)
+    assert cost["spent"] == _expected(cost["wall_s"], OPS_CHIPS, 0)[0]
+
+
+@pytest.mark.parametrize("started", ['"soon"', "-1", "1e999", "true", "null"])
+def test_a_hostile_billed_interval_falls_back_to_the_jobsets_times(fake, capsys, k, tmp_path, started):
+    """started_at that is no time (or none): the JobSet's own times bound the interval (Kueue's admission, as
+    the workload was created), and the line says so."""
+    from elxpk.cluster.status import parse_time
+    from elxpk_contract.progress_record import PROGRESS_FILE
+
+    objects = _with_progress(fake, tmp_path)
+    created = parse_time(objects["jobset"]["metadata"]["creationTimestamp"])
+    (tmp_path / PROGRESS_FILE).write_text(
+        '{"version": 1, "steps_done": 3, "step_time": null, "checkpoint_step": null, "checkpoint_time": null, '
+        f'"updated_at": {created + 5}, "started_at": {started}, "last_record_at": {created + 6}}}')
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0 and "Traceback" not in err, err
+    data = json.loads(out)
+    assert data["chip_hours"]["wall_s"] == pytest.approx(data["age_s"], abs=1e-6)
+    assert data["chip_hours"]["billed"].endswith("since Kueue admitted the workload (queueing not billed)")
+
+
+@pytest.mark.parametrize("kueue", ["admitted later", "evicted once", "none"])
+def test_without_the_trainers_record_a_finished_workload_bills_from_its_admission(fake, capsys, k, kueue):
+    """No progress record: from Kueue's admission (its one admission) to the JobSet's end; from the creation
+    (queueing included) where Kueue evicted it once (the later admission's time is all its condition keeps)
+    or no Kueue Workload admitted it."""
+    from elxpk.cluster.status import parse_time
+    from tests.cluster.captured import KINDS
+
+    objects = load_captured(fake, "succeeded", without=("workloads",) if kueue == "none" else ())
+    jobset, (workload,) = objects["jobset"], objects["workloads"]
+    created = parse_time(jobset["metadata"]["creationTimestamp"])
+    ended = parse_time(next(c for c in jobset["status"]["conditions"] if c["type"] == "Completed")["lastTransitionTime"])
+    admitted = next(c for c in workload["status"]["conditions"] if c["type"] == "Admitted")
+    admitted["lastTransitionTime"] = _rfc3339(created + 12)
+    if kueue == "evicted once":
+        workload["status"]["conditions"].append({"type": "Evicted", "status": "False", "reason": "Preempted",
+                                                 "message": "", "lastTransitionTime": _rfc3339(created + 10)})
+    if kueue != "none":
+        fake.store.put(KINDS["workloads"], workload)
+    code, out, err = run_cli(capsys, "workload", "status", OPS, "-o", "json", *k)
+    assert code == 0, err
+    cost = json.loads(out)["chip_hours"]
+    if kueue == "admitted later":
+        assert cost["wall_s"] == ended - (created + 12) and "from Kueue's admission (queueing not billed)" in cost["billed"]
+    else:
+        assert cost["wall_s"] == pytest.approx(ended - created) and "creation (queueing included)" in cost["billed"]
+
+
+def _rfc3339(unix: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))

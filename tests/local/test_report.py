@@ -6,7 +6,10 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from elxpk.chip_hours import Session, billed_s
 from elxpk.json_lines import parse_lines
 from elxpk.runs.examples import account
 from elxpk.runs.report import build_report, wall_time
@@ -106,6 +109,25 @@ def test_wall_time_counts_crash_gaps_but_not_clean_stops():
     assert wall_time(tuple(clean)) == (20.0, 2)
     crashed = session(0, False) + session(100, True)
     assert wall_time(tuple(crashed)) == (110.0, 2)  # 5 s of the crashed session + the 95 s gap + 10 s
+
+
+@given(st.lists(st.tuples(st.floats(0, 1e5), st.floats(0, 1e5), st.booleans()), min_size=1, max_size=6),
+       st.floats(1.6e9, 2e9))
+def test_the_billed_interval_is_one_subtraction_per_stretch_of_sessions(gaps, origin):
+    """billed_s: each session's time, the gap after it unless it finished cleanly; a stretch of sessions that
+    did not finish cleanly is its last end minus its first start, one subtraction, so that `status` (which
+    knows only those two times, from the progress record) gets the very float report gets."""
+    sessions, t = [], origin
+    for gap, length, finished in gaps:
+        start = t + gap
+        sessions.append(Session(start, start + length, finished))
+        t = start + length
+    by_parts = sum(s.end - s.start for s in sessions) + sum(
+        b.start - a.end for a, b in zip(sessions, sessions[1:], strict=False) if not a.finished)
+    assert billed_s(sessions) == pytest.approx(by_parts, rel=1e-12, abs=1e-6)
+    if not any(s.finished for s in sessions[:-1]):
+        assert billed_s(sessions) == billed_s([Session(sessions[0].start, sessions[-1].end)]) == (
+            sessions[-1].end - sessions[0].start)
 
 
 def test_torn_lines_are_survived(tmp_path):

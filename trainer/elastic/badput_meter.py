@@ -31,11 +31,18 @@ class BadputMeter:
         self._restore = self._waiting = self._compile = self._checkpoint = 0.0
         self._restore_at: float | None = None
         self._failed_at: float | None = None
+        # The billed interval's ends as the run records hold them (elxpk/chip_hours.py billed_s): the first
+        # run_started (carried from the previous process) and the newest event's time.
+        self.started_at: float | None = None
+        self.last_record_at: float | None = None
 
-    def carry(self, totals: dict[str, float], steps_done: int) -> None:
-        """The previous process's totals (its progress record), and the steps it had done."""
+    def carry(self, totals: dict[str, float], steps_done: int, started_at: float | None = None,
+              last_record_at: float | None = None) -> None:
+        """The previous process's totals (its progress record), the steps it had done, and its billed ends."""
         self._base = {k: float(totals.get(k, 0.0)) for k in KEYS}
         self._base_steps = max(0, steps_done)
+        self.started_at = None if started_at is None else float(started_at)
+        self.last_record_at = None if last_record_at is None else float(last_record_at)
 
     def observe(self, kind: str, record: dict[str, Any]) -> None:
         """One record as the RunRecorder wrote it (kind "metric" or "event")."""
@@ -43,6 +50,9 @@ class BadputMeter:
             self._step(int(record["step"]), float(record["step_time_s"]))
             return
         name, at = record.get("event"), float(record.get("time") or 0.0)
+        if name == "run_started" and self.started_at is None:
+            self.started_at = at
+        self.last_record_at = at if self.last_record_at is None else max(self.last_record_at, at)
         if name == "restore_started":
             self._restore_at = at
         elif name == "restore_done":

@@ -63,7 +63,11 @@ class ProgressWriter:
                                  since=self.progress.since)
         if self._meter is not None and previous.since is not None:
             try:  # the previous process's totals go on: the record covers every process since `since`
-                self._meter.carry(previous.badput, previous.steps_done)
+                # A run that finished cleanly ends its billed stretch (report leaves out the gap after it): the
+                # next process, more --steps or a new workload on the same directory, begins a new one.
+                ended = previous.state == "done"
+                self._meter.carry(previous.badput, previous.steps_done, None if ended else previous.started_at,
+                                  None if ended else previous.last_record_at)
             except (TypeError, ValueError):  # a record that is not ours: its totals are not carried
                 return
             self.progress = dataclasses.replace(self.progress, since=previous.since)
@@ -107,7 +111,8 @@ class ProgressWriter:
         self._next_write = self._clock.monotonic() + self._period_s
         self._update(updated_at=self._clock.time())
         if self._meter is not None:
-            self._update(badput=self._meter.totals())
+            self._update(badput=self._meter.totals(), started_at=self._meter.started_at,
+                         last_record_at=self._meter.last_record_at)
         text = json.dumps(written(self.progress), sort_keys=True) + "\n"
         try:
             ckpt_storage.write_whole(self.path, text, tmp_name=f".{PROGRESS_FILE}.{os.getpid()}.partial")
