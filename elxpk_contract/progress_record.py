@@ -43,6 +43,10 @@ class Progress:
     # and in a record of a trainer older than the field. A retryable code (75 slice lost, 76 stalled, 77
     # preempted) means the group restart goes on; a FailJob code (70, 2) means the trainer gave up for good.
     exit_code: int | None = None
+    # A stop on SIGTERM (this process's or a peer's): whether it saved the stop step, and the steps its
+    # restart rewinds (0 when it saved; trainer/elastic/drain.py). None for any other stop, and while it runs.
+    drain_saved: bool | None = None
+    drain_steps_lost: int | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""

@@ -7,6 +7,7 @@ processes, which restore the last committed checkpoint through the same path as 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -94,11 +95,16 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
     """A JobSet's pods hear SIGTERM one Job at a time, an evicted slice's alone: the process that hears it
     announces the group's stop, and every process stops at the same step boundary (trainer.elastic.group_stop),
     none left inside a collective for a peer that is gone. The signalled process exits 77 (preempted), the
-    other 75 (its peer was lost); process 0's record says which, and every step before the stop was done."""
+    other 75 (its peer was lost); process 0's record says which, and every step before the stop was done.
+    On the way out the whole group saves the stop step (trainer.elastic.drain: 30 s of grace cover a save of
+    this state many times over), so the records say 0 steps lost, and a restart resumes there: nothing
+    rewound, the same losses as the uninterrupted reference. Told that its grace period is 1 s (process 0's
+    run), the group saves nothing, says why, and counts the steps back to the last periodic checkpoint."""
     import signal
     import time
 
-    group = _start_group(reference_run.cfg, tmp_path, repo_root, ["--steps", "100000"])
+    grace = ["--termination-grace-seconds", "1"] if signalled == 0 else []  # 30 s by default
+    group = _start_group(reference_run.cfg, tmp_path, repo_root, ["--steps", "100000", *grace])
     deadline = time.monotonic() + 180  # a bound against a hang, no timing
     while len(read_jsonl(tmp_path / "metrics.jsonl")) < 3:
         assert time.monotonic() < deadline and all(p.poll() is None for p in group), "the group never trained"
@@ -116,4 +122,28 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
         assert (stop["event"], stop["kind"], stop["slices_lost"]) == ("failure_detected", "peer_preempted", [1]), stop
         assert f"process 1 (slice 1) was preempted (SIGTERM); the group stopped together at step {stop['step']}" in (
             outputs[0]), outputs[0][-1500:]
-    assert [m["step"] for m in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(stop["step"]))
+    at = stop["step"]
+    assert [m["step"] for m in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(at))
+    committed = [e["step"] for e in events if e["event"] == "checkpoint_committed"]
+    progress = json.loads((tmp_path / "checkpoints" / "elxpk-progress.json").read_text())
+    if signalled == 0:  # 1 s of grace: no save, and the records say so and what it costs
+        lost = at - (committed[-1] if committed else 0)
+        assert (stop["saved"], stop["drain_steps_lost"]) == (False, lost), stop
+        assert stop["save_skipped"].startswith("too little grace left to save: ") and "of the 1 s grace" in (
+            stop["save_skipped"]), stop
+        assert (progress["drain_saved"], progress["drain_steps_lost"]) == (False, lost), progress
+        return  # one resume is enough to show the saved step is the one a restart continues from
+    # The drain: saved at the stop step, committed by both processes, 0 steps lost, in both records.
+    assert (stop["saved"], stop["drain_steps_lost"], stop["save_skipped"]) == (True, 0, ""), stop
+    assert committed[-1] == at, committed
+    assert (progress["checkpoint_step"], progress["drain_saved"], progress["drain_steps_lost"]) == (at, True, 0)
+    assert f"saved step {at} on the way out; the restart rewinds nothing" in outputs[0], outputs[0][-1500:]
+    assert at < STEPS - 1, f"the group stopped at step {at}, past the reference's {STEPS} steps"
+    codes, outputs = wait_group(_start_group(reference_run.cfg, tmp_path, repo_root, []), 180)
+    assert codes == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    restores = [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "restore_done"]
+    assert (restores[-1]["step"], restores[-1]["state_source"]) == (at, "checkpoint"), restores[-1]
+    metrics = read_jsonl(tmp_path / "metrics.jsonl")
+    assert [m["step"] for m in metrics] == list(range(STEPS)), "a step rewound or skipped"  # 0 rewound
+    ref = reference_run.last_by_step()
+    assert [m["loss"] for m in metrics] == [ref[s]["loss"] for s in range(STEPS)]  # bit for bit
