@@ -15,6 +15,8 @@ import sys
 import numpy as np
 import pytest
 
+from elxpk.runs.report import build_report, render_text
+from elxpk.runs.rundir import load_run
 from tests.support.loopback import free_port
 from tests.support.processes import wait_group
 from tests.support.runs import STEPS, read_jsonl
@@ -126,18 +128,22 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
     assert [m["step"] for m in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(at))
     committed = [e["step"] for e in events if e["event"] == "checkpoint_committed"]
     progress = json.loads((tmp_path / "checkpoints" / "elxpk-progress.json").read_text())
+    report = render_text(build_report(load_run(tmp_path)))  # `report` (run as a command in the TPU stories)
     if signalled == 0:  # 1 s of grace: no save, and the records say so and what it costs
         lost = at - (committed[-1] if committed else 0)
         assert (stop["saved"], stop["drain_steps_lost"]) == (False, lost), stop
         assert stop["save_skipped"].startswith("too little grace left to save: ") and "of the 1 s grace" in (
             stop["save_skipped"]), stop
         assert (progress["drain_saved"], progress["drain_steps_lost"]) == (False, lost), progress
+        assert f"drain: stopped at step {at} (process 0 heard SIGTERM): not saved: too little grace" in (
+            "\n".join(report)), report
         return  # one resume is enough to show the saved step is the one a restart continues from
     # The drain: saved at the stop step, committed by both processes, 0 steps lost, in both records.
     assert (stop["saved"], stop["drain_steps_lost"], stop["save_skipped"]) == (True, 0, ""), stop
     assert committed[-1] == at, committed
     assert (progress["checkpoint_step"], progress["drain_saved"], progress["drain_steps_lost"]) == (at, True, 0)
     assert f"saved step {at} on the way out; the restart rewinds nothing" in outputs[0], outputs[0][-1500:]
+    assert f"drain: stopped at step {at} (process 1 heard SIGTERM): saved on the way out; 0 steps lost" in report
     assert at < STEPS - 1, f"the group stopped at step {at}, past the reference's {STEPS} steps"
     codes, outputs = wait_group(_start_group(reference_run.cfg, tmp_path, repo_root, []), 180)
     assert codes == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
