@@ -35,9 +35,8 @@ class Drain:
 def drains(events: Sequence[Event]) -> list[Drain]:
     found = []
     for e in events:
-        if isinstance(e, Preempted) and e.drain_steps_lost is not None:
-            found.append(Drain(e.step, e.heard_by, e.saved, e.drain_steps_lost, e.save_skipped))
-        elif (isinstance(e, FailureDetected) and e.kind == "peer_preempted" and e.drain_steps_lost is not None
-              and e.saved is not None):
+        if not (isinstance(e, Preempted) or (isinstance(e, FailureDetected) and e.kind == "peer_preempted")):
+            continue
+        if e.step is not None and e.saved is not None and e.drain_steps_lost is not None:
             found.append(Drain(e.step, e.heard_by, e.saved, e.drain_steps_lost, e.save_skipped))
     return found
