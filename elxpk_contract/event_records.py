@@ -55,6 +55,10 @@ class FailureDetected(Event):
     stopped: str = ""  # why the trainer stopped retrying after this failure ("" when it retried)
     # kind peer_preempted: the process that heard the signal; the writer (process 0) stopped with its group
     heard_by: int | None = None
+    # kind peer_preempted: the drain (trainer/elastic/drain.py), as in `preempted`; None for other kinds
+    saved: bool | None = None
+    drain_steps_lost: int | None = None
+    save_skipped: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +159,11 @@ class Preempted(Event):
     checkpoint_step: int | None = None  # the newest committed checkpoint when the trainer stopped
     saved: bool = False  # whether it saved the current step on the way out
     heard_by: int | None = None  # the process that heard the signal (this one: a peer's is peer_preempted)
+    # The drain (trainer/elastic/drain.py): steps the stop lost, the stop step less the newest committed
+    # checkpoint (0 when it saved the stop step; None in records written before the field), and why it did
+    # not save where it did not ("" when it saved).
+    drain_steps_lost: int | None = None
+    save_skipped: str = ""
 
 
 EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (

@@ -57,6 +57,10 @@ class Progress:
     # older than the fields.
     started_at: float | None = None
     last_record_at: float | None = None
+    # A stop on SIGTERM (this process's or a peer's): whether it saved the stop step, and the steps its
+    # restart rewinds (0 when it saved; trainer/elastic/drain.py). None for any other stop, and while it runs.
+    drain_saved: bool | None = None
+    drain_steps_lost: int | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""

@@ -169,6 +169,13 @@ class TrainerConfig:
                                              "the median step interval), see elxpk_contract/stall.py", low=0.0,
                                         expose=LAUNCHER_FLAG, unit=SECONDS,
                                         fix="seconds without a step before a stall, e.g. 1800; 0 for auto")
+    termination_grace_seconds: float = _opt(30.0, "seconds between a SIGTERM and the kubelet's SIGKILL (the pod's "
+                                                  "terminationGracePeriodSeconds, which a pod cannot read): a stop "
+                                                  "saves on the way out only where what is left of them covers the "
+                                                  "save (trainer/elastic/drain.py)",
+                                            low=0.0, unit=SECONDS, expose=LAUNCHER_DERIVED,
+                                            derived_from="`--termination-grace-period-seconds`",
+                                            fix="the pod's grace period in seconds, e.g. 30")
     recovery: str = _opt("live", "where a slice loss resumes from: live, the surviving slices' copy of the last "
                                  "completed step (no rewind; multi-controller always falls back to the "
                                  "checkpoint, since jax aborts the survivors), or checkpoint, the newest "

@@ -60,6 +60,8 @@ _DERIVED = {
     "num_slices": lambda spec: spec.num_slices,
     "slice_backend": lambda spec: spec.slice_backend,
     "elastic_enabled": lambda spec: spec.elastic,
+    # The trainer's drain decides against the grace its pod really has (trainer/elastic/drain.py).
+    "termination_grace_seconds": lambda spec: spec.termination_grace_period_seconds,
 }
 
 

@@ -14,6 +14,7 @@ from array import array
 from dataclasses import dataclass
 
 from elxpk.chip_hours import Session, billed_s
+from elxpk.runs.drains import Drain, drains
 from elxpk.runs.examples import ExampleAccount, account_columns
 from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progress_runs
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
@@ -72,6 +73,7 @@ class RunReport:
     no_progress: tuple[NoProgress, ...] = ()
     rejoins_refused: tuple[RejoinRefused, ...] = ()  # returning slices that failed their health check
     live_prepare_s: float = 0.0  # the live-recovery checks' compile, beside the step's (not badput of its own)
+    drains: tuple[Drain, ...] = ()  # stops on SIGTERM: saved on the way out or not, the steps each lost
 
     @property
     def goodput(self) -> float:
@@ -99,6 +101,7 @@ class RunReport:
             "rejoins_refused": [{"step": e.step, "slices": list(e.slices), "reason": e.reason}
                                 for e in self.rejoins_refused],
             "live_prepare_s": self.live_prepare_s,
+            "drains": [d.to_dict() for d in self.drains],
         }
 
 
@@ -174,6 +177,7 @@ def build_report(run: Run) -> RunReport:
         no_progress=tuple(no_progress_runs(run.events)),
         rejoins_refused=tuple(run.events_of(RejoinRefused)),
         live_prepare_s=sum(e.live_prepare_s for e in run.events_of(RestoreDone)),
+        drains=tuple(drains(run.events)),
     )
 
 
@@ -210,6 +214,7 @@ def render_text(report: RunReport) -> list[str]:
             f"{g.cause} {len(g.steps)} (at step {', '.join('?' if s is None else str(s) for s in g.steps)})"
             for g in report.failure_causes))
     lines.extend(n.describe() for n in report.no_progress)
+    lines.extend(f"drain: {d.describe()}" for d in report.drains)
     lines.extend(f"slice {','.join(map(str, e.slices))} back at step {e.step} but failed its health check, kept "
                  f"out: {e.reason}" for e in report.rejoins_refused)
     ex = report.examples

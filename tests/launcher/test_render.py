@@ -136,6 +136,7 @@ def test_trainer_settings_mapping():
         "ELXPK_ELASTIC_MAX_RETRIES": "10",
         "ELXPK_NUM_SLICES": "3",
         "ELXPK_SLICE_BACKEND": "pathways",
+        "ELXPK_TERMINATION_GRACE_SECONDS": "30",  # --termination-grace-period-seconds: the drain's budget
         "ELXPK_RUN_DIR": "gs://bkt/ckpt/elxpk-run",  # the records beside the checkpoints: they outlive the pods
     }
     # Single controller: the workers run Pathways servers, not the trainer.
@@ -147,7 +148,7 @@ def test_unset_trainer_settings_are_left_to_trainer_defaults():
     env = env_of(pod(jobs(jobset())["pathways-head"])["containers"][0])
     # Only what the launcher derives from its own flags; every "launcher" setting not given is left out.
     assert {k for k in env if k.startswith("ELXPK_")} == {env_name(f.name) for f in exposed(LAUNCHER_DERIVED)} == {
-        "ELXPK_SLICE_BACKEND", "ELXPK_NUM_SLICES", "ELXPK_ELASTIC_ENABLED"}
+        "ELXPK_SLICE_BACKEND", "ELXPK_NUM_SLICES", "ELXPK_ELASTIC_ENABLED", "ELXPK_TERMINATION_GRACE_SECONDS"}
     assert env["ELXPK_ELASTIC_ENABLED"] == "false"
 
 

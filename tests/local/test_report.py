@@ -341,3 +341,24 @@ def test_local_runs_own_report_files_are_never_written_through_a_link(tmp_path):
     with pytest.raises(UsageError, match="never through a link"):
         _open_log(run_dir / "logs" / "attempt0-process0.log")
     assert victim.read_text() == "keep me\n"
+
+
+def test_drains_are_read_from_both_stop_records_and_older_records_are_left_out():
+    """`report`'s drain lines (elxpk/runs/drains.py): a `preempted` and a `peer_preempted` with the drain's
+    fields each make one; a record written before them (no drain_steps_lost) says nothing it cannot know."""
+    from elxpk.runs.drains import drains
+
+    events = [
+        make_event("preempted", 1.0, 12, signal="SIGTERM", checkpoint_step=12, saved=True, heard_by=0,
+                   drain_steps_lost=0),
+        make_event("failure_detected", 2.0, 30, kind="peer_preempted", heard_by=1, saved=False,
+                   drain_steps_lost=6, save_skipped="too little grace left to save: ..."),
+        make_event("preempted", 3.0, 40, signal="SIGTERM", checkpoint_step=36),  # an older trainer's
+        make_event("failure_detected", 4.0, 50, kind="slice_down"),
+    ]
+    found = drains(events)
+    assert [d.describe() for d in found] == [
+        "stopped at step 12 (process 0 heard SIGTERM): saved on the way out; 0 steps lost",
+        "stopped at step 30 (process 1 heard SIGTERM): not saved: too little grace left to save: ...; 6 steps lost",
+    ]
+    assert found[1].to_dict()["drain_steps_lost"] == 6

@@ -104,9 +104,11 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path | str, mode: str)
     report = json.loads(reported.stdout)
     if whole_group and not any(e.get("kind") == "peer_preempted" for e in story.events(run)):
         [preempted] = [e for e in story.events(run) if e["event"] == "preempted"]
-        # From the newest checkpoint committed when it stopped, or one whose async save was already under way
-        # and committed on the way out (a multi-controller process starts no save of its own at SIGTERM).
-        assert preempted["checkpoint_step"] <= resumed_from <= preempted["step"], (preempted, restores)
+        # An eviction's SIGTERM comes with the pod's 30 s grace: the group saved the step it stopped at on the
+        # way out (trainer/elastic/drain.py) and resumed there, nothing rewound.
+        assert (preempted["saved"], preempted["drain_steps_lost"]) == (True, 0), preempted
+        assert [(d["saved"], d["drain_steps_lost"]) for d in report["drains"]] == [(True, 0)], report["drains"]
+        assert resumed_from == preempted["step"], (preempted, restores)
         assert (report["sessions"], report["recoveries"]) == (2, []), report
         story.delete(name)
         return (f"story 2 --mode {mode} ({story.shape.name}): {wall} s from create to Succeeded; stopped with 77 "
@@ -117,6 +119,10 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path | str, mode: str)
     assert recovery["restored_step"] == resumed_from
     rewound = recovery["rewound_steps"]
     assert rewound == max(0, recovery["failure_step"] - resumed_from)
+    if mode == "evict":  # SIGTERM with the pod's 30 s grace: the group saved its stop step on the way out
+        [stop] = [e for e in story.events(run) if e["event"] in ("preempted", "failure_detected")]
+        assert (stop["saved"], stop["drain_steps_lost"], rewound) == (True, 0, 0), (stop, recovery)
+        assert [(d["saved"], d["drain_steps_lost"]) for d in report["drains"]] == [(True, 0)], report["drains"]
     text = story.elxpk("report", str(run), cluster_verb=False).stdout
     assert re.search(rf"recoveries: 1\n\s+1\. .*restored step {resumed_from}", text), text
     story.delete(name)

@@ -135,9 +135,9 @@ def test_story3_sigterm_of_delete_exits_77_and_a_new_workload_resumes(story: Sto
     """`workload delete` while the trainer runs: each pod gets SIGTERM (grace period 30 s), one Job's pods
     at a time; the group stops together at the step boundary after the first process heard it
     (trainer/elastic/group_stop.py), long before the kubelet's SIGKILL, each wrapper printing its exit
-    code: 77 (PREEMPTED) where the signal was heard, and process 0 records the stop (multi-controller
-    does not save on the way out); a new workload on the same checkpoint dir restores the newest
-    checkpoint the first one committed and goes on from there. (Before the group stopped together, a
+    code: 77 (PREEMPTED) where the signal was heard, and process 0 records the stop (the group saves the
+    stop step on the way out where the grace left allows, trainer/elastic/drain.py); a new workload on the
+    same checkpoint dir restores the newest checkpoint the first one committed and goes on from there. (Before the group stopped together, a
     process that stopped alone left its peer in a collective, and both were SIGKILLed, silently.)"""
     took = timed()
     name = unique("st3t")

@@ -54,6 +54,7 @@ def expected_settings(argv: list[str]) -> dict[str, object]:
         "num_slices": int(_flag(argv, "--num-slices") or 1),  # the launcher's (and xpk's) default: 1 slice
         "slice_backend": "multi-controller" if "--no-pathways" in argv or _gpu(argv) else "pathways",
         "elastic_enabled": int(_flag(argv, "--elastic-slices") or 0) > 0,
+        "termination_grace_seconds": float(_flag(argv, "--termination-grace-period-seconds") or 30),
     }
     assert {f.name for f in exposed(LAUNCHER_DERIVED)} == set(settings), "a derived setting is not checked"
     for f in exposed(LAUNCHER_FLAG):

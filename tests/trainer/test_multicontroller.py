@@ -7,6 +7,7 @@ processes, which restore the last committed checkpoint through the same path as 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,9 +15,11 @@ import sys
 import numpy as np
 import pytest
 
+from elxpk.runs.report import build_report, render_text
+from elxpk.runs.rundir import load_run as load_run_dir
 from tests.support.loopback import free_port
 from tests.support.processes import wait_group
-from tests.support.runs import STEPS, read_jsonl
+from tests.support.runs import STEPS, read_jsonl, run_trainer
 from tests.trainer.test_cold_restart import _flags
 
 pytestmark = pytest.mark.slow
@@ -94,11 +97,16 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
     """A JobSet's pods hear SIGTERM one Job at a time, an evicted slice's alone: the process that hears it
     announces the group's stop, and every process stops at the same step boundary (trainer.elastic.group_stop),
     none left inside a collective for a peer that is gone. The signalled process exits 77 (preempted), the
-    other 75 (its peer was lost); process 0's record says which, and every step before the stop was done."""
+    other 75 (its peer was lost); process 0's record says which, and every step before the stop was done.
+    On the way out the whole group saves the stop step (trainer.elastic.drain: 30 s of grace cover a save of
+    this state many times over), so the records say 0 steps lost, and a restart resumes there: nothing
+    rewound, the same losses as the uninterrupted reference. Told that its grace period is 1 s (process 0's
+    run), the group saves nothing, says why, and counts the steps back to the last periodic checkpoint."""
     import signal
     import time
 
-    group = _start_group(reference_run.cfg, tmp_path, repo_root, ["--steps", "100000"])
+    grace = ["--termination-grace-seconds", "1"] if signalled == 0 else []  # 30 s by default
+    group = _start_group(reference_run.cfg, tmp_path, repo_root, ["--steps", "100000", *grace])
     deadline = time.monotonic() + 180  # a bound against a hang, no timing
     while len(read_jsonl(tmp_path / "metrics.jsonl")) < 3:
         assert time.monotonic() < deadline and all(p.poll() is None for p in group), "the group never trained"
@@ -116,4 +124,33 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
         assert (stop["event"], stop["kind"], stop["slices_lost"]) == ("failure_detected", "peer_preempted", [1]), stop
         assert f"process 1 (slice 1) was preempted (SIGTERM); the group stopped together at step {stop['step']}" in (
             outputs[0]), outputs[0][-1500:]
-    assert [m["step"] for m in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(stop["step"]))
+    at = stop["step"]
+    assert [m["step"] for m in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(at))
+    committed = [e["step"] for e in events if e["event"] == "checkpoint_committed"]
+    progress = json.loads((tmp_path / "checkpoints" / "elxpk-progress.json").read_text())
+    report = render_text(build_report(load_run_dir(tmp_path)))  # `report` (run as a command in the TPU stories)
+    if signalled == 0:  # 1 s of grace: no save, and the records say so and what it costs
+        lost = at - (committed[-1] if committed else 0)
+        assert (stop["saved"], stop["drain_steps_lost"]) == (False, lost), stop
+        assert stop["save_skipped"].startswith("too little grace left to save: ") and "of the 1 s grace" in (
+            stop["save_skipped"]), stop
+        assert (progress["drain_saved"], progress["drain_steps_lost"]) == (False, lost), progress
+        assert f"drain: stopped at step {at} (process 0 heard SIGTERM): not saved: too little grace" in (
+            "\n".join(report)), report
+        return  # one resume is enough to show the saved step is the one a restart continues from
+    # The drain: saved at the stop step, committed by both processes, 0 steps lost, in both records.
+    assert (stop["saved"], stop["drain_steps_lost"], stop["save_skipped"]) == (True, 0, ""), stop
+    assert committed[-1] == at, committed
+    assert (progress["checkpoint_step"], progress["drain_saved"], progress["drain_steps_lost"]) == (at, True, 0)
+    assert f"saved step {at} on the way out; the restart rewinds nothing" in outputs[0], outputs[0][-1500:]
+    assert f"drain: stopped at step {at} (process 1 heard SIGTERM): saved on the way out; 0 steps lost" in report
+    assert at < STEPS - 1, f"the group stopped at step {at}, past the reference's {STEPS} steps"
+    # The restart, in this process: every backend restores through the one path (trainer/elastic/attempt.py),
+    # and a group's own restart is test_group_restart_after_a_killed_process_restores_and_reproduces's. Two
+    # more trainer processes here would cost CI ~20 s for no other line of code.
+    resumed = run_trainer(tmp_path)
+    restores = resumed.events_named("restore_done")
+    assert (restores[-1]["step"], restores[-1]["state_source"]) == (at, "checkpoint"), restores[-1]
+    assert [m["step"] for m in resumed.metrics] == list(range(STEPS)), "a step rewound or skipped"  # 0 rewound
+    ref = reference_run.last_by_step()
+    assert [m["loss"] for m in resumed.metrics] == [ref[s]["loss"] for s in range(STEPS)]  # bit for bit

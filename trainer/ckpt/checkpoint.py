@@ -59,6 +59,7 @@ class CheckpointStore:
         self._lock = threading.Lock()
         self.latest_valid: int | None = None
         self.blocking_s: list[float] = []
+        self.save_s: list[float] = []  # each committed save, from save() to when its commit was seen
         if primary:
             with unwritable_is_usage("--checkpoint-dir", self.directory):
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -178,7 +179,8 @@ class CheckpointStore:
                 assert arrays is not None
                 digest.write_digest(self.directory / str(step), step, self._cfg.fingerprint(), arrays.result())
             self.latest_valid = step
-            self._recorder.event("checkpoint_committed", step, commit_s=round(self._clock.monotonic() - started, 6))
+            self.save_s.append(self._clock.monotonic() - started)
+            self._recorder.event("checkpoint_committed", step, commit_s=round(self.save_s[-1], 6))
 
     def has(self, step: int) -> bool:
         with self._lock:

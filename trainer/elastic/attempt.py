@@ -19,7 +19,7 @@ from trainer.core import state as core_state
 from trainer.core import step as steplib
 from trainer.core.optim import learning_rate
 from trainer.core.sharding import host_copy
-from trainer.elastic import live_recovery
+from trainer.elastic import drain, live_recovery
 from trainer.elastic.context import (
     AttemptContext,
     AttemptRecovery,
@@ -94,6 +94,8 @@ class _Attempt:
         self.start = 0
         self.compiled: steplib.Compiled | None = None
         self.was_compiled = False
+        self.last_step_s = 0.0  # the last step's seconds: the drain's rule reckons with one more
+        self.drain_verdict: drain.SaveVerdict | None = None  # decided once, at the first boundary after SIGTERM
 
     def restore(self) -> _Restored:
         """The starting state: the survivors' live copy, the newest valid checkpoint, or a fresh one.
@@ -165,9 +167,16 @@ class _Attempt:
         dies_first = not ctx.backend.in_process_retry
         if dies_first:
             ctx.backend.fault_point("step", step, active)
-        group_stop = ctx.backend.stop_at(step, ctx.stop.requested) if ctx.stop is not None else None
+        group_stop = None
+        if ctx.stop is not None:
+            heard = ctx.stop.requested
+            if heard is not None and self.drain_verdict is None:
+                self.drain_verdict = drain.verdict(ctx.cfg.termination_grace_seconds, ctx.stop.seconds_since(),
+                                                   self.last_step_s,
+                                                   drain.expected_save_s(self.store.save_s, self.state))
+            group_stop = ctx.backend.stop_at(step, heard, self.drain_verdict is not None and self.drain_verdict.save)
         if group_stop is not None:
-            _stop_for_preemption(self.store, step, self.state, ctx, group_stop)
+            _stop_for_preemption(self.store, step, self.state, ctx, group_stop, self.drain_verdict)
         if not dies_first:
             ctx.backend.fault_point("step", step, active)
         returning = ctx.policy.scale_up_ready(ctx.backend, active)
@@ -193,7 +202,8 @@ class _Attempt:
         ctx.backend.fault_point("mid", step, self.active)
         # Sync on every step: unsynced CPU collectives can deadlock (testing notes 2b).
         value = float(loss.addressable_data(0))
-        return batch, value, ctx.clock.monotonic() - started
+        self.last_step_s = ctx.clock.monotonic() - started
+        return batch, value, self.last_step_s
 
     def after_step(self, step: int, batch: Any, loss: float, elapsed: float) -> None:
         """The step's metric, the live state, the watchdog and progress, and the save cadence."""
@@ -316,39 +326,53 @@ def _note_commit(store: CheckpointStore, ctx: AttemptContext) -> None:
             ctx.progress.checkpoint(store.latest_valid, ctx.clock.time())
 
 
-def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext, stop: GroupStop) -> None:
-    """SIGTERM arrived here or at a peer (`stop`): commit the current step if this process can save alone,
-    then stop, with PREEMPTED where this process heard the signal.
+def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext, stop: GroupStop,
+                         verdict: drain.SaveVerdict | None) -> None:
+    """SIGTERM arrived here or at a peer (`stop`): commit the current step where the group agreed to save
+    (trainer.elastic.drain: the grace period left covers the save), then stop, with PREEMPTED where this
+    process heard the signal.
 
-    A single controller (simulated, Pathways) saves by itself. Under multi-controller every process takes
-    part in a save, and a preemption usually signals only some of them, so a save could block until the
-    grace period ends in SIGKILL: there the group stops together at the step it agreed on
-    (trainer.elastic.group_stop) and the group restart rewinds to the newest committed checkpoint. A
-    process stopped by a peer's signal lost that peer: it ends as a lost slice (SLICE_LOST, counted, as
-    when the peer dies), and its record names the peer."""
+    A single controller (simulated, Pathways) decides and saves by itself. Under multi-controller every
+    process takes part in the save of the sharded state, and a preemption usually signals only some of
+    them: the group stops together at the step it agreed on (trainer.elastic.group_stop), and every process
+    saves it, or none, as the announcer decided. A process stopped by a peer's signal lost that peer: it
+    ends as a lost slice (SLICE_LOST, counted, as when the peer dies), and its record names the peer."""
 
     assert ctx.stop is not None
     # Only a signal heard by this boundary counts as this process's own. Waiting for one would mislabel a lost
     # peer: its pod's failure makes the JobSet restart the group, whose SIGTERM reaches the survivors within a
     # second, and the run's lost slice would then read as a preemption, with no recovery in the report.
     heard = ctx.stop.requested
+    saving = stop.save and step > 0
+    if saving:
+        if ctx.watchdog is not None:
+            ctx.watchdog.disarm()  # the save has the grace period as its bound
+        _checkpoint_now(store, step, state, ctx)
+    else:  # a periodic save under way commits first (every process waits for it): the restart starts there
+        store.poll(block=True)
+        _note_commit(store, ctx)
+    if step == 0:
+        skipped = "no step was done yet: nothing to save"
+    elif verdict is not None and stop.process == ctx.backend.process_index:
+        skipped = f"too little grace left to save: {verdict.why}"
+    else:
+        skipped = f"too little grace left to save, as process {stop.process} (which heard the signal) reckoned"
+    out = ctx.drain = drain.outcome(step, ctx.latest_committed, saving, skipped)
+    fields: dict[str, Any] = {"drain_steps_lost": out.steps_lost, "save_skipped": out.save_skipped}
+    said = (f"saved step {step} on the way out" if saving else out.save_skipped) + (
+        f"; the restart rewinds {out.steps_lost} step{'' if out.steps_lost == 1 else 's'}" if out.steps_lost
+        else "; the restart rewinds nothing")
     if heard is None:
         why = (f"process {stop.process}" + ("" if stop.slice is None else f" (slice {stop.slice})") +
                f" was preempted ({stop.signal}); the group stopped together at step {step}")
         ctx.recorder.event("failure_detected", step, slices_lost=[] if stop.slice is None else [stop.slice],
                            error=why, kind="peer_preempted", attempt=ctx.attempt, cause=SLICE_LOST.name,
-                           stopped=why, heard_by=stop.process)
-        raise TrainerStopped(SLICE_LOST, f"{why}; newest checkpoint: step {ctx.latest_committed}")
-    saved = False
-    if ctx.backend.in_process_retry and step > 0:
-        if ctx.watchdog is not None:
-            ctx.watchdog.disarm()  # the save has the grace period as its bound
-        _checkpoint_now(store, step, state, ctx)
-        saved = True
-    ctx.recorder.event("preempted", step, signal=heard, checkpoint_step=ctx.latest_committed, saved=saved,
-                       heard_by=ctx.backend.process_index)
-    raise TrainerStopped(PREEMPTED, f"preempted ({heard}) at step {step}; newest checkpoint: step "
-                                    f"{ctx.latest_committed}" + (" (saved on the way out)" if saved else ""))
+                           stopped=why, heard_by=stop.process, saved=saving, **fields)
+        raise TrainerStopped(SLICE_LOST, f"{why}; {said}; newest checkpoint: step {ctx.latest_committed}")
+    ctx.recorder.event("preempted", step, signal=heard, checkpoint_step=ctx.latest_committed, saved=saving,
+                       heard_by=ctx.backend.process_index, **fields)
+    raise TrainerStopped(PREEMPTED, f"preempted ({heard}) at step {step}; {said}; newest checkpoint: step "
+                                    f"{ctx.latest_committed}")
 
 
 def _checkpoint_now(store: CheckpointStore, step: int, state: Any, ctx: AttemptContext) -> None:

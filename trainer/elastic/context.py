@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from trainer.data.data import DataSource
     from trainer.elastic import live_recovery
     from trainer.elastic.attempt_history import AttemptHistory
+    from trainer.elastic.drain import DrainOutcome
     from trainer.elastic.policy import ElasticPolicy
     from trainer.elastic.preemption import StopRequest
     from trainer.elastic.progress import ProgressWriter
@@ -72,6 +73,7 @@ class AttemptContext:
     live_checks_started: bool = False
     rejoin: RejoinGate | None = None  # the health check a returning slice passes before it receives the state
     stalled: bool = False  # the stall watchdog turned a hang into the failure now surfacing (trainer.elastic.stalls)
+    drain: DrainOutcome | None = None  # a stop on SIGTERM: whether it saved, the steps it lost (progress record)
 
 
 @dataclass

@@ -12,6 +12,10 @@ announced is the announcer's next boundary, `s + 1` when it hears at boundary `s
 the announcer writes at boundary `s`, every peer has passed boundary `s - 1` and none has passed `s + 1`:
 each reads the key again at `s` or `s + 1`, and all stop at `s + 1` with step `s` done. The cost is one
 small request to the coordinator per step, in groups of more than one process only.
+
+The announcement also carries the announcer's decision whether the group saves the stop step on the way
+out (trainer.elastic.drain): every process of a multi-controller group takes part in that save, so all of
+them follow the one process that knows how much of its grace period is left.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ class GroupStop(NamedTuple):
     process: int  # the process that heard the signal
     slice: int | None  # its slice (None where the backend has no per-process slice)
     signal: str  # what it heard, e.g. SIGTERM
+    save: bool = True  # whether the group saves the stop step on the way out (the announcer's decision)
 
     def text(self) -> str:
-        return f"{self.step} {self.process} {'-' if self.slice is None else self.slice} {self.signal}"
+        return (f"{self.step} {self.process} {'-' if self.slice is None else self.slice} {self.signal} "
+                f"{'save' if self.save else 'nosave'}")
 
     @classmethod
     def parse(cls, text: str) -> GroupStop | None:
@@ -37,12 +43,12 @@ class GroupStop(NamedTuple):
         found = _TEXT.fullmatch(text)
         if found is None:
             return None
-        step, process, slice_index, signal = found.groups()
-        return cls(int(step), int(process), None if slice_index == "-" else int(slice_index), signal)
+        step, process, slice_index, signal, save = found.groups()
+        return cls(int(step), int(process), None if slice_index == "-" else int(slice_index), signal, save == "save")
 
 
 _NUMBER = "0|[1-9][0-9]{0,17}"  # no sign, no leading zero, no non-ASCII digit: what text() writes, only
-_TEXT = re.compile(f"({_NUMBER}) ({_NUMBER}) (-|{_NUMBER}) ([A-Z][A-Z0-9]{{0,15}})")
+_TEXT = re.compile(f"({_NUMBER}) ({_NUMBER}) (-|{_NUMBER}) ([A-Z][A-Z0-9]{{0,15}}) (save|nosave)")
 
 
 class GroupStopBoard:
@@ -53,11 +59,12 @@ class GroupStopBoard:
         self._announced = False
         self._agreed: GroupStop | None = None
 
-    def at_boundary(self, step: int, heard: str | None) -> GroupStop | None:
-        """The group's stop if it falls at `step` or before; announces this process's signal once."""
+    def at_boundary(self, step: int, heard: str | None, save: bool) -> GroupStop | None:
+        """The group's stop if it falls at `step` or before; announces this process's signal (and whether to
+        save, `save`) once."""
         if heard is not None and not self._announced:
             self._announced = True
-            self._announce(GroupStop(step + 1, self._process, self._slice, heard))
+            self._announce(GroupStop(step + 1, self._process, self._slice, heard, save))
         if self._agreed is None:
             self._agreed = self._read()
         if self._agreed is not None and step >= self._agreed.step:

@@ -37,7 +37,7 @@ from elxpk_storage import gcs_auth
 from trainer.clock import Clock, SystemClock
 from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice
-from trainer.elastic import live_recovery
+from trainer.elastic import drain, live_recovery
 from trainer.elastic.attempt import run_attempt
 from trainer.elastic.attempt_history import AttemptHistory
 from trainer.elastic.badput_meter import BadputMeter
@@ -148,7 +148,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         if ctx.live_checks is not None:  # no thread may be compiling when the interpreter exits
             ctx.live_checks.close()
         ctx.watchdog.close()
-        ctx.progress.finish(state, stopped_why, exit_code)
+        ctx.progress.finish(state, stopped_why, exit_code, ctx.drain)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         backend.close()
@@ -243,7 +243,10 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             # before the next attempt allocates (pathwaysutils leaves this to the caller).
             gc.collect()
         if ctx.stop is not None and ctx.stop.requested:  # between attempts: nothing to save
-            rec.event("preempted", ctx.current_step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed)
+            ctx.drain = drain.outcome(ctx.current_step, ctx.latest_committed, False,
+                                      "between attempts: no state to save")
+            rec.event("preempted", ctx.current_step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed,
+                      drain_steps_lost=ctx.drain.steps_lost, save_skipped=ctx.drain.save_skipped)
             raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) between attempts at step "
                                             f"{ctx.current_step}; newest checkpoint: step {ctx.latest_committed}")
         admit = None

@@ -1,9 +1,10 @@
 """SIGTERM is a preemption (or an eviction, a drain, a deleted pod): stop cleanly within the grace period.
 
 The handler only records the request; the step loop acts on it at the next step boundary
-(trainer/elastic/attempt.py: commit the current step where the process can save alone, record a `preempted`
-event, stop with exit code PREEMPTED). The work done in the grace period is therefore at most one step
-plus one checkpoint save: the launcher checks `terminationGracePeriodSeconds` against the save time. A
+(trainer/elastic/attempt.py: commit the current step where the grace period left allows it, record a
+`preempted` event, stop with exit code PREEMPTED; trainer/elastic/drain.py has the rule). The work done in
+the grace period is therefore at most one step plus one checkpoint save: the launcher checks
+`terminationGracePeriodSeconds` against the save time. A
 SIGTERM during a hung step is not acted on; the stall watchdog or the orchestrator's SIGKILL ends it.
 """
 
@@ -13,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -28,10 +30,18 @@ class StopRequest:
 
     def __init__(self) -> None:
         self.requested: str | None = None  # the signal's name once a stop was asked for
+        # time.monotonic() when it was asked for: the grace period runs from there, in real seconds (the
+        # kubelet's clock, not the trainer's injectable one)
+        self.requested_at: float | None = None
 
     def request(self, reason: str) -> None:
         if self.requested is None:
+            self.requested_at = time.monotonic()
             self.requested = reason
+
+    def seconds_since(self) -> float:
+        """Seconds since the stop was asked for (0 before)."""
+        return 0.0 if self.requested_at is None else time.monotonic() - self.requested_at
 
 
 def stop_on_sigterm(stop: StopRequest) -> Callable[[], None]:

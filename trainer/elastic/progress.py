@@ -30,6 +30,7 @@ from elxpk_contract.records import written
 from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 from trainer.elastic.badput_meter import BadputMeter
+from trainer.elastic.drain import DrainOutcome
 
 
 class ProgressWriter:
@@ -96,10 +97,14 @@ class ProgressWriter:
         self._update(checkpoint_step=step, checkpoint_time=at)
         self.write()
 
-    def finish(self, state: str, stopped: str = "", exit_code: int | None = None) -> None:
+    def finish(self, state: str, stopped: str = "", exit_code: int | None = None,
+               drain: DrainOutcome | None = None) -> None:
         """The trainer stops: done, stalled, preempted or failed (`stopped`: why, where it said; `exit_code`:
-        the code it exits with, which tells a stop the group restart retries from one for good)."""
-        self._update(state=state, stopped=stopped, exit_code=exit_code)
+        the code it exits with, which tells a stop the group restart retries from one for good; `drain`:
+        a stop on SIGTERM's save and the steps it lost)."""
+        self._update(state=state, stopped=stopped, exit_code=exit_code,
+                     drain_saved=drain.saved if drain is not None else None,
+                     drain_steps_lost=drain.steps_lost if drain is not None else None)
         self.write()
 
     def _update(self, **changes) -> None:

@@ -80,10 +80,11 @@ class SliceBackend:
     def after_compile(self) -> None:
         """Every process of the group has its step compiled (one process: nothing to wait for)."""
 
-    def stop_at(self, step: int, heard: str | None) -> GroupStop | None:
+    def stop_at(self, step: int, heard: str | None, save: bool) -> GroupStop | None:
         """Whether to stop at `step`'s boundary: where one process runs the whole group, at once on its own
-        signal (`heard`). A group of processes agrees on one step (trainer.elastic.group_stop)."""
-        return GroupStop(step, self.process_index, None, heard) if heard is not None else None
+        signal (`heard`), saving where `save`. A group of processes agrees on one step and on whether to save
+        (trainer.elastic.group_stop)."""
+        return GroupStop(step, self.process_index, None, heard, save) if heard is not None else None
 
     def close(self) -> None:
         pass
@@ -341,10 +342,10 @@ class MultiControllerSlices(SliceBackend):
                     threading.Event().wait()
                 os._exit(self.KILLED_EXIT_CODE)  # a dead host flushes nothing
 
-    def stop_at(self, step: int, heard: str | None) -> GroupStop | None:
+    def stop_at(self, step: int, heard: str | None, save: bool) -> GroupStop | None:
         if self._stop_board is None:  # a group of one process
-            return super().stop_at(step, heard)
-        return self._stop_board.at_boundary(step, heard)
+            return super().stop_at(step, heard, save)
+        return self._stop_board.at_boundary(step, heard, save)
 
     def after_compile(self) -> None:
         """Wait at the coordination service until every process has compiled its step. The first step's
