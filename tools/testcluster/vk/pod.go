@@ -160,8 +160,10 @@ func (r *podRun) launch(c *container) bool {
 	}
 	if err == nil {
 		cmd.Stdout, cmd.Stderr = log, log // one file, both streams in the order they were written
-		// Its own process group (what SIGKILL ends), and killed with this process if it dies first.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		// Its own process group (what SIGKILL ends), killed with this process if it dies first, and its
+		// own namespaces (init.go).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL,
+			Cloneflags: r.machine.namespaces()}
 		err = cmd.Start()
 	}
 	if err != nil {
