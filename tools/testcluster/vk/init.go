@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 const containerInitArg = "container-init"
@@ -25,6 +26,35 @@ const containerInitArg = "container-init"
 func initArgv(hostsPath, hostname string, argv []string) []string {
 	// /proc/self/exe: this binary even after a rebuild has replaced its file (`testcluster build`).
 	return append([]string{"/proc/self/exe", containerInitArg, hostsPath, hostname, "--"}, argv...)
+}
+
+// initReadyFd is the pipe on which the init says that it handles signals (startContainer).
+const initReadyFd = 3
+
+// initReadyWait bounds the wait for that word (an init that never says it is killed with its container).
+const initReadyWait = 30 * time.Second
+
+// startContainer starts cmd (an initArgv when `sandbox`) and returns once its init handles signals: before
+// that, the Go runtime's own handler would end it on a deletion's SIGTERM with exit code 2 (a namespace's
+// PID 1 cannot die of the signal itself). The caller holds the pod's lock, so no stop() signals it sooner.
+func startContainer(cmd *exec.Cmd, sandbox bool) error {
+	if !sandbox {
+		return cmd.Start()
+	}
+	ready, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer ready.Close()
+	cmd.ExtraFiles = []*os.File{w} // initReadyFd
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return err
+	}
+	_ = ready.SetReadDeadline(time.Now().Add(initReadyWait))
+	_, _ = ready.Read(make([]byte, 1)) // a byte, or EOF: the init has exited (its status says how)
+	return nil
 }
 
 // containerInit is PID 1 of one container; its return is the container's exit code.
@@ -45,6 +75,10 @@ func containerInit(args []string) int {
 	}
 	signals := make(chan os.Signal, 64)
 	signal.Notify(signals) // before the start: no SIGCHLD is missed
+	if ready := os.NewFile(initReadyFd, "ready"); ready != nil {
+		_, _ = ready.Write([]byte{1}) // signals are this init's now (startContainer); not the container's fd
+		ready.Close()
+	}
 	child, err := os.StartProcess(path, argv, &os.ProcAttr{Env: os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {

@@ -164,7 +164,7 @@ func (r *podRun) launch(c *container) bool {
 		// own namespaces (init.go).
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL,
 			Cloneflags: r.machine.namespaces()}
-		err = cmd.Start()
+		err = startContainer(cmd, r.machine.sandbox)
 	}
 	if err != nil {
 		// What a kubelet reports when the runtime cannot start the container.
