@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from elxpk.cluster.connect import connect
+from elxpk.cluster.target import ClusterTarget
+from elxpk.errors import ClusterError
 from tests.realcluster.test_submit_goldens import elxpk
 from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster
 
@@ -384,8 +387,8 @@ def test_exec_runs_in_the_container_and_kill_1_reaches_its_process(cluster: Loca
     that traps it and exits 42, and never this machine's init."""
     assert cluster.serves_exec(), "the process pool's nodes say they serve no exec (testcluster-vk not root?)"
     script = "trap 'echo got TERM; exit 42' TERM; echo \"started in $(pwd)\"; while true; do sleep 0.2; done"
-    name = create(cluster, pod_manifest("pp-exec", [bash("main", script, env=[{"name": "FOO", "value": "bar"}])],
-                                        hostname="worker-0", subdomain="pp-exec"))
+    containers = [bash("main", script, env=[{"name": "FOO", "value": "bar"}]), bash("ended", "true", chips=0)]
+    name = create(cluster, pod_manifest("pp-exec", containers, hostname="worker-0", subdomain="pp-exec"))
     try:
         started = cluster.wait_for("the process started", lambda: log(cluster, name, "main", check=False))
         out, err, code = exec_in(cluster, name, "main", [
@@ -399,6 +402,12 @@ def test_exec_runs_in_the_container_and_kill_1_reaches_its_process(cluster: Loca
         assert " container-init " in lines[2] and lines[2].endswith(f" -- bash -c {script}"), out  # PID 1: vk/init.go
         assert err == "to-stderr\n"
         assert exec_in(cluster, name, "main", ["no-such-command"])[2] not in (0, None)
+        # A container that has ended, in a pod still Running: the node refuses after the upgrade, with a Status
+        # that has no exit code, which elxpk's exec reads as an error (the client's `returncode` raised).
+        kube = connect(ClusterTarget(kubeconfig=str(cluster.kubeconfig)))
+        with pytest.raises(ClusterError, match=r"failed: .*error executing command in container: container ended of pod .* is not running$"):
+            kube.exec_in_pod(NS, name, "ended", ["true"])
+        assert kube.exec_in_pod(NS, name, "main", ["sh", "-c", "echo $FOO; exit 4"]) == ("bar\n", 4)
 
         out, err, code = exec_in(cluster, name, "main", ["/bin/sh", "-c", "kill -TERM 1"])
         assert code == 0, (out, err)
