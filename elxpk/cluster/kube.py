@@ -125,6 +125,7 @@ class Kube(KubeTransport):
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
         from kubernetes.stream import stream
+        from kubernetes.stream.ws_client import ERROR_CHANNEL
 
         self.calls += 1
         # exec needs the official client's websockets: built here from the same settings, imported only now
@@ -137,7 +138,7 @@ class Kube(KubeTransport):
                               _preload_content=False, _request_timeout=self.timeout[0])
                 resp.run_forever(timeout=timeout_s)
                 out = resp.read_stdout(timeout=0)
-                code = resp.returncode
+                code = None if resp.is_open() else exit_code_of(resp.read_channel(ERROR_CHANNEL), pod)
                 resp.close()
         except ApiException as exc:
             raise api_error(exc, "exec in", f'Pod "{pod}" in namespace "{namespace}"', self.host) from None
@@ -289,3 +290,22 @@ def _delete_options(uid: str, **options: str | int | None) -> dict:
         raise ClusterError("refusing to delete an object whose uid is unknown: it was not resolved first")
     given = {k: v for k, v in options.items() if v is not None}
     return {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}, **given}
+
+
+def exit_code_of(status_text: str, pod: str) -> int | None:
+    """The exit code in an exec's error channel (a Status): 0 on Success, the NonZeroExitCode cause's code, None
+    when the connection ended without one (the container went with the command, as a kill of PID 1 may end
+    it). The official client's `returncode` raised TypeError or KeyError on the last two; a Failure of any
+    other kind (the kubelet could not run the command: the container is not running) is a ClusterError."""
+    if not status_text.strip():
+        return None
+    try:
+        status = parse_object(status_text.encode())
+    except NotAnObject:
+        raise ClusterError(f"exec in Pod {pod!r}: the error channel held no Status: {status_text[:200]!r}") from None
+    if status.get("status") == "Success":
+        return 0
+    for cause in (status.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode" and str(cause.get("message", "")).lstrip("-").isdigit():
+            return int(cause["message"])
+    raise ClusterError(f"exec in Pod {pod!r} failed: {status.get('message') or status.get('reason') or status_text}")

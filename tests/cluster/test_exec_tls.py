@@ -1,7 +1,9 @@
 """`kill-slice --mode exit` against an API server with its own CA, as every GKE cluster has (#43): the exec goes
 through the official client's WebSocket, which reads a CA file (`ssl_ca_cert`), not the PEM data the kubeconfig
 gives. The fake API server serves TLS with a CA of its own (tests/support/tls.py) and the exec WebSocket
-(tests/support/fake_exec.py); the process pools of tools/testcluster serve no exec, hence a fake here."""
+(tests/support/fake_exec.py). The same against the real control plane, whose process pools serve exec, is
+tests/realcluster/test_stories_tpu.py::test_story2_kill_slice_exit_signals_the_trainer_through_exec (the
+real-cluster lane); this one keeps the CA's check in the fast tier."""
 
 from __future__ import annotations
 

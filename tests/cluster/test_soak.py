@@ -59,6 +59,10 @@ def test_exec_reports_the_commands_exit_code_over_the_websocket(fake, kube):
     assert kube.exec_in_pod("default", pod, container_name, ["echo", "hi"]) == ("out: echo hi", 3)
     fake.store.on_exec = lambda ns, p, c, command: ("", 0)
     assert kube.exec_in_pod("default", pod, container_name, ["true"]) == ("", 0)
+    # The connection ended with the container, before any Status (the official client's returncode raised
+    # TypeError on it): no exit code, and no error.
+    fake.store.on_exec = lambda ns, p, c, command: ("", None)
+    assert kube.exec_in_pod("default", pod, container_name, ["kill", "1"]) == ("", None)
 
 
 def test_kill_slice_cli_soak_and_bad_flags(fake, capsys, kubeconfig):

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from elxpk.cluster.connect import connect
+from elxpk.cluster.target import ClusterTarget
+from elxpk.errors import ClusterError
 from tests.realcluster.test_submit_goldens import elxpk
 from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster
 
@@ -266,14 +269,16 @@ def when(text: str) -> datetime:
 def test_init_containers_run_first_and_a_native_sidecar_keeps_running(cluster: LocalCluster) -> None:
     """Init containers in order, then the main container; a native sidecar (restartPolicy Always) is started
     in its place and runs beside the main container, which sees it; it is stopped when the main one ends."""
-    # $$$$: a kubelet makes $$ of a command a literal $ (so does the provider), and bash sees $$, its pid.
     # A sidecar only has to have started before the next init container does (no startupProbe here), so it
-    # does not write to `order`: whether its first line comes before `second` is not defined.
+    # does not write to `order`: whether its first line comes before `second` is not defined. Each container
+    # has a PID namespace of its own (as without shareProcessNamespace), so main sees the sidecar's
+    # heartbeat in the shared work dir, not its process.
     inits = [bash("first", "echo first >> order", chips=0),
-             bash("sidecar", "echo $$$$ > sidecar.pid; echo up; exec sleep 1000", chips=0, restartPolicy="Always"),
+             bash("sidecar", "echo up; while true; do date +%s%N > beat; sleep 0.1; done", chips=0,
+                  restartPolicy="Always"),
              bash("second", "echo second >> order", chips=0)]
-    main = bash("main", "for i in $(seq 100); do [ -s sidecar.pid ] && break; sleep 0.1; done; echo main >> order; "
-                       "cat order; kill -0 $(cat sidecar.pid) && echo sidecar-alive")
+    main = bash("main", "for i in $(seq 100); do [ -s beat ] && break; sleep 0.1; done; echo main >> order; "
+                       'cat order; a=$(cat beat); sleep 0.5; [ "$(cat beat)" != "$a" ] && echo sidecar-alive')
     name = create(cluster, pod_manifest("pp-init", [main], initContainers=inits))
     pod = finished(cluster, name)
     assert pod["status"]["phase"] == "Succeeded", pod["status"]
@@ -358,3 +363,56 @@ def test_kill_slice_delete_forces_and_workload_delete_waits_for_the_children(clu
         elxpk("workload", "delete", name, "--yes", cluster=cluster)
         cluster.wait_for("the workload gone", lambda: not cluster.items(PODS.format(ns=NS), labelSelector=selector),
                          timeout=120)
+
+
+def exec_in(cluster: LocalCluster, name: str, container: str, command: list[str]) -> tuple[str, str, int | None]:
+    """`kubectl exec` through the API server (the official client's WebSocket, with the cluster's own CA, as
+    the client reads it from the kubeconfig): (stdout, stderr, exit code)."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    resp = stream(client.CoreV1Api(cluster.client).connect_get_namespaced_pod_exec, name, NS, command=command,
+                  container=container, stdin=False, stdout=True, stderr=True, tty=False, _preload_content=False)
+    resp.run_forever(timeout=60)
+    out, err = resp.read_stdout(timeout=0), resp.read_stderr(timeout=0)
+    code = resp.returncode
+    resp.close()
+    return out or "", err or "", code
+
+
+def test_exec_runs_in_the_container_and_kill_1_reaches_its_process(cluster: LocalCluster) -> None:
+    """Exec (vk/exec.go) runs the command in the container as a kubelet does: the container's env, working
+    dir, hostname and /etc/hosts, its own PID namespace, stdout and stderr apart, and the exit code back.
+    `kill -TERM 1` there (what `kill-slice --mode exit` runs) reaches the container's process, here a shell
+    that traps it and exits 42, and never this machine's init."""
+    assert cluster.serves_exec(), "the process pool's nodes say they serve no exec (testcluster-vk not root?)"
+    script = "trap 'echo got TERM; exit 42' TERM; echo \"started in $(pwd)\"; while true; do sleep 0.2; done"
+    containers = [bash("main", script, env=[{"name": "FOO", "value": "bar"}]), bash("ended", "true", chips=0)]
+    name = create(cluster, pod_manifest("pp-exec", containers, hostname="worker-0", subdomain="pp-exec"))
+    try:
+        started = cluster.wait_for("the process started", lambda: log(cluster, name, "main", check=False))
+        out, err, code = exec_in(cluster, name, "main", [
+            "sh", "-c", 'echo "$FOO $(hostname) $(pwd)"; getent hosts worker-0.pp-exec | cut -d" " -f1; '
+                        "ps -o args= -p 1; echo to-stderr >&2; exit 3"])
+        pod = get(cluster, name)
+        assert code == 3, (out, err)
+        workdir = started.split("started in ", 1)[1].split()[0]
+        lines = out.splitlines()
+        assert lines[:2] == [f"bar worker-0 {workdir}", pod["status"]["podIP"]], out
+        assert " container-init " in lines[2] and lines[2].endswith(f" -- bash -c {script}"), out  # PID 1: vk/init.go
+        assert err == "to-stderr\n"
+        assert exec_in(cluster, name, "main", ["no-such-command"])[2] not in (0, None)
+        # A container that has ended, in a pod still Running: the node refuses after the upgrade, with a Status
+        # that has no exit code, which elxpk's exec reads as an error (the client's `returncode` raised).
+        kube = connect(ClusterTarget(kubeconfig=str(cluster.kubeconfig)))
+        with pytest.raises(ClusterError, match=r"failed: .*error executing command in container: container ended of pod .* is not running$"):
+            kube.exec_in_pod(NS, name, "ended", ["true"])
+        assert kube.exec_in_pod(NS, name, "main", ["sh", "-c", "echo $FOO; exit 4"]) == ("bar\n", 4)
+
+        out, err, code = exec_in(cluster, name, "main", ["/bin/sh", "-c", "kill -TERM 1"])
+        assert code == 0, (out, err)
+        pod = finished(cluster, name)
+        assert terminated(pod, "main")["exitCode"] == 42
+        assert "got TERM" in log(cluster, name, "main")
+    finally:
+        remove(cluster, name)

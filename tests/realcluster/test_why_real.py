@@ -304,11 +304,17 @@ def test_suspended_outside_kueue(testcluster: LocalCluster) -> None:
 
 
 def test_preempted_by_higher_priority(testcluster: LocalCluster, queues) -> None:
-    """Beyond the 8: Kueue evicting a running workload for a higher-priority one of the same ClusterQueue."""
+    """Beyond the 8: Kueue evicting a running workload for a higher-priority one of the same ClusterQueue.
+    The queue preempts as the test cluster's own `cluster-queue` does, which is xpk's (a queue of 8 chips
+    here, so that two workloads cannot both fit)."""
     queues("why-preempt", "why-preempting", "preempt-queue", "8", [])
+    status, shared = testcluster.request("GET", f"{KUEUE}/clusterqueues/cluster-queue")
+    assert status == 200, shared
+    preemption = shared["spec"]["preemption"]
+    assert {k: preemption.get(k) for k in ("reclaimWithinCohort", "withinClusterQueue")} == {
+        "reclaimWithinCohort": "Never", "withinClusterQueue": "LowerPriority"}, preemption  # xpk's
     status, body = testcluster.request("PATCH", f"{KUEUE}/clusterqueues/why-preempting",
-                                       {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}},
-                                       content_type=MERGE)
+                                       {"spec": {"preemption": preemption}}, content_type=MERGE)
     assert status == 200, body
     flags = ["--queue=preempt-queue", "--tpu-type=v5p-16", *SHAPE]
     create(testcluster, "why-low", "--priority=low", *flags, namespace="why-preempt")

@@ -72,7 +72,10 @@ class PodSubresources:
         self.send_header("Sec-WebSocket-Accept", accept_key(key))
         self.send_header("Sec-WebSocket-Protocol", CHANNEL_PROTOCOL)
         self.end_headers()
-        if code == 0:
+        status: dict | None
+        if code is None:  # the connection ends with the container: no Status comes (a kill of PID 1 may do it)
+            status = None
+        elif code == 0:
             status = {"metadata": {}, "status": "Success"}
         else:
             status = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
@@ -81,7 +84,8 @@ class PodSubresources:
         try:
             if stdout:
                 self.wfile.write(ws_frame(OP_BINARY, bytes([STDOUT]) + stdout.encode()))
-            self.wfile.write(ws_frame(OP_BINARY, bytes([ERROR]) + json.dumps(status).encode()))
+            if status is not None:
+                self.wfile.write(ws_frame(OP_BINARY, bytes([ERROR]) + json.dumps(status).encode()))
             self.wfile.write(ws_frame(OP_CLOSE, struct.pack("!H", 1000)))
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -164,7 +164,7 @@ class Store:
     # (namespace, pod, container) -> the log of the last terminated container (`previous=true`)
     previous_logs: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
     # exec: (namespace, pod, container, command) -> (stdout, exit code); a test's script plays the container
-    on_exec: Callable[[str, str, str, list[str]], tuple[str, int]] | None = None
+    on_exec: Callable[[str, str, str, list[str]], tuple[str, int | None]] | None = None
     execs: list[tuple[str, str, str, list[str]]] = field(default_factory=list)
     # eviction: called with the evicted pod (a controller marks it DisruptionTarget and replaces it)
     on_evict: Callable[[dict], None] | None = None

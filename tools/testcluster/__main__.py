@@ -211,12 +211,13 @@ def up(args: argparse.Namespace) -> None:
 
 
 def down(args: argparse.Namespace) -> None:
-    """Stop the processes `up` started (by the pids it recorded, newest first) and remove the run dir."""
+    """Stop the processes `up` started (by the pids it recorded, newest first), then whatever outlived them in
+    their sessions, and remove the run dir: it returns once every one of them has ended."""
     run_dir = Path(args.dir)
     pids_file = run_dir / "pids.json"
     pids = json.loads(pids_file.read_text()) if pids_file.exists() else {}
-    for name, pid in reversed(list(pids.items())):
-        stop_process(pid, run_dir, name)
+    ours = [pid for name, pid in reversed(list(pids.items())) if stop_process(pid, run_dir, name)]
+    end_sessions(set(ours))
     if run_dir.exists():
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -242,24 +243,58 @@ def cpu(args: argparse.Namespace) -> None:
         print(f"  {spent:8.1f} s  {name} ({own:.1f} own + {children:.1f} children)")
 
 
-def stop_process(pid: int, run_dir: Path, name: str) -> None:
+def stop_process(pid: int, run_dir: Path, name: str) -> bool:
+    """SIGTERM, then SIGKILL after 10 s, until it has ended; False when the pid is not (or no longer) ours."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return
+        return False
     if str(run_dir).encode() not in cmdline:  # the pid was reused by something that is not ours
-        return
+        return False
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
-            return
+            return True
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
-                return
+                return True
             time.sleep(0.1)
         _step(f"{name} (pid {pid}) did not stop on {sig.name}")
+    return True
+
+
+def end_sessions(sessions: set[int], timeout_s: float = 10) -> None:
+    """SIGKILL every process left in these sessions (each binary `up` starts leads its own; the process pools'
+    pods are virtual-kubelet's children, whose own exit stops them, but its SIGKILL only has the kernel send
+    theirs), and return once none is left."""
+    deadline = time.monotonic() + timeout_s
+    while left := session_members(sessions):
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            _step(f"processes {left} of the cluster's sessions did not end on SIGKILL")
+            return
+        time.sleep(0.1)
+
+
+def session_members(sessions: set[int]) -> list[int]:
+    """The live processes (zombies are done) whose session is one of `sessions`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if fields[0] != "Z" and int(fields[3]) in sessions:
+            found.append(int(entry.name))
+    return found
 
 
 def _is_zombie(pid: int) -> bool:

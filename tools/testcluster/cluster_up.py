@@ -26,6 +26,9 @@ from pki import write_kubeconfig, write_pki
 
 PRIORITIES = {"very-low": 100, "low": 250, "medium": 500, "high": 750, "very-high": 1000}  # xpk's
 QUEUES = {"default": "multislice-queue", "team-a": "team-queue"}  # namespace -> LocalQueue
+# xpk's ClusterQueue preemption (`xpk cluster create`, its kueue config): a workload of a higher priority
+# (--priority, the PriorityClasses above) preempts a lower one in the same queue; never another queue's.
+XPK_PREEMPTION = {"reclaimWithinCohort": "Never", "withinClusterQueue": "LowerPriority"}
 # kwok's node leases: renewed every quarter of this. At kwok's 40 s the 30 nodes of the default pools renewed
 # about 3 leases a second, each an API write and an etcd one, for as long as a cluster ran; no test waits for a
 # node to go unreachable.
@@ -147,7 +150,7 @@ def start(run_dir: Path, bins: Path, here: Path, *, pools: str, process_pools: s
                    timeout=60)
     all_nodes = [*nodes(pools), *process_nodes]
     chips = sum(int(n["status"]["capacity"].get("google.com/tpu", "0")) for n in all_nodes)
-    for obj in cluster_objects(all_nodes) + flex_start.flex_start_objects(chips):
+    for obj in cluster_objects(all_nodes) + flex_start.flex_start_objects(chips, XPK_PREEMPTION):
         api.apply(obj, retry_webhook=True)
     (run_dir / "env").write_text(f"KUBECONFIG={kubeconfig}\nSTORAGE_EMULATOR_HOST=http://127.0.0.1:{ports['gcs']}\n")
     print(f"testcluster: up in {time.monotonic() - started:.1f} s ({run_dir})", file=sys.stderr)
@@ -362,7 +365,8 @@ def kueue_crds(crd_dir: Path, port: int, pki: Path) -> list[dict]:
 
 
 def cluster_objects(all_nodes: list[dict]) -> list[dict]:
-    """What `xpk cluster create` adds: PriorityClasses, a ClusterQueue with the TPU quota (and, for GPU node
+    """What `xpk cluster create` adds: PriorityClasses, a ClusterQueue with the TPU quota and xpk's preemption
+    by priority (and, for GPU node
     pools, a ResourceFlavor per accelerator with its GPUs, as xpk makes one for a GPU cluster), LocalQueues,
     the xpk-sa service account."""
     chips, gpus = 0, {}
@@ -388,7 +392,7 @@ def cluster_objects(all_nodes: list[dict]) -> list[dict]:
             {"name": accelerator, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": str(count)}]}
             for accelerator, count in sorted(gpus.items())]})
     objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
-                 "spec": {"namespaceSelector": {}, "resourceGroups": groups}})
+                 "spec": {"namespaceSelector": {}, "preemption": XPK_PREEMPTION, "resourceGroups": groups}})
     objs += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
               "metadata": {"name": queue, "namespace": namespace}, "spec": {"clusterQueue": "cluster-queue"}}
              for namespace, queue in QUEUES.items()]

@@ -23,7 +23,8 @@ PATHS = {"AdmissionCheck": "/apis/kueue.x-k8s.io/v1beta2/admissionchecks",
          "ProvisioningRequestConfig": "/apis/kueue.x-k8s.io/v1beta2/provisioningrequestconfigs"}
 
 
-def flex_start_objects(tpu_chips: int) -> list[dict]:
+def flex_start_objects(tpu_chips: int, preemption: dict) -> list[dict]:
+    """The objects above; `preemption` is the ClusterQueue's, xpk's for every queue it makes."""
     quota = {"cpu": "100000", "memory": "100Ti", "google.com/tpu": str(tpu_chips)}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
@@ -38,7 +39,8 @@ def flex_start_objects(tpu_chips: int) -> list[dict]:
                   "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": CONFIG}}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
          # v1beta2 spells xpk's `admissionChecks: [dws-prov]` as admissionChecksStrategy
-         "spec": {"namespaceSelector": {}, "admissionChecksStrategy": {"admissionChecks": [{"name": CHECK}]},
+         "spec": {"namespaceSelector": {}, "preemption": preemption,
+                  "admissionChecksStrategy": {"admissionChecks": [{"name": CHECK}]},
                   "resourceGroups": [{
              "coveredResources": list(quota),
              "flavors": [{"name": "default-flavor", "resources": [

@@ -14,6 +14,7 @@ JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
 PODS = "/api/v1/namespaces/{ns}/pods"
 EXIT_CODE = "testcluster.elxpk.dev/exit-code"
+EXEC_ANNOTATION = "testcluster.elxpk.dev/exec"  # vk/main.go: ExecAnnotation
 DRY_RUN = [("dryRun", "All"), ("fieldValidation", "Strict")]  # kubectl's field validation
 
 
@@ -74,6 +75,13 @@ class LocalCluster:
             assert status == 200, body
             told += 1
         return told
+
+    def serves_exec(self) -> bool:
+        """Whether the process pools' nodes serve exec (vk/exec.go: only where testcluster-vk could give each
+        container namespaces of its own, as root; each node says so in an annotation, vk/main.go)."""
+        nodes = self.items("/api/v1/nodes", labelSelector="type=virtual-kubelet")
+        return bool(nodes) and all(
+            (node["metadata"].get("annotations") or {}).get(EXEC_ANNOTATION) == "true" for node in nodes)
 
     def remove_jobset(self, namespace: str, name: str) -> None:
         """Delete a JobSet left by an earlier run on this cluster (its Jobs and pods first) and wait till gone."""

@@ -22,20 +22,9 @@ const maxLogRead = 16 << 20
 // restarts in place: a restarted pod is a new pod).
 func (p *provider) GetContainerLogs(ctx context.Context, namespace, podName, containerName string,
 	opts api.ContainerLogOpts) (io.ReadCloser, error) {
-	p.mu.Lock()
-	run, ok := p.pods[podKey(namespace, podName)]
-	p.mu.Unlock()
-	if !ok {
-		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, podName)
-	}
-	var c *container
-	for _, each := range append(append([]*container{}, run.inits...), run.mains...) {
-		if each.spec.Name == containerName {
-			c = each
-		}
-	}
-	if c == nil {
-		return nil, errdefs.NotFoundf("container %s is not in pod %s/%s", containerName, namespace, podName)
+	_, c, err := p.container(namespace, podName, containerName)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Previous {
 		return nil, errdefs.NotFoundf("previous terminated container %q in pod %q not found", containerName, podName)

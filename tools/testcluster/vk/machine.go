@@ -5,10 +5,11 @@ package main
 //
 // Name resolution: a kubelet gives each container an /etc/hosts of its own and the cluster DNS answers for
 // <hostname>.<subdomain>. Here one hosts file (<state dir>/hosts) lists every running pod (and every node)
-// of this machine, and each container runs in a mount and UTS namespace of its own (`unshare`, root only)
-// where that file is bind-mounted on /etc/hosts and the hostname is the pod's; so getaddrinfo in any
-// language (glibc, gRPC's native resolver) resolves the names a JobSet gives its pods. Without the right
-// to unshare (not root) containers run without it, and the names do not resolve.
+// of this machine, and each container runs in PID, mount and UTS namespaces of its own (init.go, root
+// only) where that file is bind-mounted on /etc/hosts and the hostname is the pod's; so getaddrinfo in any
+// language (glibc, gRPC's native resolver) resolves the names a JobSet gives its pods, and exec (exec.go)
+// runs in the container's namespaces. Without the right to create namespaces (not root) containers run
+// without them: the names do not resolve and exec is refused.
 
 import (
 	"fmt"
@@ -18,12 +19,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 type machine struct {
 	cfg       Config
 	hostsPath string
-	sandbox   bool // `unshare --mount --uts` works here
+	sandbox   bool // new PID, mount and UTS namespaces can be made here (init.go)
 
 	mu    sync.Mutex
 	used  map[string]bool              // pod addresses in use
@@ -43,10 +45,12 @@ func newMachine(cfg Config) (*machine, error) {
 	if err := m.writeHosts(); err != nil {
 		return nil, err
 	}
-	m.sandbox = exec.Command("unshare", "--mount", "--uts", "--propagation", "private", "--", "true").Run() == nil
+	m.sandbox = exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--mount", "--uts", "--propagation",
+		"private", "--", "true").Run() == nil
 	if !m.sandbox {
-		fmt.Fprintln(os.Stderr, "testcluster-vk: `unshare --mount --uts` is not allowed here (not root?): "+
-			"containers run without their own /etc/hosts and hostname; pod hostnames will not resolve")
+		fmt.Fprintln(os.Stderr, "testcluster-vk: `unshare --pid --mount --uts` is not allowed here (not root?): "+
+			"containers run without their own /etc/hosts, hostname and PID 1; pod hostnames will not resolve, "+
+			"and exec is refused")
 	}
 	return m, nil
 }
@@ -113,15 +117,21 @@ func (m *machine) writeHosts() error {
 	return err
 }
 
-// wrap is the argv that runs `argv` in the container's own mount and UTS namespace, with the hosts file
-// on /etc/hosts and `hostname` as its hostname (unshare and sh exec, so the process is the container's).
+// wrap is the argv that runs `argv` as a container (init.go: its own PID 1, /etc/hosts and hostname);
+// launch (pod.go) gives it the namespaces.
 func (m *machine) wrap(hostname string, argv []string) []string {
 	if !m.sandbox {
 		return argv
 	}
-	script := `mount --bind "$0" /etc/hosts && hostname "$1" && shift && exec "$@"`
-	return append([]string{"unshare", "--mount", "--uts", "--propagation", "private", "--", "/bin/sh", "-c",
-		script, m.hostsPath, hostname}, argv...)
+	return initArgv(m.hostsPath, hostname, argv)
+}
+
+// namespaces are the clone flags of a container's process (init.go), none without the sandbox.
+func (m *machine) namespaces() uintptr {
+	if !m.sandbox {
+		return 0
+	}
+	return syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS
 }
 
 func (m *machine) stopAll() {

@@ -68,6 +68,9 @@ type NodeConfig struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == containerInitArg { // a container's PID 1 (init.go)
+		os.Exit(containerInit(os.Args[2:]))
+	}
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
 	configPath := flag.String("config", "", "the node config `up` writes (JSON)")
 	flag.Parse()
@@ -131,7 +134,7 @@ func run(kubeconfig, configPath string) error {
 			},
 			nodeutil.WithClient(client),
 			func(c *nodeutil.NodeConfig) error {
-				c.NodeSpec = nodeSpec(nc, cfg.Port)
+				c.NodeSpec = nodeSpec(nc, cfg.Port, machine.sandbox)
 				c.HTTPListenAddr = net.JoinHostPort(nc.Address, strconv.Itoa(cfg.Port))
 				c.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 				c.Handler = mux
@@ -165,9 +168,13 @@ func run(kubeconfig, configPath string) error {
 	return nil
 }
 
+// ExecAnnotation marks a node that serves exec (exec.go: only with the namespaces, machine.go), so that a
+// test can tell before it relies on it (tools/testcluster/kubeapi.py: serves_exec).
+const ExecAnnotation = "testcluster.elxpk.dev/exec"
+
 // nodeSpec is the Node object: its kwok twin's labels, taints and capacity, this node's address (the
-// API server reaches the kubelet API at InternalIP:port) and the kubelet's version.
-func nodeSpec(nc NodeConfig, port int) corev1.Node {
+// API server reaches the kubelet API at InternalIP:port), the kubelet's version, and whether it serves exec.
+func nodeSpec(nc NodeConfig, port int, servesExec bool) corev1.Node {
 	capacity := corev1.ResourceList{}
 	for name, value := range nc.Capacity {
 		capacity[corev1.ResourceName(name)] = resource.MustParse(value)
@@ -176,8 +183,9 @@ func nodeSpec(nc NodeConfig, port int) corev1.Node {
 	for k, v := range nc.Labels {
 		labels[k] = v
 	}
+	annotations := map[string]string{ExecAnnotation: strconv.FormatBool(servesExec)}
 	return corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: labels, Annotations: annotations},
 		Spec:       corev1.NodeSpec{Taints: nc.Taints},
 		Status: corev1.NodeStatus{
 			Phase:       corev1.NodePending,

@@ -160,9 +160,11 @@ func (r *podRun) launch(c *container) bool {
 	}
 	if err == nil {
 		cmd.Stdout, cmd.Stderr = log, log // one file, both streams in the order they were written
-		// Its own process group (what SIGKILL ends), and killed with this process if it dies first.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		err = cmd.Start()
+		// Its own process group (what SIGKILL ends), killed with this process if it dies first, and its
+		// own namespaces (init.go).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL,
+			Cloneflags: r.machine.namespaces()}
+		err = startContainer(cmd, r.machine.sandbox)
 	}
 	if err != nil {
 		// What a kubelet reports when the runtime cannot start the container.

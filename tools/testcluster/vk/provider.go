@@ -1,8 +1,8 @@
 package main
 
 // The virtual-kubelet provider of one node (nodeutil.Provider): pods bound to the node become podRuns
-// (pod.go); their logs are served through the kubelet API (logs.go). Exec, attach, port-forward
-// and stats are not offered.
+// (pod.go); their logs (logs.go) and exec (exec.go) are served through the kubelet API. Attach,
+// port-forward and stats are not offered.
 
 import (
 	"context"
@@ -404,8 +404,20 @@ func (p *provider) GetPods(context.Context) ([]*corev1.Pod, error) {
 	return out, nil
 }
 
-func (p *provider) RunInContainer(context.Context, string, string, string, []string, api.AttachIO) error {
-	return errdefs.InvalidInput("exec is not offered by the testcluster process pool")
+// container is one container of a pod on this node (the kubelet API names it so: logs, exec).
+func (p *provider) container(namespace, podName, containerName string) (*podRun, *container, error) {
+	p.mu.Lock()
+	run, ok := p.pods[podKey(namespace, podName)]
+	p.mu.Unlock()
+	if !ok {
+		return nil, nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, podName)
+	}
+	for _, each := range append(append([]*container{}, run.inits...), run.mains...) {
+		if each.spec.Name == containerName {
+			return run, each, nil
+		}
+	}
+	return nil, nil, errdefs.NotFoundf("container %s is not in pod %s/%s", containerName, namespace, podName)
 }
 
 func (p *provider) AttachToContainer(context.Context, string, string, string, api.AttachIO) error {
