@@ -109,7 +109,7 @@ def report(
         if timeline is not None:
             from elxpk.runs.incident_timeline import to_json
 
-            data["incidents"] = to_json(timeline)
+            data["incidents"] = to_json(timeline, result.recoveries)
         typer.echo(json.dumps(data, indent=2))
         return
     if earlier:
@@ -119,7 +119,7 @@ def report(
     if timeline is not None:
         from elxpk.runs.incident_timeline import render
 
-        for line in render(timeline):
+        for line in render(timeline, result.recoveries):
             typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if written:
         typer.echo(f"plot: {written}")
