@@ -43,6 +43,11 @@ class Progress:
     # and in a record of a trainer older than the field. A retryable code (75 slice lost, 76 stalled, 77
     # preempted) means the group restart goes on; a FailJob code (70, 2) means the trainer gave up for good.
     exit_code: int | None = None
+    # Unix seconds when the first step of the writer's current attempt ended (a new process's first step,
+    # or the first after an in-process recovery): when the newest start or recovery ended, which a later
+    # step does not overwrite (step_time moves on). The `recovered` alert times each fault to it. None
+    # before that step, and from an older trainer.
+    resumed_at: float | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""
