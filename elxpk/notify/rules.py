@@ -8,8 +8,14 @@ clock passed in). Each alert is raised once per occurrence, however often the sa
   is alerted (a JobSet restart takes every slice), raise none. Where only casualties were seen, the one
   alert names the victim as elxpk/cluster/lost_slice.py reads it from the pods (`Observation.fault`);
 - `recovered`: every lost slice healthy again and, where the trainer's progress record is read, the trainer
-  stepping again: timed from the first loss of that outage to its first step after it (pods ready come
-  before the trainer's imports, restore and compile);
+  stepping again: timed from the first loss of that outage to its first step after it (the record's
+  `resumed_at`; pods ready come before the trainer's imports, restore and compile). Each fault is its own
+  outage: a loss seen after the trainer stepped again (by its record) is a new fault, so the outage before
+  it is recovered then, timed to that step, even when no look came between (a look is every minute, a
+  soak's kills can be closer). A loss before the trainer stepped again (a kill during the recovery)
+  belongs to the outage in progress, whose recovery it interrupted;
+- a Kueue preemption takes the whole workload: its `slice-lost` says `preempted by Kueue` and names the
+  preemptor (Kueue's condition gives its Workload's UID; the watch looks it up among the Workloads);
 - `recovery-late`: a lost slice not back within the expected time (once per outage);
 - `budget-80` / `budget-spent`: a restart budget (the JobSet's maxRestarts, a slice's backoffLimit) at 80%
   and at 100%, once per budget and level;
@@ -92,6 +98,11 @@ class Observation:
     step_time: float | None = None  # the trainer's last completed step (its progress record), when read
     fault: str = ""  # the newest fault's cause and detail (lost_slice.py), e.g. "evicted: pod P: EvictionByEvictionAPI"
     fault_slice: int | None = None  # its victim
+    fault_time: float | None = None  # when it happened, as the API dates it
+    whole_workload: bool = False  # the fault took the whole workload (a Kueue preemption or eviction)
+    preemptor: str = ""  # who preempted it, as named from Kueue's UID ("" when not known)
+    resumed_at: float | None = None  # the trainer's first step of its current attempt (progress record)
+    trainer_state: str = ""  # the progress record's state: running, preempted, failed, ... ("" unread)
 
 
 
@@ -107,6 +118,9 @@ class Watchman:
         self.late_sent = False
         self.alerted = False  # a slice-lost alert went out for the present outage
         self.pending: tuple[Incident, str] | None = None  # a casualty's exit, the alert's if no victim shows
+        # The present outage's faults (slice-lost details), named again by its recovered: more than one when a
+        # loss came before the trainer stepped again (it interrupted the recovery).
+        self.faults: list[dict[str, Any]] = []
         self.seen_healthy: set[int] = set()
         self.raised: set[tuple] = set()  # keys of once-only alerts already raised
 
@@ -126,12 +140,56 @@ class Watchman:
         if casualty:
             return []
         self.alerted = True
+        self.faults.append({"slice": index, "cause": why})
         return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
 
-    def incident(self, incident: Incident, now: float) -> list[Alert]:
-        """A new incident, seen while following (not history)."""
+    def _workload_lost(self, seen: Observation, now: float) -> list[Alert]:
+        """The whole workload taken at once (a Kueue preemption): one alert that says so, every slice down."""
+        when = min(now, seen.fault_time) if seen.fault_time is not None else now
+        for index in range(len(seen.healthy)):
+            self.lost.setdefault(index, when)
+        if self.outage_since is None:
+            self.outage_since, self.late_sent = when, False
+        self.alerted = True
+        preempted = seen.fault.startswith(lost_slice.PREEMPTED)
+        what = "preempted by Kueue" if preempted else "evicted by Kueue"
+        by = f" to admit {seen.preemptor}" if seen.preemptor else ""
+        self.faults.append({"slice": None, "cause": what})
+        return [self._alert(SLICE_LOST, now, f"the workload {what}{by} ({seen.fault})", None,
+                            slice=None, slices=list(range(len(seen.healthy))), cause=what,
+                            preemptor=seen.preemptor or None)]
+
+    def _stepped_since_outage(self, resumed: float | None) -> bool:
+        return self.outage_since is not None and resumed is not None and resumed > self.outage_since
+
+    def _recovered(self, resumed: float | None, now: float, slices: int, *, all_healthy: bool) -> list[Alert]:
+        """The present outage is over: timed to the trainer's first step after it (else to `now`)."""
+        assert self.outage_since is not None
+        took = (resumed if resumed is not None else now) - self.outage_since
+        first, *more = self.faults or [{"slice": None, "cause": ""}]
+        head = f"all {slices} slices healthy again, " if all_healthy else "the trainer stepping again "
+        summary = (head + f"{format_duration(took)} after {_whose(first)}"
+                   + "".join(f" (and {_whose(f)}, which interrupted its recovery)" for f in more)
+                   + (", the trainer stepping again" if all_healthy and resumed is not None else ""))
+        alert = self._alert(RECOVERED, now, summary, recovery_s=round(took, 1), slice=first["slice"],
+                            cause=first["cause"], faults=len(self.faults))
+        self.outage_since, self.alerted, self.pending, self.faults = None, False, None, []
+        self.lost.clear()
+        return [alert]
+
+    def _new_fault(self, resumed: float | None, now: float, slices: int) -> list[Alert]:
+        """A loss seen after the trainer stepped again is a new fault: the outage before it recovered at that
+        step (its `recovered`, before the new fault's `slice-lost`)."""
+        if not self._stepped_since_outage(resumed):
+            return []
+        return self._recovered(resumed, now, slices, all_healthy=False)
+
+    def incident(self, incident: Incident, now: float, resumed_at: float | None = None) -> list[Alert]:
+        """A new incident, seen while following (not history). `resumed_at`: the trainer's first step of its
+        current attempt, read now (its progress record), when an outage is open."""
         if incident.slice is None or incident.kind not in LOSS_KINDS:
             return []
+        closed = self._new_fault(resumed_at, now, len(self.seen_healthy) or incident.slice + 1)
         what = f"exit {incident.exit_code}/{incident.reason}" if incident.exit_code is not None else incident.reason
         where = f" on pod {incident.pod}" if incident.pod else ""
         # 75: the trainer stopped because its group did (a peer's loss), so the fault is another slice's
@@ -140,7 +198,7 @@ class Watchman:
                                                 or incident.fault == lost_slice.DELETED)
         if casualty and self.pending is None and not self.alerted:
             self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
-        return self._lose(incident.slice, now, now, what + where, incident, casualty=casualty)
+        return closed + self._lose(incident.slice, now, now, what + where, incident, casualty=casualty)
 
     def observe(self, seen: Observation, now: float) -> list[Alert]:
         alerts: list[Alert] = []
@@ -155,6 +213,15 @@ class Watchman:
         alerts: list[Alert] = []
         if seen.state in ("Succeeded", "Failed"):
             return alerts
+        resumed = seen.resumed_at if seen.resumed_at is not None else seen.step_time  # an older trainer's record
+        newly_down = [i for i, healthy in enumerate(seen.healthy)
+                      if not healthy and i in self.seen_healthy and i not in self.lost]
+        # The trainer stepped after the outage began, and now a slice is down again (or the trainer stopped
+        # again): a new fault, whichever look sees it first.
+        if newly_down or (seen.trainer_state not in ("", "running") and not all(seen.healthy)):
+            alerts += self._new_fault(resumed, now, len(seen.healthy))
+        if seen.whole_workload and not all(seen.healthy) and not self.alerted and self.seen_healthy:
+            alerts += self._workload_lost(seen, now)
         down = []
         for index, healthy in enumerate(seen.healthy):
             if healthy:
@@ -169,21 +236,17 @@ class Watchman:
             victim = named[0] if named else down[0]
             incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
                 else (None, seen.fault or "not healthy")
-            alerts += self._lose(victim, now, now, why, incident)
+            when = min(now, seen.fault_time) if seen.fault_time is not None and incident is None else now
+            alerts += self._lose(victim, when, now, why, incident)
         for index in down:  # the rest went down with it (a JobSet restart takes every slice)
             self._lose(index, now, now, "", None, casualty=True)
         if not self.lost:
             self.pending = None
         # Recovered is training again: with the trainer's record, at its first step after the loss (pods
         # ready come before its imports, restore and compile), and timed to that step
-        waiting = seen.step_time is not None and self.outage_since is not None and seen.step_time <= self.outage_since
+        waiting = resumed is not None and not self._stepped_since_outage(resumed)
         if self.outage_since is not None and not self.lost and not waiting:
-            took = (seen.step_time if seen.step_time is not None else now) - self.outage_since
-            alerts.append(self._alert(RECOVERED, now, f"all {len(seen.healthy)} slices healthy again, "
-                                      f"{format_duration(took)} after the first loss"
-                                      + (", the trainer stepping again" if seen.step_time is not None else ""),
-                                      recovery_s=round(took, 1)))
-            self.outage_since, self.alerted = None, False
+            alerts += self._recovered(resumed, now, len(seen.healthy), all_healthy=True)
         elif self.outage_since is not None and not self.late_sent:
             expected = self.recovery_within_s or seen.elastic_timeout_s or DEFAULT_RECOVERY_S
             if now - self.outage_since >= expected:
@@ -244,3 +307,8 @@ class Watchman:
         why = seen.why or "no reason found (see `elxpk workload status --why`)"
         return [self._alert(STUCK, now, f"{seen.state} for {format_duration(age)}: {why}", state=seen.state,
                             for_s=round(age, 1), why=seen.why)]
+
+
+def _whose(fault: dict[str, Any]) -> str:
+    """A fault as a recovered alert names it: "slice 1's loss", or the whole workload's cause."""
+    return f"slice {fault['slice']}'s loss" if fault["slice"] is not None else fault["cause"] or "the loss"

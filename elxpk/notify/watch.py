@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from elxpk.cluster import why
+from elxpk.cluster import preemptor, why
 from elxpk.cluster.incidents import Incident
-from elxpk.cluster.lost_slice import lost_slice
+from elxpk.cluster.lost_slice import Fault, lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
 from elxpk.cluster.status import compute_status
+from elxpk.errors import ElxpkError
 from elxpk.notify.delivery import Notifier, Policy, senders
 from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, NotifySettings
 from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
@@ -26,13 +27,17 @@ from elxpk_contract.settings import check_setting
 class NotifyingWatch:
     def __init__(self, settings: NotifySettings, workload: str, namespace: str, note: Callable[[str], None], *,
                  policy: Policy = Policy(), clock: Callable[[], float] = time.time,
-                 progress_every_s: float = 60.0) -> None:
+                 progress_every_s: float = 60.0, list_workloads: Callable[[], list[dict]] | None = None) -> None:
         self.settings, self.clock, self.progress_every_s = settings, clock, progress_every_s
         self.watchman = Watchman(workload, namespace, stuck_after_s=settings.stuck_after_s,
                                  recovery_within_s=settings.recovery_within_s)
         self.notifier = Notifier(senders(settings.url, settings.format, settings.command), note, policy)
         self.following = False
         self._progress: tuple[float, dict | None] | None = None  # (when read, the record)
+        self._jobset: dict | None = None  # the newest snapshot's, for the progress record's directory
+        # Kueue's Workloads, listed when a preemption names its preemptor by UID (one listing per UID)
+        self.list_workloads = list_workloads
+        self._preemptors: dict[str, str] = {}
 
     def started(self) -> None:
         """The history is out: incidents from now on are new."""
@@ -40,10 +45,16 @@ class NotifyingWatch:
 
     def incident(self, incident: Incident) -> None:
         if self.following:
-            self._send(self.watchman.incident(incident, self.clock()))
+            now = self.clock()
+            # During an outage a loss may be the next fault: the record says whether the trainer stepped since
+            resumed = None
+            if self.watchman.outage_since is not None and self._jobset is not None:
+                resumed = (self._progress_of(self._jobset, now) or {}).get("resumed_at")
+            self._send(self.watchman.incident(incident, now, resumed_at=resumed))
 
     def objects(self, jobset: dict, jobs: list, pods: list, workloads: list) -> None:
         now = self.clock()
+        self._jobset = jobset
         self._send(self.watchman.observe(self._observation(jobset, jobs, pods, workloads, now), now))
 
     def close(self) -> int:
@@ -73,7 +84,24 @@ class NotifyingWatch:
             checkpoint_step=progress.get("checkpoint_step"), checkpoint_age_s=progress.get("checkpoint_age_s"),
             checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset),
             step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
-            fault_slice=None if fault is None else fault.slice)
+            fault_slice=None if fault is None else fault.slice, fault_time=None if fault is None else fault.time,
+            whole_workload=fault is not None and fault.slice is None, preemptor=self._preemptor(fault),
+            resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "")
+
+    def _preemptor(self, fault: Fault | None) -> str:
+        """Who preempted the workload, named from the UID Kueue gives ("" when not a preemption, or unknown)."""
+        uid = None if fault is None or fault.slice is not None else preemptor.preemptor_uid(fault.detail)
+        if uid is None:
+            return ""
+        if uid not in self._preemptors:
+            found = None
+            if self.list_workloads is not None:
+                try:
+                    found = preemptor.describe(self.list_workloads(), uid)
+                except ElxpkError:  # a listing refused (RBAC) or failed: the UID is what is known
+                    found = None
+            self._preemptors[uid] = found or f"the Workload of UID {uid} (not among the Workloads listed)"
+        return self._preemptors[uid]
 
     def _progress_of(self, jobset: dict, now: float) -> dict | None:
         if CHECKPOINT_STALE not in self.settings.on and RECOVERED not in self.settings.on:

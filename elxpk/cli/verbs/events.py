@@ -44,7 +44,8 @@ def events(
     if settings.wanted:
         from elxpk.notify.watch import NotifyingWatch
 
-        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True))
+        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True),
+                                  list_workloads=lambda: kube.list_kueue_workloads(ns))
     from elxpk.cluster.events_feed import follow
     from elxpk.cluster.incident_log import record as append_record
 
