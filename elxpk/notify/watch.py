@@ -9,6 +9,7 @@ alert is wanted. Everything here runs on the watch loop and only enqueues: sendi
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 
@@ -18,8 +19,8 @@ from elxpk.cluster.lost_slice import Fault, lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
 from elxpk.cluster.status import compute_status
 from elxpk.errors import ElxpkError
-from elxpk.notify.delivery import Notifier, Policy, senders
-from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, NotifySettings
+from elxpk.notify.delivery import DeliveryFailed, Notifier, Policy, payload, run_command, senders
+from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, TEST, NotifySettings
 from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
 from elxpk_contract.settings import check_setting
 
@@ -32,12 +33,30 @@ class NotifyingWatch:
         self.watchman = Watchman(workload, namespace, stuck_after_s=settings.stuck_after_s,
                                  recovery_within_s=settings.recovery_within_s)
         self.notifier = Notifier(senders(settings.url, settings.format, settings.command), note, policy)
+        self.policy = policy
         self.following = False
         self._progress: tuple[float, dict | None] | None = None  # (when read, the record)
         self._jobset: dict | None = None  # the newest snapshot's, for the progress record's directory
         # Kueue's Workloads, listed when a preemption names its preemptor by UID (one listing per UID)
         self.list_workloads = list_workloads
         self._preemptors: dict[str, str] = {}
+
+    def test_command(self) -> str | None:
+        """Run --notify-command once with a `test` alert before the watch starts, so a program that fails
+        (exits non-zero, hangs, cannot start) is said at once, not at the first fault: the failure's line, or
+        None when it took the test (or there is no command). The command sees ELXPK_ALERT_KIND=test."""
+        command = self.settings.command
+        if command is None:
+            return None
+        watchman = self.watchman
+        alert = Alert(TEST, watchman.workload, watchman.namespace, self.clock(),
+                      f"{watchman.workload}: notifications start (a test delivery: each alert comes this way)")
+        try:
+            run_command(command, payload(alert, "json") + b"\n", self.policy.timeout_s, alert)
+        except DeliveryFailed as exc:
+            return (f"notify: --notify-command {shlex.join(command)!r} failed its test delivery: {exc}; "
+                    "alerts will be tried all the same, fix the command")
+        return None
 
     def started(self) -> None:
         """The history is out: incidents from now on are new."""

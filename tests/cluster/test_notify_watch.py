@@ -129,3 +129,22 @@ def test_console_script_failing_webhook_is_one_line_and_the_record_is_whole(fake
                         "HTTP 500 Internal Server Error (3 tries)"]
     assert [json.loads(b)["kind"] for _, b in hook.bodies] == ["failed"] * 3
     assert len(read_recorded(str(path))) == len(done.stdout.splitlines()) > 0
+
+
+def test_cli_a_notify_command_that_fails_is_said_before_the_watch_follows(fake, capsys, k, tmp_path):
+    """#43: the program exists but fails (here: exits 3 with a word on stderr): its test delivery at the
+    start says so in the watch's first line, not only at the first fault's alert."""
+    objects = seed(fake, "failed")
+    script = tmp_path / "pager.sh"
+    script.write_text("#!/bin/sh\necho 'pager: no route to on-call' >&2\nexit 3\n")
+    script.chmod(0o755)
+    code, out, err = run_cli(capsys, "workload", "events", name_of(objects), "--watch", "--notify-command",
+                             str(script), *k)
+    first = err.splitlines()[0]
+    assert code == 0 and first.startswith(f"# notify: --notify-command '{script}' failed its test delivery: exit 3: "
+                                          "pager: no route to on-call"), err
+    good = tmp_path / "alerts.jsonl"
+    code, _, err = run_cli(capsys, "workload", "events", name_of(objects), "--watch", "--notify-command",
+                           f"tee -a {good}", *k)
+    assert code == 0 and "test delivery" not in err
+    assert [json.loads(line)["kind"] for line in good.read_text().splitlines()] == ["test", "failed"]

@@ -46,6 +46,9 @@ def events(
 
         notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True),
                                   list_workloads=lambda: kube.list_kueue_workloads(ns))
+        failed = notifier.test_command()  # a command that cannot take an alert is said first, not at the first fault
+        if failed is not None:
+            print(f"# {shown(failed)}", file=sys.stderr, flush=True)
     from elxpk.cluster.events_feed import follow
     from elxpk.cluster.incident_log import record as append_record
 
