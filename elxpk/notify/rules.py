@@ -38,6 +38,7 @@ from typing import Any
 
 from elxpk.cluster import lost_slice
 from elxpk.cluster.incidents import Incident
+from elxpk.cluster.labels import parse_time
 from elxpk.cluster.why import STUCK_STATES
 from elxpk.notify.flags import (
     BUDGET_80,
@@ -172,7 +173,8 @@ class Watchman:
                    + "".join(f" (and {_whose(f)}, which interrupted its recovery)" for f in more)
                    + (", the trainer stepping again" if all_healthy and resumed is not None else ""))
         alert = self._alert(RECOVERED, now, summary, recovery_s=round(took, 1), slice=first["slice"],
-                            cause=first["cause"], faults=len(self.faults))
+                            cause=first["cause"], faults=len(self.faults), since=self.outage_since,
+                            stepped_at=resumed)
         self.outage_since, self.alerted, self.pending, self.faults = None, False, None, []
         self.lost.clear()
         return [alert]
@@ -190,6 +192,9 @@ class Watchman:
         if incident.slice is None or incident.kind not in LOSS_KINDS:
             return []
         closed = self._new_fault(resumed_at, now, len(self.seen_healthy) or incident.slice + 1)
+        # The API's own time of it (whole seconds), when the watch saw it later: the outage is timed from the fault
+        dated = parse_time(incident.time)
+        when = dated if dated is not None and dated < now else now
         what = f"exit {incident.exit_code}/{incident.reason}" if incident.exit_code is not None else incident.reason
         where = f" on pod {incident.pod}" if incident.pod else ""
         # 75: the trainer stopped because its group did (a peer's loss), so the fault is another slice's
@@ -198,7 +203,7 @@ class Watchman:
                                                 or incident.fault == lost_slice.DELETED)
         if casualty and self.pending is None and not self.alerted:
             self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
-        return closed + self._lose(incident.slice, now, now, what + where, incident, casualty=casualty)
+        return closed + self._lose(incident.slice, when, now, what + where, incident, casualty=casualty)
 
     def observe(self, seen: Observation, now: float) -> list[Alert]:
         alerts: list[Alert] = []

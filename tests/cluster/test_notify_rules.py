@@ -264,3 +264,19 @@ def test_a_kueue_preemption_says_so_and_names_the_preemptor():
     done = w.observe(_seen(True, True, resumed_at=400.0), 410.0)
     assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 400.0 - 95.0  # from the API's time
     assert "after preempted by Kueue" in done[0].summary
+
+
+def test_an_incident_seen_late_is_timed_from_the_apis_own_time_of_it():
+    """The watch saw the deletion 4 s after the API dated it (a loaded host): the outage runs from the API's time."""
+    from elxpk.cluster.labels import parse_time
+
+    dated = "2026-01-01T00:00:10Z"
+    at = parse_time(dated)
+    assert at is not None
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=at - 100), at - 50)
+    late = Incident("d1", dated, "disruption", "infra", "EvictionByEvictionAPI", slice=1, pod="p")
+    assert kinds(w.incident(late, at + 4.0, resumed_at=at - 100)) == ["slice-lost"]
+    done = w.observe(_seen(True, True, resumed_at=at + 30.0), at + 40.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 30.0
+    assert (done[0].details["since"], done[0].details["stepped_at"]) == (at, at + 30.0)

@@ -97,8 +97,9 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path | str, mode: str)
 
     # report, on the real run dir: one recovery, its timeline and the steps it rewound. A whole group evicted
     # stopped on purpose: where process 0 heard its own SIGTERM by the step the group stopped at (77,
-    # `preempted` recorded), report counts a second session and no recovery; where a peer heard it first,
-    # process 0 recorded the peer's loss (`peer_preempted`), a recovery (docs/trainer.md, Preemption).
+    # `preempted` recorded), the new session that followed makes it a recovery all the same (one per fault,
+    # whichever process heard the signal: #43); where a peer heard it first, process 0 recorded the peer's
+    # loss (`peer_preempted`), a recovery (docs/trainer.md, Preemption).
     reported = story.elxpk("report", str(run), "-o", "json", cluster_verb=False)
     assert reported.returncode == 0, reported.stderr
     report = json.loads(reported.stdout)
@@ -107,7 +108,9 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path | str, mode: str)
         # From the newest checkpoint committed when it stopped, or one whose async save was already under way
         # and committed on the way out (a multi-controller process starts no save of its own at SIGTERM).
         assert preempted["checkpoint_step"] <= resumed_from <= preempted["step"], (preempted, restores)
-        assert (report["sessions"], report["recoveries"]) == (2, []), report
+        [recovery] = report["recoveries"]
+        assert (report["sessions"], recovery["kind"], recovery["heard_by"]) == (2, "preempted", 0), report
+        assert (recovery["failure_step"], recovery["restored_step"]) == (preempted["step"], resumed_from), report
         story.delete(name)
         return (f"story 2 --mode {mode} ({story.shape.name}): {wall} s from create to Succeeded; stopped with 77 "
                 f"at step {preempted['step']}, resumed from {resumed_from} (steps rewound "
