@@ -57,6 +57,7 @@ from elxpk_contract.exit_codes import SLICE_LOST as SLICE_LOST_EXIT
 LOSS_KINDS = ("exit", "disruption", "evicted")
 DEFAULT_RECOVERY_S = 15 * 60.0  # without the workload's elastic timeout
 BUDGET_WARN = 0.8
+SEEN_LATE_S = 120.0  # how much later than the API dates a loss the watch may see it and still time it from then
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,8 @@ class Watchman:
         self.lost.setdefault(index, when)
         if self.outage_since is None:
             self.outage_since, self.late_sent, self.alerted = when, False, False
+        elif not self.alerted:  # a casualty seen first (a survivor's 75 after the victim's SIGTERM): the fault's time
+            self.outage_since = min(self.outage_since, when)
         if casualty:
             return []
         self.alerted = True
@@ -146,7 +149,7 @@ class Watchman:
 
     def _workload_lost(self, seen: Observation, now: float) -> list[Alert]:
         """The whole workload taken at once (a Kueue preemption): one alert that says so, every slice down."""
-        when = min(now, seen.fault_time) if seen.fault_time is not None else now
+        when = _dated(seen.fault_time, now)
         for index in range(len(seen.healthy)):
             self.lost.setdefault(index, when)
         if self.outage_since is None:
@@ -192,10 +195,12 @@ class Watchman:
         if incident.slice is None or incident.kind not in LOSS_KINDS:
             return []
         closed = self._new_fault(resumed_at, now, len(self.seen_healthy) or incident.slice + 1)
-        # The API's own time of it (whole seconds), when the watch saw it later: the outage is timed from the fault
-        dated = parse_time(incident.time)
-        when = dated if dated is not None and dated < now else now
+        # The API's own time of it (whole seconds), when the watch saw it a little later (a loaded host): the
+        # outage is timed from the fault. An older date is not this moment's loss (a record replayed): now.
+        when = _dated(parse_time(incident.time), now)
         what = f"exit {incident.exit_code}/{incident.reason}" if incident.exit_code is not None else incident.reason
+        if incident.fault and incident.fault != lost_slice.SLICE_GONE:  # the pod's cause, as lost_slice.py reads it
+            what = f"{incident.fault}: {what}"
         where = f" on pod {incident.pod}" if incident.pod else ""
         # 75: the trainer stopped because its group did (a peer's loss), so the fault is another slice's
         # a graceful delete's exit: mostly a JobSet restart taking the group down after another slice's loss
@@ -241,7 +246,7 @@ class Watchman:
             victim = named[0] if named else down[0]
             incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
                 else (None, seen.fault or "not healthy")
-            when = min(now, seen.fault_time) if seen.fault_time is not None and incident is None else now
+            when = _dated(seen.fault_time, now) if incident is None else _dated(parse_time(incident.time), now)
             alerts += self._lose(victim, when, now, why, incident)
         for index in down:  # the rest went down with it (a JobSet restart takes every slice)
             self._lose(index, now, now, "", None, casualty=True)
@@ -317,3 +322,9 @@ class Watchman:
 def _whose(fault: dict[str, Any]) -> str:
     """A fault as a recovered alert names it: "slice 1's loss", or the whole workload's cause."""
     return f"slice {fault['slice']}'s loss" if fault["slice"] is not None else fault["cause"] or "the loss"
+
+
+def _dated(at: float | None, now: float) -> float:
+    """When a loss the watch sees at `now` happened: the API's date of it when at most SEEN_LATE_S earlier
+    (a loaded watch sees it late), else `now` (an older date is not this moment's loss, e.g. a condition left)."""
+    return at if at is not None and now - SEEN_LATE_S <= at < now else now
