@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,17 +167,6 @@ def serves_exec(cluster: LocalCluster, name: str, container: str) -> bool:
     except Exception:  # noqa: BLE001 - any refusal (no route, 404, a closed socket) means no exec
         return False
     return code == 0
-
-
-def wait_until(what: str, check: Callable[[], Any], timeout: float, every: float = 1.0) -> Any:
-    """`check()`'s first truthy answer; an AssertionError naming `what` past `timeout` (a bound, not a figure)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
-        time.sleep(every)
 
 
 def kill(story: Story, name: str, *argv: str) -> subprocess.CompletedProcess:

@@ -33,7 +33,6 @@ from tests.realcluster.operator_replay import (
     preempting_queue,
     serves_exec,
     unix_of,
-    wait_until,
     wrong_fixes,
 )
 from tests.realcluster.paused import progress_on_gs
@@ -82,9 +81,9 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
             paused = _api_pause(story, name)
             faults.append(_preempted(story, name, queue))
             last = faults[-1]
-            wait_until("the preemption's recovered alert", lambda: any(
+            story.wait_for("the preemption's recovered alert", lambda: any(
                 a["kind"] == "recovered" and (a["details"].get("since") or 0) >= last.killed_at - 2
-                for a in alerts(alert_file)), timeout=240, every=2.0)
+                for a in alerts(alert_file)), timeout=240)
         finally:
             sampler.stop()
             story.delete(name)
@@ -107,8 +106,8 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
 
 
 def _trained_past_a_checkpoint(story: Story, name: str) -> None:
-    wait_until("a committed checkpoint", lambda: (progress_on_gs(story.cluster, story.bucket, f"{name}/ckpt") or {})
-               .get("checkpoint_step"), timeout=600)
+    story.wait_for("a committed checkpoint", lambda: (
+        progress_on_gs(story.cluster, story.bucket, f"{name}/ckpt") or {}).get("checkpoint_step"), timeout=600)
 
 
 def _recovered(story: Story, name: str, fault: Fault) -> Fault:
@@ -117,7 +116,7 @@ def _recovered(story: Story, name: str, fault: Fault) -> Fault:
         at = (progress_on_gs(story.cluster, story.bucket, f"{name}/ckpt") or {}).get("resumed_at")
         return at if at is not None and at > fault.killed_at else None
 
-    fault.stepped_at = wait_until(f"the trainer's first step after {fault.what}", resumed, timeout=RECOVERY_S)
+    fault.stepped_at = story.wait_for(f"the trainer's first step after {fault.what}", resumed, timeout=RECOVERY_S)
     return fault
 
 
@@ -150,7 +149,7 @@ def _api_pause(story: Story, name: str) -> tuple[float, float]:
     with api_server_stopped(story.cluster):
         time.sleep(API_PAUSE_S)
     ended = time.time()
-    wait_until("the API server answering again", story.cluster.ready, timeout=120)
+    story.wait_for("the API server answering again", story.cluster.ready, timeout=120)
     return started, ended
 
 
