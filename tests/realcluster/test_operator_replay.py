@@ -38,7 +38,7 @@ from tests.realcluster.operator_replay import (
 from tests.realcluster.paused import progress_on_gs
 from tests.realcluster.stories import TPU_MULTI_CONTROLLER, TRAINER_IMAGE, Story, timed
 from tests.realcluster.story_checks import unique
-from tools.testcluster.kubeapi import LocalCluster
+from tools.testcluster.kubeapi import JOBSETS, LocalCluster
 
 # Flipped to True at merge once the multi-controller trainer saves on the way out (s2-drain): then an
 # eviction and a Kueue preemption rewind 0 steps.
@@ -68,6 +68,7 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
         faults: list[Fault] = []
         try:
             _trained_past_a_checkpoint(story, name)
+            uid = story.cluster.request("GET", f"{JOBSETS.format(ns='default')}/{name}")[1]["metadata"]["uid"]
             faults += [_fault(story, name, Fault("delete", 1, "lost its VM"), "--slice", "1", "--mode", "delete"),
                        _fault(story, name, Fault("evict", 0, "evicted", drained=True), "--slice", "0", "--mode",
                               "evict")]
@@ -86,6 +87,7 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
                 for a in alerts(alert_file)), timeout=240)
         finally:
             sampler.stop()
+            deleted_at = time.time()  # the delete's SIGTERM is no fault of the replay's: the last one ends here
             story.delete(name)
             try:
                 watch.wait(timeout=180)
@@ -99,9 +101,12 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
     got = alerts(alert_file)
     lines = []
     for n, fault in enumerate(faults):
-        until = faults[n + 1].killed_at if n + 1 < len(faults) else float("inf")
+        until = faults[n + 1].killed_at if n + 1 < len(faults) else deleted_at
         lines.append(_check_fault(fault, until, report, metrics, got, sampler))
     _check_pause(paused, got, story.events(run))
+    # Every session carries the JobSet's UID, rendered from its pods' label: what keeps a later workload of the
+    # same name (the README's block run twice) apart in `report`.
+    assert {e.get("run_id") for e in story.events(run) if e["event"] == "run_started"} == {uid}
     print(f"\noperator replay ({story.shape.name}): {took()} s; " + "; ".join(lines))
 
 
