@@ -148,20 +148,32 @@ class Watchman:
         return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
 
     def _workload_lost(self, seen: Observation, now: float) -> list[Alert]:
-        """The whole workload taken at once (a Kueue preemption): one alert that says so, every slice down."""
-        when = _dated(seen.fault_time, now)
-        for index in range(len(seen.healthy)):
+        return self.workload_taken(seen.fault, seen.fault_time, seen.preemptor, len(seen.healthy), now)
+
+    def workload_taken(self, fault: str, at: float | None, preemptor: str, slices: int, now: float) -> list[Alert]:
+        """The whole workload taken at once (a Kueue preemption or eviction, `fault` as lost_slice.py words it,
+        at `at`): one alert that says so and names the preemptor, every slice down. Nothing when this outage
+        already has its alert."""
+        if self.alerted:
+            return []
+        when = _dated(at, now)
+        for index in range(slices):
             self.lost.setdefault(index, when)
         if self.outage_since is None:
-            self.outage_since, self.late_sent = when, False
-        self.alerted = True
-        preempted = seen.fault.startswith(lost_slice.PREEMPTED)
+            self.late_sent = False
+        self.outage_since = when if self.outage_since is None else min(self.outage_since, when)
+        self.alerted, self.pending = True, None
+        preempted = fault.startswith(lost_slice.PREEMPTED)
         what = "preempted by Kueue" if preempted else "evicted by Kueue"
-        by = f" to admit {seen.preemptor}" if seen.preemptor else ""
+        by = f" to admit {preemptor}" if preemptor else ""
         self.faults.append({"slice": None, "cause": what})
-        return [self._alert(SLICE_LOST, now, f"the workload {what}{by} ({seen.fault})", None,
-                            slice=None, slices=list(range(len(seen.healthy))), cause=what,
-                            preemptor=seen.preemptor or None)]
+        return [self._alert(SLICE_LOST, now, f"the workload {what}{by} ({fault})", None, slice=None,
+                            slices=list(range(slices)), cause=what, preemptor=preemptor or None)]
+
+    @property
+    def waits_for_a_victim(self) -> bool:
+        """Only casualties seen so far (e.g. exits of pods a Kueue eviction deleted): the fault is not named yet."""
+        return self.pending is not None and not self.alerted
 
     def _stepped_since_outage(self, resumed: float | None) -> bool:
         return self.outage_since is not None and resumed is not None and resumed > self.outage_since

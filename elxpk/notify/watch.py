@@ -15,13 +15,13 @@ from collections.abc import Callable
 
 from elxpk.cluster import preemptor, why
 from elxpk.cluster.incidents import Incident
-from elxpk.cluster.lost_slice import Fault, lost_slice
+from elxpk.cluster.lost_slice import Fault, kueue_fault, lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
 from elxpk.cluster.status import compute_status
 from elxpk.errors import ElxpkError
 from elxpk.notify.delivery import DeliveryFailed, Notifier, Policy, payload, run_command, senders
 from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, TEST, NotifySettings
-from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
+from elxpk.notify.rules import SEEN_LATE_S, STUCK_STATES, Alert, Observation, Watchman
 from elxpk_contract.settings import check_setting
 
 
@@ -40,6 +40,7 @@ class NotifyingWatch:
         # Kueue's Workloads, listed when a preemption names its preemptor by UID (one listing per UID)
         self.list_workloads = list_workloads
         self._preemptors: dict[str, str] = {}
+        self._kueue_looked: float | None = None  # the outage (its start) whose Kueue Workloads were looked at
 
     def test_command(self) -> str | None:
         """Run --notify-command once with a `test` alert before the watch starts, so a program that fails
@@ -70,6 +71,29 @@ class NotifyingWatch:
             if self.watchman.outage_since is not None and self._jobset is not None:
                 resumed = (self._progress_of(self._jobset, now) or {}).get("resumed_at")
             self._send(self.watchman.incident(incident, now, resumed_at=resumed))
+            if self.watchman.waits_for_a_victim:
+                self._send(self._kueue_took_it(now))
+
+    def _kueue_took_it(self, now: float) -> list[Alert]:
+        """Casualties with no victim (pods deleted with a grace period): Kueue may have taken the whole workload,
+        which the pod watch cannot show (its conditions are on the Workload). One look at this workload's Kueue
+        Workloads, at the first such casualty of an outage, instead of waiting for the next snapshot (a
+        minute): the alert then says `preempted by Kueue` at once, with the preemptor named."""
+        if self.list_workloads is None or self._kueue_looked == self.watchman.outage_since:
+            return []
+        self._kueue_looked = self.watchman.outage_since
+        try:
+            mine = [w for w in self.list_workloads() if any(
+                o.get("kind") == "JobSet" and o.get("name") == self.watchman.workload
+                for o in (w.get("metadata") or {}).get("ownerReferences") or [])]
+        except ElxpkError:
+            return []
+        fault = kueue_fault(mine)
+        if fault is None or fault.time is None or not now - SEEN_LATE_S <= fault.time <= now + 1:
+            return []  # none, or a condition older than this outage (left from an earlier eviction)
+        slices = len(self.watchman.seen_healthy) or 1
+        return self.watchman.workload_taken(f"{fault.cause}: {fault.detail}", fault.time, self._preemptor(fault),
+                                            slices, now)
 
     def objects(self, jobset: dict, jobs: list, pods: list, workloads: list) -> None:
         now = self.clock()

@@ -280,3 +280,18 @@ def test_an_incident_seen_late_is_timed_from_the_apis_own_time_of_it():
     done = w.observe(_seen(True, True, resumed_at=at + 30.0), at + 40.0)
     assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 30.0
     assert (done[0].details["since"], done[0].details["stepped_at"]) == (at, at + 30.0)
+
+
+def test_a_kueue_preemption_seen_through_its_casualties_is_alerted_at_once_as_kueues():
+    """The pod watch shows only the pods Kueue's eviction deleted (casualties, no victim); the watch then looks
+    at the Workload (watch.py) and the alert is Kueue's, dated by Kueue's condition, not a slice's."""
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=1.0), 0.0)
+    deleted = Incident("x0", None, "exit", "infra", "Error", slice=0, pod="p0", exit_code=77, fault="deleted")
+    assert w.incident(deleted, 100.0, resumed_at=1.0) == [] and w.waits_for_a_victim
+    taken = w.workload_taken("preempted: by Kueue: Preempted: ... (UID: u)", 97.0, "Workload default/high", 2, 101.0)
+    assert kinds(taken) == ["slice-lost"] and taken[0].summary.startswith(
+        "train: the workload preempted by Kueue to admit Workload default/high")
+    assert not w.waits_for_a_victim and w.workload_taken("preempted: again", 98.0, "", 2, 102.0) == []
+    done = w.observe(_seen(True, True, resumed_at=130.0), 140.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 130.0 - 97.0
