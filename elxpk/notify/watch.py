@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 
 from elxpk.cluster import preemptor, why
-from elxpk.cluster.incidents import Incident
-from elxpk.cluster.lost_slice import Fault, kueue_fault, lost_slice
+from elxpk.cluster.incidents import KUEUE_EVICTED, Incident
+from elxpk.cluster.labels import parse_time
+from elxpk.cluster.lost_slice import EVICTED, PREEMPTED, Fault, kueue_fault, lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
 from elxpk.cluster.status import compute_status
 from elxpk.errors import ElxpkError
@@ -28,7 +29,8 @@ from elxpk_contract.settings import check_setting
 class NotifyingWatch:
     def __init__(self, settings: NotifySettings, workload: str, namespace: str, note: Callable[[str], None], *,
                  policy: Policy = Policy(), clock: Callable[[], float] = time.time,
-                 progress_every_s: float = 60.0, list_workloads: Callable[[], list[dict]] | None = None) -> None:
+                 progress_every_s: float = 60.0, list_workloads: Callable[[], list[dict]] | None = None,
+                 list_events: Callable[[str], list[dict]] | None = None) -> None:
         self.settings, self.clock, self.progress_every_s = settings, clock, progress_every_s
         self.watchman = Watchman(workload, namespace, stuck_after_s=settings.stuck_after_s,
                                  recovery_within_s=settings.recovery_within_s)
@@ -39,6 +41,7 @@ class NotifyingWatch:
         self._jobset: dict | None = None  # the newest snapshot's, for the progress record's directory
         # Kueue's Workloads, listed when a preemption names its preemptor by UID (one listing per UID)
         self.list_workloads = list_workloads
+        self.list_events = list_events  # the Events of one object (a Kueue Workload), by its name
         self._preemptors: dict[str, str] = {}
         self._kueue_looked: float | None = None  # the outage (its start) whose Kueue Workloads were looked at
 
@@ -89,8 +92,12 @@ class NotifyingWatch:
         except ElxpkError:
             return []
         fault = kueue_fault(mine)
-        if fault is None or fault.time is None or not now - SEEN_LATE_S <= fault.time <= now + 1:
-            return []  # none, or a condition older than this outage (left from an earlier eviction)
+        if not _recent(fault, now):
+            # Readmitted already (a preemptor that ran a few seconds, a loaded watch): the conditions say so no
+            # more, but Kueue's Event of the eviction stays (an hour)
+            fault = self._kueue_event(mine, now)
+        if fault is None:
+            return []
         slices = len(self.watchman.seen_healthy) or 1
         return self.watchman.workload_taken(f"{fault.cause}: {fault.detail}", fault.time, self._preemptor(fault),
                                             slices, now)
@@ -131,6 +138,27 @@ class NotifyingWatch:
             whole_workload=fault is not None and fault.slice is None, preemptor=self._preemptor(fault),
             resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "")
 
+    def _kueue_event(self, mine: list[dict], now: float) -> Fault | None:
+        """The newest recent eviction Event (EvictedDueTo..., Preempted) of these Kueue Workloads, as a fault."""
+        if self.list_events is None:
+            return None
+        found = []
+        for w in mine:
+            try:
+                events = self.list_events(w["metadata"]["name"])
+            except ElxpkError:
+                return None
+            for e in events:
+                reason = e.get("reason") or ""
+                if reason != "Preempted" and not reason.startswith(KUEUE_EVICTED):
+                    continue
+                at = parse_time(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp"))
+                cause = PREEMPTED if "Preempt" in reason else EVICTED
+                fault = Fault(cause, None, at, f"by Kueue: {reason}: {e.get('message', '')}".rstrip(": "))
+                if _recent(fault, now):
+                    found.append(fault)
+        return max(found, key=lambda f: f.time or 0.0, default=None)
+
     def _preemptor(self, fault: Fault | None) -> str:
         """Who preempted the workload, named from the UID Kueue gives ("" when not a preemption, or unknown)."""
         uid = None if fault is None or fault.slice is not None else preemptor.preemptor_uid(fault.detail)
@@ -163,3 +191,8 @@ def _elastic_timeout(jobset: dict) -> float | None:
         return None
     seconds, problem = check_setting("elastic_timeout_seconds", value)
     return float(seconds) if problem is None and isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+def _recent(fault: Fault | None, now: float) -> bool:
+    """A whole-workload fault of this outage: dated within SEEN_LATE_S (an older one is left from an earlier)."""
+    return fault is not None and fault.time is not None and now - SEEN_LATE_S <= fault.time <= now + 1
