@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -80,7 +81,7 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
                 faults.append(_fault(story, name, Fault(f"soak-{n}", 1, "lost its VM"), "--slice", "1", "--mode",
                                      "delete"))
             paused = _api_pause(story, name)
-            faults.append(_preempted(story, name, queue))
+            faults.append(_preempted(story, name, queue, alert_file))
             last = faults[-1]
             story.wait_for("the preemption's recovered alert", lambda: any(
                 a["kind"] == "recovered" and (a["details"].get("since") or 0) >= last.killed_at - 2
@@ -108,7 +109,7 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
     for n, fault in enumerate(faults):
         until = faults[n + 1].killed_at if n + 1 < len(faults) else deleted_at
         lines.append(_check_fault(fault, until, report, metrics, got, sampler))
-    _check_pause(paused, got, events)
+    _check_pause(paused, faults[-1].killed_at, got, events)
     # Every session carries the JobSet's UID, rendered from its pods' label: what keeps a later workload of the
     # same name (the README's block run twice) apart in `report`.
     assert {e.get("run_id") for e in events if e["event"] == "run_started"} == {uid}
@@ -136,11 +137,12 @@ def _fault(story: Story, name: str, fault: Fault, *argv: str) -> Fault:
     return _recovered(story, name, fault)
 
 
-def _preempted(story: Story, name: str, queue: str) -> Fault:
+def _preempted(story: Story, name: str, queue: str, alert_file: Path) -> Fault:
     """A higher-priority workload in the same 8-chip queue: Kueue preempts the replay's workload to admit it.
     Its one slice is a v5p-8 on the simulated (kwok) nodes, so only Kueue takes the replay's pods down (a
     preemptor on the replay's own v4-8 nodes would have the scheduler preempt a pod as well). Once the
-    replay's trainer has stopped, the preemptor is deleted, and Kueue admits the replay's workload again."""
+    replay's trainer has stopped and the watch has said so (a preemptor runs a while: the watch names it
+    from the listed Workloads), the preemptor is deleted, and Kueue admits the replay's workload again."""
     fault = Fault("preempt", None, "preempted by Kueue", drained=True)
     preemptor = unique("prio")
     fault.figures["preemptor"] = preemptor
@@ -153,6 +155,8 @@ def _preempted(story: Story, name: str, queue: str) -> Fault:
         story.wait_for("the replay's trainer stopped by the preemption", lambda: (
             lambda p: p.get("state") not in (None, "running") and p.get("updated_at", 0) > fault.killed_at)(
             progress_on_gs(story.cluster, story.bucket, f"{name}/ckpt") or {}), timeout=RECOVERY_S)
+        story.wait_for("the preemption's slice-lost alert", lambda: any(
+            a["kind"] == "slice-lost" and unix_of(a) >= fault.killed_at - 2 for a in alerts(alert_file)), timeout=180)
     finally:
         story.delete(preemptor)
     return _recovered(story, name, fault)
@@ -205,8 +209,8 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
             f"{len(during)} --why samples while it recovered), steps rewound {rewound}")
 
 
-def _check_pause(paused: tuple[float, float], got: list[dict], events: list[dict]) -> None:
-    """The API server's pause is no fault of the workload: no alert, no new session, steps went on."""
-    start, end = paused
-    assert not [a for a in got if a["kind"] in ("slice-lost", "recovery-late") and start <= unix_of(a) <= end + 30]
-    assert not [e for e in events if e["event"] == "run_started" and start <= e["time"] <= end + 30]
+def _check_pause(paused: tuple[float, float], next_fault: float, got: list[dict], events: list[dict]) -> None:
+    """The API server's pause is no fault of the workload: no alert, no new session (until the next fault)."""
+    start, end = paused[0], min(paused[1] + 30, next_fault)
+    assert not [a for a in got if a["kind"] in ("slice-lost", "recovery-late") and start <= unix_of(a) < end], got
+    assert not [e for e in events if e["event"] == "run_started" and start <= e["time"] < end], events
