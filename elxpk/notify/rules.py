@@ -57,6 +57,7 @@ from elxpk_contract.exit_codes import SLICE_LOST as SLICE_LOST_EXIT
 LOSS_KINDS = ("exit", "disruption", "evicted")
 DEFAULT_RECOVERY_S = 15 * 60.0  # without the workload's elastic timeout
 BUDGET_WARN = 0.8
+API_TIME_RESOLUTION_S = 1.0  # Kubernetes dates conditions, exits and deletions in whole seconds
 SEEN_LATE_S = 120.0  # how much later than the API dates a loss the watch may see it and still time it from then
 
 
@@ -176,7 +177,12 @@ class Watchman:
         return self.pending is not None and not self.alerted
 
     def _stepped_since_outage(self, resumed: float | None) -> bool:
-        return self.outage_since is not None and resumed is not None and resumed > self.outage_since
+        """The trainer's first step of an attempt came after the outage began. The API dates a loss in whole
+        seconds (truncated), so a step within the second before it may read as after it: a step counts from
+        API_TIME_RESOLUTION_S past the outage's date (a restart takes seconds; the previous recovery's step,
+        just before the next kill, must not close the new outage at once)."""
+        return (self.outage_since is not None and resumed is not None
+                and resumed > self.outage_since + API_TIME_RESOLUTION_S)
 
     def _recovered(self, resumed: float | None, now: float, slices: int, *, all_healthy: bool) -> list[Alert]:
         """The present outage is over: timed to the trainer's first step after it (else to `now`)."""

@@ -295,3 +295,21 @@ def test_a_kueue_preemption_seen_through_its_casualties_is_alerted_at_once_as_ku
     assert not w.waits_for_a_victim and w.workload_taken("preempted: again", 98.0, "", 2, 102.0) == []
     done = w.observe(_seen(True, True, resumed_at=130.0), 140.0)
     assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 130.0 - 97.0
+
+
+def test_the_previous_recoverys_step_in_the_same_second_as_the_next_kill_does_not_close_it():
+    """On the real cluster (the replay): the trainer stepped at 886.27, the next eviction came at 886.3, dated
+    886 by the API (whole seconds). That step is the previous recovery's: the new outage stays open, and the
+    survivor's exit 75 that follows is its casualty, not a second fault."""
+    from elxpk.cluster.labels import parse_time
+
+    dated = "2026-01-01T00:00:10Z"
+    at = parse_time(dated)
+    assert at is not None
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=at + 0.27), at + 0.28)
+    evicted = Incident("e", dated, "disruption", "infra", "EvictionByEvictionAPI", slice=0, pod="v")
+    assert kinds(w.incident(evicted, at + 0.4, resumed_at=at + 0.27)) == ["slice-lost"]
+    assert w.incident(_exit(1, 75, "survivor"), at + 1.5, resumed_at=at + 0.27) == []
+    done = w.observe(_seen(True, True, resumed_at=at + 9.0), at + 10.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 9.0
