@@ -31,6 +31,9 @@ class RunStarted(Event):
     NAME: ClassVar[str] = "run_started"
     slices: tuple[int, ...] = ()
     backend: str = ""
+    # The run's identity (--run-id: on a cluster the JobSet's UID, the same in every group restart): `report`
+    # keeps the sessions of one workload apart from another's in the same run directory. "" when unset.
+    run_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,11 @@ class Progress:
     # restart rewinds (0 when it saved; trainer/elastic/drain.py). None for any other stop, and while it runs.
     drain_saved: bool | None = None
     drain_steps_lost: int | None = None
+    # Unix seconds when the first step of the writer's current attempt ended (a new process's first step,
+    # or the first after an in-process recovery): when the newest start or recovery ended, which a later
+    # step does not overwrite (step_time moves on). The `recovered` alert times each fault to it. None
+    # before that step, and from an older trainer.
+    resumed_at: float | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""

@@ -80,6 +80,11 @@ def report(
         _maxtext_report(run, fmt, None if no_png else png or Path(run.path).parent / "report.png",
                         own=None if png else "replace")
         return
+    from elxpk.runs.workloads import others_line, split_workloads
+
+    # A workload created again on the same checkpoint directory writes beside the first one's records: the
+    # report is of the newest (by the JobSet UID its sessions carry), and names the others.
+    *earlier, (workload, run) = split_workloads(run)
     result = build_report(run)
     chip_hours = run_chip_hours(run, result, accelerator, price_of(accelerator, price))
     written = None
@@ -99,18 +104,22 @@ def report(
         data = result.to_dict()
         data["png"] = str(written) if written else None
         data["chip_hours"] = chip_hours.to_dict()
+        data["run_id"] = workload.run_id
+        data["earlier_workloads"] = [w.to_dict() for w, _ in earlier]
         if timeline is not None:
             from elxpk.runs.incident_timeline import to_json
 
-            data["incidents"] = to_json(timeline)
+            data["incidents"] = to_json(timeline, result.recoveries)
         typer.echo(json.dumps(data, indent=2))
         return
+    if earlier:
+        typer.echo(shown(others_line([w for w, _ in earlier], workload)))
     for line in render_text(result) + render_chip_hours(chip_hours):
         typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if timeline is not None:
         from elxpk.runs.incident_timeline import render
 
-        for line in render(timeline):
+        for line in render(timeline, result.recoveries):
             typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     if written:
         typer.echo(f"plot: {written}")

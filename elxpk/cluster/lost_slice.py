@@ -134,7 +134,7 @@ def pod_fault(pod: dict) -> tuple[str, Fault] | None:
 def lost_slice(pods: Sequence[dict], workloads: Sequence[dict] = ()) -> Fault | None:
     """The fault of the newest restart attempt that had one: its victim and cause (see the module's list)."""
     found = [f for f in (pod_fault(p) for p in pods) if f is not None]
-    kueue = _kueue_fault(workloads)
+    kueue = kueue_fault(workloads)
     if not found:
         return kueue
     newest = max(f.attempt for _, f in found)
@@ -145,7 +145,8 @@ def lost_slice(pods: Sequence[dict], workloads: Sequence[dict] = ()) -> Fault | 
     return min((f for kind, f in mine if _RANK[kind] == strongest), key=lambda f: (f.time or 0.0, f.slice or 0))
 
 
-def _kueue_fault(workloads: Sequence[dict]) -> Fault | None:
+def kueue_fault(workloads: Sequence[dict]) -> Fault | None:
+    """The Kueue Workload's Preempted/Evicted condition, as the whole workload's fault (None: none is True)."""
     for w in workloads:
         for c in (w.get("status") or {}).get("conditions") or []:
             if c.get("type") in ("Preempted", "Evicted") and c.get("status") == "True":

@@ -21,6 +21,7 @@ SLICE_LOST, RECOVERED, RECOVERY_LATE = "slice-lost", "recovered", "recovery-late
 BUDGET_80, BUDGET_SPENT = "budget-80", "budget-spent"
 FAILED, SUCCEEDED = "failed", "succeeded"
 CHECKPOINT_STALE, STUCK = "checkpoint-stale", "stuck"
+TEST = "test"  # the one delivery a --notify-command gets when the watch starts (not an alert: never selected)
 KINDS = (SLICE_LOST, RECOVERED, RECOVERY_LATE, BUDGET_80, BUDGET_SPENT, FAILED, SUCCEEDED, CHECKPOINT_STALE,
          STUCK)
 FORMATS = ("json", "slack")

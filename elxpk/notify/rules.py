@@ -8,8 +8,14 @@ clock passed in). Each alert is raised once per occurrence, however often the sa
   is alerted (a JobSet restart takes every slice), raise none. Where only casualties were seen, the one
   alert names the victim as elxpk/cluster/lost_slice.py reads it from the pods (`Observation.fault`);
 - `recovered`: every lost slice healthy again and, where the trainer's progress record is read, the trainer
-  stepping again: timed from the first loss of that outage to its first step after it (pods ready come
-  before the trainer's imports, restore and compile);
+  stepping again: timed from the first loss of that outage to its first step after it (the record's
+  `resumed_at`; pods ready come before the trainer's imports, restore and compile). Each fault is its own
+  outage: a loss seen after the trainer stepped again (by its record) is a new fault, so the outage before
+  it is recovered then, timed to that step, even when no look came between (a look is every minute, a
+  soak's kills can be closer). A loss before the trainer stepped again (a kill during the recovery)
+  belongs to the outage in progress, whose recovery it interrupted;
+- a Kueue preemption takes the whole workload: its `slice-lost` says `preempted by Kueue` and names the
+  preemptor (Kueue's condition gives its Workload's UID; the watch looks it up among the Workloads);
 - `recovery-late`: a lost slice not back within the expected time (once per outage);
 - `budget-80` / `budget-spent`: a restart budget (the JobSet's maxRestarts, a slice's backoffLimit) at 80%
   and at 100%, once per budget and level;
@@ -32,6 +38,7 @@ from typing import Any
 
 from elxpk.cluster import lost_slice
 from elxpk.cluster.incidents import Incident
+from elxpk.cluster.labels import parse_time
 from elxpk.cluster.why import STUCK_STATES
 from elxpk.notify.flags import (
     BUDGET_80,
@@ -50,6 +57,8 @@ from elxpk_contract.exit_codes import SLICE_LOST as SLICE_LOST_EXIT
 LOSS_KINDS = ("exit", "disruption", "evicted")
 DEFAULT_RECOVERY_S = 15 * 60.0  # without the workload's elastic timeout
 BUDGET_WARN = 0.8
+API_TIME_RESOLUTION_S = 1.0  # Kubernetes dates conditions, exits and deletions in whole seconds
+SEEN_LATE_S = 120.0  # how much later than the API dates a loss the watch may see it and still time it from then
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,11 @@ class Observation:
     fault: str = ""  # the newest fault's cause and detail (lost_slice.py), e.g. "evicted: pod P: EvictionByEvictionAPI"
     fault_slice: int | None = None  # its victim
     chip_hours: str = ""  # a finished workload's spend (chips.finished_chip_hours), as `status` states it
+    fault_time: float | None = None  # when it happened, as the API dates it
+    whole_workload: bool = False  # the fault took the whole workload (a Kueue preemption or eviction)
+    preemptor: str = ""  # who preempted it, as named from Kueue's UID ("" when not known)
+    resumed_at: float | None = None  # the trainer's first step of its current attempt (progress record)
+    trainer_state: str = ""  # the progress record's state: running, preempted, failed, ... ("" unread)
 
 
 
@@ -108,6 +122,9 @@ class Watchman:
         self.late_sent = False
         self.alerted = False  # a slice-lost alert went out for the present outage
         self.pending: tuple[Incident, str] | None = None  # a casualty's exit, the alert's if no victim shows
+        # The present outage's faults (slice-lost details), named again by its recovered: more than one when a
+        # loss came before the trainer stepped again (it interrupted the recovery).
+        self.faults: list[dict[str, Any]] = []
         self.seen_healthy: set[int] = set()
         self.raised: set[tuple] = set()  # keys of once-only alerts already raised
 
@@ -124,16 +141,85 @@ class Watchman:
         self.lost.setdefault(index, when)
         if self.outage_since is None:
             self.outage_since, self.late_sent, self.alerted = when, False, False
+        elif not self.alerted:  # a casualty seen first (a survivor's 75 after the victim's SIGTERM): the fault's time
+            self.outage_since = min(self.outage_since, when)
         if casualty:
             return []
         self.alerted = True
+        self.faults.append({"slice": index, "cause": why})
         return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
 
-    def incident(self, incident: Incident, now: float) -> list[Alert]:
-        """A new incident, seen while following (not history)."""
+    def _workload_lost(self, seen: Observation, now: float) -> list[Alert]:
+        return self.workload_taken(seen.fault, seen.fault_time, seen.preemptor, len(seen.healthy), now)
+
+    def workload_taken(self, fault: str, at: float | None, preemptor: str, slices: int, now: float) -> list[Alert]:
+        """The whole workload taken at once (a Kueue preemption or eviction, `fault` as lost_slice.py words it,
+        at `at`): one alert that says so and names the preemptor, every slice down. Nothing when this outage
+        already has its alert."""
+        if self.alerted:
+            return []
+        when = _dated(at, now)
+        for index in range(slices):
+            self.lost.setdefault(index, when)
+        if self.outage_since is None:
+            self.late_sent = False
+        self.outage_since = when if self.outage_since is None else min(self.outage_since, when)
+        self.alerted, self.pending = True, None
+        preempted = fault.startswith(lost_slice.PREEMPTED)
+        what = "preempted by Kueue" if preempted else "evicted by Kueue"
+        by = f" to admit {preemptor}" if preemptor else ""
+        self.faults.append({"slice": None, "cause": what})
+        return [self._alert(SLICE_LOST, now, f"the workload {what}{by} ({fault})", None, slice=None,
+                            slices=list(range(slices)), cause=what, preemptor=preemptor or None)]
+
+    @property
+    def waits_for_a_victim(self) -> bool:
+        """Only casualties seen so far (e.g. exits of pods a Kueue eviction deleted): the fault is not named yet."""
+        return self.pending is not None and not self.alerted
+
+    def _stepped_since_outage(self, resumed: float | None) -> bool:
+        """The trainer's first step of an attempt came after the outage began. The API dates a loss in whole
+        seconds (truncated), so a step within the second before it may read as after it: a step counts from
+        API_TIME_RESOLUTION_S past the outage's date (a restart takes seconds; the previous recovery's step,
+        just before the next kill, must not close the new outage at once)."""
+        return (self.outage_since is not None and resumed is not None
+                and resumed > self.outage_since + API_TIME_RESOLUTION_S)
+
+    def _recovered(self, resumed: float | None, now: float, slices: int, *, all_healthy: bool) -> list[Alert]:
+        """The present outage is over: timed to the trainer's first step after it (else to `now`)."""
+        assert self.outage_since is not None
+        took = (resumed if resumed is not None else now) - self.outage_since
+        first, *more = self.faults or [{"slice": None, "cause": ""}]
+        head = f"all {slices} slices healthy again, " if all_healthy else "the trainer stepping again "
+        summary = (head + f"{format_duration(took)} after {_whose(first)}"
+                   + "".join(f" (and {_whose(f)}, which interrupted its recovery)" for f in more)
+                   + (", the trainer stepping again" if all_healthy and resumed is not None else ""))
+        alert = self._alert(RECOVERED, now, summary, recovery_s=round(took, 1), slice=first["slice"],
+                            cause=first["cause"], faults=len(self.faults), since=self.outage_since,
+                            stepped_at=resumed)
+        self.outage_since, self.alerted, self.pending, self.faults = None, False, None, []
+        self.lost.clear()
+        return [alert]
+
+    def _new_fault(self, resumed: float | None, now: float, slices: int) -> list[Alert]:
+        """A loss seen after the trainer stepped again is a new fault: the outage before it recovered at that
+        step (its `recovered`, before the new fault's `slice-lost`)."""
+        if not self._stepped_since_outage(resumed):
+            return []
+        return self._recovered(resumed, now, slices, all_healthy=False)
+
+    def incident(self, incident: Incident, now: float, resumed_at: float | None = None) -> list[Alert]:
+        """A new incident, seen while following (not history). `resumed_at`: the trainer's first step of its
+        current attempt, read now (its progress record), when an outage is open."""
         if incident.slice is None or incident.kind not in LOSS_KINDS:
             return []
+        closed = self._new_fault(resumed_at, now, len(self.seen_healthy) or incident.slice + 1)
+        # The API's own time of it (whole seconds), when the watch saw it a little later (a loaded host): the
+        # outage is timed from the fault. An older date is not this moment's loss (a record replayed): now.
+        when = _dated(parse_time(incident.time), now)
         what = f"exit {incident.exit_code}/{incident.reason}" if incident.exit_code is not None else incident.reason
+        if incident.fault and incident.fault != lost_slice.SLICE_GONE:  # the pod's cause, as lost_slice.py reads it
+            what = f"{incident.fault}: {what}"
         where = f" on pod {incident.pod}" if incident.pod else ""
         # 75: the trainer stopped because its group did (a peer's loss), so the fault is another slice's
         # a graceful delete's exit: mostly a JobSet restart taking the group down after another slice's loss
@@ -141,7 +227,7 @@ class Watchman:
                                                 or incident.fault == lost_slice.DELETED)
         if casualty and self.pending is None and not self.alerted:
             self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
-        return self._lose(incident.slice, now, now, what + where, incident, casualty=casualty)
+        return closed + self._lose(incident.slice, when, now, what + where, incident, casualty=casualty)
 
     def observe(self, seen: Observation, now: float) -> list[Alert]:
         alerts: list[Alert] = []
@@ -156,6 +242,15 @@ class Watchman:
         alerts: list[Alert] = []
         if seen.state in ("Succeeded", "Failed"):
             return alerts
+        resumed = seen.resumed_at if seen.resumed_at is not None else seen.step_time  # an older trainer's record
+        newly_down = [i for i, healthy in enumerate(seen.healthy)
+                      if not healthy and i in self.seen_healthy and i not in self.lost]
+        # The trainer stepped after the outage began, and now a slice is down again (or the trainer stopped
+        # again): a new fault, whichever look sees it first.
+        if newly_down or (seen.trainer_state not in ("", "running") and not all(seen.healthy)):
+            alerts += self._new_fault(resumed, now, len(seen.healthy))
+        if seen.whole_workload and not all(seen.healthy) and not self.alerted and self.seen_healthy:
+            alerts += self._workload_lost(seen, now)
         down = []
         for index, healthy in enumerate(seen.healthy):
             if healthy:
@@ -170,21 +265,17 @@ class Watchman:
             victim = named[0] if named else down[0]
             incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
                 else (None, seen.fault or "not healthy")
-            alerts += self._lose(victim, now, now, why, incident)
+            when = _dated(seen.fault_time, now) if incident is None else _dated(parse_time(incident.time), now)
+            alerts += self._lose(victim, when, now, why, incident)
         for index in down:  # the rest went down with it (a JobSet restart takes every slice)
             self._lose(index, now, now, "", None, casualty=True)
         if not self.lost:
             self.pending = None
         # Recovered is training again: with the trainer's record, at its first step after the loss (pods
         # ready come before its imports, restore and compile), and timed to that step
-        waiting = seen.step_time is not None and self.outage_since is not None and seen.step_time <= self.outage_since
+        waiting = resumed is not None and not self._stepped_since_outage(resumed)
         if self.outage_since is not None and not self.lost and not waiting:
-            took = (seen.step_time if seen.step_time is not None else now) - self.outage_since
-            alerts.append(self._alert(RECOVERED, now, f"all {len(seen.healthy)} slices healthy again, "
-                                      f"{format_duration(took)} after the first loss"
-                                      + (", the trainer stepping again" if seen.step_time is not None else ""),
-                                      recovery_s=round(took, 1)))
-            self.outage_since, self.alerted = None, False
+            alerts += self._recovered(resumed, now, len(seen.healthy), all_healthy=True)
         elif self.outage_since is not None and not self.late_sent:
             expected = self.recovery_within_s or seen.elastic_timeout_s or DEFAULT_RECOVERY_S
             if now - self.outage_since >= expected:
@@ -246,3 +337,14 @@ class Watchman:
         why = seen.why or "no reason found (see `elxpk workload status --why`)"
         return [self._alert(STUCK, now, f"{seen.state} for {format_duration(age)}: {why}", state=seen.state,
                             for_s=round(age, 1), why=seen.why)]
+
+
+def _whose(fault: dict[str, Any]) -> str:
+    """A fault as a recovered alert names it: "slice 1's loss", or the whole workload's cause."""
+    return f"slice {fault['slice']}'s loss" if fault["slice"] is not None else fault["cause"] or "the loss"
+
+
+def _dated(at: float | None, now: float) -> float:
+    """When a loss the watch sees at `now` happened: the API's date of it when at most SEEN_LATE_S earlier
+    (a loaded watch sees it late), else `now` (an older date is not this moment's loss, e.g. a condition left)."""
+    return at if at is not None and now - SEEN_LATE_S <= at < now else now

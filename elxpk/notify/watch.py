@@ -9,31 +9,59 @@ alert is wanted. Everything here runs on the watch loop and only enqueues: sendi
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 
-from elxpk.cluster import why
+from elxpk.cluster import preemptor, why
 from elxpk.cluster.chips import finished_chip_hours
-from elxpk.cluster.incidents import Incident
-from elxpk.cluster.lost_slice import lost_slice
+from elxpk.cluster.incidents import KUEUE_EVICTED, Incident
+from elxpk.cluster.labels import parse_time
+from elxpk.cluster.lost_slice import EVICTED, PREEMPTED, Fault, kueue_fault, lost_slice
 from elxpk.cluster.progress import progress_of, setting_value
 from elxpk.cluster.status import compute_status
-from elxpk.notify.delivery import Notifier, Policy, senders
-from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, NotifySettings
-from elxpk.notify.rules import STUCK_STATES, Alert, Observation, Watchman
+from elxpk.errors import ElxpkError
+from elxpk.notify.delivery import DeliveryFailed, Notifier, Policy, payload, run_command, senders
+from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, TEST, NotifySettings
+from elxpk.notify.rules import SEEN_LATE_S, STUCK_STATES, Alert, Observation, Watchman
 from elxpk_contract.settings import check_setting
 
 
 class NotifyingWatch:
     def __init__(self, settings: NotifySettings, workload: str, namespace: str, note: Callable[[str], None], *,
                  policy: Policy = Policy(), clock: Callable[[], float] = time.time,
-                 progress_every_s: float = 60.0) -> None:
+                 progress_every_s: float = 60.0, list_workloads: Callable[[], list[dict]] | None = None,
+                 list_events: Callable[[str], list[dict]] | None = None) -> None:
         self.settings, self.clock, self.progress_every_s = settings, clock, progress_every_s
         self.watchman = Watchman(workload, namespace, stuck_after_s=settings.stuck_after_s,
                                  recovery_within_s=settings.recovery_within_s)
         self.notifier = Notifier(senders(settings.url, settings.format, settings.command), note, policy)
+        self.policy = policy
         self.following = False
         self._progress: tuple[float, dict | None] | None = None  # (when read, the record)
+        self._jobset: dict | None = None  # the newest snapshot's, for the progress record's directory
+        # Kueue's Workloads, listed when a preemption names its preemptor by UID (one listing per UID)
+        self.list_workloads = list_workloads
+        self.list_events = list_events  # the Events of one object (a Kueue Workload), by its name
+        self._preemptors: dict[str, str] = {}
+        self._kueue_looked: float | None = None  # the outage (its start) whose Kueue Workloads were looked at
+
+    def test_command(self) -> str | None:
+        """Run --notify-command once with a `test` alert before the watch starts, so a program that fails
+        (exits non-zero, hangs, cannot start) is said at once, not at the first fault: the failure's line, or
+        None when it took the test (or there is no command). The command sees ELXPK_ALERT_KIND=test."""
+        command = self.settings.command
+        if command is None:
+            return None
+        watchman = self.watchman
+        alert = Alert(TEST, watchman.workload, watchman.namespace, self.clock(),
+                      f"{watchman.workload}: notifications start (a test delivery: each alert comes this way)")
+        try:
+            run_command(command, payload(alert, "json") + b"\n", self.policy.timeout_s, alert)
+        except DeliveryFailed as exc:
+            return (f"notify: --notify-command {shlex.join(command)!r} failed its test delivery: {exc}; "
+                    "alerts will be tried all the same, fix the command")
+        return None
 
     def started(self) -> None:
         """The history is out: incidents from now on are new."""
@@ -41,10 +69,43 @@ class NotifyingWatch:
 
     def incident(self, incident: Incident) -> None:
         if self.following:
-            self._send(self.watchman.incident(incident, self.clock()))
+            now = self.clock()
+            # During an outage a loss may be the next fault: the record says whether the trainer stepped since
+            resumed = None
+            if self.watchman.outage_since is not None and self._jobset is not None:
+                resumed = (self._progress_of(self._jobset, now) or {}).get("resumed_at")
+            self._send(self.watchman.incident(incident, now, resumed_at=resumed))
+            if self.watchman.waits_for_a_victim:
+                self._send(self._kueue_took_it(now))
+
+    def _kueue_took_it(self, now: float) -> list[Alert]:
+        """Casualties with no victim (pods deleted with a grace period): Kueue may have taken the whole workload,
+        which the pod watch cannot show (its conditions are on the Workload). One look at this workload's Kueue
+        Workloads, at the first such casualty of an outage, instead of waiting for the next snapshot (a
+        minute): the alert then says `preempted by Kueue` at once, with the preemptor named."""
+        if self.list_workloads is None or self._kueue_looked == self.watchman.outage_since:
+            return []
+        self._kueue_looked = self.watchman.outage_since
+        try:
+            mine = [w for w in self.list_workloads() if any(
+                o.get("kind") == "JobSet" and o.get("name") == self.watchman.workload
+                for o in (w.get("metadata") or {}).get("ownerReferences") or [])]
+        except ElxpkError:
+            return []
+        fault = kueue_fault(mine)
+        if not _recent(fault, now):
+            # Readmitted already (a preemptor that ran a few seconds, a loaded watch): the conditions say so no
+            # more, but Kueue's Event of the eviction stays (an hour)
+            fault = self._kueue_event(mine, now)
+        if fault is None:
+            return []
+        slices = len(self.watchman.seen_healthy) or 1
+        return self.watchman.workload_taken(f"{fault.cause}: {fault.detail}", fault.time, self._preemptor(fault),
+                                            slices, now)
 
     def objects(self, jobset: dict, jobs: list, pods: list, workloads: list) -> None:
         now = self.clock()
+        self._jobset = jobset
         self._send(self.watchman.observe(self._observation(jobset, jobs, pods, workloads, now), now))
 
     def close(self) -> int:
@@ -74,8 +135,46 @@ class NotifyingWatch:
             checkpoint_step=progress.get("checkpoint_step"), checkpoint_age_s=progress.get("checkpoint_age_s"),
             checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset),
             step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
-            fault_slice=None if fault is None else fault.slice,
+            fault_slice=None if fault is None else fault.slice, fault_time=None if fault is None else fault.time,
+            whole_workload=fault is not None and fault.slice is None, preemptor=self._preemptor(fault),
+            resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "",
             chip_hours=finished_chip_hours(jobset, status, now)[0] if status.state in ("Succeeded", "Failed") else "")
+
+    def _kueue_event(self, mine: list[dict], now: float) -> Fault | None:
+        """The newest recent eviction Event (EvictedDueTo..., Preempted) of these Kueue Workloads, as a fault."""
+        if self.list_events is None:
+            return None
+        found = []
+        for w in mine:
+            try:
+                events = self.list_events(w["metadata"]["name"])
+            except ElxpkError:
+                return None
+            for e in events:
+                reason = e.get("reason") or ""
+                if reason != "Preempted" and not reason.startswith(KUEUE_EVICTED):
+                    continue
+                at = parse_time(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp"))
+                cause = PREEMPTED if "Preempt" in reason else EVICTED
+                fault = Fault(cause, None, at, f"by Kueue: {reason}: {e.get('message', '')}".rstrip(": "))
+                if _recent(fault, now):
+                    found.append(fault)
+        return max(found, key=lambda f: f.time or 0.0, default=None)
+
+    def _preemptor(self, fault: Fault | None) -> str:
+        """Who preempted the workload, named from the UID Kueue gives ("" when not a preemption, or unknown)."""
+        uid = None if fault is None or fault.slice is not None else preemptor.preemptor_uid(fault.detail)
+        if uid is None:
+            return ""
+        if uid not in self._preemptors:
+            found = None
+            if self.list_workloads is not None:
+                try:
+                    found = preemptor.describe(self.list_workloads(), uid)
+                except ElxpkError:  # a listing refused (RBAC) or failed: the UID is what is known
+                    found = None
+            self._preemptors[uid] = found or f"the Workload of UID {uid} (not among the Workloads listed)"
+        return self._preemptors[uid]
 
     def _progress_of(self, jobset: dict, now: float) -> dict | None:
         if CHECKPOINT_STALE not in self.settings.on and RECOVERED not in self.settings.on:
@@ -94,3 +193,8 @@ def _elastic_timeout(jobset: dict) -> float | None:
         return None
     seconds, problem = check_setting("elastic_timeout_seconds", value)
     return float(seconds) if problem is None and isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+def _recent(fault: Fault | None, now: float) -> bool:
+    """A whole-workload fault of this outage: dated within SEEN_LATE_S (an older one is left from an earlier)."""
+    return fault is not None and fault.time is not None and now - SEEN_LATE_S <= fault.time <= now + 1

@@ -30,6 +30,9 @@ from elxpk_contract.event_records import (
 )
 from elxpk_contract.records import Metric
 
+_UNANNOUNCED = "session_ended_unannounced"
+_PREEMPTED = "preempted"  # the writer itself heard SIGTERM and stopped (a Preempted event), and a new session followed
+
 
 @dataclass(frozen=True)
 class RecoveryTimeline:
@@ -49,6 +52,8 @@ class RecoveryTimeline:
     refused_widths: tuple[int, ...] = ()  # slice counts a resize was refused at (memory): the run waited instead
     interrupted: bool = False  # another failure came before its first step (e.g. a slice lost during the restore)
     undetected: bool = False  # no failure_detected: a session ended unannounced (SIGKILL) and a new one restored
+    kind: str = ""  # failure_detected's kind; "preempted": the writer heard SIGTERM itself (no failure_detected)
+    heard_by: int | None = None  # preempted, peer_preempted: the process that heard the signal
 
     @property
     def live(self) -> bool:
@@ -90,13 +95,26 @@ class RecoveryTimeline:
             "refused_widths": list(self.refused_widths),
             "interrupted": self.interrupted,
             "undetected": self.undetected,
+            "kind": self.kind,
+            "heard_by": self.heard_by,
         }
+
+    def _what(self, who: str, at: object) -> str:
+        """What the fault was, by the trainer's own record of it."""
+        if self.undetected:
+            return f"session ended unannounced (killed) at step {at}"
+        heard = "" if self.heard_by is None else f" by process {self.heard_by}"
+        if self.kind == _PREEMPTED:
+            return f"SIGTERM heard{heard}, the group stopped at step {at}"
+        if self.kind == "peer_preempted":
+            return f"{who} lost at step {at} (SIGTERM heard{heard}; the writer stopped with its group)"
+        return f"{who} lost at step {at}"
 
     def describe(self) -> str:
         """One line, e.g. 'slice 1 lost at step 120; restored step 100 in 0.4 s; step 100 reached 2.1 s ...'."""
         who = "slice " + ",".join(map(str, self.lost)) if self.lost else "a slice"
         at = self.failure_step if self.failure_step is not None else "?"
-        parts = [f"session ended unannounced (killed) at step {at}" if self.undetected else f"{who} lost at step {at}"]
+        parts = [self._what(who, at)]
         if self.cold_restart:
             parts.append("cold restart")
         if self.restored_step is not None:
@@ -131,7 +149,8 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
     columns = MetricColumns.of(metrics)
     found: list[RecoveryTimeline] = []
     # By time, not file order: a supervisor writes its events once the group it watched is down.
-    timed = sorted([*events, *_unannounced_ends(events, columns)], key=lambda e: e.time)
+    timed = sorted([*events, *_unannounced_ends(events, columns), *_preemptions_restarted(events)],
+                   key=lambda e: e.time)
     starts = [i for i, e in enumerate(timed) if isinstance(e, FailureDetected)]
     for n, i in enumerate(starts):
         detect = timed[i]
@@ -180,12 +199,30 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
                 refused_widths=tuple(refused),
                 interrupted=first_step_s is None and n + 1 < len(starts),
                 undetected=detect.kind == _UNANNOUNCED,
+                kind=detect.kind,
+                heard_by=detect.heard_by,
             )
         )
     return found
 
 
-_UNANNOUNCED = "session_ended_unannounced"
+
+
+def _preemptions_restarted(events: Sequence[Event]) -> list[FailureDetected]:
+    """A failure for each `preempted` that a new session followed: the process that writes the records
+    (process 0) heard SIGTERM itself, so nobody wrote failure_detected, yet the group was restarted and
+    the new session restored (a kill of process 0's slice, a Kueue preemption of the whole workload).
+    Without it such a fault has no recovery at all (a peer's SIGTERM is failure_detected `peer_preempted`).
+    Dated at the stop, at the step the group stopped at."""
+    sessions = sorted(e.time for e in events if isinstance(e, RunStarted))
+    found = []
+    for e in events:
+        if isinstance(e, Preempted) and any(began > e.time for began in sessions):
+            heard = "" if e.heard_by is None else f" by process {e.heard_by}"
+            found.append(FailureDetected(time=e.time, step=e.step, kind=_PREEMPTED, source="report",
+                                         error=f"{e.signal} heard{heard}; the run stopped at step {e.step}",
+                                         heard_by=e.heard_by))
+    return found
 
 
 def _unannounced_ends(events: Sequence[Event], metrics: MetricColumns) -> list[FailureDetected]:

@@ -46,7 +46,7 @@ def test_the_docs_examples_run_as_written(fake, capsys, k, tmp_path, monkeypatch
         slack = "--notify-format" in argv
         assert (set(body) == {"text"}) if slack else (body["kind"] == "failed" and body["workload"] == name)
     assert (tmp_path / "incidents.jsonl").stat().st_size > 0
-    (alert,) = [json.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
-    assert alert["kind"] == "failed"
+    test, alert = [json.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert (test["kind"], alert["kind"]) == ("test", "failed")  # the command's test delivery at the start, then the alert
     documented = json.loads(PAGE.read_text(encoding="utf-8").split("```json\n", 1)[1].split("```", 1)[0])
     assert set(documented) == set(alert)  # the page's document has the fields an alert has

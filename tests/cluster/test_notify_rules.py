@@ -36,7 +36,7 @@ def test_one_loss_is_one_alert_however_many_incidents_and_recovery_is_timed_from
     assert kinds(w.observe(_seen(True, False, state="Degraded"), 60.0)) == []
     done = w.observe(_seen(True, True), 130.0)
     assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 120.0
-    assert "2m00s after the first loss" in done[0].summary
+    assert "2m00s after slice 1's loss" in done[0].summary and done[0].details["slice"] == 1
     assert kinds(w.incident(_loss(1), 200.0)) == ["slice-lost"]  # a new outage
 
 
@@ -188,7 +188,7 @@ def test_recovered_is_the_trainers_next_step_not_pods_ready():
     assert w.observe(_seen(True, True, step_time=9.0), 40.0) == []  # pods ready, the trainer not stepping yet
     done = w.observe(_seen(True, True, step_time=58.5), 60.0)
     assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 48.5
-    assert "48s after the first loss, the trainer stepping again" in done[0].summary
+    assert "48s after slice 1's loss, the trainer stepping again" in done[0].summary
     assert w.observe(_seen(True, True, step_time=70.0), 80.0) == []
 
 
@@ -214,3 +214,102 @@ def test_the_pods_a_jobset_restart_deletes_are_casualties_of_the_slice_that_fail
     down = w.observe(_seen(False, False, state="Restarting", fault="lost: pod p1; exit 75 slice_lost",
                            fault_slice=1), 7.0)
     assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1} and down[0].incident["exit_code"] == 75
+
+
+def test_each_fault_of_a_soak_is_its_own_alert_and_its_own_recovery_even_with_no_look_between():
+    """#43: three kills 60 s apart, each recovered by the trainer 12-30 s after it, and the watch's looks (a
+    snapshot a minute) never fall between a recovery and the next kill: each kill is its own slice-lost, and
+    the outage before it is recovered when the next loss shows, timed to the trainer's first step after it
+    (its record's resumed_at), not one `recovered` covering all three."""
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=1.0), 0.0)
+    kills, resumed = [10.0, 70.0, 130.0], [22.0, 100.0, 145.0]
+    alerts = []
+    for n, kill in enumerate(kills):
+        before = resumed[n - 1] if n else 1.0  # what the record says at this kill: the previous recovery
+        alerts += w.incident(_loss(n % 2, "disruption", f"victim{n}"), kill, resumed_at=before)
+        alerts += w.incident(_exit(1 - n % 2, 75, f"survivor{n}"), kill + 1, resumed_at=before)  # a casualty
+    alerts += w.observe(_seen(True, True, resumed_at=resumed[-1]), 160.0)
+    assert kinds(alerts) == ["slice-lost", "recovered"] * 3
+    recovered = [a for a in alerts if a.kind == "recovered"]
+    assert [a.details["recovery_s"] for a in recovered] == [b - k for k, b in zip(kills, resumed, strict=True)]
+    assert [a.details["slice"] for a in recovered] == [0, 1, 0]  # each names its own fault's victim
+    assert "the trainer stepping again 12s after slice 0's loss" in recovered[0].summary
+
+
+def test_a_kill_during_a_recovery_belongs_to_the_outage_it_interrupted():
+    """The second kill lands before the trainer stepped again: its own slice-lost, and one recovered for the
+    outage, timed from the first loss and naming both (no step came between them to time them apart)."""
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=1.0), 0.0)
+    assert kinds(w.incident(_loss(1, "disruption", "a"), 10.0, resumed_at=1.0)) == ["slice-lost"]
+    assert kinds(w.incident(_loss(0, "disruption", "b"), 20.0, resumed_at=1.0)) == ["slice-lost"]
+    done = w.observe(_seen(True, True, resumed_at=50.0), 60.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 40.0
+    assert (done[0].details["slice"], done[0].details["faults"]) == (1, 2)
+    assert "after slice 1's loss (and slice 0's loss, which interrupted its recovery)" in done[0].summary
+
+
+def test_a_kueue_preemption_says_so_and_names_the_preemptor():
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=1.0), 0.0)
+    preempted = dict(fault="preempted: by Kueue: Preempted: Preempted to accommodate a workload (UID: u-1)",
+                     whole_workload=True, preemptor="Workload default/jobset-high-1 (JobSet high)",
+                     fault_time=95.0, resumed_at=1.0)
+    down = w.observe(_seen(False, False, state="Queued", **preempted), 100.0)
+    assert kinds(down) == ["slice-lost"]
+    assert down[0].summary.startswith("train: the workload preempted by Kueue to admit Workload default/jobset-high-1")
+    assert down[0].details["preemptor"] == preempted["preemptor"] and down[0].details["slices"] == [0, 1]
+    assert w.observe(_seen(False, False, state="Queued", **preempted), 160.0) == []  # one alert, not per look
+    done = w.observe(_seen(True, True, resumed_at=400.0), 410.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 400.0 - 95.0  # from the API's time
+    assert "after preempted by Kueue" in done[0].summary
+
+
+def test_an_incident_seen_late_is_timed_from_the_apis_own_time_of_it():
+    """The watch saw the deletion 4 s after the API dated it (a loaded host): the outage runs from the API's time."""
+    from elxpk.cluster.labels import parse_time
+
+    dated = "2026-01-01T00:00:10Z"
+    at = parse_time(dated)
+    assert at is not None
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=at - 100), at - 50)
+    late = Incident("d1", dated, "disruption", "infra", "EvictionByEvictionAPI", slice=1, pod="p")
+    assert kinds(w.incident(late, at + 4.0, resumed_at=at - 100)) == ["slice-lost"]
+    done = w.observe(_seen(True, True, resumed_at=at + 30.0), at + 40.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 30.0
+    assert (done[0].details["since"], done[0].details["stepped_at"]) == (at, at + 30.0)
+
+
+def test_a_kueue_preemption_seen_through_its_casualties_is_alerted_at_once_as_kueues():
+    """The pod watch shows only the pods Kueue's eviction deleted (casualties, no victim); the watch then looks
+    at the Workload (watch.py) and the alert is Kueue's, dated by Kueue's condition, not a slice's."""
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=1.0), 0.0)
+    deleted = Incident("x0", None, "exit", "infra", "Error", slice=0, pod="p0", exit_code=77, fault="deleted")
+    assert w.incident(deleted, 100.0, resumed_at=1.0) == [] and w.waits_for_a_victim
+    taken = w.workload_taken("preempted: by Kueue: Preempted: ... (UID: u)", 97.0, "Workload default/high", 2, 101.0)
+    assert kinds(taken) == ["slice-lost"] and taken[0].summary.startswith(
+        "train: the workload preempted by Kueue to admit Workload default/high")
+    assert not w.waits_for_a_victim and w.workload_taken("preempted: again", 98.0, "", 2, 102.0) == []
+    done = w.observe(_seen(True, True, resumed_at=130.0), 140.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 130.0 - 97.0
+
+
+def test_the_previous_recoverys_step_in_the_same_second_as_the_next_kill_does_not_close_it():
+    """On the real cluster (the replay): the trainer stepped at 886.27, the next eviction came at 886.3, dated
+    886 by the API (whole seconds). That step is the previous recovery's: the new outage stays open, and the
+    survivor's exit 75 that follows is its casualty, not a second fault."""
+    from elxpk.cluster.labels import parse_time
+
+    dated = "2026-01-01T00:00:10Z"
+    at = parse_time(dated)
+    assert at is not None
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=at + 0.27), at + 0.28)
+    evicted = Incident("e", dated, "disruption", "infra", "EvictionByEvictionAPI", slice=0, pod="v")
+    assert kinds(w.incident(evicted, at + 0.4, resumed_at=at + 0.27)) == ["slice-lost"]
+    assert w.incident(_exit(1, 75, "survivor"), at + 1.5, resumed_at=at + 0.27) == []
+    done = w.observe(_seen(True, True, resumed_at=at + 9.0), at + 10.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 9.0

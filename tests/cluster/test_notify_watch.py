@@ -129,3 +129,58 @@ def test_console_script_failing_webhook_is_one_line_and_the_record_is_whole(fake
                         "HTTP 500 Internal Server Error (3 tries)"]
     assert [json.loads(b)["kind"] for _, b in hook.bodies] == ["failed"] * 3
     assert len(read_recorded(str(path))) == len(done.stdout.splitlines()) > 0
+
+
+def test_cli_a_notify_command_that_fails_is_said_before_the_watch_follows(fake, capsys, k, tmp_path):
+    """#43: the program exists but fails (here: exits 3 with a word on stderr): its test delivery at the
+    start says so in the watch's first line, not only at the first fault's alert."""
+    objects = seed(fake, "failed")
+    script = tmp_path / "pager.sh"
+    script.write_text("#!/bin/sh\necho 'pager: no route to on-call' >&2\nexit 3\n")
+    script.chmod(0o755)
+    code, out, err = run_cli(capsys, "workload", "events", name_of(objects), "--watch", "--notify-command",
+                             str(script), *k)
+    first = err.splitlines()[0]
+    assert code == 0 and first.startswith(f"# notify: --notify-command '{script}' failed its test delivery: exit 3: "
+                                          "pager: no route to on-call"), err
+    good = tmp_path / "alerts.jsonl"
+    code, _, err = run_cli(capsys, "workload", "events", name_of(objects), "--watch", "--notify-command",
+                           f"tee -a {good}", *k)
+    assert code == 0 and "test delivery" not in err
+    assert [json.loads(line)["kind"] for line in good.read_text().splitlines()] == ["test", "failed"]
+
+
+def test_a_kueue_preemption_seen_as_casualties_is_named_from_the_workload_or_its_events(tmp_path):
+    """The pod watch shows only pods deleted with a grace period (casualties): the watch looks once at the
+    workload's Kueue Workload (captured from the real Kueue: tests/cluster/why_corpus/preempted.json), and,
+    when a short preemption has been readmitted already, at its Events, which keep what the conditions lost."""
+    import copy
+    import time
+
+    from elxpk.cluster.incidents import Incident
+    from elxpk.notify.watch import NotifyingWatch
+
+    captured = json.loads((REPO / "tests" / "cluster" / "why_corpus" / "preempted.json").read_text())
+    now = time.time()
+    dated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 6))
+    workload = copy.deepcopy(captured["workloads"][0])
+    workload["metadata"]["ownerReferences"][0]["name"] = "train"
+    for c in workload["status"]["conditions"]:
+        c["lastTransitionTime"] = dated
+    readmitted = copy.deepcopy(workload)
+    readmitted["status"]["conditions"] = [c for c in readmitted["status"]["conditions"]
+                                          if c["type"] not in ("Evicted", "Preempted")]
+    events = [dict(e, lastTimestamp=dated) for e in captured["events"] if e["involvedObject"]["kind"] == "Workload"]
+    for n, listed in enumerate(([workload], [readmitted])):
+        kept = tmp_path / f"alerts-{n}.jsonl"
+        settings = NotifySettings(None, "json", ("sh", "-c", f"cat >> {kept}"), frozenset(KINDS), 600.0, None)
+        watch = NotifyingWatch(settings, "train", "default", print, list_workloads=lambda listed=listed: listed,
+                               list_events=lambda name: events)
+        watch.watchman.seen_healthy = {0, 1}  # both slices were seen healthy before
+        watch.started()
+        watch.incident(Incident("x0", dated, "exit", "infra", "Error", slice=1, pod="p1", exit_code=77, fault="deleted"))
+        assert watch.close() == 0
+        sent = [json.loads(line) for line in kept.read_text().splitlines()]
+        assert [a["kind"] for a in sent] == ["slice-lost"], sent
+        assert sent[0]["summary"].startswith("train: the workload preempted by Kueue to admit the Workload of UID 7cf85980")
+        assert sent[0]["details"]["slice"] is None and sent[0]["details"]["slices"] == [0, 1]

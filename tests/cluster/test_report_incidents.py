@@ -52,3 +52,25 @@ def test_report_incidents_missing_file_is_a_usage_error(tmp_path, capsys):
     code = main(["report", str(run_dir), "--incidents", str(tmp_path / "none.jsonl"), "--no-png"])
     _, err = capsys.readouterr()
     assert code == 2 and err.startswith("error: --incidents ") and "no such file" in err
+
+
+def test_each_fault_of_a_group_restarted_run_is_timed_to_its_own_recovery(tmp_path, capsys):
+    # A group restart writes no first_step_after_recovery: the new session's first step ends the recovery.
+    # Two faults, each matched to its own recovery (not both to the first, nor the second to none).
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    stops = [e["time"] for e in events if e["event"] == "preempted"]
+    kills = [float(int(t)) for t in stops]  # each pod's deletion, at second resolution, just before the stop
+    first_steps = [next(m["time"] for m in metrics if m["time"] > t) for t in
+                   [e["time"] for e in events if e["event"] == "restore_done"][1:]]
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [Incident(f"k{n}", _iso(at), "pod_deleted", "infra", "Deleted", "slice_lost", slice=0,
+                                pod="train-worker-0-0", workload="train") for n, at in enumerate(kills)])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(data["recoveries"]) == 2
+    cluster = [e for e in data["incidents"] if e["source"] == "cluster"]
+    assert [(e["recovery"], e["recovered_after_s"]) for e in cluster] == [
+        (n, first - kill) for n, (kill, first) in enumerate(zip(kills, first_steps, strict=True), 1)]

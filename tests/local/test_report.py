@@ -362,3 +362,56 @@ def test_drains_are_read_from_both_stop_records_and_older_records_are_left_out()
         "stopped at step 30 (process 1 heard SIGTERM): not saved: too little grace left to save: ...; 6 steps lost",
     ]
     assert found[1].to_dict()["drain_steps_lost"] == 6
+
+
+def test_a_sigterm_heard_by_the_records_writer_is_one_recovery_per_fault(tmp_path, cli):
+    # Multi-controller: when process 0 (the one that writes the records) hears SIGTERM itself, it writes
+    # `preempted`, not failure_detected, and the group restart's new session restores. Each such fault is
+    # one recovery, timed from the stop to the new session's first step, its rewind from the records.
+    spec = FakeRun(steps=40, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=1.5, restore_s=0.25)
+    run_dir = write_run(tmp_path / "run", spec)
+    report = build_report(load_run(run_dir))
+    assert [(r.failure_step, r.restored_step, r.rewound_steps) for r in report.recoveries] == [
+        (f, c, f - c) for f, c in spec.failures]
+    for rec, (_, restored) in zip(report.recoveries, spec.failures, strict=True):
+        assert rec.complete and rec.cold_restart and rec.first_step == restored and rec.heard_by == 0
+        assert rec.first_step_s == pytest.approx(spec.wait_s + spec.restore_s + spec.step_time)
+        assert rec.describe().startswith(f"SIGTERM heard by process 0, the group stopped at step {rec.failure_step}")
+    assert report.executed - report.steps == sum(f - c for f, c in spec.failures)  # the runs' own count agrees
+    code, out, _ = cli("report", run_dir, "--no-png")
+    assert code == 0 and "recoveries: 2" in out and "not recovered" not in out, out
+
+
+def test_a_preemption_that_ended_the_run_is_no_recovery(tmp_path):
+    # No new session after it: the run stopped there (a Ctrl-C, a deleted workload), nothing recovered.
+    spec = FakeRun(steps=20)
+    run_dir = write_run(tmp_path / "run", spec)
+    with (run_dir / "events.jsonl").open("a") as fh:
+        fh.write(json.dumps(make_event("preempted", spec.t0 + 999, 20, heard_by=0).to_json()) + "\n")
+    assert build_report(load_run(run_dir)).recoveries == ()
+
+
+def _concatenated(target, *runs):
+    """One run directory holding the records of `runs` in order, as two workloads of one name leave it."""
+    target.mkdir()
+    for name in ("metrics.jsonl", "events.jsonl"):
+        (target / name).write_text("".join((r / name).read_text() for r in runs))
+    (target / "run.json").write_text((runs[-1] / "run.json").read_text())
+    return target
+
+
+def test_two_workloads_in_one_run_dir_are_reported_apart_by_run_id(tmp_path, cli, cli_json):
+    # The README's try-it block run twice: the second JobSet (another UID) writes beside the first's records.
+    first = FakeRun(steps=40, failures=((23, 20),), cold_restart=True, run_id="uid-first")
+    second = replace(first, failures=((35, 30),), run_id="uid-second", t0=first.t0 + 3600)
+    run_dir = _concatenated(tmp_path / "both", write_run(tmp_path / "a", first), write_run(tmp_path / "b", second))
+    code, data = cli_json("report", run_dir, "--no-png")
+    alone = build_report(load_run(write_run(tmp_path / "second", second)))
+    assert code == 0 and data["run_id"] == "uid-second"
+    assert (data["sessions"], data["rewound_steps"], data["steps"]) == (2, 35 - 30, second.steps)
+    assert data["wall_s"] == pytest.approx(alone.wall_s) and len(data["recoveries"]) == 1
+    assert [(w["run_id"], w["sessions"], w["steps"]) for w in data["earlier_workloads"]] == [("uid-first", 2, 40)]
+    code, out, _ = cli("report", run_dir, "--no-png")
+    assert code == 0 and out.startswith("this report is of run id uid-second") and "uid-first: 2 sessions" in out
+    code, data = cli_json("report", write_run(tmp_path / "one", first), "--no-png")  # one workload: as before
+    assert code == 0 and data["earlier_workloads"] == [] and data["sessions"] == 2

@@ -97,19 +97,23 @@ def killed_slice_resumes_bitwise(story: Story, reference: Path | str, mode: str)
 
     # report, on the real run dir: one recovery, its timeline and the steps it rewound. A whole group evicted
     # stopped on purpose: where process 0 heard its own SIGTERM by the step the group stopped at (77,
-    # `preempted` recorded), report counts a second session and no recovery; where a peer heard it first,
-    # process 0 recorded the peer's loss (`peer_preempted`), a recovery (docs/trainer.md, Preemption).
+    # `preempted` recorded), the new session that followed makes it a recovery all the same (one per fault,
+    # whichever process heard the signal: #43); where a peer heard it first, process 0 recorded the peer's
+    # loss (`peer_preempted`), a recovery (docs/trainer.md, Preemption).
     reported = story.elxpk("report", str(run), "-o", "json", cluster_verb=False)
     assert reported.returncode == 0, reported.stderr
     report = json.loads(reported.stdout)
     if whole_group and not any(e.get("kind") == "peer_preempted" for e in story.events(run)):
         [preempted] = [e for e in story.events(run) if e["event"] == "preempted"]
         # An eviction's SIGTERM comes with the pod's 30 s grace: the group saved the step it stopped at on the
-        # way out (trainer/elastic/drain.py) and resumed there, nothing rewound.
+        # way out (trainer/elastic/drain.py) and resumed there, nothing rewound; the stop and the new session
+        # are one recovery of kind `preempted`.
         assert (preempted["saved"], preempted["drain_steps_lost"]) == (True, 0), preempted
         assert [(d["saved"], d["drain_steps_lost"]) for d in report["drains"]] == [(True, 0)], report["drains"]
         assert resumed_from == preempted["step"], (preempted, restores)
-        assert (report["sessions"], report["recoveries"]) == (2, []), report
+        [recovery] = report["recoveries"]
+        assert (report["sessions"], recovery["kind"], recovery["heard_by"]) == (2, "preempted", 0), report
+        assert (recovery["failure_step"], recovery["restored_step"]) == (preempted["step"], resumed_from), report
         story.delete(name)
         return (f"story 2 --mode {mode} ({story.shape.name}): {wall} s from create to Succeeded; stopped with 77 "
                 f"at step {preempted['step']}, resumed from {resumed_from} (steps rewound "

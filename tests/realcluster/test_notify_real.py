@@ -64,6 +64,6 @@ def test_a_lost_slice_its_recovery_the_spent_budget_and_the_end_reach_the_webhoo
     assert kinds.count("recovered") == 1 and kinds.index("recovered") > kinds.index("slice-lost")
     assert kinds.count("budget-spent") == 1 and kinds[-1] == "failed" and kinds.count("failed") == 1, kinds
     recovered = next(d for d in docs if d["kind"] == "recovered")
-    assert recovered["details"]["recovery_s"] >= 0 and "after the first loss" in recovered["summary"]
+    assert recovered["details"]["recovery_s"] >= 0 and "'s loss" in recovered["summary"]
     assert lost[0]["incident"]["id"] in {r["id"] for r in read_recorded(str(record))}
     assert "not delivered" not in stderr.read_text()

@@ -46,6 +46,10 @@ class FakeRun:
     loss_scale: float = 1.0
     host_gap: float = 0.0  # time between steps outside their step_time_s (host work, logging)
     cold_restart: bool = False  # each failure ends the session; a new one (run_started) restores
+    # Each failure is SIGTERM heard by this process, the records' writer (a `preempted` event, no
+    # failure_detected), and a new session restores (cold_restart implied). None: failure_detected.
+    preempted_heard_by: int | None = None
+    run_id: str = ""  # run_started's run id (a cluster's JobSet UID)
     t0: float = 1_700_000_000.0
     extra_events: tuple[dict, ...] = field(default_factory=tuple)
 
@@ -65,7 +69,7 @@ def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
     def event(name: str, step: int | None, **details) -> None:
         events.append(make_event(name, t, step, **details).to_json())
 
-    event("run_started", 0, slices=slices)
+    event("run_started", 0, slices=slices, run_id=spec.run_id)
     # The trainer restores (nothing, on a fresh run), then compiles before step 0.
     event("restore_started", 0, slices=slices)
     event("restore_done", 0, from_checkpoint=False, compile_needed=True, compile_s=spec.compile_time)
@@ -75,16 +79,19 @@ def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
     while step < spec.steps:
         if pending and step == pending[0][0]:
             failed, restored = pending.pop(0)
-            event("failure_detected", failed, slices_lost=[spec.lost_slice])
+            if spec.preempted_heard_by is None:
+                event("failure_detected", failed, slices_lost=[spec.lost_slice])
+            else:
+                event("preempted", failed, checkpoint_step=restored, heard_by=spec.preempted_heard_by)
             t += spec.wait_s
-            if spec.cold_restart:  # the process died; a new session starts and restores
-                event("run_started", 0, slices=slices)
+            if spec.cold_restart or spec.preempted_heard_by is not None:  # a new session starts and restores
+                event("run_started", 0, slices=slices, run_id=spec.run_id)
             event("slices_ready", failed, slices=slices)
             event("restore_started", restored, slices=slices)
             t += spec.restore_s
             event("restore_done", restored, slices=slices, compile_s=0.0)
             t += spec.first_step_delay
-            step, first_after = restored, not spec.cold_restart
+            step, first_after = restored, not (spec.cold_restart or spec.preempted_heard_by is not None)
             if spec.repeat_batch_after_restore:
                 shift += 1
         first = (step - shift) * spec.batch

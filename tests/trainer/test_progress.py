@@ -29,9 +29,14 @@ def test_steps_are_published_at_most_every_period_and_checkpoints_at_once(tmp_pa
     published = _read(tmp_path)
     assert (published.steps_done, published.step_time, published.checkpoint_step) == (2, 1_010.0, 2)
     assert published.checkpoint_time == 1_010.5 and published.updated_at == clock.now
+    assert published.resumed_at == 1_000.5  # the first step of the attempt: later steps move step_time only
     clock.now += 30
     writer.step_done(3, at=1_040.0, attempt=2)
-    assert (_read(tmp_path).steps_done, _read(tmp_path).attempt) == (3, 2)
+    assert (_read(tmp_path).steps_done, _read(tmp_path).attempt, _read(tmp_path).resumed_at) == (3, 2, 1_040.0)
+    clock.now += 1
+    again = ProgressWriter(str(tmp_path), clock)  # a group restart: a new process, attempt 1 again
+    again.step_done(4, at=1_050.0, attempt=1)
+    assert _read(tmp_path).resumed_at == 1_050.0  # its first step ended its recovery, written at once
     writer.finish("done")
     assert _read(tmp_path).state == "done"
     assert [p.name for p in tmp_path.iterdir()] == [PROGRESS_FILE]  # the temporary file was renamed

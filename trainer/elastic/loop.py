@@ -133,7 +133,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
                          "processes": _process_count(cfg)},
             "memory": memory,
         })
-        recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend)
+        recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend,
+                       run_id=cfg.run_id or "")
         try:
             result = _retry_loop(ctx)
         except Exception as error:

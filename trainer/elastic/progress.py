@@ -44,6 +44,7 @@ class ProgressWriter:
         self._meter = meter  # where the time went, published with each write (for status's chip-hours)
         self.progress = Progress(0, None, None, None, clock.time(), since=clock.time())
         self.previous_state: str | None = None  # the state the previous process left (attempt history reads it)
+        self._resumed = False  # this process's first step is done (its time is `resumed_at`)
         if enabled:
             self._carry_over_checkpoint_time()
 
@@ -76,10 +77,14 @@ class ProgressWriter:
     def step_done(self, steps_done: int, at: float, attempt: int) -> None:
         """A step completed at unix time `at`; written when the period has passed since the last write, and at
         once for the first step of a new attempt or process (the phase turns to `stepping`): that step's time
-        is when the recovery ended, which `kill-slice --watch` and `status` read."""
-        new_attempt = attempt != self.progress.attempt
+        is when the recovery ended, which `kill-slice --watch` and `status` read, and which stays in
+        `resumed_at` until the next attempt (the `recovered` alert reads it)."""
+        new_attempt = attempt != self.progress.attempt or not self._resumed
         first = self.progress.phase != "stepping"
         self._update(steps_done=steps_done, step_time=at, attempt=attempt, state="running", phase="stepping")
+        if new_attempt:  # the recovery (or the start) ended here; later steps move step_time on, not this
+            self._resumed = True
+            self._update(resumed_at=at)
         if new_attempt or first or self._clock.monotonic() >= self._next_write:
             self.write()
 

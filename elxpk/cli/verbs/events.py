@@ -44,7 +44,12 @@ def events(
     if settings.wanted:
         from elxpk.notify.watch import NotifyingWatch
 
-        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True))
+        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True),
+                                  list_workloads=lambda: kube.list_kueue_workloads(ns),
+                                  list_events=lambda obj: kube.list_events(ns, f"involvedObject.name={obj}"))
+        failed = notifier.test_command()  # a command that cannot take an alert is said first, not at the first fault
+        if failed is not None:
+            print(f"# {shown(failed)}", file=sys.stderr, flush=True)
     from elxpk.cluster.events_feed import follow
     from elxpk.cluster.incident_log import record as append_record
 

@@ -1,0 +1,175 @@
+"""Helpers of the operator's replay (test_operator_replay.py, issue #43's "Done when"): the faults it injects,
+the `status --why` sampler, the Kueue queue that can preempt, and what is read back per fault.
+
+Every fault is injected as an operator would (`elxpk workload kill-slice`, a higher-priority workload) or as
+the machine does it (the API server stopped with SIGSTOP), and everything is read back through what the
+user has: the alerts a `--notify-command` wrote, `status --why -o json`, `report -o json` on the run's
+records on gs://, and the trainer's own records (the truth the others are held to).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.realcluster.stories import Story
+from tools.testcluster.kubeapi import PODS, LocalCluster
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+MERGE = "application/merge-patch+json"
+QUEUE, CLUSTER_QUEUE = "replay-queue", "replay-cq"
+# Words no `status --why` line may say while the workload recovers by itself (#43: it told the operator to
+# re-create a workload that the JobSet had already restarted).
+WRONG_FIX = ("creating the workload again", "re-create", "recreate the workload")
+
+
+@dataclass
+class Fault:
+    """One fault of the replay: what was done, to which slice (None: the whole workload), and when."""
+
+    what: str  # delete, evict, exit, soak-1, soak-2, preempt
+    slice: int | None
+    cause: str  # a word the slice-lost alert says of it (lost_slice.py's cause, or Kueue's)
+    drained: bool = False  # an eviction or a preemption: SIGTERM with a grace period, a save on the way out
+    killed_at: float = 0.0  # unix seconds just before the injection
+    stepped_at: float | None = None  # the trainer's first step after it (its progress record's resumed_at)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def alerts(path: os.PathLike) -> list[dict[str, Any]]:
+    """The alerts `--notify-command 'tee -a PATH'` kept (one JSON document a line; its start-up test left out)."""
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except FileNotFoundError:
+        return []
+    found = []
+    for line in lines:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue  # a line being written
+        if doc.get("kind") != "test":
+            found.append(doc)
+    return found
+
+
+def unix_of(alert: dict[str, Any]) -> float:
+    return time.mktime(time.strptime(alert["time"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+
+
+class WhySampler:
+    """`status NAME --why -o json` every `every_s` seconds on a thread: (asked at, answered at, answer)."""
+
+    def __init__(self, story: Story, name: str, every_s: float = 5.0) -> None:
+        self.story, self.name, self.every_s = story, name, every_s
+        self.samples: list[tuple[float, float, dict[str, Any] | None]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            asked = time.time()
+            done = self.story.elxpk("workload", "status", self.name, "--why", "-o", "json", timeout=60)
+            answer = None
+            if done.returncode == 0:
+                try:
+                    answer = json.loads(done.stdout)
+                except ValueError:
+                    answer = None
+            self.samples.append((asked, time.time(), answer))
+            self._stop.wait(max(0.0, self.every_s - (time.time() - asked)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=90)
+
+    def between(self, start: float, end: float) -> list[dict[str, Any]]:
+        """The answers whose whole call fell in [start, end]."""
+        return [a for asked, answered, a in self.samples if a is not None and start <= asked and answered <= end]
+
+
+def wrong_fixes(answer: dict[str, Any]) -> list[str]:
+    """The lines of one --why answer that would have the operator fix a failure the system already handles."""
+    found = []
+    for reason in answer.get("why") or []:
+        words = f"{reason.get('text', '')} {reason.get('fix', '')}".lower()
+        if reason.get("cause") == "trainer-stopped" or any(w in words for w in WRONG_FIX):
+            found.append(f"[{reason.get('cause')}] {reason.get('text')} / {reason.get('fix')}")
+    return found
+
+
+@contextmanager
+def preempting_queue(cluster: LocalCluster, chips: int) -> Iterator[str]:
+    """A ClusterQueue of `chips` TPU chips that preempts by priority (as xpk's may), and its LocalQueue in
+    namespace default: yields the LocalQueue's name; both are removed after."""
+    quota = [{"name": "cpu", "nominalQuota": "100000"}, {"name": "memory", "nominalQuota": "100Ti"},
+             {"name": "google.com/tpu", "nominalQuota": str(chips)}]
+    objects = [
+        (f"{KUEUE}/clusterqueues", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                                    "metadata": {"name": CLUSTER_QUEUE},
+                                    "spec": {"namespaceSelector": {},
+                                             "preemption": {"withinClusterQueue": "LowerPriority"},
+                                             "resourceGroups": [{"coveredResources": ["cpu", "memory",
+                                                                                      "google.com/tpu"],
+                                                                 "flavors": [{"name": "default-flavor",
+                                                                              "resources": quota}]}]}}),
+        (f"{KUEUE}/namespaces/default/localqueues", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                                                     "metadata": {"name": QUEUE, "namespace": "default"},
+                                                     "spec": {"clusterQueue": CLUSTER_QUEUE}}),
+    ]
+    for path, obj in objects:
+        status, body = cluster.request("POST", path, obj)
+        assert status in (200, 201, 409), body
+    try:
+        yield QUEUE
+    finally:
+        for path, obj in reversed(objects):
+            cluster.request("DELETE", f"{path}/{obj['metadata']['name']}")
+
+
+@contextmanager
+def api_server_stopped(cluster: LocalCluster) -> Iterator[None]:
+    """The test cluster's kube-apiserver stopped (SIGSTOP) for the body, then let go on (SIGCONT)."""
+    pid = json.loads((cluster.run_dir / "pids.json").read_text())["kube-apiserver"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def serves_exec(cluster: LocalCluster, name: str, container: str) -> bool:
+    """Whether the process pool runs a command in a pod of `name` through the API's exec (s2-exec adds it to
+    the test cluster's virtual-kubelet: `kill-slice --mode exit` needs it)."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    pods = cluster.items(PODS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
+    if not pods:
+        return False
+    try:
+        answer = stream(client.CoreV1Api(cluster.client).connect_get_namespaced_pod_exec,
+                        pods[0]["metadata"]["name"], "default", command=["true"], container=container,
+                        stdin=False, stdout=True, stderr=True, tty=False, _preload_content=False,
+                        _request_timeout=30)
+        answer.run_forever(timeout=30)
+        code = answer.returncode
+        answer.close()
+    except Exception:  # noqa: BLE001 - any refusal (no route, 404, a closed socket) means no exec
+        return False
+    return code == 0
+
+
+def kill(story: Story, name: str, *argv: str) -> subprocess.CompletedProcess:
+    done = story.elxpk("workload", "kill-slice", name, *argv, "--yes", timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
