@@ -39,6 +39,8 @@ for _name, _value in xla_cache_env().items():  # one XLA compilation cache for e
 
 import pytest  # noqa: E402
 
+# Before jax: the pytest process's own jax gets the cache's cheap writes too (children get it from PYTHONPATH).
+import tests.support.xla_site.sitecustomize  # noqa: E402,F401
 from tests.support.budgets import over_budget, read_budgets  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
