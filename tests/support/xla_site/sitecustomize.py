@@ -78,17 +78,20 @@ def _sum_sizes_before_evicting(lru_cache: Any) -> None:
     if tuple(inspect.signature(original).parameters) != ("self", "additional_size"):
         return
 
+    def within_cap(cache: Any, additional_size: int) -> bool:
+        folder, cap = str(getattr(cache, "path", "")), getattr(cache, "max_size", None)
+        if not (getattr(cache, "eviction_enabled", False) and isinstance(cap, int) and folder and is_local(folder)):
+            return False
+        try:
+            with os.scandir(folder) as entries:  # as jax's glob(f"*{suffix}"): no hidden names
+                total = sum(e.stat().st_size for e in entries if e.name.endswith(suffix) and not e.name.startswith("."))
+        except OSError:  # an entry gone mid-pass, say: jax's own pass decides
+            return False
+        return total <= cap - additional_size
+
     def evict_if_needed(self: Any, *, additional_size: int = 0) -> None:
-        folder = str(self.path)
-        if self.eviction_enabled and is_local(folder):
-            try:
-                with os.scandir(folder) as entries:  # as jax's glob(f"*{suffix}"): no hidden names
-                    total = sum(e.stat().st_size for e in entries
-                                if e.name.endswith(suffix) and not e.name.startswith("."))
-            except OSError:
-                total = None
-            if total is not None and total <= self.max_size - additional_size:
-                return None
+        if within_cap(self, additional_size):
+            return None
         return original(self, additional_size=additional_size)
 
     evict_if_needed._sums_first = True  # type: ignore[attr-defined]
