@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ.setdefault(
@@ -39,6 +41,8 @@ for _name, _value in xla_cache_env().items():  # one XLA compilation cache for e
 
 import pytest  # noqa: E402
 
+# Before jax: the pytest process's own jax gets the cache's cheap writes too (children get it from PYTHONPATH).
+import tests.support.xla_site.sitecustomize  # noqa: E402,F401
 from tests.support.budgets import over_budget, read_budgets  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +61,24 @@ def crd_dir() -> Path:
     from elxpk.admission.schema import crds_dir
 
     return crds_dir()
+
+
+@pytest.fixture(autouse=True)
+def _the_sessions_xla_cache_stays() -> Iterator[None]:
+    """A trainer run inside this process (trainer.__main__.main with an environ that names no cache, or
+    `--compilation-cache-dir`) points jax's cache where its settings say, for the rest of the process: behind
+    tests/trainer/test_exit_codes.py, which runs one so, every later in-process test of the trainer lane
+    compiled again (test_resize.py's two 3.6 CPU s cases took 12 each). Put back after each test."""
+    yield
+    jax = sys.modules.get("jax")
+    wanted = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    enabled = os.environ.get("JAX_ENABLE_COMPILATION_CACHE", "true").lower() not in ("0", "false")
+    if jax is None or not wanted:
+        return
+    if jax.config.jax_compilation_cache_dir != wanted:
+        jax.config.update("jax_compilation_cache_dir", wanted)
+    if jax.config.jax_enable_compilation_cache != enabled:
+        jax.config.update("jax_enable_compilation_cache", enabled)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

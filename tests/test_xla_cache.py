@@ -65,21 +65,39 @@ from jax._src import distributed
 distributed.global_state.process_id = 1  # what jax.distributed.initialize sets in a group's second process
 import jax, jax.numpy as jnp
 jax.jit(lambda x: x * 3 + 1)(jnp.arange(5)).block_until_ready()
+from jax._src import lru_cache
+print("sums first:", getattr(lru_cache.LRUCache._evict_if_needed, "_sums_first", False))
 """
 
 
-def _entries_written_as_process_1(tmp_path: Path, name: str, pythonpath: str) -> list[Path]:
+def _entries_written_as_process_1(tmp_path: Path, name: str, pythonpath: str) -> tuple[list[Path], str]:
     cache = tmp_path / name
     env = {**os.environ, **xla_cache_env(), "JAX_COMPILATION_CACHE_DIR": str(cache), "PYTHONPATH": pythonpath}
     done = subprocess.run([sys.executable, "-c", AS_PROCESS_1], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return list(cache.glob("*-cache"))
+    return list(cache.glob("*-cache")), done.stdout.strip()
 
 
 def test_every_process_of_a_group_writes_its_compiles(tmp_path):
     """jax writes from process 0 only; the tests' environment (PYTHONPATH's site folder) lets process 1 write
     too, whose key differs on CPU devices. Without the folder nothing is written: the control."""
-    assert not _entries_written_as_process_1(tmp_path, "jax-alone", str(ROOT))
-    assert _entries_written_as_process_1(tmp_path, "with-site", xla_cache_env()["PYTHONPATH"])
+    alone, alone_says = _entries_written_as_process_1(tmp_path, "jax-alone", str(ROOT))
+    written, site_says = _entries_written_as_process_1(tmp_path, "with-site", xla_cache_env()["PYTHONPATH"])
+    assert not alone and written
+    assert (alone_says, site_says) == ("sums first: False", "sums first: True")  # the cheap writes take too
     assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(SITE)  # conftest put it first, for subprocesses
+
+
+def test_a_write_within_the_cap_walks_nothing_and_one_past_it_evicts_the_least_recently_used(tmp_path):
+    """The cache's writes, summed by os.scandir first (tests/support/xla_site/): jax's eviction is unchanged."""
+    from jax._src import lru_cache
+
+    assert getattr(lru_cache.LRUCache._evict_if_needed, "_sums_first", False)  # conftest's import took here
+    cache = lru_cache.LRUCache(str(tmp_path), max_size=3000)
+    for key in ("a", "b", "c"):
+        cache.put(key, bytes(1000))
+    assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["a-cache", "b-cache", "c-cache"]  # at the cap
+    assert cache.get("a") == bytes(1000)  # now the most recently used
+    cache.put("d", bytes(1000))
+    assert sorted(p.name for p in tmp_path.glob("*-cache")) == ["a-cache", "c-cache", "d-cache"]  # b went

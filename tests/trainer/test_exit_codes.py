@@ -107,7 +107,10 @@ def test_a_checkpoint_dir_under_a_file_is_a_bad_setting_in_one_line(tmp_path, ca
 
 
 def test_slice_loss_without_in_process_retry_exits_slice_lost(tmp_path, capsys):
-    code = main([*_flags(tmp_path, elastic_enabled=False), "--fault", "1@2"], environ={})
+    # No settings from the environment; only the tests' XLA cache (tests/support/xla_cache.py), which would
+    # otherwise be the cold one beside this run's checkpoints.
+    only_the_cache = {k: v for k, v in os.environ.items() if k == "JAX_COMPILATION_CACHE_DIR"}
+    code = main([*_flags(tmp_path, elastic_enabled=False), "--fault", "1@2"], environ=only_the_cache)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == SLICE_LOST.code == 75
     assert err == ["error: slice lost: DATA_LOSS: simulated loss of slice 1 before step 2"]
