@@ -12,7 +12,7 @@ While it runs, `status --why -o json` is sampled every few seconds and `events -
 writes every alert to a file. Asserted per fault: the slice-lost alert's cause and victim; one recovery in
 `report` and one `recovered` alert; the alert's recovery time within 2 s of the trainer's own records
 (kill -> its first step after it); no `--why` line suggesting a re-creation while it recovers. For the
-eviction and the preemption, 0 steps rewound once the trainer saves on the way out (DRAIN_SAVES, s2-drain).
+eviction and the preemption, 0 steps rewound: the group saves the step it stops at on the way out.
 It prints per fault "kill -> next step S s, steps rewound N" (the closing note quotes them).
 """
 
@@ -41,9 +41,6 @@ from tests.realcluster.stories import TPU_MULTI_CONTROLLER, TRAINER_IMAGE, Story
 from tests.realcluster.story_checks import unique
 from tools.testcluster.kubeapi import JOBSETS, LocalCluster
 
-# Flipped to True at merge once the multi-controller trainer saves on the way out (s2-drain): then an
-# eviction and a Kueue preemption rewind 0 steps.
-DRAIN_SAVES = True
 API_PAUSE_S = 15.0  # the API server stopped this long (the operator's pass had 28 s; node leases last 40 s)
 RECOVERY_S = 420.0  # a bound on one recovery on a loaded CI host, not a figure
 APART_S = 2.0  # between a recovery and the next fault: the API's and the alerts' times are whole seconds
@@ -207,7 +204,7 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
     wrong = [line for answer in during for line in wrong_fixes(answer)]
     assert not wrong, (what, wrong)
     rewound = rec["rewound_steps"]
-    if fault.drained and DRAIN_SAVES:
+    if fault.drained:  # a SIGTERM with the pod's grace: saved on the way out (trainer/elastic/drain.py)
         assert rewound == 0, (what, rec)
     return (f"{what}: kill -> next step {stepped - since:.1f} s (the API's time of the kill; "
             f"{len(during)} --why samples while it recovered), steps rewound {rewound}")
