@@ -325,11 +325,13 @@ def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root
     before = sorted(p.name for p in ckpt.iterdir())
     limited = run_process([sys.executable, "-m", "tests.process.memory_limited", "2000", *flags, "--steps", "4"],
                           repo_root, timeout=180)
-    # Under CI's load the limit is sometimes met first by one of XLA's own C++ threads, whose failed start
-    # aborts the process (std::system_error, SIGABRT: exit 134 in a container, which the podFailurePolicy leaves
+    # Under CI's load the limit is sometimes met first in XLA's own C++: a thread whose start fails
+    # (std::system_error) or its LLVM JIT failing to map code ("LLVM ERROR: Unable to allocate section
+    # memory"). Either aborts the process (SIGABRT: exit 134 in a container, which the podFailurePolicy leaves
     # to the orchestrator's default, a counted restart: elxpk_contract/exit_codes.py): no Python code runs to
     # classify it. Every step stays in place either way.
-    aborted_in_xla = limited.code == -signal.SIGABRT and "std::system_error" in limited.err
+    aborted_in_xla = limited.code == -signal.SIGABRT and any(
+        native in limited.err for native in ("std::system_error", "LLVM ERROR"))
     if not aborted_in_xla:
         assert limited.code == SLICE_LOST.code, limited.err[-3000:]
         (line,) = [x for x in limited.err.splitlines() if x.startswith("error: ")]
