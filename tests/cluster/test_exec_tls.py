@@ -2,8 +2,8 @@
 through the official client's WebSocket, which reads a CA file (`ssl_ca_cert`), not the PEM data the kubeconfig
 gives. The fake API server serves TLS with a CA of its own (tests/support/tls.py) and the exec WebSocket
 (tests/support/fake_exec.py). The same against the real control plane, whose process pools serve exec, is
-tests/realcluster/test_stories_tpu.py::test_story2_kill_slice_exit_signals_the_trainer_through_exec (the
-real-cluster lane); this one keeps the CA's check in the fast tier."""
+the `exit` fault of tests/realcluster/test_operator_replay.py (the real-cluster tier); this one keeps the
+CA's check in the fast tier."""
 
 from __future__ import annotations
 

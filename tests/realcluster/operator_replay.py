@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.realcluster.stories import Story
-from tools.testcluster.kubeapi import PODS, LocalCluster
+from tools.testcluster.kubeapi import LocalCluster
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 MERGE = "application/merge-patch+json"
@@ -145,28 +145,6 @@ def api_server_stopped(cluster: LocalCluster) -> Iterator[None]:
         yield
     finally:
         os.kill(pid, signal.SIGCONT)
-
-
-def serves_exec(cluster: LocalCluster, name: str, container: str) -> bool:
-    """Whether the process pool runs a command in a pod of `name` through the API's exec (s2-exec adds it to
-    the test cluster's virtual-kubelet: `kill-slice --mode exit` needs it)."""
-    from kubernetes import client
-    from kubernetes.stream import stream
-
-    pods = cluster.items(PODS.format(ns="default"), labelSelector=f"jobset.sigs.k8s.io/jobset-name={name}")
-    if not pods:
-        return False
-    try:
-        answer = stream(client.CoreV1Api(cluster.client).connect_get_namespaced_pod_exec,
-                        pods[0]["metadata"]["name"], "default", command=["true"], container=container,
-                        stdin=False, stdout=True, stderr=True, tty=False, _preload_content=False,
-                        _request_timeout=30)
-        answer.run_forever(timeout=30)
-        code = answer.returncode
-        answer.close()
-    except Exception:  # noqa: BLE001 - any refusal (no route, 404, a closed socket) means no exec
-        return False
-    return code == 0
 
 
 def kill(story: Story, name: str, *argv: str) -> subprocess.CompletedProcess:
