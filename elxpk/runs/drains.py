@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from elxpk.runs.words import plural
 from elxpk_contract.event_records import Event, FailureDetected, Preempted
 
 
@@ -25,7 +26,7 @@ class Drain:
     def describe(self) -> str:
         who = "" if self.heard_by is None else f" (process {self.heard_by} heard SIGTERM)"
         done = "saved on the way out" if self.saved else f"not saved: {self.save_skipped}"
-        return f"stopped at step {self.step}{who}: {done}; {self.steps_lost} step{'' if self.steps_lost == 1 else 's'} lost"
+        return f"stopped at step {self.step}{who}: {done}; {plural(self.steps_lost, 'step')} lost"
 
     def to_dict(self) -> dict:
         return {"step": self.step, "heard_by": self.heard_by, "saved": self.saved,

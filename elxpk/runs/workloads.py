@@ -37,7 +37,7 @@ def split_workloads(run: Run) -> list[tuple[Workload, Run]]:
     id (or none) comes back whole."""
     starts = sorted((e for e in run.events if isinstance(e, RunStarted)), key=lambda e: e.time)
     if len({e.run_id for e in starts}) <= 1:
-        return [(_summary(starts[0].run_id if starts else "", len(starts), starts, run), run)]
+        return [(_summary(starts[0].run_id if starts else "", starts, run), run)]
     times = [e.time for e in starts]
 
     def owner(at: float) -> str:  # the run id of the session that `at` falls in
@@ -53,12 +53,12 @@ def split_workloads(run: Run) -> list[tuple[Workload, Run]]:
                 metrics.append(run.metrics.record(i))
         part = replace(run, metrics=metrics, events=events)
         mine = [e for e in starts if e.run_id == run_id]
-        found.append((_summary(run_id, len(mine), mine, part), part))
+        found.append((_summary(run_id, mine, part), part))
     return found
 
 
-def _summary(run_id: str, sessions: int, starts: list[RunStarted], run: Run) -> Workload:
-    return Workload(run_id=run_id, sessions=sessions, first_time=starts[0].time if starts else 0.0,
+def _summary(run_id: str, starts: list[RunStarted], run: Run) -> Workload:
+    return Workload(run_id=run_id, sessions=len(starts), first_time=starts[0].time if starts else 0.0,
                     steps=len(run.final_indices()))
 
 
