@@ -24,11 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elxpk.cluster.connect import connect  # noqa: E402
-from elxpk.cluster.events_feed import snapshot  # noqa: E402
-from elxpk.cluster.observe import fetch_objects, fetch_status  # noqa: E402
-from elxpk.cluster.status import compute_status  # noqa: E402
-from elxpk.cluster.target import ClusterTarget  # noqa: E402
+from elxpk.cluster.access.connect import connect  # noqa: E402
+from elxpk.cluster.access.target import ClusterTarget  # noqa: E402
+from elxpk.cluster.records.status import compute_status  # noqa: E402
+from elxpk.cluster.verbs.events_feed import snapshot  # noqa: E402
+from elxpk.cluster.verbs.observe import fetch_objects, fetch_status  # noqa: E402
 from tools.testcluster.kubeapi import PODS, LocalCluster  # noqa: E402
 
 COUNTER = re.compile(r'^apiserver_request_total\{([^}]*)\} (\S+)$')

@@ -2,7 +2,7 @@
 
 From kubernetes/kubernetes `staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go`. Every
 check of a name reads these (the admission rules in elxpk/admission/identifiers.py with upstream's
-messages, the flags' own checks in elxpk/create/flag_checks.py, the namespace in elxpk/cluster/target.py,
+messages, the flags' own checks in elxpk/create/flag_checks.py, the namespace in elxpk/cluster/access/target.py,
 a GCE resource name in elxpk/create/capacity.py). Use them with `fullmatch`: Go's `^...$` anchors the whole
 text, and Python's `$` would accept a final newline. Standard library only: a ground module, read on every
 start.

@@ -26,7 +26,7 @@ from typing import Any
 
 from elxpk_contract.errors import UsageError
 
-EMULATOR = "STORAGE_EMULATOR_HOST"  # gcsfs, google-cloud-storage, elxpk/cluster/gcs.py
+EMULATOR = "STORAGE_EMULATOR_HOST"  # gcsfs, google-cloud-storage, elxpk/cluster/api/gcs.py
 # gcsfs's switch between its default file system, which first asks the storage control API (gRPC) whether
 # a bucket is hierarchical, and its plain JSON-API one (read once, when gcsfs is imported).
 GCSFS_BUCKET_TYPE_PROBE = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"

@@ -90,7 +90,7 @@ def workload_names(resolve: Callable[[], Any], incomplete: str) -> list[str]:
 
     def look() -> None:
         try:
-            from elxpk.cluster.connect import connect
+            from elxpk.cluster.access.connect import connect
 
             target = resolve()
             kube = connect(target, resolved=True)

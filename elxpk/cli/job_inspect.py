@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, workload_name
-from elxpk.cluster.verb_flags import JOB_INSPECT, read
+from elxpk.cluster.verbs.verb_flags import JOB_INSPECT, read
 from elxpk.shown import shown
 
 
@@ -38,9 +38,9 @@ def inspect(
     if problem:
         raise UsageError(problem)
     kube, ns = connect(cluster)
-    from elxpk.cluster.events_feed import follow
-    from elxpk.cluster.observe import fetch_objects, fetch_status
-    from elxpk.cluster.views import dump
+    from elxpk.cluster.verbs.events_feed import follow
+    from elxpk.cluster.verbs.observe import fetch_objects, fetch_status
+    from elxpk.cluster.verbs.status_render import dump
     from elxpk.outfile import write_text
 
     status = fetch_status(kube, ns, name, now=time.time(), with_progress=True, stuck_after_s=0.0, why=True)

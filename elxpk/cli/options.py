@@ -99,13 +99,13 @@ class ClusterSelection(NamedTuple):
     namespace: str | None = None
 
     def resolve(self, *, require_cluster: bool = True) -> Any:
-        """The ClusterTarget after elxpk.cluster.defaults.resolve_target, the one resolution every verb uses.
+        """The ClusterTarget after elxpk.cluster.access.defaults.resolve_target, the one resolution every verb uses.
 
         `require_cluster=False` (a client-side dry run) fills what the environment and config file give,
         the namespace above all, without asking for a complete cluster selection.
         """
-        from elxpk.cluster.defaults import resolve_target
-        from elxpk.cluster.target import DEFAULT_NAMESPACE, ClusterTarget
+        from elxpk.cluster.access.defaults import resolve_target
+        from elxpk.cluster.access.target import DEFAULT_NAMESPACE, ClusterTarget
 
         target = ClusterTarget(project=self.project, location=self.zone or self.region, cluster=self.cluster,
                                kubeconfig=self.kubeconfig, context=self.context,

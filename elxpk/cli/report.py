@@ -67,7 +67,7 @@ def report(
     run = load_source(run_dir)
     recorded = None
     if incidents is not None:  # read (and refused) before anything is written
-        from elxpk.cluster.incident_log import read_recorded
+        from elxpk.cluster.records.incident_log import read_recorded
 
         recorded = read_recorded(incidents)
     if isinstance(run, MaxTextMetrics):

@@ -10,9 +10,9 @@ import threading
 import time
 from typing import Any, TextIO
 
-from elxpk.cluster.incidents import CAUSES
-from elxpk.cluster.status_watch import ReadStatus, WatchState, watch_status
-from elxpk.cluster.trainer_phase import phase_of
+from elxpk.cluster.records.incidents import CAUSES
+from elxpk.cluster.records.trainer_phase import phase_of
+from elxpk.cluster.verbs.status_watch import ReadStatus, WatchState, watch_status
 from elxpk.errors import CheckFailed
 from elxpk.units import format_duration
 

@@ -2,7 +2,7 @@
 
 Thin on purpose: the flags are rows of elxpk/create/flags.py (its Typer options are generated from the
 table), validation lives in elxpk/create/spec.py, rendering in elxpk/create/render.py, submission in
-elxpk/cluster/submit.py. Integer flags are read as text so that the spec reports every bad value at
+elxpk/cluster/verbs/submit.py. Integer flags are read as text so that the spec reports every bad value at
 once. Only typer is imported at module level: `--dry-run` has a start-up budget. No
 `from __future__ import annotations` here: Typer would eval every string annotation at start-up.
 """
@@ -117,7 +117,7 @@ def _render_and_send(spec: Any, run: Any, dialect: Any, target: Any, cluster: op
             sys.stdout.write(text)
         return
 
-    from elxpk.cluster import submit as submission
+    from elxpk.cluster.verbs import submit as submission
 
     created = submission.submit(manifest, target, server_dry_run=run.dry_run == "server", replace=run.replace)
     suffix = " (server dry run)" if run.dry_run == "server" else ""

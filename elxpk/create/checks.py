@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from elxpk.admission.names import flag_problems
 from elxpk.catalog import TpuType, UnknownTpuType, lookup
-from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
+from elxpk.cluster.access.target import DEFAULT_NAMESPACE, namespace_problem
 from elxpk.create.budget_checks import Budgets, Times, budget_findings, read_times
 from elxpk.create.capacity import CAPACITY_KEYS, Capacity, read_capacity
 from elxpk.create.cross_rules import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from elxpk.catalog import TpuType
-from elxpk.cluster.target import DEFAULT_NAMESPACE
+from elxpk.cluster.access.target import DEFAULT_NAMESPACE
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
 from elxpk_contract.setting_rules import default as setting_default
 

@@ -1,7 +1,7 @@
 """`--check-data`: is a MaxText command's `grain_train_files` ArrayRecord, and does it hold records?
 
 Opt-in (`workload create --check-data`, `workload validate --check-data`): it reads the data, on
-Cloud Storage for a gs:// pattern (Application Default Credentials, elxpk/cluster/gcs.py). Reads are
+Cloud Storage for a gs:// pattern (Application Default Credentials, elxpk/cluster/api/gcs.py). Reads are
 bounded whatever the data's size: the pattern's matches come from one listing page (at most 1,000
 objects); the first and the last match are checked, each by its first 64 bytes (the Riegeli file
 signature every ArrayRecord file starts with) and by its record count, which array_record's reader
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from elxpk.bounded_read import not_a_regular_file
-from elxpk.cluster.gcs import Gcs
+from elxpk.cluster.api.gcs import Gcs
 from elxpk.errors import ClusterError
 from elxpk.maxtext import command as cmd
 from elxpk.maxtext.data_rules import command_value

@@ -6,7 +6,7 @@ clock passed in). Each alert is raised once per occurrence, however often the sa
   incidents one loss produces (an eviction is both a disruption and an exit 137). A slice that stopped
   because its group stopped is a casualty, not a loss: its exit 75, and the slices that go down once a loss
   is alerted (a JobSet restart takes every slice), raise none. Where only casualties were seen, the one
-  alert names the victim as elxpk/cluster/lost_slice.py reads it from the pods (`Observation.fault`);
+  alert names the victim as elxpk/cluster/records/lost_slice.py reads it from the pods (`Observation.fault`);
 - `recovered`: every lost slice healthy again and, where the trainer's progress record is read, the trainer
   stepping again: timed from the first loss of that outage to its first step after it (the record's
   `resumed_at`; pods ready come before the trainer's imports, restore and compile). Each fault is its own
@@ -36,10 +36,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from elxpk.cluster import lost_slice
-from elxpk.cluster.incidents import Incident
-from elxpk.cluster.labels import parse_time
-from elxpk.cluster.why import STUCK_STATES
+from elxpk.cluster.diagnosis.why import STUCK_STATES
+from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.records import lost_slice
+from elxpk.cluster.records.incidents import Incident
 from elxpk.notify.flags import (
     BUDGET_80,
     BUDGET_SPENT,

@@ -13,13 +13,14 @@ import shlex
 import time
 from collections.abc import Callable
 
-from elxpk.cluster import preemptor, why
-from elxpk.cluster.chips import finished_chip_hours
-from elxpk.cluster.incidents import KUEUE_EVICTED, Incident
-from elxpk.cluster.labels import parse_time
-from elxpk.cluster.lost_slice import EVICTED, PREEMPTED, Fault, kueue_fault, lost_slice
-from elxpk.cluster.progress import progress_of, setting_value
-from elxpk.cluster.status import compute_status
+from elxpk.cluster.diagnosis import why
+from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.records import preemptor
+from elxpk.cluster.records.chips import finished_chip_hours
+from elxpk.cluster.records.incidents import KUEUE_EVICTED, Incident
+from elxpk.cluster.records.lost_slice import EVICTED, PREEMPTED, Fault, kueue_fault, lost_slice
+from elxpk.cluster.records.progress import progress_of, setting_value
+from elxpk.cluster.records.status import compute_status
 from elxpk.errors import ElxpkError
 from elxpk.notify.delivery import DeliveryFailed, Notifier, Policy, payload, run_command, senders
 from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, TEST, NotifySettings

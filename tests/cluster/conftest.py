@@ -57,8 +57,8 @@ def kubeconfig(fake: FakeApiServer, tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def kube(kubeconfig: Path, clock: FakeClock):  # noqa: ANN201
-    from elxpk.cluster.connect import connect
-    from elxpk.cluster.target import ClusterTarget
+    from elxpk.cluster.access.connect import connect
+    from elxpk.cluster.access.target import ClusterTarget
 
     return connect(ClusterTarget(kubeconfig=str(kubeconfig)), sleep=lambda s: None)
 

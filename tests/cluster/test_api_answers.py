@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elxpk.cluster.answer import RESPONSE_BYTES
+from elxpk.cluster.api.answer import RESPONSE_BYTES
 from elxpk.errors import ClusterError, ConflictError, ElxpkError, Timeout
 from tests.cluster.conftest import run_cli
 from tests.support.hostile_apiserver import Answer, HostileServer
@@ -42,8 +42,8 @@ def kubeconfig_h(hostile: HostileServer, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture(scope="module")
 def kube_h(kubeconfig_h: Path):  # noqa: ANN201
-    from elxpk.cluster.connect import connect
-    from elxpk.cluster.target import ClusterTarget
+    from elxpk.cluster.access.connect import connect
+    from elxpk.cluster.access.target import ClusterTarget
 
     kube = connect(ClusterTarget(kubeconfig=str(kubeconfig_h)), sleep=lambda s: None)
     kube.total_s = DEADLINE_S

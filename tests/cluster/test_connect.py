@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.connect import connect
-from elxpk.cluster.defaults import resolve_target
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.access.connect import connect
+from elxpk.cluster.access.defaults import resolve_target
+from elxpk.cluster.access.target import ClusterTarget
 from elxpk.errors import ClusterError, NotFoundError, UsageError
 from tests.support.fake_apiserver import start_fake
 from tests.support.fake_gke import FakeGke

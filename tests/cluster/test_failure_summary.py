@@ -5,8 +5,8 @@ last step."""
 
 from __future__ import annotations
 
-from elxpk.cluster.failure_summary import summary_lines
-from elxpk.cluster.incidents import Incident
+from elxpk.cluster.diagnosis.failure_summary import summary_lines
+from elxpk.cluster.records.incidents import Incident
 
 START = 1_780_000_000.0
 

@@ -119,8 +119,8 @@ def test_the_verbs_console_draws_no_control_and_no_markup_of_cluster_text(messag
     from rich.markup import escape
     from rich.table import Table
 
-    from elxpk.cluster.incidents import Incident
-    from elxpk.cluster.views import _cell
+    from elxpk.cluster.records.incidents import Incident
+    from elxpk.cluster.verbs.status_render import _cell
     from elxpk.shown import console
 
     out = io.StringIO()

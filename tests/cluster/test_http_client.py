@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from elxpk.cluster.http_client import ApiClient, from_kubeconfig
+from elxpk.cluster.api.http_client import ApiClient, from_kubeconfig
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.incidents import collect
-from elxpk.cluster.labels import RESTART_ATTEMPT, parse_time
+from elxpk.cluster.objects.labels import RESTART_ATTEMPT, parse_time
+from elxpk.cluster.records.incidents import collect
 from tests.cluster.captured import load
 
 HERE = Path(__file__).parent

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from elxpk.cluster.incident_log import read_recorded, record
-from elxpk.cluster.incidents import Incident, classify_exit, collect, exit_meaning
+from elxpk.cluster.records.incident_log import read_recorded, record
+from elxpk.cluster.records.incidents import Incident, classify_exit, collect, exit_meaning
 from tests.cluster.captured import load, name_of, pod_of, seed
 from tests.cluster.conftest import run_cli
 from tests.support.fake_gcs import FakeGcs
@@ -102,7 +102,7 @@ def test_logs_previous_shows_the_terminated_container(fake, capsys, k):
 def test_watch_follows_new_incidents_through_the_watch_api(fake, clock, kube):
     """While the history is shown, a pod fails (the exit-70 pod of the real story's last stage): it comes in
     on the one watch, not from a later snapshot."""
-    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.verbs.events_feed import follow
 
     objects = seed(fake, "ignored")
     failed = pod_of(load("failed"), 0)
@@ -127,8 +127,8 @@ def test_normal_events_count_only_when_they_report_an_incident(fake, kube):
     one (Kueue's and the scheduler's preemptions and evictions), and then once (#33): Kueue's
     EvictedDueToDeactivated is the Workload's Evicted condition, one line. Events of an earlier JobSet of
     the same name (the story reuses its names; the API server keeps Events an hour) are not this one's."""
-    from elxpk.cluster.events_feed import snapshot
-    from elxpk.cluster.labels import parse_time
+    from elxpk.cluster.objects.labels import parse_time
+    from elxpk.cluster.verbs.events_feed import snapshot
 
     hidden = {}
     for stage in ("ignored", "evicted"):
@@ -167,7 +167,7 @@ def test_a_record_on_gcs_over_its_cap_is_refused_unread(gcs, tmp_path, capsys):
 def test_each_watch_resumes_where_the_last_one_ended(fake, clock, kube):
     """A pod that comes and goes between two watches (the server ends a watch on its timeout, or early when
     the reader falls behind) is still seen: the next watch starts at the resourceVersion the last one reached."""
-    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.verbs.events_feed import follow
 
     objects = seed(fake, "ignored")
     follow(kube, "default", name_of(objects), lambda incident: None, watch=True, clock=clock, watch_s=1,
@@ -181,7 +181,7 @@ def test_watch_rides_out_an_outage_and_records_each_incident_once(fake, clock, k
     """The API server goes away while `events --watch --record` follows (every request dropped: the
     snapshot, the watch); meanwhile slice 0 fails. The watch retries within its bound, resumes, and the
     record holds every incident exactly once, the one of the outage included."""
-    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.verbs.events_feed import follow
     from tests.support.fake_apiserver import Fault
 
     objects = seed(fake, "ignored")
@@ -206,7 +206,7 @@ def test_watch_rides_out_an_outage_and_records_each_incident_once(fake, clock, k
 
 
 def test_watch_gives_up_after_its_outage_bound(fake, clock, kube):
-    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.verbs.events_feed import follow
     from elxpk.errors import ClusterError
     from tests.support.fake_apiserver import Fault
 
@@ -226,8 +226,8 @@ def test_watch_gives_up_after_its_outage_bound(fake, clock, kube):
 def test_a_record_on_a_full_or_read_only_disk_is_74_or_2_and_keeps_what_was_there(tmp_path):
     """The fifth pass: `events --record` on a full disk was exit 1 ("cannot append"); out of space is 74 as
     for every write, a read-only filesystem the user's (2). The incidents recorded before stay whole."""
-    from elxpk.cluster.incident_log import read_recorded, record
-    from elxpk.cluster.incidents import Incident
+    from elxpk.cluster.records.incident_log import read_recorded, record
+    from elxpk.cluster.records.incidents import Incident
     from elxpk.errors import StorageFull, UsageError
     from tests.support.small_disk import mounted_small_disk
 

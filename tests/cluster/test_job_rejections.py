@@ -4,7 +4,7 @@ job_rejections.py). The messages are the controller's own words, recorded on the
 
 from __future__ import annotations
 
-from elxpk.cluster.job_rejections import event_selector, jobs_missing, rejection_reasons
+from elxpk.cluster.diagnosis.job_rejections import event_selector, jobs_missing, rejection_reasons
 
 RESTART_POLICY = ('job "run-1-worker-0" creation failed with error: Job.batch "run-1-worker-0" is invalid: '
                   'spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when '

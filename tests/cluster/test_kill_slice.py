@@ -1,4 +1,4 @@
-"""`workload kill-slice` once (elxpk/cluster/kill_slice.py): the force-delete of one slice, its confirmation,
+"""`workload kill-slice` once (elxpk/cluster/verbs/kill_slice.py): the force-delete of one slice, its confirmation,
 and --watch's bounded wait, against the fake API server with captured objects (no controllers there, so a
 killed slice never comes back). The soak rounds on real controllers are tests/realcluster/test_ops_real.py."""
 
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from elxpk.cluster.kill_slice import Io, KillRequest, run
-from elxpk.cluster.labels import parse_time
-from elxpk.cluster.ops import kill, plan_kill, watch_recovery
+from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
+from elxpk.cluster.verbs.ops import kill, plan_kill, watch_recovery
 from elxpk.errors import ClusterError
 from tests.cluster.captured import KINDS, load_captured, with_checkpoint_dir
 from tests.cluster.conftest import run_cli

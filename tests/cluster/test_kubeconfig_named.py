@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elxpk.cli.main import run_guarded
-from elxpk.cluster.connect import connect
-from elxpk.cluster.exec_credential import EXEC_OUTPUT_BYTES, run_plugin
-from elxpk.cluster.kubeconfig import kubeconfig_files, select
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.access.connect import connect
+from elxpk.cluster.access.exec_credential import EXEC_OUTPUT_BYTES, run_plugin
+from elxpk.cluster.access.kubeconfig import kubeconfig_files, select
+from elxpk.cluster.access.target import ClusterTarget
 from elxpk.errors import ClusterError, UsageError
 from tests.cluster.kubeconfig_shapes import EXEC_API, kubeconfig, plugins, special_files, write
 

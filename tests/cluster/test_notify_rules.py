@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elxpk.cluster.incidents import Incident
+from elxpk.cluster.records.incidents import Incident
 from elxpk.notify.rules import Observation, Watchman
 
 
@@ -268,7 +268,7 @@ def test_a_kueue_preemption_says_so_and_names_the_preemptor():
 
 def test_an_incident_seen_late_is_timed_from_the_apis_own_time_of_it():
     """The watch saw the deletion 4 s after the API dated it (a loaded host): the outage runs from the API's time."""
-    from elxpk.cluster.labels import parse_time
+    from elxpk.cluster.objects.labels import parse_time
 
     dated = "2026-01-01T00:00:10Z"
     at = parse_time(dated)
@@ -301,7 +301,7 @@ def test_the_previous_recoverys_step_in_the_same_second_as_the_next_kill_does_no
     """On the real cluster (the replay): the trainer stepped at 886.27, the next eviction came at 886.3, dated
     886 by the API (whole seconds). That step is the previous recovery's: the new outage stays open, and the
     survivor's exit 75 that follows is its casualty, not a second fault."""
-    from elxpk.cluster.labels import parse_time
+    from elxpk.cluster.objects.labels import parse_time
 
     dated = "2026-01-01T00:00:10Z"
     at = parse_time(dated)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from elxpk.cluster.incident_log import read_recorded, record
+from elxpk.cluster.records.incident_log import read_recorded, record
 from elxpk.notify.delivery import Policy
 from elxpk.notify.flags import KINDS, NotifySettings
 from tests.cluster.captured import INCIDENTS, load_captured, name_of, seed
@@ -28,7 +28,7 @@ def test_a_slice_lost_while_watching_reaches_the_webhook_once_and_its_budget_spe
     """The plain (Kueue-less) JobSet running, then its slice 0 restarting with its backoffLimit spent (both
     captured): one slice-lost (however many incidents the loss makes) and one budget-spent; the record holds
     every incident while the webhook answers only after failures."""
-    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.verbs.events_feed import follow
     from elxpk.notify.watch import NotifyingWatch
 
     objects = seed(fake, "plain")
@@ -60,7 +60,7 @@ def test_a_slice_lost_while_watching_reaches_the_webhook_once_and_its_budget_spe
 
 
 def test_notify_on_selects_and_a_hanging_endpoint_does_not_delay_the_record(fake, clock, kube, tmp_path):
-    from elxpk.cluster.events_feed import follow
+    from elxpk.cluster.verbs.events_feed import follow
     from elxpk.notify.watch import NotifyingWatch
 
     objects = seed(fake, "plain")
@@ -157,7 +157,7 @@ def test_a_kueue_preemption_seen_as_casualties_is_named_from_the_workload_or_its
     import copy
     import time
 
-    from elxpk.cluster.incidents import Incident
+    from elxpk.cluster.records.incidents import Incident
     from elxpk.notify.watch import NotifyingWatch
 
     captured = json.loads((REPO / "tests" / "cluster" / "why_corpus" / "preempted.json").read_text())

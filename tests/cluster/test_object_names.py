@@ -100,7 +100,7 @@ def test_a_delete_reaches_only_the_object_it_read(fake, kube):
 
 @pytest.mark.parametrize("name", ["", " ", "train "])
 def test_the_client_never_builds_a_collection_path_from_a_name(name, fake, kube):
-    from elxpk.cluster.kube_transport import api_path
+    from elxpk.cluster.api.kube_transport import api_path
 
     with pytest.raises(UsageError, match="name exactly one object"):
         api_path("v1", "pods", "default", name)
@@ -115,7 +115,7 @@ def test_the_client_never_builds_a_collection_path_from_a_name(name, fake, kube)
 
 def test_an_answer_that_is_not_the_named_jobset_is_refused(fake, kube):
     """Whatever a server answers for a name, elxpk acts only on an answer that is that JobSet."""
-    from elxpk.cluster.observe import the_named_jobset
+    from elxpk.cluster.verbs.observe import the_named_jobset
 
     load_captured(fake)
     jobset = kube.get_jobset("default", "ops")

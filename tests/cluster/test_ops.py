@@ -9,7 +9,15 @@ import json
 import pytest
 
 from elxpk.cli.main import main
-from elxpk.cluster.ops import delete_workload, event_record, kill, log_source, plan_kill, read_logs, wait_for
+from elxpk.cluster.verbs.ops import (
+    delete_workload,
+    event_record,
+    kill,
+    log_source,
+    plan_kill,
+    read_logs,
+    wait_for,
+)
 from elxpk.errors import ClusterError, NotFoundError
 from tests.cluster.captured import load_captured, replace_with
 from tests.support.fake_apiserver import Fault
@@ -30,8 +38,8 @@ def test_wait_rides_out_a_short_api_outage(fake, kube, clock):
 
 
 def test_reads_retry_with_backoff_then_give_a_clear_error(fake, kubeconfig):
-    from elxpk.cluster.connect import connect
-    from elxpk.cluster.target import ClusterTarget
+    from elxpk.cluster.access.connect import connect
+    from elxpk.cluster.access.target import ClusterTarget
 
     delays: list[float] = []
     kube = connect(ClusterTarget(kubeconfig=str(kubeconfig)), sleep=delays.append)

@@ -1,4 +1,4 @@
-"""Naming the preemptor of a Kueue preemption (elxpk/cluster/preemptor.py) from Kueue's own words, on the
+"""Naming the preemptor of a Kueue preemption (elxpk/cluster/records/preemptor.py) from Kueue's own words, on the
 objects captured from the real Kueue (tests/cluster/why_corpus/preempted.json: test_why_real's preemption)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elxpk.cluster.preemptor import describe, preemptor_uid
+from elxpk.cluster.records.preemptor import describe, preemptor_uid
 
 CAPTURED = json.loads((Path(__file__).parent / "why_corpus" / "preempted.json").read_text())
 

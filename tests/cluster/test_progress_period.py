@@ -10,7 +10,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elxpk.cluster.progress import checkpoint_period
+from elxpk.cluster.records.progress import checkpoint_period
 from elxpk_contract.setting_rules import default
 
 NON_ASCII_DIGITS = [chr(c) for c in range(sys.maxunicode + 1)

@@ -6,8 +6,8 @@ import json
 from datetime import datetime, timezone
 
 from elxpk.cli.main import main
-from elxpk.cluster.incident_log import record
-from elxpk.cluster.incidents import Incident
+from elxpk.cluster.records.incident_log import record
+from elxpk.cluster.records.incidents import Incident
 from tests.support.run_writer import FakeRun, write_run
 
 

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from elxpk.cli.main import main
-from elxpk.cluster.soak import exit_command, soak
+from elxpk.cluster.verbs.soak import exit_command, soak
 from elxpk.errors import ClusterError
 from tests.cluster.captured import load_captured
 

@@ -8,8 +8,8 @@ progress: test_progress_real.py."""
 
 from __future__ import annotations
 
-from elxpk.cluster.observe import fetch_all, fetch_status
-from elxpk.cluster.status import compute_status, latest_conditions, parse_time
+from elxpk.cluster.records.status import compute_status, latest_conditions, parse_time
+from elxpk.cluster.verbs.observe import fetch_all, fetch_status
 from tests.cluster.captured import load, name_of, seed
 
 
@@ -31,8 +31,8 @@ def test_status_uses_a_bounded_number_of_calls(fake, kube):
 
 def test_status_without_kueue_and_non_pathways_jobset(jobset_crd, clock, tmp_path):
     """An API server that serves no Kueue API (Kueue not installed), and a JobSet without a Pathways head."""
-    from elxpk.cluster.connect import connect
-    from elxpk.cluster.target import ClusterTarget
+    from elxpk.cluster.access.connect import connect
+    from elxpk.cluster.access.target import ClusterTarget
     from tests.support.fake_apiserver import start_fake
 
     server = start_fake(crd_file=jobset_crd, clock=clock, kueue=False)
@@ -100,7 +100,7 @@ def test_status_of_a_restart_never_workload_lists_failed_pods_only(fake, kube, c
     """restartPolicy Never in every pod template (what elxpk renders): no container restarts in place, so only
     Failed pods hold restarts or failures; status lists those (a field selector), not every pod, and counts
     what it counted from every pod."""
-    from elxpk.cluster.observe import FAILED_PODS, fetch_objects
+    from elxpk.cluster.verbs.observe import FAILED_PODS, fetch_objects
 
     objects = seed(fake, "ignored")
     name = name_of(objects)

@@ -14,7 +14,7 @@ import yaml
 
 from elxpk.accelerators import PRICES
 from elxpk.chip_hours import UNITS
-from elxpk.cluster.chips import workload_accelerator
+from elxpk.cluster.records.chips import workload_accelerator
 from tests.cluster.captured import OPS, captured, load_captured
 from tests.cluster.conftest import run_cli
 
@@ -61,7 +61,7 @@ def test_a_finished_workload_bills_to_its_end_and_its_alert_says_the_same(fake, 
     """Succeeded: the chips are held from creation to the JobSet's Completed condition, not to the moment of
     asking: two looks a while apart, and the `succeeded` alert, state the same chip-hours and money, and name
     the accelerator as the catalog does (v5litepod-16, not its topology)."""
-    from elxpk.cluster.labels import parse_time
+    from elxpk.cluster.objects.labels import parse_time
     from tests.support.webhook_server import webhook
 
     objects = load_captured(fake, "succeeded")
@@ -137,7 +137,7 @@ def _with_progress(fake, directory: Path) -> dict:
 def test_status_splits_chip_hours_by_the_trainers_progress_record(fake, capsys, k, tmp_path):
     """The trainer's own writer and meter publish where its time went; status splits the age's chip-hours by
     it, spent = useful + lost to the float, the rest of the age (queueing, scheduling) being `other`."""
-    from elxpk.cluster.status import parse_time
+    from elxpk.cluster.records.status import parse_time
     from tests.support.clock import ManualClock
     from trainer.elastic.badput_meter import BadputMeter
     from trainer.elastic.progress import ProgressWriter
@@ -175,7 +175,7 @@ def test_status_splits_chip_hours_by_the_trainers_progress_record(fake, capsys, 
 
 def test_totals_older_than_the_workload_are_not_used(fake, capsys, k, tmp_path):
     """A checkpoint directory a new workload reuses: the record's totals began before this JobSet."""
-    from elxpk.cluster.status import parse_time
+    from elxpk.cluster.records.status import parse_time
     from tests.support.clock import ManualClock
     from trainer.elastic.badput_meter import BadputMeter
     from trainer.elastic.progress import ProgressWriter
@@ -194,7 +194,7 @@ def test_totals_older_than_the_workload_are_not_used(fake, capsys, k, tmp_path):
 @pytest.mark.parametrize("badput", ['{"productive": "lots"}', '{"productive": -1}', '{"productive": true}',
                                     '[1, 2]', '{"productive": 1e999}', '{}'])
 def test_a_hostile_progress_record_gives_no_split_and_no_traceback(fake, capsys, k, tmp_path, badput):
-    from elxpk.cluster.status import parse_time
+    from elxpk.cluster.records.status import parse_time
     from elxpk_contract.progress_record import BADPUT_KEYS, PROGRESS_FILE
 
     objects = _with_progress(fake, tmp_path)
@@ -217,7 +217,7 @@ def test_the_billed_interval_runs_from_the_trainers_first_start(fake, capsys, k,
     creation: queueing is not billed. It ends now while the workload runs; at the trainer's last record once
     the workload has finished and the trainer said it stopped; at the JobSet's Completed condition when the
     trainer was killed without a last write (its record still says running)."""
-    from elxpk.cluster.status import parse_time
+    from elxpk.cluster.records.status import parse_time
     from tests.cluster.captured import KINDS, with_checkpoint_dir
     from tests.support.clock import ManualClock
     from trainer.elastic.badput_meter import BadputMeter
@@ -253,7 +253,7 @@ def test_the_billed_interval_runs_from_the_trainers_first_start(fake, capsys, k,
 def test_a_hostile_billed_interval_falls_back_to_the_jobsets_times(fake, capsys, k, tmp_path, started):
     """started_at that is no time (or none): the JobSet's own times bound the interval (Kueue's admission, as
     the workload was created), and the line says so."""
-    from elxpk.cluster.status import parse_time
+    from elxpk.cluster.records.status import parse_time
     from elxpk_contract.progress_record import PROGRESS_FILE
 
     objects = _with_progress(fake, tmp_path)
@@ -273,7 +273,7 @@ def test_without_the_trainers_record_a_finished_workload_bills_from_its_admissio
     """No progress record: from Kueue's admission (its one admission) to the JobSet's end; from the creation
     (queueing included) where Kueue evicted it once (the later admission's time is all its condition keeps)
     or no Kueue Workload admitted it."""
-    from elxpk.cluster.status import parse_time
+    from elxpk.cluster.records.status import parse_time
     from tests.cluster.captured import KINDS
 
     objects = load_captured(fake, "succeeded", without=("workloads",) if kueue == "none" else ())

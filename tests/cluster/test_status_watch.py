@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elxpk.cli.status_watch_view import JsonStream, WatchView, facts
-from elxpk.cluster.observe import fetch_status
-from elxpk.cluster.status_watch import LATE_S, WatchState, watch_status
+from elxpk.cluster.verbs.observe import fetch_status
+from elxpk.cluster.verbs.status_watch import LATE_S, WatchState, watch_status
 from tests.cluster.captured import load, name_of, pod_of, seed
 from tests.cluster.conftest import run_cli
 
@@ -199,7 +199,7 @@ def test_the_phases_of_a_restart_from_the_trainer_s_own_records(fake, kube, tmp_
     record the view says pods starting and shows no rate; then restoring and compiling as the trainer's
     ProgressWriter publishes them; stepping with the rate of its records; and a step older than the
     record's publication period is not stepping, its old rate not shown as current."""
-    from elxpk.cluster.labels import parse_time
+    from elxpk.cluster.objects.labels import parse_time
     from elxpk.units import format_duration
     from elxpk_contract.exit_codes import SLICE_LOST, TrainerStopped
     from tests.cluster.captured import seed_stage
@@ -275,7 +275,7 @@ def test_watch_of_a_failed_workload_exits_1_through_the_script(fake, kubeconfig)
 
 @functools.cache
 def _base_status() -> object:
-    from elxpk.cluster.status import compute_status
+    from elxpk.cluster.records.status import compute_status
 
     objects = load("ignored")
     return compute_status(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"], 0.0)
@@ -294,7 +294,7 @@ def test_rate_is_steps_over_the_time_between_their_records(steps_a, steps_b, tim
     """The rate is positive and exactly the steps over the time between the two steps' records (the
     trainer's clock); a trainer that did not advance, or a record without a step yet, gives no rate rather
     than 0 or a negative one."""
-    from elxpk.cluster.status_watch import _rate
+    from elxpk.cluster.verbs.status_watch import _rate
 
     rate = _rate(_with_progress(steps_a, time_a), _with_progress(steps_b, time_b))
     if steps_b <= steps_a or time_a is None or time_b is None or time_b <= time_a:

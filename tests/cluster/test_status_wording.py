@@ -9,8 +9,8 @@ import io
 
 from rich.console import Console
 
-from elxpk.cluster.status import compute_status
-from elxpk.cluster.views import status_renderables, telling_conditions
+from elxpk.cluster.records.status import compute_status
+from elxpk.cluster.verbs.status_render import status_renderables, telling_conditions
 from tests.cluster.captured import captured, load
 from tests.cluster.test_status import created
 

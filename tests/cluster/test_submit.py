@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from elxpk.cluster.labels import SUBMISSION_ANNOTATION
-from elxpk.cluster.submit import follow_up_commands, submit
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.access.target import ClusterTarget
+from elxpk.cluster.objects.labels import SUBMISSION_ANNOTATION
+from elxpk.cluster.verbs.submit import follow_up_commands, submit
 from elxpk.errors import ClusterError, ConflictError
 from tests.cluster.conftest import pathways_jobset
 from tests.support.fake_apiserver import Fault
@@ -97,7 +97,7 @@ def test_someone_elses_object_after_an_unanswered_create_is_a_conflict(fake, kub
 
 
 def test_preflight_jobset_missing(jobset_crd, clock, tmp_path):
-    from elxpk.cluster.connect import connect
+    from elxpk.cluster.access.connect import connect
     from tests.support.fake_apiserver import start_fake
 
     server = start_fake(crd_file=jobset_crd, clock=clock, install_jobset=False)
@@ -159,7 +159,7 @@ def test_follow_up_commands_carry_the_cluster_selection():
 
 
 def test_without_kueue_the_queue_label_only_warns(jobset_crd, clock, tmp_path):
-    from elxpk.cluster.connect import connect
+    from elxpk.cluster.access.connect import connect
     from tests.cluster.conftest import seed_cluster
     from tests.support.fake_apiserver import start_fake
 

@@ -1,4 +1,4 @@
-"""The follow-up verbs' flags as rows (elxpk/cluster/verb_flags.py): every verb's refusals are one line naming
+"""The follow-up verbs' flags as rows (elxpk/cluster/verbs/verb_flags.py): every verb's refusals are one line naming
 the flag, exit 2, every problem at once and nothing sent to the (fake) API server; --help keeps every
 spelling; kill-slice --slice reads any text without a traceback; one real `elxpk` process as a canary."""
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 from elxpk.errors import UsageError
 from tests.cluster.conftest import run_cli
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elxpk.cluster.observe import fetch_status
-from elxpk.cluster.status import compute_status, parse_time
-from elxpk.cluster.why import Context, explain, state_since, stuck_line
+from elxpk.cluster.diagnosis.why import Context, explain, state_since, stuck_line
+from elxpk.cluster.records.status import compute_status, parse_time
+from elxpk.cluster.verbs.observe import fetch_status
 from tests.cluster.captured import load_captured
 
 CORPUS = Path(__file__).parent / "why_corpus"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.why_capacity import capacity_reasons, label_gap, owned_requests
+from elxpk.cluster.diagnosis.why_capacity import capacity_reasons, label_gap, owned_requests
 
 CORPUS = Path(__file__).parent / "capacity_corpus"
 EXPECTED = {"waiting": "capacity-waiting", "accepted": "capacity-waiting", "provisioned": "capacity-provisioned",

@@ -8,8 +8,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elxpk.cluster.why import Reason, explain
-from elxpk.cluster.why_jobs import BACKOFF_MAX_S, backoff, backoff_wait_s, failed_create, finished_at
+from elxpk.cluster.diagnosis.why import Reason, explain
+from elxpk.cluster.diagnosis.why_jobs import (
+    BACKOFF_MAX_S,
+    backoff,
+    backoff_wait_s,
+    failed_create,
+    finished_at,
+)
 from tests.cluster.test_why import captured_at, context_of, load
 
 
@@ -78,7 +84,7 @@ def test_failed_create_needs_a_job_short_of_pods_and_an_event_newer_than_it() ->
 def test_plain_status_past_the_threshold_names_it_with_one_more_call(fake, kube) -> None:
     """Stuck and not asked why: plain status reads the FailedCreate Events too (one LIST, only when a Job
     lacks pods), since a pod that cannot be created leaves no other trace."""
-    from elxpk.cluster.observe import fetch_status
+    from elxpk.cluster.verbs.observe import fetch_status
     from tests.cluster.captured import load_captured
 
     objects = load_captured(fake, "failed_create", "why_corpus")

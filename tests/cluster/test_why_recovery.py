@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.why_recovery import trainer_stopped
+from elxpk.cluster.diagnosis.why_recovery import trainer_stopped
 from elxpk_contract.exit_codes import EXIT_CODES, FAIL_JOB, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.progress_record import read_progress
 from tests.cluster.captured import seed_stage
@@ -129,8 +129,8 @@ def test_only_a_code_the_job_fails_at_once_reads_as_giving_up(code, tmp_path):
 def test_a_back_off_under_a_recovery_repeats_no_fix():
     """The Job controller's back-off is a step of the recovery: under `recovering` it keeps its words, not its
     fix, so --why names `workload events` once (the real cluster printed it twice, CI 2026-12-06)."""
-    from elxpk.cluster.why_reason import Reason
-    from elxpk.cluster.why_recovery import with_recovery
+    from elxpk.cluster.diagnosis.why_reason import Reason
+    from elxpk.cluster.diagnosis.why_recovery import with_recovery
 
     healing = [Reason("recovering", "recovering by itself", "nothing to do; `elxpk workload events w`")]
     backoff = Reason("backoff", "Job w-worker-1 ... waits 40s", "nothing to do; `elxpk workload events w`")

@@ -1,5 +1,5 @@
 """The flags of `checkpoint inspect`, `compare`, `report` and `job inspect` are rows (elxpk/checkpoints/flags.py,
-elxpk/runs/flags.py, elxpk/cluster/verb_flags.py JOB_INSPECT): --help says each row's help, bounds and default;
+elxpk/runs/flags.py, elxpk/cluster/verbs/verb_flags.py JOB_INSPECT): --help says each row's help, bounds and default;
 each bound refuses a value beyond it in one line naming the flag (exit 2, nothing written); and the rows'
 `path` is what the raw checks (elxpk/cli/arg_checks.py) compare, so an output naming an input is refused."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from elxpk.checkpoints.flags import INSPECT
-from elxpk.cluster.verb_flags import JOB_INSPECT
+from elxpk.cluster.verbs.verb_flags import JOB_INSPECT
 from elxpk.flag_rows import INPUT, OUTPUT, path_flags
 from elxpk.runs.flags import COMPARE, REPORT
 from tests.launcher.test_flag_table import _help

@@ -91,8 +91,8 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 def _kubeconfig(path: Path, work: Path) -> tuple[int, str, str]:
     """The kubeconfig reader: connect() builds the client from the file (no request is sent)."""
-    from elxpk.cluster.connect import connect
-    from elxpk.cluster.target import ClusterTarget
+    from elxpk.cluster.access.connect import connect
+    from elxpk.cluster.access.target import ClusterTarget
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -1,7 +1,7 @@
 """--check-data: grain_train_files is ArrayRecord holding records, on files array_record itself writes.
 
 Local paths are real files; gs:// goes to tests/support/fake_gcs.py through STORAGE_EMULATOR_HOST (the
-JSON API elxpk/cluster/gcs.py speaks; no real Cloud Storage here). The CLI runs as a subprocess.
+JSON API elxpk/cluster/api/gcs.py speaks; no real Cloud Storage here). The CLI runs as a subprocess.
 """
 
 from __future__ import annotations

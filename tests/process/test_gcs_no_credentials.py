@@ -180,7 +180,7 @@ def test_check_data(bare_env: dict[str, str], tmp_path: Path) -> None:
 
 PROGRESS_PROBE = """
 import json, sys
-from elxpk.cluster.progress import progress_of
+from elxpk.cluster.records.progress import progress_of
 jobset = {"spec": {"replicatedJobs": [{"template": {"spec": {"template": {"spec": {"containers": [
     {"args": ["--checkpoint-dir", sys.argv[1]]}]}}}}}]}}
 print(json.dumps(progress_of(jobset, 0.0)))

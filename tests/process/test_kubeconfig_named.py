@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.exec_credential import EXEC_TIMEOUT_S
+from elxpk.cluster.access.exec_credential import EXEC_TIMEOUT_S
 from tests.cluster.kubeconfig_shapes import EXEC_API, kubeconfig, plugins, special_files, write
 from tests.support.fake_apiserver import start_fake
 from tests.support.processes import run_measured

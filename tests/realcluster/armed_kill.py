@@ -17,7 +17,7 @@ import select
 import subprocess
 import time
 
-PROMPT = b"[y/N]"  # click's confirm, behind the question of elxpk/cluster/kill_slice.py
+PROMPT = b"[y/N]"  # click's confirm, behind the question of elxpk/cluster/verbs/kill_slice.py
 
 
 class ArmedKill:

@@ -39,7 +39,7 @@ import pytest
 import requests
 import yaml
 
-from elxpk.cluster.status import parse_time
+from elxpk.cluster.records.status import parse_time
 from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.capture import KUEUE
 from tests.realcluster.capture import capture as shared_capture

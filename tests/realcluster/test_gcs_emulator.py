@@ -1,4 +1,4 @@
-"""The incident record's `gs://` writes (elxpk/cluster/gcs.py) against fake-gcs-server, the emulator gcsfs's
+"""The incident record's `gs://` writes (elxpk/cluster/api/gcs.py) against fake-gcs-server, the emulator gcsfs's
 own tests use, instead of tests/support/fake_gcs.py: reads with their generation, the generation
 precondition, and concurrent recorders appending without losing or repeating a line."""
 
@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from elxpk.cluster.gcs import Gcs
+from elxpk.cluster.api.gcs import Gcs
 from tools.testcluster.kubeapi import LocalCluster
 
 

@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 
-from elxpk.cluster.labels import parse_time
+from elxpk.cluster.objects.labels import parse_time
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tests.realcluster.test_why_real import pods_of
 from tools.testcluster.kubeapi import LocalCluster

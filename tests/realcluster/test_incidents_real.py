@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from elxpk.cluster.incident_log import read_recorded
-from elxpk.cluster.status import parse_time
+from elxpk.cluster.records.incident_log import read_recorded
+from elxpk.cluster.records.status import parse_time
 from tests.realcluster.incident_story import GAVE_UP, NAME, PLAIN, Story, run_story
 from tools.testcluster.kubeapi import LocalCluster
 

@@ -9,7 +9,7 @@ import os
 import subprocess
 import time
 
-from elxpk.cluster.incident_log import read_recorded
+from elxpk.cluster.records.incident_log import read_recorded
 from tests.realcluster.test_lifecycle import wait
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tests.support.webhook_server import webhook

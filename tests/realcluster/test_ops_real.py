@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elxpk.cluster.connect import connect
-from elxpk.cluster.ops import plan_kill, wait_for
-from elxpk.cluster.soak import soak, summary_lines
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.access.connect import connect
+from elxpk.cluster.access.target import ClusterTarget
+from elxpk.cluster.verbs.ops import plan_kill, wait_for
+from elxpk.cluster.verbs.soak import soak, summary_lines
 from elxpk.errors import Timeout, UsageError
 from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.capture import capture as shared_capture
@@ -154,7 +154,7 @@ def test_soak_summary_over_the_real_controllers(ops: str, kube) -> None:
 
 
 def status_of(kube, name: str) -> dict:  # noqa: ANN001
-    from elxpk.cluster.observe import fetch_status
+    from elxpk.cluster.verbs.observe import fetch_status
 
     return fetch_status(kube, "default", name, now=time.time()).to_dict()
 

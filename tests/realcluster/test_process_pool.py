@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from elxpk.cluster.connect import connect
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.access.connect import connect
+from elxpk.cluster.access.target import ClusterTarget
 from elxpk.errors import ClusterError
 from tests.realcluster.test_submit_goldens import elxpk
 from tools.testcluster.kubeapi import JOBSETS, PODS, LocalCluster

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from elxpk.cluster.connect import connect
-from elxpk.cluster.observe import fetch_status
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.access.connect import connect
+from elxpk.cluster.access.target import ClusterTarget
+from elxpk.cluster.verbs.observe import fetch_status
 from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.incident_story import BUCKET, START, make_bucket
 from tests.realcluster.test_submit_goldens import elxpk

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from elxpk.cluster.connect import connect
-from elxpk.cluster.observe import fetch_status
-from elxpk.cluster.status_watch import WatchState, watch_status
-from elxpk.cluster.target import ClusterTarget
+from elxpk.cluster.access.connect import connect
+from elxpk.cluster.access.target import ClusterTarget
+from elxpk.cluster.verbs.observe import fetch_status
+from elxpk.cluster.verbs.status_watch import WatchState, watch_status
 from elxpk_contract.progress_record import PROGRESS_FILE, Progress
 from tests.realcluster.test_lifecycle import pods
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk

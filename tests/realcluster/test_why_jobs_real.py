@@ -20,7 +20,7 @@ import subprocess
 
 import yaml
 
-from elxpk.cluster.labels import parse_time
+from elxpk.cluster.objects.labels import parse_time
 from tests.realcluster.capture import capture
 from tests.realcluster.test_submit_goldens import ELXPK, elxpk
 from tests.realcluster.test_why_real import apply, create, delete, pods_of, run_fixes, why

@@ -120,7 +120,7 @@ def test_repeats_counts_only_failures_of_one_class_that_left_the_same_checkpoint
 def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
     """The trainer's end of run writes the record `workload status --why` reads: its first reason, since the
     history's stop (70) is for good."""
-    from elxpk.cluster.why_recovery import trainer_stopped
+    from elxpk.cluster.diagnosis.why_recovery import trainer_stopped
     from elxpk_contract.progress_record import read_progress
     from trainer.clock import SystemClock
     from trainer.elastic.loop import stop_record

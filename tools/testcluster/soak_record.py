@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from elxpk.cluster.labels import parse_time
+from elxpk.cluster.objects.labels import parse_time
 from tools.testcluster.kubeapi import JOBSETS, LocalCluster
 
 ELXPK = Path(sys.executable).parent / "elxpk"

@@ -19,8 +19,8 @@ PIPED_WIDTH = 4096
 
 def connect(cluster: options.ClusterSelection) -> tuple[Any, str]:
     """Validate the selection (UsageError before any network), then connect: (client, namespace)."""
-    from elxpk.cluster.connect import connect as connect_to
-    from elxpk.cluster.defaults import validate_namespace
+    from elxpk.cluster.access.connect import connect as connect_to
+    from elxpk.cluster.access.defaults import validate_namespace
 
     target = cluster.resolve()
     validate_namespace(target.namespace)

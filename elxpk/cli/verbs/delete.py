@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import confirm, connect, workload_name
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 from elxpk.shown import shown
 
 
@@ -24,7 +24,7 @@ def delete(
     if name is not None:
         workload_name(name)
     kube, ns = connect(cluster)
-    from elxpk.cluster.ops import delete_workload
+    from elxpk.cluster.verbs.ops import delete_workload
 
     if name is not None:
         delete_workload(kube, ns, name)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, workload_name
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 from elxpk.notify import flags as notify_flags
 from elxpk.output_formats import output_format
 from elxpk.shown import shown
@@ -36,7 +36,7 @@ def events(
     own = verb_flags.read(verb_flags.EVENTS, flags, problems=tuple(problems))
     watch, record = own["watch"], own["record"]
     if record is not None:
-        from elxpk.cluster.incident_log import check_record_path
+        from elxpk.cluster.records.incident_log import check_record_path
 
         check_record_path(record)
     kube, ns = connect(cluster)
@@ -50,8 +50,8 @@ def events(
         failed = notifier.test_command()  # a command that cannot take an alert is said first, not at the first fault
         if failed is not None:
             print(f"# {shown(failed)}", file=sys.stderr, flush=True)
-    from elxpk.cluster.events_feed import follow
-    from elxpk.cluster.incident_log import record as append_record
+    from elxpk.cluster.records.incident_log import record as append_record
+    from elxpk.cluster.verbs.events_feed import follow
 
     pending = []
     seen = []
@@ -99,9 +99,9 @@ def events(
 
 def _summary(kube, namespace: str, name: str, incidents: list) -> list[str]:
     """The failures by cause, and the no-progress ones against the trainer's progress record."""
-    from elxpk.cluster.failure_summary import summary_lines
-    from elxpk.cluster.observe import get_workload
-    from elxpk.cluster.progress import progress_of
+    from elxpk.cluster.diagnosis.failure_summary import summary_lines
+    from elxpk.cluster.records.progress import progress_of
+    from elxpk.cluster.verbs.observe import get_workload
     from elxpk.errors import NotFoundError
 
     if not any(i.kind == "exit" and i.exit_code for i in incidents):

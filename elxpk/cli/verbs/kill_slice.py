@@ -1,7 +1,7 @@
 """`elxpk workload kill-slice NAME --slice K|random`: fault injection, once or as a soak test.
 
-The flags are read here (elxpk/cluster/verb_flags.py KILL_SLICE); the kill, the watch and the rounds are
-elxpk/cluster/kill_slice.py's."""
+The flags are read here (elxpk/cluster/verbs/verb_flags.py KILL_SLICE); the kill, the watch and the rounds are
+elxpk/cluster/verbs/kill_slice.py's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import typer
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import confirm, connect, console, workload_name
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 from elxpk.shown import shown
 
 
@@ -30,7 +30,7 @@ def kill_slice(
     kube, ns = connect(cluster)
     from rich.markup import escape
 
-    from elxpk.cluster.kill_slice import Io, KillRequest, run
+    from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
 
     request = KillRequest(name, verb_flags.kill_slice_index(v["slice"]), v["vm"], v["mode"], v["exit_code"],
                           v["repeat"], v["every"], v["seed"], v["watch"], v["timeout"], v["poll"])

@@ -9,7 +9,7 @@ from typing import Any
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, console, output_problems
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 from elxpk.errors import UsageError
 
 
@@ -21,7 +21,7 @@ def list_(
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Workloads of the namespace (xpk-created ones too): name, state, healthy slices, restarts, age."""
-    from elxpk.cluster.status import STATES
+    from elxpk.cluster.records.status import STATES
 
     values = verb_flags.read(verb_flags.LIST, flags, problems=output_problems(output))
     wanted_state, problems = verb_flags.list_state(values["status"], STATES)
@@ -30,8 +30,8 @@ def list_(
         raise UsageError(*problems, *bad_filter)
     output = output.lower()
     kube, ns = connect(cluster)
-    from elxpk.cluster.observe import fetch_all
-    from elxpk.cluster.views import dump, list_record, list_table
+    from elxpk.cluster.verbs.observe import fetch_all
+    from elxpk.cluster.verbs.status_render import dump, list_record, list_table
 
     rows = [s for s in fetch_all(kube, ns, now=time.time())
             if (matcher is None or matcher.search(s.name)) and (wanted_state is None or s.state == wanted_state)]

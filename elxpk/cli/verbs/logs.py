@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, workload_name
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 from elxpk.shown import shown
 
 
@@ -23,7 +23,7 @@ def logs(
     workload_name(name)
     values = verb_flags.read(verb_flags.LOGS, flags, verb_flags.logs_rule)
     kube, ns = connect(cluster)
-    from elxpk.cluster.ops import log_source, read_logs
+    from elxpk.cluster.verbs.ops import log_source, read_logs
 
     source = log_source(kube, ns, name, head=values["head"], slice_index=values["slice"], vm=values["vm"],
                         container=values["container"])

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from elxpk import accelerators
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, console, output_problems, workload_name
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 
 FLAGS = verb_flags.STATUS + (accelerators.BY_NAME["chip_hour_price"],)
 
@@ -27,9 +27,9 @@ def status(
     output = output.lower()
     values = verb_flags.read(FLAGS, flags, verb_flags.status_rules(output), problems=output_problems(output))
     kube, ns = connect(cluster)
-    from elxpk.cluster.chips import with_chip_hours
-    from elxpk.cluster.observe import fetch_status
-    from elxpk.cluster.views import dump, status_renderables, why_renderables
+    from elxpk.cluster.records.chips import with_chip_hours
+    from elxpk.cluster.verbs.observe import fetch_status
+    from elxpk.cluster.verbs.status_render import dump, status_renderables, why_renderables
 
     def read(on_objects=None):
         now = time.time()

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from elxpk.cli import options
 from elxpk.cli.verbs.common import connect, console, output_problems, workload_name
-from elxpk.cluster import verb_flags
+from elxpk.cluster.verbs import verb_flags
 from elxpk.shown import shown
 
 
@@ -28,8 +28,8 @@ def wait(
     kube, ns = connect(cluster)
     from rich.markup import escape
 
-    from elxpk.cluster.ops import wait_for
-    from elxpk.cluster.views import dump
+    from elxpk.cluster.verbs.ops import wait_for
+    from elxpk.cluster.verbs.status_render import dump
 
     err = console(stderr=True)
     last: list[str] = []

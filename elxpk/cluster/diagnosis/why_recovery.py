@@ -1,0 +1,110 @@
+"""`status --why` while the system handles a failure itself, and when the trainer gave up for good.
+
+Pure (objects and the progress record in, reasons out; the clock passed in). A JobSet that restarts its
+group after a lost slice is recovering: the reason says so, from what (elxpk/cluster/records/lost_slice.py: which
+slice, how, when) and how much of its restart budget is left, and suggests no fix. `trainer-stopped` is
+only the trainer's own final verdict: its progress record's exit code is one the Job fails at once
+(--elastic-stop-on-repeat's 70), never a stop that the group restart retries (75, 76, 77).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from elxpk.cluster.diagnosis.why_reason import Reason
+from elxpk.cluster.objects.labels import COMPLETION_INDEX, JOB_INDEX
+from elxpk.cluster.records.lost_slice import first_exit, lost_slice
+from elxpk.cluster.records.status import WorkloadStatus
+from elxpk.units import format_duration
+from elxpk_contract.exit_codes import BY_CODE
+
+# Causes that no restart cures: a container that keeps exiting, an image that cannot be pulled. Where one is
+# found, the workload is not "recovering by itself", whatever its state says.
+NOT_SELF_HEALING = frozenset({"crash-loop", "image-pull"})
+
+
+def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence[dict], progress: dict | None,
+               now: float) -> list[Reason]:
+    """One `recovering` reason when the workload restarts (or runs on fewer slices) after a failure that the
+    JobSet's restart budget covers; none otherwise."""
+    trainer_down = (progress or {}).get("state") in ("failed", "stalled", "preempted") \
+        and not (progress or {}).get("gave_up")
+    # after a restart, the new processes write `restoring` and `compiling` before their first step: still the
+    # recovery (the record's stop is overwritten by then)
+    resuming = status.restarts > 0 and (progress or {}).get("state") == "running" \
+        and (progress or {}).get("phase") in ("restoring", "compiling")
+    if status.state in ("Restarting", "Degraded"):
+        pass
+    elif status.state not in ("Admitted", "Running") or not (trainer_down or resuming or status.state == "Admitted"
+                                                            and status.restarts):
+        return []  # Running with the trainer's record not stopped: nothing is being recovered
+    fault = lost_slice(pods, workloads)
+    retrying = [s for s in status.slices if s.state == "Restarting"]
+    if status.restarts:
+        restart = f"JobSet restart {status.restarts} of at most {status.max_restarts} ({status.restarts_left} left)"
+    elif retrying:  # a Job with a pod-failure budget of its own replaces the pod; the JobSet has not restarted
+        s = retrying[0]
+        restart = f"slice {s.index}'s Job replaces its failed pod (backoffLimit {s.budget_used}/{s.backoff_limit} used)"
+    else:
+        restart = f"the JobSet restarts the group (maxRestarts {status.max_restarts})"
+    code = (progress or {}).get("exit_code")
+    known = BY_CODE.get(code) if trainer_down and isinstance(code, int) else None
+    what = fault.text() if fault is not None else \
+        f"the trainer's stop (exit {code} {known.name}: retryable)" if known is not None else "a failure whose pod is gone"
+    if status.state == "Running":  # the new pods are up; the trainer imports, restores and compiles before it steps
+        restart += ", its pods running again and the trainer " + (
+            f"{progress['phase']}, not stepping yet" if resuming and progress else "not stepping yet")
+    since = ""
+    if fault is not None and fault.time is not None:
+        when = datetime.fromtimestamp(fault.time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        since = f", since {when} ({format_duration(max(now - fault.time, 0.0))} ago)"
+    step = ""
+    if progress is not None:
+        step = f"; the trainer's last step: {progress.get('steps_done')}" + (
+            f", {format_duration(progress['step_age_s'])} ago" if progress.get("step_age_s") is not None else "")
+    return [Reason("recovering", f"recovering by itself: {restart}, after {what}{since}{step}",
+                   f"nothing to do: the JobSet controller restarts the group and the trainer resumes from its newest "
+                   f"checkpoint; `elxpk workload events {status.name}` lists what happened")]
+
+
+# Reasons that are steps of the same self-healing (the Job controller waiting out its back-off before the next
+# pod): under a `recovering` reason they keep their text but not their fix, so --why says "nothing to do" and
+# names the command that lists what happened once.
+PART_OF_RECOVERY = frozenset({"backoff"})
+
+
+def with_recovery(healing: list[Reason], reasons: list[Reason]) -> list[Reason]:
+    """`healing` (recovering()'s answer) first, then `reasons`, the ones that are part of that recovery
+    without a fix of their own."""
+    if not healing:
+        return reasons
+    return healing + [dataclasses.replace(r, fix="") if r.cause in PART_OF_RECOVERY else r for r in reasons]
+
+
+def trainer_stopped(progress: dict | None, name: str, pods: Sequence[dict] = ()) -> list[Reason]:
+    """The trainer gave up for good, from its progress record (CHECKPOINT_DIR/elxpk-progress.json): a stop
+    whose exit code the Job fails at once. A stop that the group restart retries is no reason of its own."""
+    if not progress or not progress.get("gave_up"):
+        return []
+    code = progress.get("exit_code")
+    known = BY_CODE.get(code) if isinstance(code, int) else None
+    said = progress.get("stopped") or (known.meaning if known else "")
+    where = _logs_flags([p for p in pods if (first_exit(p) or (None, None))[0] == code])
+    logs = (f"`elxpk workload logs {name}{where}` shows the output of the attempt that gave up" if where else
+            f"`elxpk workload events {name}` lists the failed pods and their exits")
+    return [Reason("trainer-stopped", f"the trainer gave up for good (exit {code}"
+                   + (f" {known.name}" if known else "") + f"): {said}",
+                   f"{logs}; fix the cause before creating the workload again: a restart reproduces it")]
+
+
+def _logs_flags(pods: Sequence[dict]) -> str:
+    """`--slice K --vm I` of the first of `pods` to exit ("" when none: its pods are gone)."""
+    if not pods:
+        return ""
+    first = min(pods, key=lambda p: (first_exit(p) or (0, 0.0))[1] or 0.0)
+    labels = first["metadata"].get("labels") or {}
+    if JOB_INDEX not in labels or COMPLETION_INDEX not in labels:
+        return ""
+    return f" --slice {labels[JOB_INDEX]} --vm {labels[COMPLETION_INDEX]}"

@@ -1,0 +1,162 @@
+"""Which slice a fault took, and how: the victim and its cause, told apart from the slices that stopped with it.
+
+Pure (pods and Kueue Workloads in, one `Fault` out; no I/O). A multi-controller group stops together: when
+one slice's pod is deleted, evicted or preempted, its trainer hears SIGTERM and exits 77, and every other
+slice's trainer stops at the same step with 75 (`peer_preempted`, trainer/elastic/group_stop.py) or with
+jax's peer-gone error. Those 75s are casualties, not losses. So the victim is read from the API's own
+words first, strongest first:
+
+1. a pod's DisruptionTarget condition: PreemptionByScheduler/PreemptionByKubeScheduler (preempted),
+   EvictionByEvictionAPI and TerminationByKubelet (evicted), DeletionByTaintManager and DeletionByPodGC
+   (lost VM: its node went away);
+2. a pod the kubelet evicted (`status.reason` Evicted);
+3. a pod being deleted with no grace period (`deletionGracePeriodSeconds` 0: a force delete, as when its
+   VM is gone; a SIGTERM still reaches the container, so its 77 is no preemption); one deleted with a grace
+   period (a JobSet restart deletes every pod after a failure) ranks with the 75s below, earliest first;
+4. the Kueue Workload's Preempted/Evicted condition (the whole workload: no one slice);
+5. a container's exit other than 0 and 75 (77: it heard SIGTERM from what the pod no longer shows; 70 user
+   error, 76 stalled, 137 killed, ...);
+6. only 75s: a slice lost whose pod left no other trace (the first to exit).
+Only the pods of the newest restart attempt with a fault count: an older attempt's fault is history.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elxpk.cluster.objects.labels import (
+    COMPLETION_INDEX,
+    JOB_INDEX,
+    REPLICATED_JOB,
+    RESTART_ATTEMPT,
+    parse_time,
+)
+from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST
+from elxpk_contract.exit_codes import PREEMPTED as PREEMPTED_EXIT
+
+PREEMPTED, EVICTED, LOST_VM, DELETED, SIGNALLED, FAILED, SLICE_GONE = (
+    "preempted", "evicted", "lost its VM", "deleted", "stopped by SIGTERM", "failed", "lost")
+_DISRUPTION = {"PreemptionByScheduler": PREEMPTED, "PreemptionByKubeScheduler": PREEMPTED,
+               "EvictionByEvictionAPI": EVICTED, "TerminationByKubelet": EVICTED,
+               "DeletionByTaintManager": LOST_VM, "DeletionByPodGC": LOST_VM}
+# The strength of each kind of evidence, as the list above orders it (lower is stronger).
+_RANK = {"disruption": 0, "evicted": 1, "deleted": 2, "exit": 4, "casualty": 5}
+
+
+@dataclass(frozen=True)
+class Fault:
+    cause: str  # preempted, evicted, lost its VM, deleted, stopped by SIGTERM, failed, lost
+    slice: int | None  # the victim's slice (None: the whole workload, as a Kueue preemption)
+    time: float | None  # unix seconds when it happened, as the API dates it
+    detail: str  # what the API says of it, one short phrase
+    pod: str | None = None
+    attempt: int = 0  # the JobSet restart attempt it happened in
+
+    def text(self) -> str:
+        where = "the workload" if self.slice is None else f"slice {self.slice}"
+        return f"{where} {self.cause}" + (f" ({self.detail})" if self.detail else "")
+
+
+def exit_meaning(code: int) -> str:
+    """The trainer's name for its own code, or the signal that killed the process; "" for another code."""
+    known = BY_CODE.get(code)
+    if known is not None:
+        return known.name
+    if 128 < code < 160:
+        try:
+            return f"killed by {signal.Signals(code - 128).name}"
+        except ValueError:
+            return f"killed by signal {code - 128}"
+    return ""
+
+
+def restart_attempt(obj: dict) -> int:
+    """The JobSet restart attempt a Job or pod belongs to (its label; 0 without one)."""
+    try:
+        return int(((obj.get("metadata") or {}).get("labels") or {}).get(RESTART_ATTEMPT, 0))
+    except ValueError:
+        return 0
+
+
+def slice_of(labels: dict) -> int | None:
+    """The slice index a Job's or pod's labels name (None for the Pathways head or without one)."""
+    if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
+        return None
+    try:
+        return int(labels[JOB_INDEX])
+    except (KeyError, ValueError):
+        return None
+
+
+def first_exit(pod: dict) -> tuple[int, float | None] | None:
+    """The first non-zero exit of the pod's containers (code, finish time), if any."""
+    found = []
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        for when in ("state", "lastState"):
+            term = (cs.get(when) or {}).get("terminated") or {}
+            code = term.get("exitCode")
+            if isinstance(code, int) and code != 0:
+                found.append((code, parse_time(term.get("finishedAt"))))
+    return min(found, key=lambda item: item[1] or 0.0) if found else None
+
+
+def pod_fault(pod: dict) -> tuple[str, Fault] | None:
+    """(evidence kind, Fault) of one pod, or None when nothing went wrong with it."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    name, index, attempt = meta.get("name"), slice_of(meta.get("labels") or {}), restart_attempt(pod)
+    vm = (meta.get("labels") or {}).get(COMPLETION_INDEX)
+    on = f"pod {name}" + (f", vm {vm}" if vm is not None else "")
+    exited = first_exit(pod)
+    then = "" if exited is None else f"; exit {exited[0]}" + (f" {exit_meaning(exited[0])}" if exit_meaning(exited[0]) else "")
+    target = next((c for c in status.get("conditions") or []
+                   if c.get("type") == "DisruptionTarget" and c.get("status") == "True"), None)
+    if target is not None:
+        reason = target.get("reason") or "DisruptionTarget"
+        return "disruption", Fault(_DISRUPTION.get(reason, EVICTED), index, parse_time(target.get("lastTransitionTime")),
+                                   f"{on}: {reason}{then}", name, attempt)
+    if status.get("reason") == "Evicted":
+        return "evicted", Fault(EVICTED, index, exited[1] if exited else parse_time(status.get("startTime")),
+                                f"{on}: the kubelet evicted it{then}", name, attempt)
+    deleted = parse_time(meta.get("deletionTimestamp"))
+    if deleted is not None and (exited is None or exited[0] != SLICE_LOST.code):
+        grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+        forced = grace == 0
+        # A graceful delete is mostly a controller's (a JobSet restart deletes every Job's pods after a failure):
+        # it ranks with the casualties, and the earliest of them is the fault; a force delete is a lost VM.
+        return "deleted" if forced else "casualty", Fault(LOST_VM if forced else DELETED, index, deleted - grace,
+                                f"{on}: " + ("force-deleted" if forced else f"deleted, grace {grace:g}s") + then,
+                                name, attempt)
+    if exited is None:
+        return None
+    code, finished = exited
+    kind = "casualty" if code == SLICE_LOST.code else "exit"
+    # 77: the trainer heard SIGTERM, from a delete or a drain the pod no longer shows
+    cause = SLICE_GONE if kind == "casualty" else SIGNALLED if code == PREEMPTED_EXIT.code else FAILED
+    return kind, Fault(cause, index, finished, f"{on}{then}", name, attempt)
+
+
+def lost_slice(pods: Sequence[dict], workloads: Sequence[dict] = ()) -> Fault | None:
+    """The fault of the newest restart attempt that had one: its victim and cause (see the module's list)."""
+    found = [f for f in (pod_fault(p) for p in pods) if f is not None]
+    kueue = kueue_fault(workloads)
+    if not found:
+        return kueue
+    newest = max(f.attempt for _, f in found)
+    mine = [(kind, f) for kind, f in found if f.attempt == newest]
+    strongest = min(_RANK[kind] for kind, _ in mine)
+    if kueue is not None and strongest >= _RANK["exit"]:  # Kueue's word beats what the containers did after
+        return kueue
+    return min((f for kind, f in mine if _RANK[kind] == strongest), key=lambda f: (f.time or 0.0, f.slice or 0))
+
+
+def kueue_fault(workloads: Sequence[dict]) -> Fault | None:
+    """The Kueue Workload's Preempted/Evicted condition, as the whole workload's fault (None: none is True)."""
+    for w in workloads:
+        for c in (w.get("status") or {}).get("conditions") or []:
+            if c.get("type") in ("Preempted", "Evicted") and c.get("status") == "True":
+                cause = PREEMPTED if c.get("type") == "Preempted" or c.get("reason") == "Preempted" else EVICTED
+                return Fault(cause, None, parse_time(c.get("lastTransitionTime")),
+                             f"by Kueue: {c.get('reason')}: {c.get('message', '')}".rstrip(": "))
+    return None

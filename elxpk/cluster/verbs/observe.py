@@ -1,0 +1,227 @@
+"""Fetch what `status` and `list` need with a bounded number of label-selector LIST calls.
+
+`status NAME`: GET the JobSet, LIST its Jobs, LIST its Pods (pages of 500), LIST its Kueue Workload, plus one
+discovery call for Kueue's version per process: 5 calls for 1 slice or 64, never one per pod.
+`list`: LIST JobSets, Jobs, Pods and Kueue Workloads of the namespace once each, then group in memory.
+
+Which pods: a slice's state comes from its Job's counts (active, ready, failed, succeeded); pods add only
+their restarts and failures (restart_causes, pod_restarts). Under restartPolicy Never in every pod template
+(what elxpk renders: a podFailurePolicy requires it) a container never restarts in place, so only a Failed
+pod holds any: `status` then lists Failed pods only (a field selector). On 1,024 running TPU VMs that is
+no pod of ~10 KB each instead of all of them, which the API server encodes and the client parses in full
+(bench/bench_status_real.py). The one thing not seen: a disrupted pod during its grace period, while it
+still runs; it is counted once it has failed. `events` reads every pod (fetch_objects).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from elxpk.cluster.api.kube import Kube
+from elxpk.cluster.diagnosis import why as why_mod
+from elxpk.cluster.diagnosis.job_rejections import event_selector, jobs_missing, rejection_reasons
+from elxpk.cluster.diagnosis.why import Context
+from elxpk.cluster.diagnosis.why_jobs import FAILED_CREATE, short_of_pods
+from elxpk.cluster.diagnosis.why_recovery import NOT_SELF_HEALING, recovering, trainer_stopped, with_recovery
+from elxpk.cluster.objects.labels import ACCELERATOR, JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
+from elxpk.cluster.records.chips import workload_accelerator
+from elxpk.cluster.records.progress import progress_of
+from elxpk.cluster.records.status import WorkloadStatus, compute_status
+from elxpk.errors import ClusterError, NotFoundError
+
+JOBSET_MISSING = (
+    "JobSet is not installed on this cluster: install the JobSet controller and CRD (the kubernetes-sigs/jobset "
+    "release manifest, v0.10 or later; xpk's cluster create installs it), then retry"
+)
+
+
+def require_jobset(kube: Kube) -> None:
+    if not kube.jobset_crd_served():
+        raise ClusterError(JOBSET_MISSING)
+
+
+def get_workload(kube: Kube, namespace: str, name: str) -> dict:
+    """The JobSet named `name`; a clear error when it, or the JobSet API itself, is missing."""
+    try:
+        jobset = kube.get_jobset(namespace, name)
+    except NotFoundError:
+        require_jobset(kube)
+        kube.require_namespace(namespace)
+        raise NotFoundError(f'workload "{name}" not found in namespace "{namespace}" '
+                            "(`elxpk workload list` shows what exists)") from None
+    return the_named_jobset(jobset, namespace, name)
+
+
+def the_named_jobset(answer: object, namespace: str, name: str) -> dict:
+    """`answer` when it is the JobSet `name` itself; ClusterError for anything else (a list, another object):
+    a verb that deletes or kills acts only on the one object named."""
+    meta = answer.get("metadata") if isinstance(answer, dict) else None
+    if not isinstance(answer, dict) or answer.get("kind") != "JobSet" or not isinstance(meta, dict) \
+            or meta.get("name") != name or meta.get("namespace", namespace) != namespace:
+        what = answer.get("kind") if isinstance(answer, dict) else None
+        raise ClusterError(f'asked for JobSet "{name}" in namespace "{namespace}", the API server answered '
+                           f"with {what or 'something else'}; nothing was done")
+    return answer
+
+
+def fetch_objects(kube: Kube, namespace: str, name: str) -> tuple[dict, list[dict], list[dict], list[dict]]:
+    """The JobSet, its Jobs, its Pods and its Kueue Workloads."""
+    jobset = get_workload(kube, namespace, name)
+    selector = f"{JOBSET_NAME}={name}"
+    jobs = kube.list_jobs(namespace, selector)
+    pods = kube.list_pods(namespace, selector)
+    workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset['metadata'].get('uid', '')}")
+    return jobset, jobs, pods, workloads
+
+
+FAILED_PODS = "status.phase=Failed"
+
+
+def counted_pods(jobsets: list[dict]) -> str | None:
+    """The field selector of the pods whose restarts and failures `status` counts: Failed ones when every
+    pod template of `jobsets` has restartPolicy Never (no restart in place), else None (every pod)."""
+    for jobset in jobsets:
+        for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+            pod_spec = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            if pod_spec.get("restartPolicy", "Always") != "Never":
+                return None
+    return FAILED_PODS
+
+
+def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False,
+                 stuck_after_s: float | None = None, why: bool = False,
+                 on_objects: Callable[[dict, list, list, list], None] | None = None) -> WorkloadStatus:
+    """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
+    `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
+    every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
+    pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the Job
+    controller's FailedCreate Events when a Job has fewer pods than it asks for, the JobSet's JobCreationFailed
+    Events when a Job is missing, the namespace's ProvisioningRequests when the Workload has admission
+    checks): at most 7 more calls, none per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads
+    read (`status --watch` finds its incidents in them at no call of its own). A workload that runs reads
+    only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its
+    reasons are in the pods that have not failed."""
+    jobset = get_workload(kube, namespace, name)
+    selector = f"{JOBSET_NAME}={name}"
+    jobs = kube.list_jobs(namespace, selector)
+    only = None if why else counted_pods([jobset])
+    pods = kube.list_pods(namespace, selector, only)
+    workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset['metadata'].get('uid', '')}")
+    if on_objects is not None:
+        on_objects(jobset, jobs, pods, workloads)
+    status = compute_status(jobset, jobs, pods, workloads, now)
+    status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
+    # Read once: status shows it, and --why names the trainer's own verdict from it.
+    progress, problem = progress_of(jobset, now) if (why or with_progress) else (None, "")
+    if why or stuck_after_s is not None:
+        since = why_mod.state_since(jobset, jobs, workloads)
+        age = None if since is None else now - since
+        after = stuck_after_s if stuck_after_s is not None else 0.0
+        if why or (status.state in why_mod.STUCK_STATES and age is not None and age >= after):
+            if only is not None:
+                pods = kube.list_pods(namespace, selector)
+            # Stuck, but not asked why: only the Job controller's Events (one LIST, when a Job lacks pods),
+            # which nothing else shows; a pod that cannot be created leaves no other trace (#33)
+            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else \
+                Context(events=tuple(_failed_creates(kube, namespace, jobs)), nodes=_unschedulable_nodes(kube, pods))
+            reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
+                                      pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
+            if context is not None and context.rejections:  # a Job the API server refused: decisive
+                reasons = rejection_reasons(jobset, list(context.rejections)) + reasons
+            if why:  # the trainer's own final verdict (--elastic-stop-on-repeat) comes first: it names the cause;
+                # else a failure the JobSet's restart is handling, which needs no fix
+                healing = [] if any(r.cause in NOT_SELF_HEALING for r in reasons) else \
+                    recovering(status, pods, workloads, progress, now)
+                reasons = trainer_stopped(progress, name, pods) + with_recovery(healing, reasons)
+            status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
+                                         why=tuple(reasons) if why else ())
+    if not with_progress:
+        return status
+
+    return dataclasses.replace(status, progress=progress, progress_problem=problem)
+
+
+def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict],
+                jobs: list[dict] | None = None):
+    """What `status --why` reads beyond plain status, only where the objects point at it."""
+
+    queue = (jobset["metadata"].get("labels") or {}).get(KUEUE_QUEUE)
+    mine = [w for w in workloads if (w["metadata"].get("labels") or {}).get(KUEUE_JOB_UID)
+            == jobset["metadata"].get("uid")]
+    reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True"
+                   for w in mine for c in (w.get("status") or {}).get("conditions") or [])
+    local_queue = cluster_queue = None
+    position = ""
+    if queue and mine and not reserved:
+        local_queue = kube.get_kueue_object("localqueues", queue, namespace)
+        cq = ((local_queue or {}).get("spec") or {}).get("clusterQueue")
+        cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
+        position = _position(kube, namespace, queue, mine[0]["metadata"]["name"], local_queue)
+    nodes = _unschedulable_nodes(kube, pods)
+    rejections: tuple[dict, ...] = ()
+    if jobs is not None and jobs_missing(jobset, jobs):  # one more call, only when a Job is missing
+        meta = jobset["metadata"]
+        rejections = tuple(kube.list_events(namespace, event_selector(meta["name"], meta.get("uid", ""))))
+    # A Workload with admission checks may wait on a ProvisioningRequest (--flex-start): one LIST.
+    checked = any((w.get("status") or {}).get("admissionChecks") for w in mine)
+    requests = kube.list_provisioning_requests(namespace) if checked else None
+    return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
+                   rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])),
+                   provisioning_requests=None if requests is None else tuple(requests))
+
+
+def _unschedulable_nodes(kube: Kube, pods: list[dict]) -> tuple[dict, ...] | None:
+    """The TPU nodes' labels and taints, when a pod is unschedulable (one LIST, else none): which nodes have
+    the pod's shape, and whether a taint the scheduler names is theirs or another pool's."""
+    if not any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
+        return None
+    return tuple({"name": n["metadata"].get("name"), "labels": n["metadata"].get("labels") or {},
+                  "taints": (n.get("spec") or {}).get("taints")} for n in kube.list_nodes(ACCELERATOR, limit=1000))
+
+
+def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:
+    """The Job controller's FailedCreate Events, when a Job has fewer pods than it asks for (else no call)."""
+    if not any(short_of_pods(j) for j in jobs):
+        return []
+    try:
+        return kube.list_events(namespace, f"involvedObject.kind=Job,reason={FAILED_CREATE}")
+    except NotFoundError:
+        return []
+
+
+def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:
+    pending = kube.pending_workloads(namespace, queue)
+    waiting = ((local_queue or {}).get("status") or {}).get("pendingWorkloads")
+    if pending is None:
+        return ("queue position unknown: Kueue's visibility API (visibility.kueue.x-k8s.io) is not served on "
+                f"this cluster; LocalQueue {queue} has {waiting if waiting is not None else '?'} pending")
+    for item in pending:
+        if item.get("metadata", {}).get("name") == workload:
+            return (f"position {item.get('positionInLocalQueue')} in LocalQueue {queue}, "
+                    f"{item.get('positionInClusterQueue')} in its ClusterQueue")
+    return f"not among the {len(pending)} pending workloads Kueue lists for LocalQueue {queue}"
+
+
+def fetch_all(kube: Kube, namespace: str, now: float) -> list[WorkloadStatus]:
+    try:
+        jobsets = kube.list_jobsets(namespace)
+    except NotFoundError:
+        require_jobset(kube)
+        raise
+    if not jobsets:
+        kube.require_namespace(namespace)  # a LIST in a namespace that does not exist is empty, not a 404
+        return []
+    jobs = kube.list_jobs(namespace, JOBSET_NAME)
+    pods = kube.list_pods(namespace, JOBSET_NAME, counted_pods(jobsets))
+    workloads = kube.list_kueue_workloads(namespace)
+    by_name: dict[str, tuple[list[dict], list[dict]]] = {}
+    for job in jobs:
+        by_name.setdefault(job["metadata"]["labels"][JOBSET_NAME], ([], []))[0].append(job)
+    for pod in pods:
+        by_name.setdefault(pod["metadata"]["labels"][JOBSET_NAME], ([], []))[1].append(pod)
+    statuses = []
+    for jobset in jobsets:
+        own_jobs, own_pods = by_name.get(jobset["metadata"]["name"], ([], []))
+        statuses.append(compute_status(jobset, own_jobs, own_pods, workloads, now))
+    return statuses

@@ -1,0 +1,348 @@
+"""The verbs that act on a submitted workload: delete, logs, wait and kill-slice.
+
+Clocks and sleeps are injected, so `wait` and `kill-slice --watch` are tested without real waiting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from elxpk.cluster.api.kube import Kube
+from elxpk.cluster.objects.labels import (
+    COMPLETION_INDEX,
+    HEAD,
+    JOB_INDEX,
+    JOBSET_NAME,
+    REPLICATED_JOB,
+    parse_time,
+)
+from elxpk.cluster.records.progress import checkpoint_dir, progress_of
+from elxpk.cluster.records.status import (
+    WorkloadStatus,
+    worker_replicated_job,
+)
+from elxpk.cluster.verbs.observe import fetch_status, get_workload
+from elxpk.errors import CheckFailed, ClusterError, NotFoundError, Timeout, UsageError
+from elxpk.units import format_duration
+
+RECOVERY_EVENT = "first_step_after_recovery"
+
+
+def delete_workload(kube: Kube, namespace: str, name: str) -> None:
+    """Foreground deletion: the JobSet goes once its Jobs and Pods are gone (nothing is left running)."""
+    jobset = get_workload(kube, namespace, name)  # a clear "not found" / "JobSet not installed" first
+    try:  # exactly the JobSet just read (get_workload checked its name): its uid is the precondition
+        kube.delete_jobset(namespace, name, uid=jobset["metadata"].get("uid", ""), propagation="Foreground")
+    except NotFoundError:
+        pass  # a retried DELETE whose first attempt went through: the workload is gone, as asked
+
+
+# --- logs -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogSource:
+    pod: str
+    container: str
+    what: str  # "head" or "slice K vm I", for messages
+
+
+def log_source(kube: Kube, namespace: str, name: str, *, head: bool, slice_index: int | None,
+               vm: int | None, container: str | None = None) -> LogSource:
+    """The pod whose log was asked for: the Pathways head by default, else slice K (default 0), VM I (0)."""
+    jobset = get_workload(kube, namespace, name)
+    rjobs = {r["name"]: r for r in jobset.get("spec", {}).get("replicatedJobs") or []}
+    if head and slice_index is not None:
+        raise UsageError("--head and --slice select different pods: give one of them")
+    use_head = head or (slice_index is None and vm is None and HEAD in rjobs)
+    if head and HEAD not in rjobs:
+        raise UsageError(f"--head: workload {name} has no {HEAD} (not a Pathways workload); use --slice K --vm I")
+    if use_head:
+        selector, what = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={HEAD}", "head"
+    else:
+        worker = _worker(jobset, name)
+        k, i = slice_index or 0, vm or 0
+        _check_index(jobset, worker, k, i)
+        selector = (f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={k},"
+                    f"{COMPLETION_INDEX}={i}")
+        what = f"slice {k} vm {i}"
+    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+    if not pods:
+        raise NotFoundError(f"no pod yet for the {what} of workload {name} (is it still queued? "
+                            f"see `elxpk workload status {name}`)")
+    pod = max(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""))
+    containers = [c["name"] for c in pod["spec"].get("containers", [])]
+    if container is not None and container not in containers:
+        raise UsageError(f"--container {container}: pod {pod['metadata']['name']} has {', '.join(containers)}")
+    return LogSource(pod["metadata"]["name"], container or containers[0], what)
+
+
+def read_logs(kube: Kube, namespace: str, source: LogSource, *, follow: bool,
+              tail: int | None = None, previous: bool = False) -> Iterator[str]:
+    """The log's lines as they arrive, in bounded memory, whatever the log's length."""
+    lines = kube.pod_log_lines(namespace, source.pod, source.container, tail_lines=tail, previous=previous,
+                               follow=follow)
+    try:
+        first = next(lines, None)  # the request is made here: its refusal is worded before any line
+    except ClusterError as exc:
+        if previous and ("not found" in str(exc) or " 400 " in str(exc)):  # the server's answer: 400
+            raise NotFoundError(f"--previous: the {source.what} container ({source.pod}/{source.container}) "
+                                "has not terminated since its pod started: there is no previous log "
+                                "(a replaced pod's log went with it; see `elxpk workload events`)") from None
+        raise
+    if first is None:
+        return
+    yield first
+    yield from lines
+
+
+# --- wait -------------------------------------------------------------------------------------------------
+
+
+def wait_for(kube: Kube, namespace: str, name: str, *, until: str, timeout_s: float | None,
+             clock: Callable[[], float], sleep: Callable[[float], None], poll_s: float = 5.0,
+             on_update: Callable[[WorkloadStatus], None] = lambda s: None,
+             max_consecutive_errors: int = 5) -> WorkloadStatus:
+    """Poll status until `until` ("completed" or "running") holds. CheckFailed if the workload fails,
+    Timeout when `timeout_s` runs out. A transient API outage is tolerated for a few polls."""
+    if until not in ("completed", "running"):
+        raise UsageError(f"--for {until}: use completed or running")
+    start = clock()
+    errors = 0
+    seen: WorkloadStatus | None = None  # the last state read: what a timeout reports, even mid-request
+    while True:
+        left = None if timeout_s is None else max(0.0, timeout_s - (clock() - start))
+        try:
+            with kube.within(left):  # --timeout holds while a request is in flight
+                status = fetch_status(kube, namespace, name, now=clock())
+            errors = 0
+        except NotFoundError:
+            raise
+        except Timeout:
+            took = format_duration(clock() - start)
+            if seen is not None:  # the request in flight was cut at the deadline: report what was seen
+                raise Timeout(f"workload {name} is still {seen.state} after {took} (waiting for {until}; the "
+                              "last request had no answer yet; raise --timeout to wait longer)") from None
+            raise Timeout(f"workload {name}: no answer from the Kubernetes API at {kube.host} before "
+                          f"--timeout ran out after {took} (waiting for {until}; "
+                          "raise --timeout to wait longer)") from None
+        except ClusterError:
+            errors += 1
+            if errors >= max_consecutive_errors:
+                raise
+            status = None
+        if status is not None:
+            seen = status
+            on_update(status)
+            if status.state == "Failed":
+                raise CheckFailed(f"workload {name} failed: {status.message}")
+            if status.state == "Succeeded" or (until == "running" and status.state == "Running"):
+                return status
+        elapsed = clock() - start
+        if timeout_s is not None and elapsed >= timeout_s:
+            state = seen.state if seen is not None else "unknown (API errors)"
+            raise Timeout(f"workload {name} is still {state} after {format_duration(elapsed)} "
+                          f"(waiting for {until}; raise --timeout to wait longer)")
+        remaining = poll_s if timeout_s is None else min(poll_s, timeout_s - elapsed)
+        sleep(max(remaining, 0.0))
+
+
+# --- kill-slice -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KillPlan:
+    selector: str
+    pods: tuple[str, ...]
+    uids: frozenset[str]
+    expected: int  # pods that must run again for the slice to count as back
+    pod_uids: tuple[str, ...] = ()  # the uid of each of `pods`: a delete or eviction hits only that pod
+
+    def uid_of(self, pod: str) -> str:
+        return dict(zip(self.pods, self.pod_uids, strict=True)).get(pod, "")
+
+
+def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int | None) -> KillPlan:
+    jobset = get_workload(kube, namespace, name)
+    ended = _ended(jobset)
+    if ended:  # its pods are what is left of the run (their exits, their logs): nothing runs to kill
+        raise CheckFailed(f"workload {name} has {ended}: nothing runs to kill; nothing was deleted")
+    worker = _worker(jobset, name)
+    _check_index(jobset, worker, slice_index, vm)
+    selector = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={slice_index}"
+    if vm is not None:
+        selector += f",{COMPLETION_INDEX}={vm}"
+    # a pod that has ended (Succeeded, Failed) is a record, not a VM at work: never killed
+    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            and _of_slice(p, name, worker["name"], slice_index, vm)]
+    if not pods:
+        raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
+    job_spec = worker.get("template", {}).get("spec", {})
+    expected = 1 if vm is not None else min(job_spec.get("parallelism", 1),
+                                            job_spec.get("completions", job_spec.get("parallelism", 1)))
+    pods = sorted(pods, key=lambda p: p["metadata"]["name"])
+    return KillPlan(selector, tuple(p["metadata"]["name"] for p in pods),
+                    frozenset(p["metadata"]["uid"] for p in pods), expected,
+                    tuple(p["metadata"]["uid"] for p in pods))
+
+
+def _of_slice(pod: dict, name: str, replicated_job: str, slice_index: int, vm: int | None) -> bool:
+    """The pod carries exactly the labels of the slice (and VM) named: what the selector asked for, checked
+    again on the answer, so a kill never reaches a pod of another workload or slice."""
+    labels = pod["metadata"].get("labels") or {}
+    wanted = {JOBSET_NAME: name, REPLICATED_JOB: replicated_job, JOB_INDEX: str(slice_index)}
+    if vm is not None:
+        wanted[COMPLETION_INDEX] = str(vm)
+    return bool(pod["metadata"].get("name")) and all(labels.get(k) == v for k, v in wanted.items())
+
+
+def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
+    """Force-delete (grace period 0), as a node or VM loss would; a pod already gone is fine."""
+    for pod in plan.pods:
+        try:
+            kube.delete_pod(namespace, pod, uid=plan.uid_of(pod), grace_period_seconds=0)
+        except NotFoundError:
+            pass
+
+
+@dataclass(frozen=True)
+class Recovery:
+    slice_back_s: float  # kill -> every replacement pod Running and Ready
+    next_step_s: float | None  # kill -> the trainer's first step after recovery (its records), if seen
+    next_step: int | None = None  # that step's number (steps done), when the progress record gave it
+    source: str = ""  # where next_step_s was read: "progress record", "head's log", or why it was not
+
+
+def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, killed_at: float,
+                   clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float,
+                   poll_s: float = 2.0, on_tick: Callable[[str], None] = lambda s: None) -> Recovery:
+    while True:
+        pods = kube.list_pods(namespace, plan.selector)
+        fresh = [p for p in pods if p["metadata"]["uid"] not in plan.uids and _ready(p)]
+        on_tick(f"{len(fresh)}/{plan.expected} replacement pods ready")
+        if len(fresh) >= plan.expected:
+            back = clock() - killed_at
+            started = max([killed_at, *(_started(p) for p in fresh)])
+            break
+        ended = _ended(get_workload(kube, namespace, name))
+        if ended:  # no controller replaces a finished workload's pods: waiting would last the whole timeout
+            raise ClusterError(f"{name} {ended} before its killed pods were replaced: the kill came too late to "
+                               "test a recovery; kill a slice while `status` shows it training")
+        if clock() - killed_at >= timeout_s:
+            raise Timeout(f"slice pods of {name} not running again after {format_duration(timeout_s)}")
+        sleep(poll_s)
+    # Pods ready is not training: the recovery ends at the trainer's next step (its imports, restore and
+    # compile come after the pods are ready), read from its own records.
+    # A step of the old processes (their last write, as their group stopped) can come after the kill: only a
+    # step after the replacement containers started is the recovered trainer's.
+    next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
+    while next_step.seconds is None and next_step.readable and clock() - killed_at < timeout_s:
+        on_tick("slice back; waiting for the trainer's first step after recovery")
+        sleep(poll_s)
+        next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
+    return Recovery(back, next_step.seconds, next_step.step, next_step.source)
+
+
+class _NextStep(NamedTuple):
+    seconds: float | None  # kill -> the first step completed after it
+    step: int | None
+    source: str  # where it was read, or why not
+    readable: bool  # whether waiting may still see it (a record or a log to read)
+
+
+def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, started: float,
+                     now: float) -> _NextStep:
+    """The trainer's first step after the kill: from its progress record (CHECKPOINT_DIR/elxpk-progress.json:
+    a restarted trainer writes it at its first step, an in-process recovery at its first step of the new
+    attempt), a running trainer's step after `started` (when the replacement containers started), else the
+    `first_step_after_recovery` event in a Pathways head's log."""
+    jobset = get_workload(kube, namespace, name)
+    progress, problem = progress_of(jobset, now)
+    if progress is not None and progress.get("state") == "running" and progress.get("step_time") is not None \
+            and progress["step_time"] > started:
+        return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True)
+    ended = _ended(jobset)  # it finished (failed) with no step after the kill: none will come
+    if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
+        seconds = _head_log_step_after(kube, namespace, name, killed_at)
+        return _NextStep(seconds, None, "head's log", not ended)
+    if ended:
+        return _NextStep(None, None, f"the workload {ended} first", False)
+    if checkpoint_dir(jobset) is None:
+        return _NextStep(None, None, "the workload names no checkpoint directory, so no progress record", False)
+    return _NextStep(None, None, PROGRESS_SOURCE if not problem else problem, True)
+
+
+PROGRESS_SOURCE = "the trainer's progress record"
+
+
+def _ended(jobset: dict) -> str:
+    """"succeeded" or "failed" once the JobSet has its terminal condition; "" while it runs."""
+    for condition in jobset.get("status", {}).get("conditions") or []:
+        if condition.get("status") == "True" and condition.get("type") in ("Completed", "Failed"):
+            return "succeeded" if condition["type"] == "Completed" else "failed"
+    return ""
+
+
+def _head_log_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
+    """Seconds from the kill to the trainer's `first_step_after_recovery` event in the head's log, if any."""
+    try:
+        source = log_source(kube, namespace, name, head=False, slice_index=None, vm=None)
+    except (NotFoundError, UsageError):
+        return None
+    if source.what != "head":
+        return None
+    for line in kube.pod_log(namespace, source.pod, source.container, tail_lines=2000).splitlines():
+        record = event_record(line)
+        if record and record.get("event") == RECOVERY_EVENT and float(record.get("time", 0)) >= killed_at:
+            return float(record["time"]) - killed_at
+    return None
+
+
+def event_record(line: str) -> dict | None:
+    """A trainer event (an events.jsonl record) embedded in a log line, possibly after a log prefix."""
+    start = line.find("{")
+    if start < 0:
+        return None
+    try:
+        record = json.loads(line[start:])
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and "event" in record else None
+
+
+def _started(pod: dict) -> float:
+    """When the pod's containers last started (the API's seconds, rounded down); 0 when none says."""
+    times = [parse_time(((cs.get("state") or {}).get("running") or {}).get("startedAt"))
+             for cs in (pod.get("status") or {}).get("containerStatuses") or []]
+    return max([t for t in times if t is not None], default=0.0)
+
+
+def _ready(pod: dict) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def _worker(jobset: dict, name: str) -> dict:
+    worker = worker_replicated_job(jobset)
+    if worker is None:
+        raise ClusterError(f"workload {name} has no worker replicatedJob")
+    return worker
+
+
+def _check_index(jobset: dict, worker: dict, slice_index: int, vm: int | None) -> None:
+    replicas = int(worker.get("replicas", 1))
+    spec = worker.get("template", {}).get("spec", {})
+    vms = int(spec.get("parallelism", 1))
+    problems = []
+    if not 0 <= slice_index < replicas:
+        problems.append(f"--slice {slice_index}: workload {jobset['metadata']['name']} has {replicas} slices "
+                        f"(0..{replicas - 1})")
+    if vm is not None and not 0 <= vm < vms:
+        problems.append(f"--vm {vm}: each slice has {vms} VMs (0..{vms - 1})")
+    if problems:
+        raise UsageError(*problems)
