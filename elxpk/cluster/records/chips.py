@@ -30,6 +30,7 @@ from elxpk.chip_hours import (
     split,
 )
 from elxpk.cluster.objects.labels import ACCELERATOR, TOPOLOGY
+from elxpk.cluster.objects.meta import part
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, worker_replicated_job
 from elxpk_contract.progress_record import BADPUT_KEYS
@@ -54,12 +55,9 @@ def workload_accelerator(jobset: dict) -> Accelerator | None:
     worker = worker_replicated_job(jobset)
     if worker is None:
         return None
-    job = (worker.get("template") or {}).get("spec") or {}
-    pod = (job.get("template") or {}).get("spec") or {}
-    selector = pod.get("nodeSelector") or {}
-    nodes = min(int(job.get("parallelism", 1)), int(job.get("completions", job.get("parallelism", 1))))
+    selector = part(worker.job.pod_spec, "nodeSelector")
     return from_node_labels(selector.get(ACCELERATOR), selector.get(TOPOLOGY), selector.get(GPU_ACCELERATOR),
-                            max(nodes, 1))
+                            max(worker.job.pods, 1))
 
 
 def _trainer_seconds(status: WorkloadStatus, now: float) -> dict[str, float] | None:

@@ -18,34 +18,35 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.objects.meta import Meta
+from elxpk.cluster.objects.pods import Event
 
 SAME_S = 30.0  # an Event this close to the condition it restates is the same incident
 RESTART_MESSAGE = "applying RestartJobSet"  # RestartJobSet and RestartJobSetAndIgnoreMaxRestarts actions
 
 
-def event_time(event: dict) -> float | None:
-    return parse_time(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp"))
+def event_time(event: Event) -> float | None:
+    return parse_time(event.time)
 
 
-def own_events(events: Iterable[dict], jobset: dict, objects: Iterable[dict]) -> list[dict]:
+def own_events(events: Iterable[Event], jobset: Meta, objects: Iterable[tuple[str, Meta]]) -> list[Event]:
     """The Events about this incarnation of the workload: none from before the JobSet was created, none about
-    an object of one of its names but another uid."""
-    born = parse_time(jobset["metadata"].get("creationTimestamp"))
-    uids = {(o.get("kind") or "", o["metadata"].get("name")): o["metadata"].get("uid") for o in objects}
+    an object of one of its names but another uid. `objects`: (kind, metadata) of each of its objects."""
+    born = parse_time(jobset.created)
+    uids = {(kind, meta.name): meta.uid for kind, meta in objects}
     out = []
     for e in events:
-        involved = e.get("involvedObject") or {}
         when = event_time(e)
         if born is not None and when is not None and when < born:
             continue
-        known = uids.get((involved.get("kind") or "", involved.get("name")))
-        if known and involved.get("uid") and involved.get("uid") != known:
+        known = uids.get((e.involved.kind or "", e.involved.name))
+        if known and e.involved.uid and e.involved.uid != known:
             continue
         out.append(e)
     return out
 
 
-def restart_times(events: Iterable[dict], jobset_name: str) -> list[float]:
+def restart_times(events: Iterable[Event], jobset_name: str) -> list[float]:
     """When the JobSet controller restarted the JobSet, oldest first: its Events of one restart (the rule's
     and the action's, microseconds apart) are one time."""
     times = sorted(t for e in events if _is_restart(e, jobset_name) and (t := event_time(e)) is not None)
@@ -56,29 +57,27 @@ def restart_times(events: Iterable[dict], jobset_name: str) -> list[float]:
     return grouped
 
 
-def _is_restart(event: dict, jobset_name: str) -> bool:
-    involved = event.get("involvedObject") or {}
-    return involved.get("kind") == "JobSet" and involved.get("name") == jobset_name \
-        and str(event.get("message") or "").startswith(RESTART_MESSAGE)
+def _is_restart(event: Event, jobset_name: str) -> bool:
+    return event.involved.kind == "JobSet" and event.involved.name == jobset_name \
+        and str(event.message or "").startswith(RESTART_MESSAGE)
 
 
-def not_restated(events: Iterable[dict], jobset_name: str, conditions: dict[tuple[str, str], list[float]],
-                 reports: Callable[[str], bool]) -> list[dict]:
+def not_restated(events: Iterable[Event], jobset_name: str, conditions: dict[tuple[str, str], list[float]],
+                 reports: Callable[[str], bool]) -> list[Event]:
     """`events` less those that restate a condition already an incident. `conditions`: (kind, name) of a Job
     or Workload -> the times of its Failed / Evicted / Preempted conditions; `reports`: the reasons of
     Workload Events that report an eviction (incidents.reports_incident)."""
-    out: list[dict] = []
+    out: list[Event] = []
     shown: dict[str, list[float]] = {}  # Workload -> times of its eviction Events kept
     for e in sorted(events, key=lambda e: event_time(e) or 0.0):
-        involved = e.get("involvedObject") or {}
-        kind, name = involved.get("kind") or "", involved.get("name") or ""
+        kind, name = e.involved.kind or "", e.involved.name or ""
         when = event_time(e)
         if _is_restart(e, jobset_name):
             continue  # the jobset_restart incident, dated by it
         near = when is not None and any(abs(when - t) <= SAME_S for t in conditions.get((kind, name), ()))
-        if near and (kind == "Job" or reports(e.get("reason") or "")):
+        if near and (kind == "Job" or reports(e.reason or "")):
             continue
-        if kind == "Workload" and reports(e.get("reason") or "") and when is not None:
+        if kind == "Workload" and reports(e.reason or "") and when is not None:
             if any(abs(when - t) <= SAME_S for t in shown.get(name, ())):
                 continue  # Kueue's second Event of one eviction (Preempted, then EvictedDueToPreempted)
             shown.setdefault(name, []).append(when)

@@ -23,10 +23,13 @@ from __future__ import annotations
 import hashlib
 import signal
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
+from typing import Any
 
-from elxpk.cluster.objects.labels import RESTART_ATTEMPT, parse_time
+from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.objects.pods import Event, Pod
+from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records import incident_merge as merge
 from elxpk.cluster.records.lost_slice import exit_meaning, pod_fault, slice_of
 from elxpk.shown import shown
@@ -86,82 +89,71 @@ def classify_exit(code: int, reason: str = "") -> str:
     return UNKNOWN
 
 
-def pod_incidents(pod: dict, workload: str = "") -> list[Incident]:
-    meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status") or {}
-    labels = meta.get("labels") or {}
-    fault = pod_fault(pod)
-    base = {"slice": slice_of(labels), "pod": meta.get("name"), "node": spec.get("nodeName"), "workload": workload,
+def pod_incidents(pod: dict | Pod, workload: str = "") -> list[Incident]:
+    view = Pod.of(pod)
+    meta = view.meta
+    fault = pod_fault(view)
+    base: dict[str, Any] = {"slice": slice_of(meta.labels), "pod": meta.name, "node": view.node, "workload": workload,
             "fault": "" if fault is None else fault[1].cause}
-    uid = meta.get("uid", meta.get("name"))
+    uid = meta.uid or meta.name
     found: list[Incident] = []
     # A disrupted or evicted pod's container is then killed (137): that exit is the disruption's, one incident
-    disrupted = status.get("reason") == "Evicted" or any(
-        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or [])
+    target = view.disruption
+    disrupted = view.reason == "Evicted" or target is not None
     killed: list[str] = []
-    for cs in status.get("containerStatuses") or []:
-        for when in ("lastState", "state"):
-            term = (cs.get(when) or {}).get("terminated")
-            if not term or int(term.get("exitCode", 0)) == 0:
+    for cs in view.containers:
+        for when, term in (("lastState", cs.last_terminated), ("state", cs.terminated)):
+            if not term or int(term.exit_code or 0) == 0:
                 continue
-            if disrupted and when == "state":
-                killed.append(f"container {cs.get('name')} exited {term['exitCode']}"
-                              + (f" ({exit_meaning(int(term['exitCode']))})" if exit_meaning(int(term["exitCode"])) else ""))
-                continue
-            code = int(term["exitCode"])
-            finished = term.get("finishedAt")
+            code = int(term.exit_code)
             meaning = exit_meaning(code)
+            if disrupted and when == "state":
+                killed.append(f"container {cs.name} exited {term.exit_code}" + (f" ({meaning})" if meaning else ""))
+                continue
             found.append(Incident(
-                _id("exit", uid, cs.get("name"), code, finished or cs.get("restartCount", 0)), finished, "exit",
-                classify_exit(code, term.get("reason") or ""), term.get("reason") or "Error",
-                "; ".join(p for p in (meaning, term.get("message", "")) if p), container=cs.get("name"),
-                exit_code=code, **base))
+                _id("exit", uid, cs.name, code, term.finished or cs.restarts), term.finished, "exit",
+                classify_exit(code, term.reason or ""), term.reason or "Error",
+                "; ".join(p for p in (meaning, term.message or "") if p), container=cs.name, exit_code=code, **base))
     then = "; ".join(killed)
-    target = next((c for c in status.get("conditions") or []
-                   if c.get("type") == "DisruptionTarget" and c.get("status") == "True"), None)
     if target is not None:
-        found.append(Incident(_id("disruption", uid, target.get("reason")), target.get("lastTransitionTime"),
-                              "disruption", INFRA, target.get("reason") or "DisruptionTarget",
-                              "; ".join(p for p in (target.get("message", ""), then) if p), **base))
-    elif status.get("reason") == "Evicted":  # the kubelet's node-pressure eviction (no DisruptionTarget on old nodes)
-        found.append(Incident(_id("evicted", uid), status.get("startTime"), "evicted", INFRA, "Evicted",
-                              "; ".join(p for p in (status.get("message", ""), then) if p), **base))
+        found.append(Incident(_id("disruption", uid, target.reason), target.time, "disruption", INFRA,
+                              target.reason or "DisruptionTarget",
+                              "; ".join(p for p in (target.message or "", then) if p), **base))
+    elif view.reason == "Evicted":  # the kubelet's node-pressure eviction (no DisruptionTarget on old nodes)
+        found.append(Incident(_id("evicted", uid), view.started, "evicted", INFRA, "Evicted",
+                              "; ".join(p for p in (view.message or "", then) if p), **base))
     return found
 
 
-def job_incidents(jobs: list[dict], workload: str = "") -> list[Incident]:
+def job_incidents(jobs: Iterable[dict | Job], workload: str = "") -> list[Incident]:
     failed = []
-    for job in jobs:
-        labels = job["metadata"].get("labels") or {}
-        for c in (job.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "Failed" and c.get("status") == "True":
-                failed.append((parse_time(c.get("lastTransitionTime")) or 0.0, job, c, labels))
+    for job in map(Job.of, jobs):
+        c = job.true("Failed")
+        if c is not None:
+            failed.append((c.at or 0.0, job, c))
     failed.sort(key=lambda row: row[0])
     found = []
-    for n, (_, job, c, labels) in enumerate(failed):
-        reason = c.get("reason") or "Failed"
-        cause = USER if reason == "PodFailurePolicy" and "FailJob" in (c.get("message") or "") else UNKNOWN
-        message = ("first failed Job; " if n == 0 else "") + (c.get("message") or "")
-        found.append(Incident(_id("job_failed", job["metadata"].get("uid"), reason), c.get("lastTransitionTime"),
-                              "job_failed", cause, reason, f"Job {job['metadata']['name']}: {message}",
-                              slice=slice_of(labels), workload=workload))
+    for n, (_, job, c) in enumerate(failed):
+        reason = c.reason or "Failed"
+        cause = USER if reason == "PodFailurePolicy" and "FailJob" in (c.message or "") else UNKNOWN
+        message = ("first failed Job; " if n == 0 else "") + (c.message or "")
+        found.append(Incident(_id("job_failed", job.meta.uid, reason), c.time, "job_failed", cause, reason,
+                              f"Job {job.meta.name}: {message}", slice=slice_of(job.meta.labels), workload=workload))
     return found
 
 
-def jobset_incidents(jobset: dict, jobs: list[dict], restart_times: Sequence[float] = ()) -> list[Incident]:
+def jobset_incidents(jobset: dict | JobSet, jobs: Iterable[dict | Job],
+                     restart_times: Sequence[float] = ()) -> list[Incident]:
     """One per JobSet restart, dated by the creation of the Jobs of its attempt, else by the JobSet
     controller's restart Events (`restart_times`, oldest first: the newest ones are the newest restarts'),
     else (both gone) undated, with the first dated later restart as a bound."""
-    status = jobset.get("status") or {}
-    name, uid = jobset["metadata"].get("name", ""), jobset["metadata"].get("uid", "")
-    restarts = int(status.get("restarts") or 0)
-    # absent while 0 (omitempty in the JobSet API), as when every restart came from an IgnoreMaxRestarts rule
-    counted = int(status.get("restartsCountTowardsMax") or 0)
+    view = JobSet.of(jobset)
+    name, uid, restarts = view.meta.name or "", view.meta.uid or "", view.restarts
     started: dict[int, str] = {}
-    for job in jobs:
-        attempt = int((job["metadata"].get("labels") or {}).get(RESTART_ATTEMPT, 0))
-        created = job["metadata"].get("creationTimestamp")
-        if created and (attempt not in started or created < started[attempt]):
-            started[attempt] = created
+    for job in map(Job.of, jobs):
+        created = job.meta.created
+        if created and (job.attempt not in started or created < started[job.attempt]):
+            started[job.attempt] = created
     dated: dict[int, str | None] = {n: started.get(n) for n in range(1, restarts + 1)}
     for i, when in enumerate(reversed(restart_times)):
         n = restarts - i
@@ -172,8 +164,8 @@ def jobset_incidents(jobset: dict, jobs: list[dict], restart_times: Sequence[flo
         later = next((dated[m] for m in range(n + 1, restarts + 1) if dated[m]), None)
         note = "" if dated[n] or not later else f"; its time is no longer kept (before {later})"
         found.append(Incident(_id("jobset_restart", uid, n), dated[n], "jobset_restart", UNKNOWN,
-                              "Recreate", f"JobSet restart {n} of {name} ({counted} counted towards maxRestarts)"
-                              + note, workload=name))
+                              "Recreate", f"JobSet restart {n} of {name} ({view.restarts_counted} counted towards "
+                              "maxRestarts)" + note, workload=name))
     return found
 
 
@@ -181,24 +173,20 @@ def _rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def kueue_incidents(workloads: list[dict], workload: str = "") -> list[Incident]:
+def kueue_incidents(workloads: Iterable[dict | Workload], workload: str = "") -> list[Incident]:
     """One per eviction: Kueue marks a preemption both Evicted (reason Preempted) and Preempted (its kind,
     InClusterQueue or InCohort...); the Preempted condition words it, the Evicted one's id keeps it."""
     found = []
-    for w in workloads:
-        conditions = [c for c in (w.get("status") or {}).get("conditions") or []
-                      if c.get("type") in ("Evicted", "Preempted") and c.get("status") == "True"]
-        preempted = next((c for c in conditions if c.get("type") == "Preempted"), None)
-        evicted = next((c for c in conditions if c.get("type") == "Evicted"), None)
-        if preempted is not None and evicted is not None and evicted.get("reason") == "Preempted":
-            conditions = [{**preempted, "type": "Evicted", "reason": evicted.get("reason"),
-                           "lastTransitionTime": evicted.get("lastTransitionTime"),
-                           "shown": f"Preempted/{preempted.get('reason')}"}]
-        for c in conditions:
-            found.append(Incident(_id("kueue", w["metadata"].get("uid"), c.get("type"), c.get("reason"),
-                                      c.get("lastTransitionTime")), c.get("lastTransitionTime"),
-                                  "kueue_eviction", INFRA, c.get("shown") or c.get("reason") or c["type"],
-                                  f"Kueue Workload {w['metadata']['name']}: {c.get('message', '')}",
+    for w in map(Workload.of, workloads):
+        # (condition, the reason the line shows)
+        conditions = [(c, c.reason or c.type) for c in w.conditions if c.type in ("Evicted", "Preempted") and c.true]
+        preempted, evicted = w.true("Preempted"), w.true("Evicted")
+        if preempted is not None and evicted is not None and evicted.reason == "Preempted":
+            conditions = [(replace(preempted, type="Evicted", reason=evicted.reason, time=evicted.time),
+                           f"Preempted/{preempted.reason}")]
+        for c, shown_reason in conditions:
+            found.append(Incident(_id("kueue", w.meta.uid, c.type, c.reason, c.time), c.time, "kueue_eviction",
+                                  INFRA, shown_reason, f"Kueue Workload {w.meta.name}: {c.message or ''}",
                                   workload=workload))
     return found
 
@@ -215,44 +203,46 @@ def reports_incident(reason: str) -> bool:
     return reason in INCIDENT_REASONS or reason.startswith(KUEUE_EVICTED)
 
 
-def event_incidents(events: list[dict], names: set[str], workload: str = "") -> list[Incident]:
+def event_incidents(events: Iterable[dict | Event], names: set[str], workload: str = "") -> list[Incident]:
     """Warning Events (and Normal ones that `reports_incident`) whose object is one of `names` (the JobSet,
     its Jobs and Pods, its Kueue Workload)."""
     found = []
-    for e in events:
-        involved = e.get("involvedObject") or {}
-        if involved.get("name") not in names:
+    for e in map(Event.of, events):
+        involved = e.involved
+        if involved.name not in names:
             continue
-        if e.get("type") != "Warning" and not reports_incident(e.get("reason") or ""):
+        if e.type != "Warning" and not reports_incident(e.reason or ""):
             continue
-        when = e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")
-        pod = involved.get("name") if involved.get("kind") == "Pod" else None
-        reason = e.get("reason") or "Warning"
+        when = e.time
+        pod = involved.name if involved.kind == "Pod" else None
+        reason = e.reason or "Warning"
         cause = INFRA if reports_incident(reason) or reason == "NodeNotReady" else UNKNOWN
-        found.append(Incident(_id("event", e["metadata"].get("uid"), when), when, "event", cause, reason,
-                              f"{involved.get('kind', '')}/{involved.get('name', '')}: {e.get('message', '')}",
-                              pod=pod, node=(e.get("source") or {}).get("host"), workload=workload))
+        found.append(Incident(_id("event", e.meta.uid, when), when, "event", cause, reason,
+                              f"{involved.kind or ''}/{involved.name or ''}: {e.message or ''}",
+                              pod=pod, node=e.host, workload=workload))
     return found
 
 
-def collect(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict],
-            events: Iterable[dict] = ()) -> list[Incident]:
+def collect(jobset: dict | JobSet, jobs: Iterable[dict | Job], pods: Iterable[dict | Pod],
+            workloads: Iterable[dict | Workload], events: Iterable[dict | Event] = ()) -> list[Incident]:
     """Every incident the objects show, oldest first (undated ones last), each once."""
-    name = jobset["metadata"].get("name", "")
-    found = [i for pod in pods for i in pod_incidents(pod, name)]
-    found += job_incidents(jobs, name) + kueue_incidents(workloads, name)
-    events = merge.own_events(events, jobset, [{**o, "kind": kind} for kind, group in (
-        ("JobSet", [jobset]), ("Job", jobs), ("Pod", pods), ("Workload", workloads)) for o in group])
-    found += jobset_incidents(jobset, jobs, merge.restart_times(events, name))
+    view = JobSet.of(jobset)
+    job_list, pod_list, workload_list = list(map(Job.of, jobs)), list(map(Pod.of, pods)), list(map(Workload.of, workloads))
+    name = view.meta.name or ""
+    found = [i for pod in pod_list for i in pod_incidents(pod, name)]
+    found += job_incidents(job_list, name) + kueue_incidents(workload_list, name)
+    metas = [("JobSet", view.meta), *(("Job", o.meta) for o in job_list), *(("Pod", o.meta) for o in pod_list),
+             *(("Workload", o.meta) for o in workload_list)]
+    own = merge.own_events(map(Event.of, events), view.meta, metas)
+    found += jobset_incidents(view, job_list, merge.restart_times(own, name))
     conditions: dict[tuple[str, str], list[float]] = {}
-    for kind, group, types in (("Job", jobs, ("Failed",)), ("Workload", workloads, ("Evicted", "Preempted"))):
+    for kind, group, types in (("Job", job_list, ("Failed",)), ("Workload", workload_list, ("Evicted", "Preempted"))):
         for o in group:
-            for c in (o.get("status") or {}).get("conditions") or []:
-                if c.get("type") in types and c.get("status") == "True" and parse_time(c.get("lastTransitionTime")):
-                    conditions.setdefault((kind, o["metadata"]["name"]), []).append(
-                        parse_time(c["lastTransitionTime"]) or 0.0)
-    names = {name} | {o["metadata"]["name"] for o in (*jobs, *pods, *workloads)}
-    found += event_incidents(merge.not_restated(events, name, conditions, reports_incident), names, name)
+            for c in o.conditions:
+                if c.type in types and c.true and c.at:
+                    conditions.setdefault((kind, o.meta.name or ""), []).append(c.at or 0.0)
+    names = {name} | {str(meta.name) for kind, meta in metas[1:]}
+    found += event_incidents(merge.not_restated(own, name, conditions, reports_incident), names, name)
     unique = {i.id: i for i in found}
     return sorted(unique.values(), key=lambda i: (_sort_time(i) is None, _sort_time(i) or 0.0, i.kind, i.id))
 
@@ -265,25 +255,20 @@ def _sort_time(incident: Incident) -> float | None:
     return parse_time(incident.time)
 
 
-def restart_causes(pods: list[dict]) -> dict[str, int]:
+def restart_causes(pods: Iterable[dict | Pod]) -> dict[str, int]:
     """Pod-level restarts and failures of the pods still there, by cause. A disruption (preemption,
     eviction, node loss) is infra whatever the container's code; otherwise the code of the container's
     last termination decides for all its restarts (the API keeps only the last one)."""
     counts = dict.fromkeys(CAUSES, 0)
-    for pod in pods:
-        status = pod.get("status") or {}
+    for pod in map(Pod.of, pods):
         disrupted = any(i.kind in ("disruption", "evicted") for i in pod_incidents(pod))
-        for cs in status.get("containerStatuses") or []:
-            last = (cs.get("lastState") or {}).get("terminated") or {}
-            now = (cs.get("state") or {}).get("terminated") or {}
-            restarts = int(cs.get("restartCount") or 0)
-            failed_now = int(now.get("exitCode", 0)) != 0
-            n = restarts + (1 if failed_now else 0)
-            ended = now if failed_now else last
-            code = int(ended.get("exitCode", 0) or 0)
+        for cs in pod.containers:
+            failed_now = cs.terminated is not None and int(cs.terminated.exit_code or 0) != 0
+            n = cs.restarts + (1 if failed_now else 0)
+            ended = cs.terminated if failed_now else cs.last_terminated
+            code = int(ended.exit_code or 0) if ended else 0
             if n and (disrupted or code):
-                counts[INFRA if disrupted else classify_exit(code, ended.get("reason") or "")] += n
-        if disrupted and not any(int(cs.get("restartCount") or 0) or (cs.get("state") or {}).get("terminated")
-                                 for cs in status.get("containerStatuses") or []):
+                counts[INFRA if disrupted else classify_exit(code, (ended.reason if ended else "") or "")] += n
+        if disrupted and not any(cs.restarts or cs.terminated for cs in pod.containers):
             counts[INFRA] += 1
     return counts

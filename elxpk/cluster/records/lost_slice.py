@@ -23,7 +23,7 @@ Only the pods of the newest restart attempt with a fault count: an older attempt
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from elxpk.cluster.objects.labels import (
@@ -33,6 +33,9 @@ from elxpk.cluster.objects.labels import (
     RESTART_ATTEMPT,
     parse_time,
 )
+from elxpk.cluster.objects.meta import Meta
+from elxpk.cluster.objects.pods import Pod
+from elxpk.cluster.objects.workloads import Job, Workload
 from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST
 from elxpk_contract.exit_codes import PREEMPTED as PREEMPTED_EXIT
 
@@ -72,15 +75,16 @@ def exit_meaning(code: int) -> str:
     return ""
 
 
-def restart_attempt(obj: dict) -> int:
+def restart_attempt(obj: dict | Job | Pod) -> int:
     """The JobSet restart attempt a Job or pod belongs to (its label; 0 without one)."""
+    meta = obj.meta if isinstance(obj, (Job, Pod)) else Meta.of(obj)
     try:
-        return int(((obj.get("metadata") or {}).get("labels") or {}).get(RESTART_ATTEMPT, 0))
+        return int(meta.labels.get(RESTART_ATTEMPT, 0))
     except ValueError:
         return 0
 
 
-def slice_of(labels: dict) -> int | None:
+def slice_of(labels: Mapping[str, str]) -> int | None:
     """The slice index a Job's or pod's labels name (None for the Pathways head or without one)."""
     if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
         return None
@@ -90,38 +94,37 @@ def slice_of(labels: dict) -> int | None:
         return None
 
 
-def first_exit(pod: dict) -> tuple[int, float | None] | None:
+def first_exit(pod: dict | Pod) -> tuple[int, float | None] | None:
     """The first non-zero exit of the pod's containers (code, finish time), if any."""
     found = []
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        for when in ("state", "lastState"):
-            term = (cs.get(when) or {}).get("terminated") or {}
-            code = term.get("exitCode")
-            if isinstance(code, int) and code != 0:
-                found.append((code, parse_time(term.get("finishedAt"))))
+    for cs in Pod.of(pod).containers:
+        for term in (cs.terminated, cs.last_terminated):
+            code = term.exit_code if term else None
+            if term and isinstance(code, int) and code != 0:
+                found.append((code, parse_time(term.finished)))
     return min(found, key=lambda item: item[1] or 0.0) if found else None
 
 
-def pod_fault(pod: dict) -> tuple[str, Fault] | None:
+def pod_fault(pod: dict | Pod) -> tuple[str, Fault] | None:
     """(evidence kind, Fault) of one pod, or None when nothing went wrong with it."""
-    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    name, index, attempt = meta.get("name"), slice_of(meta.get("labels") or {}), restart_attempt(pod)
-    vm = (meta.get("labels") or {}).get(COMPLETION_INDEX)
+    pod = Pod.of(pod)
+    meta = pod.meta
+    name, index, attempt = meta.name, slice_of(meta.labels), restart_attempt(pod)
+    vm = meta.labels.get(COMPLETION_INDEX)
     on = f"pod {name}" + (f", vm {vm}" if vm is not None else "")
     exited = first_exit(pod)
     then = "" if exited is None else f"; exit {exited[0]}" + (f" {exit_meaning(exited[0])}" if exit_meaning(exited[0]) else "")
-    target = next((c for c in status.get("conditions") or []
-                   if c.get("type") == "DisruptionTarget" and c.get("status") == "True"), None)
+    target = pod.disruption
     if target is not None:
-        reason = target.get("reason") or "DisruptionTarget"
-        return "disruption", Fault(_DISRUPTION.get(reason, EVICTED), index, parse_time(target.get("lastTransitionTime")),
-                                   f"{on}: {reason}{then}", name, attempt)
-    if status.get("reason") == "Evicted":
-        return "evicted", Fault(EVICTED, index, exited[1] if exited else parse_time(status.get("startTime")),
+        reason = target.reason or "DisruptionTarget"
+        return "disruption", Fault(_DISRUPTION.get(reason, EVICTED), index, target.at, f"{on}: {reason}{then}",
+                                   name, attempt)
+    if pod.reason == "Evicted":
+        return "evicted", Fault(EVICTED, index, exited[1] if exited else parse_time(pod.started),
                                 f"{on}: the kubelet evicted it{then}", name, attempt)
-    deleted = parse_time(meta.get("deletionTimestamp"))
+    deleted = parse_time(meta.deletion)
     if deleted is not None and (exited is None or exited[0] != SLICE_LOST.code):
-        grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+        grace = meta.grace_s
         forced = grace == 0
         # A graceful delete is mostly a controller's (a JobSet restart deletes every Job's pods after a failure):
         # it ranks with the casualties, and the earliest of them is the fault; a force delete is a lost VM.
@@ -137,7 +140,7 @@ def pod_fault(pod: dict) -> tuple[str, Fault] | None:
     return kind, Fault(cause, index, finished, f"{on}{then}", name, attempt)
 
 
-def lost_slice(pods: Sequence[dict], workloads: Sequence[dict] = ()) -> Fault | None:
+def lost_slice(pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload] = ()) -> Fault | None:
     """The fault of the newest restart attempt that had one: its victim and cause (see the module's list)."""
     found = [f for f in (pod_fault(p) for p in pods) if f is not None]
     kueue = kueue_fault(workloads)
@@ -151,12 +154,11 @@ def lost_slice(pods: Sequence[dict], workloads: Sequence[dict] = ()) -> Fault | 
     return min((f for kind, f in mine if _RANK[kind] == strongest), key=lambda f: (f.time or 0.0, f.slice or 0))
 
 
-def kueue_fault(workloads: Sequence[dict]) -> Fault | None:
+def kueue_fault(workloads: Sequence[dict | Workload]) -> Fault | None:
     """The Kueue Workload's Preempted/Evicted condition, as the whole workload's fault (None: none is True)."""
-    for w in workloads:
-        for c in (w.get("status") or {}).get("conditions") or []:
-            if c.get("type") in ("Preempted", "Evicted") and c.get("status") == "True":
-                cause = PREEMPTED if c.get("type") == "Preempted" or c.get("reason") == "Preempted" else EVICTED
-                return Fault(cause, None, parse_time(c.get("lastTransitionTime")),
-                             f"by Kueue: {c.get('reason')}: {c.get('message', '')}".rstrip(": "))
+    for w in map(Workload.of, workloads):
+        for c in w.conditions:
+            if c.type in ("Preempted", "Evicted") and c.true:
+                cause = PREEMPTED if c.type == "Preempted" or c.reason == "Preempted" else EVICTED
+                return Fault(cause, None, c.at, f"by Kueue: {c.reason}: {c.message or ''}".rstrip(": "))
     return None

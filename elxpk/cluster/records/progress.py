@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from elxpk.bounded_read import decode_text, read_limited
 from elxpk.cluster.api.gcs import Gcs
 from elxpk.cluster.objects.labels import HEAD
+from elxpk.cluster.objects.workloads import JobSet
 from elxpk.cluster.records.status import worker_replicated_job
 from elxpk.errors import ElxpkError
 from elxpk_contract.progress_record import PROGRESS_BYTES, PROGRESS_FILE, read_progress
@@ -51,12 +52,11 @@ def setting_value(jobset: dict, setting: str) -> str | None:
     command (the Pathways head's, else the first worker's)."""
 
     env, flag = env_name(setting), flag_name(setting)
-    rjobs = jobset.get("spec", {}).get("replicatedJobs") or []
-    worker = worker_replicated_job(jobset)
-    ordered = [r for r in rjobs if r.get("name") == HEAD] + ([worker] if worker else [])
+    view = JobSet.of(jobset)
+    worker = worker_replicated_job(view)
+    ordered = [r for r in view.replicated_jobs if r.name == HEAD] + ([worker] if worker else [])
     for rjob in ordered:
-        pod_spec = rjob.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
-        for container in pod_spec.get("containers") or []:
+        for container in rjob.job.pod_spec.get("containers") or []:
             for var in container.get("env") or []:
                 if var.get("name") == env and var.get("value"):
                     return var["value"]

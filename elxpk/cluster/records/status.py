@@ -18,17 +18,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from elxpk.accelerators import Accelerator
-from elxpk.cluster.objects.labels import (
-    HEAD,
-    JOB_INDEX,
-    KUEUE_JOB_UID,
-    KUEUE_QUEUE,
-    REPLICATED_JOB,
-    RESTART_ATTEMPT,
-    SUBMISSION_ANNOTATION,
-    XPK_WORKLOAD,
-    parse_time,
-)
+from elxpk.cluster.objects.labels import HEAD, KUEUE_QUEUE, SUBMISSION_ANNOTATION, XPK_WORKLOAD, parse_time
+from elxpk.cluster.objects.meta import Condition as ObjCondition
+from elxpk.cluster.objects.meta import true_condition
+from elxpk.cluster.objects.pods import Pod
+from elxpk.cluster.objects.workloads import Job, JobSet, JobSpec, ReplicatedJob, Workload
 from elxpk.cluster.records.incidents import restart_causes
 
 STATES = ("Queued", "Admitted", "Running", "Degraded", "Restarting", "Succeeded", "Failed")
@@ -130,66 +124,54 @@ class WorkloadStatus:
         return data
 
 
-def _true(conditions: Iterable[dict], kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+def _true(conditions: Iterable[ObjCondition], kind: str) -> bool:
+    return true_condition(conditions, kind) is not None
 
 
-def latest_conditions(conditions: Iterable[dict]) -> tuple[Condition, ...]:
+def latest_conditions(conditions: Iterable[dict | ObjCondition]) -> tuple[Condition, ...]:
     """Conditions newest first, by lastTransitionTime: list order is by type since Kueue 0.15, not by time."""
-    items = [Condition(c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""),
-                       c.get("lastTransitionTime")) for c in conditions]
+    items = [Condition(c.type or "", c.status or "", c.reason or "", c.message or "", c.time)
+             for c in map(ObjCondition.of, conditions)]
     return tuple(sorted(items, key=lambda c: parse_time(c.time) or 0.0, reverse=True))
 
 
-def worker_replicated_job(jobset: dict) -> dict | None:
-    rjobs = jobset.get("spec", {}).get("replicatedJobs") or []
-    named = [r for r in rjobs if r.get("name") == "worker"]
+def worker_replicated_job(jobset: dict | JobSet) -> ReplicatedJob | None:
+    rjobs = JobSet.of(jobset).replicated_jobs
+    named = [r for r in rjobs if r.name == "worker"]
     if named:
         return named[0]
-    others = [r for r in rjobs if r.get("name") != HEAD]
-    return max(others, key=lambda r: r.get("replicas", 1), default=None)
+    others = [r for r in rjobs if r.name != HEAD]
+    return max(others, key=lambda r: r.replicas, default=None)
 
 
-def _expected_pods(job_spec: dict) -> int:
-    parallelism = job_spec.get("parallelism", 1)
-    completions = job_spec.get("completions", parallelism)
-    return min(parallelism, completions)
+def _pod_restarts(pod: Pod) -> int:
+    return sum(cs.restarts for cs in pod.containers)
 
 
-def _pod_restarts(pod: dict) -> int:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return sum(int(s.get("restartCount", 0)) for s in statuses)
-
-
-def _current_jobs(jobs: list[dict], rjob_name: str) -> dict[int, dict]:
+def _current_jobs(jobs: Iterable[Job], rjob_name: str | None) -> dict[int, Job]:
     """Index -> Job of the newest restart attempt, skipping Jobs being deleted by a JobSet restart."""
-    chosen: dict[int, dict] = {}
+    chosen: dict[int, Job] = {}
     for job in jobs:
-        meta = job.get("metadata", {})
-        labels = meta.get("labels") or {}
-        if labels.get(REPLICATED_JOB) != rjob_name or meta.get("deletionTimestamp"):
+        if job.replicated_job != rjob_name or job.meta.deleting:
             continue
-        index = int(labels.get(JOB_INDEX, 0))
-        attempt = int(labels.get(RESTART_ATTEMPT, 0))
-        if index not in chosen or attempt >= int(chosen[index]["metadata"]["labels"].get(RESTART_ATTEMPT, 0)):
+        index = int(job.index or 0)
+        if index not in chosen or job.attempt >= chosen[index].attempt:
             chosen[index] = job
     return chosen
 
 
-def slice_status(index: int, job: dict | None, pods: list[dict], template_spec: dict) -> SliceStatus:
-    expected = _expected_pods(template_spec)
+def slice_status(index: int, job: dict | Job | None, pods: Iterable[dict | Pod], template: JobSpec) -> SliceStatus:
     if job is None:
-        return SliceStatus(index, None, "Missing", expected, backoff_limit=template_spec.get("backoffLimit", 6))
-    spec, status = job.get("spec", {}), job.get("status") or {}
-    expected = _expected_pods(spec)
-    counts = {k: int(status.get(k) or 0) for k in ("active", "ready", "succeeded", "failed")}
-    restarts = sum(_pod_restarts(p) for p in pods)
-    conditions = status.get("conditions") or []
-    if _true(conditions, "Failed") or _true(conditions, "FailureTarget"):
+        return SliceStatus(index, None, "Missing", template.pods, backoff_limit=template.backoff_limit)
+    job = Job.of(job)
+    expected = job.spec.pods
+    counts = {"active": job.active, "ready": job.ready, "succeeded": job.succeeded, "failed": job.failed}
+    restarts = sum(_pod_restarts(Pod.of(p)) for p in pods)
+    if job.true("Failed") or job.true("FailureTarget"):
         state = "Failed"
-    elif _true(conditions, "Complete") or counts["succeeded"] >= expected:
+    elif job.true("Complete") or counts["succeeded"] >= expected:
         state = "Succeeded"
-    elif spec.get("suspend"):
+    elif job.spec.suspend:
         state = "Pending"
     elif counts["ready"] + counts["succeeded"] >= expected:
         state = "Running"
@@ -199,130 +181,118 @@ def slice_status(index: int, job: dict | None, pods: list[dict], template_spec: 
         state = "Starting"
     else:
         state = "Pending"
-    return SliceStatus(index, job["metadata"]["name"], state, expected, pod_restarts=restarts,
-                       backoff_limit=spec.get("backoffLimit", 6), **counts)
+    return SliceStatus(index, job.meta.name, state, expected, pod_restarts=restarts,
+                       backoff_limit=job.spec.backoff_limit, **counts)
 
 
-def _kueue_workloads(workloads: list[dict], jobset: dict) -> list[dict]:
+def kueue_workloads(workloads: Iterable[dict | Workload], jobset: dict | JobSet) -> list[Workload]:
     """The Kueue Workloads of `jobset` (by its uid label, or owned by it)."""
-    meta = jobset.get("metadata", {})
-    uid, name = meta.get("uid"), meta.get("name")
-    return [w for w in workloads
-            if (w["metadata"].get("labels") or {}).get(KUEUE_JOB_UID) == uid
-            or any(r.get("kind") == "JobSet" and r.get("name") == name
-                   for r in w["metadata"].get("ownerReferences") or [])]
+    meta = JobSet.of(jobset).meta
+    return [w for w in map(Workload.of, workloads)
+            if w.of_jobset(meta.uid) or any(r.kind == "JobSet" and r.name == meta.name for r in w.meta.owners)]
 
 
-def admitted_at(workloads: list[dict], jobset: dict) -> float | None:
+def admitted_at(workloads: Iterable[dict | Workload], jobset: dict | JobSet) -> float | None:
     """When Kueue gave the workload its quota, where that is its one admission: its Admitted condition's time
     when it holds no Evicted condition (an eviction and a later admission leave only the later's time, and
     the chips were the workload's before the eviction too). None otherwise, and without Kueue."""
-    mine = _kueue_workloads(workloads, jobset)
-    conditions = ((mine[0].get("status") or {}).get("conditions") or []) if mine else []
-    if any(c.get("type") == "Evicted" for c in conditions) or not _true(conditions, "Admitted"):
+    mine = kueue_workloads(workloads, jobset)
+    conditions = mine[0].conditions if mine else ()
+    if any(c.type == "Evicted" for c in conditions) or not _true(conditions, "Admitted"):
         return None
-    return next(parse_time(c.get("lastTransitionTime")) for c in conditions if c.get("type") == "Admitted")
+    return next(c.at for c in conditions if c.type == "Admitted")
 
 
-def _kueue(workloads: list[dict], jobset: dict) -> tuple[str | None, str | None, str]:
-    meta = jobset.get("metadata", {})
-    mine = _kueue_workloads(workloads, jobset)
-    queue = (meta.get("labels") or {}).get(KUEUE_QUEUE)
+def _kueue(workloads: list[Workload], jobset: JobSet) -> tuple[str | None, str | None, str]:
+    mine = kueue_workloads(workloads, jobset)
+    queue = jobset.meta.labels.get(KUEUE_QUEUE)
     if not mine:
         return queue, None, ""
     workload = mine[0]
-    queue = workload.get("spec", {}).get("queueName") or queue
-    conditions = (workload.get("status") or {}).get("conditions") or []
+    queue = workload.queue or queue
     for kind in ("Finished", "Evicted", "Admitted", "QuotaReserved"):
-        if _true(conditions, kind):
-            latest = next(c for c in latest_conditions(conditions) if c.type == kind)
+        if _true(workload.conditions, kind):
+            latest = next(c for c in latest_conditions(workload.conditions) if c.type == kind)
             return queue, kind, latest.message
-    pending = latest_conditions(conditions)
+    pending = latest_conditions(workload.conditions)
     return queue, "Pending", pending[0].message if pending else ""
 
 
-def compute_status(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict],
-                   now: float) -> WorkloadStatus:
-
-    meta, spec, status = jobset.get("metadata", {}), jobset.get("spec", {}), jobset.get("status") or {}
-    conditions = status.get("conditions") or []
-    worker = worker_replicated_job(jobset)
-    pods_by_owner: dict[str, list[dict]] = {}
-    for pod in pods:
-        for ref in pod["metadata"].get("ownerReferences") or []:
-            pods_by_owner.setdefault(ref.get("uid", ""), []).append(pod)
+def compute_status(jobset: dict | JobSet, jobs: Iterable[dict | Job], pods: Iterable[dict | Pod],
+                   workloads: Iterable[dict | Workload], now: float) -> WorkloadStatus:
+    js = JobSet.of(jobset)
+    job_list, pod_list, workload_list = list(map(Job.of, jobs)), list(map(Pod.of, pods)), list(map(Workload.of, workloads))
+    meta = js.meta
+    worker = worker_replicated_job(js)
+    pods_by_owner: dict[str, list[Pod]] = {}
+    for pod in pod_list:
+        for ref in pod.meta.owners:
+            pods_by_owner.setdefault(ref.uid or "", []).append(pod)
     slices: list[SliceStatus] = []
     if worker is not None:
-        current = _current_jobs(jobs, worker["name"])
-        template = worker.get("template", {}).get("spec", {})
-        for index in range(int(worker.get("replicas", 1))):
+        current = _current_jobs(job_list, worker.name)
+        for index in range(worker.replicas):
             job = current.get(index)
-            owned = pods_by_owner.get(job["metadata"]["uid"], []) if job else []
-            slices.append(slice_status(index, job, owned, template))
+            owned = pods_by_owner.get(job.meta.uid or "", []) if job else []
+            slices.append(slice_status(index, job, owned, worker.job))
     head = None
-    if any(r.get("name") == HEAD for r in spec.get("replicatedJobs") or []):
-        head_jobs = _current_jobs(jobs, HEAD)
-        head_job = head_jobs.get(0)
-        head_template = next(r for r in spec["replicatedJobs"] if r["name"] == HEAD)["template"].get("spec", {})
-        owned = pods_by_owner.get(head_job["metadata"]["uid"], []) if head_job else []
-        head = slice_status(0, head_job, owned, head_template).state
-    queue, admission, admission_message = _kueue(workloads, jobset)
-    restarts = int(status.get("restarts") or 0)
-    # absent while 0 (omitempty in the JobSet API), as when every restart came from an IgnoreMaxRestarts rule
-    counted = int(status.get("restartsCountTowardsMax") or 0)
-    max_restarts = int((spec.get("failurePolicy") or {}).get("maxRestarts") or 0)
-    state, message = _state(jobset, slices, head, restarts, admission, admission_message, jobs)
-    created = parse_time(meta.get("creationTimestamp"))
+    head_rjob = js.replicated_job(HEAD)
+    if head_rjob is not None:
+        head_job = _current_jobs(job_list, HEAD).get(0)
+        owned = pods_by_owner.get(head_job.meta.uid or "", []) if head_job else []
+        head = slice_status(0, head_job, owned, head_rjob.job).state
+    queue, admission, admission_message = _kueue(workload_list, js)
+    state, message = _state(js, slices, head, js.restarts, admission, admission_message, job_list)
+    created = parse_time(meta.created)
     return WorkloadStatus(
-        name=meta.get("name", ""), namespace=meta.get("namespace", ""), state=state, message=message,
+        name=meta.name or "", namespace=meta.namespace or "", state=state, message=message,
         age_s=None if created is None else max(now - created, 0.0),
-        worker_job=worker.get("name") if worker else None, slices=tuple(slices), head=head,
-        restarts=restarts, restarts_counted=counted, max_restarts=max_restarts, queue=queue,
-        admission=admission, admission_message=admission_message, conditions=latest_conditions(conditions),
-        created_by=created_by(meta),
-        restart_causes=restart_causes(pods),
-        ended_at=ended_at(jobset) if state in ("Succeeded", "Failed") else None,
-        admitted_at=admitted_at(workloads, jobset),
+        worker_job=worker.name if worker else None, slices=tuple(slices), head=head,
+        restarts=js.restarts, restarts_counted=js.restarts_counted, max_restarts=js.max_restarts,
+        queue=queue, admission=admission, admission_message=admission_message,
+        conditions=latest_conditions(js.conditions),
+        created_by=created_by(js),
+        restart_causes=restart_causes(pod_list),
+        ended_at=ended_at(js) if state in ("Succeeded", "Failed") else None,
+        admitted_at=admitted_at(workload_list, js),
     )
 
 
-def created_by(meta: dict) -> str:
-    if SUBMISSION_ANNOTATION in (meta.get("annotations") or {}):
+def created_by(jobset: dict | JobSet) -> str:
+    meta = JobSet.of(jobset).meta
+    if SUBMISSION_ANNOTATION in meta.annotations:
         return "elxpk"
-    return "xpk" if XPK_WORKLOAD in (meta.get("labels") or {}) else ""
+    return "xpk" if XPK_WORKLOAD in meta.labels else ""
 
 
-def finished(jobset: dict) -> str | None:
+def finished(jobset: dict | JobSet) -> str | None:
     """"Succeeded" or "Failed" once the JobSet has finished, else None: its terminalState, or its Completed or
     Failed condition (a JobSet can carry the condition without terminalState); one rule for status, wait and
     `events --watch`, so they never disagree on whether it ended."""
-    status = jobset.get("status") or {}
-    conditions = status.get("conditions") or []
-    terminal = status.get("terminalState")
-    if terminal == "Completed" or _true(conditions, "Completed"):
+    jobset = JobSet.of(jobset)
+    if jobset.terminal_state == "Completed" or _true(jobset.conditions, "Completed"):
         return "Succeeded"
-    if terminal == "Failed" or _true(conditions, "Failed"):
+    if jobset.terminal_state == "Failed" or _true(jobset.conditions, "Failed"):
         return "Failed"
     return None
 
 
-def ended_at(jobset: dict) -> float | None:
+def ended_at(jobset: dict | JobSet) -> float | None:
     """When the JobSet finished: its Completed or Failed condition's transition (None when it has neither,
     e.g. a terminalState without the condition)."""
-    for c in (jobset.get("status") or {}).get("conditions") or []:
-        if c.get("type") in ("Completed", "Failed") and c.get("status") == "True":
-            return parse_time(c.get("lastTransitionTime"))
+    for c in JobSet.of(jobset).conditions:
+        if c.type in ("Completed", "Failed") and c.true:
+            return c.at
     return None
 
 
-def _state(jobset: dict, slices: list[SliceStatus], head: str | None, restarts: int, admission: str | None,
-           admission_message: str, jobs: list[dict]) -> tuple[str, str]:
-    status = jobset.get("status") or {}
-    conditions = status.get("conditions") or []
+def _state(jobset: JobSet, slices: list[SliceStatus], head: str | None, restarts: int, admission: str | None,
+           admission_message: str, jobs: list[Job]) -> tuple[str, str]:
+    conditions = jobset.conditions
     ended = finished(jobset)
     if ended is not None:
         return ended, _condition_message(conditions, "Completed" if ended == "Succeeded" else "Failed")
-    if jobset.get("spec", {}).get("suspend") or _true(conditions, "Suspended"):
+    if jobset.suspend or _true(conditions, "Suspended"):
         if admission == "Admitted":
             return "Admitted", "admitted by Kueue; the JobSet is being resumed"
         return "Queued", admission_message or "waiting for Kueue admission"
@@ -331,9 +301,9 @@ def _state(jobset: dict, slices: list[SliceStatus], head: str | None, restarts: 
     down = [s for s in slices if not s.healthy]
     # A Job of restart attempt N > 0 means the JobSet has restarted, even when the JobSet read a moment before
     # the Jobs still shows restarts 0: each LIST is its own read, and the controller acts in between.
-    attempts = max((int((j["metadata"].get("labels") or {}).get(RESTART_ATTEMPT, 0)) for j in jobs), default=0)
+    attempts = max((j.attempt for j in jobs), default=0)
     history = restarts > 0 or attempts > 0 or any(s.pod_restarts or s.failed for s in slices)
-    recreating = any(j["metadata"].get("deletionTimestamp") for j in jobs)
+    recreating = any(j.meta.deleting for j in jobs)
     head_ok = head in (None, "Running", "Succeeded")
     if healthy == total and head_ok and not recreating:
         return "Running", f"{healthy}/{total} slices healthy"
@@ -357,8 +327,8 @@ def _down_message(down: list[SliceStatus], restarts: int) -> str:
     return "; ".join(parts) or "restarting"
 
 
-def _condition_message(conditions: list[dict], kind: str) -> str:
+def _condition_message(conditions: Iterable[ObjCondition], kind: str) -> str:
     for c in conditions:
-        if c.get("type") == kind:
-            return c.get("message") or c.get("reason") or kind
+        if c.type == kind:
+            return c.message or c.reason or kind
     return kind

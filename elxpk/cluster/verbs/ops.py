@@ -19,6 +19,7 @@ from elxpk.cluster.objects.labels import (
     REPLICATED_JOB,
     parse_time,
 )
+from elxpk.cluster.objects.workloads import ReplicatedJob
 from elxpk.cluster.records.progress import checkpoint_dir, progress_of
 from elxpk.cluster.records.status import (
     WorkloadStatus,
@@ -66,7 +67,7 @@ def log_source(kube: Kube, namespace: str, name: str, *, head: bool, slice_index
         worker = _worker(jobset, name)
         k, i = slice_index or 0, vm or 0
         _check_index(jobset, worker, k, i)
-        selector = (f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={k},"
+        selector = (f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker.name},{JOB_INDEX}={k},"
                     f"{COMPLETION_INDEX}={i}")
         what = f"slice {k} vm {i}"
     pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")]
@@ -172,18 +173,16 @@ def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int |
         raise CheckFailed(f"workload {name} has {ended}: nothing runs to kill; nothing was deleted")
     worker = _worker(jobset, name)
     _check_index(jobset, worker, slice_index, vm)
-    selector = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker['name']},{JOB_INDEX}={slice_index}"
+    selector = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker.name},{JOB_INDEX}={slice_index}"
     if vm is not None:
         selector += f",{COMPLETION_INDEX}={vm}"
     # a pod that has ended (Succeeded, Failed) is a record, not a VM at work: never killed
     pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            and _of_slice(p, name, worker["name"], slice_index, vm)]
+            and _of_slice(p, name, worker.name or "", slice_index, vm)]
     if not pods:
         raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
-    job_spec = worker.get("template", {}).get("spec", {})
-    expected = 1 if vm is not None else min(job_spec.get("parallelism", 1),
-                                            job_spec.get("completions", job_spec.get("parallelism", 1)))
+    expected = 1 if vm is not None else worker.job.pods
     pods = sorted(pods, key=lambda p: p["metadata"]["name"])
     return KillPlan(selector, tuple(p["metadata"]["name"] for p in pods),
                     frozenset(p["metadata"]["uid"] for p in pods), expected,
@@ -327,17 +326,15 @@ def _ready(pod: dict) -> bool:
         c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
-def _worker(jobset: dict, name: str) -> dict:
+def _worker(jobset: dict, name: str) -> ReplicatedJob:
     worker = worker_replicated_job(jobset)
     if worker is None:
         raise ClusterError(f"workload {name} has no worker replicatedJob")
     return worker
 
 
-def _check_index(jobset: dict, worker: dict, slice_index: int, vm: int | None) -> None:
-    replicas = int(worker.get("replicas", 1))
-    spec = worker.get("template", {}).get("spec", {})
-    vms = int(spec.get("parallelism", 1))
+def _check_index(jobset: dict, worker: ReplicatedJob, slice_index: int, vm: int | None) -> None:
+    replicas, vms = worker.replicas, worker.job.parallelism
     problems = []
     if not 0 <= slice_index < replicas:
         problems.append(f"--slice {slice_index}: workload {jobset['metadata']['name']} has {replicas} slices "

@@ -91,7 +91,7 @@ def slice_count(kube: Kube, namespace: str, name: str) -> int:
     worker = worker_replicated_job(get_workload(kube, namespace, name))
     if worker is None:
         raise ClusterError(f"workload {name} has no worker replicatedJob")
-    return int(worker.get("replicas", 1))
+    return worker.replicas
 
 
 def _restarts(pod: dict) -> int:

@@ -1,0 +1,137 @@
+"""Pods, their containers, Events and Nodes as elxpk reads them: each field read from the API's dict here only.
+
+Built once per object listed (see meta.py); `of` takes the dict or the view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from elxpk.cluster.objects.meta import Condition, Meta, conditions_of, items, part, true_condition
+
+
+@dataclass(frozen=True)
+class Terminated:
+    """A container's `terminated` state. exit_code stays as the API wrote it (callers differ on a bad one)."""
+    exit_code: Any
+    reason: str | None
+    message: str | None
+    finished: str | None  # finishedAt
+
+    @classmethod
+    def of(cls, state: Mapping[str, Any]) -> Terminated | None:
+        term = state.get("terminated")
+        if not term:
+            return None
+        return cls(term.get("exitCode"), term.get("reason"), term.get("message"), term.get("finishedAt"))
+
+
+@dataclass(frozen=True)
+class Waiting:
+    reason: str | None
+    message: str | None
+
+
+@dataclass(frozen=True)
+class ContainerStatus:
+    name: str | None
+    image: str | None
+    restarts: int  # restartCount
+    waiting: Waiting | None
+    terminated: Terminated | None  # the state now
+    last_terminated: Terminated | None  # lastState: the run before the last restart
+
+    @classmethod
+    def of(cls, cs: Mapping[str, Any]) -> ContainerStatus:
+        state = part(cs, "state")
+        waiting = state.get("waiting") or None
+        return cls(cs.get("name"), cs.get("image"), int(cs.get("restartCount") or 0),
+                   None if waiting is None else Waiting(waiting.get("reason"), waiting.get("message")),
+                   Terminated.of(state), Terminated.of(part(cs, "lastState")))
+
+
+@dataclass(frozen=True)
+class Pod:
+    meta: Meta
+    node: str | None  # spec.nodeName
+    node_selector: Mapping[str, str]
+    phase: str | None
+    reason: str | None  # status.reason: "Evicted" for the kubelet's node-pressure eviction
+    message: str | None
+    started: str | None  # status.startTime
+    conditions: tuple[Condition, ...]
+    containers: tuple[ContainerStatus, ...]
+    init_containers: tuple[ContainerStatus, ...]
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any] | Pod) -> Pod:
+        if isinstance(pod, Pod):
+            return pod
+        spec, status = part(pod, "spec"), part(pod, "status")
+        return cls(Meta.of(pod), spec.get("nodeName"), part(spec, "nodeSelector"), status.get("phase"),
+                   status.get("reason"), status.get("message"), status.get("startTime"), conditions_of(status),
+                   tuple(ContainerStatus.of(cs) for cs in items(status, "containerStatuses")),
+                   tuple(ContainerStatus.of(cs) for cs in items(status, "initContainerStatuses")), pod)
+
+    @property
+    def disruption(self) -> Condition | None:
+        """Its DisruptionTarget condition, when True: the pod is going for a reason outside the workload."""
+        return true_condition(self.conditions, "DisruptionTarget")
+
+    @property
+    def done(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Involved:
+    kind: str | None
+    name: str | None
+    uid: str | None
+
+
+@dataclass(frozen=True)
+class Event:
+    meta: Meta
+    type: str | None  # Normal or Warning
+    reason: str | None
+    message: str | None
+    count: int  # 1 when absent
+    involved: Involved
+    host: str | None  # source.host: the node the kubelet that wrote it runs on
+    last: str | None  # lastTimestamp
+    first: str | None  # firstTimestamp
+    event_time: str | None  # eventTime (events.k8s.io writers set only this)
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, event: Mapping[str, Any] | Event) -> Event:
+        if isinstance(event, Event):
+            return event
+        involved = part(event, "involvedObject")
+        return cls(Meta.of(event), event.get("type"), event.get("reason"), event.get("message"),
+                   int(event.get("count") or 1),
+                   Involved(involved.get("kind"), involved.get("name"), involved.get("uid")),
+                   part(event, "source").get("host"), event.get("lastTimestamp"), event.get("firstTimestamp"),
+                   event.get("eventTime"), event)
+
+    @property
+    def time(self) -> str | None:
+        """When it last happened: lastTimestamp, else eventTime, else firstTimestamp."""
+        return self.last or self.event_time or self.first
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node as `status --why` reads it: its labels (accelerator, topology, capacity mode) and taints."""
+    name: str | None
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, Any], ...] | None
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any]) -> Node:
+        meta, taints = part(node, "metadata"), part(node, "spec").get("taints")
+        return cls(meta.get("name"), part(meta, "labels"), None if taints is None else tuple(taints))
