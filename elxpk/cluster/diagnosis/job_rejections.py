@@ -13,18 +13,20 @@ fewer Jobs than replicas, and names the refused field in the JobSet's own terms
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sized
 
 from elxpk.cluster.diagnosis.why import Reason
+from elxpk.cluster.objects.pods import Event
+from elxpk.cluster.objects.workloads import JobSet
 
 REASON = "JobCreationFailed"
 _MESSAGE = re.compile(r'job "(?P<job>[^"]+)" creation failed with error: .*? is invalid: (?P<fields>.*)', re.S)
 _FIELD = re.compile(r"(?:^|, |\[)(spec\.[\w.\[\]-]+): ")  # one, or [a: x, b: y] for several
 
 
-def jobs_missing(jobset: dict, jobs: list[dict]) -> bool:
+def jobs_missing(jobset: dict | JobSet, jobs: Sized) -> bool:
     """Whether some replicatedJob has fewer Jobs than replicas (the one case where the events are read)."""
-    expected = sum(int(r.get("replicas", 1) or 0) for r in (jobset.get("spec") or {}).get("replicatedJobs") or [])
-    return len(jobs) < expected
+    return len(jobs) < sum(r.replicas for r in JobSet.of(jobset).replicated_jobs)
 
 
 def event_selector(name: str, uid: str) -> str:
@@ -33,14 +35,15 @@ def event_selector(name: str, uid: str) -> str:
     return f"involvedObject.kind=JobSet,involvedObject.name={name},involvedObject.uid={uid},reason={REASON}"
 
 
-def rejection_reasons(jobset: dict, events: list[dict]) -> list[Reason]:
+def rejection_reasons(jobset: dict | JobSet, events: Iterable[dict | Event]) -> list[Reason]:
     """One Reason per replicatedJob whose Job the API server refused, from the newest such Event."""
-    name = (jobset.get("metadata") or {}).get("name", "")
-    rjobs = [str(r.get("name")) for r in (jobset.get("spec") or {}).get("replicatedJobs") or []]
-    newest: dict[str, tuple[str, dict]] = {}
-    for event in sorted(events, key=_when):
-        found = _MESSAGE.match(event.get("message") or "")
-        if event.get("reason") != REASON or not found:
+    view = JobSet.of(jobset)
+    name = view.meta.name or ""
+    rjobs = [str(r.name) for r in view.replicated_jobs]
+    newest: dict[str, tuple[str, Event]] = {}
+    for event in sorted(map(Event.of, events), key=_when):
+        found = _MESSAGE.match(event.message or "")
+        if event.reason != REASON or not found:
             continue
         rjob = _replicated_job(found.group("job"), name, rjobs)
         if rjob is not None:
@@ -57,7 +60,7 @@ def rejection_reasons(jobset: dict, events: list[dict]) -> list[Reason]:
             f"{'; '.join(paths) or fields} ({fields}){alone}",
             "fix that field of the manifest (`elxpk workload validate FILE` finds it offline), then delete the "
             f"workload and create it again (`elxpk workload delete {name}`)",
-            f"JobSet controller ({event.get('count') or 1}x): {event.get('message', '')}"))
+            f"JobSet controller ({event.count}x): {event.message or ''}"))
     return reasons
 
 
@@ -70,6 +73,5 @@ def _replicated_job(job: str, jobset: str, rjobs: list[str]) -> str | None:
     return None
 
 
-def _when(event: dict) -> str:
-    return str(event.get("lastTimestamp") or event.get("eventTime") or (event.get("metadata") or {})
-               .get("creationTimestamp") or "")
+def _when(event: Event) -> str:
+    return str(event.last or event.event_time or event.meta.created or "")

@@ -16,6 +16,7 @@ Pure (objects in, reasons out; no I/O, clock passed in). The sources, in the ord
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elxpk.cluster.diagnosis import why_jobs
@@ -31,6 +32,9 @@ from elxpk.cluster.objects.labels import (
     REPLICATED_JOB,
     parse_time,
 )
+from elxpk.cluster.objects.meta import EMPTY, Condition, conditions_of, part, true_condition
+from elxpk.cluster.objects.pods import Node, Pod, Waiting
+from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records.lost_slice import restart_attempt
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
@@ -51,7 +55,7 @@ class Context:
     """What `status --why` fetches beyond plain status (each optional: absent when not fetched)."""
     cluster_queue: dict | None = None  # the ClusterQueue the LocalQueue points at
     local_queue: dict | None = None
-    nodes: tuple[dict, ...] | None = None  # the TPU nodes' metadata.labels and spec.taints, when listed
+    nodes: tuple[dict | Node, ...] | None = None  # the TPU nodes (name, labels and taints), when listed
     position: str = ""  # queue position, or why it is not known
     rejections: tuple[dict, ...] = ()  # the JobSet's JobCreationFailed Events (elxpk/cluster/diagnosis/job_rejections.py)
     events: tuple[dict, ...] = ()  # the Job controller's FailedCreate Events, when a Job is short of pods
@@ -60,67 +64,67 @@ class Context:
     provisioning_requests: tuple[dict, ...] | None = None
 
 
-def explain(jobset: dict, jobs: list[dict], pods: list[dict], workloads: list[dict], now: float,
+def explain(jobset: dict | JobSet, jobs: Sequence[dict | Job], pods: Sequence[dict | Pod],
+            workloads: Sequence[dict | Workload], now: float,
             context: Context | None = None, pending_after_s: float = 120.0) -> list[Reason]:
     """Every reason found, the most decisive first (Kueue before pods, pods before the pending count)."""
     context = context or Context()
-    name = jobset.get("metadata", {}).get("name", "")
-    namespace = jobset.get("metadata", {}).get("namespace", "default")
-    reasons = _jobset_reasons(jobset, workloads, context)
+    js = JobSet.of(jobset)
+    job_list, pod_list, workload_list = list(map(Job.of, jobs)), list(map(Pod.of, pods)), list(map(Workload.of, workloads))
+    name, namespace = js.meta.name or "", js.meta.namespace or "default"
+    reasons = _jobset_reasons(js, workload_list, context)
     if context.provisioning_requests:
-        reasons = with_capacity(reasons, jobset, workloads, context.provisioning_requests)
-    current = [j for j in jobs if not j["metadata"].get("deletionTimestamp")]
+        reasons = with_capacity(reasons, js, workload_list, context.provisioning_requests)
+    current = [j for j in job_list if not j.meta.deleting]
     # A failed Job of an earlier restart attempt is a failure the JobSet already restarted from: no fix is due
-    newest = max((restart_attempt(j) for j in jobs), default=0)
-    reasons += why_jobs.first_failed(name, [j for j in jobs if restart_attempt(j) == newest], pods, Reason)
+    newest = max((restart_attempt(j) for j in job_list), default=0)
+    reasons += why_jobs.first_failed(name, [j for j in job_list if restart_attempt(j) == newest], pod_list, Reason)
     reasons += why_jobs.failed_create(name, namespace, current, list(context.events), Reason)
-    reasons += why_jobs.backoff(name, current, pods, now, Reason)
-    reasons += _pod_reasons(name, namespace, _current_pods(pods, jobs), now, context, pending_after_s)
+    reasons += why_jobs.backoff(name, current, pod_list, now, Reason)
+    reasons += _pod_reasons(name, namespace, _current_pods(pod_list, job_list), now, context, pending_after_s)
     return reasons
 
 
 # --- Kueue and the JobSet -------------------------------------------------------------------------------
 
-def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> list[Reason]:
-    meta, spec = jobset.get("metadata", {}), jobset.get("spec", {})
-    queue = (meta.get("labels") or {}).get(KUEUE_QUEUE)
-    uid = meta.get("uid")
-    mine = [w for w in workloads if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
-    name, namespace = meta.get("name", ""), meta.get("namespace", "default")
+def _jobset_reasons(jobset: JobSet, workloads: list[Workload], context: Context) -> list[Reason]:
+    meta = jobset.meta
+    queue = meta.labels.get(KUEUE_QUEUE)
+    mine = [w for w in workloads if w.of_jobset(meta.uid)]
+    name, namespace = meta.name or "", meta.namespace or "default"
     if not mine:
-        if spec.get("suspend") and not queue:
-            said = next((c.get("message", "") for c in (jobset.get("status") or {}).get("conditions") or []
-                         if c.get("type") == "Suspended" and c.get("status") == "True"), "")
+        if jobset.suspend and not queue:
+            suspended = true_condition(jobset.conditions, "Suspended")
+            said = (suspended.message or "") if suspended else ""
             return [Reason("suspended", "the JobSet is suspended (spec.suspend: true) and has no Kueue queue "
                            "label, so nothing will resume it",
                            f"set spec.suspend to false on JobSet {name} in namespace {namespace}, or recreate it "
                            "with `elxpk workload create --queue LOCALQUEUE`", f"JobSet: {said}" if said else "")]
-        if spec.get("suspend"):
+        if jobset.suspend:
             return [Reason("suspended", f"the JobSet is suspended for Kueue queue {queue}, but Kueue made no "
                            "Workload for it", "check that Kueue's controller runs (namespace kueue-system) and "
                            f"manages JobSets, and that LocalQueue {queue} exists in namespace {namespace}")]
         return []
     workload = mine[0]
-    status = workload.get("status") or {}
-    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    conditions = {c.type: c for c in workload.conditions}
     out = _eviction(conditions)
     if _is_true(conditions, "Finished") or _is_true(conditions, "Admitted"):
         return out
     position = f" ({context.position})" if context.position.startswith("position") else ""
     unknown = context.position if context.position and not position else ""
     if _is_true(conditions, "QuotaReserved"):
-        cq = (status.get("admission") or {}).get("clusterQueue", "")
-        pending = [c for c in status.get("admissionChecks") or [] if c.get("state") != "Ready"]
-        checks = ", ".join(f"{c.get('name')} {c.get('state')}" + (f" ({c['message']})" if c.get("message") else "")
-                           for c in pending)
+        cq = workload.cluster_queue
+        pending = [c for c in workload.checks if c.state != "Ready"]
+        checks = ", ".join(f"{c.name} {c.state}" + (f" ({c.message})" if c.message else "") for c in pending)
         out.append(Reason("admission-check", f"Kueue reserved quota in ClusterQueue {cq} but does not admit the "
                           f"workload yet: admission checks {checks or 'not all Ready'}",
                           "the checks' controllers decide (a ProvisioningRequest check waits for capacity); "
                           "the spec.controllerName of AdmissionCheck "
-                          + (pending[0].get("name", "NAME") if pending else "NAME")
+                          + ((pending[0].name or "NAME") if pending else "NAME")
                           + " names that controller; or submit to a LocalQueue without checks (--queue)"))
         return out
-    message = (conditions.get("QuotaReserved") or {}).get("message", "") or "waiting for Kueue"
+    reserved = conditions.get("QuotaReserved")
+    message = (reserved.message if reserved else "") or "waiting for Kueue"
     quota = _QUOTA.search(message)
     inactive = _INACTIVE.search(message)
     if quota:
@@ -144,8 +148,7 @@ def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> li
         why = _condition_message(context.cluster_queue, "Active")
         named = re.search(r"inactive AdmissionCheck\(s\): ([^.]+)", why)
         # The Workload lists the ClusterQueue's checks even while the queue is inactive.
-        checks = named.group(1) if named else ", ".join(
-            str(c.get("name")) for c in status.get("admissionChecks") or [] if c.get("state") != "Ready")
+        checks = named.group(1) if named else ", ".join(str(c.name) for c in workload.checks if c.state != "Ready")
         cause = "admission-check" if checks else "queue-inactive"
         fix = (f"the controller of AdmissionCheck {checks} is not running or rejects its config: ask "
                f"the cluster admin (AdmissionCheck {checks}: its spec.controllerName and status), or use --queue "
@@ -158,15 +161,14 @@ def _jobset_reasons(jobset: dict, workloads: list[dict], context: Context) -> li
     return out
 
 
-def _eviction(conditions: dict[str, dict]) -> list[Reason]:
+def _eviction(conditions: dict[str | None, Condition]) -> list[Reason]:
     for kind in ("Preempted", "Evicted"):
         c = conditions.get(kind)
-        if c and c.get("status") == "True":
+        if c and c.true:
             fix = ("a workload of higher priority took the quota; give this one a higher --priority, or use a "
-                   "LocalQueue with quota of its own") if kind == "Preempted" or c.get("reason") == "Preempted" \
+                   "LocalQueue with quota of its own") if kind == "Preempted" or c.reason == "Preempted" \
                 else "Kueue requeues it; `elxpk workload events NAME` shows the history"
-            return [Reason("evicted", f"Kueue {kind.lower()} the workload ({c.get('reason')})", fix,
-                           f"Kueue: {c.get('message')}")]
+            return [Reason("evicted", f"Kueue {kind.lower()} the workload ({c.reason})", fix, f"Kueue: {c.message}")]
     return []
 
 
@@ -174,19 +176,21 @@ def _cq_name(context: Context) -> str:
     if context.cluster_queue:
         return str(context.cluster_queue.get("metadata", {}).get("name", "?"))
     if context.local_queue:
-        return str((context.local_queue.get("spec") or {}).get("clusterQueue", "?"))
+        return str(part(context.local_queue, "spec").get("clusterQueue", "?"))
     return "(of the LocalQueue)"
 
 
 def _condition_message(obj: dict | None, kind: str) -> str:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind and c.get("status") != "True":
-            return str(c.get("message") or c.get("reason") or "")
+    """The message of `kind` in a ClusterQueue's conditions, while that condition is not True."""
+    for c in conditions_of(part(obj or EMPTY, "status")):
+        if c.type == kind and not c.true:
+            return str(c.message or c.reason or "")
     return ""
 
 
-def _is_true(conditions: dict[str, dict], kind: str) -> bool:
-    return (conditions.get(kind) or {}).get("status") == "True"
+def _is_true(conditions: dict[str | None, Condition], kind: str) -> bool:
+    c = conditions.get(kind)
+    return c is not None and c.true
 
 
 def _exit_meaning(code: object) -> str:
@@ -196,14 +200,13 @@ def _exit_meaning(code: object) -> str:
 
 # --- Pods -----------------------------------------------------------------------------------------------
 
-def _current_pods(pods: list[dict], jobs: list[dict]) -> list[dict]:
+def _current_pods(pods: list[Pod], jobs: list[Job]) -> list[Pod]:
     """Pods of Jobs still there and not being deleted (a JobSet restart's old pods say nothing now)."""
-    live = {j["metadata"].get("uid") for j in jobs if not j["metadata"].get("deletionTimestamp")}
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")
-            and any(r.get("uid") in live for r in p["metadata"].get("ownerReferences") or [])]
+    live = {j.meta.uid for j in jobs if not j.meta.deleting}
+    return [p for p in pods if not p.meta.deleting and any(r.uid in live for r in p.meta.owners)]
 
 
-def _pod_reasons(name: str, namespace: str, pods: list[dict], now: float, context: Context,
+def _pod_reasons(name: str, namespace: str, pods: list[Pod], now: float, context: Context,
                  pending_after_s: float) -> list[Reason]:
     seen: dict[tuple[str, str], tuple[Reason, int]] = {}
     stale = 0
@@ -213,9 +216,8 @@ def _pod_reasons(name: str, namespace: str, pods: list[dict], now: float, contex
         for reason in found:
             key = (reason.cause, reason.text)
             seen[key] = (reason, seen.get(key, (reason, 0))[1] + 1)
-        status = pod.get("status") or {}
-        created = parse_time(pod["metadata"].get("creationTimestamp"))
-        if not found and status.get("phase") == "Pending" and created is not None \
+        created = parse_time(pod.meta.created)
+        if not found and pod.phase == "Pending" and created is not None \
                 and now - created >= pending_after_s:
             stale += 1
     out = [Reason(r.cause, (f"{n} pods: " if n > 1 else "pod: ") + r.text, r.fix, r.detail)
@@ -227,42 +229,39 @@ def _pod_reasons(name: str, namespace: str, pods: list[dict], now: float, contex
     return out
 
 
-def _own(pods: list[dict]) -> Own:
+def _own(pods: list[Pod]) -> Own:
     """The nodes the workload's live pods are bound to, and how many live pods it has (each asks a host)."""
-    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-    return Own(frozenset(str(n) for p in live if (n := (p.get("spec") or {}).get("nodeName"))), len(live))
+    live = [p for p in pods if not p.done]
+    return Own(frozenset(str(p.node) for p in live if p.node), len(live))
 
 
-def _one_pod(name: str, namespace: str, pod: dict, context: Context, own: Own) -> list[Reason]:
-    status = pod.get("status") or {}
+def _one_pod(name: str, namespace: str, pod: Pod, context: Context, own: Own) -> list[Reason]:
     out = []
-    for c in status.get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-            out += unschedulable(pod, c.get("message") or "", context.nodes, own)
-    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        waiting = (cs.get("state") or {}).get("waiting") or {}
-        reason = waiting.get("reason")
+    for c in pod.conditions:
+        if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
+            out += unschedulable(pod, c.message or "", context.nodes, own)
+    for cs in pod.init_containers + pod.containers:
+        waiting = cs.waiting or Waiting(None, None)
+        reason = waiting.reason
         if reason in WAITING_PULL:
-            out.append(Reason("image-pull", f"image {cs.get('image')} of container {cs.get('name')} cannot be "
-                              f"pulled ({reason})",
+            out.append(Reason("image-pull", f"image {cs.image} of container {cs.name} cannot be pulled ({reason})",
                               "check the image name and tag exist and that the nodes' service account can read "
-                              "the registry; recreate with --docker-image IMAGE", f"kubelet: {waiting.get('message', '')}"))
+                              "the registry; recreate with --docker-image IMAGE", f"kubelet: {waiting.message or ''}"))
         elif reason == "CrashLoopBackOff":
-            last = ((cs.get("lastState") or {}).get("terminated") or {})
-            code = last.get("exitCode")
+            code = cs.last_terminated.exit_code if cs.last_terminated else None
             klass = why_jobs.exit_class(int(code)) if isinstance(code, int) else ""
             meaning = _exit_meaning(code)
-            out.append(Reason("crash-loop", f"container {cs.get('name')} keeps exiting (CrashLoopBackOff, "
-                              f"{cs.get('restartCount', 0)} restarts{klass})",
+            out.append(Reason("crash-loop", f"container {cs.name} keeps exiting (CrashLoopBackOff, "
+                              f"{cs.restarts} restarts{klass})",
                               f"`elxpk workload logs {name}{_pod_flags(pod)} --previous` shows the crashed run's "
                               "output",
-                              f"kubelet: {waiting.get('message', '')}" + (f"; exit {code}: {meaning}" if meaning else "")))
+                              f"kubelet: {waiting.message or ''}" + (f"; exit {code}: {meaning}" if meaning else "")))
     return out
 
 
-def _pod_flags(pod: dict) -> str:
+def _pod_flags(pod: Pod) -> str:
     """The `workload logs` flags that select this pod."""
-    labels = pod["metadata"].get("labels") or {}
+    labels = pod.meta.labels
     if labels.get(REPLICATED_JOB) == HEAD:
         return " --head"
     return f" --slice {labels.get(JOB_INDEX, '0')} --vm {labels.get(COMPLETION_INDEX, '0')}"
@@ -275,15 +274,14 @@ def stuck_line(state: str, state_age_s: float | None, reasons: list[Reason], aft
     return reasons[0].text
 
 
-def state_since(jobset: dict, jobs: list[dict], workloads: list[dict]) -> float | None:
+def state_since(jobset: dict | JobSet, jobs: Sequence[dict | Job], workloads: Sequence[dict | Workload]) -> float | None:
     """When the present state began, at the latest: the JobSet's creation, Kueue's admission, or the
     creation of the newest Job (a JobSet restart recreates them)."""
-    times = [parse_time(jobset.get("metadata", {}).get("creationTimestamp"))]
-    times += [parse_time(j["metadata"].get("creationTimestamp")) for j in jobs
-              if (j["metadata"].get("labels") or {}).get(JOBSET_NAME)]
-    for w in workloads:
-        for c in (w.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "Admitted" and c.get("status") == "True":
-                times.append(parse_time(c.get("lastTransitionTime")))
+    times = [parse_time(JobSet.of(jobset).meta.created)]
+    times += [parse_time(j.meta.created) for j in map(Job.of, jobs) if j.meta.labels.get(JOBSET_NAME)]
+    for w in map(Workload.of, workloads):
+        for c in w.conditions:
+            if c.type == "Admitted" and c.true:
+                times.append(c.at)
     known = [t for t in times if t is not None]
     return max(known) if known else None

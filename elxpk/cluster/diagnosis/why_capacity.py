@@ -10,68 +10,68 @@ Failed, CapacityRevoked, BookingExpired, Provisioned, else still waiting.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from elxpk.cluster.diagnosis.why_reason import Reason
 from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.objects.pods import Node
+from elxpk.cluster.objects.workloads import JobSet, ProvisioningRequest, Workload
 
 PROVREQ_API = "autoscaling.x-k8s.io/v1"
 _ANOTHER_MODE = "or ask for capacity another way: --spot, --reservation NAME or --on-demand"
 
 
-def owned_requests(workload: dict, requests: list[dict]) -> list[dict]:
+def owned_requests(workload: dict | Workload,
+                   requests: Sequence[dict | ProvisioningRequest]) -> list[ProvisioningRequest]:
     """The requests owned by `workload`, newest first."""
-    uid = workload.get("metadata", {}).get("uid")
-    mine = [r for r in requests if any(o.get("uid") == uid for o in r.get("metadata", {}).get("ownerReferences") or [])]
-    return sorted(mine, key=lambda r: parse_time(r["metadata"].get("creationTimestamp")) or 0.0, reverse=True)
+    uid = Workload.of(workload).meta.uid
+    mine = [r for r in map(ProvisioningRequest.of, requests) if r.meta.owned_by(uid)]
+    return sorted(mine, key=lambda r: parse_time(r.meta.created) or 0.0, reverse=True)
 
 
-def _true(request: dict, kind: str) -> dict | None:
-    return next((c for c in (request.get("status") or {}).get("conditions") or []
-                 if c.get("type") == kind and c.get("status") == "True"), None)
-
-
-def _check_state(workload: dict, request: dict) -> str:
+def _check_state(workload: Workload, request: ProvisioningRequest) -> str:
     """Kueue's own view: the Workload's admission check whose name the request's carries."""
-    name = request["metadata"].get("name", "")
-    for check in (workload.get("status") or {}).get("admissionChecks") or []:
-        if f"-{check.get('name')}-" in name:
-            said = f" ({check['message']})" if check.get("message") else ""
-            return f"Kueue: admission check {check.get('name')} {check.get('state')}{said}"
+    name = request.meta.name or ""
+    for check in workload.checks:
+        if f"-{check.name}-" in name:
+            said = f" ({check.message})" if check.message else ""
+            return f"Kueue: admission check {check.name} {check.state}{said}"
     return ""
 
 
-def capacity_reasons(workload: dict, requests: list[dict], name: str) -> list[Reason]:
+def capacity_reasons(workload: dict | Workload, requests: Sequence[dict | ProvisioningRequest],
+                     name: str) -> list[Reason]:
     """One reason for the newest request owned by `workload`; none when it owns none."""
+    workload = Workload.of(workload)
     mine = owned_requests(workload, requests)
     if not mine:
         return []
     request = mine[0]
-    pr = request["metadata"].get("name", "")
-    cls = (request.get("spec") or {}).get("provisioningClassName", "")
+    pr = request.meta.name or ""
+    cls = request.provisioning_class
     attempt = f" (attempt {len(mine)})" if len(mine) > 1 else ""
     detail = _check_state(workload, request)
     # Kueue deactivates a Workload whose check it rejected (no retries left): nothing will requeue it.
-    stopped = "; Kueue rejected the check and deactivated the workload" if (
-        (workload.get("spec") or {}).get("active") is False) else ""
+    stopped = "; Kueue rejected the check and deactivated the workload" if workload.active is False else ""
     resubmit = f"resubmit when capacity may be free (`elxpk workload create ... --replace`), {_ANOTHER_MODE}"
-    if failed := _true(request, "Failed"):
+    if failed := request.true("Failed"):
         return [Reason("capacity-failed", f"the capacity request failed: ProvisioningRequest {pr}{attempt} "
-                       f"Failed: {failed.get('message') or failed.get('reason')}{stopped}", resubmit, detail)]
-    if revoked := _true(request, "CapacityRevoked"):
+                       f"Failed: {failed.message or failed.reason}{stopped}", resubmit, detail)]
+    if revoked := request.true("CapacityRevoked"):
         return [Reason("capacity-revoked", f"the provisioned capacity was taken back: ProvisioningRequest {pr} "
-                       f"CapacityRevoked: {revoked.get('message') or revoked.get('reason')}{stopped}", resubmit, detail)]
-    if expired := _true(request, "BookingExpired"):
+                       f"CapacityRevoked: {revoked.message or revoked.reason}{stopped}", resubmit, detail)]
+    if expired := request.true("BookingExpired"):
         return [Reason("capacity-booking-expired", f"the capacity was provisioned but its booking expired "
                        f"before the pods started: ProvisioningRequest {pr} BookingExpired: "
-                       f"{expired.get('message') or expired.get('reason')}{stopped}",
+                       f"{expired.message or expired.reason}{stopped}",
                        f"find why the pods did not start in time (`elxpk workload events {name}`), then "
                        + resubmit, detail)]
-    if provisioned := _true(request, "Provisioned"):
+    if provisioned := request.true("Provisioned"):
         return [Reason("capacity-provisioned", f"capacity provisioned: ProvisioningRequest {pr} Provisioned"
-                       + (f": {provisioned['message']}" if provisioned.get("message") else ""),
+                       + (f": {provisioned.message}" if provisioned.message else ""),
                        "", detail)]
-    said = next((c.get("message") for c in (request.get("status") or {}).get("conditions") or []
-                 if c.get("type") == "Provisioned" and c.get("message")), "")  # GKE's ETA, while False
-    accepted = " (accepted)" if _true(request, "Accepted") else ""
+    said = next((c.message for c in request.conditions if c.type == "Provisioned" and c.message), "")  # GKE's ETA
+    accepted = " (accepted)" if request.true("Accepted") else ""
     return [Reason("capacity-waiting", f"waiting for capacity: ProvisioningRequest {pr}{attempt}{accepted} of class "
                    f"{cls or '?'} is not provisioned yet" + (f": {said}" if said else "")
                    + "; Kueue admits the workload once it is",
@@ -79,11 +79,12 @@ def capacity_reasons(workload: dict, requests: list[dict], name: str) -> list[Re
                    f"{_ANOTHER_MODE}", detail)]
 
 
-def label_gap(selector: dict, nodes: tuple[dict, ...], shape_keys: tuple[str, ...]) -> tuple[str, str] | None:
+def label_gap(selector: Mapping[str, str], nodes: Sequence[dict | Node],
+              shape_keys: tuple[str, ...]) -> tuple[str, str] | None:
     """When nodes of the pod's TPU shape exist but lack the other labels it selects (a capacity mode's:
     gke-spot, gke-queued and the ProvisioningRequest's nodes, reservation-name): (those labels, the fix);
     None when no node has the shape either (then the shape is what is missing)."""
-    shaped = [n["labels"] for n in nodes if all(n["labels"].get(k) == selector.get(k) for k in shape_keys)]
+    shaped = [n.labels for n in map(Node.of, nodes) if all(n.labels.get(k) == selector.get(k) for k in shape_keys)]
     missing = [f"{k}={v}" for k, v in selector.items()
                if k not in shape_keys and not any(labels.get(k) == v for labels in shaped)]
     if not shaped or not missing:
@@ -94,13 +95,13 @@ def label_gap(selector: dict, nodes: tuple[dict, ...], shape_keys: tuple[str, ..
             "wait for those nodes, add a node pool of that kind, or submit without the flag")
 
 
-def with_capacity(reasons: list[Reason], jobset: dict, workloads: list[dict],
-                  requests: tuple[dict, ...]) -> list[Reason]:
+def with_capacity(reasons: list[Reason], jobset: dict | JobSet, workloads: Sequence[dict | Workload],
+                  requests: Sequence[dict | ProvisioningRequest]) -> list[Reason]:
     """A flex-start workload: the state of its ProvisioningRequest first, in place of the generic
     admission-check line (and of the eviction line when Kueue deactivated it for a rejected check)."""
-    uid = jobset.get("metadata", {}).get("uid")
-    mine = [w for w in workloads if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == uid]
-    capacity = capacity_reasons(mine[0], list(requests), jobset["metadata"].get("name", "")) if mine else []
+    meta = JobSet.of(jobset).meta
+    mine = [w for w in map(Workload.of, workloads) if w.of_jobset(meta.uid)]
+    capacity = capacity_reasons(mine[0], requests, meta.name or "") if mine else []
     if not capacity:
         return reasons
     # A rejected request ends it: Kueue's eviction ("requeued") and queued lines would say otherwise.

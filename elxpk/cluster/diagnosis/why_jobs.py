@@ -16,10 +16,12 @@ each read from what the Job controller wrote:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
-from elxpk.cluster.objects.labels import COMPLETION_INDEX, JOB_INDEX, REPLICATED_JOB, parse_time
+from elxpk.cluster.objects.labels import COMPLETION_INDEX, parse_time
+from elxpk.cluster.objects.pods import Event, Pod
+from elxpk.cluster.objects.workloads import Job
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -31,57 +33,48 @@ _QUOTA = re.compile(r'exceeded quota: ([^,\s]+)')
 _WEBHOOK = re.compile(r'admission webhook "([^"]+)" denied the request')
 
 
-def _true(job: dict, kind: str) -> dict | None:
-    return next((c for c in (job.get("status") or {}).get("conditions") or []
-                 if c.get("type") == kind and c.get("status") == "True"), None)
-
-
-def short_of_pods(job: dict, pods: list[dict] | None = None) -> bool:
+def short_of_pods(job: dict | Job, pods: Sequence[dict | Pod] | None = None) -> bool:
     """A Job still running that has fewer pods than it asks for (not suspended, not finished). With `pods`
     (its pods among them), its active pods are counted from them, not read from its status."""
-    spec, status = job.get("spec") or {}, job.get("status") or {}
-    if spec.get("suspend") or job["metadata"].get("deletionTimestamp") or any(
-            _true(job, kind) for kind in ("Failed", "FailureTarget", "Complete", "SuccessCriteriaMet")):
+    job = Job.of(job)
+    if job.spec.suspend or job.meta.deleting or any(
+            job.true(kind) for kind in ("Failed", "FailureTarget", "Complete", "SuccessCriteriaMet")):
         return False
-    wanted = min(int(spec.get("parallelism", 1)), int(spec.get("completions", spec.get("parallelism", 1))))
-    return active_pods(job, pods) + int(status.get("succeeded") or 0) < wanted
+    return active_pods(job, pods) + job.succeeded < job.spec.pods
 
 
-def active_pods(job: dict, pods: list[dict] | None) -> int:
+def active_pods(job: dict | Job, pods: Sequence[dict | Pod] | None) -> int:
     """The Job's pods still pending or running. The Job controller writes its status a sync after its pods
     change, so a pod that just failed is still `active` there: with the pods listed, they are the count."""
+    job = Job.of(job)
     if pods is None:
-        return int((job.get("status") or {}).get("active") or 0)
-    uid = job["metadata"].get("uid")
-    return sum(1 for p in pods if (p.get("status") or {}).get("phase") not in ("Failed", "Succeeded")
-               and not p["metadata"].get("deletionTimestamp")
-               and any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or []))
+        return job.active
+    return sum(1 for p in map(Pod.of, pods) if not p.done and not p.meta.deleting and p.meta.owned_by(job.meta.uid))
 
 
-def _where(job: dict) -> str:
-    labels = job["metadata"].get("labels") or {}
-    return f"Job {job['metadata']['name']} (replicatedJob {labels.get(REPLICATED_JOB, '?')}, " \
-           f"slice {labels.get(JOB_INDEX, '?')})"
+def _where(job: Job) -> str:
+    return f"Job {job.meta.name} (replicatedJob {job.replicated_job or '?'}, slice {job.index or '?'})"
 
 
 # --- FailedCreate ---------------------------------------------------------------------------------------
 
-def failed_create(name: str, namespace: str, jobs: list[dict], events: list[dict], reason: Callable) -> list:
+def failed_create(name: str, namespace: str, jobs: Sequence[dict | Job], events: Sequence[dict | Event],
+                  reason: Callable) -> list:
     """The newest FailedCreate Event of each Job still short of pods, newer than the Job."""
     out = []
-    for job in jobs:
+    event_list = [Event.of(e) for e in events]
+    for job in map(Job.of, jobs):
         if not short_of_pods(job):
             continue
-        made = parse_time(job["metadata"].get("creationTimestamp")) or 0.0
-        mine = [e for e in events if e.get("reason") == FAILED_CREATE
-                and (e.get("involvedObject") or {}).get("uid", job["metadata"].get("uid")) == job["metadata"].get("uid")
-                and (e.get("involvedObject") or {}).get("name") == job["metadata"]["name"]
-                and (parse_time(_event_time(e)) or 0.0) >= made]
+        made = parse_time(job.meta.created) or 0.0
+        # an Event that names no uid is about the Job of its name
+        mine = [e for e in event_list if e.reason == FAILED_CREATE and e.involved.uid in (None, job.meta.uid)
+                and e.involved.name == job.meta.name and (parse_time(_event_time(e)) or 0.0) >= made]
         if not mine:
             continue
         event = max(mine, key=lambda e: parse_time(_event_time(e)) or 0.0)
-        message = str(event.get("message") or "")
-        count = int(event.get("count") or 1)
+        message = str(event.message or "")
+        count = event.count
         out.append(reason("pod-create", f"the Job controller cannot create the pods of {_where(job)}: "
                           + _cause_of(message) + (f" ({count} tries, the last at {_event_time(event)})"
                                                   if count > 1 else f" (at {_event_time(event)})"),
@@ -89,8 +82,8 @@ def failed_create(name: str, namespace: str, jobs: list[dict], events: list[dict
     return out
 
 
-def _event_time(event: dict) -> str:
-    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
+def _event_time(event: Event) -> str:
+    return str(event.time or "")
 
 
 def _cause_of(message: str) -> str:
@@ -124,21 +117,19 @@ def _create_fix(message: str, namespace: str, name: str) -> str:
 
 # --- the pod-failure back-off ---------------------------------------------------------------------------
 
-def finished_at(pod: dict) -> float | None:
+def finished_at(pod: dict | Pod) -> float | None:
     """When a failed pod ended, as the Job controller reads it (getFinishedTime): its containers' latest
     finish, else its Ready=False transition, else its deletion time less the grace period."""
-    status = pod.get("status") or {}
-    ends = [((cs.get("state") or {}).get("terminated") or {}).get("finishedAt")
-            for cs in status.get("containerStatuses") or []]
+    pod = Pod.of(pod)
+    ends = [cs.terminated.finished if cs.terminated else None for cs in pod.containers]
     if ends and all(ends):
         return max(parse_time(t) or 0.0 for t in ends)
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"
-                  and c.get("status") == "False" and c.get("lastTransitionTime")), None)
+    ready = next((c for c in pod.conditions if c.type == "Ready" and c.status == "False" and c.time), None)
     if ready:
-        return parse_time(ready["lastTransitionTime"])
-    deleted = parse_time(pod["metadata"].get("deletionTimestamp"))
+        return ready.at
+    deleted = parse_time(pod.meta.deletion)
     if deleted is not None:
-        return deleted - float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+        return deleted - pod.meta.grace_s
     return None
 
 
@@ -149,18 +140,17 @@ def backoff_wait_s(failures: int) -> float:
     return min(BACKOFF_S * 2 ** min(failures - 1, 30), BACKOFF_MAX_S)
 
 
-def backoff(name: str, jobs: list[dict], pods: list[dict], now: float, reason: Callable) -> list:
+def backoff(name: str, jobs: Sequence[dict | Job], pods: Sequence[dict | Pod], now: float, reason: Callable) -> list:
     """Each Job short of pods whose newest failed pod ended less than the back-off ago."""
     out = []
-    for job in jobs:
-        if not short_of_pods(job, pods):
+    pod_list = [Pod.of(p) for p in pods]
+    for job in map(Job.of, jobs):
+        if not short_of_pods(job, pod_list):
             continue
-        uid = job["metadata"].get("uid")
-        failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"
-                  and any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]
+        failed = [p for p in pod_list if p.phase == "Failed" and p.meta.owned_by(job.meta.uid)]
         ends = [t for t in (finished_at(p) for p in failed) if t is not None]
-        failures = max(int((job.get("status") or {}).get("failed") or 0), len(failed))
-        if not failures or active_pods(job, pods):
+        failures = max(job.failed, len(failed))
+        if not failures or active_pods(job, pod_list):
             continue
         wait = backoff_wait_s(failures)
         pods_word = f"{failures} failed pod{'s' if failures > 1 else ''}"
@@ -195,37 +185,34 @@ def _utc(seconds: float) -> str:
 
 # --- the first failed Job --------------------------------------------------------------------------------
 
-def first_failed(name: str, jobs: list[dict], pods: list[dict], reason: Callable) -> list:
+def first_failed(name: str, jobs: Sequence[dict | Job], pods: Sequence[dict | Pod], reason: Callable) -> list:
     """The first failed Job (by the time of its Failed condition), why, and the command that shows the
     output of its failed pod (restartPolicy Never: the failed container is the pod's own, not a previous one)."""
     failed = []
-    for job in jobs:
-        c = _true(job, "Failed")
+    for job in map(Job.of, jobs):
+        c = job.true("Failed")
         if c:
-            failed.append((parse_time(c.get("lastTransitionTime")) or 0.0, job, c))
+            failed.append((c.at or 0.0, job, c))
     if not failed:
         return []
     _, job, c = min(failed, key=lambda item: item[0])
-    labels = job["metadata"].get("labels") or {}
-    code = _EXIT_CODE.search(c.get("message") or "")
-    return [reason("job-failed", f"first failed: Job {job['metadata']['name']} of replicatedJob "
-                   f"{labels.get(REPLICATED_JOB, '?')} ({c.get('reason')})"
-                   + (exit_class(int(code.group(1))) if code else ""),
-                   logs_fix(name, job, pods), f"Job: {c.get('message')}")]
+    code = _EXIT_CODE.search(c.message or "")
+    return [reason("job-failed", f"first failed: Job {job.meta.name} of replicatedJob "
+                   f"{job.replicated_job or '?'} ({c.reason})" + (exit_class(int(code.group(1))) if code else ""),
+                   logs_fix(name, job, pods), f"Job: {c.message}")]
 
 
-def logs_fix(name: str, job: dict, pods: list[dict]) -> str:
-    uid = job["metadata"].get("uid")
-    own = [p for p in pods if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]
-    failed = [p for p in own if (p.get("status") or {}).get("phase") == "Failed"] or own
-    labels = job["metadata"].get("labels") or {}
+def logs_fix(name: str, job: dict | Job, pods: Sequence[dict | Pod]) -> str:
+    job = Job.of(job)
+    own = [p for p in map(Pod.of, pods) if p.meta.owned_by(job.meta.uid)]
+    failed = [p for p in own if p.phase == "Failed"] or own
     where = ""
-    if labels.get(REPLICATED_JOB) == "pathways-head":
+    if job.replicated_job == "pathways-head":
         where = " --head"
     elif failed:
         newest = max(failed, key=lambda p: finished_at(p) or 0.0)
-        vm = (newest["metadata"].get("labels") or {}).get(COMPLETION_INDEX, "0")
-        where = f" --slice {labels.get(JOB_INDEX, '0')} --vm {vm}"
+        vm = newest.meta.labels.get(COMPLETION_INDEX, "0")
+        where = f" --slice {job.index or '0'} --vm {vm}"
     if not failed:
         return (f"its pods are gone; `elxpk workload events {name}` lists the exits and reasons of the "
                 "workload's pods")

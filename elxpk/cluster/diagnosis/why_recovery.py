@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 
 from elxpk.cluster.diagnosis.why_reason import Reason
 from elxpk.cluster.objects.labels import COMPLETION_INDEX, JOB_INDEX
+from elxpk.cluster.objects.pods import Pod
+from elxpk.cluster.objects.workloads import Workload
 from elxpk.cluster.records.lost_slice import first_exit, lost_slice
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.units import format_duration
@@ -25,7 +27,8 @@ from elxpk_contract.exit_codes import BY_CODE
 NOT_SELF_HEALING = frozenset({"crash-loop", "image-pull"})
 
 
-def recovering(status: WorkloadStatus, pods: Sequence[dict], workloads: Sequence[dict], progress: dict | None,
+def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload],
+               progress: dict | None,
                now: float) -> list[Reason]:
     """One `recovering` reason when the workload restarts (or runs on fewer slices) after a failure that the
     JobSet's restart budget covers; none otherwise."""
@@ -83,7 +86,7 @@ def with_recovery(healing: list[Reason], reasons: list[Reason]) -> list[Reason]:
     return healing + [dataclasses.replace(r, fix="") if r.cause in PART_OF_RECOVERY else r for r in reasons]
 
 
-def trainer_stopped(progress: dict | None, name: str, pods: Sequence[dict] = ()) -> list[Reason]:
+def trainer_stopped(progress: dict | None, name: str, pods: Sequence[dict | Pod] = ()) -> list[Reason]:
     """The trainer gave up for good, from its progress record (CHECKPOINT_DIR/elxpk-progress.json): a stop
     whose exit code the Job fails at once. A stop that the group restart retries is no reason of its own."""
     if not progress or not progress.get("gave_up"):
@@ -99,12 +102,12 @@ def trainer_stopped(progress: dict | None, name: str, pods: Sequence[dict] = ())
                    f"{logs}; fix the cause before creating the workload again: a restart reproduces it")]
 
 
-def _logs_flags(pods: Sequence[dict]) -> str:
+def _logs_flags(pods: Sequence[dict | Pod]) -> str:
     """`--slice K --vm I` of the first of `pods` to exit ("" when none: its pods are gone)."""
     if not pods:
         return ""
     first = min(pods, key=lambda p: (first_exit(p) or (0, 0.0))[1] or 0.0)
-    labels = first["metadata"].get("labels") or {}
+    labels = Pod.of(first).meta.labels
     if JOB_INDEX not in labels or COMPLETION_INDEX not in labels:
         return ""
     return f" --slice {labels[JOB_INDEX]} --vm {labels[COMPLETION_INDEX]}"

@@ -6,6 +6,7 @@ with its fix. Pure: the pod, the message and the TPU nodes' labels and taints (w
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -13,6 +14,7 @@ from elxpk import catalog
 from elxpk.cluster.diagnosis.why_capacity import label_gap
 from elxpk.cluster.diagnosis.why_reason import Reason
 from elxpk.cluster.objects.labels import ACCELERATOR, TOPOLOGY
+from elxpk.cluster.objects.pods import Node, Pod
 
 TPU = "google.com/tpu"
 # "0/N nodes are available: K reason, K reason." and then other sentences (claims, preemption's own verdicts)
@@ -32,10 +34,13 @@ class Own:
     pods: int = 0
 
 
-def unschedulable(pod: dict, message: str, nodes: tuple[dict, ...] | None, own: Own = Own()) -> list[Reason]:
+def unschedulable(pod: dict | Pod, message: str, listed: Sequence[dict | Node] | None,
+                  own: Own = Own()) -> list[Reason]:
     """The scheduler's message, per node reason: "0/32 nodes are available: 2 node(s) didn't have free ports
     ..., 30 node(s) didn't match Pod's node affinity/selector. preemption: ..."."""
-    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    pod = Pod.of(pod)
+    nodes = None if listed is None else tuple(map(Node.of, listed))
+    selector = pod.node_selector
     accelerator, topology = selector.get(ACCELERATOR), selector.get(TOPOLOGY)
     shape = f"{ACCELERATOR.split('/')[1]} {accelerator}, {TOPOLOGY.split('/')[1]} {topology}" \
         if accelerator else "the pod's node selector"
@@ -59,8 +64,7 @@ def unschedulable(pod: dict, message: str, nodes: tuple[dict, ...] | None, own: 
     if mismatched >= total:
         pools = ""
         if nodes is not None:
-            same = sorted({n["labels"].get(TOPOLOGY, "?") for n in nodes
-                           if n["labels"].get(ACCELERATOR) == accelerator})
+            same = sorted({n.labels.get(TOPOLOGY, "?") for n in nodes if n.labels.get(ACCELERATOR) == accelerator})
             pools = f"; node pools with {accelerator}: {', '.join(same) or 'none'}"
             gap = label_gap(selector, nodes, (ACCELERATOR, TOPOLOGY))
             if gap:
@@ -114,14 +118,14 @@ class _Held(NamedTuple):
     shaped: int | None  # the nodes of the pod's shape, when the nodes were listed
 
 
-def _held(n: int, text: str, selector: dict, nodes: tuple[dict, ...] | None, own: Own) -> _Held | None:
+def _held(n: int, text: str, selector: Mapping[str, str], nodes: tuple[Node, ...] | None, own: Own) -> _Held | None:
     """Who holds the `n` nodes a part of the message finds taken (host ports, chips); None for other parts."""
     if "free ports" not in text and f"Insufficient {TPU}" not in text:
         return None
-    named = nodes is not None and all(node.get("name") for node in nodes)
+    named = nodes is not None and all(node.name for node in nodes)
     if named and nodes is not None:
-        shaped = {node["name"] for node in nodes
-                  if all(node["labels"].get(k) == selector.get(k) for k in (ACCELERATOR, TOPOLOGY))}
+        shaped = {node.name for node in nodes
+                  if all(node.labels.get(k) == selector.get(k) for k in (ACCELERATOR, TOPOLOGY))}
         ours = min(n, len(own.nodes & shaped))
         return _Held(n, ours, n - ours, len(shaped))
     ours = min(n, len(own.nodes))  # the pod's own selector put its bound pods on nodes of this shape
@@ -138,19 +142,19 @@ def _too_few_nodes(shape: str, held: _Held, own: Own) -> Reason:
                   "nodes of this shape (a larger or another node pool)")
 
 
-def _untolerated(pod: dict, selector: dict, nodes: tuple[dict, ...] | None) -> list[dict]:
-    tolerations = (pod.get("spec") or {}).get("tolerations") or []
-    found: dict[tuple, dict] = {}
+def _untolerated(pod: Pod, selector: Mapping[str, str], nodes: tuple[Node, ...] | None) -> list[Mapping]:
+    tolerations = pod.tolerations
+    found: dict[tuple, Mapping] = {}
     for node in nodes or ():
-        if any(node["labels"].get(k) != v for k, v in selector.items()):
+        if any(node.labels.get(k) != v for k, v in selector.items()):
             continue
-        for taint in node.get("taints") or []:
+        for taint in node.taints:
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
                 found[(taint.get("key"), taint.get("value"), taint.get("effect"))] = taint
     return list(found.values())
 
 
-def _tolerates(tolerations: list[dict], taint: dict) -> bool:
+def _tolerates(tolerations: Sequence[Mapping], taint: Mapping) -> bool:
     for t in tolerations:
         if t.get("effect") and t.get("effect") != taint.get("effect"):
             continue
@@ -161,15 +165,15 @@ def _tolerates(tolerations: list[dict], taint: dict) -> bool:
     return False
 
 
-def _tpu_request(pod: dict) -> str:
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        value = ((c.get("resources") or {}).get("limits") or {}).get(TPU)
+def _tpu_request(pod: Pod) -> str:
+    for limits in pod.limits:
+        value = limits.get(TPU)
         if value:
             return f"{value} chips"
     return "chips"
 
 
-def _label_selector(selector: dict) -> str:
+def _label_selector(selector: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in selector.items() if k in (ACCELERATOR, TOPOLOGY)) or "KEY=VALUE"
 
 

@@ -57,6 +57,8 @@ class Pod:
     meta: Meta
     node: str | None  # spec.nodeName
     node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+    limits: tuple[Mapping[str, Any], ...]  # each container's resources.limits
     phase: str | None
     reason: str | None  # status.reason: "Evicted" for the kubelet's node-pressure eviction
     message: str | None
@@ -71,7 +73,8 @@ class Pod:
         if isinstance(pod, Pod):
             return pod
         spec, status = part(pod, "spec"), part(pod, "status")
-        return cls(Meta.of(pod), spec.get("nodeName"), part(spec, "nodeSelector"), status.get("phase"),
+        return cls(Meta.of(pod), spec.get("nodeName"), part(spec, "nodeSelector"), items(spec, "tolerations"),
+                   tuple(part(part(c, "resources"), "limits") for c in items(spec, "containers")), status.get("phase"),
                    status.get("reason"), status.get("message"), status.get("startTime"), conditions_of(status),
                    tuple(ContainerStatus.of(cs) for cs in items(status, "containerStatuses")),
                    tuple(ContainerStatus.of(cs) for cs in items(status, "initContainerStatuses")), pod)
@@ -129,9 +132,14 @@ class Node:
     """A node as `status --why` reads it: its labels (accelerator, topology, capacity mode) and taints."""
     name: str | None
     labels: Mapping[str, str]
-    taints: tuple[Mapping[str, Any], ...] | None
+    taints: tuple[Mapping[str, Any], ...]
 
     @classmethod
-    def of(cls, node: Mapping[str, Any]) -> Node:
-        meta, taints = part(node, "metadata"), part(node, "spec").get("taints")
-        return cls(meta.get("name"), part(meta, "labels"), None if taints is None else tuple(taints))
+    def of(cls, node: Mapping[str, Any] | Node) -> Node:
+        """From the API's Node, or from {"name", "labels", "taints"}: the shape `status --why`'s corpus keeps."""
+        if isinstance(node, Node):
+            return node
+        if "metadata" not in node:
+            return cls(node.get("name"), node.get("labels") or {}, tuple(node.get("taints") or ()))
+        meta = part(node, "metadata")
+        return cls(meta.get("name"), part(meta, "labels"), items(part(node, "spec"), "taints"))

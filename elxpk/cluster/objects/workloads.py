@@ -42,7 +42,7 @@ class ReplicatedJob:
 
     @classmethod
     def of(cls, rjob: Mapping[str, Any]) -> ReplicatedJob:
-        return cls(rjob.get("name"), int(rjob.get("replicas", 1)), JobSpec.of(part(part(rjob, "template"), "spec")))
+        return cls(rjob.get("name"), int(rjob.get("replicas", 1) or 0), JobSpec.of(part(part(rjob, "template"), "spec")))
 
 
 @dataclass(frozen=True)

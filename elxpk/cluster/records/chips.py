@@ -31,6 +31,7 @@ from elxpk.chip_hours import (
 )
 from elxpk.cluster.objects.labels import ACCELERATOR, TOPOLOGY
 from elxpk.cluster.objects.meta import part
+from elxpk.cluster.objects.workloads import JobSet
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, worker_replicated_job
 from elxpk_contract.progress_record import BADPUT_KEYS
@@ -50,7 +51,7 @@ _SPANS = {FROM_TRAINER: "from the trainer's start to its end", _SINCE: "since cr
           _ADMITTED_TO_END: "from admission to its end"}
 
 
-def workload_accelerator(jobset: dict) -> Accelerator | None:
+def workload_accelerator(jobset: dict | JobSet) -> Accelerator | None:
     """The worker pods' accelerator, or None when their node selector names none the catalogs know."""
     worker = worker_replicated_job(jobset)
     if worker is None:

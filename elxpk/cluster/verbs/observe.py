@@ -16,7 +16,7 @@ still runs; it is counted once it has failed. `events` reads every pod (fetch_ob
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.diagnosis import why as why_mod
@@ -25,6 +25,9 @@ from elxpk.cluster.diagnosis.why import Context
 from elxpk.cluster.diagnosis.why_jobs import FAILED_CREATE, short_of_pods
 from elxpk.cluster.diagnosis.why_recovery import NOT_SELF_HEALING, recovering, trainer_stopped, with_recovery
 from elxpk.cluster.objects.labels import ACCELERATOR, JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
+from elxpk.cluster.objects.meta import EMPTY, part
+from elxpk.cluster.objects.pods import Node, Pod
+from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records.chips import workload_accelerator
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, compute_status
@@ -78,13 +81,12 @@ def fetch_objects(kube: Kube, namespace: str, name: str) -> tuple[dict, list[dic
 FAILED_PODS = "status.phase=Failed"
 
 
-def counted_pods(jobsets: list[dict]) -> str | None:
+def counted_pods(jobsets: Iterable[dict | JobSet]) -> str | None:
     """The field selector of the pods whose restarts and failures `status` counts: Failed ones when every
     pod template of `jobsets` has restartPolicy Never (no restart in place), else None (every pod)."""
-    for jobset in jobsets:
-        for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or []:
-            pod_spec = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-            if pod_spec.get("restartPolicy", "Always") != "Never":
+    for jobset in map(JobSet.of, jobsets):
+        for rjob in jobset.replicated_jobs:
+            if rjob.job.pod_spec.get("restartPolicy", "Always") != "Never":
                 return None
     return FAILED_PODS
 
@@ -102,25 +104,28 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     read (`status --watch` finds its incidents in them at no call of its own). A workload that runs reads
     only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its
     reasons are in the pods that have not failed."""
-    jobset = get_workload(kube, namespace, name)
+    raw = get_workload(kube, namespace, name)
+    jobset = JobSet.of(raw)  # each object read once into its view, for status, --why and chip-hours alike
     selector = f"{JOBSET_NAME}={name}"
-    jobs = kube.list_jobs(namespace, selector)
+    raw_jobs = kube.list_jobs(namespace, selector)
     only = None if why else counted_pods([jobset])
-    pods = kube.list_pods(namespace, selector, only)
-    workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset['metadata'].get('uid', '')}")
+    raw_pods = kube.list_pods(namespace, selector, only)
+    raw_workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset.meta.uid or ''}")
     if on_objects is not None:
-        on_objects(jobset, jobs, pods, workloads)
+        on_objects(raw, raw_jobs, raw_pods, raw_workloads)
+    jobs, pods = [Job.of(j) for j in raw_jobs], [Pod.of(p) for p in raw_pods]
+    workloads = [Workload.of(w) for w in raw_workloads]
     status = compute_status(jobset, jobs, pods, workloads, now)
     status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
     # Read once: status shows it, and --why names the trainer's own verdict from it.
-    progress, problem = progress_of(jobset, now) if (why or with_progress) else (None, "")
+    progress, problem = progress_of(raw, now) if (why or with_progress) else (None, "")
     if why or stuck_after_s is not None:
         since = why_mod.state_since(jobset, jobs, workloads)
         age = None if since is None else now - since
         after = stuck_after_s if stuck_after_s is not None else 0.0
         if why or (status.state in why_mod.STUCK_STATES and age is not None and age >= after):
             if only is not None:
-                pods = kube.list_pods(namespace, selector)
+                pods = [Pod.of(p) for p in kube.list_pods(namespace, selector)]
             # Stuck, but not asked why: only the Job controller's Events (one LIST, when a Job lacks pods),
             # which nothing else shows; a pod that cannot be created leaves no other trace (#33)
             context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else \
@@ -142,45 +147,41 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     return dataclasses.replace(status, progress=progress, progress_problem=problem)
 
 
-def why_context(kube: Kube, namespace: str, jobset: dict, pods: list[dict], workloads: list[dict],
-                jobs: list[dict] | None = None):
+def why_context(kube: Kube, namespace: str, jobset: dict | JobSet, pods: Sequence[dict | Pod],
+                workloads: Sequence[dict | Workload], jobs: Sequence[dict | Job] | None = None):
     """What `status --why` reads beyond plain status, only where the objects point at it."""
-
-    queue = (jobset["metadata"].get("labels") or {}).get(KUEUE_QUEUE)
-    mine = [w for w in workloads if (w["metadata"].get("labels") or {}).get(KUEUE_JOB_UID)
-            == jobset["metadata"].get("uid")]
-    reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True"
-                   for w in mine for c in (w.get("status") or {}).get("conditions") or [])
+    meta = JobSet.of(jobset).meta
+    queue = meta.labels.get(KUEUE_QUEUE)
+    mine = [w for w in map(Workload.of, workloads) if w.of_jobset(meta.uid)]
+    reserved = any(w.true("QuotaReserved") for w in mine)
     local_queue = cluster_queue = None
     position = ""
     if queue and mine and not reserved:
         local_queue = kube.get_kueue_object("localqueues", queue, namespace)
-        cq = ((local_queue or {}).get("spec") or {}).get("clusterQueue")
+        cq = part(local_queue or EMPTY, "spec").get("clusterQueue")
         cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
-        position = _position(kube, namespace, queue, mine[0]["metadata"]["name"], local_queue)
+        position = _position(kube, namespace, queue, str(mine[0].meta.name), local_queue)
     nodes = _unschedulable_nodes(kube, pods)
     rejections: tuple[dict, ...] = ()
     if jobs is not None and jobs_missing(jobset, jobs):  # one more call, only when a Job is missing
-        meta = jobset["metadata"]
-        rejections = tuple(kube.list_events(namespace, event_selector(meta["name"], meta.get("uid", ""))))
+        rejections = tuple(kube.list_events(namespace, event_selector(str(meta.name), meta.uid or "")))
     # A Workload with admission checks may wait on a ProvisioningRequest (--flex-start): one LIST.
-    checked = any((w.get("status") or {}).get("admissionChecks") for w in mine)
+    checked = any(w.checks for w in mine)
     requests = kube.list_provisioning_requests(namespace) if checked else None
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
                    rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])),
                    provisioning_requests=None if requests is None else tuple(requests))
 
 
-def _unschedulable_nodes(kube: Kube, pods: list[dict]) -> tuple[dict, ...] | None:
+def _unschedulable_nodes(kube: Kube, pods: Sequence[dict | Pod]) -> tuple[Node, ...] | None:
     """The TPU nodes' labels and taints, when a pod is unschedulable (one LIST, else none): which nodes have
     the pod's shape, and whether a taint the scheduler names is theirs or another pool's."""
-    if not any(c.get("reason") == "Unschedulable" for p in pods for c in (p.get("status") or {}).get("conditions") or []):
+    if not any(c.reason == "Unschedulable" for p in map(Pod.of, pods) for c in p.conditions):
         return None
-    return tuple({"name": n["metadata"].get("name"), "labels": n["metadata"].get("labels") or {},
-                  "taints": (n.get("spec") or {}).get("taints")} for n in kube.list_nodes(ACCELERATOR, limit=1000))
+    return tuple(map(Node.of, kube.list_nodes(ACCELERATOR, limit=1000)))
 
 
-def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:
+def _failed_creates(kube: Kube, namespace: str, jobs: Sequence[dict | Job]) -> list[dict]:
     """The Job controller's FailedCreate Events, when a Job has fewer pods than it asks for (else no call)."""
     if not any(short_of_pods(j) for j in jobs):
         return []
@@ -192,7 +193,7 @@ def _failed_creates(kube: Kube, namespace: str, jobs: list[dict]) -> list[dict]:
 
 def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:
     pending = kube.pending_workloads(namespace, queue)
-    waiting = ((local_queue or {}).get("status") or {}).get("pendingWorkloads")
+    waiting = part(local_queue or EMPTY, "status").get("pendingWorkloads")
     if pending is None:
         return ("queue position unknown: Kueue's visibility API (visibility.kueue.x-k8s.io) is not served on "
                 f"this cluster; LocalQueue {queue} has {waiting if waiting is not None else '?'} pending")
@@ -212,16 +213,17 @@ def fetch_all(kube: Kube, namespace: str, now: float) -> list[WorkloadStatus]:
     if not jobsets:
         kube.require_namespace(namespace)  # a LIST in a namespace that does not exist is empty, not a 404
         return []
-    jobs = kube.list_jobs(namespace, JOBSET_NAME)
-    pods = kube.list_pods(namespace, JOBSET_NAME, counted_pods(jobsets))
-    workloads = kube.list_kueue_workloads(namespace)
-    by_name: dict[str, tuple[list[dict], list[dict]]] = {}
+    views = [JobSet.of(j) for j in jobsets]
+    jobs = [Job.of(j) for j in kube.list_jobs(namespace, JOBSET_NAME)]
+    pods = [Pod.of(p) for p in kube.list_pods(namespace, JOBSET_NAME, counted_pods(views))]
+    workloads = [Workload.of(w) for w in kube.list_kueue_workloads(namespace)]
+    by_name: dict[str, tuple[list[Job], list[Pod]]] = {}
     for job in jobs:
-        by_name.setdefault(job["metadata"]["labels"][JOBSET_NAME], ([], []))[0].append(job)
+        by_name.setdefault(job.meta.labels[JOBSET_NAME], ([], []))[0].append(job)
     for pod in pods:
-        by_name.setdefault(pod["metadata"]["labels"][JOBSET_NAME], ([], []))[1].append(pod)
+        by_name.setdefault(pod.meta.labels[JOBSET_NAME], ([], []))[1].append(pod)
     statuses = []
-    for jobset in jobsets:
-        own_jobs, own_pods = by_name.get(jobset["metadata"]["name"], ([], []))
+    for jobset in views:
+        own_jobs, own_pods = by_name.get(str(jobset.meta.name), ([], []))
         statuses.append(compute_status(jobset, own_jobs, own_pods, workloads, now))
     return statuses
