@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 from elxpk.cluster.diagnosis import why
 from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.objects.pods import Event
+from elxpk.cluster.objects.workloads import Workload
 from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import finished_chip_hours
 from elxpk.cluster.records.incidents import KUEUE_EVICTED, Incident
@@ -88,9 +90,8 @@ class NotifyingWatch:
             return []
         self._kueue_looked = self.watchman.outage_since
         try:
-            mine = [w for w in self.list_workloads() if any(
-                o.get("kind") == "JobSet" and o.get("name") == self.watchman.workload
-                for o in (w.get("metadata") or {}).get("ownerReferences") or [])]
+            mine = [w for w in map(Workload.of, self.list_workloads()) if any(
+                o.kind == "JobSet" and o.name == self.watchman.workload for o in w.meta.owners)]
         except ElxpkError:
             return []
         fault = kueue_fault(mine)
@@ -141,23 +142,22 @@ class NotifyingWatch:
             resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "",
             chip_hours=finished_chip_hours(jobset, status, now)[0] if status.state in ("Succeeded", "Failed") else "")
 
-    def _kueue_event(self, mine: list[dict], now: float) -> Fault | None:
+    def _kueue_event(self, mine: list[Workload], now: float) -> Fault | None:
         """The newest recent eviction Event (EvictedDueTo..., Preempted) of these Kueue Workloads, as a fault."""
         if self.list_events is None:
             return None
         found = []
         for w in mine:
             try:
-                events = self.list_events(w["metadata"]["name"])
+                events = self.list_events(str(w.meta.name))
             except ElxpkError:
                 return None
-            for e in events:
-                reason = e.get("reason") or ""
+            for e in map(Event.of, events):
+                reason = e.reason or ""
                 if reason != "Preempted" and not reason.startswith(KUEUE_EVICTED):
                     continue
-                at = parse_time(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp"))
                 cause = PREEMPTED if "Preempt" in reason else EVICTED
-                fault = Fault(cause, None, at, f"by Kueue: {reason}: {e.get('message', '')}".rstrip(": "))
+                fault = Fault(cause, None, parse_time(e.time), f"by Kueue: {reason}: {e.message or ''}".rstrip(": "))
                 if _recent(fault, now):
                     found.append(fault)
         return max(found, key=lambda f: f.time or 0.0, default=None)

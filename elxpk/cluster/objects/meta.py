@@ -47,6 +47,7 @@ class Meta:
     created: str | None  # creationTimestamp, RFC 3339
     deletion: str | None  # deletionTimestamp: set once a delete is under way
     grace_s: float  # deletionGracePeriodSeconds (0 when absent)
+    version: str | None  # resourceVersion: where a watch resumes from
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> Meta:
@@ -55,7 +56,7 @@ class Meta:
                    part(meta, "annotations"),
                    tuple(Owner(r.get("kind"), r.get("name"), r.get("uid")) for r in items(meta, "ownerReferences")),
                    meta.get("creationTimestamp"), meta.get("deletionTimestamp"),
-                   float(meta.get("deletionGracePeriodSeconds") or 0))
+                   float(meta.get("deletionGracePeriodSeconds") or 0), meta.get("resourceVersion"))
 
     @property
     def deleting(self) -> bool:

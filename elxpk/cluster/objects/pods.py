@@ -40,6 +40,7 @@ class ContainerStatus:
     image: str | None
     restarts: int  # restartCount
     waiting: Waiting | None
+    running_since: str | None  # state.running.startedAt: when the running process started
     terminated: Terminated | None  # the state now
     last_terminated: Terminated | None  # lastState: the run before the last restart
 
@@ -49,7 +50,7 @@ class ContainerStatus:
         waiting = state.get("waiting") or None
         return cls(cs.get("name"), cs.get("image"), int(cs.get("restartCount") or 0),
                    None if waiting is None else Waiting(waiting.get("reason"), waiting.get("message")),
-                   Terminated.of(state), Terminated.of(part(cs, "lastState")))
+                   part(state, "running").get("startedAt"), Terminated.of(state), Terminated.of(part(cs, "lastState")))
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,11 @@ class Pod:
     @property
     def done(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def ready(self) -> bool:
+        """Running with its Ready condition True."""
+        return self.phase == "Running" and true_condition(self.conditions, "Ready") is not None
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,9 @@ class Workload:
     meta: Meta
     queue: str | None  # spec.queueName
     active: Any  # spec.active: False once Kueue deactivated it (absent: active)
+    # v1beta2 names the class in spec.priorityClassRef.name, v1beta1 in spec.priorityClassName
+    priority_class: str | None
+    priority: Any  # spec.priority: the class's value, as written
     conditions: tuple[Condition, ...]
     cluster_queue: str  # status.admission.clusterQueue ("" before it has one)
     checks: tuple[AdmissionCheck, ...]  # status.admissionChecks
@@ -133,7 +136,9 @@ class Workload:
         if isinstance(workload, Workload):
             return workload
         spec, status = part(workload, "spec"), part(workload, "status")
-        return cls(Meta.of(workload), spec.get("queueName"), spec.get("active"), conditions_of(status),
+        return cls(Meta.of(workload), spec.get("queueName"), spec.get("active"),
+                   part(spec, "priorityClassRef").get("name") or spec.get("priorityClassName"), spec.get("priority"),
+                   conditions_of(status),
                    part(status, "admission").get("clusterQueue", ""),
                    tuple(AdmissionCheck(c.get("name"), c.get("state"), c.get("message"))
                          for c in items(status, "admissionChecks")), workload)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from elxpk.cluster.objects.workloads import Workload
+
 _UID = re.compile(r"\(UID: ([0-9A-Za-z-]{1,64})")
 
 
@@ -21,18 +23,15 @@ def preemptor_uid(text: str) -> str | None:
     return found.group(1) if found else None
 
 
-def describe(workloads: Sequence[dict], uid: str) -> str | None:
+def describe(workloads: Sequence[dict | Workload], uid: str) -> str | None:
     """'Workload NS/NAME (JobSet OWNER, priority P)' for the Workload of `uid`, or None when none is listed."""
-    for w in workloads:
-        meta = w.get("metadata") or {}
-        if meta.get("uid") != uid:
+    for w in map(Workload.of, workloads):
+        meta = w.meta
+        if meta.uid != uid:
             continue
-        owners = [f"{o.get('kind')} {o.get('name')}" for o in meta.get("ownerReferences") or [] if o.get("name")]
-        spec = w.get("spec") or {}
-        # v1beta2 names the class in priorityClassRef, v1beta1 in priorityClassName; `priority` is its value
-        named = (spec.get("priorityClassRef") or {}).get("name") or spec.get("priorityClassName")
-        value = spec.get("priority")
+        owners = [f"{o.kind} {o.name}" for o in meta.owners if o.name]
+        named, value = w.priority_class, w.priority
         priority = f"{named} ({value})" if named and value is not None else named or ("" if value is None else str(value))
         about = ", ".join([*owners[:1], *([f"priority {priority}"] if priority else [])])
-        return f"Workload {meta.get('namespace', '')}/{meta.get('name', '')}" + (f" ({about})" if about else "")
+        return f"Workload {meta.namespace or ''}/{meta.name or ''}" + (f" ({about})" if about else "")
     return None

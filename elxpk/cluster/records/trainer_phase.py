@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from elxpk.cluster.objects.labels import parse_time
+from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.units import format_duration
 from elxpk_contract.progress_record import PROGRESS_PERIOD_S
@@ -40,17 +41,15 @@ class Phase(NamedTuple):
     step_fresh: bool  # the record's last step is current: its rate may be shown as the rate now
 
 
-def newest_start(pods: Sequence[dict]) -> float | None:
+def newest_start(pods: Sequence[dict | Pod]) -> float | None:
     """Unix seconds when the newest running pod's container started (else the pod itself): the newest
     process of the group, which a progress record written before it did not come from."""
     starts: list[float] = []
-    for pod in pods:
-        status = pod.get("status") or {}
-        if status.get("phase") != "Running" or (pod.get("metadata") or {}).get("deletionTimestamp"):
+    for pod in map(Pod.of, pods):
+        if pod.phase != "Running" or pod.meta.deleting:
             continue
-        running = [(c.get("state") or {}).get("running") or {} for c in status.get("containerStatuses") or []]
-        times = [parse_time(r.get("startedAt")) for r in running if r.get("startedAt")]
-        found = [t for t in times if t is not None] or [t for t in [parse_time(status.get("startTime"))] if t]
+        times = [parse_time(c.running_since) for c in pod.containers if c.running_since]
+        found = [t for t in times if t is not None] or [t for t in [parse_time(pod.started)] if t]
         starts.extend(found)
     return max(starts) if starts else None
 

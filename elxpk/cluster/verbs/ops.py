@@ -19,6 +19,8 @@ from elxpk.cluster.objects.labels import (
     REPLICATED_JOB,
     parse_time,
 )
+from elxpk.cluster.objects.meta import Meta
+from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.objects.workloads import ReplicatedJob
 from elxpk.cluster.records.progress import checkpoint_dir, progress_of
 from elxpk.cluster.records.status import (
@@ -178,7 +180,7 @@ def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int |
         selector += f",{COMPLETION_INDEX}={vm}"
     # a pod that has ended (Succeeded, Failed) is a record, not a VM at work: never killed
     pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            and not Pod.of(p).done
             and _of_slice(p, name, worker.name or "", slice_index, vm)]
     if not pods:
         raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
@@ -192,7 +194,7 @@ def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int |
 def _of_slice(pod: dict, name: str, replicated_job: str, slice_index: int, vm: int | None) -> bool:
     """The pod carries exactly the labels of the slice (and VM) named: what the selector asked for, checked
     again on the answer, so a kill never reaches a pod of another workload or slice."""
-    labels = pod["metadata"].get("labels") or {}
+    labels = Meta.of(pod).labels
     wanted = {JOBSET_NAME: name, REPLICATED_JOB: replicated_job, JOB_INDEX: str(slice_index)}
     if vm is not None:
         wanted[COMPLETION_INDEX] = str(vm)
@@ -315,15 +317,12 @@ def event_record(line: str) -> dict | None:
 
 def _started(pod: dict) -> float:
     """When the pod's containers last started (the API's seconds, rounded down); 0 when none says."""
-    times = [parse_time(((cs.get("state") or {}).get("running") or {}).get("startedAt"))
-             for cs in (pod.get("status") or {}).get("containerStatuses") or []]
+    times = [parse_time(cs.running_since) for cs in Pod.of(pod).containers]
     return max([t for t in times if t is not None], default=0.0)
 
 
 def _ready(pod: dict) -> bool:
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return Pod.of(pod).ready
 
 
 def _worker(jobset: dict, name: str) -> ReplicatedJob:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import HEAD, KUEUE_QUEUE
+from elxpk.cluster.objects.meta import Meta, items, part
 from elxpk.cluster.verbs.observe import JOBSET_MISSING
 from elxpk.errors import ClusterError
 
@@ -55,7 +56,7 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
             problems.append(f'ServiceAccount "{account}" does not exist in namespace "{each_ns}": the Job '
                             f"controller could create no pod; create it (`kubectl create serviceaccount {account} "
                             f"-n {each_ns}`; xpk's cluster create makes xpk-sa), or use a namespace that has it")
-    labels = [(js.get("metadata", {}).get("labels") or {}).get(KUEUE_QUEUE) for js in jobsets]
+    labels = [Meta.of(js).labels.get(KUEUE_QUEUE) for js in jobsets]
     queues = sorted({str(queue) for queue in labels if queue is not None})
     for queue in queues:
         found = kube.local_queue_exists(namespace, queue)
@@ -83,16 +84,16 @@ def _flex_start_queue(kube: Kube, namespace: str, queue: str) -> list[str]:
     """--flex-start asks Kueue for the capacity: without a ProvisioningRequest admission check on the queue's
     ClusterQueue nothing asks, and the pods wait for flex-start nodes that nobody makes (3 GETs at most)."""
     local_queue = kube.get_kueue_object("localqueues", queue, namespace) or {}
-    cq = (local_queue.get("spec") or {}).get("clusterQueue")
+    cq = part(local_queue, "spec").get("clusterQueue")
     cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
     if not cluster_queue:
         return []
-    spec = cluster_queue.get("spec") or {}
-    names = [c.get("name") for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
+    spec = part(cluster_queue, "spec")
+    names = [c.get("name") for c in items(part(spec, "admissionChecksStrategy"), "admissionChecks")]
     names += spec.get("admissionChecks") or []  # v1beta1's spelling
     for name in names:
         check = kube.get_kueue_object("admissionchecks", str(name)) or {}
-        if (check.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER:
+        if part(check, "spec").get("controllerName") == PROVISIONING_CONTROLLER:
             return []
     return [f'--flex-start: ClusterQueue "{cq}" (of LocalQueue "{queue}") has no ProvisioningRequest admission '
             "check, so Kueue admits the workload without asking for capacity and its pods wait for flex-start "

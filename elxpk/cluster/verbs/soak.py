@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from elxpk.cluster.api.kube import Kube
+from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, worker_replicated_job
 from elxpk.cluster.verbs.observe import fetch_status, get_workload
@@ -95,13 +96,12 @@ def slice_count(kube: Kube, namespace: str, name: str) -> int:
 
 
 def _restarts(pod: dict) -> int:
-    return sum(int(c.get("restartCount", 0)) for c in (pod.get("status") or {}).get("containerStatuses") or [])
+    return sum(c.restarts for c in Pod.of(pod).containers)
 
 
 def _ready(pod: dict) -> bool:
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp") and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    view = Pod.of(pod)
+    return view.ready and not view.meta.deleting
 
 
 def inject(kube: Kube, namespace: str, plan: KillPlan, mode: str, exit_code: int) -> None:

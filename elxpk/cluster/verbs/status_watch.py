@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import JOBSET_NAME
+from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.records.incidents import INFRA, Incident, collect, pod_incidents
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.cluster.records.trainer_phase import newest_start
@@ -160,12 +161,12 @@ def _watch_once(kube: Kube, namespace: str, name: str, resume: str | None, statu
         _expect(state, clock() + timeout_s, answered=clock())
         if kind == "ERROR":  # 410 Gone: the server no longer holds `resume`; the next watch starts afresh
             return None, status
-        resume = (pod.get("metadata") or {}).get("resourceVersion") or resume
+        view = Pod.of(pod)
+        resume = view.meta.version or resume
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            send(pod_incidents(pod, name))
-            pod_name = (pod.get("metadata") or {}).get("name", "")
+            send(pod_incidents(view, name))
             with state.lock:
-                state.pod_starts[pod_name] = None if kind == "DELETED" else newest_start([pod])
+                state.pod_starts[view.meta.name or ""] = None if kind == "DELETED" else newest_start([view])
             changed = True
         if changed and clock() - last >= min_gap_s:
             status = refresh()

@@ -20,6 +20,7 @@ from elxpk.cluster.access.connect import connect
 from elxpk.cluster.access.target import DEFAULT_NAMESPACE, ClusterTarget
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import SUBMISSION_ANNOTATION
+from elxpk.cluster.objects.meta import Meta
 from elxpk.cluster.verbs.preflight import preflight
 from elxpk.errors import ClusterError, ConflictError, NotFoundError, Timeout
 from elxpk.shown import shown
@@ -56,7 +57,7 @@ def submit(manifest: Any, target: ClusterTarget, *, server_dry_run: bool = False
 
 
 def _ours(existing: dict, sid: str) -> bool:
-    return (existing.get("metadata", {}).get("annotations") or {}).get(SUBMISSION_ANNOTATION) == sid
+    return Meta.of(existing).annotations.get(SUBMISSION_ANNOTATION) == sid
 
 
 def _create_once(kube: Kube, obj: dict, namespace: str, sid: str, *, dry_run: bool, replace: bool,
@@ -104,7 +105,7 @@ def _delete_and_wait(kube: Kube, obj: dict, namespace: str, *, sleep: Callable[[
         existing = kube.get_object(obj, namespace)
     except NotFoundError:
         return  # gone meanwhile: create again
-    kube.delete_object(obj, namespace, uid=(existing.get("metadata") or {}).get("uid", ""))
+    kube.delete_object(obj, namespace, uid=Meta.of(existing).uid or "")
     deadline = clock() + timeout_s
     while clock() < deadline:
         try:
