@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from elxpk.cluster.objects.labels import parse_time
 
@@ -28,11 +28,33 @@ def items(obj: Mapping[str, Any], key: str) -> tuple[Any, ...]:
     return tuple(obj.get(key) or ())
 
 
+V = TypeVar("V", bound="View")
+
+
+class View:
+    """A read-only view of one object: `of` reads the API's dict (`read`), or returns a view as it is."""
+
+    @classmethod
+    def of(cls: type[V], obj: Mapping[str, Any] | V) -> V:
+        if isinstance(obj, cls):
+            return obj
+        return cls.read(cast("Mapping[str, Any]", obj))
+
+    @classmethod
+    def read(cls: type[V], obj: Mapping[str, Any]) -> V:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class Owner:
+class Ref:
+    """Another object named by this one: an owner (ownerReferences), or what an Event is about (involvedObject)."""
     kind: str | None
     name: str | None
     uid: str | None
+
+    @classmethod
+    def of(cls, ref: Mapping[str, Any]) -> Ref:
+        return cls(ref.get("kind"), ref.get("name"), ref.get("uid"))
 
 
 @dataclass(frozen=True)
@@ -43,7 +65,7 @@ class Meta:
     uid: str | None
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
-    owners: tuple[Owner, ...]
+    owners: tuple[Ref, ...]
     created: str | None  # creationTimestamp, RFC 3339
     deletion: str | None  # deletionTimestamp: set once a delete is under way
     grace_s: float  # deletionGracePeriodSeconds (0 when absent)
@@ -54,7 +76,7 @@ class Meta:
         meta = part(obj, "metadata")
         return cls(meta.get("name"), meta.get("namespace"), meta.get("uid"), part(meta, "labels"),
                    part(meta, "annotations"),
-                   tuple(Owner(r.get("kind"), r.get("name"), r.get("uid")) for r in items(meta, "ownerReferences")),
+                   tuple(map(Ref.of, items(meta, "ownerReferences"))),
                    meta.get("creationTimestamp"), meta.get("deletionTimestamp"),
                    float(meta.get("deletionGracePeriodSeconds") or 0), meta.get("resourceVersion"))
 
@@ -67,7 +89,7 @@ class Meta:
 
 
 @dataclass(frozen=True)
-class Condition:
+class Condition(View):
     """One of status.conditions (Kubernetes' own shape, the same for every kind)."""
     type: str | None
     status: str | None
@@ -76,9 +98,7 @@ class Condition:
     time: str | None  # lastTransitionTime
 
     @classmethod
-    def of(cls, c: Mapping[str, Any] | Condition) -> Condition:
-        if isinstance(c, Condition):
-            return c
+    def read(cls, c: Mapping[str, Any]) -> Condition:
         return cls(c.get("type"), c.get("status"), c.get("reason"), c.get("message"), c.get("lastTransitionTime"))
 
     @property

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from elxpk.cluster.objects.meta import Condition, Meta, conditions_of, items, part, true_condition
+from elxpk.cluster.objects.meta import Condition, Meta, Ref, View, conditions_of, items, part, true_condition
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class ContainerStatus:
 
 
 @dataclass(frozen=True)
-class Pod:
+class Pod(View):
     meta: Meta
     node: str | None  # spec.nodeName
     node_selector: Mapping[str, str]
@@ -70,9 +70,7 @@ class Pod:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, pod: Mapping[str, Any] | Pod) -> Pod:
-        if isinstance(pod, Pod):
-            return pod
+    def read(cls, pod: Mapping[str, Any]) -> Pod:
         spec, status = part(pod, "spec"), part(pod, "status")
         return cls(Meta.of(pod), spec.get("nodeName"), part(spec, "nodeSelector"), items(spec, "tolerations"),
                    tuple(part(part(c, "resources"), "limits") for c in items(spec, "containers")), status.get("phase"),
@@ -96,20 +94,13 @@ class Pod:
 
 
 @dataclass(frozen=True)
-class Involved:
-    kind: str | None
-    name: str | None
-    uid: str | None
-
-
-@dataclass(frozen=True)
-class Event:
+class Event(View):
     meta: Meta
     type: str | None  # Normal or Warning
     reason: str | None
     message: str | None
     count: int  # 1 when absent
-    involved: Involved
+    involved: Ref  # involvedObject: what it is about
     host: str | None  # source.host: the node the kubelet that wrote it runs on
     last: str | None  # lastTimestamp
     first: str | None  # firstTimestamp
@@ -117,13 +108,9 @@ class Event:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, event: Mapping[str, Any] | Event) -> Event:
-        if isinstance(event, Event):
-            return event
-        involved = part(event, "involvedObject")
+    def read(cls, event: Mapping[str, Any]) -> Event:
         return cls(Meta.of(event), event.get("type"), event.get("reason"), event.get("message"),
-                   int(event.get("count") or 1),
-                   Involved(involved.get("kind"), involved.get("name"), involved.get("uid")),
+                   int(event.get("count") or 1), Ref.of(part(event, "involvedObject")),
                    part(event, "source").get("host"), event.get("lastTimestamp"), event.get("firstTimestamp"),
                    event.get("eventTime"), event)
 
@@ -134,18 +121,16 @@ class Event:
 
 
 @dataclass(frozen=True)
-class Node:
+class Node(View):
     """A node as `status --why` reads it: its labels (accelerator, topology, capacity mode) and taints."""
     name: str | None
     labels: Mapping[str, str]
     taints: tuple[Mapping[str, Any], ...]
 
     @classmethod
-    def of(cls, node: Mapping[str, Any] | Node) -> Node:
+    def read(cls, node: Mapping[str, Any]) -> Node:
         """From the API's Node, or from {"name", "labels", "taints"}: the shape `status --why`'s corpus keeps."""
-        if isinstance(node, Node):
-            return node
         if "metadata" not in node:
-            return cls(node.get("name"), node.get("labels") or {}, tuple(node.get("taints") or ()))
+            return cls(node.get("name"), part(node, "labels"), items(node, "taints"))
         meta = part(node, "metadata")
         return cls(meta.get("name"), part(meta, "labels"), items(part(node, "spec"), "taints"))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elxpk.cluster.objects.labels import JOB_INDEX, KUEUE_JOB_UID, REPLICATED_JOB, RESTART_ATTEMPT
-from elxpk.cluster.objects.meta import Condition, Meta, conditions_of, items, part, true_condition
+from elxpk.cluster.objects.meta import Condition, Meta, View, conditions_of, items, part, true_condition
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class ReplicatedJob:
 
 
 @dataclass(frozen=True)
-class JobSet:
+class JobSet(View):
     meta: Meta
     suspend: bool
     replicated_jobs: tuple[ReplicatedJob, ...]
@@ -58,9 +58,7 @@ class JobSet:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, jobset: Mapping[str, Any] | JobSet) -> JobSet:
-        if isinstance(jobset, JobSet):
-            return jobset
+    def read(cls, jobset: Mapping[str, Any]) -> JobSet:
         spec, status = part(jobset, "spec"), part(jobset, "status")
         return cls(Meta.of(jobset), bool(spec.get("suspend")),
                    tuple(ReplicatedJob.of(r) for r in items(spec, "replicatedJobs")),
@@ -73,7 +71,7 @@ class JobSet:
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(View):
     meta: Meta
     spec: JobSpec
     active: int
@@ -84,9 +82,7 @@ class Job:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, job: Mapping[str, Any] | Job) -> Job:
-        if isinstance(job, Job):
-            return job
+    def read(cls, job: Mapping[str, Any]) -> Job:
         status = part(job, "status")
         return cls(Meta.of(job), JobSpec.of(part(job, "spec")), int(status.get("active") or 0),
                    int(status.get("ready") or 0), int(status.get("succeeded") or 0), int(status.get("failed") or 0),
@@ -118,7 +114,7 @@ class AdmissionCheck:
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(View):
     """Kueue's Workload for a JobSet."""
     meta: Meta
     queue: str | None  # spec.queueName
@@ -132,9 +128,7 @@ class Workload:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, workload: Mapping[str, Any] | Workload) -> Workload:
-        if isinstance(workload, Workload):
-            return workload
+    def read(cls, workload: Mapping[str, Any]) -> Workload:
         spec, status = part(workload, "spec"), part(workload, "status")
         return cls(Meta.of(workload), spec.get("queueName"), spec.get("active"),
                    part(spec, "priorityClassRef").get("name") or spec.get("priorityClassName"), spec.get("priority"),
@@ -152,7 +146,7 @@ class Workload:
 
 
 @dataclass(frozen=True)
-class ProvisioningRequest:
+class ProvisioningRequest(View):
     """The capacity request Kueue's ProvisioningRequest admission check makes (flex-start)."""
     meta: Meta
     provisioning_class: str  # spec.provisioningClassName
@@ -160,9 +154,7 @@ class ProvisioningRequest:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, request: Mapping[str, Any] | ProvisioningRequest) -> ProvisioningRequest:
-        if isinstance(request, ProvisioningRequest):
-            return request
+    def read(cls, request: Mapping[str, Any]) -> ProvisioningRequest:
         return cls(Meta.of(request), part(request, "spec").get("provisioningClassName", ""),
                    conditions_of(part(request, "status")), request)
 

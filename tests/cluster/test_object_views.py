@@ -1,0 +1,113 @@
+"""The typed views of the API's objects (elxpk/cluster/objects/): each field read in one place, whatever the
+answer leaves out. The API omits empty fields (omitempty) and a hand-written object may write them null:
+for every nested part absent, null or empty, a view builds and reads the same default; a part that is there
+reads as written. And `of` takes the dict or its view, so an object is read once however many readers it meets.
+The captured objects of the why corpus (real control plane) build too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from elxpk.cluster.objects.pods import Event, Node, Pod
+from elxpk.cluster.objects.workloads import Job, JobSet, ProvisioningRequest, Workload
+
+CORPUS = Path(__file__).parent / "why_corpus"
+NOTHING = object()  # the key left out
+
+
+def gaps(value: object) -> st.SearchStrategy:
+    """The value itself, or the ways the API leaves it out: absent, null, empty."""
+    empty = {} if isinstance(value, dict) else [] if isinstance(value, list) else ""
+    return st.sampled_from([value, NOTHING, None, empty])
+
+
+def obj(**parts: object) -> dict:
+    return {k: v for k, v in parts.items() if v is not NOTHING}
+
+
+@st.composite
+def pods(draw) -> tuple[dict, dict]:
+    """(a pod with gaps, what it holds) for the fields the views read."""
+    labels = draw(gaps({"jobset.sigs.k8s.io/job-index": "1"}))
+    meta = draw(gaps(obj(name="p", uid="u", labels=labels, ownerReferences=draw(gaps([{"uid": "j"}])))))
+    term = draw(gaps({"exitCode": 77, "finishedAt": "2026-01-01T00:00:00Z"}))
+    state = draw(gaps(obj(terminated=term)))
+    statuses = draw(gaps([obj(name="c", restartCount=draw(gaps(3)), state=state)]))
+    status = draw(gaps(obj(phase=draw(gaps("Running")), containerStatuses=statuses,
+                           conditions=draw(gaps([{"type": "Ready", "status": "True"}])))))
+    spec = draw(gaps(obj(nodeName=draw(gaps("n")), nodeSelector=draw(gaps({"k": "v"})))))
+    return obj(metadata=meta, spec=spec, status=status), {"meta": meta, "status": status, "statuses": statuses,
+                                                         "state": state, "term": term, "labels": labels}
+
+
+def there(value: object) -> bool:
+    return value is not NOTHING and bool(value)
+
+
+@given(pods())
+def test_a_pod_reads_what_it_holds_and_defaults_for_every_gap(case) -> None:
+    raw, held = case
+    pod = Pod.of(raw)
+    assert Pod.of(pod) is pod
+    assert pod.meta.name == ("p" if there(held["meta"]) else None)
+    labelled = there(held["meta"]) and there(held["labels"])
+    assert pod.meta.labels.get("jobset.sigs.k8s.io/job-index") == ("1" if labelled else None)
+    assert pod.meta.owned_by("j") == (there(held["meta"]) and "ownerReferences" in held["meta"]
+                                      and bool(held["meta"]["ownerReferences"]))
+    containers = there(held["status"]) and there(held["statuses"])
+    assert len(pod.containers) == (1 if containers else 0)
+    if containers:
+        terminated = pod.containers[0].terminated
+        assert (terminated is not None) == (there(held["state"]) and there(held["term"]))
+        assert terminated is None or (terminated.exit_code, terminated.finished) == (77, "2026-01-01T00:00:00Z")
+        assert pod.containers[0].restarts in (0, 3)
+    assert pod.ready == (there(held["status"]) and pod.phase == "Running" and bool(pod.conditions))
+
+
+@given(gaps({"replicatedJobs": [{"name": "worker", "replicas": 2, "template": {"spec": {"parallelism": 4}}}],
+             "failurePolicy": {"maxRestarts": 3}}), gaps({"restarts": 2, "conditions": []}))
+def test_a_jobset_reads_its_replicated_jobs_and_counts(spec, status) -> None:
+    jobset = JobSet.of(obj(metadata={"name": "w"}, spec=spec, status=status))
+    assert JobSet.of(jobset) is jobset
+    worker = jobset.replicated_job("worker")
+    assert (worker is not None) == there(spec)
+    assert worker is None or (worker.replicas, worker.job.parallelism, worker.job.pods) == (2, 4, 4)
+    assert jobset.max_restarts == (3 if there(spec) else 0)
+    assert jobset.restarts == (2 if there(status) else 0) and jobset.restarts_counted == 0
+
+
+@given(gaps({"active": 1, "succeeded": 2, "conditions": [{"type": "Failed", "status": "True"}]}),
+       gaps({"admission": {"clusterQueue": "cq"}, "admissionChecks": [{"name": "prov", "state": "Pending"}]}),
+       gaps({"involvedObject": {"kind": "Job"}}))
+def test_jobs_workloads_and_events_default_every_gap(job_status, workload_status, event) -> None:
+    job = Job.of(obj(metadata={"name": "j"}, status=job_status))
+    assert (job.active, job.succeeded, job.true("Failed") is not None) == \
+        ((1, 2, True) if there(job_status) else (0, 0, False))
+    assert job.spec.backoff_limit == 6 and job.attempt == 0
+    workload = Workload.of(obj(metadata={"name": "w"}, status=workload_status))
+    assert (workload.cluster_queue, [c.name for c in workload.checks]) == \
+        (("cq", ["prov"]) if there(workload_status) else ("", []))
+    found = Event.of(event if isinstance(event, dict) else {})
+    assert (found.involved.kind, found.count, found.time) == ("Job" if there(event) else None, 1, None)
+
+
+def test_the_captured_objects_build_and_read_as_the_api_wrote_them() -> None:
+    for path in sorted(CORPUS.glob("*.json")):
+        objects = json.loads(path.read_text())
+        jobset = JobSet.of(objects["jobset"])
+        assert jobset.meta.name == objects["jobset"]["metadata"]["name"]
+        for raw in objects["pods"]:
+            pod = Pod.of(raw)
+            assert (pod.meta.uid, pod.phase) == (raw["metadata"]["uid"], raw["status"].get("phase"))
+            assert len(pod.containers) == len(raw["status"].get("containerStatuses") or [])
+        for raw in objects["jobs"]:
+            assert Job.of(raw).failed == int(raw.get("status", {}).get("failed") or 0)
+        for raw in objects["workloads"]:
+            assert Workload.of(raw).meta.name == raw["metadata"]["name"]
+        for raw in objects["nodes"]:
+            assert Node.of(raw).labels == raw["metadata"]["labels"]
+    assert ProvisioningRequest.of({}).conditions == ()
