@@ -1,6 +1,7 @@
 """One retry policy for every HTTP call elxpk makes: the Kubernetes API (a read, and a create's read-back
-before it is sent again), Cloud Storage (the incident record, the progress record, `--check-data`),
-notifications (a webhook and `--notify-command`) and the outage a watch rides out.
+before it is sent again), the GKE lookup (the Container API), Cloud Storage (the incident record, the
+progress record, `--check-data`), notifications (a webhook and `--notify-command`) and the outage a watch
+rides out.
 
 The bounds, the same everywhere (docs/cluster.md states them):
 - a try that failed for a cause another try may mend (no connection, no answer in time, 408, 429, 500-599;
