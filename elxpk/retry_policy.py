@@ -13,7 +13,9 @@ The bounds, the same everywhere (docs/cluster.md states them):
 - a 429 or 503 that says how long to wait (`Retry-After`, seconds) is waited that long instead, up to
   `retry_after_max_s` (30 s); a value that is no sane number of seconds (`nan`, `inf`, `1e999`, more than a
   day, an HTTP date) is taken as absent, and the back-off applies (`retry_after_s`);
-- a caller's deadline holds: a pause that would end past it is not slept, the call fails now.
+- one call ends within `total_s` (120 s), its tries and pauses included (the Kubernetes API's may be changed
+  with ELXPK_API_DEADLINE); a caller's own deadline holds too: a pause that would end past the deadline is
+  not slept, the call fails now.
 
 A helper of our own, not `urllib3.Retry` (which pip uses through requests, and which elxpk already has):
 urllib3.Retry drives the retries inside one urllib3 `urlopen`, with `time.sleep`. Most of what elxpk
@@ -64,6 +66,7 @@ class RetryPolicy(NamedTuple):
     first_pause_s: float = 0.5
     max_pause_s: float = 30.0
     retry_after_max_s: float = 30.0
+    total_s: float = 120.0  # one call, its tries included: a server that hangs every try ends here
 
     def pause(self, failed: int, retry_after: float | None = None) -> float:
         """Seconds to wait after the `failed`-th failed try in a row: the Retry-After asked for (capped), else
@@ -76,6 +79,11 @@ class RetryPolicy(NamedTuple):
                  clock: Callable[[], float] = time.monotonic) -> Tries:
         return Tries(self, sleep, deadline, clock)
 
+    def timed_tries(self, sleep: Callable[[float], None], longest_try_s: float) -> Tries:
+        """Tries that end within `total_s` from now; `Tries.timeout()` is each one's timeout: at most
+        `longest_try_s`, and never past that end."""
+        return Tries(self, sleep, time.monotonic() + self.total_s, time.monotonic, longest_try_s)
+
 
 REQUESTS = RetryPolicy()  # every HTTP call's; callers change only the tries, and tests the pauses
 
@@ -86,14 +94,20 @@ class Tries:
     last try or when the pause would end at or past `deadline` (on `clock`)."""
 
     def __init__(self, policy: RetryPolicy, sleep: Callable[[float], None], deadline: float | None,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], longest_try_s: float = math.inf) -> None:
         self.policy, self.sleep, self.deadline, self.clock = policy, sleep, deadline, clock
+        self.longest_try_s = longest_try_s
         self.number = 0  # the try under way (or the last one made)
 
     def __iter__(self) -> Iterator[int]:
         while self.number < self.policy.tries:
             self.number += 1
             yield self.number
+
+    def timeout(self) -> float:
+        """Seconds this try may take: its longest, and not past the deadline."""
+        left = math.inf if self.deadline is None else self.deadline - self.clock()
+        return max(min(self.longest_try_s, left), 0.001)
 
     def again(self, retry_after: float | None = None) -> bool:
         if self.number >= self.policy.tries:

@@ -8,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elxpk.retry_policy import REQUESTS, RETRY_AFTER_SANE_S, RetryPolicy, retry_after_s
+from elxpk.retry_policy import REQUESTS, RETRY_AFTER_SANE_S, RetryPolicy, Tries, retry_after_s
 
 
 @given(st.one_of(st.none(), st.text(max_size=40), st.floats(allow_nan=True).map(repr),
@@ -39,6 +39,8 @@ def test_tries_stop_at_their_number_and_before_a_deadline():
     now = [100.0]
     tries = REQUESTS.tries_of(slept.append, deadline=101.0, clock=lambda: now[0])
     assert next(iter(tries)) == 1 and tries.again() and not tries.again(retry_after=1.0)
+    timed = Tries(REQUESTS, slept.append, 130.0, lambda: now[0], longest_try_s=60.0)
+    assert timed.timeout() == 30.0 and REQUESTS.timed_tries(slept.append, 60.0).timeout() == 60.0
 
 
 def test_every_http_caller_starts_from_the_same_bounds():

@@ -148,10 +148,10 @@ def _get_cluster(target: ClusterTarget, credentials: Any, endpoint: str | None,
     manager = container_v1.ClusterManagerClient(credentials=credentials, transport="rest", client_options=options)
     name = f"projects/{target.project}/locations/{target.location}/clusters/{target.cluster}"
     where = f"cluster {target.cluster} (project {target.project}, location {target.location})"
-    tries = REQUESTS.tries_of(sleep)
+    tries = REQUESTS.timed_tries(sleep, 60.0)
     for attempt in tries:
         try:
-            return manager.get_cluster(name=name, timeout=60, retry=None)
+            return manager.get_cluster(name=name, timeout=tries.timeout(), retry=None)
         except (gexc.GoogleAPICallError, gexc.RetryError, google.auth.exceptions.RefreshError, OSError) as exc:
             code = getattr(exc, "code", None) if isinstance(exc, gexc.GoogleAPICallError) else None
             unanswered = isinstance(exc, (gexc.RetryError, OSError))

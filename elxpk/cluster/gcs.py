@@ -84,10 +84,10 @@ class Gcs:
         import requests
         from google.auth.exceptions import GoogleAuthError
 
-        tries = (self.policy if repeat else self.policy._replace(tries=1)).tries_of(self.sleep)
+        tries = (self.policy if repeat else self.policy._replace(tries=1)).timed_tries(self.sleep, 60.0)
         for attempt in tries:
             try:
-                resp = self.session.request(method, url, timeout=60, **kwargs)
+                resp = self.session.request(method, url, timeout=tries.timeout(), **kwargs)
             except (requests.RequestException, GoogleAuthError, OSError) as exc:
                 if tries.again():
                     continue

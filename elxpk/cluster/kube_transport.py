@@ -38,7 +38,7 @@ from elxpk.retry_policy import REQUESTS, RETRY_AFTER_STATUS, RetryPolicy, retry_
 PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
 # The most one request may take, its retries included (a LIST page of 500 pods is ~5 MB): a server that
 # trickles its answer, or a retried outage, ends here. docs/cluster.md states it.
-REQUEST_TOTAL_S = 120.0
+REQUEST_TOTAL_S = REQUESTS.total_s
 DEADLINE_ENV = "ELXPK_API_DEADLINE"
 WATCH_MARGIN_S = 30.0  # a watch asked to end after N s is cut at N + this, should the server not end it
 DEFAULT: Any = object()  # `total_s` not given: the Kube's own
