@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
@@ -46,8 +45,7 @@ class TpuType(NamedTuple):
         return self.chips_per_vm * self.vms_per_slice
 
 
-@dataclass(frozen=True)
-class GpuType:
+class GpuType(NamedTuple):
     """One GKE GPU machine type, as its node pools are labelled and its pods need it."""
 
     name: str  # xpk's --device-type spelling, e.g. h100-80gb-8

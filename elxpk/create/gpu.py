@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from elxpk.catalog import GpuType
 from elxpk.create.yamlquote import written
@@ -20,8 +19,7 @@ from elxpk.create.yamlquote import written
 Pairs = tuple[tuple[str, str], ...]  # (name, value) in the order the manifest lists them
 
 
-@dataclass(frozen=True)
-class Sidecar:
+class Sidecar(NamedTuple):
     """A GPUDirect receive-path daemon, run as a native sidecar (an init container, restartPolicy Always)."""
 
     name: str
@@ -32,8 +30,7 @@ class Sidecar:
     env: Pairs
 
 
-@dataclass(frozen=True)
-class GpuNetwork:
+class GpuNetwork(NamedTuple):
     """What one GPUDirect flavour adds to the pod: the parts of xpk's render that differ per machine type."""
 
     name: str  # xpk's USE_GPUDIRECT value
@@ -119,12 +116,11 @@ def device_paths(gpu: GpuType) -> str:
 
 
 def _written(value: Any) -> Any:
-    """`value` (the network's text, in tuples and dataclasses) with each text as xpk writes it in YAML."""
+    """`value` (the network's text, in tuples and rows) with each text as xpk writes it in YAML."""
     if isinstance(value, str):
         return written(value)
-    if isinstance(value, tuple):
-        return tuple(_written(item) for item in value)
-    return replace(value, **{f.name: _written(getattr(value, f.name)) for f in fields(value)})
+    items = tuple(_written(item) for item in value)
+    return type(value)(*items) if hasattr(value, "_fields") else items
 
 
 def template_values(gpu: GpuType) -> dict[str, Any]:

@@ -47,16 +47,17 @@ def quote(value: object) -> Rendered:
 
 # Text that may stand as a plain scalar: no indicator, space, quote, `:` or `#` (YAML's resolver then says
 # whether a reader takes it for text, as `written` asks: `true` and `0x1F` are no text). A YAML 1.2 reader
-# also takes 1e3 for a number, which PyYAML (YAML 1.1) reads as text: such text is quoted too.
-_PLAIN = re.compile(r"(?:[A-Za-z0-9_/]|-[A-Za-z0-9_-])[A-Za-z0-9_./-]*")
-_NUMBER_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+# also takes 1e3 for a number, which PyYAML (YAML 1.1) reads as text: such text is quoted too. Patterns, not
+# compiled ones: `re` compiles them on a GPU render's first use, never on a TPU dry-run's start-up.
+_PLAIN = r"(?:[A-Za-z0-9_/]|-[A-Za-z0-9_-])[A-Za-z0-9_./-]*"
+_NUMBER_12 = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
 
 
 def written(value: str) -> Rendered:
     """A constant of the launcher's own (the GPU network's paths, flags and images, never a user value) as
     xpk's manifests write it: plain where a reader reads it back as that same text; single-quoted where it
     holds a double quote and needs no escape; else `quote`'s double-quoted scalar."""
-    if _PLAIN.fullmatch(value) and not _NUMBER_12.fullmatch(value):
+    if re.fullmatch(_PLAIN, value) and not re.fullmatch(_NUMBER_12, value):
         from yaml import (
             ScalarNode,  # only GPU renders write constants; they load yaml for the parse-back anyway
         )
