@@ -130,7 +130,7 @@ def _render_and_send(spec: Any, run: Any, dialect: Any, target: Any, cluster: op
     if dialect.await_completion and not run.dry_run:
         import inspect
 
-        from elxpk.cli.verbs.wait import wait
+        from elxpk.cli.workload_wait import wait
 
         # `workload wait NAME --for completed`: exit 0 succeeded, 1 failed, 124 past --timeout. Unwrapped: the
         # verb itself, which takes its flags as typed text (options.with_flags) and a ClusterSelection.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from elxpk.admission.names import flag_problems
-from elxpk.catalog import TpuType, UnknownTpuType, lookup
+from elxpk.catalog import TpuType, UnknownGpuType, UnknownTpuType, lookup, lookup_gpu
 from elxpk.cluster.target import DEFAULT_NAMESPACE, namespace_problem
 from elxpk.create.budget_checks import Budgets, Times, budget_findings, read_times
 from elxpk.create.capacity import CAPACITY_KEYS, Capacity, read_capacity
@@ -142,11 +142,6 @@ class FlagChecker(FlagValues):
         if self.given("device_type") and self.given("tpu_type"):
             err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
         elif self.given("device_type"):
-            from elxpk.create.gpu import (  # lazy: keeps elxpk.create.gpu off a TPU dry-run
-                UnknownGpuType,
-                lookup_gpu,
-            )
-
             try:
                 return None, lookup_gpu(self.checked("device_type"))
             except UnknownGpuType as exc:

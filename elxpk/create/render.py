@@ -148,8 +148,7 @@ def _gpu_values(spec: WorkloadSpec) -> dict[str, Any]:
         return {}
     from elxpk.create import gpu  # lazy: keeps elxpk.create.gpu off a TPU dry-run
 
-    return dict(gpu=spec.gpu, device_paths=gpu.device_paths(spec.gpu), sidecar_image=gpu.sidecar_image(spec.gpu),
-                coordinator_address=gpu.JAX_COORDINATOR_ADDRESS, coordinator_port=gpu.JAX_COORDINATOR_PORT)
+    return gpu.template_values(spec.gpu)
 
 
 def _check(objects: tuple[dict[str, Any], ...], spec: WorkloadSpec, env: tuple[tuple[str, str], ...],

@@ -19,9 +19,9 @@ from elxpk_contract.setting_rules import default as setting_default
 __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "Created", "WorkloadSpec"]
 
 if TYPE_CHECKING:
+    from elxpk.catalog import GpuType
     from elxpk.create.budget_checks import Times
     from elxpk.create.capacity import Capacity
-    from elxpk.create.gpu import GpuType
 
 TRAINER_COMMAND = "python -m trainer"
 
