@@ -287,9 +287,9 @@ COMPILE_BARRIER_S = STALL_FLOOR_S
 
 
 class MultiControllerSlices(SliceBackend):
-    """jax.distributed with one controller per host. A slice loss ends every process (jax aborts the
-    survivors on the missed heartbeat), so there is nothing to wait for in-process: the group restart is
-    the retry.
+    """jax.distributed with one controller per host. A slice loss ends every process (a survivor exits 75
+    once a collective reports the dead peer, `close`; else jax aborts it on the missed heartbeat), so there
+    is nothing to wait for in-process: the group restart is the retry.
 
     With --coordinator (local CPU) each process is one slice of its first --devices-per-slice devices.
     Without it (TPU on GKE: the launcher sets no address) jax detects the cluster, and slices come from
