@@ -79,9 +79,11 @@ class WorkloadSpec(NamedTuple):
 
     @property
     def worker_backoff_limit(self) -> int:
-        """xpk's formula, inherited from the PathwaysJob controller: pod restarts a slice's Job tolerates."""
-        vms = self.tpu.vms_per_slice if self.tpu else self.num_nodes
-        return self.max_slice_restarts * vms if self.elastic else 4 * vms
+        """Pod restarts a slice's worker Job tolerates (elxpk/create/failure_policy.py, xpk's formula)."""
+        from elxpk.create.failure_policy import worker_backoff_limit  # rendered only with the Pathways template
+
+        return worker_backoff_limit(elastic=self.elastic, max_slice_restarts=self.max_slice_restarts,
+                                    vms_per_slice=self.tpu.vms_per_slice if self.tpu else self.num_nodes)
 
     @property
     def trainer_job(self) -> str | None:
