@@ -1,0 +1,138 @@
+"""`workload create` in one pass: `plan` runs every stage before anything is printed, written or sent, and
+the CLI executes the plan (elxpk/cli/workload_create.py), as TorchX's `submit = schedule(dryrun(...))`.
+
+The stages, in order, each called once and from here only:
+1. parse: gcluster's spellings into elxpk's rows (elxpk/create/dialect.py), and the cluster target;
+2. check: every flag rule at once, then the spec is built (elxpk/create/checks.py); then the checks that
+   need the spec and were asked for (--check-data, --check-fit);
+3. render: the manifest from the spec (elxpk/create/render.py `draft`);
+4. admit: what the cluster would refuse of it (elxpk/create/admit.py).
+A problem in parse or check is one UsageError line among all the others, so they are reported together.
+`elxpk translate` runs stages 1 and 2 (`checked`) to refuse what the command it prints would refuse.
+
+The cluster selection comes duck-typed (elxpk.cli.options.ClusterSelection: `namespace`, `_replace`,
+`resolve`): elxpk.create imports nothing of elxpk.cli. What the stages say on the way (the warnings,
+--check-fit's verdict) goes to `note`, in the order found, so it is printed before a later stage's refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from elxpk.create.checks import parse_create
+from elxpk.create.dialect import Dialect, resolve, respell
+from elxpk.create.flags import COMMAND_CHECKS
+from elxpk.create.manifest import Manifest
+from elxpk.create.spec import CreateOptions, WorkloadSpec
+from elxpk.errors import UsageError
+
+
+class Parsed(NamedTuple):
+    """Stage 1: the flags in elxpk's rows' keys, as typed (for the messages), the dialect, the target, and
+    the problems found so far (reported with the check's)."""
+
+    flags: dict[str, Any]
+    given: Mapping[str, Any]
+    dialect: Dialect
+    target: Any  # elxpk.cluster.target.ClusterTarget
+    dialect_problems: list[str]
+    target_problems: list[str]
+
+
+class Checked(NamedTuple):
+    """Stages 1 and 2: the spec, how the command runs, the warnings, the dialect and the target."""
+
+    spec: WorkloadSpec
+    options: CreateOptions
+    warnings: tuple[str, ...]
+    dialect: Dialect
+    target: Any
+    flags: dict[str, Any]  # elxpk's rows' keys: the command's own checks read theirs
+
+
+class Plan(NamedTuple):
+    """Everything `workload create` does, decided: what the CLI prints, writes or submits."""
+
+    spec: WorkloadSpec
+    options: CreateOptions
+    dialect: Dialect
+    target: Any
+    manifest: Manifest
+    text: str  # the manifest in --output's format: what is printed, written and (as objects) sent
+
+
+def plan(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any,
+         note: Callable[[str], None]) -> Plan:
+    """Every stage, in order; UsageError (exit 2, nothing written) at the first stage that refuses."""
+    done = checked(flags, output, settings, cluster)
+    for line in done.warnings:
+        note(f"warning: {line}")
+    _command_checks(done, note)
+    from elxpk.create.admit import admit  # lazy: `elxpk translate` (checked) renders nothing
+    from elxpk.create.render import draft  # lazy: likewise
+
+    manifest = admit(draft(done.spec))
+    return Plan(done.spec, done.options, done.dialect, done.target, manifest,
+                manifest.dump(done.options.output_format))
+
+
+def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any, *,
+            offline: bool = False) -> Checked:
+    """Stages 1 and 2: every flag checked, before any I/O, or UsageError with one line per problem
+    (`offline`: no cluster selection needed, as for the command `elxpk translate` prints)."""
+    return _check(_parse(flags, cluster, offline=offline), output, settings)
+
+
+def _parse(flags: Mapping[str, Any], cluster: Any, *, offline: bool) -> Parsed:
+    """gcluster's spellings into elxpk's rows first (elxpk/create/dialect.py), then the one target
+    resolution of every verb: flags, then ELXPK_* and the config file (the namespace too). A client-side
+    dry run sends nothing, so it needs no complete cluster selection."""
+    rows, dialect, dialect_problems = resolve(flags, namespace_given=cluster.namespace is not None)
+    if dialect.namespace is not None and cluster.namespace is None:
+        cluster = cluster._replace(namespace=dialect.namespace)
+    try:
+        target, target_problems = cluster.resolve(require_cluster=not (rows["dry_run"] or offline)), []
+    except UsageError as exc:
+        target, target_problems = cluster.resolve(require_cluster=False), exc.messages
+    return Parsed(rows, flags, dialect, target, dialect_problems, target_problems)
+
+
+def _check(parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> Checked:
+    """Every rule of elxpk/create/checks.py over the parsed flags, then the spec; the parse's problems are
+    reported with the check's, in one UsageError."""
+    try:
+        spec, options, warnings = parse_create(
+            **{k: v for k, v in parsed.flags.items() if k not in COMMAND_CHECKS},
+            namespace=parsed.target.namespace, output_format=output, **settings)
+    except UsageError as exc:
+        raise UsageError(*parsed.dialect_problems, *respell(exc.messages, parsed.given),
+                         *parsed.target_problems) from None
+    if parsed.dialect_problems or parsed.target_problems:
+        raise UsageError(*parsed.dialect_problems, *parsed.target_problems)
+    return Checked(spec, options, warnings, parsed.dialect, parsed.target, parsed.flags)
+
+
+def _command_checks(done: Checked, note: Callable[[str], None]) -> None:
+    """--check-data and --check-fit, the checks that need the spec and were asked for; UsageError when one
+    fails."""
+    if done.flags["check_data"]:
+        _check_data(done.spec.command, note)
+    if done.flags["check_fit"]:
+        from elxpk.create.fit_check import check_fit  # lazy: subprocess and a compile, only when asked
+        from elxpk.create.render import trainer_env  # lazy: as `plan`'s
+
+        for line in check_fit(done.spec, trainer_env(done.spec)):
+            note(line)
+
+
+def _check_data(command: str | None, note: Callable[[str], None]) -> None:
+    """--check-data: the data MaxText will read is ArrayRecord with records; else UsageError."""
+    from elxpk.maxtext.data_check import check_commands  # lazy: only --check-data reads the data
+
+    problems, checked_files = check_commands([command] if command else [])
+    if problems:
+        raise UsageError(*problems)
+    if not checked_files:
+        note("warning: --check-data: --command reads no grain_train_files with dataset_type=grain; nothing to "
+             "check")
