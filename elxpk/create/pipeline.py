@@ -24,31 +24,8 @@ from elxpk.create.checks import parse_create
 from elxpk.create.dialect import Dialect, resolve, respell
 from elxpk.create.flags import COMMAND_CHECKS
 from elxpk.create.manifest import Manifest
-from elxpk.create.spec import CreateOptions, WorkloadSpec
+from elxpk.create.spec import Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
-
-
-class Parsed(NamedTuple):
-    """Stage 1: the flags in elxpk's rows' keys, as typed (for the messages), the dialect, the target, and
-    the problems found so far (reported with the check's)."""
-
-    flags: dict[str, Any]
-    given: Mapping[str, Any]
-    dialect: Dialect
-    target: Any  # elxpk.cluster.target.ClusterTarget
-    dialect_problems: list[str]
-    target_problems: list[str]
-
-
-class Checked(NamedTuple):
-    """Stages 1 and 2: the spec, how the command runs, the warnings, the dialect and the target."""
-
-    spec: WorkloadSpec
-    options: CreateOptions
-    warnings: tuple[str, ...]
-    dialect: Dialect
-    target: Any
-    flags: dict[str, Any]  # elxpk's rows' keys: the command's own checks read theirs
 
 
 class Plan(NamedTuple):
@@ -62,26 +39,33 @@ class Plan(NamedTuple):
     text: str  # the manifest in --output's format: what is printed, written and (as objects) sent
 
 
+# Plain tuples between the stages: a NamedTuple class costs its definition on every start (`workload create
+# --dry-run` has a start-up budget). Stage 1 gives the flags in elxpk's rows' keys, the dialect, the target,
+# and the dialect's and the target's problems (reported with the check's); stages 1 and 2 give the spec,
+# options and warnings (`Created`), the dialect, the target, and the rows (the command's own checks read theirs).
+Parsed = tuple[dict[str, Any], Dialect, Any, list[str], list[str]]
+Checked = tuple[Created, Dialect, Any, dict[str, Any]]
+
+
 def plan(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any,
          note: Callable[[str], None]) -> Plan:
     """Every stage, in order; UsageError (exit 2, nothing written) at the first stage that refuses."""
-    done = checked(flags, output, settings, cluster)
-    for line in done.warnings:
+    (spec, options, warnings), dialect, target, rows = checked(flags, output, settings, cluster)
+    for line in warnings:
         note(f"warning: {line}")
-    _command_checks(done, note)
+    _command_checks(spec, rows, note)
     from elxpk.create.admit import admit  # lazy: `elxpk translate` (checked) renders nothing
     from elxpk.create.render import draft  # lazy: likewise
 
-    manifest = admit(draft(done.spec))
-    return Plan(done.spec, done.options, done.dialect, done.target, manifest,
-                manifest.dump(done.options.output_format))
+    manifest = admit(draft(spec))
+    return Plan(spec, options, dialect, target, manifest, manifest.dump(options.output_format))
 
 
 def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any, *,
             offline: bool = False) -> Checked:
     """Stages 1 and 2: every flag checked, before any I/O, or UsageError with one line per problem
     (`offline`: no cluster selection needed, as for the command `elxpk translate` prints)."""
-    return _check(_parse(flags, cluster, offline=offline), output, settings)
+    return _check(flags, _parse(flags, cluster, offline=offline), output, settings)
 
 
 def _parse(flags: Mapping[str, Any], cluster: Any, *, offline: bool) -> Parsed:
@@ -95,34 +79,33 @@ def _parse(flags: Mapping[str, Any], cluster: Any, *, offline: bool) -> Parsed:
         target, target_problems = cluster.resolve(require_cluster=not (rows["dry_run"] or offline)), []
     except UsageError as exc:
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
-    return Parsed(rows, flags, dialect, target, dialect_problems, target_problems)
+    return rows, dialect, target, dialect_problems, target_problems
 
 
-def _check(parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> Checked:
+def _check(flags: Mapping[str, Any], parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> Checked:
     """Every rule of elxpk/create/checks.py over the parsed flags, then the spec; the parse's problems are
-    reported with the check's, in one UsageError."""
+    reported with the check's, in one UsageError (`flags`: as typed, for the messages)."""
+    rows, dialect, target, dialect_problems, target_problems = parsed
     try:
-        spec, options, warnings = parse_create(
-            **{k: v for k, v in parsed.flags.items() if k not in COMMAND_CHECKS},
-            namespace=parsed.target.namespace, output_format=output, **settings)
+        created = parse_create(**{k: v for k, v in rows.items() if k not in COMMAND_CHECKS},
+                               namespace=target.namespace, output_format=output, **settings)
     except UsageError as exc:
-        raise UsageError(*parsed.dialect_problems, *respell(exc.messages, parsed.given),
-                         *parsed.target_problems) from None
-    if parsed.dialect_problems or parsed.target_problems:
-        raise UsageError(*parsed.dialect_problems, *parsed.target_problems)
-    return Checked(spec, options, warnings, parsed.dialect, parsed.target, parsed.flags)
+        raise UsageError(*dialect_problems, *respell(exc.messages, flags), *target_problems) from None
+    if dialect_problems or target_problems:
+        raise UsageError(*dialect_problems, *target_problems)
+    return created, dialect, target, rows
 
 
-def _command_checks(done: Checked, note: Callable[[str], None]) -> None:
+def _command_checks(spec: WorkloadSpec, rows: Mapping[str, Any], note: Callable[[str], None]) -> None:
     """--check-data and --check-fit, the checks that need the spec and were asked for; UsageError when one
     fails."""
-    if done.flags["check_data"]:
-        _check_data(done.spec.command, note)
-    if done.flags["check_fit"]:
+    if rows["check_data"]:
+        _check_data(spec.command, note)
+    if rows["check_fit"]:
         from elxpk.create.fit_check import check_fit  # lazy: subprocess and a compile, only when asked
         from elxpk.create.render import trainer_env  # lazy: as `plan`'s
 
-        for line in check_fit(done.spec, trainer_env(done.spec)):
+        for line in check_fit(spec, trainer_env(spec)):
             note(line)
 
 
