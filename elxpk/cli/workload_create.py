@@ -61,25 +61,25 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     _execute(plan(flags, output, settings, cluster, note=partial(print, file=sys.stderr)), cluster)
 
 
-def _execute(done: Any, cluster: options.ClusterSelection) -> None:
+def _execute(plan: Any, cluster: options.ClusterSelection) -> None:
     """The plan carried out: the manifest written, printed or submitted (then waited for, in gcluster's
     spelling with --await-job-completion)."""
-    spec, run, dialect, target = done.spec, done.options, done.dialect, done.target
+    spec, run, dialect, target, manifest, text = plan
     if run.output_manifest_file:
         from elxpk.outfile import write_text
 
-        write_text(run.output_manifest_file, done.text,
+        write_text(run.output_manifest_file, text,
                    flag="--output-manifest-file" if dialect.print_manifest else "--dry-run-out")
         print(f"wrote {run.output_manifest_file}", file=sys.stderr)
     _checkpoint_hint(spec, run)
     if run.dry_run == "client":
         if dialect.print_manifest:
-            sys.stdout.write(done.text)
+            sys.stdout.write(text)
         return
 
     from elxpk.cluster import submit as submission
 
-    created = submission.submit(done.manifest, target, server_dry_run=run.dry_run == "server", replace=run.replace)
+    created = submission.submit(manifest, target, server_dry_run=run.dry_run == "server", replace=run.replace)
     suffix = " (server dry run)" if run.dry_run == "server" else ""
     for obj in created:
         kind, name = obj.get("kind", "object"), obj.get("metadata", {}).get("name", "?")

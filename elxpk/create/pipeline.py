@@ -18,7 +18,7 @@ The cluster selection comes duck-typed (elxpk.cli.options.ClusterSelection: `nam
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from elxpk.create.checks import parse_create
 from elxpk.create.dialect import Dialect, resolve, respell
@@ -27,24 +27,18 @@ from elxpk.create.manifest import Manifest
 from elxpk.create.spec import Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 
-
-class Plan(NamedTuple):
-    """Everything `workload create` does, decided: what the CLI prints, writes or submits."""
-
-    spec: WorkloadSpec
-    options: CreateOptions
-    dialect: Dialect
-    target: Any
-    manifest: Manifest
-    text: str  # the manifest in --output's format: what is printed, written and (as objects) sent
-
-
-# Plain tuples between the stages: a NamedTuple class costs its definition on every start (`workload create
-# --dry-run` has a start-up budget). Stage 1 gives the flags in elxpk's rows' keys, the dialect, the target,
-# and the dialect's and the target's problems (reported with the check's); stages 1 and 2 give the spec,
-# options and warnings (`Created`), the dialect, the target, and the rows (the command's own checks read theirs).
+# Plain tuples between the stages and to the CLI: a NamedTuple class costs its definition (~0.2 ms) on every
+# start, and `workload create --dry-run` has a start-up budget.
+# Stage 1: the flags in elxpk's rows' keys, the dialect, the target, and the dialect's and the target's
+# problems (reported with the check's).
 Parsed = tuple[dict[str, Any], Dialect, Any, list[str], list[str]]
+# Stages 1 and 2: the spec, options and warnings (`Created`), the dialect, the target, and the rows (the
+# command's own checks read theirs).
 Checked = tuple[Created, Dialect, Any, dict[str, Any]]
+# Everything `workload create` does, decided: the spec, how the command runs, the dialect, the target
+# (elxpk.cluster.target.ClusterTarget), the admitted manifest, and its text in --output's format (what is
+# printed, written and, as objects, sent).
+Plan = tuple[WorkloadSpec, CreateOptions, Dialect, Any, Manifest, str]
 
 
 def plan(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any,
@@ -58,7 +52,7 @@ def plan(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | Non
     from elxpk.create.render import draft  # lazy: likewise
 
     manifest = admit(draft(spec))
-    return Plan(spec, options, dialect, target, manifest, manifest.dump(options.output_format))
+    return spec, options, dialect, target, manifest, manifest.dump(options.output_format)
 
 
 def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any, *,
