@@ -2,9 +2,9 @@
 `--accelerator` and `--chip-hour-price` flag rows that `report`, `workload status` and `plan` share, and a
 small table of cited list prices.
 
-Chips come from the catalogs the launcher already has: a TPU type (elxpk/catalog.py: chips per VM x VMs
-per slice) or a GPU device type (elxpk/create/gpu.py: GPUs per node; a GPU "slice" is one node group, so
-its chips are GPUs per node x nodes). Ground of the stages (standard library and the two catalogs only).
+Chips come from the accelerator catalog (elxpk/catalog.py): a TPU type's chips per VM x VMs per slice, or a
+GPU device type's GPUs per node (a GPU "slice" is one node group, so its chips are GPUs per node x nodes).
+Ground of the stages (standard library and the catalog only).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from elxpk import catalog
-from elxpk.create.gpu import GPU_TYPES
 from elxpk.errors import UsageError
 from elxpk.flag_rows import FLOAT, TEXT, Flag
 
@@ -72,34 +71,26 @@ BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
 def lookup(name: str, nodes_per_slice: int = 1) -> Accelerator:
     """The accelerator `name` spells: a TPU type from the catalog, else a GPU device type (or its machine
     type). ValueError with the fix when it is neither."""
-    key = name.strip().lower()
-    for gpu in GPU_TYPES:
-        if key in (gpu.name, gpu.machine_type):
-            return Accelerator(gpu.name, gpu.gpus_per_node * nodes_per_slice, "GPU", gpu.name)
     try:
-        tpu = catalog.lookup(key)
+        row = catalog.find(name.strip().lower())
     except catalog.UnknownTpuType as exc:
         raise ValueError(f"{exc}; give {_TYPE_EXAMPLE}") from None
+    return _of(row, nodes_per_slice)
+
+
+def _of(row: catalog.TpuType | catalog.GpuType, nodes_per_slice: int) -> Accelerator:
+    if isinstance(row, catalog.GpuType):
+        return Accelerator(row.name, row.gpus_per_node * nodes_per_slice, "GPU", row.name)
     # the catalog's own name (v4-8, never v4-2x2x1 for the same slice): status, report and alerts name it alike
-    return Accelerator(tpu.name, tpu.chips_per_slice, "chip", tpu.name.rsplit("-", 1)[0])
+    return Accelerator(row.name, row.chips_per_slice, "chip", row.name.rsplit("-", 1)[0])
 
 
 def from_node_labels(tpu_accelerator: str | None, topology: str | None, gpu_accelerator: str | None,
                      nodes_per_slice: int) -> Accelerator | None:
     """The accelerator a workload's node selector asks for (GKE's labels), or None when it names none that
     the catalogs know."""
-    if tpu_accelerator and topology:
-        for family in catalog.families():
-            if family.gke_accelerator == tpu_accelerator:
-                try:
-                    return lookup(f"{family.prefix}-{topology}")
-                except ValueError:
-                    return None
-    if gpu_accelerator:
-        for gpu in GPU_TYPES:
-            if gpu.gke_accelerator == gpu_accelerator:
-                return lookup(gpu.name, nodes_per_slice)
-    return None
+    row = catalog.from_node_labels(tpu_accelerator, topology, gpu_accelerator)
+    return None if row is None else _of(row, nodes_per_slice)
 
 
 def read_accelerator(raw: str | None) -> tuple[Accelerator | None, str | None]:

@@ -1,15 +1,20 @@
-"""TPU catalog: a type name (`v5p-16` or `v5p-2x2x2`) to its slice shape and GKE/Pathways labels.
+"""The accelerator catalog, TPUs and GPUs in one table: every name a user may give (`v5p-16`, `v5p-2x2x2`,
+`h100-80gb-8`, `a3-highgpu-8g`) to its row, a `TpuType` or a `GpuType`, frozen.
 
-Same semantics as xpk's system table (``system_characteristics.py``): chips per VM is 1 for a
-single-chip topology and 4 otherwise, VMs per slice = chips / chips per VM, and the number in
+One table as xpk keeps one (src/xpk/core/system_characteristics.py). TPUs, with xpk's semantics: chips per
+VM is 1 for a single-chip topology and 4 otherwise, VMs per slice = chips / chips per VM, and the number in
 `prefix-N` counts TensorCores (2 per chip on v4, v5p and tpu7x; 1 on v5e and v6e). Each topology is
-reachable by both spellings; when two topologies have the same core count, the first listed wins.
+reachable by both spellings; when two topologies have the same core count, the first listed wins. GPUs:
+xpk 1.16.0's four 8-GPU machine types, by device type or GCE machine type; a GPU "slice" is one node group.
+What each one's GPUDirect network adds to a pod (xpk's workload decorators) is elxpk/create/gpu.py's.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 from typing import NamedTuple
 
 
@@ -38,6 +43,26 @@ class TpuType(NamedTuple):
     @property
     def chips_per_slice(self) -> int:
         return self.chips_per_vm * self.vms_per_slice
+
+
+class GpuType(NamedTuple):
+    """One GKE GPU machine type, as its node pools are labelled and its pods need it."""
+
+    name: str  # xpk's --device-type spelling, e.g. h100-80gb-8
+    gke_accelerator: str  # node label cloud.google.com/gke-accelerator
+    machine_type: str  # GCE machine type, accepted as a spelling too
+    gpus_per_node: int
+    gpudirect: str  # tcpx (A3 High), tcpxo (A3 Mega) or rdma (A3 Ultra, A4): xpk's USE_GPUDIRECT
+
+
+# As xpk's system characteristics (xpk 1.16.0) for the four 8-GPU machine types. tests/launcher/xpk_gpu holds
+# xpk's own renders of each; tests/launcher/test_gpu_parity.py compares elxpk's with them field by field.
+GPU_TYPES = (
+    GpuType("h100-80gb-8", "nvidia-h100-80gb", "a3-highgpu-8g", 8, "tcpx"),
+    GpuType("h100-mega-80gb-8", "nvidia-h100-mega-80gb", "a3-megagpu-8g", 8, "tcpxo"),
+    GpuType("h200-141gb-8", "nvidia-h200-141gb", "a3-ultragpu-8g", 8, "rdma"),
+    GpuType("b200-8", "nvidia-b200", "a4-highgpu-8g", 8, "rdma"),
+)
 
 
 class _Family(NamedTuple):
@@ -90,8 +115,9 @@ def _chips(topology: str) -> int:
 
 
 @lru_cache(maxsize=1)
-def _table() -> dict[str, TpuType]:
-    table: dict[str, TpuType] = {}
+def _table() -> Mapping[str, TpuType | GpuType]:
+    """Every spelling -> its row (built on first use: the TPU topologies are ~150 rows)."""
+    table: dict[str, TpuType | GpuType] = {}
     for fam in _FAMILIES:
         for topology in fam.topologies:
             chips = _chips(topology)
@@ -102,7 +128,14 @@ def _table() -> dict[str, TpuType]:
                           machine, fam.pathways_version, fam.jax_generation, fam.hbm_gib_per_chip << 30)
             table.setdefault(name, tpu)
             table[f"{fam.prefix}-{topology}"] = tpu
-    return table
+    for gpu in GPU_TYPES:  # xpk's device type, and the GCE machine type gcluster's --compute-type gives
+        table[gpu.name] = table[gpu.machine_type] = gpu
+    return MappingProxyType(table)
+
+
+@lru_cache(maxsize=1)
+def _tpu_names() -> list[str]:
+    return sorted(name for name, row in _table().items() if isinstance(row, TpuType))
 
 
 # Families as people say them -> as GKE's accelerator names and xpk spell them (TPU v5e is v5litepod-N)
@@ -113,28 +146,67 @@ class UnknownTpuType(ValueError):
     """The name is not in the catalog; the message lists the closest known names."""
 
 
+class UnknownGpuType(ValueError):
+    """The name is no GPU of the catalog; the message lists the known names."""
+
+
 def families() -> tuple[_Family, ...]:
     """The TPU families (prefix, GKE accelerator label, ...), to map a node selector back to a type."""
     return _FAMILIES
 
 
 def all_names() -> list[str]:
-    """Every accepted spelling, sorted."""
-    return sorted(_table())
+    """Every accepted spelling of a TPU type, sorted."""
+    return list(_tpu_names())
+
+
+def gpu_names() -> list[str]:
+    """Every accepted spelling of a GPU device type: xpk's names, then the GCE machine types."""
+    return [gpu.name for gpu in GPU_TYPES] + [gpu.machine_type for gpu in GPU_TYPES]
+
+
+def find(name: str) -> TpuType | GpuType:
+    """The row `name` spells, a TPU type or a GPU device type (or its machine type); UnknownTpuType (the
+    closest TPU names) when it is neither."""
+    row = _table().get(name.strip().lower())
+    return row if row is not None else lookup(name)
+
+
+def lookup_gpu(name: str) -> GpuType:
+    """The GPU machine of `name`: xpk's device type (h100-80gb-8) or the GCE machine type (a3-highgpu-8g)."""
+    row = _table().get(name.strip().lower())
+    if isinstance(row, GpuType):
+        return row
+    known = ", ".join(f"{g.name} ({g.machine_type})" for g in GPU_TYPES)
+    raise UnknownGpuType(f"unknown GPU device type {name!r}; known: {known}")
+
+
+def from_node_labels(tpu_accelerator: str | None, topology: str | None,
+                     gpu_accelerator: str | None) -> TpuType | GpuType | None:
+    """The row a node selector asks for, by GKE's labels (gke-tpu-accelerator and gke-tpu-topology, or
+    gke-accelerator); None when the catalog has none."""
+    if tpu_accelerator and topology:
+        for fam in _FAMILIES:
+            if fam.gke_accelerator == tpu_accelerator:
+                row = _table().get(f"{fam.prefix}-{topology}".strip().lower())
+                return row if isinstance(row, TpuType) else None
+    if gpu_accelerator:
+        return next((gpu for gpu in GPU_TYPES if gpu.gke_accelerator == gpu_accelerator), None)
+    return None
 
 
 def lookup(name: str) -> TpuType:
     """The slice shape of `name` (`v5p-16`, `v5p-2x2x2`, `v5litepod-16`, `tpu7x-8`, ...)."""
     key = name.strip().lower()
-    table = _table()
-    if key in table:
-        return table[key]
+    row = _table().get(key)
+    if isinstance(row, TpuType):
+        return row
 
     family, _, size = key.partition("-")
-    if family in _SPOKEN and f"{_SPOKEN[family]}-{size}" in table:  # the marketing name: difflib offers v6e-8
+    if family in _SPOKEN and f"{_SPOKEN[family]}-{size}" in _table():  # the marketing name: difflib offers v6e-8
         raise UnknownTpuType(f"unknown TPU type {name!r}; {family} is named {_SPOKEN[family]} in GKE and xpk: "
                              f"did you mean {_SPOKEN[family]}-{size}?")
-    close = difflib.get_close_matches(key, list(table), n=4, cutoff=0.6)
+    close = difflib.get_close_matches(key, _tpu_names(), n=4, cutoff=0.6)
     if not close:
         families = ", ".join(f"{f.prefix}-*" for f in _FAMILIES)
         raise UnknownTpuType(f"unknown TPU type {name!r}; known families: {families}")

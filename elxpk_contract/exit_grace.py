@@ -48,17 +48,24 @@ def leave_stuck_threads(code: int) -> None:
     stuck = [t.name for t in others if t.is_alive()]
     if not stuck:
         return
+    end_now(code, f"warning: {len(stuck)} background thread(s) ({', '.join(stuck[:3])}) still running "
+                  f"{grace_s:g} s after the run ended; exiting {code} without them")
+
+
+def end_now(code: int, line: str | None = None) -> None:
+    """End the process with `code` at once, its streams flushed (and `line` written to stderr): no
+    interpreter exit, so neither its joins nor its exit hooks run."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except (OSError, ValueError):  # a closed or broken stream: the exit code still says it
             pass
-    try:
-        print(f"warning: {len(stuck)} background thread(s) ({', '.join(stuck[:3])}) still running "
-              f"{grace_s:g} s after the run ended; exiting {code} without them", file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):
-        pass
+    if line is not None:
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except (OSError, ValueError, AttributeError):
+            pass
     os._exit(code)
 
 

@@ -11,7 +11,8 @@ well-known file gcloud writes, then the metadata server). Its metadata-server pr
 attempts of GCE_METADATA_TIMEOUT, default 3 s, GCE_METADATA_DETECT_RETRIES, default 3) and honours
 GCE_METADATA_HOST/GCE_METADATA_IP and NO_GCE_CHECK; it also takes the machine's own word (DMI product name)
 that it is a Google VM. So on GKE, Workload Identity (the metadata server) passes; with nothing, the answer
-comes in seconds.
+comes in seconds. These metadata-server retries (and those of its token fetches) stay google-auth's own:
+the launcher's one retry policy (elxpk/retry_policy.py) would only lengthen that answer.
 
 Emulators: STORAGE_EMULATOR_HOST sends gcsfs and the launcher's client to an emulator, unauthenticated;
 tensorstore takes its own TENSORSTORE_GCS_HTTP_URL and GOOGLE_AUTH_TOKEN_FOR_TESTING (its documented testing

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from elxpk_contract.command_line import parse_command_line
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
-from elxpk_contract.exit_grace import exit_within_grace
+from elxpk_contract.exit_grace import end_now, exit_within_grace
 from elxpk_contract.storage_full import storage_full_error
 from elxpk_contract.transient import describe
 from trainer import compile_cache, compile_only
@@ -110,6 +110,12 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     return 0
 
 
+def _distributed_left_open() -> bool:
+    """Whether the run left jax.distributed open, a peer having died (trainer.elastic.slices says why)."""
+    slices = sys.modules.get("trainer.elastic.slices")  # a run that never trained imported none
+    return slices is not None and slices.LEFT_OPEN.is_set()
+
+
 def _print_config(cfg: TrainerConfig) -> int:
     out = sys.stdout  # None when the process started with stdout closed
     try:
@@ -128,4 +134,6 @@ if __name__ == "__main__":
     # deletion) must not turn 77 into 143 while the process ends. Ignored, not handled: the interpreter resets
     # its own handlers to the default as it finalizes. The kubelet's SIGKILL still bounds a hung exit.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _distributed_left_open():  # a peer died: jax's exit hook would wait for it, then abort (134)
+        end_now(outcome)
     exit_within_grace(outcome)

@@ -155,9 +155,4 @@ def _int32_problems(fields: Mapping[str, object], vms: int | None, slices: int |
     if vms and slices and slices <= MAX_INT32 and slices * vms > MAX_INT32:
         problems.append(f"--num-slices {slices}: at most {MAX_INT32 // vms} slices of {vms} VMs (JobSet: replicas x "
                         f"parallelism must not exceed {MAX_INT32})")
-    restarts = as_int(fields.get("max_slice_restarts"))
-    elastic = (as_int(fields.get("elastic_slices")) or 0) > 0
-    if vms and restarts is not None and elastic and restarts * vms > MAX_INT32:
-        problems.append(f"--max-slice-restarts {restarts}: at most {MAX_INT32 // vms} with {vms} VMs per slice "
-                        f"(the worker Job's backoffLimit = restarts x VMs; {why})")
-    return problems
+    return problems  # the worker backoffLimit's bound: elxpk/create/failure_policy.py backoff_limit_problem

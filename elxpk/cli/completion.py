@@ -1,6 +1,6 @@
 """Shell completion of values (Typer's `--install-completion` / `--show-completion`, bash, zsh and fish).
 
-- TPU types from the catalog (elxpk/catalog.py) and GPU device types from elxpk/create/gpu.py;
+- TPU types and GPU device types from the catalog (elxpk/catalog.py);
 - the choices of every flag row (elxpk/flag_rows.py `choices`) and of `-o/--output`;
 - workload names from the cluster the command line being completed selects (its --kubeconfig, --context,
   --namespace, --project ...): one LIST of JobSets, on a daemon thread given LOOKUP_S. A cluster that is
@@ -60,10 +60,9 @@ def tpu_types(incomplete: str) -> list[str]:
 
 
 def device_types(incomplete: str) -> list[str]:
-    from elxpk.create.gpu import GPU_TYPES
+    from elxpk import catalog
 
-    names = [gpu.name for gpu in GPU_TYPES] + [gpu.machine_type for gpu in GPU_TYPES]
-    return offered([name for name in names if name.startswith(incomplete.lower())])
+    return offered([name for name in catalog.gpu_names() if name.startswith(incomplete.lower())])
 
 
 def choices(values: Sequence[str]) -> Callable[[str], list[str]]:

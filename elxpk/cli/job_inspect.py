@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from elxpk.cli import options
-from elxpk.cli.verbs.common import connect, workload_name
+from elxpk.cli.workload_common import connect, workload_name
 from elxpk.cluster.verbs.verb_flags import JOB_INSPECT, read
 from elxpk.shown import shown
 

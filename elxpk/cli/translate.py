@@ -7,7 +7,7 @@ printed command spells every flag elxpk's way and states gcluster's defaults, so
 manifest as the original line given to `elxpk workload create` (tests/launcher/test_translate.py). A flag
 elxpk has no row for is one line each, exit 2, and nothing is printed. So is every value the printed command
 would refuse (`--num-slices abc`, `--spot --flex-start`: the very checks and lines of `workload create`,
-elxpk/cli/workload_create.py `checked`; a flag given twice, elxpk/cli/arg_checks.py) and every word no
+elxpk/create/pipeline.py `checked`; a flag given twice, elxpk/cli/arg_checks.py) and every word no
 flag takes (an unquoted command of two words).
 """
 
@@ -68,7 +68,7 @@ def _check_raw(command: Any, context: Any, words: list[str]) -> None:
 def _check_values(params: dict[str, Any], *, submit: bool) -> None:
     """UsageError with `workload create`'s own lines for what it would refuse (no cluster needed)."""
     from elxpk.cli.options import CLUSTER_FLAGS, SUBMIT_CLUSTER_FLAGS, ClusterSelection
-    from elxpk.cli.workload_create import checked
+    from elxpk.create.pipeline import checked
     from elxpk_contract.setting_rules import LAUNCHER_FLAG, exposed
 
     flags = {k: v for k, v in params.items() if k in _flag_keys()}

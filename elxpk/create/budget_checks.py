@@ -11,8 +11,9 @@ manifest (`workload validate`). Each layer must outlast what it waits for:
 A fix that suggests a value reads the bound of that value's own row (the flag table's `high`, the trainer
 table's `upper_bound`) and, where no value within it works, says so instead of suggesting one beyond it.
 The times come from `--step-time`, `--checkpoint-save-time`, `--slice-replacement-time` or a measured run
-(`--from-run`, read by elxpk.plan.calibrate); an unknown time skips its rules. Standard library only, apart
-from `read_times` importing the run reader when --from-run is given.
+(`--from-run`, read by elxpk.plan.calibrate); an unknown time skips its rules. Standard library only (and the
+restart-budget formula of elxpk/create/failure_policy.py), apart from `read_times` importing the run reader
+when --from-run is given.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from elxpk.create.failure_policy import slice_restarts
 from elxpk.create.flags import BY_NAME
 from elxpk.errors import UsageError
 from elxpk_contract.setting_rules import (
@@ -194,7 +196,7 @@ def _retries(b: Budgets, warnings: list[str]) -> None:
         end = "ends the run (--max-restarts 0)" if b.max_restarts == 0 else (
             f"restarts the whole JobSet (--max-restarts {b.max_restarts})")
         row = BY_NAME["max_slice_restarts"]
-        most = int(row.high or 0) // max(b.vms_per_slice, 1)  # the worker Job's backoffLimit = restarts x VMs per slice
+        most = slice_restarts(int(row.high or 0), b.vms_per_slice)  # the most whose worker backoffLimit fits the bound
         raise_it = (f"raise {row.flag} to {r - 1} or " if r - 1 <= most else
                     f"{row.flag} goes up to {most} with {b.vms_per_slice} VM(s) per slice, so ")
         warnings.append(f"--elastic-max-retries {r} allows {r - 1} in-process recoveries, but {row.flag} "
@@ -287,7 +289,7 @@ def read_jobset(jobset: dict[str, Any]) -> tuple[Budgets, list[str]]:
     budgets = Budgets(
         pathways=pathways, elastic=elastic, has_trainer=box is not None,
         grace_s=_whole(pod.get("terminationGracePeriodSeconds"), 30),
-        max_slice_restarts=_whole(worker.get("backoffLimit"), 0) // vms if pathways else 0,
+        max_slice_restarts=slice_restarts(_whole(worker.get("backoffLimit"), 0), vms) if pathways else 0,
         max_restarts=_whole((spec.get("failurePolicy") or {}).get("maxRestarts"), 0),
         elastic_timeout_s=setting("elastic_timeout_seconds"),
         elastic_min_slice_count=setting("elastic_min_slice_count"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from elxpk.admission.names import flag_problems
-from elxpk.catalog import TpuType, UnknownTpuType, lookup
+from elxpk.catalog import TpuType, UnknownGpuType, UnknownTpuType, lookup, lookup_gpu
 from elxpk.cluster.access.target import DEFAULT_NAMESPACE, namespace_problem
 from elxpk.create.budget_checks import Budgets, Times, budget_findings, read_times
 from elxpk.create.capacity import CAPACITY_KEYS, Capacity, read_capacity
@@ -28,6 +28,7 @@ from elxpk.create.cross_rules import (
     restart_codes,
     slice_rules,
 )
+from elxpk.create.failure_policy import backoff_limit_problem
 from elxpk.create.flag_values import FlagValues
 from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, flag
 from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
@@ -104,6 +105,10 @@ class FlagChecker(FlagValues):
             pathways=shape.pathways, headless=shape.headless, tpu=tpu, gpu=gpu, num_nodes=num_nodes,
             num_slices=slices.num_slices, workload=workload, docker_name=docker_name,
             max_restarts=v["max_restarts"], ttl_seconds_after_finished=v["ttl_seconds_after_finished"]))
+        budget = backoff_limit_problem(elastic=slices.elastic_slices > 0, max_slice_restarts=slices.max_slice_restarts,
+                                       vms_per_slice=tpu.vms_per_slice) if tpu is not None and shape.pathways else None
+        if budget:  # the Pathways worker Job's backoffLimit, an int32 like the fields above
+            self.errors.append(budget)
         settings = self.trainer_settings(slices)
         extra = self.flags.get("command")
         if shape.trainer and isinstance(extra, str) and extra.strip():
@@ -142,11 +147,6 @@ class FlagChecker(FlagValues):
         if self.given("device_type") and self.given("tpu_type"):
             err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
         elif self.given("device_type"):
-            from elxpk.create.gpu import (  # lazy: keeps elxpk.create.gpu off a TPU dry-run
-                UnknownGpuType,
-                lookup_gpu,
-            )
-
             try:
                 return None, lookup_gpu(self.checked("device_type"))
             except UnknownGpuType as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from elxpk.catalog import UnknownTpuType, is_machine_type, lookup, lookup_machine
+from elxpk.catalog import UnknownGpuType, UnknownTpuType, is_machine_type, lookup, lookup_gpu, lookup_machine
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
 from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, merge_aliases
 from elxpk.flag_rows import given_value as _given
@@ -155,8 +155,6 @@ def _compute_type(flags: Mapping[str, Any], out: dict[str, Any]) -> list[str]:
         if _given(flags.get(row)):
             return [f"--compute-type and {BY_NAME[row].flag}: one quantity in gcluster's and elxpk's spelling; "
                     "give one"]
-    from elxpk.create.gpu import UnknownGpuType, lookup_gpu  # lazy: only a --compute-type needs the GPU table
-
     text = str(compute)
     try:
         out["device_type"] = lookup_gpu(text).name

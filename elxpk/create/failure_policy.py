@@ -10,6 +10,9 @@ Rendering (read by the templates; no code is written in a template):
   podFailurePolicy (Job failure reason `PodFailurePolicy`), `RestartJobSet` (counted against maxRestarts)
   on any other Job failure.
 
+The worker Job's restart budget (`worker_backoff_limit`): xpk's formula, and the only place it is written;
+the spec renders it, `workload create` bounds it to an int32, the budget checks read it back off a JobSet.
+
 Evaluation (pure functions over dicts, no clock): `match_pod_failure_policy` is the Job controller's
 `matchPodFailurePolicy` (kubernetes/kubernetes pkg/controller/job/pod_failure_policy.go: first matching
 rule wins; an `onExitCodes` rule looks at containers, then init containers, that terminated with a non-zero
@@ -28,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from elxpk.admission.names import MAX_INT32
 from elxpk_contract.exit_codes import EXIT_CODES, FAIL_JOB, IGNORE
 
 DISRUPTION_TARGET = "DisruptionTarget"  # the pod condition preemption, eviction and taint-based deletion set
@@ -80,6 +84,34 @@ def jobset_failure_rules(target: str | None = None) -> list[dict[str, Any]]:
     if target:
         fail["targetReplicatedJobs"] = [target]
     return [fail, {"name": RESTART_ON_INFRASTRUCTURE, "action": "RestartJobSet"}]
+
+
+# The worker Job's restart budget -------------------------------------------------------------------------
+
+# xpk's formula, inherited from the PathwaysJob controller (google/pathways-job#5: "4 suspend/resume loops"):
+# without elasticity each VM of a slice may restart its pod this many times.
+XPK_RESTARTS_PER_VM = 4
+
+
+def worker_backoff_limit(*, elastic: bool, max_slice_restarts: int, vms_per_slice: int) -> int:
+    """The `backoffLimit` of a Pathways slice's worker Job (restartPolicy OnFailure: every container restart
+    counts): --max-slice-restarts x VMs per slice when elastic, else 4 x VMs per slice, as in xpk."""
+    return (max_slice_restarts if elastic else XPK_RESTARTS_PER_VM) * vms_per_slice
+
+
+def slice_restarts(backoff_limit: int, vms_per_slice: int) -> int:
+    """The inverse: the --max-slice-restarts a worker Job's `backoffLimit` stands for (whole restarts)."""
+    return backoff_limit // max(vms_per_slice, 1)
+
+
+def backoff_limit_problem(*, elastic: bool, max_slice_restarts: int, vms_per_slice: int) -> str | None:
+    """Why the worker Job's `backoffLimit` would not fit the int32 JobSet stores it as, or None."""
+    if worker_backoff_limit(elastic=elastic, max_slice_restarts=max_slice_restarts,
+                            vms_per_slice=vms_per_slice) <= MAX_INT32:
+        return None
+    return (f"--max-slice-restarts {max_slice_restarts}: at most {slice_restarts(MAX_INT32, vms_per_slice)} with "
+            f"{vms_per_slice} VMs per slice (the worker Job's backoffLimit = restarts x VMs; JobSet stores it as a "
+            f"32-bit integer)")
 
 
 # Evaluation ----------------------------------------------------------------------------------------------

@@ -1,9 +1,8 @@
-"""GPU machine types as xpk renders them: `--device-type NAME --num-nodes N`.
-
-Same table as xpk's system characteristics (xpk 1.16.0, src/xpk/core/system_characteristics.py) for the
-four 8-GPU machine types, and the networking its workload decorators add (src/xpk/core/workload_decorators:
-tcpx, tcpxo, rdma). tests/launcher/xpk_gpu holds xpk's own renders; tests/launcher/test_gpu_parity.py
-compares elxpk's render with them field by field (docs/gpu.md lists the deliberate differences).
+"""What a GPU workload's pods need beyond the machine (elxpk/catalog.py: GpuType), as xpk renders them with
+`--device-type NAME --num-nodes N`: the GPUDirect networking its workload decorators add (xpk 1.16.0,
+src/xpk/core/workload_decorators: tcpx, tcpxo, rdma), as data that templates/gpu_multi_controller.yaml.j2
+reads, and the GPU flags' checks. tests/launcher/xpk_gpu holds xpk's own renders; docs/gpu.md lists the
+deliberate differences.
 
 A "slice" on GPUs is one node group: one Job of N pods, one per node, 8 GPUs each.
 """
@@ -12,25 +11,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+from elxpk.catalog import GpuType
+from elxpk.create.yamlquote import written
+
+Pairs = tuple[tuple[str, str], ...]  # (name, value) in the order the manifest lists them
 
 
-@dataclass(frozen=True)
-class GpuType:
-    """One GKE GPU machine type, as its node pools are labelled and its pods need it."""
+class Sidecar(NamedTuple):
+    """A GPUDirect receive-path daemon, run as a native sidecar (an init container, restartPolicy Always)."""
 
-    name: str  # xpk's --device-type spelling, e.g. h100-80gb-8
-    gke_accelerator: str  # node label cloud.google.com/gke-accelerator
-    machine_type: str  # GCE machine type, accepted as a spelling too
-    gpus_per_node: int
-    gpudirect: str  # tcpx (A3 High), tcpxo (A3 Mega) or rdma (A3 Ultra, A4): xpk's USE_GPUDIRECT
+    name: str
+    image: str
+    argv: tuple[tuple[str, tuple[str, ...]], ...]  # ("command", words) and, where it has them, ("args", words)
+    capabilities: tuple[str, ...]
+    mounts: Pairs  # (volume, mountPath)
+    env: Pairs
 
-    @property
-    def networks(self) -> tuple[str, ...]:
-        """The pod's network names, eth0 first: xpk hard-codes A3 High's; for the others xpk reads the
-        cluster's GKENetworkParamSets, and elxpk (which renders offline) uses GKE's documented names."""
-        return _NETWORKS[self.gpudirect]
+
+class GpuNetwork(NamedTuple):
+    """What one GPUDirect flavour adds to the pod: the parts of xpk's render that differ per machine type."""
+
+    name: str  # xpk's USE_GPUDIRECT value
+    networks: tuple[str, ...]  # the pod's networks, eth0 first
+    env: Pairs  # the user container's env, after xpk's common variables
+    mounts: Pairs  # the user container's volumeMounts (volume, mountPath), before /dev/shm
+    host_volumes: Pairs  # hostPath volumes (name, path), before /dev/shm
+    shm: Pairs  # the /dev/shm emptyDir's fields
+    sidecars: tuple[Sidecar, ...] = ()
+    device_files: tuple[str, ...] = ()  # opened by the daemon beyond the GPUs' own (/dev/nvidia*)
 
     @property
     def interfaces(self) -> str:
@@ -40,21 +50,49 @@ class GpuType:
         return f"[\n{rows}\n]"
 
 
-_NETWORKS = {
-    "tcpx": ("default", "vpc1", "vpc2", "vpc3", "vpc4"),
-    "tcpxo": ("default", *(f"vpc{i}" for i in range(1, 9))),
-    "rdma": ("default", "gvnic-1", *(f"rdma-{i}" for i in range(8))),
-}
+_HOST_SYS = (("sys", "/sys"), ("proc-sys", "/proc/sys"))
+_DAEMON_SYS = (("sys", "/hostsysfs"), ("proc-sys", "/hostprocsysfs"))
+_DAEMON_ENV = (("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64"),)
+_SHM_128G = (("medium", "Memory"), ("sizeLimit", "128Gi"))
 
-GPU_TYPES = (
-    GpuType("h100-80gb-8", "nvidia-h100-80gb", "a3-highgpu-8g", 8, "tcpx"),
-    GpuType("h100-mega-80gb-8", "nvidia-h100-mega-80gb", "a3-megagpu-8g", 8, "tcpxo"),
-    GpuType("h200-141gb-8", "nvidia-h200-141gb", "a3-ultragpu-8g", 8, "rdma"),
-    GpuType("b200-8", "nvidia-b200", "a4-highgpu-8g", 8, "rdma"),
-)
-# The sidecars' images, as xpk pins them (tcpx_decorator.tcpx, tcpxo_decorator.rxdm).
-TCPX_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.11"
-TCPXO_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.12"
+# The networks: xpk hard-codes A3 High's names; for the others xpk reads the cluster's GKENetworkParamSets,
+# and elxpk (which renders offline) uses GKE's documented names. The sidecars' images are xpk's pins
+# (tcpx_decorator.tcpx, tcpxo_decorator.rxdm).
+NETWORKS = {network.name: network for network in (
+    GpuNetwork(
+        "tcpx", ("default", "vpc1", "vpc2", "vpc3", "vpc4"), env=(),
+        mounts=(("tcpx-socket", "/tmp"), ("libraries", "/usr/local/nvidia/lib64")),
+        host_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64"), *_HOST_SYS, ("tcpx-socket", "/run/tcpx")),
+        shm=_SHM_128G,
+        sidecars=(Sidecar(
+            "tcpx-daemon", "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.11",
+            argv=(("command", ("/tcpgpudmarxd/build/app/tcpgpudmarxd", "--gpu_nic_preset", "a3vm", "--gpu_shmem_type",
+                               "fd", "--uds_path", "/run/tcpx", "--setup_param", '"--verbose 128 2 0 "')),),
+            capabilities=("NET_ADMIN",),
+            mounts=(("libraries", "/usr/local/nvidia/lib64"), ("tcpx-socket", "/run/tcpx"), *_DAEMON_SYS),
+            env=_DAEMON_ENV),)),
+    GpuNetwork(
+        "tcpxo", ("default", *(f"vpc{i}" for i in range(1, 9))),
+        env=(("NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "/dev/aperture_devices"),),
+        mounts=(("aperture-devices", "/dev/aperture_devices"), ("libraries", "/usr/local/nvidia")),
+        host_volumes=(("libraries", "/home/kubernetes/bin/nvidia"), *_HOST_SYS,
+                      ("aperture-devices", "/dev/aperture_devices")),
+        shm=_SHM_128G,
+        sidecars=(Sidecar(
+            "tcpxo-daemon", "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.12",
+            argv=(("command", ("/bin/sh", "-c")),
+                  ("args", ("set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n/fts/entrypoint_rxdm_container.sh "
+                            "--num_hops=2 --num_nics=8 --uid= --alsologtostderr",))),
+            capabilities=("NET_ADMIN", "NET_BIND_SERVICE"),
+            mounts=(("libraries", "/usr/local/nvidia"), *_DAEMON_SYS),
+            env=_DAEMON_ENV),),
+        device_files=("/dev/dmabuf_import_helper",)),
+    GpuNetwork(  # RDMA NICs need no receive-path daemon
+        "rdma", ("default", "gvnic-1", *(f"rdma-{i}" for i in range(8))), env=(),
+        mounts=(("library-dir-host", "/usr/local/nvidia"), ("gib", "/usr/local/gib")),
+        host_volumes=(("library-dir-host", "/home/kubernetes/bin/nvidia"), ("gib", "/home/kubernetes/bin/gib")),
+        shm=(("medium", "Memory"),)),
+)}
 # xpk's GPU container name, whatever --docker-name says (xpk docker_container.get_main_container_docker_image).
 GPU_CONTAINER_NAME = "gpu-image"
 # xpk's JAX coordinator: pod 0 of the node group, through the JobSet's headless service.
@@ -66,31 +104,31 @@ GPU_RESERVED_ENV = frozenset({"REPLICATED_JOB_NAME", "JOBSET_NAME", "NNODES", "N
                               "LD_LIBRARY_PATH", "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"})
 
 
-class UnknownGpuType(ValueError):
-    """The name is not in the table; the message lists the known names."""
-
-
-def lookup_gpu(name: str) -> GpuType:
-    """The machine type of `name`: xpk's device type (h100-80gb-8) or the GCE machine type (a3-highgpu-8g)."""
-    key = name.strip().lower()
-    for gpu in GPU_TYPES:
-        if key in (gpu.name, gpu.machine_type):
-            return gpu
-    known = ", ".join(f"{g.name} ({g.machine_type})" for g in GPU_TYPES)
-    raise UnknownGpuType(f"unknown GPU device type {name!r}; known: {known}")
+def network(gpu: GpuType) -> GpuNetwork:
+    """The GPUDirect networking of `gpu`'s machine type."""
+    return NETWORKS[gpu.gpudirect]
 
 
 def device_paths(gpu: GpuType) -> str:
     """The devices.gke.io/container.<daemon> annotation: the GPU devices the GPUDirect daemon may open."""
     paths = [f"/dev/nvidia{i}" for i in range(gpu.gpus_per_node)] + ["/dev/nvidiactl", "/dev/nvidia-uvm"]
-    if gpu.gpudirect == "tcpxo":
-        paths.append("/dev/dmabuf_import_helper")
-    return "".join(f"- path: {p}\n" for p in paths)
+    return "".join(f"- path: {p}\n" for p in [*paths, *network(gpu).device_files])
 
 
-def sidecar_image(gpu: GpuType) -> str | None:
-    """The GPUDirect daemon's image; None where the NICs need none (RDMA)."""
-    return {"tcpx": TCPX_IMAGE, "tcpxo": TCPXO_IMAGE}.get(gpu.gpudirect)
+def _written(value: Any) -> Any:
+    """`value` (the network's text, in tuples and rows) with each text as xpk writes it in YAML."""
+    if isinstance(value, str):
+        return written(value)
+    items = tuple(_written(item) for item in value)
+    return type(value)(*items) if hasattr(value, "_fields") else items
+
+
+def template_values(gpu: GpuType) -> dict[str, Any]:
+    """What the GPU template needs beyond the spec: the machine, its network (every constant already written
+    as YAML, plain where xpk writes it plain), the two annotations made from them, and xpk's JAX coordinator."""
+    net = network(gpu)
+    return dict(gpu=gpu, network=_written(net), interfaces=net.interfaces, device_paths=device_paths(gpu),
+                coordinator_address=JAX_COORDINATOR_ADDRESS, coordinator_port=JAX_COORDINATOR_PORT)
 
 
 def gpu_flag_problems(flags: Any, *, maxtext: bool, env: Sequence[tuple[str, str]], docker_name: str

@@ -1,5 +1,6 @@
-"""Pure rendering: `render(spec) -> Manifest`. No I/O apart from reading the packaged templates (nothing
-is written: they are precompiled, elxpk/create/template_build.py), no clock, no randomness, no cluster.
+"""Pure rendering: `draft(spec) -> Manifest` (`render` adds the admit stage, elxpk/create/admit.py). No I/O
+apart from reading the packaged templates (nothing is written: they are precompiled,
+elxpk/create/template_build.py), no clock, no randomness, no cluster.
 Imports yaml (and Jinja only when a precompiled template is stale); never jax, kubernetes or google.*.
 
 The templates give the manifest its readable shape; the text is then parsed back and checked against
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from elxpk.admission import require_admissible
 from elxpk.admission.names import pathways_subdomain
+from elxpk.create.admit import admit
 from elxpk.create.failure_policy import jobset_failure_rules, pod_failure_rules
 from elxpk.create.manifest import Manifest, parse_documents
 from elxpk.create.spec import WorkloadSpec
@@ -107,8 +108,15 @@ def failure_rules(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[s
 
 
 def render(spec: WorkloadSpec) -> Manifest:
-    """The manifest for `spec`: a Pathways JobSet, a multi-controller JobSet with `--no-pathways`, or a GPU
-    one with `--device-type`."""
+    """The manifest for `spec` as `workload create` sends it: drafted, then admitted (elxpk/create/admit.py).
+    For callers that want it in one call; `workload create` runs the two stages itself (elxpk/create/pipeline.py)."""
+    return admit(draft(spec))
+
+
+def draft(spec: WorkloadSpec) -> Manifest:
+    """The render stage: the manifest for `spec`, a Pathways JobSet, a multi-controller JobSet with
+    `--no-pathways`, or a GPU one with `--device-type`; checked to hold every user value where the spec
+    says, not yet against the cluster's rules."""
     name, values = template_values(spec)
     env, command = values["env"], values["command"]
     text = template(name).render(**values)
@@ -117,7 +125,6 @@ def render(spec: WorkloadSpec) -> Manifest:
     except Exception as exc:  # a template bug, not bad input: the spec was validated
         raise ElxpkError(f"internal error: {name} rendered invalid YAML ({exc}); please report it") from exc
     _check(objects, spec, env, command)
-    require_admissible(objects)  # a validated spec must render what the cluster admits
     return Manifest(objects=objects, text=text)
 
 
@@ -148,8 +155,7 @@ def _gpu_values(spec: WorkloadSpec) -> dict[str, Any]:
         return {}
     from elxpk.create import gpu  # lazy: keeps elxpk.create.gpu off a TPU dry-run
 
-    return dict(gpu=spec.gpu, device_paths=gpu.device_paths(spec.gpu), sidecar_image=gpu.sidecar_image(spec.gpu),
-                coordinator_address=gpu.JAX_COORDINATOR_ADDRESS, coordinator_port=gpu.JAX_COORDINATOR_PORT)
+    return gpu.template_values(spec.gpu)
 
 
 def _check(objects: tuple[dict[str, Any], ...], spec: WorkloadSpec, env: tuple[tuple[str, str], ...],

@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from elxpk.catalog import TpuType
 from elxpk.cluster.access.target import DEFAULT_NAMESPACE
+from elxpk.create.failure_policy import worker_backoff_limit
 from elxpk.create.flags import PRIORITIES, RESERVED_ENV, default
 from elxpk_contract.setting_rules import default as setting_default
 
 __all__ = ["PRIORITIES", "RESERVED_ENV", "CreateOptions", "Created", "WorkloadSpec"]
 
 if TYPE_CHECKING:
+    from elxpk.catalog import GpuType
     from elxpk.create.budget_checks import Times
     from elxpk.create.capacity import Capacity
-    from elxpk.create.gpu import GpuType
 
 TRAINER_COMMAND = "python -m trainer"
 
@@ -79,9 +80,9 @@ class WorkloadSpec(NamedTuple):
 
     @property
     def worker_backoff_limit(self) -> int:
-        """xpk's formula, inherited from the PathwaysJob controller: pod restarts a slice's Job tolerates."""
-        vms = self.tpu.vms_per_slice if self.tpu else self.num_nodes
-        return self.max_slice_restarts * vms if self.elastic else 4 * vms
+        """Pod restarts a slice's worker Job tolerates (elxpk/create/failure_policy.py, xpk's formula)."""
+        return worker_backoff_limit(elastic=self.elastic, max_slice_restarts=self.max_slice_restarts,
+                                    vms_per_slice=self.tpu.vms_per_slice if self.tpu else self.num_nodes)
 
     @property
     def trainer_job(self) -> str | None:

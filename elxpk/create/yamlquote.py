@@ -4,10 +4,13 @@
 newlines, quotes, `: `, `{{ }}`, `#`, unicode, control characters. Printable characters stay as they
 are (so manifests stay readable); everything a YAML reader would fold, reject or misread is escaped.
 Both filters return `Rendered`; the template environment refuses any other output, so a value that
-skipped the filter fails the render instead of changing the manifest's structure.
+skipped the filter fails the render instead of changing the manifest's structure. `written` is the third
+way to a `Rendered`, for the launcher's own constants that xpk writes plain (elxpk/create/gpu.py).
 """
 
 from __future__ import annotations
+
+import re
 
 
 class Rendered(str):
@@ -40,6 +43,31 @@ def quote(value: object) -> Rendered:
     if not text.isascii():
         text = "".join(c if c.isascii() else _non_ascii(c) for c in text)
     return Rendered('"' + text + '"')
+
+
+# Text that may stand as a plain scalar: no indicator, space, quote, `:` or `#` (YAML's resolver then says
+# whether a reader takes it for text, as `written` asks: `true` and `0x1F` are no text). A YAML 1.2 reader
+# also takes 1e3 for a number, which PyYAML (YAML 1.1) reads as text: such text is quoted too. Patterns, not
+# compiled ones: `re` compiles them on a GPU render's first use, never on a TPU dry-run's start-up.
+_PLAIN = r"(?:[A-Za-z0-9_/]|-[A-Za-z0-9_-])[A-Za-z0-9_./-]*"
+_NUMBER_12 = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+
+
+def written(value: str) -> Rendered:
+    """A constant of the launcher's own (the GPU network's paths, flags and images, never a user value) as
+    xpk's manifests write it: plain where a reader reads it back as that same text; single-quoted where it
+    holds a double quote and needs no escape; else `quote`'s double-quoted scalar."""
+    if re.fullmatch(_PLAIN, value) and not re.fullmatch(_NUMBER_12, value):
+        from yaml import (
+            ScalarNode,  # only GPU renders write constants; they load yaml for the parse-back anyway
+        )
+        from yaml.resolver import Resolver
+
+        if Resolver().resolve(ScalarNode, value, (True, False)) == Resolver.DEFAULT_SCALAR_TAG:
+            return Rendered(value)
+    if '"' in value and "'" not in value and value.isascii() and value.isprintable():
+        return Rendered(f"'{value}'")
+    return quote(value)
 
 
 def number(value: object) -> Rendered:

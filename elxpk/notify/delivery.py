@@ -3,7 +3,8 @@
 The watch loop only enqueues (never blocks: a full queue drops the alert with one line on stderr), so a
 slow, failing or hanging endpoint never delays the incident record (`--record`) or the printed lines. Each
 delivery is bounded: at most `attempts` tries, each within `timeout_s` (connect and every read), with
-back-off between them (`backoff_s`, doubled; a 429's Retry-After honoured up to `retry_after_cap_s`). A
+back-off between them (`backoff_s`, doubled; a 429's or 503's Retry-After honoured up to
+`retry_after_cap_s`): elxpk's one retry policy (elxpk/retry_policy.py), whose bounds these default to. A
 delivery that fails for good is one line on stderr; the endpoint is named by scheme, host and port only,
 since a webhook's path is its secret (Slack's is), and what the endpoint says (a reason phrase) is shown
 with its controls visible (elxpk/shown.py). At exit `close` waits at most `drain_s` for what is queued,
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import queue
 import signal
@@ -33,23 +33,28 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from elxpk.notify.rules import Alert
+from elxpk.retry_policy import REQUESTS, RETRY_AFTER_STATUS, RetryPolicy, retry_after_s, transient_status
 from elxpk.shown import shown
 
 SLACK_ICONS = {"slice-lost": ":warning:", "recovered": ":white_check_mark:", "recovery-late": ":rotating_light:",
                "budget-80": ":warning:", "budget-spent": ":rotating_light:", "failed": ":x:",
                "succeeded": ":tada:", "checkpoint-stale": ":hourglass:", "stuck": ":hourglass:"}
 RESPONSE_BYTES = 64 * 1024  # what is read of an answer: only its status matters
-RETRY_AFTER_MAX_S = 24 * 3600.0  # a longer (or non-finite) Retry-After is nonsense: the back-off applies
 STDERR_TAIL = 2048  # what of a failed command's stderr its line quotes
 
 
 class Policy(NamedTuple):
-    attempts: int = 3
+    attempts: int = 3  # one fewer than a request's: every try of a failing endpoint holds the alerts behind it
     timeout_s: float = 10.0
-    backoff_s: float = 1.0
-    retry_after_cap_s: float = 30.0
+    backoff_s: float = REQUESTS.first_pause_s
+    retry_after_cap_s: float = REQUESTS.retry_after_max_s
     queue_size: int = 256
     drain_s: float = 30.0
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return REQUESTS._replace(tries=self.attempts, first_pause_s=self.backoff_s,
+                                 retry_after_max_s=self.retry_after_cap_s)
 
 
 class DeliveryFailed(Exception):
@@ -73,18 +78,6 @@ def endpoint(url: str) -> str:
     """The URL as a line may show it: scheme, host and port; the path (a webhook's secret) left out."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds, or None (the back-off applies): an HTTP date, `nan`, `inf`, or more than a day
-    (float() takes all three, and `nan` compared or slept on killed the worker)."""
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    if seconds is None or not math.isfinite(seconds) or seconds > RETRY_AFTER_MAX_S:
-        return None
-    return max(seconds, 0.0)
 
 
 def _credentials(url: str) -> tuple[str, dict[str, str]]:
@@ -115,11 +108,10 @@ def post(url: str, body: bytes, timeout_s: float) -> None:
             answer.read(RESPONSE_BYTES)
     except urllib.error.HTTPError as exc:
         code = exc.code
-        wait = _retry_after(exc.headers.get("Retry-After")) if code == 429 else None
+        wait = retry_after_s(exc.headers.get("Retry-After")) if code in RETRY_AFTER_STATUS else None
         exc.close()
         phrase = shown(exc.reason)[:200]  # the endpoint's own words: controls visible, bounded
-        raise DeliveryFailed(f"HTTP {code} {phrase}", retry=code in (408, 429) or code >= 500,
-                             wait_s=wait) from None
+        raise DeliveryFailed(f"HTTP {code} {phrase}", retry=transient_status(code), wait_s=wait) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, reset, timed out, bad answer
         reason = getattr(exc, "reason", exc)
         raise DeliveryFailed(shown(f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__)
@@ -259,21 +251,18 @@ class Notifier:
                       f"{alert.kind if alert else 'the'} alert and every later one are not sent")
 
     def _deliver(self, target: Sender, alert: Alert) -> None:
-        pause = self.policy.backoff_s
         why = ""
-        for attempt in range(1, self.policy.attempts + 1):
+        tries = self.policy.retry.tries_of(self.sleep)
+        for _ in tries:
             try:
                 target.send(alert, self.policy.timeout_s)
             except DeliveryFailed as exc:
                 why = str(exc)
-                if not exc.retry or attempt == self.policy.attempts:
-                    break
-                wait = pause if exc.wait_s is None else min(exc.wait_s, self.policy.retry_after_cap_s)
-                self.sleep(wait)
-                pause *= 2
-                continue
+                if exc.retry and tries.again(exc.wait_s):
+                    continue
+                break
             self.delivered += 1
             return
         self.failed += 1
-        tries = f"{attempt} tr{'y' if attempt == 1 else 'ies'}"
-        self.note(f"notify: {alert.kind} for {alert.workload} not delivered to {target.name}: {why} ({tries})")
+        tries_made = f"{tries.number} tr{'y' if tries.number == 1 else 'ies'}"
+        self.note(f"notify: {alert.kind} for {alert.workload} not delivered to {target.name}: {why} ({tries_made})")

@@ -1,6 +1,6 @@
 """`workload events`' notification flags, declared once as rows (elxpk/flag_rows.py's row type).
 
-elxpk/cli/verbs/events.py gets its Typer parameters from these rows (`with_flags`), `read_settings`
+elxpk/cli/workload_events.py gets its Typer parameters from these rows (`with_flags`), `read_settings`
 checks every value before any I/O (one line per problem, each naming its flag: exit 2), and docs/cluster.md's
 table is generated from them (`embed`). Standard library and elxpk.flag_rows only: read on every start.
 """

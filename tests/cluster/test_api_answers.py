@@ -285,6 +285,26 @@ def test_fifth_pass_answers_are_one_line(kube_h, hostile: HostileServer, answer:
             assert hostile.requests == 1  # neither retried nor followed
 
 
+@pytest.mark.parametrize("status, asked, slept", [
+    (503, "3", [3.0, 3.0, 3.0]),  # waited as asked
+    (429, "120", [30.0, 30.0, 30.0]),  # at most 30 s
+    (429, "nan", [0.5, 1.0, 2.0]),  # no number: the back-off
+    (500, "3", [0.5, 1.0, 2.0]),  # a 500's Retry-After is not one RFC 9110 defines
+])
+def test_a_retry_after_is_waited_on_within_the_one_policy(kubeconfig_h, hostile: HostileServer, status: int,
+                                                          asked: str, slept: list[float]) -> None:
+    from elxpk.cluster.access.connect import connect
+    from elxpk.cluster.access.target import ClusterTarget
+
+    delays: list[float] = []
+    kube = connect(ClusterTarget(kubeconfig=str(kubeconfig_h)), sleep=delays.append)
+    hostile.answer = Answer(status=status, headers=(("Retry-After", asked),))
+    hostile.requests = 0
+    with pytest.raises(ClusterError, match=f"answered {status} .* after 4 attempts"):
+        kube.list_pods("default", "a=b")
+    assert delays == slept and hostile.requests == 4
+
+
 def test_a_bom_before_the_object_is_read(kube_h, hostile: HostileServer) -> None:
     hostile.answer = Answer(body=b"\xef\xbb\xbf" + A_LIST)  # RFC 8259 lets a parser ignore it; json does
     assert kube_h.list_pods("default", "a=b") == [{"metadata": {"name": "p", "labels": {}}}]

@@ -81,7 +81,8 @@ def test_gke_flags_end_to_end(capsys, tmp_path, monkeypatch, jobset_crd, clock):
 
 
 def test_cli_start_does_not_import_cluster_clients():
-    code = ("import sys; from elxpk.cli.verbs import status, listing, delete, logs, wait, kill_slice, events; "
+    code = ("import sys; from elxpk.cli import workload_status, workload_list, workload_delete, workload_logs, "
+            "workload_wait, workload_kill_slice, workload_events; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'google', 'jax')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

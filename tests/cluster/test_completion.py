@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from elxpk import catalog
+from elxpk.catalog import GPU_TYPES
 from elxpk.cli import completion
 from elxpk.cli.options import ClusterSelection
-from elxpk.create.gpu import GPU_TYPES
 from elxpk.notify.flags import FORMATS
 from tests.cluster.conftest import pathways_jobset
 

@@ -167,3 +167,17 @@ def test_nothing_selected_is_a_usage_error(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(UsageError, match="no cluster selected: give --project"):
         resolve_target(ClusterTarget(), environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+
+
+def test_gke_lookup_retries_an_unavailable_api_within_the_one_policy(gke, tmp_path):
+    """elxpk/retry_policy.py's tries and pauses, not the Container API client's own (0.1 s x 1.3 for 20 s)."""
+    creds, slept = _user_credentials(gke, tmp_path), []
+    target = ClusterTarget(project="proj", location="us-central2-b", cluster="tpu-cluster")
+    gke.unavailable = 2
+    assert connect(target, credentials=creds, container_endpoint=gke.url, sleep=slept.append).host.startswith("https://")
+    assert slept == [0.5, 1.0] and gke.unavailable == 0
+    gke.unavailable = 10
+    with pytest.raises(ClusterError, match=r"the Container API failed to describe cluster tpu-cluster .* after 4 "
+                                           "attempts: .*unavailable"):
+        connect(target, credentials=creds, container_endpoint=gke.url, sleep=slept.append)
+    assert slept[2:] == [0.5, 1.0, 2.0] and gke.unavailable == 6

@@ -112,7 +112,7 @@ def test_shown_leaves_no_control_and_keeps_everything_else(text):
 @given(st.text() | st.just("[link=http://evil.example]x[/link] \x1b]8;;http://e\x1b\\"), st.text(max_size=20))
 def test_the_verbs_console_draws_no_control_and_no_markup_of_cluster_text(message, reason):
     """Any text in a condition's message or reason, drawn as `status` draws it (a table cell, the console of
-    elxpk/cli/verbs/common.py on a terminal, with colours): no control but Rich's own SGR colours, no OSC 8
+    elxpk/cli/workload_common.py on a terminal, with colours): no control but Rich's own SGR colours, no OSC 8
     link, one line per cell."""
     import io
 

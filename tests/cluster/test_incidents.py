@@ -74,6 +74,30 @@ def test_record_on_gcs_concurrent_appenders_lose_nothing(gcs):
     assert sorted(ids) == sorted({f"id-{n}" for n in (0, 1, *range(100, 110), *range(200, 210), *range(300, 310))})
 
 
+def test_gcs_reads_and_the_conditional_write_retry_within_the_one_policy(gcs):
+    """Cloud Storage under elxpk/retry_policy.py: a 503 or 429 is tried again after 0.5 s, 1 s, ...; four
+    failed tries are one line naming them; a conditional write repeated after a 503 lands once."""
+    from elxpk.cluster.api.gcs import Gcs
+    from elxpk.errors import ClusterError
+
+    slept: list[float] = []
+    store = Gcs(what="--record", sleep=slept.append)
+    url = "gs://runs/incidents/retried.jsonl"
+    gcs.faults[:] = [503, 429]
+    assert store.append_lines(url, lambda _: ["a"]) == 1
+    assert slept == [0.5, 1.0] and gcs.requests == 4  # the read twice refused, then read and write
+    gcs.faults[:] = [None, 503]  # the read served, the write refused
+    requests, slept[:] = gcs.requests, []
+    assert store.append_lines(url, lambda content: [] if b"b" in content else ["b"]) == 1
+    assert gcs.requests - requests == 3 and slept == [0.5] and store.read(url)[0] == b"a\nb\n"
+    gcs.faults[:] = [503] * 4
+    slept.clear()
+    with pytest.raises(ClusterError, match=r"Cloud Storage answered 503 to reading gs://runs/incidents/retried.jsonl "
+                                           r"after 4 attempts: Backend Error"):
+        store.read(url)
+    assert slept == [0.5, 1.0, 2.0]
+
+
 # --- logs --previous ------------------------------------------------------------------------------------------
 
 

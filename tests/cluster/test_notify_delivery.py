@@ -239,3 +239,9 @@ def _living(group: int) -> list[int]:
         if int(fields[2]) == group and fields[0] != "Z":
             found.append(int(entry))
     return found
+
+
+def test_a_503_retry_after_is_honoured_as_a_429_s_is():
+    """The one retry policy (elxpk/retry_policy.py): a 503 that says when to come back is waited on too."""
+    hook, rec, lost = _deliver(["503", "200"], [_alert(0)], retry_after="3")
+    assert hook.answers() == ["503", "200"] and lost == 0 and rec.lines == [] and rec.slept == [3.0]

@@ -165,6 +165,19 @@ def test_flags_the_cluster_would_refuse_are_usage_errors(cli, flags, flag):
     assert any(line.startswith(f"error: {flag}") for line in result.error_lines), result.err
 
 
+def test_a_worker_backoff_limit_past_int32_is_a_usage_error(cli):
+    # v5p-32: 4 VMs per slice, so the elastic worker Job's backoffLimit (restarts x VMs) stops at 2**31 // 4 - 1.
+    base = ["--workload", "run-1", "--tpu-type", "v5p-32", "--num-slices", "2", "--elastic-slices", "1",
+            "--command", "x", "--dry-run"]
+    result = cli("workload", "create", *base, "--max-slice-restarts", str(2**29))
+    assert result.code == 2 and result.out == "", result.err
+    assert result.error_lines == [f"error: --max-slice-restarts {2**29}: at most {2**29 - 1} with 4 VMs per slice "
+                                  "(the worker Job's backoffLimit = restarts x VMs; JobSet stores it as a 32-bit "
+                                  "integer)"]
+    done = cli("workload", "create", *base, "--max-slice-restarts", str(2**29 - 1))
+    assert done.code == 0 and f"backoffLimit: {2**31 - 4}" in done.out
+
+
 def _set(path: str, value: object) -> Callable[[dict], None]:
     """A mutation: set a dotted path (list indices as numbers) in the JobSet."""
     def apply(obj: dict) -> None:

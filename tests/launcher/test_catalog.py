@@ -70,3 +70,28 @@ def test_v5e_points_to_its_gke_name(spoken):
         if family == "v5litepod":
             with pytest.raises(UnknownTpuType, match=rf"did you mean v5litepod-{size}\?$"):
                 lookup(f"{spoken}-{size}")
+
+
+def test_tpus_and_gpus_are_one_table():
+    """Every spelling of every row, TPU or GPU, finds that row; each kind's own lookup finds only its kind,
+    with its own message; a node selector's labels find the row back."""
+    from elxpk import catalog
+
+    for name in all_names():
+        assert catalog.find(name) == lookup(name) and isinstance(lookup(name), catalog.TpuType)
+        tpu = lookup(name)
+        family = next(f for f in catalog.families() if name.startswith(f"{f.prefix}-"))
+        assert catalog.from_node_labels(tpu.gke_accelerator, tpu.topology, None) == lookup(
+            f"{family.prefix}-{tpu.topology}")
+    for gpu in catalog.GPU_TYPES:
+        for spelling in (gpu.name, gpu.machine_type, f" {gpu.name.upper()} "):
+            assert catalog.find(spelling) == catalog.lookup_gpu(spelling) == gpu
+        assert catalog.from_node_labels(None, None, gpu.gke_accelerator) == gpu
+        with pytest.raises(UnknownTpuType, match="unknown TPU type"):
+            lookup(gpu.name)
+    assert catalog.gpu_names() == [g.name for g in catalog.GPU_TYPES] + [g.machine_type for g in catalog.GPU_TYPES]
+    with pytest.raises(catalog.UnknownGpuType, match="unknown GPU device type 'v5p-8'; known: h100-80gb-8"):
+        catalog.lookup_gpu("v5p-8")
+    with pytest.raises(UnknownTpuType, match="did you mean"):
+        catalog.find("v5p-9")
+    assert catalog.from_node_labels("tpu-v5p-slice", "9x9x9", "nvidia-h100-80gb") is None

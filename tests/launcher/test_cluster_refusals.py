@@ -35,6 +35,20 @@ def test_an_env_that_makes_the_jobset_too_big_is_refused_and_nothing_written(tmp
     assert run("workload", "create", *GOOD, "--env-file", str(env_file), "--dry-run").returncode == 0
 
 
+def test_the_checks_warnings_come_before_a_later_stages_refusal(cli, tmp_path):
+    # One pass (elxpk/create/pipeline.py): the check stage's warning is printed as found, then the admit
+    # stage refuses the rendered object's size; nothing reaches stdout or the output file.
+    env_file = tmp_path / "big.env"
+    env_file.write_text("BLOB=" + "x" * (OBJECT_MAX_BYTES + 1) + "\n")
+    out = tmp_path / "m.yaml"
+    result = cli("workload", "create", "--workload", "run-1", "--tpu-type", "v5p-8", "--command", "echo $(NOPE)",
+                 "--env-file", str(env_file), "--output-manifest-file", str(out), "--dry-run")
+    assert result.code == 2 and result.out == "" and not out.exists()
+    lines = result.err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("warning: --command: $(NOPE) names no env var")
+    assert lines[1].startswith("error: the rendered JobSet is ") and "the largest --env value is BLOB" in lines[1]
+
+
 def test_validate_refuses_an_object_over_the_size_limit(tmp_path):
     import yaml
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from elxpk.catalog import GPU_TYPES, lookup_gpu
 from elxpk.create.checks import parse_create
-from elxpk.create.gpu import GPU_TYPES, lookup_gpu
 from elxpk.create.render import render
 from tests.launcher.manifest_fields import flatten
 
@@ -80,6 +80,20 @@ def test_every_golden_names_its_xpk_version_and_machine_type():
     for gpu in GPU_TYPES:
         first = (GOLDENS / f"{gpu.name}.yaml").read_text(encoding="utf-8").splitlines()[0]
         assert first.startswith("# xpk 1.16.0: workload create") and f"--device-type {gpu.name} " in first
+
+
+def test_what_differs_per_network_is_data_not_a_branch():
+    """elxpk/create/gpu.py NETWORKS holds every per-network part; the template names no network and tests
+    none (its only `if`s are on the failure rules, the service account and a loop's first sidecar)."""
+    from elxpk.create.gpu import NETWORKS
+    from elxpk.create.template_build import source
+
+    text = source("gpu_multi_controller.yaml.j2")
+    assert [line for line in text.splitlines() if "{% if" in line or "{% elif" in line] == [
+        "{% if pod_failure_rules %}", "{% if spec.service_account is none %}",
+        '{% elif spec.service_account != "default" %}', "{% if loop.first %}"]
+    body = text.split("-#}", 1)[1]
+    assert not [name for name in NETWORKS if f'"{name}"' in body] and "gpudirect ==" not in body
 
 
 @pytest.mark.parametrize("spelling", ["a3-highgpu-8g", "H100-80GB-8", " h100-80gb-8 "])

@@ -13,7 +13,7 @@ from elxpk.catalog import all_names
 from elxpk.create.checks import spec_from_flags
 from elxpk.create.render import render
 from elxpk.create.spec import PRIORITIES
-from elxpk.create.yamlquote import quote
+from elxpk.create.yamlquote import quote, written
 
 HOSTILE = [
     "", " ", "\n", "a\nb: c", "key: value", "- item", "{{ spec.workload }}", "{% raw %}", '"', "'", "\\", "#x",
@@ -32,6 +32,17 @@ def test_quote_round_trips_with_both_loaders(value):
     for loader in (yaml.CSafeLoader, yaml.SafeLoader):
         assert yaml.load(f"k: {quote(value)}\nlist:\n- {quote(value)}\n", Loader=loader) == {
             "k": value, "list": [value]}
+
+
+@SETTINGS
+@given(st.one_of(text, st.from_regex(r"-?[A-Za-z0-9_./-]{1,12}", fullmatch=True)))
+def test_written_round_trips_with_both_loaders(value):
+    """The GPU network's constants, plain where they can be (elxpk/create/gpu.py): read back as the same text,
+    whatever the text, and never plain where a YAML 1.2 reader would take it for a number."""
+    for loader in (yaml.CSafeLoader, yaml.SafeLoader):
+        assert yaml.load(f"k: {written(value)}\nlist:\n- {written(value)}\n", Loader=loader) == {
+            "k": value, "list": [value]}
+    assert written("1e3") == '"1e3"' and written("128Gi") == "128Gi" and written('"-v 1 "') == "'\"-v 1 \"'"
 
 
 def shape(node):

@@ -37,6 +37,7 @@ import requests
 
 from elxpk.local.options import LOCAL_MODEL
 from elxpk_storage.run_records import newest_run_json, ordered_chunks, run_dir_beside
+from tests.realcluster.pod_log_digest import digest, started
 from tests.realcluster.test_submit_goldens import ELXPK
 from tools.testcluster.kubeapi import LocalCluster
 
@@ -160,10 +161,11 @@ class Story:
                           timeout=timeout + 60)
 
     def explain(self, name: str, done: subprocess.CompletedProcess) -> str:
-        """What a failed assertion on workload `name` says: `done`'s output, `status --why`, and the last
-        lines of each pod's trainer log (a CI log then shows why, not only that, a story failed)."""
+        """What a failed assertion on workload `name` says: `done`'s output, `status --why`, and for each pod
+        the lines of its trainer log that say how and why it ended (pod_log_digest.py), so a CI log shows
+        why, not only that, a story failed: the cluster and its logs go with the lane."""
         why = self.elxpk("workload", "status", name, "--why")
-        tails = "".join(f"\n--- {pod} (last 15 lines) ---\n" + "\n".join(text.splitlines()[-15:])
+        tails = "".join(f"\n--- {pod} (started {started(text)}) ---\n{digest(text)}"
                         for pod, text in self.pod_logs(name).items())
         return (f"exit {done.returncode}\n{done.stdout}{done.stderr}\n--- status --why ---\n"
                 f"{why.stdout}{why.stderr}{tails}")

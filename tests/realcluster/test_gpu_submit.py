@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from elxpk.create.gpu import GPU_TYPES
+from elxpk.catalog import GPU_TYPES
 from tools.testcluster.kubeapi import JOBS, JOBSETS, LocalCluster, server_verdict
 
 ELXPK = Path(sys.executable).parent / "elxpk"

@@ -1,6 +1,7 @@
 """A Cloud Storage JSON API endpoint for tests (what STORAGE_EMULATOR_HOST points at): media download with
 x-goog-generation (and Range), object metadata, listing by prefix, media upload with ifGenerationMatch (412
-on a mismatch; 0 = must not exist)."""
+on a mismatch; 0 = must not exist). `faults`: statuses the next requests get instead (one each, in order;
+None serves that one), as an overloaded or failing Cloud Storage would answer."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ class FakeGcs:
     generation: int = 1000
     preconditions_failed: int = 0
     range_reads: list = field(default_factory=list)  # (name, first, last): what ranged reads asked for
+    faults: list[int | None] = field(default_factory=list)
+    requests: int = 0
     _httpd: object = None
 
     @property
@@ -46,7 +49,17 @@ class FakeGcs:
             def _error(self, code: int, message: str) -> None:
                 self._send(code, json.dumps({"error": {"code": code, "message": message}}).encode())
 
+            def _faulted(self) -> bool:
+                with fake.lock:
+                    fake.requests += 1
+                    code = fake.faults.pop(0) if fake.faults else None
+                if code is not None:
+                    self._error(code, "Backend Error")
+                return code is not None
+
             def do_GET(self) -> None:
+                if self._faulted():
+                    return
                 parts = urlsplit(self.path)
                 query = parse_qs(parts.query)
                 segments = parts.path.split("/")  # /storage/v1/b/B/o/NAME, or /storage/v1/b/B/o to list
@@ -86,6 +99,8 @@ class FakeGcs:
                 parts = urlsplit(self.path)
                 query = parse_qs(parts.query)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self._faulted():
+                    return
                 segments = parts.path.split("/")  # /upload/storage/v1/b/B/o
                 if len(segments) != 7 or segments[1:5] != ["upload", "storage", "v1", "b"]:
                     self._error(404, "Not Found")

@@ -2,7 +2,8 @@
 
 - GET /v1/projects/{p}/locations/{l}/clusters/{c}: a Cluster in proto-JSON (endpoint, masterAuth CA);
   404 NOT_FOUND and 403 PERMISSION_DENIED in Google's error shape;
-- POST /token: the OAuth2 refresh-token grant, handing out numbered access tokens.
+- POST /token: the OAuth2 refresh-token grant, handing out numbered access tokens;
+- `unavailable`: that many cluster reads answer 503 UNAVAILABLE first, as an overloaded API does.
 google-cloud-container's ClusterManagerClient (transport="rest") and google.auth's authorized-user
 credentials talk to it unchanged; only the endpoints are pointed at loopback.
 """
@@ -28,6 +29,7 @@ class FakeGke:
     issued: list[str] = field(default_factory=list)
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, authorization)
     denied: bool = False
+    unavailable: int = 0
     _httpd: ThreadingHTTPServer | None = None
 
     @property
@@ -120,6 +122,9 @@ class FakeGke:
                     self._error(404, "NOT_FOUND", "Not found")
                 elif not _accepted(auth.removeprefix("Bearer "), fake.issued):
                     self._error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+                elif fake.unavailable > 0:
+                    fake.unavailable -= 1
+                    self._error(503, "UNAVAILABLE", "The service is currently unavailable.")
                 elif fake.denied:
                     self._error(403, "PERMISSION_DENIED",
                                 f"Required \"container.clusters.get\" permission(s) for \"{match.group(1)}\".")

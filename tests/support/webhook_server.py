@@ -1,6 +1,6 @@
 """A real HTTP server on 127.0.0.1 (http.server, in a thread) standing for a notification webhook.
 
-Each request takes the next answer of `script` (the last one repeats): "200", "500", "429" (with
+Each request takes the next answer of `script` (the last one repeats): "200", "500", "429" or "503" (with
 `Retry-After: retry_after`), "hang" (reads the body, then answers nothing until `release` is set or the
 test ends) or "close" (reads the body, closes the connection without a word). Every request's body is kept
 in `bodies`, in arrival order, with the answer it got, and its Authorization header in `authorizations`.
@@ -56,7 +56,7 @@ def _handler(hook: Webhook) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             self.send_response(int(answer), hook.reason)
-            if answer == "429":
+            if answer in ("429", "503"):
                 self.send_header("Retry-After", hook.retry_after)
             self.send_header("Content-Length", "2")
             self.end_headers()

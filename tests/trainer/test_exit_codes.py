@@ -71,6 +71,10 @@ def test_codes_are_distinct_documented_and_clear_of_the_signal_range():
                                 "Connection closed by peer [127.159.160.1]:58765"), SLICE_LOST),
     (jax.errors.JaxRuntimeError("UNKNOWN: Gloo AllReduce failed: [external/gloo/gloo/transport/tcp/pair.cc:589] "
                                 "Connection reset by peer"), SLICE_LOST),
+    (jax.errors.JaxRuntimeError("UNKNOWN: Gloo AllGather failed: [external/gloo/gloo/transport/tcp/pair.cc:538] "
+                                "Read error [127.0.0.1]:26784: Connection reset by peer"), SLICE_LOST),
+    (jax.errors.JaxRuntimeError("UNKNOWN: Gloo AllReduce failed: [external/gloo/gloo/transport/tcp/pair.cc:5] "
+                                "Read error [127.0.0.1]:26784: bad checksum"), UNCLASSIFIED),  # not the peer's end
     (jax.errors.JaxRuntimeError("UNKNOWN: Gloo AllGather failed: bad input shape"), UNCLASSIFIED),  # not the transport
     (jax.errors.JaxRuntimeError("UNKNOWN: Connection closed by peer"), UNCLASSIFIED),  # not gloo's words
     (ZeroDivisionError("division by zero"), UNCLASSIFIED),  # raised outside the training code: not known to be 70

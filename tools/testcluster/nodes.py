@@ -18,7 +18,7 @@ TPU_TYPES = {
     "v4-8": ("tpu-v4-podslice", "2x2x1", 1, 4),  # up's default process pool: a type no kwok pool has
 }
 # GPU type (xpk's --device-type) -> (cloud.google.com/gke-accelerator, GPUs per node), as GKE labels its GPU
-# nodes (elxpk/create/gpu.py: GPU_TYPES). A GPU pool's count is its nodes: one node group of that many.
+# nodes (elxpk/catalog.py: GPU_TYPES). A GPU pool's count is its nodes: one node group of that many.
 GPU_TYPES = {
     "h100-80gb-8": ("nvidia-h100-80gb", 8),
     "h100-mega-80gb-8": ("nvidia-h100-mega-80gb", 8),

@@ -42,7 +42,7 @@ from trainer.elastic.attempt import run_attempt
 from trainer.elastic.attempt_history import AttemptHistory
 from trainer.elastic.badput_meter import BadputMeter
 from trainer.elastic.context import AttemptContext, AttemptRecovery, ResizeDoesNotFit, ScaleUpSignal
-from trainer.elastic.outcome import exit_code_for
+from trainer.elastic.outcome import exit_code_for, is_peer_gone
 from trainer.elastic.policy import ElasticPolicy, classify, first_line
 from trainer.elastic.progress import ProgressWriter
 from trainer.elastic.slice_health import Admission, RejoinGate
@@ -122,6 +122,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         logging.getLogger("asyncio").addFilter(_QuietExpectedErrors())
     _quiet_abandoned_save_callbacks()
     state, stopped_why, exit_code = "failed", "", None
+    peer_gone = False
     try:
         shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
@@ -141,6 +142,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
             # The record says how this process ends, so a reader tells a stop the group restart retries (a lost
             # slice, a stall) from one for good (--elastic-stop-on-repeat, a user error): the code decides.
             state, stopped_why, exit_code = stop_record(error)
+            peer_gone = is_peer_gone(error)
             raise
         recorder.event("run_finished", result.final_step, attempts=result.attempts, recoveries=result.recoveries)
         state, exit_code = "done", 0
@@ -152,7 +154,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         ctx.progress.finish(state, stopped_why, exit_code, ctx.drain)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
-        backend.close()
+        backend.close(peer_gone=peer_gone)
 
 
 def stop_record(error: Exception) -> tuple[str, str, int]:

@@ -34,8 +34,11 @@ _STATUS = re.compile(r"^\s*([A-Z_]+):")
 # jax's CPU collectives (gloo) report a peer whose process ended as UNKNOWN with the TCP transport's own
 # words, e.g. "UNKNOWN: Gloo AllGather failed: [.../gloo/transport/tcp/pair.cc:547] Connection closed by
 # peer [127.0.0.1]:58765": the survivor of a killed or evicted slice then reached the Job controller as a
-# user error (70), which fails the JobSet at once instead of restarting the group.
+# user error (70), which fails the JobSet at once instead of restarting the group. A read or a write the
+# peer's end broke says so after the peer's address: "... pair.cc:538] Read error [127.0.0.1]:26784:
+# Connection reset by peer" (the survivor of part 3's fault, #31).
 _GLOO_PEER_GONE = re.compile(r"^\s*UNKNOWN: Gloo \w+ failed: \[[^\]]*gloo/transport/tcp/[^\]]*\] "
+                             r"(?:(?:Read|Write) error \[[^\]]*\]:\d+: )?"
                              r"(Connection closed by peer|Connection reset by peer|Broken pipe|Connection refused|"
                              r"Timed out)")
 

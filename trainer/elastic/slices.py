@@ -86,8 +86,8 @@ class SliceBackend:
         (trainer.elastic.group_stop)."""
         return GroupStop(step, self.process_index, None, heard, save) if heard is not None else None
 
-    def close(self) -> None:
-        pass
+    def close(self, peer_gone: bool = False) -> None:
+        """End the backend; `peer_gone`: the run ended because another process of the group died."""
 
 
 def _probe(devices: Sequence[Any]) -> bool:
@@ -187,7 +187,7 @@ class SimulatedSlices(SliceBackend):
             self._release_reason = why
         self._release.set()
 
-    def close(self) -> None:
+    def close(self, peer_gone: bool = False) -> None:
         with self._lock:
             self._release_reason = "the backend closed"
         self._release.set()  # never leave a step blocked on an injected hang
@@ -287,9 +287,9 @@ COMPILE_BARRIER_S = STALL_FLOOR_S
 
 
 class MultiControllerSlices(SliceBackend):
-    """jax.distributed with one controller per host. A slice loss ends every process (jax aborts the
-    survivors on the missed heartbeat), so there is nothing to wait for in-process: the group restart is
-    the retry.
+    """jax.distributed with one controller per host. A slice loss ends every process (a survivor exits 75
+    once a collective reports the dead peer, `close`; else jax aborts it on the missed heartbeat), so there
+    is nothing to wait for in-process: the group restart is the retry.
 
     With --coordinator (local CPU) each process is one slice of its first --devices-per-slice devices.
     Without it (TPU on GKE: the launcher sets no address) jax detects the cluster, and slices come from
@@ -359,10 +359,25 @@ class MultiControllerSlices(SliceBackend):
         self._barriers += 1
         client.wait_at_barrier(f"elxpk-compiled-{self._barriers}", timeout_in_ms=int(COMPILE_BARRIER_S * 1000))
 
-    def close(self) -> None:
+    def close(self, peer_gone: bool = False) -> None:
+        """jax.distributed's shutdown, except after a peer died. Its shutdown waits at a barrier of every
+        process, which a dead one never reaches: the process then sat there until the heartbeat timeout (or
+        until the restarted group's new process called at this coordinator, the old one still serving its
+        address) and jax ended it with LOG(FATAL), SIGABRT: exit 134 in place of SLICE_LOST's 75, and
+        the error line, printed after this, never written. So a peer's death leaves jax.distributed as it
+        is, and the process ends without the interpreter's exit (`LEFT_OPEN`), whose jax hook
+        (jax._src.api.clean_up) would shut it down after all."""
         import jax
 
+        if peer_gone and jax.process_count() > 1:
+            LEFT_OPEN.set()
+            return
         jax.distributed.shutdown()
+
+
+# Set once a multi-controller backend closed with jax.distributed left open (MultiControllerSlices.close):
+# the process must then end without the interpreter's exit (trainer/__main__.py).
+LEFT_OPEN = threading.Event()
 
 
 def _coordination_client() -> Any:

@@ -22,7 +22,8 @@ from elxpk.cluster.access.kubeconfig import kubeconfig_files, select
 from elxpk.cluster.access.target import ClusterTarget
 from elxpk.cluster.api.http_client import ApiClient, Settings, from_kubeconfig
 from elxpk.cluster.api.kube import Kube
-from elxpk.errors import ClusterError, NotFoundError, UsageError
+from elxpk.errors import ClusterError, ElxpkError, NotFoundError, UsageError
+from elxpk.retry_policy import REQUESTS, transient_status
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 # Points the Container API client elsewhere (a private endpoint, or a local fake in tests).
@@ -39,7 +40,7 @@ def connect(target: ClusterTarget, *, credentials: Any = None, container_endpoin
         configuration = _kubeconfig_configuration(target, environ)
     else:
         endpoint = container_endpoint or environ.get(ENDPOINT_ENV) or None
-        configuration = _gke_configuration(target, credentials, endpoint)
+        configuration = _gke_configuration(target, credentials, endpoint, sleep)
     import urllib3
 
     # Retries are Kube's job: bounded, with backoff, never for a POST. No redirect is followed: the 3xx comes
@@ -95,7 +96,8 @@ def _refreshing(plugin: ExecPlugin, credential: Credential, environ: Mapping[str
     return refresh
 
 
-def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | None) -> Any:
+def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | None,
+                       sleep: Callable[[float], None] = time.sleep) -> Any:
     import google.auth
     import google.auth.exceptions
     from google.auth.transport.requests import Request
@@ -107,7 +109,7 @@ def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | 
             raise ClusterError(
                 "no Google credentials found: run the Google Cloud CLI's application-default login, or set "
                 "GOOGLE_APPLICATION_CREDENTIALS to a credentials file (or use --kubeconfig)") from None
-    cluster = _get_cluster(target, credentials, endpoint)
+    cluster = _get_cluster(target, credentials, endpoint, sleep)
     host = cluster.endpoint or cluster.control_plane_endpoints_config.dns_endpoint_config.endpoint
     if not host:
         raise ClusterError(f"GKE cluster {target.cluster} has no endpoint yet (is it still being created?)")
@@ -132,7 +134,11 @@ def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | 
     return configuration
 
 
-def _get_cluster(target: ClusterTarget, credentials: Any, endpoint: str | None) -> Any:
+def _get_cluster(target: ClusterTarget, credentials: Any, endpoint: str | None,
+                 sleep: Callable[[float], None]) -> Any:
+    """The cluster as the Container API describes it, tried under elxpk's one retry policy (no connection,
+    408, 429, 5xx; elxpk/retry_policy.py) instead of the client's own default (0.1 s x 1.3 for 20 s, on
+    503 and 504 only)."""
     import google.auth.exceptions
     from google.api_core import exceptions as gexc
     from google.api_core.client_options import ClientOptions
@@ -142,19 +148,35 @@ def _get_cluster(target: ClusterTarget, credentials: Any, endpoint: str | None) 
     manager = container_v1.ClusterManagerClient(credentials=credentials, transport="rest", client_options=options)
     name = f"projects/{target.project}/locations/{target.location}/clusters/{target.cluster}"
     where = f"cluster {target.cluster} (project {target.project}, location {target.location})"
-    try:
-        return manager.get_cluster(name=name, timeout=60)
-    except gexc.NotFound:
-        raise NotFoundError(f"GKE {where} not found: check --project, --zone/--region and --cluster") from None
-    except (gexc.PermissionDenied, gexc.Forbidden):
-        raise ClusterError(f"permission denied reading GKE {where}: you need container.clusters.get "
-                           "(e.g. roles/container.clusterViewer) on the project") from None
-    except (gexc.Unauthenticated, gexc.Unauthorized):
-        raise ClusterError(f"the Container API rejected the Google credentials for {where}: refresh them "
-                           "(application-default login) or check GOOGLE_APPLICATION_CREDENTIALS") from None
-    except google.auth.exceptions.RefreshError as exc:
-        raise ClusterError(f"could not refresh Google credentials: {exc}") from None
-    except gexc.GoogleAPICallError as exc:
-        raise ClusterError(f"the Container API failed to describe {where}: {exc.message}") from None
-    except (gexc.RetryError, OSError) as exc:
-        raise ClusterError(f"cannot reach the Container API for {where}: {exc}") from None
+    tries = REQUESTS.timed_tries(sleep, 60.0)
+    for attempt in tries:
+        try:
+            return manager.get_cluster(name=name, timeout=tries.timeout(), retry=None)
+        except (gexc.GoogleAPICallError, gexc.RetryError, google.auth.exceptions.RefreshError, OSError) as exc:
+            code = getattr(exc, "code", None) if isinstance(exc, gexc.GoogleAPICallError) else None
+            unanswered = isinstance(exc, (gexc.RetryError, OSError))
+            if (unanswered or (code is not None and transient_status(int(code)))) and tries.again():
+                continue
+            raise _failure(exc, where, attempt) from None
+    raise AssertionError("unreachable")
+
+
+def _failure(exc: Exception, where: str, attempts: int) -> ElxpkError:
+    """The one line for a Container API failure, after `attempts` tries."""
+    import google.auth.exceptions
+    from google.api_core import exceptions as gexc
+
+    tried = f" after {attempts} attempts" if attempts > 1 else ""
+    if isinstance(exc, gexc.NotFound):
+        return NotFoundError(f"GKE {where} not found: check --project, --zone/--region and --cluster")
+    if isinstance(exc, (gexc.PermissionDenied, gexc.Forbidden)):
+        return ClusterError(f"permission denied reading GKE {where}: you need container.clusters.get "
+                            "(e.g. roles/container.clusterViewer) on the project")
+    if isinstance(exc, (gexc.Unauthenticated, gexc.Unauthorized)):
+        return ClusterError(f"the Container API rejected the Google credentials for {where}: refresh them "
+                            "(application-default login) or check GOOGLE_APPLICATION_CREDENTIALS")
+    if isinstance(exc, google.auth.exceptions.RefreshError):
+        return ClusterError(f"could not refresh Google credentials: {exc}")
+    if isinstance(exc, gexc.GoogleAPICallError):
+        return ClusterError(f"the Container API failed to describe {where}{tried}: {exc.message}")
+    return ClusterError(f"cannot reach the Container API for {where}{tried}: {exc}")

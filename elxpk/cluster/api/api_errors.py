@@ -24,12 +24,12 @@ class Answer(NamedTuple):
 
 
 class Retry(Exception):
-    """An attempt another one may mend: no connection (`cause`), a 429 or 5xx (`answer`), or `late`: the
-    request's deadline has passed."""
+    """An attempt another one may mend: no connection (`cause`), a 408, 429 or 5xx (`answer`, with the
+    seconds its Retry-After asked for), or `late`: the request's deadline has passed."""
 
     def __init__(self, *, cause: BaseException | None = None, answer: Answer | None = None,
-                 late: bool = False) -> None:
-        self.cause, self.answer, self.late = cause, answer, late
+                 late: bool = False, retry_after: float | None = None) -> None:
+        self.cause, self.answer, self.late, self.retry_after = cause, answer, late, retry_after
 
     def error(self, verb: str, what: str, host: str, attempts: int) -> ElxpkError:
         if self.answer is not None:

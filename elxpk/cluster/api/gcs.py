@@ -4,6 +4,12 @@
 recorders appending at once cannot overwrite each other's lines; the loser gets 412 and retries on
 the new content. Objects here are small (an incident log, a progress record), so rewriting is fine.
 
+Every read, and the conditional write, is tried again on no connection, 408, 429 or 5xx under elxpk's one
+retry policy (elxpk/retry_policy.py); a write with `ifGenerationMatch` is safe to repeat (Cloud Storage's
+own retry strategy calls it conditionally idempotent): had the first landed, the repeat gets 412, and
+`append_lines` reads again and finds its lines there. The 412s of concurrent appenders are not failures but
+contention, with bounds of their own (ATTEMPTS, jittered pauses from BACKOFF_S).
+
 Credentials are Application Default Credentials through google-auth's AuthorizedSession (imported
 lazily: only a `gs://` path loads it); none is a UsageError naming the flag, decided in bounded time
 (elxpk_storage/gcs_auth.py). With STORAGE_EMULATOR_HOST set (the convention of Google's
@@ -20,11 +26,13 @@ from typing import Any
 from urllib.parse import quote
 
 from elxpk.errors import ClusterError
+from elxpk.retry_policy import REQUESTS, RETRY_AFTER_STATUS, RetryPolicy, retry_after_s, transient_status
 from elxpk_storage import gcs_auth
 
 ENDPOINT = "https://storage.googleapis.com"
 ATTEMPTS = 20  # concurrent appenders: each 412 means someone else's lines landed; try again on top of them
 BACKOFF_S = 0.01  # first pause after a 412, doubled each time up to 1 s, jittered so contenders spread out
+CONTENTION = RetryPolicy(tries=ATTEMPTS, first_pause_s=BACKOFF_S, max_pause_s=1.0)
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -51,41 +59,58 @@ def session_and_endpoint(what: str) -> tuple[Any, str]:
 
 
 class Gcs:
-    def __init__(self, session: Any = None, endpoint: str | None = None, *, what: str = "a gs:// path") -> None:
+    def __init__(self, session: Any = None, endpoint: str | None = None, *, what: str = "a gs:// path",
+                 sleep: Callable[[float], None] = time.sleep, policy: RetryPolicy = REQUESTS) -> None:
         if session is None:
             session, endpoint = session_and_endpoint(what)
         self.session = session
         self.endpoint = endpoint or ENDPOINT
+        self.sleep, self.policy = sleep, policy
 
-    def _check(self, resp: Any, what: str) -> None:
+    def _check(self, resp: Any, what: str, tries: int = 1) -> None:
         if resp.status_code >= 400:
             try:
                 message = resp.json().get("error", {}).get("message", "")
             except ValueError:
                 message = resp.text[:200]
             hint = " (check that the account may read and write the bucket)" if resp.status_code == 403 else ""
-            raise ClusterError(f"Cloud Storage answered {resp.status_code} to {what}: {message}{hint}")
+            tried = f" after {tries} attempts" if tries > 1 else ""
+            raise ClusterError(f"Cloud Storage answered {resp.status_code} to {what}{tried}: {message}{hint}")
 
-    def _send(self, method: str, url: str, what: str, **kwargs: Any) -> Any:
-        """One request; a transport or credential failure becomes one line (ClusterError)."""
+    def _send(self, method: str, url: str, what: str, *, repeat: bool = True, **kwargs: Any) -> tuple[Any, int]:
+        """(the answer to one request, the tries it took): tried again (the retry policy) on no connection or
+        a transient status, when `repeat` (safe to send twice). A transport or credential failure that
+        outlasts the tries becomes one line (ClusterError)."""
         import requests
         from google.auth.exceptions import GoogleAuthError
 
-        try:
-            return self.session.request(method, url, timeout=60, **kwargs)
-        except (requests.RequestException, GoogleAuthError, OSError) as exc:
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ClusterError(f"cannot reach Cloud Storage ({self.endpoint}) while {what}: {text}") from None
+        tries = (self.policy if repeat else self.policy._replace(tries=1)).timed_tries(self.sleep, 60.0)
+        for attempt in tries:
+            try:
+                resp = self.session.request(method, url, timeout=tries.timeout(), **kwargs)
+            except (requests.RequestException, GoogleAuthError, OSError) as exc:
+                if tries.again():
+                    continue
+                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                tried = f" after {attempt} attempts" if attempt > 1 else ""
+                raise ClusterError(f"cannot reach Cloud Storage ({self.endpoint}) while {what}{tried}: "
+                                   f"{text}") from None
+            if transient_status(resp.status_code):
+                asked = resp.headers.get("Retry-After") if resp.status_code in RETRY_AFTER_STATUS else None
+                if tries.again(retry_after_s(asked)):
+                    resp.close()
+                    continue
+            return resp, attempt
+        raise AssertionError("unreachable")
 
     def read(self, url: str, *, limit: int | None = None) -> tuple[bytes | None, int]:
         """(content, generation); (None, 0) when the object does not exist. With `limit`, at most limit + 1
         bytes are downloaded (more than `limit` tells the caller the object is over its cap)."""
-        bucket, name = split_url(url)
-        resp = self._send("GET", f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}",
-                          f"reading {url}", params={"alt": "media"}, stream=limit is not None)
+        resp, tried = self._send("GET", self._object_url(url), f"reading {url}", params={"alt": "media"},
+                                 stream=limit is not None)
         if resp.status_code == 404:
             return None, 0
-        self._check(resp, f"reading {url}")
+        self._check(resp, f"reading {url}", tried)
         generation = int(resp.headers.get("x-goog-generation") or 0)
         if limit is None:
             return resp.content, generation
@@ -105,32 +130,32 @@ class Gcs:
 
     def size(self, url: str) -> int:
         """The object's size in bytes (its metadata only)."""
-        resp = self._send("GET", self._object_url(url), f"reading the size of {url}")
+        resp, tried = self._send("GET", self._object_url(url), f"reading the size of {url}")
         if resp.status_code == 404:
             raise ClusterError(f"{url}: no such object")
-        self._check(resp, f"reading the size of {url}")
+        self._check(resp, f"reading the size of {url}", tried)
         return int(resp.json()["size"])
 
     def read_range(self, url: str, start: int, end: int) -> bytes:
         """Bytes start..end-1 of the object: a bounded read, whatever its size."""
         if end <= start:
             return b""
-        resp = self._send("GET", self._object_url(url), f"reading {url}", params={"alt": "media"},
-                          headers={"Range": f"bytes={start}-{end - 1}"})
+        resp, tried = self._send("GET", self._object_url(url), f"reading {url}", params={"alt": "media"},
+                                 headers={"Range": f"bytes={start}-{end - 1}"})
         if resp.status_code == 404:
             raise ClusterError(f"{url}: no such object")
-        self._check(resp, f"reading {url}")
+        self._check(resp, f"reading {url}", tried)
         return bytes(resp.content[:end - start])
 
     def list_names(self, bucket_url: str, *, prefix: str, limit: int) -> list[str]:
         """Names of the first `limit` objects under `prefix` (one listing page: bounded)."""
         bucket = bucket_url.removeprefix("gs://").strip("/")
-        resp = self._send("GET", f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o",
-                          f"listing gs://{bucket}/{prefix}", params={"prefix": prefix, "maxResults": limit,
-                                                                      "fields": "items(name)"})
+        resp, tried = self._send("GET", f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o",
+                                 f"listing gs://{bucket}/{prefix}",
+                                 params={"prefix": prefix, "maxResults": limit, "fields": "items(name)"})
         if resp.status_code == 404:
             raise ClusterError(f"gs://{bucket}: no such bucket")
-        self._check(resp, f"listing gs://{bucket}/{prefix}")
+        self._check(resp, f"listing gs://{bucket}/{prefix}", tried)
         return [item["name"] for item in resp.json().get("items", [])][:limit]
 
     def write(self, url: str, data: bytes, *, if_generation_match: int | None = None) -> bool:
@@ -139,21 +164,20 @@ class Gcs:
         params: dict[str, Any] = {"uploadType": "media", "name": name}
         if if_generation_match is not None:
             params["ifGenerationMatch"] = if_generation_match
-        resp = self._send("POST", f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o",
-                          f"writing {url}", params=params, data=data,
-                          headers={"Content-Type": "application/x-ndjson"})
+        resp, tried = self._send("POST", f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o",
+                                 f"writing {url}", repeat=if_generation_match is not None, params=params,
+                                 data=data, headers={"Content-Type": "application/x-ndjson"})
         if resp.status_code == 412:
             return False
-        self._check(resp, f"writing {url}")
+        self._check(resp, f"writing {url}", tried)
         return True
 
     def append_lines(self, url: str, make_lines: Callable[[bytes], list[str]], *, limit: int | None = None) -> int:
         """Append what `make_lines(current content)` returns (it may drop what is already there); the
         number of lines appended."""
 
-        for attempt in range(ATTEMPTS):
-            if attempt:
-                time.sleep(random.uniform(0.5, 1.0) * min(BACKOFF_S * 2 ** (attempt - 1), 1.0))
+        tries = CONTENTION.tries_of(lambda pause: self.sleep(random.uniform(0.5, 1.0) * pause))
+        for _ in tries:
             content, generation = self.read(url, limit=limit)
             if limit is not None and content is not None and len(content) > limit:
                 raise ClusterError(f"{url}: over {limit // (1024 * 1024)} MiB; start a new object (what is "
@@ -167,4 +191,5 @@ class Gcs:
             body += "".join(line + "\n" for line in lines).encode()
             if self.write(url, body, if_generation_match=generation):
                 return len(lines)
+            tries.again()  # a 412: another writer's lines landed first
         raise ClusterError(f"{url}: changed by other writers {ATTEMPTS} times in a row; try again")

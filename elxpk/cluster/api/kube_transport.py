@@ -2,9 +2,10 @@
 
 Requests go through http_client.ApiClient (the kubeconfig's TLS settings and auth on a urllib3 pool; the
 official client's own import cost most of a CLI start) with REST paths built here, and large lists are
-parsed once by `json` instead of into model objects. Reads retry with exponential backoff on connection
-errors, timeouts, 429 and 5xx; a create is never blindly retried (see submit.py). The resources built on
-it (JobSets, pods, Kueue objects) are `kube.Kube`'s methods.
+parsed once by `json` instead of into model objects. Reads retry under elxpk's one retry policy
+(elxpk/retry_policy.py: back-off from 0.5 s, doubled; a Retry-After honoured up to 30 s) on connection
+errors, timeouts, 408, 429 and 5xx; a create is never blindly retried (see submit.py). The resources built
+on it (JobSets, pods, Kueue objects) are `kube.Kube`'s methods.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from elxpk.cluster.api.answer import (
 )
 from elxpk.cluster.api.api_errors import Answer, Retry, api_error, redirected
 from elxpk.errors import ClusterError, ElxpkError, Timeout, UsageError
+from elxpk.retry_policy import REQUESTS, RETRY_AFTER_STATUS, RetryPolicy, retry_after_s, transient_status
 
 PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
 # The most one request may take, its retries included (a LIST page of 500 pods is ~5 MB): a server that
 # trickles its answer, or a retried outage, ends here. docs/cluster.md states it.
-REQUEST_TOTAL_S = 120.0
+REQUEST_TOTAL_S = REQUESTS.total_s
 DEADLINE_ENV = "ELXPK_API_DEADLINE"
 WATCH_MARGIN_S = 30.0  # a watch asked to end after N s is cut at N + this, should the server not end it
 DEFAULT: Any = object()  # `total_s` not given: the Kube's own
@@ -83,18 +85,22 @@ class KubeTransport:
     requests made (retries included)."""
 
     def __init__(self, api_client: Any, *, host: str, sleep: Callable[[float], None] = time.sleep,
-                 attempts: int = 4, base_delay: float = 0.5, timeout: tuple[float, float] = (5.0, 30.0),
+                 attempts: int = REQUESTS.tries, base_delay: float = REQUESTS.first_pause_s, timeout: tuple[float, float] = (5.0, 30.0),
                  total_s: float | None = None):
         self.api_client = api_client
         self.host = host
         self.sleep = sleep
-        self.attempts = attempts
+        self.attempts = attempts  # the policy's, changeable (a test takes 1 to reach a caller's own tolerance)
         self.base_delay = base_delay
         self.timeout = timeout
         self.total_s = total_s if total_s is not None else request_deadline_s()
         self.calls = 0
         self.until: float | None = None  # the caller's own deadline (time.monotonic), see `within`
         guard_pools(api_client)
+
+    def retry_policy(self, retry: bool = True) -> RetryPolicy:
+        """elxpk's one retry policy with this transport's tries and first pause (one try when not `retry`)."""
+        return REQUESTS._replace(tries=self.attempts if retry else 1, first_pause_s=self.base_delay)
 
     @contextmanager
     def within(self, seconds: float | None) -> Iterator[None]:
@@ -119,10 +125,10 @@ class KubeTransport:
         if body is not None:
             headers["Content-Type"] = "application/json"
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        attempts = self.attempts if retry else 1
         own = None if total_s is None else time.monotonic() + (self.total_s if total_s is DEFAULT else total_s)
         deadline = min((d for d in (own, self.until) if d is not None), default=None)
-        for attempt in range(1, attempts + 1):
+        tries = self.retry_policy(retry).tries_of(self.sleep, deadline=deadline)
+        for attempt in tries:
             self.calls += 1
             try:
                 return self._once(method, path, params, headers, body, deadline, stream, verb, what)
@@ -131,13 +137,12 @@ class KubeTransport:
                     late = self._late(verb, what, attempt, own)
                     late.retryable = True  # type: ignore[attr-defined]
                     raise late from None
-                pause = self.base_delay * 2 ** (attempt - 1)
-                if attempt < attempts and (deadline is None or time.monotonic() + pause < deadline):
-                    self.sleep(pause)
+                if tries.again(exc.retry_after):
                     continue
                 error = exc.error(verb, what, self.host, attempt)
                 # A read is safe to repeat; after an unanswered create the caller checks what landed.
                 error.retryable = True  # type: ignore[attr-defined]
+                error.retry_after = exc.retry_after  # type: ignore[attr-defined]
                 raise error from None
         raise AssertionError("unreachable")
 
@@ -186,8 +191,9 @@ class KubeTransport:
         guard.cancel()
         resp.release_conn()  # read to its end: the connection can serve the next request
         answer = Answer(resp.status, resp.reason, data)
-        if answer.status == 429 or 500 <= answer.status <= 599:  # 999 is no server's transient fault
-            raise Retry(answer=answer)
+        if transient_status(answer.status):
+            asked = resp.headers.get("Retry-After") if answer.status in RETRY_AFTER_STATUS else None
+            raise Retry(answer=answer, retry_after=retry_after_s(asked))
         if 300 <= answer.status <= 399:
             raise redirected(self.host, answer.status, resp.reason, resp.headers.get("Location"), f"{verb} {what}")
         if not 200 <= answer.status <= 299:

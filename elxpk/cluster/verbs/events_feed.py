@@ -28,10 +28,11 @@ from elxpk.cluster.records.incidents import Incident, collect, pod_incidents
 from elxpk.cluster.records.status import finished as jobset_finished
 from elxpk.cluster.verbs.observe import fetch_objects
 from elxpk.errors import ClusterError, NotFoundError
+from elxpk.retry_policy import REQUESTS
 from elxpk.units import format_duration
 
 # How long `events --watch` rides out an API outage (no connection, 5xx, no answer in time) before it gives
-# up with exit 1; docs/cluster.md states it.
+# up with exit 1; docs/cluster.md states it. The pauses between its tries are the one retry policy's.
 OUTAGE_S = 600.0
 
 
@@ -131,13 +132,15 @@ def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Inci
 
 class _Outage:
     """How long the API has failed in a row; ClusterError once that passes `limit_s`, or at once for what
-    waiting does not mend (403, an answer that is not the object asked for)."""
+    waiting does not mend (403, an answer that is not the object asked for). Bounded by time, not by tries:
+    the pause after the n-th failure in a row is elxpk/retry_policy.py's (0.5 s doubled, at most 30 s), on
+    top of each request's own tries."""
 
     def __init__(self, clock: Callable[[], float], sleep: Callable[[float], None], limit_s: float,
                  note: Callable[[str], None]) -> None:
         self.clock, self.sleep, self.limit_s, self.note = clock, sleep, limit_s, note
         self.since: float | None = None
-        self.pause = 1.0
+        self.failures = 0  # in a row
 
     def ride(self, call: Callable[[], Any]) -> Any:
         while True:
@@ -162,13 +165,13 @@ class _Outage:
             raise ClusterError(f"{exc} (still failing after {format_duration(now - self.since)} of retries; "
                                "run the same command again to resume: incidents already recorded are kept "
                                "once)") from None
-        self.sleep(self.pause)
-        self.pause = min(self.pause * 2, 30.0)
+        self.failures += 1
+        self.sleep(REQUESTS.pause(self.failures, getattr(exc, "retry_after", None)))
 
     def over(self) -> None:
         if self.since is not None:
             self.note(f"the API server answers again after {format_duration(self.clock() - self.since)}")
-        self.since, self.pause = None, 1.0
+        self.since, self.failures = None, 0
 
 
 def _int(text: object) -> int:

@@ -3,7 +3,8 @@
 Exactly once: every object is stamped with a random submission id (annotation elxpk.dev/submission-id).
 When a create goes unanswered (timeout, dropped connection, 5xx), the object is read back before anything
 is sent again: if it exists with our id, the first create landed and is the result; if it does not exist,
-the create is repeated; if it exists with another id, that is someone else's workload (ConflictError).
+the create is repeated; if it exists with another id, that is someone else's workload (ConflictError). The
+tries and the pauses between them are elxpk's one retry policy (elxpk/retry_policy.py), as for every read.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ def _warn(message: str) -> None:
 def submit(manifest: Any, target: ClusterTarget, *, server_dry_run: bool = False, replace: bool = False,
            kube: Kube | None = None, submission_id: str | None = None,
            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-           warn: Callable[[str], None] = _warn, attempts: int = 4) -> list[dict]:
+           warn: Callable[[str], None] = _warn, attempts: int | None = None) -> list[dict]:
     """Preflight, then create every object of `manifest` (in order); returns what the server answered.
 
     `server_dry_run` sends dryRun=All: the API server validates and admits but persists nothing.
     `replace` deletes an existing workload of the same name first (foreground) and waits until it is gone.
+    `attempts`: the creates each object may take (default: the Kube's, as for its reads).
     """
     if kube is None:
         kube = connect(target)
@@ -61,11 +63,13 @@ def _ours(existing: dict, sid: str) -> bool:
 
 
 def _create_once(kube: Kube, obj: dict, namespace: str, sid: str, *, dry_run: bool, replace: bool,
-                 sleep: Callable[[float], None], clock: Callable[[], float], attempts: int) -> dict:
+                 sleep: Callable[[float], None], clock: Callable[[], float], attempts: int | None) -> dict:
     name, kind = obj["metadata"]["name"], obj.get("kind", "object")
     unanswered = False
     replaced = False
-    for attempt in range(1, attempts + 1):
+    policy = kube.retry_policy()
+    tries = policy._replace(tries=attempts or policy.tries).tries_of(sleep)
+    for _ in tries:
         try:
             return kube.create(obj, namespace, dry_run=dry_run)
         except ConflictError:
@@ -81,9 +85,8 @@ def _create_once(kube: Kube, obj: dict, namespace: str, sid: str, *, dry_run: bo
                 f'{kind} "{name}" already exists in namespace "{namespace}": delete it first '
                 f"(elxpk workload delete {name}) or pass --replace") from None
         except ClusterError as exc:
-            if not getattr(exc, "retryable", False) or attempt == attempts:
+            if not getattr(exc, "retryable", False) or not tries.again(getattr(exc, "retry_after", None)):
                 raise
-            sleep(kube.base_delay * 2 ** (attempt - 1))
             if dry_run:
                 continue  # nothing was persisted: simply ask again
             unanswered = True

@@ -1,7 +1,7 @@
 """The flags of the follow-up verbs (`workload status|list|delete|logs|wait|kill-slice|events`, and gcluster's `job inspect`), declared once
 as rows (elxpk/flag_rows.py), and the rules between them: pure functions over the typed values.
 
-elxpk/cli/verbs/ gets each verb's Typer options from its tuple here (elxpk/cli/options.py `with_flags`: help,
+elxpk/cli/workload_*.py get each verb's Typer options from its tuple here (elxpk/cli/options.py `with_flags`: help,
 default and bounds from the rows), and `read` turns what was typed into typed values with `flag_rows.read_all`,
 so a bad value gets the same one line as in `plan` or `local run`, and every problem of a command line is
 shown at once (exit 2, before any I/O). Standard library and elxpk.flag_rows only: read on every start.

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from elxpk import accelerators
 from elxpk.cli import options
-from elxpk.cli.verbs.common import connect, console, output_problems, workload_name
+from elxpk.cli.workload_common import connect, console, output_problems, workload_name
 from elxpk.cluster.verbs import verb_flags
 
 FLAGS = verb_flags.STATUS + (accelerators.BY_NAME["chip_hour_price"],)

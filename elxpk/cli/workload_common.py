@@ -1,4 +1,12 @@
-"""What every workload verb shares: NAME's check, the connection, the console and the confirmation."""
+"""What every workload verb shares: NAME's check, the connection, the console and the confirmation.
+
+The follow-up verbs of a workload are one module each (cli/workload_status.py, _list, _delete, _logs, _wait,
+_kill_slice, _events). Their flags are rows of elxpk/cluster/verbs/verb_flags.py (Typer options through
+elxpk/cli/options.py `with_flags`, values read there, every problem at once, exit 2 before any I/O); the work
+is elxpk/cluster's, imported lazily, so `elxpk --help` and `workload create --dry-run` never load a cluster
+client. They sit in elxpk/cli itself, not a package of their own: they stand on its options and
+`workload create`/`job inspect` call them, so two rooms would import each other (tests/test_layout.py).
+"""
 
 from __future__ import annotations
 

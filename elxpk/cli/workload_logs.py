@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from elxpk.cli import options
-from elxpk.cli.verbs.common import connect, workload_name
+from elxpk.cli.workload_common import connect, workload_name
 from elxpk.cluster.verbs import verb_flags
 from elxpk.shown import shown
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from elxpk.cli import options
-from elxpk.cli.verbs.common import confirm, connect, console, workload_name
+from elxpk.cli.workload_common import confirm, connect, console, workload_name
 from elxpk.cluster.verbs import verb_flags
 from elxpk.shown import shown
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from elxpk.cli import options
-from elxpk.cli.verbs.common import connect, console, output_problems
+from elxpk.cli.workload_common import connect, console, output_problems
 from elxpk.cluster.verbs import verb_flags
 from elxpk.errors import UsageError
 

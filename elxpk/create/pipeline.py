@@ -1,0 +1,115 @@
+"""`workload create` in one pass: `plan` runs every stage before anything is printed, written or sent, and
+the CLI executes the plan (elxpk/cli/workload_create.py), as TorchX's `submit = schedule(dryrun(...))`.
+
+The stages, in order, each called once and from here only:
+1. parse: gcluster's spellings into elxpk's rows (elxpk/create/dialect.py), and the cluster target;
+2. check: every flag rule at once, then the spec is built (elxpk/create/checks.py); then the checks that
+   need the spec and were asked for (--check-data, --check-fit);
+3. render: the manifest from the spec (elxpk/create/render.py `draft`);
+4. admit: what the cluster would refuse of it (elxpk/create/admit.py).
+A problem in parse or check is one UsageError line among all the others, so they are reported together.
+`elxpk translate` runs stages 1 and 2 (`checked`) to refuse what the command it prints would refuse.
+
+The cluster selection comes duck-typed (elxpk.cli.options.ClusterSelection: `namespace`, `_replace`,
+`resolve`): elxpk.create imports nothing of elxpk.cli. What the stages say on the way (the warnings,
+--check-fit's verdict) goes to `note`, in the order found, so it is printed before a later stage's refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from elxpk.create.checks import parse_create
+from elxpk.create.dialect import Dialect, resolve, respell
+from elxpk.create.flags import COMMAND_CHECKS
+from elxpk.create.manifest import Manifest
+from elxpk.create.spec import Created, CreateOptions, WorkloadSpec
+from elxpk.errors import UsageError
+
+# Plain tuples between the stages and to the CLI: a NamedTuple class costs its definition (~0.2 ms) on every
+# start, and `workload create --dry-run` has a start-up budget.
+# Stage 1: the flags in elxpk's rows' keys, the dialect, the target, and the dialect's and the target's
+# problems (reported with the check's).
+Parsed = tuple[dict[str, Any], Dialect, Any, list[str], list[str]]
+# Stages 1 and 2: the spec, options and warnings (`Created`), the dialect, the target, and the rows (the
+# command's own checks read theirs).
+Checked = tuple[Created, Dialect, Any, dict[str, Any]]
+# Everything `workload create` does, decided: the spec, how the command runs, the dialect, the target
+# (elxpk.cluster.access.target.ClusterTarget), the admitted manifest, and its text in --output's format (what is
+# printed, written and, as objects, sent).
+Plan = tuple[WorkloadSpec, CreateOptions, Dialect, Any, Manifest, str]
+
+
+def plan(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any,
+         note: Callable[[str], None]) -> Plan:
+    """Every stage, in order; UsageError (exit 2, nothing written) at the first stage that refuses."""
+    (spec, options, warnings), dialect, target, rows = checked(flags, output, settings, cluster)
+    for line in warnings:
+        note(f"warning: {line}")
+    _command_checks(spec, rows, note)
+    from elxpk.create.admit import admit  # lazy: `elxpk translate` (checked) renders nothing
+    from elxpk.create.render import draft  # lazy: likewise
+
+    manifest = admit(draft(spec))
+    return spec, options, dialect, target, manifest, manifest.dump(options.output_format)
+
+
+def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any, *,
+            offline: bool = False) -> Checked:
+    """Stages 1 and 2: every flag checked, before any I/O, or UsageError with one line per problem
+    (`offline`: no cluster selection needed, as for the command `elxpk translate` prints)."""
+    return _check(flags, _parse(flags, cluster, offline=offline), output, settings)
+
+
+def _parse(flags: Mapping[str, Any], cluster: Any, *, offline: bool) -> Parsed:
+    """gcluster's spellings into elxpk's rows first (elxpk/create/dialect.py), then the one target
+    resolution of every verb: flags, then ELXPK_* and the config file (the namespace too). A client-side
+    dry run sends nothing, so it needs no complete cluster selection."""
+    rows, dialect, dialect_problems = resolve(flags, namespace_given=cluster.namespace is not None)
+    if dialect.namespace is not None and cluster.namespace is None:
+        cluster = cluster._replace(namespace=dialect.namespace)
+    try:
+        target, target_problems = cluster.resolve(require_cluster=not (rows["dry_run"] or offline)), []
+    except UsageError as exc:
+        target, target_problems = cluster.resolve(require_cluster=False), exc.messages
+    return rows, dialect, target, dialect_problems, target_problems
+
+
+def _check(flags: Mapping[str, Any], parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> Checked:
+    """Every rule of elxpk/create/checks.py over the parsed flags, then the spec; the parse's problems are
+    reported with the check's, in one UsageError (`flags`: as typed, for the messages)."""
+    rows, dialect, target, dialect_problems, target_problems = parsed
+    try:
+        created = parse_create(**{k: v for k, v in rows.items() if k not in COMMAND_CHECKS},
+                               namespace=target.namespace, output_format=output, **settings)
+    except UsageError as exc:
+        raise UsageError(*dialect_problems, *respell(exc.messages, flags), *target_problems) from None
+    if dialect_problems or target_problems:
+        raise UsageError(*dialect_problems, *target_problems)
+    return created, dialect, target, rows
+
+
+def _command_checks(spec: WorkloadSpec, rows: Mapping[str, Any], note: Callable[[str], None]) -> None:
+    """--check-data and --check-fit, the checks that need the spec and were asked for; UsageError when one
+    fails."""
+    if rows["check_data"]:
+        _check_data(spec.command, note)
+    if rows["check_fit"]:
+        from elxpk.create.fit_check import check_fit  # lazy: subprocess and a compile, only when asked
+        from elxpk.create.render import trainer_env  # lazy: as `plan`'s
+
+        for line in check_fit(spec, trainer_env(spec)):
+            note(line)
+
+
+def _check_data(command: str | None, note: Callable[[str], None]) -> None:
+    """--check-data: the data MaxText will read is ArrayRecord with records; else UsageError."""
+    from elxpk.maxtext.data_check import check_commands  # lazy: only --check-data reads the data
+
+    problems, checked_files = check_commands([command] if command else [])
+    if problems:
+        raise UsageError(*problems)
+    if not checked_files:
+        note("warning: --check-data: --command reads no grain_train_files with dataset_type=grain; nothing to "
+             "check")
