@@ -24,6 +24,7 @@ from typing import Any
 
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import JOBSET_NAME, RESTART_ATTEMPT
+from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.records.incidents import Incident, collect, pod_incidents
 from elxpk.cluster.records.status import finished as jobset_finished
 from elxpk.cluster.verbs.observe import fetch_objects
@@ -112,10 +113,11 @@ def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Inci
                                      timeout_s=max(1, min(watch_s, math.ceil(refresh_s)))):
         if kind == "ERROR":  # 410 Gone: the server no longer holds `resume`; start afresh
             return None, attempt, finished, False
-        resume = (pod.get("metadata") or {}).get("resourceVersion") or resume
+        view = Pod.of(pod)
+        resume = view.meta.version or resume
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            send(pod_incidents(pod, name))
-        labels = (pod.get("metadata") or {}).get("labels") or {}
+            send(pod_incidents(view, name))
+        labels = view.meta.labels
         restarted = _int(labels.get(RESTART_ATTEMPT)) > attempt
         if restarted or clock() - last_refresh >= refresh_s:
             try:
