@@ -163,17 +163,17 @@ def trainer_setting_parameters() -> list[inspect.Parameter]:
 
     params = []
     for field in exposed(LAUNCHER_FLAG):
-        meta = field.metadata
+        meta = field
         default = "none" if field.default is None else field.default
-        maxtext = f"MaxText {meta['maxtext']}; " if meta["maxtext"] else ""
+        maxtext = f"MaxText {meta.maxtext}; " if meta.maxtext else ""
         bounds = bounds_text(field.name)
-        bounds = f"{bounds}; " if bounds and not meta["choices"] and bounds not in meta["help"] else ""
-        metavar = (_choices(meta["choices"]) if meta["choices"] else
-                   {"int": "INT", "float": "SECONDS" if meta["unit"] == SECONDS else "NUMBER"}
+        bounds = f"{bounds}; " if bounds and not meta.choices and bounds not in meta.help else ""
+        metavar = (_choices(meta.choices) if meta.choices else
+                   {"int": "INT", "float": "SECONDS" if meta.unit == SECONDS else "NUMBER"}
                    .get(str(field.type), "TEXT"))
         if metavar is not None and len(metavar) > _LONGEST_METAVAR:  # a help line would run past 80 columns
-            metavar, bounds = "TEXT", f"one of {', '.join(meta['choices'])}; "
-        help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
+            metavar, bounds = "TEXT", f"one of {', '.join(meta.choices)}; "
+        help_text = f"{meta.help[:1].upper()}{meta.help[1:]} ({maxtext}env {env_name(field.name)}; " \
                     f"{bounds}trainer default {default})."
         kind = Annotated[_TEXT, _option(flag_name(field.name), help=help_text, panel=TRAINER_PANEL,
                                         metavar=metavar)]
@@ -264,7 +264,7 @@ def setting_option(name: str, *, extra: str = "", metavar: str | None = None) ->
     the trainer would, with the same message."""
     from elxpk_contract.setting_rules import bounds_text, flag_name, setting
 
-    help_text = setting(name).metadata["help"]
+    help_text = setting(name).help
     bounds = bounds_text(name)
     shown = f" ({bounds})" if bounds and bounds not in help_text else ""
     help_text = help_text[:1].upper() + help_text[1:] + extra + shown + "."

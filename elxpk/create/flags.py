@@ -19,7 +19,19 @@ from typing import Any
 from elxpk import flag_rows, timing_flags
 from elxpk.admission.names import MAX_INT32, MAX_INT64
 from elxpk.create.capacity import MAX_RUN_DURATION_S
-from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INPUT, INT, LIST, TEXT, Alias, Flag, alias_pairs
+from elxpk.flag_rows import (
+    BOOL,
+    DURATION,
+    GCLUSTER,
+    INPUT,
+    INT,
+    LIST,
+    TEXT,
+    Alias,
+    Flag,
+    alias_pairs,
+    setting_row,
+)
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
@@ -69,8 +81,10 @@ FLAGS: tuple[Flag, ...] = (
          required='e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16 (GPUs: --device-type)',
          doc='`v5p-16` or `v5p-2x2x2`; v4, v5e (`v5litepod-*`), v5p, v6e, tpu7x (see the catalog below)',
          doc_default='required'),
-    Flag('num_slices', INT, 'Number of TPU slices (worker replicas).', default=1, low=1,
-         fix='TPU slices to run on', doc="worker replicas, and the resource manager's `--instance_count`"),
+    # A trainer setting (its ELXPK_NUM_SLICES is rendered from it): read by the contract's rule, as every command
+    # that takes it and the trainer read it.
+    setting_row('num_slices', default=1, commands=('create',), extra=' (TPU slices: worker replicas)',
+                doc="worker replicas, and the resource manager's `--instance_count`"),
     Flag('device_type', TEXT, 'GPU machine instead of --tpu-type, as in xpk: h100-80gb-8 (A3 High), '
          'h100-mega-80gb-8 (A3 Mega), h200-141gb-8 (A3 Ultra), b200-8 (A4), or the GCE machine type. A '
          "multi-controller JobSet with the machine's GPUDirect networking (docs/gpu.md).",

@@ -83,7 +83,7 @@ def test_console_script_exit_codes():
     bad = subprocess.run([str(ELXPK), "workload", "create", *GOOD[:4], *GOOD[6:], "--num-slices", "0", "--dry-run"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr == "error: --num-slices 0: must be 1 or more (TPU slices to run on)\n"
+    assert bad.stderr == "error: --num-slices 0: must be at least 1\n"
     twice = subprocess.run([str(ELXPK), "workload", "create", *GOOD, "--num-slices", "0", "--dry-run"],
                            capture_output=True, text=True, timeout=60)
     assert twice.returncode == 2 and twice.stdout == ""
