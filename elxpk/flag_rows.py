@@ -276,6 +276,12 @@ def given_value(value: object) -> bool:
     return value is not None and value is not False and value != [] and value != ()
 
 
+def free_text_flags(rows: tuple[Flag, ...]) -> tuple[str, ...]:
+    """Every long spelling (aliases included) of the rows whose value is any text: the token after one is a
+    user value, never rewritten as an option (elxpk/cli/main.py)."""
+    return tuple(spelling for f in rows if f.free_text for spelling in (f.flag, *(a.spelling for a in f.aliases)))
+
+
 def path_flags(rows: tuple[Flag, ...]) -> dict[str, str]:
     """Every spelling (aliases included) of the rows that name a file, and whether the command reads
     (INPUT) or writes (OUTPUT) it: what elxpk/cli/arg_checks.py compares."""
