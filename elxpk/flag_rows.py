@@ -2,10 +2,13 @@
 
 Each command declares its own flags as rows: `workload create` and `validate` in elxpk/create/flags.py,
 `local run` in elxpk/local/flags.py, `plan` in elxpk/plan/flags.py. elxpk/cli/options.py `with_flags`
-turns rows into Typer parameters (help with the bounds and the default), and `Flag.read` is the check of
-one value alone, so a bad value gets one line naming the flag and the fix. The trainer's settings have
-their own table (elxpk_contract/settings.py). Ground of the stages (every one may import it): standard
-library, elxpk.units and the contract's number-text rule only, since it is read on every start.
+turns rows into Typer parameters (help with the bounds and the default), and `Flag.read` (`read_all` for a
+command's rows) is the one reader of a value alone, so a bad value gets one line naming the flag and the fix.
+The trainer's settings have their own table (elxpk_contract/settings.py, typed rows that the contract may
+read without elxpk): a command that takes one declares it with `setting_row`, whose value `Flag.read` reads
+by the contract's rule, so every command and the trainer refuse it alike. Ground of the stages (every one
+may import it): standard library, elxpk.units and the contract's setting rules only, since it is read on
+every start.
 """
 
 from __future__ import annotations
@@ -218,8 +221,9 @@ def _unquoted(exc: ValueError, raw: Any) -> str:
 def setting_row(name: str, *, default: Any, commands: tuple[str, ...], extra: str = "", **own: Any) -> Flag:
     """The row of a trainer setting that a command shares with the trainer: help, kind, bounds and fix from
     the contract's row (elxpk_contract/settings.py), `extra` ending the help with what the command adds,
-    `default` and `own` (doc, doc_default, metavar, default_text) the command's own. Its value is read by the contract's rule (`Flag.read`), so the trainer and
-    every command that takes it refuse the same values with the same line."""
+    `default` and `own` (doc, doc_default, metavar, default_text, panel) the command's own. Its value is read
+    by the contract's rule (`Flag.read`), so the trainer and every command that takes it refuse the same
+    values with the same line."""
     row = setting(name)
     kind = {"int": INT, "float": FLOAT, "bool": BOOL}.get(row.type, TEXT)
     low, above = (None, row.low) if row.low_open else (row.low, None)

@@ -137,10 +137,9 @@ class LocalRunOptions:
 
 
 _FLAG = re.compile(r"(?<![\w=-])--([a-z][a-z0-9-]*)")
-# The trainer's flags that `local run` spells otherwise; the rest of what it sets itself has no flag here.
-_LOCAL_SPELLING = {"fault": "--kill-slice", "revive_after": "--revive-after", "run_dir": "--run-dir",
-                   "steps": "--steps", "num_slices": "--num-slices", "checkpoint_period": "--checkpoint-period",
-                   "seed": "--seed"}
+# The trainer settings `local run` has a flag for, as it spells them: its rows of the same name, and --kill-slice
+# (the trainer's --fault); the rest of what it sets itself has no flag here.
+_LOCAL_SPELLING = {"fault": "--kill-slice", **{row.name: row.flag for row in table.ROWS if row.name in FIELDS}}
 
 
 def local_words(message: str) -> str:
