@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from elxpk.units import parse_duration, parse_size
 from elxpk_contract.setting_rules import (
+    blank_problem,
     bounds_text,
     check_setting,
     not_a_number,
@@ -29,6 +30,7 @@ from elxpk_contract.setting_rules import (
 
 # Kinds of value: how a flag is typed and read.
 TEXT, INT, FLOAT, BOOL, LIST, DURATION, SIZE = "text", "int", "float", "bool", "list", "duration", "size"
+_READ = (INT, FLOAT, DURATION, SIZE)  # the kinds whose text `Flag.read` converts (a blank one is refused)
 # The fix a duration or size that does not parse gets, unless its row says another (`fix`).
 _EXAMPLES = {DURATION: "a duration such as 90s, 2h or 30d", SIZE: "a size such as 120GiB or 500MB"}
 # Whether a flag names a file the command reads or one it writes (elxpk/cli/arg_checks.py refuses an output
@@ -156,6 +158,8 @@ class Flag(NamedTuple):
         if self.setting:  # the contract's reading (elxpk_contract/setting_rules.py), the trainer's own
             value, problem = check_setting(self.setting, raw, self.flag)
             return (self.read(None)[0], problem) if problem else (value, None)
+        if self.kind in _READ and isinstance(raw, str) and not raw.strip():
+            return self.read(None)[0], blank_problem(self.flag, raw)
         if self.kind in (INT, FLOAT):
             return self._number(raw)
         if self.kind in (DURATION, SIZE):

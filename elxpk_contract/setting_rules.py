@@ -60,6 +60,8 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
     """
     f = FIELDS[name]
     source = source or flag_name(name)
+    if isinstance(raw, str) and not raw.strip() and f.type != "float | None":  # there "" is None: "never"
+        return None, blank_problem(source, raw)
     try:
         value = convert_setting(f, raw)
     except ValueError as exc:
@@ -77,10 +79,10 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
     if meta.choices and value not in meta.choices:
         return f"{source} {value!r:.80}: use one of {', '.join(meta.choices)}"
     if isinstance(value, str):
-        if not value.strip() or "\x00" in value:
-            # A blank path would resolve to the working directory; a NUL byte is no path at all.
-            what = "be empty or blank" if not value.strip() else "contain a NUL byte"
-            return f"{source} {value!r:.80}: must not {what}; {meta.fix or 'give a value'}, or leave it unset"
+        if not value.strip():
+            return blank_problem(source, value)
+        if "\x00" in value:  # a NUL byte is no path at all
+            return f"{source} {value!r:.80}: must not contain a NUL byte; {meta.fix or 'give a value'}, or leave it unset"
         return gcs_url_problem(source, value)  # a bucket GCS cannot have fails at the first save, not here
     if isinstance(value, float) and not math.isfinite(value):
         return f"{source} {value}: must be a finite number"
@@ -160,6 +162,13 @@ def redundant_min_slice_count(min_slice_count: int, num_slices: int, elastic_sli
             f"effect: Pathways fails the program before fewer than {floor} slices remain (it tolerates "
             f"losing {e}), so every attempt finds at least {floor}; it is redundant, use "
             + (f"{floor}..{n - 1} or -1" if floor <= n - 1 else "-1") + " to say what happens")
+
+
+def blank_problem(source: str, raw: str) -> str:
+    """What every reader says of an empty or whitespace-only value (a trainer setting's flag or env var, a
+    launcher row's, every elxpk command's raw check in elxpk/cli/arg_checks.py): a blank path would be the
+    working directory, a blank name every object, a blank number no number."""
+    return f"{source} {raw!r:.20}: empty (or only spaces); give a value or leave it unset"
 
 
 def not_a_number(whole: bool, bounds: str = "", fix: str = "") -> str:

@@ -25,7 +25,9 @@ from elxpk.local import flags as local_flags
 from elxpk.plan import flags as plan_flags
 from elxpk_contract.setting_rules import FIELDS
 
-_READ = (INT, FLOAT, DURATION, SIZE)  # kinds whose values can be refused alone (text rows have their own checks)
+# Kinds of launcher row whose values can be refused alone (a text row's checks are its command's); a trainer
+# setting's row of any kind is read by the contract's rule.
+_READ = (INT, FLOAT, DURATION, SIZE)
 _CREATE = ["workload", "create", "--workload", "run-1", "--tpu-type", "v5p-8", "--command", "true", "--dry-run"]
 _PLAN_NEEDS = {"--num-slices": "4", "--slice-mtbf": "30d", "--step-time": "1s", "--checkpoint-save-time": "5s",
                "--restore": "10s"}
@@ -39,7 +41,7 @@ TABLES: dict[str, tuple[Flag, ...]] = {
     "local": local_flags.ROWS,
     "inspect": checkpoint_flags.INSPECT,
     "trainer": tuple(setting_row(name, default=None, commands=("trainer",)) for name, row in FIELDS.items()
-                     if not row.internal and row.type in ("int", "float")),
+                     if not row.internal and not row.repeatable and row.type != "bool"),
 }
 
 
@@ -51,16 +53,16 @@ def _shared() -> list[tuple[tuple[str, ...], list[tuple[str, Flag]]]]:
     takers: dict[tuple[str, ...], list[tuple[str, Flag]]] = defaultdict(list)
     for command, rows in TABLES.items():
         for row in rows:
-            if row.kind in _READ:
+            if row.kind in _READ or row.setting:
                 takers[_quantity(row)].append((command, row))
     return sorted((key, found) for key, found in takers.items() if len(found) >= 2)
 
 
 SHARED = _shared()
-# Spellings no number or duration reads, numbers out of every shared row's bounds, and fractions of whole
-# numbers; no leading `-` word or space, so that every parser hands the value to the row (`--flag=value`).
+# Spellings no number or duration reads, numbers out of every shared row's bounds, fractions of whole numbers,
+# blank text and a word no choice has; given as `--flag=value`, so that every parser hands it to the row.
 _BAD = st.one_of(st.sampled_from(["abc", "nan", "inf", "soon", "1_0", "١٢", "٣s", "½", "1.5", "0", "-1", "1e999",
-                                  "99999999999999999999999"]),
+                                  "99999999999999999999999", "", " ", "maybe"]),
                  st.text(alphabet="abcsxyz_½١٢٣.", min_size=1, max_size=6))
 
 
