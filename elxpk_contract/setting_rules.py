@@ -90,8 +90,8 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
         return f"{source} {value!r}: must be a whole number"
     low, high = meta.low, meta.high
     why = f" ({meta.fix})" if meta.fix else ""
-    if meta.high_open and not ((low is None or value >= low) and value < high):
-        return f"{source} {value}: must be in [{_num(low)}, {_num(high)})"
+    if meta.high_open and not ((low is None or value >= low) and (high is None or value < high)):
+        return f"{source} {value}: must be {_row_range(f)}"
     if low is not None and high is not None and not low <= value <= high:
         return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
     if (top := upper_bound(name)) is not None and value > top:
@@ -101,9 +101,9 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
             return f"{source} {value}: must be a positive number of seconds"
         at_least = "0 or more" if low == 0 else f"at least {_num(low)}"
         return f"{source} {value}: must be {at_least}{why}"
-    if meta.low_open and not value > low:
+    if meta.low_open and low is not None and not value > low:
         return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and meta.unit == SECONDS
-                                                else f"more than {_num(low)}")
+                                                else _row_range(f))
     return None
 
 
