@@ -1,10 +1,11 @@
-"""Typer options declared once and shared by the commands: cluster selection, `-o/--output`, and the
-trainer settings of `workload create` (generated from the contract table, elxpk_contract.settings).
+"""Typer options made from flag rows (elxpk/flag_rows.py), and the rows the commands share: cluster selection
+(`CLUSTER_FLAGS`) and `-o/--output`.
 
-Two decorators add a block of flags to a command's signature, so each flag is declared here only:
-`with_cluster` turns the seven cluster flags into one `cluster: ClusterSelection` argument, and
-`with_trainer_settings` turns every setting the contract exposes to the launcher into one
-`settings: dict[name, raw text]` argument. Typer reads a function's `__signature__`, which both set.
+Three decorators add a block of rows to a command's signature, so each flag is declared once, as a row:
+`with_flags` turns a command's table into one `flags: dict[name, value]` argument, `with_cluster` the seven
+cluster rows into one `cluster: ClusterSelection`, and `with_trainer_settings` the rows of every setting the
+contract exposes to the launcher (elxpk/create/flags.py TRAINER_SETTINGS) into one `settings: dict[name, raw
+text]`. Typer reads a function's `__signature__`, which all three set.
 Nothing heavy is imported here: `workload create --dry-run` has a start-up budget.
 """
 
