@@ -424,4 +424,4 @@ def test_an_empty_value_is_refused_on_every_option_of_every_command(capsys):
         for value in ("", "   "):
             code = main([*path, option, value])
             err = capsys.readouterr().err
-            assert code == 2 and f"error: {option}: empty" in err, (path, option, err)
+            assert code == 2 and f"error: {option} {value!r}: empty" in err, (path, option, err)
