@@ -2,10 +2,13 @@
 
 Each command declares its own flags as rows: `workload create` and `validate` in elxpk/create/flags.py,
 `local run` in elxpk/local/flags.py, `plan` in elxpk/plan/flags.py. elxpk/cli/options.py `with_flags`
-turns rows into Typer parameters (help with the bounds and the default), and `Flag.read` is the check of
-one value alone, so a bad value gets one line naming the flag and the fix. The trainer's settings have
-their own table (elxpk_contract/settings.py). Ground of the stages (every one may import it): standard
-library, elxpk.units and the contract's number-text rule only, since it is read on every start.
+turns rows into Typer parameters (help with the bounds and the default), and `Flag.read` (`read_all` for a
+command's rows) is the one reader of a value alone, so a bad value gets one line naming the flag and the fix.
+The trainer's settings have their own table (elxpk_contract/settings.py, typed rows that the contract may
+read without elxpk): a command that takes one declares it with `setting_row`, whose value `Flag.read` reads
+by the contract's rule, so every command and the trainer refuse it alike. Ground of the stages (every one
+may import it): standard library, elxpk.units and the contract's setting rules only, since it is read on
+every start.
 """
 
 from __future__ import annotations
@@ -15,10 +18,19 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from elxpk.units import parse_duration, parse_size
-from elxpk_contract.setting_rules import plain_number_text
+from elxpk_contract.setting_rules import (
+    blank_problem,
+    bounds_text,
+    check_setting,
+    not_a_number,
+    plain_number_text,
+    range_words,
+    setting,
+)
 
 # Kinds of value: how a flag is typed and read.
 TEXT, INT, FLOAT, BOOL, LIST, DURATION, SIZE = "text", "int", "float", "bool", "list", "duration", "size"
+_READ = (INT, FLOAT, DURATION, SIZE)  # the kinds whose text `Flag.read` converts (a blank one is refused)
 # The fix a duration or size that does not parse gets, unless its row says another (`fix`).
 _EXAMPLES = {DURATION: "a duration such as 90s, 2h or 30d", SIZE: "a size such as 120GiB or 500MB"}
 # Whether a flag names a file the command reads or one it writes (elxpk/cli/arg_checks.py refuses an output
@@ -84,6 +96,8 @@ class Flag(NamedTuple):
     above: int | float | None = None  # an exclusive lower bound: the value must be more than this
     path: str = ""  # INPUT or OUTPUT: a file the command reads or writes ("" for neither)
     short: str = ""  # its short form in every command that takes it (-w/--watch, -y/--yes)
+    setting: str = ""  # a trainer setting's row (`setting_row`): read by the contract's rule, as the trainer reads it
+    free_text: bool = False  # its value is any text, an option's spelling included (`--command "--dry-run=x"`)
 
     @property
     def flag(self) -> str:
@@ -127,6 +141,8 @@ class Flag(NamedTuple):
         return self.low is not None or self.above is not None
 
     def bounds_sentence(self) -> str:
+        if self.setting:  # as `workload create --help` and the trainer's docs say a setting's bounds
+            return f"Bounds: {bounds_text(self.setting)}."
         if self.above is not None:
             return f"More than {self._range()[len('more than '):]}."
         if self.high is not None and not _api_maximum(self.high):
@@ -139,6 +155,11 @@ class Flag(NamedTuple):
         Omitted (None): the default, read the same way (a duration's "100s" is 100.0 seconds)."""
         if raw is None:
             return (None if self.default is None else self.read(self.default)[0]), None
+        if self.setting:  # the contract's reading (elxpk_contract/setting_rules.py), the trainer's own
+            value, problem = check_setting(self.setting, raw, self.flag)
+            return (self.read(None)[0], problem) if problem else (value, None)
+        if self.kind in _READ and isinstance(raw, str) and not raw.strip():
+            return self.read(None)[0], blank_problem(self.flag, raw)
         if self.kind in (INT, FLOAT):
             return self._number(raw)
         if self.kind in (DURATION, SIZE):
@@ -166,10 +187,8 @@ class Flag(NamedTuple):
                 raise ValueError(raw)
             if not math.isfinite(value):
                 raise ValueError(raw)
-        except ValueError:
-            what = "a whole number" if whole else "a finite number"
-            bounds = f", {self._range()}" if self.bounded else ""
-            return self.read(None)[0], f"{self.flag} {raw!r}: not {what}; give {what}{bounds}{self._why()}"
+        except ValueError:  # the words every reader uses (the contract's, a trainer setting's too)
+            return self.read(None)[0], f"{self.flag} {raw!r}: {not_a_number(whole, self._range(), self._fix())}"
         return self._bounded(value, raw)
 
     def _bounded(self, value: Any, raw: Any) -> tuple[Any, str | None]:
@@ -180,14 +199,17 @@ class Flag(NamedTuple):
         return value, None
 
     def _range(self) -> str:
-        """The bounds as a phrase: "1 or more", "from 0 to 255", "more than 0s"."""
+        """The bounds as a phrase, in the contract's words: "at least 1", "from 0 to 255", "more than 0s"."""
+        unit = "s" if self.kind == DURATION else ""
         if self.above is not None:
-            unit = "s" if self.kind == DURATION else ""
-            return f"more than {self.above}{unit}" + ("" if self.high is None else f", at most {self.high}{unit}")
-        return f"{self.low} or more" if self.high is None else f"from {self.low} to {self.high}"
+            return range_words(self.above, self.high, low_open=True, unit=unit)
+        return range_words(self.low, self.high, unit=unit)
+
+    def _fix(self) -> str:
+        return self.fix if self.kind in (INT, FLOAT) else ""
 
     def _why(self) -> str:
-        return f" ({self.fix})" if self.fix and self.kind in (INT, FLOAT) else ""
+        return f" ({self.fix})" if self._fix() else ""
 
 
 def _unquoted(exc: ValueError, raw: Any) -> str:
@@ -200,25 +222,35 @@ def _unquoted(exc: ValueError, raw: Any) -> str:
     return text
 
 
-def setting_row(name: str, meta: Mapping[str, Any], *, default: Any, commands: tuple[str, ...], doc: str = "",
-                doc_default: str = "") -> Flag:
-    """The row of a trainer setting that a command shares with the trainer, for its docs table and --help test:
-    help and bounds from the contract's metadata (elxpk_contract/settings.py), `default` the command's own.
-    The command's Typer option and its check come from the contract itself (elxpk/cli/options.py
-    `setting_option`, `check_setting`), so the trainer and the command refuse the same values."""
-    return Flag(name, INT, meta["help"][:1].upper() + meta["help"][1:] + ".", default=default, low=meta["low"],
-                high=meta["high"], commands=commands, doc=doc, doc_default=doc_default)
+def setting_row(name: str, *, default: Any, commands: tuple[str, ...], extra: str = "", **own: Any) -> Flag:
+    """The row of a trainer setting that a command shares with the trainer: help, kind, bounds and fix from
+    the contract's row (elxpk_contract/settings.py), `extra` ending the help with what the command adds,
+    `default` and `own` (doc, doc_default, metavar, default_text, panel) the command's own. Its value is read
+    by the contract's rule (`Flag.read`), so the trainer and every command that takes it refuse the same
+    values with the same line."""
+    row = setting(name)
+    kind = {"int": INT, "float": FLOAT, "bool": BOOL}.get(row.type, TEXT)
+    low, above = (None, row.low) if row.low_open else (row.low, None)
+    return Flag(name, kind, f"{row.help[:1].upper()}{row.help[1:]}{extra}.", default=default, low=low, above=above,
+                high=row.high, choices=row.choices, fix=row.fix, commands=commands, setting=name, **own)
 
 
-def read_all(rows: tuple[Flag, ...], given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+_DEFAULT = object()  # read_all's `refused` when not given: a refused value reads as its row's default
+
+
+def read_all(rows: tuple[Flag, ...], given: Mapping[str, Any], *,
+             refused: Any = _DEFAULT) -> tuple[dict[str, Any], list[str]]:
     """Every row's value from `given` (name -> raw; a missing name is omitted), and one line per
-    refused value, in the table's order."""
+    refused value, in the table's order: the one reader of every command's flags. A refused value reads as
+    its row's default, or as `refused` where given (None: the checks that need it are skipped)."""
     values: dict[str, Any] = {}
     problems: list[str] = []
     for row in rows:
         values[row.name], problem = row.read(given.get(row.name))
         if problem:
             problems.append(problem)
+            if refused is not _DEFAULT:
+                values[row.name] = refused
     return values, problems
 
 
@@ -250,6 +282,12 @@ def alias_pairs(rows: tuple[Flag, ...]) -> dict[str, tuple[Flag, Alias]]:
 def given_value(value: object) -> bool:
     """Whether a flag was given: Typer's omitted flags are None, False or empty."""
     return value is not None and value is not False and value != [] and value != ()
+
+
+def free_text_flags(rows: tuple[Flag, ...]) -> tuple[str, ...]:
+    """Every long spelling (aliases included) of the rows whose value is any text: the token after one is a
+    user value, never rewritten as an option (elxpk/cli/main.py)."""
+    return tuple(spelling for f in rows if f.free_text for spelling in (f.flag, *(a.spelling for a in f.aliases)))
 
 
 def path_flags(rows: tuple[Flag, ...]) -> dict[str, str]:

@@ -6,12 +6,11 @@ reads the table on every `workload create`, never imports argparse.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from elxpk_contract.errors import UsageError
-from elxpk_contract.settings import ACTIONS, TrainerConfig, check_setting, env_name, flag_name
+from elxpk_contract.settings import ACTIONS, FIELDS, TrainerConfig, check_setting, env_name, flag_name
 
 
 def config_from_args(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
@@ -29,8 +28,8 @@ def parse_command_line(argv: Sequence[str] | None = None, environ: Mapping[str, 
     actions = frozenset(name for name in ACTIONS if getattr(namespace, name))
     values: dict[str, Any] = {}
     errors: list[str] = []
-    for f in dataclasses.fields(cls):
-        if f.metadata["internal"]:
+    for f in FIELDS.values():  # TrainerConfig's fields, as typed rows
+        if f.internal:
             continue
         raw = getattr(namespace, f.name)
         source = flag_name(f.name)
@@ -39,7 +38,7 @@ def parse_command_line(argv: Sequence[str] | None = None, environ: Mapping[str, 
             if env_key not in environ:
                 continue
             raw, source = environ[env_key], env_key
-            if f.metadata["repeatable"]:
+            if f.repeatable:
                 raw = [s for s in raw.split(",") if s.strip()]
         value, problem = check_setting(f.name, raw, source)  # names the env var when the value came from it
         if problem is None:
@@ -62,14 +61,14 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(cls: type[TrainerConfig]) -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m trainer", description="elxpk's deterministic elastic JAX trainer.")
-    for f in dataclasses.fields(cls):
-        if f.metadata["internal"]:
+    for f in FIELDS.values():  # TrainerConfig's fields, as typed rows
+        if f.internal:
             continue
-        help_text = f"{f.metadata['help']} [env {env_name(f.name)}; default {f.default!r}]"
+        help_text = f"{f.help} [env {env_name(f.name)}; default {f.default!r}]"
         if f.type == "bool":
             parser.add_argument(flag_name(f.name), dest=f.name, action=argparse.BooleanOptionalAction,
                                 default=None, help=help_text)
-        elif f.metadata["repeatable"]:
+        elif f.repeatable:
             parser.add_argument(flag_name(f.name), dest=f.name, action="append", default=None,
                                 help=help_text + " (repeatable; env: comma-separated)")
         else:
@@ -88,6 +87,6 @@ def given_on_command_line(cls: type[TrainerConfig], argv: Sequence[str]) -> tupl
         raise UsageError("--help: the trainer would print its help and exit instead of training; drop it")
     namespace = _parser(cls).parse_args(list(argv))
     actions = frozenset(name for name in ACTIONS if getattr(namespace, name))
-    given = {f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls)
-             if not f.metadata["internal"] and getattr(namespace, f.name) not in (None, [])}
+    given = {f.name: getattr(namespace, f.name) for f in FIELDS.values()
+             if not f.internal and getattr(namespace, f.name) not in (None, [])}
     return given, actions

@@ -1,5 +1,6 @@
-"""The trainer settings table as the launcher reads it: each row's name, type, default and metadata
-(help, bounds, choices, ...), and the one reading of each rule (conversion, bounds, `-1 = all slices`).
+"""The trainer settings table as the launcher reads it: each row's typed fields (name, type, default, help,
+bounds, choices, ...: elxpk_contract/setting_row.py), and the one reading of each rule (conversion, bounds,
+`-1 = all slices`).
 
 The table is declared once, as TrainerConfig in elxpk_contract/settings.py; its rows reach this module as
 plain data, generated into elxpk_contract/settings_table.py (`python -m elxpk_contract.settings_build`;
@@ -11,33 +12,18 @@ instructions a start). elxpk_contract.settings re-exports every name here. Stand
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from elxpk_contract.bucket_names import gcs_url_problem
 from elxpk_contract.limits import MAX_INDEX
+from elxpk_contract.setting_row import Setting
 from elxpk_contract.settings_table import ROWS
 
 ALL_SLICES = -1  # elastic_min_slice_count's "every slice" (pause and resume), as MaxText spells it
-# Who passes a setting besides the trainer's own flags and env (the `expose` metadata):
+# Who passes a setting besides the trainer's own flags and env (a row's `expose`):
 LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and renders ELXPK_<NAME>
 LAUNCHER_DERIVED = "derived"  # `workload create` renders ELXPK_<NAME> from its own flags (see render)
 SECONDS = "seconds"  # the `unit` of a duration setting: its messages and the launcher's metavar say seconds
-
-
-class Setting:
-    """One row of the table: what dataclasses.fields(TrainerConfig) says of a field (`type` as written in
-    the declaration, `metadata` the keywords of its `_opt`), without the dataclass."""
-
-    __slots__ = ("name", "type", "default", "metadata")
-
-    def __init__(self, name: str, type: str, default: Any, metadata: Mapping[str, Any]) -> None:
-        self.name, self.type, self.default = name, type, default
-        self.metadata = MappingProxyType(dict(metadata))  # read-only, as a dataclass field's
-
-    def __repr__(self) -> str:
-        return f"Setting({self.name!r})"
 
 
 def flag_name(name: str) -> str:
@@ -48,11 +34,11 @@ def env_name(name: str) -> str:
     return "ELXPK_" + name.upper()
 
 
-FIELDS: dict[str, Setting] = {row[0]: Setting(*row) for row in ROWS}
+FIELDS: dict[str, Setting] = {row.name: row for row in ROWS}
 
 
 def setting(name: str) -> Setting:
-    """The table row of one setting (its metadata: help, low, high, choices, maxtext, expose, fix)."""
+    """The table row of one setting (its typed fields: help, low, high, choices, maxtext, expose, fix, ...)."""
     return FIELDS[name]
 
 
@@ -63,7 +49,7 @@ def default(name: str) -> Any:
 
 def exposed(kind: str) -> list[Setting]:
     """The settings the launcher takes as flags (LAUNCHER_FLAG) or renders from its own (LAUNCHER_DERIVED)."""
-    return [f for f in FIELDS.values() if f.metadata["expose"] == kind]
+    return [f for f in FIELDS.values() if f.expose == kind]
 
 
 def check_setting(name: str, raw: object, source: str | None = None) -> tuple[Any, str | None]:
@@ -74,6 +60,8 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
     """
     f = FIELDS[name]
     source = source or flag_name(name)
+    if isinstance(raw, str) and not raw.strip() and f.type != "float | None":  # there "" is None: "never"
+        return None, blank_problem(source, raw)
     try:
         value = convert_setting(f, raw)
     except ValueError as exc:
@@ -85,37 +73,37 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
 def bounds_problem(name: str, value: Any, source: str | None = None) -> str | None:
     """The bounds and choices of the table, as one message; None when `value` is within them."""
     f = FIELDS[name]
-    meta, source = f.metadata, source or flag_name(name)
+    meta, source = f, source or flag_name(name)
     if value is None or isinstance(value, (bool, tuple)):
         return None
-    if meta["choices"] and value not in meta["choices"]:
-        return f"{source} {value!r:.80}: use one of {', '.join(meta['choices'])}"
+    if meta.choices and value not in meta.choices:
+        return f"{source} {value!r:.80}: use one of {', '.join(meta.choices)}"
     if isinstance(value, str):
-        if not value.strip() or "\x00" in value:
-            # A blank path would resolve to the working directory; a NUL byte is no path at all.
-            what = "be empty or blank" if not value.strip() else "contain a NUL byte"
-            return f"{source} {value!r:.80}: must not {what}; {meta['fix'] or 'give a value'}, or leave it unset"
+        if not value.strip():
+            return blank_problem(source, value)
+        if "\x00" in value:  # a NUL byte is no path at all
+            return f"{source} {value!r:.80}: must not contain a NUL byte; {meta.fix or 'give a value'}, or leave it unset"
         return gcs_url_problem(source, value)  # a bucket GCS cannot have fails at the first save, not here
     if isinstance(value, float) and not math.isfinite(value):
         return f"{source} {value}: must be a finite number"
     if f.type == "int" and not isinstance(value, int):
         return f"{source} {value!r}: must be a whole number"
-    low, high = meta["low"], meta["high"]
-    why = f" ({meta['fix']})" if meta["fix"] else ""
-    if meta["high_open"] and not ((low is None or value >= low) and value < high):
-        return f"{source} {value}: must be in [{_num(low)}, {_num(high)})"
+    low, high = meta.low, meta.high
+    why = f" ({meta.fix})" if meta.fix else ""
+    if meta.high_open and not ((low is None or value >= low) and (high is None or value < high)):
+        return f"{source} {value}: must be {_row_range(f)}"
     if low is not None and high is not None and not low <= value <= high:
         return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
     if (top := upper_bound(name)) is not None and value > top:
         return f"{source} {value}: must be at most {top}{why}"
     if low is not None and not value >= low:
-        if isinstance(low, float) and low == 0.0 and meta["unit"] == SECONDS:
+        if isinstance(low, float) and low == 0.0 and meta.unit == SECONDS:
             return f"{source} {value}: must be a positive number of seconds"
         at_least = "0 or more" if low == 0 else f"at least {_num(low)}"
         return f"{source} {value}: must be {at_least}{why}"
-    if meta["low_open"] and not value > low:
-        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and meta["unit"] == SECONDS
-                                                else f"more than {_num(low)}")
+    if meta.low_open and low is not None and not value > low:
+        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and meta.unit == SECONDS
+                                                else _row_range(f))
     return None
 
 
@@ -124,22 +112,22 @@ def upper_bound(name: str) -> int | float | None:
     number: no count or step of a run goes beyond what its records hold); None when there is none but
     finiteness. Advice that suggests a value (elxpk/create/budget_checks.py) reads it here."""
     f = FIELDS[name]
-    high = f.metadata["high"]
+    high = f.high
     return high if high is not None else (MAX_INDEX if f.type == "int" else None)
 
 
 def bounds_text(name: str) -> str:
     """The bounds or choices of a setting as the docs say them: `>= 2`, `[0, 1)`, `a, b`; "" when none."""
-    meta = FIELDS[name].metadata
-    if meta["choices"]:
-        return ", ".join(f"`{c}`" for c in meta["choices"])
-    low, high = meta["low"], meta["high"]
-    left = "(" if meta["low_open"] else "["
-    right = ")" if meta["high_open"] else "]"
+    meta = FIELDS[name]
+    if meta.choices:
+        return ", ".join(f"`{c}`" for c in meta.choices)
+    low, high = meta.low, meta.high
+    left = "(" if meta.low_open else "["
+    right = ")" if meta.high_open else "]"
     if low is not None and high is not None:
         return f"{left}{_num(low)}, {_num(high)}{right}"
     if low is not None:
-        return f"> {_num(low)}" if meta["low_open"] else f">= {_num(low)}"
+        return f"> {_num(low)}" if meta.low_open else f">= {_num(low)}"
     return ""
 
 
@@ -176,6 +164,37 @@ def redundant_min_slice_count(min_slice_count: int, num_slices: int, elastic_sli
             + (f"{floor}..{n - 1} or -1" if floor <= n - 1 else "-1") + " to say what happens")
 
 
+def blank_problem(source: str, raw: str) -> str:
+    """What every reader says of an empty or whitespace-only value (a trainer setting's flag or env var, a
+    launcher row's, every elxpk command's raw check in elxpk/cli/arg_checks.py): a blank path would be the
+    working directory, a blank name every object, a blank number no number."""
+    return f"{source} {raw!r:.20}: empty (or only spaces); give a value or leave it unset"
+
+
+def not_a_number(whole: bool, bounds: str = "", fix: str = "") -> str:
+    """What every reader says of a value that is no number (a trainer setting's here, a launcher flag row's
+    in elxpk/flag_rows.py): "not a whole number; give a whole number, at least 1 (the fix)"."""
+    what = "a whole number" if whole else "a finite number"
+    return f"not {what}; give {what}" + (f", {bounds}" if bounds else "") + (f" ({fix})" if fix else "")
+
+
+def range_words(low: float | None, high: float | None, *, low_open: bool = False, high_open: bool = False,
+                unit: str = "") -> str:
+    """Bounds as the end of a sentence, in every reader's words: "0 or more", "at least 2", "from 0 to 255",
+    "in [0, 1)", "more than 0s", "more than 0s, at most 7s"; "" when there are none."""
+    if low is not None and low_open:
+        return f"more than {_num(low)}{unit}" + ("" if high is None else f", at most {_num(high)}{unit}")
+    if low is not None and high is not None:
+        return f"in [{_num(low)}, {_num(high)})" if high_open else f"from {_num(low)} to {_num(high)}"
+    if low is not None:
+        return "0 or more" if low == 0 else f"at least {_num(low)}"
+    return "" if high is None else f"at most {_num(high)}"
+
+
+def _row_range(f: Setting) -> str:
+    return range_words(f.low, f.high, low_open=f.low_open, high_open=f.high_open)
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
@@ -189,7 +208,7 @@ def plain_number_text(text: str) -> bool:
 
 def convert_setting(f: Setting, raw: object) -> Any:
     kind = f.type
-    if f.metadata["repeatable"]:
+    if f.repeatable:
         return tuple(raw)  # type: ignore[arg-type]
     if isinstance(raw, bool) and kind == "bool":
         return raw
@@ -208,7 +227,7 @@ def convert_setting(f: Setting, raw: object) -> Any:
                 raise ValueError(text)
             return int(text, 10)
         except ValueError:
-            raise ValueError("must be a whole number") from None
+            raise ValueError(not_a_number(True, _row_range(f), f.fix)) from None
     if kind in ("float", "float | None"):
         if kind == "float | None" and text.lower() in ("", "none", "never"):
             return None
@@ -216,9 +235,9 @@ def convert_setting(f: Setting, raw: object) -> Any:
             if not plain_number_text(text):
                 raise ValueError(text)
             value = float(text)
+            if not math.isfinite(value):
+                raise ValueError(text)
         except ValueError:
-            raise ValueError("must be a number") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError("must be a finite number")
+            raise ValueError(not_a_number(False, _row_range(f), f.fix)) from None
         return value
     return text or str(raw)  # a blank value as given, so its refusal shows what was given

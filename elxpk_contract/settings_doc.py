@@ -36,22 +36,22 @@ def _env(f: Setting) -> str:
     text = f"`{env_name(f.name)}`"
     if f.type == "bool":
         return text + " (`true`/`false`)"
-    if f.metadata["choices"]:
-        return text + " (" + ", ".join(f"`{c}`" for c in f.metadata["choices"]) + ")"
+    if f.choices:
+        return text + " (" + ", ".join(f"`{c}`" for c in f.choices) + ")"
     return text
 
 
 def _launcher(f: Setting) -> str:
-    if f.metadata["expose"] == LAUNCHER_FLAG:
+    if f.expose == LAUNCHER_FLAG:
         return f"`{flag_name(f.name)}`"
-    return f.metadata["derived_from"]
+    return f.derived_from
 
 
 def launcher_table() -> str:
     """One row per setting the launcher passes: its own flags first, then the ones it derives."""
     rows = ["| launcher flag | env var | trainer flag | MaxText name |", "|---|---|---|---|"]
     for f in [*exposed(LAUNCHER_FLAG), *exposed(LAUNCHER_DERIVED)]:
-        maxtext = f"`{f.metadata['maxtext']}`" if f.metadata["maxtext"] else "—"
+        maxtext = f"`{f.maxtext}`" if f.maxtext else "—"
         rows.append(f"| {_launcher(f)} | {_env(f)} | {_trainer_flag(f)} | {maxtext} |")
     return "\n".join(rows) + "\n"
 
@@ -60,7 +60,7 @@ def _default(f: Setting) -> str:
     if f.name in SHAPE_SETTINGS:
         return "from `--model`"
     if f.default is None or f.default == ():
-        return f"`{f.metadata['resolved_default']}`" if f.metadata["resolved_default"] else "none"
+        return f"`{f.resolved_default}`" if f.resolved_default else "none"
     if isinstance(f.default, bool):
         return "on" if f.default else "off"
     return f"`{f.default}`"
@@ -70,10 +70,10 @@ def trainer_table() -> str:
     """Every setting of `python -m trainer`: flag, env var, default, bounds or choices, meaning."""
     rows = ["| flag | env var | default | bounds | meaning |", "|---|---|---|---|---|"]
     for f in FIELDS.values():
-        if f.metadata["internal"]:
+        if f.internal:
             continue
-        flag = _trainer_flag(f) + (" (repeatable)" if f.metadata["repeatable"] else "")
-        meaning = f.metadata["help"].replace("|", "\\|")
+        flag = _trainer_flag(f) + (" (repeatable)" if f.repeatable else "")
+        meaning = f.help.replace("|", "\\|")
         rows.append(f"| {flag} | `{env_name(f.name)}` | {_default(f)} | {bounds_text(f.name) or '—'} | {meaning} |")
     return "\n".join(rows) + "\n"
 

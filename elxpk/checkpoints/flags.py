@@ -6,14 +6,15 @@ both refuse the same values with the same line. Standard library and elxpk.flag_
 from __future__ import annotations
 
 from elxpk.errors import UsageError
-from elxpk.flag_rows import BOOL, INT, Flag
+from elxpk.flag_rows import BOOL, Flag, setting_row
 
 COMMAND = "checkpoint inspect"
 
-CHECKPOINT_PERIOD = Flag(
-    "checkpoint_period", INT, "The save period the run was given; a gap of two periods or more with no committed "
-    "save is a finding.", low=1, metavar="STEPS", default_text="the smallest gap between the saves found",
-    fix="steps between saves, e.g. 100", commands=(COMMAND,))
+# The trainer setting's row (read by the contract's rule, as `plan`, `local run` and the trainer read it).
+CHECKPOINT_PERIOD = setting_row(
+    "checkpoint_period", default=None, commands=(COMMAND,), metavar="STEPS",
+    extra=", as the run was given; a gap of two periods or more with no committed save is a finding",
+    default_text="the smallest gap between the saves found")
 
 INSPECT: tuple[Flag, ...] = (
     CHECKPOINT_PERIOD,

@@ -18,6 +18,7 @@ from typing import Any
 
 from elxpk.errors import UsageError
 from elxpk.flag_rows import INPUT, OUTPUT
+from elxpk_contract.setting_rules import blank_problem
 
 # What a command reads and what it writes, by the flag's name (arguments by their metavar), so an output
 # naming an input is refused whatever the command. A flag table's rows say it themselves (Flag.path, passed
@@ -71,9 +72,12 @@ def _texts(value: Any) -> Iterable[str]:
 def empty_values(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
     problems = []
     for param in dict.fromkeys(order):
-        if any(not text.strip() for text in _texts(opts.get(param.name))):
-            fix = "give one" if getattr(param, "param_type_name", "") == "argument" else "give one or drop the flag"
-            problems.append(f"{flag_of(param)}: empty (or only spaces); {fix}")
+        blank = next((text for text in _texts(opts.get(param.name)) if not text.strip()), None)
+        if blank is not None:
+            if getattr(param, "param_type_name", "") == "argument":
+                problems.append(f"{flag_of(param)}: empty (or only spaces); give one")
+            else:  # the words of every reader (a row's, a trainer setting's, the trainer's own)
+                problems.append(blank_problem(flag_of(param), blank))
     return problems
 
 

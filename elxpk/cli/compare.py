@@ -14,9 +14,9 @@ from typing import Annotated, Any
 import typer
 
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
-from elxpk.cli.report import output_format
 from elxpk.errors import CheckFailed, UsageError
 from elxpk.flag_rows import read_all
+from elxpk.output_formats import output_problem as format_problem
 from elxpk.runs.flags import COMPARE
 from elxpk.shown import shown
 
@@ -35,13 +35,10 @@ def compare(
     from elxpk.runs.sources import load_source
 
     values, problems = read_all(COMPARE, dict(flags))
+    problems[:0] = [p for p in (format_problem("run", output),) if p]  # -o read with the other flags
     rtol, png = values["rtol"], None if values["png"] is None else Path(values["png"])
     if png is not None and (problem := output_problem(png, "--png", suffixes=(".png",), example="compare.png")):
         problems.append(problem)  # checked with the rest, before anything is printed or written
-    try:
-        fmt = output_format(output)
-    except UsageError as exc:
-        problems.extend(exc.messages)
     runs = []
     for path, flag in ((run_a, "RUN_A"), (run_b, "RUN_B")):
         try:
@@ -50,6 +47,7 @@ def compare(
             problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
+    fmt = output.lower()
     a, b = runs
     result = compare_runs(a, b, rtol=rtol)
     if png is not None:

@@ -22,8 +22,10 @@ gc.set_threshold(50_000, *_GC_THRESHOLDS[1:])
 import typer  # noqa: E402 - after the threshold: its import is the largest part of start-up
 
 from elxpk import yaml_reader_pattern  # noqa: E402
+from elxpk.create.flags import FLAGS as CREATE_FLAGS  # noqa: E402
 from elxpk.create.xpk_only import without_xpk_only  # noqa: E402
 from elxpk.errors import ElxpkError, UsageError  # noqa: E402
+from elxpk.flag_rows import free_text_flags  # noqa: E402
 from elxpk.shown import shown  # noqa: E402
 from elxpk_contract.exit_grace import leave_stuck_threads  # noqa: E402
 from elxpk_contract.storage_full import storage_full_error  # noqa: E402
@@ -34,9 +36,8 @@ yaml_reader_pattern.seed()  # before any command imports yaml: a tenth of a dry-
 # these exact tokens are rewritten to the flags that `workload create` declares.
 _KUBECTL_DRY_RUN = {"--dry-run=client": ["--dry-run"], "--dry-run=server": ["--dry-run-server"],
                     "--dry-run=none": []}
-# Options whose next token is a user value: never rewrite that value.
-_TAKES_VALUE = ("--command", "--env", "--custom-pathways-proxy-server-args", "--custom-pathways-server-args",
-                "--custom-pathways-worker-args")
+# Options whose next token is a user value: never rewrite that value (the rows marked free_text).
+_TAKES_VALUE = free_text_flags(CREATE_FLAGS)
 DEBUG_ENV = "ELXPK_DEBUG"
 # Commands whose argument is another command line: an option of that line read as the command's own is the
 # line given without `--` before it.

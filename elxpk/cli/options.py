@@ -1,10 +1,11 @@
-"""Typer options declared once and shared by the commands: cluster selection, `-o/--output`, and the
-trainer settings of `workload create` (generated from the contract table, elxpk_contract.settings).
+"""Typer options made from flag rows (elxpk/flag_rows.py), and the rows the commands share: cluster selection
+(`CLUSTER_FLAGS`) and `-o/--output`.
 
-Two decorators add a block of flags to a command's signature, so each flag is declared here only:
-`with_cluster` turns the seven cluster flags into one `cluster: ClusterSelection` argument, and
-`with_trainer_settings` turns every setting the contract exposes to the launcher into one
-`settings: dict[name, raw text]` argument. Typer reads a function's `__signature__`, which both set.
+Three decorators add a block of rows to a command's signature, so each flag is declared once, as a row:
+`with_flags` turns a command's table into one `flags: dict[name, value]` argument, `with_cluster` the seven
+cluster rows into one `cluster: ClusterSelection`, and `with_trainer_settings` the rows of every setting the
+contract exposes to the launcher (elxpk/create/flags.py TRAINER_SETTINGS) into one `settings: dict[name, raw
+text]`. Typer reads a function's `__signature__`, which all three set.
 Nothing heavy is imported here: `workload create --dry-run` has a start-up budget.
 """
 
@@ -55,7 +56,7 @@ def _complete_workloads(ctx: typer.Context, incomplete: str) -> list[str]:
     """Workload names from the cluster that the cluster flags typed so far select."""
     params = ctx.params or {}
     return completion.workload_names(
-        lambda: ClusterSelection(**{name: params.get(name) for name, _ in CLUSTER_FLAGS}).resolve(), incomplete)
+        lambda: ClusterSelection(**{row.name: params.get(row.name) for row in CLUSTER_FLAGS}).resolve(), incomplete)
 
 
 ManifestOutput = output_option("manifest", OUTPUT_PANEL)
@@ -66,25 +67,21 @@ PlanOutput = output_option("plan")
 
 _TEXT = str | None
 _NAMESPACE_HELP = "Kubernetes namespace [env ELXPK_NAMESPACE, then the config file, else default]."
-# The cluster-selection flags, declared once; every verb gets all of them in the same panel.
-CLUSTER_FLAGS: tuple[tuple[str, Any], ...] = (
-    ("project", Annotated[_TEXT, _option("--project", help="GCP project of the GKE cluster [env ELXPK_PROJECT].",
-                                         panel=CLUSTER_PANEL)]),
-    ("zone", Annotated[_TEXT, _option("--zone", help="Zone of a zonal GKE cluster [env ELXPK_ZONE].",
-                                      panel=CLUSTER_PANEL)]),
-    ("region", Annotated[_TEXT, _option("--region", help="Region of a regional GKE cluster [env ELXPK_REGION].",
-                                        panel=CLUSTER_PANEL)]),
-    ("cluster", Annotated[_TEXT, _option("--cluster", help="GKE cluster name [env ELXPK_CLUSTER].",
-                                         panel=CLUSTER_PANEL)]),
-    ("kubeconfig", Annotated[_TEXT, _option("--kubeconfig", help="Use this kubeconfig instead of a GKE lookup "
-                                            "(read only, never written).", panel=CLUSTER_PANEL)]),
-    ("context", Annotated[_TEXT, _option("--context", help="kubeconfig context to use.", panel=CLUSTER_PANEL)]),
-    ("namespace", Annotated[_TEXT, _option("--namespace", "-n", help=_NAMESPACE_HELP, panel=CLUSTER_PANEL)]),
-)
+_VERBS = ("every verb that reaches a cluster",)
+# The cluster-selection flags, declared once as rows; every verb gets all of them in the same panel.
+CLUSTER_FLAGS: tuple[Flag, ...] = tuple(
+    Flag(name, flag_rows.TEXT, help, panel=CLUSTER_PANEL, commands=_VERBS, short=short) for name, help, short in (
+        ("project", "GCP project of the GKE cluster [env ELXPK_PROJECT].", ""),
+        ("zone", "Zone of a zonal GKE cluster [env ELXPK_ZONE].", ""),
+        ("region", "Region of a regional GKE cluster [env ELXPK_REGION].", ""),
+        ("cluster", "GKE cluster name [env ELXPK_CLUSTER].", ""),
+        ("kubeconfig", "Use this kubeconfig instead of a GKE lookup (read only, never written).", ""),
+        ("context", "kubeconfig context to use.", ""),
+        ("namespace", _NAMESPACE_HELP, "-n"),
+    ))
 # `job submit` speaks gcluster, whose -n is --name and -o is --dry-run-out: there --namespace and --output
 # are long only.
-SUBMIT_CLUSTER_FLAGS = CLUSTER_FLAGS[:-1] + (
-    ("namespace", Annotated[_TEXT, _option("--namespace", help=_NAMESPACE_HELP, panel=CLUSTER_PANEL)]),)
+SUBMIT_CLUSTER_FLAGS = CLUSTER_FLAGS[:-1] + (CLUSTER_FLAGS[-1]._replace(short=""),)
 
 
 class ClusterSelection(NamedTuple):
@@ -140,11 +137,11 @@ def _extend_signature(func: Callable[..., Any], drop: str, added: list[inspect.P
     return command
 
 
-def with_cluster(func: Callable[..., Any], flags: tuple[tuple[str, Any], ...] | None = None) -> Callable[..., Any]:
+def with_cluster(func: Callable[..., Any], flags: tuple[Flag, ...] | None = None) -> Callable[..., Any]:
     """Give a command the cluster flags (`flags`: SUBMIT_CLUSTER_FLAGS for `job submit`); it receives them as
     `cluster: ClusterSelection`."""
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None)
-             for name, kind in (flags or CLUSTER_FLAGS)]
+    added = [_parameter(row, row.name, (row.flag, row.short) if row.short else (row.flag,), row.help, row.panel)
+             for row in (flags or CLUSTER_FLAGS)]
     return _extend_signature(func, "cluster", added, lambda values: ClusterSelection(**values))
 
 
@@ -155,30 +152,12 @@ def with_gcluster_cluster(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def trainer_setting_parameters() -> list[inspect.Parameter]:
-    """One `--flag` per setting the contract exposes to the launcher; help, name and default from the table.
+    """One `--flag` per setting the contract exposes to the launcher: its row (elxpk/create/flags.py
+    TRAINER_SETTINGS; help, name and bounds from the contract table).
 
     Values arrive as typed text, so `check_setting` reports every bad one together with the other problems.
     """
-    from elxpk_contract.setting_rules import LAUNCHER_FLAG, SECONDS, bounds_text, env_name, exposed, flag_name
-
-    params = []
-    for field in exposed(LAUNCHER_FLAG):
-        meta = field.metadata
-        default = "none" if field.default is None else field.default
-        maxtext = f"MaxText {meta['maxtext']}; " if meta["maxtext"] else ""
-        bounds = bounds_text(field.name)
-        bounds = f"{bounds}; " if bounds and not meta["choices"] and bounds not in meta["help"] else ""
-        metavar = (_choices(meta["choices"]) if meta["choices"] else
-                   {"int": "INT", "float": "SECONDS" if meta["unit"] == SECONDS else "NUMBER"}
-                   .get(str(field.type), "TEXT"))
-        if metavar is not None and len(metavar) > _LONGEST_METAVAR:  # a help line would run past 80 columns
-            metavar, bounds = "TEXT", f"one of {', '.join(meta['choices'])}; "
-        help_text = f"{meta['help'][:1].upper()}{meta['help'][1:]} ({maxtext}env {env_name(field.name)}; " \
-                    f"{bounds}trainer default {default})."
-        kind = Annotated[_TEXT, _option(flag_name(field.name), help=help_text, panel=TRAINER_PANEL,
-                                        metavar=metavar)]
-        params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None))
-    return params
+    return [_parameter(row, row.name, (row.flag,), row.full_help(), row.panel) for row in flag_table.TRAINER_SETTINGS]
 
 
 def with_trainer_settings(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -233,11 +212,6 @@ def _parameter(row: Flag, key: str, names: tuple[str, ...], help_text: str, pane
     return inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
 
 
-# The longest metavar a flag's help line shows: `  --flag-name METAVAR` must fit in 80 columns with room for
-# the help beside it; a longer list of choices goes into the help text, where it wraps.
-_LONGEST_METAVAR = 40
-
-
 def _choices(choices: tuple[str, ...]) -> str | None:
     """The help's metavar of a flag with a closed set of values: [delete|evict|exit] (typer would print <str>)."""
     return "[" + "|".join(choices) + "]" if choices else None
@@ -255,17 +229,3 @@ def with_flags(command: str, rows: tuple[Flag, ...] | None = None, *,
             flag_table.of_command(command) if rows is None else rows)}
         return decorated
     return decorate
-
-
-def setting_option(name: str, *, extra: str = "", metavar: str | None = None) -> Any:
-    """The option of a trainer setting that `local run` or `plan` shares with the trainer: its flag, help
-    and bounds from the contract table (elxpk_contract/settings.py), `extra` saying what the command adds.
-    The command checks the value with the contract's `check_setting`/`bounds_problem`, so it refuses what
-    the trainer would, with the same message."""
-    from elxpk_contract.setting_rules import bounds_text, flag_name, setting
-
-    help_text = setting(name).metadata["help"]
-    bounds = bounds_text(name)
-    shown = f" ({bounds})" if bounds and bounds not in help_text else ""
-    help_text = help_text[:1].upper() + help_text[1:] + extra + shown + "."
-    return _option(flag_name(name), help=help_text, metavar=metavar)

@@ -1,28 +1,23 @@
 """`elxpk plan`: choose checkpoint_period from MTBF, step time and checkpoint cost (see docs/planner.md).
 
-Its own flags are rows of elxpk/plan/flags.py (`with_flags`: help, default and bounds from the rows; PlanInputs
-reads each value with its row). --num-slices, --max-to-keep and --checkpoint-period are trainer settings: their
-help and bounds come from the contract table (elxpk/cli/options.py `setting_option`), and PlanInputs checks
-them with it."""
+Its flags are rows of elxpk/plan/flags.py (`with_flags`: help, default and bounds from the rows), and
+PlanInputs reads them all with `read_all`. --num-slices, --max-to-keep and --checkpoint-period are rows of the
+trainer settings table, read by the contract's rule as the trainer reads them."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from elxpk.cli.options import NO_FLAGS, PlanOutput, setting_option, with_flags
+from elxpk.cli.options import NO_FLAGS, PlanOutput, with_flags
 from elxpk.plan import flags as table
-from elxpk_contract.settings import default
 
 
-@with_flags("plan", table.FLAGS)
+@with_flags("plan", table.ROWS)
 def plan(
-    num_slices: Annotated[int | None, setting_option("num_slices", extra=" in the job [the run's]")] = None,
-    max_to_keep: Annotated[int | None, setting_option("max_to_keep", extra=f" [the run's, else {default('max_to_keep')}]")] = None,
-    checkpoint_period: Annotated[int | None, setting_option("checkpoint_period", extra=": your current setting, to compare")] = None,
     flags: Mapping[str, Any] = NO_FLAGS,
     output: PlanOutput = "table",
 ) -> None:
@@ -35,8 +30,7 @@ def plan(
     named, problems = merge_aliases(alias_pairs(table.FLAGS), flags)  # --checkpoint-save: --checkpoint-save-time's row
     if problems:
         raise UsageError(*problems)
-    given = PlanFlags(num_slices=num_slices, max_to_keep=max_to_keep, checkpoint_period=checkpoint_period,
-                      output=output, **{name: value for name, value in named.items() if value is not None})
+    given = PlanFlags(output=output, **{name: value for name, value in named.items() if value is not None})
     inputs = PlanInputs.from_flags(given)
     result = make_plan(inputs)
     if inputs.simulate_trials:

@@ -17,13 +17,9 @@ from elxpk.accelerators import FLAGS as BILLING_FLAGS
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import UsageError
 from elxpk.flag_rows import read_all
-from elxpk.output_formats import output_format as checked_format
+from elxpk.output_formats import output_problem
 from elxpk.runs.flags import REPORT
 from elxpk.shown import shown
-
-
-def output_format(value: str) -> str:
-    return checked_format("run", value)  # -o is checked in one place, one vocabulary per kind of command
 
 
 def check_png_path(png: Path) -> Path:
@@ -52,8 +48,10 @@ def report(
     from elxpk.runs.run_chip_hours import run_chip_hours
     from elxpk.runs.sources import load_source
 
-    fmt = output_format(output)
+    # -o read with the other flags (one vocabulary per kind, elxpk/output_formats.py): every problem at once
     values, problems = read_all(REPORT, dict(flags))
+    problems[:0] = [p for p in (output_problem("run", output),) if p]
+    fmt = output.lower()
     accelerator, price, billing_problems = read_flags(flags)
     problems += billing_problems
     png = None if values["png"] is None else Path(values["png"])

@@ -73,7 +73,7 @@ def _check_values(params: dict[str, Any], *, submit: bool) -> None:
 
     flags = {k: v for k, v in params.items() if k in _flag_keys()}
     settings = {field.name: params.get(field.name) for field in exposed(LAUNCHER_FLAG)}
-    cluster = ClusterSelection(**{name: params.get(name) for name, _ in
+    cluster = ClusterSelection(**{row.name: params.get(row.name) for row in
                                   (SUBMIT_CLUSTER_FLAGS if submit else CLUSTER_FLAGS)})
     checked(flags, str(params.get("output") or "yaml"), settings, cluster, offline=True)
 
@@ -124,7 +124,7 @@ def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
     from elxpk.flag_rows import BOOL, LIST
     from elxpk_contract.setting_rules import LAUNCHER_FLAG, exposed, flag_name
 
-    cluster_keys = [name for name, _ in CLUSTER_FLAGS]
+    cluster_keys = [row.name for row in CLUSTER_FLAGS]
     flags = {k: v for k, v in params.items() if k in _flag_keys()}
     rows, dialect, problems = resolve(flags, namespace_given=params.get("namespace") is not None)
     if problems:

@@ -12,7 +12,7 @@ from elxpk.cli import options
 from elxpk.cli.workload_common import connect, workload_name
 from elxpk.cluster.verbs import verb_flags
 from elxpk.notify import flags as notify_flags
-from elxpk.output_formats import output_format
+from elxpk.output_formats import output_problem
 from elxpk.shown import shown
 
 FLAGS = verb_flags.EVENTS + notify_flags.FLAGS
@@ -31,9 +31,10 @@ def events(
     --watch, --notify URL / --notify-command CMD send alerts: slice lost, recovered (and how long it took),
     recovery late, restart budget at 80% and spent, failed, succeeded, checkpoint stale, stuck."""
     workload_name(name)
-    fmt = output_format("run", output)
     settings, problems = notify_flags.read_settings(flags, watch=bool(flags.get("watch")))
-    own = verb_flags.read(verb_flags.EVENTS, flags, problems=tuple(problems))
+    bad_output = output_problem("run", output)  # -o read with the other flags: every problem at once
+    own = verb_flags.read(verb_flags.EVENTS, flags, problems=(*([bad_output] if bad_output else []), *problems))
+    fmt = output.lower()
     watch, record = own["watch"], own["record"]
     if record is not None:
         from elxpk.cluster.records.incident_log import check_record_path

@@ -321,10 +321,10 @@ def _trainer_env(box: dict[str, Any], where: str) -> tuple[dict[str, Any], list[
     values: dict[str, Any] = {}
     refused: list[tuple[int, str, str]] = []
     for name, row in FIELDS.items():
-        if row.metadata["internal"] or env_name(name) not in found:
+        if row.internal or env_name(name) not in found:
             continue
         k, raw = found[env_name(name)]
-        if row.metadata["repeatable"]:
+        if row.repeatable:
             raw = [part for part in str(raw).split(",") if part.strip()]
         value, problem = check_setting(name, raw, env_name(name))
         if problem is None:

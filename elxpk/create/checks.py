@@ -330,10 +330,7 @@ class FlagChecker(FlagValues):
             raw = self.get(name)
             if raw is None:
                 continue
-            if isinstance(raw, str) and not raw.strip():
-                err(f"{flag_name(name)}: empty; give a value or drop the flag")
-                continue
-            value, problem = check_setting(name, raw)
+            value, problem = check_setting(name, raw)  # its row's reader (create/flags.py TRAINER_SETTINGS)
             if problem:
                 err(problem)
             else:

@@ -19,7 +19,20 @@ from typing import Any
 from elxpk import flag_rows, timing_flags
 from elxpk.admission.names import MAX_INT32, MAX_INT64
 from elxpk.create.capacity import MAX_RUN_DURATION_S
-from elxpk.flag_rows import BOOL, DURATION, GCLUSTER, INPUT, INT, LIST, TEXT, Alias, Flag, alias_pairs
+from elxpk.flag_rows import (
+    BOOL,
+    DURATION,
+    GCLUSTER,
+    INPUT,
+    INT,
+    LIST,
+    TEXT,
+    Alias,
+    Flag,
+    alias_pairs,
+    setting_row,
+)
+from elxpk_contract.setting_rules import LAUNCHER_FLAG, SECONDS, Setting, env_name, exposed
 
 # Help panels of `workload create --help`; None is Typer's plain "Options" panel.
 PATHWAYS = "Pathways"
@@ -69,8 +82,10 @@ FLAGS: tuple[Flag, ...] = (
          required='e.g. --tpu-type v5p-8 or --tpu-type v5litepod-16 (GPUs: --device-type)',
          doc='`v5p-16` or `v5p-2x2x2`; v4, v5e (`v5litepod-*`), v5p, v6e, tpu7x (see the catalog below)',
          doc_default='required'),
-    Flag('num_slices', INT, 'Number of TPU slices (worker replicas).', default=1, low=1,
-         fix='TPU slices to run on', doc="worker replicas, and the resource manager's `--instance_count`"),
+    # A trainer setting (its ELXPK_NUM_SLICES is rendered from it): read by the contract's rule, as every command
+    # that takes it and the trainer read it.
+    setting_row('num_slices', default=1, commands=('create',), extra=' (TPU slices: worker replicas)',
+                doc="worker replicas, and the resource manager's `--instance_count`"),
     Flag('device_type', TEXT, 'GPU machine instead of --tpu-type, as in xpk: h100-80gb-8 (A3 High), '
          'h100-mega-80gb-8 (A3 Mega), h200-141gb-8 (A3 Ultra), b200-8 (A4), or the GCE machine type. A '
          "multi-controller JobSet with the machine's GPUDirect networking (docs/gpu.md).",
@@ -85,7 +100,7 @@ FLAGS: tuple[Flag, ...] = (
          'command.',
          doc='shell command of the user container; with `--trainer`, extra trainer arguments; with '
          '`--trainer maxtext`, the MaxText command', doc_default='required unless `--headless`/`--trainer`',
-         submit_short='-e'),
+         submit_short='-e', free_text=True),
     Flag('docker_image', TEXT, 'Image of the user container.', default=DEFAULT_DOCKER_IMAGE, check='image',
          aliases=(Alias('--image', short='-i'),)),
     Flag('docker_name', TEXT, 'Name of the user container.', default='jax-tpu', check='container_name'),
@@ -175,7 +190,8 @@ FLAGS: tuple[Flag, ...] = (
          aliases=(Alias('--gke-ttl-after-finished', default='1h', kind=DURATION,
                         note='a duration such as 5m or 1h'),)),
     Flag('env', LIST, 'Env var for the training container; repeatable; overrides --env-file.',
-         metavar='KEY=VALUE', doc='env of the user container; `--env` wins over `--env-file`'),
+         metavar='KEY=VALUE', doc='env of the user container; `--env` wins over `--env-file`',
+         free_text=True),
     Flag('env_file', TEXT, "File of KEY=VALUE lines ('#' comments allowed).", path=INPUT),
     Flag('proxy_server_image', TEXT, 'Pathways proxy image.', default=DEFAULT_PROXY_IMAGE, panel=PATHWAYS,
          default_text='', check='image', doc_default="xpk's Pathways proxy image",
@@ -200,11 +216,13 @@ FLAGS: tuple[Flag, ...] = (
     Flag('custom_proxy_server_args', TEXT, 'Extra proxy args, split like a shell.', panel=PATHWAYS,
          spelling='--custom-pathways-proxy-server-args',
          doc='extra proxy args, split like a shell (`"--a=1 --b=\'x y\'"` → `--a=1`, `--b=x y`); xpk '
-         'splits on single spaces', aliases=(Alias('--pathways-proxy-args', note=_SPLIT),)),
+         'splits on single spaces', aliases=(Alias('--pathways-proxy-args', note=_SPLIT),), free_text=True),
     Flag('custom_server_args', TEXT, 'Extra resource manager args, split like a shell.', panel=PATHWAYS,
-         spelling='--custom-pathways-server-args', aliases=(Alias('--pathways-server-args', note=_SPLIT),)),
+         spelling='--custom-pathways-server-args', aliases=(Alias('--pathways-server-args', note=_SPLIT),),
+         free_text=True),
     Flag('custom_worker_args', TEXT, 'Extra worker args, split like a shell.', panel=PATHWAYS,
-         spelling='--custom-pathways-worker-args', aliases=(Alias('--pathways-worker-args', note=_SPLIT),)),
+         spelling='--custom-pathways-worker-args', aliases=(Alias('--pathways-worker-args', note=_SPLIT),),
+         free_text=True),
     *timing_flags.FLAGS,  # --slice-mtbf ... --from-run: declared once, for create, validate and plan
     Flag('dry_run', BOOL, 'Print only the manifest on stdout; no cluster, no credentials, no network.',
          default=False, panel=OUTPUT, option=True,
@@ -256,6 +274,29 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
+
+# The longest metavar a flag's help line shows: `  --flag-name METAVAR` must fit in 80 columns with room for
+# the help beside it; a longer list of choices goes into the help text, where it wraps.
+_LONGEST_METAVAR = 40
+
+
+def _trainer_setting(row: Setting) -> Flag:
+    """The `workload create` flag of a setting the contract exposes to the launcher: the contract's row, its
+    help saying the MaxText name, the env var and the trainer's default."""
+    maxtext = f"MaxText {row.maxtext}; " if row.maxtext else ""
+    metavar = "SECONDS" if row.unit == SECONDS and row.type == "float" else (
+        None if row.type in ("int", "float") or row.choices else "TEXT")
+    listed = ""
+    if len("|".join(row.choices)) + 2 > _LONGEST_METAVAR:  # a help line would run past 80 columns
+        metavar, listed = "TEXT", f"one of {', '.join(row.choices)}; "
+    default = "none" if row.default is None else row.default
+    return setting_row(row.name, default=None, commands=("create",), panel=TRAINER, metavar=metavar,
+                       extra=f" ({maxtext}env {env_name(row.name)}; {listed}trainer default {default})")
+
+
+# The trainer settings `workload create` takes as flags (rendered as ELXPK_<NAME>; elxpk/cli/options.py
+# `with_trainer_settings`): rows of the contract table, read by its rule.
+TRAINER_SETTINGS: tuple[Flag, ...] = tuple(_trainer_setting(row) for row in exposed(LAUNCHER_FLAG))
 
 
 def flag(name: str) -> str:

@@ -73,7 +73,7 @@ def trainer_env(spec: WorkloadSpec) -> tuple[tuple[str, str], ...]:
     given = dict(spec.settings)
     pairs = []
     for name, field in FIELDS.items():
-        if field.metadata["expose"] == LAUNCHER_DERIVED:
+        if field.expose == LAUNCHER_DERIVED:
             pairs.append((env_name(name), env_value(_DERIVED[name](spec))))
         elif name in given:
             pairs.append((env_name(name), env_value(given[name])))

@@ -40,8 +40,8 @@ def trainer_arg_problems(extra: str, settings: Mapping[str, Any]) -> list[str]:
         if problem:
             problems.append(f"--command: {problem}")
             continue
-        if setting(name).metadata["expose"] == LAUNCHER_DERIVED:
-            problems.append(f"--command {flag}: elxpk sets it from {setting(name).metadata['derived_from']}, and "
+        if setting(name).expose == LAUNCHER_DERIVED:
+            problems.append(f"--command {flag}: elxpk sets it from {setting(name).derived_from}, and "
                             f"a different value here would contradict the manifest; drop it from --command")
         elif name in settings and settings[name] != value:
             problems.append(f"{flag} {settings[name]}: --command also sets {flag} {raw}, and the trainer's flag "

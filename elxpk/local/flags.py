@@ -1,11 +1,11 @@
 """`elxpk local run`'s own flags, declared once: type, default, bounds, help (elxpk/flag_rows.py's row type).
 
 elxpk/cli/local.py gets its Typer parameters from these rows (`with_flags`), LocalRunOptions
-(elxpk/local/options.py) reads each value with its row (`Flag.read`: the kind, choices and bounds, one line
+(elxpk/local/options.py) reads every value with its row (`read_all`: the kind, choices and bounds, one line
 naming the flag) and takes the defaults from here, and docs/local.md's flag table is generated from them
 (`embed`). The settings `local run` shares with the trainer (--steps, --num-slices, --checkpoint-period,
---seed) come from the contract (elxpk_contract/settings.py): their Typer options and checks are the contract's,
-their rows here (`SHARED`, with the local defaults) are built from it for the docs table.
+--seed) are rows of the contract table (`SHARED`, `setting_row`: read by the contract's rule, as the trainer
+reads them) with the local defaults.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from elxpk import flag_rows
 from elxpk.flag_rows import BOOL, DURATION, LIST, TEXT, Flag, setting_row
 from elxpk_contract.settings import default as trainer_default
-from elxpk_contract.settings import setting
 
 MODES = ("pause-resume", "resize", "multi-controller")
 # The local run's defaults of the settings it shares with the trainer, where they differ from the trainer's:
@@ -50,17 +49,19 @@ FLAGS: tuple[Flag, ...] = (
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
 
-# The trainer settings `local run` takes (their options and checks are the contract's): rows for the docs
-# table, with the local run's defaults.
+# The trainer settings `local run` takes: the contract's rows (read by its rule), with the local run's defaults.
 SHARED: tuple[Flag, ...] = (
-    setting_row("steps", setting("steps").metadata, default=DEFAULT_STEPS, commands=_LOCAL,
+    setting_row("steps", default=DEFAULT_STEPS, commands=_LOCAL,
+                extra="; more than done extends a run",
                 doc="train steps; more than a resumed run has done extends it"),
-    setting_row("num_slices", setting("num_slices").metadata, default=trainer_default("num_slices"),
-                commands=_LOCAL, doc="simulated slices, 2 virtual CPU devices each"),
-    setting_row("checkpoint_period", setting("checkpoint_period").metadata, default=DEFAULT_CHECKPOINT_PERIOD,
-                commands=_LOCAL),
-    setting_row("seed", setting("seed").metadata, default=trainer_default("seed"), commands=_LOCAL),
+    setting_row("num_slices", default=trainer_default("num_slices"), commands=_LOCAL,
+                extra=" (simulated, 2 CPU devices each)",
+                doc="simulated slices, 2 virtual CPU devices each"),
+    setting_row("checkpoint_period", default=DEFAULT_CHECKPOINT_PERIOD, commands=_LOCAL),
+    setting_row("seed", default=trainer_default("seed"), commands=_LOCAL),
 )
+# Every row of `local run`, in --help's and the docs table's order: --run-dir, the shared settings, the rest.
+ROWS: tuple[Flag, ...] = FLAGS[:1] + SHARED + FLAGS[1:]
 
 
 def default(name: str) -> Any:
@@ -75,4 +76,4 @@ END = "<!-- local-flag-table:end -->"
 def embed(page: str) -> str:
     """`page` with the text between BEGIN and END replaced by the current table (the shared settings after
     --run-dir)."""
-    return flag_rows.embed(page, FLAGS[:1] + SHARED + FLAGS[1:], BEGIN, END)
+    return flag_rows.embed(page, ROWS, BEGIN, END)

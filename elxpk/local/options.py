@@ -90,29 +90,27 @@ class LocalRunOptions:
     def from_flags(
         cls,
         *,
-        run_dir: str | None,
-        steps: int | str,
-        num_slices: int | str,
-        checkpoint_period: int | str,
-        kill_slice: list[str] | tuple[str, ...] | None,
-        no_faults: bool,
-        revive_after: str | float | None,
-        mode: str | None,
-        seed: int | str,
+        run_dir: str | None = None,
+        steps: int | str | None = None,
+        num_slices: int | str | None = None,
+        checkpoint_period: int | str | None = None,
+        kill_slice: list[str] | tuple[str, ...] | None = None,
+        no_faults: bool = False,
+        revive_after: str | float | None = None,
+        mode: str | None = None,
+        seed: int | str | None = None,
         live: bool | None = None,
         report: bool = True,
         trainer_args: tuple[str, ...] = (),
     ) -> LocalRunOptions:
-        """Check every flag and report every problem at once (UsageError, one line per flag)."""
-        problems: list[str] = []
-        shared = {}
-        for name, raw in (("steps", steps), ("num_slices", num_slices), ("checkpoint_period", checkpoint_period),
-                          ("seed", seed)):
-            shared[name], problem = check_setting(name, raw)
-            if problem:
-                problems.append(problem)
-        own, own_problems = read_all(table.FLAGS, {"run_dir": run_dir, "mode": mode, "revive_after": revive_after})
-        problems.extend(own_problems)  # each value alone, by its row: --mode, --revive-after
+        """Check every flag and report every problem at once (UsageError, one line per flag). Omitted (None):
+        the row's default."""
+        given = {"run_dir": run_dir, "steps": steps, "num_slices": num_slices, "checkpoint_period": checkpoint_period,
+                 "seed": seed, "mode": mode, "revive_after": revive_after}
+        # Each value alone, by its row (one line naming the flag); a refused one is None: the checks that
+        # need it are skipped.
+        own, problems = read_all(table.ROWS, given, refused=None)
+        shared = {row.name: own[row.name] for row in table.SHARED}
         mode, revive = own["mode"], own["revive_after"]
         kills = tuple(k.strip() for k in (kill_slice or ()))
         if mode == "resize" and shared["num_slices"] is not None and shared["num_slices"] < 2:
@@ -139,10 +137,9 @@ class LocalRunOptions:
 
 
 _FLAG = re.compile(r"(?<![\w=-])--([a-z][a-z0-9-]*)")
-# The trainer's flags that `local run` spells otherwise; the rest of what it sets itself has no flag here.
-_LOCAL_SPELLING = {"fault": "--kill-slice", "revive_after": "--revive-after", "run_dir": "--run-dir",
-                   "steps": "--steps", "num_slices": "--num-slices", "checkpoint_period": "--checkpoint-period",
-                   "seed": "--seed"}
+# The trainer settings `local run` has a flag for, as it spells them: its rows of the same name, and --kill-slice
+# (the trainer's --fault); the rest of what it sets itself has no flag here.
+_LOCAL_SPELLING = {"fault": "--kill-slice", **{row.name: row.flag for row in table.ROWS if row.name in FIELDS}}
 
 
 def local_words(message: str) -> str:
@@ -174,7 +171,7 @@ def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
     for arg in args:
         flag, _, raw = arg.partition("=")
         name = flag.removeprefix("--").replace("-", "_")
-        if not flag.startswith("--") or not _ or name not in FIELDS or name in _OWN or FIELDS[name].metadata["internal"]:
+        if not flag.startswith("--") or not _ or name not in FIELDS or name in _OWN or FIELDS[name].internal:
             problems.append(f"--trainer-arg {arg!r}: use --NAME=VALUE for a trainer setting that local run does "
                             "not set itself, e.g. --trainer-arg=--d-model=64")
             continue

@@ -3,9 +3,8 @@
 elxpk/cli/plan.py gets its Typer parameters from these rows (`with_flags`), PlanInputs (elxpk/plan/inputs.py)
 reads each value with its row (`Flag.read`: the kind, the bounds, one line naming the flag) and takes the
 defaults from here, and docs/planner.md's flag table is generated from them (`embed`). The settings
-`plan` shares with the trainer (--num-slices, --max-to-keep, --checkpoint-period) come from the contract
-(elxpk_contract/settings.py): their Typer options and checks are the contract's, their rows here (`SHARED`)
-are built from it for the docs table.
+`plan` shares with the trainer (--num-slices, --max-to-keep, --checkpoint-period) are rows of the contract
+table (`SHARED`, `setting_row`: read by the contract's rule, as the trainer reads them).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from elxpk import accelerators, flag_rows
 from elxpk import timing_flags as timing
 from elxpk.flag_rows import DURATION, FLOAT, INT, OUTPUT, SIZE, TEXT, Flag, setting_row
 from elxpk_contract.settings import default as trainer_default
-from elxpk_contract.settings import setting
 
 DEFAULT_PERIODS = (50, 100, 200, 500, 1000)  # the SLA table's rows without --periods
 _PLAN = ("plan",)
@@ -78,17 +76,21 @@ FLAGS: tuple[Flag, ...] = (
 
 BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
 
-# The trainer settings `plan` takes (their options and checks are the contract's): rows for the docs table.
+# The trainer settings `plan` takes: the contract's rows (read by its rule, as the trainer reads them).
 SHARED: tuple[Flag, ...] = (
-    setting_row("num_slices", setting("num_slices").metadata, default=None, commands=_PLAN,
+    setting_row("num_slices", default=None, commands=_PLAN, extra=" in the job [the run's]",
                 doc="slices in the job", doc_default=f"the run's (with `--from-run`), {_REQUIRED}"),
-    setting_row("max_to_keep", setting("max_to_keep").metadata, default=None, commands=_PLAN,
+    setting_row("max_to_keep", default=None, commands=_PLAN,
+                extra=f" [the run's, else {trainer_default('max_to_keep')}]",
                 doc="checkpoints the manager keeps (a corrupt newest one needs a valid predecessor)",
                 doc_default=f"the run's, else the trainer's default (`{trainer_default('max_to_keep')}`, "
                 "from `elxpk_contract/settings.py`)"),
-    setting_row("checkpoint_period", setting("checkpoint_period").metadata, default=None, commands=_PLAN,
+    setting_row("checkpoint_period", default=None, commands=_PLAN,
+                extra=": your current setting, to compare",
                 doc="your current setting: shown beside the recommendation", doc_default="the run's"),
 )
+# Every row of `plan`, in --help's and the docs table's order: the shared settings first.
+ROWS: tuple[Flag, ...] = SHARED + FLAGS
 
 
 def default(name: str) -> Any:
@@ -102,4 +104,4 @@ END = "<!-- plan-flag-table:end -->"
 
 def embed(page: str) -> str:
     """`page` with the text between BEGIN and END replaced by the current table (the shared settings first)."""
-    return flag_rows.embed(page, SHARED + FLAGS, BEGIN, END)
+    return flag_rows.embed(page, ROWS, BEGIN, END)

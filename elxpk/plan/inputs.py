@@ -11,8 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elxpk.accelerators import FLAGS as BILLING_FLAGS
 from elxpk.accelerators import Accelerator, Price, price_of, read_flags
 from elxpk.errors import UsageError
+from elxpk.flag_rows import read_all
 from elxpk.outfile import output_problem as path_problem
 from elxpk.output_formats import output_problem
 from elxpk.plan import flags as table
@@ -32,6 +34,8 @@ DEFAULTS = {
     "max_to_keep": default("max_to_keep"),
 }
 DEFAULT_RESHARD_S: float = table.default("reshard")
+# The rows read here; --accelerator and --chip-hour-price are read together (elxpk/accelerators.py read_flags).
+_READ = tuple(row for row in table.ROWS if row not in BILLING_FLAGS)
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
@@ -40,7 +44,7 @@ class PlanFlags:
     """The flags of `elxpk plan` exactly as typed (text, or a value already typed); None: not given.
     Each own flag is read with its row of elxpk/plan/flags.py, which holds its default."""
 
-    num_slices: int | None = None
+    num_slices: int | str | None = None
     slice_mtbf: str | None = None
     step_time: str | None = None
     checkpoint_save_time: str | None = None
@@ -50,9 +54,9 @@ class PlanFlags:
     image_pull: str | None = None
     compile: str | None = None
     price_per_gib_month: str | float | None = None
-    max_to_keep: int | None = None
+    max_to_keep: int | str | None = None
     ttl: str | None = None
-    checkpoint_period: int | None = None
+    checkpoint_period: int | str | None = None
     periods: str | None = None
     job_duration: str | None = None
     from_run: str | None = None
@@ -101,20 +105,16 @@ class _Resolver:
     def __init__(self, flags: PlanFlags, calibrate: Callable[[str], Calibration] | None) -> None:
         self.flags = flags
         self.calibrate = calibrate
-        self.errors: list[str] = []
         self.sources: dict[str, str] = {}
+        # Every flag read at once by its row (elxpk/plan/flags.py: kind and bounds, a trainer setting's by the
+        # contract's rule), one error line per refused value; a refused value is None.
+        self.values, self.errors = read_all(_READ, {row.name: getattr(flags, row.name) for row in _READ}, refused=None)
 
     def read(self, name: str, *, or_default: bool = False):
-        """The flag `name` read with its row (elxpk/plan/flags.py: kind and bounds; a refused value is one
-        error line); not given: None, or with `or_default` the row's default."""
-        raw = getattr(self.flags, name)
-        if raw is None and not or_default:
-            return None
-        value, problem = table.BY_NAME[name].read(raw)
-        if problem:
-            self.errors.append(problem)
-            return value if or_default else None
-        return value
+        """The flag `name` as its row read it; not given (or refused): None, or with `or_default` the row's
+        default."""
+        value = self.values[name] if getattr(self.flags, name) is not None else None
+        return table.default(name) if value is None and or_default else value
 
     def pick(self, name: str, flag_value, run_value, default=None):
         """Flag over run over default; records where the value came from."""
@@ -154,7 +154,7 @@ class _Resolver:
 
         cal = self.read_run(f.from_run)
         run = cal or Calibration.empty()
-        num_slices = self.pick("num_slices", f.num_slices, run.num_slices)
+        num_slices = self.pick("num_slices", self.read("num_slices"), run.num_slices)
         step = self.pick("step_time_s", step, run.step_time_s)
         save = self.pick("save_s", save, run.save_s)
         restore = self.pick("restore_s", restore, run.restore_s)
@@ -162,8 +162,8 @@ class _Resolver:
         image_pull = self.pick("image_pull_s", image_pull, None, DEFAULTS["image_pull_s"])
         compile_s = self.pick("compile_s", compile_s, run.compile_s, DEFAULTS["compile_s"])
         size = self.pick("checkpoint_size_bytes", size, run.checkpoint_size_bytes)
-        max_to_keep = self.pick("max_to_keep", f.max_to_keep, run.max_to_keep, DEFAULTS["max_to_keep"])
-        current = self.pick("checkpoint_period", f.checkpoint_period, run.checkpoint_period)
+        max_to_keep = self.pick("max_to_keep", self.read("max_to_keep"), run.max_to_keep, DEFAULTS["max_to_keep"])
+        current = self.pick("checkpoint_period", self.read("checkpoint_period"), run.checkpoint_period)
 
         if f.from_run is None:
             need_run = " (or --from-run RUN_DIR)"
@@ -181,7 +181,8 @@ class _Resolver:
         if reshard is not None:
             self.non_negative("--reshard", reshard, "10s", "")
         if num_slices is None:
-            self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
+            if f.num_slices is None:  # a refused one has its line already
+                self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
         else:
             self.setting_bounds("num_slices", num_slices)
         self.setting_bounds("max_to_keep", max_to_keep)  # >= 2, as the trainer requires

@@ -75,7 +75,7 @@ def test_kill_slice_cli_soak_and_bad_flags(fake, capsys, kubeconfig):
     assert code == 2
     lines = err.splitlines()
     assert lines[:2] == ["error: --mode 'drain': use one of delete, evict, exit",
-                         "error: --repeat 0: must be 1 or more (rounds)"]
+                         "error: --repeat 0: must be at least 1 (rounds)"]
     assert lines[2].startswith("error: --every 'soon': ") and "not a number with a unit" in lines[2]
     assert lines[3:] == ["error: --slice 'two': not a whole number; give a whole number, 0 or more (a slice "
                          "index, or random)"]

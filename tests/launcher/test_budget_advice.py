@@ -186,7 +186,8 @@ def test_validate_subprocess_reports_the_env_value_and_no_advice_from_it(tmp_pat
     done = subprocess.run([*ELXPK, "workload", "validate", str(path), "--slice-replacement-time", "20m",
                            "--checkpoint-save-time", "1e19s"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
-    assert "ELXPK_ELASTIC_TIMEOUT_SECONDS '²': must be a whole number; the trainer in container 'jax-tpu' " \
+    assert "ELXPK_ELASTIC_TIMEOUT_SECONDS '²': not a whole number; give a whole number, at least 1 (whole seconds to " \
+           "wait for slices on each attempt, e.g. 300); the trainer in container 'jax-tpu' " \
            "refuses it (exit 2)" in done.stdout
     assert "--elastic-timeout-seconds" not in done.stdout + done.stderr  # no advice from a refused value
     assert f"no --termination-grace-period-seconds within its bound (at most {MAX_INT64})" in done.stdout

@@ -83,7 +83,7 @@ def test_console_script_exit_codes():
     bad = subprocess.run([str(ELXPK), "workload", "create", *GOOD[:4], *GOOD[6:], "--num-slices", "0", "--dry-run"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr == "error: --num-slices 0: must be 1 or more (TPU slices to run on)\n"
+    assert bad.stderr == "error: --num-slices 0: must be at least 1\n"
     twice = subprocess.run([str(ELXPK), "workload", "create", *GOOD, "--num-slices", "0", "--dry-run"],
                            capture_output=True, text=True, timeout=60)
     assert twice.returncode == 2 and twice.stdout == ""
@@ -178,3 +178,16 @@ def test_unknown_option_is_a_usage_error_without_a_traceback():
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "No such option" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_every_free_text_rows_value_is_data_in_any_spelling(cli):
+    # The options whose value is never rewritten are the rows marked free_text, gcluster's spellings included.
+    from elxpk.cli.main import _TAKES_VALUE, kubectl_dry_run
+    from elxpk.create.flags import FLAGS
+
+    free = [row for row in FLAGS if row.free_text]
+    assert {row.name for row in free} == {"command", "env", "custom_proxy_server_args", "custom_server_args",
+                                          "custom_worker_args"}
+    for spelling in (s for row in free for s in (row.flag, *(a.spelling for a in row.aliases))):
+        assert spelling in _TAKES_VALUE
+        assert kubectl_dry_run([spelling, "--dry-run=server"]) == [spelling, "--dry-run=server"]

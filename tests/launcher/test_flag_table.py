@@ -86,7 +86,7 @@ def test_create_help_says_each_trainer_settings_contract_default_and_bounds(caps
         shown = "none" if f.default is None else f.default
         assert f"trainer default {shown})" in line, f.name
         bounds = bounds_text(f.name)
-        if bounds and not f.metadata["choices"]:
+        if bounds and not f.choices:
             assert bounds in line, (f.name, bounds)
 
 
@@ -95,7 +95,7 @@ def test_create_help_says_each_trainer_settings_contract_default_and_bounds(caps
 def test_local_run_and_plan_take_shared_settings_from_the_contract(path, names, capsys):
     text = _help(capsys, *path)
     for name in names:
-        help_start = setting(name).metadata["help"]
+        help_start = setting(name).help
         assert help_start[:1].upper() + help_start[1:] in text, name
         assert bounds_text(name) in text, name
 
@@ -132,9 +132,9 @@ def test_create_refuses_below_each_rows_bound_and_takes_the_bound(row, cli):
     assert not any(row.flag + " " in line for line in at.error_lines), at.err
 
 
-@pytest.mark.parametrize("name", [f.name for f in exposed(LAUNCHER_FLAG) if f.metadata["low"] is not None])
+@pytest.mark.parametrize("name", [f.name for f in exposed(LAUNCHER_FLAG) if f.low is not None])
 def test_create_refuses_below_each_trainer_settings_bound(name, cli):
-    low = setting(name).metadata["low"]
+    low = setting(name).low
     below = cli("workload", "create", *TRAINER, flag_name(name), str(int(low) - 1))
     assert below.code == 2
     assert any(line.startswith(f"error: {flag_name(name)} ") for line in below.error_lines), below.err

@@ -35,7 +35,7 @@ def _value(row, alias=None) -> list[str]:
 
 
 def test_every_alias_key_is_its_own_option_and_names_no_other_parameter():
-    others = ({f.name for f in table.FLAGS} | {name for name, _ in CLUSTER_FLAGS}
+    others = ({f.name for f in table.FLAGS} | {row.name for row in CLUSTER_FLAGS}
               | {p.name for p in trainer_setting_parameters()} | {"output", "settings", "flags", "cluster"})
     spellings = [f.flag for f in table.FLAGS] + [a.spelling for f in table.FLAGS for a in f.aliases]
     assert len(spellings) == len(set(spellings))

@@ -375,7 +375,7 @@ def test_the_rows_of_checkpoint_inspect_report_and_job_inspect_refuse_as_the_use
     """Their flags are rows (elxpk/checkpoints/flags.py, elxpk/runs/flags.py, verb_flags.JOB_INSPECT): a bound
     and an output naming an input, each one line, exit 2, the input kept."""
     refused(elxpk("checkpoint", "inspect", str(tmp_path), "--checkpoint-period", "0", env=config),
-            "--checkpoint-period 0: must be 1 or more")
+            "--checkpoint-period 0: must be at least 1")
     shared = tmp_path / "shared.txt"
     shared.write_text("kept\n")
     refused(elxpk("job", "inspect", "run-1", "--kubeconfig", str(shared), "--out", str(shared), env=config),
@@ -424,4 +424,4 @@ def test_an_empty_value_is_refused_on_every_option_of_every_command(capsys):
         for value in ("", "   "):
             code = main([*path, option, value])
             err = capsys.readouterr().err
-            assert code == 2 and f"error: {option}: empty" in err, (path, option, err)
+            assert code == 2 and f"error: {option} {value!r}: empty" in err, (path, option, err)

@@ -83,7 +83,7 @@ def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
     values = {"checkpoint_dir": "gs://bkt/q/run-a", "checkpoint_period": "50", "elastic_min_slice_count": "2",
               "elastic_timeout_seconds": "120", "elastic_max_retries": "10", "steps": "2000",
               "compilation_cache_dir": "gs://bkt/q/cache"}
-    mapped = [f for f in exposed(LAUNCHER_FLAG) if f.metadata["maxtext"]]
+    mapped = [f for f in exposed(LAUNCHER_FLAG) if f.maxtext]
     assert set(values) == {f.name for f in mapped}, "a new launcher setting needs a case here"
     flags = [f"{flag_name(name)}={value}" for name, value in values.items()]
     command = f"{TRAIN} {GRAIN}"
@@ -94,12 +94,12 @@ def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
         if f.name == "checkpoint_dir":  # MaxText derives checkpoint_dir from these two
             assert (added["base_output_directory"], added["run_name"]) == ("gs://bkt/q", "run-a")
         else:
-            assert added[f.metadata["maxtext"]] == values[f.name]
+            assert added[f.maxtext] == values[f.name]
     assert result.err == ""  # grain with the elastic iterator: no data-order warning
 
 
 def test_a_launcher_setting_without_a_maxtext_key_is_env_only(cli):
-    unmapped = [f.name for f in exposed(LAUNCHER_FLAG) if not f.metadata["maxtext"]]
+    unmapped = [f.name for f in exposed(LAUNCHER_FLAG) if not f.maxtext]
     assert "stall_timeout_seconds" in unmapped
     command = f"{TRAIN} {GRAIN}"
     result = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", command,

@@ -50,7 +50,7 @@ def test_xpk_accepted_inputs_are_rejected_all_at_once():
     assert found[0].startswith("--max-restarts 'abc': not a whole number")
     assert found[1].startswith("--termination-grace-period-seconds 'abc': not a whole number")
     assert found[2].startswith("--elastic-slices 5: must be below --num-slices (2)")
-    assert errors(num_slices="0")[0].startswith("--num-slices 0: must be 1 or more")
+    assert errors(num_slices="0")[0].startswith("--num-slices 0: must be at least 1")
     assert errors(elastic_slices="-1", num_slices="3")[0].startswith("--elastic-slices -1: must be 0 or more")
 
 

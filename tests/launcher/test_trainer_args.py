@@ -23,7 +23,7 @@ def problems(command: str, **flags: object) -> list[str]:
 
 
 @pytest.mark.parametrize(("command", "says"), [
-    ("--steps abc", "--command: --steps 'abc': must be a whole number"),
+    ("--steps abc", "--command: --steps 'abc': not a whole number; give a whole number, at least 1"),
     ("--steps 0", "--command: --steps"),
     ("--frobnicate 3", "the trainer refuses it: unrecognized arguments: --frobnicate 3"),
     ("positional", "unrecognized arguments: positional"),

@@ -73,7 +73,7 @@ def test_trainer_config_is_built_directly_with_the_local_model():
     assert config_from_args(config_flags(cfg)) == cfg
 
 
-@pytest.mark.parametrize(("arg", "says"), [("--d-model=abc", "--trainer-arg=--d-model 'abc': must be a whole number"),
+@pytest.mark.parametrize(("arg", "says"), [("--d-model=abc", "--trainer-arg=--d-model 'abc': not a whole number; give a whole number, at least 1"),
                                            ("--steps=5", "--trainer-arg '--steps=5': use --NAME=VALUE"),
                                            ("--no-such=1", "--trainer-arg '--no-such=1'")])
 def test_trainer_args_are_checked_by_the_table(arg, says):

@@ -415,3 +415,15 @@ def test_two_workloads_in_one_run_dir_are_reported_apart_by_run_id(tmp_path, cli
     assert code == 0 and out.startswith("this report is of run id uid-second") and "uid-first: 2 sessions" in out
     code, data = cli_json("report", write_run(tmp_path / "one", first), "--no-png")  # one workload: as before
     assert code == 0 and data["earlier_workloads"] == [] and data["sessions"] == 2
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_bad_output_format_is_read_with_the_other_flags(tmp_path, cli, command):
+    # -o is one of the command's flags: its line comes with the others', not alone before them.
+    run_dir = write_run(tmp_path / "run", ONE_KILL)
+    other = ["--png", tmp_path / "r.png", "--no-png"] if command == "report" else [run_dir, "--rtol", "-1"]
+    code, out, err = cli(command, run_dir, *other, "-o", "yaml")
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 2, err
+    assert lines[0] == "error: -o/--output 'yaml': use text or json"
+    assert not (tmp_path / "r.png").exists()

@@ -217,7 +217,7 @@ def test_elasticity_without_pathways_is_refused():
 
 @pytest.mark.parametrize(("settings", "message"), [
     ({"checkpoint_period": 0}, "--checkpoint-period 0: must be at least 1"),
-    ({"checkpoint_period": "abc"}, "--checkpoint-period 'abc': must be a whole number"),
+    ({"checkpoint_period": "abc"}, "--checkpoint-period 'abc': not a whole number; give a whole number, at least 1"),
     ({"elastic_timeout_seconds": 0}, "--elastic-timeout-seconds 0: must be at least 1"),
     ({"elastic_max_retries": 0}, "--elastic-max-retries 0: must be at least 1"),
     ({"elastic_min_slice_count": 0}, "--elastic-min-slice-count 0: MaxText needs at least 1 or -1 (elastic_utils"),

@@ -201,3 +201,17 @@ def test_plan_and_hint_import_no_heavy_modules():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_trainer_settings_are_read_with_every_other_flag(capsys):
+    # --num-slices, --max-to-keep and --checkpoint-period are rows read by the contract's rule, all at once
+    # with plan's own: one line each, in the trainer's words, exit 2.
+    code, out, err = run_plan(example_with(["--num-slices", "abc", "--max-to-keep", "1", "--checkpoint-period",
+                                            "0", "--step-time", "soon"]), capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "error: --num-slices 'abc': not a whole number; give a whole number, at least 1",
+        "error: --max-to-keep 1: must be at least 2 (keep at least 2 so a corrupt newest checkpoint has a valid "
+        "predecessor)",
+        "error: --checkpoint-period 0: must be at least 1 (steps between checkpoints, e.g. 100)",
+        "error: --step-time 'soon': not a number with a unit; give a duration such as 90s, 2h or 30d"]

@@ -29,8 +29,8 @@ def test_table_has_one_row_per_setting_the_launcher_passes():
     assert len(rows) == len(settings) >= 8
     for row, f in zip(rows, settings, strict=True):
         assert f"`{env_name(f.name)}`" in row.split(" | ")[1]
-        if f.metadata["maxtext"]:
-            assert row.endswith(f"| `{f.metadata['maxtext']}` |")
+        if f.maxtext:
+            assert row.endswith(f"| `{f.maxtext}` |")
 
 
 def test_trainer_docs_do_not_point_outside_the_repository():
@@ -69,4 +69,5 @@ def test_setting_rows_say_what_the_dataclass_fields_say():
     assert list(FIELDS) == [f.name for f in dataclasses.fields(TrainerConfig)]
     for f in dataclasses.fields(TrainerConfig):
         row = FIELDS[f.name]
-        assert (row.type, row.default, dict(row.metadata)) == (f.type, f.default, dict(f.metadata)), f.name
+        assert (row.type, row.default, row._asdict()) == (f.type, f.default, {
+            "name": f.name, "type": f.type, "default": f.default, **f.metadata}), f.name

@@ -66,7 +66,7 @@ def test_trainer_blank_path_setting_exits_2_and_touches_nothing(tmp_path, name, 
                               ([], {"ELXPK_" + name.upper(): blank}, "ELXPK_" + name.upper())):
         proc = _run(["-m", "trainer", *TINY, *argv], work, env)
         _refused(proc, source)
-        assert "must not be empty or blank" in proc.stderr
+        assert "empty (or only spaces); give a value or leave it unset" in proc.stderr
         assert _snapshot(tmp_path) == before
 
 

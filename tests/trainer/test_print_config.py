@@ -66,10 +66,15 @@ def test_print_config_is_an_action_not_a_setting():
     assert parse_command_line(["--seed", "3"], {})[1] == frozenset()
 
 
+# A setting's value that is no number, in the words every reader uses (elxpk_contract.setting_rules.not_a_number).
+_NOT_WHOLE = ("{} '1.5': not a whole number; give a whole number, at least 1 (whole seconds to wait for slices on "
+              "each attempt, e.g. 300)")
+
+
 @pytest.mark.parametrize("argv, env, message", [
     (["--seed", "-1"], {}, "--seed -1: must be from 0 to 4294967295"),
-    (["--elastic-timeout-seconds", "1.5"], {}, "--elastic-timeout-seconds '1.5': must be a whole number"),
-    ([], {"ELXPK_ELASTIC_TIMEOUT_SECONDS": "1.5"}, "ELXPK_ELASTIC_TIMEOUT_SECONDS '1.5': must be a whole number"),
+    (["--elastic-timeout-seconds", "1.5"], {}, _NOT_WHOLE.format("--elastic-timeout-seconds")),
+    ([], {"ELXPK_ELASTIC_TIMEOUT_SECONDS": "1.5"}, _NOT_WHOLE.format("ELXPK_ELASTIC_TIMEOUT_SECONDS")),
     ([], {"ELXPK_SEED": "-1"}, "ELXPK_SEED -1: must be from 0 to 4294967295"),  # names where the value came from
     (["--num-slices", "3", "--elastic-min-slice-count", "3", "--global-batch", "12"], {},
      "--elastic-min-slice-count 3: use -1 (wait for all 3 slices) or 1..2 (resize onto the survivors)"),
@@ -87,7 +92,7 @@ def test_print_config_refuses_bad_settings_like_a_run(argv, env, message):
 @pytest.mark.parametrize("name, raw, message", [
     ("seed", "-1", "--seed -1: must be from 0 to 4294967295"),
     ("seed", -1, "--seed -1: must be from 0 to 4294967295"),
-    ("elastic_timeout_seconds", "1.5", "--elastic-timeout-seconds '1.5': must be a whole number"),
+    ("elastic_timeout_seconds", "1.5", _NOT_WHOLE.format("--elastic-timeout-seconds")),
     ("elastic_timeout_seconds", 0, "--elastic-timeout-seconds 0: must be at least 1 (whole seconds to wait for "
                                    "slices on each attempt, e.g. 300)"),
     # unit=SECONDS (row metadata, not the name) words a duration's lower bound; revive_after has no unit

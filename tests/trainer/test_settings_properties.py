@@ -28,7 +28,7 @@ from elxpk_contract.settings import FIELDS, env_name, flag_name
 CORPUS = json.loads((Path(__file__).parent / "corpus" / "trainer_settings.json").read_text(encoding="utf-8"))
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
-ROWS = sorted(name for name, f in FIELDS.items() if not f.metadata["internal"])
+ROWS = sorted(name for name, f in FIELDS.items() if not f.internal)
 
 HOSTILE = ["", " ", "\t", "\n", "\x00", "a\x00b", "-1", "0", "1", "2", "-0", "1e400", "-1e400", "inf", "-inf",
            "nan", "1.5", "1e-400", "0x10", "1_000", "99999999999999999999999", "9" * 4400, "true", "yes", "none",
@@ -37,7 +37,7 @@ HOSTILE = ["", " ", "\t", "\n", "\x00", "a\x00b", "-1", "0", "1", "2", "-0", "1e
 values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40),
                    st.integers(min_value=-(2**70), max_value=2**70).map(str),
                    st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                   st.sampled_from([c for f in FIELDS.values() for c in f.metadata["choices"]]))
+                   st.sampled_from([c for f in FIELDS.values() for c in f.choices]))
 
 
 def _main(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
