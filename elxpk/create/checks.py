@@ -28,6 +28,7 @@ from elxpk.create.cross_rules import (
     restart_codes,
     slice_rules,
 )
+from elxpk.create.dialect import pathways_off
 from elxpk.create.failure_policy import backoff_limit_problem
 from elxpk.create.flag_values import FlagValues
 from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, flag
@@ -236,13 +237,15 @@ class FlagChecker(FlagValues):
         command = self.text("command")
         if command is not None and not command.strip():
             command = None
-        # gcluster's spelling leaves Pathways off unless --pathways, and its dialect asks for that: a line
-        # telling the user to drop the --no-pathways they never typed is not made.
+        # gcluster's spelling leaves Pathways off unless --pathways: the line says so (dialect.pathways_off), not
+        # to drop the --no-pathways the user never typed.
         told = gpu or typed("no_pathways")
         drops = flag("headless")  # as the command spells it (gcluster's --pathways-headless)
         if headless and not pathways:
             if told:
                 err(f"{drops}: only with Pathways (it drops the user container); drop {multi} or {drops}")
+            else:
+                self.errors += pathways_off(drops)
         elif headless:
             if kind:
                 err(f"--trainer {kind}: needs the user container that {drops} drops; drop one of them")
@@ -262,10 +265,12 @@ class FlagChecker(FlagValues):
         elif command is None and not maxtext:  # maxtext: settings_destination names --trainer maxtext
             err(f"--command: required unless {drops} (Pathways without a user container) or --trainer; "
                 "e.g. --command 'python3 train.py'")
-        if not pathways and told:
+        if not pathways:
             for key in _PATHWAYS_ONLY:
-                if self.given(key):
+                if self.given(key) and told:
                     err(f"{flag(key)}: only for Pathways workloads; drop it or drop {multi}")
+                elif self.given(key):
+                    self.errors += pathways_off(flag(key))
         return Shape(pathways, headless, trainer, maxtext, command)
 
     def settings_destination(self, shape: Shape, elastic_slices: int, settings: Settings, env: Env) -> str | None:

@@ -66,8 +66,7 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     spellings = [(key, alias.spelling) for key, (_, alias) in ALIASES.items()] + [(f.name, f.flag) for f in FLAGS]
     for key, spelling in spellings:  # gcluster: "pathways flags specified but --pathways flag is missing"
         if spelling.startswith("--pathways-") and _given(flags.get(key)) and not pathways:
-            problems.append(f"{spelling}: needs --pathways (gcluster renders a plain JobSet without it); "
-                            "add --pathways or drop the flag")
+            problems.append(_needs_pathways(spelling))
     if pathways and not _given(flags.get("pathways_gcs_location")):
         problems.append("--pathways-gcs-location: required with --pathways (gcluster's rule: where Pathways keeps "
                         "its scratch files); e.g. --pathways-gcs-location gs://my-bucket/pathways-tmp")
@@ -101,6 +100,16 @@ def _spoken(flags: Mapping[str, Any]) -> Spoken:
         rows["namespace"] = "--gke-namespace"
     asked = {"tpu_type": "" if _given(flags.get("compute_type")) else _ASK_MACHINE}
     return Spoken(rows, asked, frozenset() if flags.get("no_pathways") else frozenset({"no_pathways"}))
+
+
+def pathways_off(spelling: str) -> list[str]:
+    """The line for a Pathways-only flag in a gcluster command without --pathways (Pathways is off, not
+    --no-pathways typed): none for a --pathways-* spelling, which resolve() reported already."""
+    return [] if spelling.startswith("--pathways-") else [_needs_pathways(spelling)]
+
+
+def _needs_pathways(spelling: str) -> str:
+    return f"{spelling}: needs --pathways (gcluster renders a plain JobSet without it); add --pathways or drop the flag"
 
 
 def _read(row: Flag, alias: Alias, value: Any, problems: list[str]) -> Any:
