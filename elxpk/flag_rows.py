@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from elxpk.units import parse_duration, parse_size
@@ -101,7 +102,9 @@ class Flag(NamedTuple):
 
     @property
     def flag(self) -> str:
-        return self.spelling or "--" + self.name.replace("_", "-")
+        """The flag as the command being read spells it (`Spoken`): gcluster's `--restarts` for
+        --max-restarts in a gcluster command, else the row's own spelling."""
+        return _spoken().rows.get(self.name) or self.spelling or "--" + self.name.replace("_", "-")
 
     @property
     def shown_default(self) -> str | None:
@@ -210,6 +213,52 @@ class Flag(NamedTuple):
 
     def _why(self) -> str:
         return f" ({self.fix})" if self._fix() else ""
+
+
+class Spoken(NamedTuple):
+    """How the command being read spells its rows where that is not the rows' own spelling (a gcluster
+    command's `--restarts` for --max-restarts, elxpk/create/dialect.py `spoken` decides it). `workload
+    create` reads its flags within it (`speaking`), so every message names a flag as the user typed it:
+    `Flag.flag`, and `spelled` for a line that names a row of another room's table."""
+
+    rows: Mapping[str, str] = {}  # a row's name -> its spelling in this command
+    asked: Mapping[str, str] = {}  # a required row's name -> the line that asks for it here ("": asked already)
+    implied: frozenset[str] = frozenset()  # rows the dialect set and the user did not type (gcluster's --no-pathways)
+
+
+_PLAIN = Spoken()  # every row by its own spelling: any command but a `workload create` being checked
+_SPOKEN: ContextVar[Spoken | None] = ContextVar("spoken", default=None)
+
+
+def _spoken() -> Spoken:
+    return _SPOKEN.get() or _PLAIN
+
+
+def speaking(spoken: Spoken, read: Callable[[], Any]) -> Any:
+    """`read()` with its messages made in `spoken`'s spellings."""
+    token = _SPOKEN.set(spoken)
+    try:
+        return read()
+    finally:
+        _SPOKEN.reset(token)
+
+
+def spelled(name: str) -> str:
+    """The flag of the row `name` (spelled --NAME in its table) as the command being read spells it."""
+    return _spoken().rows.get(name) or "--" + name.replace("_", "-")
+
+
+def typed(name: str) -> bool:
+    """Whether the user may have typed the row `name`: False where the command's dialect set it (a line
+    telling the user to drop it would name a flag they never typed)."""
+    return name not in _spoken().implied
+
+
+def required_line(row: Flag) -> str:
+    """The line asking for a required row left out: its dialect's ("" where the dialect asked already), else
+    "--flag: required; FIX" (FIX's {flag} is the flag as spelled)."""
+    asked = _spoken().asked
+    return asked[row.name] if row.name in asked else f"{row.flag}: required; {row.required.format(flag=row.flag)}"
 
 
 def _unquoted(exc: ValueError, raw: Any) -> str:

@@ -36,6 +36,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from elxpk_contract.setting_rules import said
+
 POINTS = ("step", "mid", "data", "save", "restore", "hang", "sick")
 
 _SPEC = re.compile(
@@ -85,7 +87,7 @@ class FaultSchedule:
             match = _SPEC.match(spec)
             if not match:
                 errors.append(
-                    f"--fault {raw!r}: expected K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP, "
+                    f"{said('fault')} {raw!r}: expected K@STEP, K@mid:STEP, K@data:STEP, K@save:STEP, K@hang:STEP, "
                     "K@sick:STEP or K@restore, optionally with +REVIVE_STEP (e.g. 1@120, 1@mid:120, 1@save:100, "
                     "1@hang:60, 1@sick:60+80, 0@restore, 1@50+80)"
                 )
@@ -93,19 +95,19 @@ class FaultSchedule:
             point = match["point"] or "step"
             step = match["step"] if point == "step" else match["pstep"]
             if point in ("mid", "data", "save", "hang", "sick") and step is None:
-                errors.append(f"--fault {raw!r}: {point} needs a step, e.g. 1@{point}:100")
+                errors.append(f"{said('fault')} {raw!r}: {point} needs a step, e.g. 1@{point}:100")
                 continue
             if point == "restore" and step is not None:
-                errors.append(f"--fault {raw!r}: restore takes no step; use 1@restore")
+                errors.append(f"{said('fault')} {raw!r}: restore takes no step; use 1@restore")
                 continue
             revive = int(match["revive"]) if match["revive"] is not None else None
             at = int(step) if step is not None else None
             if revive is not None and at is not None and revive <= at:
-                errors.append(f"--fault {raw!r}: the revive step {revive} must come after step {at}")
+                errors.append(f"{said('fault')} {raw!r}: the revive step {revive} must come after step {at}")
                 continue
             faults.append(Fault(int(match["slice"]), point, at, revive, spec))
         if revive_after is not None and not revive_after >= 0:
-            errors.append(f"--revive-after {revive_after!r}: must be a number of seconds >= 0")
+            errors.append(f"{said('revive_after')} {revive_after!r}: must be a number of seconds >= 0")
         if errors:
             raise ValueError("\n".join(errors))
         return cls(tuple(faults), revive_after)
@@ -117,20 +119,20 @@ class FaultSchedule:
         found = []
         for f in self.faults:
             if f.point == "sick" and f.revive_at_step is None and self.revive_after is None:
-                found.append(f"--fault {f.spec!r}: a sick slice is refused when it comes back, so it must come "
-                             f"back: add a revive step, e.g. {f.spec}+{(f.step or 0) + 1}, or give --revive-after")
+                found.append(f"{said('fault')} {f.spec!r}: a sick slice is refused when it comes back, so it must come "
+                             f"back: add a revive step, e.g. {f.spec}+{(f.step or 0) + 1}, or give {said('revive_after')}")
             if f.slice >= num_slices:
-                found.append(f"--fault {f.spec!r}: slice {f.slice} does not exist (slices are 0..{num_slices - 1})")
+                found.append(f"{said('fault')} {f.spec!r}: slice {f.slice} does not exist (slices are 0..{num_slices - 1})")
             if steps is None:
                 continue
             last = steps if f.point == "save" else steps - 1
             if f.step is not None and f.step > last:
                 what = "no checkpoint is saved at or after step {} with" if f.point == "save" else \
                     "step {} is never reached with"
-                found.append(f"--fault {f.spec!r}: {what.format(f.step)} --steps {steps}; use a step up to {last}")
+                found.append(f"{said('fault')} {f.spec!r}: {what.format(f.step)} {said('steps')} {steps}; use a step up to {last}")
             elif f.revive_at_step is not None and f.revive_at_step > steps - 1:
-                found.append(f"--fault {f.spec!r}: the revive step {f.revive_at_step} is never reached with "
-                             f"--steps {steps}; revive at a step up to {steps - 1}")
+                found.append(f"{said('fault')} {f.spec!r}: the revive step {f.revive_at_step} is never reached with "
+                             f"{said('steps')} {steps}; revive at a step up to {steps - 1}")
         return found
 
     def __bool__(self) -> bool:

@@ -12,6 +12,8 @@ instructions a start). elxpk_contract.settings re-exports every name here. Stand
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from elxpk_contract.bucket_names import gcs_url_problem
@@ -27,7 +29,31 @@ SECONDS = "seconds"  # the `unit` of a duration setting: its messages and the la
 
 
 def flag_name(name: str) -> str:
+    """The trainer's own flag of the setting `name` (its command line, `python -m trainer --help`)."""
     return "--" + name.replace("_", "-")
+
+
+# How the command the user typed takes each setting, for the messages: the trainer's own flags unless a
+# launcher command runs the trainer's checks in process with flags of its own (`elxpk local run`:
+# --kill-slice, --trainer-arg=--NAME). One command a process, set at its entry, so a module value, not a
+# ContextVar: the trainer's threads (data, watchdog, orbax) build messages too.
+_namer: Callable[[str], str] = flag_name
+
+
+def said(name: str) -> str:
+    """The flag of the setting `name` in a message: as the command the user typed takes it."""
+    return _namer(name)
+
+
+@contextmanager
+def named_by(namer: Callable[[str], str]) -> Iterator[None]:
+    """Within the block, every message names a setting by `namer` (the command's spelling)."""
+    global _namer
+    before, _namer = _namer, namer
+    try:
+        yield
+    finally:
+        _namer = before
 
 
 def env_name(name: str) -> str:
@@ -59,7 +85,7 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
     `local run` and the trainer call this, so all three refuse the same values with the same message.
     """
     f = FIELDS[name]
-    source = source or flag_name(name)
+    source = source or said(name)
     if isinstance(raw, str) and not raw.strip() and f.type != "float | None":  # there "" is None: "never"
         return None, blank_problem(source, raw)
     try:
@@ -73,7 +99,7 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
 def bounds_problem(name: str, value: Any, source: str | None = None) -> str | None:
     """The bounds and choices of the table, as one message; None when `value` is within them."""
     f = FIELDS[name]
-    meta, source = f, source or flag_name(name)
+    meta, source = f, source or said(name)
     if value is None or isinstance(value, (bool, tuple)):
         return None
     if meta.choices and value not in meta.choices:
@@ -144,10 +170,10 @@ def cross_problems(num_slices: int, min_slice_count: int) -> list[str]:
     if k == ALL_SLICES:
         return []
     if num_slices < 2:
-        return [f"--elastic-min-slice-count {k}: use -1 (wait for the only slice); resizing needs "
-                "--num-slices 2 or more"]
+        return [f"{said('elastic_min_slice_count')} {k}: use -1 (wait for the only slice); resizing needs "
+                f"{said('num_slices')} 2 or more"]
     if not 1 <= k <= num_slices - 1:
-        return [f"--elastic-min-slice-count {k}: use -1 (wait for all {num_slices} slices) or "
+        return [f"{said('elastic_min_slice_count')} {k}: use -1 (wait for all {num_slices} slices) or "
                 f"1..{num_slices - 1} (resize onto the survivors)"]
     return []
 

@@ -43,8 +43,10 @@ from elxpk_contract.setting_rules import (
     env_name,
     exposed,
     flag_name,
+    named_by,
     plain_number_text,
     redundant_min_slice_count,
+    said,
     setting,
     slices_waited_for,
 )
@@ -53,7 +55,7 @@ from elxpk_contract.step_names import ascii_number
 __all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", "REMAT_POLICIES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG",
            "RECOVERIES", "SECONDS", "Setting", "TrainerConfig", "bounds_problem", "bounds_text", "check_setting",
            "convert_setting", "cross_problems", "default", "env_name", "exposed", "flag_name",
-           "plain_number_text", "redundant_min_slice_count", "setting", "slices_waited_for"]
+           "named_by", "plain_number_text", "redundant_min_slice_count", "said", "setting", "slices_waited_for"]
 
 # jax.experimental.topologies' names of a TPU slice: v5e:4x4, v5p:2x2x2 (ASCII only: \d takes any digit).
 _TPU_SLICE = re.compile(r"[a-z][a-z0-9]{1,9}:[0-9]{1,4}(x[0-9]{1,4}){1,2}", re.ASCII)
@@ -267,13 +269,13 @@ class TrainerConfig:
         p = [m for f in dataclasses.fields(self) if (m := bounds_problem(f.name, getattr(self, f.name)))]
         p.extend(cross_problems(self.num_slices, self.elastic_min_slice_count))
         if "://" in self.run_dir and not self.run_dir.startswith("gs://"):
-            p.append(f"--run-dir {self.run_dir!r:.200}: the records go to a local directory or to gs://; give "
+            p.append(f"{said('run_dir')} {self.run_dir!r:.200}: the records go to a local directory or to gs://; give "
                      "one of those, e.g. gs://bucket/run")
         if not _TPU_SLICE.fullmatch(self.compile_topology):
-            p.append(f"--compile-topology {self.compile_topology!r:.100}: name a TPU slice as jax does, "
+            p.append(f"{said('compile_topology')} {self.compile_topology!r:.100}: name a TPU slice as jax does, "
                      "GENERATION:TOPOLOGY, e.g. v5e:4x4 or v5p:2x2x2 (elxpk's v5litepod-16 is v5e:4x4)")
         if self.d_model % max(self.n_heads, 1):
-            p.append(f"--n-heads {self.n_heads}: must divide --d-model {self.d_model}")
+            p.append(f"{said('n_heads')} {self.n_heads}: must divide {said('d_model')} {self.d_model}")
         if not self.topology_from_hardware:
             p.extend(self.batch_problems(self.devices_per_slice))
         p.extend(self._controller_problems())
@@ -291,8 +293,8 @@ class TrainerConfig:
         for n in counts:
             if n >= 1 and self.global_batch % (n * max(devices_per_slice, 1)):
                 hint = (f"use a multiple of {self._batch_multiple(devices_per_slice)}" if len(counts) <= 64 else
-                        "use fewer slices or a higher --elastic-min-slice-count")
-                return [f"--global-batch {self.global_batch}: must divide evenly over {n} slice(s) x "
+                        f"use fewer slices or a higher {said('elastic_min_slice_count')}")
+                return [f"{said('global_batch')} {self.global_batch}: must divide evenly over {n} slice(s) x "
                         f"{devices_per_slice} devices{where}; {hint}"]
         return []
 
@@ -300,24 +302,24 @@ class TrainerConfig:
         p = []
         if self.slice_backend != "multi-controller":
             if self.coordinator is not None:
-                p.append(f"--coordinator {self.coordinator}: only with --slice-backend multi-controller")
+                p.append(f"{said('coordinator')} {self.coordinator}: only with {said('slice_backend')} multi-controller")
             return p
         if self.coordinator is None:
             # On a TPU cluster jax detects the process and the process count; a half-given layout is a mistake.
             for name, default in (("process_id", 0), ("num_processes", 1)):
                 if getattr(self, name) != default:
-                    p.append(f"{flag_name(name)} {getattr(self, name)}: give it only together with --coordinator "
+                    p.append(f"{said(name)} {getattr(self, name)}: give it only together with {said('coordinator')} "
                              "(without one, jax detects the processes of the TPU cluster)")
             return p
         host, _, port = self.coordinator.rpartition(":")
         number = ascii_number(port)  # `²` and `٣` pass str.isdigit()
         if not host or number is None or not 0 < number < 65536:
-            p.append(f"--coordinator {self.coordinator!r}: use HOST:PORT, e.g. 127.0.0.1:8476")
+            p.append(f"{said('coordinator')} {self.coordinator!r}: use HOST:PORT, e.g. 127.0.0.1:8476")
         if self.num_processes != self.num_slices:
-            p.append(f"--num-processes {self.num_processes}: must equal --num-slices {self.num_slices} "
-                     "(one slice per process with --coordinator)")
+            p.append(f"{said('num_processes')} {self.num_processes}: must equal {said('num_slices')} {self.num_slices} "
+                     f"(one slice per process with {said('coordinator')})")
         if not 0 <= self.process_id < self.num_processes:
-            p.append(f"--process-id {self.process_id}: must be in 0..{self.num_processes - 1}")
+            p.append(f"{said('process_id')} {self.process_id}: must be in 0..{self.num_processes - 1}")
         return p
 
     @property
@@ -334,7 +336,7 @@ class TrainerConfig:
         """
         problems = []
         if num_slices != self.num_slices:
-            problems.append(f"--num-slices {self.num_slices}: {where} has {num_slices} slice(s); set --num-slices "
+            problems.append(f"{said('num_slices')} {self.num_slices}: {where} has {num_slices} slice(s); set {said('num_slices')} "
                             f"(ELXPK_NUM_SLICES) to {num_slices}")
         problems.extend(self.batch_problems(devices_per_slice, f" ({where} has {devices_per_slice} per slice)"))
         if problems:

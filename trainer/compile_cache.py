@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from elxpk_contract.compile_cache import cache_dir
+from elxpk_contract.setting_rules import said
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -49,7 +50,7 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
     if path.startswith("gs://"):  # before gcsfs is first imported: it reads the emulator's settings once
         from elxpk_storage import gcs_auth  # lazy: a gs:// cache only (google-auth)
 
-        gcs_auth.require_credentials(f"--compilation-cache-dir {path:.200}")
+        gcs_auth.require_credentials(f"{said('compilation_cache_dir')} {path:.200}")
     problem = _unusable(path)
     if problem is not None:
         print(f"warning: --compilation-cache-dir {path}: {problem}; every compile of this run starts from "

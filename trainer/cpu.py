@@ -11,6 +11,7 @@ import re
 import sys
 
 from elxpk_contract.errors import UsageError
+from elxpk_contract.setting_rules import said
 
 _COUNT_FLAG = re.compile(r"--xla_force_host_platform_device_count=\S*")
 
@@ -31,7 +32,7 @@ def ensure_devices(n: int, environ: dict | None = None, *, keep_given: bool = Fa
     have = len(jax.devices())
     if have < n:
         raise UsageError(
-            f"--num-slices x --devices-per-slice needs {n} devices but jax was already imported with {have}; "
+            f"{said('num_slices')} x {said('devices_per_slice')} needs {n} devices but jax was already imported with {have}; "
             f"start a new process, or set XLA_FLAGS=--xla_force_host_platform_device_count={n} "
             "before importing jax"
         )

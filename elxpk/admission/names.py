@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from elxpk.admission.identifiers import LABEL_VALUE_MAX
 from elxpk.admission.violation import as_int
+from elxpk.flag_rows import spelled
 
 MAX_INT32 = 2**31 - 1
 MAX_INT64 = 2**63 - 1
@@ -98,7 +99,7 @@ def workload_name_problem(name: str, *, pathways: bool, num_slices: int, vms_per
         return None
     shape = ("a Pathways workload" if pathways else
              f"a --no-pathways workload of {num_slices} slice(s) x {vms_per_slice} VM(s)")
-    return (f"--workload {name!r} has {len(name)} characters: use at most {limit} for {shape}: JobSet derives "
+    return (f"{spelled('workload')} {name!r} has {len(name)} characters: use at most {limit} for {shape}: JobSet derives "
             f"{culprit} (63 max)")
 
 
@@ -131,7 +132,7 @@ def flag_problems(fields: Mapping[str, object]) -> list[str]:
         if problem:
             problems.append(problem)
     elif isinstance(name, str) and len(name) > LABEL_VALUE_MAX:  # the shape is unknown: the bound of every shape
-        problems.append(f"--workload {name!r} has {len(name)} characters: use at most {LABEL_VALUE_MAX} (it is a "
+        problems.append(f"{spelled('workload')} {name!r} has {len(name)} characters: use at most {LABEL_VALUE_MAX} (it is a "
                         f"label value), and fewer for most shapes")
     docker_name = fields.get("docker_name")
     if isinstance(docker_name, str):
@@ -146,12 +147,11 @@ def _int32_problems(fields: Mapping[str, object], vms: int | None, slices: int |
     """Fields typed `format: int32` in the JobSet CRD (rule 17) that a flag sets, directly or multiplied."""
     problems = []
     why = "JobSet stores it as a 32-bit integer"
-    for key, flag, field in (("max_restarts", "--max-restarts", "failurePolicy.maxRestarts"),
-                             ("ttl_seconds_after_finished", "--ttl-seconds-after-finished", "ttlSecondsAfterFinished"),
-                             ("num_slices", "--num-slices", "replicas")):
+    for key, field in (("max_restarts", "failurePolicy.maxRestarts"),
+                       ("ttl_seconds_after_finished", "ttlSecondsAfterFinished"), ("num_slices", "replicas")):
         value = as_int(fields.get(key))
         if value is not None and value > MAX_INT32:
-            problems.append(f"{flag} {value}: must be at most {MAX_INT32} ({field}: {why})")
+            problems.append(f"{spelled(key)} {value}: must be at most {MAX_INT32} ({field}: {why})")
     if vms and slices and slices <= MAX_INT32 and slices * vms > MAX_INT32:
         problems.append(f"--num-slices {slices}: at most {MAX_INT32 // vms} slices of {vms} VMs (JobSet: replicas x "
                         f"parallelism must not exceed {MAX_INT32})")

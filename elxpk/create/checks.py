@@ -28,11 +28,13 @@ from elxpk.create.cross_rules import (
     restart_codes,
     slice_rules,
 )
+from elxpk.create.dialect import pathways_off
 from elxpk.create.failure_policy import backoff_limit_problem
 from elxpk.create.flag_values import FlagValues
 from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, flag
 from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
+from elxpk.flag_rows import spelled, typed
 from elxpk.output_formats import output_problem
 from elxpk_contract.setting_rules import LAUNCHER_FLAG, check_setting, exposed, flag_name
 from elxpk_contract.setting_rules import default as trainer_default
@@ -161,8 +163,8 @@ class FlagChecker(FlagValues):
     def namespace(self) -> str:
         namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
         problem = namespace_problem(namespace)
-        if problem:
-            self.errors.append(problem)
+        if problem:  # its line (elxpk/cluster/target.py, every verb's) names --namespace; gcluster's is another
+            self.errors.append(spelled("namespace") + problem.removeprefix("--namespace"))
         return namespace
 
     def service_account(self) -> str | None:
@@ -235,31 +237,40 @@ class FlagChecker(FlagValues):
         command = self.text("command")
         if command is not None and not command.strip():
             command = None
+        # gcluster's spelling leaves Pathways off unless --pathways: the line says so (dialect.pathways_off), not
+        # to drop the --no-pathways the user never typed.
+        told = gpu or typed("no_pathways")
+        drops = flag("headless")  # as the command spells it (gcluster's --pathways-headless)
         if headless and not pathways:
-            err(f"--headless: only with Pathways (it drops the user container); drop {multi} or --headless")
+            if told:
+                err(f"{drops}: only with Pathways (it drops the user container); drop {multi} or {drops}")
+            else:
+                self.errors += pathways_off(drops)
         elif headless:
             if kind:
-                err(f"--trainer {kind}: needs the user container that --headless drops; drop one of them")
+                err(f"--trainer {kind}: needs the user container that {drops} drops; drop one of them")
             for key in _XPK_HEADLESS_IGNORES:  # xpk ignores them; so do we, aloud
                 if self.given(key):
-                    self.warnings.append(f"{flag(key)}: ignored, a --headless workload has no user container "
+                    self.warnings.append(f"{flag(key)}: ignored, a {drops} workload has no user container "
                                          "(as in xpk); drop it to silence this")
             for name in _SETTING_NAMES:  # elxpk's own flags: no xpk script passes them, so a mistake
                 if self.given(name):
-                    err(f"{flag_name(name)}: a --headless workload has no user container to pass it to; drop it")
+                    err(f"{flag_name(name)}: a {drops} workload has no user container to pass it to; drop it")
             command = None
         elif trainer:
             command = TRAINER_COMMAND + (f" {command}" if command else "")
             if not self.given("docker_image"):
-                err("--trainer: needs --docker-image, an image built from trainer/Dockerfile "
+                err(f"--trainer: needs {flag('docker_image')}, an image built from trainer/Dockerfile "
                     "(elxpk[trainer] installed)")
         elif command is None and not maxtext:  # maxtext: settings_destination names --trainer maxtext
-            err("--command: required unless --headless (Pathways without a user container) or --trainer; "
+            err(f"--command: required unless {drops} (Pathways without a user container) or --trainer; "
                 "e.g. --command 'python3 train.py'")
         if not pathways:
             for key in _PATHWAYS_ONLY:
-                if self.given(key):
+                if self.given(key) and told:
                     err(f"{flag(key)}: only for Pathways workloads; drop it or drop {multi}")
+                elif self.given(key):
+                    self.errors += pathways_off(flag(key))
         return Shape(pathways, headless, trainer, maxtext, command)
 
     def settings_destination(self, shape: Shape, elastic_slices: int, settings: Settings, env: Env) -> str | None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from elxpk.create.flags import RESERVED_ENV
+from elxpk.create.dialect import pathways_off
+from elxpk.create.flags import RESERVED_ENV, flag
+from elxpk.flag_rows import typed
 from elxpk_contract.setting_rules import (
     LAUNCHER_DERIVED,
     cross_problems,
@@ -37,22 +39,27 @@ class Slices(NamedTuple):
 def slice_rules(n: int, e: int, restarts: int, *, pathways: bool, restarts_given: bool, elastic_given: bool
                 ) -> tuple[Slices, list[str], list[str]]:
     """The slice counts and restart budget over their typed values: (the counts to use, errors, warnings).
-    A refused --elastic-slices counts as 0, so the rules after it do not repeat it."""
+    A refused --elastic-slices counts as 0, so the rules after it do not repeat it. Each line names the
+    flags as the command spells them (`flag`)."""
     errors: list[str] = []
     warnings: list[str] = []
+    elastic, slice_restarts = flag("elastic_slices"), flag("max_slice_restarts")
     if e and e >= n:
-        errors.append(f"--elastic-slices {e}: must be below --num-slices ({n}); at least one slice must survive, "
+        errors.append(f"{elastic} {e}: must be below --num-slices ({n}); at least one slice must survive, "
                       f"so use 0..{n - 1} or raise --num-slices")
         e = 0
     if e and not pathways:
-        errors.append(f"--elastic-slices {e}: needs Pathways; drop --no-pathways or set --elastic-slices 0 "
-                      f"(multi-controller runs restart as a whole, see --max-restarts)")
+        if typed("no_pathways"):
+            errors.append(f"{elastic} {e}: needs Pathways; drop --no-pathways or set {elastic} 0 "
+                          f"(multi-controller runs restart as a whole, see {flag('max_restarts')})")
+        else:  # gcluster's spelling left Pathways off: it needs --pathways
+            errors += pathways_off(elastic)
         e = 0
     if e and restarts == 0:
-        errors.append("--max-slice-restarts 0: an elastic run needs >= 1, otherwise a lost slice is never "
+        errors.append(f"{slice_restarts} 0: an elastic run needs >= 1, otherwise a lost slice is never "
                       "restarted and the run fails; use 1 or more")
     elif not e and restarts_given and not elastic_given:
-        warnings.append("--max-slice-restarts only counts with --elastic-slices > 0; without it each "
+        warnings.append(f"{slice_restarts} only counts with {elastic} > 0; without it each "
                         "slice's Job gets 4 x VMs-per-slice pod restarts, as in xpk")
     return Slices(n, e, restarts), errors, warnings
 
@@ -83,11 +90,11 @@ def pre_start_problems(*, maxtext: bool, checkpoint_dir: str | None) -> list[str
 def restart_codes(raw: str | None, *, headless: bool) -> tuple[tuple[int, ...], list[str]]:
     """--restart-on-exit-codes as in xpk: comma-separated exit codes or ranges (e.g. 1,75-77) that restart
     the group (counted) instead of failing the Job at once; (sorted unique codes, errors)."""
-    flag = "--restart-on-exit-codes"
+    option = "--restart-on-exit-codes"
     if raw is None:
         return (), []
     if headless:
-        return (), [f"{flag}: a --headless workload has no user container whose exit code it could classify; "
+        return (), [f"{option}: a {flag('headless')} workload has no user container whose exit code it could classify; "
                     "drop it"]
     codes: set[int] = set()
     for item in (part.strip() for part in raw.split(",")):
@@ -97,10 +104,10 @@ def restart_codes(raw: str | None, *, headless: bool) -> tuple[tuple[int, ...], 
                 raise ValueError(item)
             first, last = (int(low, 10), int(high, 10)) if sep else (int(item, 10), int(item, 10))
         except ValueError:
-            return (), [f"{flag} {raw!r}: {item!r} is not an exit code; give comma-separated codes or ranges "
+            return (), [f"{option} {raw!r}: {item!r} is not an exit code; give comma-separated codes or ranges "
                         "from 1 to 255, e.g. 1,75-77"]
         if not 1 <= first <= last <= 255:
-            return (), [f"{flag} {raw!r}: {item!r} is outside 1..255 (0 is success, exit codes end at 255); "
+            return (), [f"{option} {raw!r}: {item!r} is outside 1..255 (0 is success, exit codes end at 255); "
                         "e.g. 1,75-77"]
         codes.update(range(first, last + 1))
     return tuple(sorted(codes)), []

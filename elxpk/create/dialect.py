@@ -18,13 +18,15 @@ from typing import Any, NamedTuple
 
 from elxpk.catalog import UnknownGpuType, UnknownTpuType, is_machine_type, lookup, lookup_gpu, lookup_machine
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
-from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, merge_aliases
+from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, Spoken, merge_aliases
 from elxpk.flag_rows import given_value as _given
 
 NAME_LIMIT = 28  # gcluster cmd/job/submit.go: "workload name cannot exceed 28 characters"
 PATHWAYS_NAME_LIMIT = 22  # `<name>-pathways-head-0-0.<name>` must fit a 63-character hostname
 _GCLUSTER_ROWS = tuple(f.name for f in FLAGS if f.dialect == GCLUSTER)
 # --timeout's text as a duration (a leading `-` is gcluster's "forever", taken off first).
+# A gcluster command names its machine with --compute-type: the line that asks for it.
+_ASK_MACHINE = "--compute-type: required; e.g. --compute-type v6e-16, or a GPU machine such as h100-mega-80gb-8"
 _TIMEOUT = BY_NAME["timeout"]._replace(kind=DURATION, default=None,
                                        fix="a duration such as 1h or 10m (negative: forever)")
 
@@ -37,8 +39,7 @@ class Dialect(NamedTuple):
     await_completion: bool = False  # --await-job-completion
     timeout: str | None = None  # --timeout as `workload wait` takes it; None waits forever
     print_manifest: bool = True  # False with --dry-run-out: gcluster writes the file and prints nothing
-
-
+    spoken: Spoken = Spoken()  # how the command spells the rows: the checks' messages name them so
 
 
 def speaks_gcluster(flags: Mapping[str, Any]) -> bool:
@@ -65,8 +66,7 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     spellings = [(key, alias.spelling) for key, (_, alias) in ALIASES.items()] + [(f.name, f.flag) for f in FLAGS]
     for key, spelling in spellings:  # gcluster: "pathways flags specified but --pathways flag is missing"
         if spelling.startswith("--pathways-") and _given(flags.get(key)) and not pathways:
-            problems.append(f"{spelling}: needs --pathways (gcluster renders a plain JobSet without it); "
-                            "add --pathways or drop the flag")
+            problems.append(_needs_pathways(spelling))
     if pathways and not _given(flags.get("pathways_gcs_location")):
         problems.append("--pathways-gcs-location: required with --pathways (gcluster's rule: where Pathways keeps "
                         "its scratch files); e.g. --pathways-gcs-location gs://my-bucket/pathways-tmp")
@@ -75,7 +75,8 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     problems += _name_limit(out.get("workload"), flags, pathways)
     problems += _compute_type(flags, out)
     dialect = Dialect(GCLUSTER, namespace=flags.get("gke_namespace"), await_completion=bool(flags.get(
-        "await_job_completion")), timeout=_timeout(flags, problems), print_manifest=not _given(flags.get("dry_run_out")))
+        "await_job_completion")), timeout=_timeout(flags, problems), print_manifest=not _given(flags.get("dry_run_out")),
+        spoken=_spoken(flags))
     if dialect.namespace is not None and namespace_given:
         problems.append("--gke-namespace and --namespace: one quantity in gcluster's and elxpk's spelling; give one")
     if _given(flags.get("dry_run_out")):
@@ -86,38 +87,29 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     return out, dialect, problems
 
 
-def respell(messages: list[str], flags: Mapping[str, Any]) -> list[str]:
-    """`messages` about rows (they name elxpk's spelling) in the spelling the command used: an alias given
-    names itself (`--pathways-elastic-slices 3: must be below --num-slices`). A --compute-type that did not
-    resolve was reported already, so the missing --tpu-type it leaves is not."""
-    import re  # lazy: only a refused command written in gcluster's spellings gets here
+def _spoken(flags: Mapping[str, Any]) -> Spoken:
+    """How a gcluster command spells the rows, for the checks' messages (elxpk/flag_rows.py `Spoken`): a row
+    by the alias the user typed, else by gcluster's spelling unless typed in elxpk's (a required row given in
+    no spelling is asked for as `--name`, not --workload); the machine asked for as --compute-type, and not at
+    all where a --compute-type given did not resolve (reported already); --no-pathways as implied unless
+    typed (resolve said --pathways is needed)."""
+    typed_rows = {row.name for row, _ in ALIASES.values() if _given(flags.get(row.name))}
+    rows = {row.name: alias.spelling for key, (row, alias) in ALIASES.items()
+            if _given(flags.get(key)) or row.name not in typed_rows}
+    if _given(flags.get("gke_namespace")):
+        rows["namespace"] = "--gke-namespace"
+    asked = {"tpu_type": "" if _given(flags.get("compute_type")) else _ASK_MACHINE}
+    return Spoken(rows, asked, frozenset() if flags.get("no_pathways") else frozenset({"no_pathways"}))
 
-    used = [(row.flag, alias.spelling) for key, (row, alias) in ALIASES.items() if _given(flags.get(key))]
-    if speaks_gcluster(flags):  # a required row given in no spelling is asked for in gcluster's: `--name`, not
-        given_rows = {row.name for row, _ in ALIASES.values() if _given(flags.get(row.name))}  # --workload
-        used += [(row.flag, alias.spelling) for key, (row, alias) in ALIASES.items()
-                 if row.name not in given_rows and not any(_given(flags.get(k)) for k, (r, _) in ALIASES.items()
-                                                           if r.name == row.name)
-                 and alias.spelling.startswith("--")]
-    # In gcluster's spelling Pathways is off unless --pathways, and resolve() said so: a line that tells the
-    # user to drop the --no-pathways they never typed is left out.
-    implied = speaks_gcluster(flags) and not flags.get("no_pathways")
-    out = []
-    for line in messages:
-        if _given(flags.get("compute_type")) and line.startswith(("--tpu-type: required", "--device-type: required")):
-            continue
-        if speaks_gcluster(flags) and line.startswith("--tpu-type: required"):  # the machine, in gcluster's words
-            out.append("--compute-type: required; e.g. --compute-type v6e-16, or a GPU machine such as "
-                       "h100-mega-80gb-8")
-            continue
-        if implied and "drop --no-pathways" in line:
-            continue
-        for flag, spelling in used:
-            line = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", spelling, line)
-        if _given(flags.get("gke_namespace")) and line.startswith("--namespace "):  # the value it was given as
-            line = "--gke-namespace " + line.removeprefix("--namespace ")
-        out.append(line)
-    return out
+
+def pathways_off(spelling: str) -> list[str]:
+    """The line for a Pathways-only flag in a gcluster command without --pathways (Pathways is off, not
+    --no-pathways typed): none for a --pathways-* spelling, which resolve() reported already."""
+    return [] if spelling.startswith("--pathways-") else [_needs_pathways(spelling)]
+
+
+def _needs_pathways(spelling: str) -> str:
+    return f"{spelling}: needs --pathways (gcluster renders a plain JobSet without it); add --pathways or drop the flag"
 
 
 def _read(row: Flag, alias: Alias, value: Any, problems: list[str]) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
 from elxpk.create.flag_checks import CHECKS
 from elxpk.create.flags import BY_NAME, FLAGS, PATHWAYS_RESERVED_ENV, RESERVED_ENV
-from elxpk.flag_rows import read_all
+from elxpk.flag_rows import read_all, required_line
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # text that came from undecodable bytes (os.fsdecode)
@@ -62,8 +62,8 @@ class FlagValues:
         `required`, and its `check` (elxpk/create/flag_checks.py); each problem is one line."""
         row = BY_NAME[key]
         value = self.text(key, row.default)
-        if not value and row.required:
-            self.errors.append(f"{row.flag}: required; {row.required}")
+        if not value and row.required and (line := required_line(row)):
+            self.errors.append(line)
         elif value is not None and row.check and (problem := CHECKS[row.check](value)):
             self.errors.append(f"{row.flag} {value!r}: {problem}")
         return value or ""

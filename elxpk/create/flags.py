@@ -72,7 +72,7 @@ _SPLIT = "gcluster splits it on whitespace, elxpk like a shell (the same for unq
 FLAGS: tuple[Flag, ...] = (
     Flag('workload', TEXT, "JobSet name: a-z, 0-9, '-', starting with a letter; at most 39 characters "
          'for Pathways (the limit of each shape is checked).',
-         required='name the workload, e.g. --workload my-run-1', check='workload_name',
+         required='name the workload, e.g. {flag} my-run-1', check='workload_name',
          doc='JobSet name: `a-z`, `0-9` and `-`, starting with a letter; at most 39 characters for '
          'Pathways, fewer for `--no-pathways` with many slices (see '
          '[Admission](#admission-what-the-cluster-would-refuse))', doc_default='required',

@@ -21,11 +21,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from elxpk.create.checks import parse_create
-from elxpk.create.dialect import Dialect, resolve, respell
+from elxpk.create.dialect import Dialect, resolve
 from elxpk.create.flags import COMMAND_CHECKS
 from elxpk.create.manifest import Manifest
 from elxpk.create.spec import Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
+from elxpk.flag_rows import speaking
 
 # Plain tuples between the stages and to the CLI: a NamedTuple class costs its definition (~0.2 ms) on every
 # start, and `workload create --dry-run` has a start-up budget.
@@ -59,7 +60,7 @@ def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
             offline: bool = False) -> Checked:
     """Stages 1 and 2: every flag checked, before any I/O, or UsageError with one line per problem
     (`offline`: no cluster selection needed, as for the command `elxpk translate` prints)."""
-    return _check(flags, _parse(flags, cluster, offline=offline), output, settings)
+    return _check(_parse(flags, cluster, offline=offline), output, settings)
 
 
 def _parse(flags: Mapping[str, Any], cluster: Any, *, offline: bool) -> Parsed:
@@ -76,15 +77,16 @@ def _parse(flags: Mapping[str, Any], cluster: Any, *, offline: bool) -> Parsed:
     return rows, dialect, target, dialect_problems, target_problems
 
 
-def _check(flags: Mapping[str, Any], parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> Checked:
+def _check(parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> Checked:
     """Every rule of elxpk/create/checks.py over the parsed flags, then the spec; the parse's problems are
-    reported with the check's, in one UsageError (`flags`: as typed, for the messages)."""
+    reported with the check's, in one UsageError, each naming its flags as the command typed them."""
     rows, dialect, target, dialect_problems, target_problems = parsed
-    try:
-        created = parse_create(**{k: v for k, v in rows.items() if k not in COMMAND_CHECKS},
-                               namespace=target.namespace, output_format=output, **settings)
+    given = {k: v for k, v in rows.items() if k not in COMMAND_CHECKS}
+    try:  # the messages name each flag as the command spells it (gcluster's --restarts: dialect.spoken)
+        created = speaking(dialect.spoken, lambda: parse_create(**given, namespace=target.namespace,
+                                                                output_format=output, **settings))
     except UsageError as exc:
-        raise UsageError(*dialect_problems, *respell(exc.messages, flags), *target_problems) from None
+        raise UsageError(*dialect_problems, *exc.messages, *target_problems) from None
     if dialect_problems or target_problems:
         raise UsageError(*dialect_problems, *target_problems)
     return created, dialect, target, rows

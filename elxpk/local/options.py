@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,15 @@ from elxpk.local import flags as table
 from elxpk.local.flags import DEFAULT_CHECKPOINT_PERIOD, DEFAULT_KILL_STEP, DEFAULT_STEPS
 from elxpk_contract.faults import FaultSchedule
 from elxpk_contract.presets import MODEL_PRESETS
-from elxpk_contract.settings import ALL_SLICES, FIELDS, TrainerConfig, check_setting, default, flag_name
+from elxpk_contract.settings import (
+    ALL_SLICES,
+    FIELDS,
+    TrainerConfig,
+    check_setting,
+    default,
+    flag_name,
+    named_by,
+)
 
 DEFAULT_REVIVE_AFTER: float = table.default("revive_after")
 # The wait for slices probes this often: a short poll keeps the local recovery snappy.
@@ -136,32 +143,22 @@ class LocalRunOptions:
         return opts
 
 
-_FLAG = re.compile(r"(?<![\w=-])--([a-z][a-z0-9-]*)")
 # The trainer settings `local run` has a flag for, as it spells them: its rows of the same name, and --kill-slice
 # (the trainer's --fault); the rest of what it sets itself has no flag here.
 _LOCAL_SPELLING = {"fault": "--kill-slice", **{row.name: row.flag for row in table.ROWS if row.name in FIELDS}}
 
 
-def local_words(message: str) -> str:
-    """A trainer message with each trainer flag named as `local run` takes it: its own flags as they are,
-    every other setting as --trainer-arg=--NAME."""
-
-    def spell(match: re.Match) -> str:
-        name = match.group(1).replace("-", "_")
-        if name in _LOCAL_SPELLING:
-            return _LOCAL_SPELLING[name]
-        return f"--trainer-arg=--{match.group(1)}" if name in FIELDS and name not in _OWN else match.group(0)
-
-    return _FLAG.sub(spell, message)
+def local_name(name: str) -> str:
+    """The trainer setting `name` as `local run` takes it: its own flags as they are, every other setting as
+    --trainer-arg=--NAME (what it sets itself without a flag keeps the trainer's name)."""
+    if name in _LOCAL_SPELLING:
+        return _LOCAL_SPELLING[name]
+    return f"--trainer-arg={flag_name(name)}" if name in FIELDS and name not in _OWN else flag_name(name)
 
 
-@contextlib.contextmanager
-def in_local_words() -> Iterator[None]:
-    """Re-raise the trainer's UsageError with its flags named as `local run` takes them."""
-    try:
-        yield
-    except UsageError as exc:
-        raise UsageError(*(local_words(m) for m in str(exc).splitlines())) from None
+def in_local_words() -> contextlib.AbstractContextManager[None]:
+    """The trainer's checks and run within it name their settings as `local run` takes them."""
+    return named_by(local_name)
 
 
 def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:
@@ -220,9 +217,9 @@ def _trainer_grammar(spec: str, num_slices: int | None, steps: int | None, reviv
     """The trainer's fault grammar (K@S, K@mid:S, K@save:S, K@data:S, K@hang:S, K@sick:S, K@restore,
     +REVIVE): the contract's checks, named as this command's flag."""
 
-    try:
-        schedule = FaultSchedule.parse([spec], revive_after)
-    except ValueError as exc:
-        return [line.replace("--fault", "--kill-slice", 1) for line in str(exc).splitlines()]
-    found = schedule.problems(num_slices, steps) if num_slices is not None else []
-    return [p.replace("--fault", "--kill-slice", 1) for p in found]
+    with in_local_words():
+        try:
+            schedule = FaultSchedule.parse([spec], revive_after)
+        except ValueError as exc:
+            return str(exc).splitlines()
+        return schedule.problems(num_slices, steps) if num_slices is not None else []

@@ -12,6 +12,7 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from elxpk.flag_rows import spelled, typed
 from elxpk.maxtext import command as cmd
 from elxpk.maxtext import data_rules
 from elxpk.maxtext.keys import (
@@ -89,10 +90,11 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
     errors: list[str] = []
     warnings: list[str] = []
     wants, checkpoints = _wanted(settings, pathways=pathways, elastic=elastic, errors=errors)
-    if elastic and not pathways:
-        errors.append("--no-pathways with --elastic-slices: MaxText trains elastically only on Pathways "
+    elastic_flag = spelled("elastic_slices")  # as the command spells it (gcluster's --pathways-elastic-slices)
+    if elastic and not pathways and typed("no_pathways"):  # else the dialect asked for --pathways already
+        errors.append(f"--no-pathways with {elastic_flag}: MaxText trains elastically only on Pathways "
                       "(types.py: elastic training requires enable_single_controller=true); "
-                      "drop --no-pathways or use --elastic-slices 0")
+                      f"drop --no-pathways or use {elastic_flag} 0")
     try:
         found = cmd.find_invocations(user_command)
     except cmd.CommandError as exc:
@@ -127,15 +129,17 @@ def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
     unknown = sorted(set(settings) - set(DIRECT) - set(DERIVED) - {"checkpoint_dir", "compilation_cache_dir"})
     if unknown:
         raise ValueError(f"no MaxText mapping for setting(s) {', '.join(unknown)}")
-    state = "on (--elastic-slices >= 1)" if elastic else "off (--elastic-slices 0)"
+    elastic_flag = spelled("elastic_slices")
+    state = f"on ({elastic_flag} >= 1)" if elastic else f"off ({elastic_flag} 0)"
     wants = [_Want("elastic_enabled", elastic, f"elastic training {state}",
-                   "set elasticity with --elastic-slices, not in --command")]
+                   f"set elasticity with {elastic_flag}, not in --command")]
     if pathways:
         wants.append(_Want("enable_single_controller", True, "Pathways",
                            "drop it from --command (or use --no-pathways)"))
     else:
         wants.append(_Want("enable_single_controller", False, "--no-pathways",
-                           "drop it from --command (or drop --no-pathways)"))
+                           # gcluster's spelling implies --no-pathways: no advice to drop what was not typed
+                           "drop it from --command" + (" (or drop --no-pathways)" if typed("no_pathways") else "")))
     given: dict[str, object] = {}
     for name in ("checkpoint_dir", *DIRECT):
         raw = settings.get(name)

@@ -107,6 +107,24 @@ def test_every_pathways_spelling_needs_pathways(key, cli):
     assert any(line.startswith(f"error: {alias.spelling}: needs --pathways") for line in done.error_lines), done.err
 
 
+# The rows only a Pathways workload takes, whose gcluster spelling is --pathways-* (--max-slice-restarts is
+# only a warning without elastic slices).
+_PATHWAYS_ROWS = sorted(row.name for row, alias in table.ALIASES.values()
+                        if alias.spelling.startswith("--pathways-") and row.name != "max_slice_restarts")
+
+
+@pytest.mark.parametrize("name", _PATHWAYS_ROWS)
+def test_elxpks_spelling_of_a_pathways_flag_in_a_gcluster_command_needs_pathways_too(name, cli):
+    """Pathways is off in gcluster's spelling unless --pathways: the line names the flag as typed and asks for
+    --pathways, never to drop the --no-pathways the user did not type."""
+    row = table.BY_NAME[name]
+    done = cli("workload", "create", *GCLUSTER, "--num-slices", "3", row.flag, *_value(row), "--dry-run")
+    assert done.code == 2 and done.out == ""
+    assert f"error: {row.flag}: needs --pathways (gcluster renders a plain JobSet without it); add --pathways or " \
+           "drop the flag" in done.error_lines, done.err
+    assert "--no-pathways" not in done.err
+
+
 @pytest.mark.parametrize("compute, topology, field, expected", [
     ("v6e-16", None, "gke-tpu-topology", "4x4"),  # TPU shorthand
     ("ct6e-standard-4t", "4x4", "gke-tpu-topology", "4x4"),  # GCE machine type with --topology

@@ -95,3 +95,19 @@ def test_a_run_dir_url_is_refused_by_local_run(run_dir):
         LocalRunOptions.from_flags(**flags(run_dir=run_dir))
     (message,) = info.value.messages
     assert message.startswith(f"--run-dir {run_dir}: `elxpk local run` needs a local directory"), message
+
+
+def test_trainer_messages_are_made_in_local_runs_words_only_within_it():
+    """The trainer's checks name each setting as the command that runs them takes it: `local run` sets its
+    spelling at its entry (no message is rewritten afterwards); the trainer itself keeps its own."""
+    from elxpk.local.options import in_local_words
+
+    bad = dict(run_dir="r", d_model=64, n_heads=3, fault=("9@5",), num_slices=2, steps=10)
+    with in_local_words(), pytest.raises(UsageError) as local:
+        TrainerConfig(**bad)
+    with pytest.raises(UsageError) as trainer:
+        TrainerConfig(**bad)
+    assert "--trainer-arg=--n-heads 3: must divide --trainer-arg=--d-model 64" in local.value.messages
+    assert any(m.startswith("--kill-slice '9@5': slice 9 does not exist") for m in local.value.messages)
+    assert "--n-heads 3: must divide --d-model 64" in trainer.value.messages
+    assert any(m.startswith("--fault '9@5': slice 9 does not exist") for m in trainer.value.messages)

@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from elxpk_contract.errors import UsageError
+from elxpk_contract.setting_rules import said
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.step_names import canonical_step
 from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
@@ -50,7 +51,7 @@ class CheckpointStore:
                  primary: bool = True) -> None:
         self._cfg = cfg
         self._clock = clock
-        self.directory = ckpt_storage.checkpoint_root(cfg.checkpoint_path)  # orbax (OCDBT) needs absolute paths
+        self.directory = ckpt_storage.checkpoint_root(cfg.checkpoint_path, said("checkpoint_dir"))  # orbax (OCDBT) needs absolute paths
         self._fault_hook = fault_hook
         self._recorder = recorder
         self._primary = primary
@@ -61,7 +62,7 @@ class CheckpointStore:
         self.blocking_s: list[float] = []
         self.save_s: list[float] = []  # each committed save, from save() to when its commit was seen
         if primary:
-            with unwritable_is_usage("--checkpoint-dir", self.directory):
+            with unwritable_is_usage(said("checkpoint_dir"), self.directory):
                 self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_uncommitted()
             self._set_aside_linked()
@@ -122,7 +123,7 @@ class CheckpointStore:
         import orbax.checkpoint as ocp
 
         self.poll(block=True)  # orbax would wait for the previous save anyway; finish its digest first
-        with self._out_of_space_is_infrastructure(step), unwritable_is_usage("--checkpoint-dir", self.directory):
+        with self._out_of_space_is_infrastructure(step), unwritable_is_usage(said("checkpoint_dir"), self.directory):
             self._start_save(step, state, data_state, ocp)
 
     def _start_save(self, step: int, state, data_state: dict, ocp: Any) -> None:
@@ -161,7 +162,7 @@ class CheckpointStore:
             pending = self._pending
         if pending is None:
             return
-        with self._out_of_space_is_infrastructure(pending[0]), unwritable_is_usage("--checkpoint-dir", self.directory):
+        with self._out_of_space_is_infrastructure(pending[0]), unwritable_is_usage(said("checkpoint_dir"), self.directory):
             self._poll(pending, block)
 
     def _poll(self, pending: tuple[int, float], block: bool) -> None:
@@ -224,7 +225,7 @@ class CheckpointStore:
 
         with deadline or Deadline("the checkpoint restore", self._cfg.restore_timeout_seconds):
             # Numbered folders that appeared since the start are not steps: refuse rather than move them.
-            ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path)
+            ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path, said("checkpoint_dir"))
             try:
                 return self._restore_newest_valid(target, ocp)
             finally:
@@ -336,7 +337,7 @@ def refuse_other_configuration(cfg: TrainerConfig) -> None:
     """UsageError before anything is written when the newest step with a readable digest was written by a
     different configuration: the restore would refuse it anyway, but only after the run had rewritten
     run.json, appended events and marked its progress record failed."""
-    root = ckpt_storage.checkpoint_root(cfg.checkpoint_path)
+    root = ckpt_storage.checkpoint_root(cfg.checkpoint_path, said("checkpoint_dir"))
     if not root.is_dir():
         return
     steps = sorted((int(p.name) for p in ckpt_storage.children(root) if ckpt_storage.is_step_dir(p)),
@@ -352,9 +353,9 @@ def _refuse_fingerprint(cfg: TrainerConfig, directory: Any, step: int, found: di
     want = cfg.fingerprint()
     if found.get("fingerprint") != want:
         raise UsageError(
-            f"--checkpoint-dir {directory}: step {step} was written by a different configuration "
+            f"{said('checkpoint_dir')} {directory}: step {step} was written by a different configuration "
             f"(fingerprint {str(found.get('fingerprint'))[:40]}, this run {want}: model, batch, seed, data or "
-            "optimiser settings differ); use the original settings or a new --checkpoint-dir"
+            f"optimiser settings differ); use the original settings or a new {said('checkpoint_dir')}"
         )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import jax
 
+from elxpk_contract.setting_rules import said
+
 
 def resolve(requested: str, compute_dtype: str, seq_len: int, head_width: int, on: str) -> str:
     """xla, cudnn or splash for `requested` on platform `on` (tpu, gpu, cuda, cpu...)."""
@@ -29,10 +31,10 @@ def problems(requested: str, seq_len: int, head_width: int, on: str) -> list[str
     from trainer.core.kernels import splash
 
     if requested == "cudnn" and on not in ("gpu", "cuda"):
-        return [f"--attention cudnn: cuDNN runs only on a GPU and this backend is {on}; use --attention auto"]
+        return [f"{said('attention')} cudnn: cuDNN runs only on a GPU and this backend is {on}; use {said('attention')} auto"]
     if requested == "splash" and not splash.supported(seq_len, head_width):
-        return [f"--attention splash: the kernel needs --seq-len a multiple of {splash.LANE} (got {seq_len}) and "
-                f"a head width (--d-model / --n-heads) of 64 or 128 (got {head_width}); use --attention auto"]
+        return [f"{said('attention')} splash: the kernel needs {said('seq_len')} a multiple of {splash.LANE} (got {seq_len}) and "
+                f"a head width ({said('d_model')} / {said('n_heads')}) of 64 or 128 (got {head_width}); use {said('attention')} auto"]
     return []
 
 

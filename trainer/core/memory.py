@@ -45,6 +45,7 @@ import jax
 import numpy as np
 
 from elxpk_contract.errors import UsageError
+from elxpk_contract.setting_rules import said
 from trainer.core import remat
 from trainer.core.sharding import fsdp_spec
 
@@ -226,15 +227,15 @@ def compiled_refusal(cfg: Any, need: int | None, mesh: Any, limit: int | None) -
 
 def _what_to_change(cfg: Any) -> str:
     remat = getattr(cfg, "remat_policy", "none")
-    first = "" if remat == "full" else "keep less for the backward pass (--remat-policy full), or "
-    return f"{first}use a smaller --global-batch or model, or more devices per slice"
+    first = "" if remat == "full" else f"keep less for the backward pass ({said('remat_policy')} full), or "
+    return f"{first}use a smaller {said('global_batch')} or model, or more devices per slice"
 
 
 def sizing_flags(cfg: Any) -> str:
     """The settings that size the step, as flags: what a refusal names."""
-    preset = f"--model {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
-    return (f"{preset}--d-model {cfg.d_model} --n-layers {cfg.n_layers} --d-ff {cfg.d_ff} --seq-len {cfg.seq_len} "
-            f"--vocab-size {cfg.vocab_size} --global-batch {cfg.global_batch} --remat-policy "
+    preset = f"{said('model')} {cfg.model} " if isinstance(getattr(cfg, "model", None), str) else ""
+    return (f"{preset}{said('d_model')} {cfg.d_model} {said('n_layers')} {cfg.n_layers} {said('d_ff')} {cfg.d_ff} {said('seq_len')} {cfg.seq_len} "
+            f"{said('vocab_size')} {cfg.vocab_size} {said('global_batch')} {cfg.global_batch} {said('remat_policy')} "
             f"{getattr(cfg, 'remat_policy', 'none')}")
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from elxpk_contract.setting_rules import said
+
 
 class TopologyError(ValueError):
     """The devices do not form a usable ('slice', 'data') mesh."""
@@ -46,7 +48,7 @@ def group_slices(devices: Iterable, *, one_slice_per_process: bool,
     if one_slice_per_process and devices_per_slice is not None:
         short = {s: len(ds) for s, ds in groups.items() if len(ds) < devices_per_slice}
         if short:
-            raise TopologyError(f"--devices-per-slice {devices_per_slice}: process(es) {sorted(short)} have only "
+            raise TopologyError(f"{said('devices_per_slice')} {devices_per_slice}: process(es) {sorted(short)} have only "
                                 f"{min(short.values())} device(s)")
         groups = {s: ds[:devices_per_slice] for s, ds in groups.items()}
     sizes = {s: len(ds) for s, ds in groups.items()}

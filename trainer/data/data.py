@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from elxpk_contract.setting_rules import said
+
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
 
@@ -117,5 +119,5 @@ def open_dataset(cfg: TrainerConfig) -> tuple[TrainerConfig, ElasticIterator]:
     from trainer.data.tokens import open_stream
 
     stream = open_stream(cfg.data, cfg.seq_len, cfg.vocab_size)
-    stream.check_run(cfg.steps * cfg.global_batch, f"--steps {cfg.steps} x --global-batch {cfg.global_batch}")
+    stream.check_run(cfg.steps * cfg.global_batch, f"{said('steps')} {cfg.steps} x {said('global_batch')} {cfg.global_batch}")
     return dataclasses.replace(cfg, dataset_identity=stream.info.identity()), ElasticIterator(stream, cfg.global_batch)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from elxpk_contract.errors import UsageError
+from elxpk_contract.setting_rules import said
 from elxpk_storage import gcs_auth
 
 TOKEN_DTYPES = (np.dtype("uint16"), np.dtype("uint32"))
@@ -64,8 +65,8 @@ class TokenStream:
     def examples(self, first: int, end: int) -> np.ndarray:
         """int32 [end - first, seq_len + 1], checked against the vocabulary."""
         if end > self.num_examples:
-            raise UsageError(f"--data {self.info.path}: example {end - 1} is past the end of the data "
-                             f"({self.num_examples} examples of --seq-len {self.seq_len})")
+            raise UsageError(f"{said('data')} {self.info.path}: example {end - 1} is past the end of the data "
+                             f"({self.num_examples} examples of {said('seq_len')} {self.seq_len})")
         span = self.reader.read(first * self.seq_len, end * self.seq_len + 1)
         self.check_vocab(span, first)
         starts = np.arange(end - first)[:, None] * self.seq_len + np.arange(self.seq_len + 1)[None, :]
@@ -74,17 +75,17 @@ class TokenStream:
     def check_vocab(self, span: np.ndarray, first: int) -> None:
         if span.size and int(span.max()) >= self.vocab_size:
             at = int(np.argmax(span >= self.vocab_size))
-            raise UsageError(f"--data {self.info.path}: token id {int(span[at])} (near example "
-                             f"{first + at // self.seq_len}) is not below --vocab-size {self.vocab_size}; "
-                             f"set --vocab-size to at least {int(span.max()) + 1} (the tokenizer's size)")
+            raise UsageError(f"{said('data')} {self.info.path}: token id {int(span[at])} (near example "
+                             f"{first + at // self.seq_len}) is not below {said('vocab_size')} {self.vocab_size}; "
+                             f"set {said('vocab_size')} to at least {int(span.max()) + 1} (the tokenizer's size)")
 
     def check_run(self, examples_needed: int, what: str) -> None:
         """Refuse a run that would read past the data; check its tokens against the vocabulary."""
         if examples_needed > self.num_examples:
             raise UsageError(
-                f"--data {self.info.path}: {self.info.num_tokens} tokens make {self.num_examples} examples of "
-                f"--seq-len {self.seq_len} (seq_len + 1 tokens each, one shared), the run needs "
-                f"{examples_needed} ({what}); give more tokens or train fewer --steps")
+                f"{said('data')} {self.info.path}: {self.info.num_tokens} tokens make {self.num_examples} examples of "
+                f"{said('seq_len')} {self.seq_len} (seq_len + 1 tokens each, one shared), the run needs "
+                f"{examples_needed} ({what}); give more tokens or train fewer {said('steps')}")
         # The start of the stream now (a wrong --vocab-size shows at once); each batch is checked as served.
         self.check_vocab(self.reader.read(0, min(examples_needed * self.seq_len + 1, _START_CHECK_TOKENS)), 0)
 
@@ -98,7 +99,7 @@ class _Reader:
 
 
 def _bad(path: str, why: str) -> UsageError:
-    return UsageError(f"--data {path}: {why}")
+    return UsageError(f"{said('data')} {path}: {why}")
 
 
 def _header(path: str, handle: Any) -> tuple[np.dtype, int, int]:
@@ -133,7 +134,7 @@ class NpyReader(_Reader):
 
         self.path = path
         if gcs_auth.is_gcs(path):  # else its client retries for ever without credentials
-            gcs_auth.require_credentials(f"--data {path:.200}")
+            gcs_auth.require_credentials(f"{said('data')} {path:.200}")
         self._file = epath.Path(path)
         try:
             size = self._file.stat().length
@@ -205,7 +206,7 @@ class ArrayRecordReader(_Reader):
             with io.BytesIO(blob) as handle:
                 dtype, count, offset = _header(where, handle)
         except UsageError as exc:
-            raise _bad(self.path, str(exc).removeprefix("--data ")) from None
+            raise _bad(self.path, str(exc).removeprefix(f"{said('data')} ")) from None
         if offset + count * dtype.itemsize != len(blob):
             raise _bad(self.path, f"{where} is truncated: {len(blob)} bytes for {count} {dtype.name} tokens")
         tokens = np.frombuffer(blob, dtype=dtype, count=count, offset=offset)

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
+from elxpk_contract.setting_rules import said
 from elxpk_storage import checkpoint_files as ckpt_storage
 
 HISTORY_FILE = "elxpk-attempts.json"
@@ -83,7 +84,7 @@ class AttemptHistory:
 
     def __init__(self, checkpoint_path: str, stop_on_repeat: int, *, primary: bool = True,
                  share: Callable[[int], int] = lambda value: value, run_id: str | None = None) -> None:
-        self.path = ckpt_storage.checkpoint_root(checkpoint_path) / HISTORY_FILE
+        self.path = ckpt_storage.checkpoint_root(checkpoint_path, said("checkpoint_dir")) / HISTORY_FILE
         self.limit = stop_on_repeat
         self.run_id = run_id or ""
         self.primary = primary

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from elxpk_contract.errors import UsageError
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, STALLED, USER_ERROR, TrainerStopped
 from elxpk_contract.faults import FaultSchedule
+from elxpk_contract.setting_rules import said
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import no_space_errno
 from elxpk_storage import checkpoint_files as ckpt_storage
@@ -85,12 +86,12 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     if problems:
         raise UsageError(*problems)
     if gcs_auth.is_gcs(cfg.run_dir):  # before the backend reads RUN_DIR/.faults-fired there, and sets up gcsfs
-        gcs_auth.require_credentials(f"--run-dir {cfg.run_dir:.200}")
+        gcs_auth.require_credentials(f"{said('run_dir')} {cfg.run_dir:.200}")
     backend = backend or make_backend(cfg, schedule, clock)
     try:
         # Before anything is written: never manage the working directory or a folder of numbered folders.
-        ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path)
-        ckpt_storage.refuse_file_in_path("--run-dir", cfg.run_dir)
+        ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path, said("checkpoint_dir"))
+        ckpt_storage.refuse_file_in_path(said("run_dir"), cfg.run_dir)
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
         if dataset is None:  # of the checkpoint fingerprint: both resolved first
             cfg, dataset = open_dataset(cfg)

@@ -27,6 +27,7 @@ from elxpk_contract.progress_record import (
 )
 from elxpk_contract.record_fields import RecordError
 from elxpk_contract.records import written
+from elxpk_contract.setting_rules import said
 from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 from trainer.elastic.badput_meter import BadputMeter
@@ -36,7 +37,7 @@ from trainer.elastic.drain import DrainOutcome
 class ProgressWriter:
     def __init__(self, checkpoint_path: str, clock: Clock, *, enabled: bool = True,
                  period_s: float = PROGRESS_PERIOD_S, meter: BadputMeter | None = None) -> None:
-        self.path = ckpt_storage.checkpoint_root(checkpoint_path) / PROGRESS_FILE
+        self.path = ckpt_storage.checkpoint_root(checkpoint_path, said("checkpoint_dir")) / PROGRESS_FILE
         self._clock = clock
         self._enabled = enabled
         self._period_s = period_s

@@ -22,6 +22,7 @@ from etils import epath
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.faults import Fault, FaultSchedule
+from elxpk_contract.setting_rules import said
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.stall import STALL_FLOOR_S
 from trainer.clock import Clock
@@ -116,7 +117,7 @@ class SimulatedSlices(SliceBackend):
         devices = jax.devices()
         need = num_slices * devices_per_slice
         if len(devices) < need:
-            raise UsageError(f"--num-slices x --devices-per-slice needs {need} devices, jax has {len(devices)}; "
+            raise UsageError(f"{said('num_slices')} x {said('devices_per_slice')} needs {need} devices, jax has {len(devices)}; "
                              f"set XLA_FLAGS=--xla_force_host_platform_device_count={need} before jax starts")
         self.num_slices = num_slices
         self._devices = {s: devices[s * devices_per_slice:(s + 1) * devices_per_slice] for s in range(num_slices)}
@@ -313,7 +314,7 @@ class MultiControllerSlices(SliceBackend):
             self.slice_index = slice_of_process(self._devices, self.process_index)
         except TopologyError as exc:
             jax.distributed.shutdown()
-            raise UsageError(f"--slice-backend multi-controller: {exc}") from None
+            raise UsageError(f"{said('slice_backend')} multi-controller: {exc}") from None
         self.num_slices = len(self._devices)
         self._faults = faults
         # A restarted group must not replay the fault that killed it: fired faults are remembered on disk.
