@@ -22,7 +22,7 @@ _NUMBER_UNIT = r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$"
 def _split(text: str) -> tuple[float, str]:
     match = re.match(_NUMBER_UNIT, str(text))
     if not match and str(text).strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
-        raise ValueError(f"{text!r}: must be a finite number")
+        raise ValueError(f"{text!r}: not a finite number")
     if not match:
         raise ValueError(f"{text!r} is not a number with a unit")
     return float(match.group(1)), match.group(2).lower()
@@ -37,7 +37,7 @@ def _parse(text: str | float, units: Mapping[str, float], kind: str, names: str)
             raise ValueError(f"{text!r}: unknown {kind} unit {unit!r} (use {names})")
         value *= units.get(unit, 1.0)
     if not math.isfinite(value):  # one rule with the settings table: `1e400` is refused like `inf`
-        raise ValueError(f"{text!r}: must be a finite number")
+        raise ValueError(f"{text!r}: not a finite number")
     return value
 
 

@@ -111,7 +111,7 @@ def bounds_problem(name: str, value: Any, source: str | None = None) -> str | No
             return f"{source} {value!r:.80}: must not contain a NUL byte; {meta.fix or 'give a value'}, or leave it unset"
         return gcs_url_problem(source, value)  # a bucket GCS cannot have fails at the first save, not here
     if isinstance(value, float) and not math.isfinite(value):
-        return f"{source} {value}: must be a finite number"
+        return f"{source} {value}: not a finite number"
     if f.type == "int" and not isinstance(value, int):
         return f"{source} {value!r}: must be a whole number"
     low, high = meta.low, meta.high

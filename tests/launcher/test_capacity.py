@@ -104,7 +104,7 @@ def test_two_modes_are_refused_naming_both(cli, pair, tmp_path):
     (["--flex-start", "--max-run-duration=soon"], "--max-run-duration 'soon'"),
     (["--reservation=Res_A"], "--reservation 'Res_A': give the reservation's name"),
     (["--reservation=projects/p/reservationBlocks/b"], "--reservation 'projects/p/reservationBlocks/b'"),
-    (["--reservation="], "--reservation: empty"),
+    (["--reservation="], "--reservation '': empty (or only spaces)"),
 ])
 def test_capacity_refusals(cli, argv, says):
     result = cli("workload", "create", *BASE, *argv, "--dry-run")
