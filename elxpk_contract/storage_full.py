@@ -109,13 +109,16 @@ NOT_WRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 @contextmanager
-def unwritable_is_usage(flag: str, path: object) -> Iterator[None]:
+def unwritable_is_usage(flag: str, path: object, *, creating: bool = False) -> Iterator[None]:
     """Re-raise an OSError inside the block that says `path` cannot be written (EROFS, EACCES, EPERM) as one
-    UsageError naming `flag`; running out of space and any other error pass unchanged."""
+    UsageError naming `flag`; running out of space and any other error pass unchanged. `creating`: the block
+    makes `path` with its parents first, so ENOENT says no directory can be made there (a pseudo-filesystem
+    such as /proc or /sys) and is the user's too; elsewhere ENOENT may be a directory removed under a run."""
     try:
         yield
     except OSError as exc:
-        if exc.errno not in NOT_WRITABLE_ERRNOS or isinstance(exc, StorageFull):
+        refused = NOT_WRITABLE_ERRNOS | ({errno.ENOENT} if creating else set())
+        if exc.errno not in refused or isinstance(exc, StorageFull):
             raise
         raise UsageError(f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a writable {flag}"
                          ) from None

@@ -29,7 +29,7 @@ class FileSink:
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         self._files = {}
-        with self._out_of_space("opening its records"), unwritable_is_usage(said("run_dir"), run_dir):
+        with self._out_of_space("opening its records"), unwritable_is_usage(said("run_dir"), run_dir, creating=True):
             run_dir.mkdir(parents=True, exist_ok=True)
             for kind, name in FILES.items():
                 self._files[kind] = open(run_dir / name, "a", encoding="utf-8")

@@ -91,7 +91,7 @@ def run_dir_lock(run_dir: Path) -> Iterator[None]:
 
     flock, not a pid file: the kernel releases it when this process exits, however it exits.
     """
-    with unwritable_is_usage("--run-dir", run_dir):  # the run's first write: read-only is the user's, exit 2
+    with unwritable_is_usage("--run-dir", run_dir, creating=True):  # the run's first write: read-only is the user's, exit 2
         run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -202,3 +202,16 @@ def test_quarantine_never_writes_through_a_link_named_like_its_reason_file(tmp_p
     assert target is not None and (target / ckpt_storage.SKIP_REASON_FILE).read_text() == "reason\n"
     assert outside.read_text() == "keep" and not os.path.islink(target / ckpt_storage.SKIP_REASON_FILE)
     assert ckpt_storage.quarantine(root, 5, "again", now_ms=2) is None  # gone: another process moved it
+
+
+@pytest.mark.parametrize("argv", [["-m", "trainer", *TINY, "--run-dir", "/proc/elxpk-none/r"],
+                                  ["-m", "trainer", *TINY, "--run-dir", "r", "--checkpoint-dir", "/proc/elxpk-none/c"],
+                                  ["-m", "elxpk.cli.main", "local", "run", "--run-dir", "/proc/elxpk-none/r", "--plain"]],
+                         ids=["trainer-run-dir", "trainer-checkpoint-dir", "local-run-dir"])
+def test_a_directory_no_directory_can_be_made_in_is_the_users(tmp_path, argv):
+    """/proc refuses a new directory with ENOENT, not EACCES: it was an internal error (exit 1)."""
+    proc = _run(argv, tmp_path)
+    flag = "--checkpoint-dir" if "--checkpoint-dir" in argv else "--run-dir"
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {flag} /proc/elxpk-none/"), proc.stderr
+    assert "cannot write there" in proc.stderr

@@ -62,7 +62,7 @@ class CheckpointStore:
         self.blocking_s: list[float] = []
         self.save_s: list[float] = []  # each committed save, from save() to when its commit was seen
         if primary:
-            with unwritable_is_usage(said("checkpoint_dir"), self.directory):
+            with unwritable_is_usage(said("checkpoint_dir"), self.directory, creating=True):
                 self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_uncommitted()
             self._set_aside_linked()
