@@ -74,6 +74,9 @@ def test_local_run_takes_stop_on_repeat_as_a_trainer_setting(tmp_path):
                   "--trainer-arg=--elastic-stop-on-repeat=3", "--plain", *LOCAL_TINY], tmp_path)
     assert done.code == SLICE_LOST.code, done.err[-3000:]
     assert "3 failures in a row of class slice_lost (exit 75)" in done.err
+    # named as local run takes them (elxpk_contract's said): the trainer's own flag is no flag of local run's
+    assert ("stopping (--trainer-arg=--elastic-stop-on-repeat 3) instead of retrying up to "
+            "--trainer-arg=--elastic-max-retries") in done.err, done.err[-3000:]
     assert _attempts(tmp_path / "r") == [1, 2, 3]
 
 

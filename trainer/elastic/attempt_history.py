@@ -76,7 +76,7 @@ def repeats(attempts: list[Attempt], restored_now: int) -> int:
 def why_stopped(run: int, cls: str, step: int, limit: int) -> str:
     return (f"elastic: {run} attempts in a row ended in class {cls} with no checkpoint past step {step} "
             f"(each group restart restored step {step} and failed before the next save); stopping "
-            f"(--elastic-stop-on-repeat {limit}) instead of restarting again")
+            f"({said('elastic_stop_on_repeat')} {limit}) instead of restarting again")
 
 
 class AttemptHistory:
@@ -96,8 +96,8 @@ class AttemptHistory:
         process 0 finds that the run repeats."""
         stopped = self._judge(restored, previous_state) if self.primary else ""
         if self.share(1 if stopped else 0):
-            raise TrainerStopped(USER_ERROR, stopped or "elastic: process 0 stopped the run (--elastic-stop-on-repeat): "
-                                                        "its log and the progress record say why")
+            raise TrainerStopped(USER_ERROR, stopped or f"elastic: process 0 stopped the run "
+                                 f"({said('elastic_stop_on_repeat')}): its log and the progress record say why")
 
     def _judge(self, restored: int, previous_state: str | None) -> str:
         """Process 0: close the previous entry, add this one, and say why to stop ("" to go on)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from elxpk_contract.errors import Timeout
 from elxpk_contract.exit_codes import SLICE_LOST, STALLED, ExitCode
+from elxpk_contract.setting_rules import said
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -123,7 +124,7 @@ class ElasticPolicy:
             return Verdict(kind, repeated, code=self.repeats[-1].cause)
         if attempt >= self.max_attempts:
             return Verdict(kind, f"elastic: attempt {attempt} of {self.max_attempts} failed ({line}); "
-                                 "retry budget exhausted (raise --elastic-max-retries)")
+                                 f"retry budget exhausted (raise {said('elastic_max_retries')})")
         return Verdict(kind)
 
     def _note(self, failure: Failure) -> str | None:
@@ -137,8 +138,8 @@ class ElasticPolicy:
             return None
         cause = failure.cause
         return (f"elastic: {len(run)} failures in a row of class {cause.name} (exit {cause.code}) with no step "
-                f"past {max(f.step for f in run)}; the last: {failure.error}; stopping (--elastic-stop-on-repeat "
-                f"{self.stop_on_repeat}) instead of retrying up to --elastic-max-retries {self.max_attempts}")
+                f"past {max(f.step for f in run)}; the last: {failure.error}; stopping ({said('elastic_stop_on_repeat')} "
+                f"{self.stop_on_repeat}) instead of retrying up to {said('elastic_max_retries')} {self.max_attempts}")
 
 
 def first_line(error: BaseException) -> str:
@@ -161,7 +162,7 @@ def wait_for_slices(backend: SliceBackend, count: int, poll_s: float, timeout_s:
             sick = "".join(f"; slice {s} failed its rejoin health check: {why}" for s, why in sorted(refused.items()))
             raise Timeout(
                 f"elastic: {len(healthy)} of {backend.num_slices} slices healthy {healthy} after "
-                f"{elapsed:.1f}s, {count} needed{sick}; raise --elastic-timeout-seconds ({timeout_s:g}) or lower "
-                "--elastic-min-slice-count"
+                f"{elapsed:.1f}s, {count} needed{sick}; raise {said('elastic_timeout_seconds')} ({timeout_s:g}) or "
+                f"lower {said('elastic_min_slice_count')}"
             )
         clock.sleep(poll_s)
