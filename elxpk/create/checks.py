@@ -162,9 +162,9 @@ class FlagChecker(FlagValues):
 
     def namespace(self) -> str:
         namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
-        problem = namespace_problem(namespace)
-        if problem:  # its line (elxpk/cluster/target.py, every verb's) names --namespace; gcluster's is another
-            self.errors.append(spelled("namespace") + problem.removeprefix("--namespace"))
+        problem = namespace_problem(namespace, spelled("namespace"))  # every verb's check, in this spelling
+        if problem:
+            self.errors.append(problem)
         return namespace
 
     def service_account(self) -> str | None:

@@ -26,9 +26,10 @@ class ClusterTarget(NamedTuple):
     default_kubeconfig: bool = False
 
 
-def namespace_problem(namespace: str) -> str | None:
-    """The one check of a namespace name, for every verb (`workload create` included): one line, or None."""
+def namespace_problem(namespace: str, flag: str = "--namespace") -> str | None:
+    """The one check of a namespace name, for every verb (`workload create` included): one line naming `flag`
+    (as the command was spelled: gcluster's --gke-namespace), or None."""
     if is_dns1123_label(namespace or ""):  # ValidateNamespaceName
         return None
-    return (f"--namespace {namespace!r} is not a valid namespace name: use lowercase letters, digits and '-', "
+    return (f"{flag} {namespace!r} is not a valid namespace name: use lowercase letters, digits and '-', "
             "at most 63 characters")
