@@ -178,8 +178,8 @@ class Flag(NamedTuple):
         if self.fold_case and isinstance(raw, str) and raw.lower() in self.choices:
             return raw.lower(), None
         if self.fold_case and self.choices:
-            named, listed = f"{self.short}/{self.flag}" if self.short else self.flag, self.choices
-            return self.read(None)[0], f"{named} {raw!r}: use {', '.join(listed[:-1])} or {listed[-1]}"
+            named = f"{self.short}/{self.flag}" if self.short else self.flag
+            return self.read(None)[0], f"{named} {raw!r}: use {either(self.choices)}"
         if self.choices and raw not in self.choices:
             fix = f"; {self.fix}" if self.fix else ""
             return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}{fix}"
@@ -267,6 +267,11 @@ def required_line(row: Flag) -> str:
     "--flag: required; FIX" (FIX's {flag} is the flag as spelled)."""
     asked = _spoken().asked
     return asked[row.name] if row.name in asked else f"{row.flag}: required; {row.required.format(flag=row.flag)}"
+
+
+def either(choices: tuple[str, ...]) -> str:
+    """"table, json or yaml": a closed set of words as -o/--output's help and message say them."""
+    return ", ".join(choices[:-1]) + f" or {choices[-1]}"
 
 
 def _unquoted(exc: ValueError, raw: Any) -> str:
