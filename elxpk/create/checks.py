@@ -163,7 +163,7 @@ class FlagChecker(FlagValues):
     def namespace(self) -> str:
         namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
         problem = namespace_problem(namespace)
-        if problem:  # its line (elxpk/cluster/target.py, every verb's) names --namespace; gcluster's is another
+        if problem:  # its line (elxpk/cluster/access/target.py, every verb's) names --namespace; gcluster's is another
             self.errors.append(spelled("namespace") + problem.removeprefix("--namespace"))
         return namespace
 
