@@ -99,6 +99,9 @@ class Flag(NamedTuple):
     short: str = ""  # its short form in every command that takes it (-w/--watch, -y/--yes)
     setting: str = ""  # a trainer setting's row (`setting_row`): read by the contract's rule, as the trainer reads it
     free_text: bool = False  # its value is any text, an option's spelling included (`--command "--dry-run=x"`)
+    # A choice read case-insensitively and lower-cased (-o/--output's `JSON`); refused in -o/--output's words:
+    # the flag with its short form, "use a, b or c".
+    fold_case: bool = False
 
     @property
     def flag(self) -> str:
@@ -172,6 +175,11 @@ class Flag(NamedTuple):
                 fix = self.fix or _EXAMPLES[self.kind]
                 return self.read(None)[0], f"{self.flag} {raw!r}: {_unquoted(exc, raw)}; give {fix}"
             return self._bounded(value, raw)
+        if self.fold_case and isinstance(raw, str) and raw.lower() in self.choices:
+            return raw.lower(), None
+        if self.fold_case and self.choices:
+            named = f"{self.short}/{self.flag}" if self.short else self.flag
+            return self.read(None)[0], f"{named} {raw!r}: use {either(self.choices)}"
         if self.choices and raw not in self.choices:
             fix = f"; {self.fix}" if self.fix else ""
             return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}{fix}"
@@ -259,6 +267,11 @@ def required_line(row: Flag) -> str:
     "--flag: required; FIX" (FIX's {flag} is the flag as spelled)."""
     asked = _spoken().asked
     return asked[row.name] if row.name in asked else f"{row.flag}: required; {row.required.format(flag=row.flag)}"
+
+
+def either(choices: tuple[str, ...]) -> str:
+    """"table, json or yaml": a closed set of words as -o/--output's help and message say them."""
+    return ", ".join(choices[:-1]) + f" or {choices[-1]}"
 
 
 def _unquoted(exc: ValueError, raw: Any) -> str:

@@ -1,29 +1,24 @@
-"""`-o/--output`: one vocabulary per kind of command, checked by one function (the CLI and the spec use it)."""
+"""`-o/--output`: one vocabulary per kind of command, declared once as a flag row per kind (`OUTPUT_ROWS`).
+Each command reads its -o row with its other flags (`Flag.read`, `read_all`), so a bad format is one more line
+among the command's problems; elxpk/cli/options.py `output_option` makes the Typer option from the row."""
 
 from __future__ import annotations
 
-from elxpk.errors import UsageError
+from elxpk.flag_rows import TEXT, Flag, either
 
 # What `-o/--output` accepts for each kind of command. The first is the default.
 OUTPUT_FORMATS: dict[str, tuple[str, ...]] = {
     "manifest": ("yaml", "json"),  # workload create: the rendered manifest
     "status": ("table", "json", "yaml"),  # workload status|list|wait
-    "run": ("text", "json"),  # report, compare
+    "run": ("text", "json"),  # report, compare, events, checkpoint inspect
     "plan": ("table", "json"),  # plan
 }
+_COMMANDS = {"manifest": ("create", "job submit"), "status": ("status", "list", "wait"),
+             "run": ("report", "compare", "events", "checkpoint inspect"), "plan": ("plan",)}
 
-
-def output_problem(kind: str, value: str) -> str | None:
-    """One line naming the flag and the accepted words, or None when `value` is one of them."""
-    formats = OUTPUT_FORMATS[kind]
-    if value.lower() in formats:
-        return None
-    return f"-o/--output {value!r}: use {', '.join(formats[:-1])} or {formats[-1]}"
-
-
-def output_format(kind: str, value: str) -> str:
-    """`value` checked against the kind's vocabulary (case-insensitive), lower-cased; UsageError if not."""
-    problem = output_problem(kind, value)
-    if problem:
-        raise UsageError(problem)
-    return value.lower()
+# The -o/--output row of each kind: read case-insensitively and lower-cased (`fold_case`), refused as
+# "-o/--output 'xml': use table, json or yaml".
+OUTPUT_ROWS: dict[str, Flag] = {
+    kind: Flag("output", TEXT, f"Output format: {either(formats)}.", default=formats[0], choices=formats,
+               metavar="FORMAT", short="-o", fold_case=True, commands=_COMMANDS[kind])
+    for kind, formats in OUTPUT_FORMATS.items()}

@@ -15,7 +15,7 @@ from elxpk.checkpoints.report import render_text
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import CheckFailed, UsageError
 from elxpk.flag_rows import read_all
-from elxpk.output_formats import output_format
+from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.shown import shown
 
 
@@ -31,11 +31,8 @@ def inspect(
     save cadence. Exit 0 healthy, 1 findings, 2 bad input."""
     from elxpk.checkpoints import inspection
 
-    values, problems = read_all(INSPECT, dict(flags))
-    try:
-        fmt = output_format("run", output)
-    except UsageError as exc:
-        problems.extend(exc.messages)
+    values, problems = read_all((*INSPECT, OUTPUT_ROWS["run"]), {**flags, "output": output})  # -o with the rest
+    fmt = values["output"]
     if problems:
         raise UsageError(*problems)
     period, quarantine = values["checkpoint_period"], values["quarantine"]

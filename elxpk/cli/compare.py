@@ -16,7 +16,7 @@ import typer
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import CheckFailed, UsageError
 from elxpk.flag_rows import read_all
-from elxpk.output_formats import output_problem as format_problem
+from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.runs.flags import COMPARE
 from elxpk.shown import shown
 
@@ -34,8 +34,7 @@ def compare(
     from elxpk.runs.compare import Series, compare_runs, render_text
     from elxpk.runs.sources import load_source
 
-    values, problems = read_all(COMPARE, dict(flags))
-    problems[:0] = [p for p in (format_problem("run", output),) if p]  # -o read with the other flags
+    values, problems = read_all((OUTPUT_ROWS["run"], *COMPARE), {**flags, "output": output})  # -o with the rest
     rtol, png = values["rtol"], None if values["png"] is None else Path(values["png"])
     if png is not None and (problem := output_problem(png, "--png", suffixes=(".png",), example="compare.png")):
         problems.append(problem)  # checked with the rest, before anything is printed or written
@@ -47,7 +46,7 @@ def compare(
             problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
-    fmt = output.lower()
+    fmt = values["output"]
     a, b = runs
     result = compare_runs(a, b, rtol=rtol)
     if png is not None:

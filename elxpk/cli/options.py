@@ -23,9 +23,7 @@ from elxpk import flag_rows
 from elxpk.cli import completion
 from elxpk.create import flags as flag_table
 from elxpk.flag_rows import Flag
-from elxpk.output_formats import OUTPUT_FORMATS, output_format, output_problem
-
-__all__ = ["output_format", "output_problem"]  # re-exported: commands validate -o through options
+from elxpk.output_formats import OUTPUT_ROWS
 
 CLUSTER_PANEL = "Cluster selection"
 TRAINER_PANEL = flag_table.TRAINER
@@ -38,13 +36,13 @@ def _option(*names: str, help: str, panel: str | None = None, metavar: str | Non
 
 
 def output_option(kind: str, panel: str | None = None, *, short: bool = True) -> Any:
-    """The `-o/--output` option type of one kind of command (validated by `output_format`); `short=False`:
-    `--output` alone (`job submit`, where -o is gcluster's --dry-run-out)."""
-    formats = OUTPUT_FORMATS[kind]
-    words = ", ".join(formats[:-1]) + f" or {formats[-1]}"
-    names = ("--output", "-o") if short else ("--output",)
-    return Annotated[str, _option(*names, help=f"Output format: {words}.", panel=panel, metavar="FORMAT",
-                                  complete=completion.choices(formats))]
+    """The `-o/--output` option type of one kind of command, from its row (elxpk/output_formats.py
+    OUTPUT_ROWS, read by `Flag.read` with the command's other flags); `short=False`: `--output` alone (`job
+    submit`, where -o is gcluster's --dry-run-out)."""
+    row = OUTPUT_ROWS[kind]
+    names = (row.flag, row.short) if short else (row.flag,)
+    return Annotated[str, _option(*names, help=row.help, panel=panel, metavar=row.metavar,
+                                  complete=completion.choices(row.choices))]
 
 
 def workload_argument(help: str = "Workload (JobSet) name.") -> Any:

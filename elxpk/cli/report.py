@@ -17,7 +17,7 @@ from elxpk.accelerators import FLAGS as BILLING_FLAGS
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import UsageError
 from elxpk.flag_rows import read_all
-from elxpk.output_formats import output_problem
+from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.runs.flags import REPORT
 from elxpk.shown import shown
 
@@ -48,10 +48,9 @@ def report(
     from elxpk.runs.run_chip_hours import run_chip_hours
     from elxpk.runs.sources import load_source
 
-    # -o read with the other flags (one vocabulary per kind, elxpk/output_formats.py): every problem at once
-    values, problems = read_all(REPORT, dict(flags))
-    problems[:0] = [p for p in (output_problem("run", output),) if p]
-    fmt = output.lower()
+    # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
+    values, problems = read_all((OUTPUT_ROWS["run"], *REPORT), {**flags, "output": output})
+    fmt = values["output"]
     accelerator, price, billing_problems = read_flags(flags)
     problems += billing_problems
     png = None if values["png"] is None else Path(values["png"])

@@ -50,12 +50,6 @@ def workload_name(name: str) -> str:
     return name
 
 
-def output_problems(output: str) -> tuple[str, ...]:
-    """-o of a status-like verb: () or its one problem, to be shown with the flags' own."""
-    problem = options.output_problem("status", output)
-    return (problem,) if problem else ()
-
-
 def console(stderr: bool = False) -> Any:
     """The verbs' Rich console: every string it draws goes through elxpk/shown.py (cluster text is untrusted);
     piped, its lines end at their last visible character (elxpk/piped_text.py)."""

@@ -12,7 +12,7 @@ from elxpk.cli import options
 from elxpk.cli.workload_common import connect, workload_name
 from elxpk.cluster.verbs import verb_flags
 from elxpk.notify import flags as notify_flags
-from elxpk.output_formats import output_problem
+from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.shown import shown
 
 FLAGS = verb_flags.EVENTS + notify_flags.FLAGS
@@ -32,9 +32,10 @@ def events(
     recovery late, restart budget at 80% and spent, failed, succeeded, checkpoint stale, stuck."""
     workload_name(name)
     settings, problems = notify_flags.read_settings(flags, watch=bool(flags.get("watch")))
-    bad_output = output_problem("run", output)  # -o read with the other flags: every problem at once
-    own = verb_flags.read(verb_flags.EVENTS, flags, problems=(*([bad_output] if bad_output else []), *problems))
-    fmt = output.lower()
+    # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
+    own = verb_flags.read((*verb_flags.EVENTS, OUTPUT_ROWS["run"]), {**flags, "output": output},
+                          problems=tuple(problems))
+    fmt = own["output"]
     watch, record = own["watch"], own["record"]
     if record is not None:
         from elxpk.cluster.records.incident_log import check_record_path

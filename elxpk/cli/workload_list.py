@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from elxpk.cli import options
-from elxpk.cli.workload_common import connect, console, output_problems
+from elxpk.cli.workload_common import connect, console
 from elxpk.cluster.verbs import verb_flags
 from elxpk.errors import UsageError
+from elxpk.output_formats import OUTPUT_ROWS
 
 
 @options.with_flags("list", verb_flags.LIST)
@@ -23,12 +24,13 @@ def list_(
     """Workloads of the namespace (xpk-created ones too): name, state, healthy slices, restarts, age."""
     from elxpk.cluster.records.status import STATES
 
-    values = verb_flags.read(verb_flags.LIST, flags, problems=output_problems(output))
+    # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
+    values = verb_flags.read((*verb_flags.LIST, OUTPUT_ROWS["status"]), {**flags, "output": output})
     wanted_state, problems = verb_flags.list_state(values["status"], STATES)
     matcher, bad_filter = verb_flags.list_matcher(values)
     if problems or bad_filter:
         raise UsageError(*problems, *bad_filter)
-    output = output.lower()
+    output = values["output"]
     kube, ns = connect(cluster)
     from elxpk.cluster.verbs.observe import fetch_all
     from elxpk.cluster.verbs.status_render import dump, list_record, list_table

@@ -8,8 +8,9 @@ from typing import Annotated, Any
 
 from elxpk import accelerators
 from elxpk.cli import options
-from elxpk.cli.workload_common import connect, console, output_problems, workload_name
+from elxpk.cli.workload_common import connect, console, workload_name
 from elxpk.cluster.verbs import verb_flags
+from elxpk.output_formats import OUTPUT_ROWS
 
 FLAGS = verb_flags.STATUS + (accelerators.BY_NAME["chip_hour_price"],)
 
@@ -25,7 +26,8 @@ def status(
     """Elastic-aware state: slices healthy N/M, restart budgets, Kueue admission, chip-hours and money spent."""
     workload_name(name)
     output = output.lower()
-    values = verb_flags.read(FLAGS, flags, verb_flags.status_rules(output), problems=output_problems(output))
+    # -o read with the other flags (its row, elxpk/output_formats.py), in the lower case --watch's rule reads
+    values = verb_flags.read((*FLAGS, OUTPUT_ROWS["status"]), {**flags, "output": output}, verb_flags.status_rules(output))
     kube, ns = connect(cluster)
     from elxpk.cluster.records.chips import with_chip_hours
     from elxpk.cluster.verbs.observe import fetch_status

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from elxpk.cli import options
-from elxpk.cli.workload_common import connect, console, output_problems, workload_name
+from elxpk.cli.workload_common import connect, console, workload_name
 from elxpk.cluster.verbs import verb_flags
+from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.shown import shown
 
 
@@ -22,8 +23,9 @@ def wait(
 ) -> None:
     """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
     workload_name(name)
-    values = verb_flags.read(verb_flags.WAIT, flags, problems=output_problems(output))
-    output = output.lower()
+    # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
+    values = verb_flags.read((*verb_flags.WAIT, OUTPUT_ROWS["status"]), {**flags, "output": output})
+    output = values["output"]
     until = values["until"]
     kube, ns = connect(cluster)
     from rich.markup import escape

@@ -35,7 +35,7 @@ from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, flag
 from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.flag_rows import spelled, typed
-from elxpk.output_formats import output_problem
+from elxpk.output_formats import OUTPUT_ROWS
 from elxpk_contract.setting_rules import LAUNCHER_FLAG, check_setting, exposed, flag_name
 from elxpk_contract.setting_rules import default as trainer_default
 
@@ -175,8 +175,7 @@ class FlagChecker(FlagValues):
         """How the command runs (dry run, replace, output), apart from the manifest (see CreateOptions), and
         the step, save and replacement times."""
         err = self.errors.append
-        fmt = self.text("output_format", "yaml") or "yaml"
-        problem = output_problem("manifest", fmt)
+        fmt, problem = OUTPUT_ROWS["manifest"].read(self.text("output_format", "yaml") or "yaml")  # -o's row
         if problem:
             err(problem)
         dry_run, server = self.values["dry_run"], self.values["dry_run_server"]
@@ -194,7 +193,7 @@ class FlagChecker(FlagValues):
         times, problems = read_times(self.values, self.flags)
         self.errors.extend(problems)
         return CreateOptions(dry_run="server" if server else ("client" if dry_run else None),
-                             replace=bool(self.values["replace"]), output_format=fmt.lower(),
+                             replace=bool(self.values["replace"]), output_format=fmt,
                              output_manifest_file=out_file, slice_mtbf_seconds=self.values["slice_mtbf"],
                              step_time_seconds=times.step_s, times=times), times
 

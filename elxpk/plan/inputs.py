@@ -16,7 +16,7 @@ from elxpk.accelerators import Accelerator, Price, price_of, read_flags
 from elxpk.errors import UsageError
 from elxpk.flag_rows import read_all
 from elxpk.outfile import output_problem as path_problem
-from elxpk.output_formats import output_problem
+from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.plan import flags as table
 from elxpk.plan.calibrate import Calibration, calibrate
 from elxpk.plan.flags import DEFAULT_PERIODS
@@ -143,8 +143,7 @@ class _Resolver:
         shape = self.read("weibull_shape", or_default=True)
         seed = self.read("seed", or_default=True)
         periods = self.parse_periods(f.periods)
-        output = f.output.lower()
-        problem = output_problem("plan", f.output)  # -o is checked in one place (elxpk/output_formats.py)
+        output, problem = OUTPUT_ROWS["plan"].read(f.output)  # -o's row (elxpk/output_formats.py), its one reader
         if problem:
             self.errors.append(problem)
         plot = self.check_plot(f.plot)

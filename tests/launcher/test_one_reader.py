@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from elxpk.create import flags as create_flags
 from elxpk.flag_rows import DURATION, FLOAT, INPUT, INT, OUTPUT, SIZE, Flag, docs_table, path_flags, read_all
 from elxpk.local import flags as local_flags
+from elxpk.output_formats import OUTPUT_FORMATS, OUTPUT_ROWS
 from elxpk.plan import flags as plan_flags
 
 ELXPK = Path(sys.executable).parent / "elxpk"
@@ -129,3 +130,17 @@ def test_gclusters_duration_alias_is_read_by_its_rows_reader(cli, tmp_path, valu
     done = cli("job", "submit", "--name", "w", "--compute-type", "v6e-16", "--command", "x", "--grace-period",
                value, "-o", str(out))
     assert done.code == 2 and done.error_lines == [f"error: {line}"] and not out.exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(OUTPUT_ROWS)), st.text(max_size=8), st.data())
+def test_output_rows_read_any_case_and_refuse_the_rest_in_one_line(kind: str, text: str, data) -> None:
+    """-o/--output is a row per kind (elxpk/output_formats.py): a format in any case reads lower-cased;
+    anything else is the one line every command of the kind prints, and reads as the kind's default."""
+    row = OUTPUT_ROWS[kind]
+    word = data.draw(st.sampled_from(OUTPUT_FORMATS[kind]))
+    assert row.read("".join(c.upper() if i % 2 else c for i, c in enumerate(word))) == (word, None)
+    if text.lower() not in OUTPUT_FORMATS[kind]:
+        words = ", ".join(OUTPUT_FORMATS[kind][:-1]) + f" or {OUTPUT_FORMATS[kind][-1]}"
+        assert row.read(text) == (OUTPUT_FORMATS[kind][0], f"-o/--output {text!r}: use {words}")
+    assert row.read(None) == (OUTPUT_FORMATS[kind][0], None)
