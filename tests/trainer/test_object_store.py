@@ -91,12 +91,24 @@ def test_no_local_filesystem_api_touches_the_checkpoint_directory():
             allowed = ALLOWED_OS | (LINK_SAFE_OS if name == "elxpk_storage/checkpoint_files.py" else set())
             if call == "open" or (call.startswith("os.") and call not in allowed):
                 problems.append(f"{name}: calls {call}")
-    # Every other trainer module leaves the checkpoint directory to those modules.
+    # Every other trainer module leaves the checkpoint directory to those modules: it reads no `checkpoint_dir`
+    # field or name (the setting's name as a string, `said("checkpoint_dir")` in a message, is no use of it).
     for path in sorted((REPO_ROOT / "trainer").rglob("*.py")):
         name = path.relative_to(REPO_ROOT).as_posix()
-        if name not in CHECKPOINT_MODULES and "checkpoint_dir" in path.read_text("utf-8"):
+        if name not in CHECKPOINT_MODULES and _reads_checkpoint_dir(ast.parse(path.read_text("utf-8"))):
             problems.append(f"{name}: uses checkpoint_dir directly")
     assert problems == []
+
+
+def _reads_checkpoint_dir(tree: ast.AST) -> bool:
+    return any((isinstance(node, ast.Attribute) and node.attr == "checkpoint_dir")
+               or (isinstance(node, ast.Name) and node.id == "checkpoint_dir") for node in ast.walk(tree))
+
+
+def test_the_scan_would_catch_a_read_of_the_directory_but_not_its_name_in_a_message():
+    assert _reads_checkpoint_dir(ast.parse("Path(cfg.checkpoint_dir) / 'x'"))
+    assert _reads_checkpoint_dir(ast.parse("def f(checkpoint_dir): return checkpoint_dir"))
+    assert not _reads_checkpoint_dir(ast.parse("root(cfg.checkpoint_path, said('checkpoint_dir'))"))
 
 
 def test_the_scan_would_catch_a_local_call():
