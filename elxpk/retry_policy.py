@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
 
 RETRY_AFTER_STATUS = frozenset({429, 503})  # the answers whose Retry-After is honoured (RFC 6585, RFC 9110)
 RETRY_AFTER_SANE_S = 24 * 3600.0  # a longer (or non-finite) Retry-After is nonsense: the back-off applies
@@ -59,6 +59,12 @@ def retry_after_s(value: str | None) -> float | None:
     if seconds is None or not math.isfinite(seconds) or seconds > RETRY_AFTER_SANE_S:
         return None
     return max(seconds, 0.0)
+
+
+def asked_wait_s(status: int, headers: Mapping[str, str] | Any) -> float | None:
+    """The wait an answer asks for: its Retry-After, read by `retry_after_s`, on a status that may ask for one
+    (RETRY_AFTER_STATUS); else None. `headers`: any of the clients' header maps (`.get` by name)."""
+    return retry_after_s(headers.get("Retry-After")) if status in RETRY_AFTER_STATUS else None
 
 
 class RetryPolicy(NamedTuple):

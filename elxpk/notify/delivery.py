@@ -33,7 +33,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from elxpk.notify.rules import Alert
-from elxpk.retry_policy import REQUESTS, RETRY_AFTER_STATUS, RetryPolicy, retry_after_s, transient_status
+from elxpk.retry_policy import REQUESTS, RetryPolicy, asked_wait_s, transient_status
 from elxpk.shown import shown
 
 SLACK_ICONS = {"slice-lost": ":warning:", "recovered": ":white_check_mark:", "recovery-late": ":rotating_light:",
@@ -108,7 +108,7 @@ def post(url: str, body: bytes, timeout_s: float) -> None:
             answer.read(RESPONSE_BYTES)
     except urllib.error.HTTPError as exc:
         code = exc.code
-        wait = retry_after_s(exc.headers.get("Retry-After")) if code in RETRY_AFTER_STATUS else None
+        wait = asked_wait_s(code, exc.headers)
         exc.close()
         phrase = shown(exc.reason)[:200]  # the endpoint's own words: controls visible, bounded
         raise DeliveryFailed(f"HTTP {code} {phrase}", retry=transient_status(code), wait_s=wait) from None

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from elxpk.errors import ClusterError
-from elxpk.retry_policy import REQUESTS, RETRY_AFTER_STATUS, RetryPolicy, retry_after_s, transient_status
+from elxpk.retry_policy import REQUESTS, RetryPolicy, asked_wait_s, transient_status
 from elxpk_storage import gcs_auth
 
 ENDPOINT = "https://storage.googleapis.com"
@@ -96,8 +96,7 @@ class Gcs:
                 raise ClusterError(f"cannot reach Cloud Storage ({self.endpoint}) while {what}{tried}: "
                                    f"{text}") from None
             if transient_status(resp.status_code):
-                asked = resp.headers.get("Retry-After") if resp.status_code in RETRY_AFTER_STATUS else None
-                if tries.again(retry_after_s(asked)):
+                if tries.again(asked_wait_s(resp.status_code, resp.headers)):
                     resp.close()
                     continue
             return resp, attempt

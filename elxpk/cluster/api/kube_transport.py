@@ -33,7 +33,7 @@ from elxpk.cluster.api.answer import (
 )
 from elxpk.cluster.api.api_errors import Answer, Retry, api_error, redirected
 from elxpk.errors import ClusterError, ElxpkError, Timeout, UsageError
-from elxpk.retry_policy import REQUESTS, RETRY_AFTER_STATUS, RetryPolicy, retry_after_s, transient_status
+from elxpk.retry_policy import REQUESTS, RetryPolicy, asked_wait_s, transient_status
 
 PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
 # The most one request may take, its retries included (a LIST page of 500 pods is ~5 MB): a server that
@@ -192,8 +192,7 @@ class KubeTransport:
         resp.release_conn()  # read to its end: the connection can serve the next request
         answer = Answer(resp.status, resp.reason, data)
         if transient_status(answer.status):
-            asked = resp.headers.get("Retry-After") if answer.status in RETRY_AFTER_STATUS else None
-            raise Retry(answer=answer, retry_after=retry_after_s(asked))
+            raise Retry(answer=answer, retry_after=asked_wait_s(answer.status, resp.headers))
         if 300 <= answer.status <= 399:
             raise redirected(self.host, answer.status, resp.reason, resp.headers.get("Location"), f"{verb} {what}")
         if not 200 <= answer.status <= 299:
