@@ -23,6 +23,7 @@ from elxpk_contract.setting_rules import (
     blank_problem,
     bounds_text,
     check_setting,
+    flag_name,
     not_a_number,
     plain_number_text,
     range_words,
@@ -107,7 +108,7 @@ class Flag(NamedTuple):
     def flag(self) -> str:
         """The flag as the command being read spells it (`Spoken`): gcluster's `--restarts` for
         --max-restarts in a gcluster command, else the row's own spelling."""
-        return _spoken().rows.get(self.name) or self.spelling or "--" + self.name.replace("_", "-")
+        return _spoken().rows.get(self.name) or self.spelling or flag_name(self.name)
 
     @property
     def shown_default(self) -> str | None:
@@ -253,7 +254,7 @@ def speaking(spoken: Spoken, read: Callable[[], Any]) -> Any:
 
 def spelled(name: str) -> str:
     """The flag of the row `name` (spelled --NAME in its table) as the command being read spells it."""
-    return _spoken().rows.get(name) or "--" + name.replace("_", "-")
+    return _spoken().rows.get(name) or flag_name(name)
 
 
 def typed(name: str) -> bool:

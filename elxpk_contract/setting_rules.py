@@ -98,37 +98,36 @@ def check_setting(name: str, raw: object, source: str | None = None) -> tuple[An
 
 def bounds_problem(name: str, value: Any, source: str | None = None) -> str | None:
     """The bounds and choices of the table, as one message; None when `value` is within them."""
-    f = FIELDS[name]
-    meta, source = f, source or said(name)
+    f, source = FIELDS[name], source or said(name)
     if value is None or isinstance(value, (bool, tuple)):
         return None
-    if meta.choices and value not in meta.choices:
-        return f"{source} {value!r:.80}: use one of {', '.join(meta.choices)}"
+    if f.choices and value not in f.choices:
+        return f"{source} {value!r:.80}: use one of {', '.join(f.choices)}"
     if isinstance(value, str):
         if not value.strip():
             return blank_problem(source, value)
         if "\x00" in value:  # a NUL byte is no path at all
-            return f"{source} {value!r:.80}: must not contain a NUL byte; {meta.fix or 'give a value'}, or leave it unset"
+            return f"{source} {value!r:.80}: must not contain a NUL byte; {f.fix or 'give a value'}, or leave it unset"
         return gcs_url_problem(source, value)  # a bucket GCS cannot have fails at the first save, not here
     if isinstance(value, float) and not math.isfinite(value):
         return f"{source} {value}: not a finite number"
     if f.type == "int" and not isinstance(value, int):
         return f"{source} {value!r}: must be a whole number"
-    low, high = meta.low, meta.high
-    why = f" ({meta.fix})" if meta.fix else ""
-    if meta.high_open and not ((low is None or value >= low) and (high is None or value < high)):
+    low, high = f.low, f.high
+    why = f" ({f.fix})" if f.fix else ""
+    if f.high_open and not ((low is None or value >= low) and (high is None or value < high)):
         return f"{source} {value}: must be {_row_range(f)}"
     if low is not None and high is not None and not low <= value <= high:
         return f"{source} {value}: must be from {_num(low)} to {_num(high)}{why}"
     if (top := upper_bound(name)) is not None and value > top:
         return f"{source} {value}: must be at most {top}{why}"
     if low is not None and not value >= low:
-        if isinstance(low, float) and low == 0.0 and meta.unit == SECONDS:
+        if isinstance(low, float) and low == 0.0 and f.unit == SECONDS:
             return f"{source} {value}: must be a positive number of seconds"
         at_least = "0 or more" if low == 0 else f"at least {_num(low)}"
         return f"{source} {value}: must be {at_least}{why}"
-    if meta.low_open and low is not None and not value > low:
-        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and meta.unit == SECONDS
+    if f.low_open and low is not None and not value > low:
+        return f"{source} {value}: must be " + ("a positive number of seconds" if low == 0 and f.unit == SECONDS
                                                 else _row_range(f))
     return None
 

@@ -28,15 +28,15 @@ from elxpk.create.cross_rules import (
     restart_codes,
     slice_rules,
 )
-from elxpk.create.dialect import pathways_off
+from elxpk.create.dialect import pathways_only
 from elxpk.create.failure_policy import backoff_limit_problem
 from elxpk.create.flag_values import FlagValues
-from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, flag
+from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, TRAINER_SETTINGS, flag
 from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.flag_rows import spelled, typed
 from elxpk.output_formats import OUTPUT_ROWS
-from elxpk_contract.setting_rules import LAUNCHER_FLAG, check_setting, exposed, flag_name
+from elxpk_contract.setting_rules import check_setting, flag_name
 from elxpk_contract.setting_rules import default as trainer_default
 
 # Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
@@ -241,10 +241,8 @@ class FlagChecker(FlagValues):
         told = gpu or typed("no_pathways")
         drops = flag("headless")  # as the command spells it (gcluster's --pathways-headless)
         if headless and not pathways:
-            if told:
-                err(f"{drops}: only with Pathways (it drops the user container); drop {multi} or {drops}")
-            else:
-                self.errors += pathways_off(drops)
+            self.errors += pathways_only(
+                drops, f"{drops}: only with Pathways (it drops the user container); drop {multi} or {drops}", told)
         elif headless:
             if kind:
                 err(f"--trainer {kind}: needs the user container that {drops} drops; drop one of them")
@@ -265,11 +263,9 @@ class FlagChecker(FlagValues):
             err(f"--command: required unless {drops} (Pathways without a user container) or --trainer; "
                 "e.g. --command 'python3 train.py'")
         if not pathways:
-            for key in _PATHWAYS_ONLY:
-                if self.given(key) and told:
-                    err(f"{flag(key)}: only for Pathways workloads; drop it or drop {multi}")
-                elif self.given(key):
-                    self.errors += pathways_off(flag(key))
+            for key in (k for k in _PATHWAYS_ONLY if self.given(k)):
+                self.errors += pathways_only(
+                    flag(key), f"{flag(key)}: only for Pathways workloads; drop it or drop {multi}", told)
         return Shape(pathways, headless, trainer, maxtext, command)
 
     def settings_destination(self, shape: Shape, elastic_slices: int, settings: Settings, env: Env) -> str | None:
@@ -350,7 +346,7 @@ class FlagChecker(FlagValues):
         self.warnings += warnings
         return tuple(values.items())
 
-_SETTING_NAMES = tuple(f.name for f in exposed(LAUNCHER_FLAG))
+_SETTING_NAMES = tuple(row.name for row in TRAINER_SETTINGS)
 # The keys parse_create takes: the flag table's (the manifest's and the invocation options) and the
 # trainer settings the contract gives the launcher.
 _KNOWN_KEYS = SPEC_KEYS | OPTION_KEYS | frozenset(_SETTING_NAMES)

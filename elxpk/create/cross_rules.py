@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from elxpk.create.dialect import pathways_off
+from elxpk.create.dialect import pathways_only
 from elxpk.create.flags import RESERVED_ENV, flag
 from elxpk.flag_rows import typed
 from elxpk_contract.setting_rules import (
@@ -49,11 +49,9 @@ def slice_rules(n: int, e: int, restarts: int, *, pathways: bool, restarts_given
                       f"so use 0..{n - 1} or raise --num-slices")
         e = 0
     if e and not pathways:
-        if typed("no_pathways"):
-            errors.append(f"{elastic} {e}: needs Pathways; drop --no-pathways or set {elastic} 0 "
-                          f"(multi-controller runs restart as a whole, see {flag('max_restarts')})")
-        else:  # gcluster's spelling left Pathways off: it needs --pathways
-            errors += pathways_off(elastic)
+        errors += pathways_only(elastic, f"{elastic} {e}: needs Pathways; drop --no-pathways or set {elastic} 0 "
+                                f"(multi-controller runs restart as a whole, see {flag('max_restarts')})",
+                                typed("no_pathways"))
         e = 0
     if e and restarts == 0:
         errors.append(f"{slice_restarts} 0: an elastic run needs >= 1, otherwise a lost slice is never "

@@ -108,6 +108,12 @@ def pathways_off(spelling: str) -> list[str]:
     return [] if spelling.startswith("--pathways-") else [_needs_pathways(spelling)]
 
 
+def pathways_only(spelling: str, line: str, told: bool) -> list[str]:
+    """A Pathways-only flag in a command without Pathways: `line`, elxpk's, where the user turned Pathways off
+    (`told`: --no-pathways typed, or a GPU); else gcluster's (`pathways_off`)."""
+    return [line] if told else pathways_off(spelling)
+
+
 def _needs_pathways(spelling: str) -> str:
     return f"{spelling}: needs --pathways (gcluster renders a plain JobSet without it); add --pathways or drop the flag"
 
