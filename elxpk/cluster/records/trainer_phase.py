@@ -15,7 +15,6 @@ the previous process's (its last step aging, its rate old). So the phase comes f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
 from elxpk.cluster.objects.labels import parse_time
@@ -41,17 +40,15 @@ class Phase(NamedTuple):
     step_fresh: bool  # the record's last step is current: its rate may be shown as the rate now
 
 
-def newest_start(pods: Sequence[dict | Pod]) -> float | None:
-    """Unix seconds when the newest running pod's container started (else the pod itself): the newest
-    process of the group, which a progress record written before it did not come from."""
-    starts: list[float] = []
-    for pod in map(Pod.of, pods):
-        if pod.phase != "Running" or pod.meta.deleting:
-            continue
-        times = [parse_time(c.running_since) for c in pod.containers if c.running_since]
-        found = [t for t in times if t is not None] or [t for t in [parse_time(pod.started)] if t]
-        starts.extend(found)
-    return max(starts) if starts else None
+def pod_start(pod: dict | Pod) -> float | None:
+    """Unix seconds when a running pod's newest container started (else the pod itself); None when it does
+    not run. The watch keeps one per pod: the newest of them is the group's newest process, which a progress
+    record written before it did not come from."""
+    view = Pod.of(pod)
+    if view.phase != "Running" or view.meta.deleting:
+        return None
+    times = [t for t in (parse_time(c.running_since) for c in view.containers if c.running_since) if t is not None]
+    return max(times) if times else parse_time(view.started)
 
 
 def step_fresh(progress: dict, step_age_s: float | None, rate: float | None) -> bool:
@@ -64,7 +61,7 @@ def step_fresh(progress: dict, step_age_s: float | None, rate: float | None) -> 
 
 def phase_of(status: WorkloadStatus, progress: dict | None, started_at: float | None, step_age_s: float | None,
              rate: float | None, now: float) -> Phase:
-    """The phase at unix time `now`; `started_at`: newest_start() of the pods; `step_age_s`: the record's
+    """The phase at unix time `now`; `started_at`: the newest pod_start() of the pods; `step_age_s`: the record's
     step age at `now`."""
     state = status.state
     if state in ("Queued", "Succeeded", "Failed"):
@@ -105,4 +102,4 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-__all__ = ["PHASES", "Phase", "newest_start", "phase_of", "step_fresh"]
+__all__ = ["PHASES", "Phase", "pod_start", "phase_of", "step_fresh"]

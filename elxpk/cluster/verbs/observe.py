@@ -93,7 +93,7 @@ def counted_pods(jobsets: Iterable[dict | JobSet]) -> str | None:
 
 def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False,
                  stuck_after_s: float | None = None, why: bool = False,
-                 on_objects: Callable[[dict, list, list, list], None] | None = None) -> WorkloadStatus:
+                 on_objects: Callable[[JobSet, list, list, list], None] | None = None) -> WorkloadStatus:
     """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
@@ -111,10 +111,10 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     only = None if why else counted_pods([jobset])
     raw_pods = kube.list_pods(namespace, selector, only)
     raw_workloads = kube.list_kueue_workloads(namespace, f"{KUEUE_JOB_UID}={jobset.meta.uid or ''}")
-    if on_objects is not None:
-        on_objects(raw, raw_jobs, raw_pods, raw_workloads)
     jobs, pods = [Job.of(j) for j in raw_jobs], [Pod.of(p) for p in raw_pods]
     workloads = [Workload.of(w) for w in raw_workloads]
+    if on_objects is not None:  # the views already built: the hook's readers take them as they are
+        on_objects(jobset, jobs, pods, workloads)
     status = compute_status(jobset, jobs, pods, workloads, now)
     status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
     # Read once: status shows it, and --why names the trainer's own verdict from it.

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import JOBSET_NAME
 from elxpk.cluster.objects.pods import Pod
+from elxpk.cluster.objects.workloads import JobSet
 from elxpk.cluster.records.incidents import INFRA, Incident, collect, pod_incidents
 from elxpk.cluster.records.status import WorkloadStatus
-from elxpk.cluster.records.trainer_phase import newest_start
+from elxpk.cluster.records.trainer_phase import pod_start
 from elxpk.cluster.verbs.events_feed import OUTAGE_S, _Outage
 from elxpk.errors import ClusterError, NotFoundError
 
@@ -38,7 +39,7 @@ SHOWN_INCIDENTS = 8
 LATE_S = 5.0
 
 # The refresh: one `status` read, handing its objects (JobSet, Jobs, Pods, Kueue Workloads) to the hook.
-ReadStatus = Callable[[Callable[[dict, list, list, list], None]], WorkloadStatus]
+ReadStatus = Callable[[Callable[[JobSet, list, list, list], None]], WorkloadStatus]
 
 
 @dataclass
@@ -54,7 +55,7 @@ class WatchState:
     # pod -> cause (infra, user, unknown) of every pod failure among the incidents seen: the pods that a JobSet
     # restart deletes stay counted, so the count never says none above the exits listed under it
     failed_pods: dict = field(default_factory=dict)
-    # pod -> when its running container started (trainer_phase.newest_start), from the pod watch: a refresh of a
+    # pod -> when its running container started (trainer_phase.pod_start), from the pod watch: a refresh of a
     # running workload reads only its Failed pods, the watch sees them all (its first answer lists them)
     pod_starts: dict = field(default_factory=dict)
     rate: float | None = None  # trainer steps per second between the last two step records
@@ -110,7 +111,7 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
     def refresh() -> WorkloadStatus:
         found: list[Incident] = []
 
-        def objects(jobset: dict, jobs: list, pods: list, workloads: list) -> None:
+        def objects(jobset: JobSet, jobs: list, pods: list, workloads: list) -> None:
             found.extend(collect(jobset, jobs, pods, workloads, []))
 
         _expect(state, clock())
@@ -166,7 +167,7 @@ def _watch_once(kube: Kube, namespace: str, name: str, resume: str | None, statu
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             send(pod_incidents(view, name))
             with state.lock:
-                state.pod_starts[view.meta.name or ""] = None if kind == "DELETED" else newest_start([view])
+                state.pod_starts[view.meta.name or ""] = None if kind == "DELETED" else pod_start(view)
             changed = True
         if changed and clock() - last >= min_gap_s:
             status = refresh()
