@@ -5,7 +5,13 @@ preset's `peak_bytes_in_use` its own): each (remat policy, batch) given is built
 (trainer.core.step.StepCache, donating with one slice), the memory estimate set beside XLA's figure of the
 compiled step, and, where XLA's figure fits the device, a few steps run and timed:
 
-    python bench/bench_chip.py --model 125m --configs save_dot_except_mlp:16,full:32 --out 125m.json
+    python bench/bench_chip.py --model 125m --configs save_dot_except_mlp:16,full:32,auto:32:2 --out 125m.json
+
+A configuration is POLICY:BATCH[:MICROBATCHES[:SPLASH_BLOCK[:LOGITS[:profile]]]]: --gradient-accumulation-steps,
+the splash kernel's block (trainer.core.kernels.splash.BLOCK), --logits-dtype (auto: the compute dtype,
+or float32), and `profile` for a jax.profiler summary
+of that configuration alone; --n-heads overrides the preset's heads (the head width the matrix unit sees):
+what issue 48 measured before choosing them.
 
 `--largest` instead tries the batches given from the largest down with the first policy and runs the first
 the trainer would accept (XLA's figure within the device): the largest batch and its MFU. MFU is the model
@@ -223,7 +229,17 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="a jax.profiler summary of each configuration run")
     parser.add_argument("--checkpoint", action="store_true", help="save, restore and resume each configuration run")
     parser.add_argument("--deterministic-reduction", default="on", choices=("on", "off"))
+    parser.add_argument("--n-heads", type=int, help="the preset's heads overridden")
+    parser.add_argument("--splash-block", type=int, help="the splash kernel's block size (default: the kernel's)")
+    parser.add_argument("--logits", choices=("auto", "float32"), default="auto",
+                        help="--logits-dtype: the dtype the logits leave their matmul in")
     args = parser.parse_args()
+
+    from trainer.core import step as steplib
+    from trainer.core.kernels import splash
+
+    default_block = args.splash_block or splash.BLOCK
+    shape_overrides = {"n_heads": args.n_heads} if args.n_heads else {}
 
     import jax
 
@@ -263,14 +279,23 @@ def main() -> None:
                 break
     else:
         for item in args.configs.split(","):
-            policy, batch = item.split(":")
+            policy, batch, *rest = item.split(":") + [""] * 4
+            micro_count, block, logits, profile_this = int(rest[0] or 1), int(rest[1] or default_block), \
+                rest[2] or args.logits, rest[3] == "profile" or args.profile
+            # Read at trace time; the process's executables are keyed without it, so each is compiled anew.
+            splash.BLOCK = block
+            steplib._EXECUTABLES.clear()
             try:
                 cfg = config_for(args.model, int(batch), policy, work, attention=args.attention,
-                                 deterministic_reduction=args.deterministic_reduction)
-                row = measure(cfg, mesh, args.steps, peak, run=True, profile=args.profile,
+                                 deterministic_reduction=args.deterministic_reduction,
+                                 gradient_accumulation_steps=micro_count, logits_dtype=logits,
+                                 **shape_overrides)
+                row = measure(cfg, mesh, args.steps, peak, run=True, profile=profile_this,
                               checkpoint=args.checkpoint)
             except Exception as exc:  # noqa: BLE001 - one configuration's failure must not lose the others
                 row = {"batch": int(batch), "remat_policy": policy, "error": str(exc).splitlines()[0][:300]}
+            row.update(gradient_accumulation_steps=micro_count, splash_block=block, logits=logits,
+                       **shape_overrides)
             result["rows"].append(row)
             args.out.write_text(json.dumps(result, indent=1))
             print(json.dumps(row), flush=True)

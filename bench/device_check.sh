@@ -4,12 +4,12 @@
 #
 # TPU (one chip): bench/bench_chip.py writes, each in a process of its own (one program holds the chip; each
 # preset's peak its own): the versions and the chip's own 8192^3 bf16 matmul rate; for 125m, 350m and 1b at the
-# goal batches (16, 8, 2; seq 2048) the remat policy --remat-policy auto picks, the memory estimate beside XLA's
-# figure and memory_stats, the step time and MFU (MaxText's formula: ModelShape.flops_per_example), and the
-# largest batch the estimate accepts; for 125m a save (blocking, commit), its restore and the first resumed
-# step (its restored input donated?). If time is left (DEVICE_CHECK_BUDGET_S, default 450): a restart's start
-# to first step, cold and with a warm JAX_COMPILATION_CACHE_DIR. All of it merged into
-# $out/device_check.json, with DEVICE_CHECK_COMMIT (the commit measured) when given.
+# goal batches (16, 8, 4; seq 2048) and at twice them in microbatches (issue 48), the remat policy
+# --remat-policy auto picks, the memory estimate beside XLA's figure and memory_stats, the step time and MFU
+# (MaxText's formula: ModelShape.flops_per_example), a jax.profiler summary at the goal batch, and the largest
+# batch the estimate accepts. Then bench/device_check_trainer.py: `python -m trainer` itself, a restart's
+# start-up and a bitwise resume. All of it merged into $out/device_check.json, with DEVICE_CHECK_COMMIT (the
+# commit measured) when given. About 9 minutes.
 #
 # Issue 10's accelerator figures as one prepared command, for a single-GPU host that has jax with
 # its accelerator plugin, orbax-checkpoint and optax installed (no install step: such lent machines have no
@@ -38,23 +38,15 @@ export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.92}
 if "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("libtpu") is None)' 2>/dev/null \
    && timeout 120 "$py" bench/bench_chip.py --matmul --out "$out/chip-matmul.json" >"$out/chip.log" 2>&1 \
    && "$py" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["platform"] != "tpu")' "$out/chip-matmul.json"; then
-    budget=${DEVICE_CHECK_BUDGET_S:-450}
-    for spec in ${DEVICE_CHECK_PRESETS:-125m:16 350m:8 1b:2}; do
-        model=${spec%%:*}; batch=${spec##*:}; extra=""
-        [ "$model" = 125m ] && extra="--checkpoint"
-        timeout "${PRESET_TIMEOUT_S:-170}" "$py" bench/bench_chip.py --model "$model" --configs "auto:$batch" $extra \
-            --out "$out/chip-$model.json" 2>&1 | grep -v Warn | tee -a "$out/chip.log"
+    # Each preset at its goal batch and at twice it in microbatches (issue 48), one process per preset; the
+    # first configuration of each is profiled.
+    for spec in ${DEVICE_CHECK_PRESETS:-125m:auto:16:1::auto:profile,auto:32:2 350m:auto:8:1::auto:profile,auto:16:4 1b:auto:4:1::auto:profile,auto:8:2}; do
+        model=${spec%%:*}; configs=${spec#*:}
+        timeout "${PRESET_TIMEOUT_S:-150}" "$py" bench/bench_chip.py --model "$model" --configs "$configs" \
+            --out "$out/chip-$model.json" 2>&1 | grep -v -i warn | cut -c1-400 | tee -a "$out/chip.log"
     done
-    if [ "$SECONDS" -lt $((budget - 150)) ]; then  # a restart, cold then warm: the whole process, to its first step
-        cache=$(mktemp -d); run=$(mktemp -d)
-        for cold_or_warm in cold warm; do
-            began=$SECONDS
-            JAX_COMPILATION_CACHE_DIR=$cache timeout 150 "$py" -m trainer --model 125m --global-batch 16 --steps 1 \
-                --num-slices 1 --devices-per-slice 1 --dropout 0 --checkpoint-period 1000 --run-dir "$run/$cold_or_warm" \
-                >"$out/restart-$cold_or_warm.log" 2>&1
-            echo "{\"exit\": $?, \"process_s\": $((SECONDS - began))}" >"$out/chip-restart-$cold_or_warm.json"
-        done
-    fi
+    # `python -m trainer` as a user runs it: a restart's start-up and a bitwise resume.
+    timeout 480 "$py" bench/device_check_trainer.py --out "$out/chip-trainer.json" 2>&1 | tail -n 3 | tee -a "$out/chip.log"
     "$py" - "$out" <<'EOF'
 import json, os, sys, time
 from pathlib import Path

@@ -52,7 +52,7 @@ from elxpk_contract.setting_rules import (
 )
 from elxpk_contract.step_names import ascii_number
 
-__all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", "REMAT_POLICIES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG",
+__all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", "LOGITS_DTYPES", "REMAT_POLICIES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG",
            "RECOVERIES", "SECONDS", "Setting", "TrainerConfig", "bounds_problem", "bounds_text", "check_setting",
            "convert_setting", "cross_problems", "default", "env_name", "exposed", "flag_name",
            "named_by", "plain_number_text", "redundant_min_slice_count", "said", "setting", "slices_waited_for"]
@@ -63,6 +63,7 @@ BACKENDS = ("simulated", "pathways", "multi-controller")
 RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, where the backend can reach it
 COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
 ATTENTIONS = ("auto", "xla", "cudnn", "splash")  # trainer/core/attention.py
+LOGITS_DTYPES = ("auto", "float32")  # auto: the compute dtype (trainer/core/model.py)
 REMAT_POLICIES = ("auto", "none", "minimal_with_context", "minimal", "save_dot_except_mlp", "save_qkv_proj",
                   "full")  # trainer/core/remat.py
 
@@ -199,7 +200,7 @@ class TrainerConfig:
     n_heads: int = _opt(None, "attention heads (default: from --model)", low=1)
     d_ff: int = _opt(None, "MLP hidden width (default: from --model)", low=1)
     compute_dtype: str = _opt("auto", "dtype of the forward and backward matmuls; master params, optimizer "
-                                      "state, logits, softmax and loss stay float32; auto: bfloat16 on GPU "
+                                      "state, softmax and loss stay float32 (the logits: --logits-dtype); auto: bfloat16 on GPU "
                                       "and TPU, float32 on CPU", expose=LAUNCHER_FLAG, choices=COMPUTE_DTYPES)
     attention: str = _opt("auto", "attention kernel: auto is splash (Pallas, causal) on TPU from 128 tokens, "
                                   "cuDNN's flash kernel on GPU in bfloat16, XLA's elsewhere (MaxText's "
@@ -211,6 +212,20 @@ class TrainerConfig:
                                      "first of those whose memory estimate fits the device; the same bits "
                                      "whichever, so not in the fingerprint",
                              expose=LAUNCHER_FLAG, choices=REMAT_POLICIES)
+    logits_dtype: str = _opt("auto", "the dtype the logits leave their matmul in (accumulated in float32, the "
+                                     "softmax and the loss float32 either way): auto, the compute dtype (MaxText's "
+                                     "default, logits_dot_in_fp32 false: on a v5e at 125m 1.5 points of MFU more "
+                                     "than float32); float32 (logits_dot_in_fp32 true); part of the checkpoint "
+                                     "fingerprint where it changes the numbers", expose=LAUNCHER_FLAG,
+                             choices=LOGITS_DTYPES)
+    gradient_accumulation_steps: int = _opt(1, "microbatches a step's batch is cut into, run one after the other "
+                                                "and their gradients summed in one fixed order: activations for "
+                                                "one microbatch at a time (less --remat-policy recompute at a large "
+                                                "--global-batch); the per-device batch must divide by it. It fixes "
+                                                "the order of the sums, so it is kept with the run like "
+                                                "--global-batch: a resize or resume stays bitwise at any value",
+                                            low=1, maxtext="gradient_accumulation_steps", expose=LAUNCHER_FLAG,
+                                            fix="microbatches per step, e.g. 1 (none) or 4")
     data: str | None = _opt(None, "tokenized training data: a .npy file of one 1-D uint16/uint32 token stream, "
                                   "or .array_record file(s) of token chunks (comma-separated), local or gs://; "
                                   "default: synthetic tokens (see docs/trainer.md)", expose=LAUNCHER_FLAG,
@@ -291,11 +306,13 @@ class TrainerConfig:
         absurd --num-slices costs little; the hint names a multiple only where there are few counts."""
         counts = self.slice_counts()
         for n in counts:
-            if n >= 1 and self.global_batch % (n * max(devices_per_slice, 1)):
+            if n >= 1 and self.global_batch % (n * max(devices_per_slice, 1) * self.gradient_accumulation_steps):
                 hint = (f"use a multiple of {self._batch_multiple(devices_per_slice)}" if len(counts) <= 64 else
                         f"use fewer slices or a higher {said('elastic_min_slice_count')}")
+                micro = self.gradient_accumulation_steps
+                cut = f" x {said('gradient_accumulation_steps')} {micro}" if micro > 1 else ""
                 return [f"{said('global_batch')} {self.global_batch}: must divide evenly over {n} slice(s) x "
-                        f"{devices_per_slice} devices{where}; {hint}"]
+                        f"{devices_per_slice} devices{cut}{where}; {hint}"]
         return []
 
     def _controller_problems(self) -> list[str]:
@@ -352,7 +369,7 @@ class TrainerConfig:
         return range(min(max(low, 1), self.num_slices), self.num_slices + 1)
 
     def _batch_multiple(self, devices_per_slice: int) -> int:
-        return lcm(*(n * devices_per_slice for n in self.slice_counts()))
+        return lcm(*(n * devices_per_slice * self.gradient_accumulation_steps for n in self.slice_counts()))
 
     @property
     def checkpoint_path(self) -> str:
@@ -383,6 +400,9 @@ class TrainerConfig:
         # splash and cuDNN round differently from it, so a resume must not switch kernels silently.
         if self.attention not in ("auto", "xla"):
             precision["attention"] = self.attention
+        # Logits rounded to the compute dtype change the numbers only where it is not float32.
+        if precision.get("compute_dtype") not in (None, "float32") and self.logits_dtype == "auto":
+            precision["logits"] = precision["compute_dtype"]
         return {"dataset": self.dataset_identity, **precision, **{n: getattr(self, n) for n in names}}
 
     def to_dict(self) -> dict:

@@ -70,6 +70,8 @@ KEYS: dict[str, MaxTextKey] = {k.name: k for k in (
        "iterator)"),
     _k("steps", "int", 150_001, "int", "train steps; -1: learning_rate_schedule_steps", low=-1,
        rule="types.py steps: Field(ge=-1)"),
+    _k("gradient_accumulation_steps", "int", 1, "PositiveInt", "microbatches a step accumulates", low=1,
+       rule="types.py gradient_accumulation_steps: PositiveInt"),
     # Pathways and elasticity (types.py ElasticTraining; "Elastic training is Pathways-specific").
     _k("enable_single_controller", "bool", False, "bool", "single-controller (Pathways) mode"),
     _k("elastic_enabled", "bool", False, "bool", "retry training in the same process after a slice loss"),

@@ -27,7 +27,8 @@ from elxpk_contract.compile_cache import cache_dir
 from elxpk_contract.settings import check_setting, flag_name
 
 # Launcher settings (elxpk_contract.settings names) that become the MaxText key of the same name.
-DIRECT = ("steps", "checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries", "elastic_min_slice_count")
+DIRECT = ("steps", "checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries", "elastic_min_slice_count",
+          "gradient_accumulation_steps")
 # Settings the caller passes as the `pathways`/`elastic` arguments instead (rendered from other flags).
 DERIVED = ("num_slices", "slice_backend", "elastic_enabled")
 ENTRY_HINT = "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml key=value ..."

@@ -102,3 +102,22 @@ def test_an_unknown_compute_dtype_is_a_one_line_error():
     with pytest.raises(UsageError) as err:
         tiny_config("unused", compute_dtype="float16")
     assert list(err.value.messages) == ["--compute-dtype 'float16': use one of auto, float32, bfloat16"]
+
+
+@pytest.mark.parametrize(("logits", "out"), [("auto", "bfloat16"), ("float32", "float32")])
+def test_the_logits_leave_their_matmul_in_the_dtype_asked_for(logits, out):
+    """--logits-dtype (issue 48): auto rounds the logits to the compute dtype as they leave the matmul, float32
+    keeps them (MaxText's logits_dot_in_fp32); the log-softmax and the loss are float32 either way."""
+    import jax
+    import jax.numpy as jnp
+
+    from trainer.core.model import ModelShape, init_params, loss_fn
+
+    shape = ModelShape(80, 16, 32, 1, 2, 64, 0.0, compute_dtype="bfloat16", logits_dtype=logits)  # vocabulary 80
+    params = jax.tree.map(jnp.asarray, init_params(shape, np.random.default_rng(0)))
+    tokens = jnp.zeros((2, 17), jnp.int32)
+    jaxpr = str(jax.make_jaxpr(lambda p: loss_fn(p, tokens, shape, None))(params))
+    logits = [line.split("=")[0].split(":")[1].strip() for line in jaxpr.splitlines()
+              if "= dot_general[" in line and line.split("=")[0].endswith("[2,16,80] ")]
+    assert logits == [{"bfloat16": "bf16", "float32": "f32"}[out] + "[2,16,80]"], jaxpr
+    assert loss_fn(params, tokens, shape, None).dtype == jnp.float32

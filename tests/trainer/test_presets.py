@@ -136,3 +136,34 @@ def test_each_presets_comment_states_its_parameter_count():
         params = ModelShape.from_config(TrainerConfig(model=name)).param_count() / (1e6 if unit == "M" else 1e9)
         digits = len(str(num).split(".")[1]) if "." in str(num) else 0
         assert round(params, digits) == num, (name, params)
+
+
+@pytest.mark.parametrize(("model", "compute", "earlier", "flags"), [
+    ("125m", "float32", {"n_heads": 12}, "--n-heads 12"),
+    ("350m", "float32", {"n_heads": 16}, "--n-heads 16"),
+    ("1b", "bfloat16", {"logits_dtype": "float32"}, "--logits-dtype float32"),
+    ("125m", "bfloat16", {"n_heads": 12, "logits_dtype": "float32"}, "--n-heads 12 --logits-dtype float32"),
+])
+def test_a_checkpoint_of_an_earlier_default_is_refused_naming_the_flags_that_keep_it(model, compute, earlier,
+                                                                                    flags):
+    """Issue 48 changed the presets' heads (64 -> 128 wide) and the logits' dtype: a checkpoint written before
+    is refused by its fingerprint, with the flags that resume it."""
+    import dataclasses
+
+    from trainer.ckpt.checkpoint import _refuse_fingerprint
+
+    cfg = TrainerConfig(model=model, compute_dtype=compute)
+    old = dataclasses.replace(cfg, **earlier).fingerprint()
+    assert old != cfg.fingerprint()
+    with pytest.raises(UsageError) as refused:
+        _refuse_fingerprint(cfg, "/ckpt", 30, {"fingerprint": old})
+    line = str(refused.value)
+    assert line.endswith(f"to resume it keep that with {flags}, or use a new --checkpoint-dir"), line
+    assert "step 30 was written under an earlier default" in line
+    with pytest.raises(UsageError, match="written by a different configuration"):  # anything else: the usual line
+        _refuse_fingerprint(cfg, "/ckpt", 30, {"fingerprint": dataclasses.replace(cfg, seed=9).fingerprint()})
+    # A shape the user chose is not swapped back: --n-heads 4 is not "the preset's earlier shape".
+    if "n_heads" in earlier:
+        chosen = dataclasses.replace(cfg, n_heads=4)
+        with pytest.raises(UsageError, match="written by a different configuration"):
+            _refuse_fingerprint(chosen, "/ckpt", 30, {"fingerprint": old})

@@ -21,6 +21,7 @@ The checkpoint directory may be local or `gs://...`: every file operation on it 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import threading
@@ -29,7 +30,8 @@ from functools import partial
 from typing import Any
 
 from elxpk_contract.errors import UsageError
-from elxpk_contract.setting_rules import said
+from elxpk_contract.presets import EARLIER_DEFAULTS, SHAPE_SETTINGS, preset_value
+from elxpk_contract.setting_rules import default, said
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.step_names import canonical_step
 from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
@@ -352,11 +354,37 @@ def refuse_other_configuration(cfg: TrainerConfig) -> None:
 def _refuse_fingerprint(cfg: TrainerConfig, directory: Any, step: int, found: dict) -> None:
     want = cfg.fingerprint()
     if found.get("fingerprint") != want:
+        earlier = earlier_default(cfg, found.get("fingerprint"))
+        if earlier is not None:
+            why, flags = earlier
+            raise UsageError(
+                f"{said('checkpoint_dir')} {directory}: step {step} was written under an earlier default ({why}; "
+                f"the presets' heads are now 128 wide and the logits leave their matmul in the compute dtype, "
+                f"which a TPU's matrix unit runs faster); to resume it keep that with {flags}, or use a new "
+                f"{said('checkpoint_dir')}")
         raise UsageError(
             f"{said('checkpoint_dir')} {directory}: step {step} was written by a different configuration "
             f"(fingerprint {str(found.get('fingerprint'))[:40]}, this run {want}: model, batch, seed, data or "
             f"optimiser settings differ); use the original settings or a new {said('checkpoint_dir')}"
         )
+
+
+def earlier_default(cfg: TrainerConfig, fingerprint: object) -> tuple[str, str] | None:
+    """(what the default was, the flags that keep it) when `fingerprint` is this configuration's under one of
+    the earlier defaults (elxpk_contract.presets.EARLIER_DEFAULTS) that apply to it, or under all of them
+    together; else None. Only a setting the run left at its default is swapped: one given was the user's."""
+    def left_at_default(name: str) -> bool:
+        now = getattr(cfg, name)
+        return now == (preset_value(cfg.model, name) if name in SHAPE_SETTINGS else default(name))
+
+    applying = [(why, overrides) for why, model, overrides in EARLIER_DEFAULTS
+                if model in (None, cfg.model) and all(left_at_default(name) for name in overrides)]
+    together = ("; ".join(why for why, _ in applying), {k: v for _, o in applying for k, v in o.items()})
+    for why, overrides in [*applying, together] if len(applying) > 1 else applying:
+        earlier: dict[str, Any] = dict(overrides)  # each value has its setting's type (the table's rows)
+        if dataclasses.replace(cfg, **earlier).fingerprint() == fingerprint:
+            return why, " ".join(f"{said(name)} {value}" for name, value in overrides.items())
+    return None
 
 
 def _meta_problem(meta: object, step: int) -> str | None:

@@ -21,8 +21,9 @@ Per device, in bytes (f32 = 4 bytes):
 - gradients and the optimizer's update temporaries: twice the per-device parameter bytes; once on a TPU
   with a donating step, where XLA updates the state in place (with more than two slices the deterministic
   reduction holds one partial sum per slice, which this undercounts: XLA's figure catches it);
-- activations kept for the backward pass, for the device's share of the batch (b = global_batch / all
-  devices): per layer, b*L*kept values of the compute dtype, `kept` the --remat-policy's
+- with --gradient-accumulation-steps above 1, one more parameter-sized array: the microbatches' running sum;
+- activations kept for the backward pass, for the device's share of one microbatch (b = global_batch / all
+  devices / microbatches): per layer, b*L*kept values of the compute dtype, `kept` the --remat-policy's
   (trainer.core.remat.kept_values_per_token: 9*D + 2*F with none, D for full), plus, under any policy
   but none, one layer's whole intermediates while its backward pass recomputes them; with XLA's attention
   also 2*b*H*L*L float32 per layer (the logits and weights; none with splash or cuDNN, which never store
@@ -91,7 +92,8 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
     shape = ModelShape.from_config(cfg)
     compute_bytes = 2 if shape.compute_dtype == "bfloat16" else _F32
     d, f, length, vocab = cfg.d_model, cfg.d_ff, cfg.seq_len, cfg.vocab_size
-    b = max(1, -(-cfg.global_batch // total_devices))
+    count = getattr(cfg, "gradient_accumulation_steps", 1)
+    b = max(1, -(-cfg.global_batch // (total_devices * count)))  # examples per device in one microbatch
     state = _sharded_bytes(abstract_state, devices_per_slice)
     params = _sharded_bytes(abstract_state["params"], devices_per_slice)
     scores = 0 if shape.attention != "xla" else 2 * b * cfg.n_heads * length * length * _F32
@@ -103,11 +105,16 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
         layers = cfg.n_layers * kept + whole_layer
     fused = (on or jax.default_backend()) == "tpu"
     copies = TPU_LOGIT_COPIES if fused else LOGIT_COPIES
-    logits = int(copies * loss_chunk_examples(b, length) * length * vocab * _F32)
+    chunk_tokens = loss_chunk_examples(b, length) * length
+    logits = int(copies * chunk_tokens * vocab * _F32)
+    if shape.logits_dtype == "auto" and compute_bytes < _F32:  # the logits themselves in the compute dtype
+        logits -= chunk_tokens * vocab * (_F32 - compute_bytes)
     whole_params = _sharded_bytes(abstract_state["params"], 1)
     gathered = whole_params if params < whole_params else 0
     # XLA's TPU backend updates a donated state in place, the gradient the only parameter-sized temporary.
     gradients = params if fused and donates else 2 * params
+    if count > 1:  # the microbatches' running sum (trainer.core.microbatch), beside each one's own gradient
+        gradients += params
     return MemoryEstimate(state, 0 if donates else state, gradients, layers + logits, gathered)
 
 

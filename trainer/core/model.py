@@ -42,13 +42,14 @@ class ModelShape:
     compute_dtype: str = "float32"  # resolved: float32 or bfloat16 (see trainer/core/precision.py)
     attention: Literal["xla", "cudnn", "splash"] = "xla"  # resolved (trainer.core.attention)
     remat_policy: str = "none"  # trainer.core.remat's names (auto, not yet resolved, runs as none)
+    logits_dtype: str = "float32"  # --logits-dtype: auto (the compute dtype) or float32
 
     @classmethod
     def from_config(cls, cfg) -> ModelShape:
         dtype = resolve_compute_dtype(cfg.compute_dtype)
         kernel = attention.resolve(cfg.attention, dtype, cfg.seq_len, cfg.d_model // cfg.n_heads, platform())
         return cls(cfg.vocab_size, cfg.seq_len, cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.d_ff, cfg.dropout,
-                   dtype, kernel, cfg.remat_policy)  # type: ignore[arg-type]
+                   dtype, kernel, cfg.remat_policy, cfg.logits_dtype)  # type: ignore[arg-type]
 
     def param_count(self) -> int:
         d, f = self.d_model, self.d_ff
@@ -162,9 +163,12 @@ def hidden(params: dict, tokens_BxL: jax.Array, shape: ModelShape, key: jax.Arra
     return _rms_norm(x_BxLxD, params["ln_f"])
 
 
-def _nll(x_BxLxD, embed_VxD, targets_BxL):
-    # The logits leave the matmul in float32 (accumulated in float32 whatever the compute dtype).
-    logits_BxLxV = jnp.matmul(x_BxLxD, embed_VxD.T, preferred_element_type=jnp.float32)
+def _nll(x_BxLxD, embed_VxD, targets_BxL, logits_dtype: str):
+    # The logits are accumulated in float32 whatever the compute dtype; they leave the matmul in float32, or
+    # rounded to the compute dtype (--logits-dtype auto: half the bytes of the largest array of the step, which
+    # the softmax and its gradient read and write several times), and the log-softmax is float32 either way.
+    out = x_BxLxD.dtype if logits_dtype == "auto" else jnp.float32
+    logits_BxLxV = jnp.matmul(x_BxLxD, embed_VxD.T, preferred_element_type=out).astype(jnp.float32)
     logp = jax.nn.log_softmax(logits_BxLxV, axis=-1)
     return -jnp.take_along_axis(logp, targets_BxL[..., None], axis=-1)[..., 0]
 
@@ -175,17 +179,17 @@ def loss_chunk_examples(batch: int, length: int) -> int:
     return max(c for c in range(1, min(batch, fits) + 1) if batch % c == 0)
 
 
-def _token_nll(x_BxLxD, embed_VxD, targets_BxL):
+def _token_nll(x_BxLxD, embed_VxD, targets_BxL, logits_dtype: str = "float32"):
     """Each token's negative log-likelihood [B, L] in float32. Past LOSS_CHUNK_TOKENS the batch goes through
     in chunks of examples, each rematerialised in the backward pass: the float32 logits (4 V bytes a token,
     125 KiB at V = 32000) exist for one chunk at a time instead of for the whole batch."""
     b, length, d = x_BxLxD.shape
     chunk = loss_chunk_examples(b, length)
     if chunk == b:
-        return _nll(x_BxLxD, embed_VxD, targets_BxL)
+        return _nll(x_BxLxD, embed_VxD, targets_BxL, logits_dtype)
     # The embedding enters in float32 so that its gradient is summed over the chunks in float32.
     embed32 = embed_VxD.astype(jnp.float32)
-    body = jax.checkpoint(lambda xt: _nll(xt[0], embed32.astype(embed_VxD.dtype), xt[1]),
+    body = jax.checkpoint(lambda xt: _nll(xt[0], embed32.astype(embed_VxD.dtype), xt[1], logits_dtype),
                           policy=jax.checkpoint_policies.nothing_saveable)
     nll = jax.lax.map(body, (x_BxLxD.reshape(b // chunk, chunk, length, d),
                              targets_BxL.reshape(b // chunk, chunk, length)))
@@ -216,5 +220,6 @@ def loss_fn(params: dict, tokens: jax.Array, shape: ModelShape, key: jax.Array |
     dtype = jnp.dtype(shape.compute_dtype)
     if dtype != jnp.float32:  # master params stay float32 outside; their gradients come back through the cast
         params = jax.tree.map(lambda p: p.astype(dtype), params)
-    nll_BxL = _token_nll(hidden(params, tokens[:, :-1], shape, key), params["embed_VxD"], tokens[:, 1:])
+    nll_BxL = _token_nll(hidden(params, tokens[:, :-1], shape, key), params["embed_VxD"], tokens[:, 1:],
+                         shape.logits_dtype)
     return sum_in_fixed_order(nll_BxL) / nll_BxL.size

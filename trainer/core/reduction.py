@@ -13,7 +13,9 @@ reduction order is a constant of the job:
 - Slots. With A active slices each carries S = ceil(num_slices / A) slots; slot (a, s) holds shard
   a * S + s (`slot_layout`). Slots past the last shard are padding: computed (every slice runs the same
   loop) and never read. A slice runs its slots in a `lax.scan`, i.e. gradient accumulation over the
-  shards it carries, but keeps one partial sum per shard instead of adding them up.
+  shards it carries, but keeps one partial sum per shard instead of adding them up. Within a shard, each
+  device's rows may be cut into --gradient-accumulation-steps microbatches (trainer.core.microbatch), summed
+  in the shard's own program: the same at every width.
 - Canonical combination. The partial sums are all-gathered across slices into [A * S, ...], and the
   `num_slices` real ones are added in shard order, one after another (`_in_shard_order`): an unrolled
   chain of adds, which XLA does not reassociate, never a tree reduction whose shape would follow A.
@@ -38,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from trainer.core import sharding
+from trainer.core import microbatch, sharding
 from trainer.core.model import ModelShape, loss_fn
 from trainer.core.optim import apply_update, make_optimizer
 from trainer.core.state import abstract_state, step_key
@@ -89,6 +91,7 @@ def shard_gradients_fn(cfg, mesh: Mesh):
     the width-invariance test compares across meshes."""
     shape = ModelShape.from_config(cfg)
     per_shard = cfg.global_batch // cfg.num_slices
+    count = cfg.gradient_accumulation_steps  # microbatches of each device's rows (trainer.core.microbatch)
     param_specs = jax.tree.map(lambda a: sharding.fsdp_spec(tuple(a.shape), mesh.shape["data"]),
                                _abstract_params(cfg))
 
@@ -100,16 +103,20 @@ def shard_gradients_fn(cfg, mesh: Mesh):
         def one_shard(carry, slot):
             tokens, shard_id = slot
             local = tokens.shape[0]
-            # Example i of the global batch draws its dropout from fold_in(step key, i): the masks depend on
-            # neither the width nor the nominal topology (a 1 x 4 run sees the same masks as a 2 x 2 one).
             first = shard_id * per_shard + jax.lax.axis_index("data") * local
-            keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(first + jnp.arange(local))
 
-            loss, grads = jax.value_and_grad(loss_fn)(full, tokens, shape, keys)  # keys: one per example
-            grads = jax.tree.map(  # the reduction inside the slice, as the plain step has it
-                lambda g, d: jax.lax.psum(g, "data") if d is None
-                else jax.lax.psum_scatter(g, "data", scatter_dimension=d, tiled=True), grads, dims)
-            return carry, (jax.lax.psum(loss, "data"), grads)
+            def one_microbatch(rows, g):
+                # Example i of the global batch draws its dropout from fold_in(step key, i): the masks depend
+                # on neither the width nor the nominal topology (a 1 x 4 run sees the same masks as a 2 x 2 one).
+                index = first + microbatch.example_index(g, count, rows.shape[0])
+                keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(index)
+                loss, grads = jax.value_and_grad(loss_fn)(full, rows, shape, keys)  # keys: one per example
+                grads = jax.tree.map(  # the reduction inside the slice, as the plain step has it
+                    lambda grad, d: jax.lax.psum(grad, "data") if d is None
+                    else jax.lax.psum_scatter(grad, "data", scatter_dimension=d, tiled=True), grads, dims)
+                return jax.lax.psum(loss, "data"), grads
+
+            return carry, microbatch.summed(one_microbatch, tokens, count)
 
         _, (losses, grads) = jax.lax.scan(one_shard, None, (slots[0], shard_ids[0]))
         gather = lambda x: jax.lax.all_gather(x, "slice", axis=0, tiled=True)  # noqa: E731
@@ -132,7 +139,8 @@ def make_deterministic_step_fn(cfg, mesh: Mesh):
     per_slice = layout.shape[1]
     order = [int(np.flatnonzero(layout.reshape(-1) == n)[0]) for n in range(shards)]
     per_shard = cfg.global_batch // shards
-    pieces = shards * mesh.shape["data"]  # each adds the mean of its examples: the global mean is the sum / pieces
+    # Each adds the mean of its examples: the global mean is the sum / pieces.
+    pieces = shards * mesh.shape["data"] * cfg.gradient_accumulation_steps
     shard_gradients = shard_gradients_fn(cfg, mesh)
     slots_sharding = NamedSharding(mesh, SLOTS_SPEC)
 

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from trainer.core import mesh as meshlib
+from trainer.core import microbatch
 from trainer.core.memory import compiled_bytes
 from trainer.core.model import ModelShape, loss_fn
 from trainer.core.optim import apply_update, make_optimizer
@@ -31,10 +32,19 @@ _EXECUTABLES: OrderedDict[tuple, Compiled] = OrderedDict()
 
 def make_step_fn(cfg):
     shape, optimizer = ModelShape.from_config(cfg), make_optimizer(cfg)
+    count = cfg.gradient_accumulation_steps
 
     def train_step(state, tokens, step):
-        loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, step_key(cfg.seed, step))
-        return apply_update(optimizer, state, grads), loss
+        key = step_key(cfg.seed, step)
+        if count == 1:
+            loss, grads = jax.value_and_grad(loss_fn)(state["params"], tokens, shape, key)
+            return apply_update(optimizer, state, grads), loss
+
+        def one(rows, g):  # microbatch g draws its dropout from fold_in(step key, g)
+            return jax.value_and_grad(loss_fn)(state["params"], rows, shape, jax.random.fold_in(key, g))
+
+        loss, grads = microbatch.summed(one, tokens, count)  # each microbatch's mean: the batch's is the sum / count
+        return apply_update(optimizer, state, jax.tree.map(lambda g: g / count, grads)), loss / count
 
     return train_step
 
@@ -75,9 +85,11 @@ class StepCache:
         self._cfg = cfg
         self._clock = clock
         self._donate = donate
-        # The reduction mode, the remat policy, the attention kernel and donation change the executable (the
-        # reduction also the last bits of the result), not the checkpoint.
-        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction, cfg.remat_policy, cfg.attention, donate)
+        # The reduction mode, the remat policy, the attention kernel, the microbatch count and donation change
+        # the executable (the reduction and the microbatches also the last bits of the result), not the
+        # checkpoint.
+        self._fingerprint = (cfg.fingerprint(), cfg.deterministic_reduction, cfg.remat_policy, cfg.attention,
+                             cfg.gradient_accumulation_steps, donate)
         self.compiles = 0
 
     def has(self, mesh) -> bool:

@@ -2,8 +2,8 @@
 
 It never materialises the [L, L] scores: forward and backward walk blocks of queries and keys, skipping
 the blocks above the diagonal. Measured on one v5e (docs/trainer.md "On a TPU"): 3-3.4x faster than XLA's
-attention at the presets' shapes, with 7-32x less temporary memory. Blocks are MaxText's 512 (jax's
-default is 128), capped at the sequence length; they must be multiples of 128, so the sequence must be too.
+attention at the presets' shapes, with 7-32x less temporary memory. Blocks are 1024 (BLOCK; MaxText's default
+is 512, jax's 128), capped at the sequence length; they must be multiples of 128, so the sequence must be too.
 Off a TPU the kernel runs in Pallas's interpreter: slow, but the CPU tests check the numbers with it.
 """
 
@@ -17,7 +17,9 @@ from collections.abc import Iterator
 import jax
 import jax.numpy as jnp
 
-BLOCK = 512  # MaxText's sa_block_* default
+# Every block size of the kernel. Measured on one v5e (issue 48, bench/results/), 125m at 16 examples: 49.6% MFU
+# with MaxText's default of 512, 50.1% with 1024; 2048 needs a larger scoped VMEM limit and was not reached.
+BLOCK = 1024
 LANE = 128  # the TPU's lane width: every block size is a multiple of it
 
 
@@ -45,7 +47,7 @@ def _kernel(n_heads: int, seq_len: int, interpret: bool):
     from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as kernel
     from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as masks
 
-    block = min(BLOCK, seq_len)
+    block = min(BLOCK, seq_len)  # BLOCK read at trace time: bench/bench_chip.py --splash-block measures others
     sizes = kernel.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block, block_q_dkv=block,
                               block_kv_dkv=block, block_kv_dkv_compute=block, block_q_dq=block, block_kv_dq=block)
     mask = masks.MultiHeadMask([masks.CausalMask((seq_len, seq_len)) for _ in range(n_heads)])

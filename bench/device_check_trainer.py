@@ -1,0 +1,71 @@
+"""The trainer part of bench/device_check.sh on a TPU: a restart and a bitwise resume through `python -m trainer`,
+as a user runs it, read back from the runs' own records.
+
+    python bench/device_check_trainer.py --out chip-trainer.json [--model 125m --global-batch 16]
+
+Three processes share one JAX compilation cache: an uninterrupted run of 6 steps (run dir a, the cache cold),
+3 steps in run dir b, then a second process resuming b to step 6 (the cache warm). The resumed losses must
+equal the uninterrupted run's, bit for bit (metrics.jsonl keeps each as float.hex). The JSON holds each
+process's exit code and wall seconds, the comparison, the resumed process's events (its start-up) and the
+last step records of the uninterrupted run (its speed, as the trainer logs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def run_trainer(args: argparse.Namespace, run_dir: Path, steps: int, cache: str, log: Path) -> dict:
+    command = [sys.executable, "-m", "trainer", "--model", args.model, "--global-batch", str(args.global_batch),
+               "--num-slices", "1", "--devices-per-slice", "1", "--dropout", "0", "--checkpoint-period", "3",
+               "--steps", str(steps), "--run-dir", str(run_dir)]
+    began = time.monotonic()
+    with log.open("w") as output:
+        try:
+            code = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, timeout=args.timeout_s,
+                                  env={**os.environ, "JAX_COMPILATION_CACHE_DIR": cache}).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    return {"exit": code, "process_s": round(time.monotonic() - began, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model", default="125m")
+    parser.add_argument("--global-batch", type=int, default=16)
+    parser.add_argument("--timeout-s", type=float, default=150)
+    args = parser.parse_args()
+    work, cache = Path(tempfile.mkdtemp()), tempfile.mkdtemp()
+    logs = args.out.parent
+    processes = {
+        "uninterrupted": run_trainer(args, work / "a", 6, cache, logs / "trainer-uninterrupted.log"),
+        "first_half": run_trainer(args, work / "b", 3, cache, logs / "trainer-first-half.log"),
+        "resumed": run_trainer(args, work / "b", 6, cache, logs / "trainer-resumed.log"),
+    }
+    full = {m["step"]: m["loss"] for m in read_jsonl(work / "a" / "metrics.jsonl")}
+    resumed = {m["step"]: m["loss"] for m in read_jsonl(work / "b" / "metrics.jsonl")}
+    steps = sorted(set(full) & set(resumed))
+    result = {"model": args.model, "global_batch": args.global_batch, "processes": processes,
+              "losses_compared": len(steps), "losses_equal": sum(full[s] == resumed[s] for s in steps),
+              "resumed_events": read_jsonl(work / "b" / "events.jsonl")[-40:],
+              "last_step_records": read_jsonl(work / "a" / "metrics.jsonl")[-3:]}
+    args.out.write_text(json.dumps(result, indent=1))
+    print(f"trainer: {result['losses_equal']} of {result['losses_compared']} losses equal; {processes}")
+
+
+if __name__ == "__main__":
+    main()
