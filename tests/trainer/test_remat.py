@@ -83,6 +83,43 @@ def test_splash_attention_matches_xla_attention(small):
         assert np.allclose(np.asarray(a), np.asarray(b), atol=1e-6, rtol=1e-4)
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize(("compute", "logits"), [("float32", "float32"), ("bfloat16", "auto"), ("bfloat16", "float32")])
+def test_the_loss_makes_the_gradient_jax_would(small, monkeypatch, chunked, compute, logits):
+    """mean_nll makes its gradient in the forward pass (issue 48): it matches jax's own differentiation of the
+    same loss, chunked or not, in each compute and logits dtype, and a cotangent other than 1 scales it."""
+    import jax
+    import jax.numpy as jnp
+
+    import trainer.core.model as model
+
+    if chunked:
+        monkeypatch.setattr(model, "LOSS_CHUNK_TOKENS", 256)  # 2 examples of 128 tokens a chunk: 2 chunks
+    rng = np.random.default_rng(5)
+    dtype = jnp.dtype(compute)
+    x = jnp.asarray(rng.standard_normal((4, 128, 32)), dtype)
+    embed = jnp.asarray(0.1 * rng.standard_normal((64, 32)), jnp.float32)
+    targets = jnp.asarray(rng.integers(0, 64, (4, 128)), jnp.int32)
+
+    def reference(x, embed):
+        out = dtype if logits == "auto" else jnp.float32
+        logits_ = jnp.matmul(x, embed.astype(dtype).T, preferred_element_type=out).astype(jnp.float32)
+        nll = -jnp.take_along_axis(jax.nn.log_softmax(logits_), targets[..., None], axis=-1)[..., 0]
+        return model.sum_in_fixed_order(nll) / nll.size
+
+    want, (want_dx, want_de) = jax.value_and_grad(reference, argnums=(0, 1))(x, embed)
+    got, (got_dx, got_de) = jax.value_and_grad(lambda x, e: model.mean_nll(x, e, targets, logits),
+                                               argnums=(0, 1))(x, embed)
+    tolerance = 1e-6 if compute == "float32" else 2e-2
+    # The same forward ops; in bfloat16, XLA may fold the logits' rounding differently inside the chunk loop.
+    assert float(got) == float(want) if compute == "float32" else abs(float(got) - float(want)) < 1e-4 * float(want)
+    assert np.allclose(np.asarray(got_dx, np.float32), np.asarray(want_dx, np.float32), rtol=tolerance,
+                       atol=tolerance * float(jnp.max(jnp.abs(want_dx.astype(jnp.float32)))))
+    assert np.allclose(got_de, want_de, rtol=tolerance, atol=tolerance * float(jnp.max(jnp.abs(want_de))))
+    doubled = jax.grad(lambda x: 2.0 * model.mean_nll(x, embed, targets, logits))(x)
+    assert np.array_equal(np.asarray(doubled, np.float32), 2 * np.asarray(got_dx, np.float32))
+
+
 def test_the_chunked_loss_matches_the_whole_batch_loss(small, monkeypatch):
     import jax
 

@@ -27,7 +27,7 @@ Per device, in bytes (f32 = 4 bytes):
   (trainer.core.remat.kept_values_per_token: 9*D + 2*F with none, D for full), plus, under any policy
   but none, one layer's whole intermediates while its backward pass recomputes them; with XLA's attention
   also 2*b*H*L*L float32 per layer (the logits and weights; none with splash or cuDNN, which never store
-  them); plus LOGIT_COPIES float32 [tokens, V] arrays for one loss chunk (trainer.core.model._token_nll;
+  them); plus LOGIT_COPIES float32 [tokens, V] arrays for one loss chunk (trainer.core.model.mean_nll;
   1.3 on a TPU, where XLA fuses the softmax around the matmul);
 - parameters made whole by FSDP: the step gathers every layer's float32 parameters at once, and XLA keeps
   them through the backward pass (its own memory analysis of the compiled step does not shrink with more
@@ -54,10 +54,11 @@ _F32 = 4
 # The most the estimate overshoots XLA's own figure in the calibration (tests/trainer/test_scale.py): above
 # this multiple of the device the step surely cannot fit; below it, the compile's figure decides.
 ESTIMATE_MARGIN = 1.35
-# Float32 [tokens, V] arrays alive at once for one loss chunk (trainer.core.model._token_nll): the logits,
-# their log-softmax, softmax and gradient, and the loss's gather; XLA's TPU backend fuses most of them away
-# (measured on a v5e: 1.3 copies at 125m, 350m and 1b; docs/trainer.md "On a TPU").
-LOGIT_COPIES = 5
+# Float32 [tokens, V] arrays alive at once for one loss chunk (trainer.core.model.mean_nll): the logits, their
+# log-softmax and the gradient made from them (3 on the CPU: tests/trainer/test_scale.py's logit-heavy cases
+# are then within 3% of XLA's figure); XLA's TPU backend fuses most of them away (measured on a v5e: 1.3
+# copies at 125m, 350m and 1b; docs/trainer.md "On a TPU").
+LOGIT_COPIES = 3
 TPU_LOGIT_COPIES = 1.3
 
 

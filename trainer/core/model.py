@@ -11,11 +11,13 @@ computed in float32. With float32 compute every cast is a no-op.
 Memory (trainer/core/memory.py follows each choice): each block runs under the --remat-policy
 (trainer.core.remat) over the intermediates named here with checkpoint_name; attention is the --attention
 kernel (trainer.core.attention); the float32 logits are made and consumed a few examples at a time
-(`_token_nll`), so the [B, L, V] logits never exist whole.
+(`mean_nll`, which also makes the loss's gradient in the same pass), so the [B, L, V] logits never exist
+whole.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -131,10 +133,27 @@ def _dropout(x, rate: float, key):
 def _attention(x_BxLxD, block, shape: ModelShape):
     b, length, d = x_BxLxD.shape
     k_width = d // shape.n_heads
+    if shape.attention == "splash":
+        return _attention_heads_first(x_BxLxD, block, shape)
     qkv_BxLx3D = checkpoint_name(x_BxLxD @ block["wqkv_Dx3D"], "qkv_proj")
     q, k, v = (t.reshape(b, length, shape.n_heads, k_width) for t in jnp.split(qkv_BxLx3D, 3, axis=-1))
     out_BxLxHxK = checkpoint_name(attention.causal(q, k, v, shape.attention), "context")
     return checkpoint_name(out_BxLxHxK.reshape(b, length, d) @ block["wo_DxD"], "out_proj")
+
+
+def _attention_heads_first(x_BxLxD, block, shape: ModelShape):
+    """The same attention for a kernel that takes heads first ([B, H, L, K], splash): the projections contract
+    straight into and out of that layout, instead of reshaping and transposing [B, L, H, K] on both sides of
+    the kernel (on a v5e at 125m those layout copies were 7% of the step). The weights are the same arrays,
+    read as [D, 3, H, K] and [H, K, D]."""
+    from trainer.core.kernels.splash import causal_attention_heads_first
+
+    d, heads = x_BxLxD.shape[-1], shape.n_heads
+    wqkv_Dx3xHxK = block["wqkv_Dx3D"].reshape(d, 3, heads, d // heads)
+    qkv_3xBxHxLxK = checkpoint_name(jnp.einsum("bld,dthk->tbhlk", x_BxLxD, wqkv_Dx3xHxK), "qkv_proj")
+    out_BxHxLxK = checkpoint_name(causal_attention_heads_first(*qkv_3xBxHxLxK), "context")
+    wo_HxKxD = block["wo_DxD"].reshape(heads, d // heads, d)
+    return checkpoint_name(jnp.einsum("bhlk,hkd->bld", out_BxHxLxK, wo_HxKxD), "out_proj")
 
 
 def _block(x_BxLxD, block, keys, shape: ModelShape):
@@ -179,21 +198,63 @@ def loss_chunk_examples(batch: int, length: int) -> int:
     return max(c for c in range(1, min(batch, fits) + 1) if batch % c == 0)
 
 
-def _token_nll(x_BxLxD, embed_VxD, targets_BxL, logits_dtype: str = "float32"):
-    """Each token's negative log-likelihood [B, L] in float32. Past LOSS_CHUNK_TOKENS the batch goes through
-    in chunks of examples, each rematerialised in the backward pass: the float32 logits (4 V bytes a token,
-    125 KiB at V = 32000) exist for one chunk at a time instead of for the whole batch."""
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def mean_nll(x_BxLxD, embed32_VxD, targets_BxL, logits_dtype: str):
+    """The mean next-token cross-entropy of the final hidden states against the tied embedding (float32,
+    summed in a fixed order), with its gradient made in the same pass (issue 48).
+
+    Differentiated by jax, the loss made the logits chunk by chunk in the forward pass and again in the backward
+    pass (a rematerialised chunk loop): on a v5e at 125m that loop was 22% of the step, one logits matmul of
+    four a recompute. Here each chunk's logits are made once: its nll, and the gradient of the mean with respect
+    to the chunk's hidden states and to the embedding (softmax - one-hot, times the 1/n that every token's nll
+    gets from the mean), go out together; the backward pass only scales them by the loss's cotangent, which is
+    exact for the 1.0 of value_and_grad. `embed32_VxD` is the compute-dtype embedding widened to float32, so
+    that its gradient is summed over the chunks in float32; each matmul runs in the compute dtype."""
+    return _mean_nll_and_grads(x_BxLxD, embed32_VxD, targets_BxL, logits_dtype)[0]
+
+
+def _mean_nll_and_grads(x_BxLxD, embed32_VxD, targets_BxL, logits_dtype: str):
     b, length, d = x_BxLxD.shape
+    dtype = x_BxLxD.dtype
+    embed_VxD = embed32_VxD.astype(dtype)
+    per_token = jnp.float32(1.0) / (b * length)  # d mean / d nll, as jax's transpose of `sum / n` makes it
+
+    def one_chunk(x_CxLxD, targets_CxL):
+        out = dtype if logits_dtype == "auto" else jnp.float32
+        logits = jnp.matmul(x_CxLxD, embed_VxD.T, preferred_element_type=out).astype(jnp.float32)
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        nll = -jnp.take_along_axis(logp, targets_CxL[..., None], axis=-1)[..., 0]
+        onehot = jax.nn.one_hot(targets_CxL, logits.shape[-1], dtype=jnp.float32)
+        dlogits = ((jnp.exp(logp) - onehot) * per_token).astype(dtype)
+        dx = jnp.matmul(dlogits, embed_VxD, preferred_element_type=jnp.float32).astype(dtype)
+        dembed = jnp.einsum("clv,cld->vd", dlogits, x_CxLxD, preferred_element_type=jnp.float32)
+        return nll, dx, dembed
+
     chunk = loss_chunk_examples(b, length)
     if chunk == b:
-        return _nll(x_BxLxD, embed_VxD, targets_BxL, logits_dtype)
-    # The embedding enters in float32 so that its gradient is summed over the chunks in float32.
-    embed32 = embed_VxD.astype(jnp.float32)
-    body = jax.checkpoint(lambda xt: _nll(xt[0], embed32.astype(embed_VxD.dtype), xt[1], logits_dtype),
-                          policy=jax.checkpoint_policies.nothing_saveable)
-    nll = jax.lax.map(body, (x_BxLxD.reshape(b // chunk, chunk, length, d),
-                             targets_BxL.reshape(b // chunk, chunk, length)))
-    return nll.reshape(b, length)
+        nll, dx, dembed = one_chunk(x_BxLxD, targets_BxL)
+    else:
+        def add_chunk(total, xt):
+            nll, dx, dembed = one_chunk(*xt)
+            return total + dembed, (nll, dx)
+
+        pieces = (x_BxLxD.reshape(b // chunk, chunk, length, d), targets_BxL.reshape(b // chunk, chunk, length))
+        dembed, (nll, dx) = jax.lax.scan(add_chunk, jnp.zeros(embed32_VxD.shape, jnp.float32), pieces)
+        nll, dx = nll.reshape(b, length), dx.reshape(b, length, d)
+    return sum_in_fixed_order(nll) / nll.size, dx, dembed
+
+
+def _mean_nll_forward(x_BxLxD, embed32_VxD, targets_BxL, logits_dtype):
+    loss, dx, dembed = _mean_nll_and_grads(x_BxLxD, embed32_VxD, targets_BxL, logits_dtype)
+    return loss, (dx, dembed)
+
+
+def _mean_nll_backward(logits_dtype, grads, cotangent):
+    dx, dembed = grads
+    return (cotangent * dx).astype(dx.dtype), cotangent * dembed, None
+
+
+mean_nll.defvjp(_mean_nll_forward, _mean_nll_backward)
 
 
 def sum_in_fixed_order(x: jax.Array) -> jax.Array:
@@ -220,6 +281,5 @@ def loss_fn(params: dict, tokens: jax.Array, shape: ModelShape, key: jax.Array |
     dtype = jnp.dtype(shape.compute_dtype)
     if dtype != jnp.float32:  # master params stay float32 outside; their gradients come back through the cast
         params = jax.tree.map(lambda p: p.astype(dtype), params)
-    nll_BxL = _token_nll(hidden(params, tokens[:, :-1], shape, key), params["embed_VxD"], tokens[:, 1:],
-                         shape.logits_dtype)
-    return sum_in_fixed_order(nll_BxL) / nll_BxL.size
+    return mean_nll(hidden(params, tokens[:, :-1], shape, key), params["embed_VxD"].astype(jnp.float32),
+                    tokens[:, 1:], shape.logits_dtype)

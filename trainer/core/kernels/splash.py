@@ -62,9 +62,14 @@ def _kernel(n_heads: int, seq_len: int, interpret: bool):
 
 def causal_attention(q_BxLxHxK: jax.Array, k_BxLxHxK: jax.Array, v_BxLxHxK: jax.Array) -> jax.Array:
     """softmax(q k^T / sqrt(K), causal) v, [B, L, H, K] in and out (the kernel's layout is [H, L, K])."""
-    _, length, heads, width = q_BxLxHxK.shape
-    kernel = _kernel(heads, length, interpret=jax.default_backend() != "tpu" and not _FOR_TPU.get())
-    q = q_BxLxHxK * jnp.asarray(width ** -0.5, q_BxLxHxK.dtype)  # the kernel does not scale
     heads_first = functools.partial(jnp.swapaxes, axis1=1, axis2=2)
-    out_BxHxLxK = jax.vmap(kernel)(heads_first(q), heads_first(k_BxLxHxK), heads_first(v_BxLxHxK))
-    return heads_first(out_BxHxLxK)
+    return heads_first(causal_attention_heads_first(heads_first(q_BxLxHxK), heads_first(k_BxLxHxK),
+                                                    heads_first(v_BxLxHxK)))
+
+
+def causal_attention_heads_first(q_BxHxLxK: jax.Array, k_BxHxLxK: jax.Array, v_BxHxLxK: jax.Array) -> jax.Array:
+    """The same, [B, H, L, K] in and out: the kernel's own layout, one example at a time."""
+    _, heads, length, width = q_BxHxLxK.shape
+    kernel = _kernel(heads, length, interpret=jax.default_backend() != "tpu" and not _FOR_TPU.get())
+    q = q_BxHxLxK * jnp.asarray(width ** -0.5, q_BxHxLxK.dtype)  # the kernel does not scale
+    return jax.vmap(kernel)(q, k_BxHxLxK, v_BxHxLxK)
