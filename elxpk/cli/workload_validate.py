@@ -17,6 +17,10 @@ import typer
 from elxpk.cli import options
 from elxpk.errors import CheckFailed
 
+# The labels of the lines that are elxpk's own findings, not the cluster's (tests/realcluster leaves them out).
+BUDGETS = "timeouts and budgets: "
+TRAINER = "the trainer refuses at its start: "
+
 Files = Annotated[list[str], typer.Argument(
     help="YAML manifests (several documents each allowed); - reads stdin.", show_default=False,
     metavar="FILE...")]
@@ -31,6 +35,7 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS) -> None:
     from elxpk.admission.files import validate_files
     from elxpk.create.budget_checks import jobset_budget_findings, read_times
     from elxpk.create.flags import of_command
+    from elxpk.create.trainer_refusals import trainer_problems
     from elxpk.errors import UsageError
     from elxpk.flag_rows import read_all
 
@@ -40,7 +45,13 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS) -> None:
     problems += run_problems
     if problems:
         raise UsageError(*problems)
-    report = validate_files(list(files), lambda jobset: jobset_budget_findings(jobset, times))
+    def findings(jobset: dict) -> tuple[list[str], list[str]]:
+        """The stages beyond admission: the timeouts and budgets, then what the trainer refuses at its start."""
+        errors, warnings = jobset_budget_findings(jobset, times)
+        return ([f"{BUDGETS}{line}" for line in errors]
+                + [f"{TRAINER}{path}: {message}" for path, message in trainer_problems(jobset, by_env=True)], warnings)
+
+    report = validate_files(list(files), findings)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     for warning in report.warnings:
@@ -52,7 +63,8 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS) -> None:
     if report.lines:
         why = "the cluster would refuse them"
         if report.budget_lines:
-            why += f" ({report.budget_lines} of them: timeouts and budgets that cannot work together)"
+            why += (f" ({report.budget_lines} of them: timeouts and budgets that cannot work together, or settings "
+                    "the trainer refuses at its start)")
         raise CheckFailed(f"{len(report.lines)} violation(s) in {report.documents} document(s); {why}")
     checked = report.documents - report.skipped
     skipped = f"; {report.skipped} skipped (no schema known to elxpk)" if report.skipped else ""

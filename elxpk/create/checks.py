@@ -23,6 +23,7 @@ from elxpk.create.cross_rules import (
     Settings,
     Slices,
     min_slice_count_rules,
+    node_limit_problem,
     pre_start_problems,
     reference_warnings,
     restart_codes,
@@ -111,6 +112,10 @@ class FlagChecker(FlagValues):
                                        vms_per_slice=tpu.vms_per_slice) if tpu is not None and shape.pathways else None
         if budget:  # the Pathways worker Job's backoffLimit, an int32 like the fields above
             self.errors.append(budget)
+        nodes = node_limit_problem(slices.num_slices, tpu.vms_per_slice if tpu else num_nodes or 1,
+                                   f"{tpu.vms_per_slice} VM(s) of {tpu.name}" if tpu else f"{num_nodes} node(s)")
+        if nodes:
+            self.errors.append(nodes)
         settings = self.trainer_settings(slices)
         extra = self.flags.get("command")
         if shape.trainer and isinstance(extra, str) and extra.strip():
