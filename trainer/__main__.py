@@ -84,7 +84,12 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
         return _print_config(cfg)
     if "compile_only" in actions:
         return compile_only.run(cfg)
-    from trainer.cpu import ensure_devices  # lazy: keeps trainer.cpu off `python -m trainer --print-config`
+    from trainer.cpu import (  # lazy: keeps trainer.cpu off `python -m trainer --print-config`
+        cpu_only_unless_accelerator,
+        ensure_devices,
+    )
+
+    cpu_only_unless_accelerator()  # a CPU run prints no libtpu errors (docs/trainer.md)
 
     if cfg.slice_backend == "simulated":
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)

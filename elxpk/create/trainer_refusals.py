@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 
 from elxpk import catalog
 from elxpk.create.budget_checks import containers, trainer_env_values
+from elxpk_contract.errors import UsageError
+from elxpk_contract.setting_rules import env_name, flag_name, named_by
 
 _SHELL_OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&", "\n"})
 _TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
@@ -111,8 +113,6 @@ def trainer_problems(jobset: dict[str, Any], *, by_env: bool = False) -> list[tu
     empty when no container runs the bundled trainer. An env value the trainer refuses on its own is the
     budget checks' line (elxpk/create/budget_checks.py), so it is not repeated here. `by_env`: each message
     names a setting by its env var (`workload validate` reads a manifest; `workload create` names its flags)."""
-    from elxpk_contract.setting_rules import env_name, flag_name, named_by
-
     box = trainer_box(jobset) if by_env else None
     if box is None:
         return _problems(jobset)
@@ -132,9 +132,9 @@ def _found(jobset: dict[str, Any]) -> list[tuple[str, str]]:
     box = trainer_box(jobset)
     if box is None:
         return []
-    # lazy: argparse and the config, for a trainer's JobSet only
-    from elxpk_contract.command_line import parse_command_line
-    from elxpk_contract.errors import UsageError
+    from elxpk_contract.command_line import (
+        parse_command_line,  # lazy: argparse and the config, for a trainer only
+    )
 
     if trainer_env_values(box.container, box.path)[1]:
         return []
