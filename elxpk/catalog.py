@@ -223,6 +223,14 @@ def lookup(name: str) -> TpuType:
     raise UnknownTpuType(f"unknown TPU type {name!r}; did you mean {', '.join(close)}?")
 
 
+def tpu_suggestion(name: str) -> str:
+    """The closest TPU names to `name`, as `lookup`'s refusal gives them (e.g. `did you mean v5litepod-16?`)."""
+    try:
+        return f"{lookup(name).name} is one"
+    except UnknownTpuType as exc:
+        return str(exc).split("; ", 1)[-1]
+
+
 def lookup_machine(machine_type: str, topology: str) -> TpuType:
     """The slice of GCE TPU machine type `machine_type` (ct6e-standard-4t, as gcluster's --compute-type
     takes it) in `topology` (4x4); UnknownTpuType when neither names a slice of the catalog."""
