@@ -105,8 +105,10 @@ _TPU7X_TOPOLOGIES = (
 _FAMILIES: tuple[_Family, ...] = (
     _Family("v4", 2, "tpu-v4-podslice", "ct4p-hightpu-4t", "tpuv4",
             tuple("2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x8x8 8x8x8 8x8x12 8x8x16 8x16x16".split()), "v4", 32),
+    # 1x1 and 2x2 are GKE's single-host v5e slices (ct5lp-hightpu-1t and -4t: v5litepod-1, v5litepod-4).
     _Family("v5litepod", 1, "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", "tpuv5e",
-            ("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v5e", 16),
+            ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v5e", 16,
+            single_chip_machine="ct5lp-hightpu-1t"),
     _Family("v5p", 2, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5", tuple(_V5P_TOPOLOGIES), "v5p", 95),
     _Family("v6e", 1, "tpu-v6e-slice", "ct6e-standard-4t", "tpuv6e",
             ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v6e", 32,
