@@ -101,7 +101,7 @@ FLAGS: tuple[Flag, ...] = (
          'command.',
          doc='shell command of the user container; with `--trainer`, extra trainer arguments; with '
          '`--trainer maxtext`, the MaxText command', doc_default='required unless `--headless`/`--trainer`',
-         submit_short='-e', free_text=True),
+         short='-e', free_text=True),  # gcluster's -e, in both verbs (elxpk has no other -e)
     Flag('docker_image', TEXT, 'Image of the user container.', default=DEFAULT_DOCKER_IMAGE, check='image',
          aliases=(Alias('--image', short='-i'),)),
     Flag('docker_name', TEXT, 'Name of the user container.', default='jax-tpu', check='container_name'),
