@@ -14,6 +14,7 @@ before anything imports jax: it shows what the launcher's ELXPK_* env amounts to
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from elxpk_contract.command_line import parse_command_line
+from elxpk_contract.compile_cache import OFF, cache_dir
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
 from elxpk_contract.exit_grace import end_now, exit_within_grace
@@ -124,10 +126,6 @@ def _distributed_left_open() -> bool:
 def _print_config(cfg: TrainerConfig, environ: Mapping[str, str]) -> int:
     """The resolved settings as JSON; the compilation cache as the run will use it: the directory (beside the
     checkpoints unless given, a caller's JAX_COMPILATION_CACHE_DIR where it is not), or "off"."""
-    import json
-
-    from elxpk_contract.compile_cache import OFF, cache_dir
-
     settings = cfg.to_dict()
     given = cfg.compilation_cache_dir
     caller = environ.get(compile_cache.CALLER_CACHE) if given is None else None
