@@ -30,6 +30,12 @@ class TpuType(NamedTuple):
     pathways_version: str  # e.g. tpuv5; the resource manager takes `<version>:<topology>`
     jax_generation: str = ""  # jax.experimental.topologies' name of the chip: v5e for v5litepod
     hbm_bytes_per_chip: int = 0  # the chip's HBM, as Google's TPU pages list it
+    devices_per_chip: int = 1  # jax's devices on one chip: 1 (megacore), 2 where each TensorCore is one
+
+    @property
+    def devices_per_slice(self) -> int:
+        """jax's devices in one slice: what the trainer's global batch must divide over, slice by slice."""
+        return self.chips_per_slice * self.devices_per_chip
 
     @property
     def instance_type(self) -> str:
@@ -75,6 +81,9 @@ class _Family(NamedTuple):
     jax_generation: str
     hbm_gib_per_chip: int
     single_chip_machine: str | None = None  # machine type of the 1-chip topology, where it exists
+    # jax's devices per chip: 1 where the chip's TensorCores form one device (v4 and v5p megacore, v5e and
+    # v6e with one core), 2 on tpu7x, whose two TensorCores are two chiplets, each a device of its own.
+    devices_per_chip: int = 1
 
 
 _V5P_TOPOLOGIES = (
@@ -96,14 +105,16 @@ _TPU7X_TOPOLOGIES = (
 _FAMILIES: tuple[_Family, ...] = (
     _Family("v4", 2, "tpu-v4-podslice", "ct4p-hightpu-4t", "tpuv4",
             tuple("2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x8x8 8x8x8 8x8x12 8x8x16 8x16x16".split()), "v4", 32),
+    # 1x1 and 2x2 are GKE's single-host v5e slices (ct5lp-hightpu-1t and -4t: v5litepod-1, v5litepod-4).
     _Family("v5litepod", 1, "tpu-v5-lite-podslice", "ct5lp-hightpu-4t", "tpuv5e",
-            ("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v5e", 16),
+            ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v5e", 16,
+            single_chip_machine="ct5lp-hightpu-1t"),
     _Family("v5p", 2, "tpu-v5p-slice", "ct5p-hightpu-4t", "tpuv5", tuple(_V5P_TOPOLOGIES), "v5p", 95),
     _Family("v6e", 1, "tpu-v6e-slice", "ct6e-standard-4t", "tpuv6e",
             ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"), "v6e", 32,
             single_chip_machine="ct6e-standard-1t"),
     _Family("tpu7x", 2, "tpu7x", "tpu7x-standard-4t", "tpu7x", tuple(_TPU7X_TOPOLOGIES), "tpu7x", 192,
-            single_chip_machine="tpu7x-standard-1t"),
+            single_chip_machine="tpu7x-standard-1t", devices_per_chip=2),
 )
 
 
@@ -125,7 +136,8 @@ def _table() -> Mapping[str, TpuType | GpuType]:
             machine = fam.single_chip_machine if chips == 1 and fam.single_chip_machine else fam.machine_type
             name = f"{fam.prefix}-{chips * fam.cores_per_chip}"
             tpu = TpuType(name, topology, chips_per_vm, chips // chips_per_vm, fam.gke_accelerator,
-                          machine, fam.pathways_version, fam.jax_generation, fam.hbm_gib_per_chip << 30)
+                          machine, fam.pathways_version, fam.jax_generation, fam.hbm_gib_per_chip << 30,
+                          fam.devices_per_chip)
             table.setdefault(name, tpu)
             table[f"{fam.prefix}-{topology}"] = tpu
     for gpu in GPU_TYPES:  # xpk's device type, and the GCE machine type gcluster's --compute-type gives
@@ -211,6 +223,14 @@ def lookup(name: str) -> TpuType:
         families = ", ".join(f"{f.prefix}-*" for f in _FAMILIES)
         raise UnknownTpuType(f"unknown TPU type {name!r}; known families: {families}")
     raise UnknownTpuType(f"unknown TPU type {name!r}; did you mean {', '.join(close)}?")
+
+
+def tpu_suggestion(name: str) -> str:
+    """The closest TPU names to `name`, as `lookup`'s refusal gives them (e.g. `did you mean v5litepod-16?`)."""
+    try:
+        return f"{lookup(name).name} is one"
+    except UnknownTpuType as exc:
+        return str(exc).split("; ", 1)[-1]
 
 
 def lookup_machine(machine_type: str, topology: str) -> TpuType:

@@ -5,6 +5,7 @@ from elxpk_contract.errors import (  # noqa: F401
     ClusterError,
     ConflictError,
     ElxpkError,
+    NoCredentials,
     NotFoundError,
     StorageFull,
     Timeout,

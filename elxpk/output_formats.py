@@ -10,11 +10,11 @@ from elxpk.flag_rows import TEXT, Flag, either
 OUTPUT_FORMATS: dict[str, tuple[str, ...]] = {
     "manifest": ("yaml", "json"),  # workload create: the rendered manifest
     "status": ("table", "json", "yaml"),  # workload status|list|wait
-    "run": ("text", "json"),  # report, compare, events, checkpoint inspect
+    "run": ("text", "json"),  # report, compare, events, checkpoint inspect, validate
     "plan": ("table", "json"),  # plan
 }
 _COMMANDS = {"manifest": ("create", "job submit"), "status": ("status", "list", "wait"),
-             "run": ("report", "compare", "events", "checkpoint inspect"), "plan": ("plan",)}
+             "run": ("report", "compare", "events", "checkpoint inspect", "validate"), "plan": ("plan",)}
 
 # The -o/--output row of each kind: read case-insensitively and lower-cased (`fold_case`), refused as
 # "-o/--output 'xml': use table, json or yaml".

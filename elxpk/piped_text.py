@@ -48,3 +48,17 @@ def piped_console(stream: TextIO, make: Any = None, **options: Any) -> Any:
     if console.is_terminal:
         return console
     return make(file=TrimmedLines(stream), **options)
+
+
+class OncePerChange:
+    """A progress line printer that prints a line only when it differs from the one before: a poll every few
+    seconds repeats its state (`0/4 replacement pods ready`), which a pipe or a log would keep line after line."""
+
+    def __init__(self, emit: Any) -> None:
+        self._emit = emit
+        self._last: str | None = None
+
+    def __call__(self, line: str) -> None:
+        if line != self._last:
+            self._last = line
+            self._emit(line)

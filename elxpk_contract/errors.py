@@ -28,6 +28,11 @@ class ClusterError(ElxpkError):
     """The cluster or the cloud API answered with an error (auth, missing CRD, server error)."""
 
 
+class NoCredentials(UsageError, ClusterError):
+    """No Google credentials where a command needs them (GKE, gs://): the user's setup to fix, exit 2 like
+    every missing input, with one fix (elxpk_storage.gcs_auth.how_to_authenticate)."""
+
+
 class NotFoundError(ClusterError):
     """The named object does not exist."""
 

@@ -46,9 +46,13 @@ def well_known_file() -> str:
     return os.path.join(config, WELL_KNOWN_FILE)
 
 
+LOGIN = "gcloud auth application-default login"  # what writes the well-known file, spelt as it is typed
+
+
 def how_to_authenticate() -> str:
-    return ("give Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS=<service account key file>, "
-            f"or the well-known file {well_known_file()}; on GKE, Workload Identity (the metadata server)")
+    """The fix for missing Google credentials, the one text every command and the trainer give (exit 2)."""
+    return (f"run `{LOGIN}` (it writes {well_known_file()}), or set GOOGLE_APPLICATION_CREDENTIALS=<service "
+            "account key file>; on GKE, Workload Identity (the metadata server) gives them")
 
 
 def emulated(what: str, *, tensorstore: bool = False) -> bool:

@@ -14,6 +14,7 @@ before anything imports jax: it shows what the launcher's ELXPK_* env amounts to
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from elxpk_contract.command_line import parse_command_line
+from elxpk_contract.compile_cache import OFF, cache_dir
 from elxpk_contract.errors import CheckFailed, ElxpkError
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL
 from elxpk_contract.exit_grace import end_now, exit_within_grace
@@ -81,10 +83,15 @@ def _first_line(exc: BaseException) -> str:
 def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | None = None) -> int:
     cfg, actions = parse_command_line(argv, environ)
     if "print_config" in actions:
-        return _print_config(cfg)
+        return _print_config(cfg, environ)
     if "compile_only" in actions:
         return compile_only.run(cfg)
-    from trainer.cpu import ensure_devices  # lazy: keeps trainer.cpu off `python -m trainer --print-config`
+    from trainer.cpu import (  # lazy: keeps trainer.cpu off `python -m trainer --print-config`
+        cpu_only_unless_accelerator,
+        ensure_devices,
+    )
+
+    cpu_only_unless_accelerator()  # a CPU run prints no libtpu errors (docs/trainer.md)
 
     if cfg.slice_backend == "simulated":
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)
@@ -116,12 +123,18 @@ def _distributed_left_open() -> bool:
     return slices is not None and slices.LEFT_OPEN.is_set()
 
 
-def _print_config(cfg: TrainerConfig) -> int:
+def _print_config(cfg: TrainerConfig, environ: Mapping[str, str]) -> int:
+    """The resolved settings as JSON; the compilation cache as the run will use it: the directory (beside the
+    checkpoints unless given, a caller's JAX_COMPILATION_CACHE_DIR where it is not), or "off"."""
+    settings = cfg.to_dict()
+    given = cfg.compilation_cache_dir
+    caller = environ.get(compile_cache.CALLER_CACHE) if given is None else None
+    settings["compilation_cache_dir"] = caller or cache_dir(given, cfg.checkpoint_path) or OFF
     out = sys.stdout  # None when the process started with stdout closed
     try:
         if out is None:
             raise OSError("standard output is closed")
-        out.write(cfg.to_json() + "\n")
+        out.write(json.dumps(settings, sort_keys=True, indent=2) + "\n")
         out.flush()
     except (OSError, ValueError) as exc:  # closed (ValueError), full or broken (OSError) stdout
         raise CheckFailed(f"--print-config: cannot write the configuration to standard output: {exc}") from None

@@ -36,3 +36,27 @@ def ensure_devices(n: int, environ: dict | None = None, *, keep_given: bool = Fa
             f"start a new process, or set XLA_FLAGS=--xla_force_host_platform_device_count={n} "
             "before importing jax"
         )
+
+
+# Device files of an accelerator a container or VM was given: a TPU (/dev/accel* on v4, /dev/vfio/N from v5e
+# on) or an NVIDIA GPU. Without any, jax would still load libtpu where it is installed (the elxpk[tpu] extra),
+# and libtpu prints a page of errors about TPU metadata it cannot find before jax falls back to the CPU.
+_ACCELERATOR_FILES = (("/dev", "accel"), ("/dev/vfio", ""), ("/dev", "nvidia"))
+
+
+def cpu_only_unless_accelerator(environ: dict | None = None, dev_root: str = "") -> bool:
+    """JAX_PLATFORMS=cpu where it is not set and this machine has no TPU or GPU device file, so a CPU run is
+    quiet (no libtpu start-up errors); the machine's own JAX_PLATFORMS (a Pathways head's `proxy`) always
+    wins. Before jax is imported. Returns whether it set it. `dev_root` prefixes the device folders (tests)."""
+    env = os.environ if environ is None else environ
+    if env.get("JAX_PLATFORMS") or "jax" in sys.modules:
+        return False
+    for folder, prefix in _ACCELERATOR_FILES:
+        try:
+            names = os.listdir(dev_root + folder)
+        except OSError:
+            continue
+        if any(name.startswith(prefix) and (prefix or name.isdigit()) for name in names):
+            return False
+    env["JAX_PLATFORMS"] = "cpu"
+    return True

@@ -31,7 +31,7 @@ from elxpk.errors import UsageError
 
 STDIN = "-"
 JOBSET_KIND = ("jobset.x-k8s.io/v1alpha2", "JobSet")
-# A JobSet's findings from outside admission: (errors, warnings).
+# A JobSet's findings from outside admission: (errors, each labelled with what found it, and warnings).
 JobSetFindings = Callable[[dict], tuple[list[str], list[str]]]
 MAX_NODES = 1_000_000  # a 200-slice JobSet has about 1,000
 
@@ -218,8 +218,8 @@ def no_jobset(name: str, expanded: list[tuple[str, Any]]) -> str:
 def validate_files(names: list[str], jobset_findings: JobSetFindings | None = None) -> Report:
     """Check every document of every file. Reads all files first: one unreadable file is exit 2, before
     anything is reported. `jobset_findings` adds the checks of another stage to each JobSet (the CLI passes
-    the timeout and budget rules of elxpk/create/budget_checks.py): its errors are lines, its warnings
-    warnings."""
+    the timeout and budget rules of elxpk/create/budget_checks.py and what the trainer would refuse,
+    elxpk/create/trainer_refusals.py): its errors are lines, its warnings warnings."""
     if names.count(STDIN) > 1:
         raise UsageError("-: stdin can be read once; name it once")
     loaded = [(name, expand_lists(read_documents(name))) for name in names]
@@ -239,7 +239,7 @@ def validate_files(names: list[str], jobset_findings: JobSetFindings | None = No
             report.lines += [f"{where}: {violation}" for violation in found]
             if jobset_findings and _is_jobset(obj):
                 errors, warnings = jobset_findings(obj)
-                report.lines += [f"{where}: timeouts and budgets: {line}" for line in errors]
+                report.lines += [f"{where}: {line}" for line in errors]
                 report.budget_lines += len(errors)
                 report.warnings += [f"{where}: {line}" for line in warnings]
     return report

@@ -59,6 +59,10 @@ def job_spec_problems(spec: dict, path: str, claims: AbstractSet[str] = frozense
         if value is not None and value < 0:  # `ValidateNonnegativeField`
             found.append(Violation(join(path, key), f"Invalid value: {value}: must be greater than or equal to 0"))
     parallelism, completions = as_int(spec.get("parallelism")), as_int(spec.get("completions"))
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        # The Job API's defaults, set before its validation (pkg/apis/batch/v1/defaults.go SetDefaults_Job):
+        # neither given, both are 1; parallelism alone is given a value, completions then stays unset.
+        parallelism = completions = 1
     per_index, max_failed = spec.get("backoffLimitPerIndex"), as_int(spec.get("maxFailedIndexes"))
     if max_failed is not None and per_index is None:
         found.append(Violation(join(path, "backoffLimitPerIndex"), "Required value: when maxFailedIndexes is specified"))

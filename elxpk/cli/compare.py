@@ -6,6 +6,7 @@ MaxText file cannot show (exactly-once data) is printed as not checked.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,24 +32,26 @@ def compare(
 ) -> None:
     """Fail (exit 1) when losses diverge beyond --rtol, or either run repeats or skips an example."""
     from elxpk.outfile import output_problem
-    from elxpk.runs.compare import Series, compare_runs, render_text
+    from elxpk.runs.compare import Series, compare_runs, render_text, settings_differ
     from elxpk.runs.sources import load_source
 
     values, problems = read_all((OUTPUT_ROWS["run"], *COMPARE), {**flags, "output": output})  # -o with the rest
     rtol, png = values["rtol"], None if values["png"] is None else Path(values["png"])
     if png is not None and (problem := output_problem(png, "--png", suffixes=(".png",), example="compare.png")):
         problems.append(problem)  # checked with the rest, before anything is printed or written
-    runs = []
+    runs, infos = [], []
     for path, flag in ((run_a, "RUN_A"), (run_b, "RUN_B")):
         try:
-            runs.append(Series.of(load_source(path, flag=flag)))  # the steps that count: the rest is let go
+            source = load_source(path, flag=flag)
+            infos.append(getattr(source, "info", None))  # run.json: the settings, to name those that differ
+            runs.append(Series.of(source))  # the steps that count: the rest is let go
         except UsageError as exc:
             problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
     fmt = values["output"]
     a, b = runs
-    result = compare_runs(a, b, rtol=rtol)
+    result = dataclasses.replace(compare_runs(a, b, rtol=rtol), settings_differ=settings_differ(*infos))
     if png is not None:
         from elxpk.runs.plots import write_compare_png
 
@@ -60,5 +63,7 @@ def compare(
             typer.echo(shown(line))  # a run record (gs://, others write it): controls shown
     failures = result.failures()
     if failures:
-        raise CheckFailed(f"runs differ: {failures[0]}")
+        differ = (f"; their settings differ: {', '.join(name for name, _, _ in result.settings_differ)}"
+                  if result.settings_differ else "")
+        raise CheckFailed(f"runs differ: {failures[0]}{differ}")
 

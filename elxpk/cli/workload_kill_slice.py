@@ -36,7 +36,10 @@ def kill_slice(
                           v["repeat"], v["every"], v["seed"], v["watch"], v["timeout"], v["poll"])
     err = console(stderr=True)
     # lines name pods and quote the cluster: one line each, controls visible, no Rich markup of their own
-    io = Io(out=lambda line: print(shown(line), flush=True), tick=lambda line: err.print(escape(shown(line))),
+    from elxpk.piped_text import OncePerChange
+
+    # a poll repeats its state every few seconds: each progress line is printed once per change
+    io = Io(out=lambda line: print(shown(line), flush=True), tick=OncePerChange(lambda line: err.print(escape(shown(line)))),
             confirm=confirm(v["yes"]), clock=time.time, sleep=time.sleep)
     if not run(kube, ns, request, io):
         raise typer.Exit(1)

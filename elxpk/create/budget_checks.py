@@ -278,7 +278,7 @@ def read_jobset(jobset: dict[str, Any]) -> tuple[Budgets, list[str]]:
     pathways = "pathways-head" in rjobs
     trainer_job, box, where = _trainer_container(spec.get("replicatedJobs") or [])
     pod = ((rjobs.get(trainer_job or "") or {}).get("template") or {}).get("spec") or {}
-    values, refused = _trainer_env(box or {}, where)
+    values, refused = trainer_env_values(box or {}, where)
 
     def setting(name: str) -> Any:
         return values.get(name, default(name))
@@ -311,7 +311,7 @@ def _whole(value: object, absent: int) -> int:
     return value
 
 
-def _trainer_env(box: dict[str, Any], where: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+def trainer_env_values(box: dict[str, Any], where: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """The trainer settings a container's env gives, read as the trainer reads them (a later entry of one
     name wins, as in Kubernetes; an entry without a value is the empty string; `valueFrom` is unknown here,
     so skipped); and (setting, line) for each value the trainer would refuse."""
@@ -340,9 +340,13 @@ def _trainer_env(box: dict[str, Any], where: str) -> tuple[dict[str, Any], list[
 _PATHWAYS_CONTAINERS = {"pathways-proxy", "pathways-rm", "pathways-worker"}
 
 
-def _containers(rjob: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-    return [(j, c) for j, c in enumerate(pod.get("containers") or []) if isinstance(c, dict)]
+def containers(rjob: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(index, container) of a replicatedJob's pod; none where a level is missing or of the wrong type."""
+    pod: Any = rjob
+    for key in ("template", "spec", "template", "spec"):
+        pod = pod.get(key) if isinstance(pod, dict) else None
+    boxes = pod.get("containers") if isinstance(pod, dict) else None
+    return [(j, c) for j, c in enumerate(boxes) if isinstance(c, dict)] if isinstance(boxes, list) else []
 
 
 def _trainer_container(replicated: list[Any]) -> tuple[str | None, dict[str, Any] | None, str]:
@@ -353,12 +357,12 @@ def _trainer_container(replicated: list[Any]) -> tuple[str | None, dict[str, Any
         return f"spec.replicatedJobs[{i}].template.spec.template.spec.containers[{j}]"
 
     for i, rjob in indexed:
-        for j, box in _containers(rjob):
+        for j, box in containers(rjob):
             if any(str(e.get("name", "")).startswith("ELXPK_") for e in box.get("env") or [] if isinstance(e, dict)):
                 return str(rjob.get("name")), box, path(i, j)
     order = sorted(indexed, key=lambda pair: pair[1].get("name") != "pathways-head")  # the head's user container first
     for i, rjob in order:
-        users = [(j, c) for j, c in _containers(rjob) if c.get("name") not in _PATHWAYS_CONTAINERS]
+        users = [(j, c) for j, c in containers(rjob) if c.get("name") not in _PATHWAYS_CONTAINERS]
         if users:
             return str(rjob.get("name")), users[0][1], path(i, users[0][0])
     return None, None, ""

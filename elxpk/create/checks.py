@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from elxpk.admission.names import flag_problems
-from elxpk.catalog import TpuType, UnknownGpuType, UnknownTpuType, lookup, lookup_gpu
+from elxpk.catalog import TpuType, UnknownGpuType, UnknownTpuType, lookup, lookup_gpu, tpu_suggestion
 from elxpk.cluster.access.target import DEFAULT_NAMESPACE, namespace_problem
 from elxpk.create.budget_checks import Budgets, Times, budget_findings, read_times
 from elxpk.create.capacity import CAPACITY_KEYS, Capacity, read_capacity
@@ -23,6 +23,7 @@ from elxpk.create.cross_rules import (
     Settings,
     Slices,
     min_slice_count_rules,
+    node_limit_problem,
     pre_start_problems,
     reference_warnings,
     restart_codes,
@@ -111,6 +112,10 @@ class FlagChecker(FlagValues):
                                        vms_per_slice=tpu.vms_per_slice) if tpu is not None and shape.pathways else None
         if budget:  # the Pathways worker Job's backoffLimit, an int32 like the fields above
             self.errors.append(budget)
+        nodes = node_limit_problem(slices.num_slices, tpu.vms_per_slice if tpu else num_nodes or 1,
+                                   f"{tpu.vms_per_slice} VM(s) of {tpu.name}" if tpu else f"{num_nodes} node(s)")
+        if nodes:
+            self.errors.append(nodes)
         settings = self.trainer_settings(slices)
         extra = self.flags.get("command")
         if shape.trainer and isinstance(extra, str) and extra.strip():
@@ -147,12 +152,13 @@ class FlagChecker(FlagValues):
         """The TPU type, or the GPU machine (--device-type), from the catalogs; (None, None) when neither."""
         err = self.errors.append
         if self.given("device_type") and self.given("tpu_type"):
-            err("--tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)")
+            err("--tpu-type and --device-type: one quantity, give one (--device-type names a GPU machine, e.g. "
+                "h100-80gb-8, or a TPU type as --tpu-type does)")
         elif self.given("device_type"):
             try:
                 return None, lookup_gpu(self.checked("device_type"))
-            except UnknownGpuType as exc:
-                err(f"--device-type: {exc}")
+            except UnknownGpuType as exc:  # a TPU of the catalog is --tpu-type by now (elxpk/create/dialect.py)
+                err(f"--device-type: {exc}; or a TPU type, as --tpu-type: {tpu_suggestion(self.checked('device_type'))}")
         elif tpu_name := self.checked("tpu_type"):  # required: its row says so, and names --device-type
             try:
                 return lookup(tpu_name), None

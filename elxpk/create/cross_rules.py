@@ -62,6 +62,21 @@ def slice_rules(n: int, e: int, restarts: int, *, pathways: bool, restarts_given
     return Slices(n, e, restarts), errors, warnings
 
 
+# The most nodes one GKE cluster holds (GKE's quotas and limits page: 65,000 nodes, from GKE 1.31): every VM of
+# every slice is one node, so a larger workload can never be scheduled; it would wait in Kueue for ever.
+GKE_MAX_NODES = 65_000
+
+
+def node_limit_problem(num_slices: int, vms_per_slice: int, machine: str) -> str | None:
+    """--num-slices past what a GKE cluster can hold: one node per VM of every slice."""
+    nodes = num_slices * vms_per_slice
+    if nodes <= GKE_MAX_NODES:
+        return None
+    fewest = GKE_MAX_NODES // vms_per_slice
+    return (f"--num-slices {num_slices}: {num_slices} x {machine} needs {nodes:,} nodes, past GKE's limit of "
+            f"{GKE_MAX_NODES:,} nodes per cluster; use at most {fewest:,} slices of it")
+
+
 def min_slice_count_rules(slices: Slices, min_count: int | None) -> tuple[list[str], list[str]]:
     """--elastic-min-slice-count against the slice counts: (errors, warnings). Below what Pathways keeps
     is redundant, not wrong (MaxText accepts it): a warning."""

@@ -16,7 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from elxpk.catalog import UnknownGpuType, UnknownTpuType, is_machine_type, lookup, lookup_gpu, lookup_machine
+from elxpk.catalog import (
+    TpuType,
+    UnknownGpuType,
+    UnknownTpuType,
+    find,
+    is_machine_type,
+    lookup,
+    lookup_gpu,
+    lookup_machine,
+)
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
 from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, Spoken, merge_aliases
 from elxpk.flag_rows import given_value as _given
@@ -54,6 +63,7 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
     out, both = merge_aliases(ALIASES, {k: v for k, v in flags.items() if k not in _GCLUSTER_ROWS},
                               read=lambda row, alias, value: _read(row, alias, value, problems))
     problems += both
+    _tpu_device_type(out)
     for key, (row, alias) in ALIASES.items():  # gcluster's defaults, where neither spelling was given
         if gcluster and alias.default is not None and not _given(flags.get(key)) and not _given(flags.get(row.name)):
             out[row.name] = _read(row, alias, alias.default, problems)
@@ -85,6 +95,21 @@ def resolve(flags: Mapping[str, Any], *, namespace_given: bool = False) -> tuple
             problems.append("--await-job-completion and --dry-run-out: nothing is submitted with --dry-run-out; "
                             "drop one")
     return out, dialect, problems
+
+
+def _tpu_device_type(out: dict[str, Any]) -> None:
+    """xpk's --device-type names a TPU type too (`--device-type v5litepod-16`, xpk's `--tpu-type` and
+    `--device-type` are one quantity): a TPU of the catalog given there is --tpu-type. A GPU machine, or a
+    name the catalog does not have, stays --device-type (its row's check names the GPUs)."""
+    device = out.get("device_type")
+    if not isinstance(device, str) or _given(out.get("tpu_type")):
+        return
+    try:
+        row = find(device)
+    except UnknownTpuType:
+        return
+    if isinstance(row, TpuType):
+        out["tpu_type"], out["device_type"] = device, None
 
 
 def _spoken(flags: Mapping[str, Any]) -> Spoken:

@@ -88,10 +88,11 @@ FLAGS: tuple[Flag, ...] = (
                 doc="worker replicas, and the resource manager's `--instance_count`"),
     Flag('device_type', TEXT, 'GPU machine instead of --tpu-type, as in xpk: h100-80gb-8 (A3 High), '
          'h100-mega-80gb-8 (A3 Mega), h200-141gb-8 (A3 Ultra), b200-8 (A4), or the GCE machine type. A '
-         "multi-controller JobSet with the machine's GPUDirect networking (docs/gpu.md).",
+         "multi-controller JobSet with the machine's GPUDirect networking (docs/gpu.md). A TPU type here "
+         "(v5litepod-16) is --tpu-type, as in xpk.",
          doc='a GPU machine instead of `--tpu-type`: `h100-80gb-8`, `h100-mega-80gb-8`, `h200-141gb-8`, '
          "`b200-8` (or the GCE machine type); a multi-controller JobSet as xpk renders it "
-         '([docs/gpu.md](gpu.md))'),
+         '([docs/gpu.md](gpu.md)). A TPU type here (`v5litepod-16`) is `--tpu-type`, as in xpk'),
     Flag('num_nodes', INT, 'GPU machines in the node group (pods, 8 GPUs each); with --device-type.',
          default=1, low=1, high=2**31 - 1,
          fix="GPU machines in the node group; the Job's parallelism is a 32-bit integer"),
@@ -100,7 +101,7 @@ FLAGS: tuple[Flag, ...] = (
          'command.',
          doc='shell command of the user container; with `--trainer`, extra trainer arguments; with '
          '`--trainer maxtext`, the MaxText command', doc_default='required unless `--headless`/`--trainer`',
-         submit_short='-e', free_text=True),
+         short='-e', free_text=True),  # gcluster's -e, in both verbs (elxpk has no other -e)
     Flag('docker_image', TEXT, 'Image of the user container.', default=DEFAULT_DOCKER_IMAGE, check='image',
          aliases=(Alias('--image', short='-i'),)),
     Flag('docker_name', TEXT, 'Name of the user container.', default='jax-tpu', check='container_name'),

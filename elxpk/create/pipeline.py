@@ -6,7 +6,9 @@ The stages, in order, each called once and from here only:
 2. check: every flag rule at once, then the spec is built (elxpk/create/checks.py); then the checks that
    need the spec and were asked for (--check-data, --check-fit);
 3. render: the manifest from the spec (elxpk/create/render.py `draft`);
-4. admit: what the cluster would refuse of it (elxpk/create/admit.py).
+4. admit: what the cluster would refuse of it (elxpk/create/admit.py), then what the bundled trainer it runs
+   would refuse at its start, on those slices (elxpk/create/trainer_refusals.py: the global batch over the
+   devices, and every other check of the trainer's settings).
 A problem in parse or check is one UsageError line among all the others, so they are reported together.
 `elxpk translate` runs stages 1 and 2 (`checked`) to refuse what the command it prints would refuse.
 
@@ -53,6 +55,7 @@ def plan(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | Non
     from elxpk.create.render import draft  # lazy: likewise
 
     manifest = admit(draft(spec))
+    _trainer_checks(manifest, spec, rows, note)
     return spec, options, dialect, target, manifest, manifest.dump(options.output_format)
 
 
@@ -103,6 +106,21 @@ def _command_checks(spec: WorkloadSpec, rows: Mapping[str, Any], note: Callable[
 
         for line in check_fit(spec, trainer_env(spec)):
             note(line)
+
+
+def _trainer_checks(manifest: Manifest, spec: WorkloadSpec, rows: Mapping[str, Any],
+                    note: Callable[[str], None]) -> None:
+    """What the trainer of the rendered JobSet would refuse when it starts (UsageError, exit 2), and a hint
+    when its memory was not checked: only --check-fit compiles the step (minutes), so only it says that
+    the step fits the chip."""
+    from elxpk.create.trainer_refusals import jobset_trainer_problems  # lazy: argparse, only for a trainer
+
+    problems = [line for obj in manifest.objects for line in jobset_trainer_problems(obj)]
+    if problems:
+        raise UsageError(*problems)
+    if spec.trainer and spec.tpu is not None and not rows["check_fit"]:
+        note(f"hint: whether the train step fits {spec.tpu.name}'s memory was not checked; add --check-fit to "
+             f"compile it for {spec.tpu.jax_topology} first (minutes of CPU; libtpu: elxpk[tpu])")
 
 
 def _check_data(command: str | None, note: Callable[[str], None]) -> None:

@@ -18,6 +18,10 @@ def run_in_process(cfg: TrainerConfig, observer: Callable[[str, dict], None], *,
         os.environ["JAX_PLATFORMS"] = "cpu"
     # Before jax is imported anywhere in this process: XLA reads the device count once.
     ensure_devices(cfg.num_slices * cfg.devices_per_slice)
+    from trainer import compile_cache  # lazy: as jax, after the device count is set
     from trainer.elastic.loop import train
 
+    # jax's persistent cache, as `python -m trainer` (and so the multi-controller mode) turns it on: a resume
+    # or a second run loads the step instead of compiling it again (RUN_DIR/xla-cache by default).
+    compile_cache.configure(cfg, os.environ)
     return train(cfg, observer=observer, dataset=dataset)

@@ -61,6 +61,7 @@ class LocalRunOptions:
     live: bool | None = None  # None: a live view when stdout is a terminal
     report: bool = True
     model: dict[str, Any] = field(default_factory=lambda: dict(LOCAL_MODEL))  # model settings, checked
+    revive_given: bool = False  # --revive-after was given: the resize demo's default kill then uses it
 
     def trainer_config(self, faults: tuple[str, ...] = ()) -> TrainerConfig:
         """The trainer's configuration for this run (the local run never reads ELXPK_* variables).
@@ -85,7 +86,13 @@ class LocalRunOptions:
         if self.kill_slice:
             return self.kill_slice
         if fresh and self.num_slices >= 2 and DEFAULT_KILL_STEP < self.steps:
-            return (f"{self.num_slices - 1}@{DEFAULT_KILL_STEP}",)
+            kill = f"{self.num_slices - 1}@{DEFAULT_KILL_STEP}"
+            if self.mode == "resize" and not self.revive_given and DEFAULT_KILL_STEP + 2 < self.steps:
+                # Back after --revive-after's 1 s, the slice returned while the survivor still compiled its
+                # narrower step (about 5 s here), so the resize never trained a step on it: the demo's slice
+                # comes back halfway through the remaining steps instead, after the survivor trained them.
+                kill += f"+{DEFAULT_KILL_STEP + (self.steps - DEFAULT_KILL_STEP) // 2}"
+            return (kill,)
         return ()
 
     @property
@@ -137,7 +144,7 @@ class LocalRunOptions:
         if problems:
             raise UsageError(*problems)
         opts = cls(run_dir=Path(run_dir_value), kill_slice=kills, no_faults=no_faults, revive_after=revive, mode=mode,
-                   live=live, report=report, model=model, **shared)
+                   live=live, report=report, model=model, revive_given=revive_after is not None, **shared)
         with in_local_words():
             opts.trainer_config(opts.faults_for(fresh=True))  # the trainer's cross-field checks, before any I/O
         return opts

@@ -57,6 +57,10 @@ class RunProgress:
     listeners: list[Callable[[str], None]] = field(default_factory=list)
     _pending: _Pending | None = None
     _restore_started: float | None = None
+    # What the trainer is doing when no step runs: from restore_started to restore_done it restores the state
+    # and compiles the step for the mesh (restore_done is written once the compile is done), the largest part
+    # of a short run's wall time; None while steps run.
+    phase: str | None = None
 
     def __post_init__(self) -> None:
         self.health = {s: "healthy" for s in range(self.num_slices)}
@@ -78,6 +82,7 @@ class RunProgress:
 
     def _metric(self, record: Metric) -> None:
         step = record.step
+        self.phase = None
         self.step, self.loss, self.executed = step, record.loss_value, self.executed + 1
         if self.first_step is None:
             self.first_step = step
@@ -117,7 +122,9 @@ class RunProgress:
                 self.say(f"slices ready {t - self._pending.detected_at:.1f} s after the failure")
         elif isinstance(e, RestoreStarted):
             self._restore_started = t
+            self.phase = "restoring the state and compiling the step"
         elif isinstance(e, RestoreDone):
+            self.phase = None
             started = self._restore_started
             took = f" in {t - started:.1f} s" if started is not None else ""
             if e.state_source == "live":
@@ -153,4 +160,4 @@ class RunProgress:
     def status_line(self) -> str:
         step = "-" if self.step is None else str(self.step + 1)
         loss = "-" if self.loss is None else f"{self.loss:.4f}"
-        return f"step {step}/{self.total_steps} loss {loss}"
+        return f"step {step}/{self.total_steps} loss {loss}" + (f" ({self.phase})" if self.phase else "")

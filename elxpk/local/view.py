@@ -67,7 +67,8 @@ class LiveView(AbstractContextManager):
             Text(f"slice {s}: {state}", style=_HEALTH_STYLE.get(state, "")) for s, state in self.progress.health.items()
         ])
         events = [Text(line) for line in self.progress.lines[-_SHOWN_LINES:]]
-        return Group(self._bar, health, *events)
+        phase = [Text(f"{self.progress.phase} ...", style="cyan")] if self.progress.phase else []
+        return Group(self._bar, *phase, health, *events)
 
     def observe(self, kind: str, record: dict) -> None:
         self.progress.observe(kind, record)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from elxpk.maxtext.metrics import MaxTextMetrics
 from elxpk.runs.examples import ExampleAccount, account_columns
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
+from elxpk_contract.setting_rules import FIELDS, flag_name
 
 ELXPK_RUN = "elxpk run"
 MAXTEXT_FILE = "MaxText metrics file"
@@ -79,6 +81,9 @@ class Comparison:
     kind_b: str = ELXPK_RUN
     redone_a: int = 0  # steps a run wrote more than once; the last record of each counts
     redone_b: int = 0
+    # The settings whose values decide the losses (the checkpoint fingerprint's fields, run.json) that differ
+    # between the runs: (name, value in A, value in B); empty when they agree or a run has no run.json.
+    settings_differ: tuple[tuple[str, Any, Any], ...] = ()
 
     def not_checked(self) -> list[str]:
         """What this comparison cannot check, one line each (said plainly, never passed silently)."""
@@ -144,6 +149,7 @@ class Comparison:
             "redone_steps_b": self.redone_b,
             "examples_a": self.examples_a.to_dict() if self.examples_a is not None else None,
             "examples_b": self.examples_b.to_dict() if self.examples_b is not None else None,
+            "settings_differ": {name: [a, b] for name, a, b in self.settings_differ},
             "passed": self.passed,
             "failures": self.failures(),
             "not_checked": self.not_checked(),
@@ -263,12 +269,27 @@ def render_text(c: Comparison) -> list[str]:
         if redone and kind == MAXTEXT_FILE:
             lines.append(f"note: run {name} wrote {plural(redone, 'step')} twice (redone after a restore); "
                          f"the last line of each step is compared")
+    if c.settings_differ:
+        lines.append("settings that differ (they decide the losses): " + ", ".join(
+            f"{name} {a!r:.60} in A, {b!r:.60} in B" for name, a, b in c.settings_differ))
     failures = c.failures()
     unchecked = c.not_checked()
     lines.append("result: " + ("MISMATCH" if failures else "match on losses only" if unchecked else "match"))
     lines.extend(f"  - {f}" for f in failures)
     lines.extend(f"  - not checked: {u}" for u in unchecked)
     return lines
+
+
+def settings_differ(info_a: Any, info_b: Any) -> tuple[tuple[str, Any, Any], ...]:
+    """The loss-deciding settings (run.json's `fingerprint_fields`) whose values differ between two runs, each
+    named as the trainer's flag (`--seed`; the data as `--data`); empty when either has no run.json."""
+    a = getattr(info_a, "fingerprint_fields", None)
+    b = getattr(info_b, "fingerprint_fields", None)
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return ()
+    names = sorted(set(a) | set(b))
+    return tuple((flag_name(n) if n in FIELDS else "--data" if n == "dataset" else n, a.get(n), b.get(n))
+                 for n in names if a.get(n) != b.get(n))
 
 
 def _kind(kind: str) -> str:

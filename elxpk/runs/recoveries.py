@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from elxpk.runs.step_columns import MetricColumns
 from elxpk_contract.event_records import (
+    CheckpointSkipped,
     Event,
     FailureDetected,
     FirstStepAfterRecovery,
@@ -54,6 +55,9 @@ class RecoveryTimeline:
     undetected: bool = False  # no failure_detected: a session ended unannounced (SIGKILL) and a new one restored
     kind: str = ""  # failure_detected's kind; "preempted": the writer heard SIGTERM itself (no failure_detected)
     heard_by: int | None = None  # preempted, peer_preempted: the process that heard the signal
+    # Checkpoints skipped before the failure at steps between the one restored and the failed one, with their
+    # reasons: each would have shortened the rewind, so the report names them beside it.
+    skipped: tuple[tuple[int, str], ...] = ()
 
     @property
     def live(self) -> bool:
@@ -97,6 +101,7 @@ class RecoveryTimeline:
             "undetected": self.undetected,
             "kind": self.kind,
             "heard_by": self.heard_by,
+            "skipped_checkpoints": [{"step": step, "reason": reason} for step, reason in self.skipped],
         }
 
     def _what(self, who: str, at: object) -> str:
@@ -124,6 +129,9 @@ class RecoveryTimeline:
                              "0 steps rewound")
             else:
                 parts.append(f"restored step {self.restored_step}{took}")
+        for skipped_step, reason in self.skipped:
+            parts.append(f"checkpoint {skipped_step} had been skipped ({reason or 'no reason given'}), so the rewind went "
+                         f"back to step {self.restored_step}")
         if self.live_fallback:
             parts.append(f"live recovery not used ({self.live_fallback})")
         for width in self.refused_widths:
@@ -201,9 +209,19 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
                 undetected=detect.kind == _UNANNOUNCED,
                 kind=detect.kind,
                 heard_by=detect.heard_by,
+                skipped=_skipped_before(timed[:i], done.step if done is not None else None, detect.step),
             )
         )
     return found
+
+
+def _skipped_before(earlier: Sequence[Event], restored: int | None, failed: int | None
+                    ) -> tuple[tuple[int, str], ...]:
+    """The checkpoints skipped before a failure at steps after the one restored, up to the failed one."""
+    if restored is None or failed is None or failed <= restored:
+        return ()
+    return tuple((e.step, e.reason) for e in earlier
+                 if isinstance(e, CheckpointSkipped) and e.step is not None and restored < e.step <= failed)
 
 
 

@@ -126,8 +126,10 @@ def test_gke_without_credentials_says_how_to_get_them(tmp_path, monkeypatch):
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))  # no gcloud ADC file here
     monkeypatch.setenv("HOME", str(tmp_path))
-    with pytest.raises(ClusterError, match="no Google credentials found"):
+    with pytest.raises(ClusterError, match="no Google credentials found") as info:
         connect(ClusterTarget(project="p", location="us-central2-b", cluster="c"), container_endpoint="http://127.0.0.1:9")
+    # One exit code and one fix for missing credentials, here as for gs:// (elxpk_storage.gcs_auth).
+    assert info.value.exit_code == 2 and "`gcloud auth application-default login`" in str(info.value)
 
 
 def test_defaults_from_config_file_and_validation(tmp_path):

@@ -50,6 +50,8 @@ def test_watch_gives_up_after_its_timeout_with_exit_124(fake, capsys, k):
     assert out.startswith("killed slice 0 vm 0 of ops: 1 pods force-deleted")
     assert "error: slice pods of ops not running again after 1.0s" in err
     assert "ops: 0/1 replacement pods ready" in err  # the progress ticks, on stderr
+    # A poll every 100 ms for a second repeats its state: printed once per change, not once per poll.
+    assert err.count("ops: 0/1 replacement pods ready") == 1, err
 
 
 def test_watch_of_a_workload_that_finished_ends_at_once_with_exit_1(fake, capsys, k, kube, clock):

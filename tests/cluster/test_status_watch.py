@@ -104,6 +104,25 @@ def test_an_outage_shows_reconnecting_then_resumes_losing_nothing(fake, clock, k
     assert sum(1 for i in state.incidents if i.pod == failed["metadata"]["name"] and i.exit_code == 70) == 1
 
 
+def test_an_api_never_reached_fails_at_once_without_riding_an_outage(fake, clock, kube):
+    """The first read fails as `status` fails (after its request's own tries): nothing is being watched yet,
+    so the watch does not wait out OUTAGE_S first (piped, it used to print nothing for ten minutes)."""
+    from elxpk.cluster.verbs.events_feed import OUTAGE_S
+    from elxpk.errors import ClusterError
+    from tests.support.fake_apiserver import Fault
+
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    fake.faults.append(Fault("GET", ".*", "drop", times=1000))
+    state, changes = WatchState(name), []
+    started = clock()
+    with pytest.raises(ClusterError, match="cannot reach the Kubernetes API"):
+        watch_status(kube, "default", name, _reader(kube, clock, name), state, on_change=lambda: changes.append(1),
+                     clock=clock, sleep=clock.sleep, refresh_s=1, max_watches=2)
+    assert clock() - started < OUTAGE_S / 10  # the request's own few tries, not the outage's ten minutes
+    assert state.refreshes == 0 and state.outage_note == ""
+
+
 def test_a_late_answer_reads_as_reconnecting():
     """A paused API server accepts the connection and answers nothing: no error until the request's own
     deadline, so lateness alone says reconnecting."""

@@ -186,7 +186,8 @@ class TestRenderedManifest:
             "--termination-grace-period-seconds", "--elastic-timeout-seconds", "--stall-timeout-seconds"]
         assert all(line.startswith(f"{path}: timeouts and budgets: ") for line in lines)
         assert f"warning: {path}: --elastic-max-retries 10 allows 9 in-process recoveries" in result.err
-        assert "(3 of them: timeouts and budgets that cannot work together)" in result.err
+        assert "(3 of them: timeouts and budgets that cannot work together, or settings the trainer refuses " \
+               "at its start)" in result.err
 
     def test_validate_without_times_checks_the_budgets_only(self, cli, tmp_path):
         spec = parse_create(**BASE, elastic_slices="1", max_slice_restarts="2", elastic_max_retries="10")[0]

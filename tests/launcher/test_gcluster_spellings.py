@@ -191,6 +191,16 @@ def test_job_submit_takes_gclusters_short_flags(cli, tmp_path):
     assert js == jobset(cli, *GCLUSTER, "--queue", "team-queue")
 
 
+def test_workload_create_takes_gclusters_e_as_command_too(cli):
+    """gcluster's -e is --command in both verbs (only -n and -o differ: elxpk's --namespace and --output)."""
+    short = cli("workload", "create", "--name", "run-1", "--compute-type", "v6e-16", "-i", IMAGE, "-e",
+                "python3 train.py", "--dry-run")
+    long = cli("workload", "create", "--name", "run-1", "--compute-type", "v6e-16", "-i", IMAGE, "--command",
+               "python3 train.py", "--dry-run")
+    assert short.code == long.code == 0, short.err
+    assert short.out == long.out and "python3 train.py" in short.out
+
+
 def test_help_says_gclusters_defaults_differ(cli):
     for path in (("workload", "create"), ("job", "submit")):
         text = " ".join(cli(*path, "--help").out.split())

@@ -35,7 +35,8 @@ def test_the_user_runs_it_and_gets_the_node_group():
      "error: --device-type: unknown GPU device type 'h100-80gb-4'; known: h100-80gb-8 (a3-highgpu-8g), "
      "h100-mega-80gb-8 (a3-megagpu-8g), h200-141gb-8 (a3-ultragpu-8g), b200-8 (a4-highgpu-8g)"),
     (["--device-type", "b200-8", "--tpu-type", "v5p-8", "--command", "x"],
-     "error: --tpu-type and --device-type: give one (--device-type names a GPU machine, e.g. h100-80gb-8)"),
+     "error: --tpu-type and --device-type: one quantity, give one (--device-type names a GPU machine, e.g. "
+     "h100-80gb-8, or a TPU type as --tpu-type does)"),
     (["--device-type", "b200-8", "--num-nodes", "0", "--command", "x"], "error: --num-nodes 0: "),
     (["--tpu-type", "v5p-8", "--num-nodes", "2", "--command", "x"], "error: --num-nodes: only for GPU workloads"),
     (["--device-type", "b200-8", "--num-slices", "2", "--command", "x"],

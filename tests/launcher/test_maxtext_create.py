@@ -117,12 +117,13 @@ def test_spellings_of_trainer(cli):
     spaced = cli("workload", "create", *ELASTIC, "--trainer", "maxtext", *command)
     joined = cli("workload", "create", *ELASTIC, "--trainer=maxtext", *command)
     assert spaced.code == joined.code == 0 and spaced.out == joined.out
-    bare = cli("workload", "create", *BASE, "--trainer")  # bare, and last: the bundled trainer
-    named = cli("workload", "create", *BASE, "--trainer", "elxpk")
+    # The bundled trainer's batch divides over 3 x 16 chips (the default 16 is refused: trainer_refusals).
+    bare = cli("workload", "create", *BASE, "--global-batch=48", "--trainer")  # bare, and last: the bundled trainer
+    named = cli("workload", "create", *BASE, "--global-batch=48", "--trainer", "elxpk")
     assert bare.code == named.code == 0 and bare.out == named.out
     assert rendered_command(bare.out) == "python -m trainer"
     # Bare --trainer before another flag; and a --command whose value reads --trainer stays a command.
-    before = cli("workload", "create", "--trainer", *BASE)
+    before = cli("workload", "create", "--trainer", "--global-batch=48", *BASE)
     assert before.code == 0 and before.out == bare.out
     literal = cli("workload", "create", *BASE, "--command", "--trainer")
     assert literal.code == 0 and rendered_command(literal.out) == "--trainer"

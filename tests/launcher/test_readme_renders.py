@@ -1,5 +1,7 @@
 """The README's "On GKE" renders run exactly as written (their `--dry-run` commands, in elxpk's, xpk's and
-gcluster's spellings, and `elxpk translate`), as a new user pastes them."""
+gcluster's spellings, and `elxpk translate`), as a new user pastes them, and what they print passes `workload
+validate`: the cluster's rules and what the bundled trainer would refuse when it starts on those slices.
+`--check-fit` (a compile of minutes per example) is not run here."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def test_the_readme_renders_run_as_written():
+def test_the_readme_renders_run_as_written(tmp_path):
     commands = _dry_run_commands()
     assert len(commands) >= 5, "the README's On GKE section lost its --dry-run examples"
     spellings = {tuple(argv[:3]) for argv in commands}
@@ -42,3 +44,8 @@ def test_the_readme_renders_run_as_written():
             assert done.returncode == 0, (argv, done.stderr)
             done = _run([*shlex.split(done.stdout), "--dry-run"])
         assert done.returncode == 0 and "kind: JobSet" in done.stdout, (argv, done.stderr)
+        # What it printed passes validate too: the cluster's rules and what its trainer refuses at its start.
+        rendered = tmp_path / "jobset.yaml"
+        rendered.write_text(done.stdout, encoding="utf-8")
+        checked = _run(["elxpk", "workload", "validate", str(rendered)])
+        assert checked.returncode == 0, (argv, checked.stdout, checked.stderr)

@@ -190,3 +190,26 @@ def test_an_absurd_step_number_costs_nothing(runs, cli_json):
     assert code == 0 and data["only_b"] == 1 and data["only_a"] == 1
     assert data["examples_b"]["missing_count"] == far - (CLEAN.steps - 1)
     assert peak < 50 * 2**20
+
+
+def _with_fields(run_dir, **fields):
+    import json
+
+    info = json.loads((run_dir / "run.json").read_text())
+    info["fingerprint_fields"] = {"dataset": "synthetic-v1", "global_batch": 8, "seed": 0, **fields}
+    (run_dir / "run.json").write_text(json.dumps(info))
+    return run_dir
+
+
+def test_compare_names_the_settings_that_differ(runs, cli, cli_json):
+    a = _with_fields(runs("a", CLEAN))
+    b = _with_fields(runs("b", BROKEN), seed=5, dataset="file:x.npy")
+    code, out, err = cli("compare", a, b)
+    assert code == 1
+    assert ("settings that differ (they decide the losses): --data 'synthetic-v1' in A, 'file:x.npy' in B, "
+            "--seed 0 in A, 5 in B") in out
+    assert err.strip().endswith("; their settings differ: --data, --seed"), err
+    code, data = cli_json("compare", a, b)
+    assert data["settings_differ"] == {"--data": ["synthetic-v1", "file:x.npy"], "--seed": [0, 5]}
+    code, data = cli_json("compare", a, _with_fields(runs("c", CLEAN)))  # the same settings: nothing named
+    assert code == 0 and data["settings_differ"] == {}

@@ -40,6 +40,18 @@ def test_default_kill_only_on_a_fresh_run():
     assert LocalRunOptions.from_flags(**flags(steps=DEFAULT_KILL_STEP)).faults_for(fresh=True) == ()
 
 
+def test_the_resize_demo_s_slice_comes_back_after_the_survivor_trained():
+    """Back after --revive-after's default second, the slice returned while the survivor still compiled its
+    step, and the resize never trained on it: the default kill brings it back halfway through the rest."""
+    opts = LocalRunOptions.from_flags(**flags(mode="resize", revive_after=None))
+    revive = DEFAULT_KILL_STEP + (opts.steps - DEFAULT_KILL_STEP) // 2
+    assert opts.faults_for(fresh=True) == (f"1@{DEFAULT_KILL_STEP}+{revive}",)
+    assert DEFAULT_KILL_STEP < revive < opts.steps
+    given = LocalRunOptions.from_flags(**flags(mode="resize", revive_after="3s"))  # given: the seconds decide
+    assert given.faults_for(fresh=True) == (f"1@{DEFAULT_KILL_STEP}",)
+    assert LocalRunOptions.from_flags(**flags()).faults_for(fresh=True) == (f"1@{DEFAULT_KILL_STEP}",)
+
+
 def test_trainer_fault_grammar_passes_through_outside_multi_controller():
     opts = LocalRunOptions.from_flags(**flags(kill_slice=["1@save:100", "0@restore"], revive_after="500ms"))
     assert opts.kill_slice == ("1@save:100", "0@restore") and opts.revive_after == 0.5

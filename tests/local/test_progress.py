@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 
+from rich.console import Console
+
 from elxpk.local.progress import RunProgress
 from elxpk.local.view import LiveView, PlainView, make_view
 from tests.support.run_writer import FakeRun, write_run
@@ -114,3 +116,25 @@ def test_finished_line_and_report_say_the_same_step_count(tmp_path):
     report_line = render_text(build_report(load_run(tmp_path / "run")))[0]
     assert progress.lines[-1] == f"run finished: {SPEC.steps} steps done"
     assert f": {SPEC.steps} steps done," in report_line and "last" not in report_line
+
+
+def test_the_views_say_when_the_trainer_restores_and_compiles(tmp_path):
+    """From restore_started to restore_done no step runs: the trainer restores and compiles its step (restore_done
+    is written once the compile is done). Both views say so, and stop saying it once steps run."""
+    run_dir = write_run(tmp_path / "run", SPEC)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    started = next(e for e in events if e["event"] == "restore_started")
+    done = next(e for e in events if e["event"] == "restore_done")
+    metric = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    progress = RunProgress(total_steps=SPEC.steps, num_slices=2)
+    live = LiveView(progress, console=Console(file=io.StringIO(), width=120))
+    live.observe("event", started)
+    assert progress.status_line() == f"step -/{SPEC.steps} loss - (restoring the state and compiling the step)"
+    shown = io.StringIO()
+    Console(file=shown, width=120).print(live)
+    assert "restoring the state and compiling the step ..." in shown.getvalue()
+    live.observe("event", done)
+    assert progress.phase is None
+    live.observe("event", started)
+    live.observe("metric", metric)  # a step ran: no longer compiling
+    assert progress.phase is None and "compiling" not in progress.status_line()

@@ -427,3 +427,19 @@ def test_a_bad_output_format_is_read_with_the_other_flags(tmp_path, cli, command
     assert code == 2 and out == "" and len(lines) == 2, err
     assert lines[0] == "error: -o/--output 'yaml': use text or json"
     assert not (tmp_path / "r.png").exists()
+
+
+def test_a_skipped_checkpoint_is_named_beside_the_rewind_it_lengthened(tmp_path):
+    """Checkpoint 20 was skipped before slice 1 was lost at step 27: the restore went back to 10, and the
+    report says which save was missing and why, beside that recovery (and in its JSON)."""
+    skipped = make_event("checkpoint_skipped", FakeRun().t0 + 1.0, 20, reason="the previous save still running")
+    other = make_event("checkpoint_skipped", FakeRun().t0 + 1.5, 5, reason="before the restored step")
+    spec = FakeRun(steps=40, failures=((27, 10),), extra_events=(skipped.to_json(), other.to_json()))
+    run_dir = write_run(tmp_path / "run", spec)
+    [recovery] = build_report(load_run(run_dir)).recoveries
+    assert recovery.skipped == ((20, "the previous save still running"),)  # 5 is before the step restored
+    assert "checkpoint 20 had been skipped (the previous save still running), so the rewind went back to step 10" \
+        in recovery.describe()
+    assert recovery.to_dict()["skipped_checkpoints"] == [{"step": 20, "reason": "the previous save still running"}]
+    plain = write_run(tmp_path / "plain", FakeRun(steps=40, failures=((27, 20),)))
+    assert build_report(load_run(plain)).recoveries[0].skipped == ()

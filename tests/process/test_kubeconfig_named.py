@@ -23,7 +23,7 @@ ELXPK = Path(sys.executable).parent / "elxpk"
 def elxpk(*argv: str, env: dict | None = None) -> dict:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ELXPK_") and k != "KUBECONFIG"}
     environ.update(env or {})
-    return run_measured([str(ELXPK), *argv], env=environ, timeout=180)
+    return run_measured([str(ELXPK), *argv], env=environ)
 
 
 def one_line(done: dict, code: int, *words: str) -> str:

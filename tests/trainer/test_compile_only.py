@@ -2,8 +2,8 @@
 for a TPU slice this CPU machine does not have, and `elxpk workload create --check-fit` refuses a workload
 whose step does not fit, exit 2 with one line, nothing written.
 
-Needs libtpu (the `test` extra pins the one jax[tpu]==0.10.2 pins); without it the tier skips with one line,
-and under CI=true, where `pip install -e .[dev]` installs it, it fails instead.
+Needs libtpu (the `tpu` extra pins the one jax[tpu]==0.10.2 pins); without it the tier skips with one line,
+and under CI=true, where .ci/run installs it (`pip install -e '.[dev,tpu]'`), it fails instead.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ SMALL = ["--seq-len", "16", "--vocab-size", "64", "--d-model", "32", "--n-layers
 def libtpu() -> None:
     if importlib.util.find_spec("libtpu") is None:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("libtpu is not installed: the test extra pins it (pip install -e '.[dev]')", pytrace=False)
-        pytest.skip("compile-only tier: libtpu is not installed (pip install -e '.[dev]')")
+            pytest.fail("libtpu is not installed: the tpu extra pins it (pip install -e '.[dev,tpu]')", pytrace=False)
+        pytest.skip("compile-only tier: libtpu is not installed (pip install -e '.[dev,tpu]')")
 
 
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:

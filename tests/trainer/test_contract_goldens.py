@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from elxpk_contract.compile_cache import OFF, cache_dir
 from elxpk_contract.settings import (
     FIELDS,
     LAUNCHER_DERIVED,
@@ -146,5 +147,9 @@ def test_rendered_trainer_env_resolves_to_what_the_flags_said(name):
     want = expected_settings(argv)
     for setting, value in want.items():
         assert printed[setting] == value, f"{name}: {setting} is {printed[setting]!r}, the flags said {value!r}"
-    # Everything the flags did not set is the trainer's default, resolved as the trainer resolves it.
-    assert printed == json.loads(TrainerConfig(**want).to_json())
+    # Everything the flags did not set is the trainer's default, resolved as the trainer resolves it; the cache
+    # as the run will use it (the contract's rule: beside the checkpoints unless given, or "off").
+    config = TrainerConfig(**want)
+    expected = {**json.loads(config.to_json()),
+                "compilation_cache_dir": cache_dir(config.compilation_cache_dir, config.checkpoint_path) or OFF}
+    assert printed == expected

@@ -58,6 +58,18 @@ def test_prints_the_resolved_config_without_jax_or_the_launcher(tmp_path):
     assert not list(tmp_path.iterdir()), "--print-config writes nothing"
 
 
+def test_print_config_shows_the_compilation_cache_the_run_will_use(tmp_path):
+    def cache(*argv: str, env: dict | None = None) -> str:
+        code, out, errors, _ = _run("--print-config", "--run-dir", str(tmp_path / "run"), *argv, env=env)
+        assert (code, errors) == (0, [])
+        return json.loads(out)["compilation_cache_dir"]
+
+    assert cache() == str(tmp_path / "run" / "xla-cache")  # beside RUN_DIR/checkpoints
+    assert cache(env={"JAX_COMPILATION_CACHE_DIR": "/shared/xla"}) == "/shared/xla"  # the caller's, not given
+    assert cache("--compilation-cache-dir", "gs://bkt/c", env={"JAX_COMPILATION_CACHE_DIR": "/x"}) == "gs://bkt/c"
+    assert cache("--compilation-cache-dir", "off") == "off"
+
+
 def test_print_config_is_an_action_not_a_setting():
     assert set(ACTIONS).isdisjoint(FIELDS)
     assert "print_config" not in TrainerConfig().to_dict()

@@ -22,7 +22,7 @@ from elxpk.cluster.access.kubeconfig import kubeconfig_files, select
 from elxpk.cluster.access.target import ClusterTarget
 from elxpk.cluster.api.http_client import ApiClient, Settings, from_kubeconfig
 from elxpk.cluster.api.kube import Kube
-from elxpk.errors import ClusterError, ElxpkError, NotFoundError, UsageError
+from elxpk.errors import ClusterError, ElxpkError, NoCredentials, NotFoundError, UsageError
 from elxpk.retry_policy import REQUESTS, transient_status
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
@@ -106,9 +106,9 @@ def _gke_configuration(target: ClusterTarget, credentials: Any, endpoint: str | 
         try:
             credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM])
         except google.auth.exceptions.DefaultCredentialsError:
-            raise ClusterError(
-                "no Google credentials found: run the Google Cloud CLI's application-default login, or set "
-                "GOOGLE_APPLICATION_CREDENTIALS to a credentials file (or use --kubeconfig)") from None
+            from elxpk_storage.gcs_auth import how_to_authenticate  # lazy: as google.auth, only for GKE
+
+            raise NoCredentials(f"no Google credentials found: {how_to_authenticate()} (or use --kubeconfig)") from None
     cluster = _get_cluster(target, credentials, endpoint, sleep)
     host = cluster.endpoint or cluster.control_plane_endpoints_config.dns_endpoint_config.endpoint
     if not host:
@@ -174,7 +174,7 @@ def _failure(exc: Exception, where: str, attempts: int) -> ElxpkError:
                             "(e.g. roles/container.clusterViewer) on the project")
     if isinstance(exc, (gexc.Unauthenticated, gexc.Unauthorized)):
         return ClusterError(f"the Container API rejected the Google credentials for {where}: refresh them "
-                            "(application-default login) or check GOOGLE_APPLICATION_CREDENTIALS")
+                            "(`gcloud auth application-default login`) or check GOOGLE_APPLICATION_CREDENTIALS")
     if isinstance(exc, google.auth.exceptions.RefreshError):
         return ClusterError(f"could not refresh Google credentials: {exc}")
     if isinstance(exc, gexc.GoogleAPICallError):

@@ -84,7 +84,7 @@ def _api_error(exc: Any, verb: str, what: str, host: str, attempts: int) -> Elxp
                             f"{str(exc.reason).splitlines()[-1]}")
     if status == 401:
         return ClusterError(f"the Kubernetes API at {host} rejected the credentials (401 Unauthorized) while "
-                            f"trying to {verb} {what}: refresh them (application-default login) or check "
+                            f"trying to {verb} {what}: refresh them (`gcloud auth application-default login`) or check "
                             "the kubeconfig user")
     if status == 403:
         return ClusterError(f"permission denied (403): you need RBAC permission to {verb} {what}; "

@@ -86,7 +86,8 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
                  sleep: Callable[[float], None] = time.sleep, refresh_s: float = 5.0, min_gap_s: float = 1.0,
                  outage_s: float = OUTAGE_S, max_watches: int | None = None) -> WorkloadStatus:
     """Follow the workload until it is Succeeded or Failed (or `max_watches` watches, for tests); its last
-    status. NotFoundError when it is deleted; ClusterError when the API fails for longer than `outage_s`."""
+    status. NotFoundError when it is deleted; ClusterError when the first read fails, or when the API fails
+    for longer than `outage_s` after it answered once."""
     seen: set[str] = set()
 
     def note(line: str) -> None:
@@ -128,7 +129,10 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
         on_change()
         return status
 
-    status = outage.ride(refresh)
+    # The first read is not ridden out: an API never reached is a wrong endpoint or no network more often than an
+    # outage, and there is nothing to keep watching yet, so it fails as `status` does, after its request's own
+    # tries (piped, the view would otherwise print nothing for the outage's 10 minutes).
+    status = refresh()
     resume: str | None = None
     watches = 0
     timeout_s = max(1, math.ceil(refresh_s))
