@@ -11,7 +11,7 @@ The estimate only has to be fast and never wrong when it refuses; the margin is 
 figure by at most (tests/trainer/test_scale.py compiles FSDP and unsplit layouts, parameter-heavy and
 logit-heavy models, with and without donation, and requires estimate / XLA between 0.6 and
 ESTIMATE_MARGIN). Below the margin the step is compiled and XLA decides. On a TPU v5e the estimate is
-within 2% of XLA's figure and of the measured peak for 125m, 350m and 1b (docs/trainer.md "On a TPU").
+within 5% of XLA's figure for 125m and 350m under none (issue 48, compiled for a v5e on the CPU).
 
 Per device, in bytes (f32 = 4 bytes):
 - state: each array's bytes divided by the slice's device count when FSDP splits it (trainer.core.sharding);
@@ -24,7 +24,8 @@ Per device, in bytes (f32 = 4 bytes):
 - with --gradient-accumulation-steps above 1, one more parameter-sized array: the microbatches' running sum;
 - activations kept for the backward pass, for the device's share of one microbatch (b = global_batch / all
   devices / microbatches): per layer, b*L*kept values of the compute dtype, `kept` the --remat-policy's
-  (trainer.core.remat.kept_values_per_token: 9*D + 2*F with none, D for full), plus, under any policy
+  (trainer.core.remat.kept_values_per_token: 9*D + 2*F with none, 3*D + 2*F as XLA's TPU backend fuses
+  it, D for full), plus, under any policy
   but none, one layer's whole intermediates while its backward pass recomputes them; with XLA's attention
   also 2*b*H*L*L float32 per layer (the logits and weights; none with splash or cuDNN, which never store
   them); plus LOGIT_COPIES float32 [tokens, V] arrays for one loss chunk (trainer.core.model.mean_nll;
@@ -98,13 +99,14 @@ def estimate(cfg: Any, abstract_state: Any, devices_per_slice: int, total_device
     state = _sharded_bytes(abstract_state, devices_per_slice)
     params = _sharded_bytes(abstract_state["params"], devices_per_slice)
     scores = 0 if shape.attention != "xla" else 2 * b * cfg.n_heads * length * length * _F32
-    whole_layer = b * length * remat.kept_values_per_token("none", d, f) * compute_bytes + scores
+    fused = (on or jax.default_backend()) == "tpu"
+    heads_first = fused and shape.attention == "splash"  # measured so (trainer.core.remat)
+    whole_layer = b * length * remat.kept_values_per_token("none", d, f, fused=heads_first) * compute_bytes + scores
     if shape.remat_policy in ("none", "auto"):
         layers = cfg.n_layers * whole_layer
     else:  # what each block keeps, plus one block's intermediates while its backward pass recomputes them
         kept = b * length * remat.kept_values_per_token(shape.remat_policy, d, f) * compute_bytes
         layers = cfg.n_layers * kept + whole_layer
-    fused = (on or jax.default_backend()) == "tpu"
     copies = TPU_LOGIT_COPIES if fused else LOGIT_COPIES
     chunk_tokens = loss_chunk_examples(b, length) * length
     logits = int(copies * chunk_tokens * vocab * _F32)
