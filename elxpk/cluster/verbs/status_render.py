@@ -159,7 +159,17 @@ def progress_text(progress: dict, workload_state: str) -> str:
         stopped = (f"; [yellow]saves stopped: no checkpoint for {_cell(progress['steps_done'] - last)} steps (period "
                    f"{_cell(progress.get('checkpoint_period'))}): elxpk checkpoint inspect "
                    f"{_cell(progress.get('directory'))}[/yellow]")
-    return f"{step}; {ckpt}" + trainer_state(progress, workload_state) + stopped
+    return f"{step}{speed_text(progress)}; {ckpt}" + trainer_state(progress, workload_state) + stopped
+
+
+def speed_text(progress: dict) -> str:
+    """`; 12,345 tokens/s, MFU 23.1%` from the progress record (its recent steps), or "" where it has none; a
+    record without an MFU (a CPU, a chip of unknown peak) says `no MFU`."""
+    tokens = progress.get("tokens_per_s")
+    if not isinstance(tokens, (int, float)):
+        return ""
+    mfu = progress.get("mfu")
+    return f"; {tokens:,.0f} tokens/s, " + (f"MFU {100.0 * mfu:.1f}%" if isinstance(mfu, (int, float)) else "no MFU")
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:
