@@ -259,6 +259,10 @@ class TrainerConfig:
                                                 "for (--remat-policy auto picks by its device's share; `workload "
                                                 "create --check-fit` passes the catalog's); 0: unknown, auto then "
                                                 "keeps everything (none)", low=0)
+    compile_fewest_slices: bool = _opt(True, "with resizes on (--elastic-min-slice-count), --compile-only also "
+                                             "compiles the step on the fewest slices a run may train on (its "
+                                             "report's fewest_slices); `workload create --check-fit` turns it "
+                                             "off: its decision is the full width's (a second compile saved)")
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
     num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)", low=1)
