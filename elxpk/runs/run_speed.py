@@ -12,7 +12,6 @@ from array import array
 from dataclasses import dataclass
 
 from elxpk.runs.rundir import Run
-from elxpk_contract.chip_peaks import no_peak_note
 from elxpk_contract.event_records import RunStarted
 from elxpk_contract.speed import Speed, SpeedBasis, SpeedSum
 
@@ -25,7 +24,8 @@ class RunSpeed:
     def describe(self) -> str:
         b = self.basis
         where = f"{self.speed.steps} steps that count, on {b.device_kind or 'an unnamed device'}"
-        peak = f", bf16 peak {b.peak_tflops:g} TFLOP/s" if b.peak_tflops else f"; {no_peak_note(b.device_kind)}"
+        kind = b.device_kind or "this device"
+        peak = f", bf16 peak {b.peak_tflops:g} TFLOP/s" if b.peak_tflops else f"; no MFU: elxpk knows no bf16 peak for {kind}"
         return f"speed {self.speed.describe()} ({where}{peak})"
 
     def to_dict(self) -> dict:
