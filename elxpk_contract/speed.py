@@ -10,6 +10,7 @@ steps count with the devices they ran on. Standard library only.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 
@@ -62,4 +63,6 @@ class SpeedSum:
         tflops = self.examples * b.flops_per_example / self.device_seconds / 1e12
         mfu = None if not b.peak_tflops else tflops / b.peak_tflops
         tokens = self.examples * b.tokens_per_example
-        return Speed(self.steps, self.seconds, tokens / self.seconds, tokens / self.device_seconds, tflops, mfu)
+        speed = Speed(self.steps, self.seconds, tokens / self.seconds, tokens / self.device_seconds, tflops, mfu)
+        # A basis read from a damaged or hostile record can overflow: no speed then, never an infinite one.
+        return speed if all(math.isfinite(v) for v in speed if v is not None) else None

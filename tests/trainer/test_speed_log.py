@@ -98,3 +98,14 @@ def test_every_peak_comes_from_the_one_table():
             if isinstance(node, ast.Dict):
                 keys = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
                 assert not any(k in DEVICE_KINDS for k in keys), f"{path}: a peak table of its own"
+
+
+def test_a_damaged_or_hostile_basis_or_record_shows_no_speed_rather_than_an_absurd_one():
+    total = SpeedSum(V5E._replace(flops_per_example=1e308))
+    total.add(64, 1, 1e-3)
+    assert total.speed() is None
+    from elxpk.cluster.verbs.status_render import speed_text
+
+    assert speed_text({"tokens_per_s": 1e300, "mfu": 0.5}) == "" and speed_text({"tokens_per_s": -1.0}) == ""
+    assert speed_text({"tokens_per_s": 10.0, "mfu": 40.0}) == "; 10 tokens/s, no MFU"
+    assert speed_text({"tokens_per_s": 10.0, "mfu": 0.25}) == "; 10 tokens/s, MFU 25.0%"

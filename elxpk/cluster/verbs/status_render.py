@@ -165,11 +165,12 @@ def progress_text(progress: dict, workload_state: str) -> str:
 def speed_text(progress: dict) -> str:
     """`; 12,345 tokens/s, MFU 23.1%` from the progress record (its recent steps), or "" where it has none; a
     record without an MFU (a CPU, a chip of unknown peak) says `no MFU`."""
-    tokens = progress.get("tokens_per_s")
-    if not isinstance(tokens, (int, float)):
+    tokens, mfu = progress.get("tokens_per_s"), progress.get("mfu")
+    # The record is a file anyone with the bucket can write: a figure no run reaches is not shown.
+    if not isinstance(tokens, (int, float)) or not 0 <= tokens < 1e12:
         return ""
-    mfu = progress.get("mfu")
-    return f"; {tokens:,.0f} tokens/s, " + (f"MFU {100.0 * mfu:.1f}%" if isinstance(mfu, (int, float)) else "no MFU")
+    shown = isinstance(mfu, (int, float)) and 0 <= mfu <= 1.5
+    return f"; {tokens:,.0f} tokens/s, " + (f"MFU {100.0 * mfu:.1f}%" if shown else "no MFU")
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:
