@@ -109,7 +109,7 @@ def _say_what(cfg: TrainerConfig, where: str, devices: int, compiles: int) -> No
     count = f"{params / 1e9:.1f}B" if params >= 1e9 else f"{params / 1e6:.0f}M" if params >= 1e6 else f"{params:,}"
     what = (f"--model {cfg.model} ({count} parameters; {cfg.global_batch} examples of {cfg.seq_len} "
             f"tokens a step, {per_device:g} a device; remat {cfg.remat_policy})")
-    say(first_line(what, where, cfg.n_layers, int(per_device * cfg.seq_len), compiles))
+    say(first_line(what, where, cfg.n_layers, int(per_device * cfg.seq_len), compiles, params))
 
 
 # What XLA's allocator may use of a TPU's HBM: a v5e chip of 16 GiB reports a bytes_limit of 16,909,336,064

@@ -4,7 +4,7 @@ seconds until the compile ends, whether stderr is a terminal or a pipe. `workloa
 (elxpk/create/fit_check.py) relays these lines as they come, so a compile of minutes is never silent.
 
 The time is a rough bucket, not a promise: XLA's compile for a TPU slice grows with the layers and with the
-tokens each device holds. Measured on a 2-core machine at a load of about 7 (compile_s of the report): the
+tokens each device holds, and a model of a billion parameters or more takes the issue's 5 to 15 minutes. Measured on a 2-core machine at a load of about 7 (compile_s of the report): the
 tiny preset at 2 examples a device on 3 x v5e:4x4, 7 s; at 24 a device on 1 x v5e:2x2, 40 s; 125m at 24 a
 device (2048 tokens each) on 1 x v5e:2x2, 310 s; issue 50 measured 5 to 15 minutes for 1b to 7b.
 """
@@ -21,9 +21,12 @@ PREFIX = "compile-only: "  # every line of this module starts so; the launcher r
 SIGN_OF_LIFE_S = 20.0
 
 
-def about(n_layers: int, tokens_per_device: int, compiles: int) -> str:
-    """How long the compile(s) take here, in words: a bucket of layers x tokens a device (see the docstring)."""
+def about(n_layers: int, tokens_per_device: int, compiles: int, params: int) -> str:
+    """How long the compile(s) take here, in words: a bucket of layers x tokens a device, and of the model's
+    size from a billion parameters up (see the docstring)."""
     work = n_layers * tokens_per_device * compiles
+    if params >= 10**9:
+        return "5 to 15 minutes or more"
     if work <= 4096:
         return "well under a minute"
     if work <= 65536:
@@ -33,11 +36,11 @@ def about(n_layers: int, tokens_per_device: int, compiles: int) -> str:
     return "5 to 15 minutes or more"
 
 
-def first_line(what: str, where: str, n_layers: int, tokens_per_device: int, compiles: int) -> str:
+def first_line(what: str, where: str, n_layers: int, tokens_per_device: int, compiles: int, params: int) -> str:
     """What is compiled, on what, and about how long it takes (without PREFIX: `say` adds it)."""
     twice = " (twice: also on the fewest slices a resize reaches)" if compiles > 1 else ""
     return (f"compiling the train step of {what} for {where} on this machine's CPU, no chip needed"
-            f"{twice}: {about(n_layers, tokens_per_device, compiles)} on 2 cores (more on a busy machine); a line "
+            f"{twice}: {about(n_layers, tokens_per_device, compiles, params)} on 2 cores (more on a busy machine); a line "
             f"every {SIGN_OF_LIFE_S:g} s until it is done")
 
 

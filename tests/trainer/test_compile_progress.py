@@ -37,9 +37,11 @@ def test_the_thread_stops_when_the_compile_ends():
 
 
 def test_the_first_line_says_what_where_and_about_how_long():
-    assert about(2, 128, 1) == "well under a minute" and about(12, 49152, 1) == "a few minutes"
-    assert about(32, 4096 * 64, 2) == "5 to 15 minutes or more"
-    line = first_line("--model 1b (1.2B parameters)", "3 x v5e:4x4 (48 devices)", 16, 4096, 2)
+    # The measured points of trainer/compile_progress.py's docstring, each in its bucket
+    assert about(4, 128, 1, 3 * 10**6) == "well under a minute" and about(4, 1536, 1, 3 * 10**6) == "about a minute"
+    assert about(12, 49152, 1, 110 * 10**6) == "a few minutes"
+    assert about(16, 4096, 1, 1_200_000_000) == about(32, 4096 * 64, 2, 10**8) == "5 to 15 minutes or more"
+    line = first_line("--model 1b (1.2B parameters)", "3 x v5e:4x4 (48 devices)", 16, 4096, 2, 1_200_000_000)
     assert line.startswith("compiling the train step of --model 1b (1.2B parameters) for 3 x v5e:4x4 (48 devices) "
                            "on this machine's CPU, no chip needed (twice: also on the fewest slices a resize reaches)")
     assert compile_progress.PREFIX == compile_relay.PREFIX  # the launcher relays exactly the trainer's lines
