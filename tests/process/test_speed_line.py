@@ -18,6 +18,8 @@ from elxpk_contract.progress_record import PROGRESS_FILE
 from tests.process.conftest import elxpk, events, trainer
 from tests.support.runs import read_jsonl
 
+pytestmark = pytest.mark.slow  # real trainer processes, as the exit-code tier's
+
 RUN = ["--model", "micro", "--num-slices", "1", "--devices-per-slice", "2", "--global-batch", "4", "--steps", "4",
        "--checkpoint-period", "4"]
 LINE = re.compile(r"completed step: (\d+), seconds: ([0-9.]+), TFLOP/s/device: ([0-9.]+), Tokens/s/device: (\d+), "
