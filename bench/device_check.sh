@@ -7,7 +7,9 @@
 # goal batches (16, 8, 2; seq 2048) the remat policy --remat-policy auto picks, the memory estimate beside XLA's
 # figure and memory_stats, the step time and MFU (MaxText's formula: ModelShape.flops_per_example), and the
 # largest batch the estimate accepts; for 125m a save (blocking, commit), its restore and the first resumed
-# step (its restored input donated?). If time is left (DEVICE_CHECK_BUDGET_S, default 450): a restart's start
+# step (its restored input donated?). If time is left (DEVICE_CHECK_BUDGET_S, default 450): the trainer's own
+# speed line and report for 125m at 16 (issue 50: its MFU against bench_chip's, `points_apart` in
+# chip-trainer-speed.json; the last line is of steps 8-11, past the compile and the first steps); a restart's start
 # to first step, cold and with a warm JAX_COMPILATION_CACHE_DIR. All of it merged into
 # $out/device_check.json, with DEVICE_CHECK_COMMIT (the commit measured) when given.
 #
@@ -45,6 +47,32 @@ if "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("libt
         timeout "${PRESET_TIMEOUT_S:-170}" "$py" bench/bench_chip.py --model "$model" --configs "auto:$batch" $extra \
             --out "$out/chip-$model.json" 2>&1 | grep -v Warn | tee -a "$out/chip.log"
     done
+    if [ "$SECONDS" -lt $((budget - 100)) ]; then  # the trainer's own MFU (issue 50): its speed line and report
+        run=$(mktemp -d)
+        timeout 150 "$py" -m trainer --model 125m --global-batch 16 --steps 12 --num-slices 1 --devices-per-slice 1 \
+            --dropout 0 --seed 1 --log-period 4 --checkpoint-period 1000 --run-dir "$run/speed" \
+            >"$out/trainer-speed.log" 2>&1
+        "$py" - "$out" "$run/speed" <<'EOF'
+import json, re, sys
+from pathlib import Path
+out, run = Path(sys.argv[1]), sys.argv[2]
+lines = [l for l in (out / "trainer-speed.log").read_text().splitlines() if l.startswith("completed step: ")]
+line_mfu = [float(m[1]) / 100 for l in lines if (m := re.search(r"MFU: ([0-9.]+)%", l))]
+try:  # `elxpk report`'s figure, read in process: a lent machine may lack the launcher's CLI packages
+    from elxpk.runs.report import build_report
+    from elxpk.runs.rundir import load_run
+    found = build_report(load_run(run)).speed
+    speed = None if found is None else found.to_dict()
+except Exception as exc:  # noqa: BLE001 - the check records what it could not read
+    speed = {"error": str(exc)[:300]}
+chip = out / "chip-125m.json"
+bench = json.loads(chip.read_text())["rows"][0].get("mfu") if chip.exists() else None
+last = line_mfu[-1] if line_mfu else None
+(out / "chip-trainer-speed.json").write_text(json.dumps({
+    "lines": lines, "line_mfu": line_mfu, "report_speed": speed, "bench_chip_125m_mfu": bench,
+    "points_apart": None if last is None or bench is None else round(100 * (last - bench), 2)}, indent=1))
+EOF
+    fi
     if [ "$SECONDS" -lt $((budget - 150)) ]; then  # a restart, cold then warm: the whole process, to its first step
         cache=$(mktemp -d); run=$(mktemp -d)
         for cold_or_warm in cold warm; do
