@@ -132,9 +132,8 @@ class TrainerConfig:
         fix="give a directory, e.g. gs://bucket/run/xla-cache, or off")
     seed: int = _opt(0, "seed of the parameters, the data and the per-step RNG", low=0, high=2**32 - 1,
                      expose=LAUNCHER_FLAG)
-    # Speed and profiling (trainer/speed_log.py, trainer/profile_capture.py), under MaxText's own names. They do
-    # not reach MaxText (no `maxtext=`): its log_period is a TensorBoard period and its profiler's off is "", so
-    # with --trainer maxtext its keys go in --command.
+    # Speed and profiling (trainer/speed_log.py, profile_capture.py): MaxText's names, not passed to MaxText (its
+    # log_period is a TensorBoard period, its profiler's off is ""): with --trainer maxtext they go in --command.
     log_period: int = _opt(1, "print the speed line (step, seconds, TFLOP/s per device, tokens/s, MFU against the "
                               "chip's bf16 peak, loss) every this many steps, over the steps since the last "
                               "one; 0: never. The progress record and the records carry the speed either way",
@@ -146,8 +145,7 @@ class TrainerConfig:
                          choices=PROFILERS, expose=LAUNCHER_FLAG)
     skip_first_n_steps_for_profiler: int = _opt(1, "steps a process runs before its --profiler trace starts (its "
                                                    "compile comes before its first step either way)", low=0,
-                                                expose=LAUNCHER_FLAG,
-                                                fix="steps to run before the trace, e.g. 1")
+                                                expose=LAUNCHER_FLAG, fix="steps to run before the trace, e.g. 1")
     profiler_steps: int = _opt(5, "steps the --profiler trace captures", low=1, expose=LAUNCHER_FLAG,
                                fix="steps to trace, e.g. 5")
     # Topology.
