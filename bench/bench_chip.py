@@ -33,7 +33,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-PEAK_TFLOPS = {"TPU v5 lite": 197.0, "TPU v5e": 197.0, "TPU v4": 275.0, "TPU v5p": 459.0, "TPU v6 lite": 918.0}
 
 
 def config_for(model: str, batch: int, remat: str, run_dir: str, **extra):
@@ -62,7 +61,7 @@ def timed_steps(executable, state, cfg, mesh, steps: int):
     return state, loss, statistics.median(times[2:]), data, batches
 
 
-def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool = False,
+def measure(cfg, mesh, steps: int, peak_tflops: float | None, run: bool, profile: bool = False,
             checkpoint: bool = False) -> dict:
     """Estimate, XLA's figure and (where it fits and `run`) the timed steps of `cfg` on `mesh`."""
 
@@ -94,7 +93,7 @@ def measure(cfg, mesh, steps: int, peak_tflops: float, run: bool, profile: bool 
     flops = shape.flops_per_example() * cfg.global_batch
     stats = mesh.devices.flat[0].memory_stats() or {}
     row.update(step_s=step_s, loss=float(loss.addressable_data(0)), tflops=flops / step_s / 1e12,
-               mfu=flops / step_s / (peak_tflops * 1e12), peak_bytes_in_use=stats.get("peak_bytes_in_use"),
+               mfu=flops / step_s / (peak_tflops * 1e12) if peak_tflops else None, peak_bytes_in_use=stats.get("peak_bytes_in_use"),
                examples_per_s=cfg.global_batch / step_s, memory_stats=stats)
     if profile:
         row["profile"] = profiled(compiled.executable, state, batches[0], mesh, steps)
@@ -243,10 +242,11 @@ def main() -> None:
 
     import jax
 
+    from elxpk_contract.chip_peaks import peak_tflops
     from trainer.core import mesh as meshlib
 
     device = jax.devices()[0]
-    peak = PEAK_TFLOPS.get(device.device_kind, 197.0)
+    peak = peak_tflops(device.device_kind)  # the one table (elxpk_contract/chip_peaks.py); None: no MFU
     if args.matmul:
         from importlib import metadata
 

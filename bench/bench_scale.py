@@ -13,7 +13,7 @@ On an accelerator (GPU/TPU), for the `1b` preset (d_model 2048, 16 layers, d_ff 
   10), at the largest batch of 8, 4, 2 or 1 per device that fits (the trainer's two memory checks);
 - the shipped default (bfloat16 compute, cuDNN attention on GPU) at 8 and 16 examples per device (each
   only where it fits), the best of them reported as the MFU and as a ratio to the baseline;
-- MFU = model FLOPs per second / peak (bf16 dense; --peak-tflops, default 989 for an H200). Model FLOPs
+- MFU = model FLOPs per second / peak (bf16 dense; --peak-tflops, default an H200's 989 from elxpk_contract/chip_peaks.py). Model FLOPs
   per step = tokens * (6 * N + 6 * n_layers * d_model * seq_len), N = the matmul parameters
   (n_layers * (4 d^2 + 2 d f) + vocab * d, the tied output projection; the position table and the norms
   are not matmuls). The attention term is QK^T and AV (2 * 2 * seq * d per token per layer forward, x3
@@ -48,6 +48,7 @@ from trainer.cpu import ensure_devices  # noqa: E402
 
 ensure_devices(4)
 
+from elxpk_contract.chip_peaks import PEAK_BF16_TFLOPS  # noqa: E402
 from elxpk_contract.settings import TrainerConfig  # noqa: E402
 
 EXPLICIT_1B = dict(d_model=2048, n_layers=16, n_heads=16, d_ff=8192, seq_len=2048, vocab_size=32000)
@@ -332,7 +333,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--mode", choices=("auto", "proxy", "accelerator"), default="auto")
-    parser.add_argument("--peak-tflops", type=float, default=989.0)
+    parser.add_argument("--peak-tflops", type=float, default=PEAK_BF16_TFLOPS["h200"])  # the one table
     parser.add_argument("--global-batch", type=int, default=0,
                         help="accelerator: examples per step (0: sweep 8 and 16 per device)")
     parser.add_argument("--budget-s", type=float, default=float("inf"),

@@ -8,7 +8,7 @@
 # --remat-policy auto picks, the memory estimate beside XLA's figure and memory_stats, the step time and MFU
 # (MaxText's formula: ModelShape.flops_per_example), a jax.profiler summary at the goal batch, and the largest
 # batch the estimate accepts. Then bench/device_check_trainer.py: `python -m trainer` itself, a restart's
-# start-up and a bitwise resume. All of it merged into $out/device_check.json, with DEVICE_CHECK_COMMIT (the
+# start-up, a bitwise resume, and the trainer's own speed line against bench_chip's MFU (issue 50). All of it merged into $out/device_check.json, with DEVICE_CHECK_COMMIT (the
 # commit measured) when given. About 9 minutes.
 #
 # Issue 10's accelerator figures as one prepared command, for a single-GPU host that has jax with
@@ -46,7 +46,8 @@ if "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("libt
             --out "$out/chip-$model.json" 2>&1 | grep -v -i warn | cut -c1-400 | tee -a "$out/chip.log"
     done
     # `python -m trainer` as a user runs it: a restart's start-up and a bitwise resume.
-    timeout 480 "$py" bench/device_check_trainer.py --out "$out/chip-trainer.json" 2>&1 | tail -n 3 | tee -a "$out/chip.log"
+    timeout 480 "$py" bench/device_check_trainer.py --out "$out/chip-trainer.json" --bench "$out/chip-125m.json" 2>&1 \
+        | tail -n 3 | tee -a "$out/chip.log"
     "$py" - "$out" <<'EOF'
 import json, os, sys, time
 from pathlib import Path

@@ -6,8 +6,9 @@ as a user runs it, read back from the runs' own records.
 Three processes share one JAX compilation cache: an uninterrupted run of 6 steps (run dir a, the cache cold),
 3 steps in run dir b, then a second process resuming b to step 6 (the cache warm). The resumed losses must
 equal the uninterrupted run's, bit for bit (metrics.jsonl keeps each as float.hex). The JSON holds each
-process's exit code and wall seconds, the comparison, the resumed process's events (its start-up) and the
-last step records of the uninterrupted run (its speed, as the trainer logs it).
+process's exit code and wall seconds, the comparison, the resumed process's events (its start-up), and the
+uninterrupted run's speed lines (issue 50) with the median MFU of those past step 1 beside bench_chip's
+figure for the same preset and batch (`--bench`): `points_apart`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +51,7 @@ def main() -> None:
     parser.add_argument("--model", default="125m")
     parser.add_argument("--global-batch", type=int, default=16)
     parser.add_argument("--timeout-s", type=float, default=150)
+    parser.add_argument("--bench", type=Path, help="bench_chip.py's JSON for the same preset (the MFU to agree with)")
     args = parser.parse_args()
     work, cache = Path(tempfile.mkdtemp()), tempfile.mkdtemp()
     logs = args.out.parent
@@ -59,12 +63,25 @@ def main() -> None:
     full = {m["step"]: m["loss"] for m in read_jsonl(work / "a" / "metrics.jsonl")}
     resumed = {m["step"]: m["loss"] for m in read_jsonl(work / "b" / "metrics.jsonl")}
     steps = sorted(set(full) & set(resumed))
+    lines = [line for line in (logs / "trainer-uninterrupted.log").read_text(errors="replace").splitlines()
+             if line.startswith("completed step: ")]
+    line_mfu = [float(m[1]) / 100 for line in lines[1:] if (m := re.search(r"MFU: ([0-9.]+)%", line))]
+    bench = None
+    if args.bench and args.bench.exists():
+        bench = next((r.get("mfu") for r in json.loads(args.bench.read_text())["rows"]
+                      if r.get("batch") == args.global_batch and r.get("gradient_accumulation_steps", 1) == 1), None)
+    trainer_mfu = statistics.median(line_mfu) if line_mfu else None
     result = {"model": args.model, "global_batch": args.global_batch, "processes": processes,
+              "speed_lines": lines, "trainer_mfu": trainer_mfu, "bench_chip_mfu": bench,
+              "points_apart": None if trainer_mfu is None or bench is None else round(100 * (trainer_mfu - bench), 2),
               "losses_compared": len(steps), "losses_equal": sum(full[s] == resumed[s] for s in steps),
+              "resumed_losses_equal": f"{sum(full[s] == resumed[s] for s in steps if s >= 3)} of "
+                                      f"{sum(1 for s in steps if s >= 3)} (steps 3-5, the second process's)",
               "resumed_events": read_jsonl(work / "b" / "events.jsonl")[-40:],
               "last_step_records": read_jsonl(work / "a" / "metrics.jsonl")[-3:]}
     args.out.write_text(json.dumps(result, indent=1))
-    print(f"trainer: {result['losses_equal']} of {result['losses_compared']} losses equal; {processes}")
+    print(f"trainer: {result['losses_equal']} of {result['losses_compared']} losses equal; MFU {trainer_mfu} against "
+          f"bench_chip's {bench}; {processes}")
 
 
 if __name__ == "__main__":

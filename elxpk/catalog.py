@@ -17,6 +17,8 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
 
+from elxpk_contract.chip_peaks import generation_peak
+
 
 class TpuType(NamedTuple):
     """One slice shape, as the worker pods and the Pathways resource manager need it."""
@@ -49,6 +51,12 @@ class TpuType(NamedTuple):
     @property
     def chips_per_slice(self) -> int:
         return self.chips_per_vm * self.vms_per_slice
+
+    @property
+    def peak_bf16_tflops(self) -> float | None:
+        """One chip's dense bf16 peak from the one table (elxpk_contract/chip_peaks.py), the trainer's MFU's
+        denominator; None for a chip without a published figure there."""
+        return generation_peak(self.jax_generation)
 
 
 class GpuType(NamedTuple):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from elxpk_contract.record_fields import RecordError, parse_fields, to_json
+from elxpk_contract.speed import SpeedBasis
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,20 @@ class RunStarted(Event):
     # The run's identity (--run-id: on a cluster the JobSet's UID, the same in every group restart): `report`
     # keeps the sessions of one workload apart from another's in the same run directory. "" when unset.
     run_id: str = ""
+    # What the session's step speed is reckoned from (elxpk_contract/speed.py): an example's tokens and model
+    # FLOPs, the devices per slice, jax's device kind and its bf16 peak (None: unknown, so no MFU). 0 and ""
+    # from the supervisor, and from a trainer older than the fields: no speed then.
+    tokens_per_example: int = 0
+    flops_per_example: float = 0.0
+    devices_per_slice: int = 0
+    device_kind: str = ""
+    peak_tflops: float | None = None
+
+    def speed_basis(self) -> SpeedBasis | None:
+        if self.tokens_per_example <= 0 or self.flops_per_example <= 0 or self.devices_per_slice <= 0:
+            return None
+        return SpeedBasis(self.tokens_per_example, self.flops_per_example, self.devices_per_slice,
+                          self.device_kind, self.peak_tflops if self.peak_tflops and self.peak_tflops > 0 else None)
 
 
 @dataclass(frozen=True, slots=True)

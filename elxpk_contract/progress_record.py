@@ -66,6 +66,12 @@ class Progress:
     # step does not overwrite (step_time moves on). The `recovered` alert times each fault to it. None
     # before that step, and from an older trainer.
     resumed_at: float | None = None
+    # The speed of the steps since the previous write (elxpk_contract/speed.py, trainer/speed_log.py): tokens/s,
+    # TFLOP/s per device and MFU (a fraction of the device's bf16 peak; None where no peak is known, e.g. a
+    # CPU). None before a step, and from an older trainer.
+    tokens_per_s: float | None = None
+    tflops_per_device: float | None = None
+    mfu: float | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""

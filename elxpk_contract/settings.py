@@ -52,8 +52,9 @@ from elxpk_contract.setting_rules import (
 )
 from elxpk_contract.step_names import ascii_number
 
-__all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", "LOGITS_DTYPES", "REMAT_POLICIES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG",
-           "RECOVERIES", "SECONDS", "Setting", "TrainerConfig", "bounds_problem", "bounds_text", "check_setting",
+__all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", "LOGITS_DTYPES", "REMAT_POLICIES", "FIELDS",
+           "LAUNCHER_DERIVED", "LAUNCHER_FLAG", "PROFILERS", "RECOVERIES", "SECONDS", "Setting", "TrainerConfig",
+           "bounds_problem", "bounds_text", "check_setting",
            "convert_setting", "cross_problems", "default", "env_name", "exposed", "flag_name",
            "named_by", "plain_number_text", "redundant_min_slice_count", "said", "setting", "slices_waited_for"]
 
@@ -64,6 +65,7 @@ RECOVERIES = ("live", "checkpoint")  # live: from the surviving slices' state, w
 COMPUTE_DTYPES = ("auto", "float32", "bfloat16")  # auto: bfloat16 on GPU and TPU, float32 on CPU
 ATTENTIONS = ("auto", "xla", "cudnn", "splash")  # trainer/core/attention.py
 LOGITS_DTYPES = ("auto", "float32")  # auto: the compute dtype (trainer/core/model.py)
+PROFILERS = ("off", "xplane")  # trainer/profile_capture.py; MaxText's "" is off here
 REMAT_POLICIES = ("auto", "none", "minimal_with_context", "minimal", "save_dot_except_mlp", "save_qkv_proj",
                   "full")  # trainer/core/remat.py
 
@@ -132,6 +134,22 @@ class TrainerConfig:
         fix="give a directory, e.g. gs://bucket/run/xla-cache, or off")
     seed: int = _opt(0, "seed of the parameters, the data and the per-step RNG", low=0, high=2**32 - 1,
                      expose=LAUNCHER_FLAG)
+    # Speed and profiling (trainer/speed_log.py, profile_capture.py): MaxText's names, not passed to MaxText (its
+    # log_period is a TensorBoard period, its profiler's off is ""): with --trainer maxtext they go in --command.
+    log_period: int = _opt(1, "print the speed line (step, seconds, TFLOP/s per device, tokens/s, MFU against the "
+                              "chip's bf16 peak, loss) every this many steps, over the steps since the last "
+                              "one; 0: never. The progress record and the records carry the speed either way",
+                           low=0, expose=LAUNCHER_FLAG,
+                           fix="steps between speed lines, e.g. 10; 0 for none")
+    profiler: str = _opt("off", "xplane: capture a jax.profiler trace of --profiler-steps steps into "
+                                "RUN_DIR/profile, readable by TensorBoard or XProf (tensorboard --logdir "
+                                "RUN_DIR/profile); off: none. Process 0's steps, once per process",
+                         choices=PROFILERS, expose=LAUNCHER_FLAG)
+    skip_first_n_steps_for_profiler: int = _opt(1, "steps a process runs before its --profiler trace starts (its "
+                                                   "compile comes before its first step either way)", low=0,
+                                                expose=LAUNCHER_FLAG, fix="steps to run before the trace, e.g. 1")
+    profiler_steps: int = _opt(5, "steps the --profiler trace captures", low=1, expose=LAUNCHER_FLAG,
+                               fix="steps to trace, e.g. 5")
     # Topology.
     num_slices: int = _opt(2, "number of slices", low=1, expose=LAUNCHER_DERIVED, derived_from="`--num-slices`")
     devices_per_slice: int = _opt(2, "devices per slice (CPU: virtual XLA host devices)", low=1)
@@ -255,6 +273,10 @@ class TrainerConfig:
                                                 "for (--remat-policy auto picks by its device's share; `workload "
                                                 "create --check-fit` passes the catalog's); 0: unknown, auto then "
                                                 "keeps everything (none)", low=0)
+    compile_fewest_slices: bool = _opt(True, "with resizes on (--elastic-min-slice-count), --compile-only also "
+                                             "compiles the step on the fewest slices a run may train on (its "
+                                             "report's fewest_slices); `workload create --check-fit` turns it "
+                                             "off: its decision is the full width's (a second compile saved)")
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
     num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)", low=1)

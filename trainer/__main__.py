@@ -110,7 +110,7 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     # cache warning first.
     refuse_file_in_path("--checkpoint-dir", cfg.checkpoint_path)
     compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
-    result = train(cfg, stop=stop)
+    result = train(cfg, stop=stop, speed_out=sys.stdout)  # the speed line every --log-period steps
     last = result.losses.get(result.final_step - 1)
     print(f"done: {result.final_step} steps, {result.attempts} attempt(s), final loss "
           f"{float.fromhex(last) if last else float('nan'):.6f}, run dir {result.run_dir}")

@@ -6,7 +6,9 @@ memory_analysis() figures as the chip (issue 42). The step compiled is the real 
 the run's settings: the model, the batch, the compute dtype as the TPU resolves it, the reduction and the
 donation the run's backend would use. Its per-device memory is printed as one JSON object; `elxpk
 workload create --check-fit` reads it and refuses a workload that will not fit before it is submitted.
-Nothing is written: no run dir, no checkpoint, no compilation cache entry.
+Nothing is written: no run dir, no checkpoint, no compilation cache entry (a cache would not help: a second
+compile of the same step for a topology, its entry written, took as long as the first). On stderr: a first line
+saying what is compiled and about how long it takes, then a sign of life every 20 s (trainer/compile_progress.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from elxpk_contract.errors import UsageError
 from trainer.clock import SystemClock
+from trainer.compile_progress import SignOfLife, first_line, say
 from trainer.core.precision import resolved
 
 if TYPE_CHECKING:
@@ -82,14 +85,31 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
     cfg = resolved(cfg.on_hardware(len(slices), per_slice, f"{cfg.num_slices} x {cfg.compile_topology}"), on="tpu")
     donate = donates_with(cfg, in_process_retry=cfg.slice_backend != "multi-controller")
     cfg = _remat_resolved(cfg, build_mesh(slices, list(slices)), donate)
-    report = {"topology": cfg.compile_topology, "devices_per_slice": per_slice, "remat_policy": cfg.remat_policy,
-              "attention": cfg.attention, "device_limit_bytes": device_limit(cfg, build_mesh(slices, list(slices))),
-              "device_kind": devices[0].device_kind, "donates_input_state": donate,
-              **_compiled(cfg, build_mesh(slices, list(slices)), donate, refuse=True), "settings": cfg.to_dict()}
-    if cfg.min_slices < len(slices):
-        report["fewest_slices"] = _compiled(cfg, build_mesh(slices, list(slices)[:cfg.min_slices]), donate,
-                                            refuse=False)
+    # The fewest-slices step only where it is asked for: `--check-fit` decides on the full width alone.
+    fewest = cfg.min_slices < len(slices) and cfg.compile_fewest_slices
+    where = f"{len(slices)} x {cfg.compile_topology} ({len(devices)} devices)"
+    _say_what(cfg, where, len(devices), compiles=2 if fewest else 1)
+    with SignOfLife(f"for {where}"):
+        report = {"topology": cfg.compile_topology, "devices_per_slice": per_slice, "remat_policy": cfg.remat_policy,
+                  "attention": cfg.attention, "device_limit_bytes": device_limit(cfg, build_mesh(slices, list(slices))),
+                  "device_kind": devices[0].device_kind, "donates_input_state": donate,
+                  **_compiled(cfg, build_mesh(slices, list(slices)), donate, refuse=True), "settings": cfg.to_dict()}
+        if fewest:
+            report["fewest_slices"] = _compiled(cfg, build_mesh(slices, list(slices)[:cfg.min_slices]), donate,
+                                                refuse=False)
     return report
+
+
+def _say_what(cfg: TrainerConfig, where: str, devices: int, compiles: int) -> None:
+    """The first line on stderr: the model, its batch, the slice and about how long (trainer/compile_progress.py)."""
+    from trainer.core.model import ModelShape
+
+    params = ModelShape.from_config(cfg).param_count()
+    per_device = cfg.global_batch / devices
+    count = f"{params / 1e9:.1f}B" if params >= 1e9 else f"{params / 1e6:.0f}M" if params >= 1e6 else f"{params:,}"
+    what = (f"--model {cfg.model} ({count} parameters; {cfg.global_batch} examples of {cfg.seq_len} "
+            f"tokens a step, {per_device:g} a device; remat {cfg.remat_policy})")
+    say(first_line(what, where, cfg.n_layers, int(per_device * cfg.seq_len), compiles, params))
 
 
 # What XLA's allocator may use of a TPU's HBM: a v5e chip of 16 GiB reports a bytes_limit of 16,909,336,064

@@ -202,7 +202,9 @@ def _is_jobset(obj: Any) -> bool:
 
 def _is_workload(obj: Any) -> bool:
     """A JobSet or a PathwaysJob (the kinds whose vendored CRDs this checks), of any apiVersion."""
-    return isinstance(obj, dict) and obj.get("kind") in {kind for _, kind in schema.CRDS}
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    # `kind: []` is YAML a file may hold: only a string names a kind (a list is unhashable, no set holds it)
+    return isinstance(kind, str) and kind in {k for _, k in schema.CRDS}
 
 
 def no_jobset(name: str, expanded: list[tuple[str, Any]]) -> str:

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from elxpk.cluster.records.incidents import CAUSES
 from elxpk.cluster.records.trainer_phase import phase_of
+from elxpk.cluster.verbs.status_render import speed_text
 from elxpk.cluster.verbs.status_watch import ReadStatus, WatchState, watch_status
 from elxpk.errors import CheckFailed
 from elxpk.units import format_duration
@@ -44,6 +45,9 @@ def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]
         "phase": phase.name, "phase_detail": phase.detail,
         "slices_healthy": status.slices_healthy, "slices_total": status.slices_total,
         "step": progress.get("steps_done"), "steps_per_s": state.rate if phase.step_fresh else None,
+        # the trainer's speed over its recent steps (the progress record's), only while it steps
+        "tokens_per_s": progress.get("tokens_per_s") if phase.step_fresh else None,
+        "mfu": progress.get("mfu") if phase.step_fresh else None,
         "step_age_s": step_age,
         "checkpoint_step": progress.get("checkpoint_step"),
         "checkpoint_age_s": None if ckpt_age is None else ckpt_age + later,
@@ -111,7 +115,8 @@ class WatchView:
             # the progress record is a file in the checkpoint dir: its values drawn as text, never as markup
             if f["phase"] in ("stepping", None):
                 rate = "" if f["steps_per_s"] is None else f", {f['steps_per_s']:.2f} steps/s"
-                trainer = f"step {escape(shown(f['step']))} done {_age(f['step_age_s'])}{rate}"
+                speed = speed_text({"tokens_per_s": f["tokens_per_s"], "mfu": f["mfu"]}).replace(";", ",", 1)
+                trainer = f"step {escape(shown(f['step']))} done {_age(f['step_age_s'])}{rate}{speed}"
             else:  # not stepping now: the last step and its age, never its old rate as the pace now
                 trainer = f"last step {escape(shown(f['step']))}, {_age(f['step_age_s'])}"
             grid.add_row("Trainer", trainer)

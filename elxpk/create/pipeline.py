@@ -104,7 +104,7 @@ def _command_checks(spec: WorkloadSpec, rows: Mapping[str, Any], note: Callable[
         from elxpk.create.fit_check import check_fit  # lazy: subprocess and a compile, only when asked
         from elxpk.create.render import trainer_env  # lazy: as `plan`'s
 
-        for line in check_fit(spec, trainer_env(spec)):
+        for line in check_fit(spec, trainer_env(spec), note):
             note(line)
 
 

@@ -28,6 +28,9 @@ from elxpk_contract.event_records import (
 )
 from elxpk_contract.record_fields import RecordError
 from elxpk_contract.records import Metric, parse_metric
+from elxpk_contract.speed import Speed, SpeedSum
+
+SPEED_WINDOW = 10  # steps: the speed shown is of the latest this many (a first step's slow start washes out)
 
 
 @dataclass
@@ -61,6 +64,8 @@ class RunProgress:
     # and compiles the step for the mesh (restore_done is written once the compile is done), the largest part
     # of a short run's wall time; None while steps run.
     phase: str | None = None
+    speed: Speed | None = None  # of the latest steps (SPEED_WINDOW), from the basis in the trainer's run_started
+    _window: SpeedSum | None = None
 
     def __post_init__(self) -> None:
         self.health = {s: "healthy" for s in range(self.num_slices)}
@@ -84,6 +89,12 @@ class RunProgress:
         step = record.step
         self.phase = None
         self.step, self.loss, self.executed = step, record.loss_value, self.executed + 1
+        if self._window is not None:
+            window = self._window
+            window.add(record.examples[1] - record.examples[0], len(record.slices), record.step_time_s)
+            self.speed = window.speed() or self.speed
+            if window.steps >= SPEED_WINDOW:  # the next steps make a new window; the speed shown stays till then
+                self._window = SpeedSum(window.basis)
         if self.first_step is None:
             self.first_step = step
         for s in self.health:
@@ -103,6 +114,9 @@ class RunProgress:
                 if state == "restarting":
                     self.health[s] = "healthy"
             self.say(f"run started at step {step}")
+            basis = e.speed_basis()
+            if basis is not None:
+                self._window = SpeedSum(basis)
         elif isinstance(e, FailureDetected):
             for s in self.health:
                 if s in e.slices_lost:
@@ -160,4 +174,12 @@ class RunProgress:
     def status_line(self) -> str:
         step = "-" if self.step is None else str(self.step + 1)
         loss = "-" if self.loss is None else f"{self.loss:.4f}"
-        return f"step {step}/{self.total_steps} loss {loss}" + (f" ({self.phase})" if self.phase else "")
+        speed = "" if self.speed is None else f" {self.speed_text()}"
+        return f"step {step}/{self.total_steps} loss {loss}{speed}" + (f" ({self.phase})" if self.phase else "")
+
+    def speed_text(self) -> str:
+        """`1,234 tokens/s, MFU 12.3%`; `no MFU` where the device's peak is unknown (a CPU); "" before a step."""
+        s = self.speed
+        if s is None:
+            return ""
+        return f"{s.tokens_per_s:,.0f} tokens/s, " + ("no MFU" if s.mfu is None else f"MFU {100.0 * s.mfu:.1f}%")

@@ -52,9 +52,9 @@ class LiveView(AbstractContextManager):
         self.console = console or Console()
         self._bar = Progress(
             TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
-            TimeElapsedColumn(), console=self.console,
+            TextColumn("{task.fields[speed]}"), TimeElapsedColumn(), console=self.console,
         )
-        self._task = self._bar.add_task("train", total=progress.total_steps, loss="-")
+        self._task = self._bar.add_task("train", total=progress.total_steps, loss="-", speed="")
         self._live: Live | None = None
 
     def __rich__(self):
@@ -74,7 +74,7 @@ class LiveView(AbstractContextManager):
         self.progress.observe(kind, record)
         if kind == "metric" and self.progress.step is not None:
             loss = "-" if self.progress.loss is None else f"{self.progress.loss:.4f}"
-            self._bar.update(self._task, completed=self.progress.step + 1, loss=loss)
+            self._bar.update(self._task, completed=self.progress.step + 1, loss=loss, speed=self.progress.speed_text())
 
     def __enter__(self) -> LiveView:
         from rich.live import Live

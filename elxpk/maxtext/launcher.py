@@ -47,7 +47,9 @@ def maxtext_command(command: str | None, settings: Sequence[tuple[str, Any]], *,
                                container_env=dict(env))
     warnings = list(result.warnings)
     if unmapped:  # a setting the contract adds later without a MaxText key: say where it goes
-        warnings.append(f"{_flags(unmapped)}: MaxText has no key for {'it' if len(unmapped) == 1 else 'them'}, "
+        # "passes to no MaxText key": --profiler is a MaxText key's name too, with other values (docs/trainer.md)
+        warnings.append(f"{_flags(unmapped)}: elxpk passes {'it' if len(unmapped) == 1 else 'them'} to no MaxText "
+                        "key (give MaxText's own keys in --command), "
                         f"so {'it reaches' if len(unmapped) == 1 else 'they reach'} the container only as "
                         f"{', '.join(env_name(n) for n in unmapped)}, which MaxText does not read")
     return Outcome(result.command, tuple(result.errors), tuple(warnings))

@@ -18,6 +18,7 @@ from elxpk.runs.drains import Drain, drains
 from elxpk.runs.examples import ExampleAccount, account_columns
 from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progress_runs
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
+from elxpk.runs.run_speed import RunSpeed, run_speed
 from elxpk.runs.rundir import Run
 from elxpk.runs.words import plural
 from elxpk_contract.event_records import (
@@ -74,6 +75,7 @@ class RunReport:
     rejoins_refused: tuple[RejoinRefused, ...] = ()  # returning slices that failed their health check
     live_prepare_s: float = 0.0  # the live-recovery checks' compile, beside the step's (not badput of its own)
     drains: tuple[Drain, ...] = ()  # stops on SIGTERM: saved on the way out or not, the steps each lost
+    speed: RunSpeed | None = None  # tokens/s, TFLOP/s per device, MFU of the steps that count
 
     @property
     def goodput(self) -> float:
@@ -90,6 +92,7 @@ class RunReport:
             "wall_s": self.wall_s,
             "productive_s": self.productive_s,
             "goodput": self.goodput,
+            "speed": self.speed.to_dict() if self.speed is not None else None,
             "badput": self.badput.to_dict(),
             "recoveries": [r.to_dict() for r in self.recoveries],
             "examples": self.examples.to_dict(),
@@ -178,6 +181,7 @@ def build_report(run: Run) -> RunReport:
         rejoins_refused=tuple(run.events_of(RejoinRefused)),
         live_prepare_s=sum(e.live_prepare_s for e in run.events_of(RestoreDone)),
         drains=tuple(drains(run.events)),
+        speed=run_speed(run, order),
     )
 
 
@@ -192,6 +196,7 @@ def render_text(report: RunReport) -> list[str]:
         f"run {report.run_dir}: {plural(report.steps, 'step')} done{_missing(report)}, "
         f"{report.executed - report.steps} rewound, {plural(report.sessions, 'session')}",
         f"goodput {100.0 * report.goodput:.1f}%: {report.productive_s:.2f} s productive of {w:.2f} s wall",
+        *([report.speed.describe()] if report.speed is not None else []),
         "badput:",
     ]
     for name, value in report.badput.to_dict().items():

@@ -101,6 +101,25 @@ def test_gcs_reads_and_the_conditional_write_retry_within_the_one_policy(gcs):
 # --- logs --previous ------------------------------------------------------------------------------------------
 
 
+def test_logs_show_the_trainer_s_speed_line_as_it_wrote_it(fake, capsys, k):
+    """The trainer's `completed step` line (trainer/speed_log.py), as its pod logged it, reaches `workload logs`
+    unchanged: issue 50's "workload logs shows it"."""
+    from elxpk_contract.speed import SpeedBasis, SpeedSum
+    from trainer.speed_log import line
+
+    total = SpeedSum(SpeedBasis(2048, 7.5e10, 16, "TPU v5 lite", 197.0))
+    total.add(96, 3, 0.41)
+    speed_line = line(99, total.speed(), 3.1416)
+    assert "MFU: " in speed_line and speed_line.startswith("completed step: 99, seconds: 0.410, TFLOP/s/device: ")
+    objects = seed(fake, "ignored")
+    running = pod_of(objects, 1, phase="Running")
+    name, pod, container = name_of(objects), running["metadata"]["name"], running["spec"]["containers"][0]["name"]
+    fake.store.append_log("default", pod, container, "starting", speed_line)
+    code, out, err = run_cli(capsys, "workload", "logs", name, "--slice", "1", *k)
+    assert code == 0, err
+    assert out == f"starting\n{speed_line}\n"
+
+
 def test_logs_previous_shows_the_terminated_container(fake, capsys, k):
     """kwok serves a previous log for every container (test_lifecycle.py reads it); a container that never
     terminated, whose previous log the kubelet answers 400, is what only the fake can show."""

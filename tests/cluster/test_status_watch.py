@@ -267,6 +267,55 @@ def test_the_phases_of_a_restart_from_the_trainer_s_own_records(fake, kube, tmp_
     assert "Trainer         last step 38, 1m40s ago" in screen and "steps/s" not in screen
 
 
+def test_status_and_the_watch_give_the_trainer_s_tokens_per_s_and_mfu_from_its_progress_record(fake, kube, tmp_path):
+    """The speed the trainer publishes (trainer/speed_log.py through its ProgressWriter) is what `workload status`
+    and the watch show beside the step, with an MFU where the chip's peak is known and `no MFU` where not;
+    a trainer no longer stepping shows no speed as current."""
+    import io
+
+    from rich.console import Console
+
+    from elxpk.cluster.records.status import WorkloadStatus
+    from elxpk.cluster.verbs.status_render import status_renderables
+    from elxpk_contract.speed import SpeedBasis
+    from tests.cluster.captured import seed_stage
+    from tests.support.clock import ManualClock
+    from trainer.elastic.progress import ProgressWriter
+    from trainer.speed_log import SpeedLog
+
+    name = seed_stage(fake, "restarted", tmp_path)
+    pods = fake.store.list(("", "pods"), "default")
+    from elxpk.cluster.objects.labels import parse_time
+
+    started = max(parse_time(p["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]) for p in pods)
+    for kind, peak, shown in (("TPU v5 lite", 197.0, "MFU 6.1%"), ("cpu", None, "no MFU")):
+        clock = ManualClock(started + 5)
+        speed = SpeedLog(SpeedBasis(512, 6e11, 4, kind, peak), 0, None)
+        writer = ProgressWriter(str(tmp_path), clock, speed=speed.recent)
+        for step in range(8, 12):  # 16 examples a step on 2 slices x 4 devices in 0.1 s: 81,920 tokens/s, 12 TFLOP/s a device
+            speed.observe("metric", {"step": step, "loss": (2.0).hex(), "step_time_s": 0.1, "slices": [0, 1],
+                                     "examples": [16 * step, 16 * step + 16]})
+        writer.step_done(12, clock.time(), 1)
+        state = WatchState(name)
+        watch_status(kube, "default", name, lambda hook, at=clock.time() + 1: fetch_status(
+            kube, "default", name, now=at, with_progress=True, stuck_after_s=120.0, on_objects=hook), state,
+                     on_change=lambda: None, refresh_s=1, max_watches=1)
+        seen = facts(state, clock.time() + 1, 0.0)
+        assert seen["tokens_per_s"] == pytest.approx(81920.0) and (seen["mfu"] is None) == (peak is None)
+        assert f"step 12 done 1.0s ago, 81,920 tokens/s, {shown}" in _screen(state)
+        status = state.status
+        assert isinstance(status, WorkloadStatus)
+        console = Console(width=400, record=True, file=io.StringIO())
+        for renderable in status_renderables(status):
+            console.print(renderable)
+        assert f"step 12 done 1.0s ago; 81,920 tokens/s, {shown}; no checkpoint" in console.export_text()
+        watch_status(kube, "default", name, lambda hook, at=clock.time() + 1000: fetch_status(
+            kube, "default", name, now=at, with_progress=True, stuck_after_s=120.0, on_objects=hook), state,
+                     on_change=lambda: None, refresh_s=1, max_watches=1)
+        later = facts(state, clock.time() + 1000, 0.0)  # no record since: not stepping, no speed as current
+        assert later["tokens_per_s"] is None and "tokens/s" not in _screen(state).split("Trainer")[1].split("\n")[0]
+
+
 @pytest.mark.parametrize("flags,problem", [
     (("-o", "yaml", "--watch"), "-o yaml --watch: a stream of changes is -o json"),
     (("--why", "--watch"), "--why --watch: the live view shows the why line already"),

@@ -108,7 +108,7 @@ def test_a_launcher_setting_without_a_maxtext_key_is_env_only(cli):
     assert added_overrides(rendered_command(result.out), command) == added_overrides(
         rendered_command(cli("workload", "create", *ELASTIC, "--trainer", "maxtext", "--command", command).out),
         command)
-    assert "--stall-timeout-seconds: MaxText has no key for it" in result.err
+    assert "--stall-timeout-seconds: elxpk passes it to no MaxText key (give MaxText's own keys in --command)" in result.err
     assert env_name("stall_timeout_seconds") in result.err
 
 

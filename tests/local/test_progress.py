@@ -138,3 +138,36 @@ def test_the_views_say_when_the_trainer_restores_and_compiles(tmp_path):
     live.observe("event", started)
     live.observe("metric", metric)  # a step ran: no longer compiling
     assert progress.phase is None and "compiling" not in progress.status_line()
+
+
+def test_the_live_view_gives_the_speed_of_the_latest_steps_from_the_trainer_s_basis():
+    """run_started's basis (elxpk_contract/speed.py) turns each step into tokens/s and MFU; a CPU has no peak
+    and says `no MFU`; a session without a basis (an older trainer's) shows no speed at all."""
+    from rich.console import Console
+
+    from elxpk_contract.records import make_event
+    from elxpk_contract.speed import SpeedBasis
+
+    def step(i: int, seconds: float) -> dict:
+        return {"step": i, "loss": (1.5).hex(), "lr": 0.1, "step_time_s": seconds, "examples": [4 * i, 4 * i + 4],
+                "slices": [0, 1], "time": 10.0 + i}
+
+    for kind, peak, shown in (("cpu", None, "no MFU"), ("TPU v5 lite", 197.0, "MFU 50.0%")):
+        progress = RunProgress(total_steps=40, num_slices=2)
+        # 4 examples a step on 2 slices x 2 devices in 0.25 s: 4 F per device-second, half the peak for this F
+        basis = SpeedBasis(128, 197e12 * 0.5 / 4, 2, kind, peak)
+        progress.observe("event", make_event("run_started", 1.0, 0, **basis._asdict()).to_json())
+        progress.observe("metric", step(0, 9.0))  # the first step's slow start leaves with its window
+        for i in range(1, 21):
+            progress.observe("metric", step(i, 0.25))
+        assert progress.status_line() == f"step 21/40 loss 1.5000 2,048 tokens/s, {shown}"
+        out = io.StringIO()
+        view = LiveView(progress, console=Console(file=out, width=200))
+        view.observe("metric", step(21, 0.25))
+        with view:
+            pass
+        assert f"2,048 tokens/s, {shown}" in out.getvalue()
+    older = RunProgress(total_steps=40, num_slices=2)
+    older.observe("event", make_event("run_started", 1.0, 0).to_json())
+    older.observe("metric", step(0, 0.25))
+    assert older.status_line() == "step 1/40 loss 1.5000"

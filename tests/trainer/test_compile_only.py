@@ -56,6 +56,22 @@ def test_the_step_compiles_for_tpu_slices_and_its_memory_is_reported(libtpu, tmp
     assert report["settings"]["compute_dtype"] == "bfloat16"  # auto, as the TPU resolves it
     assert report["settings"]["d_model"] == 32 and report["settings"]["global_batch"] == 8
     assert not list(tmp_path.iterdir())  # nothing written: no run dir, no checkpoint, no cache
+    # Said first, on stderr (stdout is the report): what is compiled, for what, and about how long.
+    said = [line for line in done.stderr.splitlines() if line.startswith("compile-only: ")]
+    assert said[0] == ("compile-only: compiling the train step of --model tiny (19,104 parameters; 8 examples of 16 "
+                       "tokens a step, 1 a device; remat none) for 2 x v6e:2x2 (8 devices) on this machine's CPU, no "
+                       "chip needed (twice: also on the fewest slices a resize reaches): well under a minute on 2 "
+                       "cores (more on a busy machine); a line every 20 s until it is done"), said
+    assert all(line.startswith("compile-only: still compiling for 2 x v6e:2x2 (8 devices): ") for line in said[1:])
+
+
+def test_the_fewest_slices_step_is_compiled_only_where_asked(libtpu, tmp_path):
+    """`--check-fit` passes --no-compile-fewest-slices: its decision is the full width's, one compile."""
+    done = _run([sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", "v6e:2x2",
+                 "--num-slices", "2", "--elastic-min-slice-count", "1", "--global-batch", "8", *SMALL,
+                 "--no-compile-fewest-slices"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "fewest_slices" not in json.loads(done.stdout) and "twice" not in done.stderr
 
 
 def test_a_topology_jax_does_not_name_is_refused_before_anything_starts(tmp_path):
@@ -77,7 +93,14 @@ def test_create_check_fit_refuses_a_step_past_the_chip_and_passes_one_that_fits(
                  "--trainer", "--docker-image", "trainer:1", "--global-batch", "8", "--dry-run", "--dry-run-out", str(out),
                  "--check-fit", "--command", " ".join(long)], tmp_path)
     assert done.returncode == BAD_SETTINGS.code, done.stderr[-3000:]
-    (line,) = done.stderr.splitlines()
+    *said, line = done.stderr.splitlines()
+    # What is compiled, relayed from the trainer as it comes, then the one error line.
+    assert said[0] == ("check-fit: starting python -m trainer --compile-only for 1 x v6e-4 (v6e:2x2); it imports "
+                       "jax, then says what it compiles and about how long it takes")
+    assert said[1].startswith("check-fit: compiling the train step of --model tiny (") and (
+        "parameters; 8 examples of 32768 tokens a step, 2 a device; remat none) for 1 x v6e:2x2 (4 devices) on this "
+        "machine's CPU, no chip needed: ") in said[1], said
+    assert all(s.startswith("check-fit: still compiling for 1 x v6e:2x2 (4 devices): ") for s in said[2:])
     assert line.startswith("error: --check-fit: --model tiny --d-model 32 --n-layers 2 --d-ff 64 --seq-len 32768 "
                            "--vocab-size 64 --global-batch 8 --remat-policy none: the train step does not fit on 1 x v6e:2x2: XLA: "
                            "RESOURCE_EXHAUSTED"), line
@@ -88,7 +111,8 @@ def test_create_check_fit_refuses_a_step_past_the_chip_and_passes_one_that_fits(
                  "--trainer", "--docker-image", "trainer:1", "--global-batch", "8", "--dry-run", "--dry-run-out",
                  str(out), "--check-fit", "--command", " ".join(SMALL)], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    fits, wrote = done.stderr.splitlines()
+    *said, fits, wrote = done.stderr.splitlines()
+    assert said[0].startswith("check-fit: starting ") and said[1].startswith("check-fit: compiling the train step")
     assert fits.startswith("check-fit: the train step needs 0.") and fits.endswith(
         "GiB per device on 1 x v6e-4 (v6e:2x2, mesh 1 x 4), 0% of the device's 31.50 GiB"), fits
     assert wrote == f"wrote {out}" and "kind: JobSet" in out.read_text()

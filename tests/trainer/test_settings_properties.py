@@ -49,7 +49,8 @@ def _main(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-TRAINER_FLAGS = {flag_name(n) for n in ROWS} | {"--no-elastic-enabled", "--print-config", "--help"}
+TRAINER_FLAGS = ({flag_name(n) for n in ROWS} | {f"--no-{flag_name(n)[2:]}" for n in ROWS if FIELDS[n].type == "bool"}
+                 | {"--print-config", "--help"})  # a bool setting's flag has its --no- form (BooleanOptionalAction)
 _FLAG = re.compile(r"(?<![\w='-])--[a-z][a-z0-9-]*")  # not a value quoted as given: --steps '--a'
 
 

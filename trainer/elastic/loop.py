@@ -25,7 +25,7 @@ import gc
 import logging
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, STALLED, USER_ERROR, TrainerStopped
@@ -51,6 +51,8 @@ from trainer.elastic.slices import make_backend
 from trainer.elastic.stalls import StallResponse
 from trainer.elastic.watchdog import StallWatchdog
 from trainer.metrics import RunRecorder
+from trainer.profile_capture import ProfileCapture
+from trainer.speed_log import SpeedLog, device_kind, speed_basis
 
 if TYPE_CHECKING:
     from trainer.data.data import DataSource
@@ -72,9 +74,11 @@ class TrainResult:
 
 def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: Observer | None = None,
           dataset: DataSource | None = None, clock: Clock | None = None,
-          backend: SliceBackend | None = None, stop: StopRequest | None = None) -> TrainResult:
+          backend: SliceBackend | None = None, stop: StopRequest | None = None,
+          speed_out: TextIO | None = None) -> TrainResult:
     """Train `cfg.steps` steps, surviving slice losses (and stalls) when `cfg.elastic_enabled`; `stop`
-    (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped."""
+    (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped;
+    `speed_out` (the program's stdout) gets the speed line every --log-period steps and the profile's line."""
     from trainer.ckpt.checkpoint import refuse_other_configuration
     from trainer.core import step as steplib
     from trainer.core.model import ModelShape
@@ -103,12 +107,22 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         backend.close()
         raise
     meter = BadputMeter()  # the report's time split as running totals, for the progress record
-    recorder = RunRecorder(cfg.run_dir, clock, _observing(observer, meter.observe), enabled=backend.process_index == 0,
-                           process=backend.process_index, flush_s=cfg.record_flush_seconds)
+    shape = ModelShape.from_config(cfg)
+    basis = speed_basis(cfg, device_kind(backend.slice_devices()), shape.flops_per_example())
+    speed_out = speed_out if backend.process_index == 0 else None  # the records' process speaks for the run
+    speed = SpeedLog(basis, cfg.log_period, speed_out)
+    profile = (ProfileCapture(cfg.run_dir, cfg.skip_first_n_steps_for_profiler, cfg.profiler_steps, cfg.steps,
+                              speed_out)
+               if cfg.profiler == "xplane" else None)
+    recorder = RunRecorder(cfg.run_dir, clock, _observing(observer, meter.observe, speed.observe,
+                                                          profile.observe if profile is not None else None),
+                           enabled=backend.process_index == 0, process=backend.process_index,
+                           flush_s=cfg.record_flush_seconds)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
                          stop=stop)
-    ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
+    ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter,
+                                  speed=speed.recent)
     if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
         ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
                                      primary=backend.process_index == 0, share=_from_process_0, run_id=cfg.run_id)
@@ -125,7 +139,6 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     state, stopped_why, exit_code = "failed", "", None
     peer_gone = False
     try:
-        shape = ModelShape.from_config(cfg)
         recorder.write_run_json(cfg, {
             "model": {"params": shape.param_count(), "flops_per_example": shape.flops_per_example(),
                       "preset": cfg.model, "compute_dtype": cfg.compute_dtype, "attention": shape.attention,
@@ -136,7 +149,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
             "memory": memory,
         })
         recorder.event("run_started", 0, slices=list(range(cfg.num_slices)), backend=cfg.slice_backend,
-                       run_id=cfg.run_id or "")
+                       run_id=cfg.run_id or "", **basis._asdict())
         try:
             result = _retry_loop(ctx)
         except Exception as error:
@@ -152,6 +165,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         if ctx.live_checks is not None:  # no thread may be compiling when the interpreter exits
             ctx.live_checks.close()
         ctx.watchdog.close()
+        if profile is not None:
+            profile.close()
         ctx.progress.finish(state, stopped_why, exit_code, ctx.drain)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
@@ -174,16 +189,15 @@ def _from_process_0(value: int) -> int:
     return int(multihost_utils.broadcast_one_to_all(np.int32(value)))
 
 
-def _observing(first: Observer | None, second: Observer) -> Observer:
-    """Both observers of the records, `first` (the local run's live view, if any) first."""
-    if first is None:
-        return second
+def _observing(*observers: Observer | None) -> Observer:
+    """Every observer given of the records, in order (the local run's live view, if any, first)."""
+    chosen = [o for o in observers if o is not None]
 
-    def both(kind: str, record: dict) -> None:
-        first(kind, record)
-        second(kind, record)
+    def each(kind: str, record: dict) -> None:
+        for observe in chosen:
+            observe(kind, record)
 
-    return both
+    return each
 
 
 def fit_to_backend(cfg: TrainerConfig, backend: SliceBackend) -> TrainerConfig:

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 
 from elxpk_contract.progress_record import (
     PROGRESS_BYTES,
@@ -28,6 +29,7 @@ from elxpk_contract.progress_record import (
 from elxpk_contract.record_fields import RecordError
 from elxpk_contract.records import written
 from elxpk_contract.setting_rules import said
+from elxpk_contract.speed import Speed
 from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 from trainer.elastic.badput_meter import BadputMeter
@@ -36,13 +38,15 @@ from trainer.elastic.drain import DrainOutcome
 
 class ProgressWriter:
     def __init__(self, checkpoint_path: str, clock: Clock, *, enabled: bool = True,
-                 period_s: float = PROGRESS_PERIOD_S, meter: BadputMeter | None = None) -> None:
+                 period_s: float = PROGRESS_PERIOD_S, meter: BadputMeter | None = None,
+                 speed: Callable[[], Speed | None] | None = None) -> None:
         self.path = ckpt_storage.checkpoint_root(checkpoint_path, said("checkpoint_dir")) / PROGRESS_FILE
         self._clock = clock
         self._enabled = enabled
         self._period_s = period_s
         self._next_write = 0.0
         self._meter = meter  # where the time went, published with each write (for status's chip-hours)
+        self._speed = speed  # the steps' speed since the previous write (trainer/speed_log.py SpeedLog.recent)
         self.progress = Progress(0, None, None, None, clock.time(), since=clock.time())
         self.previous_state: str | None = None  # the state the previous process left (attempt history reads it)
         self._resumed = False  # this process's first step is done (its time is `resumed_at`)
@@ -124,6 +128,10 @@ class ProgressWriter:
         if self._meter is not None:
             self._update(badput=self._meter.totals(), started_at=self._meter.started_at,
                          last_record_at=self._meter.last_record_at)
+        speed = self._speed() if self._speed is not None else None
+        if speed is not None:
+            self._update(tokens_per_s=round(speed.tokens_per_s, 3), tflops_per_device=round(speed.tflops_per_device, 6),
+                         mfu=None if speed.mfu is None else round(speed.mfu, 6))
         text = json.dumps(written(self.progress), sort_keys=True) + "\n"
         try:
             ckpt_storage.write_whole(self.path, text, tmp_name=f".{PROGRESS_FILE}.{os.getpid()}.partial")

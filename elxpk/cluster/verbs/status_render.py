@@ -159,7 +159,19 @@ def progress_text(progress: dict, workload_state: str) -> str:
         stopped = (f"; [yellow]saves stopped: no checkpoint for {_cell(progress['steps_done'] - last)} steps (period "
                    f"{_cell(progress.get('checkpoint_period'))}): elxpk checkpoint inspect "
                    f"{_cell(progress.get('directory'))}[/yellow]")
-    return f"{step}; {ckpt}" + trainer_state(progress, workload_state) + stopped
+    return f"{step}{speed_text(progress)}; {ckpt}" + trainer_state(progress, workload_state) + stopped
+
+
+def speed_text(progress: dict) -> str:
+    """`; 12,345 tokens/s, MFU 23.1%` from the progress record (its recent steps), or "" where it has none; a
+    record without an MFU (a CPU, a chip of unknown peak) says `no MFU`."""
+    tokens, mfu = progress.get("tokens_per_s"), progress.get("mfu")
+    # The record is a file anyone with the bucket can write: a figure no run reaches is not shown.
+    if not isinstance(tokens, (int, float)) or not 0 <= tokens < 1e12:
+        return ""
+    if isinstance(mfu, (int, float)) and 0 <= mfu <= 1.5:
+        return f"; {tokens:,.0f} tokens/s, MFU {100.0 * mfu:.1f}%"
+    return f"; {tokens:,.0f} tokens/s, no MFU"
 
 
 def list_table(statuses: list[WorkloadStatus]) -> Any:
