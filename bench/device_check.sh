@@ -40,7 +40,7 @@ if "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("libt
    && "$py" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["platform"] != "tpu")' "$out/chip-matmul.json"; then
     # Each preset at its goal batch and at twice it in microbatches (issue 48), one process per preset; the
     # first configuration of each is profiled.
-    for spec in ${DEVICE_CHECK_PRESETS:-125m:auto:16:1::auto:profile,auto:32:2 350m:auto:8:1::auto:profile,auto:16:4 1b:auto:4:1::auto:profile}; do
+    for spec in ${DEVICE_CHECK_PRESETS:-125m:auto:16:1::auto:profile,auto:32:2 350m:auto:8:1::auto:profile,auto:16:4 1b:auto:4:1::auto:profile,save_dot_except_mlp:4}; do
         model=${spec%%:*}; configs=${spec#*:}
         timeout "${PRESET_TIMEOUT_S:-150}" "$py" bench/bench_chip.py --model "$model" --configs "$configs" \
             --out "$out/chip-$model.json" 2>&1 | grep -v -i warn | cut -c1-400 | tee -a "$out/chip.log"

@@ -82,7 +82,7 @@ def test_demo_golden_keeps_the_elxpk_env_too():
 def test_every_launcher_setting_reaches_maxtext_under_its_maxtext_name(cli):
     values = {"checkpoint_dir": "gs://bkt/q/run-a", "checkpoint_period": "50", "elastic_min_slice_count": "2",
               "elastic_timeout_seconds": "120", "elastic_max_retries": "10", "steps": "2000",
-              "compilation_cache_dir": "gs://bkt/q/cache"}
+              "compilation_cache_dir": "gs://bkt/q/cache", "gradient_accumulation_steps": "4"}
     mapped = [f for f in exposed(LAUNCHER_FLAG) if f.maxtext]
     assert set(values) == {f.name for f in mapped}, "a new launcher setting needs a case here"
     flags = [f"{flag_name(name)}={value}" for name, value in values.items()]
