@@ -102,6 +102,8 @@ class _Attempt:
         Restore before compiling: a checkpoint of another configuration fails fast."""
         ctx = self.ctx
         ctx.recorder.event("restore_started", ctx.current_step, slices=list(self.active))
+        if ctx.timeline is not None:
+            ctx.timeline.mark("restore_started", ctx.current_step)
         began = ctx.clock.monotonic()
         start, self.state, data_state, source, fallback = _starting_state(ctx, self.store, self.mesh, self.active,
                                                                           self.recovery)
@@ -110,6 +112,8 @@ class _Attempt:
         if ctx.history is not None:  # a group restart that repeats its predecessors' failure stops here
             ctx.history.started(start, ctx.progress.previous_state if ctx.progress is not None else None)
         restored = _Restored(source, fallback, ctx.clock.time(), ctx.clock.monotonic() - began)
+        if ctx.timeline is not None:
+            ctx.timeline.mark("restore_done", start, at=restored.at)
         if self.keep_live and ctx.live is None:
             ctx.live = live_recovery.keep(start, self.state, data_state, self.active)
         return restored
@@ -132,8 +136,16 @@ class _Attempt:
         """The step for this mesh (compiled, or reused), checked against device memory; every compile happens
         before the watchdog is armed, the state's fingerprint program included (the saves use it)."""
         self.compiled, self.was_compiled = self.ctx.steps.get(self.mesh)
+        if self.ctx.timeline is not None:
+            self.ctx.timeline.mark("executable_ready", self.start, how=self.executable_source)
         _check_fits(self.ctx, self.compiled, self.mesh, self.active)
         prepare_fingerprint(self.state)
+
+    @property
+    def executable_source(self) -> str:
+        """How this attempt's step was made (elxpk_contract.event_records.EXECUTABLE_SOURCES)."""
+        assert self.compiled is not None
+        return self.compiled.how if self.was_compiled else "reused"
 
     def record_restore(self, restored: _Restored, prepare_s: float) -> None:
         """restore_done, written once the step is compiled so it carries the compile time; its `time` is
@@ -147,7 +159,8 @@ class _Attempt:
                            compiled_bytes_per_device=compiled.bytes_per_device if was else None,
                            state_source=source, live_fallback=restored.fallback,
                            rebuild_s=round(restored.rebuild_s, 6) if source == "live" else None,
-                           live_prepare_s=round(prepare_s, 6))
+                           live_prepare_s=round(prepare_s, 6), executable=self.executable_source,
+                           executable_store=compiled.store if was else "")
         if source == "checkpoint" and ctx.progress is not None:
             ctx.progress.checkpoint(self.start, restored.at)
 
@@ -219,6 +232,8 @@ class _Attempt:
         }
         ctx.recorder.metric(record)
         ctx.last_losses[step] = record["loss"]
+        if ctx.timeline is not None:
+            ctx.timeline.mark("first_step_done", step, at=record["time"])
         if self.keep_live:  # the step did not donate its input; from here the new state is the one to keep
             ctx.live = live_recovery.keep(step + 1, self.state, ctx.dataset.get_state(), self.active)
         if ctx.watchdog is not None:
