@@ -19,6 +19,7 @@ from elxpk_contract.event_records import STARTUP_PHASES
 
 if TYPE_CHECKING:
     from trainer.clock import Clock
+    from trainer.elastic.progress import ProgressWriter
     from trainer.metrics import RunRecorder
 
 _IMPORTED_AT = time.time()
@@ -48,7 +49,9 @@ class StartupTimeline:
         self._seen: set[str] = set()
         self._held: list[tuple[str, int | None, float, dict[str, Any]]] = []
         self._recorder: RunRecorder | None = None
+        self._progress: ProgressWriter | None = None
         self.phases: dict[str, float] = {}  # phase -> seconds from the process's start
+        self.how = ""  # executable_ready's how
 
     def mark(self, phase: str, step: int | None = None, *, at: float | None = None, **details: Any) -> None:
         """`phase` ended now (or at unix time `at`); `details`: the event's own fields (how)."""
@@ -58,18 +61,22 @@ class StartupTimeline:
         self._seen.add(phase)
         when = self._clock.time() if at is None else at
         self.phases[phase] = round(max(0.0, when - self._start), 6)
+        self.how = details.get("how", self.how)
         self._held.append((phase, step, when, details))
         self._write()
 
-    def attach(self, recorder: RunRecorder, process: int) -> None:
-        """Write the held phases and every later one to `recorder`, as jax process `process`'s."""
-        self._recorder, self._process = recorder, process
+    def attach(self, recorder: RunRecorder, process: int, progress: ProgressWriter | None = None) -> None:
+        """Write the held phases and every later one to `recorder`, as jax process `process`'s, and give
+        each to `progress` (the progress record `status` reads) for its next write."""
+        self._recorder, self._process, self._progress = recorder, process, progress
         self._write()
 
     def _write(self) -> None:
         if self._recorder is None:
             return
         held, self._held = self._held, []
+        if self._progress is not None:
+            self._progress.startup(self.phases, self.how, self._start)
         for phase, step, when, details in held:
             self._recorder.event("startup", step, at=when, phase=phase, since_start_s=self.phases[phase],
                                  process=self._process, **details)

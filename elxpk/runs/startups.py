@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from elxpk_contract.event_records import STARTUP_PHASES, Event, Startup
-
-# What `report` calls each phase (the end of it, counted from the process's start)
-_LABELS = {"imports_done": "imports", "devices_open": "devices", "slices_joined": "slices", "restore_started":
-           "restore from", "restore_done": "restored", "executable_ready": "step", "first_step_done": "first step"}
+from elxpk_contract.event_records import STARTUP_PHASES, Event, Startup, describe_startup
 
 
 @dataclass(frozen=True)
@@ -43,11 +39,7 @@ class StartupTimeline:
     def describe(self) -> str:
         """One line: each phase's end from the process's start, in order."""
         where = "a fresh start" if self.step in (None, 0) else f"resumed at step {self.step}"
-        marks = []
-        for phase, since in self.phases.items():
-            label = _LABELS[phase] + (f" ({self.executable})" if phase == "executable_ready" and self.executable else "")
-            marks.append(f"{label} {since:.2f} s")
-        return f"process {self.process}, {where}: " + " -> ".join(marks)
+        return f"process {self.process}, {where}: {describe_startup(self.phases, self.executable)}"
 
 
 def startups(events: tuple[Event, ...]) -> list[StartupTimeline]:

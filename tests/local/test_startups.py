@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -57,3 +58,23 @@ def test_report_shows_every_start_up_in_text_and_json(tmp_path):
     at = text.index("start-ups: 2")
     assert text[at + 2].startswith("  2. process 0, resumed at step 2: imports 1.00 s -> devices 2.00 s")
     assert [t["executable"] for t in report.to_dict()["startups"]] == ["compiled", "deserialized"]
+
+
+def test_the_progress_record_carries_the_start_up_and_its_reader_refuses_a_phase_it_does_not_know(tmp_path):
+    from elxpk_contract.progress_record import PROGRESS_FILE, read_progress
+    from elxpk_contract.record_fields import RecordError
+    from tests.support.clock import ManualClock
+    from trainer.elastic.progress import ProgressWriter
+
+    writer = ProgressWriter(str(tmp_path), ManualClock(T0))
+    writer.startup({"imports_done": 2.0, "executable_ready": 4.5}, "deserialized", T0 - 5)
+    writer.phase("compiling")
+    text = (tmp_path / PROGRESS_FILE).read_text()
+    read = read_progress(text)
+    assert (read.startup, read.startup_how, read.process_started_at) == (
+        {"imports_done": 2.0, "executable_ready": 4.5}, "deserialized", T0 - 5)
+    for field, bad in (("startup", {"warming_up": 1.0}), ("startup_how", "guessed")):
+        data = json.loads(text)
+        data[field] = bad
+        with pytest.raises(RecordError, match="startup"):
+            read_progress(json.dumps(data))

@@ -119,8 +119,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
     steps = steplib.StepCache(cfg, clock, donate=donate, store=_executable_store(cfg))
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steps, policy, stop=stop, timeline=timeline)
-    timeline.attach(recorder, backend.process_index)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
+    timeline.attach(recorder, backend.process_index, ctx.progress)
     if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
         ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
                                      primary=backend.process_index == 0, share=_from_process_0, run_id=cfg.run_id)
