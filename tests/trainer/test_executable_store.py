@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from elxpk_contract.compile_cache import CACHE_NAME
 from elxpk_contract.event_records import STARTUP_PHASES
 from tests.support.runs import read_jsonl, tiny_config
-from trainer.core.executable_store import _read_entry
+from trainer.core.executable_entries import read_entry
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--checkpoint-period", "2", "--seed", "7", "--global-batch", "8", "--seq-len", "16", "--vocab-size", "64",
@@ -214,7 +214,7 @@ def test_a_hostile_entry_is_refused_then_the_step_is_compiled(saved, tmp_path, k
     assert compiled.how == "compiled"
     assert compiled.store.startswith(why), compiled.store
     assert _one_step(compiled, cfg) == expected
-    assert _read_entry(store / entry.name, _key(entry))[1] == ""  # written again, whole: the next process loads
+    assert read_entry(store / entry.name, _key(entry))[1] == ""  # written again, whole: the next process loads
 
 
 def test_a_step_jaxs_cache_served_is_not_saved(saved, tmp_path):
@@ -260,7 +260,7 @@ def test_whatever_bytes_an_entry_holds_the_reader_refuses_them_with_a_reason(sav
     _, entry, _ = saved
     path = tmp_path_factory.mktemp("bytes") / entry.name
     path.write_bytes(data)
-    payload, why = _read_entry(path, _key(entry))
+    payload, why = read_entry(path, _key(entry))
     assert payload is None and why.startswith("refused")
 
 
@@ -352,3 +352,19 @@ def test_the_timeline_counts_from_the_process_start_and_holds_phases_until_the_r
     import time
 
     assert 0 < time.time() - PROCESS_START < 24 * 3600  # the kernel's start of this (pytest) process
+
+
+@pytest.mark.slow
+def test_on_an_object_store_a_new_process_loads_the_step_and_refuses_an_altered_one(tmp_path):
+    """gs:// beside the checkpoints, as on a cluster: every process of a group reads its own entries there."""
+    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax-cache")}  # empty: XLA compiles first
+    done = subprocess.run([sys.executable, "-m", "tests.trainer.gs_executables_scenario"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert out["store"] == "gs://bucket/run/" + STORE
+    assert out["first"] == {"how": "compiled", "store": "absent"}
+    assert [name.rsplit("/", 1)[-1].endswith(".xexec") for name in out["objects"]] == [True]
+    assert out["second"] == {"how": "deserialized", "store": ""}
+    assert out["altered"]["how"] != "deserialized" and out["altered"]["store"] == "refused by digest"
+    assert out["truncated"]["how"] != "deserialized" and out["truncated"]["store"].startswith("refused")

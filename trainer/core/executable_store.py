@@ -11,8 +11,8 @@ an entry up (6 s of a 19-24 s restart of 125m on a v5e chip, issue 49); a serial
   backend's platform version, the XLA flags (XLA_FLAGS, LIBTPU_INIT_ARGS), the jax settings that change a
   trace, and this process's index among the group's (each process loads its own part of the program).
 - Its payload carries its sha256: a truncated or altered entry is refused before it is unpickled.
-- A writer writes a temporary name in the same directory and renames it over the entry, so a reader meets a
-  whole entry or none, and two racing writers of one key leave one whole entry.
+- A reader meets a whole entry or none, and two racing writers of one key leave one whole entry: a temporary
+  name renamed over it on a local disk, one upload on an object store (trainer/core/executable_entries.py).
 - Anything else that goes wrong (a foreign pickle, a version whose loader rejects it) is caught: the step is
   compiled as before. The store can make a start slower, never wrong, never failed.
 
@@ -26,16 +26,18 @@ the backend) aborts the process on a mesh of a subset of them (a resize), a CHEC
 exception. The key names those devices in that order, so an entry is loaded only onto the devices it was
 compiled for.
 
-Trusted like code (unpickling an entry runs code): the directory is private (0700, created so), owned by
-this user, and never reached through a symbolic link; an entry is opened without following one. A store
-that cannot be made so is one warning line and a run that compiles. Local directories only: on an object
-store the run compiles, as before (issue 49 asks for a node-local copy backed by the bucket; not yet).
+Trusted like code (unpickling an entry runs code): a local directory is private (0700, created so), owned
+by this user, and never reached through a symbolic link; an entry is opened without following one. A store
+that cannot be made so is one warning line and a run that compiles. On an object store (gs://, beside the
+checkpoints and jax's cache) the bucket's access decides, as it does for those. Each process of a group
+writes and reads its own entries (the key holds its index), where jax's cache is written by process 0
+alone: on the CPU pods of the test cluster, whose processes' keys differ, process 1 compiled at every
+restart (issue 49); here every process loads its own. Not yet: a node-local copy before the bucket's.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 import sys
@@ -45,22 +47,20 @@ from pathlib import Path
 from typing import Any
 
 from elxpk_contract.compile_cache import cache_dir
+from trainer.core.executable_entries import canonical, is_remote, read_entry, write_entry
 
 FORMAT = 1
 SUFFIX = ".xexec"
 STORE_SUFFIX = "-executables"  # the store is the compilation cache's sibling: RUN/xla-cache-executables
-_MAGIC = b"ELXPK-EXECUTABLE\n"
-_HEADER_BYTES = 1 << 20  # a key is a few KiB; a header past this is no entry of ours
-_PAYLOAD_BYTES = 8 << 30  # bounds the read of a hostile entry's payload; a real step is MiBs to a few GiB
 _SOURCE = Path(__file__).resolve().parent  # trainer/core: the code that builds the step
 
 
 def store_dir(compile_cache_setting: str | None, checkpoint_dir: str) -> str | None:
     """The run's store: beside its compilation cache (elxpk_contract.compile_cache), off where the cache is
-    off (`--compilation-cache-dir off` turns every cache off) and on an object store (local only, so far).
-    A caller's JAX_COMPILATION_CACHE_DIR does not move it: it holds one run's steps, beside its checkpoints."""
+    off where the cache is off (`--compilation-cache-dir off` turns every cache off); local or gs://. A
+    caller's JAX_COMPILATION_CACHE_DIR does not move it: it holds one run's steps, beside its checkpoints."""
     cache = cache_dir(compile_cache_setting, checkpoint_dir)
-    if cache is None or "://" in cache:
+    if cache is None:
         return None
     return cache.rstrip("/") + STORE_SUFFIX
 
@@ -119,12 +119,8 @@ def entry_key(fingerprint: tuple, mesh: Any, args: Any, options: dict | None) ->
     }
 
 
-def _canonical(key: dict) -> bytes:
-    return json.dumps(key, sort_keys=True, separators=(",", ":")).encode()
-
-
 def entry_name(key: dict) -> str:
-    return hashlib.sha256(_canonical(key)).hexdigest()[:40] + SUFFIX
+    return hashlib.sha256(canonical(key)).hexdigest()[:40] + SUFFIX
 
 
 def private_dir(path: Path) -> str | None:
@@ -152,7 +148,7 @@ class ExecutableStore:
     """Loads and saves one directory's serialized steps; every failure is a miss with its reason."""
 
     def __init__(self, directory: str | Path) -> None:
-        self.directory = Path(directory)
+        self.directory = str(directory) if is_remote(directory) else Path(directory)
         self._checked: str | None | bool = False  # False: not yet checked; None: usable; str: why not
         self._lock = threading.Lock()
 
@@ -160,22 +156,27 @@ class ExecutableStore:
         """Why the store cannot be used (said once on stderr), or None."""
         with self._lock:
             if self._checked is False:
-                self._checked = private_dir(self.directory)
+                # An object store has no directory to make private: its bucket's access decides, as for jax's
+                # cache and the checkpoints beside it.
+                self._checked = None if isinstance(self.directory, str) else private_dir(self.directory)
                 if self._checked is not None:
                     print(f"warning: executable store {self.directory}: {self._checked}; every restart of this "
                           "run compiles its step", file=sys.stderr)
             return self._checked  # type: ignore[return-value]
+
+    def _where(self, name: str) -> str | Path:
+        return f"{self.directory.rstrip('/')}/{name}" if isinstance(self.directory, str) else self.directory / name
 
     def load(self, key: dict, mesh: Any, in_tree: Any, out_tree: Any) -> tuple[Any, str]:
         """(the loaded step, "") or (None, why not: absent, refused by key or digest, or failed to load)."""
         if self.usable() is not None:
             return None, "store unusable"
         try:
-            payload, why = _read_entry(self.directory / entry_name(key), key)
+            payload, why = read_entry(self._where(entry_name(key)), key)
         except FileNotFoundError:
             return None, "absent"
-        except OSError as exc:
-            return None, f"unreadable ({type(exc).__name__}: {exc.strerror or exc})"
+        except Exception as exc:  # noqa: BLE001 - a disk's or a storage client's error: compile instead
+            return None, f"unreadable ({_first_line(exc)})"
         if payload is None:
             return None, why
         try:
@@ -183,7 +184,7 @@ class ExecutableStore:
 
             return deserialize_and_load(payload, in_tree, out_tree, execution_devices=list(mesh.devices.flat)), ""
         except Exception as exc:  # noqa: BLE001 - any loader's refusal of a foreign entry: compile instead
-            return None, f"failed to load ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]})"
+            return None, f"failed to load ({_first_line(exc)})"
 
     def save(self, key: dict, executable: Any, in_tree: Any, out_tree: Any) -> str:
         """Serialize `executable` under `key`; "" when written, else why not (one warning line too)."""
@@ -196,65 +197,18 @@ class ExecutableStore:
             if (serialized_in, serialized_out) != (in_tree, out_tree):  # load passes back exactly what jax saw
                 return "its arguments' structure differs from the store's"
         except Exception as exc:  # noqa: BLE001 - a step jax cannot serialize (constants, a backend without it)
-            return f"not serializable ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]})"
+            return f"not serializable ({_first_line(exc)})"
         try:
-            _write_entry(self.directory, entry_name(key), key, payload)
-        except OSError as exc:
-            print(f"warning: executable store {self.directory}: the step was not saved ({type(exc).__name__}: "
-                  f"{exc.strerror or exc}); the next restart compiles it", file=sys.stderr)
+            write_entry(self.directory, entry_name(key), key, payload)
+        except Exception as exc:  # noqa: BLE001 - a full disk, a storage client's error: the run goes on
+            print(f"warning: executable store {self.directory}: the step was not saved ({_first_line(exc)}); the "
+                  "next restart compiles it", file=sys.stderr)
             return "write failed"
         return ""
 
 
-def _header(key: dict, payload: bytes) -> bytes:
-    meta = {"key": key, "payload_sha256": hashlib.sha256(payload).hexdigest(), "payload_bytes": len(payload)}
-    return _MAGIC + json.dumps(meta, sort_keys=True).encode() + b"\n"
-
-
-def _read_entry(path: Path, key: dict) -> tuple[bytes | None, str]:
-    """The payload of the entry at `path` if it is whole and made for `key`, else (None, why)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None, "refused: not a regular file"
-        if handle.read(len(_MAGIC)) != _MAGIC:
-            return None, "refused: not an executable entry"
-        line = handle.readline(_HEADER_BYTES)
-        if not line.endswith(b"\n"):
-            return None, "refused: truncated header"
-        try:
-            meta = json.loads(line)
-            size, digest, stored = int(meta["payload_bytes"]), str(meta["payload_sha256"]), meta["key"]
-        except (ValueError, KeyError, TypeError):
-            return None, "refused: unreadable header"
-        if stored != json.loads(_canonical(key)):  # the key as JSON has it (lists, not tuples)
-            wanted = json.loads(_canonical(key))
-            differ = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k)) \
-                if isinstance(stored, dict) else ["key"]
-            return None, f"refused by key ({', '.join(differ)[:200]} differ)"
-        if not 0 <= size <= _PAYLOAD_BYTES or info.st_size != len(_MAGIC) + len(line) + size:
-            return None, "refused: truncated or padded payload"
-        payload = handle.read(size)
-    if len(payload) != size or hashlib.sha256(payload).hexdigest() != digest:
-        return None, "refused by digest"
-    return payload, ""
-
-
-def _write_entry(directory: Path, name: str, key: dict, payload: bytes) -> None:
-    """Write to a temporary name, then rename: a reader meets a whole entry or none."""
-    tmp = directory / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_header(key, payload))
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, directory / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
 
 
 class StoredStep:
