@@ -3,7 +3,9 @@ seconds went before its first step, phase by phase, and how its step was made (c
 or deserialized from the run's executable store).
 
 A process writes each phase at most once, `imports_done` first, so a new `imports_done` (or a phase seen
-again) begins the next start. Records from before the events existed give no start-ups.
+again) of a process begins its next start. Every process of a group writes its own, interleaved in the
+file (on an object store, in its own chunks); they are told apart by `process`. Records from before the
+events existed give no start-ups.
 """
 
 from __future__ import annotations
@@ -45,14 +47,15 @@ class StartupTimeline:
 def startups(events: tuple[Event, ...]) -> list[StartupTimeline]:
     """The run's process starts in the order written."""
     grouped: list[list[Startup]] = []
+    open_group: dict[int, list[Startup]] = {}  # each process's start being read
     for event in events:
         if not isinstance(event, Startup):
             continue
-        current = grouped[-1] if grouped else None
-        if current is None or event.phase == STARTUP_PHASES[0] or event.process != current[0].process \
-                or any(e.phase == event.phase for e in current):
-            grouped.append([])
-        grouped[-1].append(event)
+        current = open_group.get(event.process)
+        if current is None or event.phase == STARTUP_PHASES[0] or any(e.phase == event.phase for e in current):
+            current = open_group[event.process] = []
+            grouped.append(current)
+        current.append(event)
     return [_timeline(group) for group in grouped]
 
 

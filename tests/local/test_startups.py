@@ -78,3 +78,11 @@ def test_the_progress_record_carries_the_start_up_and_its_reader_refuses_a_phase
         data[field] = bad
         with pytest.raises(RecordError, match="startup"):
             read_progress(json.dumps(data))
+
+
+def test_two_processes_interleaved_are_two_timelines():
+    zero, one = _start(T0, 4, "deserialized"), _start(T0, 4, "compiled", process=1)
+    events = tuple(e for pair in zip(zero, one, strict=True) for e in pair)  # as two writers append them
+    first, second = startups(events)
+    assert (first.process, first.executable, second.process, second.executable) == (0, "deserialized", 1, "compiled")
+    assert first.phases == second.phases == {p: float(i + 1) for i, p in enumerate(STARTUP_PHASES)}

@@ -120,7 +120,11 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     steps = steplib.StepCache(cfg, clock, donate=donate, store=_executable_store(cfg))
     ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steps, policy, stop=stop, timeline=timeline)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter)
-    timeline.attach(recorder, backend.process_index, ctx.progress)
+    # Every process writes its own start-up (a restart whose process 1 compiles while process 0 loads must show
+    # it); every other record is process 0's alone.
+    startup_recorder = recorder if backend.process_index == 0 else RunRecorder(
+        cfg.run_dir, clock, process=backend.process_index, flush_s=cfg.record_flush_seconds)
+    timeline.attach(startup_recorder, backend.process_index, ctx.progress)
     if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
         ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
                                      primary=backend.process_index == 0, share=_from_process_0, run_id=cfg.run_id)
@@ -167,6 +171,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         ctx.progress.finish(state, stopped_why, exit_code, ctx.drain)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
+        startup_recorder.close()  # process 0's is `recorder`: closing it twice is a no-op
         backend.close(peer_gone=peer_gone)
 
 
