@@ -27,6 +27,7 @@ from trainer.elastic.context import (
     ResizeDoesNotFit,
     ScaleUpSignal,
 )
+from trainer.elastic.step_ahead import StepAhead
 from trainer.metrics import loss_hex
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
     try:
         if ctx.progress is not None:
             ctx.progress.phase("restoring")
+        attempt.start_step()  # loaded or compiled beside the restore (trainer/elastic/step_ahead.py)
         restored = attempt.restore()
         prepare_s = attempt.start_live_checks(restored.source)
         if ctx.progress is not None:
@@ -96,10 +98,16 @@ class _Attempt:
         self.was_compiled = False
         self.last_step_s = 0.0  # the last step's seconds: the drain's rule reckons with one more
         self.drain_verdict: drain.SaveVerdict | None = None  # decided once, at the first boundary after SIGTERM
+        self.step_ahead: StepAhead | None = None
+
+    def start_step(self) -> None:
+        """Start making the step for this mesh (StepCache.get: reused, loaded or compiled) in the background."""
+        self.step_ahead = StepAhead(lambda: self.ctx.steps.get(self.mesh), self.ctx.clock)
 
     def restore(self) -> _Restored:
-        """The starting state: the survivors' live copy, the newest valid checkpoint, or a fresh one.
-        Restore before compiling: a checkpoint of another configuration fails fast."""
+        """The starting state: the survivors' live copy, the newest valid checkpoint, or a fresh one, while the
+        step is made beside it (start_step); a checkpoint of another configuration was refused before the
+        attempt (trainer.ckpt.checkpoint.refuse_other_configuration)."""
         ctx = self.ctx
         ctx.recorder.event("restore_started", ctx.current_step, slices=list(self.active))
         if ctx.timeline is not None:
@@ -135,9 +143,13 @@ class _Attempt:
     def compile(self) -> None:
         """The step for this mesh (compiled, or reused), checked against device memory; every compile happens
         before the watchdog is armed, the state's fingerprint program included (the saves use it)."""
-        self.compiled, self.was_compiled = self.ctx.steps.get(self.mesh)
-        if self.ctx.timeline is not None:
-            self.ctx.timeline.mark("executable_ready", self.start, how=self.executable_source)
+        if self.step_ahead is None:
+            self.start_step()
+        assert self.step_ahead is not None
+        self.compiled, self.was_compiled = self.step_ahead.result()
+        if self.ctx.timeline is not None:  # when it was ready, which may be before the restore was done
+            self.ctx.timeline.mark("executable_ready", self.start, at=self.step_ahead.ready_at,
+                                   how=self.executable_source)
         _check_fits(self.ctx, self.compiled, self.mesh, self.active)
         prepare_fingerprint(self.state)
 
@@ -272,6 +284,8 @@ class _Attempt:
         ctx = self.ctx
         if ctx.watchdog is not None:
             ctx.watchdog.disarm()
+        if self.step_ahead is not None:  # an attempt that failed in its restore: never leave XLA compiling
+            self.step_ahead.join()
         try:
             self.store.close(raise_errors=ok)
         finally:
