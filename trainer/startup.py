@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from elxpk_contract.event_records import STARTUP_PHASES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from trainer.clock import Clock
-    from trainer.elastic.progress import ProgressWriter
     from trainer.metrics import RunRecorder
 
 _IMPORTED_AT = time.time()
@@ -49,7 +50,7 @@ class StartupTimeline:
         self._seen: set[str] = set()
         self._held: list[tuple[str, int | None, float, dict[str, Any]]] = []
         self._recorder: RunRecorder | None = None
-        self._progress: ProgressWriter | None = None
+        self._publish: Callable[[dict[str, float], str, float], None] | None = None
         self.phases: dict[str, float] = {}  # phase -> seconds from the process's start
         self.how = ""  # executable_ready's how
 
@@ -65,18 +66,20 @@ class StartupTimeline:
         self._held.append((phase, step, when, details))
         self._write()
 
-    def attach(self, recorder: RunRecorder, process: int, progress: ProgressWriter | None = None) -> None:
-        """Write the held phases and every later one to `recorder`, as jax process `process`'s, and give
-        each to `progress` (the progress record `status` reads) for its next write."""
-        self._recorder, self._process, self._progress = recorder, process, progress
+    def attach(self, recorder: RunRecorder, process: int,
+               publish: Callable[[dict[str, float], str, float], None] | None = None) -> None:
+        """Write the held phases and every later one to `recorder`, as jax process `process`'s, and hand
+        the phases so far, how the step was made and the process's start to `publish` at each (the progress
+        record's ProgressWriter.startup: `status` reads them)."""
+        self._recorder, self._process, self._publish = recorder, process, publish
         self._write()
 
     def _write(self) -> None:
         if self._recorder is None:
             return
         held, self._held = self._held, []
-        if self._progress is not None:
-            self._progress.startup(self.phases, self.how, self._start)
+        if self._publish is not None:
+            self._publish(self.phases, self.how, self._start)
         for phase, step, when, details in held:
             self._recorder.event("startup", step, at=when, phase=phase, since_start_s=self.phases[phase],
                                  process=self._process, **details)

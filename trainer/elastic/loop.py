@@ -124,7 +124,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     # it); every other record is process 0's alone.
     startup_recorder = recorder if backend.process_index == 0 else RunRecorder(
         cfg.run_dir, clock, process=backend.process_index, flush_s=cfg.record_flush_seconds)
-    timeline.attach(startup_recorder, backend.process_index, ctx.progress)
+    timeline.attach(startup_recorder, backend.process_index, ctx.progress.startup)
     if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
         ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
                                      primary=backend.process_index == 0, share=_from_process_0, run_id=cfg.run_id)
