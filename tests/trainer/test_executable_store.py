@@ -370,3 +370,14 @@ def test_on_an_object_store_a_new_process_loads_the_step_and_refuses_an_altered_
     assert out["second"] == {"how": "deserialized", "store": ""}
     assert out["altered"]["how"] != "deserialized" and out["altered"]["store"] == "refused by digest"
     assert out["truncated"]["how"] != "deserialized" and out["truncated"]["store"].startswith("refused")
+
+
+def test_a_store_that_cannot_be_created_is_one_warning_and_a_compile(saved, tmp_path, capsys):
+    cfg, _, expected = saved
+    blocker = tmp_path / "a-file"
+    blocker.write_text("where the store's parent should be\n")
+    compiled = _get(cfg, blocker / STORE)
+    assert compiled.how != "deserialized" and compiled.store == "store unusable"
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: executable store")]
+    assert len(warnings) == 1 and "cannot be created (NotADirectoryError" in warnings[0]
+    assert _one_step(compiled, cfg) == expected
