@@ -42,11 +42,13 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from elxpk_contract.compile_cache import cache_dir
+from trainer.compile_cache import CALLER_CACHE
 from trainer.core.executable_entries import canonical, is_remote, read_entry, write_entry
 
 FORMAT = 1
@@ -55,11 +57,13 @@ STORE_SUFFIX = "-executables"  # the store is the compilation cache's sibling: R
 _SOURCE = Path(__file__).resolve().parent  # trainer/core: the code that builds the step
 
 
-def store_dir(compile_cache_setting: str | None, checkpoint_dir: str) -> str | None:
-    """The run's store: beside its compilation cache (elxpk_contract.compile_cache), off where the cache is
-    off where the cache is off (`--compilation-cache-dir off` turns every cache off); local or gs://. A
-    caller's JAX_COMPILATION_CACHE_DIR does not move it: it holds one run's steps, beside its checkpoints."""
-    cache = cache_dir(compile_cache_setting, checkpoint_dir)
+def store_dir(compile_cache_setting: str | None, checkpoint_dir: str,
+              environ: Mapping[str, str] | None = None) -> str | None:
+    """The run's store: the sibling of the compilation cache the run uses (trainer/compile_cache.py's rule: the
+    setting, else a caller's JAX_COMPILATION_CACHE_DIR in `environ`, else beside the checkpoints), off where
+    that cache is off (`--compilation-cache-dir off`); local or gs://."""
+    caller = (environ or {}).get(CALLER_CACHE) if compile_cache_setting is None else None
+    cache = caller or cache_dir(compile_cache_setting, checkpoint_dir)
     if cache is None:
         return None
     return cache.rstrip("/") + STORE_SUFFIX

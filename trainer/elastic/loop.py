@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -177,7 +178,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
 
 def _executable_store(cfg: TrainerConfig) -> ExecutableStore | None:
     """The run's serialized steps (trainer.core.executable_store), or None where it keeps none."""
-    where = store_dir(cfg.compilation_cache_dir, cfg.checkpoint_path)
+    where = store_dir(cfg.compilation_cache_dir, cfg.checkpoint_path, os.environ)
     return None if where is None else ExecutableStore(where)
 
 
