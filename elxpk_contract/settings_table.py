@@ -53,6 +53,7 @@ ROWS = (
     Setting('revive_after', 'float | None', None, help='seconds until a killed slice comes back (default: never)', low=0.0),
     Setting('compile_topology', 'str', 'v5e:2x2', help="the TPU slice --compile-only compiles the step for, in jax's GENERATION:TOPOLOGY form (v5e:4x4, v5p:2x2x2); --num-slices of them", fix='give a TPU slice as jax names it, e.g. v5e:4x4'),
     Setting('compile_chip_bytes', 'int', 0, help="the HBM of one chip of --compile-topology that --compile-only plans for (--remat-policy auto picks by its device's share; `workload create --check-fit` passes the catalog's); 0: unknown, auto then keeps everything (none)", low=0),
+    Setting('compile_executables', 'str | None', None, help="with --compile-only, also write the compiled steps (the workload's, and with resizes on the fewest slices') into this executable store, the run's `<compilation cache>-executables` (e.g. gs://bucket/run/xla-cache-executables): the run's processes load them instead of compiling where their key matches the hardware (a miss compiles as before); unset: nothing written", fix="give the run's executable store, e.g. gs://bucket/run/xla-cache-executables"),
     Setting('process_id', 'int', 0, help="this process's index (multi-controller)", low=0),
     Setting('num_processes', 'int', 1, help='number of processes, one per slice (multi-controller)', low=1),
     Setting('coordinator', 'str | None', None, help='jax.distributed coordinator HOST:PORT (multi-controller; omit on a TPU cluster, where jax detects it)', fix='give HOST:PORT, e.g. 127.0.0.1:8476'),

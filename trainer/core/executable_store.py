@@ -99,8 +99,10 @@ def _arg_layout(args: Any) -> list:
     return [str(tree)] + [[list(a.shape), str(a.dtype), str(getattr(a, "sharding", None))] for a in leaves]
 
 
-def entry_key(fingerprint: tuple, mesh: Any, args: Any, options: dict | None) -> dict:
-    """Everything that makes a compiled step valid to run here (the module's docstring lists why each)."""
+def entry_key(fingerprint: tuple, mesh: Any, args: Any, options: dict | None,
+              process: tuple[int, int] | None = None) -> dict:
+    """Everything that makes a compiled step valid to run here (the module's docstring lists why each);
+    `process`: (index, count) of the process that runs it, this one's unless given (--compile-only)."""
     import jax
 
     devices = list(mesh.devices.flat)
@@ -111,7 +113,8 @@ def entry_key(fingerprint: tuple, mesh: Any, args: Any, options: dict | None) ->
         "code": _code_digest(),
         "mesh": {"shape": list(mesh.devices.shape), "axes": [str(a) for a in mesh.axis_names],
                  "devices": [d.id for d in devices], "kinds": sorted({d.device_kind for d in devices}),
-                 "slices": [getattr(d, "slice_index", None) for d in devices]},
+                 # a topology's devices (--compile-only) say no slice_index where a one-slice chip's say 0
+                 "slices": [getattr(d, "slice_index", None) or 0 for d in devices]},
         "args": _arg_layout(args),
         "compiler_options": {k: str(v) for k, v in sorted((options or {}).items())},
         "versions": {"jax": jax.__version__, "jaxlib": _version("jaxlib"), "libtpu": _version("libtpu"),
@@ -119,7 +122,7 @@ def entry_key(fingerprint: tuple, mesh: Any, args: Any, options: dict | None) ->
         "xla_flags": {name: os.environ.get(name, "") for name in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")},
         "jax_config": {name: str(getattr(jax.config, name)) for name in (
             "jax_enable_x64", "jax_default_matmul_precision", "jax_threefry_partitionable")},
-        "process": [jax.process_index(), jax.process_count()],
+        "process": list(process or (jax.process_index(), jax.process_count())),
     }
 
 
@@ -151,8 +154,11 @@ def private_dir(path: Path) -> str | None:
 class ExecutableStore:
     """Loads and saves one directory's serialized steps; every failure is a miss with its reason."""
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, *, ahead_for: int | None = None) -> None:
+        """`ahead_for`: write each step for every process of a group of this many (--compile-only, for a
+        TPU slice's hosts, which all run one program) instead of for this process alone."""
         self.directory = str(directory) if is_remote(directory) else Path(directory)
+        self.ahead_for = ahead_for
         self._checked: str | None | bool = False  # False: not yet checked; None: usable; str: why not
         self._lock = threading.Lock()
 
@@ -222,12 +228,15 @@ class StoredStep:
 
     def __init__(self, store: ExecutableStore | None, fingerprint: tuple, mesh: Any, args: tuple,
                  options: dict | None) -> None:
-        self._store, self._mesh, self.why_not = store, mesh, ""
+        self._store, self._mesh, self.why_not, self.saved = store, mesh, "", ""
         if store is None:
             return
         import jax
 
         self._key = entry_key(fingerprint, mesh, args, options)
+        # --compile-only writes ahead for each process of the group that will run the step
+        self._ahead = [entry_key(fingerprint, mesh, args, options, (i, store.ahead_for))
+                       for i in range(store.ahead_for)] if store.ahead_for else [self._key]
         self._in_tree = jax.tree.structure((args, {}))
         self._out_tree = jax.tree.structure((args[0], 0))
 
@@ -238,5 +247,7 @@ class StoredStep:
         return executable
 
     def save(self, executable: Any) -> None:
+        """Write the entry (each process's, ahead); `saved`: "" when every one was written, else why not."""
         if self._store is not None:
-            self._store.save(self._key, executable, self._in_tree, self._out_tree)
+            self.saved = next((why for why in (self._store.save(key, executable, self._in_tree, self._out_tree)
+                                               for key in self._ahead) if why), "")

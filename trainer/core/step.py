@@ -72,6 +72,7 @@ class Compiled:
     # used ("" when it was, or when there is none)
     how: str = "compiled"
     store: str = ""
+    saved: str = ""  # why it was not written to the store ("" when it was, or was not to be)
 
 
 class StepCache:
@@ -121,7 +122,7 @@ class StepCache:
                 stored.save(executable)
             self.compiles += 1
         compiled = Compiled(executable, self._clock.monotonic() - started, compiled_bytes(executable), how,
-                            stored.why_not)
+                            stored.why_not, stored.saved)
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:
             _EXECUTABLES.popitem(last=False)
