@@ -7,7 +7,7 @@ an entry up (6 s of a 19-24 s restart of 125m on a v5e chip, issue 49); a serial
 - Its name is the digest of its key, and the key is written inside it and compared whole on load: the
   step's fingerprint (StepCache's: model, optimizer, reduction, remat, attention, donation), the digest of
   trainer/core's source (the code that builds the step), the mesh (shape, axes and devices in order), every
-  argument's shape, dtype and sharding, the compiler options, the jax/jaxlib/libtpu versions and the
+  argument's shape, dtype and sharding, the compiler options, the jax/jaxlib/libtpu/optax versions and the
   backend's platform version, the XLA flags (XLA_FLAGS, LIBTPU_INIT_ARGS), the jax settings that change a
   trace, and this process's index among the group's (each process loads its own part of the program).
 - Its payload carries its sha256: a truncated or altered entry is refused before it is unpickled.
@@ -118,6 +118,7 @@ def entry_key(fingerprint: tuple, mesh: Any, args: Any, options: dict | None,
         "args": _arg_layout(args),
         "compiler_options": {k: str(v) for k, v in sorted((options or {}).items())},
         "versions": {"jax": jax.__version__, "jaxlib": _version("jaxlib"), "libtpu": _version("libtpu"),
+                     "optax": _version("optax"),  # the optimizer's update is traced into the step
                      "platform": client.platform, "platform_version": client.platform_version},
         "xla_flags": {name: os.environ.get(name, "") for name in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")},
         "jax_config": {name: str(getattr(jax.config, name)) for name in (
