@@ -153,6 +153,12 @@ class _Attempt:
         _check_fits(self.ctx, self.compiled, self.mesh, self.active)
         prepare_fingerprint(self.state)
 
+    def _compile_wait(self, restored: _Restored) -> float:
+        """The seconds the attempt waited for its step after the restore: the step is made beside the restore
+        (step_ahead), so only this part delayed the first step (what report and status count as compile)."""
+        assert self.step_ahead is not None and self.step_ahead.ready_at is not None
+        return max(0.0, self.step_ahead.ready_at - restored.at)
+
     @property
     def executable_source(self) -> str:
         """How this attempt's step was made (elxpk_contract.event_records.EXECUTABLE_SOURCES)."""
@@ -167,7 +173,7 @@ class _Attempt:
         source = restored.source
         ctx.recorder.event("restore_done", self.start, at=restored.at, from_checkpoint=source == "checkpoint",
                            slices=list(self.active), compile_needed=was,
-                           compile_s=round(compiled.compile_s, 6) if was else 0.0,
+                           compile_s=round(self._compile_wait(restored), 6) if was else 0.0,
                            compiled_bytes_per_device=compiled.bytes_per_device if was else None,
                            state_source=source, live_fallback=restored.fallback,
                            rebuild_s=round(restored.rebuild_s, 6) if source == "live" else None,
