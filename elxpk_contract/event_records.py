@@ -108,6 +108,47 @@ class RestoreDone(Event):
     rebuild_s: float | None = None  # live: survivors' shards -> the new mesh, fingerprint checked
     live_prepare_s: float = 0.0  # the live checks' compile, in the background from the session's start
     compiled_bytes_per_device: int | None = None  # XLA's memory analysis of this attempt's compiled step
+    # How the attempt's step was made (EXECUTABLE_SOURCES): "compiled", "cache_hit" (jax's persistent cache),
+    # "deserialized" (the run's executable store, no trace) or "reused" (this process had it); "" in records
+    # written before it existed. `executable_store`: why the store's entry was not loaded ("" when it was).
+    executable: str = ""
+    executable_store: str = ""
+
+
+# A process's start-up, phase by phase, each at most once per process and timed from the process's start
+# (trainer/startup.py): what a restart spent its seconds on before its first step.
+STARTUP_PHASES = ("imports_done", "devices_open", "slices_joined", "restore_started", "restore_done",
+                  "executable_ready", "first_step_done")
+EXECUTABLE_SOURCES = ("compiled", "cache_hit", "deserialized", "reused")
+# What a reader calls each phase (its end, from the process's start): `report`, `status`, `kill-slice --watch`
+_STARTUP_WORDS = {"imports_done": "imports", "devices_open": "devices", "slices_joined": "slices",
+                  "restore_started": "restore from", "restore_done": "restored", "executable_ready": "step",
+                  "first_step_done": "first step"}
+
+
+def describe_startup(phases: dict[str, float], how: str) -> str:
+    """A start-up's phases so far as one line, in phase order: `imports 2.70 s -> ... -> step (deserialized)
+    6.04 s -> first step 7.26 s`, each from the process's start."""
+    marks = []
+    for phase in (p for p in STARTUP_PHASES if p in phases):
+        label = _STARTUP_WORDS[phase] + (f" ({how})" if phase == "executable_ready" and how else "")
+        marks.append(f"{label} {phases[phase]:.2f} s")
+    return " -> ".join(marks)
+
+
+@dataclass(frozen=True, slots=True)
+class Startup(Event):
+    NAME: ClassVar[str] = "startup"  # step: the step the process was at
+    phase: str = ""  # one of STARTUP_PHASES
+    since_start_s: float = 0.0  # seconds from the process's start to this phase's end
+    process: int = 0  # the jax process that wrote it
+    how: str = ""  # executable_ready: one of EXECUTABLE_SOURCES; "" for the other phases
+
+    def __post_init__(self) -> None:
+        if self.phase not in STARTUP_PHASES:
+            raise RecordError(f"startup phase {self.phase[:40]!r}: not one of {', '.join(STARTUP_PHASES)}")
+        if self.how and self.how not in EXECUTABLE_SOURCES:
+            raise RecordError(f"startup how {self.how[:40]!r}: not one of {', '.join(EXECUTABLE_SOURCES)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +228,7 @@ class Preempted(Event):
 EVENTS: dict[str, type[Event]] = {cls.NAME: cls for cls in (
     RunStarted, RunFinished, FailureDetected, SlicesReady, RestoreStarted, RestoreDone, ResizeRefused,
     FirstStepAfterRecovery, ScaleUp, CheckpointSaved, CheckpointCommitted, CheckpointSkipped, StallDetected,
-    RejoinRefused, Preempted)}
+    RejoinRefused, Preempted, Startup)}
 
 
 def parse_event(data: object) -> Event:

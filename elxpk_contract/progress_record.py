@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from elxpk_contract.event_records import EXECUTABLE_SOURCES, STARTUP_PHASES
 from elxpk_contract.exit_codes import BY_CODE, FAIL_JOB
 from elxpk_contract.record_fields import RecordError, parse_fields, to_json
 
@@ -72,6 +73,14 @@ class Progress:
     tokens_per_s: float | None = None
     tflops_per_device: float | None = None
     mfu: float | None = None
+    # The writing process's start-up so far (its `startup` events: elxpk_contract.event_records.STARTUP_PHASES
+    # -> seconds from the process's start) and how its step was made (EXECUTABLE_SOURCES, "" before): `status`
+    # names a restart's phase by it, `kill-slice --watch` prints it. Empty from an older trainer.
+    # `process_started_at`: the unix time the writing process started, which tells a new process's start-up
+    # from that of a process that recovered in place (None from an older trainer).
+    startup: dict[str, float] = field(default_factory=dict)
+    startup_how: str = ""
+    process_started_at: float | None = None
 
     def step_age(self, now: float) -> float | None:
         """Seconds since the last step completed, at unix time `now`."""
@@ -113,6 +122,9 @@ def read_progress(text: str) -> Progress:
         raise RecordError(f"state {progress.state[:20]!r}: not one of {', '.join(PROGRESS_STATES)}")
     if progress.phase not in PROGRESS_PHASES:
         raise RecordError(f"phase {progress.phase[:20]!r}: not one of {', '.join(PROGRESS_PHASES[1:])}")
+    if not set(progress.startup) <= set(STARTUP_PHASES) or progress.startup_how not in ("", *EXECUTABLE_SOURCES):
+        raise RecordError(f"startup: phases are {', '.join(STARTUP_PHASES)}; how is one of "
+                          f"{', '.join(EXECUTABLE_SOURCES)}")
     if progress.steps_done < 0 or (progress.checkpoint_step is not None and progress.checkpoint_step < 0):
         raise RecordError("steps_done, checkpoint_step: steps count from 0")
     return progress

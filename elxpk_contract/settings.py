@@ -277,6 +277,15 @@ class TrainerConfig:
                                              "compiles the step on the fewest slices a run may train on (its "
                                              "report's fewest_slices); `workload create --check-fit` turns it "
                                              "off: its decision is the full width's (a second compile saved)")
+    compile_executables: str | None = _opt(None, "with --compile-only, also write the compiled steps (the "
+                                                 "workload's, and with resizes on the fewest slices') into this "
+                                                 "executable store, the run's `<compilation cache>-executables` "
+                                                 "(e.g. gs://bucket/run/xla-cache-executables): the run's "
+                                                 "processes load them instead of compiling where their key "
+                                                 "matches the hardware (a miss compiles as before); unset: "
+                                                 "nothing written",
+                                           fix="give the run's executable store, e.g. "
+                                               "gs://bucket/run/xla-cache-executables")
     # Multi-controller backend.
     process_id: int = _opt(0, "this process's index (multi-controller)", low=0)
     num_processes: int = _opt(1, "number of processes, one per slice (multi-controller)", low=1)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
 
 CALLER_CACHE = "JAX_COMPILATION_CACHE_DIR"  # jax's own variable: the caller chose a cache
+XLA_CACHES = "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES"  # jax's own variable: the caller chose XLA's caches
 
 
 def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
@@ -58,6 +59,12 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
         jax.config.update("jax_enable_compilation_cache", False)
         return None
     jax.config.update("jax_compilation_cache_dir", path)  # JAX_ENABLE_COMPILATION_CACHE=false still wins
+    if not environ.get(XLA_CACHES):
+        # jax's default puts `<cache>/xla_gpu_per_fusion_autotune_cache_dir` into every compile's debug options,
+        # and its key keeps that path: the same step under a cache at another path (a copied or moved run dir,
+        # a node-local copy) is a miss on every backend (jax 0.10.2 compiler.py get_compile_options,
+        # cache_key.py). A hit already skips GPU autotuning; only a GPU miss loses that cache.
+        jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
     return path
 
 

@@ -6,9 +6,12 @@ memory_analysis() figures as the chip (issue 42). The step compiled is the real 
 the run's settings: the model, the batch, the compute dtype as the TPU resolves it, the reduction and the
 donation the run's backend would use. Its per-device memory is printed as one JSON object; `elxpk
 workload create --check-fit` reads it and refuses a workload that will not fit before it is submitted.
-Nothing is written: no run dir, no checkpoint, no compilation cache entry (a cache would not help: a second
-compile of the same step for a topology, its entry written, took as long as the first). On stderr: a first line
-saying what is compiled and about how long it takes, then a sign of life every 20 s (trainer/compile_progress.py).
+Nothing is written (no run dir, no checkpoint, no compilation cache entry: a cache would not help, a second
+compile of the same step for a topology, its entry written, took as long as the first) unless
+--compile-executables names the run's executable store: then each step compiled is written there ahead, for
+every host of the group (trainer/core/executable_store.py), as MaxText's train_compile writes its
+compiled_trainstep_file. On stderr: a first line saying what is compiled and about how long it takes, then a
+sign of life every 20 s (trainer/compile_progress.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from elxpk_contract.errors import UsageError
 from trainer.clock import SystemClock
 from trainer.compile_progress import SignOfLife, first_line, say
+from trainer.core.executable_store import ExecutableStore
 from trainer.core.precision import resolved
 
 if TYPE_CHECKING:
@@ -77,6 +81,7 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
     from trainer.elastic.live_recovery import donates_with
 
     devices = topology_devices(cfg.compile_topology, cfg.num_slices)
+    store = _ahead_store(cfg, devices)
     slices: dict[int, list] = {}
     for device in devices:  # one slice per slice_index, however many hosts share it
         slices.setdefault(getattr(device, "slice_index", 0) or 0, []).append(device)
@@ -93,10 +98,12 @@ def compile_report(cfg: TrainerConfig) -> dict[str, Any]:
         report = {"topology": cfg.compile_topology, "devices_per_slice": per_slice, "remat_policy": cfg.remat_policy,
                   "attention": cfg.attention, "device_limit_bytes": device_limit(cfg, build_mesh(slices, list(slices))),
                   "device_kind": devices[0].device_kind, "donates_input_state": donate,
-                  **_compiled(cfg, build_mesh(slices, list(slices)), donate, refuse=True), "settings": cfg.to_dict()}
+                  **_compiled(cfg, build_mesh(slices, list(slices)), donate, refuse=True, store=store),
+                  "settings": cfg.to_dict()}
         if fewest:
+            # Written ahead for a resize onto exactly these slices (the first ones).
             report["fewest_slices"] = _compiled(cfg, build_mesh(slices, list(slices)[:cfg.min_slices]), donate,
-                                                refuse=False)
+                                                refuse=False, store=store)
     return report
 
 
@@ -110,6 +117,17 @@ def _say_what(cfg: TrainerConfig, where: str, devices: int, compiles: int) -> No
     what = (f"--model {cfg.model} ({count} parameters; {cfg.global_batch} examples of {cfg.seq_len} "
             f"tokens a step, {per_device:g} a device; remat {cfg.remat_policy})")
     say(first_line(what, where, cfg.n_layers, int(per_device * cfg.seq_len), compiles, params))
+
+
+def _ahead_store(cfg: TrainerConfig, devices: list) -> Any:
+    """--compile-executables' store, written for every host of the group (each a jax process), or None."""
+    if not cfg.compile_executables:
+        return None
+    if cfg.compile_executables.startswith("gs://"):
+        from elxpk_storage import gcs_auth  # lazy: a gs:// store only (google-auth)
+
+        gcs_auth.require_credentials(f"--compile-executables {cfg.compile_executables:.200}")
+    return ExecutableStore(cfg.compile_executables, ahead_for=len({d.process_index for d in devices}))
 
 
 # What XLA's allocator may use of a TPU's HBM: a v5e chip of 16 GiB reports a bytes_limit of 16,909,336,064
@@ -134,7 +152,7 @@ def _remat_resolved(cfg: TrainerConfig, mesh: Any, donate: bool) -> TrainerConfi
     return with_remat_resolved(cfg, state_target(cfg, mesh), mesh, device_limit(cfg, mesh), donates=donate)
 
 
-def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> dict[str, Any]:
+def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool, store: Any = None) -> dict[str, Any]:
     """The step on `mesh`: its memory, or (not `refuse`) XLA's refusal as `does_not_fit`. With `refuse`, a
     step XLA finds past the chip is a UsageError naming the sizing flags."""
     from trainer.core.kernels.splash import lowering_for_tpu
@@ -146,7 +164,7 @@ def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> d
     where = {"num_slices": slices, "mesh": dict(mesh.shape)}
     try:
         with lowering_for_tpu():  # splash as Mosaic compiles it for the chip, not the CPU's interpreter
-            compiled, _ = StepCache(cfg, SystemClock(), donate=donate).get(mesh)
+            compiled, _ = StepCache(cfg, SystemClock(), donate=donate, store=store).get(mesh)
     except Exception as exc:  # noqa: BLE001 - XLA's own refusal of a step far past the chip: name it
         first = (str(exc).splitlines() or [""])[0]
         if "RESOURCE_EXHAUSTED" not in first:
@@ -161,7 +179,8 @@ def _compiled(cfg: TrainerConfig, mesh: Any, donate: bool, *, refuse: bool) -> d
     need = estimate(cfg, abstract_state(cfg), per_slice, mesh.devices.size, donates=donate, on="tpu")
     return {**where, "bytes_per_device": compiled.bytes_per_device, "estimate_bytes_per_device": need.total,
             "memory_analysis": {name: int(getattr(analysis, name)) for name in _ANALYSIS_FIELDS},
-            "compile_s": round(compiled.compile_s, 3)}
+            "compile_s": round(compiled.compile_s, 3),
+            **({"executable_store": compiled.saved or "written"} if store is not None else {})}
 
 
 def run(cfg: TrainerConfig) -> int:

@@ -20,6 +20,7 @@ from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progr
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
 from elxpk.runs.run_speed import RunSpeed, run_speed
 from elxpk.runs.rundir import Run
+from elxpk.runs.startups import StartupTimeline, startups
 from elxpk.runs.words import plural
 from elxpk_contract.event_records import (
     CheckpointCommitted,
@@ -76,6 +77,7 @@ class RunReport:
     live_prepare_s: float = 0.0  # the live-recovery checks' compile, beside the step's (not badput of its own)
     drains: tuple[Drain, ...] = ()  # stops on SIGTERM: saved on the way out or not, the steps each lost
     speed: RunSpeed | None = None  # tokens/s, TFLOP/s per device, MFU of the steps that count
+    startups: tuple[StartupTimeline, ...] = ()  # each process's start, phase by phase (elxpk/runs/startups.py)
 
     @property
     def goodput(self) -> float:
@@ -105,6 +107,7 @@ class RunReport:
                                 for e in self.rejoins_refused],
             "live_prepare_s": self.live_prepare_s,
             "drains": [d.to_dict() for d in self.drains],
+            "startups": [t.to_dict() for t in self.startups],
         }
 
 
@@ -182,6 +185,7 @@ def build_report(run: Run) -> RunReport:
         live_prepare_s=sum(e.live_prepare_s for e in run.events_of(RestoreDone)),
         drains=tuple(drains(run.events)),
         speed=run_speed(run, order),
+        startups=tuple(startups(run.events)),
     )
 
 
@@ -214,6 +218,9 @@ def render_text(report: RunReport) -> list[str]:
         if rec.caught_up_s is not None and rec.failure_step is not None and rec.rewound_steps:
             marks.append((f"step {rec.failure_step + 1}", rec.caught_up_s))
         lines.append("     " + " -> ".join(f"{n} {v:+.2f} s" if v is not None else f"{n} ?" for n, v in marks))
+    if report.startups:  # where a (re)start's seconds went before its first step, from the process's start
+        lines.append(f"start-ups: {len(report.startups)}")
+        lines.extend(f"  {i}. {t.describe()}" for i, t in enumerate(report.startups, 1))
     if report.failure_causes:
         lines.append("failures by cause: " + ", ".join(
             f"{g.cause} {len(g.steps)} (at step {', '.join('?' if s is None else str(s) for s in g.steps)})"

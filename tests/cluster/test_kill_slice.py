@@ -75,10 +75,14 @@ def test_watch_of_a_workload_that_finished_ends_at_once_with_exit_1(fake, capsys
     assert len(_deletes(fake)) == before
 
 
-def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fake, kube, clock, tmp_path):
+@pytest.mark.parametrize("process_started", [2.5, -100.0])
+def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fake, kube, clock, tmp_path,
+                                                                            process_started):
     """#43: pods ready is not training (imports, restore and compile follow). The replacement pods come back
     at the first poll; the trainer's next step, 9.5 s after the kill, is read from its progress record as its
-    restarted process writes it (at its first step). The controllers' part is the captured objects'."""
+    restarted process writes it (at its first step), with that process's start-up (#49) when the process
+    started after the kill (`process_started` s after it), not when it is one that recovered in place.
+    The controllers' part is the captured objects'."""
     objects = with_checkpoint_dir(load_captured(fake), tmp_path)
     fake.store.put(KINDS["jobset"], objects["jobset"])
     # now: after the captured containers started (the replacements are those, with new uids)
@@ -93,7 +97,10 @@ def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fa
         stopped.finish("failed", "slice 1 lost", 75)
 
     def first_step() -> None:  # the restarted trainer's first step: its first write of the record
-        ProgressWriter(str(tmp_path), SystemClock()).step_done(131, killed_at + 9.5, 1)
+        writer = ProgressWriter(str(tmp_path), SystemClock())
+        writer.startup({"imports_done": 2.0, "restore_done": 4.0, "executable_ready": 4.5, "first_step_done": 7.0},
+                       "deserialized", killed_at + process_started)
+        writer.step_done(131, killed_at + 9.5, 1)
 
     clock.on_sleep += [replaced, lambda: None, first_step]
     lines: list[str] = []
@@ -103,4 +110,6 @@ def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fa
     assert lines[1] == "slice 1's pods running and ready again after 2.0s"
     assert lines[2] == ("recovered: the trainer's next step 9.5s after the kill (step 131 done), from the trainer's "
                         "progress record")
+    assert lines[3:] == (["  the new process's start: imports 2.00 s -> restored 4.00 s -> step (deserialized) 4.50 s -> first step 7.00 s"]
+                         if process_started > 0 else [])
     assert clock.slept == [2.0, 2.0, 2.0]  # polled until the record showed a step after the kill

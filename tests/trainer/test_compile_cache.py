@@ -103,3 +103,18 @@ def test_a_cache_that_cannot_be_used_is_one_warning_and_the_run_goes_on(tmp_path
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: --compilation-cache-dir")]
     assert len(warnings) == 1 and "every compile of this run starts from scratch" in warnings[0]
     assert not (tmp_path / "run" / CACHE_NAME).exists()
+
+
+@pytest.mark.slow
+def test_a_cache_at_another_path_still_hits(tmp_path):
+    """jax's default keys every compile on the cache's own path (its GPU autotune cache directory rides in the
+    debug options): a copied or moved run directory missed every entry. trainer/compile_cache.py turns that off."""
+    import shutil
+
+    first = _trainer(tmp_path / "first", "--compilation-cache-dir", str(tmp_path / "cache-a"), "--steps", "1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    shutil.copytree(tmp_path / "cache-a", tmp_path / "cache-b")
+    moved = _trainer(tmp_path / "moved", "--compilation-cache-dir", str(tmp_path / "cache-b"), "--steps", "1")
+    assert moved.returncode == 0, moved.stderr[-3000:]
+    (restored,) = [e for e in read_jsonl(tmp_path / "moved" / "events.jsonl") if e["event"] == "restore_done"]
+    assert restored["executable"] == "cache_hit"

@@ -145,3 +145,27 @@ def test_jax_describes_every_slice_of_the_catalog_by_the_name_the_catalog_gives_
     for name, (topology, chips, devices) in described.items():
         per_chip = 2 if name.startswith(("v4-", "tpu7x-")) else 1
         assert devices == chips * per_chip, (name, topology, chips, devices)
+
+
+def test_compile_executables_writes_each_step_ahead_for_every_host_and_nothing_else(libtpu, tmp_path):
+    """#49: the workload's step and, with resizes on, the fewest slices' go into the run's executable store,
+    one entry per host of the group (a v5e:4x4 slice is 4 hosts: two slices of it, 8 processes), each keyed as
+    that process's own and whole; no other file is written."""
+    from trainer.core.executable_entries import MAGIC
+
+    store = tmp_path / "xla-cache-executables"
+    done = _run([sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", "v5e:4x4",
+                 "--num-slices", "2", "--elastic-min-slice-count", "1", "--global-batch", "32",
+                 "--compile-executables", str(store), *SMALL], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["executable_store"] == report["fewest_slices"]["executable_store"] == "written"
+    assert [p.name for p in tmp_path.iterdir()] == [store.name] and store.stat().st_mode & 0o777 == 0o700
+    keys = []
+    for entry in store.iterdir():
+        magic, header, _ = entry.read_bytes().split(b"\n", 2)
+        assert magic + b"\n" == MAGIC
+        keys.append(json.loads(header)["key"])
+    assert sorted((k["mesh"]["shape"][0], *k["process"]) for k in keys) == sorted(
+        (slices, i, 8) for slices in (1, 2) for i in range(8))
+    assert {k["versions"]["platform"] for k in keys} == {"tpu"}

@@ -75,6 +75,11 @@ def test_group_restart_after_a_killed_process_restores_and_reproduces(reference_
     assert [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "restore_done"][-1]["step"] == STEPS
     assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == (
         list(range(6)) + list(range(resumed_at, STEPS + 2)))  # nothing rewound: on from the final step
+    # Every process of each of the three groups wrote its own start-up (issue 49), each phase once, in order.
+    starts = [(e["process"], e["phase"]) for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "startup"]
+    for process in (0, 1):
+        phases = [phase for p, phase in starts if p == process]
+        assert phases.count("imports_done") == 3 and phases.count("executable_ready") == 3, phases
 
 
 def test_a_host_due_to_die_dies_before_it_honours_a_pending_sigterm(reference_run, repo_root, tmp_path):

@@ -42,8 +42,8 @@ def test_events_name_the_lost_slice_and_each_attempts_compile(pause_resume_run):
     assert failure["slices_lost"] == [1]
     restores = run.events_named("restore_done")
     assert len(restores) == 2
-    for restore in restores:  # compile_s is the compile that followed the restore, 0 when reused
-        assert (restore["compile_s"] > 0) == restore["compile_needed"]
+    for restore in restores:  # compile_s: the wait for the step after the restore (made beside it), 0 when reused
+        assert restore["compile_s"] == 0.0 or restore["compile_needed"]
     assert restores[1]["compile_s"] == 0.0  # the retry on the same mesh
     # `time` is the restore's end although the event is written after the compile.
     started = run.events_named("restore_started")

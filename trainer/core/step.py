@@ -17,6 +17,8 @@ import jax.numpy as jnp
 
 from trainer.core import mesh as meshlib
 from trainer.core import microbatch
+from trainer.core.compile_events import cache_hits
+from trainer.core.executable_store import StoredStep
 from trainer.core.memory import compiled_bytes
 from trainer.core.model import ModelShape, loss_fn
 from trainer.core.optim import apply_update, make_optimizer
@@ -25,6 +27,7 @@ from trainer.core.state import host_init_state, place, state_target, step_key
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
     from trainer.clock import Clock
+    from trainer.core.executable_store import ExecutableStore
 
 _CACHE_SIZE = 8  # executables kept per process (each mesh of each model shape is one)
 _EXECUTABLES: OrderedDict[tuple, Compiled] = OrderedDict()
@@ -74,15 +77,24 @@ class Compiled:
     executable: Any  # a jax Compiled: (state, tokens, step) -> (state, loss)
     compile_s: float
     bytes_per_device: int | None = None  # XLA's memory analysis (trainer.core.memory.compiled_bytes); None: none
+    # How it was made: "compiled" (XLA, from scratch), "cache_hit" (jax's persistent cache served the compile)
+    # or "deserialized" (trainer.core.executable_store: no trace, no lowering); `store`: why the store was not
+    # used ("" when it was, or when there is none)
+    how: str = "compiled"
+    store: str = ""
+    saved: str = ""  # why it was not written to the store ("" when it was, or was not to be)
 
 
 class StepCache:
     """Hands out the compiled step for a mesh; counts the compiles one train() call caused."""
 
-    def __init__(self, cfg: TrainerConfig, clock: Clock, *, donate: bool = False) -> None:
+    def __init__(self, cfg: TrainerConfig, clock: Clock, *, donate: bool = False,
+                 store: ExecutableStore | None = None) -> None:
         """`donate`: the step gives its input state's buffers to its output (trainer.elastic.live_recovery.
-        step_donates says when that is allowed); the caller must not touch a state after passing it in."""
+        step_donates says when that is allowed); the caller must not touch a state after passing it in.
+        `store`: serialized steps a new process loads instead of compiling (trainer.core.executable_store)."""
         self._cfg = cfg
+        self._store = store
         self._clock = clock
         self._donate = donate
         # The reduction mode, the remat policy, the attention kernel, the microbatch count and donation change
@@ -109,14 +121,23 @@ class StepCache:
                                       sharding=meshlib.batch_sharded(mesh))
         step = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
         started = self._clock.monotonic()
-        jitted = jax.jit(step_fn(cfg, mesh), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
-                         out_shardings=(state_shardings, rep), donate_argnums=(0,) if self._donate else ())
-        executable = jitted.lower(state, tokens, step).compile(compiler_options=compiler_options(cfg, mesh))
-        compiled = Compiled(executable, self._clock.monotonic() - started, compiled_bytes(executable))
+        options = compiler_options(cfg, mesh)
+        stored = StoredStep(self._store, self._fingerprint, mesh, (state, tokens, step), options)
+        executable, how = stored.load(), "deserialized"
+        if executable is None:
+            hits = cache_hits()
+            jitted = jax.jit(step_fn(cfg, mesh), in_shardings=(state_shardings, meshlib.batch_sharded(mesh), rep),
+                             out_shardings=(state_shardings, rep), donate_argnums=(0,) if self._donate else ())
+            executable = jitted.lower(state, tokens, step).compile(compiler_options=options)
+            how = "cache_hit" if cache_hits() > hits else "compiled"
+            if how == "compiled":  # one jax's cache loaded serializes without its code (executable_store says)
+                stored.save(executable)
+            self.compiles += 1
+        compiled = Compiled(executable, self._clock.monotonic() - started, compiled_bytes(executable), how,
+                            stored.why_not, stored.saved)
         _EXECUTABLES[key] = compiled
         while len(_EXECUTABLES) > _CACHE_SIZE:
             _EXECUTABLES.popitem(last=False)
-        self.compiles += 1
         return compiled, True
 
     def init_state(self, mesh):

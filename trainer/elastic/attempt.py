@@ -27,6 +27,7 @@ from trainer.elastic.context import (
     ResizeDoesNotFit,
     ScaleUpSignal,
 )
+from trainer.elastic.step_ahead import StepAhead
 from trainer.metrics import loss_hex
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def run_attempt(ctx: AttemptContext, active: list[int], recovery: AttemptRecover
     try:
         if ctx.progress is not None:
             ctx.progress.phase("restoring")
+        attempt.start_step()  # loaded or compiled beside the restore (trainer/elastic/step_ahead.py)
         restored = attempt.restore()
         prepare_s = attempt.start_live_checks(restored.source)
         if ctx.progress is not None:
@@ -96,12 +98,20 @@ class _Attempt:
         self.was_compiled = False
         self.last_step_s = 0.0  # the last step's seconds: the drain's rule reckons with one more
         self.drain_verdict: drain.SaveVerdict | None = None  # decided once, at the first boundary after SIGTERM
+        self.step_ahead: StepAhead | None = None
+
+    def start_step(self) -> None:
+        """Start making the step for this mesh (StepCache.get: reused, loaded or compiled) in the background."""
+        self.step_ahead = StepAhead(lambda: self.ctx.steps.get(self.mesh), self.ctx.clock)
 
     def restore(self) -> _Restored:
-        """The starting state: the survivors' live copy, the newest valid checkpoint, or a fresh one.
-        Restore before compiling: a checkpoint of another configuration fails fast."""
+        """The starting state: the survivors' live copy, the newest valid checkpoint, or a fresh one, while the
+        step is made beside it (start_step); a checkpoint of another configuration was refused before the
+        attempt (trainer.ckpt.checkpoint.refuse_other_configuration)."""
         ctx = self.ctx
         ctx.recorder.event("restore_started", ctx.current_step, slices=list(self.active))
+        if ctx.timeline is not None:
+            ctx.timeline.mark("restore_started", ctx.current_step)
         began = ctx.clock.monotonic()
         start, self.state, data_state, source, fallback = _starting_state(ctx, self.store, self.mesh, self.active,
                                                                           self.recovery)
@@ -110,6 +120,8 @@ class _Attempt:
         if ctx.history is not None:  # a group restart that repeats its predecessors' failure stops here
             ctx.history.started(start, ctx.progress.previous_state if ctx.progress is not None else None)
         restored = _Restored(source, fallback, ctx.clock.time(), ctx.clock.monotonic() - began)
+        if ctx.timeline is not None:
+            ctx.timeline.mark("restore_done", start, at=restored.at)
         if self.keep_live and ctx.live is None:
             ctx.live = live_recovery.keep(start, self.state, data_state, self.active)
         return restored
@@ -131,9 +143,27 @@ class _Attempt:
     def compile(self) -> None:
         """The step for this mesh (compiled, or reused), checked against device memory; every compile happens
         before the watchdog is armed, the state's fingerprint program included (the saves use it)."""
-        self.compiled, self.was_compiled = self.ctx.steps.get(self.mesh)
+        if self.step_ahead is None:
+            self.start_step()
+        assert self.step_ahead is not None
+        self.compiled, self.was_compiled = self.step_ahead.result()
+        if self.ctx.timeline is not None:  # when it was ready, which may be before the restore was done
+            self.ctx.timeline.mark("executable_ready", self.start, at=self.step_ahead.ready_at,
+                                   how=self.executable_source)
         _check_fits(self.ctx, self.compiled, self.mesh, self.active)
         prepare_fingerprint(self.state)
+
+    def _compile_wait(self, restored: _Restored) -> float:
+        """The seconds the attempt waited for its step after the restore: the step is made beside the restore
+        (step_ahead), so only this part delayed the first step (what report and status count as compile)."""
+        assert self.step_ahead is not None and self.step_ahead.ready_at is not None
+        return max(0.0, self.step_ahead.ready_at - restored.at)
+
+    @property
+    def executable_source(self) -> str:
+        """How this attempt's step was made (elxpk_contract.event_records.EXECUTABLE_SOURCES)."""
+        assert self.compiled is not None
+        return self.compiled.how if self.was_compiled else "reused"
 
     def record_restore(self, restored: _Restored, prepare_s: float) -> None:
         """restore_done, written once the step is compiled so it carries the compile time; its `time` is
@@ -143,11 +173,12 @@ class _Attempt:
         source = restored.source
         ctx.recorder.event("restore_done", self.start, at=restored.at, from_checkpoint=source == "checkpoint",
                            slices=list(self.active), compile_needed=was,
-                           compile_s=round(compiled.compile_s, 6) if was else 0.0,
+                           compile_s=round(self._compile_wait(restored), 6) if was else 0.0,
                            compiled_bytes_per_device=compiled.bytes_per_device if was else None,
                            state_source=source, live_fallback=restored.fallback,
                            rebuild_s=round(restored.rebuild_s, 6) if source == "live" else None,
-                           live_prepare_s=round(prepare_s, 6))
+                           live_prepare_s=round(prepare_s, 6), executable=self.executable_source,
+                           executable_store=compiled.store if was else "")
         if source == "checkpoint" and ctx.progress is not None:
             ctx.progress.checkpoint(self.start, restored.at)
 
@@ -219,6 +250,8 @@ class _Attempt:
         }
         ctx.recorder.metric(record)
         ctx.last_losses[step] = record["loss"]
+        if ctx.timeline is not None:
+            ctx.timeline.mark("first_step_done", step, at=record["time"])
         if self.keep_live:  # the step did not donate its input; from here the new state is the one to keep
             ctx.live = live_recovery.keep(step + 1, self.state, ctx.dataset.get_state(), self.active)
         if ctx.watchdog is not None:
@@ -257,6 +290,8 @@ class _Attempt:
         ctx = self.ctx
         if ctx.watchdog is not None:
             ctx.watchdog.disarm()
+        if self.step_ahead is not None:  # an attempt that failed in its restore: never leave XLA compiling
+            self.step_ahead.join()
         try:
             self.store.close(raise_errors=ok)
         finally:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from trainer.elastic.slices import SliceBackend
     from trainer.elastic.watchdog import StallWatchdog
     from trainer.metrics import RunRecorder
+    from trainer.startup import StartupTimeline
 
 
 class ScaleUpSignal(Exception):
@@ -74,6 +75,7 @@ class AttemptContext:
     rejoin: RejoinGate | None = None  # the health check a returning slice passes before it receives the state
     stalled: bool = False  # the stall watchdog turned a hang into the failure now surfacing (trainer.elastic.stalls)
     drain: DrainOutcome | None = None  # a stop on SIGTERM: whether it saved, the steps it lost (progress record)
+    timeline: StartupTimeline | None = None  # this process's start-up phases (trainer/startup.py)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -35,7 +36,9 @@ from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.storage_full import no_space_errno
 from elxpk_storage import checkpoint_files as ckpt_storage
 from elxpk_storage import gcs_auth
+from trainer import startup
 from trainer.clock import Clock, SystemClock
+from trainer.core.executable_store import ExecutableStore, store_dir
 from trainer.core.precision import resolved
 from trainer.core.topology import devices_per_slice
 from trainer.elastic import drain, live_recovery
@@ -53,6 +56,7 @@ from trainer.elastic.watchdog import StallWatchdog
 from trainer.metrics import RunRecorder
 from trainer.profile_capture import ProfileCapture
 from trainer.speed_log import SpeedLog, device_kind, speed_basis
+from trainer.startup import StartupTimeline
 
 if TYPE_CHECKING:
     from trainer.data.data import DataSource
@@ -75,16 +79,22 @@ class TrainResult:
 def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: Observer | None = None,
           dataset: DataSource | None = None, clock: Clock | None = None,
           backend: SliceBackend | None = None, stop: StopRequest | None = None,
-          speed_out: TextIO | None = None) -> TrainResult:
+          speed_out: TextIO | None = None, process_start: float | None = None) -> TrainResult:
     """Train `cfg.steps` steps, surviving slice losses (and stalls) when `cfg.elastic_enabled`; `stop`
     (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped;
-    `speed_out` (the program's stdout) gets the speed line every --log-period steps and the profile's line."""
+    `speed_out` (the program's stdout) gets the speed line every --log-period steps and the profile's line.
+    `process_start`: the unix time the start-up timeline counts from (trainer/startup.py): the process's
+    start by default, the injected clock's now when a clock is given without it."""
     from trainer.ckpt.checkpoint import refuse_other_configuration
     from trainer.core import step as steplib
     from trainer.core.model import ModelShape
     from trainer.data.data import open_dataset
 
+    if process_start is None:
+        process_start = startup.PROCESS_START if clock is None else clock.time()
     clock = clock or SystemClock()
+    timeline = StartupTimeline(clock, process_start)
+    timeline.mark("imports_done")  # what the process imported before it could train (jax, orbax, the trainer)
     schedule = faults if faults is not None else FaultSchedule.parse(cfg.fault, cfg.revive_after)
     problems = schedule.problems(cfg.num_slices, cfg.steps)
     if problems:
@@ -92,6 +102,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     if gcs_auth.is_gcs(cfg.run_dir):  # before the backend reads RUN_DIR/.faults-fired there, and sets up gcsfs
         gcs_auth.require_credentials(f"{said('run_dir')} {cfg.run_dir:.200}")
     backend = backend or make_backend(cfg, schedule, clock)
+    timeline.mark("devices_open")
     try:
         # Before anything is written: never manage the working directory or a folder of numbered folders.
         ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path, said("checkpoint_dir"))
@@ -119,10 +130,15 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
                            enabled=backend.process_index == 0, process=backend.process_index,
                            flush_s=cfg.record_flush_seconds)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
-    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steplib.StepCache(cfg, clock, donate=donate), policy,
-                         stop=stop)
+    steps = steplib.StepCache(cfg, clock, donate=donate, store=_executable_store(cfg))
+    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steps, policy, stop=stop, timeline=timeline)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter,
                                   speed=speed.recent)
+    # Every process writes its own start-up (a restart whose process 1 compiles while process 0 loads must show
+    # it); every other record is process 0's alone.
+    startup_recorder = recorder if backend.process_index == 0 else RunRecorder(
+        cfg.run_dir, clock, process=backend.process_index, flush_s=cfg.record_flush_seconds)
+    timeline.attach(startup_recorder, backend.process_index, ctx.progress.startup)
     if not backend.in_process_retry:  # each retry is a new process: the attempts are counted on disk
         ctx.history = AttemptHistory(cfg.checkpoint_path, cfg.elastic_stop_on_repeat,
                                      primary=backend.process_index == 0, share=_from_process_0, run_id=cfg.run_id)
@@ -170,7 +186,14 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         ctx.progress.finish(state, stopped_why, exit_code, ctx.drain)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
+        startup_recorder.close()  # process 0's is `recorder`: closing it twice is a no-op
         backend.close(peer_gone=peer_gone)
+
+
+def _executable_store(cfg: TrainerConfig) -> ExecutableStore | None:
+    """The run's serialized steps (trainer.core.executable_store), or None where it keeps none."""
+    where = store_dir(cfg.compilation_cache_dir, cfg.checkpoint_path, os.environ)
+    return None if where is None else ExecutableStore(where)
 
 
 def stop_record(error: Exception) -> tuple[str, str, int]:
@@ -273,6 +296,8 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
         active, waited = policy.wait_for_slices(backend, clock, admit)
         previous = active
         rec.event("slices_ready", ctx.current_step, slices=active, wait_s=round(waited, 6), attempt=attempt)
+        if ctx.timeline is not None:
+            ctx.timeline.mark("slices_joined", ctx.current_step)
         try:
             result = run_attempt(ctx, active, recovery)
             return TrainResult(cfg.run_dir, result.final_step, dict(ctx.last_losses), result.params, attempt,

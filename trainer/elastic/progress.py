@@ -100,6 +100,11 @@ class ProgressWriter:
             self._update(phase=phase, state="running", stopped="", exit_code=None)
             self.write()
 
+    def startup(self, phases: dict[str, float], how: str, started_at: float) -> None:
+        """This process's start-up so far (trainer/startup.py): carried by the next write, not written now
+        (each phase that matters to a reader comes with a write of its own: restoring, compiling, stepping)."""
+        self._update(startup=dict(phases), startup_how=how, process_started_at=started_at)
+
     def checkpoint(self, step: int, at: float | None) -> None:
         """The newest committed checkpoint is `step` (committed or restored at `at`); written at once."""
         if step == self.progress.checkpoint_step:

@@ -21,6 +21,7 @@ from elxpk.cluster.objects.labels import parse_time
 from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.units import format_duration
+from elxpk_contract.event_records import STARTUP_PHASES, describe_startup
 from elxpk_contract.progress_record import PROGRESS_PERIOD_S
 
 RESTARTING, PODS_STARTING, RESTORING, COMPILING = "restarting", "pods starting", "restoring", "compiling"
@@ -92,14 +93,25 @@ def _from_record(progress: dict | None, started_at: float | None, step_age_s: fl
     written = progress.get("phase") or STEPPING  # a trainer older than the field writes no phase
     if written in (RESTORING, COMPILING):
         since = "" if updated is None else f"for {format_duration(max(now - updated, 0.0))}"
-        return Phase(written, since, False)
+        started = startup_words(progress)
+        return Phase(written, ", ".join(w for w in (since, started and f"this process's start: {started}") if w), False)
     if step_fresh(progress, step_age_s, rate):
         return Phase(STEPPING, "", True)
     return Phase(NOT_STEPPING, "no step within the record's publication period", False)
+
+
+def startup_words(progress: dict) -> str:
+    """The new process's start-up so far, from its own record (trainer/startup.py): "" from an older trainer."""
+    phases = progress.get("startup")
+    if not isinstance(phases, dict) or not phases:
+        return ""
+    known = {k: float(v) for k, v in phases.items() if k in STARTUP_PHASES and _number(v) is not None}
+    how = progress.get("startup_how")
+    return describe_startup(known, how if isinstance(how, str) else "") if known else ""
 
 
 def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-__all__ = ["PHASES", "Phase", "pod_start", "phase_of", "step_fresh"]
+__all__ = ["PHASES", "Phase", "pod_start", "phase_of", "startup_words", "step_fresh"]

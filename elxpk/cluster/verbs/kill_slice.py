@@ -87,6 +87,8 @@ def _once(kube: Kube, namespace: str, request: KillRequest, io: Io) -> None:
         step = "" if recovery.next_step is None else f" (step {recovery.next_step} done)"
         io.out(f"recovered: the trainer's next step {format_duration(recovery.next_step_s)} after the kill{step}, "
                f"from {recovery.source}")
+        if recovery.startup:  # where the new process's seconds went, from its own start (trainer/startup.py)
+            io.out(f"  the new process's start: {recovery.startup}")
     else:
         io.out(f"the trainer's next step after the kill was not seen ({recovery.source}), within "
                f"{format_duration(request.timeout_s)}")

@@ -27,6 +27,7 @@ from elxpk.cluster.records.status import (
     WorkloadStatus,
     worker_replicated_job,
 )
+from elxpk.cluster.records.trainer_phase import startup_words
 from elxpk.cluster.verbs.observe import fetch_status, get_workload
 from elxpk.errors import CheckFailed, ClusterError, NotFoundError, Timeout, UsageError
 from elxpk.units import format_duration
@@ -216,6 +217,7 @@ class Recovery:
     next_step_s: float | None  # kill -> the trainer's first step after recovery (its records), if seen
     next_step: int | None = None  # that step's number (steps done), when the progress record gave it
     source: str = ""  # where next_step_s was read: "progress record", "head's log", or why it was not
+    startup: str = ""  # the new process's start-up, phase by phase, as its progress record gives it ("": none)
 
 
 def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, killed_at: float,
@@ -245,7 +247,7 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         on_tick("slice back; waiting for the trainer's first step after recovery")
         sleep(poll_s)
         next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
-    return Recovery(back, next_step.seconds, next_step.step, next_step.source)
+    return Recovery(back, next_step.seconds, next_step.step, next_step.source, next_step.startup)
 
 
 class _NextStep(NamedTuple):
@@ -253,6 +255,7 @@ class _NextStep(NamedTuple):
     step: int | None
     source: str  # where it was read, or why not
     readable: bool  # whether waiting may still see it (a record or a log to read)
+    startup: str = ""  # the writer's start-up (trainer_phase.startup_words), when it was a new process
 
 
 def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, started: float,
@@ -265,7 +268,10 @@ def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, st
     progress, problem = progress_of(jobset, now)
     if progress is not None and progress.get("state") == "running" and progress.get("step_time") is not None \
             and progress["step_time"] > started:
-        return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True)
+        began = progress.get("process_started_at")  # a process that recovered in place started before the kill
+        fresh = isinstance(began, (int, float)) and began >= killed_at
+        return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True,
+                         startup_words(progress) if fresh else "")
     ended = _ended(jobset)  # it finished (failed) with no step after the kill: none will come
     if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
         seconds = _head_log_step_after(kube, namespace, name, killed_at)
