@@ -6,7 +6,8 @@ as a user runs it, read back from the runs' own records.
 Three processes share one JAX compilation cache: an uninterrupted run of 6 steps (run dir a, the cache cold),
 3 steps in run dir b, then a second process resuming b to step 6 (the cache warm). The resumed losses must
 equal the uninterrupted run's, bit for bit (metrics.jsonl keeps each as float.hex). The JSON holds each
-process's exit code and wall seconds, the comparison, the resumed process's events (its start-up), and the
+process's exit code and wall seconds, the comparison, each process's start-up timeline (issue 49: the second
+and third load the step the first compiled, from the executable store beside the shared cache), and the
 uninterrupted run's speed lines (issue 50) with the median MFU of those past step 1 beside bench_chip's
 figure for the same preset and batch (`--bench`): `points_apart`.
 """
@@ -45,6 +46,21 @@ def run_trainer(args: argparse.Namespace, run_dir: Path, steps: int, cache: str,
     return {"exit": code, "process_s": round(time.monotonic() - began, 2)}
 
 
+def startups(events: list[dict]) -> list[dict]:
+    """Each process start's phases (issue 49's `startup` events: seconds from the process's start) and how its
+    step was made, in the order the processes ran: a new one begins at imports_done."""
+    found: list[dict] = []
+    for e in events:
+        if e.get("event") != "startup":
+            continue
+        if e.get("phase") == "imports_done" or not found:
+            found.append({})
+        found[-1][e["phase"]] = e["since_start_s"]
+        if e.get("how"):
+            found[-1]["step_made"] = e["how"]
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -77,6 +93,8 @@ def main() -> None:
               "losses_compared": len(steps), "losses_equal": sum(full[s] == resumed[s] for s in steps),
               "resumed_losses_equal": f"{sum(full[s] == resumed[s] for s in steps if s >= 3)} of "
                                       f"{sum(1 for s in steps if s >= 3)} (steps 3-5, the second process's)",
+              "startups": {"uninterrupted": startups(read_jsonl(work / "a" / "events.jsonl")),
+                           "first_half_then_resumed": startups(read_jsonl(work / "b" / "events.jsonl"))},
               "resumed_events": read_jsonl(work / "b" / "events.jsonl")[-40:],
               "last_step_records": read_jsonl(work / "a" / "metrics.jsonl")[-3:]}
     args.out.write_text(json.dumps(result, indent=1))
