@@ -57,13 +57,13 @@ STORE_SUFFIX = "-executables"  # the store is the compilation cache's sibling: R
 _SOURCE = Path(__file__).resolve().parent  # trainer/core: the code that builds the step
 
 
-def store_dir(compile_cache_setting: str | None, checkpoint_dir: str,
+def store_dir(compile_cache_setting: str | None, checkpoint_path: str,
               environ: Mapping[str, str] | None = None) -> str | None:
     """The run's store: the sibling of the compilation cache the run uses (trainer/compile_cache.py's rule: the
     setting, else a caller's JAX_COMPILATION_CACHE_DIR in `environ`, else beside the checkpoints), off where
     that cache is off (`--compilation-cache-dir off`); local or gs://."""
     caller = (environ or {}).get(CALLER_CACHE) if compile_cache_setting is None else None
-    cache = caller or cache_dir(compile_cache_setting, checkpoint_dir)
+    cache = caller or cache_dir(compile_cache_setting, checkpoint_path)
     if cache is None:
         return None
     return cache.rstrip("/") + STORE_SUFFIX
