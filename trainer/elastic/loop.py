@@ -25,6 +25,7 @@ import gc
 import logging
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from elxpk_contract.errors import UsageError
@@ -75,7 +76,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
           backend: SliceBackend | None = None, stop: StopRequest | None = None) -> TrainResult:
     """Train `cfg.steps` steps, surviving slice losses (and stalls) when `cfg.elastic_enabled`; `stop`
     (set by SIGTERM in `python -m trainer`) ends the run at the next step boundary with TrainerStopped."""
-    from trainer.ckpt.checkpoint import refuse_other_configuration
+    from trainer.ckpt.checkpoint import refuse_other_configuration, retried_read
     from trainer.core import step as steplib
     from trainer.core.model import ModelShape
     from trainer.data.data import open_dataset
@@ -90,12 +91,14 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     backend = backend or make_backend(cfg, schedule, clock)
     try:
         # Before anything is written: never manage the working directory or a folder of numbered folders.
-        ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path, said("checkpoint_dir"))
+        retried_read("listing the checkpoint directory", partial(
+            ckpt_storage.refuse_unsafe_checkpoints, cfg.checkpoint_path, said("checkpoint_dir")), clock)
         ckpt_storage.refuse_file_in_path(said("run_dir"), cfg.run_dir)
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
         if dataset is None:  # of the checkpoint fingerprint: both resolved first
             cfg, dataset = open_dataset(cfg)
-        refuse_other_configuration(cfg)  # a resume of another configuration writes nothing
+        retried_read("reading the newest digest", partial(refuse_other_configuration, cfg), clock)  # a resume
+        # of another configuration writes nothing
         donate = live_recovery.step_donates(cfg, backend)
         cfg = _remat_resolved(cfg, backend, donate)
         memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
