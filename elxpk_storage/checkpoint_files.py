@@ -21,6 +21,7 @@ from elxpk_contract.errors import UsageError
 from elxpk_contract.step_names import canonical_step, step_number
 from elxpk_contract.transient import UnconfirmedAbsence, transient_cause
 from elxpk_storage import gcs_auth
+from elxpk_storage.client_bounds import bound_object_store_clients
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
@@ -45,6 +46,7 @@ def checkpoint_root(checkpoint_dir: str, source: str = "--checkpoint-dir", *,
     if gcs_auth.is_gcs(checkpoint_dir):
         gcs_auth.require_credentials(f"{source} {checkpoint_dir:.200}", tensorstore=tensorstore)
     no_listing_cache()
+    bound_object_store_clients()  # their own retries fit inside the trainer's tries (issue 51)
     return path
 
 

@@ -4,7 +4,8 @@ through gcsfs and tensorstore, against tests/support/fake_gcs.py, each case with
 argv[1]: a local checkpoint directory written by a real run; argv[2]: a JSON list of cases, each
 {"name": ..., "faults": {"read NAME" | "stat NAME": [status, ...]}, "delete": [object names]} with names
 relative to the checkpoint directory. Prints one JSON object: per case, the restored step, the steps set
-aside with their reasons, the injected answers left unserved, and the objects under the quarantine.
+aside with their reasons, how often each faulted object was asked for, the injected answers left unserved,
+and the objects under the quarantine.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def main(local: Path, cases: list[dict]) -> dict:
     for case in cases:
         with fake.lock:
             fake.objects.clear()
+            fake.log.clear()
             for path in local.rglob("*"):
                 if path.is_file():
                     fake.objects[(BUCKET, f"{PREFIX}/{path.relative_to(local).as_posix()}")] = (path.read_bytes(), 1)
@@ -65,7 +67,8 @@ def main(local: Path, cases: list[dict]) -> dict:
         except Exception as exc:  # noqa: BLE001 - reported to the test, which names what it expected
             result = f"{type(exc).__name__}: {exc}"[:300]
         with fake.lock:
-            out[case["name"]] = {"restored": result, "skipped": skipped,
+            asked = {k: sum(1 for line in fake.log if line == k) for k in fake.object_faults}
+            out[case["name"]] = {"restored": result, "skipped": skipped, "asked": asked,
                                  "unserved": {k: v for k, v in fake.object_faults.items() if v},
                                  "quarantined": sorted(n for _, n in fake.objects if "elxpk-quarantine" in n)}
     fake.stop()

@@ -36,6 +36,7 @@ from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritab
 from elxpk_contract.transient import is_absence, transient_cause
 from elxpk_storage import checkpoint_files as ckpt_storage
 from elxpk_storage import digest
+from trainer.ckpt.array_handler import state_handler
 from trainer.ckpt.deadline import Deadline
 from trainer.ckpt.fingerprint import Pending, fingerprint, mismatch
 from trainer.ckpt.transient_retry import retry_transient
@@ -81,7 +82,7 @@ class CheckpointStore:
                 timeout_secs=COMMIT_TIMEOUT_S, post_finalization_callback=self._before_commit
             ),
         )
-        handlers = {"state": _state_handler(ocp), "meta": ocp.JsonCheckpointHandler()}
+        handlers = {"state": state_handler(ocp), "meta": ocp.JsonCheckpointHandler()}
         return ocp.CheckpointManager(self.directory, item_names=("state", "meta"), item_handlers=handlers,
                                      options=options)
 
@@ -396,25 +397,3 @@ def _delete_arrays(state: Any) -> None:
     for leaf in jax.tree.leaves(state):
         if isinstance(leaf, jax.Array) and not leaf.is_deleted():
             leaf.delete()
-
-
-def _state_handler(ocp: Any) -> Any:
-    """The faster array handler on this platform, as bench/bench_scale.py measures it.
-
-    On GPU and TPU, orbax's default (replica-parallel: the replicas of a shard each write a part): the issue
-    measured 0.34 s of save() blocking against 13.1 s for the first replica writing whole arrays, for a
-    0.9B state on an H200. On CPU the reverse: the bench's 20M-parameter FSDP state blocks for 109 ms with
-    the default and 30 ms with `use_replica_parallel=False` (orbax slices every array once per replica on
-    the calling thread). The files are the same format either way; any handler restores them."""
-    import jax
-    import numpy as np
-    from orbax.checkpoint import type_handlers as th
-
-    if jax.devices()[0].platform != "cpu":
-        return ocp.PyTreeCheckpointHandler()
-    registry = th.create_type_handler_registry(
-        (int, th.ScalarHandler()), (float, th.ScalarHandler()), (bytes, th.ScalarHandler()),
-        (np.number, th.ScalarHandler()), (np.ndarray, th.NumpyHandler()), (str, th.StringHandler()),
-        (jax.Array, th.ArrayHandler(use_replica_parallel=False)),
-    )
-    return ocp.PyTreeCheckpointHandler(type_handler_registry=registry)
