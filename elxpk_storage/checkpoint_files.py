@@ -45,6 +45,7 @@ def checkpoint_root(checkpoint_dir: str, source: str = "--checkpoint-dir", *,
         return epath.Path(os.path.abspath(checkpoint_dir))
     if gcs_auth.is_gcs(checkpoint_dir):
         gcs_auth.require_credentials(f"{source} {checkpoint_dir:.200}", tensorstore=tensorstore)
+        gcs_auth.require_bucket(f"{source} {checkpoint_dir:.200}", checkpoint_dir)
     no_listing_cache()
     bound_object_store_clients()  # their own retries fit inside the trainer's tries (issue 51)
     return path

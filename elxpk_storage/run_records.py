@@ -61,6 +61,7 @@ def store(run_dir: str, flag: str = "--run-dir") -> tuple[Any, str]:
 
     if gcs_auth.is_gcs(run_dir):
         gcs_auth.require_credentials(f"{flag} {run_dir:.200}")
+        gcs_auth.require_bucket(f"{flag} {run_dir:.200}", run_dir)
         no_listing_cache()  # the writer's own listing must see every earlier writer, not a cached answer
     fs, root = fsspec.core.url_to_fs(run_dir)
     return fs, root.rstrip("/")

@@ -88,6 +88,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         raise UsageError(*problems)
     if gcs_auth.is_gcs(cfg.run_dir):  # before the backend reads RUN_DIR/.faults-fired there, and sets up gcsfs
         gcs_auth.require_credentials(f"{said('run_dir')} {cfg.run_dir:.200}")
+        gcs_auth.require_bucket(f"{said('run_dir')} {cfg.run_dir:.200}", cfg.run_dir)  # exit 2, not 1 at a write
     backend = backend or make_backend(cfg, schedule, clock)
     try:
         # Before anything is written: never manage the working directory or a folder of numbered folders.
