@@ -18,7 +18,8 @@ The classes (`transient_cause` returns the name):
   mid-restore, gcsfs's "Forbidden: ..."), a status PERMISSION_DENIED or UNAUTHENTICATED, google-auth's
   RefreshError / TransportError: the same request works once the token or the grant is back;
 - `host resources`: the process could not start a thread (RuntimeError "can't start new thread") or got
-  EAGAIN/ENOMEM from the kernel.
+  EAGAIN/ENOMEM from the kernel, or ran out of file descriptors (EMFILE/ENFILE: a restore never sets a step
+  aside for them; elxpk_contract.fd_limit gives the line to raise the limit).
 
 A FileNotFoundError (HTTP 404, a status NOT_FOUND: `is_absence`) is not here on its own: a missing file of a
 committed step is content, but only when a fresh listing agrees. One "not found" for a file that a listing
@@ -41,7 +42,7 @@ _UNAVAILABLE_ERRNOS = frozenset({errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNR
                                  errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN, errno.EPIPE, errno.ESTALE,
                                  errno.EIO})
 _DENIED_ERRNOS = frozenset({errno.EACCES, errno.EPERM})
-_HOST_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM})
+_HOST_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})  # the last two: fd_limit's
 # A status word at the start of a line of the message, as absl/tensorstore/XLA print it ("UNAVAILABLE: ...").
 _STATUS = re.compile(r"(?:^|\n)\s*(?:[\w.]+Error: )?([A-Z][A-Z_]+):", re.MULTILINE)
 _STATUS_CLASS = {"RESOURCE_EXHAUSTED": OUT_OF_MEMORY, "UNAVAILABLE": UNAVAILABLE, "DEADLINE_EXCEEDED": UNAVAILABLE,
@@ -125,6 +126,8 @@ def _one(error: BaseException) -> str | None:
         return ACCESS_DENIED
     if codes & _UNAVAILABLE_ERRNOS:
         return UNAVAILABLE
+    if codes & _HOST_ERRNOS:
+        return HOST
     for word in _STATUS.finditer(text):
         cls = _STATUS_CLASS.get(word.group(1))
         if cls is not None:

@@ -28,6 +28,7 @@ from elxpk.errors import ElxpkError, UsageError  # noqa: E402
 from elxpk.flag_rows import free_text_flags  # noqa: E402
 from elxpk.shown import shown  # noqa: E402
 from elxpk_contract.exit_grace import leave_stuck_threads  # noqa: E402
+from elxpk_contract.fd_limit import descriptors_error  # noqa: E402
 from elxpk_contract.storage_full import storage_full_error  # noqa: E402
 
 yaml_reader_pattern.seed()  # before any command imports yaml: a tenth of a dry-run, see the module
@@ -188,6 +189,10 @@ def run_guarded(action: Callable[[], object]) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # click usage errors arrive here with standalone_mode=False
+        limit = descriptors_error(exc, "elxpk")  # the host's limit, not a bug: its own line and 74; asked
+        if limit is not None:  # first, before anything here imports a module (a file to open)
+            _report(f"error: {limit}")
+            return limit.exit_code
         usage, other = _click_exception_types()
         if isinstance(exc, usage) and type(exc).__name__ != "NoArgsIsHelpError":
             # click's usage errors (an unknown flag, a value of the wrong type) in elxpk's one-line form
