@@ -51,6 +51,7 @@ from trainer.elastic.slice_health import Admission, RejoinGate
 from trainer.elastic.slices import make_backend
 from trainer.elastic.stalls import StallResponse
 from trainer.elastic.watchdog import StallWatchdog
+from trainer.elastic.writer_lease import WriterLease
 from trainer.metrics import RunRecorder
 
 if TYPE_CHECKING:
@@ -103,6 +104,9 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         donate = live_recovery.step_donates(cfg, backend)
         cfg = _remat_resolved(cfg, backend, donate)
         memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
+        lease = WriterLease(cfg.checkpoint_path, cfg.run_id or "", clock) if backend.process_index == 0 else None
+        if lease is not None:  # one run writes a checkpoint directory: before anything is written or removed
+            lease.acquire()
     except UsageError:
         backend.close()
         raise
@@ -159,6 +163,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         ctx.progress.finish(state, stopped_why, exit_code, ctx.drain)
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
+        if lease is not None:
+            lease.release()
         backend.close(peer_gone=peer_gone)
 
 
