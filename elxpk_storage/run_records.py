@@ -30,8 +30,13 @@ from elxpk_storage import gcs_auth
 RECORDS = "records"
 RUN_JSON = "run.json"
 KINDS = ("metrics", "events")
-_WRITER = re.compile(r"w(\d{6,})-p(\d{5,})")
-_CHUNK = re.compile(r"(metrics|events)-(\d{8,})\.jsonl")
+# A writer's numbers are bounded: a folder planted with a 990-digit generation made every later writer's
+# chunk names too long for the store (21 records lost, issue 51). A name past these widths is no writer's:
+# readers pass over it and the next writer's generation ignores it. MAX_GENERATION leaves the next writer room
+# (one more digit than any generation taken into account).
+MAX_GENERATION = 10**15 - 1
+_WRITER = re.compile(r"w(\d{6,16})-p(\d{5,9})")
+_CHUNK = re.compile(r"(metrics|events)-(\d{8,18})\.jsonl")
 CAT_BATCH = 32  # chunks fetched at once while reading: bounded memory, one round trip per batch
 CHUNK_PART_BYTES = 1 << 20  # what is fetched of a chunk at a time: the batch holds 32 MiB at most
 # Inside a checkpoint directory on an object store: the run dir `workload create` renders (ELXPK_RUN_DIR),
@@ -178,7 +183,8 @@ class ChunkWriter:
     def __init__(self, run_dir: str, process: int):
         self.fs, self.root = store(run_dir)
         generations = [w[0] for p in listing(self.fs, self.root)
-                       if len(parts := p.rstrip("/").split("/")) >= 2 and (w := parse_writer(parts[-2]))]
+                       if len(parts := p.rstrip("/").split("/")) >= 2 and (w := parse_writer(parts[-2]))
+                       and w[0] <= MAX_GENERATION]
         self.prefix = f"{self.root}/{RECORDS}/{writer_name(max(generations, default=0) + 1, process)}"
         self.fs.makedirs(self.prefix, exist_ok=True)  # a local copy needs its folder; a bucket has none
         self._seq = dict.fromkeys(KINDS, 0)

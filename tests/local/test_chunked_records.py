@@ -178,3 +178,23 @@ def test_a_one_line_chunk_over_the_record_cap_is_refused_at_the_caps_memory(tmp_
     peak, code, line = _report_peak_kib(tmp_path / "hostile")
     assert code == 2 and line.endswith("metrics line 2 is over the 1.0 MiB a record may be"), line
     assert peak - base < 32 * 1024, (peak, base)
+
+
+@given(st.integers(17, 240), st.integers(10**15, 10**16 - 1))  # 240: a local name's limit (gs:// takes 990)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_planted_writer_folder_with_a_huge_generation_never_makes_a_writers_names_too_long(digits, big):
+    """Issue 51: a folder `w<990 digits>-p00000` made every later writer's chunk names too long (records lost).
+    Past the widths a writer uses it is no writer's: passed over by the next writer and by the readers."""
+    from elxpk_storage.run_records import MAX_GENERATION, ChunkWriter, parse_writer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in (f"w{'9' * digits}-p00000", f"w{big}-p00000"):
+            (root / "records" / name).mkdir(parents=True)
+            (root / "records" / name / "notes.txt").write_text("planted")
+        writer = ChunkWriter(f"file://{root}", 0)
+        writer.put_chunk("metrics", metric_line(0).encode())
+        (written,) = [p for p in (root / "records").glob("*/metrics-*.jsonl")]
+        assert parse_writer(written.parent.name) == (1, 0) and len(written.name) < 40
+        assert parse_writer(f"w{'9' * digits}-p00000") is None and parse_writer(f"w{MAX_GENERATION + 1}-p00000")
+        assert list(load_run(root).metrics.step) == [0]
