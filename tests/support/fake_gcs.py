@@ -28,6 +28,7 @@ class FakeGcs:
     object_faults: dict[str, list[int]] = field(default_factory=dict)
     sessions: dict = field(default_factory=dict)  # resumable uploads: id -> (key, data so far, query)
     buckets: set[str] = field(default_factory=set)  # those that exist besides the ones holding objects
+    failing_prefixes: dict[str, int] = field(default_factory=dict)  # every object under one: that status (an outage)
     requests: int = 0
     log: list[str] = field(default_factory=list)  # "read NAME", "stat NAME", "LIST PREFIX", "DELETE NAME"
     _httpd: object = None
@@ -86,6 +87,9 @@ class FakeGcs:
                     fake.log.append(f"{kind} {name}")
                     queued = fake.object_faults.get(f"{kind} {name}")
                     injected = queued.pop(0) if queued else None
+                    if injected is None:
+                        injected = next((code for prefix, code in fake.failing_prefixes.items()
+                                         if name.startswith(prefix)), None)
                     found = fake.objects.get((bucket, name))
                 if injected is not None:
                     self._error(injected, "injected by the test")

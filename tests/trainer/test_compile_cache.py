@@ -158,3 +158,31 @@ def test_a_cache_whose_reads_hang_is_off_after_one_bounded_lookup(tmp_path):
     off = [line for line in done.stderr.splitlines() if line.startswith("warning: compilation cache ")]
     assert len(off) == 1 and "no answer within" in off[0] and "off for the rest of this process" in off[0]
     assert CORRUPT_READ not in done.stderr  # no lookup after it was turned off
+
+
+@pytest.mark.slow
+def test_a_gs_cache_in_an_outage_costs_one_bounded_lookup_then_the_run_goes_on_uncached(tmp_path):
+    """Issue 51, finding 4: every cache request answered 503 made each lookup wait out gcsfs's retries (about
+    34 s) before jax compiled; a run of 19 s was still going after 500 s. Now the first lookup ends after
+    LOOKUP_BOUND_S, the cache is off, and nothing more is asked of it (counted in requests, not seconds)."""
+    from tests.support.fake_gcs import FakeGcs
+
+    fake = FakeGcs().start()
+    fake.buckets.add("cache-bucket")
+    fake.failing_prefixes["xla-cache/"] = 503
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR")}
+        env.update(JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", STORAGE_EMULATOR_HOST=fake.url,
+                   TENSORSTORE_GCS_HTTP_URL=fake.url, GOOGLE_AUTH_TOKEN_FOR_TESTING="anon")
+        done = subprocess.run([sys.executable, "-m", "trainer", "--run-dir", str(tmp_path / "run"), *TINY,
+                               "--steps", "2", "--compilation-cache-dir", "gs://cache-bucket/xla-cache"],
+                              cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                              timeout=300)  # cwd: with a size cap jax keeps its lock of a gs:// cache in `gs:/...` there
+        asked = [line for line in fake.log if "xla-cache/" in line]
+    finally:
+        fake.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    off = [line for line in done.stderr.splitlines() if line.startswith("warning: compilation cache ")]
+    assert len(off) == 1 and "off for the rest of this process" in off[0], done.stderr[-2000:]
+    keys = {line.split(" ", 1)[1].rstrip("/") for line in asked}
+    assert len(keys) == 1, keys  # one lookup (its client's own tries, on the abandoned thread), then none
