@@ -82,5 +82,6 @@ def _bound_lookups(path: str) -> str | None:
     if guard.off:
         return "it could not be opened"
     if jax_cache._cache is not None:
-        guard.cache, jax_cache._cache = jax_cache._cache, guard
+        guard.cache = jax_cache._cache
+        jax_cache._cache = guard  # type: ignore[assignment]  # jax calls only get and put, which it has
     return None

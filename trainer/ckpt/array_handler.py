@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from elxpk_storage.client_bounds import bounded_retries
+
 
 def state_handler(ocp: Any) -> Any:
     """The faster array handler on this platform, as bench/bench_scale.py measures it.
@@ -31,8 +33,6 @@ def _bounded_array_handler(th: Any) -> type:
     """orbax's ArrayHandler, each read and write under a tensorstore context whose retries are bounded
     (elxpk_storage.client_bounds.bounded_retries): orbax builds its context without a retry bound, and
     tensorstore's own (32 tries, waits up to 32 s) would outlast the trainer's 3 tries and their exit 75."""
-    from elxpk_storage.client_bounds import bounded_retries
-
     def bounded(infos: Any) -> list:
         contexts: dict[int, Any] = {}  # one child per parent: the infos of one call share orbax's cache
         out = []
