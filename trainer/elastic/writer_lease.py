@@ -17,6 +17,7 @@ record was overwritten sees the other's token and is refused the same way.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -30,6 +31,7 @@ from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 
 LEASE_FILE = "elxpk-writer.json"
+_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR})
 LEASE_BYTES = 4096
 BEAT_S = 5.0  # how often the holder rewrites its beat
 STALE_S = 20.0  # a lease not beaten for this long is its holder's no more (a killed process, a lost pod)
@@ -56,7 +58,12 @@ class WriterLease:
                 self._clock.sleep(BEAT_S)  # this run's predecessor, perhaps saving: let it finish
                 waited += BEAT_S
                 continue
-            self._write()
+            try:
+                self._write()
+            except OSError as exc:
+                if exc.errno in _NOT_WRITABLE:  # nothing can be written there, by another run either: the
+                    return  # run's first writer says so, naming the flag the user gave (UsageError, exit 2)
+                raise
             mine = self._read()
             if mine is not None and mine.get("token") != self._token:  # taken by another at the same moment
                 raise UsageError(self._refusal(mine))
