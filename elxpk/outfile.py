@@ -15,6 +15,7 @@ rewritten at each run) a regular file is replaced by a rename, which replaces th
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -99,10 +100,11 @@ def _write_replacing(real: str, data: bytes, flag: str, shown: str) -> None:
         if os.path.exists(real):
             os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))  # keep the permissions the file had
         os.replace(tmp, real)
-    except OSError as exc:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise _write_failed(exc, f"{flag} {shown!r}", "cannot write it") from None
+    except BaseException as exc:  # a file-size limit, a full disk, Ctrl-C: no part-written file is left
+        _remove_quietly(tmp)
+        if isinstance(exc, OSError):
+            raise _write_failed(exc, f"{flag} {shown!r}", "cannot write it") from None
+        raise
 
 
 def own_path_problem(path: str, flag: str, *, replace: bool) -> str | None:
@@ -121,23 +123,51 @@ def own_path_problem(path: str, flag: str, *, replace: bool) -> str | None:
 
 
 def _write_own(path: str, data: bytes, flag: str, *, replace: bool) -> None:
+    """Written whole into a temporary entry beside it, then put in place: linked to `path` for a new file
+    (a link never replaces an entry: one planted meanwhile is refused), renamed over it to replace one. Any
+    failure (a file-size limit's EFBIG, a full disk, Ctrl-C) removes the temporary entry, so the default path
+    holds the whole output or nothing, and the command's own retry is never refused for a part-written file."""
     problem = own_path_problem(path, flag, replace=replace)
     if problem:
         raise UsageError(problem)
-    target = f"{path}.tmp-{os.getpid()}" if os.path.lexists(path) else path
+    tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        if target != path:
-            os.replace(target, path)  # the entry is replaced; had it become a link, the link is
+        if replace:
+            os.replace(tmp, path)  # the entry is replaced; had it become a link, the link is
+        else:
+            _link_new(tmp, path)
     except FileExistsError:  # planted between the check and the create
+        _remove_quietly(tmp)
         raise UsageError(f"{path!r} (elxpk's default path) appeared while writing; remove it, or give {flag} "
                          "PATH") from None
+    except BaseException as exc:
+        _remove_quietly(tmp)
+        if isinstance(exc, OSError):
+            raise _write_failed(exc, f"{flag} {path!r}", "cannot write it") from None
+        raise
+    _remove_quietly(tmp)  # the link's other name
+
+
+def _link_new(tmp: str, path: str) -> None:
+    """`path` made to name the written `tmp`, never replacing an entry (FileExistsError)."""
+    try:
+        os.link(tmp, path, follow_symlinks=False)
     except OSError as exc:
-        if target != path and os.path.lexists(target):
-            os.unlink(target)
-        raise _write_failed(exc, f"{flag} {path!r}", "cannot write it") from None
+        if isinstance(exc, FileExistsError) or exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+        if os.path.lexists(path):  # a filesystem without hard links: checked, then renamed
+            raise FileExistsError(errno.EEXIST, "exists", path) from None
+        os.replace(tmp, path)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _write_failed(exc: OSError, where: str, what: str) -> Exception:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from elxpk_contract.errors import StorageFull, UsageError
+from elxpk_contract.fd_limit import descriptors_error
 
 NO_SPACE_ERRNOS: dict[int, str] = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EFBIG: "EFBIG"}
 _OS_ERROR_CODE = re.compile(r"\[os_error_code='?([0-9]{1,19})'?\]")  # tensorstore's status payload
@@ -82,7 +83,7 @@ def storage_full_error(error: BaseException, where: str, *, then: str = "") -> S
         return error
     code = no_space_errno(error)
     if code is None:
-        return None
+        return descriptors_error(error, where)  # out of file descriptors: the host's limit, 74 too
     advice = "free space or raise the quota there, then run again"
     return StorageFull(f"{where}: {describe(code)}; {then + '; ' if then else ''}{advice}")
 

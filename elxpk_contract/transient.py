@@ -18,9 +18,13 @@ The classes (`transient_cause` returns the name):
   mid-restore, gcsfs's "Forbidden: ..."), a status PERMISSION_DENIED or UNAUTHENTICATED, google-auth's
   RefreshError / TransportError: the same request works once the token or the grant is back;
 - `host resources`: the process could not start a thread (RuntimeError "can't start new thread") or got
-  EAGAIN/ENOMEM from the kernel.
+  EAGAIN/ENOMEM from the kernel, or ran out of file descriptors (EMFILE/ENFILE: a restore never sets a step
+  aside for them; elxpk_contract.fd_limit gives the line to raise the limit).
 
-A FileNotFoundError (HTTP 404) is not here: a missing file of a committed step is content. The whole
+A FileNotFoundError (HTTP 404, a status NOT_FOUND: `is_absence`) is not here on its own: a missing file of a
+committed step is content, but only when a fresh listing agrees. One "not found" for a file that a listing
+still shows (an object store's front end answers that now and then) is `UnconfirmedAbsence`, which is
+`storage unavailable`: elxpk_storage.digest and checkpoint_files raise it, the restore retries it. The whole
 exception chain is searched (a library often wraps the cause), bounded like storage_full's. Standard
 library only: the trainer, the launcher and the init container's image all import it.
 """
@@ -38,13 +42,35 @@ _UNAVAILABLE_ERRNOS = frozenset({errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNR
                                  errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN, errno.EPIPE, errno.ESTALE,
                                  errno.EIO})
 _DENIED_ERRNOS = frozenset({errno.EACCES, errno.EPERM})
-_HOST_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM})
+_HOST_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})  # the last two: fd_limit's
 # A status word at the start of a line of the message, as absl/tensorstore/XLA print it ("UNAVAILABLE: ...").
 _STATUS = re.compile(r"(?:^|\n)\s*(?:[\w.]+Error: )?([A-Z][A-Z_]+):", re.MULTILINE)
 _STATUS_CLASS = {"RESOURCE_EXHAUSTED": OUT_OF_MEMORY, "UNAVAILABLE": UNAVAILABLE, "DEADLINE_EXCEEDED": UNAVAILABLE,
                  "ABORTED": UNAVAILABLE, "PERMISSION_DENIED": ACCESS_DENIED, "UNAUTHENTICATED": ACCESS_DENIED}
 _OS_ERROR_CODE = re.compile(r"\[os_error_code='?([0-9]{1,9})'?\]")  # tensorstore's payload
 _DISK_FULL = frozenset(NO_SPACE_ERRNOS)  # storage_full's (74), never this module's
+
+
+class UnconfirmedAbsence(OSError):
+    """A read answered "not found" for a file that a fresh listing still shows: the storage's answer, not
+    the file's absence (ESTALE: `storage unavailable`)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(errno.ESTALE, f"{what}: answered not found, but a fresh listing still shows it")
+
+
+_NOT_FOUND = re.compile(r"(?:^|\n)\s*(?:[\w.]+Error: )?NOT_FOUND:", re.MULTILINE)
+
+
+def is_absence(error: BaseException) -> bool:
+    """Whether `error`, or a link of its chain, says a file is not there: FileNotFoundError, an HTTP 404, a
+    status NOT_FOUND (tensorstore's). Not a verdict on its own: the caller asks a fresh listing first."""
+    for link in exception_chain(error):
+        if isinstance(link, FileNotFoundError) or http_status(link) == 404:
+            return True
+        if _NOT_FOUND.search(str(link)[:4000]):
+            return True
+    return False
 
 
 def http_status(error: BaseException) -> int | None:
@@ -100,6 +126,8 @@ def _one(error: BaseException) -> str | None:
         return ACCESS_DENIED
     if codes & _UNAVAILABLE_ERRNOS:
         return UNAVAILABLE
+    if codes & _HOST_ERRNOS:
+        return HOST
     for word in _STATUS.finditer(text):
         cls = _STATUS_CLASS.get(word.group(1))
         if cls is not None:

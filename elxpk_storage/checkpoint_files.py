@@ -19,8 +19,9 @@ from etils import epath
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.step_names import canonical_step, step_number
-from elxpk_contract.transient import transient_cause
+from elxpk_contract.transient import UnconfirmedAbsence, transient_cause
 from elxpk_storage import gcs_auth
+from elxpk_storage.client_bounds import bound_object_store_clients
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_MARKER = "commit_success.txt"  # orbax's atomicity_types.COMMIT_SUCCESS_FILE on gs://
@@ -44,7 +45,9 @@ def checkpoint_root(checkpoint_dir: str, source: str = "--checkpoint-dir", *,
         return epath.Path(os.path.abspath(checkpoint_dir))
     if gcs_auth.is_gcs(checkpoint_dir):
         gcs_auth.require_credentials(f"{source} {checkpoint_dir:.200}", tensorstore=tensorstore)
+        gcs_auth.require_bucket(f"{source} {checkpoint_dir:.200}", checkpoint_dir)
     no_listing_cache()
+    bound_object_store_clients()  # their own retries fit inside the trainer's tries (issue 51)
     return path
 
 
@@ -68,14 +71,23 @@ def is_object_store(path: epath.PathLike) -> bool:
 def present(path: epath.Path) -> bool:
     """Whether `path` exists, raising when the storage cannot say. fsspec's `exists` answers False for any
     error, so during an outage a committed step's marker would read as absent and the step as a leftover
-    to delete; here only "not found" is False (a local path: `os.stat`, whose PermissionError raises too)."""
+    to delete; here only "not found" is False (a local path: `os.stat`, whose PermissionError raises too).
+    On an object store "not found" counts only when a fresh listing of its folder agrees: one 404 for an
+    object that is there would otherwise make a committed step a leftover (UnconfirmedAbsence, transient)."""
     try:
         path.stat()
-    except FileNotFoundError:
-        return False
-    except NotADirectoryError:
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        if is_object_store(path) and any(child.name == path.name for child in _listed(path.parent)):
+            raise UnconfirmedAbsence(str(path)) from exc
         return False
     return True
+
+
+def _listed(folder: epath.Path) -> list[epath.Path]:
+    try:
+        return children(folder)
+    except FileNotFoundError:  # no object under that prefix at all
+        return []
 
 
 def _carries_step_metadata(path: epath.Path) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 
 from etils import epath
 
-from elxpk_contract.transient import transient_cause
+from elxpk_contract.transient import UnconfirmedAbsence, is_absence, transient_cause
 from elxpk_storage.checkpoint_files import DIGEST_FILE, LinkInStep, files_under, is_object_store, read_bounded
 from elxpk_storage.checkpoint_files import present as exists_strict
 
@@ -99,15 +99,43 @@ def shape_problem(record: object) -> str | None:
 def verify(step_dir: epath.PathLike, step: int) -> str | None:
     """None if the step directory holds a committed record for `step` and exactly the files it lists, at
     their sizes; else the reason. Reads the record only: the arrays are checked after restore. A step that is,
-    or holds, a symbolic link is never restored: nothing below it is read, and no walk follows it.
+    or holds, a symbolic link is never restored: nothing below it is read, and no walk follows it."""
+    return checked(step_dir, step)[1]
+
+
+def checked(step_dir: epath.PathLike, step: int) -> tuple[dict | None, str | None]:
+    """(the record, None) when `verify` passes the step, else (None, the reason): the record the check read,
+    so that a restore reads it once.
 
     Only content is a reason. A listing, stat or read that failed for a transient cause
-    (elxpk_contract.transient) raises instead: an outage must never make a whole step look torn."""
+    (elxpk_contract.transient) raises instead: an outage must never make a whole step look torn. A file is
+    missing only when two listings agree: one listing or one read that answers "not found" while the file
+    is there (an object store's front end does) is checked again; a file that a listing shows but a read
+    or stat calls missing raises UnconfirmedAbsence (transient: the restore retries the step)."""
     step_dir = epath.Path(step_dir)
+    record, reason, absent = _check_once(step_dir, step)
+    if absent:  # a fresh listing must agree before a file counts as missing
+        record, reason, absent = _check_once(step_dir, step)
+    return record, reason
+
+
+def confirm_absence(step_dir: epath.PathLike, step: int, error: BaseException) -> str:
+    """The content reason behind a read of the step that answered "not found" (`error`, e.g. orbax's read
+    of state/_METADATA), from a fresh listing; UnconfirmedAbsence (transient) from `error` when the listing
+    still shows every file the digest lists: one answer is not the file's absence."""
+    reason = verify(step_dir, step)
+    if reason is None:
+        said = (str(error).splitlines() or [type(error).__name__])[0][:200]
+        raise UnconfirmedAbsence(f"a read of step {step} ({said})") from error
+    return reason
+
+
+def _check_once(step_dir: epath.Path, step: int) -> tuple[dict | None, str | None, bool]:
+    """(record, reason, whether the reason is a file's absence, which a second listing must confirm)."""
     try:
         present = _files(step_dir)  # one walk, before anything is read
     except LinkInStep as exc:
-        return str(exc)
+        return None, str(exc), False
     except FileNotFoundError:
         present = {}
     try:
@@ -116,21 +144,26 @@ def verify(step_dir: epath.PathLike, step: int) -> str | None:
         if transient_cause(exc) is not None:
             raise
         if not exists_strict(step_dir / DIGEST_FILE):
-            return "no digest: the save was not seen to commit (interrupted, or the digest marker was removed)"
-        return "digest file unreadable"
+            return None, "no digest: the save was not seen to commit (interrupted, or the digest marker was removed)", True
+        if is_absence(exc):  # listed, yet its read answered "not found"
+            raise UnconfirmedAbsence(f"{step_dir.name}/{DIGEST_FILE}") from exc
+        return None, "digest file unreadable", False
     problem = shape_problem(record)
     if problem is not None:
-        return f"digest file has the wrong shape: {problem}"
+        return None, f"digest file has the wrong shape: {problem}", False
     if record["version"] != _VERSION or record["step"] != step:
-        return f"digest belongs to step {record['step']!r} (version {record['version']}), not {step}"
+        return None, f"digest belongs to step {record['step']!r} (version {record['version']}), not {step}", False
     expected: dict = record["files"]
     for rel in sorted(expected):
         if rel not in present:
-            return f"file missing: {rel}"
-        size = present[rel].stat().length
+            return None, f"file missing: {rel}", True
+        try:
+            size = present[rel].stat().length
+        except FileNotFoundError as exc:  # the listing shows it: one answer, not its absence
+            raise UnconfirmedAbsence(f"{step_dir.name}/{rel}") from exc
         if size != expected[rel]:
-            return f"file changed: {rel} ({size} bytes, {expected[rel]} when committed)"
+            return None, f"file changed: {rel} ({size} bytes, {expected[rel]} when committed)", False
     extra = sorted(set(present) - set(expected))
     if extra:
-        return f"unexpected file: {extra[0]}"
-    return None
+        return None, f"unexpected file: {extra[0]}", False
+    return record, None, False

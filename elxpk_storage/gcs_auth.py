@@ -114,3 +114,33 @@ def require_credentials(what: str, *, tensorstore: bool = False) -> None:
     `tensorstore`: the path is a checkpoint directory orbax writes arrays to (tensorstore's own variables)."""
     if not emulated(what, tensorstore=tensorstore):
         default_credentials(what)
+
+
+def require_bucket(what: str, url: str) -> None:
+    """UsageError (one line naming `what`) when Cloud Storage answers that the bucket of `url` does not
+    exist: every write there would fail at its first save or record, as exit 1 that the restart budget paid
+    for, where only the flag can fix it. Asked after require_credentials, once per bucket and process.
+
+    Only a definite "no such bucket" (404 on the bucket) refuses: a 403 (object grants without
+    storage.buckets.get are common), an outage or a client without the call leave the answer to the first
+    read or write, whose own errors are classified as before."""
+    bucket = url[len("gs://"):].split("/", 1)[0]
+    if _bucket_missing(bucket):
+        raise UsageError(f"{what}: the bucket {bucket!r} does not exist; create it (gcloud storage buckets "
+                         f"create gs://{bucket}) or give a path in an existing bucket")
+
+
+@functools.cache
+def _bucket_missing(bucket: str) -> bool:
+    import fsspec  # lazy: a gs:// path only (gcsfs)
+
+    call = getattr(fsspec.filesystem("gs"), "call", None)  # gcsfs's JSON API call; a stand-in may lack it
+    if call is None:
+        return False
+    try:
+        call("GET", "b/{}", bucket, json_out=True)
+    except FileNotFoundError:  # gcsfs's 404
+        return True
+    except Exception:  # noqa: BLE001 - 403, an outage: the bucket may exist; the first read or write decides
+        return False
+    return False

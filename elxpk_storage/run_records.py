@@ -30,9 +30,15 @@ from elxpk_storage import gcs_auth
 RECORDS = "records"
 RUN_JSON = "run.json"
 KINDS = ("metrics", "events")
-_WRITER = re.compile(r"w(\d{6,})-p(\d{5,})")
-_CHUNK = re.compile(r"(metrics|events)-(\d{8,})\.jsonl")
+# A writer's numbers are bounded: a folder planted with a 990-digit generation made every later writer's
+# chunk names too long for the store (21 records lost, issue 51). A name past these widths is no writer's:
+# readers pass over it and the next writer's generation ignores it. MAX_GENERATION leaves the next writer room
+# (one more digit than any generation taken into account).
+MAX_GENERATION = 10**15 - 1
+_WRITER = re.compile(r"w(\d{6,16})-p(\d{5,9})")
+_CHUNK = re.compile(r"(metrics|events)-(\d{8,18})\.jsonl")
 CAT_BATCH = 32  # chunks fetched at once while reading: bounded memory, one round trip per batch
+CHUNK_PART_BYTES = 1 << 20  # what is fetched of a chunk at a time: the batch holds 32 MiB at most
 # Inside a checkpoint directory on an object store: the run dir `workload create` renders (ELXPK_RUN_DIR),
 # so a run's records live beside its checkpoints and outlive its pods. Not a step number, so never a step
 # (elxpk_storage/checkpoint_files.py is_step_dir); `checkpoint inspect` passes over it.
@@ -61,6 +67,7 @@ def store(run_dir: str, flag: str = "--run-dir") -> tuple[Any, str]:
 
     if gcs_auth.is_gcs(run_dir):
         gcs_auth.require_credentials(f"{flag} {run_dir:.200}")
+        gcs_auth.require_bucket(f"{flag} {run_dir:.200}", run_dir)
         no_listing_cache()  # the writer's own listing must see every earlier writer, not a cached answer
     fs, root = fsspec.core.url_to_fs(run_dir)
     return fs, root.rstrip("/")
@@ -139,13 +146,30 @@ def has_records(fs: Any, root: str) -> bool:
     return bool(ordered_chunks(listing(fs, root), "metrics"))
 
 
-def read_chunks(fs: Any, chunks: list[Chunk]) -> Iterator[tuple[Chunk, bytes]]:
-    """Each chunk's bytes, in order, fetched `CAT_BATCH` at a time (concurrently, for gcsfs)."""
+def read_chunks(fs: Any, chunks: list[Chunk]) -> Iterator[tuple[Chunk, Iterator[bytes]]]:
+    """Each chunk, in order, as its bytes in parts of at most CHUNK_PART_BYTES: the first part of
+    `CAT_BATCH` chunks fetched at once (concurrently, for gcsfs), the rest of a larger chunk part by part
+    as the reader asks. So a reader holds a part, not a chunk: a hostile 300 MB one-line chunk is refused
+    after its first megabytes (it used to be read whole: 743 MB at the peak)."""
     for start in range(0, len(chunks), CAT_BATCH):
         batch = chunks[start:start + CAT_BATCH]
-        data = _storage(fs.cat, [c.path for c in batch])
-        for chunk in batch:
-            yield chunk, data[chunk.path]
+        paths = [c.path for c in batch]
+        firsts = _storage(fs.cat_ranges, paths, [0] * len(paths), [CHUNK_PART_BYTES] * len(paths))
+        for chunk, first in zip(batch, firsts, strict=True):
+            if isinstance(first, BaseException):  # a client that returns a failure in place
+                raise OSError(f"{type(first).__name__}: {str(first)[:300]}") from first
+            yield chunk, _parts(fs, chunk.path, first)
+
+
+def _parts(fs: Any, path: str, first: bytes) -> Iterator[bytes]:
+    part, offset = first, len(first)
+    if part:
+        yield part
+    while len(part) == CHUNK_PART_BYTES:  # a full part: there may be more
+        part = _storage(fs.cat_file, path, offset, offset + CHUNK_PART_BYTES)
+        offset += len(part)
+        if part:
+            yield part
 
 
 def read_object(fs: Any, path: str, most: int) -> bytes:
@@ -159,7 +183,8 @@ class ChunkWriter:
     def __init__(self, run_dir: str, process: int):
         self.fs, self.root = store(run_dir)
         generations = [w[0] for p in listing(self.fs, self.root)
-                       if len(parts := p.rstrip("/").split("/")) >= 2 and (w := parse_writer(parts[-2]))]
+                       if len(parts := p.rstrip("/").split("/")) >= 2 and (w := parse_writer(parts[-2]))
+                       and w[0] <= MAX_GENERATION]
         self.prefix = f"{self.root}/{RECORDS}/{writer_name(max(generations, default=0) + 1, process)}"
         self.fs.makedirs(self.prefix, exist_ok=True)  # a local copy needs its folder; a bucket has none
         self._seq = dict.fromkeys(KINDS, 0)

@@ -9,9 +9,12 @@ What keeps it correct (jax 0.10.2, jax/_src/compilation_cache.py, lru_cache.py, 
   only when it is whole. On a shared local filesystem a reader may meet a half-written entry: see below.
 - A corrupt, truncated or foreign entry fails to decompress or to load; jax warns ("Error reading
   persistent compilation cache entry") and compiles, and a failed write is a warning too. So the cache can
-  make a start slower, never fail it. The one exception is the directory itself: jax creates it at the
-  first compile and does not catch that error, so it is checked here, and a cache that cannot be used is
-  one warning line and a run without it.
+  make a start slower, never fail it. The directory itself is opened here (jax creates it at the first
+  compile and does not catch that error): a cache that cannot be used is one warning line and a run
+  without it.
+- Its entries are executables the trainer runs, so the cache is trusted like code (trainer/trusted_cache.py):
+  the default path is never followed through a link, a local one is created 0700 and refused when others
+  can write it, and a lookup that fails or hangs turns the cache off after LOOKUP_BOUND_S, not 34 s a compile.
 - gs:// works natively: jax goes through etils.epath for a non-local path (gcsfs, a trainer dependency).
   Without a size cap (jax's default, -1) there is no lock file; with one, jax uses a SoftFileLock on gs://.
 - jax writes only compiles over 1 s (jax_persistent_cache_min_compile_time_secs): a train step on an
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from elxpk_contract.compile_cache import cache_dir
 from elxpk_contract.setting_rules import said
+from trainer.trusted_cache import BoundedLookups, open_trusted_dir
 
 if TYPE_CHECKING:
     from elxpk_contract.settings import TrainerConfig
@@ -52,30 +56,39 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
         from elxpk_storage import gcs_auth  # lazy: a gs:// cache only (google-auth)
 
         gcs_auth.require_credentials(f"{said('compilation_cache_dir')} {path:.200}")
-    problem = _unusable(path)
+    # Its entries are code the trainer runs: trusted like code (trainer/trusted_cache.py).
+    problem = open_trusted_dir(path, chosen_by_user=cfg.compilation_cache_dir is not None)
+    if problem is None:
+        jax.config.update("jax_compilation_cache_dir", path)  # JAX_ENABLE_COMPILATION_CACHE=false still wins
+        if not environ.get(XLA_CACHES):
+            # jax's default puts `<cache>/xla_gpu_per_fusion_autotune_cache_dir` into every compile's debug
+            # options, and its key keeps that path: the same step under a cache at another path (a copied or
+            # moved run dir, a node-local copy) is a miss on every backend (jax 0.10.2 compiler.py
+            # get_compile_options, cache_key.py). A hit already skips GPU autotuning; only a GPU miss loses it.
+            jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+        problem = _bound_lookups(path)
     if problem is not None:
         print(f"warning: --compilation-cache-dir {path}: {problem}; every compile of this run starts from "
               "scratch", file=sys.stderr)
         jax.config.update("jax_enable_compilation_cache", False)
         return None
-    jax.config.update("jax_compilation_cache_dir", path)  # JAX_ENABLE_COMPILATION_CACHE=false still wins
-    if not environ.get(XLA_CACHES):
-        # jax's default puts `<cache>/xla_gpu_per_fusion_autotune_cache_dir` into every compile's debug options,
-        # and its key keeps that path: the same step under a cache at another path (a copied or moved run dir,
-        # a node-local copy) is a miss on every backend (jax 0.10.2 compiler.py get_compile_options,
-        # cache_key.py). A hit already skips GPU autotuning; only a GPU miss loses that cache.
-        jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
     return path
 
 
-def _unusable(path: str) -> str | None:
-    """Why jax could not create `path` (its cache does at the first compile, uncaught), or None. Reads and
-    writes that fail later are jax's warnings; nothing is listed here (a large cache on gs:// lists slowly)."""
-    try:
-        from etils import epath  # as jax reaches a gs:// cache; a local path too
+def _bound_lookups(path: str) -> str | None:
+    """Put jax's cache behind BoundedLookups: a lookup that fails or hangs (a gs:// cache in an outage waited
+    out gcsfs's retries, about 34 s, before every compile) costs LOOKUP_BOUND_S once, then the cache is off.
+    jax has no hook around its cache's calls; its module's cache object is the one place, made here as jax
+    makes it at the first compile (and bounded: opening a gs:// cache can hang too). None, or why not."""
+    from jax._src import compilation_cache as jax_cache  # lazy: jax is imported by the caller already
 
-        epath.Path(path).mkdir(parents=True, exist_ok=True)
-    except Exception as exc:  # noqa: BLE001 - a storage or permission error of any client: run uncached
-        first = (str(exc).splitlines() or [""])[0][:200]
-        return f"cannot be used ({type(exc).__name__}: {first})"
+    if not hasattr(jax_cache, "_initialize_cache"):
+        return None  # a jax without that module: left as jax has it
+    guard = BoundedLookups(None, path)
+    guard.bounded("opening the cache", jax_cache._initialize_cache)  # nothing when JAX_* turned it off
+    if guard.off:
+        return "it could not be opened"
+    if jax_cache._cache is not None:
+        guard.cache = jax_cache._cache
+        jax_cache._cache = guard  # type: ignore[assignment]  # jax calls only get and put, which it has
     return None

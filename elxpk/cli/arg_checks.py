@@ -72,9 +72,15 @@ def _texts(value: Any) -> Iterable[str]:
 def empty_values(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
     problems = []
     for param in dict.fromkeys(order):
-        blank = next((text for text in _texts(opts.get(param.name)) if not text.strip()), None)
-        if blank is not None:
-            if getattr(param, "param_type_name", "") == "argument":
+        texts = list(_texts(opts.get(param.name)))
+        at = next((i for i, text in enumerate(texts) if not text.strip()), None)
+        if at is not None:
+            blank = texts[at]
+            before = texts[at - 1] if at else ""
+            if getattr(param, "param_type_name", "") == "argument" and before.startswith("-") and "=" not in before:
+                # the words of a command line (translate's): the blank is the value of the flag before it
+                problems.append(blank_problem(before, blank))
+            elif getattr(param, "param_type_name", "") == "argument":
                 problems.append(f"{flag_of(param)}: empty (or only spaces); give one")
             else:  # the words of every reader (a row's, a trainer setting's, the trainer's own)
                 problems.append(blank_problem(flag_of(param), blank))

@@ -94,6 +94,11 @@ def _known_words(command: Any, words: list[str], who: str) -> tuple[list[str], l
     while i < len(words):
         word = words[i]
         name = word.split("=", 1)[0]
+        if word == "--":  # the command line's own end of options, inside the words after translate's `--`
+            problems.append(f"--: a second `--` in the {who} command line; it takes none (everything after "
+                            "translate's first `--` is the command); drop it")
+            i += 1
+            continue
         if word.startswith("-") and word != "-" and name not in takes_value:
             problems.append(f"{name}: {who}'s flag has no elxpk equivalent; drop it (elxpk translate carries "
                             f"over only what it renders the same way)")

@@ -31,27 +31,53 @@ from elxpk_storage.run_records import (
 
 def chunk_lines(fs: Any, chunks: list[Chunk], *, max_lines: int) -> Iterator[tuple[int, str, bool]]:
     """(number, line, last piece of its chunk) for every line of `chunks` in order; ReadRefused past the
-    caps or for a chunk that is not UTF-8 text."""
+    caps or for a chunk that is not UTF-8 text. Read part by part (run_records.read_chunks): a line over
+    RECORD_LINE_BYTES is refused once that much of it is held, never after the whole chunk was read."""
     number = size = 0
-    for chunk, data in read_chunks(fs, chunks):
-        size += len(data)
-        if size > bounded_read.RUN_RECORD_BYTES:
-            raise ReadRefused(f"is over the {bounded_read.size_text(bounded_read.RUN_RECORD_BYTES)} a run's "
-                              "records may be")
+    for chunk, parts in read_chunks(fs, chunks):
+        name = chunk.path.rsplit("/", 1)[-1]
+        pending, at = b"", 0  # the line not yet ended, and where it starts in the chunk
+        for part in parts:
+            size += len(part)
+            if size > bounded_read.RUN_RECORD_BYTES:
+                raise ReadRefused(f"is over the {bounded_read.size_text(bounded_read.RUN_RECORD_BYTES)} a run's "
+                                  "records may be")
+            *ended, pending = (pending + part).split(b"\n")
+            for raw in ended:
+                number = _counted(number, len(raw), max_lines)
+                yield number, _decoded(raw, name, at), False
+                at += len(raw) + 1
+            if len(pending) > bounded_read.RECORD_LINE_BYTES:
+                _counted(number, len(pending), max_lines)  # refused here, with the next line's number
+        if pending:  # the chunk did not end its last line: a damaged object's end, tolerated by the reader
+            number = _counted(number, len(pending), max_lines)
+            yield number, _decoded(pending, name, at), True
+
+
+def _counted(number: int, length: int, max_lines: int) -> int:
+    """The next line's number; ReadRefused when it is one too many or `length` bytes is over a record's cap."""
+    number += 1
+    if number > max_lines:
+        raise ReadRefused(bounded_read.too_many_records(max_lines))
+    if length > bounded_read.RECORD_LINE_BYTES:
+        raise ReadRefused(f"line {number} is over the "
+                          f"{bounded_read.size_text(bounded_read.RECORD_LINE_BYTES)} a record may be")
+    return number
+
+
+def _decoded(raw: bytes, name: str, at: int) -> str:
+    """One line as text; ReadRefused naming the chunk and the offset in it for a NUL byte or bad UTF-8."""
+    try:
+        return decode_text(raw, "JSON lines")
+    except ReadRefused:
+        nul = raw.find(b"\0")
+        if nul != -1:
+            raise ReadRefused(f"chunk {name} is binary, not JSON lines (a NUL byte at offset {at + nul})") from None
         try:
-            pieces = decode_text(data, "JSON lines").split("\n")
-        except ReadRefused as exc:
-            raise ReadRefused(f"chunk {chunk.path.rsplit('/', 1)[-1]} {exc}") from None
-        if pieces[-1] == "":  # the chunk ended its last line: nothing after it
-            pieces.pop()
-        for i, piece in enumerate(pieces):
-            number += 1
-            if number > max_lines:
-                raise ReadRefused(bounded_read.too_many_records(max_lines))
-            if len(piece) > bounded_read.RECORD_LINE_BYTES:
-                raise ReadRefused(f"line {number} is over the "
-                                  f"{bounded_read.size_text(bounded_read.RECORD_LINE_BYTES)} a record may be")
-            yield number, piece, i == len(pieces) - 1 and not data.endswith(b"\n")
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ReadRefused(f"chunk {name} is not UTF-8 text (byte {at + exc.start})") from None
+        raise
 
 
 class ChunkedRecords:

@@ -136,3 +136,23 @@ def test_the_verbs_console_draws_no_control_and_no_markup_of_cluster_text(messag
     assert not RAW.search(text) and "\x1b]8" not in out.getvalue(), text
     line = Incident("id", "2026-01-01T00:00:00Z", "exit", "user", reason, message, 1, reason, "n", "c", 1).line()
     assert not RAW.search(line) and "\n" not in line
+
+
+def test_job_inspect_past_a_file_size_limit_leaves_no_part_file_and_its_retry_works(hostile, k, tmp_path):
+    """Issue 51, finding 9: under RLIMIT_FSIZE the write fails part way (EFBIG); the default path used to keep
+    a 64 KB part, and the retry its message asks for was refused because the file existed."""
+    import resource
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    env = {key: v for key, v in os.environ.items() if not key.startswith("ELXPK_")}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="200", PYTHONDONTWRITEBYTECODE="1")
+    limited = subprocess.run([str(ELXPK), "job", "inspect", hostile, *k], capture_output=True, text=True, env=env,
+                             cwd=tmp_path, timeout=60, preexec_fn=small_files)
+    assert limited.returncode == 74, limited.stderr  # the storage's limit, retryable: not the input's fault
+    assert len(limited.stderr.splitlines()) == 1 and "Traceback" not in limited.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(hostile)] == []  # nor its temporary entry
+    again = _elxpk("job", "inspect", hostile, *k, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / f"{hostile}-inspect.txt").stat().st_size > 1024

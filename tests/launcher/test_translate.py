@@ -205,3 +205,22 @@ def test_a_gcluster_line_is_told_its_own_flags(cli, line, expected):
                  ("job", "submit", "--dry-run-out=/dev/null", *line)):
         done = cli(*argv)
         assert (done.code, done.err) == (2, expected), argv
+
+
+@pytest.mark.parametrize("flag", ["--reservation", "--workload", "--docker-image", "--command"])
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_value_in_the_line_is_named_by_its_flag_as_create_names_it(cli, flag, blank):
+    """Issue 51: translate said `COMMAND...: empty` for `--reservation ''`, naming its own argument, not the flag."""
+    line = [*XPK_BASE, "--command", "true"]
+    line = [*line[:line.index(flag) + 1], blank, *line[line.index(flag) + 2:]] if flag in line else [*line, flag, blank]
+    created = cli("workload", "create", "--dry-run", *line)
+    done = cli("translate", "--", "xpk", "workload", "create", *line)
+    assert done.code == 2 and done.out == "" and done.err == created.err, (done.err, created.err)
+    assert done.err.startswith(f"error: {flag} {blank!r}: empty (or only spaces)"), done.err
+
+
+def test_a_second_double_dash_inside_the_line_is_said_as_such(cli):
+    done = cli("translate", "--", "xpk", "workload", "create", *XPK_BASE, "--command", "true", "--")
+    assert done.code == 2 and done.out == "" and done.err == (
+        "error: --: a second `--` in the xpk command line; it takes none (everything after translate's first `--` "
+        "is the command); drop it\n")

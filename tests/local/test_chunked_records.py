@@ -130,3 +130,71 @@ def test_a_checkpoint_directory_holding_only_its_runs_records_is_still_one(tmp_p
         assert "holds no checkpoint step" in str(exc)
     else:
         raise AssertionError("a directory of other things was taken for a checkpoint directory")
+
+
+def test_a_chunk_over_one_part_reads_whole_with_lines_across_the_part_boundaries(tmp_path):
+    """A chunk is fetched CHUNK_PART_BYTES at a time (issue 51): lines cut by a part's end read whole."""
+    from elxpk_storage.run_records import CHUNK_PART_BYTES
+
+    lines, size = [], 0
+    while size < 2.5 * CHUNK_PART_BYTES:
+        lines.append(metric_line(len(lines)))
+        size += len(lines[-1])
+    chunk = tmp_path / "records" / "w000001-p00000" / "metrics-00000000.jsonl"
+    chunk.parent.mkdir(parents=True)
+    chunk.write_text("".join(lines) + '{"step": 1')  # ends in a torn line, as a damaged object does
+    run = load_run(tmp_path)
+    assert list(run.metrics.step) == list(range(len(lines))) and run.damaged_lines == 1
+
+
+REPORT_PEAK = """
+import resource, subprocess, sys
+done = subprocess.run([sys.argv[1], "report", sys.argv[2]], capture_output=True, text=True, timeout=300)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode, (done.stderr.strip().splitlines() or [""])[-1])
+"""
+
+
+def _report_peak_kib(run_dir: Path) -> tuple[int, int, str]:
+    elxpk = str(Path(sys.executable).parent / "elxpk")
+    done = subprocess.run([sys.executable, "-c", REPORT_PEAK, elxpk, str(run_dir)], capture_output=True, text=True,
+                          timeout=600, check=True)
+    peak, code, line = done.stdout.split(" ", 2)
+    return int(peak), int(code), line.strip()
+
+
+def test_a_one_line_chunk_over_the_record_cap_is_refused_at_the_caps_memory(tmp_path):
+    """Issue 51: `report` read a 300 MB one-line chunk whole before refusing it (743 MB at the peak). Here a
+    64 MB one: refused with the cap's line, its peak memory within 32 MB of reading a small valid run's."""
+    hostile = tmp_path / "hostile" / "records" / "w000001-p00000" / "metrics-00000000.jsonl"
+    hostile.parent.mkdir(parents=True)
+    with hostile.open("wb") as out:
+        out.write(metric_line(0).encode())
+        for _ in range(64):
+            out.write(b"a" * (1 << 20))
+    small = tmp_path / "small" / "records" / "w000001-p00000" / "metrics-00000000.jsonl"
+    small.parent.mkdir(parents=True)
+    small.write_text("".join(metric_line(s) for s in range(5)))
+    base, _, _ = _report_peak_kib(tmp_path / "small")
+    peak, code, line = _report_peak_kib(tmp_path / "hostile")
+    assert code == 2 and line.endswith("metrics line 2 is over the 1.0 MiB a record may be"), line
+    assert peak - base < 32 * 1024, (peak, base)
+
+
+@given(st.integers(17, 240), st.integers(10**15, 10**16 - 1))  # 240: a local name's limit (gs:// takes 990)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_planted_writer_folder_with_a_huge_generation_never_makes_a_writers_names_too_long(digits, big):
+    """Issue 51: a folder `w<990 digits>-p00000` made every later writer's chunk names too long (records lost).
+    Past the widths a writer uses it is no writer's: passed over by the next writer and by the readers."""
+    from elxpk_storage.run_records import MAX_GENERATION, ChunkWriter, parse_writer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in (f"w{'9' * digits}-p00000", f"w{big}-p00000"):
+            (root / "records" / name).mkdir(parents=True)
+            (root / "records" / name / "notes.txt").write_text("planted")
+        writer = ChunkWriter(f"file://{root}", 0)
+        writer.put_chunk("metrics", metric_line(0).encode())
+        (written,) = [p for p in (root / "records").glob("*/metrics-*.jsonl")]
+        assert parse_writer(written.parent.name) == (1, 0) and len(written.name) < 40
+        assert parse_writer(f"w{'9' * digits}-p00000") is None and parse_writer(f"w{MAX_GENERATION + 1}-p00000")
+        assert list(load_run(root).metrics.step) == [0]

@@ -124,7 +124,7 @@ def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
     from elxpk_contract.progress_record import read_progress
     from trainer.clock import SystemClock
     from trainer.elastic.loop import stop_record
-    from trainer.elastic.progress import ProgressWriter
+    from trainer.elastic.progress import STOPPED_FOR_GOOD, ProgressWriter
 
     writer = ProgressWriter(str(tmp_path), SystemClock())
     try:
@@ -140,7 +140,8 @@ def test_the_stop_reaches_status_why_through_the_progress_record(tmp_path):
     assert reason.text.startswith("the trainer gave up for good (exit 70 user_error): elastic: 1 attempts in a row "
                                   "ended in class slice_lost")
     assert trainer_stopped({**record, "gave_up": False}, "train") == [] and trainer_stopped(None, "train") == []
-    assert ProgressWriter(str(tmp_path), SystemClock()).previous_state == "failed"
+    # The next process on the directory reads it as a run that ended for good: a new run (issue 51, finding 7)
+    assert ProgressWriter(str(tmp_path), SystemClock()).previous_state == STOPPED_FOR_GOOD
 
 
 def test_every_process_stops_with_process_0(tmp_path):
@@ -154,3 +155,26 @@ def test_every_process_stops_with_process_0(tmp_path):
     shared = []
     AttemptHistory(str(tmp_path), 1, share=lambda value: shared.append(value) or value).started(8, None)
     assert shared == [0]
+
+
+@pytest.mark.parametrize("ended", ["stopped by this history", "the last process exited with a code no restart follows"])
+def test_a_stale_history_without_a_run_id_never_stops_a_new_run(tmp_path, capsys, ended):
+    """Issue 51, finding 7: with no --run-id (by hand, another orchestrator) a history stopped a new, fixed
+    run at once with 70. A run that ended for good is told apart without an id: its history says it stopped
+    it, or the progress record says its last process exited 70 (or 2), which no orchestrator restarts."""
+    from tests.support.clock import ManualClock
+    from trainer.elastic.progress import ProgressWriter
+
+    if ended.startswith("stopped"):
+        assert restarts(tmp_path, 2, [(0, None), (8, "running"), (8, "running")]) == [3]
+        previous = ProgressWriter(str(tmp_path), ManualClock()).previous_state  # no record: None
+    else:
+        assert restarts(tmp_path, 0, [(8, "running")] * 4) == []  # the setting off: 4 failures recorded
+        writer = ProgressWriter(str(tmp_path), ManualClock())
+        writer.finish("failed", "the user's code raised", 70)
+        previous = ProgressWriter(str(tmp_path), ManualClock()).previous_state
+    capsys.readouterr()
+    assert restarts(tmp_path, 2, [(8, previous)]) == []  # the new run starts
+    assert "is the history of a run that ended" in capsys.readouterr().err
+    assert json.loads((tmp_path / HISTORY_FILE).read_text())["attempts"] == [{"restored": 8, "ended": ""}]
+    assert restarts(tmp_path, 2, [(8, "running"), (8, "running")]) == [2]  # its own repeats still count

@@ -5,6 +5,7 @@ a cache that cannot be used is one warning line. `python -m trainer` as the user
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,83 @@ def test_a_cache_at_another_path_still_hits(tmp_path):
     assert moved.returncode == 0, moved.stderr[-3000:]
     (restored,) = [e for e in read_jsonl(tmp_path / "moved" / "events.jsonl") if e["event"] == "restore_done"]
     assert restored["executable"] == "cache_hit"
+def test_a_cache_of_code_is_created_private_and_refused_where_others_could_write_it(tmp_path):
+    """Issue 51, finding 5: its entries are executables the trainer runs (trainer/trusted_cache.py)."""
+    from trainer.trusted_cache import open_trusted_dir
+
+    made = tmp_path / "run" / CACHE_NAME
+    assert open_trusted_dir(str(made), chosen_by_user=False) is None
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700  # private from its creation, whatever the umask
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for mode in (0o775, 0o757, 0o777):
+        shared.chmod(mode)
+        problem = open_trusted_dir(str(shared), chosen_by_user=True)
+        assert problem is not None and f"writable by others (mode {mode:04o})" in problem
+    shared.chmod(0o755)
+    assert open_trusted_dir(str(shared), chosen_by_user=True) is None
+    planted = tmp_path / "planted"
+    planted.symlink_to(shared)
+    problem = open_trusted_dir(str(planted), chosen_by_user=False)  # the default: never through a link
+    assert problem is not None and problem.startswith("is a symbolic link")
+    assert open_trusted_dir(str(planted), chosen_by_user=True) is None  # a link the user named is theirs
+
+
+@pytest.mark.slow
+def test_a_link_planted_at_the_default_cache_gets_nothing_written_through_it(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / CACHE_NAME).symlink_to(elsewhere)
+    done = _trainer(tmp_path / "run", "--steps", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(elsewhere.iterdir()) == []
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: --compilation-cache-dir")]
+    assert len(warnings) == 1 and "is a symbolic link" in warnings[0], done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_cache_whose_reads_hang_is_off_after_one_bounded_lookup(tmp_path):
+    """Every entry a FIFO no one writes: jax's read of it blocks for ever. The first lookup is abandoned
+    after LOOKUP_BOUND_S, the cache is off, and the run compiles and finishes (it hung before)."""
+    first = _trainer(tmp_path / "run", "--steps", "1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    cache = tmp_path / "run" / CACHE_NAME
+    entries = [p for p in cache.iterdir() if p.is_file()]
+    assert entries
+    for entry in entries:
+        entry.unlink()
+        os.mkfifo(entry)
+    done = _trainer(tmp_path / "run", "--steps", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    off = [line for line in done.stderr.splitlines() if line.startswith("warning: compilation cache ")]
+    assert len(off) == 1 and "no answer within" in off[0] and "off for the rest of this process" in off[0]
+    assert CORRUPT_READ not in done.stderr  # no lookup after it was turned off
+
+
+@pytest.mark.slow
+def test_a_gs_cache_in_an_outage_costs_one_bounded_lookup_then_the_run_goes_on_uncached(tmp_path):
+    """Issue 51, finding 4: every cache request answered 503 made each lookup wait out gcsfs's retries (about
+    34 s) before jax compiled; a run of 19 s was still going after 500 s. Now the first lookup ends after
+    LOOKUP_BOUND_S, the cache is off, and nothing more is asked of it (counted in requests, not seconds)."""
+    from tests.support.fake_gcs import FakeGcs
+
+    fake = FakeGcs().start()
+    fake.buckets.add("cache-bucket")
+    fake.failing_prefixes["xla-cache/"] = 503
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR")}
+        env.update(JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", STORAGE_EMULATOR_HOST=fake.url,
+                   TENSORSTORE_GCS_HTTP_URL=fake.url, GOOGLE_AUTH_TOKEN_FOR_TESTING="anon")
+        done = subprocess.run([sys.executable, "-m", "trainer", "--run-dir", str(tmp_path / "run"), *TINY,
+                               "--steps", "2", "--compilation-cache-dir", "gs://cache-bucket/xla-cache"],
+                              cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                              timeout=300)  # cwd: with a size cap jax keeps its lock of a gs:// cache in `gs:/...` there
+        asked = [line for line in fake.log if "xla-cache/" in line]
+    finally:
+        fake.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    off = [line for line in done.stderr.splitlines() if line.startswith("warning: compilation cache ")]
+    assert len(off) == 1 and "off for the rest of this process" in off[0], done.stderr[-2000:]
+    keys = {line.split(" ", 1)[1].rstrip("/") for line in asked}
+    assert len(keys) == 1, keys  # one lookup (its client's own tries, on the abandoned thread), then none

@@ -27,7 +27,7 @@ import sys
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from elxpk_contract.errors import UsageError
 from elxpk_contract.presets import EARLIER_DEFAULTS, SHAPE_SETTINGS, preset_value
@@ -35,15 +35,17 @@ from elxpk_contract.setting_rules import default, said
 from elxpk_contract.settings import TrainerConfig
 from elxpk_contract.step_names import canonical_step
 from elxpk_contract.storage_full import storage_full_is_infrastructure, unwritable_is_usage
-from elxpk_contract.transient import transient_cause
+from elxpk_contract.transient import is_absence, transient_cause
 from elxpk_storage import checkpoint_files as ckpt_storage
 from elxpk_storage import digest
+from trainer.ckpt.array_handler import state_handler
 from trainer.ckpt.deadline import Deadline
 from trainer.ckpt.fingerprint import Pending, fingerprint, mismatch
 from trainer.ckpt.transient_retry import retry_transient
 from trainer.clock import Clock
 
 COMMIT_TIMEOUT_S = 600  # bounds every wait on the background writer
+T = TypeVar("T")
 
 
 class CheckpointStore:
@@ -66,8 +68,9 @@ class CheckpointStore:
         if primary:
             with unwritable_is_usage(said("checkpoint_dir"), self.directory, creating=True):
                 self.directory.mkdir(parents=True, exist_ok=True)
-            self._remove_uncommitted()
-            self._set_aside_linked()
+            # The first reads of the restore: one transient answer is retried here as in the restore itself.
+            self._retried("listing the unfinished saves", self._remove_uncommitted)
+            self._retried("listing the checkpoint steps for links", self._set_aside_linked)
         self._manager = self._open()
 
     def _open(self):
@@ -81,7 +84,7 @@ class CheckpointStore:
                 timeout_secs=COMMIT_TIMEOUT_S, post_finalization_callback=self._before_commit
             ),
         )
-        handlers = {"state": _state_handler(ocp), "meta": ocp.JsonCheckpointHandler()}
+        handlers = {"state": state_handler(ocp), "meta": ocp.JsonCheckpointHandler()}
         return ocp.CheckpointManager(self.directory, item_names=("state", "meta"), item_handlers=handlers,
                                      options=options)
 
@@ -227,7 +230,8 @@ class CheckpointStore:
 
         with deadline or Deadline("the checkpoint restore", self._cfg.restore_timeout_seconds):
             # Numbered folders that appeared since the start are not steps: refuse rather than move them.
-            ckpt_storage.refuse_unsafe_checkpoints(self._cfg.checkpoint_path, said("checkpoint_dir"))
+            self._retried("listing the checkpoint directory", partial(
+                ckpt_storage.refuse_unsafe_checkpoints, self._cfg.checkpoint_path, said("checkpoint_dir")))
             try:
                 return self._restore_newest_valid(target, ocp)
             finally:
@@ -246,24 +250,23 @@ class CheckpointStore:
         return None
 
     def _retried(self, what: str, attempt: Callable[[], Any]) -> Any:
-        """`attempt()`, with a transient failure (out of memory, storage unavailable, access denied) retried
-        and then ended with exit 75 (trainer.ckpt.transient_retry): such a failure never sets a step aside."""
-        return retry_transient(what, attempt, free=_collect, sleep=self._clock.sleep)
+        return retried_read(what, attempt, self._clock)
 
     def _try_step(self, step: int, target: Any, ocp: Any) -> tuple[dict | None, str]:
         """(the restored items, "") or (None, what is wrong with the step's content). Every read of the step
         (its listing, digest and arrays) is in here, so a transient failure of any of them retries it whole."""
         step_dir = self.directory / str(step)
-        reason = digest.verify(step_dir, step)
-        if reason is not None:
-            return None, reason
-        record = digest.read_digest(step_dir) or {}
+        record, reason = digest.checked(step_dir, step)  # the record read once: a second read could differ
+        if record is None:
+            return None, reason or ""
         self._check_fingerprint(step, record)
-        return self._restore_step(step, target, ocp, record.get("arrays", {}))
+        return self._restore_step(step, target, ocp, record["arrays"])
 
     def _restore_step(self, step: int, target: Any, ocp: Any, arrays: dict) -> tuple[dict | None, str]:
         """(the restored items, "") or (None, why the step's content cannot be resumed). A transient
-        failure (elxpk_contract.transient) raises: it says nothing about the step."""
+        failure (elxpk_contract.transient) raises: it says nothing about the step. Nor does one read that
+        answered "not found" while a fresh listing still shows every file the digest lists
+        (digest.confirm_absence raises UnconfirmedAbsence, retried like an outage)."""
         restore_args = ocp.checkpoint_utils.construct_restore_args(target)
         args = ocp.args.Composite(state=ocp.args.PyTreeRestore(item=target, restore_args=restore_args),
                                   meta=ocp.args.JsonRestore())
@@ -274,7 +277,9 @@ class CheckpointStore:
             self._manager = self._open()  # a failed restore can poison the manager
             if transient_cause(exc) is not None:
                 raise
-            return None, f"orbax could not read it: {str(exc).splitlines()[0][:200]}"
+            if is_absence(exc):
+                return None, digest.confirm_absence(self.directory / str(step), step, exc)
+            return None, f"orbax could not read it: {(str(exc).splitlines() or [''])[0][:200]}"
         try:
             problem = _meta_problem(restored["meta"], step)
             if problem is None:
@@ -306,6 +311,14 @@ class CheckpointStore:
 
             multihost_utils.sync_global_devices("elxpk-checkpoint-quarantine")
         self._manager.reload()
+
+
+def retried_read(what: str, attempt: Callable[[], T], clock: Clock) -> T:
+    """`attempt()`, one of the reads a restore makes (a listing, a digest, metadata, arrays, and those of the
+    start-up checks before it), with a transient failure (out of memory, storage unavailable, access denied,
+    a "not found" a listing contradicts) retried and then ended with exit 75 (trainer.ckpt.transient_retry):
+    such a failure never sets a step aside."""
+    return retry_transient(what, attempt, free=_collect, sleep=clock.sleep)
 
 
 def donatable(state: Any) -> Any:
@@ -412,25 +425,3 @@ def _delete_arrays(state: Any) -> None:
     for leaf in jax.tree.leaves(state):
         if isinstance(leaf, jax.Array) and not leaf.is_deleted():
             leaf.delete()
-
-
-def _state_handler(ocp: Any) -> Any:
-    """The faster array handler on this platform, as bench/bench_scale.py measures it.
-
-    On GPU and TPU, orbax's default (replica-parallel: the replicas of a shard each write a part): the issue
-    measured 0.34 s of save() blocking against 13.1 s for the first replica writing whole arrays, for a
-    0.9B state on an H200. On CPU the reverse: the bench's 20M-parameter FSDP state blocks for 109 ms with
-    the default and 30 ms with `use_replica_parallel=False` (orbax slices every array once per replica on
-    the calling thread). The files are the same format either way; any handler restores them."""
-    import jax
-    import numpy as np
-    from orbax.checkpoint import type_handlers as th
-
-    if jax.devices()[0].platform != "cpu":
-        return ocp.PyTreeCheckpointHandler()
-    registry = th.create_type_handler_registry(
-        (int, th.ScalarHandler()), (float, th.ScalarHandler()), (bytes, th.ScalarHandler()),
-        (np.number, th.ScalarHandler()), (np.ndarray, th.NumpyHandler()), (str, th.StringHandler()),
-        (jax.Array, th.ArrayHandler(use_replica_parallel=False)),
-    )
-    return ocp.PyTreeCheckpointHandler(type_handler_registry=registry)

@@ -7,7 +7,8 @@ content (the step is set aside) or an error of its own. Between tries the caller
 arrays a failed try left on the devices, a cycle holding them), as marin#8480 does before a restore.
 
 Bounds: RESTORE_TRIES tries of one step, BACKOFF_S seconds apart (5 s of waiting in all, on top of the
-storage clients' own retries: gcsfs retries a 5xx 6 times, tensorstore up to 32), all inside the restore's
+storage clients' own retries, bounded to fit by elxpk_storage.client_bounds: gcsfs retries a 5xx 6 times, tensorstore 4
+times, and a read stalled 20 s ends), all inside the restore's
 own deadline (trainer.ckpt.deadline, 30 min, then 76). OLMo-core retries network reads 3 times too. After
 the last try the process exits SLICE_LOST (75, retryable, `Count`): the JobSet restarts the group, and the
 new attempt tries the same newest step again, so a longer outage costs restarts, never a checkpoint.

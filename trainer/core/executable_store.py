@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import sys
 import threading
 from collections.abc import Mapping
@@ -50,6 +49,7 @@ from typing import Any
 from elxpk_contract.compile_cache import cache_dir
 from trainer.compile_cache import CALLER_CACHE
 from trainer.core.executable_entries import canonical, is_remote, read_entry, write_entry
+from trainer.trusted_cache import open_trusted_dir
 
 FORMAT = 1
 SUFFIX = ".xexec"
@@ -131,27 +131,6 @@ def entry_name(key: dict) -> str:
     return hashlib.sha256(canonical(key)).hexdigest()[:40] + SUFFIX
 
 
-def private_dir(path: Path) -> str | None:
-    """Make `path` this user's private directory (0700), never through a link; why not, or None.
-
-    Issue #51 gives the compilation cache the same rule in trainer/compile_cache.py; written here on this
-    branch until the two are folded into one function."""
-    try:
-        if path.is_symlink():
-            return "is a symbolic link"
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.lstat(path)
-    except OSError as exc:
-        return f"cannot be created ({type(exc).__name__}: {exc.strerror or exc})"
-    if not stat.S_ISDIR(info.st_mode):
-        return "is not a directory"
-    if info.st_uid != os.getuid():
-        return "is owned by another user"
-    if info.st_mode & 0o077:
-        return f"is open to other users (mode {stat.S_IMODE(info.st_mode):o}; chmod 700 it)"
-    return None
-
-
 class ExecutableStore:
     """Loads and saves one directory's serialized steps; every failure is a miss with its reason."""
 
@@ -169,7 +148,8 @@ class ExecutableStore:
             if self._checked is False:
                 # An object store has no directory to make private: its bucket's access decides, as for jax's
                 # cache and the checkpoints beside it.
-                self._checked = None if isinstance(self.directory, str) else private_dir(self.directory)
+                self._checked = None if isinstance(self.directory, str) else open_trusted_dir(
+                    str(self.directory), chosen_by_user=False)  # issue 51's rule for every cache of code
                 if self._checked is not None:
                     print(f"warning: executable store {self.directory}: {self._checked}; every restart of this "
                           "run compiles its step", file=sys.stderr)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, USER_ERROR, TrainerStopped
 from elxpk_contract.setting_rules import said
 from elxpk_storage import checkpoint_files as ckpt_storage
+from trainer.elastic.progress import STOPPED_FOR_GOOD
 
 HISTORY_FILE = "elxpk-attempts.json"
 HISTORY_BYTES = 64 * 1024
@@ -101,10 +102,16 @@ class AttemptHistory:
 
     def _judge(self, restored: int, previous_state: str | None) -> str:
         """Process 0: close the previous entry, add this one, and say why to stop ("" to go on)."""
-        attempts = self._read()
+        attempts, ended_for_good = self._read()
         if attempts and attempts[-1].ended == "":
             attempts[-1] = Attempt(attempts[-1].restored, ended_class(previous_state))
-        if previous_state == "done":  # a new run on a finished directory: its attempts are not these
+        # A new run on a finished directory: its attempts are not these. Finished: it completed, its last
+        # process stopped with a code no restart follows, or this history stopped it. Told apart so without
+        # a run id too (by hand, another orchestrator), where a stale history used to stop a fixed run (70).
+        if previous_state in ("done", STOPPED_FOR_GOOD) or ended_for_good:
+            if attempts:
+                _warned(f"{self.path} is the history of a run that ended ({previous_state or 'stopped'}): "
+                        "a new run, a new history")
             attempts = []
         run = repeats(attempts, restored)
         attempts = [*attempts, Attempt(restored)][-KEEP:]
@@ -115,30 +122,31 @@ class AttemptHistory:
         self._write(attempts, stopped)
         return stopped
 
-    def _read(self) -> list[Attempt]:
+    def _read(self) -> tuple[list[Attempt], bool]:
+        """(the attempts of this run, whether the history says it stopped the run for good)."""
         try:
             data = ckpt_storage.read_bounded(self.path, HISTORY_BYTES)
         except FileNotFoundError:
-            return []
+            return [], False
         except OSError as exc:
-            return _warned(f"cannot read {self.path}: {exc}")
+            return _warned(f"cannot read {self.path}: {exc}"), False
         try:
             if len(data) > HISTORY_BYTES:
                 raise ValueError(f"longer than {HISTORY_BYTES} bytes")
             record = json.loads(data.decode("utf-8"))
             attempts = [_attempt(e) for e in record["attempts"]][-KEEP:]
-            written_by = record.get("run", "")
-            if not isinstance(written_by, str):
-                raise TypeError(f"its run id is a {type(written_by).__name__}")
+            written_by, stopped = record.get("run", ""), record.get("stopped", "")
+            if not isinstance(written_by, str) or not isinstance(stopped, str):
+                raise TypeError(f"its run id is a {type(written_by).__name__}, its stop a {type(stopped).__name__}")
         # Not ours, or not whole: start a new history. RecursionError: JSON nested deeper than the parser
         # goes; OverflowError: int(1e999); AttributeError: `record` is not an object.
         except (ValueError, KeyError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
             return _warned(f"{self.path} is no attempt history ({type(exc).__name__}: {str(exc)[:100]}); "
-                           "starting a new one")
+                           "starting a new one"), False
         if written_by != self.run_id:
             return _warned(f"{self.path} was written by run {written_by!r:.80}, this is run {self.run_id!r:.80}: "
-                           "an earlier run's attempts, not counted; a new history replaces it")
-        return attempts
+                           "an earlier run's attempts, not counted; a new history replaces it"), False
+        return attempts, bool(stopped)
 
     def _write(self, attempts: list[Attempt], stopped: str) -> None:
         text = json.dumps({"attempts": [{"restored": a.restored, "ended": a.ended} for a in attempts],

@@ -26,6 +26,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 from elxpk_contract.errors import UsageError
@@ -53,6 +54,7 @@ from trainer.elastic.slice_health import Admission, RejoinGate
 from trainer.elastic.slices import make_backend
 from trainer.elastic.stalls import StallResponse
 from trainer.elastic.watchdog import StallWatchdog
+from trainer.elastic.writer_lease import WriterLease
 from trainer.metrics import RunRecorder
 from trainer.profile_capture import ProfileCapture
 from trainer.speed_log import SpeedLog, device_kind, speed_basis
@@ -85,7 +87,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     `speed_out` (the program's stdout) gets the speed line every --log-period steps and the profile's line.
     `process_start`: the unix time the start-up timeline counts from (trainer/startup.py): the process's
     start by default, the injected clock's now when a clock is given without it."""
-    from trainer.ckpt.checkpoint import refuse_other_configuration
+    from trainer.ckpt.checkpoint import refuse_other_configuration, retried_read
     from trainer.core import step as steplib
     from trainer.core.model import ModelShape
     from trainer.data.data import open_dataset
@@ -101,19 +103,25 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         raise UsageError(*problems)
     if gcs_auth.is_gcs(cfg.run_dir):  # before the backend reads RUN_DIR/.faults-fired there, and sets up gcsfs
         gcs_auth.require_credentials(f"{said('run_dir')} {cfg.run_dir:.200}")
+        gcs_auth.require_bucket(f"{said('run_dir')} {cfg.run_dir:.200}", cfg.run_dir)  # exit 2, not 1 at a write
     backend = backend or make_backend(cfg, schedule, clock)
     timeline.mark("devices_open")
     try:
         # Before anything is written: never manage the working directory or a folder of numbered folders.
-        ckpt_storage.refuse_unsafe_checkpoints(cfg.checkpoint_path, said("checkpoint_dir"))
+        retried_read("listing the checkpoint directory", partial(
+            ckpt_storage.refuse_unsafe_checkpoints, cfg.checkpoint_path, said("checkpoint_dir")), clock)
         ckpt_storage.refuse_file_in_path(said("run_dir"), cfg.run_dir)
         cfg = resolved(fit_to_backend(cfg, backend))  # the compute dtype and the data's identity are part
         if dataset is None:  # of the checkpoint fingerprint: both resolved first
             cfg, dataset = open_dataset(cfg)
-        refuse_other_configuration(cfg)  # a resume of another configuration writes nothing
+        retried_read("reading the newest digest", partial(refuse_other_configuration, cfg), clock)  # a resume
+        # of another configuration writes nothing
         donate = live_recovery.step_donates(cfg, backend)
         cfg = _remat_resolved(cfg, backend, donate)
         memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
+        lease = WriterLease(cfg.checkpoint_path, cfg.run_id or "", clock) if backend.process_index == 0 else None
+        if lease is not None:  # one run writes a checkpoint directory: before anything is written or removed
+            lease.acquire()
     except UsageError:
         backend.close()
         raise
@@ -187,6 +195,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         startup_recorder.close()  # process 0's is `recorder`: closing it twice is a no-op
+        if lease is not None:
+            lease.release()
         backend.close(peer_gone=peer_gone)
 
 

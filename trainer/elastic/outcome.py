@@ -26,6 +26,7 @@ import sys
 
 from elxpk_contract.errors import ElxpkError
 from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST, STORAGE_FULL, UNCLASSIFIED, USER_ERROR, ExitCode
+from elxpk_contract.fd_limit import fd_errno
 from elxpk_contract.storage_full import no_space_errno
 from elxpk_contract.transient import transient_cause
 
@@ -46,7 +47,7 @@ _GLOO_PEER_GONE = re.compile(r"^\s*UNKNOWN: Gloo \w+ failed: \[[^\]]*gloo/transp
 def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, ElxpkError):
         return BY_CODE.get(error.exit_code, UNCLASSIFIED)
-    if no_space_errno(error) is not None:
+    if no_space_errno(error) is not None or fd_errno(error) is not None:  # out of space or of file descriptors
         return STORAGE_FULL
     if is_peer_gone(error) or transient_cause(error) is not None:
         return SLICE_LOST

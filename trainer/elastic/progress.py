@@ -35,6 +35,8 @@ from trainer.clock import Clock
 from trainer.elastic.badput_meter import BadputMeter
 from trainer.elastic.drain import DrainOutcome
 
+STOPPED_FOR_GOOD = "stopped"  # previous_state of a process whose exit code no restart follows
+
 
 class ProgressWriter:
     def __init__(self, checkpoint_path: str, clock: Clock, *, enabled: bool = True,
@@ -64,7 +66,9 @@ class ProgressWriter:
             previous = read_progress(data.decode("utf-8"))
         except (OSError, RecordError, UnicodeDecodeError):
             return
-        self.previous_state = previous.state
+        # A process that stopped for good (an exit code the Job fails at once) is restarted by no orchestrator:
+        # whatever starts on this directory next is a new run, with or without a run id (attempt_history).
+        self.previous_state = STOPPED_FOR_GOOD if previous.gave_up() else previous.state
         self.progress = Progress(previous.steps_done, previous.step_time, previous.checkpoint_step,
                                  previous.checkpoint_time, previous.updated_at, "running", 1,
                                  since=self.progress.since)

@@ -1,0 +1,93 @@
+"""One writer per checkpoint directory (issue 51, finding 6): trainer/elastic/writer_lease.py on real
+directories with an injected clock, and two real `python -m trainer` runs started on one directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from elxpk_contract.errors import UsageError
+from tests.process.conftest import user_env
+from tests.support.clock import ManualClock
+from trainer.elastic.writer_lease import LEASE_FILE, STALE_S, WriterLease
+
+
+def _plant(directory: Path, clock: ManualClock, *, run: str, host: str = "other-host", pid: int = 4242,
+           age: float = 0.0) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / LEASE_FILE).write_text(json.dumps({"run": run, "host": host, "pid": pid, "token": "theirs",
+                                                    "beat": clock.time() - age}))
+
+
+def _held_by(directory: Path) -> str:
+    return json.loads((directory / LEASE_FILE).read_text())["token"]
+
+
+def test_another_run_alive_on_the_directory_is_refused_naming_both_runs(tmp_path):
+    clock = ManualClock()
+    for theirs, ours in (("run-a", "run-b"), ("", "run-b"), ("run-a", ""), ("", "")):
+        _plant(tmp_path / "ckpt", clock, run=theirs)
+        lease = WriterLease(str(tmp_path / "ckpt"), ours, clock)
+        with pytest.raises(UsageError) as refused:
+            lease.acquire()
+        line = str(refused.value)
+        assert line.startswith(f"--checkpoint-dir {tmp_path / 'ckpt'}: run {theirs or '(no --run-id)'!r} is "
+                               "writing it (process 4242 on other-host"), line
+        assert f"this is run {ours or '(no --run-id)'!r}" in line
+        assert _held_by(tmp_path / "ckpt") == "theirs" and clock.slept == 0  # untouched, refused at once
+
+
+def test_this_runs_predecessor_is_waited_for_until_it_stops_beating(tmp_path):
+    clock = ManualClock()
+    _plant(tmp_path / "ckpt", clock, run="jobset-uid")
+    lease = WriterLease(str(tmp_path / "ckpt"), "jobset-uid", clock)
+    lease.acquire()
+    try:
+        assert STALE_S <= clock.slept <= STALE_S + 5  # it waited for the holder to go stale, no longer
+        assert _held_by(tmp_path / "ckpt") != "theirs"
+    finally:
+        lease.release()
+    assert not (tmp_path / "ckpt" / LEASE_FILE).exists()
+
+
+def test_a_stale_or_dead_holder_is_taken_over_at_once(tmp_path):
+    clock = ManualClock(start=time.time())
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    for planted in ({"run": "other", "age": STALE_S + 1},  # stopped beating
+                    {"run": "other", "host": os.uname().nodename, "pid": int(dead.stdout)}):  # ended, same host
+        _plant(tmp_path / "ckpt", clock, **planted)  # type: ignore[arg-type]
+        lease = WriterLease(str(tmp_path / "ckpt"), "mine", clock)
+        lease.acquire()
+        assert _held_by(tmp_path / "ckpt") != "theirs" and clock.slept == 0
+        lease.release()
+
+
+@pytest.mark.slow
+def test_two_runs_started_on_one_directory_one_is_refused_and_writes_nothing(tmp_path):
+    args = [sys.executable, "-m", "trainer", "--checkpoint-dir", str(tmp_path / "ckpt"), "--steps", "40",
+            "--checkpoint-period", "2"]
+    first = subprocess.Popen([*args, "--run-dir", str(tmp_path / "a"), "--run-id", "run-a"], cwd=tmp_path,
+                             env=user_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        while not (tmp_path / "ckpt" / LEASE_FILE).exists():  # polled, never timed
+            assert first.poll() is None, first.stderr.read() if first.stderr else ""
+            time.sleep(0.05)
+        second = subprocess.run([*args, "--run-dir", str(tmp_path / "b"), "--run-id", "run-b"], cwd=tmp_path,
+                                env=user_env(), capture_output=True, text=True, timeout=300)
+        assert second.returncode == 2, second.stderr[-3000:]
+        assert second.stderr.splitlines()[-1].startswith(f"error: --checkpoint-dir {tmp_path / 'ckpt'}: run 'run-a' "
+                                                         "is writing it")
+        assert "this is run 'run-b'" in second.stderr and not (tmp_path / "b").exists()
+        assert first.wait(timeout=300) == 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert not (tmp_path / "ckpt" / LEASE_FILE).exists()  # released at the clean end
