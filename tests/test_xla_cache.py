@@ -45,7 +45,12 @@ def test_a_second_process_hits_the_cache_and_trains_bitwise_the_same(tmp_path):
     entries = list(cache.glob("*-cache"))
     assert entries, "every compile is written, however short"
     warm = _run(tmp_path, "warm", cache)
-    assert warm["hits"] >= len(entries)  # each executable the cold run compiled, loaded
+    # Each executable the cold run compiled, loaded: from jax's cache, but the train step from the executable
+    # store beside it (issue 49), which deserializes it without asking jax's cache.
+    restored = [json.loads(line) for line in (tmp_path / "warm" / "events.jsonl").read_text().splitlines()
+                if '"restore_done"' in line]
+    stored = sum(e.get("executable") == "deserialized" for e in restored)
+    assert warm["hits"] + stored >= len(entries)
     assert warm["losses"] == cold["losses"]  # hex floats: bitwise
 
 
