@@ -43,8 +43,10 @@ def compare(
     for path, flag in ((run_a, "RUN_A"), (run_b, "RUN_B")):
         try:
             source = load_source(path, flag=flag)
-            infos.append(getattr(source, "info", None))  # run.json: the settings, to name those that differ
-            runs.append(Series.of(source))  # the steps that count: the rest is let go
+            # run.json's settings, to name those that differ: the fields alone, not the run that holds them.
+            infos.append(getattr(getattr(source, "info", None), "fingerprint_fields", None))
+            runs.append(Series.of(source))  # the steps that count: the rest is let go, at once
+            del source  # a run at the record caps is hundreds of MB: not kept while the other one is read
         except UsageError as exc:
             problems.extend(exc.messages)
     if problems:

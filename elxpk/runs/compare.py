@@ -280,11 +280,10 @@ def render_text(c: Comparison) -> list[str]:
     return lines
 
 
-def settings_differ(info_a: Any, info_b: Any) -> tuple[tuple[str, Any, Any], ...]:
-    """The loss-deciding settings (run.json's `fingerprint_fields`) whose values differ between two runs, each
-    named as the trainer's flag (`--seed`; the data as `--data`); empty when either has no run.json."""
-    a = getattr(info_a, "fingerprint_fields", None)
-    b = getattr(info_b, "fingerprint_fields", None)
+def settings_differ(a: Any, b: Any) -> tuple[tuple[str, Any, Any], ...]:
+    """The loss-deciding settings (run.json's `fingerprint_fields`, given for each run) whose values differ
+    between two runs, each named as the trainer's flag (`--seed`; the data as `--data`); empty when either has
+    no run.json."""
     if not isinstance(a, dict) or not isinstance(b, dict):
         return ()
     names = sorted(set(a) | set(b))

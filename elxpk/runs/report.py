@@ -32,6 +32,7 @@ from elxpk_contract.event_records import (
     RestoreStarted,
     RunFinished,
     RunStarted,
+    Startup,
 )
 
 
@@ -115,7 +116,10 @@ def sessions_of(events: tuple[Event, ...]) -> list[Session]:
     """The run's sessions in time order (a session starts at each run_started): first and last record times,
     and whether it finished cleanly (run_finished)."""
     grouped: list[list[Event]] = []
-    for e in sorted(events, key=lambda e: e.time):
+    # A process's start-up phases (issue 49) are dated from before its run_started, and every process of a group
+    # writes them: they bound no session, or each process's imports would open one, and the billed interval
+    # would differ from the progress record's (run_started to the last write) that status and the alerts bill.
+    for e in sorted((e for e in events if not isinstance(e, Startup)), key=lambda e: e.time):
         if isinstance(e, RunStarted) or not grouped:
             grouped.append([])
         grouped[-1].append(e)

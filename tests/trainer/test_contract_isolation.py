@@ -40,9 +40,10 @@ def test_contract_imports_only_the_standard_library():
 
 def test_the_shared_storage_layer_imports_neither_the_launcher_nor_the_trainer():
     """elxpk_storage stands below both (the trainer image ships it beside the contract): besides the standard
-    library it may import only the contract and the libraries of the checkpoint directory and of gs://."""
+    library it may import only the contract and the libraries of the checkpoint directory and of gs:// (aiohttp
+    and tensorstore too: elxpk_storage/client_bounds.py bounds gcsfs's and orbax's array store's own retries)."""
     allowed = set(sys.stdlib_module_names) | {"__future__", "elxpk_contract", "elxpk_storage", "etils", "fsspec",
-                                              "google"}
+                                              "google", "aiohttp", "tensorstore"}
     assert [(f, m) for f, m in _imports("elxpk_storage") if m not in allowed] == []
 
 

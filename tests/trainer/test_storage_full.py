@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from elxpk_contract.errors import StorageFull
 from elxpk_contract.exit_codes import STORAGE_FULL, USER_ERROR
+from elxpk_contract.fd_limit import FD_ERRNOS
 from elxpk_contract.storage_full import NO_SPACE_ERRNOS, no_space_errno, storage_full_is_infrastructure
 from tests.support.runs import read_jsonl, tiny_config
 from tests.support.small_disk import SmallDisk, mounted_small_disk
@@ -37,8 +38,10 @@ def test_an_oserror_is_storage_full_exactly_for_the_three_errnos(code, chained):
             error = wrapped
     expected = code if code in NO_SPACE_ERRNOS else None
     assert no_space_errno(error) == expected
-    # Any other errno is the infrastructure's or unclassified (elxpk_contract.transient): never a user error.
-    assert (exit_code_for(error) is STORAGE_FULL) == bool(expected) and exit_code_for(error) is not USER_ERROR
+    # Out of file descriptors (EMFILE, ENFILE) shares exit 74 with its own line (elxpk_contract/fd_limit.py); any
+    # other errno is the infrastructure's or unclassified (elxpk_contract.transient): never a user error.
+    exits_74 = bool(expected) or code in FD_ERRNOS
+    assert (exit_code_for(error) is STORAGE_FULL) == exits_74 and exit_code_for(error) is not USER_ERROR
 
 
 @given(st.sampled_from(ALL_ERRNOS))
