@@ -321,22 +321,11 @@ def test_racing_writers_leave_one_whole_entry_and_no_temporary_file(saved, tmp_p
 
 
 def test_the_timeline_counts_from_the_process_start_and_holds_phases_until_the_recorder_exists(tmp_path):
+    from tests.support.clock import ManualClock
     from trainer.metrics import RunRecorder
     from trainer.startup import PROCESS_START, StartupTimeline
 
-    class Clock:
-        now = 1000.0
-
-        def time(self) -> float:
-            return self.now
-
-        def monotonic(self) -> float:
-            return self.now
-
-        def sleep(self, seconds: float) -> None:
-            self.now += seconds
-
-    clock = Clock()
+    clock = ManualClock(1000.0)
     timeline = StartupTimeline(clock, process_start=990.0)
     timeline.mark("imports_done")
     clock.sleep(2.5)
