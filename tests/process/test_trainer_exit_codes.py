@@ -322,7 +322,12 @@ def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root
     first = trainer([*flags, "--steps", "2"], tmp_path)
     assert first.code == DONE.code, first.err[-3000:]
     ckpt = tmp_path / "run" / "checkpoints"
-    before = sorted(p.name for p in ckpt.iterdir())
+    # Every step in place; the writer's lease (trainer/elastic/writer_lease.py) is a process's record, which a
+    # process aborted in XLA's C++ cannot remove (it goes stale on its own).
+    def in_place() -> list[str]:
+        return sorted(p.name for p in ckpt.iterdir() if p.name != "elxpk-writer.json")
+
+    before = in_place()
     limited = run_process([sys.executable, "-m", "tests.process.memory_limited", "2000", *flags, "--steps", "4"],
                           repo_root, timeout=180)
     # Under CI's load the limit is sometimes met first in XLA's own C++: a thread whose start fails
@@ -337,4 +342,4 @@ def test_a_restore_out_of_memory_is_retryable_with_every_step_in_place(repo_root
         (line,) = [x for x in limited.err.splitlines() if x.startswith("error: ")]
         # Out of memory in an allocation, or in a thread's stack (the host's class: "can't start new thread").
         assert any(f"{cls}: " in line for cls in ("out of memory", "host resources")), line
-    assert sorted(p.name for p in ckpt.iterdir()) == before
+    assert in_place() == before
