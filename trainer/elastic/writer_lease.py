@@ -7,9 +7,8 @@ time of its last beat) that a daemon thread rewrites every BEAT_S seconds while 
 a clean exit removes. A starting process that finds another holder's lease:
 - beaten within STALE_S (by the injected clock), held by another run (a different `--run-id`, or either run
   without one): refused with UsageError, exit 2, naming both runs; nothing was written;
-- held by this same run (a group restart of one JobSet: the same run id) whose holder may still be saving:
-  waits until the holder removes it or stops beating (STALE_S at most), so the new attempt never deletes
-  its predecessor's in-flight save;
+- held by this same run (a group restart of one JobSet: the same run id): taken over at once (`acquire`
+  says why it does not wait for the predecessor);
 - whose holder is known dead (same host, no such pid) or stopped beating: taken over at once.
 The new lease is written, then read back: of two processes that took a free lease at once, the one whose
 record was overwritten sees the other's token and is refused the same way.
@@ -49,15 +48,15 @@ class WriterLease:
     def acquire(self) -> None:
         """Take the lease (see the module's docstring), then keep it beating. UsageError when another run
         holds it."""
-        waited = 0.0
         while True:
             held = self._read()
-            if held is not None and held.get("token") != self._token and self._alive(held):
-                if not self._same_run(held) or waited > STALE_S:  # a holder that beats on is no predecessor
-                    raise UsageError(self._refusal(held))
-                self._clock.sleep(BEAT_S)  # this run's predecessor, perhaps saving: let it finish
-                waited += BEAT_S
-                continue
+            # This run's predecessor (a group restart: the same run id) is taken over at once. Waiting for it to
+            # stop beating held process 0 here while the group's other processes timed out joining it (a
+            # multi-controller restart after a SIGKILL restarted twice on the test cluster); what it may still be
+            # saving is this run's own trajectory, which the new attempt resumes from its last committed step.
+            if (held is not None and held.get("token") != self._token and self._alive(held)
+                    and not self._same_run(held)):
+                raise UsageError(self._refusal(held))
             try:
                 self._write()
             except OSError as exc:
