@@ -45,16 +45,27 @@ def _restart(run_dir: Path, steps: int, flags: list[str], env: dict[str, str]) -
     return {"start_to_first_step_s": first - started, "compile_s": restore.get("compile_s")}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2, help="restarts of each kind (median reported)")
+def restart_parser(description: str, runs: int, chip_flags: str) -> argparse.ArgumentParser:
+    """The flags every restart bench takes (this one and bench/bench_restart_timeline.py)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=runs, help="restarts of each kind (median reported)")
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--global-batch", default="16")
-    parser.add_argument("--trainer-args", default="", help="more trainer flags, one string (a chip: "
-                        "'--num-slices 1 --devices-per-slice 1')")
-    args = parser.parse_args(argv)
+    parser.add_argument("--trainer-args", default="", help=f"more trainer flags, one string (a chip: '{chip_flags}')")
+    return parser
+
+
+def trainer_env() -> dict[str, str]:
+    """This environment for a trainer of this checkout, with no caller's cache and no forced host devices."""
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "XLA_FLAGS")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = restart_parser(__doc__.splitlines()[0], 2, "--num-slices 1 --devices-per-slice 1")
+    args = parser.parse_args(argv)
+    env = trainer_env()
     model = ["--model", args.model, "--global-batch", args.global_batch, "--checkpoint-period", "2",
              *shlex.split(args.trainer_args)]
     with tempfile.TemporaryDirectory(prefix="elxpk-bench-cache-") as tmp:

@@ -35,6 +35,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_compile_cache import (  # the bench folder is the script's own: on sys.path
+    restart_parser,
+    trainer_env,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("cold", "cache_hit", "deserialized")
 HOW = {"cold": "compiled", "cache_hit": "cache_hit", "deserialized": "deserialized", "ahead": "deserialized"}  # executable_ready's how
@@ -84,20 +89,14 @@ def _ahead(store: Path, run_store: Path, model: list[str], args: argparse.Namesp
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1, help="restarts of each kind (median reported)")
-    parser.add_argument("--model", default="tiny")
-    parser.add_argument("--global-batch", default="16")
-    parser.add_argument("--trainer-args", default="", help="more trainer flags, one string (a chip: "
-                        "'--num-slices 1 --devices-per-slice 1 --dropout 0')")
+    parser = restart_parser(__doc__.splitlines()[0], 1, "--num-slices 1 --devices-per-slice 1 --dropout 0")
     parser.add_argument("--ahead-topology", help="also the `ahead` kind: --compile-only for this TPU slice")
     parser.add_argument("--ahead-args", default="", help="more --compile-only flags (the chip's HBM: "
                         "'--compile-chip-bytes 17179869184', so --remat-policy auto picks as on the chip)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
     kinds = (*KINDS, "ahead") if args.ahead_topology else KINDS
-    env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "XLA_FLAGS")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env = trainer_env()
     env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # a CPU step compiles in under jax's 1 s
     model = ["--model", args.model, "--global-batch", args.global_batch, "--checkpoint-period", "2",
              *shlex.split(args.trainer_args)]
