@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
+from tests.support.clock import ManualClock
 from tests.support.fake_gcs import FakeGcs
 
 BUCKET, PREFIX = "restore-answers", "run/ckpt"
@@ -36,7 +38,6 @@ def main(local: Path, cases: list[dict]) -> dict:
 
     from tests.support.runs import tiny_config
     from trainer.ckpt.checkpoint import CheckpointStore
-    from trainer.clock import SystemClock
     from trainer.core import mesh as meshlib
     from trainer.core import state as core_state
 
@@ -45,6 +46,7 @@ def main(local: Path, cases: list[dict]) -> dict:
     mesh = meshlib.build_mesh({0: devices[:2], 1: devices[2:4]}, [0, 1])
     out = {}
     for case in cases:
+        began = time.monotonic()
         with fake.lock:
             fake.objects.clear()
             fake.log.clear()
@@ -56,9 +58,10 @@ def main(local: Path, cases: list[dict]) -> dict:
             fake.object_faults = {f"{k.split(' ', 1)[0]} {PREFIX}/{k.split(' ', 1)[1]}": list(v)
                                   for k, v in case["faults"].items()}
         recorder = Recorder()
+        clock = ManualClock()  # the trainer's backoff between tries is counted, not waited
         skipped = recorder.skipped
         try:
-            store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=recorder, clock=SystemClock())
+            store = CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=recorder, clock=clock)
             try:
                 restored = store.restore_latest(core_state.state_target(cfg, mesh))
             finally:
@@ -70,7 +73,8 @@ def main(local: Path, cases: list[dict]) -> dict:
             asked = {k: sum(1 for line in fake.log if line == k) for k in fake.object_faults}
             out[case["name"]] = {"restored": result, "skipped": skipped, "asked": asked,
                                  "unserved": {k: v for k, v in fake.object_faults.items() if v},
-                                 "quarantined": sorted(n for _, n in fake.objects if "elxpk-quarantine" in n)}
+                                 "quarantined": sorted(n for _, n in fake.objects if "elxpk-quarantine" in n),
+                                 "seconds": round(time.monotonic() - began, 1), "slept": clock.slept}
     fake.stop()
     return out
 
