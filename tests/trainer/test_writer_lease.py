@@ -1,5 +1,6 @@
 """One writer per checkpoint directory (issue 51, finding 6): trainer/elastic/writer_lease.py on real
-directories with an injected clock, and two real `python -m trainer` runs started on one directory."""
+directories with an injected clock, a fenced-off attempt's save through real orbax, and two real
+`python -m trainer` runs started on one directory."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from elxpk_contract.errors import UsageError
+from elxpk_contract.errors import CheckFailed, UsageError
 from tests.process.conftest import user_env
 from tests.support.clock import ManualClock
+from tests.support.runs import PERIOD, STEPS, tiny_config
 from trainer.elastic.writer_lease import LEASE_FILE, STALE_S, WriterLease
 
 
@@ -57,6 +59,79 @@ def test_this_runs_predecessor_is_taken_over_at_once(tmp_path):
         lease.release()
     assert not (tmp_path / "ckpt" / LEASE_FILE).exists()
 
+
+
+def _fenced_pair(directory: Path) -> tuple[WriterLease, WriterLease]:
+    """(the predecessor, the newer attempt of the same run that took its lease while it was alive)."""
+    clock = ManualClock()
+    old = WriterLease(str(directory), "jobset-uid", clock)
+    old.acquire()
+    clock.sleep(1)  # another token: a new process's
+    new = WriterLease(str(directory), "jobset-uid", clock)
+    new.acquire()
+    return old, new
+
+
+def test_a_predecessor_taken_over_is_fenced_off_and_stops_beating(tmp_path):
+    old, new = _fenced_pair(tmp_path / "ckpt")
+    try:
+        assert new.took_over is not None and new.took_over["token"] == old._token
+        assert old.renew() is False and _held_by(tmp_path / "ckpt") == new._token  # never overwritten back
+        with pytest.raises(CheckFailed, match=r"not committing: a newer attempt of run 'jobset-uid' \(process "):
+            old.check_held()
+        new.check_held()
+        assert new.renew() is True
+    finally:
+        old.release()  # not its lease: left to the new holder
+        assert _held_by(tmp_path / "ckpt") == new._token
+        new.release()
+
+
+def test_a_fenced_attempts_save_never_commits_and_the_new_attempt_never_deletes_it(reference_run, tmp_path):
+    """Real orbax on real directories: the predecessor's save is refused just before its commit; the new
+    attempt's store leaves the written, uncommitted save in place and restores the last committed step; a
+    later start with no live predecessor removes it."""
+    import shutil
+
+    from elxpk_storage import checkpoint_files as ckpt_storage
+    from trainer.ckpt.checkpoint import CheckpointStore
+    from trainer.core import mesh as meshlib
+    from trainer.core import state as core_state
+
+    shutil.copytree(reference_run.run_dir / "checkpoints", tmp_path / "checkpoints")
+    cfg = tiny_config(tmp_path)
+    old, new = _fenced_pair(tmp_path / "checkpoints")
+    events: list = []
+
+    class Recorder:
+        def event(self, name, step, **details):
+            events.append((name, step))
+
+    def store(**kwargs) -> CheckpointStore:
+        return CheckpointStore(cfg, fault_hook=lambda point, step: None, recorder=Recorder(), clock=ManualClock(),
+                               **kwargs)
+
+    import jax
+
+    target = core_state.state_target(cfg, meshlib.build_mesh({0: jax.devices()[:1]}, [0]))
+    fenced = store(fence=old.check_held)
+    step, state, data = fenced.restore_latest(target)
+    assert step == STEPS
+    fenced.save(STEPS + PERIOD, state, data)
+    with pytest.raises(CheckFailed, match="not committing"):
+        fenced.close(raise_errors=True)
+    leftovers = ckpt_storage.uncommitted(tmp_path / "checkpoints")
+    assert [s for _, s in leftovers] == [STEPS + PERIOD] and not (tmp_path / "checkpoints" / str(STEPS + PERIOD)).exists()
+    kept = store(fence=new.check_held, keep_uncommitted=new.took_over is not None)
+    try:
+        assert kept.restore_latest(target)[0] == STEPS and ckpt_storage.uncommitted(tmp_path / "checkpoints") == leftovers
+    finally:
+        kept.close(raise_errors=True)
+    old.release()
+    new.release()
+    store().close(raise_errors=True)  # a later start: nobody else holds the directory
+    assert ckpt_storage.uncommitted(tmp_path / "checkpoints") == []
+    assert ("checkpoint_skipped", STEPS + PERIOD) in events
 
 def test_a_stale_or_dead_holder_is_taken_over_at_once(tmp_path):
     clock = ManualClock(start=time.time())

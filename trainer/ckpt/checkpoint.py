@@ -52,13 +52,16 @@ class CheckpointStore:
     """Saves and restores one run's checkpoints for the duration of one attempt."""
 
     def __init__(self, cfg: TrainerConfig, *, fault_hook: Callable[[str, int], None], recorder: Any, clock: Clock,
-                 primary: bool = True) -> None:
+                 primary: bool = True, fence: Callable[[], None] | None = None,
+                 keep_uncommitted: bool = False) -> None:
         self._cfg = cfg
         self._clock = clock
         self.directory = ckpt_storage.checkpoint_root(cfg.checkpoint_path, said("checkpoint_dir"))  # orbax (OCDBT) needs absolute paths
         self._fault_hook = fault_hook
         self._recorder = recorder
         self._primary = primary
+        self._fence = fence  # raises when a newer attempt holds the directory's writer lease
+        self._keep_uncommitted = keep_uncommitted  # a live predecessor may still be writing them
         self._pending: tuple[int, float] | None = None  # (step, when save() was called)
         self._arrays: Pending | None = None  # the pending step's fingerprint; the training thread's only
         self._lock = threading.Lock()
@@ -95,11 +98,17 @@ class CheckpointStore:
             pending = self._pending
         if pending is not None:
             self._fault_hook("save", pending[0])
+        if self._fence is not None:
+            self._fence()
 
     def _remove_uncommitted(self) -> None:
         """Saves that never committed (tmp directories; on gs://, steps without orbax's commit marker):
         report them, then delete them."""
         for path, step in ckpt_storage.uncommitted(self.directory):
+            if self._keep_uncommitted:
+                print(f"warning: kept {path}: this run's previous attempt may still be writing it (fenced off: it "
+                      "commits nothing now); a later start removes it", file=sys.stderr, flush=True)
+                continue
             self._recorder.event("checkpoint_skipped", step,
                                  reason="never committed: the save was interrupted before its commit")
             ckpt_storage.remove_tree(path, ignore_errors=True)

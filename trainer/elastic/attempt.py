@@ -88,8 +88,11 @@ class _Attempt:
         def fault_hook(point: str, step: int) -> None:
             backend.fault_point(point, step, active)
 
+        lease = ctx.lease
         self.store = CheckpointStore(ctx.cfg, fault_hook=fault_hook, recorder=ctx.recorder, clock=ctx.clock,
-                                     primary=backend.process_index == 0)
+                                     primary=backend.process_index == 0,
+                                     fence=lease.check_held if lease is not None else None,
+                                     keep_uncommitted=lease is not None and lease.took_over is not None)
         self.keep_live = live_recovery.unavailable(ctx.cfg, backend) is None
         self.state: Any = None
         self.tokens: Any = None

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from trainer.elastic.slice_health import RejoinGate
     from trainer.elastic.slices import SliceBackend
     from trainer.elastic.watchdog import StallWatchdog
+    from trainer.elastic.writer_lease import WriterLease
     from trainer.metrics import RunRecorder
     from trainer.startup import StartupTimeline
 
@@ -76,6 +77,7 @@ class AttemptContext:
     stalled: bool = False  # the stall watchdog turned a hang into the failure now surfacing (trainer.elastic.stalls)
     drain: DrainOutcome | None = None  # a stop on SIGTERM: whether it saved, the steps it lost (progress record)
     timeline: StartupTimeline | None = None  # this process's start-up phases (trainer/startup.py)
+    lease: WriterLease | None = None  # process 0's writer lease on the checkpoint directory
 
 
 @dataclass

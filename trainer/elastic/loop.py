@@ -139,7 +139,8 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
                            flush_s=cfg.record_flush_seconds)
     policy = ElasticPolicy(cfg, in_process_retry=backend.in_process_retry)
     steps = steplib.StepCache(cfg, clock, donate=donate, store=_executable_store(cfg))
-    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steps, policy, stop=stop, timeline=timeline)
+    ctx = AttemptContext(cfg, backend, recorder, clock, dataset, steps, policy, stop=stop, timeline=timeline,
+                         lease=lease)
     ctx.progress = ProgressWriter(cfg.checkpoint_path, clock, enabled=backend.process_index == 0, meter=meter,
                                   speed=speed.recent)
     # Every process writes its own start-up (a restart whose process 1 compiles while process 0 loads must show

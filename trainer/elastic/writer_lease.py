@@ -8,7 +8,11 @@ a clean exit removes. A starting process that finds another holder's lease:
 - beaten within STALE_S (by the injected clock), held by another run (a different `--run-id`, or either run
   without one): refused with UsageError, exit 2, naming both runs; nothing was written;
 - held by this same run (a group restart of one JobSet: the same run id): taken over at once (`acquire`
-  says why it does not wait for the predecessor);
+  says why it does not wait for the predecessor), and the predecessor fenced off: its beat stops once it
+  reads another token, and its commits are refused (`check_held`, which the checkpoint store calls just
+  before orbax's commit). Its in-flight save is never deleted: `took_over` tells this attempt's
+  checkpoint store to leave the saves that never committed where they are (orbax lists only committed
+  steps, so restore passes them over), and a later start, with no live predecessor, removes them;
 - whose holder is known dead (same host, no such pid) or stopped beating: taken over at once.
 The new lease is written, then read back: of two processes that took a free lease at once, the one whose
 record was overwritten sees the other's token and is refused the same way.
@@ -24,7 +28,7 @@ import sys
 import threading
 from typing import Any
 
-from elxpk_contract.errors import UsageError
+from elxpk_contract.errors import CheckFailed, UsageError
 from elxpk_contract.setting_rules import said
 from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
@@ -44,6 +48,7 @@ class WriterLease:
         self._token = f"{self._host}:{self._pid}:{clock.time():.6f}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.took_over: dict[str, Any] | None = None  # this run's predecessor's lease, still beating when taken
 
     def acquire(self) -> None:
         """Take the lease (see the module's docstring), then keep it beating. UsageError when another run
@@ -57,6 +62,8 @@ class WriterLease:
             if (held is not None and held.get("token") != self._token and self._alive(held)
                     and not self._same_run(held)):
                 raise UsageError(self._refusal(held))
+            if held is not None and held.get("token") != self._token and self._alive(held):
+                self.took_over = held
             try:
                 self._write()
             except OSError as exc:
@@ -81,6 +88,21 @@ class WriterLease:
                 self.path.unlink()
             except OSError as exc:  # a lease left behind goes stale on its own
                 print(f"warning: cannot remove {self.path}: {exc}", file=sys.stderr, flush=True)
+
+    def holder(self) -> dict[str, Any] | None:
+        """The lease's record when another process holds it now (this one was fenced off), else None: a
+        lease that is absent or unreadable is not taken as another's."""
+        held = self._read()
+        return held if held is not None and held.get("token") != self._token else None
+
+    def check_held(self) -> None:
+        """CheckFailed when a newer attempt took the lease: what this process would commit now races the new
+        attempt's own saves (the checkpoint store calls this just before each commit)."""
+        other = self.holder()
+        if other is not None:
+            raise CheckFailed(f"{said('checkpoint_dir')} {self.path.parent}: not committing: a newer attempt of run "
+                              f"{str(other.get('run') or '(no --run-id)')[:80]!r} (process {str(other.get('pid'))[:12]} "
+                              f"on {str(other.get('host'))[:80]}) writes it now")
 
     def _same_run(self, held: dict) -> bool:
         return bool(self._run_id) and held.get("run") == self._run_id
@@ -124,10 +146,21 @@ class WriterLease:
                            "beat": self._clock.time()}, sort_keys=True) + "\n"
         ckpt_storage.write_whole(self.path, text, tmp_name=f".{LEASE_FILE}.{self._pid}.partial")
 
+    def renew(self) -> bool:
+        """One beat: rewrite the lease, unless a newer attempt holds it now (then False: a beat would overwrite
+        the new holder's lease)."""
+        if self.holder() is not None:
+            print(f"warning: {self.path}: a newer attempt of this run took the writer lease; this process commits "
+                  "nothing more", file=sys.stderr, flush=True)
+            return False
+        self._write()
+        return True
+
     def _beat(self) -> None:
         while not self._stop.wait(BEAT_S):
             try:
-                self._write()
+                if not self.renew():
+                    return
             except Exception as exc:  # noqa: BLE001 - a missed beat must not stop training; the next may land
                 print(f"warning: cannot renew {self.path}: {type(exc).__name__}: {str(exc)[:120]}",
                       file=sys.stderr, flush=True)
