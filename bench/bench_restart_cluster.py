@@ -11,6 +11,8 @@ compile the step (or load it from the cache the first attempt wrote). Read, from
 on gs:// and the restarted pods' status:
 
 - kill -> next step: `kill-slice` returned -> the end of the first step after the restore;
+- how each process of the restarted group made its step (its start-up timeline: deserialized, cache_hit
+  or compiled), and the p95 of kill -> next step over the runs;
 - start -> first step: the restarted group's last container start (the API's `startedAt`, whole seconds,
   so up to 1 s too long) -> that step; split into start -> run_started (python, jax and the
   jax.distributed group), the restore, the step's compile (restore_done's compile_s) and the rest.
@@ -42,7 +44,8 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elxpk_storage.run_records import listing, ordered_chunks, read_chunks, run_dir_beside, store  # noqa: E402
+from elxpk.runs.chunked_run import chunk_lines  # noqa: E402
+from elxpk_storage.run_records import listing, ordered_chunks, run_dir_beside, store  # noqa: E402
 from tools.testcluster.kubeapi import PODS, LocalCluster  # noqa: E402
 
 ELXPK = Path(sys.executable).with_name("elxpk")
@@ -51,15 +54,14 @@ KINDS = (("with_cache", ()), ("without_cache", ("--compilation-cache-dir=off",))
 
 
 def records(run: str, kind: str) -> list[dict[str, Any]]:
-    """The complete lines of a gs:// run dir's chunks of `kind`, in writing order."""
+    """The complete lines of a gs:// run dir's chunks of `kind`, in writing order (the reader `report` uses)."""
     fs, root = store(run)
     out = []
-    for _, data in read_chunks(fs, ordered_chunks(listing(fs, root), kind)):
-        for line in data.decode().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:  # a torn last line of a killed writer
-                continue
+    for _, line, _ in chunk_lines(fs, ordered_chunks(listing(fs, root), kind), max_lines=10**6):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:  # a torn last line of a killed writer
+            continue
     return out
 
 
@@ -132,7 +134,12 @@ def one_restart(cluster: LocalCluster, bucket: str, kind: str, flags: tuple[str,
         pods = container_starts(cluster, name, asked)
         if not pods:
             raise SystemExit(f"{name}: no container started after the kill reports its start")
-        cold = [e for e in records(run, "events") if e["event"] == "restore_done"][0]
+        events = records(run, "events")
+        cold = [e for e in events if e["event"] == "restore_done"][0]
+        # How each process of the restarted group made its step (its start-up timeline's executable_ready):
+        # "deserialized" or "cache_hit" is a load, "compiled" a miss.
+        made = {e.get("process", 0): e.get("how") for e in events
+                if e["event"] == "startup" and e.get("phase") == "executable_ready" and e["time"] >= killed_at}
     finally:
         elxpk(cluster, "workload", "delete", name, "--yes")
     start = max(pods)
@@ -148,6 +155,7 @@ def one_restart(cluster: LocalCluster, bucket: str, kind: str, flags: tuple[str,
         "first_attempt_compile_s": cold.get("compile_s"),
         "containers_started_within_s": round(max(pods) - min(pods), 2),
         "load_1m_at_kill": load_at_kill,
+        "executable_by_process": {str(k): v for k, v in sorted(made.items())},
     }
 
 
@@ -186,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_1_5_15": {"before": [round(x, 2) for x in load_before],
                                 "after": [round(x, 2) for x in os.getloadavg()]},
         "cpus": os.cpu_count(), "runs": args.runs, "restarts": rows, "median": median,
+        "with_cache_every_process_loads_or_hits": all(
+            len(r["executable_by_process"]) == args.num_slices
+            and set(r["executable_by_process"].values()) <= {"deserialized", "cache_hit"} for r in rows["with_cache"]),
+        "kill_to_next_step_p95_s": {kind: round(statistics.quantiles([r["kill_to_next_step_s"] for r in runs], n=20,
+                                                                     method="inclusive")[-1], 2)
+                                    for kind, runs in rows.items() if len(runs) > 1},
         "ratio_with_to_without": {key: round(median["with_cache"][key] / median["without_cache"][key], 3)
                                   for key in ("kill_to_next_step_s", "start_to_first_step_s")},
     }, indent=2))

@@ -355,7 +355,7 @@ def test_on_an_object_store_a_new_process_loads_the_step_and_refuses_an_altered_
     out = json.loads(done.stdout)
     assert out["store"] == "gs://bucket/run/" + STORE
     assert out["first"] == {"how": "compiled", "store": "absent"}
-    assert [name.rsplit("/", 1)[-1].endswith(".xexec") for name in out["objects"]] == [True]
+    assert [name.rsplit("/", 1)[-1].endswith(".xexec") for name in out["objects"]] == [True]  # the one entry
     assert out["second"] == {"how": "deserialized", "store": ""}
     assert out["altered"]["how"] != "deserialized" and out["altered"]["store"] == "refused by digest"
     assert out["truncated"]["how"] != "deserialized" and out["truncated"]["store"].startswith("refused")

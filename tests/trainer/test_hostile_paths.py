@@ -209,9 +209,12 @@ def test_quarantine_never_writes_through_a_link_named_like_its_reason_file(tmp_p
                                   ["-m", "elxpk.cli.main", "local", "run", "--run-dir", "/proc/elxpk-none/r", "--plain"]],
                          ids=["trainer-run-dir", "trainer-checkpoint-dir", "local-run-dir"])
 def test_a_directory_no_directory_can_be_made_in_is_the_users(tmp_path, argv):
-    """/proc refuses a new directory with ENOENT, not EACCES: it was an internal error (exit 1)."""
+    """/proc refuses a new directory with ENOENT, not EACCES: it was an internal error (exit 1). A checkpoint
+    directory that cannot be written is refused before anything is written (the run's records were, once)."""
     proc = _run(argv, tmp_path)
     flag = "--checkpoint-dir" if "--checkpoint-dir" in argv else "--run-dir"
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {flag} /proc/elxpk-none/"), proc.stderr
     assert "cannot write there" in proc.stderr
+    if flag == "--checkpoint-dir":  # refused before the run's first record: the run directory was never made
+        assert not (tmp_path / "r").exists()

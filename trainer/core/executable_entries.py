@@ -52,7 +52,7 @@ def _parse(handle: IO[bytes], total: int | None, key: dict) -> tuple[bytes | Non
     """`total`: the entry's size where the file system says it (else the read stops one byte past the payload)."""
     if handle.read(len(MAGIC)) != MAGIC:
         return None, "refused: not an executable entry"
-    line = handle.readline(HEADER_BYTES)
+    line, rest = _header_line(handle)
     if not line.endswith(b"\n"):
         return None, "refused: truncated header"
     try:
@@ -67,12 +67,26 @@ def _parse(handle: IO[bytes], total: int | None, key: dict) -> tuple[bytes | Non
         return None, f"refused by key ({', '.join(differ)[:200]} differ)"
     if not 0 <= size <= PAYLOAD_BYTES or (total is not None and total != len(MAGIC) + len(line) + size):
         return None, "refused: truncated or padded payload"
-    payload = handle.read(size + 1)
+    payload = rest + handle.read(size + 1 - len(rest)) if len(rest) <= size else rest
     if len(payload) != size:
         return None, "refused: truncated or padded payload"
     if hashlib.sha256(payload).hexdigest() != digest:
         return None, "refused by digest"
     return payload, ""
+
+
+def _header_line(handle: IO[bytes]) -> tuple[bytes, bytes]:
+    """(the header line with its newline, or what was read of it without one; the bytes read past it), reading
+    at most HEADER_BYTES of it. In pieces, not `readline(limit)`: gcsfs's file (fsspec's buffered file, what
+    epath opens on gs://) takes no limit there, and an entry on the bucket was unreadable on every restart."""
+    held = b""
+    while b"\n" not in held and len(held) < HEADER_BYTES:
+        piece = handle.read(min(64 << 10, HEADER_BYTES - len(held)))
+        if not piece:
+            break
+        held += piece
+    line, newline, rest = held.partition(b"\n")
+    return line + newline, rest
 
 
 def _header(key: dict, payload: bytes) -> bytes:

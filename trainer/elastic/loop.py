@@ -119,7 +119,9 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         donate = live_recovery.step_donates(cfg, backend)
         cfg = _remat_resolved(cfg, backend, donate)
         memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
-        lease = WriterLease(cfg.checkpoint_path, cfg.run_id or "", clock) if backend.process_index == 0 else None
+        lease = (WriterLease(cfg.checkpoint_path, cfg.run_id or "", clock,
+                             flag=said("checkpoint_dir" if cfg.checkpoint_dir is not None else "run_dir"))
+                 if backend.process_index == 0 else None)
         if lease is not None:  # one run writes a checkpoint directory: before anything is written or removed
             lease.acquire()
     except UsageError:

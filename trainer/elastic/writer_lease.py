@@ -20,7 +20,6 @@ record was overwritten sees the other's token and is refused the same way.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import socket
@@ -30,19 +29,21 @@ from typing import Any
 
 from elxpk_contract.errors import CheckFailed, UsageError
 from elxpk_contract.setting_rules import said
+from elxpk_contract.storage_full import unwritable_is_usage
 from elxpk_storage import checkpoint_files as ckpt_storage
 from trainer.clock import Clock
 
 LEASE_FILE = "elxpk-writer.json"
-_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR})
 LEASE_BYTES = 4096
 BEAT_S = 5.0  # how often the holder rewrites its beat
 STALE_S = 20.0  # a lease not beaten for this long is its holder's no more (a killed process, a lost pod)
 
 
 class WriterLease:
-    def __init__(self, checkpoint_path: str, run_id: str, clock: Clock) -> None:
-        self.path = ckpt_storage.checkpoint_root(checkpoint_path, said("checkpoint_dir")) / LEASE_FILE
+    def __init__(self, checkpoint_path: str, run_id: str, clock: Clock, *, flag: str = "") -> None:
+        """`flag`: the flag that named the directory, as the user spelled it (--run-dir for RUN_DIR/checkpoints)."""
+        self._flag = flag or said("checkpoint_dir")
+        self.path = ckpt_storage.checkpoint_root(checkpoint_path, self._flag) / LEASE_FILE
         self._run_id, self._clock = run_id or "", clock
         self._host, self._pid = socket.gethostname(), os.getpid()
         self._token = f"{self._host}:{self._pid}:{clock.time():.6f}"
@@ -64,12 +65,10 @@ class WriterLease:
                 raise UsageError(self._refusal(held))
             if held is not None and held.get("token") != self._token and self._alive(held):
                 self.took_over = held
-            try:
+            # The lease is the run's first write: a directory that cannot be written is refused here, exit 2
+            # naming the flag, before the run directory has a record (it used to be refused at the first save).
+            with unwritable_is_usage(self._flag, self.path.parent, creating=True):
                 self._write()
-            except OSError as exc:
-                if exc.errno in _NOT_WRITABLE:  # nothing can be written there, by another run either: the
-                    return  # run's first writer says so, naming the flag the user gave (UsageError, exit 2)
-                raise
             mine = self._read()
             if mine is not None and mine.get("token") != self._token:  # taken by another at the same moment
                 raise UsageError(self._refusal(mine))
