@@ -408,6 +408,12 @@ class TrainerConfig:
         return self.checkpoint_dir if self.checkpoint_dir is not None else _beside(self.run_dir, "checkpoints")
 
     @property
+    def checkpoint_flag(self) -> str:
+        """The setting that names the checkpoint directory, for a message: run_dir when it is RUN_DIR/checkpoints
+        (the default), else checkpoint_dir."""
+        return "run_dir" if self.checkpoint_path == _beside(self.run_dir, "checkpoints") else "checkpoint_dir"
+
+    @property
     def resize_enabled(self) -> bool:
         return slices_waited_for(self.elastic_min_slice_count, self.num_slices) < self.num_slices
 

@@ -120,7 +120,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         cfg = _remat_resolved(cfg, backend, donate)
         memory = _memory_record(cfg, backend, donate)  # a step that cannot fit is refused before anything is written
         lease = (WriterLease(cfg.checkpoint_path, cfg.run_id or "", clock,
-                             flag=said("checkpoint_dir" if cfg.checkpoint_dir is not None else "run_dir"))
+                             flag=said(cfg.checkpoint_flag))
                  if backend.process_index == 0 else None)
         if lease is not None:  # one run writes a checkpoint directory: before anything is written or removed
             lease.acquire()
