@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from elxpk.cluster.api.kube import Kube
+from elxpk.cluster.diagnosis.failure_summary import LOSS_KINDS
 from elxpk.cluster.objects.labels import JOBSET_NAME
 from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.objects.workloads import JobSet
-from elxpk.cluster.diagnosis.failure_summary import LOSS_KINDS
 from elxpk.cluster.records.incidents import Incident, collect, pod_incidents
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.cluster.records.trainer_phase import pod_start
