@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Any, TextIO
 
+from elxpk.cluster.diagnosis.failure_summary import faults
 from elxpk.cluster.records.incidents import CAUSES
 from elxpk.cluster.records.trainer_phase import phase_of
 from elxpk.cluster.verbs.status_render import speed_text
@@ -37,9 +38,12 @@ def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]
     # a slice's own pod retries (backoffLimit > 0); a --no-pathways slice has none (limit 0: the JobSet's
     # restarts are its budget), so its "0 left" would read as spent from the first second
     own = [s for s in status.slices if s.backoff_limit]
+    # one kill once: a slice's fault counted once whatever its pods and JobSet restarts report, the slices that
+    # stopped with its group apart (failure_summary.faults, as `events` closes)
+    lost, stopped = faults(list(state.losses.values()))
     failures = dict.fromkeys(CAUSES, 0)
-    for cause in state.failed_pods.values():
-        failures[cause] = failures.get(cause, 0) + 1
+    for incident in lost:
+        failures[incident.cause] = failures.get(incident.cause, 0) + 1
     out.update({
         "state": status.state, "message": status.message, "why": status.reason,
         "phase": phase.name, "phase_detail": phase.detail,
@@ -51,7 +55,8 @@ def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]
         "step_age_s": step_age,
         "checkpoint_step": progress.get("checkpoint_step"),
         "checkpoint_age_s": None if ckpt_age is None else ckpt_age + later,
-        "restart_causes": dict(status.restart_causes), "pod_failures": failures,
+        "restart_causes": dict(status.restart_causes), "failures": failures,
+        "stopped_with_group": len(stopped),
         "jobset_restarts": status.restarts,
         "jobset_restarts_left": status.restarts_left, "max_restarts": status.max_restarts,
         "slice_budget_left_min": min(s.budget_left or 0 for s in own) if own else None,
@@ -127,8 +132,10 @@ class WatchView:
                      f"({f['jobset_restarts_left']} of maxRestarts {f['max_restarts']} left)"
                      + ("" if f["slice_budget_left_min"] is None
                         else f"; slice budget left {f['slice_budget_left_min']} of {f['slice_budget_min']} (lowest)"))
-        causes = ", ".join(f"{n} {cause}" for cause, n in f["pod_failures"].items() if n) or "none"
-        grid.add_row("Pod failures", f"by cause: {causes}")
+        causes = ", ".join(f"{n} {cause}" for cause, n in f["failures"].items() if n) or "none"
+        n = f["stopped_with_group"]
+        grid.add_row("Failures", f"by cause: {causes}"
+                     + (f"; {n} slice{'s' if n > 1 else ''} stopped with {'their' if n > 1 else 'its'} group" if n else ""))
         title = Text(f"Last incidents ({f['incidents']} seen)", style="bold")
         # one incident, one screen line: a wrapped line would push the older ones off a small terminal
         drawn = [Text(line, no_wrap=True, overflow="ellipsis") for line in lines] or [Text("none yet", style="dim")]

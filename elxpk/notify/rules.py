@@ -19,7 +19,9 @@ clock passed in). Each alert is raised once per occurrence, however often the sa
 - `recovery-late`: a lost slice not back within the expected time (once per outage);
 - `budget-80` / `budget-spent`: a restart budget (the JobSet's maxRestarts, a slice's backoffLimit) at 80%
   and at 100%, once per budget and level;
-- `failed` / `succeeded`: the JobSet's end;
+- `failed` / `succeeded`: the JobSet's end, raised at the first look that sees it and never again, dated by
+  the JobSet's own Completed/Failed condition (when within SEEN_LATE_S: a look a minute apart must not date
+  it a minute late), with how long it ran in the form every alert gives a duration (`after 42m00s`);
 - `checkpoint-stale`: a running trainer two checkpoint periods past its last committed save (progress.py's
   `saves_stopped`), once per last-saved step;
 - `stuck`: Queued, Admitted or Restarting for longer than `--stuck-after`, with the why line, once per
@@ -107,6 +109,8 @@ class Observation:
     preemptor: str = ""  # who preempted it, as named from Kueue's UID ("" when not known)
     resumed_at: float | None = None  # the trainer's first step of its current attempt (progress record)
     trainer_state: str = ""  # the progress record's state: running, preempted, failed, ... ("" unread)
+    ended_at: float | None = None  # when the JobSet finished (its Completed or Failed condition), once it has
+    started_at: float | None = None  # when it began to hold its chips: Kueue's admission, else its creation
 
 
 
@@ -315,8 +319,14 @@ class Watchman:
         kind = {"Failed": FAILED, "Succeeded": SUCCEEDED}.get(seen.state)
         if kind is None or not self._once((kind,)):
             return []
-        return [self._alert(kind, now, f"workload {seen.state.lower()}" + (f": {seen.why}" if seen.why else "")
-                            + (f"; {seen.chip_hours}" if seen.chip_hours else ""))]
+        when = _dated(seen.ended_at, now) if seen.ended_at is not None else now
+        # how long it ran is the JobSet's own span, however late the look that saw its end
+        ended = seen.ended_at if seen.ended_at is not None else when
+        ran = None if seen.started_at is None else max(ended - seen.started_at, 0.0)
+        after = "" if ran is None else f" after {format_duration(ran)}"
+        return [self._alert(kind, when, f"workload {seen.state.lower()}{after}" + (f": {seen.why}" if seen.why else "")
+                            + (f"; {seen.chip_hours}" if seen.chip_hours else ""),
+                            ran_s=None if ran is None else round(ran, 1), seen_at=now)]
 
     def _checkpoint(self, seen: Observation, now: float) -> list[Alert]:
         if not seen.saves_stopped or not self._once((CHECKPOINT_STALE, seen.checkpoint_step)):

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from elxpk.cluster.diagnosis import why
 from elxpk.cluster.objects.labels import parse_time
 from elxpk.cluster.objects.pods import Event
-from elxpk.cluster.objects.workloads import Workload
+from elxpk.cluster.objects.workloads import JobSet, Workload
 from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import finished_chip_hours
 from elxpk.cluster.records.incidents import KUEUE_EVICTED, Incident
 from elxpk.cluster.records.lost_slice import EVICTED, PREEMPTED, Fault, kueue_fault, lost_slice
 from elxpk.cluster.records.progress import progress_of, setting_value
-from elxpk.cluster.records.status import compute_status
+from elxpk.cluster.records.status import WorkloadStatus, compute_status
 from elxpk.errors import ElxpkError
 from elxpk.notify.delivery import DeliveryFailed, Notifier, Policy, payload, run_command, senders
 from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, TEST, NotifySettings
@@ -140,6 +140,7 @@ class NotifyingWatch:
             fault_slice=None if fault is None else fault.slice, fault_time=None if fault is None else fault.time,
             whole_workload=fault is not None and fault.slice is None, preemptor=self._preemptor(fault),
             resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "",
+            ended_at=status.ended_at, started_at=_held_since(jobset, status),
             chip_hours=finished_chip_hours(jobset, status, now)[0] if status.state in ("Succeeded", "Failed") else "")
 
     def _kueue_event(self, mine: list[Workload], now: float) -> Fault | None:
@@ -185,6 +186,12 @@ class NotifyingWatch:
         if self._progress is None or outage or now - self._progress[0] >= self.progress_every_s:
             self._progress = (now, progress_of(jobset, now)[0])
         return self._progress[1]
+
+
+def _held_since(jobset: dict, status: WorkloadStatus) -> float | None:
+    """When the workload began to hold its chips: Kueue's one admission, else its creation (as chip-hours
+    count it)."""
+    return status.admitted_at if status.admitted_at is not None else parse_time(JobSet.of(jobset).meta.created)
 
 
 def _elastic_timeout(jobset: dict) -> float | None:

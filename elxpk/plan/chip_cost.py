@@ -4,7 +4,7 @@ A week holds chips x 168 chip-hours (every slice's chips for the whole week, as 
 assumes); the model's goodput says how many are useful. The lost ones are split by cause with the
 first-order terms of the planned mode (Young's linearisation, elxpk/plan/model.py): checkpoint blocking
 C/(tau+C), rewind lam (tau+C)/2, waiting for a slice lam x replacement, recovery lam x restore (or
-reshard), compile per full restart; `other` is what the exact model differs by (failures during a
+reshard), compile per restart (each attempt's, before its first step); `other` is what the exact model differs by (failures during a
 recovery, and the like), so the figures add up.
 """
 
@@ -39,6 +39,7 @@ def _first_order_seconds(costs: Costs, mode: str, tau_s: float) -> dict[str, flo
     lost["waiting"] = failures * costs.replacement_s
     lost["recovery"] = failures * costs.restore_s
     lost["rewind"] = failures * (tau_s + save) / 2
+    lost["compile"] = failures * costs.compile_s  # each attempt compiles (or loads) its step before stepping
     return lost
 
 

@@ -93,18 +93,23 @@ class RecoveryCosts:
 def recovery(costs: Costs, mode: str) -> RecoveryCosts:
     """The recovery of each mode, as fixed phases.
 
-    - pause-resume: wait for the replacement slice, then restore in the same process.
-    - resize: restore at once onto N-1 slices, run degraded until the replacement arrives, then scale
-      up: one save at the current step and one restore onto N slices.
+    Every attempt compiles its step for its mesh (or loads it from the executable store or jax's cache)
+    ahead of its first step, after its restore (the run's `restore_done` `compile_s` is the part that
+    outlasts the restore): `compile_s` is paid by each restart, not by the full restart alone.
+
+    - pause-resume: wait for the replacement slice, then restore and compile in the same process.
+    - resize: restore and compile at once onto N-1 slices, run degraded until the replacement arrives, then
+      scale up: one save at the current step, one restore and compile onto N slices.
     - full-restart: the JobSet restarts every pod: replacement scheduling, image pull, compile, restore.
     """
+    start = costs.restore_s + costs.compile_s  # an attempt's restore, then its compile, to its first step
     if mode == PAUSE_RESUME:
-        return RecoveryCosts(mode, costs.replacement_s + costs.restore_s)
+        return RecoveryCosts(mode, costs.replacement_s + start)
     if mode == RESIZE:
         if costs.num_slices < 2:
             raise ValueError("resize needs at least 2 slices")
-        degraded = max(0.0, costs.replacement_s - costs.restore_s)
-        length = costs.restore_s + degraded + costs.save_s + costs.restore_s
+        degraded = max(0.0, costs.replacement_s - start)
+        length = start + degraded + costs.save_s + start
         return RecoveryCosts(mode, length, degraded, (costs.num_slices - 1) / costs.num_slices)
     if mode == FULL_RESTART:
         return RecoveryCosts(

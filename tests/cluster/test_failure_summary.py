@@ -43,3 +43,19 @@ def test_the_slices_that_stopped_with_their_group_are_not_losses():
     deleted = Incident(id="d", time=later, kind="exit", cause="infra", reason="Error", exit_code=137, fault="deleted")
     lines = summary_lines([forced, _exit(75, t1), evicted, _exit(75, later), deleted], None)
     assert lines == ["failures by cause: evicted 1, lost its VM 1; 3 slices stopped with their group (exit 75)"]
+
+
+def test_a_multi_host_slice_killed_is_one_fault_whatever_its_pods():
+    """kill-slice on a slice of 4 VMs: each of its 4 pods exits 137, and the other slice's 4 stop with their
+    group (75): one fault and one slice stopped with it, not "exit 137 4; 4 slices stopped"."""
+    t0, t1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:02Z"
+
+    def pod(slice_index: int, vm: int, code: int, time: str) -> Incident:
+        return Incident(id=f"{slice_index}-{vm}", time=time, kind="exit", cause="infra", reason="Error",
+                        exit_code=code, slice=slice_index, pod=f"w-slice-job-{slice_index}-{vm}")
+
+    killed = [pod(1, vm, 137, t0) for vm in range(4)] + [pod(0, vm, 75, t1) for vm in range(4)]
+    assert summary_lines(killed, None) == ["failures by cause: exit 137 1; 1 slice stopped with its group (exit 75)"]
+    # the victim slice's own pods that stop with the group (75 after its VM went) are its fault, not casualties
+    one_vm = [pod(1, 0, 137, t0), *(pod(1, vm, 75, t1) for vm in range(1, 4))]
+    assert summary_lines(one_vm, None) == ["failures by cause: exit 137 1"]

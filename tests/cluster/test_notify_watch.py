@@ -95,7 +95,7 @@ def test_cli_failed_workload_alert_with_its_why_line(fake, capsys, k):
                                  "--notify-format", "slack", "--notify-on", "failed,succeeded", *k)
     assert code == 0 and out.count("\n") >= 1 and "Traceback" not in err
     (body,) = [json.loads(b) for _, b in hook.bodies]
-    assert body["text"].startswith(":x: *failed* incidents: workload failed: applying FailJobSet")
+    assert body["text"].startswith(":x: *failed* incidents: workload failed after ") and ": applying FailJobSet" in body["text"]
 
 
 def test_cli_bad_notify_flags_exit_2_before_any_request(fake, capsys, k):
@@ -184,3 +184,39 @@ def test_a_kueue_preemption_seen_as_casualties_is_named_from_the_workload_or_its
         assert [a["kind"] for a in sent] == ["slice-lost"], sent
         assert sent[0]["summary"].startswith("train: the workload preempted by Kueue to admit the Workload of UID 7cf85980")
         assert sent[0]["details"]["slice"] is None and sent[0]["details"]["slices"] == [0, 1]
+
+
+def test_succeeded_is_raised_once_at_the_look_that_sees_it_dated_by_its_end_in_minutes():
+    """The captured `ops` workload running, then succeeded (both from the real controllers), looked at a minute
+    apart on an injected clock: `succeeded` comes at the first look that sees the end and never again, dated
+    by the JobSet's Completed condition (not by the look, up to a minute later), and says how long it ran as
+    every alert gives a duration (`after 36s`, `after 42m00s`), its chip-hours too: not `0.0 h`."""
+    import time
+
+    from elxpk.cluster.objects.labels import parse_time
+    from elxpk.notify.watch import NotifyingWatch
+    from elxpk.units import format_duration
+    from tests.cluster.captured import OPS, captured
+
+    running, succeeded = captured("running"), captured("succeeded")
+    done = succeeded["jobset"]
+    ended = parse_time(next(c for c in done["status"]["conditions"] if c["type"] == "Completed")["lastTransitionTime"])
+    admitted = parse_time(next(c for c in succeeded["workloads"][0]["status"]["conditions"]
+                               if c["type"] == "Admitted")["lastTransitionTime"])
+    now = [ended - 30.0]
+    with webhook(["200"] * 4) as hook:
+        watch = NotifyingWatch(_settings(hook.url), OPS, "default", lambda line: None, clock=lambda: now[0],
+                               policy=Policy(backoff_s=0.01, timeout_s=5.0))
+        for objects, at in ((running, ended - 30.0), (succeeded, ended + 50.0), (succeeded, ended + 110.0),
+                            (succeeded, ended + 170.0)):
+            now[0] = at
+            watch.objects(objects["jobset"], objects["jobs"], objects["pods"], objects["workloads"])
+        assert watch.close() == 0
+    docs = [json.loads(body) for answer, body in hook.bodies if answer == "200"]
+    (alert,) = docs  # once, though three looks saw the end
+    assert alert["kind"] == "succeeded" and alert["time"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended))
+    assert alert["details"]["seen_at"] == ended + 50.0  # the first look that saw it, a minute after the last
+    took = format_duration(ended - admitted)
+    assert alert["summary"].startswith(f"{OPS}: workload succeeded after {took}; ")
+    assert alert["details"]["ran_s"] == ended - admitted
+    assert f", {took} from admission to its end)" in alert["summary"] and " h from" not in alert["summary"]

@@ -175,8 +175,8 @@ def test_view_shows_every_figure(fake, clock, kube):
     assert f"Slices healthy  {record['slices_healthy']}/{record['slices_total']}" in screen
     assert f"State           {record['state']}  {record['message']}" in screen
     assert f"JobSet restarts {record['jobset_restarts']} ({record['jobset_restarts_left']} of maxRestarts" in screen
-    causes = ", ".join(f"{n} {cause}" for cause, n in record["pod_failures"].items() if n)
-    assert f"Pod failures    by cause: {causes or 'none'}" in screen
+    causes = ", ".join(f"{n} {cause}" for cause, n in record["failures"].items() if n)
+    assert f"Failures        by cause: {causes or 'none'}" in screen
     assert f"Last incidents ({state.incident_count} seen)" in screen
     assert state.incidents[-1].line()[:60] in screen
     assert all(len(line) <= 120 for line in screen.splitlines())  # an incident is one line, cut to the width
@@ -190,7 +190,7 @@ def _screen(state: WatchState) -> str:
     return console.export_text()
 
 
-def test_pod_failures_stay_counted_after_the_restart_deletes_the_pods(fake, clock, kube):
+def test_failures_stay_counted_after_the_restart_deletes_the_pods(fake, clock, kube):
     """The pods that failed are deleted by the JobSet's restart: the count still holds them, so it never says
     none above the exits listed under it; a --no-pathways slice (backoffLimit 0) shows no slice budget."""
     objects = seed(fake, "ignored")
@@ -199,7 +199,7 @@ def test_pod_failures_stay_counted_after_the_restart_deletes_the_pods(fake, cloc
     read = _reader(kube, clock, name)
     watch_status(kube, "default", name, read, state, on_change=lambda: None, clock=clock, sleep=clock.sleep,
                  refresh_s=1, max_watches=0)
-    counted = facts(state, clock(), 0.0)["pod_failures"]
+    counted = facts(state, clock(), 0.0)["failures"]
     assert counted == state.status.restart_causes and sum(counted.values()) == 2  # the two failed pods there
     for pod in objects["pods"]:
         if pod["status"]["phase"] == "Failed":
@@ -207,7 +207,7 @@ def test_pod_failures_stay_counted_after_the_restart_deletes_the_pods(fake, cloc
     watch_status(kube, "default", name, read, state, on_change=lambda: None, clock=clock, sleep=clock.sleep,
                  refresh_s=1, max_watches=0)
     record = facts(state, clock(), 0.0)
-    assert sum(state.status.restart_causes.values()) == 0 and record["pod_failures"] == counted
+    assert sum(state.status.restart_causes.values()) == 0 and record["failures"] == counted
     screen = _screen(state)
     assert "by cause: none" not in screen and "exit" in screen.split("Last incidents")[1]
     assert record["slice_budget_left_min"] is None and "slice budget" not in screen
@@ -408,3 +408,59 @@ def test_json_stream_writes_on_a_change_of_state_never_of_age(tmp_path_factory, 
         last = name
     out.seek(0)
     assert len(out.readlines()) == wanted
+
+
+def _killed(pod: dict, code: int, at: str, *, forced: bool) -> dict:
+    """`pod` as the API shows it after its trainer exited `code` at `at` (restartPolicy Never: Failed); `forced`:
+    force-deleted first (kill-slice: deletionTimestamp with no grace, held by the Job's tracking finalizer)."""
+    import copy
+
+    pod = copy.deepcopy(pod)
+    if forced:
+        pod["metadata"].update(deletionTimestamp=at, deletionGracePeriodSeconds=0)
+    status = pod["status"]
+    status["phase"] = "Failed"
+    status["conditions"] = [c for c in status.get("conditions", []) if c["type"] != "Ready"]
+    for cs in status["containerStatuses"]:
+        started = cs["state"]["running"]["startedAt"]
+        cs.update(ready=False, state={"terminated": {"exitCode": code, "reason": "Error", "startedAt": started,
+                                                     "finishedAt": at}})
+    return pod
+
+
+def test_a_slice_killed_shows_restarting_and_counts_as_one_failure(fake, clock, kube):
+    """kill-slice force-deletes the 4 pods of slice 1 of a 2-slice v5litepod-16 JobSet (the captured `plain`
+    one): they exit 137, slice 0's 4 trainers stop with their group (75), and the JobSet controller sets its
+    RestartingJobSet condition, its Jobs still counting the pods ready. The watch says Restarting (the
+    controller's word, not the stale Jobs' Running), and counts one failure and one slice stopped with it,
+    however many pods (8) and incidents the kill made and however often a refresh sees them."""
+    objects = seed(fake, "plain")
+    name = name_of(objects)
+    state = WatchState(name)
+    kill_at, stop_at = "2026-12-01T21:58:00Z", "2026-12-01T21:58:02Z"
+
+    def kill() -> None:
+        for pod in objects["pods"]:
+            victim = pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] == "1"
+            fake.store.put(("", "pods"), _killed(pod, 137 if victim else 75, kill_at if victim else stop_at,
+                                                 forced=victim))
+        jobset = fake.store.get(("jobset.x-k8s.io", "jobsets"), "default", name)
+        jobset["status"].update(restarts=1, restartsCountTowardsMax=1, conditions=[
+            *jobset["status"].get("conditions", []),
+            {"type": "RestartingJobSet", "status": "True", "reason": "FailurePolicy", "lastTransitionTime": kill_at,
+             "message": "restarting the JobSet: job incidents-plain-slice-job-1 failed"}])
+        fake.store.put(("jobset.x-k8s.io", "jobsets"), jobset)
+
+    def on_change() -> None:
+        if state.refreshes == 1 and not state.losses:
+            kill()
+
+    watch_status(kube, "default", name, _reader(kube, clock, name), state, on_change=on_change, clock=clock,
+                 sleep=clock.sleep, refresh_s=1, min_gap_s=0, max_watches=4)
+    seen = facts(state, clock(), 0.0)
+    assert state.refreshes >= 3 and len(state.losses) == 8  # each pod's exit came in, once
+    assert seen["state"] == "Restarting" and seen["phase"] == "restarting"
+    assert seen["failures"] == {"infra": 1, "user": 0, "unknown": 0} and seen["stopped_with_group"] == 1
+    screen = _screen(state)
+    assert "State           Restarting  JobSet restart 1" in screen
+    assert "Failures        by cause: 1 infra; 1 slice stopped with its group" in screen

@@ -121,4 +121,4 @@ def test_the_docs_example_runs_as_written_and_prints_its_figures(capsys):
     for line in joined[1:]:
         if line.strip() not in ("", "..."):
             assert " ".join(line.split()) in printed, line
-    assert "$224,801 a week" in section and "$70,372 at the recommended 715" in section
+    assert "$228,747 a week" in section and "$74,547 at the recommended 715" in section

@@ -87,9 +87,10 @@ def test_resize_pays_off_only_when_replacement_outlasts_restore_plus_a_save():
         assert (model.goodput(costs, RESIZE, tau) > model.goodput(costs, PAUSE_RESUME, tau)) is resize_wins
 
 
-def test_full_restart_costs_image_pull_and_compile_on_top():
+def test_full_restart_costs_the_image_pull_on_top():
+    """Both restarts compile (every attempt does, before its first step); only the full restart pulls the image."""
     pr, fr = model.recovery(EXAMPLE, PAUSE_RESUME), model.recovery(EXAMPLE, FULL_RESTART)
-    assert fr.length_s - pr.length_s == EXAMPLE.image_pull_s + EXAMPLE.compile_s
+    assert fr.length_s - pr.length_s == EXAMPLE.image_pull_s
     assert model.available_modes(Costs(1, 86400, 1, 1, 1, 1)) == (PAUSE_RESUME, FULL_RESTART)
 
 
@@ -122,3 +123,21 @@ def test_storage_is_bounded_by_max_to_keep_and_ttl():
     assert risky.checkpoints_kept == 1 and risky.ttl_can_delete_newest
     with pytest.raises(ValueError):
         storage(size_bytes=size, save_interval_s=1800, max_to_keep=0, ttl_s=None, price_per_gib_month=0.02)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1.0, 900.0), st.floats(0.0, 600.0), st.floats(1.0, 600.0), st.floats(1.0, 1200.0))
+def test_every_restart_pays_its_compile_before_its_first_step(compile_s, restore_s, replacement_s, save_s):
+    """Each attempt compiles (or loads) its step after its restore, before its first step (the trainer's
+    `restore_done` `compile_s`): a pause-and-resume pays it once per failure, a resize twice (onto N-1
+    slices, then onto N), as the full restart always did; a longer compile costs goodput in every mode."""
+    base = Costs(num_slices=4, slice_mtbf_s=86400.0, step_time_s=1.0, save_s=save_s, restore_s=restore_s,
+                 replacement_s=replacement_s, compile_s=0.0)
+    slow = Costs(**{**base.__dict__, "compile_s": compile_s})
+    assert model.recovery(slow, PAUSE_RESUME).length_s == pytest.approx(
+        model.recovery(base, PAUSE_RESUME).length_s + compile_s)
+    started = restore_s + compile_s
+    assert model.recovery(slow, RESIZE).length_s == pytest.approx(
+        2 * started + max(0.0, replacement_s - started) + save_s)
+    for mode in (PAUSE_RESUME, RESIZE, FULL_RESTART):
+        assert model.goodput(slow, mode, 600.0) < model.goodput(base, mode, 600.0)

@@ -75,7 +75,7 @@ def _status_report_and_alert_agree(run_dir, started, ended, fake, k, capsys, mon
                                  "--notify-format", "json", "--notify-on", "succeeded", *k)
     assert code == 0, err
     (body,) = [json.loads(b) for _, b in hook.bodies]
-    figures.append(re.search(r"([\d.,]+) chip-hours spent \(2 slices x 16 chips of v5litepod-16, [\d.]+ h from the "
+    figures.append(re.search(r"([\d.,]+) chip-hours spent \(2 slices x 16 chips of v5litepod-16, [\d.]+[dhms][\dhms]* from the "
                              r"trainer's start to its end\)", json.dumps(body)).group(1))
     assert figures[0] == figures[1] == figures[2], figures
     status_cost, report_cost = spent

@@ -52,7 +52,9 @@ def faults(incidents: Sequence[Incident]) -> tuple[list[Incident], list[Incident
     """(the faults, the casualties): every exit with a code, disruption and eviction. A slice that stopped
     with its group (its 75, or its pod deleted with a grace period, as a JobSet restart deletes them) within
     CASUALTY_WINDOW_S of another slice's fault is that fault's casualty; where only such stops came
-    together, the first of them is the fault."""
+    together, the first of them is the fault. One slice is one of either within the window, whatever the
+    number of its pods: a multi-host slice killed is one fault (each of its VMs' pods reports it), and its
+    own pods that then stop with the group are that fault, not casualties."""
     found = sorted((i for i in incidents if i.kind in LOSS_KINDS and (i.kind != "exit" or i.exit_code)),
                    key=lambda i: parse_time(i.time) or 0.0)
     lost: list[Incident] = []
@@ -65,10 +67,24 @@ def faults(incidents: Sequence[Incident]) -> tuple[list[Incident], list[Incident
             continue
         if group:
             own = [n for n, i in enumerate(group) if not _stopped_with_group(i)] or [0]
-            lost += [group[n] for n in own]
-            casualties += [i for n, i in enumerate(group) if n not in own]
+            mine = _one_per_slice([group[n] for n in own])
+            taken = {i.slice for i in mine if i.slice is not None}
+            lost += mine
+            casualties += _one_per_slice([i for n, i in enumerate(group) if n not in own and i.slice not in taken])
         group = [] if incident is None else [incident]
     return lost, casualties
+
+
+def _one_per_slice(incidents: list[Incident]) -> list[Incident]:
+    """The first of each slice's (in time order); those of no known slice each count."""
+    seen: set[int] = set()
+    out = []
+    for i in incidents:
+        if i.slice is None or i.slice not in seen:
+            out.append(i)
+            if i.slice is not None:
+                seen.add(i.slice)
+    return out
 
 
 def _stopped_with_group(incident: Incident) -> bool:

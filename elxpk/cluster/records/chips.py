@@ -34,6 +34,7 @@ from elxpk.cluster.objects.meta import part
 from elxpk.cluster.objects.workloads import JobSet
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, worker_replicated_job
+from elxpk.units import format_duration
 from elxpk_contract.progress_record import BADPUT_KEYS
 
 GPU_ACCELERATOR = "cloud.google.com/gke-accelerator"
@@ -160,9 +161,10 @@ def spent_summary(cost: dict) -> str:
     """One line of what `cost` (chip_hours_of's JSON) spent: chip-hours, what held them and how long, money;
     `status` and the `succeeded`/`failed` alerts state it alike."""
     d = decimals_for(cost["spent"])
-    hours = f"{cost['wall_s'] / 3600:.1f} h"
+    # as every other line of a hold or an outage says it (42m00s, 3h10m): "0.0 h" said nothing of a short run
+    held_for = format_duration(cost["wall_s"])
     span = next(words for how, words in _SPANS.items() if cost["billed"].endswith(how))
-    text = f"{cost['spent']:,.{d}f} {cost['unit']} spent ({cost['held']}, {hours} {span})"
+    text = f"{cost['spent']:,.{d}f} {cost['unit']} spent ({cost['held']}, {held_for} {span})"
     money = cost["money"]
     if money is not None:
         text += f"; ${money['spent']:,.{decimals_for(money['spent'])}f} at ${money['usd_per_chip_hour']:g}/hour"

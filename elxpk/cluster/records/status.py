@@ -8,7 +8,8 @@ replicatedJob with the most replicas). States, from the user's point of view:
 - Admitted: admitted and starting; no slice has failed or restarted yet.
 - Running: every slice (and the Pathways head) is ready.
 - Degraded: some slices are ready, others are down or restarting (elastic training continues on fewer).
-- Restarting: no slice is ready after a failure, or the JobSet is recreating its Jobs.
+- Restarting: the JobSet says so (its RestartingJobSet condition), no slice is ready after a failure, or the
+  JobSet is recreating its Jobs.
 - Succeeded / Failed: the JobSet finished (Completed / Failed condition).
 """
 
@@ -26,6 +27,9 @@ from elxpk.cluster.objects.workloads import Job, JobSet, JobSpec, ReplicatedJob,
 from elxpk.cluster.records.incidents import restart_causes
 
 STATES = ("Queued", "Admitted", "Running", "Degraded", "Restarting", "Succeeded", "Failed")
+# The JobSet controller's condition while it replaces the group: True from the failure it acts on until every
+# Job of the new attempt is ready (then False, reason JobsReady).
+RESTARTING_CONDITION = "RestartingJobSet"
 
 
 @dataclass(frozen=True)
@@ -305,6 +309,10 @@ def _state(jobset: JobSet, slices: list[SliceStatus], head: str | None, restarts
     history = restarts > 0 or attempts > 0 or any(s.pod_restarts or s.failed for s in slices)
     recreating = any(j.meta.deleting for j in jobs)
     head_ok = head in (None, "Running", "Succeeded")
+    # The controller's own word comes first: while it restarts the group, the survivors' Jobs still read ready
+    # and the new attempt's may not exist yet, so the slices alone would say Running or Degraded meanwhile.
+    if _true(conditions, RESTARTING_CONDITION):
+        return "Restarting", _down_message(down, restarts)
     if healthy == total and head_ok and not recreating:
         return "Running", f"{healthy}/{total} slices healthy"
     if recreating or (healthy == 0 and history):

@@ -24,10 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from elxpk.cluster.api.kube import Kube
+from elxpk.cluster.diagnosis.failure_summary import LOSS_KINDS
 from elxpk.cluster.objects.labels import JOBSET_NAME
 from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.objects.workloads import JobSet
-from elxpk.cluster.records.incidents import INFRA, Incident, collect, pod_incidents
+from elxpk.cluster.records.incidents import Incident, collect, pod_incidents
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.cluster.records.trainer_phase import pod_start
 from elxpk.cluster.verbs.events_feed import OUTAGE_S, _Outage
@@ -52,9 +53,10 @@ class WatchState:
     incidents: deque = field(default_factory=lambda: deque(maxlen=SHOWN_INCIDENTS))
     new_incidents: list = field(default_factory=list)  # not yet written by the JSON stream
     incident_count: int = 0
-    # pod -> cause (infra, user, unknown) of every pod failure among the incidents seen: the pods that a JobSet
-    # restart deletes stay counted, so the count never says none above the exits listed under it
-    failed_pods: dict = field(default_factory=dict)
+    # id -> every loss incident seen (an exit with a code, a disruption, an eviction), kept after a JobSet
+    # restart deletes its pods, so the count never says none above the exits listed under it; the view counts
+    # faults from them (failure_summary.faults: one per slice killed, its group's stops apart)
+    losses: dict = field(default_factory=dict)
     # pod -> when its running container started (trainer_phase.pod_start), from the pod watch: a refresh of a
     # running workload reads only its Failed pods, the watch sees them all (its first answer lists them)
     pod_starts: dict = field(default_factory=dict)
@@ -107,7 +109,7 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
             state.incidents.extend(fresh)
             state.new_incidents.extend(fresh)
             state.incident_count += len(fresh)
-            _count_failures(state.failed_pods, fresh)
+            state.losses.update((i.id, i) for i in fresh if _is_loss(i))
 
     def refresh() -> WorkloadStatus:
         found: list[Incident] = []
@@ -183,16 +185,9 @@ def _watch_once(kube: Kube, namespace: str, name: str, resume: str | None, statu
     return resume, status
 
 
-_FAILURE_KINDS = ("exit", "disruption", "evicted")
-
-
-def _count_failures(failed_pods: dict[str, str], incidents: list[Incident]) -> None:
-    """One failure per pod (restartPolicy Never: a pod fails once), by its cause; a disruption or an eviction
-    makes it infra whatever its container's code said, as incidents.restart_causes counts the pods there."""
-    for i in incidents:
-        if i.kind not in _FAILURE_KINDS or i.pod is None or (i.kind == "exit" and not i.exit_code):
-            continue
-        failed_pods[i.pod] = INFRA if i.kind != "exit" else failed_pods.get(i.pod, i.cause)
+def _is_loss(incident: Incident) -> bool:
+    """What failure_summary.faults weighs: an exit with a code, a disruption, an eviction."""
+    return incident.kind in LOSS_KINDS and (incident.kind != "exit" or bool(incident.exit_code))
 
 
 def _expect(state: WatchState, by: float | None, answered: float | None = None) -> None:
