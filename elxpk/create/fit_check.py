@@ -22,6 +22,7 @@ from typing import Any
 
 from elxpk.create.compile_relay import run_relaying
 from elxpk.create.spec import TRAINER_COMMAND
+from elxpk.create.trainer_refusals import trainer_argv
 from elxpk.errors import UsageError
 
 COMPILE_TIMEOUT_S = 1800.0  # a large model's step compiles for minutes; past this the check gives up
@@ -32,15 +33,27 @@ def _quiet(line: str) -> None:
     return None
 
 
+def bundled_trainer_args(spec: Any) -> list[str] | None:
+    """The bundled trainer's arguments in the pod (after `python -m trainer`), or None when the workload runs
+    something else: with --trainer, or a --command that runs it itself, as gcluster's `-e "python3 -m trainer
+    ..."` does (found as the render-time refusals find it, trainer_refusals.trainer_argv)."""
+    words = shlex.split(spec.command or "")
+    if spec.trainer:
+        return words[len(TRAINER_COMMAND.split()):]
+    found = trainer_argv(words)
+    return list(found) if found is not None else None
+
+
 def check_fit(spec: Any, env: tuple[tuple[str, str], ...], note: Callable[[str], None] = _quiet) -> list[str]:
     """The lines for stderr: the step fits. UsageError (exit 2) when it does not, or cannot be checked.
     `env`: the trainer settings as rendered (elxpk.create.render.trainer_env); `note` gets the lines that say
     what is compiled and that it still is, as they come (a compile takes seconds to minutes)."""
-    if not spec.trainer or spec.tpu is None:
+    extra = bundled_trainer_args(spec)
+    if extra is None or spec.tpu is None:
         raise UsageError("--check-fit: compiles the bundled trainer's step for a TPU slice; it needs --trainer "
-                         "and --tpu-type (MaxText: use its own train_compile)")
+                         "(or a --command that runs `python3 -m trainer`) and --tpu-type (MaxText: use its own "
+                         "train_compile)")
     tpu = spec.tpu
-    extra = shlex.split(spec.command or "")[len(TRAINER_COMMAND.split()):]  # the pod's arguments after it
     # The chip's memory, so that --remat-policy auto picks as it will on the chip (a topology's devices
     # report none). The step on the fewest slices is not compiled: the decision is the full width's.
     argv = [sys.executable, "-m", "trainer", "--compile-only", "--compile-topology", tpu.jax_topology,

@@ -237,7 +237,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag('check_data', BOOL, "Read each MaxText command's grain_train_files (a local or gs:// pattern; "
          'bounded reads) and confirm it is ArrayRecord holding records. A network read: off unless given.',
          default=False, option=True, commands=_BOTH),
-    Flag('check_fit', BOOL, "With --trainer on a TPU: compile the trainer's step for the slice "
+    Flag('check_fit', BOOL, "With --trainer (or a --command that runs python3 -m trainer) on a TPU: compile the trainer's step for the slice "
          '(python -m trainer --compile-only; needs jax and libtpu here, no chip) and refuse the workload, exit 2, '
          "when it needs more than a device's HBM. Seconds to minutes of CPU: off unless given.",
          default=False, option=True, commands=("create",)),

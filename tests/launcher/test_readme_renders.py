@@ -1,30 +1,16 @@
 """The README's "On GKE" renders run exactly as written (their `--dry-run` commands, in elxpk's, xpk's and
 gcluster's spellings, and `elxpk translate`), as a new user pastes them, and what they print passes `workload
 validate`: the cluster's rules and what the bundled trainer would refuse when it starts on those slices.
-`--check-fit` (a compile of minutes per example) is not run here."""
+Their `--check-fit` runs in the compile-only tier (tests/trainer/test_compile_only.py)."""
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _dry_run_commands() -> list[list[str]]:
-    text = ROOT.joinpath("README.md").read_text(encoding="utf-8")
-    section = text.split("## On GKE", 1)[1].split("\n## ", 1)[0]
-    joined = re.sub(r"\\\n\s*", "", section)  # shell line continuations
-    commands = []
-    for line in joined.splitlines():
-        line = line.split(" > ", 1)[0].strip()
-        if line.startswith(("elxpk workload create", "elxpk job submit")) and "--dry-run" in line or \
-                line.startswith("elxpk translate -- "):
-            commands.append(shlex.split(line, comments=True))
-    return commands
+from tests.support.readme_commands import ROOT, gke_commands
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
@@ -33,7 +19,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def test_the_readme_renders_run_as_written(tmp_path):
-    commands = _dry_run_commands()
+    commands = gke_commands()
     assert len(commands) >= 5, "the README's On GKE section lost its --dry-run examples"
     spellings = {tuple(argv[:3]) for argv in commands}
     assert {("elxpk", "workload", "create"), ("elxpk", "job", "submit"), ("elxpk", "translate", "--")} <= spellings

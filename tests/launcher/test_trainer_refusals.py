@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -207,3 +208,19 @@ def test_any_shape_of_manifest_is_read_without_raising(template, env, replicas):
         }}}}}}]}}
     for by_env in (False, True):
         assert isinstance(trainer_problems(jobset, by_env=by_env), list)
+
+
+@pytest.mark.parametrize(("trainer", "command", "expected"), [
+    (True, "python -m trainer --steps 5", ["--steps", "5"]),
+    (False, "python3 -m trainer --global-batch 48", ["--global-batch", "48"]),  # gcluster's -e
+    (False, "/usr/bin/python3.12 -m trainer", []),
+    (False, "bash -c 'pip list && python3 -m trainer --steps 2'", ["--steps", "2"]),
+    (False, "python3 -m maxtext.trainers.pre_train.train base.yml", None),
+    (False, "", None),
+])
+def test_check_fit_finds_the_bundled_trainer_as_the_refusals_do(trainer, command, expected):
+    from types import SimpleNamespace
+
+    from elxpk.create.fit_check import bundled_trainer_args
+
+    assert bundled_trainer_args(SimpleNamespace(trainer=trainer, command=command)) == expected

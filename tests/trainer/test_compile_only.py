@@ -169,3 +169,19 @@ def test_compile_executables_writes_each_step_ahead_for_every_host_and_nothing_e
     assert sorted((k["mesh"]["shape"][0], *k["process"]) for k in keys) == sorted(
         (slices, i, 8) for slices in (1, 2) for i in range(8))
     assert {k["versions"]["platform"] for k in keys} == {"tpu"}
+
+
+@pytest.mark.slow
+def test_the_readme_examples_that_run_the_bundled_trainer_pass_check_fit(libtpu, tmp_path):
+    """Each README "On GKE" render that runs the bundled trainer (`--trainer`, or gcluster's `-e "python3 -m
+    trainer ..."`), with `--check-fit` added as its text suggests: the step is compiled for its slice and fits
+    (1b on 3 x v5litepod-16: about a minute of CPU). The MaxText example is left to MaxText's train_compile."""
+    from tests.support.readme_commands import gke_commands
+
+    bundled = [argv for argv in gke_commands() if argv[1] != "translate" and "maxtext" not in argv]
+    assert len(bundled) >= 3 and any("1b" in argv for argv in bundled), bundled
+    for argv in bundled:
+        done = _run([ELXPK, *argv[1:], "--check-fit"], tmp_path)
+        assert done.returncode == 0, (argv, done.stderr[-3000:])
+        fits = [line for line in done.stderr.splitlines() if line.startswith("check-fit: the train step needs ")]
+        assert len(fits) == 1 and "% of the device's 15.75 GiB" in fits[0], (argv, done.stderr[-3000:])
