@@ -45,10 +45,17 @@ def checkpoint_root(checkpoint_dir: str, source: str = "--checkpoint-dir", *,
         return epath.Path(os.path.abspath(checkpoint_dir))
     if gcs_auth.is_gcs(checkpoint_dir):
         gcs_auth.require_credentials(f"{source} {checkpoint_dir:.200}", tensorstore=tensorstore)
+        prepare_object_store()  # before the bucket check builds the first gcsfs
         gcs_auth.require_bucket(f"{source} {checkpoint_dir:.200}", checkpoint_dir)
-    no_listing_cache()
-    bound_object_store_clients()  # their own retries fit inside the trainer's tries (issue 51)
+    prepare_object_store()
     return path
+
+
+def prepare_object_store() -> None:
+    """What every process sets before its first gs:// path through epath (which keeps the gcsfs it builds
+    then): no listing cache, and the clients' retries bounded (issue 51)."""
+    no_listing_cache()
+    bound_object_store_clients()
 
 
 def no_listing_cache() -> None:

@@ -56,6 +56,13 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
         from elxpk_storage import gcs_auth  # lazy: a gs:// cache only (google-auth)
 
         gcs_auth.require_credentials(f"{said('compilation_cache_dir')} {path:.200}")
+        # Before the first gs:// path through epath, which builds its gcsfs once per process and keeps it: built
+        # here with gcsfs's listing cache on, it answered every later listing of the checkpoints from that
+        # cache, and a process other than 0 still listed a step process 0 had set aside, refused to save it
+        # again and stalled the group's save (a second restart on the test cluster).
+        from elxpk_storage.checkpoint_files import prepare_object_store
+
+        prepare_object_store()
     # Its entries are code the trainer runs: trusted like code (trainer/trusted_cache.py).
     problem = open_trusted_dir(path, chosen_by_user=cfg.compilation_cache_dir is not None)
     if problem is None:

@@ -1,7 +1,7 @@
 """The trainer's checkpoints on `gs://` against fake-gcs-server, as a user runs it: `python -m trainer` saves
 steps 2 and 4, a second run to 6 restores step 4, and `elxpk checkpoint inspect` reads the bucket healthy.
-The compilation cache is the trainer's default, beside the checkpoints in the bucket: the first run writes
-it, the second loads its step from it.
+The compilation cache and the executable store are the trainer's defaults, beside the checkpoints in the
+bucket: the first run writes both, the second loads its step from the store.
 
 Two clients write there: gcsfs (etils.epath/fsspec: listings, metadata, commit markers) honours
 STORAGE_EMULATOR_HOST and goes anonymous under it; orbax's arrays go through tensorstore's own GCS driver,
@@ -65,11 +65,16 @@ def test_checkpoints_resume_and_inspect_on_gs(gcs_env: tuple[dict[str, str], str
     events = [json.loads(line) for line in (tmp_path / "elxpk-run" / "events.jsonl").read_text().splitlines()]
     restores = [(e["step"], e["from_checkpoint"]) for e in events if e["event"] == "restore_done"]
     assert restores == [(0, False), (4, True)], restores
-    # The second run loaded its step from the cache in the bucket (jax logs each hit under JAX_LOG_COMPILES).
-    assert HIT not in first.stderr and HIT in resumed.stderr, resumed.stderr[-3000:]
+    # The second run loaded its step from the bucket: the serialized executable the first wrote there
+    # (trainer/core/executable_store.py), with no trace and no lookup in jax's cache, which the first wrote too
+    # (jax logs each cache hit under JAX_LOG_COMPILES). Until gcsfs's files were read right, it was a cache hit.
+    made = [e.get("executable") for e in events if e["event"] == "restore_done"]
+    assert made == ["compiled", "deserialized"], made
+    assert HIT not in first.stderr + resumed.stderr, resumed.stderr[-3000:]
     host, bucket = env["STORAGE_EMULATOR_HOST"], directory.split("/")[2]
-    listed = requests.get(f"{host}/storage/v1/b/{bucket}/o", params={"prefix": "run/xla-cache/"}, timeout=30)
-    assert any(item["name"].endswith("-cache") for item in listed.json().get("items", [])), listed.text[:2000]
+    for prefix, suffix in (("run/xla-cache/", "-cache"), ("run/xla-cache-executables/", ".xexec")):
+        listed = requests.get(f"{host}/storage/v1/b/{bucket}/o", params={"prefix": prefix}, timeout=30)
+        assert any(item["name"].endswith(suffix) for item in listed.json().get("items", [])), listed.text[:2000]
 
     inspected = subprocess.run([str(ELXPK), "checkpoint", "inspect", directory, "-o", "json"], env=env,
                                cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
