@@ -56,10 +56,9 @@ def configure(cfg: TrainerConfig, environ: Mapping[str, str]) -> str | None:
         from elxpk_storage import gcs_auth  # lazy: a gs:// cache only (google-auth)
 
         gcs_auth.require_credentials(f"{said('compilation_cache_dir')} {path:.200}")
-        # Before the first gs:// path through epath, which builds its gcsfs once per process and keeps it: built
-        # here with gcsfs's listing cache on, it answered every later listing of the checkpoints from that
-        # cache, and a process other than 0 still listed a step process 0 had set aside, refused to save it
-        # again and stalled the group's save (a second restart on the test cluster).
+        # Before the first gs:// path through epath, which builds its gcsfs once per process and keeps it: with
+        # its listing cache on, every later listing of the checkpoints came from that cache (trainer/elastic/
+        # loop.py says what that cost).
         from elxpk_storage.checkpoint_files import prepare_object_store
 
         prepare_object_store()

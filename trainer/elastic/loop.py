@@ -103,6 +103,10 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         raise UsageError(*problems)
     if gcs_auth.is_gcs(cfg.run_dir):  # before the backend reads RUN_DIR/.faults-fired there, and sets up gcsfs
         gcs_auth.require_credentials(f"{said('run_dir')} {cfg.run_dir:.200}")
+        # Before that read, epath's first gs:// path, builds the gcsfs the process keeps: with its listing cache
+        # on, a process other than 0 still listed a step process 0 had set aside at a restore, refused to save it
+        # again and stalled the group's save (a second restart under load, a run with --fault).
+        ckpt_storage.prepare_object_store()
         gcs_auth.require_bucket(f"{said('run_dir')} {cfg.run_dir:.200}", cfg.run_dir)  # exit 2, not 1 at a write
     backend = backend or make_backend(cfg, schedule, clock)
     timeline.mark("devices_open")
