@@ -9,7 +9,8 @@ an entry up (6 s of a 19-24 s restart of 125m on a v5e chip, issue 49); a serial
   trainer/core's source (the code that builds the step), the mesh (shape, axes and devices in order), every
   argument's shape, dtype and sharding, the compiler options, the jax/jaxlib/libtpu/optax versions and the
   backend's platform version, the XLA flags (XLA_FLAGS, LIBTPU_INIT_ARGS), the jax settings that change a
-  trace, and this process's index among the group's (each process loads its own part of the program).
+  trace, and this process's index among the group's (each process loads its own part of the program) and
+  whether it runs in a jax.distributed group at all (a group's collectives are compiled for its runtime).
 - Its payload carries its sha256: a truncated or altered entry is refused before it is unpickled.
 - A reader meets a whole entry or none, and two racing writers of one key leave one whole entry: a temporary
   name renamed over it on a local disk, one upload on an object store (trainer/core/executable_entries.py).
@@ -122,8 +123,13 @@ def entry_key(fingerprint: tuple, mesh: Any, args: Any, options: dict | None,
                      "platform": client.platform, "platform_version": client.platform_version},
         "xla_flags": {name: os.environ.get(name, "") for name in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")},
         "jax_config": {name: str(getattr(jax.config, name)) for name in (
-            "jax_enable_x64", "jax_default_matmul_precision", "jax_threefry_partitionable")},
+            "jax_enable_x64", "jax_default_matmul_precision", "jax_threefry_partitionable",
+            "jax_cpu_collectives_implementation")},
         "process": list(process or (jax.process_index(), jax.process_count())),
+        # A process of a jax.distributed group, even a group of one, compiles its collectives for the group's
+        # runtime: its step loaded where jax.distributed is off ran, and differed in the last bits (a one-slice
+        # multi-controller run's entry, loaded by a simulated run on the same devices, broke a bitwise resize).
+        "distributed": jax.distributed.is_initialized(),
     }
 
 
