@@ -43,11 +43,10 @@ def checkpoint_root(checkpoint_dir: str, source: str = "--checkpoint-dir", *,
     path = epath.Path(checkpoint_dir)
     if not is_object_store(path):
         return epath.Path(os.path.abspath(checkpoint_dir))
+    prepare_object_store()  # before the bucket check builds the first gcsfs (it imports neither client)
     if gcs_auth.is_gcs(checkpoint_dir):
         gcs_auth.require_credentials(f"{source} {checkpoint_dir:.200}", tensorstore=tensorstore)
-        prepare_object_store()  # before the bucket check builds the first gcsfs
         gcs_auth.require_bucket(f"{source} {checkpoint_dir:.200}", checkpoint_dir)
-    prepare_object_store()
     return path
 
 

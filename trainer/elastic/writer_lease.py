@@ -54,25 +54,21 @@ class WriterLease:
     def acquire(self) -> None:
         """Take the lease (see the module's docstring), then keep it beating. UsageError when another run
         holds it."""
-        while True:
-            held = self._read()
-            # This run's predecessor (a group restart: the same run id) is taken over at once. Waiting for it to
-            # stop beating held process 0 here while the group's other processes timed out joining it (a
-            # multi-controller restart after a SIGKILL restarted twice on the test cluster); what it may still be
-            # saving is this run's own trajectory, which the new attempt resumes from its last committed step.
-            if (held is not None and held.get("token") != self._token and self._alive(held)
-                    and not self._same_run(held)):
+        held = self._read()
+        if held is not None and held.get("token") != self._token and self._alive(held):
+            if not self._same_run(held):
                 raise UsageError(self._refusal(held))
-            if held is not None and held.get("token") != self._token and self._alive(held):
-                self.took_over = held
-            # The lease is the run's first write: a directory that cannot be written is refused here, exit 2
-            # naming the flag, before the run directory has a record (it used to be refused at the first save).
-            with unwritable_is_usage(self._flag, self.path.parent, creating=True):
-                self._write()
-            mine = self._read()
-            if mine is not None and mine.get("token") != self._token:  # taken by another at the same moment
-                raise UsageError(self._refusal(mine))
-            break
+            # This run's predecessor (a group restart: the same run id) is taken over at once and fenced off.
+            # Waiting for it to stop beating held process 0 here while the group's other processes timed out
+            # joining it (a multi-controller restart after a SIGKILL restarted twice on the test cluster).
+            self.took_over = held
+        # The lease is the run's first write: a directory that cannot be written is refused here, exit 2 naming
+        # the flag, before the run directory has a record (it used to be refused at the first save).
+        with unwritable_is_usage(self._flag, self.path.parent, creating=True):
+            self._write()
+        mine = self._read()
+        if mine is not None and mine.get("token") != self._token:  # taken by another at the same moment
+            raise UsageError(self._refusal(mine))
         self._thread = threading.Thread(target=self._beat, name="elxpk-writer-lease", daemon=True)
         self._thread.start()
 
