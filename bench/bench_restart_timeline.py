@@ -64,6 +64,7 @@ def _start(run_dir: Path, steps: int, flags: list[str], env: dict[str, str]) -> 
     restore = [e for e in events if e["event"] == "restore_done"][-1]
     return {"launch_to_first_step_s": round(first - launched, 3), "timeline": timeline, "how": how[-1] if how else "",
             "compile_s": restore.get("compile_s"), "executable_store": restore.get("executable_store", ""),
+            "restore_read_s": restore.get("read_s"), "restore_verify_s": restore.get("verify_s"),
             "restore_done_to_first_step_s": round(timeline["first_step_done"] - timeline["restore_done"], 3)
             if {"first_step_done", "restore_done"} <= set(timeline) else None}
 
@@ -94,8 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ahead-args", default="", help="more --compile-only flags (the chip's HBM: "
                         "'--compile-chip-bytes 17179869184', so --remat-policy auto picks as on the chip)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"which restarts, of {', '.join(KINDS)}")
     args = parser.parse_args(argv)
-    kinds = (*KINDS, "ahead") if args.ahead_topology else KINDS
+    chosen = tuple(k for k in args.kinds.split(",") if k)
+    if not set(chosen) <= set(KINDS):
+        parser.error(f"--kinds {args.kinds}: each one of {', '.join(KINDS)}")
+    kinds = (*chosen, "ahead") if args.ahead_topology else chosen
     env = trainer_env()
     env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # a CPU step compiles in under jax's 1 s
     model = ["--model", args.model, "--global-batch", args.global_batch, "--checkpoint-period", "2",

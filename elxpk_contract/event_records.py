@@ -113,6 +113,10 @@ class RestoreDone(Event):
     # written before it existed. `executable_store`: why the store's entry was not loaded ("" when it was).
     executable: str = ""
     executable_store: str = ""
+    # A checkpoint's restore in its two phases: orbax's read into the devices, and the fingerprint check of
+    # what was read (None: no checkpoint was read, or records written before they existed).
+    read_s: float | None = None
+    verify_s: float | None = None
 
 
 # A process's start-up, phase by phase, each at most once per process and timed from the process's start

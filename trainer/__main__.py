@@ -104,12 +104,16 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
         gpu_group = environ.get("NNODES") is not None or environ.get("NODE_RANK") is not None
         ensure_devices(cfg.devices_per_slice, keep_given=cfg.coordinator is None and gpu_group)
     from elxpk_storage.checkpoint_files import refuse_file_in_path  # lazy: keeps etils off --print-config
-    from trainer.elastic.loop import train
 
     # The cache lies beside the checkpoints: a directory under a file is the setting's one-line refusal, not a
     # cache warning first.
     refuse_file_in_path("--checkpoint-dir", cfg.checkpoint_path)
     compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
+    if cfg.slice_backend == "simulated":  # its devices are this process's alone (trainer/early_open.py)
+        from trainer.early_open import open_devices_in_background
+
+        open_devices_in_background()  # while the imports below run
+    from trainer.elastic.loop import train
     result = train(cfg, stop=stop, speed_out=sys.stdout)  # the speed line every --log-period steps
     last = result.losses.get(result.final_step - 1)
     print(f"done: {result.final_step} steps, {result.attempts} attempt(s), final loss "

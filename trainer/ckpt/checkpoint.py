@@ -66,6 +66,9 @@ class CheckpointStore:
         self._arrays: Pending | None = None  # the pending step's fingerprint; the training thread's only
         self._lock = threading.Lock()
         self.latest_valid: int | None = None
+        # The restored step's seconds in orbax's read (into the devices) and in the fingerprint check (the
+        # restore_done event's read_s and verify_s): the restore's two phases, told apart.
+        self.restore_seconds: tuple[float, float] | None = None
         self.blocking_s: list[float] = []
         self.save_s: list[float] = []  # each committed save, from save() to when its commit was seen
         if primary:
@@ -279,6 +282,7 @@ class CheckpointStore:
         restore_args = ocp.checkpoint_utils.construct_restore_args(target)
         args = ocp.args.Composite(state=ocp.args.PyTreeRestore(item=target, restore_args=restore_args),
                                   meta=ocp.args.JsonRestore())
+        began = self._clock.monotonic()
         try:
             restored = self._manager.restore(step, args=args)
         except Exception as exc:  # noqa: BLE001 - classified: transient raises, anything else is the content's
@@ -289,6 +293,7 @@ class CheckpointStore:
             if is_absence(exc):
                 return None, digest.confirm_absence(self.directory / str(step), step, exc)
             return None, f"orbax could not read it: {(str(exc).splitlines() or [''])[0][:200]}"
+        read = self._clock.monotonic()
         try:
             problem = _meta_problem(restored["meta"], step)
             if problem is None:
@@ -298,6 +303,7 @@ class CheckpointStore:
             _delete_arrays(restored["state"])  # e.g. out of memory while fingerprinting: free before a retry
             raise
         if problem is None:
+            self.restore_seconds = (read - began, self._clock.monotonic() - read)
             return restored, ""
         _delete_arrays(restored["state"])
         return None, problem

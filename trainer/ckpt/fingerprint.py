@@ -17,6 +17,7 @@ position binding beyond that size, never the bits' own.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import jax
@@ -26,6 +27,9 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 _BITS_MUL, _INDEX_MUL, _INDEX_ADD, _LANE2_MUL = 0x9E3779B1, 0x85EBCA77, 0x165667B1, 0x2C1B3C6D
 _FUNCTIONS: dict[Any, Any] = {}
+# A restore prepares the reduction in a thread beside orbax's read (trainer/elastic/attempt.py): whoever comes
+# second waits for the first's compile instead of compiling the same program again.
+_COMPILING = threading.Lock()
 
 
 def _bits(x: jax.Array) -> jax.Array:
@@ -77,17 +81,20 @@ def _all(leaves: list[jax.Array]) -> jax.Array:
 def _function(leaves: list[jax.Array]):
     """One jitted reduction per (shapes, dtypes, shardings) of the state: compiled once per mesh."""
     key = tuple((x.shape, str(x.dtype), getattr(x, "sharding", None)) for x in leaves)
-    fn = _FUNCTIONS.get(key)
-    if fn is None:
-        sharding = getattr(leaves[0], "sharding", None) if leaves else None
-        mesh = getattr(sharding, "mesh", None)
-        # Replicated result: every process reads its own copy (multi-controller has no global fetch).
-        out = NamedSharding(mesh, PartitionSpec()) if mesh is not None else None
-        fn = jax.jit(_all, out_shardings=out)
-        if mesh is not None:  # compiled here, not at its first call: `prepare` runs this before a step loop
-            fn = fn.lower(leaves).compile()
-        _FUNCTIONS.clear()  # one state layout at a time; an old mesh's executable is not kept alive
-        _FUNCTIONS[key] = fn
+    with _COMPILING:
+        return _FUNCTIONS.get(key) or _compiled(key, leaves)
+
+
+def _compiled(key: Any, leaves: list[Any]) -> Any:
+    sharding = getattr(leaves[0], "sharding", None) if leaves else None
+    mesh = getattr(sharding, "mesh", None)
+    # Replicated result: every process reads its own copy (multi-controller has no global fetch).
+    out = NamedSharding(mesh, PartitionSpec()) if mesh is not None else None
+    fn = jax.jit(_all, out_shardings=out)
+    if mesh is not None:  # compiled here, not at its first call: `prepare` runs this before a step loop
+        fn = fn.lower(leaves).compile()
+    _FUNCTIONS.clear()  # one state layout at a time; an old mesh's executable is not kept alive
+    _FUNCTIONS[key] = fn
     return fn
 
 

@@ -7,6 +7,7 @@ same process, and a cold start after a group restart calls it once: both restore
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -181,7 +182,8 @@ class _Attempt:
                            state_source=source, live_fallback=restored.fallback,
                            rebuild_s=round(restored.rebuild_s, 6) if source == "live" else None,
                            live_prepare_s=round(prepare_s, 6), executable=self.executable_source,
-                           executable_store=compiled.store if was else "")
+                           executable_store=compiled.store if was else "",
+                           **_restore_seconds(self.store if source == "checkpoint" else None))
         if source == "checkpoint" and ctx.progress is not None:
             ctx.progress.checkpoint(self.start, restored.at)
 
@@ -334,11 +336,26 @@ def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, acti
     elif cfg.recovery == "live" and why_not is not None:
         fallback = why_not  # multi-controller: every restart is a cold start from storage
     del kept  # the old mesh's arrays: their buffers are freed once no rebuilt array shares them
-    restored = store.restore_latest(core_state.state_target(cfg, mesh))
+    target = core_state.state_target(cfg, mesh)
+    # The fingerprint check's reduction compiles from the target's shapes beside orbax's read, not after it (on
+    # a chip, a compile of seconds); a failure here is the check's own to raise again.
+    verifier = StepAhead(partial(prepare_fingerprint, target), ctx.clock, name="elxpk-fingerprint-ahead")
+    try:
+        restored = store.restore_latest(target)
+    finally:
+        verifier.join()
     if restored is None:
         return 0, ctx.steps.init_state(mesh), {"global_next_index": 0}, "init", fallback if recovery else ""
     start, state, data_state = restored
     return start, donatable(state), data_state, "checkpoint", fallback
+
+
+def _restore_seconds(store: CheckpointStore | None) -> dict[str, float]:
+    """restore_done's read_s and verify_s, when the state was read from a checkpoint."""
+    if store is None or store.restore_seconds is None:
+        return {}
+    read_s, verify_s = store.restore_seconds
+    return {"read_s": round(read_s, 6), "verify_s": round(verify_s, 6)}
 
 
 def _check_fits(ctx: AttemptContext, compiled: steplib.Compiled, mesh: Any, active: list[int]) -> None:

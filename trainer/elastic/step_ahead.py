@@ -20,12 +20,12 @@ class StepAhead:
     """`make()` in a thread from now on; `result()` waits for it and returns it (or raises its error), with the
     unix time it was ready at."""
 
-    def __init__(self, make: Callable[[], Any], clock: Any) -> None:
+    def __init__(self, make: Callable[[], Any], clock: Any, *, name: str = "elxpk-step-ahead") -> None:
         self._make, self._clock = make, clock
         self._value: Any = None
         self._error: BaseException | None = None
         self.ready_at: float | None = None
-        self._thread = threading.Thread(target=self._run, name="elxpk-step-ahead", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
