@@ -6,8 +6,10 @@ then the backend's first `jax.devices()`, then the exit. Variants:
 - `default`: the machine's environment as it is;
 - `skip_mds`: libtpu told the topology of a one-chip host and not to ask the metadata server for it
   (TPU_SKIP_MDS_QUERY and the TPU_* topology variables, as GKE's TPU device plugin hands a container them);
-- `platform_tpu`: JAX_PLATFORMS=tpu, no CPU backend beside it.
-With --log, one more `default` run keeps libtpu's own log (TPU_STDERR_LOG_LEVEL=0) under --out's folder, to
+- `platform_tpu`: JAX_PLATFORMS=tpu, no CPU backend beside it;
+- `premapped_<MiB>m`: libtpu's premapped host buffer (TPU_PREMAPPED_BUFFER_SIZE, 4 GiB by default) made
+  smaller: mapping it is most of the open on a host without transparent huge pages.
+With --variants, only those. With --log, one more run (of --log-variant) keeps libtpu's own log (TPU_STDERR_LOG_LEVEL=0) under --out's folder, to
 read where the seconds go. Runs --runs times each, in turns, and reports medians.
 
     python3 bench/bench_chip_open.py --runs 2 --out $OUT/chip-open.json --log
@@ -28,7 +30,9 @@ _PROBE = ("import time, sys; t0 = time.time(); import jax; t1 = time.time(); d =
           "print(t0, t1, t2, len(d), d[0].device_kind, d[0].platform, flush=True)")
 _ONE_CHIP = {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litepod-1", "TPU_WORKER_ID": "0",
              "TPU_WORKER_HOSTNAMES": "localhost", "TPU_HOST_BOUNDS": "1,1,1", "TPU_CHIPS_PER_HOST_BOUNDS": "1,1,1"}
-VARIANTS = {"default": {}, "skip_mds": _ONE_CHIP, "platform_tpu": {"JAX_PLATFORMS": "tpu"}}
+_PREMAPPED = "TPU_PREMAPPED_BUFFER_SIZE"
+VARIANTS = {"default": {}, "skip_mds": _ONE_CHIP, "platform_tpu": {"JAX_PLATFORMS": "tpu"},
+            **{f"premapped_{size >> 20}m": {_PREMAPPED: str(size)} for size in (2**30, 2**29, 2**28)}}
 
 
 def _once(extra: dict[str, str], log: Path | None = None) -> dict:
@@ -53,14 +57,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--log", action="store_true", help="keep one run's libtpu log beside --out")
+    parser.add_argument("--log-variant", default="default", choices=sorted(VARIANTS))
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="which, comma-separated")
     args = parser.parse_args(argv)
-    rows: dict[str, list[dict]] = {name: [] for name in VARIANTS}
+    chosen = {name: VARIANTS[name] for name in args.variants.split(",") if name}
+    rows: dict[str, list[dict]] = {name: [] for name in chosen}
     for _ in range(args.runs):
-        for name, extra in VARIANTS.items():
+        for name, extra in chosen.items():
             rows[name].append(_once(extra))
             time.sleep(2)  # the chip can refuse a program started just after another ended
     if args.log and args.out is not None:
-        _once({}, args.out.with_name("chip-open-libtpu.log"))
+        _once(VARIANTS[args.log_variant], args.out.with_name("chip-open-libtpu.log"))
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     result = {
         "environment": {k: v for k, v in os.environ.items() if k.startswith(("TPU_", "LIBTPU", "JAX_", "XLA_"))},

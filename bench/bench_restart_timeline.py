@@ -65,6 +65,7 @@ def _start(run_dir: Path, steps: int, flags: list[str], env: dict[str, str]) -> 
     return {"launch_to_first_step_s": round(first - launched, 3), "timeline": timeline, "how": how[-1] if how else "",
             "compile_s": restore.get("compile_s"), "executable_store": restore.get("executable_store", ""),
             "restore_read_s": restore.get("read_s"), "restore_verify_s": restore.get("verify_s"),
+            "save_blocking_s": [e.get("blocking_s") for e in events if e["event"] == "checkpoint_saved"],
             "restore_done_to_first_step_s": round(timeline["first_step_done"] - timeline["restore_done"], 3)
             if {"first_step_done", "restore_done"} <= set(timeline) else None}
 
