@@ -92,9 +92,6 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     )
 
     cpu_only_unless_accelerator()  # a CPU run prints no libtpu errors (docs/trainer.md)
-    from trainer.early_open import default_premapped_buffer, open_devices_in_background
-
-    default_premapped_buffer()  # before any backend opens: libtpu reads it once (trainer/early_open.py)
 
     if cfg.slice_backend == "simulated":
         ensure_devices(cfg.num_slices * cfg.devices_per_slice)
@@ -113,6 +110,8 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     refuse_file_in_path("--checkpoint-dir", cfg.checkpoint_path)
     compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
     if cfg.slice_backend == "simulated":  # its devices are this process's alone (trainer/early_open.py)
+        from trainer.early_open import open_devices_in_background
+
         open_devices_in_background()  # while the imports below run
     from trainer.elastic.loop import train
     result = train(cfg, stop=stop, speed_out=sys.stdout)  # the speed line every --log-period steps

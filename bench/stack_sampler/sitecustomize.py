@@ -32,9 +32,9 @@ def _start(path: str) -> None:
     every = float(os.environ.get("ELXPK_STACK_SAMPLE_MS", "100")) / 1000
     began = time.time()
     samples: list[dict] = []
-    me = threading.get_ident()
 
     def sample() -> None:
+        me = threading.get_ident()  # the sampler's own thread (_start runs on the main thread)
         while True:
             time.sleep(every)
             names = {t.ident: t.name for t in threading.enumerate()}

@@ -34,6 +34,10 @@ def test_new_process_resumes_bitwise_from_a_checkpoint(reference_run, repo_root,
     assert f"done: {STEPS} steps" in proc.stdout
     restores = [e for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "restore_done"]
     assert restores[0]["step"] == 8 and restores[0]["from_checkpoint"] is True
+    # The restore's two phases, told apart (issue 49): orbax's read and the fingerprint check.
+    assert restores[0]["read_s"] > 0 and restores[0]["verify_s"] >= 0
+    assert [p for e in read_jsonl(tmp_path / "events.jsonl") if e["event"] == "startup"
+            for p in [e["phase"]]][:2] == ["imports_done", "devices_open"]
     ref = reference_run.last_by_step()
     got = {r["step"]: r["loss"] for r in read_jsonl(tmp_path / "metrics.jsonl")}
     assert got == {s: ref[s]["loss"] for s in range(8, STEPS)}

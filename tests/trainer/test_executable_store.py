@@ -370,3 +370,26 @@ def test_a_store_that_cannot_be_created_is_one_warning_and_a_compile(saved, tmp_
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: executable store")]
     assert len(warnings) == 1 and "cannot be used (FileExistsError" in warnings[0]  # trainer/trusted_cache.py's words
     assert _one_step(compiled, cfg) == expected
+
+
+def test_the_fingerprint_check_compiled_beside_the_read_is_the_one_the_restore_runs(tmp_path):
+    """A restore compiles the check's reduction from the target's shapes while orbax reads (issue 49): its
+    key must be the restored arrays' own, or the restore compiles it a second time after the read."""
+    from trainer.ckpt import fingerprint
+    from trainer.core.state import place, state_target
+
+    cfg, mesh = tiny_config(tmp_path), _mesh()
+    target = state_target(cfg, mesh)
+    fingerprint._FUNCTIONS.clear()
+    fingerprint.prepare(target)
+    prepared = dict(fingerprint._FUNCTIONS)
+    state = place(jax_host_zeros(target), mesh)
+    fingerprint.fingerprint(state)  # the check on arrays as a restore returns them
+    assert list(fingerprint._FUNCTIONS) == list(prepared)
+    assert all(fingerprint._FUNCTIONS[k] is prepared[k] for k in prepared)  # not compiled again
+
+
+def jax_host_zeros(target):
+    import jax
+
+    return jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), target)

@@ -90,7 +90,7 @@ def _compiled(key: Any, leaves: list[Any]) -> Any:
     mesh = getattr(sharding, "mesh", None)
     # Replicated result: every process reads its own copy (multi-controller has no global fetch).
     out = NamedSharding(mesh, PartitionSpec()) if mesh is not None else None
-    fn = jax.jit(_all, out_shardings=out)
+    fn: Any = jax.jit(_all, out_shardings=out)
     if mesh is not None:  # compiled here, not at its first call: `prepare` runs this before a step loop
         fn = fn.lower(leaves).compile()
     _FUNCTIONS.clear()  # one state layout at a time; an old mesh's executable is not kept alive
