@@ -29,7 +29,7 @@ timeout 150 python3 bench/bench_chip_open.py --runs "${OPEN_RUNS:-2}" --log --lo
 grep -A8 median "$out/chip-open.json"
 mkdir -p "$out/stacks"
 # Each preset model:batch:runs[:premapped bytes] (TPU_PREMAPPED_BUFFER_SIZE for its processes; the trainer's
-# own default when not given: trainer/early_open.py).
+# default, 4 GiB, when not given: docs/trainer.md weighs it).
 for spec in ${RESTART_PRESETS:-125m:16:3 1b:4:2}; do
     IFS=: read -r model batch runs premapped <<<"$spec"
     name="$model${premapped:+-$premapped}"
