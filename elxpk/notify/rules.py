@@ -6,7 +6,9 @@ clock passed in). Each alert is raised once per occurrence, however often the sa
   incidents one loss produces (an eviction is both a disruption and an exit 137). A slice that stopped
   because its group stopped is a casualty, not a loss: its exit 75, and the slices that go down once a loss
   is alerted (a JobSet restart takes every slice), raise none. Where only casualties were seen, the one
-  alert names the victim as elxpk/cluster/records/lost_slice.py reads it from the pods (`Observation.fault`);
+  alert names the victim as elxpk/cluster/records/lost_slice.py reads it from the pods (`Observation.fault`),
+  else a slice down that did not stop with its group; never a survivor (`Observation.survivors`): where no
+  slice is left to name, the alert says a slice was lost without naming one;
 - `recovered`: every lost slice healthy again and, where the trainer's progress record is read, the trainer
   stepping again: timed from the first loss of that outage to its first step after it (the record's
   `resumed_at`; pods ready come before the trainer's imports, restore and compile). Each fault is its own
@@ -111,6 +113,9 @@ class Observation:
     trainer_state: str = ""  # the progress record's state: running, preempted, failed, ... ("" unread)
     ended_at: float | None = None  # when the JobSet finished (its Completed or Failed condition), once it has
     started_at: float | None = None  # when it began to hold its chips: Kueue's admission, else its creation
+    # the slices that stopped with their group (exit 75) when the victim's pod is gone (lost_slice.VICTIM_GONE):
+    # never named as the victim
+    survivors: tuple[int, ...] = ()
 
 
 
@@ -152,6 +157,20 @@ class Watchman:
         self.alerted = True
         self.faults.append({"slice": index, "cause": why})
         return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
+
+    def _lose_unnamed(self, down: list[int], when: float, now: float, why: str) -> list[Alert]:
+        """A slice lost that no source names (its pod gone from the API, every slice down a survivor): one alert
+        that names none, rather than a survivor; the slices down are this outage's."""
+        for index in down:
+            self.lost.setdefault(index, when)
+        if self.outage_since is None:
+            self.late_sent = False
+        self.outage_since = when if self.outage_since is None else min(self.outage_since, when)
+        self.alerted, self.pending = True, None
+        self.faults.append({"slice": None, "cause": "a slice's loss"})
+        return [self._alert(SLICE_LOST, now, f"a slice lost, which one no source says ({why or 'its pod gone'}); "
+                            f"slice{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} stopped with it",
+                            None, slice=None, survivors=list(down))]
 
     def _workload_lost(self, seen: Observation, now: float) -> list[Alert]:
         return self.workload_taken(seen.fault, seen.fault_time, seen.preemptor, len(seen.healthy), now)
@@ -263,14 +282,19 @@ class Watchman:
             elif index in self.seen_healthy and (index not in self.lost or not self.alerted):
                 down.append(index)
         if down and not self.alerted:  # one alert: the victim's, as the pods tell it
-            # the pods' victim; else the slice whose exit was seen (a JobSet restart may have taken its pod)
-            named = [i for i in (seen.fault_slice, self.pending[0].slice if self.pending else None)
-                     if i is not None and 0 <= i < len(seen.healthy)]
-            victim = named[0] if named else down[0]
-            incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
-                else (None, seen.fault or "not healthy")
-            when = _dated(seen.fault_time, now) if incident is None else _dated(parse_time(incident.time), now)
-            alerts += self._lose(victim, when, now, why, incident)
+            # the pods' victim; else the slice whose exit was seen (a JobSet restart may have taken its pod), else
+            # a slice down; never one that stopped with its group (a 75 is a survivor's word for another's loss)
+            survivors = set(seen.survivors)
+            named = [i for i in (seen.fault_slice, self.pending[0].slice if self.pending else None, *down)
+                     if i is not None and 0 <= i < len(seen.healthy) and i not in survivors]
+            if named:
+                victim = named[0]
+                incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
+                    else (None, seen.fault or "not healthy")
+                when = _dated(seen.fault_time, now) if incident is None else _dated(parse_time(incident.time), now)
+                alerts += self._lose(victim, when, now, why, incident)
+            else:
+                alerts += self._lose_unnamed(down, _dated(seen.fault_time, now), now, seen.fault)
         for index in down:  # the rest went down with it (a JobSet restart takes every slice)
             self._lose(index, now, now, "", None, casualty=True)
         if not self.lost:

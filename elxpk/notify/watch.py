@@ -138,7 +138,8 @@ class NotifyingWatch:
             checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset),
             step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
             fault_slice=None if fault is None else fault.slice, fault_time=None if fault is None else fault.time,
-            whole_workload=fault is not None and fault.slice is None, preemptor=self._preemptor(fault),
+            whole_workload=fault is not None and fault.whole_workload, preemptor=self._preemptor(fault),
+            survivors=() if fault is None else fault.survivors,
             resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "",
             ended_at=status.ended_at, started_at=_held_since(jobset, status),
             chip_hours=finished_chip_hours(jobset, status, now)[0] if status.state in ("Succeeded", "Failed") else "")
@@ -165,7 +166,7 @@ class NotifyingWatch:
 
     def _preemptor(self, fault: Fault | None) -> str:
         """Who preempted the workload, named from the UID Kueue gives ("" when not a preemption, or unknown)."""
-        uid = None if fault is None or fault.slice is not None else preemptor.preemptor_uid(fault.detail)
+        uid = None if fault is None or not fault.whole_workload else preemptor.preemptor_uid(fault.detail)
         if uid is None:
             return ""
         if uid not in self._preemptors:

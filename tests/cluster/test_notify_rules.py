@@ -171,6 +171,35 @@ def test_a_group_restart_seen_only_in_a_snapshot_is_one_alert_for_the_pods_victi
     assert "slice 1 lost (lost its VM: pod v: force-deleted)" in down[0].summary
 
 
+def test_a_survivors_75_is_never_the_victim_named():
+    """#52 M3: slice 1 force-deleted (its pod gone from the API, no exit of it seen), slice 0 stopped with its
+    group (75). The pods name no victim (lost_slice.VICTIM_GONE, slice 0 a survivor): the alert names slice 1,
+    down and no survivor, never slice 0 whose 75 the watch saw."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(0, 75, "survivor"), 5.0) == []
+    gone = "lost, its pod gone from the API: the rest of its group stopped with it, exit 75"
+    down = w.observe(_seen(False, False, state="Restarting", fault=gone, survivors=(0,)), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1}
+    done = w.observe(_seen(True, True), 40.0)
+    assert kinds(done) == ["recovered"] and done[0].details["slice"] == 1
+
+
+def test_with_only_survivors_down_the_alert_names_no_slice():
+    """Slice 1's replacement already ready, slice 0 down after its 75: no slice left that is not a survivor,
+    so the one alert says a slice was lost and names none."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(0, 75, "survivor"), 5.0) == []
+    gone = "lost, its pod gone from the API: the rest of its group stopped with it, exit 75"
+    down = w.observe(_seen(False, True, state="Degraded", fault=gone, survivors=(0,)), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details["slice"] is None
+    assert "a slice lost, which one no source says" in down[0].summary and "slice 0 lost" not in down[0].summary
+    assert w.observe(_seen(False, True, state="Degraded", fault=gone, survivors=(0,)), 7.0) == []  # once
+    done = w.observe(_seen(True, True), 40.0)
+    assert kinds(done) == ["recovered"] and "after a slice's loss" in done[0].summary
+
+
 def test_a_lone_exit_75_is_the_loss_when_nothing_else_shows():
     w = _watchman()
     w.observe(_seen(True, True), 0.0)
