@@ -74,3 +74,52 @@ def test_each_fault_of_a_group_restarted_run_is_timed_to_its_own_recovery(tmp_pa
     cluster = [e for e in data["incidents"] if e["source"] == "cluster"]
     assert [(e["recovery"], e["recovered_after_s"]) for e in cluster] == [
         (n, first - kill) for n, (kill, first) in enumerate(zip(kills, first_steps, strict=True), 1)]
+
+
+def test_a_recovery_the_writer_heard_names_its_victim_from_the_incident_record(tmp_path, capsys):
+    """#52 M1: process 0, the only writer, heard SIGTERM at each fault and recorded `preempted` with no
+    slice: first slice 0's pod force-deleted (its exit 77, the API's `lost its VM`, then slice 1 stopping
+    with its group: 75), then Kueue preempting the whole workload (dated before the trainer's last step, its
+    pods' exits 77 after). Each recovery names its victim and cause from the incident record, never slice 1
+    whose 75 is a survivor's, and failures by cause counts both."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    stops = [e["time"] for e in events if e["event"] == "preempted"]
+    deleted, preempted = float(int(stops[0])), float(int(stops[1]))
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [
+        Incident("d0", _iso(deleted), "exit", "infra", "Error", "preempted", slice=0, pod="train-slice-job-0-0-a",
+                 exit_code=77, workload="train", fault="lost its VM"),
+        Incident("s1", _iso(deleted + 2), "exit", "infra", "Error", "slice_lost", slice=1,
+                 pod="train-slice-job-1-0-b", exit_code=75, workload="train", fault="lost"),
+        Incident("q", _iso(preempted - 3), "kueue_eviction", "infra", "Preempted/InClusterQueue",
+                 "Kueue Workload jobset-train-1: Preempted to accommodate a workload (UID: u) in the ClusterQueue",
+                 workload="train"),
+        *(Incident(f"p{n}", _iso(preempted + 1), "exit", "infra", "Error", "preempted", slice=n,
+                   pod=f"train-slice-job-{n}-0-c", exit_code=77, workload="train", fault="deleted") for n in (0, 1)),
+    ])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    told = [(r["lost_slices"], r["victim"], r["victim_from"], r["cause"]) for r in data["recoveries"]]
+    assert told == [([0], "slice 0 lost its VM", "incidents", "preempted"),
+                    ([], "the workload preempted by Kueue", "incidents", "preempted")]
+    assert data["failures_by_cause"] == [{"cause": "preempted", "count": 2, "steps": [15, 33]}]
+
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png"])
+    out = capsys.readouterr().out
+    assert "  1. slice 0 lost its VM (the incident record): SIGTERM heard by process 0, the group stopped at step 15" \
+        in out
+    assert "  2. the workload preempted by Kueue (the incident record): SIGTERM heard by process 0" in out
+    assert "failures by cause: preempted 2 (at step 15, 33)" in out
+
+
+def test_without_an_incident_record_every_recovery_is_still_counted_by_cause(tmp_path, capsys):
+    """The same run without --incidents: no victim named (nothing says it), and both recoveries counted."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    code = main(["report", str(run_dir), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and [(r["lost_slices"], r["victim"]) for r in data["recoveries"]] == [([], None), ([], None)]
+    assert data["failures_by_cause"] == [{"cause": "preempted", "count": 2, "steps": [15, 33]}]
