@@ -116,6 +116,8 @@ class Observation:
     # the slices that stopped with their group (exit 75) when the victim's pod is gone (lost_slice.VICTIM_GONE):
     # never named as the victim
     survivors: tuple[int, ...] = ()
+    trainer_phase: str = ""  # the progress record's phase: restoring, compiling, stepping ("" unread or older)
+    trainer_stopped_at: float | None = None  # when the trainer's record says it stopped (its state not running)
 
 
 
@@ -136,6 +138,9 @@ class Watchman:
         self.faults: list[dict[str, Any]] = []
         self.seen_healthy: set[int] = set()
         self.raised: set[tuple] = set()  # keys of once-only alerts already raised
+        # When the trainer's processes last stopped in the present outage (an exit, its record's stop): the step
+        # that ends the recovery comes after it, whatever the outage's own date (Kueue's is earlier)
+        self.stopped_at: float | None = None
 
     def _alert(self, kind: str, now: float, summary: str, incident: Incident | None = None,
                **details: Any) -> Alert:
@@ -201,12 +206,20 @@ class Watchman:
         return self.pending is not None and not self.alerted
 
     def _stepped_since_outage(self, resumed: float | None) -> bool:
-        """The trainer's first step of an attempt came after the outage began. The API dates a loss in whole
-        seconds (truncated), so a step within the second before it may read as after it: a step counts from
-        API_TIME_RESOLUTION_S past the outage's date (a restart takes seconds; the previous recovery's step,
-        just before the next kill, must not close the new outage at once)."""
-        return (self.outage_since is not None and resumed is not None
-                and resumed > self.outage_since + API_TIME_RESOLUTION_S)
+        """The trainer's first step of an attempt came after the fault: after the outage began and after the
+        trainer's processes stopped for it (`stopped_at`: Kueue dates its eviction before the victims' last
+        step, which is no recovery). The API dates a loss in whole seconds (truncated), so a step within the
+        second before it may read as after it: a step counts from API_TIME_RESOLUTION_S past the fault (a
+        restart takes seconds; the previous recovery's step, just before the next kill, must not close the new
+        outage at once)."""
+        if self.outage_since is None or resumed is None:
+            return False
+        return resumed > max(self.outage_since, self.stopped_at or self.outage_since) + API_TIME_RESOLUTION_S
+
+    def _stopped(self, at: float | None) -> None:
+        """The trainer's processes stopped at `at` in the present outage (an exit, its record's stop)."""
+        if at is not None and self.outage_since is not None and at >= self.outage_since:
+            self.stopped_at = at if self.stopped_at is None else max(self.stopped_at, at)
 
     def _recovered(self, resumed: float | None, now: float, slices: int, *, all_healthy: bool) -> list[Alert]:
         """The present outage is over: timed to the trainer's first step after it (else to `now`)."""
@@ -220,7 +233,7 @@ class Watchman:
         alert = self._alert(RECOVERED, now, summary, recovery_s=round(took, 1), slice=first["slice"],
                             cause=first["cause"], faults=len(self.faults), since=self.outage_since,
                             stepped_at=resumed)
-        self.outage_since, self.alerted, self.pending, self.faults = None, False, None, []
+        self.outage_since, self.alerted, self.pending, self.faults, self.stopped_at = None, False, None, [], None
         self.lost.clear()
         return [alert]
 
@@ -250,7 +263,10 @@ class Watchman:
                                                 or incident.fault == lost_slice.DELETED)
         if casualty and self.pending is None and not self.alerted:
             self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
-        return closed + self._lose(incident.slice, when, now, what + where, incident, casualty=casualty)
+        lost = self._lose(incident.slice, when, now, what + where, incident, casualty=casualty)
+        if incident.kind == "exit":  # its process stopped then: a step before it is no recovery
+            self._stopped(when)
+        return closed + lost
 
     def observe(self, seen: Observation, now: float) -> list[Alert]:
         alerts: list[Alert] = []
@@ -266,6 +282,9 @@ class Watchman:
         if seen.state in ("Succeeded", "Failed"):
             return alerts
         resumed = seen.resumed_at if seen.resumed_at is not None else seen.step_time  # an older trainer's record
+        # the record of a trainer stopped, or of a new process restoring or compiling, is of no step after the
+        # fault: its step_time is the previous process's last (a new process's record has no resumed_at yet)
+        not_stepping = seen.trainer_state not in ("", "running") or seen.trainer_phase in ("restoring", "compiling")
         newly_down = [i for i, healthy in enumerate(seen.healthy)
                       if not healthy and i in self.seen_healthy and i not in self.lost]
         # The trainer stepped after the outage began, and now a slice is down again (or the trainer stopped
@@ -301,7 +320,8 @@ class Watchman:
             self.pending = None
         # Recovered is training again: with the trainer's record, at its first step after the loss (pods
         # ready come before its imports, restore and compile), and timed to that step
-        waiting = resumed is not None and not self._stepped_since_outage(resumed)
+        self._stopped(seen.trainer_stopped_at)
+        waiting = not_stepping or (resumed is not None and not self._stepped_since_outage(resumed))
         if self.outage_since is not None and not self.lost and not waiting:
             alerts += self._recovered(resumed, now, len(seen.healthy), all_healthy=True)
         elif self.outage_since is not None and not self.late_sent:

@@ -139,7 +139,8 @@ class NotifyingWatch:
             step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
             fault_slice=None if fault is None else fault.slice, fault_time=None if fault is None else fault.time,
             whole_workload=fault is not None and fault.whole_workload, preemptor=self._preemptor(fault),
-            survivors=() if fault is None else fault.survivors,
+            survivors=() if fault is None else fault.survivors, trainer_phase=progress.get("phase") or "",
+            trainer_stopped_at=progress.get("updated_at") if progress.get("state") not in (None, "running") else None,
             resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "",
             ended_at=status.ended_at, started_at=_held_since(jobset, status),
             chip_hours=finished_chip_hours(jobset, status, now)[0] if status.state in ("Succeeded", "Failed") else "")

@@ -295,6 +295,28 @@ def test_a_kueue_preemption_says_so_and_names_the_preemptor():
     assert "after preempted by Kueue" in done[0].summary
 
 
+def test_a_kueue_preemption_is_recovered_at_the_trainers_step_after_its_stop_not_at_the_victims_last():
+    """#52 M2: Kueue dated the eviction (100) before the victim's last steps: the trainer, just recovered from
+    a previous fault, stepped first at 101.6 and last at 102.9, heard SIGTERM and stopped (its record's stop
+    at 103, its pods' exits 77 then). Neither its first step nor its last, read again while the new process
+    restores (its record keeps the old step_time), is the recovery: the trainer's first step after its stop,
+    168, is; timed from the fault (68 s), once, at the look that reads it."""
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=101.6, step_time=101.6), 101.7)
+    preempted = dict(fault="preempted: by Kueue: Preempted: Preempted to accommodate a workload (UID: u-1)",
+                     whole_workload=True, fault_time=100.0)
+    stopped = dict(resumed_at=101.6, step_time=102.9, trainer_state="preempted", trainer_stopped_at=103.0)
+    assert kinds(w.observe(_seen(False, False, state="Queued", **preempted, **stopped), 110.0)) == ["slice-lost"]
+    assert w.incident(_exit(0, 77, "p0"), 111.0, resumed_at=101.6) == []  # its exit: a casualty of the preemption
+    # the new processes restore: their record has no resumed_at yet, its step_time the old process's last
+    restoring = dict(step_time=102.9, trainer_phase="restoring")
+    assert w.observe(_seen(True, True, **restoring), 130.0) == []
+    assert w.observe(_seen(True, True, step_time=102.9, trainer_phase="compiling"), 150.0) == []
+    done = w.observe(_seen(True, True, resumed_at=168.0, step_time=168.0, trainer_phase="stepping"), 170.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 68.0
+    assert done[0].details["stepped_at"] == 168.0
+
+
 def test_an_incident_seen_late_is_timed_from_the_apis_own_time_of_it():
     """The watch saw the deletion 4 s after the API dated it (a loaded host): the outage runs from the API's time."""
     from elxpk.cluster.objects.labels import parse_time
