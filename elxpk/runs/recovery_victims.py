@@ -4,10 +4,10 @@ The trainer names the lost slices when a survivor detects the loss (`failure_det
 cannot when the writer of the records (process 0) is itself the victim, or hears SIGTERM with everyone else
 (a kill of slice 0, a Kueue preemption): its `preempted` names no slice, and a killed session writes nothing.
 The cluster's incident record (`workload events --record`) has the victim: the pod the API deleted, evicted
-or preempted, or Kueue's eviction of the whole workload. Its incidents are read with the ranking
-elxpk/cluster/records/lost_slice.py gives the pods' evidence (the API's own word first, Kueue's before what
-the containers did after) and never name a slice that stopped with its group (its 75, its pod deleted with
-a grace period by the JobSet restart): those are survivors.
+or preempted, or Kueue's eviction of the whole workload. Its incidents are ranked by
+elxpk/cluster/records/lost_slice.py's `incident_rank`, the order it gives the pods' evidence (the API's own
+word first, Kueue's before what the containers did after), and never name a slice that stopped with its
+group (its 75, its pod deleted with a grace period by the JobSet restart): those are survivors.
 
 Each incident belongs to the recovery whose detection is nearest to it within [incident - DETECTION_LAG_S,
 incident + FAULT_LEAD_S]: a killed session's failure is dated at its last record (before the kill), a
@@ -19,19 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from elxpk.cluster.records.lost_slice import DELETED, EVICTED, LOST_VM, PREEMPTED, SLICE_GONE
+from elxpk.cluster.records.lost_slice import KUEUE_RANK, incident_rank
 from elxpk.runs.incident_timeline import DETECTION_LAG_S, unix_time
 from elxpk.runs.recoveries import RecoveryTimeline
-from elxpk_contract.exit_codes import SLICE_LOST
 
 # How long before the trainer's record of a fault the cluster may date it: Kueue dates a preemption before
 # the victims' last step, a pod's deletion comes before its trainer's SIGTERM drain ends.
 FAULT_LEAD_S = 60.0
 KUEUE_PREEMPTED, KUEUE_EVICTED = "preempted by Kueue", "evicted by Kueue"
-# Incident evidence, strongest first (lost_slice.py's order): a pod's disruption or the kubelet's eviction; an
-# exit of a pod the API said it deleted (grace 0), evicted or preempted; Kueue's eviction of the workload;
-# another exit (77 SIGTERM, 70, 137, ...). 75s and graceful deletes are casualties: no rank.
-_DISRUPTED, _POD_SAID, _KUEUE, _EXIT = range(4)
 
 
 @dataclass(frozen=True)
@@ -46,18 +41,13 @@ class Victim:
 
 
 def _rank(incident: dict) -> int | None:
-    kind, fault, code = incident.get("kind"), incident.get("fault") or "", incident.get("exit_code")
-    if kind in ("disruption", "evicted"):
-        return _DISRUPTED
-    if kind == "kueue_eviction":
-        return _KUEUE
-    if kind != "exit" or not isinstance(code, int) or code == SLICE_LOST.code or fault in (DELETED, SLICE_GONE):
-        return None
-    return _POD_SAID if fault in (LOST_VM, EVICTED, PREEMPTED) else _EXIT
+    code = incident.get("exit_code")
+    return incident_rank(str(incident.get("kind") or ""), str(incident.get("fault") or ""),
+                         code if isinstance(code, int) else None)
 
 
 def _cause(incident: dict, rank: int) -> str:
-    if rank == _KUEUE:
+    if rank == KUEUE_RANK:
         return KUEUE_PREEMPTED if "Preempted" in str(incident.get("reason") or "") else KUEUE_EVICTED
     return str(incident.get("fault") or incident.get("reason") or "failed")
 
@@ -70,7 +60,7 @@ def incident_victim(incidents: Sequence[dict]) -> Victim | None:
     strongest = min(rank for rank, _ in ranked)
     mine = sorted((i for rank, i in ranked if rank == strongest), key=lambda i: unix_time(i.get("time")) or 0.0)
     first = mine[0]
-    if strongest == _KUEUE:
+    if strongest == KUEUE_RANK:
         return Victim((), _cause(first, strongest), unix_time(first.get("time")))
     slices = tuple(sorted({i["slice"] for i in mine if isinstance(i.get("slice"), int)}))
     return Victim(slices, _cause(first, strongest), unix_time(first.get("time"))) if slices else None

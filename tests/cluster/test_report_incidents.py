@@ -123,3 +123,27 @@ def test_without_an_incident_record_every_recovery_is_still_counted_by_cause(tmp
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and [(r["lost_slices"], r["victim"]) for r in data["recoveries"]] == [([], None), ([], None)]
     assert data["failures_by_cause"] == [{"cause": "preempted", "count": 2, "steps": [15, 33]}]
+
+
+def test_the_victim_of_recorded_incidents_is_ranked_as_the_pods_are():
+    """The incidents `events --record` writes of the incident story's real objects (incidents_corpus): Kueue's
+    deactivation names the whole workload; the survivor's 75 names no one; a lone exit 77 of each slice names
+    both, as the pods' own evidence does (elxpk/cluster/records/lost_slice.py's order, incident_rank)."""
+    from elxpk.cluster.records.incidents import collect
+    from elxpk.cluster.records.lost_slice import lost_slice
+    from elxpk.runs.recovery_victims import KUEUE_EVICTED, incident_victim
+    from tests.cluster.captured import load
+
+    def recorded(stage: str) -> list[dict]:
+        o = load(stage)
+        return [i.to_dict() for i in collect(o["jobset"], o["jobs"], o["pods"], o["workloads"], o.get("events", []))]
+
+    evicted = incident_victim(recorded("evicted"))
+    assert evicted is not None and (evicted.slices, evicted.cause) == ((), KUEUE_EVICTED)
+    assert evicted.text() == "the workload evicted by Kueue"
+    ignored = incident_victim(recorded("ignored"))
+    pods = lost_slice(load("ignored")["pods"])
+    assert ignored is not None and ignored.slices == (0, 1) and ignored.cause == pods.cause == "stopped by SIGTERM"
+    # a 75 alone is a survivor's word: the record names no victim (the pods' lone 75 is their only trace)
+    degraded = [i for i in recorded("plain_degraded") if i["kind"] == "exit"]
+    assert [i["exit_code"] for i in degraded] == [75] and incident_victim(degraded) is None

@@ -50,8 +50,9 @@ VICTIM_GONE = "lost, its pod gone from the API"
 _DISRUPTION = {"PreemptionByScheduler": PREEMPTED, "PreemptionByKubeScheduler": PREEMPTED,
                "EvictionByEvictionAPI": EVICTED, "TerminationByKubelet": EVICTED,
                "DeletionByTaintManager": LOST_VM, "DeletionByPodGC": LOST_VM}
-# The strength of each kind of evidence, as the list above orders it (lower is stronger).
-_RANK = {"disruption": 0, "evicted": 1, "deleted": 2, "exit": 4, "casualty": 5}
+# The strength of each kind of evidence, as the list above orders it (lower is stronger); Kueue's condition
+# (rule 4) beats what the containers did after it.
+_RANK = {"disruption": 0, "evicted": 1, "deleted": 2, "kueue": 3, "exit": 4, "casualty": 5}
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,24 @@ def _stopped_group(slice_lost: list[Pod], attempt: list[Pod]) -> list[Pod]:
         if vm[0] in slices and vm not in stopped_vms and pod.phase == "Running" and not pod.meta.deleting:
             return []
     return slice_lost
+
+
+def incident_rank(kind: str, fault: str, exit_code: int | None) -> int | None:
+    """The strength of an incident record's evidence (elxpk/cluster/records/incidents.py: its kind, the pod's
+    fault as pod_fault read it, its exit code) in this module's order, lower stronger; None for a casualty
+    (a 75, a graceful delete's exit) or what names no victim: the record's readers (`report --incidents`)
+    rank the incidents as `lost_slice` ranks the pods."""
+    if kind in ("disruption", "evicted"):
+        return _RANK[kind]
+    if kind == "kueue_eviction":
+        return _RANK["kueue"]
+    if kind != "exit" or exit_code is None or exit_code == SLICE_LOST.code or fault in (DELETED, SLICE_GONE):
+        return None
+    # an exit of a pod the API said was force-deleted (its VM gone), evicted or preempted: that pod's word
+    return _RANK["deleted"] if fault == LOST_VM else _RANK["evicted"] if fault in (EVICTED, PREEMPTED) else _RANK["exit"]
+
+
+KUEUE_RANK = _RANK["kueue"]
 
 
 def kueue_fault(workloads: Sequence[dict | Workload]) -> Fault | None:
