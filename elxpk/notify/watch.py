@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from elxpk.cluster.diagnosis import why
 from elxpk.cluster.objects.labels import parse_time
-from elxpk.cluster.objects.pods import Event
+from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import JobSet, Workload
 from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import finished_chip_hours
@@ -48,6 +48,11 @@ class NotifyingWatch:
         self.list_events = list_events  # the Events of one object (a Kueue Workload), by its name
         self._preemptors: dict[str, str] = {}
         self._kueue_looked: float | None = None  # the outage (its start) whose Kueue Workloads were looked at
+        # The watch's memory of pods (lost_slice's `remembered`): the previous snapshot's, by name, and those a
+        # snapshot showed that the API no longer lists, kept while an outage is open. A force-deleted pod leaves
+        # the API at once: without it the pods left show only the survivors' 75s.
+        self._pods_before: dict[str, Pod] = {}
+        self._gone: dict[str, Pod] = {}
 
     def test_command(self) -> str | None:
         """Run --notify-command once with a `test` alert before the watch starts, so a program that fails
@@ -108,7 +113,12 @@ class NotifyingWatch:
     def objects(self, jobset: dict, jobs: list, pods: list, workloads: list) -> None:
         now = self.clock()
         self._jobset = jobset
+        listed = {view.meta.name: view for view in map(Pod.of, pods)}
+        self._gone.update((name, pod) for name, pod in self._pods_before.items() if name not in listed)
         self._send(self.watchman.observe(self._observation(jobset, jobs, pods, workloads, now), now))
+        self._pods_before = {str(name): view for name, view in listed.items()}
+        if self.watchman.outage_since is None:  # the memory is of the outage a victim left in
+            self._gone.clear()
 
     def close(self) -> int:
         """Wait (bounded) for what is queued; the number of alerts not delivered."""
@@ -128,7 +138,7 @@ class NotifyingWatch:
                                   pending_after_s=self.settings.stuck_after_s)
             line = reasons[0].text if reasons else ""
         progress = self._progress_of(jobset, now) or {}
-        fault = lost_slice(pods, workloads)
+        fault = lost_slice(pods, workloads, remembered=list(self._gone.values()))
         return Observation(
             state=status.state, healthy=tuple(s.healthy for s in status.slices),
             restarts_counted=status.restarts_counted, max_restarts=status.max_restarts,
