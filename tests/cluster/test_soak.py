@@ -144,3 +144,32 @@ def test_an_evict_or_exit_round_is_timed_to_the_trainers_next_step_and_rewinds_w
                         "kill (pods ready after 2.0s); 0 steps rewound")
     assert lines[2] == "recovery time (kill -> the trainer's next step): p50 9.5s, p95 9.5s; pods ready: p50 2.0s, p95 2.0s"
     assert lines[3] == "steps rewound: 0 (as the trainer recorded each stop)"
+
+
+def test_a_round_whose_trainer_record_cannot_be_read_says_so_rather_than_time_pods_as_the_recovery(
+        fake, kube, clock, tmp_path):
+    """No progress record in the workload's checkpoint directory before the kill (a program that writes
+    none): the round is back when its pods are, and says the trainer's next step is unknown and why, at
+    once rather than after waiting out its timeout for a record that was never there."""
+    from elxpk.cluster.objects.labels import parse_time
+    from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
+
+    objects = with_checkpoint_dir(load_captured(fake), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    clock.now = max(parse_time(cs["state"]["running"]["startedAt"]) or 0.0 for p in objects["pods"]
+                    for cs in p["status"]["containerStatuses"]) + 1.0
+
+    def replaced() -> None:
+        load_captured(fake, fresh_uids=True, without=("jobset",))
+
+    clock.on_sleep += [replaced]
+    lines: list[str] = []
+    request = KillRequest("ops", 1, None, "evict", 143, 1, 600.0, None, True, 300.0, 2.0)
+    assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None,
+                                            confirm=lambda question: None, clock=clock, sleep=clock.sleep))
+    assert lines[0] == (f"round 1/1: slice 1 (evict, 4 pods) back: pods ready after 2.0s; the trainer's next step "
+                        f"unknown (no elxpk-progress.json in {tmp_path} yet (the trainer writes it after its first step))")
+    assert clock.slept == [2.0]
+    assert lines[2] == "recovery time (kill -> the trainer's next step): p50 -, p95 -; pods ready: p50 2.0s, p95 2.0s"
+    assert lines[3] == "steps rewound: unknown (the trainer recorded no rewind at any stop)"

@@ -28,10 +28,11 @@ from dataclasses import asdict, dataclass, field
 
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.pods import Pod
+from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, worker_replicated_job
 from elxpk.cluster.verbs.observe import fetch_status, get_workload
 from elxpk.cluster.verbs.ops import KillPlan, kill, plan_kill
-from elxpk.cluster.verbs.trainer_recovery import PROGRESS_SOURCE, watch_recovery
+from elxpk.cluster.verbs.trainer_recovery import watch_recovery
 from elxpk.cluster.verbs.verb_flags import KILL_MODES
 from elxpk.errors import ClusterError, NotFoundError, Timeout, UsageError
 from elxpk.units import format_duration
@@ -170,6 +171,7 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
         else:
             pods = kube.list_pods(namespace, plan.selector)
             before = {p["metadata"]["uid"]: _restarts(p) for p in pods}
+            unread = _unread(kube, namespace, name, clock())
             killed_at = clock()
             try:
                 inject(kube, namespace, plan, mode, exit_code)
@@ -177,7 +179,8 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
                 result = Round(index + 1, k, mode, len(plan.pods), False, None, None, f"not injected: {exc}")
             else:
                 result = _watched(kube, namespace, name, plan, before, index + 1, k, mode, killed_at=killed_at,
-                                  clock=clock, sleep=sleep, timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick)
+                                  clock=clock, sleep=sleep, timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick,
+                                  unread=unread)
         summary.rounds.append(result)
         on_round(result)
         if index + 1 < repeat:
@@ -192,21 +195,30 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
 
 def _watched(kube: Kube, namespace: str, name: str, plan: KillPlan, before: dict[str, int], number: int,
              index: int, mode: str, *, killed_at: float, clock: Callable[[], float], sleep: Callable[[float], None],
-             timeout_s: float, poll_s: float, on_tick: Callable[[str], None]) -> Round:
+             timeout_s: float, poll_s: float, on_tick: Callable[[str], None], unread: str) -> Round:
     """One round's recovery, as `--mode delete --watch` reads it: recovered once the trainer steps again
-    (its records), or with its pods back where the workload has no trainer record to read."""
+    (its records), or with its pods back where the workload had no trainer record to read before the kill
+    (`unread` says why; waiting for a record that was not there would only run out the round's timeout)."""
     try:
         seen = watch_recovery(kube, namespace, name, plan, killed_at=killed_at, clock=clock, sleep=sleep,
-                              timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick, before=before)
+                              timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick, before=before, unread=unread)
     except Timeout:
         return Round(number, index, mode, len(plan.pods), False, None, None, f"not running again within {timeout_s:g}s")
     except ClusterError as exc:  # the workload finished before the slice came back
         return Round(number, index, mode, len(plan.pods), False, None, None, str(exc))
-    unreadable = seen.next_step_s is None and seen.source not in (PROGRESS_SOURCE, "head's log")
-    recovered = seen.next_step_s is not None or unreadable
+    recovered = seen.next_step_s is not None or bool(unread)
     error = "" if recovered else f"the trainer's next step not seen within {timeout_s:g}s ({seen.source})"
     return Round(number, index, mode, len(plan.pods), recovered, seen.next_step_s, seen.steps_lost, error,
                  seen.slice_back_s, seen.source)
+
+
+def _unread(kube: Kube, namespace: str, name: str, now: float) -> str:
+    """Why the trainer's progress record cannot be read before a kill ("" when it can)."""
+    jobset = get_workload(kube, namespace, name)
+    progress, problem = progress_of(jobset, now)
+    if progress is not None:
+        return ""
+    return problem or "the workload names no checkpoint directory, so no progress record"
 
 
 def round_line(done: Round, repeat: int) -> str:

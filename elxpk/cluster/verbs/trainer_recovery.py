@@ -69,10 +69,12 @@ def _back(pod: dict, plan: KillPlan, before: dict[str, int]) -> bool:
 def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, killed_at: float,
                    clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float,
                    poll_s: float = 2.0, on_tick: Callable[[str], None] = lambda s: None,
-                   before: dict[str, int] | None = None) -> Recovery:
+                   before: dict[str, int] | None = None, unread: str = "") -> Recovery:
     """The slice back (every pod of the plan new or restarted, ready), then the trainer's next step after the
-    kill. `before`: each killed pod's container restarts at the kill (an exit restarts in place). Timeout
-    when the pods are not back within `timeout_s`; ClusterError when the workload finished first."""
+    kill. `before`: each killed pod's container restarts at the kill (an exit restarts in place). `unread`:
+    why the trainer's record could not be read before the kill (a soak round's look): its next step is then
+    not waited for. Timeout when the pods are not back within `timeout_s`; ClusterError when the workload
+    finished first."""
     stop = _Stop(killed_at)
     while True:
         pods = kube.list_pods(namespace, plan.selector)
@@ -91,6 +93,8 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         if clock() - killed_at >= timeout_s:
             raise Timeout(f"slice pods of {name} not running again after {format_duration(timeout_s)}")
         sleep(poll_s)
+    if unread:
+        return Recovery(back, None, None, unread, "", stop.steps_lost)
     # A step of the old processes (their last write, as their group stopped) can come after the kill: only a
     # step after the replacement containers started is the recovered trainer's.
     next_step = _next_step_after(kube, namespace, name, killed_at, started, clock(), stop)
