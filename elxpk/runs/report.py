@@ -159,7 +159,8 @@ def build_report(run: Run, incidents: Sequence[dict] = ()) -> RunReport:
             productive += step_time
         else:
             rewound += step_time
-    found = tuple(with_victims(with_catch_up(recoveries(run.events, metrics), metrics), incidents))
+    every_slice = tuple(sorted({s for e in run.events_of(RunStarted) for s in e.slices}))
+    found = tuple(with_victims(with_catch_up(recoveries(run.events, metrics), metrics), incidents, every_slice))
     waiting = sum(r.slices_ready_s for r in found if r.slices_ready_s is not None)
     restore = restore_time(run.events)
     ckpt = sum(e.blocking_s for e in run.events_of(CheckpointSaved))

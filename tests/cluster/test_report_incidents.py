@@ -104,7 +104,7 @@ def test_a_recovery_the_writer_heard_names_its_victim_from_the_incident_record(t
     assert code == 0
     told = [(r["lost_slices"], r["victim"], r["victim_from"], r["cause"]) for r in data["recoveries"]]
     assert told == [([0], "slice 0 lost its VM", "incidents", "preempted"),
-                    ([], "the workload preempted by Kueue", "incidents", "preempted")]
+                    ([0, 1], "the workload preempted by Kueue", "incidents", "preempted")]
     assert data["failures_by_cause"] == [{"cause": "preempted", "count": 2, "steps": [15, 33]}]
 
     code = main(["report", str(run_dir), "--incidents", str(path), "--no-png"])
