@@ -123,7 +123,8 @@ class RecoveryTimeline:
             return f"{told}session ended unannounced (killed) at step {at}"
         heard = "" if self.heard_by is None else f" by process {self.heard_by}"
         if self.kind == _PREEMPTED:
-            return f"{told}SIGTERM heard{heard}, the group stopped at step {at}"
+            its = f" (slice {','.join(map(str, self.lost))})" if self.lost and self.victim_from == "trainer" else ""
+            return f"{told}SIGTERM heard{heard}{its}, the group stopped at step {at}"
         if self.kind == "peer_preempted":
             return f"{who} lost at step {at} (SIGTERM heard{heard}; the writer stopped with its group)"
         if told:
@@ -254,9 +255,11 @@ def _preemptions_restarted(events: Sequence[Event]) -> list[FailureDetected]:
     for e in events:
         if isinstance(e, Preempted) and any(began > e.time for began in sessions):
             heard = "" if e.heard_by is None else f" by process {e.heard_by}"
+            # its process's slice is a victim (a kill of slice 0; with Kueue's preemption, one of every slice)
             found.append(FailureDetected(time=e.time, step=e.step, kind=_PREEMPTED, source="report",
                                          error=f"{e.signal} heard{heard}; the run stopped at step {e.step}",
-                                         heard_by=e.heard_by))
+                                         heard_by=e.heard_by,
+                                         slices_lost=() if e.heard_slice is None else (e.heard_slice,)))
     return found
 
 

@@ -84,14 +84,16 @@ def incidents_by_recovery(found: Sequence[RecoveryTimeline], incidents: Sequence
 def with_victims(found: Sequence[RecoveryTimeline], incidents: Sequence[dict],
                  every_slice: tuple[int, ...] = ()) -> list[RecoveryTimeline]:
     """The recoveries, each with the victim its incidents name where the trainer's records named none (no
-    lost slice), and the incidents' cause where the trainer's is unknown. A fault of the whole workload (Kueue's)
-    lost `every_slice` (the run's slices)."""
+    lost slice), or only the slice of the writer that heard SIGTERM itself (a `preempted`: with Kueue's
+    preemption every slice heard it), and the incidents' cause where the trainer's is unknown. A fault of the
+    whole workload (Kueue's) lost `every_slice` (the run's slices)."""
     out = []
     for rec, own in zip(found, incidents_by_recovery(found, incidents), strict=True):
         victim = incident_victim(own)
-        if victim is None or rec.lost:
+        if victim is None or (rec.lost and rec.kind != "preempted"):
             out.append(rec)
             continue
-        out.append(replace(rec, lost=victim.slices or every_slice, victim=victim.text(), victim_from="incidents",
+        lost = tuple(sorted({*rec.lost, *(victim.slices or every_slice)}))
+        out.append(replace(rec, lost=lost, victim=victim.text(), victim_from="incidents",
                            cause=victim.cause if rec.cause in ("", "unknown") else rec.cause))
     return out

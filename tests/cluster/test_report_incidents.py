@@ -147,3 +147,28 @@ def test_the_victim_of_recorded_incidents_is_ranked_as_the_pods_are():
     # a 75 alone is a survivor's word: the record names no victim (the pods' lone 75 is their only trace)
     degraded = [i for i in recorded("plain_degraded") if i["kind"] == "exit"]
     assert [i["exit_code"] for i in degraded] == [75] and incident_victim(degraded) is None
+
+
+def test_process_0s_own_sigterm_names_its_slice_and_kueues_every_slice(tmp_path, capsys):
+    """#52 M1: a multi-controller trainer's `preempted` carries the slice of the process that heard SIGTERM
+    (`heard_slice`): process 0 hearing it is a victim, slice 0 lost, with no incident record at all. With the
+    record, Kueue's preemption (every slice heard it) lost every slice of the run."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0,
+                   preempted_heard_slice=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    code = main(["report", str(run_dir), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [(r["lost_slices"], r["victim_from"]) for r in data["recoveries"]] == [([0], "trainer")] * 2
+    code = main(["report", str(run_dir), "--no-png"])
+    assert "  1. SIGTERM heard by process 0 (slice 0), the group stopped at step 15" in capsys.readouterr().out
+
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    preempted = float(int([e["time"] for e in events if e["event"] == "preempted"][1]))
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [Incident("q", _iso(preempted - 3), "kueue_eviction", "infra", "Preempted/InClusterQueue",
+                                "Kueue Workload jobset-train-1: Preempted", workload="train")])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["lost_slices"], r["victim"]) for r in data["recoveries"]] == [
+        ([0], None), ([0, 1], "the workload preempted by Kueue")]
