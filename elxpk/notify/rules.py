@@ -163,16 +163,20 @@ class Watchman:
         self.faults.append({"slice": index, "cause": why})
         return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
 
-    def _lose_unnamed(self, down: list[int], when: float, now: float, why: str) -> list[Alert]:
-        """A slice lost that no source names (its pod gone from the API, every slice down a survivor): one alert
-        that names none, rather than a survivor; the slices down are this outage's."""
-        for index in down:
+    def _taken(self, slices: list[int], when: float, cause: str) -> None:
+        """`slices` down from `when` by one fault named by no one slice (`cause`), its alert raised now."""
+        for index in slices:
             self.lost.setdefault(index, when)
         if self.outage_since is None:
             self.late_sent = False
         self.outage_since = when if self.outage_since is None else min(self.outage_since, when)
         self.alerted, self.pending = True, None
-        self.faults.append({"slice": None, "cause": "a slice's loss"})
+        self.faults.append({"slice": None, "cause": cause})
+
+    def _lose_unnamed(self, down: list[int], when: float, now: float, why: str) -> list[Alert]:
+        """A slice lost that no source names (its pod gone from the API, every slice down a survivor): one alert
+        that names none, rather than a survivor; the slices down are this outage's."""
+        self._taken(down, when, "a slice's loss")
         return [self._alert(SLICE_LOST, now, f"a slice lost, which one no source says ({why or 'its pod gone'}); "
                             f"slice{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} stopped with it",
                             None, slice=None, survivors=list(down))]
@@ -186,17 +190,9 @@ class Watchman:
         already has its alert."""
         if self.alerted:
             return []
-        when = _dated(at, now)
-        for index in range(slices):
-            self.lost.setdefault(index, when)
-        if self.outage_since is None:
-            self.late_sent = False
-        self.outage_since = when if self.outage_since is None else min(self.outage_since, when)
-        self.alerted, self.pending = True, None
-        preempted = fault.startswith(lost_slice.PREEMPTED)
-        what = "preempted by Kueue" if preempted else "evicted by Kueue"
+        what = "preempted by Kueue" if fault.startswith(lost_slice.PREEMPTED) else "evicted by Kueue"
+        self._taken(list(range(slices)), _dated(at, now), what)
         by = f" to admit {preemptor}" if preemptor else ""
-        self.faults.append({"slice": None, "cause": what})
         return [self._alert(SLICE_LOST, now, f"the workload {what}{by} ({fault})", None, slice=None,
                             slices=list(range(slices)), cause=what, preemptor=preemptor or None)]
 

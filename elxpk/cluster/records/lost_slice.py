@@ -177,10 +177,10 @@ def lost_slice(pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload] 
                              [p for p in every if restart_attempt(p) == newest])
     survivors = tuple(sorted({f.slice for _, f, p in mine if p in stopped and f.slice is not None}))
     mine = [(kind, f, p) for kind, f, p in mine if p not in stopped]
-    if not mine:
-        first = min((p for p in stopped), key=lambda p: (first_exit(p) or (0, None))[1] or 0.0)
-        gone = Fault(VICTIM_GONE, None, (first_exit(first) or (0, None))[1],
-                     "the rest of its group stopped with it, exit 75", None, newest, survivors)
+    if not mine:  # only survivors left: the victim's pod is gone (dated by the first survivor's stop)
+        stops = [t for t in ((first_exit(p) or (0, None))[1] for p in stopped) if t is not None]
+        gone = Fault(VICTIM_GONE, None, min(stops, default=None), "the rest of its group stopped with it, exit 75",
+                     None, newest, survivors)
         return kueue if kueue is not None else gone
     strongest = min(_RANK[kind] for kind, _, _ in mine)
     if kueue is not None and strongest >= _RANK["exit"]:  # Kueue's word beats what the containers did after
