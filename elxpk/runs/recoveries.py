@@ -62,8 +62,9 @@ class RecoveryTimeline:
     # The failure's class, as failures by cause count it: failure_detected's cause (slice_lost, stalled), else
     # its kind's (preempted: the writer heard SIGTERM), else the cluster's word for it, else unknown.
     cause: str = ""
-    # Where the trainer's records name no lost slice (process 0 heard SIGTERM itself, a killed session): the
-    # victim as the cluster's incident record names it, e.g. "slice 0 lost its VM" (elxpk/runs/recovery_victims.py)
+    # Where the trainer's records name no lost slice (a killed session, an older trainer's `preempted`) or only
+    # the writer's own (process 0 heard SIGTERM itself: Kueue's preemption reaches every slice): the victim as
+    # the cluster's incident record names it, e.g. "slice 0 lost its VM" (elxpk/runs/recovery_victims.py)
     victim: str = ""
     victim_from: str = ""  # where `lost` was read: "trainer", "incidents", or "" (nowhere: not known)
 
