@@ -36,7 +36,8 @@ from tools.testcluster.soak_record import pods_created, start_recorder  # noqa: 
 
 NAME = "soak-bench"
 SELECTOR = f"jobset.sigs.k8s.io/jobset-name={NAME}"
-SECONDS = re.compile(r"back after ([0-9.]+)(ms|s|m)")
+# a round's pods ready (this workload runs no trainer, so no trainer's next step is the recovery to read)
+SECONDS = re.compile(r"pods ready after ([0-9.]+)(ms|s|m)")
 
 
 def running_pods(cluster: LocalCluster) -> set[str]:
@@ -54,7 +55,7 @@ def soak(elxpk: list[str], mode: str, rounds: int, seed: int) -> tuple[int, list
     if done.returncode not in (0, 1):
         sys.exit(f"kill-slice --mode {mode}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
     times = [float(n) * {"ms": 0.001, "s": 1, "m": 60}[unit] for n, unit in SECONDS.findall(done.stdout)]
-    recovered = sum(1 for line in done.stdout.splitlines() if line.startswith("round ") and "back after" in line)
+    recovered = sum(1 for line in done.stdout.splitlines() if line.startswith("round ") and "NOT recovered" not in line)
     return recovered, times, wall
 
 

@@ -222,6 +222,9 @@ class Preempted(Event):
     checkpoint_step: int | None = None  # the newest committed checkpoint when the trainer stopped
     saved: bool = False  # whether it saved the current step on the way out
     heard_by: int | None = None  # the process that heard the signal (this one: a peer's is peer_preempted)
+    # Its slice (None where the backend has no per-process slice, and in older records): process 0, the only
+    # writer, hearing SIGTERM is a victim too, and `report` names its slice as the one lost.
+    heard_slice: int | None = None
     # The drain (trainer/elastic/drain.py): steps the stop lost, the stop step less the newest committed
     # checkpoint (0 when it saved the stop step; None in records written before the field), and why it did
     # not save where it did not ("" when it saved).

@@ -82,7 +82,7 @@ def report(
     # A workload created again on the same checkpoint directory writes beside the first one's records: the
     # report is of the newest (by the JobSet UID its sessions carry), and names the others.
     *earlier, (workload, run) = split_workloads(run)
-    result = build_report(run)
+    result = build_report(run, recorded or ())
     chip_hours = run_chip_hours(run, result, accelerator, price_of(accelerator, price))
     written = None
     # A run on gs:// is read, never written to: it is plotted only where --png says.

@@ -6,7 +6,9 @@ clock passed in). Each alert is raised once per occurrence, however often the sa
   incidents one loss produces (an eviction is both a disruption and an exit 137). A slice that stopped
   because its group stopped is a casualty, not a loss: its exit 75, and the slices that go down once a loss
   is alerted (a JobSet restart takes every slice), raise none. Where only casualties were seen, the one
-  alert names the victim as elxpk/cluster/records/lost_slice.py reads it from the pods (`Observation.fault`);
+  alert names the victim as elxpk/cluster/records/lost_slice.py reads it from the pods (`Observation.fault`),
+  else a slice down that did not stop with its group; never a survivor (`Observation.survivors`): where no
+  slice is left to name, the alert says a slice was lost without naming one;
 - `recovered`: every lost slice healthy again and, where the trainer's progress record is read, the trainer
   stepping again: timed from the first loss of that outage to its first step after it (the record's
   `resumed_at`; pods ready come before the trainer's imports, restore and compile). Each fault is its own
@@ -111,6 +113,11 @@ class Observation:
     trainer_state: str = ""  # the progress record's state: running, preempted, failed, ... ("" unread)
     ended_at: float | None = None  # when the JobSet finished (its Completed or Failed condition), once it has
     started_at: float | None = None  # when it began to hold its chips: Kueue's admission, else its creation
+    # the slices that stopped with their group (exit 75) when the victim's pod is gone (lost_slice.VICTIM_GONE):
+    # never named as the victim
+    survivors: tuple[int, ...] = ()
+    trainer_phase: str = ""  # the progress record's phase: restoring, compiling, stepping ("" unread or older)
+    trainer_stopped_at: float | None = None  # when the trainer's record says it stopped (its state not running)
 
 
 
@@ -131,6 +138,9 @@ class Watchman:
         self.faults: list[dict[str, Any]] = []
         self.seen_healthy: set[int] = set()
         self.raised: set[tuple] = set()  # keys of once-only alerts already raised
+        # When the trainer's processes last stopped in the present outage (an exit, its record's stop): the step
+        # that ends the recovery comes after it, whatever the outage's own date (Kueue's is earlier)
+        self.stopped_at: float | None = None
 
     def _alert(self, kind: str, now: float, summary: str, incident: Incident | None = None,
                **details: Any) -> Alert:
@@ -153,6 +163,24 @@ class Watchman:
         self.faults.append({"slice": index, "cause": why})
         return [self._alert(SLICE_LOST, now, f"slice {index} lost ({why})", incident, slice=index)]
 
+    def _taken(self, slices: list[int], when: float, cause: str) -> None:
+        """`slices` down from `when` by one fault named by no one slice (`cause`), its alert raised now."""
+        for index in slices:
+            self.lost.setdefault(index, when)
+        if self.outage_since is None:
+            self.late_sent = False
+        self.outage_since = when if self.outage_since is None else min(self.outage_since, when)
+        self.alerted, self.pending = True, None
+        self.faults.append({"slice": None, "cause": cause})
+
+    def _lose_unnamed(self, down: list[int], when: float, now: float, why: str) -> list[Alert]:
+        """A slice lost that no source names (its pod gone from the API, every slice down a survivor): one alert
+        that names none, rather than a survivor; the slices down are this outage's."""
+        self._taken(down, when, "a slice's loss")
+        return [self._alert(SLICE_LOST, now, f"a slice lost, which one no source says ({why or 'its pod gone'}); "
+                            f"slice{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} stopped with it",
+                            None, slice=None, survivors=list(down))]
+
     def _workload_lost(self, seen: Observation, now: float) -> list[Alert]:
         return self.workload_taken(seen.fault, seen.fault_time, seen.preemptor, len(seen.healthy), now)
 
@@ -162,17 +190,9 @@ class Watchman:
         already has its alert."""
         if self.alerted:
             return []
-        when = _dated(at, now)
-        for index in range(slices):
-            self.lost.setdefault(index, when)
-        if self.outage_since is None:
-            self.late_sent = False
-        self.outage_since = when if self.outage_since is None else min(self.outage_since, when)
-        self.alerted, self.pending = True, None
-        preempted = fault.startswith(lost_slice.PREEMPTED)
-        what = "preempted by Kueue" if preempted else "evicted by Kueue"
+        what = "preempted by Kueue" if fault.startswith(lost_slice.PREEMPTED) else "evicted by Kueue"
+        self._taken(list(range(slices)), _dated(at, now), what)
         by = f" to admit {preemptor}" if preemptor else ""
-        self.faults.append({"slice": None, "cause": what})
         return [self._alert(SLICE_LOST, now, f"the workload {what}{by} ({fault})", None, slice=None,
                             slices=list(range(slices)), cause=what, preemptor=preemptor or None)]
 
@@ -182,12 +202,20 @@ class Watchman:
         return self.pending is not None and not self.alerted
 
     def _stepped_since_outage(self, resumed: float | None) -> bool:
-        """The trainer's first step of an attempt came after the outage began. The API dates a loss in whole
-        seconds (truncated), so a step within the second before it may read as after it: a step counts from
-        API_TIME_RESOLUTION_S past the outage's date (a restart takes seconds; the previous recovery's step,
-        just before the next kill, must not close the new outage at once)."""
-        return (self.outage_since is not None and resumed is not None
-                and resumed > self.outage_since + API_TIME_RESOLUTION_S)
+        """The trainer's first step of an attempt came after the fault: after the outage began and after the
+        trainer's processes stopped for it (`stopped_at`: Kueue dates its eviction before the victims' last
+        step, which is no recovery). The API dates a loss in whole seconds (truncated), so a step within the
+        second before it may read as after it: a step counts from API_TIME_RESOLUTION_S past the fault (a
+        restart takes seconds; the previous recovery's step, just before the next kill, must not close the new
+        outage at once)."""
+        if self.outage_since is None or resumed is None:
+            return False
+        return resumed > max(self.outage_since, self.stopped_at or self.outage_since) + API_TIME_RESOLUTION_S
+
+    def _stopped(self, at: float | None) -> None:
+        """The trainer's processes stopped at `at` in the present outage (an exit, its record's stop)."""
+        if at is not None and self.outage_since is not None and at >= self.outage_since:
+            self.stopped_at = at if self.stopped_at is None else max(self.stopped_at, at)
 
     def _recovered(self, resumed: float | None, now: float, slices: int, *, all_healthy: bool) -> list[Alert]:
         """The present outage is over: timed to the trainer's first step after it (else to `now`)."""
@@ -201,7 +229,7 @@ class Watchman:
         alert = self._alert(RECOVERED, now, summary, recovery_s=round(took, 1), slice=first["slice"],
                             cause=first["cause"], faults=len(self.faults), since=self.outage_since,
                             stepped_at=resumed)
-        self.outage_since, self.alerted, self.pending, self.faults = None, False, None, []
+        self.outage_since, self.alerted, self.pending, self.faults, self.stopped_at = None, False, None, [], None
         self.lost.clear()
         return [alert]
 
@@ -231,7 +259,10 @@ class Watchman:
                                                 or incident.fault == lost_slice.DELETED)
         if casualty and self.pending is None and not self.alerted:
             self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
-        return closed + self._lose(incident.slice, when, now, what + where, incident, casualty=casualty)
+        lost = self._lose(incident.slice, when, now, what + where, incident, casualty=casualty)
+        if incident.kind == "exit":  # its process stopped then: a step before it is no recovery
+            self._stopped(when)
+        return closed + lost
 
     def observe(self, seen: Observation, now: float) -> list[Alert]:
         alerts: list[Alert] = []
@@ -247,6 +278,9 @@ class Watchman:
         if seen.state in ("Succeeded", "Failed"):
             return alerts
         resumed = seen.resumed_at if seen.resumed_at is not None else seen.step_time  # an older trainer's record
+        # the record of a trainer stopped, or of a new process restoring or compiling, is of no step after the
+        # fault: its step_time is the previous process's last (a new process's record has no resumed_at yet)
+        not_stepping = seen.trainer_state not in ("", "running") or seen.trainer_phase in ("restoring", "compiling")
         newly_down = [i for i, healthy in enumerate(seen.healthy)
                       if not healthy and i in self.seen_healthy and i not in self.lost]
         # The trainer stepped after the outage began, and now a slice is down again (or the trainer stopped
@@ -263,21 +297,27 @@ class Watchman:
             elif index in self.seen_healthy and (index not in self.lost or not self.alerted):
                 down.append(index)
         if down and not self.alerted:  # one alert: the victim's, as the pods tell it
-            # the pods' victim; else the slice whose exit was seen (a JobSet restart may have taken its pod)
-            named = [i for i in (seen.fault_slice, self.pending[0].slice if self.pending else None)
-                     if i is not None and 0 <= i < len(seen.healthy)]
-            victim = named[0] if named else down[0]
-            incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
-                else (None, seen.fault or "not healthy")
-            when = _dated(seen.fault_time, now) if incident is None else _dated(parse_time(incident.time), now)
-            alerts += self._lose(victim, when, now, why, incident)
+            # the pods' victim; else the slice whose exit was seen (a JobSet restart may have taken its pod), else
+            # a slice down; never one that stopped with its group (a 75 is a survivor's word for another's loss)
+            survivors = set(seen.survivors)
+            named = [i for i in (seen.fault_slice, self.pending[0].slice if self.pending else None, *down)
+                     if i is not None and 0 <= i < len(seen.healthy) and i not in survivors]
+            if named:
+                victim = named[0]
+                incident, why = self.pending if self.pending is not None and self.pending[0].slice == victim \
+                    else (None, seen.fault or "not healthy")
+                when = _dated(seen.fault_time, now) if incident is None else _dated(parse_time(incident.time), now)
+                alerts += self._lose(victim, when, now, why, incident)
+            else:
+                alerts += self._lose_unnamed(down, _dated(seen.fault_time, now), now, seen.fault)
         for index in down:  # the rest went down with it (a JobSet restart takes every slice)
             self._lose(index, now, now, "", None, casualty=True)
         if not self.lost:
             self.pending = None
         # Recovered is training again: with the trainer's record, at its first step after the loss (pods
         # ready come before its imports, restore and compile), and timed to that step
-        waiting = resumed is not None and not self._stepped_since_outage(resumed)
+        self._stopped(seen.trainer_stopped_at)
+        waiting = not_stepping or (resumed is not None and not self._stepped_since_outage(resumed))
         if self.outage_since is not None and not self.lost and not waiting:
             alerts += self._recovered(resumed, now, len(seen.healthy), all_healthy=True)
         elif self.outage_since is not None and not self.late_sent:

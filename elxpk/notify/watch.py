@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from elxpk.cluster.diagnosis import why
 from elxpk.cluster.objects.labels import parse_time
-from elxpk.cluster.objects.pods import Event
+from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import JobSet, Workload
 from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import finished_chip_hours
@@ -48,6 +48,11 @@ class NotifyingWatch:
         self.list_events = list_events  # the Events of one object (a Kueue Workload), by its name
         self._preemptors: dict[str, str] = {}
         self._kueue_looked: float | None = None  # the outage (its start) whose Kueue Workloads were looked at
+        # The watch's memory of pods (lost_slice's `remembered`): the previous snapshot's, by name, and those a
+        # snapshot showed that the API no longer lists, kept while an outage is open. A force-deleted pod leaves
+        # the API at once: without it the pods left show only the survivors' 75s.
+        self._pods_before: dict[str, Pod] = {}
+        self._gone: dict[str, Pod] = {}
 
     def test_command(self) -> str | None:
         """Run --notify-command once with a `test` alert before the watch starts, so a program that fails
@@ -108,7 +113,12 @@ class NotifyingWatch:
     def objects(self, jobset: dict, jobs: list, pods: list, workloads: list) -> None:
         now = self.clock()
         self._jobset = jobset
+        listed = {view.meta.name: view for view in map(Pod.of, pods)}
+        self._gone.update((name, pod) for name, pod in self._pods_before.items() if name not in listed)
         self._send(self.watchman.observe(self._observation(jobset, jobs, pods, workloads, now), now))
+        self._pods_before = {str(name): view for name, view in listed.items()}
+        if self.watchman.outage_since is None:  # the memory is of the outage a victim left in
+            self._gone.clear()
 
     def close(self) -> int:
         """Wait (bounded) for what is queued; the number of alerts not delivered."""
@@ -128,7 +138,7 @@ class NotifyingWatch:
                                   pending_after_s=self.settings.stuck_after_s)
             line = reasons[0].text if reasons else ""
         progress = self._progress_of(jobset, now) or {}
-        fault = lost_slice(pods, workloads)
+        fault = lost_slice(pods, workloads, remembered=list(self._gone.values()))
         return Observation(
             state=status.state, healthy=tuple(s.healthy for s in status.slices),
             restarts_counted=status.restarts_counted, max_restarts=status.max_restarts,
@@ -138,7 +148,9 @@ class NotifyingWatch:
             checkpoint_period=progress.get("checkpoint_period"), elastic_timeout_s=_elastic_timeout(jobset),
             step_time=progress.get("step_time"), fault="" if fault is None else f"{fault.cause}: {fault.detail}",
             fault_slice=None if fault is None else fault.slice, fault_time=None if fault is None else fault.time,
-            whole_workload=fault is not None and fault.slice is None, preemptor=self._preemptor(fault),
+            whole_workload=fault is not None and fault.whole_workload, preemptor=self._preemptor(fault),
+            survivors=() if fault is None else fault.survivors, trainer_phase=progress.get("phase") or "",
+            trainer_stopped_at=progress.get("updated_at") if progress.get("state") not in (None, "running") else None,
             resumed_at=progress.get("resumed_at"), trainer_state=progress.get("state") or "",
             ended_at=status.ended_at, started_at=_held_since(jobset, status),
             chip_hours=finished_chip_hours(jobset, status, now)[0] if status.state in ("Succeeded", "Failed") else "")
@@ -165,7 +177,7 @@ class NotifyingWatch:
 
     def _preemptor(self, fault: Fault | None) -> str:
         """Who preempted the workload, named from the UID Kueue gives ("" when not a preemption, or unknown)."""
-        uid = None if fault is None or fault.slice is not None else preemptor.preemptor_uid(fault.detail)
+        uid = None if fault is None or not fault.whole_workload else preemptor.preemptor_uid(fault.detail)
         if uid is None:
             return ""
         if uid not in self._preemptors:

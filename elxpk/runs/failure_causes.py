@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from elxpk_contract.event_records import Event, FailureDetected
 
 # `kind` -> cause, for records without a `cause`: every retried kind is a slice loss to the trainer.
-_BY_KIND = {"slice_down": "slice_lost", "maybe_slice_down": "slice_lost", "process_killed": "slice_lost"}
+_BY_KIND = {"slice_down": "slice_lost", "maybe_slice_down": "slice_lost", "process_killed": "slice_lost",
+            # the writer heard SIGTERM itself (elxpk/runs/recoveries.py's failure for a `preempted`): its code's name
+            "preempted": "preempted"}
 UNKNOWN = "unknown"
 
 
@@ -57,9 +59,15 @@ def _failures(events: Sequence[Event]) -> list[FailureDetected]:
 
 def by_cause(events: Sequence[Event]) -> list[CauseCount]:
     """Each cause with the steps its failures reached, the most frequent first."""
+    return count_causes([(cause_of(f), f.step) for f in _failures(events)])
+
+
+def count_causes(failures: Sequence[tuple[str, int | None]]) -> list[CauseCount]:
+    """(cause, step) pairs in time order -> each cause with its steps, the most frequent first. The report
+    counts its recoveries so (every one, those the trainer wrote no failure_detected for included)."""
     steps: dict[str, list[int | None]] = {}
-    for failure in _failures(events):
-        steps.setdefault(cause_of(failure), []).append(failure.step)
+    for cause, step in failures:
+        steps.setdefault(cause or UNKNOWN, []).append(step)
     return sorted((CauseCount(c, tuple(s)) for c, s in steps.items()), key=lambda g: (-len(g.steps), g.cause))
 
 

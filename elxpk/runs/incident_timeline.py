@@ -23,7 +23,7 @@ from elxpk_contract.event_records import Event
 DETECTION_LAG_S = 35.0
 
 
-def _unix(text: str | None) -> float | None:
+def unix_time(text: str | None) -> float | None:
     if not text:
         return None
     try:
@@ -45,7 +45,7 @@ class Entry:
 
 def merge(incidents: list[dict], events: tuple[Event, ...]) -> list[Entry]:
     """Cluster incidents and trainer events in one list, oldest first (undated incidents last)."""
-    entries = [Entry(_unix(i.get("time")), "cluster", i.get("kind", ""), dict(i)) for i in incidents]
+    entries = [Entry(unix_time(i.get("time")), "cluster", i.get("kind", ""), dict(i)) for i in incidents]
     entries += [Entry(e.time, "trainer", e.NAME, e.to_json()) for e in events]
     return sorted(entries, key=lambda e: (e.time is None, e.time or 0.0, e.source != "cluster"))
 

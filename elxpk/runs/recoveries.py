@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from elxpk.runs.failure_causes import cause_of
 from elxpk.runs.step_columns import MetricColumns
 from elxpk_contract.event_records import (
     CheckpointSkipped,
@@ -58,6 +59,14 @@ class RecoveryTimeline:
     # Checkpoints skipped before the failure at steps between the one restored and the failed one, with their
     # reasons: each would have shortened the rewind, so the report names them beside it.
     skipped: tuple[tuple[int, str], ...] = ()
+    # The failure's class, as failures by cause count it: failure_detected's cause (slice_lost, stalled), else
+    # its kind's (preempted: the writer heard SIGTERM), else the cluster's word for it, else unknown.
+    cause: str = ""
+    # Where the trainer's records name no lost slice (a killed session, an older trainer's `preempted`) or only
+    # the writer's own (process 0 heard SIGTERM itself: Kueue's preemption reaches every slice): the victim as
+    # the cluster's incident record names it, e.g. "slice 0 lost its VM" (elxpk/runs/recovery_victims.py)
+    victim: str = ""
+    victim_from: str = ""  # where `lost` was read: "trainer", "incidents", or "" (nowhere: not known)
 
     @property
     def live(self) -> bool:
@@ -102,17 +111,25 @@ class RecoveryTimeline:
             "kind": self.kind,
             "heard_by": self.heard_by,
             "skipped_checkpoints": [{"step": step, "reason": reason} for step, reason in self.skipped],
+            "cause": self.cause,
+            "victim": self.victim or None,
+            "victim_from": self.victim_from or None,
         }
 
     def _what(self, who: str, at: object) -> str:
-        """What the fault was, by the trainer's own record of it."""
+        """What the fault was, by the trainer's own record of it (and the victim by the cluster's, where the
+        trainer's names none)."""
+        told = f"{self.victim} (the incident record): " if self.victim else ""
         if self.undetected:
-            return f"session ended unannounced (killed) at step {at}"
+            return f"{told}session ended unannounced (killed) at step {at}"
         heard = "" if self.heard_by is None else f" by process {self.heard_by}"
         if self.kind == _PREEMPTED:
-            return f"SIGTERM heard{heard}, the group stopped at step {at}"
+            its = f" (slice {','.join(map(str, self.lost))})" if self.lost and self.victim_from == "trainer" else ""
+            return f"{told}SIGTERM heard{heard}{its}, the group stopped at step {at}"
         if self.kind == "peer_preempted":
             return f"{who} lost at step {at} (SIGTERM heard{heard}; the writer stopped with its group)"
+        if told:
+            return f"{told}failure detected at step {at}"
         return f"{who} lost at step {at}"
 
     def describe(self) -> str:
@@ -210,6 +227,8 @@ def recoveries(events: Sequence[Event], metrics: Sequence[Metric] = ()) -> list[
                 kind=detect.kind,
                 heard_by=detect.heard_by,
                 skipped=_skipped_before(timed[:i], done.step if done is not None else None, detect.step),
+                cause=cause_of(detect),
+                victim_from="trainer" if detect.slices_lost else "",
             )
         )
     return found
@@ -237,9 +256,11 @@ def _preemptions_restarted(events: Sequence[Event]) -> list[FailureDetected]:
     for e in events:
         if isinstance(e, Preempted) and any(began > e.time for began in sessions):
             heard = "" if e.heard_by is None else f" by process {e.heard_by}"
+            # its process's slice is a victim (a kill of slice 0; with Kueue's preemption, one of every slice)
             found.append(FailureDetected(time=e.time, step=e.step, kind=_PREEMPTED, source="report",
                                          error=f"{e.signal} heard{heard}; the run stopped at step {e.step}",
-                                         heard_by=e.heard_by))
+                                         heard_by=e.heard_by,
+                                         slices_lost=() if e.heard_slice is None else (e.heard_slice,)))
     return found
 
 

@@ -11,13 +11,15 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elxpk.chip_hours import Session, billed_s
 from elxpk.runs.drains import Drain, drains
 from elxpk.runs.examples import ExampleAccount, account_columns
-from elxpk.runs.failure_causes import CauseCount, NoProgress, by_cause, no_progress_runs
+from elxpk.runs.failure_causes import CauseCount, NoProgress, count_causes, no_progress_runs
 from elxpk.runs.recoveries import RecoveryTimeline, recoveries, with_catch_up
+from elxpk.runs.recovery_victims import with_victims
 from elxpk.runs.run_speed import RunSpeed, run_speed
 from elxpk.runs.rundir import Run
 from elxpk.runs.startups import StartupTimeline, startups
@@ -145,7 +147,9 @@ def restore_time(events: tuple[Event, ...]) -> float:
     return total
 
 
-def build_report(run: Run) -> RunReport:
+def build_report(run: Run, incidents: Sequence[dict] = ()) -> RunReport:
+    """`incidents`: the cluster's incident record (`report --incidents`), which names the victim of each
+    recovery whose trainer records name none (elxpk/runs/recovery_victims.py)."""
     metrics = run.metrics  # columns: every executed step, in execution order
     order, last = metrics.last_records()  # the record that counts for each step, by step; a flag per record
     productive = rewound = 0.0
@@ -155,7 +159,8 @@ def build_report(run: Run) -> RunReport:
             productive += step_time
         else:
             rewound += step_time
-    found = tuple(with_catch_up(recoveries(run.events, metrics), metrics))
+    every_slice = tuple(sorted({s for e in run.events_of(RunStarted) for s in e.slices}))
+    found = tuple(with_victims(with_catch_up(recoveries(run.events, metrics), metrics), incidents, every_slice))
     waiting = sum(r.slices_ready_s for r in found if r.slices_ready_s is not None)
     restore = restore_time(run.events)
     ckpt = sum(e.blocking_s for e in run.events_of(CheckpointSaved))
@@ -183,7 +188,8 @@ def build_report(run: Run) -> RunReport:
         checkpoints_committed=len(run.events_of(CheckpointCommitted)),
         checkpoints_skipped=len(run.events_of(CheckpointSkipped)),
         damaged_lines=run.damaged_lines,
-        failure_causes=tuple(by_cause(run.events)),
+        # every recovery, those the trainer wrote no failure_detected for included (process 0's SIGTERM)
+        failure_causes=tuple(count_causes([(r.cause, r.failure_step) for r in found])),
         no_progress=tuple(no_progress_runs(run.events)),
         rejoins_refused=tuple(run.events_of(RejoinRefused)),
         live_prepare_s=sum(e.live_prepare_s for e in run.events_of(RestoreDone)),

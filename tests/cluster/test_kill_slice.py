@@ -10,11 +10,13 @@ import pytest
 
 from elxpk.cluster.objects.labels import parse_time
 from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
-from elxpk.cluster.verbs.ops import kill, plan_kill, watch_recovery
+from elxpk.cluster.verbs.ops import kill, plan_kill
+from elxpk.cluster.verbs.trainer_recovery import watch_recovery
 from elxpk.errors import ClusterError
 from tests.cluster.captured import KINDS, load_captured, with_checkpoint_dir
 from tests.cluster.conftest import run_cli
 from trainer.clock import SystemClock
+from trainer.elastic import drain
 from trainer.elastic.progress import ProgressWriter
 
 
@@ -78,6 +80,8 @@ def test_watch_of_a_workload_that_finished_ends_at_once_with_exit_1(fake, capsys
 @pytest.mark.parametrize("process_started", [2.5, -100.0])
 def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fake, kube, clock, tmp_path,
                                                                             process_started):
+    """... and the rewind is what the old processes recorded at their stop (a drain that did not save: 10
+    steps back to checkpoint 120), unknown where they recorded none (#52 M4: never an estimate)."""
     """#43: pods ready is not training (imports, restore and compile follow). The replacement pods come back
     at the first poll; the trainer's next step, 9.5 s after the kill, is read from its progress record as its
     restarted process writes it (at its first step), with that process's start-up (#49) when the process
@@ -94,7 +98,8 @@ def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fa
         load_captured(fake, fresh_uids=True, without=("jobset",))
         stopped = ProgressWriter(str(tmp_path), SystemClock())
         stopped.step_done(130, killed_at + 1.0, 1)  # a step the old processes ended after the kill: no recovery
-        stopped.finish("failed", "slice 1 lost", 75)
+        stopped.finish("failed", "slice 1 lost", 75,
+                       drain.outcome(130, 120, False, "grace too short") if process_started > 0 else None)
 
     def first_step() -> None:  # the restarted trainer's first step: its first write of the record
         writer = ProgressWriter(str(tmp_path), SystemClock())
@@ -110,6 +115,7 @@ def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fa
     assert lines[1] == "slice 1's pods running and ready again after 2.0s"
     assert lines[2] == ("recovered: the trainer's next step 9.5s after the kill (step 131 done), from the trainer's "
                         "progress record")
-    assert lines[3:] == (["  the new process's start: imports 2.00 s -> restored 4.00 s -> step (deserialized) 4.50 s -> first step 7.00 s"]
-                         if process_started > 0 else [])
+    assert lines[3:] == (["  the new process's start: imports 2.00 s -> restored 4.00 s -> step (deserialized) 4.50 s -> first step 7.00 s",
+                          "  rewound: 10 steps, as the trainer recorded its stop"]
+                         if process_started > 0 else ["  rewound: unknown (the trainer recorded no stop with its rewind)"])
     assert clock.slept == [2.0, 2.0, 2.0]  # polled until the record showed a step after the kill

@@ -171,6 +171,35 @@ def test_a_group_restart_seen_only_in_a_snapshot_is_one_alert_for_the_pods_victi
     assert "slice 1 lost (lost its VM: pod v: force-deleted)" in down[0].summary
 
 
+def test_a_survivors_75_is_never_the_victim_named():
+    """#52 M3: slice 1 force-deleted (its pod gone from the API, no exit of it seen), slice 0 stopped with its
+    group (75). The pods name no victim (lost_slice.VICTIM_GONE, slice 0 a survivor): the alert names slice 1,
+    down and no survivor, never slice 0 whose 75 the watch saw."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(0, 75, "survivor"), 5.0) == []
+    gone = "lost, its pod gone from the API: the rest of its group stopped with it, exit 75"
+    down = w.observe(_seen(False, False, state="Restarting", fault=gone, survivors=(0,)), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details == {"slice": 1}
+    done = w.observe(_seen(True, True), 40.0)
+    assert kinds(done) == ["recovered"] and done[0].details["slice"] == 1
+
+
+def test_with_only_survivors_down_the_alert_names_no_slice():
+    """Slice 1's replacement already ready, slice 0 down after its 75: no slice left that is not a survivor,
+    so the one alert says a slice was lost and names none."""
+    w = _watchman()
+    w.observe(_seen(True, True), 0.0)
+    assert w.incident(_exit(0, 75, "survivor"), 5.0) == []
+    gone = "lost, its pod gone from the API: the rest of its group stopped with it, exit 75"
+    down = w.observe(_seen(False, True, state="Degraded", fault=gone, survivors=(0,)), 6.0)
+    assert kinds(down) == ["slice-lost"] and down[0].details["slice"] is None
+    assert "a slice lost, which one no source says" in down[0].summary and "slice 0 lost" not in down[0].summary
+    assert w.observe(_seen(False, True, state="Degraded", fault=gone, survivors=(0,)), 7.0) == []  # once
+    done = w.observe(_seen(True, True), 40.0)
+    assert kinds(done) == ["recovered"] and "after a slice's loss" in done[0].summary
+
+
 def test_a_lone_exit_75_is_the_loss_when_nothing_else_shows():
     w = _watchman()
     w.observe(_seen(True, True), 0.0)
@@ -264,6 +293,28 @@ def test_a_kueue_preemption_says_so_and_names_the_preemptor():
     done = w.observe(_seen(True, True, resumed_at=400.0), 410.0)
     assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 400.0 - 95.0  # from the API's time
     assert "after preempted by Kueue" in done[0].summary
+
+
+def test_a_kueue_preemption_is_recovered_at_the_trainers_step_after_its_stop_not_at_the_victims_last():
+    """#52 M2: Kueue dated the eviction (100) before the victim's last steps: the trainer, just recovered from
+    a previous fault, stepped first at 101.6 and last at 102.9, heard SIGTERM and stopped (its record's stop
+    at 103, its pods' exits 77 then). Neither its first step nor its last, read again while the new process
+    restores (its record keeps the old step_time), is the recovery: the trainer's first step after its stop,
+    168, is; timed from the fault (68 s), once, at the look that reads it."""
+    w = _watchman()
+    w.observe(_seen(True, True, resumed_at=101.6, step_time=101.6), 101.7)
+    preempted = dict(fault="preempted: by Kueue: Preempted: Preempted to accommodate a workload (UID: u-1)",
+                     whole_workload=True, fault_time=100.0)
+    stopped = dict(resumed_at=101.6, step_time=102.9, trainer_state="preempted", trainer_stopped_at=103.0)
+    assert kinds(w.observe(_seen(False, False, state="Queued", **preempted, **stopped), 110.0)) == ["slice-lost"]
+    assert w.incident(_exit(0, 77, "p0"), 111.0, resumed_at=101.6) == []  # its exit: a casualty of the preemption
+    # the new processes restore: their record has no resumed_at yet, its step_time the old process's last
+    restoring = dict(step_time=102.9, trainer_phase="restoring")
+    assert w.observe(_seen(True, True, **restoring), 130.0) == []
+    assert w.observe(_seen(True, True, step_time=102.9, trainer_phase="compiling"), 150.0) == []
+    done = w.observe(_seen(True, True, resumed_at=168.0, step_time=168.0, trainer_phase="stepping"), 170.0)
+    assert kinds(done) == ["recovered"] and done[0].details["recovery_s"] == 68.0
+    assert done[0].details["stepped_at"] == 168.0
 
 
 def test_an_incident_seen_late_is_timed_from_the_apis_own_time_of_it():

@@ -220,3 +220,31 @@ def test_succeeded_is_raised_once_at_the_look_that_sees_it_dated_by_its_end_in_m
     assert alert["summary"].startswith(f"{OPS}: workload succeeded after {took}; ")
     assert alert["details"]["ran_s"] == ended - admitted
     assert f", {took} from admission to its end)" in alert["summary"] and " h from" not in alert["summary"]
+
+
+def test_the_watchs_memory_of_a_force_deleted_pod_names_the_victim_the_api_no_longer_lists():
+    """#52 M3: a snapshot saw slice 1's pods being force-deleted while both slices still counted healthy (the
+    Jobs not updated yet); by the next, the pods have left the API and slice 0 stopped with its group (75).
+    The pods left name no victim (a survivor's 75 never is one); the watch's memory of the pods it saw does:
+    slice 1 lost its VM, never slice 0. (tests/cluster/test_victim_gone.py: the pods, from the incident story.)"""
+    import copy
+
+    from elxpk.notify.watch import NotifyingWatch
+    from tests.cluster.captured import load
+    from tests.cluster.test_victim_gone import group_stopped
+
+    plain, degraded = load("plain"), load("plain_degraded")
+    listed, victims = group_stopped()
+    deleting = [p for p in copy.deepcopy(plain["pods"]) if p["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] == "0"]
+    now = 1_796_000_000.0
+    with webhook(["200", "200"]) as hook:
+        watch = NotifyingWatch(_settings(hook.url, on=("slice-lost",)), name_of(plain), "default", lambda line: None,
+                               clock=lambda: now)
+        watch.started()
+        watch.objects(plain["jobset"], plain["jobs"], plain["pods"], [])
+        watch.objects(plain["jobset"], plain["jobs"], deleting + victims, [])  # both slices still healthy
+        watch.objects(degraded["jobset"], degraded["jobs"], listed, [])  # the victims gone, slice 0 stopped
+        assert watch.close() == 0
+    (alert,) = [json.loads(body) for _, body in hook.bodies]
+    assert alert["details"] == {"slice": 1}, alert
+    assert alert["summary"].startswith(f"{name_of(plain)}: slice 1 lost (lost its VM: pod ") and "force-deleted" in alert["summary"]

@@ -11,13 +11,13 @@ import pytest
 from elxpk.cli.main import main
 from elxpk.cluster.verbs.ops import (
     delete_workload,
-    event_record,
     kill,
     log_source,
     plan_kill,
     read_logs,
     wait_for,
 )
+from elxpk.cluster.verbs.trainer_recovery import event_record
 from elxpk.errors import ClusterError, NotFoundError
 from tests.cluster.captured import load_captured, replace_with
 from tests.support.fake_apiserver import Fault

@@ -74,3 +74,101 @@ def test_each_fault_of_a_group_restarted_run_is_timed_to_its_own_recovery(tmp_pa
     cluster = [e for e in data["incidents"] if e["source"] == "cluster"]
     assert [(e["recovery"], e["recovered_after_s"]) for e in cluster] == [
         (n, first - kill) for n, (kill, first) in enumerate(zip(kills, first_steps, strict=True), 1)]
+
+
+def test_a_recovery_the_writer_heard_names_its_victim_from_the_incident_record(tmp_path, capsys):
+    """#52 M1: process 0, the only writer, heard SIGTERM at each fault and recorded `preempted` with no
+    slice: first slice 0's pod force-deleted (its exit 77, the API's `lost its VM`, then slice 1 stopping
+    with its group: 75), then Kueue preempting the whole workload (dated before the trainer's last step, its
+    pods' exits 77 after). Each recovery names its victim and cause from the incident record, never slice 1
+    whose 75 is a survivor's, and failures by cause counts both."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    stops = [e["time"] for e in events if e["event"] == "preempted"]
+    deleted, preempted = float(int(stops[0])), float(int(stops[1]))
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [
+        Incident("d0", _iso(deleted), "exit", "infra", "Error", "preempted", slice=0, pod="train-slice-job-0-0-a",
+                 exit_code=77, workload="train", fault="lost its VM"),
+        Incident("s1", _iso(deleted + 2), "exit", "infra", "Error", "slice_lost", slice=1,
+                 pod="train-slice-job-1-0-b", exit_code=75, workload="train", fault="lost"),
+        Incident("q", _iso(preempted - 3), "kueue_eviction", "infra", "Preempted/InClusterQueue",
+                 "Kueue Workload jobset-train-1: Preempted to accommodate a workload (UID: u) in the ClusterQueue",
+                 workload="train"),
+        *(Incident(f"p{n}", _iso(preempted + 1), "exit", "infra", "Error", "preempted", slice=n,
+                   pod=f"train-slice-job-{n}-0-c", exit_code=77, workload="train", fault="deleted") for n in (0, 1)),
+    ])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    told = [(r["lost_slices"], r["victim"], r["victim_from"], r["cause"]) for r in data["recoveries"]]
+    assert told == [([0], "slice 0 lost its VM", "incidents", "preempted"),
+                    ([0, 1], "the workload preempted by Kueue", "incidents", "preempted")]
+    assert data["failures_by_cause"] == [{"cause": "preempted", "count": 2, "steps": [15, 33]}]
+
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png"])
+    out = capsys.readouterr().out
+    assert "  1. slice 0 lost its VM (the incident record): SIGTERM heard by process 0, the group stopped at step 15" \
+        in out
+    assert "  2. the workload preempted by Kueue (the incident record): SIGTERM heard by process 0" in out
+    assert "failures by cause: preempted 2 (at step 15, 33)" in out
+
+
+def test_without_an_incident_record_every_recovery_is_still_counted_by_cause(tmp_path, capsys):
+    """The same run without --incidents: no victim named (nothing says it), and both recoveries counted."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    code = main(["report", str(run_dir), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and [(r["lost_slices"], r["victim"]) for r in data["recoveries"]] == [([], None), ([], None)]
+    assert data["failures_by_cause"] == [{"cause": "preempted", "count": 2, "steps": [15, 33]}]
+
+
+def test_the_victim_of_recorded_incidents_is_ranked_as_the_pods_are():
+    """The incidents `events --record` writes of the incident story's real objects (incidents_corpus): Kueue's
+    deactivation names the whole workload; the survivor's 75 names no one; a lone exit 77 of each slice names
+    both, as the pods' own evidence does (elxpk/cluster/records/lost_slice.py's order, incident_rank)."""
+    from elxpk.cluster.records.incidents import collect
+    from elxpk.cluster.records.lost_slice import lost_slice
+    from elxpk.runs.recovery_victims import KUEUE_EVICTED, incident_victim
+    from tests.cluster.captured import load
+
+    def recorded(stage: str) -> list[dict]:
+        o = load(stage)
+        return [i.to_dict() for i in collect(o["jobset"], o["jobs"], o["pods"], o["workloads"], o.get("events", []))]
+
+    evicted = incident_victim(recorded("evicted"))
+    assert evicted is not None and (evicted.slices, evicted.cause) == ((), KUEUE_EVICTED)
+    assert evicted.text() == "the workload evicted by Kueue"
+    ignored = incident_victim(recorded("ignored"))
+    pods = lost_slice(load("ignored")["pods"])
+    assert ignored is not None and ignored.slices == (0, 1) and ignored.cause == pods.cause == "stopped by SIGTERM"
+    # a 75 alone is a survivor's word: the record names no victim (the pods' lone 75 is their only trace)
+    degraded = [i for i in recorded("plain_degraded") if i["kind"] == "exit"]
+    assert [i["exit_code"] for i in degraded] == [75] and incident_victim(degraded) is None
+
+
+def test_process_0s_own_sigterm_names_its_slice_and_kueues_every_slice(tmp_path, capsys):
+    """#52 M1: a multi-controller trainer's `preempted` carries the slice of the process that heard SIGTERM
+    (`heard_slice`): process 0 hearing it is a victim, slice 0 lost, with no incident record at all. With the
+    record, Kueue's preemption (every slice heard it) lost every slice of the run."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0,
+                   preempted_heard_slice=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    code = main(["report", str(run_dir), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [(r["lost_slices"], r["victim_from"]) for r in data["recoveries"]] == [([0], "trainer")] * 2
+    code = main(["report", str(run_dir), "--no-png"])
+    assert "  1. SIGTERM heard by process 0 (slice 0), the group stopped at step 15" in capsys.readouterr().out
+
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    preempted = float(int([e["time"] for e in events if e["event"] == "preempted"][1]))
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [Incident("q", _iso(preempted - 3), "kueue_eviction", "infra", "Preempted/InClusterQueue",
+                                "Kueue Workload jobset-train-1: Preempted", workload="train")])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["lost_slices"], r["victim"]) for r in data["recoveries"]] == [
+        ([0], None), ([0, 1], "the workload preempted by Kueue")]

@@ -100,3 +100,76 @@ def test_exit_mode_reports_a_failed_exec_in_one_line(fake, capsys, kubeconfig):
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 1 and len(errors) == 1 and "Traceback" not in err
     assert "`kill -9 1` exited 127: sh: kill: not found" in errors[0]
+
+
+@pytest.mark.parametrize("mode", ["evict", "exit"])
+def test_an_evict_or_exit_round_is_timed_to_the_trainers_next_step_and_rewinds_what_it_recorded(
+        mode, fake, kube, clock, tmp_path):
+    """#52 M4: evict and exit rounds are read as `--mode delete --watch` reads its kill: the recovery is the
+    trainer's next step after the kill (9.5 s), not its pods ready (2 s), and the rewind is what the trainer
+    recorded at its stop (it heard SIGTERM and saved on the way out: 0 steps), not the steps since its last
+    checkpoint (10 here). The controllers' part is the captured objects' (replacements with new uids)."""
+    from elxpk.cluster.objects.labels import parse_time
+    from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
+    from trainer.clock import SystemClock
+    from trainer.elastic import drain
+    from trainer.elastic.progress import ProgressWriter
+
+    objects = with_checkpoint_dir(load_captured(fake), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    fake.store.on_exec = lambda namespace, pod, name, command: ("", None)  # the container ends with the exec
+    clock.now = max(parse_time(cs["state"]["running"]["startedAt"]) or 0.0 for p in objects["pods"]
+                    for cs in p["status"]["containerStatuses"]) + 1.0
+    killed_at = clock()
+    running = ProgressWriter(str(tmp_path), SystemClock())
+    running.checkpoint(120, killed_at - 30.0)
+    running.step_done(130, killed_at - 0.5, 1)  # 10 steps past its checkpoint when the kill comes
+
+    def replaced() -> None:  # the old group's stop on SIGTERM, saved on the way out; the Job's new pods
+        running.finish("preempted", "SIGTERM", 77, drain.outcome(130, 130, True, ""))
+        for pod in objects["pods"]:  # exited (restartPolicy Never) or evicted: gone, the Job creates new ones
+            fake.store.delete(KINDS["pods"], "default", pod["metadata"]["name"])
+        load_captured(fake, fresh_uids=True, without=("jobset",))
+
+    def first_step() -> None:  # the restarted trainer's first step
+        ProgressWriter(str(tmp_path), SystemClock()).step_done(131, killed_at + 9.5, 1)
+
+    clock.on_sleep += [replaced, lambda: None, first_step]
+    lines: list[str] = []
+    request = KillRequest("ops", 1, None, mode, 143, 1, 600.0, None, True, 300.0, 2.0)
+    assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None,
+                                            confirm=lambda question: None, clock=clock, sleep=clock.sleep))
+    assert lines[0] == (f"round 1/1: slice 1 ({mode}, 4 pods) recovered: the trainer's next step 9.5s after the "
+                        "kill (pods ready after 2.0s); 0 steps rewound")
+    assert lines[2] == "recovery time (kill -> the trainer's next step): p50 9.5s, p95 9.5s; pods ready: p50 2.0s, p95 2.0s"
+    assert lines[3] == "steps rewound: 0 (as the trainer recorded each stop)"
+
+
+def test_a_round_whose_trainer_record_cannot_be_read_says_so_rather_than_time_pods_as_the_recovery(
+        fake, kube, clock, tmp_path):
+    """No progress record in the workload's checkpoint directory before the kill (a program that writes
+    none): the round is back when its pods are, and says the trainer's next step is unknown and why, at
+    once rather than after waiting out its timeout for a record that was never there."""
+    from elxpk.cluster.objects.labels import parse_time
+    from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
+
+    objects = with_checkpoint_dir(load_captured(fake), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    clock.now = max(parse_time(cs["state"]["running"]["startedAt"]) or 0.0 for p in objects["pods"]
+                    for cs in p["status"]["containerStatuses"]) + 1.0
+
+    def replaced() -> None:
+        load_captured(fake, fresh_uids=True, without=("jobset",))
+
+    clock.on_sleep += [replaced]
+    lines: list[str] = []
+    request = KillRequest("ops", 1, None, "evict", 143, 1, 600.0, None, True, 300.0, 2.0)
+    assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None,
+                                            confirm=lambda question: None, clock=clock, sleep=clock.sleep))
+    assert lines[0] == (f"round 1/1: slice 1 (evict, 4 pods) back: pods ready after 2.0s; the trainer's next step "
+                        f"unknown (no elxpk-progress.json in {tmp_path} yet (the trainer writes it after its first step))")
+    assert clock.slept == [2.0]
+    assert lines[2] == "recovery time (kill -> the trainer's next step): p50 -, p95 -; pods ready: p50 2.0s, p95 2.0s"
+    assert lines[3] == "steps rewound: unknown (the trainer recorded no rewind at any stop)"

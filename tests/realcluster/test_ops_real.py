@@ -21,8 +21,10 @@ import json
 import os
 import random
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -123,9 +125,36 @@ def test_a_bad_name_reaches_nothing(testcluster: LocalCluster, ops: str) -> None
     assert ops in {j["metadata"]["name"] for j in testcluster.items(JOBSETS.format(ns="default"))}
 
 
-def test_soak_summary_over_the_real_controllers(ops: str, kube) -> None:
-    """Two delete rounds on random slices, 4 s from kill to kill: each slice back; the steps each kill
-    rewound (130 done, checkpoint at 100), and the JobSet restarts they cost (backoffLimit 0)."""
+class TrainerRecords:
+    """The progress record a trainer leaves as the soak's rounds go (this workload runs no trainer): on a
+    kill, its stop on SIGTERM, not saved (`drain_steps_lost` 30: 130 done, checkpoint at 100); once the slice
+    is back, the restarted trainer's first step. Keyed on the soak's own progress lines (`on_tick`)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path, self.stopped = directory / PROGRESS_FILE, False
+
+    def _write(self, progress: Progress) -> None:
+        self.path.write_text(json.dumps(progress.to_json()))
+
+    def tick(self, text: str) -> None:
+        now = time.time()
+        if "replacement pods ready" in text and not self.stopped:
+            self.stopped = True
+            self._write(Progress(130, now - 1, 100, now - 100, now, state="preempted", exit_code=77,
+                                 drain_saved=False, drain_steps_lost=30))
+        elif text.startswith("slice back") and self.stopped:
+            self.stopped = False
+            self._write(Progress(101, now, 100, now - 100, now))
+
+    def restore(self) -> None:  # the record the module's other tests read
+        now = time.time()
+        self._write(Progress(130, now, 100, now - 100, now))
+
+
+def test_soak_summary_over_the_real_controllers(ops: str, kube, progress_dir: Path) -> None:
+    """Two delete rounds on random slices, 4 s from kill to kill: each slice back and the trainer stepping
+    again; the steps each kill rewound as the trainer recorded its stop (30), and the JobSet restarts they
+    cost (backoffLimit 0)."""
     slept: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -134,9 +163,13 @@ def test_soak_summary_over_the_real_controllers(ops: str, kube) -> None:
 
     rounds: list = []
     first = status_of(kube, ops)
-    summary = soak(kube, "default", ops, slice_spec="random", mode="delete", repeat=2, every_s=4, exit_code=143,
-                   rng=random.Random(7), clock=time.time, sleep=sleep, timeout_s=60, poll_s=0.2,
-                   on_round=rounds.append)
+    trainer = TrainerRecords(progress_dir)
+    try:
+        summary = soak(kube, "default", ops, slice_spec="random", mode="delete", repeat=2, every_s=4,
+                       exit_code=143, rng=random.Random(7), clock=time.time, sleep=sleep, timeout_s=60, poll_s=0.2,
+                       on_round=rounds.append, on_tick=trainer.tick)
+    finally:
+        trainer.restore()
     draws = random.Random(7)
     assert [r.slice for r in rounds] == [draws.randrange(2) for _ in range(2)]
     assert [(r.recovered, r.pods) for r in rounds] == [(True, 4)] * 2, rounds
@@ -147,8 +180,8 @@ def test_soak_summary_over_the_real_controllers(ops: str, kube) -> None:
     assert len(pauses) == 1 and 0 <= pauses[0] < 4, slept
     lines = summary_lines(summary)
     assert lines[0] == "recoveries: 2/2 succeeded"
-    assert lines[1].startswith("recovery time: p50 ")
-    assert lines[2] == "steps rewound: 60 (steps since the last committed checkpoint at each kill)"
+    assert lines[1].startswith("recovery time (kill -> the trainer's next step): p50 ")
+    assert lines[2] == "steps rewound: 60 (as the trainer recorded each stop)"
     after = first["restarts_counted"] + 2
     assert lines[3].startswith(f"budget consumed: JobSet restarts 2 (now {after}/25 counted); backoffLimit used 0 -> 0")
 
@@ -170,16 +203,46 @@ def test_soak_counts_a_slice_that_is_not_back_in_time(testcluster: LocalCluster,
     assert wait(testcluster, ops, "running") == 0
 
 
-def test_kill_slice_cli_repeat_prints_rounds_and_the_summary(testcluster: LocalCluster, ops: str) -> None:
-    done = elxpk("workload", "kill-slice", ops, "--slice", "random", "--seed", "5", "--repeat", "2", "--every",
-                 "0s", "--poll", "0.2s", "--timeout", "60s", "--yes", cluster=testcluster)
+@contextmanager
+def stepping(directory: Path) -> Iterator[None]:
+    """A trainer stepping every 0.2 s, as its progress record shows it (this workload runs none), recording
+    no stop: the soak's recoveries end at its next step, and their rewind is unknown."""
+    done = threading.Event()
+
+    def step() -> None:
+        steps = 130
+        while not done.wait(0.2):
+            steps += 1
+            now = time.time()
+            (directory / PROGRESS_FILE).write_text(json.dumps(Progress(steps, now, 100, now - 100, now).to_json()))
+
+    thread = threading.Thread(target=step, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        now = time.time()
+        (directory / PROGRESS_FILE).write_text(json.dumps(Progress(130, now, 100, now - 100, now).to_json()))
+
+
+def test_kill_slice_cli_repeat_prints_rounds_and_the_summary(testcluster: LocalCluster, ops: str,
+                                                              progress_dir: Path) -> None:
+    with stepping(progress_dir):
+        done = elxpk("workload", "kill-slice", ops, "--slice", "random", "--seed", "5", "--repeat", "2", "--every",
+                     "0s", "--poll", "0.2s", "--timeout", "60s", "--yes", cluster=testcluster)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     draws = random.Random(5)
     for n, line in enumerate(lines[:2], 1):
-        assert line.startswith(f"round {n}/2: slice {draws.randrange(2)} (delete, 4 pods) back after "), lines
+        assert line.startswith(f"round {n}/2: slice {draws.randrange(2)} (delete, 4 pods) recovered: the trainer's "
+                               "next step "), lines
+        assert line.endswith("rewind unknown (the trainer recorded none)"), lines
     assert lines[2] == "recoveries: 2/2 succeeded"
-    assert lines[3].startswith("recovery time: p50 ") and lines[5].startswith("budget consumed: JobSet restarts 2")
+    assert lines[3].startswith("recovery time (kill -> the trainer's next step): p50 ")
+    assert lines[4] == "steps rewound: unknown (the trainer recorded no rewind at any stop)"
+    assert lines[5].startswith("budget consumed: JobSet restarts 2")
     refused = elxpk("workload", "kill-slice", ops, "--slice", "0", cluster=testcluster)  # no --yes, no terminal
     assert refused.returncode == 2 and "pass --yes" in refused.stderr
 

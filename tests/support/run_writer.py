@@ -49,6 +49,7 @@ class FakeRun:
     # Each failure is SIGTERM heard by this process, the records' writer (a `preempted` event, no
     # failure_detected), and a new session restores (cold_restart implied). None: failure_detected.
     preempted_heard_by: int | None = None
+    preempted_heard_slice: int | None = None  # that process's slice, as a multi-controller trainer records it
     run_id: str = ""  # run_started's run id (a cluster's JobSet UID)
     t0: float = 1_700_000_000.0
     extra_events: tuple[dict, ...] = field(default_factory=tuple)
@@ -82,7 +83,8 @@ def write_run(path: Path, spec: FakeRun, *, torn_tail: bool = False) -> Path:
             if spec.preempted_heard_by is None:
                 event("failure_detected", failed, slices_lost=[spec.lost_slice])
             else:
-                event("preempted", failed, checkpoint_step=restored, heard_by=spec.preempted_heard_by)
+                event("preempted", failed, checkpoint_step=restored, heard_by=spec.preempted_heard_by,
+                      heard_slice=spec.preempted_heard_slice)
             t += spec.wait_s
             if spec.cold_restart or spec.preempted_heard_by is not None:  # a new session starts and restores
                 event("run_started", 0, slices=slices, run_id=spec.run_id)

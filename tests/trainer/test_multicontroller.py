@@ -131,6 +131,7 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
     assert stop["heard_by"] == signalled, stop  # the record names the process that heard the signal
     if signalled == 0:
         assert (stop["event"], stop["signal"]) == ("preempted", "SIGTERM"), stop
+        assert stop["heard_slice"] == 0, stop  # process 0's slice: the victim `report` names (#52)
     else:
         assert (stop["event"], stop["kind"], stop["slices_lost"]) == ("failure_detected", "peer_preempted", [1]), stop
         assert f"process 1 (slice 1) was preempted (SIGTERM); the group stopped together at step {stop['step']}" in (

@@ -425,7 +425,8 @@ def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: Att
                            stopped=why, heard_by=stop.process, saved=saving, **fields)
         raise TrainerStopped(SLICE_LOST, f"{why}; {said}; newest checkpoint: step {ctx.latest_committed}")
     ctx.recorder.event("preempted", step, signal=heard, checkpoint_step=ctx.latest_committed, saved=saving,
-                       heard_by=ctx.backend.process_index, **fields)
+                       heard_by=ctx.backend.process_index, heard_slice=getattr(ctx.backend, "slice_index", None),
+                       **fields)
     raise TrainerStopped(PREEMPTED, f"preempted ({heard}) at step {step}; {said}; newest checkpoint: step "
                                     f"{ctx.latest_committed}")
 

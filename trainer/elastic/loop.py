@@ -304,7 +304,8 @@ def _retry_loop(ctx: AttemptContext) -> TrainResult:
             ctx.drain = drain.outcome(ctx.current_step, ctx.latest_committed, False,
                                       "between attempts: no state to save")
             rec.event("preempted", ctx.current_step, signal=ctx.stop.requested, checkpoint_step=ctx.latest_committed,
-                      drain_steps_lost=ctx.drain.steps_lost, save_skipped=ctx.drain.save_skipped)
+                      drain_steps_lost=ctx.drain.steps_lost, save_skipped=ctx.drain.save_skipped,
+                      heard_by=backend.process_index, heard_slice=getattr(backend, "slice_index", None))
             raise TrainerStopped(PREEMPTED, f"preempted ({ctx.stop.requested}) between attempts at step "
                                             f"{ctx.current_step}; newest checkpoint: step {ctx.latest_committed}")
         admit = None

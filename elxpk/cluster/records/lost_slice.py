@@ -16,7 +16,11 @@ words first, strongest first:
 4. the Kueue Workload's Preempted/Evicted condition (the whole workload: no one slice);
 5. a container's exit other than 0 and 75 (77: it heard SIGTERM from what the pod no longer shows; 70 user
    error, 76 stalled, 137 killed, ...);
-6. only 75s: a slice lost whose pod left no other trace (the first to exit).
+6. only 75s: a 75 is a survivor's word for a peer's loss, so the victim is another slice. Where every
+   process of the 75s' slices stopped (a group stop), the victim's pod has left the API (a force delete's
+   pod goes at once): the fault is `VICTIM_GONE`, naming no slice, never a survivor, unless `remembered`
+   (pods a watch saw that the API no longer lists) holds the victim. A 75 whose slice runs on (its other
+   VMs' processes still running) is the only trace of that slice's loss: the first to exit is named.
 Only the pods of the newest restart attempt with a fault count: an older attempt's fault is history.
 """
 
@@ -41,11 +45,14 @@ from elxpk_contract.exit_codes import PREEMPTED as PREEMPTED_EXIT
 
 PREEMPTED, EVICTED, LOST_VM, DELETED, SIGNALLED, FAILED, SLICE_GONE = (
     "preempted", "evicted", "lost its VM", "deleted", "stopped by SIGTERM", "failed", "lost")
+# A slice lost whose pod is gone from the API, its group's survivors stopped with 75: which one is not known.
+VICTIM_GONE = "lost, its pod gone from the API"
 _DISRUPTION = {"PreemptionByScheduler": PREEMPTED, "PreemptionByKubeScheduler": PREEMPTED,
                "EvictionByEvictionAPI": EVICTED, "TerminationByKubelet": EVICTED,
                "DeletionByTaintManager": LOST_VM, "DeletionByPodGC": LOST_VM}
-# The strength of each kind of evidence, as the list above orders it (lower is stronger).
-_RANK = {"disruption": 0, "evicted": 1, "deleted": 2, "exit": 4, "casualty": 5}
+# The strength of each kind of evidence, as the list above orders it (lower is stronger); Kueue's condition
+# (rule 4) beats what the containers did after it.
+_RANK = {"disruption": 0, "evicted": 1, "deleted": 2, "kueue": 3, "exit": 4, "casualty": 5}
 
 
 @dataclass(frozen=True)
@@ -56,9 +63,21 @@ class Fault:
     detail: str  # what the API says of it, one short phrase
     pod: str | None = None
     attempt: int = 0  # the JobSet restart attempt it happened in
+    # VICTIM_GONE: the slices that stopped with the group (exit 75), which are not the victim
+    survivors: tuple[int, ...] = ()
+
+    @property
+    def victim_known(self) -> bool:
+        """False for VICTIM_GONE: a slice was lost, and no source says which."""
+        return self.cause != VICTIM_GONE
+
+    @property
+    def whole_workload(self) -> bool:
+        """The fault took the whole workload (Kueue's): no one slice, and not for want of knowing which."""
+        return self.slice is None and self.victim_known
 
     def text(self) -> str:
-        where = "the workload" if self.slice is None else f"slice {self.slice}"
+        where = "a slice" if not self.victim_known else "the workload" if self.slice is None else f"slice {self.slice}"
         return f"{where} {self.cause}" + (f" ({self.detail})" if self.detail else "")
 
 
@@ -140,18 +159,69 @@ def pod_fault(pod: dict | Pod) -> tuple[str, Fault] | None:
     return kind, Fault(cause, index, finished, f"{on}{then}", name, attempt)
 
 
-def lost_slice(pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload] = ()) -> Fault | None:
-    """The fault of the newest restart attempt that had one: its victim and cause (see the module's list)."""
-    found = [f for f in (pod_fault(p) for p in pods) if f is not None]
+def lost_slice(pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload] = (),
+               remembered: Sequence[dict | Pod] = ()) -> Fault | None:
+    """The fault of the newest restart attempt that had one: its victim and cause (see the module's list).
+    `remembered`: pods a watch saw before that the API no longer lists (the victim's, a force delete's)."""
+    listed = [Pod.of(p) for p in pods]
+    names = {p.meta.name for p in listed}
+    every = listed + [p for p in map(Pod.of, remembered) if p.meta.name not in names]
+    found = [(said[0], said[1], p) for said, p in ((pod_fault(p), p) for p in every) if said is not None]
     kueue = kueue_fault(workloads)
     if not found:
         return kueue
-    newest = max(f.attempt for _, f in found)
-    mine = [(kind, f) for kind, f in found if f.attempt == newest]
-    strongest = min(_RANK[kind] for kind, _ in mine)
+    newest = max(f.attempt for _, f, _ in found)
+    mine = [(kind, f, p) for kind, f, p in found if f.attempt == newest]
+    # 75s of a stopped group are its survivors: never the victim (rule 6)
+    stopped = _stopped_group([p for _, f, p in mine if _slice_lost_exit(p)],
+                             [p for p in every if restart_attempt(p) == newest])
+    survivors = tuple(sorted({f.slice for _, f, p in mine if p in stopped and f.slice is not None}))
+    mine = [(kind, f, p) for kind, f, p in mine if p not in stopped]
+    if not mine:  # only survivors left: the victim's pod is gone (dated by the first survivor's stop)
+        stops = [t for t in ((first_exit(p) or (0, None))[1] for p in stopped) if t is not None]
+        gone = Fault(VICTIM_GONE, None, min(stops, default=None), "the rest of its group stopped with it, exit 75",
+                     None, newest, survivors)
+        return kueue if kueue is not None else gone
+    strongest = min(_RANK[kind] for kind, _, _ in mine)
     if kueue is not None and strongest >= _RANK["exit"]:  # Kueue's word beats what the containers did after
         return kueue
-    return min((f for kind, f in mine if _RANK[kind] == strongest), key=lambda f: (f.time or 0.0, f.slice or 0))
+    return min((f for kind, f, _ in mine if _RANK[kind] == strongest), key=lambda f: (f.time or 0.0, f.slice or 0))
+
+
+def _slice_lost_exit(pod: Pod) -> bool:
+    exited = first_exit(pod)
+    return exited is not None and exited[0] == SLICE_LOST.code
+
+
+def _stopped_group(slice_lost: list[Pod], attempt: list[Pod]) -> list[Pod]:
+    """The 75s (`slice_lost`, pods of one attempt) when they are a stopped group's: no process of their slices
+    runs on (a pod of another VM of such a slice still running means the slice went on: its 75 is no group
+    stop, but the only trace of that slice's loss). A VM's replacement pod is not its process running on."""
+    stopped_vms = {(slice_of(p.meta.labels), p.meta.labels.get(COMPLETION_INDEX)) for p in slice_lost}
+    slices = {index for index, _ in stopped_vms}
+    for pod in attempt:
+        vm = (slice_of(pod.meta.labels), pod.meta.labels.get(COMPLETION_INDEX))
+        if vm[0] in slices and vm not in stopped_vms and pod.phase == "Running" and not pod.meta.deleting:
+            return []
+    return slice_lost
+
+
+def incident_rank(kind: str, fault: str, exit_code: int | None) -> int | None:
+    """The strength of an incident record's evidence (elxpk/cluster/records/incidents.py: its kind, the pod's
+    fault as pod_fault read it, its exit code) in this module's order, lower stronger; None for a casualty
+    (a 75, a graceful delete's exit) or what names no victim: the record's readers (`report --incidents`)
+    rank the incidents as `lost_slice` ranks the pods."""
+    if kind in ("disruption", "evicted"):
+        return _RANK[kind]
+    if kind == "kueue_eviction":
+        return _RANK["kueue"]
+    if kind != "exit" or exit_code is None or exit_code == SLICE_LOST.code or fault in (DELETED, SLICE_GONE):
+        return None
+    # an exit of a pod the API said was force-deleted (its VM gone), evicted or preempted: that pod's word
+    return _RANK["deleted"] if fault == LOST_VM else _RANK["evicted"] if fault in (EVICTED, PREEMPTED) else _RANK["exit"]
+
+
+KUEUE_RANK = _RANK["kueue"]
 
 
 def kueue_fault(workloads: Sequence[dict | Workload]) -> Fault | None:

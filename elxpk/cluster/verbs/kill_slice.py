@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from elxpk.cluster.api.kube import Kube
-from elxpk.cluster.verbs.ops import kill, plan_kill, watch_recovery
-from elxpk.cluster.verbs.soak import inject, slice_count, soak, summary_lines
+from elxpk.cluster.verbs.ops import kill, plan_kill
+from elxpk.cluster.verbs.soak import inject, round_line, slice_count, soak, summary_lines
+from elxpk.cluster.verbs.trainer_recovery import watch_recovery
 from elxpk.cluster.verbs.verb_flags import RANDOM_SLICE, is_soak
 from elxpk.units import format_duration
 
@@ -89,6 +90,9 @@ def _once(kube: Kube, namespace: str, request: KillRequest, io: Io) -> None:
                f"from {recovery.source}")
         if recovery.startup:  # where the new process's seconds went, from its own start (trainer/startup.py)
             io.out(f"  the new process's start: {recovery.startup}")
+        # the rewind as the trainer recorded its stop, never an estimate from the checkpoint's step
+        io.out("  rewound: " + ("unknown (the trainer recorded no stop with its rewind)" if recovery.steps_lost is None
+                                else f"{recovery.steps_lost} steps, as the trainer recorded its stop"))
     else:
         io.out(f"the trainer's next step after the kill was not seen ({recovery.source}), within "
                f"{format_duration(request.timeout_s)}")
@@ -109,9 +113,7 @@ def _soak(kube: Kube, namespace: str, request: KillRequest, io: Io) -> bool:
         return True
 
     def show(done) -> None:
-        result = (f"back after {format_duration(done.recovery_s)}" if done.recovered else
-                  f"NOT recovered: {done.error}")
-        io.out(f"round {done.index}/{r.repeat}: slice {done.slice} ({done.mode}, {done.pods} pods) {result}")
+        io.out(round_line(done, r.repeat))
 
     summary = soak(kube, namespace, r.name, slice_spec=r.slice_spec, mode=r.mode, repeat=r.repeat,
                    every_s=r.every_s, exit_code=r.exit_code, rng=rng, clock=io.clock, sleep=io.sleep,

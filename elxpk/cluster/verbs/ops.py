@@ -1,14 +1,13 @@
-"""The verbs that act on a submitted workload: delete, logs, wait and kill-slice.
+"""The verbs that act on a submitted workload: delete, logs, wait and kill-slice's plan and kill (its watch of
+the recovery: elxpk/cluster/verbs/trainer_recovery.py).
 
-Clocks and sleeps are injected, so `wait` and `kill-slice --watch` are tested without real waiting.
+Clocks and sleeps are injected, so `wait` is tested without real waiting.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import (
@@ -17,22 +16,17 @@ from elxpk.cluster.objects.labels import (
     JOB_INDEX,
     JOBSET_NAME,
     REPLICATED_JOB,
-    parse_time,
 )
 from elxpk.cluster.objects.meta import Meta
 from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.objects.workloads import ReplicatedJob
-from elxpk.cluster.records.progress import checkpoint_dir, progress_of
 from elxpk.cluster.records.status import (
     WorkloadStatus,
     worker_replicated_job,
 )
-from elxpk.cluster.records.trainer_phase import startup_words
 from elxpk.cluster.verbs.observe import fetch_status, get_workload
 from elxpk.errors import CheckFailed, ClusterError, NotFoundError, Timeout, UsageError
 from elxpk.units import format_duration
-
-RECOVERY_EVENT = "first_step_after_recovery"
 
 
 def delete_workload(kube: Kube, namespace: str, name: str) -> None:
@@ -171,7 +165,7 @@ class KillPlan:
 
 def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int | None) -> KillPlan:
     jobset = get_workload(kube, namespace, name)
-    ended = _ended(jobset)
+    ended = jobset_ended(jobset)
     if ended:  # its pods are what is left of the run (their exits, their logs): nothing runs to kill
         raise CheckFailed(f"workload {name} has {ended}: nothing runs to kill; nothing was deleted")
     worker = _worker(jobset, name)
@@ -211,124 +205,12 @@ def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
             pass
 
 
-@dataclass(frozen=True)
-class Recovery:
-    slice_back_s: float  # kill -> every replacement pod Running and Ready
-    next_step_s: float | None  # kill -> the trainer's first step after recovery (its records), if seen
-    next_step: int | None = None  # that step's number (steps done), when the progress record gave it
-    source: str = ""  # where next_step_s was read: "progress record", "head's log", or why it was not
-    startup: str = ""  # the new process's start-up, phase by phase, as its progress record gives it ("": none)
-
-
-def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, killed_at: float,
-                   clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float,
-                   poll_s: float = 2.0, on_tick: Callable[[str], None] = lambda s: None) -> Recovery:
-    while True:
-        pods = kube.list_pods(namespace, plan.selector)
-        fresh = [p for p in pods if p["metadata"]["uid"] not in plan.uids and _ready(p)]
-        on_tick(f"{len(fresh)}/{plan.expected} replacement pods ready")
-        if len(fresh) >= plan.expected:
-            back = clock() - killed_at
-            started = max([killed_at, *(_started(p) for p in fresh)])
-            break
-        ended = _ended(get_workload(kube, namespace, name))
-        if ended:  # no controller replaces a finished workload's pods: waiting would last the whole timeout
-            raise ClusterError(f"{name} {ended} before its killed pods were replaced: the kill came too late to "
-                               "test a recovery; kill a slice while `status` shows it training")
-        if clock() - killed_at >= timeout_s:
-            raise Timeout(f"slice pods of {name} not running again after {format_duration(timeout_s)}")
-        sleep(poll_s)
-    # Pods ready is not training: the recovery ends at the trainer's next step (its imports, restore and
-    # compile come after the pods are ready), read from its own records.
-    # A step of the old processes (their last write, as their group stopped) can come after the kill: only a
-    # step after the replacement containers started is the recovered trainer's.
-    next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
-    while next_step.seconds is None and next_step.readable and clock() - killed_at < timeout_s:
-        on_tick("slice back; waiting for the trainer's first step after recovery")
-        sleep(poll_s)
-        next_step = _next_step_after(kube, namespace, name, killed_at, started, clock())
-    return Recovery(back, next_step.seconds, next_step.step, next_step.source, next_step.startup)
-
-
-class _NextStep(NamedTuple):
-    seconds: float | None  # kill -> the first step completed after it
-    step: int | None
-    source: str  # where it was read, or why not
-    readable: bool  # whether waiting may still see it (a record or a log to read)
-    startup: str = ""  # the writer's start-up (trainer_phase.startup_words), when it was a new process
-
-
-def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, started: float,
-                     now: float) -> _NextStep:
-    """The trainer's first step after the kill: from its progress record (CHECKPOINT_DIR/elxpk-progress.json:
-    a restarted trainer writes it at its first step, an in-process recovery at its first step of the new
-    attempt), a running trainer's step after `started` (when the replacement containers started), else the
-    `first_step_after_recovery` event in a Pathways head's log."""
-    jobset = get_workload(kube, namespace, name)
-    progress, problem = progress_of(jobset, now)
-    if progress is not None and progress.get("state") == "running" and progress.get("step_time") is not None \
-            and progress["step_time"] > started:
-        began = progress.get("process_started_at")  # a process that recovered in place started before the kill
-        fresh = isinstance(began, (int, float)) and began >= killed_at
-        return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True,
-                         startup_words(progress) if fresh else "")
-    ended = _ended(jobset)  # it finished (failed) with no step after the kill: none will come
-    if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
-        seconds = _head_log_step_after(kube, namespace, name, killed_at)
-        return _NextStep(seconds, None, "head's log", not ended)
-    if ended:
-        return _NextStep(None, None, f"the workload {ended} first", False)
-    if checkpoint_dir(jobset) is None:
-        return _NextStep(None, None, "the workload names no checkpoint directory, so no progress record", False)
-    return _NextStep(None, None, PROGRESS_SOURCE if not problem else problem, True)
-
-
-PROGRESS_SOURCE = "the trainer's progress record"
-
-
-def _ended(jobset: dict) -> str:
+def jobset_ended(jobset: dict) -> str:
     """"succeeded" or "failed" once the JobSet has its terminal condition; "" while it runs."""
     for condition in jobset.get("status", {}).get("conditions") or []:
         if condition.get("status") == "True" and condition.get("type") in ("Completed", "Failed"):
             return "succeeded" if condition["type"] == "Completed" else "failed"
     return ""
-
-
-def _head_log_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
-    """Seconds from the kill to the trainer's `first_step_after_recovery` event in the head's log, if any."""
-    try:
-        source = log_source(kube, namespace, name, head=False, slice_index=None, vm=None)
-    except (NotFoundError, UsageError):
-        return None
-    if source.what != "head":
-        return None
-    for line in kube.pod_log(namespace, source.pod, source.container, tail_lines=2000).splitlines():
-        record = event_record(line)
-        if record and record.get("event") == RECOVERY_EVENT and float(record.get("time", 0)) >= killed_at:
-            return float(record["time"]) - killed_at
-    return None
-
-
-def event_record(line: str) -> dict | None:
-    """A trainer event (an events.jsonl record) embedded in a log line, possibly after a log prefix."""
-    start = line.find("{")
-    if start < 0:
-        return None
-    try:
-        record = json.loads(line[start:])
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) and "event" in record else None
-
-
-def _started(pod: dict) -> float:
-    """When the pod's containers last started (the API's seconds, rounded down); 0 when none says."""
-    times = [parse_time(cs.running_since) for cs in Pod.of(pod).containers]
-    return max([t for t in times if t is not None], default=0.0)
-
-
-def _ready(pod: dict) -> bool:
-    return Pod.of(pod).ready
 
 
 def _worker(jobset: dict, name: str) -> ReplicatedJob:

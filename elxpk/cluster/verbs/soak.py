@@ -10,11 +10,13 @@ is back before the others), takes a slice down in one of three ways, waits for i
   itself, so the codes offered are the signal ones (129-159); PID 1 receives only the signals it
   handles (the trainer handles SIGTERM: it saves and exits with its preemption code, 77).
 
-The summary: recoveries that succeeded out of N, recovery time p50/p95 (kill -> every pod of the slice
-running and ready again), steps rewound (from the trainer's progress record: steps done since the
-last committed checkpoint at each kill, which a restore repeats), and the restart budgets consumed
-(JobSet restarts counted towards maxRestarts, Jobs' backoffLimit used, pod restarts by cause).
-Clock, sleep and the random source are injected.
+Each round is watched as `--mode delete --watch` watches its kill (elxpk/cluster/verbs/trainer_recovery.py):
+the slice's pods back (new pods or restarted containers, running and ready), then the trainer's next step.
+The summary: recoveries that succeeded out of N, recovery time p50/p95 (kill -> the trainer's next step, from
+its own records; pods ready come before its imports, restore and compile, and are given apart), steps
+rewound (what the trainer recorded at each stop, `drain_steps_lost`; unknown where it recorded none), and
+the restart budgets consumed (JobSet restarts counted towards maxRestarts, Jobs' backoffLimit used, pod
+restarts by cause). Clock, sleep and the random source are injected.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, worker_replicated_job
 from elxpk.cluster.verbs.observe import fetch_status, get_workload
 from elxpk.cluster.verbs.ops import KillPlan, kill, plan_kill
+from elxpk.cluster.verbs.trainer_recovery import watch_recovery
 from elxpk.cluster.verbs.verb_flags import KILL_MODES
-from elxpk.errors import ClusterError, NotFoundError, UsageError
+from elxpk.errors import ClusterError, NotFoundError, Timeout, UsageError
 from elxpk.units import format_duration
 
 MODES = KILL_MODES  # declared once, with kill-slice's other flags
@@ -48,9 +51,11 @@ class Round:
     mode: str
     pods: int
     recovered: bool
-    recovery_s: float | None
-    steps_rewound: int | None
+    recovery_s: float | None  # kill -> the trainer's next step (its records); None: not seen
+    steps_rewound: int | None  # the trainer's recorded rewind of the stop (drain_steps_lost); None: not recorded
     error: str = ""
+    pods_back_s: float | None = None  # kill -> every pod of the slice running and ready again
+    source: str = ""  # where the trainer's next step was read, or why it was not
 
 
 @dataclass
@@ -65,8 +70,9 @@ class SoakSummary:
     def succeeded(self) -> int:
         return sum(1 for r in self.rounds if r.recovered)
 
-    def percentile(self, q: float) -> float | None:
-        times = sorted(r.recovery_s for r in self.rounds if r.recovery_s is not None)
+    def percentile(self, q: float, pods: bool = False) -> float | None:
+        """The q-th nearest-rank percentile of the recoveries (the trainer's next step), or of pods ready."""
+        times = sorted(t for t in ((r.pods_back_s if pods else r.recovery_s) for r in self.rounds) if t is not None)
         if not times:
             return None
         return times[max(math.ceil(q / 100 * len(times)) - 1, 0)]  # nearest rank
@@ -76,9 +82,15 @@ class SoakSummary:
         known = [r.steps_rewound for r in self.rounds if r.steps_rewound is not None]
         return sum(known) if known else None
 
+    @property
+    def rewinds_unknown(self) -> int:
+        """Rounds whose trainer recorded no rewind (no stop on SIGTERM seen in its record)."""
+        return sum(1 for r in self.rounds if r.steps_rewound is None)
+
     def to_dict(self) -> dict:
         return {"rounds": [asdict(r) for r in self.rounds], "succeeded": self.succeeded, "total": len(self.rounds),
                 "recovery_p50_s": self.percentile(50), "recovery_p95_s": self.percentile(95),
+                "pods_back_p50_s": self.percentile(50, pods=True), "pods_back_p95_s": self.percentile(95, pods=True),
                 "steps_rewound": self.steps_rewound, "restarts_counted": list(self.restarts_counted),
                 "max_restarts": self.max_restarts, "backoff_used": list(self.backoff_used),
                 "restart_causes": self.causes}
@@ -97,11 +109,6 @@ def slice_count(kube: Kube, namespace: str, name: str) -> int:
 
 def _restarts(pod: dict) -> int:
     return sum(c.restarts for c in Pod.of(pod).containers)
-
-
-def _ready(pod: dict) -> bool:
-    view = Pod.of(pod)
-    return view.ready and not view.meta.deleting
 
 
 def inject(kube: Kube, namespace: str, plan: KillPlan, mode: str, exit_code: int) -> None:
@@ -123,22 +130,6 @@ def inject(kube: Kube, namespace: str, plan: KillPlan, mode: str, exit_code: int
                                        + " (the image needs /bin/sh and kill; use --mode delete or evict)")
         except NotFoundError:
             pass  # gone already (the JobSet restarted the group): the slice is down, as intended
-
-
-def wait_back(kube: Kube, namespace: str, plan: KillPlan, before: dict[str, int], *, killed_at: float,
-              clock: Callable[[], float], sleep: Callable[[float], None], timeout_s: float, poll_s: float,
-              on_tick: Callable[[str], None]) -> float | None:
-    """Seconds until every pod of the slice is a new pod or a restarted container, running and ready."""
-    while True:
-        pods = [p for p in kube.list_pods(namespace, plan.selector) if not p["metadata"].get("deletionTimestamp")]
-        back = [p for p in pods if _ready(p) and (p["metadata"]["uid"] not in plan.uids
-                                                  or _restarts(p) > before.get(p["metadata"]["uid"], 0))]
-        on_tick(f"{len(back)}/{plan.expected} pods back")
-        if len(back) >= plan.expected:
-            return clock() - killed_at
-        if clock() - killed_at >= timeout_s:
-            return None
-        sleep(poll_s)
 
 
 def wait_whole(kube: Kube, namespace: str, name: str, *, clock: Callable[[], float],
@@ -173,11 +164,6 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
                        on_tick=on_tick)
         started = clock()
         k = rng.randrange(slices) if slice_spec == "random" else int(slice_spec)
-        jobset = get_workload(kube, namespace, name)
-        progress, _ = progress_of(jobset, clock())
-        rewound = None
-        if progress is not None:
-            rewound = progress["steps_done"] - (progress.get("checkpoint_step") or 0)
         try:
             plan = plan_kill(kube, namespace, name, k, None)
         except NotFoundError as exc:
@@ -185,17 +171,16 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
         else:
             pods = kube.list_pods(namespace, plan.selector)
             before = {p["metadata"]["uid"]: _restarts(p) for p in pods}
+            unread = _unread(kube, namespace, name, clock())
             killed_at = clock()
             try:
                 inject(kube, namespace, plan, mode, exit_code)
             except ClusterError as exc:  # e.g. a PodDisruptionBudget refused the eviction: the round failed
                 result = Round(index + 1, k, mode, len(plan.pods), False, None, None, f"not injected: {exc}")
             else:
-                took = wait_back(kube, namespace, plan, before, killed_at=killed_at, clock=clock, sleep=sleep,
-                                 timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick)
-                error = "" if took is not None else f"not running again within {timeout_s:g}s"
-                result = Round(index + 1, k, mode, len(plan.pods), took is not None, took,
-                               rewound if took is not None else None, error)
+                result = _watched(kube, namespace, name, plan, before, index + 1, k, mode, killed_at=killed_at,
+                                  clock=clock, sleep=sleep, timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick,
+                                  unread=unread)
         summary.rounds.append(result)
         on_round(result)
         if index + 1 < repeat:
@@ -208,18 +193,63 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
     return summary
 
 
+def _watched(kube: Kube, namespace: str, name: str, plan: KillPlan, before: dict[str, int], number: int,
+             index: int, mode: str, *, killed_at: float, clock: Callable[[], float], sleep: Callable[[float], None],
+             timeout_s: float, poll_s: float, on_tick: Callable[[str], None], unread: str) -> Round:
+    """One round's recovery, as `--mode delete --watch` reads it: recovered once the trainer steps again
+    (its records), or with its pods back where the workload had no trainer record to read before the kill
+    (`unread` says why; waiting for a record that was not there would only run out the round's timeout)."""
+    try:
+        seen = watch_recovery(kube, namespace, name, plan, killed_at=killed_at, clock=clock, sleep=sleep,
+                              timeout_s=timeout_s, poll_s=poll_s, on_tick=on_tick, before=before, unread=unread)
+    except Timeout:
+        return Round(number, index, mode, len(plan.pods), False, None, None, f"not running again within {timeout_s:g}s")
+    except ClusterError as exc:  # the workload finished before the slice came back
+        return Round(number, index, mode, len(plan.pods), False, None, None, str(exc))
+    recovered = seen.next_step_s is not None or bool(unread)
+    error = "" if recovered else f"the trainer's next step not seen within {timeout_s:g}s ({seen.source})"
+    return Round(number, index, mode, len(plan.pods), recovered, seen.next_step_s, seen.steps_lost, error,
+                 seen.slice_back_s, seen.source)
+
+
+def _unread(kube: Kube, namespace: str, name: str, now: float) -> str:
+    """Why the trainer's progress record cannot be read before a kill ("" when it can)."""
+    jobset = get_workload(kube, namespace, name)
+    progress, problem = progress_of(jobset, now)
+    if progress is not None:
+        return ""
+    return problem or "the workload names no checkpoint directory, so no progress record"
+
+
+def round_line(done: Round, repeat: int) -> str:
+    """One round as kill-slice prints it: the trainer's next step is the recovery, pods ready given apart."""
+    head = f"round {done.index}/{repeat}: slice {done.slice} ({done.mode}, {done.pods} pods) "
+    if not done.recovered:
+        return head + f"NOT recovered: {done.error}"
+    pods = "" if done.pods_back_s is None else f"pods ready after {format_duration(done.pods_back_s)}"
+    if done.recovery_s is None:  # nothing of the trainer's to read: the pods are all that is known
+        return head + f"back: {pods}; the trainer's next step unknown ({done.source})"
+    rewound = "rewind unknown (the trainer recorded none)" if done.steps_rewound is None else \
+        f"{done.steps_rewound} steps rewound"
+    return head + (f"recovered: the trainer's next step {format_duration(done.recovery_s)} after the kill "
+                   f"({pods}); {rewound}")
+
+
 def summary_lines(summary: SoakSummary) -> list[str]:
     def dur(seconds: float | None) -> str:
         return "-" if seconds is None else format_duration(seconds)
 
     before, after = summary.restarts_counted
-    rewound = summary.steps_rewound
+    rewound, unknown = summary.steps_rewound, summary.rewinds_unknown
     causes = ", ".join(f"{n} {c}" for c, n in summary.causes.items() if n) or "none"
     return [
         f"recoveries: {summary.succeeded}/{len(summary.rounds)} succeeded",
-        f"recovery time: p50 {dur(summary.percentile(50))}, p95 {dur(summary.percentile(95))}",
-        "steps rewound: " + ("unknown (no trainer progress record readable)" if rewound is None
-                             else f"{rewound} (steps since the last committed checkpoint at each kill)"),
+        f"recovery time (kill -> the trainer's next step): p50 {dur(summary.percentile(50))}, "
+        f"p95 {dur(summary.percentile(95))}; pods ready: p50 {dur(summary.percentile(50, pods=True))}, "
+        f"p95 {dur(summary.percentile(95, pods=True))}",
+        "steps rewound: " + ("unknown (the trainer recorded no rewind at any stop)" if rewound is None
+                             else f"{rewound} (as the trainer recorded each stop)"
+                             + (f"; unknown for {unknown} of {len(summary.rounds)} rounds" if unknown else "")),
         f"budget consumed: JobSet restarts {after - before} (now {after}/{summary.max_restarts} counted); "
         f"backoffLimit used {summary.backoff_used[0]} -> {summary.backoff_used[1]}; pod restarts by cause: {causes}",
     ]

@@ -1,0 +1,93 @@
+"""#52 M3: never name a survivor. A force-deleted pod leaves the API at once; its group's other slices stop
+with 75, the trainer's word for a peer's loss. For a sample or two the API then shows only the survivors'
+75s, and --why named slice 0, a survivor, as the slice lost. A 75 is never the victim of a stopped group:
+the victim is said to be gone from the API (elxpk/cluster/records/lost_slice.py VICTIM_GONE) unless a
+source that saw it (a watch's memory of its pod) names it.
+
+The pods are the incident story's (tests/cluster/incidents_corpus/plain_degraded.json, the real controllers'
+objects: slice 0's pod 0 exited 75, its other VMs and slice 1 running). The group stop is that stage's next
+step as the story plays it (slice 0's other VMs exit 75 in turn: their recorded 75 copied to them), and slice
+1's pods force-deleted: gone from the list, as from the API.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from elxpk.cluster.records.lost_slice import LOST_VM, SLICE_GONE, VICTIM_GONE, lost_slice
+from elxpk_contract.exit_codes import SLICE_LOST, TrainerStopped
+from tests.cluster.captured import load, seed_stage
+from tests.cluster.conftest import run_cli
+from tests.cluster.test_why_recovery import LOST, trainer_ended
+
+SLICE = "jobset.sigs.k8s.io/job-index"
+VM = "batch.kubernetes.io/job-completion-index"
+
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+
+
+def _slice(pod: dict) -> str:
+    return pod["metadata"]["labels"][SLICE]
+
+
+def group_stopped() -> tuple[list[dict], list[dict]]:
+    """(the pods the API lists, slice 1's pods as a watch last saw them): slice 0's four VMs stopped with 75
+    (its Pending replacement of VM 0 stays), slice 1's pods force-deleted."""
+    pods = copy.deepcopy(load("plain_degraded")["pods"])
+    stopped = next(p for p in pods if p["status"].get("phase") == "Failed")
+    assert _slice(stopped) == "0" and stopped["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 75
+    for pod in pods:
+        if _slice(pod) == "0" and pod["status"].get("phase") == "Running":
+            pod["status"] = copy.deepcopy(stopped["status"])
+    victims = [p for p in pods if _slice(p) == "1"]
+    for pod in victims:  # the last the watch saw of them: being force-deleted
+        pod["metadata"].update(deletionTimestamp="2026-12-01T21:56:02Z", deletionGracePeriodSeconds=0)
+    return [p for p in pods if _slice(p) != "1"], victims
+
+
+def test_a_lone_75_of_a_slice_that_runs_on_is_that_slices_loss():
+    """As recorded: one VM's 75, the rest of its slice running: the only trace of slice 0's loss."""
+    fault = lost_slice(load("plain_degraded")["pods"])
+    assert fault is not None and (fault.slice, fault.cause, fault.victim_known) == (0, SLICE_GONE, True)
+
+
+def test_a_stopped_groups_75s_never_name_a_survivor():
+    listed, _ = group_stopped()
+    fault = lost_slice(listed)
+    assert fault is not None
+    assert (fault.cause, fault.slice, fault.survivors) == (VICTIM_GONE, None, (0,))
+    assert not fault.victim_known and not fault.whole_workload  # not Kueue's whole-workload fault either
+    assert fault.text() == f"a slice {VICTIM_GONE} (the rest of its group stopped with it, exit 75)"
+    assert fault.time is not None  # dated by the first survivor's stop
+
+
+def test_the_watchs_memory_of_the_victims_pod_names_it():
+    listed, victims = group_stopped()
+    fault = lost_slice(listed, remembered=victims)
+    assert fault is not None and (fault.slice, fault.cause) == (1, LOST_VM)
+    # a remembered pod the API still lists is the API's, as it is now
+    assert lost_slice(listed, remembered=[p for p in listed if _slice(p) == "0"]).cause == VICTIM_GONE
+
+
+def test_why_says_the_victim_is_gone_not_that_slice_0_was_lost(fake, capsys, k, tmp_path):
+    """`status --why` as the operator ran it right after the force delete: recovering, from a slice whose pod
+    is gone; slice 0, which stopped with its group, is never the slice lost."""
+    name = seed_stage(fake, "plain_degraded", tmp_path)
+    listed, victims = group_stopped()
+    for pod in victims:
+        fake.store.delete(("", "pods"), "default", pod["metadata"]["name"])
+    for pod in listed:
+        fake.store.put(("", "pods"), pod)
+    trainer_ended(tmp_path, TrainerStopped(SLICE_LOST, LOST))
+    code, out, err = run_cli(capsys, "workload", "status", name, "--why", "-o", "json", *k)
+    assert code == 0, err
+    reasons = json.loads(out)["why"]
+    assert reasons[0]["cause"] == "recovering", reasons
+    assert f"after a slice {VICTIM_GONE}" in reasons[0]["text"], reasons[0]["text"]
+    assert "slice 0 lost" not in reasons[0]["text"] and "after slice 0" not in reasons[0]["text"]
