@@ -84,7 +84,8 @@ def events(
 
     try:
         count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following,
-                       on_outage=outage, on_objects=notifier.objects if notifier is not None else None)
+                       on_outage=outage, on_objects=notifier.objects if notifier is not None else None,
+                       refresh_s=notifier.refresh_s if notifier is not None else 60.0)
     finally:
         if notifier is not None:
             notifier.close()  # bounded: what the endpoint has not taken by then is named on stderr

@@ -29,6 +29,9 @@ from elxpk.notify.flags import CHECKPOINT_STALE, RECOVERED, TEST, NotifySettings
 from elxpk.notify.rules import SEEN_LATE_S, STUCK_STATES, Alert, Observation, Watchman
 from elxpk_contract.settings import check_setting
 
+REFRESH_S = 60.0  # the feed's snapshot when nothing is awaited: a finished workload is noticed within it
+AWAITING_REFRESH_S = 5.0  # while a recovery is awaited: `recovered` is sent within this of the trainer's step
+
 
 class NotifyingWatch:
     def __init__(self, settings: NotifySettings, workload: str, namespace: str, note: Callable[[str], None], *,
@@ -53,6 +56,13 @@ class NotifyingWatch:
         # the API at once: without it the pods left show only the survivors' 75s.
         self._pods_before: dict[str, Pod] = {}
         self._gone: dict[str, Pod] = {}
+
+    def refresh_s(self) -> float:
+        """How often the feed should take its snapshot (events_feed.follow's `refresh_s`): every
+        AWAITING_REFRESH_S while an outage waits for its `recovered` (the trainer's first step is in its
+        progress record, which no pod change shows), else REFRESH_S."""
+        awaiting = self.watchman.outage_since is not None and RECOVERED in self.settings.on
+        return AWAITING_REFRESH_S if awaiting else REFRESH_S
 
     def test_command(self) -> str | None:
         """Run --notify-command once with a `test` alert before the watch starts, so a program that fails

@@ -248,3 +248,12 @@ def test_the_watchs_memory_of_a_force_deleted_pod_names_the_victim_the_api_no_lo
     (alert,) = [json.loads(body) for _, body in hook.bodies]
     assert alert["details"] == {"slice": 1}, alert
     assert alert["summary"].startswith(f"{name_of(plain)}: slice 1 lost (lost its VM: pod ") and "force-deleted" in alert["summary"]
+
+
+def test_the_watch_looks_every_5_s_while_a_recovery_is_awaited():
+    from elxpk.notify.watch import AWAITING_REFRESH_S, REFRESH_S, NotifyingWatch
+
+    watch = NotifyingWatch(_settings("http://127.0.0.1:9/"), "w", "default", lambda line: None)
+    assert watch.refresh_s() == REFRESH_S == 60.0
+    watch.watchman.outage_since = 1.0  # a slice lost, not yet recovered
+    assert watch.refresh_s() == AWAITING_REFRESH_S == 5.0

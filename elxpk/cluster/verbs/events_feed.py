@@ -11,7 +11,12 @@ workload):
 - at once when a pod of a new restart attempt appears, so each JobSet restart is recorded while the Jobs
   that date it exist (a soak may restart the JobSet every few seconds);
 - every `refresh_s`, and whenever a watch ends; a quiet watch is ended by the server after `refresh_s`, so
-  a workload that finished or was deleted is noticed within `refresh_s` even when no pod changes.
+  a workload that finished or was deleted is noticed within `refresh_s` even when no pod changes. The
+  notifications shorten it while they wait for what only a snapshot shows (NotifyingWatch.refresh_s: a
+  recovery ends at the trainer's first step, in its progress record): an alert is sent seconds after its
+  event, not up to a minute;
+- when a pod finishes (Succeeded or Failed), at most every FINISHED_GAP_S: the JobSet's own end follows
+  its pods', and a restart's many pod failures cost one snapshot, not one each.
 An incident is emitted once, however often it is seen.
 """
 
@@ -31,6 +36,9 @@ from elxpk.cluster.verbs.observe import fetch_objects
 from elxpk.errors import ClusterError, NotFoundError
 from elxpk.retry_policy import REQUESTS
 from elxpk.units import format_duration
+
+FINISHED_GAP_S = 2.0  # the least time between two snapshots that pods finishing asked for
+Refresh = float | Callable[[], float]  # seconds between snapshots, or what says it at each watch
 
 # How long `events --watch` rides out an API outage (no connection, 5xx, no answer in time) before it gives
 # up with exit 1; docs/cluster.md states it. The pauses between its tries are the one retry policy's.
@@ -57,7 +65,7 @@ def snapshot(kube: Kube, namespace: str, name: str, on_objects: ObjectsHook | No
 
 
 def follow(kube: Kube, namespace: str, name: str, emit: Callable[[Incident], None], *, watch: bool,
-           clock: Callable[[], float], watch_s: int = 300, refresh_s: float = 60.0,
+           clock: Callable[[], float], watch_s: int = 300, refresh_s: Refresh = 60.0,
            max_watches: int | None = None, on_following: Callable[[], None] = lambda: None,
            sleep: Callable[[float], None] = time.sleep, outage_s: float = OUTAGE_S,
            on_outage: Callable[[str], None] = lambda line: None, on_objects: ObjectsHook | None = None) -> int:
@@ -105,12 +113,14 @@ def follow(kube: Kube, namespace: str, name: str, emit: Callable[[Incident], Non
 
 def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Incident]], None],
                 resume: str | None, attempt: int, *, clock: Callable[[], float], watch_s: int,
-                refresh_s: float, on_objects: ObjectsHook | None = None) -> tuple[str | None, int, bool, bool]:
+                refresh_s: Refresh, on_objects: ObjectsHook | None = None) -> tuple[str | None, int, bool, bool]:
     """One pod watch: (the resourceVersion reached, the restart attempt seen, finished, deleted)."""
     finished = False
     last_refresh = clock()
+    ended_at: float | None = None  # the last snapshot a finished pod asked for, in this watch
+    every = refresh_s() if callable(refresh_s) else refresh_s  # read once a watch: the watch's own timeout
     for kind, pod in kube.watch_pods(namespace, f"{JOBSET_NAME}={name}", resource_version=resume,
-                                     timeout_s=max(1, min(watch_s, math.ceil(refresh_s)))):
+                                     timeout_s=max(1, min(watch_s, math.ceil(every)))):
         if kind == "ERROR":  # 410 Gone: the server no longer holds `resume`; start afresh
             return None, attempt, finished, False
         view = Pod.of(pod)
@@ -119,7 +129,10 @@ def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Inci
             send(pod_incidents(view, name))
         labels = view.meta.labels
         restarted = _int(labels.get(RESTART_ATTEMPT)) > attempt
-        if restarted or clock() - last_refresh >= refresh_s:
+        ended = kind == "MODIFIED" and view.done and (ended_at is None or clock() - ended_at >= FINISHED_GAP_S)
+        if ended:
+            ended_at = clock()
+        if restarted or ended or clock() - last_refresh >= every:
             try:
                 incidents, finished = snapshot(kube, namespace, name, on_objects)
             except NotFoundError:
