@@ -115,7 +115,8 @@ def recovery(costs: Costs, mode: str) -> RecoveryCosts:
         return RecoveryCosts(
             mode, costs.replacement_s + costs.image_pull_s + costs.compile_s + costs.restore_s
         )
-    if mode == LIVE:  # a slice failure: wait for the slice, reshard; no restore, no rewind
+    if mode == LIVE:  # a slice failure: wait for the slice, reshard; no restore, no rewind, and no compile:
+        # the same process trains on the same mesh again, so its step is reused (docs/planner.md)
         return RecoveryCosts(mode, costs.replacement_s + costs.reshard_s)
     raise ValueError(f"unknown mode {mode!r}")
 
