@@ -30,6 +30,7 @@ from elxpk_contract.exit_grace import end_now, exit_within_grace
 from elxpk_contract.storage_full import storage_full_error
 from elxpk_contract.transient import describe
 from trainer import compile_cache, compile_only
+from trainer.early_open import open_devices_in_background
 from trainer.elastic.preemption import StopRequest, stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -110,8 +111,6 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     refuse_file_in_path("--checkpoint-dir", cfg.checkpoint_path)
     compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
     if cfg.slice_backend == "simulated":  # its devices are this process's alone (trainer/early_open.py)
-        from trainer.early_open import open_devices_in_background
-
         open_devices_in_background()  # while the imports below run
     from trainer.elastic.loop import train
     result = train(cfg, stop=stop, speed_out=sys.stdout)  # the speed line every --log-period steps

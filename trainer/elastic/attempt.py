@@ -7,13 +7,12 @@ same process, and a cold start after a group restart calls it once: both restore
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from elxpk_contract.exit_codes import PREEMPTED, SLICE_LOST, TrainerStopped
-from trainer.ckpt.checkpoint import CheckpointStore, donatable
+from trainer.ckpt.checkpoint import CheckpointStore
 from trainer.ckpt.fingerprint import prepare as prepare_fingerprint
 from trainer.core import mesh as meshlib
 from trainer.core import state as core_state
@@ -28,6 +27,7 @@ from trainer.elastic.context import (
     ResizeDoesNotFit,
     ScaleUpSignal,
 )
+from trainer.elastic.starting_state import restore_seconds, starting_state
 from trainer.elastic.step_ahead import StepAhead
 from trainer.metrics import loss_hex
 
@@ -117,7 +117,7 @@ class _Attempt:
         if ctx.timeline is not None:
             ctx.timeline.mark("restore_started", ctx.current_step)
         began = ctx.clock.monotonic()
-        start, self.state, data_state, source, fallback = _starting_state(ctx, self.store, self.mesh, self.active,
+        start, self.state, data_state, source, fallback = starting_state(ctx, self.store, self.mesh, self.active,
                                                                           self.recovery)
         ctx.dataset.set_state(data_state)
         ctx.current_step = self.start = start
@@ -183,7 +183,7 @@ class _Attempt:
                            rebuild_s=round(restored.rebuild_s, 6) if source == "live" else None,
                            live_prepare_s=round(prepare_s, 6), executable=self.executable_source,
                            executable_store=compiled.store if was else "",
-                           **_restore_seconds(self.store if source == "checkpoint" else None))
+                           **restore_seconds(self.store if source == "checkpoint" else None))
         if source == "checkpoint" and ctx.progress is not None:
             ctx.progress.checkpoint(self.start, restored.at)
 
@@ -308,54 +308,6 @@ class _Attempt:
             for leaf in jax.tree.leaves((self.state, self.tokens)):
                 if id(leaf) not in kept and not leaf.is_deleted():
                     leaf.delete()
-
-
-def _starting_state(ctx: AttemptContext, store: CheckpointStore, mesh: Any, active: list[int],
-                    recovery: AttemptRecovery | None) -> tuple[int, Any, dict, str, str]:
-    """(step, state, data position, "live" | "checkpoint" | "init", why live was not used or "").
-
-    After a failure or a scale-up, the state comes from the live replicas when it can; otherwise (and at
-    the start of a session) from the newest valid checkpoint, or a fresh initialisation."""
-    cfg, backend = ctx.cfg, ctx.backend
-    fallback = ""
-    kept, ctx.live = ctx.live, None
-    why_not = live_recovery.unavailable(cfg, backend)
-    if kept is not None and why_not is None and recovery is not None:
-        if ctx.live_checks is not None:
-            ctx.live_checks.wait()  # compiled in the background: do not compile the same checks twice
-        survivors = live_recovery.survivors_of(kept, recovery.lost, active)
-        state, problem = live_recovery.rebuild(kept, backend.slice_devices(), survivors, active)
-        if state is not None:
-            ctx.live = live_recovery.LiveState(kept.step, state, kept.data_state, tuple(active))
-            # `K@restore` strikes the next restore of the state, whichever the source: here, the survivors'.
-            backend.fault_point("restore", kept.step, active)
-            return kept.step, state, dict(kept.data_state), "live", ""
-        fallback = problem or "the live state could not be rebuilt"
-    elif recovery is not None and why_not is None:
-        fallback = "no live state was kept (the attempt failed before its state existed)"
-    elif cfg.recovery == "live" and why_not is not None:
-        fallback = why_not  # multi-controller: every restart is a cold start from storage
-    del kept  # the old mesh's arrays: their buffers are freed once no rebuilt array shares them
-    target = core_state.state_target(cfg, mesh)
-    # The fingerprint check's reduction compiles from the target's shapes beside orbax's read, not after it (on
-    # a chip, a compile of seconds); a failure here is the check's own to raise again.
-    verifier = StepAhead(partial(prepare_fingerprint, target), ctx.clock, name="elxpk-fingerprint-ahead")
-    try:
-        restored = store.restore_latest(target)
-    finally:
-        verifier.join()
-    if restored is None:
-        return 0, ctx.steps.init_state(mesh), {"global_next_index": 0}, "init", fallback if recovery else ""
-    start, state, data_state = restored
-    return start, donatable(state), data_state, "checkpoint", fallback
-
-
-def _restore_seconds(store: CheckpointStore | None) -> dict[str, float]:
-    """restore_done's read_s and verify_s, when the state was read from a checkpoint."""
-    if store is None or store.restore_seconds is None:
-        return {}
-    read_s, verify_s = store.restore_seconds
-    return {"read_s": round(read_s, 6), "verify_s": round(verify_s, 6)}
 
 
 def _check_fits(ctx: AttemptContext, compiled: steplib.Compiled, mesh: Any, active: list[int]) -> None:
