@@ -125,7 +125,7 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
         _expect(state, None, answered=clock())
         send(found)
         with state.lock:
-            state.rate = _rate(state.status, status) or state.rate
+            state.rate = _next_rate(state.status, status, state.rate)
             state.status, state.read_at = status, time.time()
             state.refreshes += 1
         on_change()
@@ -196,6 +196,21 @@ def _expect(state: WatchState, by: float | None, answered: float | None = None) 
         state.expect_by = by
         if answered is not None:
             state.answered_at = answered
+
+
+def _next_rate(before: WorkloadStatus | None, after: WorkloadStatus, kept: float | None) -> float | None:
+    """The rate after a refresh. A new attempt's first step between the two records (a restart, an in-process
+    recovery: `resumed_at` moved) starts the window afresh: the rate across the gap would count the restart's
+    minutes as stepping time (0.02 steps/s for a group stepping at 1), and the old attempt's is no longer
+    the pace; the next record within the attempt gives the first rate. Else the new rate, or the one kept
+    while the trainer did not advance."""
+    if before is not None and _resumed(after) is not None and _resumed(after) != _resumed(before):
+        return None
+    return _rate(before, after) or kept
+
+
+def _resumed(status: WorkloadStatus | None) -> object:
+    return None if status is None or status.progress is None else status.progress.get("resumed_at")
 
 
 def _rate(before: WorkloadStatus | None, after: WorkloadStatus) -> float | None:
