@@ -100,8 +100,9 @@ class WatchView:
         grid.add_column(style="bold")
         grid.add_column()
         grid.add_row("Workload", f"{escape(shown(f['workload']))}  [dim](Ctrl-C to stop watching; the workload runs on)[/dim]")
-        if f["connection"] != "ok":
-            grid.add_row("API", f"[bold yellow]{escape(shown(f['connection']))}[/bold yellow]")
+        if f["connection"] != "ok":  # a storage pause is told as storage, not as the Kubernetes API
+            label = "Storage" if f["connection"].startswith("storage") else "API"
+            grid.add_row(label, f"[bold yellow]{escape(shown(f['connection']))}[/bold yellow]")
         if "state" not in f:
             grid.add_row("State", "reading ...")
             return grid
