@@ -75,13 +75,16 @@ def explain(jobset: dict | JobSet, jobs: Sequence[dict | Job], pods: Sequence[di
     reasons = _jobset_reasons(js, workload_list, context)
     if context.provisioning_requests:
         reasons = with_capacity(reasons, js, workload_list, context.provisioning_requests)
-    current = [j for j in job_list if not j.meta.deleting]
-    # A failed Job of an earlier restart attempt is a failure the JobSet already restarted from: no fix is due
-    newest = max((restart_attempt(j) for j in job_list), default=0)
+    # A Job of an earlier restart attempt than the JobSet's own count (status.restarts) is one the JobSet is
+    # replacing: it counted the restart before its Recreate removed the old Jobs. Its failure is the one the
+    # restart answers (the first to fail is often a slice that stopped with its group, not the lost one) and
+    # its back-off is moot: neither is a reason now. Without the count, the newest attempt's Jobs are current.
+    newest = max([js.restarts, *(restart_attempt(j) for j in job_list)])
+    current = [j for j in job_list if not j.meta.deleting and restart_attempt(j) >= newest]
     reasons += why_jobs.first_failed(name, [j for j in job_list if restart_attempt(j) == newest], pod_list, Reason)
     reasons += why_jobs.failed_create(name, namespace, current, list(context.events), Reason)
     reasons += why_jobs.backoff(name, current, pod_list, now, Reason)
-    reasons += _pod_reasons(name, namespace, _current_pods(pod_list, job_list), now, context, pending_after_s)
+    reasons += _pod_reasons(name, namespace, _current_pods(pod_list, current), now, context, pending_after_s)
     return reasons
 
 
