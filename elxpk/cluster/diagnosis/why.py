@@ -58,6 +58,9 @@ class Context:
     nodes: tuple[dict | Node, ...] | None = None  # the TPU nodes (name, labels and taints), when listed
     position: str = ""  # queue position, or why it is not known
     rejections: tuple[dict, ...] = ()  # the JobSet's JobCreationFailed Events (elxpk/cluster/diagnosis/job_rejections.py)
+    # The Workload that preempted this one, named (records/preemptor.py describe: Kueue gives only its UID);
+    # "" when no Kueue condition names one
+    preemptor: str = ""
     events: tuple[dict, ...] = ()  # the Job controller's FailedCreate Events, when a Job is short of pods
     # The ProvisioningRequests of the namespace, when the Workload has admission checks (why_capacity.py);
     # None when not fetched or the kind is not served.
@@ -110,7 +113,7 @@ def _jobset_reasons(jobset: JobSet, workloads: list[Workload], context: Context)
         return []
     workload = mine[0]
     conditions = {c.type: c for c in workload.conditions}
-    out = _eviction(conditions)
+    out = _eviction(conditions, context.preemptor)
     if _is_true(conditions, "Finished") or _is_true(conditions, "Admitted"):
         return out
     position = f" ({context.position})" if context.position.startswith("position") else ""
@@ -164,14 +167,16 @@ def _jobset_reasons(jobset: JobSet, workloads: list[Workload], context: Context)
     return out
 
 
-def _eviction(conditions: dict[str | None, Condition]) -> list[Reason]:
+def _eviction(conditions: dict[str | None, Condition], preemptor: str = "") -> list[Reason]:
     for kind in ("Preempted", "Evicted"):
         c = conditions.get(kind)
         if c and c.true:
+            preempted = kind == "Preempted" or c.reason == "Preempted"
             fix = ("a workload of higher priority took the quota; give this one a higher --priority, or use a "
-                   "LocalQueue with quota of its own") if kind == "Preempted" or c.reason == "Preempted" \
+                   "LocalQueue with quota of its own") if preempted \
                 else "Kueue requeues it; `elxpk workload events NAME` shows the history"
-            return [Reason("evicted", f"Kueue {kind.lower()} the workload ({c.reason})", fix, f"Kueue: {c.message}")]
+            by = f" to admit {preemptor}" if preempted and preemptor else ""  # Kueue's text has only its UID
+            return [Reason("evicted", f"Kueue {kind.lower()} the workload ({c.reason}){by}", fix, f"Kueue: {c.message}")]
     return []
 
 
