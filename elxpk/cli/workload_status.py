@@ -34,10 +34,10 @@ def status(
     from elxpk.cluster.verbs.status_render import dump, status_renderables, why_renderables
 
     def read(on_objects=None):
-        now = time.time()
-        found = fetch_status(kube, ns, name, now=now, with_progress=True, stuck_after_s=values["stuck_after"],
-                             why=values["why"], on_objects=on_objects)
-        return with_chip_hours(found, values["chip_hour_price"], now)
+        # the ages are as of the reads' end, not their start: a read that rides out an API pause takes minutes
+        found = fetch_status(kube, ns, name, now=time.time(), with_progress=True, stuck_after_s=values["stuck_after"],
+                             why=values["why"], on_objects=on_objects, clock=time.time)
+        return with_chip_hours(found, values["chip_hour_price"], time.time())
 
     if values["watch"]:
         from elxpk.cli.status_watch_view import run_watch

@@ -8,10 +8,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -137,37 +135,6 @@ def test_a_late_answer_reads_as_reconnecting():
     state.answered_at = 90.0  # the last answer: a watch that was due at 100
     assert state.connection(100.0 + LATE_S + 7) == f"reconnecting: no answer from the API server for " \
         f"{LATE_S + 17:.0f} s"
-
-
-def test_a_storage_pause_reads_as_storage_not_as_the_api(fake, clock, kube, tmp_path):
-    """Issue 52 L1: the API has answered a refresh's objects and the progress record's read (gs://) hangs:
-    the view says storage, not `API reconnecting`; the watch that follows waits on the API again."""
-    from tests.cluster.captured import seed_stage
-    from tests.support.clock import ManualClock
-    from trainer.elastic.progress import ProgressWriter
-
-    name = seed_stage(fake, "restarted", tmp_path)
-    ProgressWriter(str(tmp_path), ManualClock()).step_done(3, 1_000.0, 1)
-    state, lines = WatchState(name), []
-
-    def read(hook):
-        def objects(*found):
-            hook(*found)
-            clock.sleep(LATE_S + 7)  # the storage read, paused this long
-            lines.append(state.connection(clock()))
-        return fetch_status(kube, "default", name, now=clock(), with_progress=True, stuck_after_s=120.0,
-                            on_objects=objects)
-
-    watch_status(kube, "default", name, read, state, on_change=lambda: None, clock=clock, sleep=clock.sleep,
-                 refresh_s=1, max_watches=0)
-    assert lines[0].startswith("storage not answering: no answer from the checkpoint directory for 12 s"), lines
-    assert "reconnecting" not in lines[0] and "API server" not in lines[0]
-    assert state.waiting_on == "api" and state.connection(clock()) == ""  # the refresh ended: nothing late
-    state.expect_by = clock()  # a watch due now, late by more than LATE_S: the API's
-    assert state.connection(clock() + LATE_S + 1).startswith("reconnecting: no answer from the API server")
-    state.waiting_on, state.expect_by, state.answered_at = "storage", time.monotonic() - LATE_S - 7, None
-    screen = _screen(state)  # the view's own clock: its row says whom it waits on
-    assert re.search(r"^Storage +storage not answering", screen, re.M) and not re.search(r"^API ", screen, re.M)
 
 
 def test_json_stream_writes_one_object_per_change(fake, clock, kube, tmp_path):

@@ -26,7 +26,9 @@ from elxpk_contract.progress_record import PROGRESS_PERIOD_S
 
 RESTARTING, PODS_STARTING, RESTORING, COMPILING = "restarting", "pods starting", "restoring", "compiling"
 STEPPING, NOT_STEPPING = "stepping", "not stepping"
-PHASES = (RESTARTING, PODS_STARTING, RESTORING, COMPILING, STEPPING, NOT_STEPPING)
+# The watch cannot read now (an API or storage pause): what its last read said is no longer the phase now
+UNREAD = "unknown"
+PHASES = (RESTARTING, PODS_STARTING, RESTORING, COMPILING, STEPPING, NOT_STEPPING, UNREAD)
 # A record's step this much past the publication period (plus two steps' time) is no current step: the
 # period's write, a slow read of gs:// and a refresh under load fit within it.
 FRESH_SLACK_S = 10.0
@@ -114,4 +116,14 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-__all__ = ["PHASES", "Phase", "pod_start", "phase_of", "startup_words", "step_fresh"]
+def unread(last: Phase, read_age_s: float) -> Phase:
+    """The phase while the watch cannot read: `last` (its last read's) said as such, aged from that read,
+    never `stepping` as the pace now (no rate)."""
+    if last.name is None:
+        return last
+    said = f"{last.name}" + (f" ({last.detail})" if last.detail else "")
+    return Phase(UNREAD, f"cannot read now; the last read, {format_duration(max(read_age_s, 0.0))} ago, said {said}",
+                 False)
+
+
+__all__ = ["PHASES", "Phase", "pod_start", "phase_of", "startup_words", "step_fresh", "unread"]

@@ -100,7 +100,8 @@ def counted_pods(jobsets: Iterable[dict | JobSet]) -> str | None:
 
 def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False,
                  stuck_after_s: float | None = None, why: bool = False,
-                 on_objects: Callable[[JobSet, list, list, list], None] | None = None) -> WorkloadStatus:
+                 on_objects: Callable[[JobSet, list, list, list], None] | None = None,
+                 clock: Callable[[], float] | None = None) -> WorkloadStatus:
     """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
@@ -110,7 +111,9 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     checks, the namespace's Kueue Workloads when a condition names a preemptor): at most 8 more calls, none per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads
     read (`status --watch` finds its incidents in them at no call of its own). A workload that runs reads
     only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its
-    reasons are in the pods that have not failed."""
+    reasons are in the pods that have not failed. `clock`: `now` is read from it again once the objects are
+    read, and the progress record's ages once it is, so every age is as of the last read that answered, not
+    of the first request (a read that rides out an API or storage pause takes minutes)."""
     raw = get_workload(kube, namespace, name)
     jobset = JobSet.of(raw)  # each object read once into its view, for status, --why and chip-hours alike
     selector = f"{JOBSET_NAME}={name}"
@@ -122,10 +125,11 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     workloads = [Workload.of(w) for w in raw_workloads]
     if on_objects is not None:  # the views already built: the hook's readers take them as they are
         on_objects(jobset, jobs, pods, workloads)
+    now = clock() if clock is not None else now
     status = compute_status(jobset, jobs, pods, workloads, now)
     status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
     # Read once: status shows it, and --why names the trainer's own verdict from it.
-    progress, problem = progress_of(raw, now) if (why or with_progress) else (None, "")
+    progress, problem = progress_of(raw, now, clock) if (why or with_progress) else (None, "")
     if why or stuck_after_s is not None:
         since = why_mod.state_since(jobset, jobs, workloads)
         age = None if since is None else now - since
