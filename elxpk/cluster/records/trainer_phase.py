@@ -1,5 +1,6 @@
 """What a workload is doing now, as the live view (`status --watch`) names it: restarting, pods starting,
-restoring, compiling, stepping, or not stepping (pure: objects and the progress record in, the clock passed in).
+restoring, compiling, stepping, not stepping, or unknown (pure: objects and the progress record in, the
+clock passed in).
 
 The JobSet says Running as soon as every pod is ready, but a restarted group's new processes then import,
 restore and compile for tens of seconds before their first step, and the progress record on disk is still
@@ -10,7 +11,9 @@ the previous process's (its last step aging, its rate old). So the phase comes f
   `restoring` and `compiling` as it begins them, `stepping` at its first step);
 - `stepping` only while the record's last step is fresh: the trainer publishes at most every
   PROGRESS_PERIOD_S while it steps, so a step older than that period and two steps' time is `not stepping`,
-  and no rate is shown as current.
+  and no rate is shown as current;
+- `unknown` while the watch cannot read (an API or storage pause): the last read's phase, said as such and
+  aged from that read, never `stepping` as the pace now.
 """
 
 from __future__ import annotations

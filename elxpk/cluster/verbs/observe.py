@@ -108,8 +108,9 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the Job
     controller's FailedCreate Events when a Job has fewer pods than it asks for, the JobSet's JobCreationFailed
     Events when a Job is missing, the namespace's ProvisioningRequests when the Workload has admission
-    checks, the namespace's Kueue Workloads when a condition names a preemptor): at most 8 more calls, none per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads
-    read (`status --watch` finds its incidents in them at no call of its own). A workload that runs reads
+    checks, the namespace's Kueue Workloads when a condition names a preemptor): at most 8 more calls, none
+    per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads read (`status --watch` finds its
+    incidents in them at no call of its own). A workload that runs reads
     only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its
     reasons are in the pods that have not failed. `clock`: `now` is read from it again once the objects are
     read, and the progress record's ages once it is, so every age is as of the last read that answered, not
