@@ -112,9 +112,9 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads read (`status --watch` finds its
     incidents in them at no call of its own). A workload that runs reads
     only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its
-    reasons are in the pods that have not failed. `clock`: `now` is read from it again once the objects are
-    read, and the progress record's ages once it is, so every age is as of the last read that answered, not
-    of the first request (a read that rides out an API or storage pause takes minutes)."""
+    reasons are in the pods that have not failed. `clock`: read once, when the reads are done (the progress
+    record's too), as `now` for every age, so every age is as of the last read that answered, not of the
+    first request (a read that rides out an API or storage pause takes minutes)."""
     raw = get_workload(kube, namespace, name)
     jobset = JobSet.of(raw)  # each object read once into its view, for status, --why and chip-hours alike
     selector = f"{JOBSET_NAME}={name}"
@@ -126,11 +126,18 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     workloads = [Workload.of(w) for w in raw_workloads]
     if on_objects is not None:  # the views already built: the hook's readers take them as they are
         on_objects(jobset, jobs, pods, workloads)
-    now = clock() if clock is not None else now
+    # Read once: status shows it, and --why names the trainer's own verdict from it. With `clock`, `now` is the
+    # time the reads ended (the progress record's, where it is read), one time for every age below.
+    read_at: list[float] = []  # the one reading of `clock`
+
+    def stamp() -> float:
+        read_at.append(clock() if clock is not None else now)
+        return read_at[0]
+
+    progress, problem = progress_of(raw, now, stamp) if (why or with_progress) else (None, "")
+    now = read_at[0] if read_at else stamp()  # no record read (none named, none there): the objects' end
     status = compute_status(jobset, jobs, pods, workloads, now)
     status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
-    # Read once: status shows it, and --why names the trainer's own verdict from it.
-    progress, problem = progress_of(raw, now, clock) if (why or with_progress) else (None, "")
     if why or stuck_after_s is not None:
         since = why_mod.state_since(jobset, jobs, workloads)
         age = None if since is None else now - since
