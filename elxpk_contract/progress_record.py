@@ -34,7 +34,9 @@ class Progress:
     checkpoint_time: float | None  # unix seconds when it committed (or was restored from)
     updated_at: float  # unix seconds when this was written
     state: str = "running"  # running, done, stalled, preempted, failed
-    attempt: int = 1  # the elastic loop's attempt within this process
+    # The run's attempt: the elastic loop's within this process plus those of the processes before it since
+    # the run began (each JobSet restart is a new process, whose loop starts at 1; trainer/elastic/progress.py).
+    attempt: int = 1
     # The trainer's seconds by what they went to (productive, rewound, restore, waiting, compile, checkpoint:
     # trainer/elastic/badput_meter.py), summed over the processes that wrote this record since `since`
     # (unix seconds), so `workload status` can split chip-hours by cause. Empty from an older trainer.

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from elxpk.cluster.diagnosis.failure_summary import faults
 from elxpk.cluster.records.incidents import CAUSES
-from elxpk.cluster.records.trainer_phase import phase_of
+from elxpk.cluster.records.trainer_phase import phase_of, unread
 from elxpk.cluster.verbs.status_render import speed_text
 from elxpk.cluster.verbs.status_watch import ReadStatus, WatchState, watch_status
 from elxpk.errors import CheckFailed
@@ -26,7 +26,8 @@ _STATE_STYLE = {"Running": "green", "Succeeded": "green", "Degraded": "yellow", 
 def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]:
     """The view's figures, as one flat record (what the JSON stream writes beside the full status)."""
     status = state.status
-    out: dict[str, Any] = {"workload": state.name, "connection": state.connection(now_monotonic) or "ok"}
+    connection = state.connection(now_monotonic)
+    out: dict[str, Any] = {"workload": state.name, "connection": connection or "ok"}
     if status is None:
         return out
     later = max(now - state.read_at, 0.0)  # the trainer's ages keep growing between refreshes
@@ -35,6 +36,8 @@ def facts(state: WatchState, now: float, now_monotonic: float) -> dict[str, Any]
     step_age = None if step_age is None else step_age + later
     ckpt_age = progress.get("checkpoint_age_s")
     phase = phase_of(status, status.progress, state.started_at, step_age, state.rate, now)
+    if connection:  # an API or storage pause: the last read's phase, aged, never live stepping
+        phase = unread(phase, later)
     # a slice's own pod retries (backoffLimit > 0); a --no-pathways slice has none (limit 0: the JobSet's
     # restarts are its budget), so its "0 left" would read as spent from the first second
     own = [s for s in status.slices if s.backoff_limit]
@@ -100,8 +103,9 @@ class WatchView:
         grid.add_column(style="bold")
         grid.add_column()
         grid.add_row("Workload", f"{escape(shown(f['workload']))}  [dim](Ctrl-C to stop watching; the workload runs on)[/dim]")
-        if f["connection"] != "ok":
-            grid.add_row("API", f"[bold yellow]{escape(shown(f['connection']))}[/bold yellow]")
+        if f["connection"] != "ok":  # a storage pause is told as storage, not as the Kubernetes API
+            label = "Storage" if f["connection"].startswith("storage") else "API"
+            grid.add_row(label, f"[bold yellow]{escape(shown(f['connection']))}[/bold yellow]")
         if "state" not in f:
             grid.add_row("State", "reading ...")
             return grid

@@ -34,10 +34,17 @@ def status(
     from elxpk.cluster.verbs.status_render import dump, status_renderables, why_renderables
 
     def read(on_objects=None):
-        now = time.time()
-        found = fetch_status(kube, ns, name, now=now, with_progress=True, stuck_after_s=values["stuck_after"],
-                             why=values["why"], on_objects=on_objects)
-        return with_chip_hours(found, values["chip_hour_price"], now)
+        # The ages are as of the reads' end, not their start (a read that rides out an API pause takes
+        # minutes): fetch_status reads the clock once, and the chip-hours take that same time.
+        read_at = [time.time()]
+
+        def clock() -> float:
+            read_at[0] = time.time()
+            return read_at[0]
+
+        found = fetch_status(kube, ns, name, now=read_at[0], with_progress=True, stuck_after_s=values["stuck_after"],
+                             why=values["why"], on_objects=on_objects, clock=clock)
+        return with_chip_hours(found, values["chip_hour_price"], read_at[0])
 
     if values["watch"]:
         from elxpk.cli.status_watch_view import run_watch

@@ -2,8 +2,9 @@
 
 - goodput = productive step time / wall time; productive = the step times of the steps that count (the
   trainer compiles before an attempt's first step and reports it on restore_done, so step times hold none).
-- badput: rewound steps (executions a rewind made void), restore, waiting for slices, compile, checkpoint
-  blocking, and other (start-up, imports, tracing: the rest of the wall time).
+- badput: rewound steps (executions a rewind made void), restore, waiting for slices (within one process:
+  a group restart's gap is start-up), compile, checkpoint blocking, and other (start-up, imports, tracing:
+  the rest of the wall time). The same split as the progress record's totals that `workload status` bills.
 - wall time spans the run's sessions; the gap after a session that ended cleanly (`run_finished`, e.g.
   before `--steps` was extended) is not counted, the gap after a crash is.
 """
@@ -161,7 +162,10 @@ def build_report(run: Run, incidents: Sequence[dict] = ()) -> RunReport:
             rewound += step_time
     every_slice = tuple(sorted({s for e in run.events_of(RunStarted) for s in e.slices}))
     found = tuple(with_victims(with_catch_up(recoveries(run.events, metrics), metrics), incidents, every_slice))
-    waiting = sum(r.slices_ready_s for r in found if r.slices_ready_s is not None)
+    # Within one process only, as the progress record's meter counts it (trainer/elastic/badput_meter.py), so
+    # `report` and `workload status` split one loss alike: a group restart's gap (the failure to the new
+    # process's slices_ready: pods replaced, imports, devices) is the new process's start-up, `other` in both.
+    waiting = sum(r.slices_ready_s for r in found if r.slices_ready_s is not None and not r.cold_restart)
     restore = restore_time(run.events)
     ckpt = sum(e.blocking_s for e in run.events_of(CheckpointSaved))
     # restore_done's live_prepare_s is not here: those compiles ran in the background, beside the steps.

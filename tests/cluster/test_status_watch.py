@@ -259,7 +259,10 @@ def test_the_phases_of_a_restart_from_the_trainer_s_own_records(fake, kube, tmp_
             phase, f"for {format_duration(3.0)}{words[phase]}", None)
         assert f"Phase           {phase}" in _screen(state)
     restarted.step_done(8, trainer.now, 1)
-    look(trainer.now + 1)
+    seen = look(trainer.now + 1)
+    # Issue 52 L3: no rate across the restart's gap (1 step over its minutes read 0.02 steps/s): the window
+    # starts at the restart's first step
+    assert (seen["phase"], seen["steps_per_s"]) == ("stepping", None)
     trainer.now += 30
     restarted.step_done(38, trainer.now, 1)
     seen = look(trainer.now + 1)

@@ -95,3 +95,28 @@ def test_plain_status_past_the_threshold_names_it_with_one_more_call(fake, kube)
     assert sum(1 for c in fake.calls[before:] if "/events" in c.path) == 1
     quiet = fetch_status(kube, "why-sa", "why-sa", now=captured_at(objects))  # not past any threshold asked
     assert quiet.reason == ""
+
+
+def test_jobs_the_jobset_is_replacing_give_no_back_off_and_no_first_failure() -> None:
+    """Issue 52 L4: the JobSet has counted its restart (status.restarts 1) and its Recreate has not yet removed
+    the Jobs of attempt 0: slice 1's Job failed (its trainer stopped with its group, exit 75) and slice 0's
+    lost its pod. Neither is a reason now: the restart answers them (it was `[job-failed]` naming slice 1, the
+    wrong slice, and `[backoff]` for slice 0)."""
+    import copy
+
+    from elxpk.cluster.objects.labels import parse_time
+    from tests.cluster.captured import load as story_stage
+
+    objects = copy.deepcopy(story_stage("ignored"))  # attempt 0, both Jobs running, a failed pod of each replaced
+    slice0, slice1 = objects["jobs"]
+    slice1["status"]["conditions"].append({
+        "type": "Failed", "status": "True", "reason": "PodFailurePolicy", "lastTransitionTime": "2026-12-01T21:57:00Z",
+        "message": "Container trainer for pod default/incidents-slice-job-1-0-6p2g2 failed with exit code 75"})
+    slice0["status"]["failed"] = 1
+    pods = [p for p in objects["pods"] if p["status"]["phase"] == "Failed" or p["metadata"]["labels"][
+        "jobset.sigs.k8s.io/job-index"] == "1"]  # slice 0's running pod gone: its Job is short of one
+    now = parse_time("2026-12-01T21:57:05Z") or 0.0
+    before = [r.cause for r in explain(objects["jobset"], objects["jobs"], pods, objects["workloads"], now)]
+    assert before == ["job-failed", "backoff"]  # the JobSet has not counted a restart: they are the news
+    objects["jobset"]["status"]["restarts"] = 1
+    assert explain(objects["jobset"], objects["jobs"], pods, objects["workloads"], now) == []

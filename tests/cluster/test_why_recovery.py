@@ -138,3 +138,70 @@ def test_a_back_off_under_a_recovery_repeats_no_fix():
     assert [(r.cause, r.fix) for r in with_recovery(healing, [backoff, quota])] == [
         ("recovering", healing[0].fix), ("backoff", ""), ("quota", "raise it")]
     assert with_recovery([], [backoff, quota]) == [backoff, quota]  # no recovery: the back-off keeps its fix
+
+
+def _preempted_with_its_preemptor(fake) -> tuple[dict, str]:
+    """The captured Kueue preemption in the fake's store, with the preemptor's Workload beside it (the capture
+    holds the preempted one only: here a copy of it under the UID Kueue names, as test_preemptor does)."""
+    import copy
+
+    from elxpk.cluster.records.preemptor import preemptor_uid
+    from tests.cluster.captured import KINDS, load_captured
+
+    objects = load_captured(fake, "preempted", "why_corpus")
+    (preempted,) = objects["workloads"]
+    uid = preemptor_uid(next(c["message"] for c in preempted["status"]["conditions"] if c["type"] == "Preempted"))
+    high = copy.deepcopy(preempted)
+    high["metadata"].update(uid=uid, name="jobset-why-high-1f2e3")
+    high["metadata"]["ownerReferences"][0].update(name="why-high", uid="0b0b0b0b-high")
+    high["spec"].update(priorityClassRef={**high["spec"]["priorityClassRef"], "name": "high"}, priority=750)
+    fake.store.put(KINDS["workloads"], high)
+    assert uid is not None
+    return objects, uid
+
+
+def test_a_preemption_names_its_preemptor_not_its_uid(fake, capsys, k):
+    """Issue 52 L5: Kueue names the preemptor by its Workload's UID only; --why names the Workload, its JobSet
+    and priority (one LIST of the namespace's Workloads, only when a condition names a UID)."""
+    _preempted_with_its_preemptor(fake)
+    code, out, err = run_cli(capsys, "workload", "status", "why-low", "-n", "why-preempt", "--why", "-o", "json", *k)
+    assert code == 0, err
+    reasons = json.loads(out)["why"]
+    assert reasons[0]["cause"] == "evicted", reasons
+    assert reasons[0]["text"] == ("Kueue preempted the workload (InClusterQueue) to admit Workload "
+                                  "why-preempt/jobset-why-high-1f2e3 (JobSet why-high, priority high (750))")
+
+
+def test_a_kueue_readmission_is_no_jobset_restart(fake, capsys, k, tmp_path):
+    """Issue 52 L5: after 9 JobSet restarts Kueue preempted the workload and admitted it again: the JobSet
+    controller resumed its Jobs (Suspended False, ResumeJobs), no new restart attempt. --why said "JobSet
+    restart 9 of at most 10"; it says Kueue admitted it again, and names the preemptor."""
+    from tests.cluster.captured import KINDS
+
+    objects, uid = _preempted_with_its_preemptor(fake)
+    jobset, (workload,) = objects["jobset"], objects["workloads"]
+    jobset["spec"]["suspend"] = False
+    jobset["spec"]["failurePolicy"]["maxRestarts"] = 10
+    jobset["status"]["restarts"] = 9
+    jobset["status"]["conditions"] = [{"type": "Suspended", "status": "False", "reason": "ResumeJobs",
+                                       "message": "jobset is resumed", "lastTransitionTime": "2026-12-03T13:33:20Z"}]
+    for job in objects["jobs"]:
+        job["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] = "9"  # created before the preemption
+        job["spec"]["suspend"] = False
+        fake.store.put(KINDS["jobs"], job)
+    fake.store.put(KINDS["jobset"], jobset)
+    # readmitted: Kueue's eviction conditions cleared, its Requeued one kept (it still names the preemptor)
+    workload["status"]["conditions"] = [c for c in workload["status"]["conditions"] if c["type"] == "Requeued"] + [
+        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2026-12-03T13:33:19Z"}
+        for t in ("QuotaReserved", "Admitted")]
+    fake.store.put(KINDS["workloads"], workload)
+    code, out, err = run_cli(capsys, "workload", "status", "why-low", "-n", "why-preempt", "--why", "-o", "json", *k)
+    assert code == 0, err
+    reasons = json.loads(out)["why"]
+    assert reasons and reasons[0]["cause"] == "recovering", reasons
+    text = reasons[0]["text"]
+    assert text.startswith("recovering by itself: Kueue admitted the workload again at 2026-12-03T13:33:20Z after "
+                           "evicting it (a resume, not a JobSet restart: 9 of at most 10 so far)"), text
+    assert "JobSet restart 9 of" not in text and f"UID: {uid}" not in text.split("; preempted to admit")[-1]
+    assert "preempted to admit Workload why-preempt/jobset-why-high-1f2e3 (JobSet why-high" in text
+    assert reasons[0]["fix"].startswith("nothing to do: Kueue admitted it again")

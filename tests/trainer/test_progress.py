@@ -34,12 +34,37 @@ def test_steps_are_published_at_most_every_period_and_checkpoints_at_once(tmp_pa
     writer.step_done(3, at=1_040.0, attempt=2)
     assert (_read(tmp_path).steps_done, _read(tmp_path).attempt, _read(tmp_path).resumed_at) == (3, 2, 1_040.0)
     clock.now += 1
-    again = ProgressWriter(str(tmp_path), clock)  # a group restart: a new process, attempt 1 again
+    again = ProgressWriter(str(tmp_path), clock)  # a group restart: a new process, its loop at attempt 1 again
     again.step_done(4, at=1_050.0, attempt=1)
     assert _read(tmp_path).resumed_at == 1_050.0  # its first step ended its recovery, written at once
+    assert _read(tmp_path).attempt == 3  # the run's third attempt, not the new process's first
     writer.finish("done")
     assert _read(tmp_path).state == "done"
     assert [p.name for p in tmp_path.iterdir()] == [PROGRESS_FILE]  # the temporary file was renamed
+
+
+def test_the_attempt_counts_every_group_restart_of_the_run(tmp_path):
+    """Issue 52 L8: under multi-controller each JobSet restart is a new process whose elastic loop starts at 1;
+    the record's attempt went on saying 1 across 9 restarts. It counts the run's attempts: a restart that died
+    before its first step counts as one, and a new run (after a clean finish or a stop for good) starts at 1."""
+    clock = ManualClock()
+    ProgressWriter(str(tmp_path), clock).step_done(1, at=1_000.0, attempt=1)
+    for restart in range(2, 11):  # 9 restarts, each a process that steps once and is killed (no finish)
+        ProgressWriter(str(tmp_path), clock).step_done(restart, at=1_000.0 + restart, attempt=1)
+        assert _read(tmp_path).attempt == restart
+    dying = ProgressWriter(str(tmp_path), clock)
+    dying.phase("restoring")  # killed while it restores: its attempt is published with the phase
+    assert _read(tmp_path).attempt == 11
+    gave_up = ProgressWriter(str(tmp_path), clock)
+    gave_up.step_done(11, at=2_000.0, attempt=1)
+    assert _read(tmp_path).attempt == 12
+    gave_up.finish("failed", "elastic: 2 attempts in a row", exit_code=70)
+    fresh = ProgressWriter(str(tmp_path), clock)  # a stop for good: whatever starts next is a new run
+    fresh.step_done(12, at=2_100.0, attempt=1)
+    assert _read(tmp_path).attempt == 1
+    fresh.finish("done")
+    ProgressWriter(str(tmp_path), clock).step_done(13, at=2_200.0, attempt=2)  # more --steps after a clean finish
+    assert _read(tmp_path).attempt == 2
 
 
 def test_a_restarted_trainer_keeps_the_commit_time_of_the_checkpoint_it_restores(tmp_path):

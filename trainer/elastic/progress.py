@@ -52,6 +52,9 @@ class ProgressWriter:
         self.progress = Progress(0, None, None, None, clock.time(), since=clock.time())
         self.previous_state: str | None = None  # the state the previous process left (attempt history reads it)
         self._resumed = False  # this process's first step is done (its time is `resumed_at`)
+        # The attempts of the processes before this one on the run: under multi-controller every JobSet restart
+        # is a new process whose elastic loop starts again at 1, so the published attempt adds this to it.
+        self._attempts_before = 0
         if enabled:
             self._carry_over_checkpoint_time()
 
@@ -69,8 +72,12 @@ class ProgressWriter:
         # A process that stopped for good (an exit code the Job fails at once) is restarted by no orchestrator:
         # whatever starts on this directory next is a new run, with or without a run id (attempt_history).
         self.previous_state = STOPPED_FOR_GOOD if previous.gave_up() else previous.state
+        # A restart (any state but a clean finish or a stop for good) goes on counting the run's attempts;
+        # this process is the next one from its start, so a restart that dies before its first step counts too.
+        restarted = previous.state != "done" and not previous.gave_up()
+        self._attempts_before = max(previous.attempt, 0) if restarted else 0
         self.progress = Progress(previous.steps_done, previous.step_time, previous.checkpoint_step,
-                                 previous.checkpoint_time, previous.updated_at, "running", 1,
+                                 previous.checkpoint_time, previous.updated_at, "running", self._attempts_before + 1,
                                  since=self.progress.since)
         if self._meter is not None and previous.since is not None:
             try:  # the previous process's totals go on: the record covers every process since `since`
@@ -87,7 +94,9 @@ class ProgressWriter:
         """A step completed at unix time `at`; written when the period has passed since the last write, and at
         once for the first step of a new attempt or process (the phase turns to `stepping`): that step's time
         is when the recovery ended, which `kill-slice --watch` and `status` read, and which stays in
-        `resumed_at` until the next attempt (the `recovered` alert reads it)."""
+        `resumed_at` until the next attempt (the `recovered` alert reads it). `attempt` is the elastic loop's
+        within this process; the record's counts every attempt of the run (each restart's process goes on)."""
+        attempt += self._attempts_before
         new_attempt = attempt != self.progress.attempt or not self._resumed
         first = self.progress.phase != "stepping"
         self._update(steps_done=steps_done, step_time=at, attempt=attempt, state="running", phase="stepping")

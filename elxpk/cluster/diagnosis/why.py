@@ -58,6 +58,9 @@ class Context:
     nodes: tuple[dict | Node, ...] | None = None  # the TPU nodes (name, labels and taints), when listed
     position: str = ""  # queue position, or why it is not known
     rejections: tuple[dict, ...] = ()  # the JobSet's JobCreationFailed Events (elxpk/cluster/diagnosis/job_rejections.py)
+    # The Workload that preempted this one, named (records/preemptor.py describe: Kueue gives only its UID);
+    # "" when no Kueue condition names one
+    preemptor: str = ""
     events: tuple[dict, ...] = ()  # the Job controller's FailedCreate Events, when a Job is short of pods
     # The ProvisioningRequests of the namespace, when the Workload has admission checks (why_capacity.py);
     # None when not fetched or the kind is not served.
@@ -75,13 +78,16 @@ def explain(jobset: dict | JobSet, jobs: Sequence[dict | Job], pods: Sequence[di
     reasons = _jobset_reasons(js, workload_list, context)
     if context.provisioning_requests:
         reasons = with_capacity(reasons, js, workload_list, context.provisioning_requests)
-    current = [j for j in job_list if not j.meta.deleting]
-    # A failed Job of an earlier restart attempt is a failure the JobSet already restarted from: no fix is due
-    newest = max((restart_attempt(j) for j in job_list), default=0)
+    # A Job of an earlier restart attempt than the JobSet's own count (status.restarts) is one the JobSet is
+    # replacing: it counted the restart before its Recreate removed the old Jobs. Its failure is the one the
+    # restart answers (the first to fail is often a slice that stopped with its group, not the lost one) and
+    # its back-off is moot: neither is a reason now. Without the count, the newest attempt's Jobs are current.
+    newest = max([js.restarts, *(restart_attempt(j) for j in job_list)])
+    current = [j for j in job_list if not j.meta.deleting and restart_attempt(j) >= newest]
     reasons += why_jobs.first_failed(name, [j for j in job_list if restart_attempt(j) == newest], pod_list, Reason)
     reasons += why_jobs.failed_create(name, namespace, current, list(context.events), Reason)
     reasons += why_jobs.backoff(name, current, pod_list, now, Reason)
-    reasons += _pod_reasons(name, namespace, _current_pods(pod_list, job_list), now, context, pending_after_s)
+    reasons += _pod_reasons(name, namespace, _current_pods(pod_list, current), now, context, pending_after_s)
     return reasons
 
 
@@ -107,7 +113,7 @@ def _jobset_reasons(jobset: JobSet, workloads: list[Workload], context: Context)
         return []
     workload = mine[0]
     conditions = {c.type: c for c in workload.conditions}
-    out = _eviction(conditions)
+    out = _eviction(conditions, context.preemptor)
     if _is_true(conditions, "Finished") or _is_true(conditions, "Admitted"):
         return out
     position = f" ({context.position})" if context.position.startswith("position") else ""
@@ -161,14 +167,16 @@ def _jobset_reasons(jobset: JobSet, workloads: list[Workload], context: Context)
     return out
 
 
-def _eviction(conditions: dict[str | None, Condition]) -> list[Reason]:
+def _eviction(conditions: dict[str | None, Condition], preemptor: str = "") -> list[Reason]:
     for kind in ("Preempted", "Evicted"):
         c = conditions.get(kind)
         if c and c.true:
+            preempted = kind == "Preempted" or c.reason == "Preempted"
             fix = ("a workload of higher priority took the quota; give this one a higher --priority, or use a "
-                   "LocalQueue with quota of its own") if kind == "Preempted" or c.reason == "Preempted" \
+                   "LocalQueue with quota of its own") if preempted \
                 else "Kueue requeues it; `elxpk workload events NAME` shows the history"
-            return [Reason("evicted", f"Kueue {kind.lower()} the workload ({c.reason})", fix, f"Kueue: {c.message}")]
+            by = f" to admit {preemptor}" if preempted and preemptor else ""  # Kueue's text has only its UID
+            return [Reason("evicted", f"Kueue {kind.lower()} the workload ({c.reason}){by}", fix, f"Kueue: {c.message}")]
     return []
 
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from elxpk.cluster.diagnosis.why_reason import Reason
-from elxpk.cluster.objects.labels import COMPLETION_INDEX, JOB_INDEX
+from elxpk.cluster.objects.labels import COMPLETION_INDEX, JOB_INDEX, parse_time
 from elxpk.cluster.objects.pods import Pod
-from elxpk.cluster.objects.workloads import Workload
+from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records.lost_slice import first_exit, lost_slice
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.units import format_duration
@@ -27,25 +27,47 @@ from elxpk_contract.exit_codes import BY_CODE
 NOT_SELF_HEALING = frozenset({"crash-loop", "image-pull"})
 
 
+def readmitted_at(jobset: JobSet, jobs: Sequence[Job], workloads: Sequence[Workload]) -> float | None:
+    """When Kueue last admitted the workload again after evicting it, where that is the newest thing to have
+    restarted its pods; else None. The JobSet controller marks a resume (Suspended False, ResumeJobs) and
+    creates no Jobs for it, so a restart since has Jobs newer than it; Kueue's Requeued condition tells a
+    readmission from the first admission (which resumes the JobSet too)."""
+    resumed = next((c for c in jobset.conditions if c.type == "Suspended" and not c.true
+                    and c.reason == RESUMED), None)
+    at = None if resumed is None else parse_time(resumed.time)
+    if at is None or not any(c.type == "Requeued" for w in workloads for c in w.conditions):
+        return None
+    created = [parse_time(j.meta.created) for j in jobs if j.attempt >= jobset.restarts]
+    return None if any(t is not None and t > at for t in created) else at
+
+
+RESUMED = "ResumeJobs"  # the JobSet controller's reason on its Suspended condition when it resumes the Jobs
+
+
 def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload],
                progress: dict | None,
-               now: float) -> list[Reason]:
+               now: float, readmitted: float | None = None, preemptor: str = "") -> list[Reason]:
     """One `recovering` reason when the workload restarts (or runs on fewer slices) after a failure that the
-    JobSet's restart budget covers; none otherwise."""
+    JobSet's restart budget covers, or starts again after Kueue readmitted it (`readmitted`: readmitted_at;
+    `preemptor`: the Workload that preempted it, named); none otherwise."""
     trainer_down = (progress or {}).get("state") in ("failed", "stalled", "preempted") \
         and not (progress or {}).get("gave_up")
     # after a restart, the new processes write `restoring` and `compiling` before their first step: still the
     # recovery (the record's stop is overwritten by then)
-    resuming = status.restarts > 0 and (progress or {}).get("state") == "running" \
+    restarted = status.restarts > 0 or readmitted is not None
+    resuming = restarted and (progress or {}).get("state") == "running" \
         and (progress or {}).get("phase") in ("restoring", "compiling")
     if status.state in ("Restarting", "Degraded"):
         pass
     elif status.state not in ("Admitted", "Running") or not (trainer_down or resuming or status.state == "Admitted"
-                                                            and status.restarts):
+                                                            and restarted):
         return []  # Running with the trainer's record not stopped: nothing is being recovered
     fault = lost_slice(pods, workloads)
     retrying = [s for s in status.slices if s.state == "Restarting"]
-    if status.restarts:
+    if readmitted is not None:  # a resume, no JobSet restart: the restart count is not this recovery's
+        restart = (f"Kueue admitted the workload again at {_utc(readmitted)} after evicting it (a resume, not a "
+                   f"JobSet restart: {status.restarts} of at most {status.max_restarts} so far)")
+    elif status.restarts:
         restart = f"JobSet restart {status.restarts} of at most {status.max_restarts} ({status.restarts_left} left)"
     elif retrying:  # a Job with a pod-failure budget of its own replaces the pod; the JobSet has not restarted
         s = retrying[0]
@@ -55,21 +77,28 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Se
     code = (progress or {}).get("exit_code")
     known = BY_CODE.get(code) if trainer_down and isinstance(code, int) else None
     what = fault.text() if fault is not None else \
-        f"the trainer's stop (exit {code} {known.name}: retryable)" if known is not None else "a failure whose pod is gone"
+        f"the trainer's stop (exit {code} {known.name}: retryable)" if known is not None else \
+        "its eviction by Kueue" if readmitted is not None else "a failure whose pod is gone"
+    if preemptor and (fault is None or fault.whole_workload):  # Kueue names it by UID only
+        what += f"; preempted to admit {preemptor}"
     if status.state == "Running":  # the new pods are up; the trainer imports, restores and compiles before it steps
         restart += ", its pods running again and the trainer " + (
             f"{progress['phase']}, not stepping yet" if resuming and progress else "not stepping yet")
     since = ""
     if fault is not None and fault.time is not None:
-        when = datetime.fromtimestamp(fault.time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        since = f", since {when} ({format_duration(max(now - fault.time, 0.0))} ago)"
+        since = f", since {_utc(fault.time)} ({format_duration(max(now - fault.time, 0.0))} ago)"
     step = ""
     if progress is not None:
         step = f"; the trainer's last step: {progress.get('steps_done')}" + (
             f", {format_duration(progress['step_age_s'])} ago" if progress.get("step_age_s") is not None else "")
+    who = "Kueue admitted it again" if readmitted is not None else "the JobSet controller restarts the group"
     return [Reason("recovering", f"recovering by itself: {restart}, after {what}{since}{step}",
-                   f"nothing to do: the JobSet controller restarts the group and the trainer resumes from its newest "
+                   f"nothing to do: {who} and the trainer resumes from its newest "
                    f"checkpoint; `elxpk workload events {status.name}` lists what happened")]
+
+
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # Reasons that are steps of the same self-healing (the Job controller waiting out its back-off before the next

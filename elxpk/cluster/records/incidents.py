@@ -163,9 +163,11 @@ def jobset_incidents(jobset: dict | JobSet, jobs: Iterable[dict | Job],
     for n in range(1, restarts + 1):
         later = next((dated[m] for m in range(n + 1, restarts + 1) if dated[m]), None)
         note = "" if dated[n] or not later else f"; its time is no longer kept (before {later})"
+        # The JobSet keeps one count for all its restarts: said once, on the newest (each line repeating
+        # "(8 counted)" read as 8 for each); a watch meets each restart as the newest, with the count then
+        counted = f" ({view.restarts_counted} of {restarts} counted towards maxRestarts)" if n == restarts else ""
         found.append(Incident(_id("jobset_restart", uid, n), dated[n], "jobset_restart", UNKNOWN,
-                              "Recreate", f"JobSet restart {n} of {name} ({view.restarts_counted} counted towards "
-                              "maxRestarts)" + note, workload=name))
+                              "Recreate", f"JobSet restart {n} of {name}{counted}" + note, workload=name))
     return found
 
 
@@ -201,6 +203,29 @@ KUEUE_EVICTED = "EvictedDueTo"
 def reports_incident(reason: str) -> bool:
     """A Normal Event's reason that reports an incident."""
     return reason in INCIDENT_REASONS or reason.startswith(KUEUE_EVICTED)
+
+
+def kueue_event_incidents(events: Iterable[Event], workloads: Sequence[Workload], workload: str = "") -> list[Incident]:
+    """Kueue's eviction Events on the workload's Kueue Workload that no condition states any longer (a
+    readmission clears Evicted and Preempted; the Events stay an hour): the one `kueue_eviction` each, as
+    the conditions would have made it, with the id they would have had (the Evicted condition's type, its
+    reason, EvictedDueTo<reason>'s, and its time: the same second), so a watch that saw the conditions first
+    repeats nothing. `events`: already one per eviction (incident_merge.not_restated)."""
+    uids = {w.meta.name: w.meta.uid for w in workloads}
+    found = []
+    for e in events:
+        name = e.involved.name or ""
+        if name not in uids:
+            continue
+        reason = (e.reason or "").removeprefix(KUEUE_EVICTED) or "Evicted"
+        found.append(Incident(_id("kueue", e.involved.uid or uids[name], "Evicted", reason, e.time), e.time,
+                              "kueue_eviction", INFRA, reason, f"Kueue Workload {name}: {e.message or ''}",
+                              workload=workload))
+    return found
+
+
+def _kueue_eviction_event(event: Event) -> bool:
+    return event.involved.kind == "Workload" and reports_incident(event.reason or "")
 
 
 def event_incidents(events: Iterable[dict | Event], names: set[str], workload: str = "") -> list[Incident]:
@@ -242,7 +267,9 @@ def collect(jobset: dict | JobSet, jobs: Iterable[dict | Job], pods: Iterable[di
                 if c.type in types and c.true and c.at:
                     conditions.setdefault((kind, o.meta.name or ""), []).append(c.at or 0.0)
     names = {name} | {str(meta.name) for kind, meta in metas[1:]}
-    found += event_incidents(merge.not_restated(own, name, conditions, reports_incident), names, name)
+    kept = merge.not_restated(own, name, conditions, reports_incident)
+    found += kueue_event_incidents([e for e in kept if _kueue_eviction_event(e)], workload_list, name)
+    found += event_incidents([e for e in kept if not _kueue_eviction_event(e)], names, name)
     unique = {i.id: i for i in found}
     return sorted(unique.values(), key=lambda i: (_sort_time(i) is None, _sort_time(i) or 0.0, i.kind, i.id))
 

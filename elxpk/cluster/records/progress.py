@@ -8,6 +8,7 @@ filesystem) is read directly, gs:// through the JSON API (elxpk/cluster/api/gcs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,8 +84,9 @@ def read_progress_text(directory: str) -> str | None:
         return None
 
 
-def progress_of(jobset: dict, now: float) -> tuple[dict | None, str]:
-    """(progress record with ages, '') or (None, why not); (None, '') when the workload names no directory."""
+def progress_of(jobset: dict, now: float, clock: Callable[[], float] | None = None) -> tuple[dict | None, str]:
+    """(progress record with ages, '') or (None, why not); (None, '') when the workload names no directory.
+    `clock`: the ages are as of the end of the read (a gs:// read may ride out a pause), else of `now`."""
 
     directory = checkpoint_dir(jobset)
     if directory is None:
@@ -99,6 +101,7 @@ def progress_of(jobset: dict, now: float) -> tuple[dict | None, str]:
         progress = read_progress(text)
     except RecordError as exc:
         return None, str(exc)
+    now = clock() if clock is not None else now
     data = progress.to_json()
     data["directory"] = directory
     data["step_age_s"] = progress.step_age(now)

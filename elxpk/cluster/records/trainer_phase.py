@@ -1,5 +1,6 @@
 """What a workload is doing now, as the live view (`status --watch`) names it: restarting, pods starting,
-restoring, compiling, stepping, or not stepping (pure: objects and the progress record in, the clock passed in).
+restoring, compiling, stepping, not stepping, or unknown (pure: objects and the progress record in, the
+clock passed in).
 
 The JobSet says Running as soon as every pod is ready, but a restarted group's new processes then import,
 restore and compile for tens of seconds before their first step, and the progress record on disk is still
@@ -10,7 +11,9 @@ the previous process's (its last step aging, its rate old). So the phase comes f
   `restoring` and `compiling` as it begins them, `stepping` at its first step);
 - `stepping` only while the record's last step is fresh: the trainer publishes at most every
   PROGRESS_PERIOD_S while it steps, so a step older than that period and two steps' time is `not stepping`,
-  and no rate is shown as current.
+  and no rate is shown as current;
+- `unknown` while the watch cannot read (an API or storage pause): the last read's phase, said as such and
+  aged from that read, never `stepping` as the pace now.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from elxpk_contract.progress_record import PROGRESS_PERIOD_S
 
 RESTARTING, PODS_STARTING, RESTORING, COMPILING = "restarting", "pods starting", "restoring", "compiling"
 STEPPING, NOT_STEPPING = "stepping", "not stepping"
-PHASES = (RESTARTING, PODS_STARTING, RESTORING, COMPILING, STEPPING, NOT_STEPPING)
+# The watch cannot read now (an API or storage pause): what its last read said is no longer the phase now
+UNREAD = "unknown"
+PHASES = (RESTARTING, PODS_STARTING, RESTORING, COMPILING, STEPPING, NOT_STEPPING, UNREAD)
 # A record's step this much past the publication period (plus two steps' time) is no current step: the
 # period's write, a slow read of gs:// and a refresh under load fit within it.
 FRESH_SLACK_S = 10.0
@@ -114,4 +119,14 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-__all__ = ["PHASES", "Phase", "pod_start", "phase_of", "startup_words", "step_fresh"]
+def unread(last: Phase, read_age_s: float) -> Phase:
+    """The phase while the watch cannot read: `last` (its last read's) said as such, aged from that read,
+    never `stepping` as the pace now (no rate)."""
+    if last.name is None:
+        return last
+    said = f"{last.name}" + (f" ({last.detail})" if last.detail else "")
+    return Phase(UNREAD, f"cannot read now; the last read, {format_duration(max(read_age_s, 0.0))} ago, said {said}",
+                 False)
+
+
+__all__ = ["PHASES", "Phase", "pod_start", "phase_of", "startup_words", "step_fresh", "unread"]

@@ -23,11 +23,18 @@ from elxpk.cluster.diagnosis import why as why_mod
 from elxpk.cluster.diagnosis.job_rejections import event_selector, jobs_missing, rejection_reasons
 from elxpk.cluster.diagnosis.why import Context
 from elxpk.cluster.diagnosis.why_jobs import FAILED_CREATE, short_of_pods
-from elxpk.cluster.diagnosis.why_recovery import NOT_SELF_HEALING, recovering, trainer_stopped, with_recovery
+from elxpk.cluster.diagnosis.why_recovery import (
+    NOT_SELF_HEALING,
+    readmitted_at,
+    recovering,
+    trainer_stopped,
+    with_recovery,
+)
 from elxpk.cluster.objects.labels import ACCELERATOR, JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
 from elxpk.cluster.objects.meta import EMPTY, part
 from elxpk.cluster.objects.pods import Node, Pod
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
+from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import workload_accelerator
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, compute_status
@@ -93,17 +100,21 @@ def counted_pods(jobsets: Iterable[dict | JobSet]) -> str | None:
 
 def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_progress: bool = False,
                  stuck_after_s: float | None = None, why: bool = False,
-                 on_objects: Callable[[JobSet, list, list, list], None] | None = None) -> WorkloadStatus:
+                 on_objects: Callable[[JobSet, list, list, list], None] | None = None,
+                 clock: Callable[[], float] | None = None) -> WorkloadStatus:
     """`with_progress`: also read the trainer's progress record from the checkpoint dir the JobSet names.
     `stuck_after_s`: set `reason` (one line) when Queued, Admitted or Restarting longer than that. `why`:
     every reason in `why`, with what that needs fetched besides (the LocalQueue and ClusterQueue of a
     pending Workload, its queue position, the TPU node pools when a pod is unschedulable, the Job
     controller's FailedCreate Events when a Job has fewer pods than it asks for, the JobSet's JobCreationFailed
     Events when a Job is missing, the namespace's ProvisioningRequests when the Workload has admission
-    checks): at most 7 more calls, none per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads
-    read (`status --watch` finds its incidents in them at no call of its own). A workload that runs reads
+    checks, the namespace's Kueue Workloads when a condition names a preemptor): at most 8 more calls, none
+    per pod. `on_objects` gets the JobSet, Jobs, Pods and Kueue Workloads read (`status --watch` finds its
+    incidents in them at no call of its own). A workload that runs reads
     only its Failed pods (counted_pods); the pods of one that is stuck are read in full, once, since its
-    reasons are in the pods that have not failed."""
+    reasons are in the pods that have not failed. `clock`: read once, when the reads are done (the progress
+    record's too), as `now` for every age, so every age is as of the last read that answered, not of the
+    first request (a read that rides out an API or storage pause takes minutes)."""
     raw = get_workload(kube, namespace, name)
     jobset = JobSet.of(raw)  # each object read once into its view, for status, --why and chip-hours alike
     selector = f"{JOBSET_NAME}={name}"
@@ -115,10 +126,18 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
     workloads = [Workload.of(w) for w in raw_workloads]
     if on_objects is not None:  # the views already built: the hook's readers take them as they are
         on_objects(jobset, jobs, pods, workloads)
+    # Read once: status shows it, and --why names the trainer's own verdict from it. With `clock`, `now` is the
+    # time the reads ended (the progress record's, where it is read), one time for every age below.
+    read_at: list[float] = []  # the one reading of `clock`
+
+    def stamp() -> float:
+        read_at.append(clock() if clock is not None else now)
+        return read_at[0]
+
+    progress, problem = progress_of(raw, now, stamp) if (why or with_progress) else (None, "")
+    now = read_at[0] if read_at else stamp()  # no record read (none named, none there): the objects' end
     status = compute_status(jobset, jobs, pods, workloads, now)
     status = dataclasses.replace(status, accelerator=workload_accelerator(jobset))  # for chip-hours
-    # Read once: status shows it, and --why names the trainer's own verdict from it.
-    progress, problem = progress_of(raw, now) if (why or with_progress) else (None, "")
     if why or stuck_after_s is not None:
         since = why_mod.state_since(jobset, jobs, workloads)
         age = None if since is None else now - since
@@ -137,7 +156,8 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
             if why:  # the trainer's own final verdict (--elastic-stop-on-repeat) comes first: it names the cause;
                 # else a failure the JobSet's restart is handling, which needs no fix
                 healing = [] if any(r.cause in NOT_SELF_HEALING for r in reasons) else \
-                    recovering(status, pods, workloads, progress, now)
+                    recovering(status, pods, workloads, progress, now, readmitted_at(jobset, jobs, workloads),
+                               context.preemptor if context is not None else "")
                 reasons = trainer_stopped(progress, name, pods) + with_recovery(healing, reasons)
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
                                          why=tuple(reasons) if why else ())
@@ -170,7 +190,23 @@ def why_context(kube: Kube, namespace: str, jobset: dict | JobSet, pods: Sequenc
     requests = kube.list_provisioning_requests(namespace) if checked else None
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
                    rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])),
-                   provisioning_requests=None if requests is None else tuple(requests))
+                   provisioning_requests=None if requests is None else tuple(requests),
+                   preemptor=_preemptor(kube, namespace, mine))
+
+
+def _preemptor(kube: Kube, namespace: str, mine: Sequence[Workload]) -> str:
+    """The Workload that preempted this one, named: Kueue's conditions give only its UID (one LIST of the
+    namespace's Workloads, only when one does); "" when none names one."""
+    said = (preemptor.preemptor_uid(c.message or "") for w in mine for c in w.conditions
+            if c.type in ("Preempted", "Evicted", "Requeued"))
+    uid = next((u for u in said if u), None)
+    if uid is None:
+        return ""
+    try:
+        found = preemptor.describe(kube.list_kueue_workloads(namespace), uid)
+    except ClusterError:  # a listing refused (RBAC) or failed: the UID is what is known
+        found = None
+    return found or f"the Workload of UID {uid} (not among the Workloads of namespace {namespace})"
 
 
 def _unschedulable_nodes(kube: Kube, pods: Sequence[dict | Pod]) -> tuple[Node, ...] | None:

@@ -39,6 +39,8 @@ SHOWN_INCIDENTS = 8
 # An answer this much later than due (a refresh, or a watch past its own timeout) shows "reconnecting".
 LATE_S = 5.0
 
+STORAGE = "storage"  # WatchState.waiting_on while the progress record is read
+
 # The refresh: one `status` read, handing its objects (JobSet, Jobs, Pods, Kueue Workloads) to the hook.
 ReadStatus = Callable[[Callable[[JobSet, list, list, list], None]], WorkloadStatus]
 
@@ -64,6 +66,9 @@ class WatchState:
     expect_by: float | None = None  # monotonic time the request in flight should have answered by
     answered_at: float | None = None  # monotonic time of the API's last answer (a refresh, a watch event)
     outage_note: str = ""  # the last line _Outage wrote while the API failed
+    # What the request in flight waits on: the API server, or (once a refresh's objects are read) the storage
+    # that holds the progress record, a gs:// read whose pause is no API outage and must not read as one
+    waiting_on: str = "api"
     refreshes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -79,6 +84,9 @@ class WatchState:
             return f"reconnecting: {self.outage_note}"
         if self.expect_by is not None and now_monotonic > self.expect_by + LATE_S:
             since = self.answered_at if self.answered_at is not None else self.expect_by
+            if self.waiting_on == STORAGE:
+                return (f"storage not answering: no answer from the checkpoint directory for {now_monotonic - since:.0f} s"
+                        " (reading the progress record; the Kubernetes API answered)")
             return f"reconnecting: no answer from the API server for {now_monotonic - since:.0f} s"
         return ""
 
@@ -116,16 +124,18 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
 
         def objects(jobset: JobSet, jobs: list, pods: list, workloads: list) -> None:
             found.extend(collect(jobset, jobs, pods, workloads, []))
+            # the API's part of the refresh is done: what follows is the progress record's read (gs://)
+            _expect(state, clock(), answered=clock(), waiting_on=STORAGE)
 
         _expect(state, clock())
         try:
             status = read_status(objects)
         finally:
-            _expect(state, None)
+            _expect(state, None, waiting_on="api")
         _expect(state, None, answered=clock())
         send(found)
         with state.lock:
-            state.rate = _rate(state.status, status) or state.rate
+            state.rate = _next_rate(state.status, status, state.rate)
             state.status, state.read_at = status, time.time()
             state.refreshes += 1
         on_change()
@@ -190,12 +200,30 @@ def _is_loss(incident: Incident) -> bool:
     return incident.kind in LOSS_KINDS and (incident.kind != "exit" or bool(incident.exit_code))
 
 
-def _expect(state: WatchState, by: float | None, answered: float | None = None) -> None:
-    """The deadline of the request now in flight (None: none), and when the API last answered."""
+def _expect(state: WatchState, by: float | None, answered: float | None = None, waiting_on: str | None = None) -> None:
+    """The deadline of the request now in flight (None: none), when the API last answered, and (when it
+    changes) whom the request waits on."""
     with state.lock:
         state.expect_by = by
         if answered is not None:
             state.answered_at = answered
+        if waiting_on is not None:
+            state.waiting_on = waiting_on
+
+
+def _next_rate(before: WorkloadStatus | None, after: WorkloadStatus, kept: float | None) -> float | None:
+    """The rate after a refresh. A new attempt's first step between the two records (a restart, an in-process
+    recovery: `resumed_at` moved) starts the window afresh: the rate across the gap would count the restart's
+    minutes as stepping time (0.02 steps/s for a group stepping at 1), and the old attempt's is no longer
+    the pace; the next record within the attempt gives the first rate. Else the new rate, or the one kept
+    while the trainer did not advance."""
+    if before is not None and _resumed(after) is not None and _resumed(after) != _resumed(before):
+        return None
+    return _rate(before, after) or kept
+
+
+def _resumed(status: WorkloadStatus | None) -> object:
+    return None if status is None or status.progress is None else status.progress.get("resumed_at")
 
 
 def _rate(before: WorkloadStatus | None, after: WorkloadStatus) -> float | None:
