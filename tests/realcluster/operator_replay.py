@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -38,10 +39,12 @@ class Fault:
     what: str  # delete, evict, exit, soak-1, soak-2, preempt
     slice: int | None
     cause: str  # a word the slice-lost alert says of it (lost_slice.py's cause, or Kueue's)
+    report_cause: str  # the recovery's cause in `report` (failure_causes.py: the trainer's class of it)
     drained: bool = False  # an eviction or a preemption: SIGTERM with a grace period, a save on the way out
     killed_at: float = 0.0  # unix seconds just before the injection
     stepped_at: float | None = None  # the trainer's first step after it (its progress record's resumed_at)
     figures: dict[str, Any] = field(default_factory=dict)
+    said: str = ""  # kill-slice's own output (its recovery line: the trainer's next step and the rewind)
 
 
 def alerts(path: os.PathLike) -> list[dict[str, Any]]:
@@ -137,9 +140,12 @@ def preempting_queue(cluster: LocalCluster, chips: int) -> Iterator[str]:
 
 
 @contextmanager
-def api_server_stopped(cluster: LocalCluster) -> Iterator[None]:
-    """The test cluster's kube-apiserver stopped (SIGSTOP) for the body, then let go on (SIGCONT)."""
-    pid = json.loads((cluster.run_dir / "pids.json").read_text())["kube-apiserver"]
+def stopped(cluster: LocalCluster, process: str) -> Iterator[None]:
+    """One of the test cluster's processes stopped (SIGSTOP) for the body, then let go on (SIGCONT):
+    "kube-apiserver" (the API server), "fake-gcs-server" (gs://: the run's records, checkpoints and compile
+    cache). A stopped server still accepts connections (the kernel's backlog): its clients wait, as on a
+    real outage that answers nothing, rather than fail at once."""
+    pid = json.loads((cluster.run_dir / "pids.json").read_text())[process]
     os.kill(pid, signal.SIGSTOP)
     try:
         yield
@@ -147,7 +153,40 @@ def api_server_stopped(cluster: LocalCluster) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
-def kill(story: Story, name: str, *argv: str) -> subprocess.CompletedProcess:
-    done = story.elxpk("workload", "kill-slice", name, *argv, "--yes", timeout=180)
+def kill(story: Story, name: str, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    done = story.elxpk("workload", "kill-slice", name, *argv, "--yes", timeout=timeout)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
+
+
+# kill-slice's own recovery line (kill_slice.py, soak.py round_line): the trainer's next step's clock time,
+# and the rewind as the trainer recorded its stop.
+_NEXT_AT = re.compile(r"the trainer's next step .*? after the kill.*? at (\d\d):(\d\d):(\d\d\.\d)Z")
+_REWOUND = re.compile(r"rewound: (\d+) steps|(\d+) steps rewound")
+
+
+def kill_said(stdout: str, near: float) -> tuple[float | None, int | None]:
+    """(the unix time of the trainer's next step, its rewind) as kill-slice printed them; None where it did
+    not say. `near`: a unix time the same day, give or take half of one (the printed time has no date)."""
+    at = rewound = None
+    if (found := _NEXT_AT.search(stdout)) is not None:
+        secs = int(found[1]) * 3600 + int(found[2]) * 60 + float(found[3])
+        at = near - near % 86400 + secs
+        at += 86400 * round((near - at) / 86400)
+    if (said := _REWOUND.search(stdout)) is not None:
+        rewound = int(said[1] or said[2])
+    return at, rewound
+
+
+# A slice that --why says was lost (lost_slice.Fault.text(): "slice 1 lost its VM (...)"; "a slice" and "the
+# workload" name none).
+_NAMED_LOST = re.compile(r"\bslices? (\d+(?:,\d+)*) (?:preempted|evicted|lost|deleted|stopped|failed)")
+
+
+def slices_named_lost(answer: dict[str, Any]) -> set[int]:
+    """The slices one `status --why -o json` answer says were lost, in any of its lines."""
+    named: set[int] = set()
+    for reason in answer.get("why") or []:
+        for found in _NAMED_LOST.finditer(f"{reason.get('text', '')} {reason.get('fix', '')}"):
+            named |= {int(k) for k in found[1].split(",")}
+    return named
