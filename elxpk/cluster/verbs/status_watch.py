@@ -11,7 +11,10 @@ is lost across a watch's end or an API outage; an incident is kept once however 
 the changed pods (no extra call) and those the refresh's own objects show (JobSet restarts, Kueue
 evictions). An outage is ridden out as `events --watch` rides it (events_feed._Outage); the view says
 "reconnecting" as soon as an answer is later than expected, since a paused API server accepts connections
-and answers nothing (no error to catch until the request's own deadline).
+and answers nothing (no error to catch until the request's own deadline). A refresh whose API objects came
+back but whose progress record (on the checkpoint's storage, gs:// or a mount) has not is waiting on storage,
+not the API: the line names storage, since the API server answers (an operator told "reconnecting" to the
+API would look for a control-plane outage that is not there).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ TERMINAL = ("Succeeded", "Failed")
 SHOWN_INCIDENTS = 8
 # An answer this much later than due (a refresh, or a watch past its own timeout) shows "reconnecting".
 LATE_S = 5.0
+API, STORAGE = "the API server", "storage (the trainer's progress record)"
 
 # The refresh: one `status` read, handing its objects (JobSet, Jobs, Pods, Kueue Workloads) to the hook.
 ReadStatus = Callable[[Callable[[JobSet, list, list, list], None]], WorkloadStatus]
@@ -64,6 +68,7 @@ class WatchState:
     expect_by: float | None = None  # monotonic time the request in flight should have answered by
     answered_at: float | None = None  # monotonic time of the API's last answer (a refresh, a watch event)
     outage_note: str = ""  # the last line _Outage wrote while the API failed
+    waiting_on: str = API  # what the request in flight waits on: API, or STORAGE once a refresh's objects came
     refreshes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -79,7 +84,9 @@ class WatchState:
             return f"reconnecting: {self.outage_note}"
         if self.expect_by is not None and now_monotonic > self.expect_by + LATE_S:
             since = self.answered_at if self.answered_at is not None else self.expect_by
-            return f"reconnecting: no answer from the API server for {now_monotonic - since:.0f} s"
+            if self.waiting_on == STORAGE:  # the API answered this refresh: not an API outage
+                return f"storage slow: no answer from {STORAGE} for {now_monotonic - since:.0f} s; the API server answers"
+            return f"reconnecting: no answer from {API} for {now_monotonic - since:.0f} s"
         return ""
 
 
@@ -116,6 +123,8 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
 
         def objects(jobset: JobSet, jobs: list, pods: list, workloads: list) -> None:
             found.extend(collect(jobset, jobs, pods, workloads, []))
+            # the API's part of the refresh answered: what follows is the progress record's read, on storage
+            _expect(state, clock(), answered=clock(), on=STORAGE)
 
         _expect(state, clock())
         try:
@@ -190,10 +199,11 @@ def _is_loss(incident: Incident) -> bool:
     return incident.kind in LOSS_KINDS and (incident.kind != "exit" or bool(incident.exit_code))
 
 
-def _expect(state: WatchState, by: float | None, answered: float | None = None) -> None:
-    """The deadline of the request now in flight (None: none), and when the API last answered."""
+def _expect(state: WatchState, by: float | None, answered: float | None = None, on: str = API) -> None:
+    """The deadline of the request now in flight (None: none), what it waits on, and when the API last
+    answered."""
     with state.lock:
-        state.expect_by = by
+        state.expect_by, state.waiting_on = by, on
         if answered is not None:
             state.answered_at = answered
 
