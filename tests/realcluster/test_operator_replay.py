@@ -86,10 +86,13 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
             # the official client's WebSocket failed CERTIFICATE_VERIFY_FAILED on such a cluster): the pools
             # serve exec (tools/testcluster/vk/exec.go), so a pool without it fails here, not skips.
             assert story.cluster.serves_exec(), "the process pool serves no exec (testcluster-vk not root?)"
-            faults.append(_fault(story, name, Fault("exit", 1, "exit 77", "preempted"), "--slice", "1", "--mode",
+            faults.append(_fault(story, name, Fault("exit", 1, "exit 77", "slice_lost"), "--slice", "1", "--mode",
                                  "exit"))
-            for n, victim in ((1, 1), (2, 0)):  # `--mode delete` is a force delete: the victim's pod goes at once
-                faults.append(_fault(story, name, Fault(f"soak-{n}", victim, "lost its VM", "slice_lost"), "--slice",
+            # `--mode delete` is a force delete: the victim's pod goes at once. The trainer's class of the fault
+            # is what process 0 saw: a peer's loss (slice_lost), or, on slice 0, the SIGTERM it heard itself
+            # (the process pool signals a deleted pod's process as a kubelet would; on a lost VM none comes).
+            for n, victim, told in ((1, 1, "slice_lost"), (2, 0, "preempted")):
+                faults.append(_fault(story, name, Fault(f"soak-{n}", victim, "lost its VM", told), "--slice",
                                      str(victim), "--mode", "delete"))
             paused = {"api": _pause(story, name, "kube-apiserver", API_PAUSE_S),
                       "storage": _pause(story, name, "fake-gcs-server", STORAGE_PAUSE_S)}
