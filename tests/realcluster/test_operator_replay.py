@@ -73,7 +73,7 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
             [str(story.elxpk_path), "workload", "events", name, "--watch", "--record", str(story.root / "rec.jsonl"),
              "--notify-command", f"tee -a {alert_file}", "--kubeconfig", str(story.cluster.kubeconfig)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=story.env())
-        sampler = WhySampler(story, name)
+        sampler = WhySampler(story, name, every_s=2.0)  # a recovery here takes 5-15 s: several samples in each
         faults: list[Fault] = []
         try:
             _trained_past_a_checkpoint(story, name)
@@ -126,8 +126,10 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
     for n, fault in enumerate(faults):
         until = faults[n + 1].killed_at if n + 1 < len(faults) else deleted_at
         lines.append(_check_fault(fault, until, report, metrics, got, sampler, events))
-    _check_pause(paused["api"], paused["storage"][0], got, events, sampler)
-    _check_pause(paused["storage"], faults[-1].killed_at, got, events, sampler)
+    # "0 survivors named" needs samples to have named none: at least one while each fault recovered
+    assert all(f.figures.get("why_samples") for f in faults), [(f.what, f.figures) for f in faults]
+    lines.append("API pause: " + _check_pause(paused["api"], paused["storage"][0], got, events, sampler))
+    lines.append("storage pause: " + _check_pause(paused["storage"], faults[-1].killed_at, got, events, sampler))
     # Every session carries the JobSet's UID, rendered from its pods' label: what keeps a later workload of the
     # same name (the README's block run twice) apart in `report`.
     assert {e.get("run_id") for e in events if e["event"] == "run_started"} == {uid}
@@ -237,6 +239,7 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
     assert abs(back[0]["details"]["recovery_s"] - (ended - since)) <= 0.1, (what, back[0])
     # status --why while it recovered: never a fix for what the JobSet (or Kueue) already handles.
     during = sampler.between(killed, stepped)
+    fault.figures["why_samples"] = len(during)
     wrong = [line for answer in during for line in wrong_fixes(answer)]
     assert not wrong, (what, wrong)
     # ... and never a survivor named as the slice lost
@@ -252,13 +255,15 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
                     and killed - 3 <= e["time"] <= stepped and e.get("drain_steps_lost") is not None]
         assert said_rewound == (recorded[0] if recorded else None), (what, fault.said, recorded)
         assert not fault.drained or said_rewound == 0, (what, fault.said)
-        fault.figures["kill_slice_next_step_at"] = said_at
-    return (f"{what}: kill -> next step {stepped - since:.1f} s (the API's time of the kill; "
-            f"{len(during)} --why samples while it recovered), steps rewound {rewound}")
+        fault.figures["kill_slice_off_s"] = round(said_at - stepped, 2)
+    said = "" if not fault.said else f", kill-slice's next step {fault.figures['kill_slice_off_s']:+.1f} s off"
+    return (f"{what} (slice {'all' if fault.slice is None else fault.slice}, {rec['cause']}): kill -> next step "
+            f"{stepped - since:.1f} s (the API's time of the kill; {len(during)} --why samples while it recovered"
+            f"{said}), steps rewound {rewound}")
 
 
 def _check_pause(paused: tuple[float, float], next_fault: float, got: list[dict], events: list[dict],
-                 sampler: WhySampler) -> None:
+                 sampler: WhySampler) -> str:
     """A server's pause (the API's, storage's) is no fault of the workload: no alert, no new session, no
     --why naming a slice lost (until the next fault)."""
     start, end = paused[0], min(paused[1] + 30, next_fault)
@@ -266,3 +271,6 @@ def _check_pause(paused: tuple[float, float], next_fault: float, got: list[dict]
     assert not [e for e in events if e["event"] == "run_started" and start <= e["time"] < end], events
     named = [(a.get("why"), slices_named_lost(a)) for a in sampler.between(start, end)]
     assert not [n for n in named if n[1]], (paused, named)
+    steps = [e for e in events if e["event"] == "checkpoint_committed" and start <= e["time"] < end]
+    return (f"{paused[1] - paused[0]:.0f} s, no slice-lost alert, no new session, {len(named)} --why samples "
+            f"naming no slice, {len(steps)} checkpoints committed in and after it")
