@@ -179,8 +179,8 @@ def kill_said(stdout: str, near: float) -> tuple[float | None, int | None]:
 
 
 # A slice that --why says was lost (lost_slice.Fault.text(): "slice 1 lost its VM (...)"; "a slice" and "the
-# workload" name none).
-_NAMED_LOST = re.compile(r"\bslices? (\d+(?:,\d+)*) (?:preempted|evicted|lost|deleted|stopped|failed)")
+# workload" name none; the trainer's words: "process 1 (slice 1) was preempted (SIGTERM)").
+_NAMED_LOST = re.compile(r"\bslices? (\d+(?:,\d+)*)\)? (?:was |were )?(?:preempted|evicted|lost|deleted|stopped|failed)")
 
 
 def slices_named_lost(answer: dict[str, Any]) -> set[int]:

@@ -245,6 +245,7 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
     # ... and never a survivor named as the slice lost
     named = [(answer.get("why"), slices_named_lost(answer)) for answer in during]
     assert not [n for n in named if not n[1] <= victims], (what, victims, named)
+    fault.figures["why_named_victim"] = sum(1 for n in named if n[1])  # told, not asserted: the pods may be gone
     rewound = rec["rewound_steps"]
     if fault.drained:  # a SIGTERM with the pod's grace: saved on the way out (trainer/elastic/drain.py)
         assert rewound == 0, (what, rec)
@@ -258,7 +259,8 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
         fault.figures["kill_slice_off_s"] = round(said_at - stepped, 2)
     said = "" if not fault.said else f", kill-slice's next step {fault.figures['kill_slice_off_s']:+.1f} s off"
     return (f"{what} (slice {'all' if fault.slice is None else fault.slice}, {rec['cause']}): kill -> next step "
-            f"{stepped - since:.1f} s (the API's time of the kill; {len(during)} --why samples while it recovered"
+            f"{stepped - since:.1f} s (the API's time of the kill; {len(during)} --why samples while it recovered, "
+            f"{fault.figures['why_named_victim']} naming the victim, none another slice"
             f"{said}), steps rewound {rewound}")
 
 
