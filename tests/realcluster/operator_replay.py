@@ -9,6 +9,7 @@ records on gs://, and the trainer's own records (the truth the others are held t
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import re
@@ -181,6 +182,15 @@ def kill_said(stdout: str, near: float) -> tuple[float | None, int | None]:
 # A slice that --why says was lost (lost_slice.Fault.text(): "slice 1 lost its VM (...)"; "a slice" and "the
 # workload" name none; the trainer's words: "process 1 (slice 1) was preempted (SIGTERM)").
 _NAMED_LOST = re.compile(r"\bslices? (\d+(?:,\d+)*)\)? (?:was |were )?(?:preempted|evicted|lost|deleted|stopped|failed)")
+
+
+_SINCE = re.compile(r"since (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
+
+
+def why_since(answer: dict[str, Any]) -> list[float]:
+    """The fault's times (unix seconds) a --why answer gives ("recovering by itself: ..., since 2026-...Z")."""
+    return [float(calendar.timegm(time.strptime(found[1], "%Y-%m-%dT%H:%M:%SZ")))
+            for reason in answer.get("why") or [] for found in _SINCE.finditer(reason.get("text", ""))]
 
 
 def slices_named_lost(answer: dict[str, Any]) -> set[int]:

@@ -17,8 +17,8 @@ time): one recovery in `report` (with the incident record), its lost slices the 
 Kueue's) and its cause; the slice-lost alert's victim and cause; one `recovered` alert, its recovery time
 within 2 s of the trainer's own records (kill -> its first step after it); kill-slice's own recovery line
 (`--watch`: the trainer's next step) within 2 s of the same step, its rewind the trainer's recorded one;
-no `--why` sample while it recovers naming a slice other than the victim as lost, nor suggesting a
-re-creation. For the eviction and the preemption, 0 steps rewound: the group saves the step it stops at.
+no `--why` sample while it recovers naming a slice other than the victim as lost, nor dating the fault
+outside the kill .. the trainer's record of it, nor suggesting a re-creation. For the eviction and the preemption, 0 steps rewound: the group saves the step it stops at.
 It prints per fault "kill -> next step S s, steps rewound N" (the closing note quotes them).
 """
 
@@ -41,6 +41,7 @@ from tests.realcluster.operator_replay import (
     slices_named_lost,
     stopped,
     unix_of,
+    why_since,
     wrong_fixes,
 )
 from tests.realcluster.paused import progress_on_gs
@@ -246,6 +247,9 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
     named = [(answer.get("why"), slices_named_lost(answer)) for answer in during]
     assert not [n for n in named if not n[1] <= victims], (what, victims, named)
     fault.figures["why_named_victim"] = sum(1 for n in named if n[1])  # told, not asserted: the pods may be gone
+    # ... and the fault's time it gives, as the alert's: from the kill (whole seconds) to the trainer's record
+    told = [t for answer in during for t in why_since(answer)]
+    assert all(killed - 2.0 <= t <= rec["detected_at"] + 2.0 + drain_s for t in told), (what, told, rec)
     rewound = rec["rewound_steps"]
     if fault.drained:  # a SIGTERM with the pod's grace: saved on the way out (trainer/elastic/drain.py)
         assert rewound == 0, (what, rec)
