@@ -110,7 +110,7 @@ def _run(argv: Sequence[str], environ: Mapping[str, str], stop: StopRequest | No
     refuse_file_in_path("--checkpoint-dir", cfg.checkpoint_path)
     compile_cache.configure(cfg, environ)  # before the first compile: jax reads its cache settings once
     if cfg.slice_backend == "simulated":  # its devices are this process's alone (trainer/early_open.py)
-        from trainer.early_open import open_devices_in_background
+        from trainer.early_open import open_devices_in_background  # lazy: simulated backend only
 
         open_devices_in_background()  # while the imports below run
     from trainer.elastic.loop import train
