@@ -101,6 +101,40 @@ class WhySampler:
         return [a for asked, answered, a in self.samples if a is not None and start <= asked and answered <= end]
 
 
+class StatusWatch:
+    """`status NAME --watch -o json` for the whole replay: each record's `connection`, stamped with when it
+    was read (the stream carries no time of its own): (read at, connection)."""
+
+    def __init__(self, story: Story, name: str) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self._proc = subprocess.Popen(
+            [str(story.elxpk_path), "workload", "status", name, "--watch", "-o", "json", "--kubeconfig",
+             str(story.cluster.kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env=story.env())
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            try:
+                self.lines.append((time.time(), str(json.loads(line).get("connection"))))
+            except ValueError:
+                continue
+
+    def stop(self) -> None:
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._thread.join(timeout=30)
+
+    def between(self, start: float, end: float) -> list[str]:
+        return [said for at, said in self.lines if start <= at <= end]
+
+
 def wrong_fixes(answer: dict[str, Any]) -> list[str]:
     """The lines of one --why answer that would have the operator fix a failure the system already handles."""
     found = []

@@ -33,6 +33,7 @@ import pytest
 
 from tests.realcluster.operator_replay import (
     Fault,
+    StatusWatch,
     WhySampler,
     alerts,
     kill,
@@ -74,6 +75,7 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
             [str(story.elxpk_path), "workload", "events", name, "--watch", "--record", str(story.root / "rec.jsonl"),
              "--notify-command", f"tee -a {alert_file}", "--kubeconfig", str(story.cluster.kubeconfig)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=story.env())
+        watching = StatusWatch(story, name)  # its connection line through the two pauses (#52 L1)
         sampler = WhySampler(story, name, every_s=2.0)  # a recovery here takes 5-15 s: several samples in each
         faults: list[Fault] = []
         try:
@@ -104,6 +106,7 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
                 for a in alerts(alert_file)), timeout=240)
         finally:
             sampler.stop()
+            watching.stop()
             deleted_at = time.time()  # the delete's SIGTERM is no fault of the replay's: the last one ends here
             story.delete(name)
             try:
@@ -122,7 +125,8 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
     # What the checks read, kept beside the run (a failed CI run's basetemp then holds the whole evidence).
     (story.root / "replay.json").write_text(json.dumps({
         "faults": [vars(f) for f in faults], "deleted_at": deleted_at, "paused": paused, "uid": uid,
-        "report": report, "metrics": metrics, "alerts": got, "events": events, "samples": sampler.samples}))
+        "report": report, "metrics": metrics, "alerts": got, "events": events, "samples": sampler.samples,
+        "status_watch": watching.lines}))
     lines = []
     for n, fault in enumerate(faults):
         until = faults[n + 1].killed_at if n + 1 < len(faults) else deleted_at
@@ -131,6 +135,12 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
     assert all(f.figures.get("why_samples") for f in faults), [(f.what, f.figures) for f in faults]
     lines.append("API pause: " + _check_pause(paused["api"], paused["storage"][0], got, events, sampler))
     lines.append("storage pause: " + _check_pause(paused["storage"], faults[-1].killed_at, got, events, sampler))
+    # status --watch names what does not answer: the API server while it is stopped, storage (not the API,
+    # which answers) while gs:// is: #52 L1, a storage pause shown as the API reconnecting
+    api_said, storage_said = (watching.between(*paused[k]) for k in ("api", "storage"))
+    assert any(c.startswith("reconnecting") for c in api_said), api_said
+    assert any(c.startswith("storage slow") for c in storage_said), storage_said
+    assert not any(c.startswith("reconnecting") for c in storage_said), storage_said
     # Every session carries the JobSet's UID, rendered from its pods' label: what keeps a later workload of the
     # same name (the README's block run twice) apart in `report`.
     assert {e.get("run_id") for e in events if e["event"] == "run_started"} == {uid}
