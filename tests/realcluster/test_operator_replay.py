@@ -141,6 +141,8 @@ def test_the_operators_pass_each_fault_said_right_and_recovered_once(story: Stor
     assert any(c.startswith("reconnecting") for c in api_said), api_said
     assert any(c.startswith("storage slow") for c in storage_said), storage_said
     assert not any(c.startswith("reconnecting") for c in storage_said), storage_said
+    lines[-2] += f"; status --watch: {sum(c.startswith('reconnecting') for c in api_said)} 'reconnecting' records"
+    lines[-1] += f"; status --watch: {sum(c.startswith('storage slow') for c in storage_said)} 'storage slow' records"
     # Every session carries the JobSet's UID, rendered from its pods' label: what keeps a later workload of the
     # same name (the README's block run twice) apart in `report`.
     assert {e.get("run_id") for e in events if e["event"] == "run_started"} == {uid}
