@@ -43,7 +43,7 @@ class Victim:
 def _rank(incident: dict) -> int | None:
     code = incident.get("exit_code")
     return incident_rank(str(incident.get("kind") or ""), str(incident.get("fault") or ""),
-                         code if isinstance(code, int) else None)
+                         code if isinstance(code, int) else None, str(incident.get("reason") or ""))
 
 
 def _cause(incident: dict, rank: int) -> str:

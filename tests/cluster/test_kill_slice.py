@@ -13,6 +13,7 @@ from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
 from elxpk.cluster.verbs.ops import kill, plan_kill
 from elxpk.cluster.verbs.trainer_recovery import watch_recovery
 from elxpk.errors import ClusterError
+from elxpk.units import format_clock
 from tests.cluster.captured import KINDS, load_captured, with_checkpoint_dir
 from tests.cluster.conftest import run_cli
 from trainer.clock import SystemClock
@@ -113,9 +114,38 @@ def test_watch_times_the_recovery_to_the_trainers_next_step_not_to_pods_ready(fa
     assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None, confirm=lambda question: None,
                                             clock=clock, sleep=clock.sleep))
     assert lines[1] == "slice 1's pods running and ready again after 2.0s"
-    assert lines[2] == ("recovered: the trainer's next step 9.5s after the kill (step 131 done), from the trainer's "
-                        "progress record")
+    assert lines[2] == (f"recovered: the trainer's next step 9.5s after the kill (step 131 done), at "
+                        f"{format_clock(killed_at + 9.5)}, from the trainer's progress record")
     assert lines[3:] == (["  the new process's start: imports 2.00 s -> restored 4.00 s -> step (deserialized) 4.50 s -> first step 7.00 s",
                           "  rewound: 10 steps, as the trainer recorded its stop"]
                          if process_started > 0 else ["  rewound: unknown (the trainer recorded no stop with its rewind)"])
     assert clock.slept == [2.0, 2.0, 2.0]  # polled until the record showed a step after the kill
+
+
+def test_watch_reads_the_first_step_of_the_recovery_not_a_later_write(fake, kube, clock, tmp_path):
+    """#52: the restarted trainer writes its record again before kill-slice's next poll (a checkpoint's commit
+    writes at once, with the newest step's time): the recovery still ends at its first step (the record's
+    `resumed_at`), as the trainer's records and the `recovered` alert have it, not at the later step."""
+    objects = with_checkpoint_dir(load_captured(fake), tmp_path)
+    fake.store.put(KINDS["jobset"], objects["jobset"])
+    clock.now = max(parse_time(cs["state"]["running"]["startedAt"]) or 0.0 for p in objects["pods"]
+                    for cs in p["status"]["containerStatuses"]) + 1.0
+    killed_at = clock()
+
+    def replaced() -> None:
+        load_captured(fake, fresh_uids=True, without=("jobset",))
+
+    def stepped_and_saved() -> None:  # the first step at 9.5 s, then a commit at 12 s, both between two polls
+        writer = ProgressWriter(str(tmp_path), SystemClock())
+        writer.step_done(131, killed_at + 9.5, 1)
+        writer.step_done(140, killed_at + 12.0, 1)
+        writer.checkpoint(140, killed_at + 12.0)
+
+    clock.on_sleep += [replaced, lambda: None, stepped_and_saved]
+    lines: list[str] = []
+    request = KillRequest("ops", 1, None, "delete", 143, 1, 600.0, None, True, 300.0, 2.0)
+    assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None, confirm=lambda question: None,
+                                            clock=clock, sleep=clock.sleep))
+    # no step number: the record's steps_done is the newest step's, not the first's
+    assert lines[2] == (f"recovered: the trainer's next step 9.5s after the kill, at {format_clock(killed_at + 9.5)}, "
+                        "from the trainer's progress record")

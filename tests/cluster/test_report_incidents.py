@@ -115,6 +115,32 @@ def test_a_recovery_the_writer_heard_names_its_victim_from_the_incident_record(t
     assert "failures by cause: preempted 2 (at step 15, 33)" in out
 
 
+def test_kueues_eviction_event_names_the_whole_workload_where_its_condition_was_not_seen(tmp_path, capsys):
+    """#52, seen in the operator's replay: the workload preempted and admitted again at once (its pods drain
+    in a second), so the watch saw Kueue's Evicted condition True never, and recorded only Kueue's Event
+    (EvictedDueToPreempted on the Workload). That Event is Kueue's word: every slice lost, not the slice of the
+    writer that heard SIGTERM (slice 0, a casualty of the whole workload's eviction like slice 1)."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((33, 30),), preempted_heard_by=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    preempted = float(int([e["time"] for e in events if e["event"] == "preempted"][0]))
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [
+        Incident("q", _iso(preempted - 1), "event", "infra", "EvictedDueToPreempted",
+                 "Workload/jobset-train-1: Preempted to accommodate a workload (UID: u) due to prioritization in "
+                 "the ClusterQueue", workload="train"),
+        Incident("pending", _iso(preempted), "event", "infra", "Pending",
+                 "Workload/jobset-train-1: couldn't assign flavors to pod set slice-job", workload="train"),
+        *(Incident(f"p{n}", _iso(preempted + 1), "exit", "infra", "Error", "preempted", slice=n,
+                   pod=f"train-slice-job-{n}-0-c", exit_code=77, workload="train", fault="deleted") for n in (0, 1)),
+    ])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    told = [(r["lost_slices"], r["victim"], r["victim_from"], r["cause"]) for r in data["recoveries"]]
+    assert told == [([0, 1], "the workload preempted by Kueue", "incidents", "preempted")]
+
+
 def test_without_an_incident_record_every_recovery_is_still_counted_by_cause(tmp_path, capsys):
     """The same run without --incidents: no victim named (nothing says it), and both recoveries counted."""
     spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=9.0)

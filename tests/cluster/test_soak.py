@@ -12,6 +12,7 @@ import pytest
 from elxpk.cli.main import main
 from elxpk.cluster.verbs.soak import exit_command, soak
 from elxpk.errors import ClusterError
+from elxpk.units import format_clock
 from tests.cluster.captured import load_captured
 
 
@@ -140,8 +141,9 @@ def test_an_evict_or_exit_round_is_timed_to_the_trainers_next_step_and_rewinds_w
     request = KillRequest("ops", 1, None, mode, 143, 1, 600.0, None, True, 300.0, 2.0)
     assert run(kube, "default", request, Io(out=lines.append, tick=lambda text: None,
                                             confirm=lambda question: None, clock=clock, sleep=clock.sleep))
+    # the step's clock time as well, the figure the trainer's records and the alerts give of it (#52)
     assert lines[0] == (f"round 1/1: slice 1 ({mode}, 4 pods) recovered: the trainer's next step 9.5s after the "
-                        "kill (pods ready after 2.0s); 0 steps rewound")
+                        f"kill at {format_clock(killed_at + 9.5)} (pods ready after 2.0s); 0 steps rewound")
     assert lines[2] == "recovery time (kill -> the trainer's next step): p50 9.5s, p95 9.5s; pods ready: p50 2.0s, p95 2.0s"
     assert lines[3] == "steps rewound: 0 (as the trainer recorded each stop)"
 

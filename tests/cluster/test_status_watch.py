@@ -137,6 +137,31 @@ def test_a_late_answer_reads_as_reconnecting():
         f"{LATE_S + 17:.0f} s"
 
 
+def test_a_refresh_waiting_on_storage_names_storage_not_the_api(fake, clock, kube):
+    """#52 L1: storage paused (the progress record's gs://) while the API answers: a refresh gets its objects,
+    then waits on the record's read. The view names storage and says the API answers, not "reconnecting" to
+    an API server that is there; once the read answers, the line is gone."""
+    objects = seed(fake, "ignored")
+    name = name_of(objects)
+    state = WatchState(name)
+    lines: list[str] = []
+
+    def read(on_objects):
+        def objects_then_a_slow_read(*found) -> None:
+            on_objects(*found)
+            clock.now += LATE_S + 7  # the progress record's read, held by the paused storage
+            lines.append(state.connection(clock()))
+        return _reader(kube, clock, name)(objects_then_a_slow_read)
+
+    watch_status(kube, "default", name, read, state, on_change=lambda: None, clock=clock,
+                 sleep=clock.sleep, refresh_s=1, max_watches=1)
+    assert lines and lines[0] == (f"storage not answering: no answer from the checkpoint directory for "
+                                  f"{LATE_S + 7:.0f} s (reading the progress record; the Kubernetes API answered)")
+    assert state.connection(clock()) == ""
+    state.expect_by = clock() - 100  # and the API's own silence is still the API's
+    assert state.connection(clock()).startswith("reconnecting: no answer from the API server")
+
+
 def test_json_stream_writes_one_object_per_change(fake, clock, kube, tmp_path):
     objects = seed(fake, "ignored")
     name = name_of(objects)

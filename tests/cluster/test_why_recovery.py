@@ -80,9 +80,12 @@ def test_pods_running_again_before_the_trainer_steps_is_still_recovering(fake, c
     trainer_ended(tmp_path, TrainerStopped(SLICE_LOST, LOST))
     reasons = why(capsys, k, name)
     assert [r["cause"] for r in reasons] == ["recovering"], reasons
+    # the victim in the trainer's own words, the pods that showed it being gone (#52: the replay's --why named
+    # no victim once the restart had deleted them)
     assert reasons[0]["text"].startswith("recovering by itself: JobSet restart 1 of at most 2 (1 left), its pods "
                                          "running again and the trainer not stepping yet, after the trainer's stop "
-                                         "(exit 75 slice_lost: retryable); the trainer's last step: 7")
+                                         f"(exit 75 slice_lost: retryable, in its words: {LOST}); the trainer's last "
+                                         "step: 7")
     restarted = ProgressWriter(str(tmp_path), SystemClock())  # the new process, as the trainer writes it
     for phase in ("restoring", "compiling"):  # its record no longer says stopped: still the recovery
         restarted.phase(phase)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import threading
 import time
@@ -316,8 +317,9 @@ def test_pathways_logs_kill_watch_and_degraded_status(testcluster: LocalCluster,
         assert said[0] == f"killed slice 1 of {name}: 1 pods force-deleted", said
         assert said[1].startswith("slice 1's pods running and ready again after "), said
         # the recovery is the trainer's next step, here the head's log (no checkpoint directory, no record)
-        assert said[2].startswith("recovered: the trainer's next step ") and said[2].endswith(
-            " after the kill, from head's log"), said
+        # ... and its clock time, to lay beside the trainer's records (#52)
+        assert re.fullmatch(r"recovered: the trainer's next step \S+ after the kill, at \d\d:\d\d:\d\d\.\dZ, "
+                            r"from head's log", said[2]), said
         assert not {p["metadata"]["uid"] for p in pods(testcluster, name, **{
             "jobset.sigs.k8s.io/job-index": "1", "jobset.sigs.k8s.io/replicatedjob-name": "worker"})} & before
     finally:

@@ -76,9 +76,12 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Se
         restart = f"the JobSet restarts the group (maxRestarts {status.max_restarts})"
     code = (progress or {}).get("exit_code")
     known = BY_CODE.get(code) if trainer_down and isinstance(code, int) else None
+    # Once the JobSet restart deleted the pods, the fault is in the trainer's record alone: its own words
+    # name the victim ("process 1 (slice 1) was preempted (SIGTERM); ..."), never a survivor (#52)
+    said = (progress or {}).get("stopped") if known is not None else ""
     what = fault.text() if fault is not None else \
-        f"the trainer's stop (exit {code} {known.name}: retryable)" if known is not None else \
-        "its eviction by Kueue" if readmitted is not None else "a failure whose pod is gone"
+        f"the trainer's stop (exit {code} {known.name}: retryable" + (f", in its words: {said})" if said else ")") \
+        if known is not None else "its eviction by Kueue" if readmitted is not None else "a failure whose pod is gone"
     if preemptor and (fault is None or fault.whole_workload):  # Kueue names it by UID only
         what += f"; preempted to admit {preemptor}"
     if status.state == "Running":  # the new pods are up; the trainer imports, restores and compiles before it steps

@@ -206,14 +206,21 @@ def _stopped_group(slice_lost: list[Pod], attempt: list[Pod]) -> list[Pod]:
     return slice_lost
 
 
-def incident_rank(kind: str, fault: str, exit_code: int | None) -> int | None:
+# Kueue's Event of an eviction of the Workload (EvictedDueToPreempted, ...DueToPodsReadyTimeout, ...): the
+# same word as its Evicted condition, and the one kept where the condition was True too briefly to be seen.
+KUEUE_EVICTED_EVENT = "EvictedDueTo"
+
+
+def incident_rank(kind: str, fault: str, exit_code: int | None, reason: str = "") -> int | None:
     """The strength of an incident record's evidence (elxpk/cluster/records/incidents.py: its kind, the pod's
-    fault as pod_fault read it, its exit code) in this module's order, lower stronger; None for a casualty
-    (a 75, a graceful delete's exit) or what names no victim: the record's readers (`report --incidents`)
-    rank the incidents as `lost_slice` ranks the pods."""
+    fault as pod_fault read it, its exit code, its reason) in this module's order, lower stronger; None for a
+    casualty (a 75, a graceful delete's exit) or what names no victim: the record's readers (`report
+    --incidents`) rank the incidents as `lost_slice` ranks the pods. Kueue's eviction Event ranks as its
+    condition: a workload preempted and admitted again within a second or two (its pods drain fast) shows the
+    condition True to no watch, and the Event is then the record's only word of Kueue's."""
     if kind in ("disruption", "evicted"):
         return _RANK[kind]
-    if kind == "kueue_eviction":
+    if kind == "kueue_eviction" or (kind == "event" and reason.startswith(KUEUE_EVICTED_EVENT)):
         return _RANK["kueue"]
     if kind != "exit" or exit_code is None or exit_code == SLICE_LOST.code or fault in (DELETED, SLICE_GONE):
         return None

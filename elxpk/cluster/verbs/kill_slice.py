@@ -18,7 +18,7 @@ from elxpk.cluster.verbs.ops import kill, plan_kill
 from elxpk.cluster.verbs.soak import inject, round_line, slice_count, soak, summary_lines
 from elxpk.cluster.verbs.trainer_recovery import watch_recovery
 from elxpk.cluster.verbs.verb_flags import RANDOM_SLICE, is_soak
-from elxpk.units import format_duration
+from elxpk.units import format_clock, format_duration
 
 # What each mode did to the pods, as one round's line says it.
 _DONE = {"delete": "force-deleted", "evict": "evicted", "exit": "sent signal {signal}"}
@@ -86,8 +86,9 @@ def _once(kube: Kube, namespace: str, request: KillRequest, io: Io) -> None:
     io.out(f"{what}'s pods running and ready again after {format_duration(recovery.slice_back_s)}")
     if recovery.next_step_s is not None:  # the recovery: training again, not pods ready
         step = "" if recovery.next_step is None else f" (step {recovery.next_step} done)"
+        # its clock time as well: the figure the trainer's records, the alerts and `report` give of the same step
         io.out(f"recovered: the trainer's next step {format_duration(recovery.next_step_s)} after the kill{step}, "
-               f"from {recovery.source}")
+               f"at {format_clock(killed_at + recovery.next_step_s)}, from {recovery.source}")
         if recovery.startup:  # where the new process's seconds went, from its own start (trainer/startup.py)
             io.out(f"  the new process's start: {recovery.startup}")
         # the rewind as the trainer recorded its stop, never an estimate from the checkpoint's step

@@ -35,7 +35,7 @@ from elxpk.cluster.verbs.ops import KillPlan, kill, plan_kill
 from elxpk.cluster.verbs.trainer_recovery import watch_recovery
 from elxpk.cluster.verbs.verb_flags import KILL_MODES
 from elxpk.errors import ClusterError, NotFoundError, Timeout, UsageError
-from elxpk.units import format_duration
+from elxpk.units import format_clock, format_duration
 
 MODES = KILL_MODES  # declared once, with kill-slice's other flags
 
@@ -56,6 +56,7 @@ class Round:
     error: str = ""
     pods_back_s: float | None = None  # kill -> every pod of the slice running and ready again
     source: str = ""  # where the trainer's next step was read, or why it was not
+    stepped_at: float | None = None  # the unix time of the trainer's next step (recovery_s after the kill)
 
 
 @dataclass
@@ -209,7 +210,7 @@ def _watched(kube: Kube, namespace: str, name: str, plan: KillPlan, before: dict
     recovered = seen.next_step_s is not None or bool(unread)
     error = "" if recovered else f"the trainer's next step not seen within {timeout_s:g}s ({seen.source})"
     return Round(number, index, mode, len(plan.pods), recovered, seen.next_step_s, seen.steps_lost, error,
-                 seen.slice_back_s, seen.source)
+                 seen.slice_back_s, seen.source, seen.stepped_at)
 
 
 def _unread(kube: Kube, namespace: str, name: str, now: float) -> str:
@@ -231,7 +232,8 @@ def round_line(done: Round, repeat: int) -> str:
         return head + f"back: {pods}; the trainer's next step unknown ({done.source})"
     rewound = "rewind unknown (the trainer recorded none)" if done.steps_rewound is None else \
         f"{done.steps_rewound} steps rewound"
-    return head + (f"recovered: the trainer's next step {format_duration(done.recovery_s)} after the kill "
+    at = "" if done.stepped_at is None else f" at {format_clock(done.stepped_at)}"
+    return head + (f"recovered: the trainer's next step {format_duration(done.recovery_s)} after the kill{at} "
                    f"({pods}); {rewound}")
 
 

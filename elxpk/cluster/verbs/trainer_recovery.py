@@ -40,6 +40,7 @@ class Recovery:
     source: str = ""  # where next_step_s was read: "progress record", "head's log", or why it was not
     startup: str = ""  # the new process's start-up, phase by phase, as its progress record gives it ("": none)
     steps_lost: int | None = None  # the trainer's recorded rewind of the stop after the kill (None: not seen)
+    stepped_at: float | None = None  # the unix time of that next step, as the trainer recorded it
 
 
 class _Stop:
@@ -102,7 +103,8 @@ def watch_recovery(kube: Kube, namespace: str, name: str, plan: KillPlan, *, kil
         on_tick("slice back; waiting for the trainer's first step after recovery")
         sleep(poll_s)
         next_step = _next_step_after(kube, namespace, name, killed_at, started, clock(), stop)
-    return Recovery(back, next_step.seconds, next_step.step, next_step.source, next_step.startup, stop.steps_lost)
+    return Recovery(back, next_step.seconds, next_step.step, next_step.source, next_step.startup, stop.steps_lost,
+                    None if next_step.seconds is None else killed_at + next_step.seconds)
 
 
 class _NextStep(NamedTuple):
@@ -121,12 +123,13 @@ def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, st
     jobset = get_workload(kube, namespace, name)
     progress, problem = progress_of(jobset, now)
     stop.note(progress)
-    if progress is not None and progress.get("state") == "running" and progress.get("step_time") is not None \
-            and progress["step_time"] > started:
+    first = _first_step(progress, started)
+    if progress is not None and first is not None:
         began = progress.get("process_started_at")  # a process that recovered in place started before the kill
         fresh = isinstance(began, (int, float)) and began >= killed_at
-        return _NextStep(float(progress["step_time"]) - killed_at, int(progress["steps_done"]), PROGRESS_SOURCE, True,
-                         startup_words(progress) if fresh else "")
+        # steps_done is the newest step's: that step's number only where the newest step is the first
+        step = int(progress["steps_done"]) if progress.get("step_time") == first else None
+        return _NextStep(first - killed_at, step, PROGRESS_SOURCE, True, startup_words(progress) if fresh else "")
     ended = jobset_ended(jobset)  # it finished (failed) with no step after the kill: none will come
     if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
         seconds = _head_log_step_after(kube, namespace, name, killed_at)
@@ -136,6 +139,20 @@ def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, st
     if checkpoint_dir(jobset) is None:
         return _NextStep(None, None, "the workload names no checkpoint directory, so no progress record", False)
     return _NextStep(None, None, PROGRESS_SOURCE if not problem else problem, True)
+
+
+def _first_step(progress: dict | None, started: float) -> float | None:
+    """The unix time of a running trainer's first step after `started`: its record's `resumed_at` (the first
+    step of its current attempt), else, from an older trainer, its newest `step_time`. The newest step is
+    later than the first wherever the record was written again since (a checkpoint's commit, the period):
+    read as the recovery, it would make the recovery look longer than the trainer's own records say."""
+    if progress is None or progress.get("state") != "running":
+        return None
+    for key in ("resumed_at", "step_time"):
+        at = progress.get(key)
+        if isinstance(at, (int, float)):
+            return float(at) if at > started else None
+    return None
 
 
 def _head_log_step_after(kube: Kube, namespace: str, name: str, killed_at: float) -> float | None:
