@@ -140,6 +140,8 @@ def test_a_sigterm_to_one_process_stops_the_whole_group_at_one_step(reference_ru
     assert [m["step"] for m in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(at))
     committed = [e["step"] for e in events if e["event"] == "checkpoint_committed"]
     progress = json.loads((tmp_path / "checkpoints" / "elxpk-progress.json").read_text())
+    if signalled == 0:  # the record's own words name the victim, for --why once the pods are gone (#52)
+        assert progress["stopped"].startswith(f"process 0 (slice 0) was preempted (SIGTERM) at step {at}"), progress
     report = render_text(build_report(load_run_dir(tmp_path)))  # `report` (run as a command in the TPU stories)
     if signalled == 0:  # 1 s of grace: no save, and the records say so and what it costs
         lost = at - (committed[-1] if committed else 0)

@@ -376,10 +376,14 @@ def _stop_for_preemption(store: CheckpointStore, step: int, state: Any, ctx: Att
                            error=why, kind="peer_preempted", attempt=ctx.attempt, cause=SLICE_LOST.name,
                            stopped=why, heard_by=stop.process, saved=saving, **fields)
         raise TrainerStopped(SLICE_LOST, f"{why}; {said}; newest checkpoint: step {ctx.latest_committed}")
+    heard_slice = getattr(ctx.backend, "slice_index", None)
     ctx.recorder.event("preempted", step, signal=heard, checkpoint_step=ctx.latest_committed, saved=saving,
-                       heard_by=ctx.backend.process_index, heard_slice=getattr(ctx.backend, "slice_index", None),
-                       **fields)
-    raise TrainerStopped(PREEMPTED, f"preempted ({heard}) at step {step}; {said}; newest checkpoint: step "
+                       heard_by=ctx.backend.process_index, heard_slice=heard_slice, **fields)
+    # Which process heard it, in the words the progress record keeps: once the JobSet restart has deleted the
+    # pods, `status --why` has the victim from this line alone (the records' writer is process 0, so its own
+    # SIGTERM, slice 0's, is told as a peer's is, issue 52)
+    me = "" if heard_slice is None else f"process {ctx.backend.process_index} (slice {heard_slice}) was "
+    raise TrainerStopped(PREEMPTED, f"{me}preempted ({heard}) at step {step}; {said}; newest checkpoint: step "
                                     f"{ctx.latest_committed}")
 
 

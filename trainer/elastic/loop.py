@@ -217,7 +217,7 @@ def stop_record(error: Exception) -> tuple[str, str, int]:
     """(state, why, exit code) of the progress record for a run that ends with `error`."""
     code = exit_code_for(error)
     state = {PREEMPTED.code: "preempted", STALLED.code: "stalled"}.get(code.code, "failed")
-    why = str(error) if isinstance(error, TrainerStopped) and code is not PREEMPTED else ""
+    why = str(error) if isinstance(error, TrainerStopped) else ""  # a preemption names who heard it
     return state, why, code.code
 
 
