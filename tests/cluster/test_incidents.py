@@ -290,30 +290,6 @@ def test_a_record_on_a_full_or_read_only_disk_is_74_or_2_and_keeps_what_was_ther
             record(path, [second])
 
 
-def test_a_pod_that_finishes_brings_the_next_snapshot_at_once(fake, clock, kube):
-    """A JobSet's end, or its restart, shows in the snapshot (the JobSet, its Jobs), not in the pod watch: a pod
-    turning Succeeded or Failed while it is watched takes one at once, not at the next `refresh_s` (a
-    minute), so the end's alert is not a minute late."""
-    from elxpk.cluster.objects.pods import Pod
-    from elxpk.cluster.verbs.events_feed import follow
-
-    objects = seed(fake, "ignored")
-    running = next(p for p in objects["pods"] if not Pod.of(p).done)
-    ended = {**running, "status": {**running.get("status", {}), "phase": "Failed"}}
-    snapshots = lambda: sum(1 for c in fake.calls if "jobsets" in c.path  # noqa: E731
-                            and c.query.get("watch") != ["true"])
-    before: list[int] = []
-
-    def following() -> None:  # the pod ends while the one watch is open (it lasts watch_s, 1 s)
-        before.append(snapshots())
-        threading.Timer(0.3, lambda: fake.store.put(("", "pods"), ended)).start()
-
-    follow(kube, "default", name_of(objects), lambda incident: None, watch=True, clock=clock, watch_s=1,
-           refresh_s=3600.0, max_watches=1, on_following=following)
-    # one snapshot in the watch for the finished pod, and the one after the watch ends
-    assert snapshots() - before[0] == 2
-
-
 def test_the_watch_asks_the_notifications_how_often_to_look(fake, clock, kube):
     """`refresh_s` as a callable is read at each watch: the watch's own timeout follows it (5 s while the
     notifications await a recovery, else 60), so the snapshot after it comes that soon."""

@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from elxpk.cluster.records.lost_slice import LOST_VM, SLICE_GONE, VICTIM_GONE, lost_slice
+from elxpk.cluster.records.lost_slice import DELETED, LOST_VM, SLICE_GONE, VICTIM_GONE, lost_slice
 from elxpk_contract.exit_codes import SLICE_LOST, TrainerStopped
 from tests.cluster.captured import load, seed_stage
 from tests.cluster.conftest import run_cli
@@ -65,6 +65,28 @@ def test_a_stopped_groups_75s_never_name_a_survivor():
     assert not fault.victim_known and not fault.whole_workload  # not Kueue's whole-workload fault either
     assert fault.text() == f"a slice {VICTIM_GONE} (the rest of its group stopped with it, exit 75)"
     assert fault.time is not None  # dated by the first survivor's stop
+
+
+def test_a_slices_75s_while_another_slice_ran_on_are_its_own_loss():
+    """A group stops together, every survivor with 75: slice 0 stopping with 75 while slice 1 still ran (its
+    pods deleted only later, by the JobSet restart, a graceful delete) is slice 0's own failure, not a group's
+    stop. The restart's deletes of slice 1 come after it: slice 1 is no victim (the real cluster's notify
+    test: slice-lost named the restart's casualty before this)."""
+    listed, victims = group_stopped()
+    from datetime import datetime, timedelta
+
+    stopped_at = max(datetime.fromisoformat(p["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+                                            .replace("Z", "+00:00")) for p in listed if p["status"].get("phase") == "Failed")
+    for pod in victims:  # asked 5 s after the last 75, with a grace of 30 s: gone by 35 s after it
+        gone_by = stopped_at + timedelta(seconds=35)
+        pod["metadata"].update(deletionTimestamp=gone_by.strftime("%Y-%m-%dT%H:%M:%SZ"), deletionGracePeriodSeconds=30)
+    fault = lost_slice(listed + victims)
+    assert fault is not None and (fault.slice, fault.cause) == (0, SLICE_GONE), fault
+    # the same deletes asked before the 75s: slice 1 went first, and slice 0's 75s are its survivors'
+    for pod in victims:
+        pod["metadata"].update(deletionTimestamp="2026-12-01T00:00:30Z", deletionGracePeriodSeconds=30)
+    before = lost_slice(listed + victims)
+    assert before is not None and (before.slice, before.cause) == (1, DELETED), before
 
 
 def test_the_watchs_memory_of_the_victims_pod_names_it():

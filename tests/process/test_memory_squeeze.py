@@ -11,7 +11,8 @@ Which allocation fails first is the kernel's choice, and three outcomes are the 
 - a thread is started but cannot allocate its own state, and CPython's `Thread.start` waits for it
   forever: the stall watchdog ends the run, exit 76 (the trainer runs with local run's 5 s timeout);
 - about one squeeze in fifty lands first in a C++ library (tensorstore, XLA), which aborts on
-  std::bad_alloc (SIGABRT; no process can catch it, and a pod's 134 is counted by the orchestrator,
+  std::bad_alloc, or on std::system_error when it cannot start a thread of its own, even after the
+  trainer's own line (SIGABRT; no process can catch it, and a pod's 134 is counted by the orchestrator,
   elxpk_contract/exit_codes.py). That squeeze tested nothing of ours, so it is made again, at most
   `SQUEEZES` times."""
 
@@ -45,11 +46,14 @@ def _address_space(pid: int) -> int:
         return next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
 
 
+_NATIVE_ABORTS = ("std::bad_alloc", "std::system_error")  # a C++ library's abort: the squeeze tested nothing of ours
+
+
 def _squeezed(args: list[str], run_dir: Path, cwd: Path) -> tuple[Exited, float]:
     """`_squeezed_once`, made again (in a fresh run directory) while the squeeze lands in a C++ library."""
     for _ in range(SQUEEZES - 1):
         ended, seconds = _squeezed_once(args, run_dir, cwd)
-        if not (ended.code == -signal.SIGABRT and "std::bad_alloc" in ended.err):
+        if not (ended.code == -signal.SIGABRT and any(native in ended.err for native in _NATIVE_ABORTS)):
             return ended, seconds
         shutil.rmtree(run_dir)
     return _squeezed_once(args, run_dir, cwd)

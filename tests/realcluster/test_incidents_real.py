@@ -42,7 +42,7 @@ def test_events_show_exits_and_warning_events(story: Story) -> None:
 def test_jobset_restart_is_an_incident_with_its_time(story: Story) -> None:
     records = story.stages["restarted"].json_lines("events.json")
     restart = next(r for r in records if r["kind"] == "jobset_restart")
-    assert restart["message"].startswith(f"JobSet restart 1 of {NAME} (1 counted")
+    assert restart["message"].startswith(f"JobSet restart 1 of {NAME} (1 of 1 counted towards maxRestarts)")
     assert restart["time"] is not None
     # the failed Job of attempt 0 went with the restart (its pods too): the exit-77 pod is no longer seen
     assert not any(r["pod"] == story.first_pod for r in records)

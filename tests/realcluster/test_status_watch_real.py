@@ -111,7 +111,9 @@ def _until(session: str, what: str, check, timeout: float = 120) -> str:
 
 
 def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # A line still being written (a record longer than the writer's buffer reaches the file in pieces) is
+    # not a record yet: only the lines a newline ends.
+    return [json.loads(line) for line in path.read_text().split("\n")[:-1] if line.strip()]
 
 
 def _record(directory: Path, progress: Progress) -> None:

@@ -203,7 +203,26 @@ def _stopped_group(slice_lost: list[Pod], attempt: list[Pod]) -> list[Pod]:
         vm = (slice_of(pod.meta.labels), pod.meta.labels.get(COMPLETION_INDEX))
         if vm[0] in slices and vm not in stopped_vms and pod.phase == "Running" and not pod.meta.deleting:
             return []
+    # Nor is it a group's stop while another slice still ran at the first 75: a group stops together, every
+    # survivor with 75, so a slice that went on (running still, or stopped only later, by the JobSet
+    # restart's delete) says the 75s were their own slice's failure (a transient one: out of memory, storage),
+    # and that slice is the victim, not a survivor.
+    first = min((t for t in ((first_exit(p) or (0, None))[1] for p in slice_lost) if t is not None), default=None)
+    if first is not None and any(_ran_after(pod, first) for pod in attempt
+                                 if slice_of(pod.meta.labels) not in slices and slice_of(pod.meta.labels) is not None):
+        return []
     return slice_lost
+
+
+def _ran_after(pod: Pod, when: float) -> bool:
+    """Whether the pod's process still ran at `when`: running and not being deleted, or ended after it."""
+    exited = first_exit(pod)
+    if exited is not None:
+        return exited[1] is not None and exited[1] > when
+    deleted = parse_time(pod.meta.deletion)
+    if deleted is not None:
+        return deleted - (pod.meta.grace_s or 0.0) > when
+    return pod.phase == "Running"
 
 
 # Kueue's Event of an eviction of the Workload (EvictedDueToPreempted, ...DueToPodsReadyTimeout, ...): the

@@ -14,9 +14,8 @@ workload):
   a workload that finished or was deleted is noticed within `refresh_s` even when no pod changes. The
   notifications shorten it while they wait for what only a snapshot shows (NotifyingWatch.refresh_s: a
   recovery ends at the trainer's first step, in its progress record): an alert is sent seconds after its
-  event, not up to a minute;
-- when a pod finishes (Succeeded or Failed), at most every FINISHED_GAP_S: the JobSet's own end follows
-  its pods', and a restart's many pod failures cost one snapshot, not one each.
+  event, not up to a minute. (Not at once when a pod finishes: the Job's counts lag its pod's by a moment,
+  and a look then reads the slice healthy, a recovery that never was.)
 An incident is emitted once, however often it is seen.
 """
 
@@ -37,7 +36,6 @@ from elxpk.errors import ClusterError, NotFoundError
 from elxpk.retry_policy import REQUESTS
 from elxpk.units import format_duration
 
-FINISHED_GAP_S = 2.0  # the least time between two snapshots that pods finishing asked for
 Refresh = float | Callable[[], float]  # seconds between snapshots, or what says it at each watch
 
 # How long `events --watch` rides out an API outage (no connection, 5xx, no answer in time) before it gives
@@ -117,7 +115,6 @@ def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Inci
     """One pod watch: (the resourceVersion reached, the restart attempt seen, finished, deleted)."""
     finished = False
     last_refresh = clock()
-    ended_at: float | None = None  # the last snapshot a finished pod asked for, in this watch
     every = refresh_s() if callable(refresh_s) else refresh_s  # read once a watch: the watch's own timeout
     for kind, pod in kube.watch_pods(namespace, f"{JOBSET_NAME}={name}", resource_version=resume,
                                      timeout_s=max(1, min(watch_s, math.ceil(every)))):
@@ -129,10 +126,7 @@ def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Inci
             send(pod_incidents(view, name))
         labels = view.meta.labels
         restarted = _int(labels.get(RESTART_ATTEMPT)) > attempt
-        ended = kind == "MODIFIED" and view.done and (ended_at is None or clock() - ended_at >= FINISHED_GAP_S)
-        if ended:
-            ended_at = clock()
-        if restarted or ended or clock() - last_refresh >= every:
+        if restarted or clock() - last_refresh >= every:
             try:
                 incidents, finished = snapshot(kube, namespace, name, on_objects)
             except NotFoundError:
