@@ -178,8 +178,7 @@ def lost_slice(pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload] 
     survivors = tuple(sorted({f.slice for _, f, p in mine if p in stopped and f.slice is not None}))
     mine = [(kind, f, p) for kind, f, p in mine if p not in stopped]
     if not mine:  # only survivors left: the victim's pod is gone (dated by the first survivor's stop)
-        stops = [t for t in ((first_exit(p) or (0, None))[1] for p in stopped) if t is not None]
-        gone = Fault(VICTIM_GONE, None, min(stops, default=None), "the rest of its group stopped with it, exit 75",
+        gone = Fault(VICTIM_GONE, None, _first_stop(stopped), "the rest of its group stopped with it, exit 75",
                      None, newest, survivors)
         return kueue if kueue is not None else gone
     strongest = min(_RANK[kind] for kind, _, _ in mine)
@@ -207,11 +206,16 @@ def _stopped_group(slice_lost: list[Pod], attempt: list[Pod]) -> list[Pod]:
     # survivor with 75, so a slice that went on (running still, or stopped only later, by the JobSet
     # restart's delete) says the 75s were their own slice's failure (a transient one: out of memory, storage),
     # and that slice is the victim, not a survivor.
-    first = min((t for t in ((first_exit(p) or (0, None))[1] for p in slice_lost) if t is not None), default=None)
+    first = _first_stop(slice_lost)
     if first is not None and any(_ran_after(pod, first) for pod in attempt
                                  if slice_of(pod.meta.labels) not in slices and slice_of(pod.meta.labels) is not None):
         return []
     return slice_lost
+
+
+def _first_stop(pods: list[Pod]) -> float | None:
+    """When the first of `pods` exited (its container's finish time), None where none says."""
+    return min((t for t in ((first_exit(p) or (0, None))[1] for p in pods) if t is not None), default=None)
 
 
 def _ran_after(pod: Pod, when: float) -> bool:
