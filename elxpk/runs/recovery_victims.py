@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from elxpk.cluster.records.lost_slice import KUEUE_RANK, incident_rank
+from elxpk.cluster.records.lost_slice import KUEUE_RANK, fault_class, incident_rank
 from elxpk.runs.incident_timeline import DETECTION_LAG_S, unix_time
 from elxpk.runs.recoveries import RecoveryTimeline
+from elxpk_contract.exit_codes import PREEMPTED
 
 # How long before the trainer's record of a fault the cluster may date it: Kueue dates a preemption before
 # the victims' last step, a pod's deletion comes before its trainer's SIGTERM drain ends.
@@ -34,6 +35,7 @@ class Victim:
     slices: tuple[int, ...]  # () for the whole workload
     cause: str  # lost its VM, evicted, preempted, stopped by SIGTERM, failed, preempted by Kueue, ...
     time: float | None  # unix seconds, as the cluster dates it
+    exit_class: str = "unknown"  # the trainer's class of the fault (slice_lost, preempted): a report's `cause`
 
     def text(self) -> str:
         where = "the workload" if not self.slices else "slice " + ",".join(map(str, self.slices))
@@ -52,6 +54,14 @@ def _cause(incident: dict, rank: int) -> str:
     return str(incident.get("fault") or incident.get("reason") or "failed")
 
 
+def _exit_class(incident: dict, rank: int) -> str:
+    """The trainer's class of the incident's fault: Kueue's eviction stops every process with SIGTERM."""
+    if rank == KUEUE_RANK:
+        return PREEMPTED.name
+    code = incident.get("exit_code")
+    return fault_class(str(incident.get("fault") or ""), code if isinstance(code, int) else None)
+
+
 def incident_victim(incidents: Sequence[dict]) -> Victim | None:
     """The victim the incidents of one fault name (None: only casualties, or nothing, shows)."""
     ranked = [(rank, i) for i in incidents if (rank := _rank(i)) is not None]
@@ -60,10 +70,11 @@ def incident_victim(incidents: Sequence[dict]) -> Victim | None:
     strongest = min(rank for rank, _ in ranked)
     mine = sorted((i for rank, i in ranked if rank == strongest), key=lambda i: unix_time(i.get("time")) or 0.0)
     first = mine[0]
+    said = _cause(first, strongest), unix_time(first.get("time"))
     if strongest == KUEUE_RANK:
-        return Victim((), _cause(first, strongest), unix_time(first.get("time")))
+        return Victim((), *said, _exit_class(first, strongest))
     slices = tuple(sorted({i["slice"] for i in mine if isinstance(i.get("slice"), int)}))
-    return Victim(slices, _cause(first, strongest), unix_time(first.get("time"))) if slices else None
+    return Victim(slices, *said, _exit_class(first, strongest)) if slices else None
 
 
 def incidents_by_recovery(found: Sequence[RecoveryTimeline], incidents: Sequence[dict]) -> list[list[dict]]:
@@ -85,8 +96,9 @@ def with_victims(found: Sequence[RecoveryTimeline], incidents: Sequence[dict],
                  every_slice: tuple[int, ...] = ()) -> list[RecoveryTimeline]:
     """The recoveries, each with the victim its incidents name where the trainer's records named none (no
     lost slice), or only the slice of the writer that heard SIGTERM itself (a `preempted`: with Kueue's
-    preemption every slice heard it), and the incidents' cause where the trainer's is unknown. A fault of the
-    whole workload (Kueue's) lost `every_slice` (the run's slices)."""
+    preemption every slice heard it), and the class of the incidents' fault where the trainer's is unknown
+    (a killed writer recorded none): `cause` is a class in every row, the incidents' words are the victim's.
+    A fault of the whole workload (Kueue's) lost `every_slice` (the run's slices)."""
     out = []
     for rec, own in zip(found, incidents_by_recovery(found, incidents), strict=True):
         victim = incident_victim(own)
@@ -95,5 +107,5 @@ def with_victims(found: Sequence[RecoveryTimeline], incidents: Sequence[dict],
             continue
         lost = tuple(sorted({*rec.lost, *(victim.slices or every_slice)}))
         out.append(replace(rec, lost=lost, victim=victim.text(), victim_from="incidents",
-                           cause=victim.cause if rec.cause in ("", "unknown") else rec.cause))
+                           cause=victim.exit_class if rec.cause in ("", "unknown") else rec.cause))
     return out

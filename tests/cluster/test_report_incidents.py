@@ -115,6 +115,32 @@ def test_a_recovery_the_writer_heard_names_its_victim_from_the_incident_record(t
     assert "failures by cause: preempted 2 (at step 15, 33)" in out
 
 
+def test_a_killed_writers_recovery_takes_its_class_from_the_incidents_and_its_words_as_the_victim(tmp_path, capsys):
+    """#52, seen in the operator's replay: process 0 was killed before its records of the fault reached the
+    store, so each session ended with no record of why. The report's `cause` is still a class, the trainer's
+    for that fault (a VM lost at once: slice_lost; a pod given its grace: preempted, as exit 77 says), never
+    the incident's words, which name the victim; failures by cause counts classes only."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), preempted_heard_by=0, wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    stops = [e["time"] for e in events if e["event"] == "preempted"]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events if e["event"] != "preempted"))
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [
+        Incident("d1", _iso(float(int(stops[0]))), "exit", "infra", "Error", "killed", slice=1,
+                 pod="train-slice-job-1-0-a", exit_code=137, workload="train", fault="lost its VM"),
+        Incident("e0", _iso(float(int(stops[1]))), "exit", "infra", "Error", "preempted", slice=0,
+                 pod="train-slice-job-0-0-b", exit_code=77, workload="train", fault="evicted"),
+    ])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    told = [(r["lost_slices"], r["victim"], r["kind"], r["cause"]) for r in data["recoveries"]]
+    assert told == [([1], "slice 1 lost its VM", "session_ended_unannounced", "slice_lost"),
+                    ([0], "slice 0 evicted", "session_ended_unannounced", "preempted")]
+    assert [g["cause"] for g in data["failures_by_cause"]] == ["preempted", "slice_lost"]
+
+
 def test_kueues_eviction_event_names_the_whole_workload_where_its_condition_was_not_seen(tmp_path, capsys):
     """#52, seen in the operator's replay: the workload preempted and admitted again at once (its pods drain
     in a second), so the watch saw Kueue's Evicted condition True never, and recorded only Kueue's Event

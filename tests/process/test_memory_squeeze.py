@@ -10,11 +10,12 @@ Which allocation fails first is the kernel's choice, and three outcomes are the 
 - a thread cannot be started (RuntimeError), nearly always: exit 75;
 - a thread is started but cannot allocate its own state, and CPython's `Thread.start` waits for it
   forever: the stall watchdog ends the run, exit 76 (the trainer runs with local run's 5 s timeout);
-- about one squeeze in fifty lands first in a C++ library (tensorstore, XLA), which aborts on
-  std::bad_alloc, or on std::system_error when it cannot start a thread of its own, even after the
-  trainer's own line (SIGABRT; no process can catch it, and a pod's 134 is counted by the orchestrator,
-  elxpk_contract/exit_codes.py). That squeeze tested nothing of ours, so it is made again, at most
-  `SQUEEZES` times."""
+- about one squeeze in twenty lands first in a native library, which aborts: tensorstore or XLA on
+  std::bad_alloc, or on std::system_error when it cannot start a thread of its own (even after the
+  trainer's own warning), LLVM's JIT on "Unable to allocate section memory". SIGABRT: no process can catch
+  it, and a pod's 134 is counted by the orchestrator (elxpk_contract/exit_codes.py). Nothing of ours
+  aborts, so that squeeze tested nothing of ours: it is made again, at most `SQUEEZES` times (one CI run
+  met three in a row)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from tests.process.conftest import Exited, user_env
 pytestmark = pytest.mark.slow
 
 ROOM = 32 << 20  # above the current address space: a few thread stacks, not the save's all
-SQUEEZES = 3
+SQUEEZES = 6
 STALL_TIMEOUT = ["--stall-timeout-seconds", "5"]  # what local run gives an in-process run
 EXIT_BOUND_S = 15.0  # before: never (local run), 20 s (the trainer's grace for orbax's threads)
 
@@ -46,14 +47,11 @@ def _address_space(pid: int) -> int:
         return next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
 
 
-_NATIVE_ABORTS = ("std::bad_alloc", "std::system_error")  # a C++ library's abort: the squeeze tested nothing of ours
-
-
 def _squeezed(args: list[str], run_dir: Path, cwd: Path) -> tuple[Exited, float]:
-    """`_squeezed_once`, made again (in a fresh run directory) while the squeeze lands in a C++ library."""
+    """`_squeezed_once`, made again (in a fresh run directory) while the squeeze lands in a native library."""
     for _ in range(SQUEEZES - 1):
         ended, seconds = _squeezed_once(args, run_dir, cwd)
-        if not (ended.code == -signal.SIGABRT and any(native in ended.err for native in _NATIVE_ABORTS)):
+        if ended.code != -signal.SIGABRT:
             return ended, seconds
         shutil.rmtree(run_dir)
     return _squeezed_once(args, run_dir, cwd)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from elxpk.cluster.records.lost_slice import fault_class
 from tests.realcluster.operator_replay import (
     Fault,
     StatusWatch,
@@ -226,7 +227,12 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
     rec = mine[0]
     # report: the victim's slice lost, no other (a survivor named is a wrong story), and the fault's cause
     assert set(rec["lost_slices"]) == victims, (what, rec)
-    assert rec["cause"] == fault.report_cause, (what, rec)
+    # ... and the trainer's class of the fault; where process 0 was killed before its record of it reached the
+    # store (seen once in CI: its session ended unannounced), the class of the incident's fault, never its words
+    unannounced = rec["kind"] == "session_ended_unannounced"
+    fault.figures["unannounced"] = unannounced
+    assert rec["cause"] == (fault_class(fault.cause) if unannounced and fault.slice is not None
+                            else fault.report_cause), (what, rec)
     if rec["victim_from"] == "incidents":  # the incident record's words, as the alert's
         assert fault.cause in (rec["victim"] or ""), (what, rec)
     # (after the trainer's record of the loss: the old session still stepped while kill-slice started up)
@@ -277,7 +283,7 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
     return (f"{what} (slice {'all' if fault.slice is None else fault.slice}, {rec['cause']}): kill -> next step "
             f"{stepped - since:.1f} s (the API's time of the kill; {len(during)} --why samples while it recovered, "
             f"{fault.figures['why_named_victim']} naming the victim, none another slice"
-            f"{said}), steps rewound {rewound}")
+            f"{said}), steps rewound {rewound}" + (" (process 0's record of it lost with it)" if unannounced else ""))
 
 
 def _check_pause(paused: tuple[float, float], next_fault: float, got: list[dict], events: list[dict],

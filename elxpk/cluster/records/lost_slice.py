@@ -47,6 +47,12 @@ PREEMPTED, EVICTED, LOST_VM, DELETED, SIGNALLED, FAILED, SLICE_GONE = (
     "preempted", "evicted", "lost its VM", "deleted", "stopped by SIGTERM", "failed", "lost")
 # A slice lost whose pod is gone from the API, its group's survivors stopped with 75: which one is not known.
 VICTIM_GONE = "lost, its pod gone from the API"
+# Each fault's words -> the trainer's class of it (an exit code's name), for a recovery the trainer wrote no
+# record of (its writer killed): a report's `cause` is always a class, the words stay in its `victim`. A pod
+# given its grace hears SIGTERM (77); a pod gone at once is a slice lost (75). FAILED: its exit code's own.
+_FAULT_CLASS = {PREEMPTED: PREEMPTED_EXIT.name, EVICTED: PREEMPTED_EXIT.name, DELETED: PREEMPTED_EXIT.name,
+                SIGNALLED: PREEMPTED_EXIT.name, LOST_VM: SLICE_LOST.name, SLICE_GONE: SLICE_LOST.name,
+                VICTIM_GONE: SLICE_LOST.name}
 _DISRUPTION = {"PreemptionByScheduler": PREEMPTED, "PreemptionByKubeScheduler": PREEMPTED,
                "EvictionByEvictionAPI": EVICTED, "TerminationByKubelet": EVICTED,
                "DeletionByTaintManager": LOST_VM, "DeletionByPodGC": LOST_VM}
@@ -79,6 +85,13 @@ class Fault:
     def text(self) -> str:
         where = "a slice" if not self.victim_known else "the workload" if self.slice is None else f"slice {self.slice}"
         return f"{where} {self.cause}" + (f" ({self.detail})" if self.detail else "")
+
+
+def fault_class(fault: str, exit_code: int | None = None) -> str:
+    """The trainer's class (an exit code's name) of a fault in this module's words; "unknown" for a failure
+    whose code the trainer does not give."""
+    known = _FAULT_CLASS.get(fault) or (BY_CODE[exit_code].name if exit_code in BY_CODE else None)
+    return known or "unknown"
 
 
 def exit_meaning(code: int) -> str:
