@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 from elxpk.cluster.diagnosis import why
 from elxpk.cluster.objects.labels import parse_time
-from elxpk.cluster.objects.pods import Event, Pod
+from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.objects.workloads import JobSet, Workload
 from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import finished_chip_hours
-from elxpk.cluster.records.incidents import KUEUE_EVICTED, Incident
-from elxpk.cluster.records.lost_slice import EVICTED, PREEMPTED, Fault, kueue_fault, lost_slice
+from elxpk.cluster.records.incidents import Incident
+from elxpk.cluster.records.lost_slice import Fault, kueue_event_faults, kueue_fault, lost_slice
 from elxpk.cluster.records.progress import progress_of, setting_value
 from elxpk.cluster.records.status import WorkloadStatus, compute_status
 from elxpk.errors import ElxpkError
@@ -175,14 +175,7 @@ class NotifyingWatch:
                 events = self.list_events(str(w.meta.name))
             except ElxpkError:
                 return None
-            for e in map(Event.of, events):
-                reason = e.reason or ""
-                if reason != "Preempted" and not reason.startswith(KUEUE_EVICTED):
-                    continue
-                cause = PREEMPTED if "Preempt" in reason else EVICTED
-                fault = Fault(cause, None, parse_time(e.time), f"by Kueue: {reason}: {e.message or ''}".rstrip(": "))
-                if _recent(fault, now):
-                    found.append(fault)
+            found += [fault for fault in kueue_event_faults(events) if _recent(fault, now)]
         return max(found, key=lambda f: f.time or 0.0, default=None)
 
     def _preemptor(self, fault: Fault | None) -> str:

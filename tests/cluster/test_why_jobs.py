@@ -120,3 +120,29 @@ def test_jobs_the_jobset_is_replacing_give_no_back_off_and_no_first_failure() ->
     assert before == ["job-failed", "backoff"]  # the JobSet has not counted a restart: they are the news
     objects["jobset"]["status"]["restarts"] = 1
     assert explain(objects["jobset"], objects["jobs"], pods, objects["workloads"], now) == []
+
+
+def test_the_failed_job_named_is_the_victims_not_a_survivors_75() -> None:
+    """Issue 52 L4: a JobSet failed for good after slice 0's VM was lost (its pod killed, exit 137): slice 1's
+    process stopped with 75 when its peer went, and its Job failed first. --why names slice 0's Job, and says
+    the earlier 75 is a survivor's; alone, a 75 is still the Job that failed first."""
+    import copy
+
+    from elxpk.cluster.diagnosis.why_jobs import first_failed
+    from tests.cluster.captured import load as load_stage
+
+    (victim,) = load_stage("failed")["jobs"]  # slice 0's Job, failed with exit code 70 at 21:56:36
+    victim = copy.deepcopy(victim)
+    survivor = copy.deepcopy(victim)
+    survivor["metadata"].update(name="incidents-slice-job-1", uid="uid-slice-1")
+    survivor["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] = "1"
+    for job, code, at in ((victim, 137, "2026-12-01T21:56:40Z"), (survivor, 75, "2026-12-01T21:56:36Z")):
+        for c in job["status"]["conditions"]:
+            c["message"] = c["message"].replace("exit code 70", f"exit code {code}")
+            c["lastTransitionTime"] = at
+    (reason,) = first_failed("incidents", [survivor, victim], [], Reason)
+    assert reason.text.startswith("failed: Job incidents-slice-job-0 of replicatedJob slice-job (PodFailurePolicy), "
+                                  "exit 137"), reason.text
+    assert reason.text.endswith("; Job incidents-slice-job-1 failed first, with 75: a survivor, its peer lost")
+    (alone,) = first_failed("incidents", [survivor], [], Reason)
+    assert alone.text.startswith("first failed: Job incidents-slice-job-1 ") and "survivor" not in alone.text

@@ -148,6 +148,7 @@ def _preempted_with_its_preemptor(fake) -> tuple[dict, str]:
     holds the preempted one only: here a copy of it under the UID Kueue names, as test_preemptor does)."""
     import copy
 
+    from elxpk.cluster.objects.labels import KUEUE_JOB_UID
     from elxpk.cluster.records.preemptor import preemptor_uid
     from tests.cluster.captured import KINDS, load_captured
 
@@ -157,6 +158,9 @@ def _preempted_with_its_preemptor(fake) -> tuple[dict, str]:
     high = copy.deepcopy(preempted)
     high["metadata"].update(uid=uid, name="jobset-why-high-1f2e3")
     high["metadata"]["ownerReferences"][0].update(name="why-high", uid="0b0b0b0b-high")
+    high["metadata"]["labels"][KUEUE_JOB_UID] = "0b0b0b0b-high"  # its own JobSet's Workload, admitted
+    high["status"]["conditions"] = [{"type": t, "status": "True", "reason": t, "message": "",
+                                     "lastTransitionTime": "2026-12-03T13:32:54Z"} for t in ("QuotaReserved", "Admitted")]
     high["spec"].update(priorityClassRef={**high["spec"]["priorityClassRef"], "name": "high"}, priority=750)
     fake.store.put(KINDS["workloads"], high)
     assert uid is not None
@@ -208,3 +212,39 @@ def test_a_kueue_readmission_is_no_jobset_restart(fake, capsys, k, tmp_path):
     assert "JobSet restart 9 of" not in text and f"UID: {uid}" not in text.split("; preempted to admit")[-1]
     assert "preempted to admit Workload why-preempt/jobset-why-high-1f2e3 (JobSet why-high" in text
     assert reasons[0]["fix"].startswith("nothing to do: Kueue admitted it again")
+
+
+def test_a_readmission_whose_conditions_are_gone_names_kueue_from_its_event(fake, capsys, k, tmp_path):
+    """Issue 52: Kueue preempted the workload and admitted it again, and its conditions say so no more (no
+    Evicted, Preempted or Requeued): the pods are new, and the trainer's own stop names only the process that
+    wrote it ("process 0 (slice 0) was preempted"), as if slice 0 were the victim. Kueue's Event of the eviction
+    stays an hour: --why names the whole workload's preemption from it, dated by it, with the preemptor."""
+    import time
+
+    from elxpk_contract.exit_codes import PREEMPTED
+    from tests.cluster.captured import KINDS, with_checkpoint_dir
+
+    objects, _ = _preempted_with_its_preemptor(fake)
+    objects = with_checkpoint_dir(objects, tmp_path)
+    jobset, (workload,) = objects["jobset"], objects["workloads"]
+    jobset["spec"]["suspend"] = False
+    jobset["status"]["conditions"] = []
+    fake.store.put(KINDS["jobset"], jobset)
+    workload["status"]["conditions"] = [
+        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2026-12-03T13:33:19Z"}
+        for t in ("QuotaReserved", "Admitted")]
+    fake.store.put(KINDS["workloads"], workload)
+    evicted_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3))
+    for event in objects["events"]:
+        event.update(lastTimestamp=evicted_at, firstTimestamp=evicted_at)
+        fake.store.put(KINDS["events"], event)
+    said = "process 0 (slice 0) was preempted (SIGTERM) at step 7; saved step 7 on the way out"
+    trainer_ended(tmp_path, TrainerStopped(PREEMPTED, said))
+    code, out, err = run_cli(capsys, "workload", "status", "why-low", "-n", "why-preempt", "--why", "-o", "json", *k)
+    assert code == 0, err
+    reasons = json.loads(out)["why"]
+    assert reasons and reasons[0]["cause"] == "recovering", reasons
+    text = reasons[0]["text"]
+    assert "after the workload preempted (by Kueue: EvictedDueToPreempted: Preempted to accommodate" in text, text
+    assert f"since {evicted_at}" in text and "slice 0 was preempted" not in text, text
+    assert "preempted to admit Workload why-preempt/jobset-why-high-1f2e3 (JobSet why-high" in text, text

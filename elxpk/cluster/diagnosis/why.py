@@ -35,7 +35,7 @@ from elxpk.cluster.objects.labels import (
 from elxpk.cluster.objects.meta import EMPTY, Condition, conditions_of, part, true_condition
 from elxpk.cluster.objects.pods import Node, Pod, Waiting
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
-from elxpk.cluster.records.lost_slice import restart_attempt
+from elxpk.cluster.records.lost_slice import Fault, restart_attempt
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -62,6 +62,9 @@ class Context:
     # "" when no Kueue condition names one
     preemptor: str = ""
     events: tuple[dict, ...] = ()  # the Job controller's FailedCreate Events, when a Job is short of pods
+    # Kueue's eviction Events of the Workload as faults (lost_slice.kueue_event_faults), when listed: once Kueue
+    # admits it again its conditions are cleared, and a recovery under way has only these to name Kueue by
+    evictions: tuple[Fault, ...] = ()
     # The ProvisioningRequests of the namespace, when the Workload has admission checks (why_capacity.py);
     # None when not fetched or the kind is not served.
     provisioning_requests: tuple[dict, ...] | None = None

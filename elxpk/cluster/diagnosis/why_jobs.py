@@ -23,7 +23,7 @@ from elxpk.cluster.objects.labels import COMPLETION_INDEX, parse_time
 from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import Job
 from elxpk.units import format_duration
-from elxpk_contract.exit_codes import BY_CODE
+from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST
 
 BACKOFF_S, BACKOFF_MAX_S = 10.0, 600.0
 FAILED_CREATE = "FailedCreate"
@@ -186,20 +186,25 @@ def _utc(seconds: float) -> str:
 # --- the first failed Job --------------------------------------------------------------------------------
 
 def first_failed(name: str, jobs: Sequence[dict | Job], pods: Sequence[dict | Pod], reason: Callable) -> list:
-    """The first failed Job (by the time of its Failed condition), why, and the command that shows the
-    output of its failed pod (restartPolicy Never: the failed container is the pod's own, not a previous one)."""
+    """The first failed Job (by the time of its Failed condition) that is not a survivor's, why, and the command
+    that shows the output of its failed pod (restartPolicy Never: the failed container is the pod's own, not a
+    previous one). A Job that failed with 75 (slice_lost) is a survivor's when another failed for a cause of
+    its own: its process stopped because a peer was lost (issue 52 L4: that peer's Job may fail later)."""
     failed = []
     for job in map(Job.of, jobs):
         c = job.true("Failed")
         if c:
-            failed.append((c.at or 0.0, job, c))
+            found = _EXIT_CODE.search(c.message or "")
+            failed.append((c.at or 0.0, job, c, int(found.group(1)) if found else None))
     if not failed:
         return []
-    _, job, c = min(failed, key=lambda item: item[0])
-    code = _EXIT_CODE.search(c.message or "")
-    return [reason("job-failed", f"first failed: Job {job.meta.name} of replicatedJob "
-                   f"{job.replicated_job or '?'} ({c.reason})" + (exit_class(int(code.group(1))) if code else ""),
-                   logs_fix(name, job, pods), f"Job: {c.message}")]
+    first = min(failed, key=lambda item: item[0])
+    _, job, c, code = min(failed, key=lambda item: (item[3] == SLICE_LOST.code, item[0]))
+    text = (f"{'first failed' if job is first[1] else 'failed'}: Job {job.meta.name} of replicatedJob "
+            f"{job.replicated_job or '?'} ({c.reason})" + (exit_class(code) if code is not None else ""))
+    if job is not first[1]:
+        text += f"; Job {first[1].meta.name} failed first, with 75: a survivor, its peer lost"
+    return [reason("job-failed", text, logs_fix(name, job, pods), f"Job: {c.message}")]
 
 
 def logs_fix(name: str, job: dict | Job, pods: Sequence[dict | Pod]) -> str:

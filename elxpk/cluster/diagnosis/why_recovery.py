@@ -17,7 +17,7 @@ from elxpk.cluster.diagnosis.why_reason import Reason
 from elxpk.cluster.objects.labels import COMPLETION_INDEX, JOB_INDEX, parse_time
 from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
-from elxpk.cluster.records.lost_slice import first_exit, lost_slice
+from elxpk.cluster.records.lost_slice import Fault, first_exit, lost_slice
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.units import format_duration
 from elxpk_contract.exit_codes import BY_CODE
@@ -44,12 +44,20 @@ def readmitted_at(jobset: JobSet, jobs: Sequence[Job], workloads: Sequence[Workl
 RESUMED = "ResumeJobs"  # the JobSet controller's reason on its Suspended condition when it resumes the Jobs
 
 
+# How long before the trainer's last step Kueue may date the eviction that stopped it (it dates it before the
+# victims' last step; their grace period is at most this): an older eviction Event is an earlier recovery's.
+EVICTION_LEAD_S = 120.0
+EVICTION_RECENT_S = 600.0  # with no step recorded: how old an eviction Event may be and still be this recovery's
+
+
 def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload],
                progress: dict | None,
-               now: float, readmitted: float | None = None, preemptor: str = "") -> list[Reason]:
+               now: float, readmitted: float | None = None, preemptor: str = "",
+               evictions: Sequence[Fault] = ()) -> list[Reason]:
     """One `recovering` reason when the workload restarts (or runs on fewer slices) after a failure that the
     JobSet's restart budget covers, or starts again after Kueue readmitted it (`readmitted`: readmitted_at;
-    `preemptor`: the Workload that preempted it, named); none otherwise."""
+    `preemptor`: the Workload that preempted it, named; `evictions`: Kueue's eviction Events as faults, which
+    name the whole workload's fault once Kueue's conditions and the pods are gone); none otherwise."""
     trainer_down = (progress or {}).get("state") in ("failed", "stalled", "preempted") \
         and not (progress or {}).get("gave_up")
     # after a restart, the new processes write `restoring` and `compiling` before their first step: still the
@@ -62,7 +70,7 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Se
     elif status.state not in ("Admitted", "Running") or not (trainer_down or resuming or status.state == "Admitted"
                                                             and restarted):
         return []  # Running with the trainer's record not stopped: nothing is being recovered
-    fault = lost_slice(pods, workloads)
+    fault = lost_slice(pods, workloads) or _this_eviction(evictions, progress, now)
     retrying = [s for s in status.slices if s.state == "Restarting"]
     if readmitted is not None:  # a resume, no JobSet restart: the restart count is not this recovery's
         restart = (f"Kueue admitted the workload again at {_utc(readmitted)} after evicting it (a resume, not a "
@@ -98,6 +106,15 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Se
     return [Reason("recovering", f"recovering by itself: {restart}, after {what}{since}{step}",
                    f"nothing to do: {who} and the trainer resumes from its newest "
                    f"checkpoint; `elxpk workload events {status.name}` lists what happened")]
+
+
+def _this_eviction(evictions: Sequence[Fault], progress: dict | None, now: float) -> Fault | None:
+    """The newest of Kueue's evictions dated no earlier than EVICTION_LEAD_S before the trainer's last step (its
+    stop), else None: the eviction that stopped the trainer, not one of an earlier recovery."""
+    age = (progress or {}).get("step_age_s")
+    since = now - age - EVICTION_LEAD_S if isinstance(age, (int, float)) else now - EVICTION_RECENT_S
+    mine = [f for f in evictions if f.time is not None and since <= f.time <= now + 1]
+    return max(mine, key=lambda f: f.time or 0.0, default=None)
 
 
 def _utc(seconds: float) -> str:

@@ -31,6 +31,7 @@ from elxpk.cluster.objects.labels import parse_time
 from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records import incident_merge as merge
+from elxpk.cluster.records.lost_slice import KUEUE_EVICTED_EVENT as KUEUE_EVICTED
 from elxpk.cluster.records.lost_slice import exit_meaning, pod_fault, slice_of
 from elxpk.shown import shown
 from elxpk_contract.exit_codes import BY_CODE
@@ -197,7 +198,6 @@ def kueue_incidents(workloads: Iterable[dict | Workload], workload: str = "") ->
 # Kueue names each eviction's Event EvictedDueTo<condition reason> (PodsReadyTimeout, Deactivated,
 # AdmissionCheck, ClusterQueueStopped, ...): every one of them is.
 INCIDENT_REASONS = ("Preempted", "Evicted", "TaintManagerEviction")  # and every KUEUE_EVICTED one
-KUEUE_EVICTED = "EvictedDueTo"
 
 
 def reports_incident(reason: str) -> bool:

@@ -38,7 +38,7 @@ from elxpk.cluster.objects.labels import (
     parse_time,
 )
 from elxpk.cluster.objects.meta import Meta
-from elxpk.cluster.objects.pods import Pod
+from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import Job, Workload
 from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST
 from elxpk_contract.exit_codes import PREEMPTED as PREEMPTED_EXIT
@@ -265,6 +265,20 @@ def incident_rank(kind: str, fault: str, exit_code: int | None, reason: str = ""
 
 
 KUEUE_RANK = _RANK["kueue"]
+
+
+def kueue_event_faults(events: Sequence[dict | Event]) -> list[Fault]:
+    """Kueue's eviction Events of a Workload (Preempted, EvictedDueTo...), each as the whole workload's fault.
+    Kueue clears its conditions once it admits the workload again; its Events stay about an hour, so they are
+    what names Kueue as the cause of a recovery still under way (the notify watch, `status --why`)."""
+    found = []
+    for e in map(Event.of, events):
+        reason = e.reason or ""
+        if reason != "Preempted" and not reason.startswith(KUEUE_EVICTED_EVENT):
+            continue
+        cause = PREEMPTED if "Preempt" in reason else EVICTED
+        found.append(Fault(cause, None, parse_time(e.time), f"by Kueue: {reason}: {e.message or ''}".rstrip(": ")))
+    return found
 
 
 def kueue_fault(workloads: Sequence[dict | Workload]) -> Fault | None:

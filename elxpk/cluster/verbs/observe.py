@@ -36,6 +36,7 @@ from elxpk.cluster.objects.pods import Node, Pod
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import workload_accelerator
+from elxpk.cluster.records.lost_slice import Fault, kueue_event_faults, kueue_fault
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, compute_status
 from elxpk.errors import ClusterError, NotFoundError
@@ -147,7 +148,7 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
                 pods = [Pod.of(p) for p in kube.list_pods(namespace, selector)]
             # Stuck, but not asked why: only the Job controller's Events (one LIST, when a Job lacks pods),
             # which nothing else shows; a pod that cannot be created leaves no other trace (#33)
-            context = why_context(kube, namespace, jobset, pods, workloads, jobs) if why else \
+            context = why_context(kube, namespace, jobset, pods, workloads, jobs, progress) if why else \
                 Context(events=tuple(_failed_creates(kube, namespace, jobs)), nodes=_unschedulable_nodes(kube, pods))
             reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
@@ -157,7 +158,8 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
                 # else a failure the JobSet's restart is handling, which needs no fix
                 healing = [] if any(r.cause in NOT_SELF_HEALING for r in reasons) else \
                     recovering(status, pods, workloads, progress, now, readmitted_at(jobset, jobs, workloads),
-                               context.preemptor if context is not None else "")
+                               context.preemptor if context is not None else "",
+                               context.evictions if context is not None else ())
                 reasons = trainer_stopped(progress, name, pods) + with_recovery(healing, reasons)
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
                                          why=tuple(reasons) if why else ())
@@ -168,8 +170,10 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
 
 
 def why_context(kube: Kube, namespace: str, jobset: dict | JobSet, pods: Sequence[dict | Pod],
-                workloads: Sequence[dict | Workload], jobs: Sequence[dict | Job] | None = None):
-    """What `status --why` reads beyond plain status, only where the objects point at it."""
+                workloads: Sequence[dict | Workload], jobs: Sequence[dict | Job] | None = None,
+                progress: dict | None = None):
+    """What `status --why` reads beyond plain status, only where the objects point at it (`progress`: the
+    trainer's record, which says whether Kueue's Events may name what stopped it)."""
     meta = JobSet.of(jobset).meta
     queue = meta.labels.get(KUEUE_QUEUE)
     mine = [w for w in map(Workload.of, workloads) if w.of_jobset(meta.uid)]
@@ -188,17 +192,34 @@ def why_context(kube: Kube, namespace: str, jobset: dict | JobSet, pods: Sequenc
     # A Workload with admission checks may wait on a ProvisioningRequest (--flex-start): one LIST.
     checked = any(w.checks for w in mine)
     requests = kube.list_provisioning_requests(namespace) if checked else None
+    evictions = _evictions(kube, namespace, mine, progress)
     return Context(cluster_queue=cluster_queue, local_queue=local_queue, nodes=nodes, position=position,
                    rejections=rejections, events=tuple(_failed_creates(kube, namespace, jobs or [])),
                    provisioning_requests=None if requests is None else tuple(requests),
-                   preemptor=_preemptor(kube, namespace, mine))
+                   preemptor=_preemptor(kube, namespace, mine, evictions), evictions=evictions)
 
 
-def _preemptor(kube: Kube, namespace: str, mine: Sequence[Workload]) -> str:
-    """The Workload that preempted this one, named: Kueue's conditions give only its UID (one LIST of the
-    namespace's Workloads, only when one does); "" when none names one."""
-    said = (preemptor.preemptor_uid(c.message or "") for w in mine for c in w.conditions
-            if c.type in ("Preempted", "Evicted", "Requeued"))
+def _evictions(kube: Kube, namespace: str, mine: Sequence[Workload], progress: dict | None) -> tuple[Fault, ...]:
+    """Kueue's eviction Events of the workload's Workload, as faults: one LIST, only while the trainer is stopped
+    by a SIGTERM or resuming after one, and no Kueue condition is True (a condition names the fault itself)."""
+    trainer = progress or {}
+    stopped = trainer.get("state") == "preempted" or trainer.get("phase") in ("restoring", "compiling")
+    if not mine or not stopped or kueue_fault(mine) is not None:
+        return ()
+    newest = max(mine, key=lambda w: w.meta.created or "")
+    try:
+        listed = kube.list_events(namespace, f"involvedObject.kind=Workload,involvedObject.name={newest.meta.name}")
+    except ClusterError:  # refused (RBAC) or failed: the trainer's own words are what --why says then
+        return ()
+    return tuple(kueue_event_faults(listed))
+
+
+def _preemptor(kube: Kube, namespace: str, mine: Sequence[Workload], evictions: Sequence[Fault] = ()) -> str:
+    """The Workload that preempted this one, named: Kueue's conditions and Events give only its UID (one LIST
+    of the namespace's Workloads, only when one does); "" when none names one."""
+    said = (preemptor.preemptor_uid(text) for text in [
+        *(c.message or "" for w in mine for c in w.conditions if c.type in ("Preempted", "Evicted", "Requeued")),
+        *(f.detail for f in evictions)])
     uid = next((u for u in said if u), None)
     if uid is None:
         return ""
