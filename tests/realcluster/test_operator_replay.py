@@ -264,7 +264,10 @@ def _check_fault(fault: Fault, until: float, report: dict, metrics: list[dict], 
     # ... and never a survivor named as the slice lost
     named = [(answer.get("why"), slices_named_lost(answer)) for answer in during]
     assert not [n for n in named if not n[1] <= victims], (what, victims, named)
-    fault.figures["why_named_victim"] = sum(1 for n in named if n[1])  # told, not asserted: the pods may be gone
+    # told, not asserted: the pods may be gone. Kueue's preemption names no slice: its samples name Kueue (its
+    # condition, or its Event once it admitted the workload again)
+    fault.figures["why_named_victim"] = sum(1 for n in named if n[1]) if fault.slice is not None else sum(
+        1 for answer in during if any("Kueue" in w["text"] for w in answer.get("why") or []))
     # ... and the fault's time it gives, as the alert's: from the kill (whole seconds) to the trainer's record
     told = [t for answer in during for t in why_since(answer)]
     assert all(killed - 2.0 <= t <= rec["detected_at"] + 2.0 + drain_s for t in told), (what, told, rec)
