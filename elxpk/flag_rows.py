@@ -298,6 +298,13 @@ def setting_row(name: str, *, default: Any, commands: tuple[str, ...], extra: st
                 high=row.high, choices=row.choices, fix=row.fix, commands=commands, setting=name, **own)
 
 
+def seed_row(help_text: str, *, commands: tuple[str, ...], default: int | None = None) -> Flag:
+    """A command's own --seed (plan's --simulate, kill-slice's random pick): its own quantity, with the one
+    rule of a seed, the trainer's (0 to 2**32 - 1: what jax's PRNG key and Python's random both take)."""
+    row = setting("seed")
+    return Flag("seed", INT, help_text, default=default, low=row.low, high=row.high, fix=row.fix, commands=commands)
+
+
 _DEFAULT = object()  # read_all's `refused` when not given: a refused value reads as its row's default
 
 

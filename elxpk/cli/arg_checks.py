@@ -43,7 +43,7 @@ def raw_problems(opts: Mapping[str, Any], order: Sequence[Any], environ: Mapping
     `paths`: the command's rows that name a file, by spelling (elxpk.flag_rows.path_flags)."""
     if any(getattr(p, "name", None) == "help" for p in order):
         return []  # --help answers whatever else is on the line
-    return repeated(order) + empty_values(opts, order) + odd_numbers(opts, order) + same_paths(opts, order, environ, paths or {})
+    return repeated(order) + empty_values(opts, order) + same_paths(opts, order, environ, paths or {})
 
 
 def repeated(order: Sequence[Any]) -> list[str]:
@@ -84,23 +84,6 @@ def empty_values(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
                 problems.append(f"{flag_of(param)}: empty (or only spaces); give one")
             else:  # the words of every reader (a row's, a trainer setting's, the trainer's own)
                 problems.append(blank_problem(flag_of(param), blank))
-    return problems
-
-
-def odd_numbers(opts: Mapping[str, Any], order: Sequence[Any]) -> list[str]:
-    """A number option's value in other scripts' digits or with `_` groups: click's int()/float() take them."""
-    from elxpk_contract.setting_rules import plain_number_text
-
-    problems = []
-    for param in dict.fromkeys(order):
-        # By class: click names INT "integer", typer's vendored click names it "int".
-        if type(getattr(param, "type", None)).__name__ not in ("IntParamType", "FloatParamType", "IntRange",
-                                                                "FloatRange"):
-            continue
-        for text in _texts(opts.get(param.name)):
-            if text.strip() and not plain_number_text(text):
-                problems.append(f"{flag_of(param)} {text!r:.40}: write the number in ASCII digits (0-9), "
-                                "without '_'")
     return problems
 
 

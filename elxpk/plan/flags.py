@@ -13,7 +13,7 @@ from typing import Any
 
 from elxpk import accelerators, flag_rows
 from elxpk import timing_flags as timing
-from elxpk.flag_rows import DURATION, FLOAT, INT, OUTPUT, SIZE, TEXT, Flag, setting_row
+from elxpk.flag_rows import DURATION, FLOAT, INT, OUTPUT, SIZE, TEXT, Flag, seed_row, setting_row
 from elxpk_contract.settings import default as trainer_default
 
 DEFAULT_PERIODS = (50, 100, 200, 500, 1000)  # the SLA table's rows without --periods
@@ -65,7 +65,7 @@ FLAGS: tuple[Flag, ...] = (
          high=100_000, commands=_PLAN, fix="Monte Carlo trials; 0 = no check", doc_default="`0` (off)"),
     Flag("weibull_shape", FLOAT, "Weibull shape of slice failures in --simulate (1 = exponential, <1 infant "
          "mortality).", default=1.0, low=0.1, high=20, commands=_PLAN, fix="1 = exponential"),
-    Flag("seed", INT, "Seed of --simulate.", default=0, low=0, commands=_PLAN, fix="the seed of --simulate"),
+    seed_row("Seed of --simulate.", default=0, commands=_PLAN),
     Flag("job_mtbf", DURATION, "Mean time between whole-job failures (every slice or the controller); given, "
          "plans the live-replica mode (--recovery live), whose slice failures rewind nothing.", commands=_PLAN,
          doc="mean time between **whole-job** failures (every slice at once, the controller, the JobSet); "

@@ -321,3 +321,18 @@ def test_help_names_the_choices_and_the_top_level_says_whole_sentences(capsys):
         assert "..." not in listed and all(len(line) <= 80 for line in listed.splitlines()), listed
         if not path:
             assert "workload    Create and follow elastic Pathways/JobSet workloads (kubectl-style\n" in listed
+
+
+@pytest.mark.parametrize("command", list(_available()), ids=lambda c: " ".join(c.path))
+def test_click_converts_no_number_the_rows_read_every_one(command):
+    """Every option and argument reaches its command as text (or a flag's bool): the rows read numbers with the
+    contract's one rule (ASCII digits, no `_` groups), so click's int()/float(), which take other scripts'
+    digits and `_`, never see one (the launcher's check for that, arg_checks.odd_numbers, is gone with it)."""
+    import typer.main
+
+    group = typer.main.get_command(build_app(list(command.path)))
+    for word in command.path:
+        group = group.commands[word]  # type: ignore[attr-defined]
+    kinds = {type(p.type).__name__ for p in group.params}
+    assert kinds <= {"StringParamType", "BoolParamType", "Choice", "Path", "File", "UnprocessedParamType"}, (
+        command.path, kinds)

@@ -118,3 +118,23 @@ def test_a_shared_row_gets_the_same_line_from_every_command(shared, raw, tmp_pat
     for command, row in takers:  # ... and so does every command, as the user runs it
         assert first in _refusal(command, row, raw, tmp_path, capsys), command
     assert not (tmp_path / "run").exists()  # local run refused before it made its run directory
+
+
+@pytest.mark.parametrize("raw", ["-1", "4294967296"])
+def test_every_seed_has_the_one_rule_of_a_seed(raw, tmp_path, capsys):
+    """Issue 53: plan's --seed (of --simulate) and kill-slice's (of --slice random) are quantities of their own,
+    with the one rule of a seed, the trainer's: 0 to 2**32 - 1. `kill-slice --seed -1` used to be taken."""
+    from elxpk.cluster.verbs.verb_flags import KILL_SLICE
+
+    kill_seed = next(r for r in KILL_SLICE if r.name == "seed")
+    plan_seed = next(r for r in plan_flags.ROWS if r.name == "seed")
+    trainer_seed = setting_row("seed", default=None, commands=("trainer",))
+    line = trainer_seed.read(raw)[1]
+    assert line == f"--seed {raw}: must be from 0 to 4294967295", line
+    assert {kill_seed.read(raw)[1], plan_seed.read(raw)[1]} == {line}
+    assert line in _refusal("plan", plan_seed, raw, tmp_path, capsys)
+    assert line in _refusal("trainer", trainer_seed, raw, tmp_path, capsys)
+    from elxpk.cli.main import main
+
+    code = main(["workload", "kill-slice", "w", "--slice", "random", f"--seed={raw}", "--yes"])
+    assert code == 2 and capsys.readouterr().err.splitlines() == [f"error: {line}"]

@@ -87,7 +87,7 @@ def test_defaults_come_from_the_contract(capsys):
 def test_negative_seed_is_refused(capsys):
     code, out, err = run_plan([*EXAMPLE, "--simulate", "10", "--seed", "-1"], capsys)
     assert code == 2 and out == ""
-    assert err.strip().splitlines() == ["error: --seed -1: must be 0 or more (the seed of --simulate)"]
+    assert err.strip().splitlines() == ["error: --seed -1: must be from 0 to 4294967295"]  # a seed's one rule
 
 
 def test_json_carries_every_figure(capsys):

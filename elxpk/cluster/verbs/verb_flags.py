@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from elxpk.errors import UsageError
-from elxpk.flag_rows import BOOL, DURATION, INT, OUTPUT, TEXT, Flag, docs_table, read_all
+from elxpk.flag_rows import BOOL, DURATION, INT, OUTPUT, TEXT, Flag, docs_table, read_all, seed_row
 
 KILL_MODES = ("delete", "evict", "exit")  # how kill-slice takes a slice down (elxpk/cluster/verbs/soak.py)
 WAIT_STATES = ("completed", "running")  # what `workload wait --for` waits for (elxpk/cluster/verbs/ops.py wait_for)
@@ -82,7 +82,7 @@ KILL_SLICE: tuple[Flag, ...] = (
          commands=("kill-slice",), fix="rounds"),
     Flag("every", DURATION, "With --repeat: time from one kill to the next.", default="10m",
          commands=("kill-slice",)),
-    Flag("seed", INT, "Seed of --slice random (a soak run repeats).", commands=("kill-slice",)),
+    seed_row("Seed of --slice random (a soak run repeats).", commands=("kill-slice",)),
     YES,
     Flag("watch", BOOL, "Follow the slice until it runs again; report timings.", default=False,
          commands=("kill-slice",)),
