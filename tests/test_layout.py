@@ -319,3 +319,15 @@ def test_the_import_check_finds_a_module_that_fails_first(tmp_path):
     """The worker names a module whose import fails, and the fresh check confirms it."""
     assert _import_first(["elxpk_contract", "elxpk.no_such_module"], fresh=False).keys() == {"elxpk.no_such_module"}
     assert _import_first(["elxpk.no_such_module"], fresh=True).keys() == {"elxpk.no_such_module"}
+
+
+def test_no_module_imports_another_ones_private_name():
+    """A leading underscore says a name is its module's own (issue 53: `_Outage`, `fingerprint._all` were
+    imported across modules): what another module needs is public, so a rename shows at its users."""
+    found = []
+    for path in sorted(MODULES.values()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in PACKAGES:
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trainer.ckpt.fingerprint import _all, leaf_names, mismatch
+from trainer.ckpt.fingerprint import leaf_names, leaf_sums, mismatch
 from trainer.core import mesh as meshlib
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def _sums(leaves: list[Any], mesh: Any) -> Any:
     if compiled is None:
         # Replicated result: each slice's devices reduce their own replica (the 'slice' axis is not summed
         # over), so reading the result on a slice's device gives that slice's fingerprint.
-        compiled = jax.jit(_all, out_shardings=meshlib.replicated(mesh)).lower(leaves).compile()
+        compiled = jax.jit(leaf_sums, out_shardings=meshlib.replicated(mesh)).lower(leaves).compile()
         _SUMS[key] = compiled
         while len(_SUMS) > _SUMS_KEPT:
             _SUMS.pop(next(iter(_SUMS)))

@@ -73,7 +73,7 @@ def follow(kube: Kube, namespace: str, name: str, emit: Callable[[Incident], Non
     `outage_s`: the next snapshot and a watch from the last resourceVersion reached lose nothing, and `seen`
     repeats nothing. `on_objects` gets each snapshot's objects."""
     seen: set[str] = set()
-    outage = _Outage(clock, sleep, outage_s, on_outage)
+    outage = Outage(clock, sleep, outage_s, on_outage)
 
     def send(incidents: list[Incident]) -> None:
         for incident in incidents:
@@ -139,7 +139,7 @@ def _watch_once(kube: Kube, namespace: str, name: str, send: Callable[[list[Inci
     return resume, attempt, finished, False
 
 
-class _Outage:
+class Outage:
     """How long the API has failed in a row; ClusterError once that passes `limit_s`, or at once for what
     waiting does not mend (403, an answer that is not the object asked for). Bounded by time, not by tries:
     the pause after the n-th failure in a row is elxpk/retry_policy.py's (0.5 s doubled, at most 30 s), on

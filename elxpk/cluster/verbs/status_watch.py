@@ -9,7 +9,7 @@ the progress record): never more API calls than `status` itself. Refreshes happe
 Each watch resumes at the resourceVersion the last one reached (events_feed's protocol), so no pod change
 is lost across a watch's end or an API outage; an incident is kept once however often it is seen: those of
 the changed pods (no extra call) and those the refresh's own objects show (JobSet restarts, Kueue
-evictions). An outage is ridden out as `events --watch` rides it (events_feed._Outage); the view says
+evictions). An outage is ridden out as `events --watch` rides it (events_feed.Outage); the view says
 "reconnecting" as soon as an answer is later than expected, since a paused API server accepts connections
 and answers nothing (no error to catch until the request's own deadline).
 """
@@ -31,7 +31,7 @@ from elxpk.cluster.objects.workloads import JobSet
 from elxpk.cluster.records.incidents import Incident, collect, pod_incidents
 from elxpk.cluster.records.status import WorkloadStatus
 from elxpk.cluster.records.trainer_phase import pod_start
-from elxpk.cluster.verbs.events_feed import OUTAGE_S, _Outage
+from elxpk.cluster.verbs.events_feed import OUTAGE_S, Outage
 from elxpk.errors import ClusterError, NotFoundError
 
 TERMINAL = ("Succeeded", "Failed")
@@ -65,7 +65,7 @@ class WatchState:
     rate: float | None = None  # trainer steps per second between the last two step records
     expect_by: float | None = None  # monotonic time the request in flight should have answered by
     answered_at: float | None = None  # monotonic time of the API's last answer (a refresh, a watch event)
-    outage_note: str = ""  # the last line _Outage wrote while the API failed
+    outage_note: str = ""  # the last line Outage wrote while the API failed
     # What the request in flight waits on: the API server, or (once a refresh's objects are read) the storage
     # that holds the progress record, a gs:// read whose pause is no API outage and must not read as one
     waiting_on: str = "api"
@@ -105,7 +105,7 @@ def watch_status(kube: Kube, namespace: str, name: str, read_status: ReadStatus,
             state.outage_note = "" if "answers again" in line else line
         on_change()
 
-    outage = _Outage(clock, sleep, outage_s, note)
+    outage = Outage(clock, sleep, outage_s, note)
 
     def send(incidents: list[Incident]) -> None:
         fresh = [i for i in incidents if i.id not in seen]
