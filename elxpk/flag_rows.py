@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from elxpk.units import parse_duration, parse_size
+from elxpk.units import INT32, INT64, parse_duration, parse_size
 from elxpk_contract.setting_rules import (
     blank_problem,
     bounds_text,
@@ -391,7 +391,7 @@ def docs_table(rows: tuple[Flag, ...]) -> str:
 def _api_maximum(high: float) -> bool:
     """An upper bound that is only the API field's integer width (int32's or int64's maximum): the help and
     the docs say "at least" instead of a range no one reads (a value past it is still refused, by name)."""
-    return high in (2**31 - 1, 2**63 - 1)
+    return high in (INT32[1], INT64[1])
 
 
 def _bounds(f: Flag) -> str:

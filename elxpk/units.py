@@ -10,6 +10,11 @@ import math
 import re
 from collections.abc import Mapping
 
+# The API's integer formats (a CRD schema's `format: int32`/`int64`, a Job's parallelism and backoffLimit):
+# (lowest, highest), declared once for the flags' bounds, the admission checks and their messages.
+INT32 = (-2**31, 2**31 - 1)
+INT64 = (-2**63, 2**63 - 1)
+
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _SIZE_UNITS = {
     "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from elxpk.admission.identifiers import LABEL_VALUE_MAX
 from elxpk.admission.violation import as_int
 from elxpk.flag_rows import spelled
+from elxpk.units import INT32, INT64
 
-MAX_INT32 = 2**31 - 1
-MAX_INT64 = 2**63 - 1
+MAX_INT32, MAX_INT64 = INT32[1], INT64[1]
 POD_SUFFIX = "-xxxxx"  # the Job controller's generateName suffix: 5 random characters
 HEAD_JOB = "pathways-head"
 WORKER_JOB = "worker"

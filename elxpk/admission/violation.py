@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from elxpk.units import INT32, INT64
+
 
 class Violation(NamedTuple):
     path: str  # the field path, as the API server prints it: spec.replicatedJobs[0].template.spec.completions
@@ -21,15 +23,15 @@ def join(path: str, child: str | int) -> str:
 
 
 def int32_message(value: int) -> str:
-    return f"{value} does not fit in int32 (format: int32): must be from {-2**31} to {2**31 - 1}"
+    return f"{value} does not fit in int32 (format: int32): must be from {INT32[0]} to {INT32[1]}"
 
 
 def int64_message(value: int) -> str:
-    return f"{value} does not fit in int64 (format: int64): must be from {-2**63} to {2**63 - 1}"
+    return f"{value} does not fit in int64 (format: int64): must be from {INT64[0]} to {INT64[1]}"
 
 
 # format -> (lowest, highest, message): the integer formats the CRD schemas use.
-INT_RANGES = {"int32": (-2**31, 2**31 - 1, int32_message), "int64": (-2**63, 2**63 - 1, int64_message)}
+INT_RANGES = {"int32": (*INT32, int32_message), "int64": (*INT64, int64_message)}
 
 
 # A user's YAML can hold any shape where an object is expected: the rules read fields through these, so a

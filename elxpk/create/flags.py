@@ -94,7 +94,7 @@ FLAGS: tuple[Flag, ...] = (
          "`b200-8` (or the GCE machine type); a multi-controller JobSet as xpk renders it "
          '([docs/gpu.md](gpu.md)). A TPU type here (`v5litepod-16`) is `--tpu-type`, as in xpk'),
     Flag('num_nodes', INT, 'GPU machines in the node group (pods, 8 GPUs each); with --device-type.',
-         default=1, low=1, high=2**31 - 1,
+         default=1, low=1, high=MAX_INT32,
          fix="GPU machines in the node group; the Job's parallelism is a 32-bit integer"),
     Flag('command', TEXT, 'Shell command the user container runs; required unless --headless or '
          '--trainer (elxpk), where it holds extra trainer arguments. With --trainer maxtext: the MaxText '
