@@ -1,40 +1,41 @@
-"""The row type of the launcher's flag tables, and the reading of one row's value.
+"""The row type of the launcher's flag tables: what each row says of its flag besides its value's rule.
 
 Each command declares its own flags as rows: `workload create` and `validate` in elxpk/create/flags.py,
 `local run` in elxpk/local/flags.py, `plan` in elxpk/plan/flags.py. elxpk/cli/options.py `with_flags`
 turns rows into Typer parameters (help with the bounds and the default), and `Flag.read` (`read_all` for a
-command's rows) is the one reader of a value alone, so a bad value gets one line naming the flag and the fix.
-The trainer's settings have their own table (elxpk_contract/settings.py, typed rows that the contract may
-read without elxpk): a command that takes one declares it with `setting_row`, whose value `Flag.read` reads
-by the contract's rule, so every command and the trainer refuse it alike. Ground of the stages (every one
-may import it): standard library, elxpk.units and the contract's setting rules only, since it is read on
-every start.
-"""
+command's rows) reads a value alone, so a bad value gets one line naming the flag and the fix. A row's kind,
+bounds and choices are its `rule`, the contract's (elxpk_contract/value_rule.py), and the contract's
+`read_value` reads it: the one reader of a flag's and a trainer setting's value. A command that takes a
+trainer setting declares it with `setting_row`, whose rule is the setting's own (elxpk_contract/settings.py),
+so every command and the trainer refuse it alike. Ground of the stages (every one may import it): standard
+library, elxpk.units and the contract's rules only, since it is read on every start."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from elxpk.units import INT32, INT64, parse_duration, parse_size
-from elxpk_contract.setting_rules import (
-    blank_problem,
-    bounds_text,
-    check_setting,
-    flag_name,
-    not_a_number,
-    plain_number_text,
-    range_words,
-    setting,
+from elxpk.units import INT32, INT64
+from elxpk_contract.setting_rules import bounds_text, setting
+from elxpk_contract.spelling import Spelling, current, flag_name, said, spoken_as, typed
+from elxpk_contract.value_rule import (
+    BOOL,
+    DURATION,
+    FLOAT,
+    INT,
+    LIST,
+    SIZE,
+    TEXT,
+    ValueRule,
+    either,
+    range_phrase,
+    read_value,
 )
 
-# Kinds of value: how a flag is typed and read.
-TEXT, INT, FLOAT, BOOL, LIST, DURATION, SIZE = "text", "int", "float", "bool", "list", "duration", "size"
-_READ = (INT, FLOAT, DURATION, SIZE)  # the kinds whose text `Flag.read` converts (a blank one is refused)
-# The fix a duration or size that does not parse gets, unless its row says another (`fix`).
-_EXAMPLES = {DURATION: "a duration such as 90s, 2h or 30d", SIZE: "a size such as 120GiB or 500MB"}
+# The kinds, the rule and the spelling context are the contract's; a flag table imports them from here.
+__all__ = ["BOOL", "DURATION", "FLOAT", "INT", "LIST", "SIZE", "TEXT", "Alias", "Flag", "Spoken", "alias_pairs",
+           "docs_table", "either", "embed", "free_text_flags", "given_value", "merge_aliases", "path_flags",
+           "read_all", "required_line", "seed_row", "setting_row", "speaking", "spelled", "typed"]
 # Whether a flag names a file the command reads or one it writes (elxpk/cli/arg_checks.py refuses an output
 # that is also an input of the same command).
 INPUT, OUTPUT = "input", "output"
@@ -106,9 +107,9 @@ class Flag(NamedTuple):
 
     @property
     def flag(self) -> str:
-        """The flag as the command being read spells it (`Spoken`): gcluster's `--restarts` for
-        --max-restarts in a gcluster command, else the row's own spelling."""
-        return _spoken().rows.get(self.name) or self.spelling or flag_name(self.name)
+        """The flag as the command being read spells it (the contract's spelling context): gcluster's
+        `--restarts` for --max-restarts in a gcluster command, else the row's own spelling."""
+        return current().rows.get(self.name) or self.spelling or flag_name(self.name)
 
     @property
     def shown_default(self) -> str | None:
@@ -151,138 +152,51 @@ class Flag(NamedTuple):
         if self.setting:  # as `workload create --help` and the trainer's docs say a setting's bounds
             return f"Bounds: {bounds_text(self.setting)}."
         if self.above is not None:
-            return f"More than {self._range()[len('more than '):]}."
+            return f"More than {range_phrase(self.rule)[len('more than '):]}."
         if self.high is not None and not _api_maximum(self.high):
             return f"From {self.low} to {self.high}."
         return f"At least {self.low}."
 
+    @property
+    def rule(self) -> ValueRule:
+        """What a value of this flag may be (elxpk_contract/value_rule.py): a trainer setting's row's is the
+        setting's own, so the trainer and every command refuse a value alike."""
+        if self.setting:
+            return setting(self.setting).rule
+        low, low_open = (self.above, True) if self.above is not None else (self.low, False)
+        return ValueRule(self.kind, low, self.high, low_open, choices=self.choices, fix=self.fix,
+                         fold_case=self.fold_case)
+
     def read(self, raw: Any) -> tuple[Any, str | None]:
-        """The value of this flag given as `raw` (typed text, or a value already typed), checked alone:
-        (value, None), or (the row's default read, one line naming the flag, what is wrong and the fix).
-        Omitted (None): the default, read the same way (a duration's "100s" is 100.0 seconds)."""
+        """The value of this flag given as `raw` (typed text, or a value already typed), checked alone by the
+        one reader (the contract's `read_value`): (value, None), or (the row's default read, one line naming
+        the flag, what is wrong and the fix). Omitted (None): the default, read the same way (a duration's
+        "100s" is 100.0 seconds)."""
         if raw is None:
             return (None if self.default is None else self.read(self.default)[0]), None
-        if self.setting:  # the contract's reading (elxpk_contract/setting_rules.py), the trainer's own
-            value, problem = check_setting(self.setting, raw, self.flag)
-            return (self.read(None)[0], problem) if problem else (value, None)
-        if self.kind in _READ and isinstance(raw, str) and not raw.strip():
-            return self.read(None)[0], blank_problem(self.flag, raw)
-        if self.kind in (INT, FLOAT):
-            return self._number(raw)
-        if self.kind in (DURATION, SIZE):
-            try:
-                value = (parse_duration if self.kind == DURATION else parse_size)(raw)
-            except ValueError as exc:
-                fix = self.fix or _EXAMPLES[self.kind]
-                return self.read(None)[0], f"{self.flag} {raw!r}: {_unquoted(exc, raw)}; give {fix}"
-            return self._bounded(value, raw)
-        if self.fold_case and isinstance(raw, str) and raw.lower() in self.choices:
-            return raw.lower(), None
-        if self.fold_case and self.choices:
-            named = f"{self.short}/{self.flag}" if self.short else self.flag
-            return self.read(None)[0], f"{named} {raw!r}: use {either(self.choices)}"
-        if self.choices and raw not in self.choices:
-            fix = f"; {self.fix}" if self.fix else ""
-            return self.read(None)[0], f"{self.flag} {raw!r}: use one of {', '.join(self.choices)}{fix}"
-        return raw, None
-
-    def _number(self, raw: Any) -> tuple[Any, str | None]:
-        whole = self.kind == INT
-        try:
-            if isinstance(raw, bool) or (whole and isinstance(raw, float)):
-                raise ValueError(raw)
-            if isinstance(raw, (int, float)):
-                value = raw
-            elif plain_number_text(text := str(raw).strip()):  # the contract's rule: ASCII, no `_` groups
-                value = int(text, 10) if whole else float(text)
-            else:
-                raise ValueError(raw)
-            if not math.isfinite(value):
-                raise ValueError(raw)
-        except ValueError:  # the words every reader uses (the contract's, a trainer setting's too)
-            return self.read(None)[0], f"{self.flag} {raw!r}: {not_a_number(whole, self._range(), self._fix())}"
-        return self._bounded(value, raw)
-
-    def _bounded(self, value: Any, raw: Any) -> tuple[Any, str | None]:
-        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high) or \
-                (self.above is not None and value <= self.above):
-            shown = raw if self.kind in (INT, FLOAT) else repr(raw)
-            return self.read(None)[0], f"{self.flag} {shown}: must be {self._range()}{self._why()}"
-        return value, None
-
-    def _range(self) -> str:
-        """The bounds as a phrase, in the contract's words: "at least 1", "from 0 to 255", "more than 0s"."""
-        unit = "s" if self.kind == DURATION else ""
-        if self.above is not None:
-            return range_words(self.above, self.high, low_open=True, unit=unit)
-        return range_words(self.low, self.high, unit=unit)
-
-    def _fix(self) -> str:
-        return self.fix if self.kind in (INT, FLOAT) else ""
-
-    def _why(self) -> str:
-        return f" ({self.fix})" if self._fix() else ""
+        named = f"{self.short}/{self.flag}" if self.fold_case and self.short else self.flag
+        value, problem = read_value(self.rule, raw, named)
+        return (self.read(None)[0], problem) if problem else (value, None)
 
 
-class Spoken(NamedTuple):
-    """How the command being read spells its rows where that is not the rows' own spelling (a gcluster
-    command's `--restarts` for --max-restarts, elxpk/create/dialect.py `spoken` decides it). `workload
-    create` reads its flags within it (`speaking`), so every message names a flag as the user typed it:
-    `Flag.flag`, and `spelled` for a line that names a row of another room's table."""
-
-    rows: Mapping[str, str] = {}  # a row's name -> its spelling in this command
-    asked: Mapping[str, str] = {}  # a required row's name -> the line that asks for it here ("": asked already)
-    implied: frozenset[str] = frozenset()  # rows the dialect set and the user did not type (gcluster's --no-pathways)
+# How the command being read spells its rows: the contract's one spelling context (elxpk_contract/spelling.py),
+# set by `workload create` for its reading (`speaking`), by `local run` and `workload validate` for the
+# trainer's checks. The names below are its launcher-side spellings, kept for the rooms that import them.
+Spoken = Spelling
+spelled = said  # the flag of the row `name` (spelled --NAME in its table) as the command being read spells it
 
 
-_PLAIN = Spoken()  # every row by its own spelling: any command but a `workload create` being checked
-_SPOKEN: ContextVar[Spoken | None] = ContextVar("spoken", default=None)
-
-
-def _spoken() -> Spoken:
-    return _SPOKEN.get() or _PLAIN
-
-
-def speaking(spoken: Spoken, read: Callable[[], Any]) -> Any:
+def speaking(spoken: Spelling, read: Callable[[], Any]) -> Any:
     """`read()` with its messages made in `spoken`'s spellings."""
-    token = _SPOKEN.set(spoken)
-    try:
+    with spoken_as(spoken):
         return read()
-    finally:
-        _SPOKEN.reset(token)
-
-
-def spelled(name: str) -> str:
-    """The flag of the row `name` (spelled --NAME in its table) as the command being read spells it."""
-    return _spoken().rows.get(name) or flag_name(name)
-
-
-def typed(name: str) -> bool:
-    """Whether the user may have typed the row `name`: False where the command's dialect set it (a line
-    telling the user to drop it would name a flag they never typed)."""
-    return name not in _spoken().implied
 
 
 def required_line(row: Flag) -> str:
     """The line asking for a required row left out: its dialect's ("" where the dialect asked already), else
     "--flag: required; FIX" (FIX's {flag} is the flag as spelled)."""
-    asked = _spoken().asked
+    asked = current().asked
     return asked[row.name] if row.name in asked else f"{row.flag}: required; {row.required.format(flag=row.flag)}"
-
-
-def either(choices: tuple[str, ...]) -> str:
-    """"table, json or yaml": a closed set of words as -o/--output's help and message say them."""
-    return ", ".join(choices[:-1]) + f" or {choices[-1]}"
-
-
-def _unquoted(exc: ValueError, raw: Any) -> str:
-    """The units' message without the value it starts with (the line names it already): "'soon' is not a
-    number with a unit" -> "not a number with a unit"."""
-    text = str(exc)
-    for prefix in (f"{str(raw)!r} is ", f"{str(raw)!r}: "):
-        if text.startswith(prefix):
-            return text[len(prefix):]
-    return text
 
 
 def setting_row(name: str, *, default: Any, commands: tuple[str, ...], extra: str = "", **own: Any) -> Flag:

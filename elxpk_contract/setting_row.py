@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from elxpk_contract.limits import MAX_INDEX
+from elxpk_contract.value_rule import BOOL, FLOAT, INT, LIST, TEXT, ValueRule
+
 
 class Setting(NamedTuple):
     """One setting. `type` is the annotation as written in TrainerConfig ("int", "float | None");
@@ -41,6 +44,17 @@ class Setting(NamedTuple):
 
     def __repr__(self) -> str:
         return f"Setting({self.name!r})"
+
+    @property
+    def rule(self) -> ValueRule:
+        """What a value of this setting may be, as the one reader reads it (elxpk_contract/value_rule.py): the
+        trainer's reading, a whole number stopping at MAX_INDEX (no count or step of a run goes beyond what
+        its records hold)."""
+        kind = LIST if self.repeatable else {"int": INT, "bool": BOOL, "float": FLOAT, "float | None": FLOAT}.get(
+            self.type, TEXT)
+        cap = MAX_INDEX if kind == INT and self.high is None else None
+        return ValueRule(kind, self.low, self.high, self.low_open, self.high_open, self.choices, self.fix, self.unit,
+                         cap, never=self.type == "float | None", trainer=True)
 
     def source_text(self) -> str:
         """The row as a `Setting(...)` call: the positional fields, then each keyword that is not its

@@ -37,7 +37,6 @@ from elxpk_contract.setting_rules import (
     bounds_problem,
     bounds_text,
     check_setting,
-    convert_setting,
     cross_problems,
     default,
     env_name,
@@ -55,7 +54,7 @@ from elxpk_contract.step_names import ascii_number
 __all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", "LOGITS_DTYPES", "REMAT_POLICIES", "FIELDS",
            "LAUNCHER_DERIVED", "LAUNCHER_FLAG", "PROFILERS", "RECOVERIES", "SECONDS", "Setting", "TrainerConfig",
            "bounds_problem", "bounds_text", "check_setting",
-           "convert_setting", "cross_problems", "default", "env_name", "exposed", "flag_name",
+           "cross_problems", "default", "env_name", "exposed", "flag_name",
            "named_by", "plain_number_text", "redundant_min_slice_count", "said", "setting", "slices_waited_for"]
 
 # jax.experimental.topologies' names of a TPU slice: v5e:4x4, v5p:2x2x2 (ASCII only: \d takes any digit).

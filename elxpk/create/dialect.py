@@ -27,8 +27,9 @@ from elxpk.catalog import (
     lookup_machine,
 )
 from elxpk.create.flags import ALIASES, BY_NAME, FLAGS
-from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, Spoken, merge_aliases
+from elxpk.flag_rows import DURATION, GCLUSTER, Alias, Flag, merge_aliases
 from elxpk.flag_rows import given_value as _given
+from elxpk_contract.spelling import Spelling
 
 NAME_LIMIT = 28  # gcluster cmd/job/submit.go: "workload name cannot exceed 28 characters"
 PATHWAYS_NAME_LIMIT = 22  # `<name>-pathways-head-0-0.<name>` must fit a 63-character hostname
@@ -48,7 +49,7 @@ class Dialect(NamedTuple):
     await_completion: bool = False  # --await-job-completion
     timeout: str | None = None  # --timeout as `workload wait` takes it; None waits forever
     print_manifest: bool = True  # False with --dry-run-out: gcluster writes the file and prints nothing
-    spoken: Spoken = Spoken()  # how the command spells the rows: the checks' messages name them so
+    spoken: Spelling = Spelling()  # how the command spells the rows: the checks' messages name them so
 
 
 def speaks_gcluster(flags: Mapping[str, Any]) -> bool:
@@ -112,8 +113,8 @@ def _tpu_device_type(out: dict[str, Any]) -> None:
         out["tpu_type"], out["device_type"] = device, None
 
 
-def _spoken(flags: Mapping[str, Any]) -> Spoken:
-    """How a gcluster command spells the rows, for the checks' messages (elxpk/flag_rows.py `Spoken`): a row
+def _spoken(flags: Mapping[str, Any]) -> Spelling:
+    """How a gcluster command spells the rows, for the checks' messages (the contract's spelling context, elxpk_contract/spelling.py): a row
     by the alias the user typed, else by gcluster's spelling unless typed in elxpk's (a required row given in
     no spelling is asked for as `--name`, not --workload); the machine asked for as --compute-type, and not at
     all where a --compute-type given did not resolve (reported already); --no-pathways as implied unless
@@ -124,7 +125,7 @@ def _spoken(flags: Mapping[str, Any]) -> Spoken:
     if _given(flags.get("gke_namespace")):
         rows["namespace"] = "--gke-namespace"
     asked = {"tpu_type": "" if _given(flags.get("compute_type")) else _ASK_MACHINE}
-    return Spoken(rows, asked, frozenset() if flags.get("no_pathways") else frozenset({"no_pathways"}))
+    return Spelling(rows, asked, frozenset() if flags.get("no_pathways") else frozenset({"no_pathways"}))
 
 
 def pathways_off(spelling: str) -> list[str]:

@@ -6,7 +6,8 @@ A row is shared when it is the same quantity: one trainer setting (a `setting_ro
 the trainer's own flag) or one launcher row of the same name and spelling (`--step-time` in create and plan).
 plan's `--seed` (of --simulate) and the trainer's `--seed` are two quantities that share a spelling: not shared.
 Each command runs in-process (the CLI's `main`, the trainer's `main` with --print-config), so the whole test
-starts no process.
+starts no process. Every row of one quantity carries one rule (elxpk_contract/value_rule.py), which the one
+reader reads; the commands run as the user runs them show that nothing between the flag and the reader differs.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def _refusal(command: str, row: Flag, raw: str, tmp_path: Path, capsys: pytest.C
 @given(shared=st.sampled_from(SHARED), raw=_BAD)
 def test_a_shared_row_gets_the_same_line_from_every_command(shared, raw, tmp_path, capsys):
     _, takers = shared
+    assert len({row.rule for _, row in takers}) == 1  # one quantity, one rule, read by the one reader
     lines = {command: row.read(raw)[1] for command, row in takers}
     first = next(iter(lines.values()))
     if first is None:  # a value in bounds for this row: nothing to refuse (`0` for a seed)
