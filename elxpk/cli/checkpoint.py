@@ -10,11 +10,11 @@ from typing import Annotated, Any
 
 import typer
 
-from elxpk.checkpoints.flags import COMMAND, INSPECT
+from elxpk.checkpoints.flags import COMMAND, INSPECT, InspectFlags
 from elxpk.checkpoints.report import render_text
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import CheckFailed, UsageError
-from elxpk.flag_rows import read_all
+from elxpk.flag_records import read_record
 from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.shown import shown
 
@@ -31,11 +31,12 @@ def inspect(
     save cadence. Exit 0 healthy, 1 findings, 2 bad input."""
     from elxpk.checkpoints import inspection
 
-    values, problems = read_all((*INSPECT, OUTPUT_ROWS["run"]), {**flags, "output": output})  # -o with the rest
-    fmt = values["output"]
+    values, problems = read_record(InspectFlags, (*INSPECT, OUTPUT_ROWS["run"]),  # -o with the rest
+                                   {**flags, "output": output})
+    fmt = values.output
     if problems:
         raise UsageError(*problems)
-    period, quarantine = values["checkpoint_period"], values["quarantine"]
+    period, quarantine = values.checkpoint_period, values.quarantine
     root = inspection.resolve(directory)
     if quarantine:
         inspection.refuse_cwd(root)

@@ -16,9 +16,9 @@ import typer
 
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import CheckFailed, UsageError
-from elxpk.flag_rows import read_all
+from elxpk.flag_records import read_record
 from elxpk.output_formats import OUTPUT_ROWS
-from elxpk.runs.flags import COMPARE
+from elxpk.runs.flags import COMPARE, CompareFlags
 from elxpk.shown import shown
 
 
@@ -35,8 +35,9 @@ def compare(
     from elxpk.runs.compare import Series, compare_runs, render_text, settings_differ
     from elxpk.runs.sources import load_source
 
-    values, problems = read_all((OUTPUT_ROWS["run"], *COMPARE), {**flags, "output": output})  # -o with the rest
-    rtol, png = values["rtol"], None if values["png"] is None else Path(values["png"])
+    values, problems = read_record(CompareFlags, (OUTPUT_ROWS["run"], *COMPARE),  # -o with the rest
+                                   {**flags, "output": output})
+    rtol, png = values.rtol, None if values.png is None else Path(values.png)
     if png is not None and (problem := output_problem(png, "--png", suffixes=(".png",), example="compare.png")):
         problems.append(problem)  # checked with the rest, before anything is printed or written
     runs, infos = [], []
@@ -51,7 +52,7 @@ def compare(
             problems.extend(exc.messages)
     if problems:
         raise UsageError(*problems)
-    fmt = values["output"]
+    fmt = values.output
     a, b = runs
     result = dataclasses.replace(compare_runs(a, b, rtol=rtol), settings_differ=settings_differ(*infos))
     if png is not None:

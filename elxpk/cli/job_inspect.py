@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from elxpk.cli import options
 from elxpk.cli.workload_common import connect, workload_name
-from elxpk.cluster.verbs.verb_flags import JOB_INSPECT, read
+from elxpk.cluster.verbs.verb_flags import JOB_INSPECT, JobInspectFlags, read
 from elxpk.shown import shown
 
 
@@ -27,12 +27,12 @@ def inspect(
     from elxpk.errors import UsageError
     from elxpk.outfile import output_problem, own_path_problem
 
-    values = read(JOB_INSPECT, flags)
-    if (name is None) == (values["name_option"] is None):
+    values = read(JobInspectFlags, JOB_INSPECT, flags)
+    if (name is None) == (values.name_option is None):
         raise UsageError("NAME: give the workload once, as NAME or --name NAME (e.g. elxpk job inspect my-run-1)")
-    name = workload_name(name or values["name_option"] or "")
-    path = values["out"] or f"{name}-inspect.txt"
-    own = None if values["out"] else "new"  # elxpk's own name: created, never a link followed or a file replaced
+    name = workload_name(name or values.name_option or "")
+    path = values.out or f"{name}-inspect.txt"
+    own = None if values.out else "new"  # elxpk's own name: created, never a link followed or a file replaced
     problem = output_problem(path, "--out", example="run-inspect.txt") or (
         own and own_path_problem(path, "--out", replace=False))
     if problem:

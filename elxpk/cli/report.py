@@ -16,9 +16,9 @@ import typer
 from elxpk.accelerators import FLAGS as BILLING_FLAGS
 from elxpk.cli.options import NO_FLAGS, RunOutput, with_flags
 from elxpk.errors import UsageError
-from elxpk.flag_rows import read_all
+from elxpk.flag_records import read_record
 from elxpk.output_formats import OUTPUT_ROWS
-from elxpk.runs.flags import REPORT
+from elxpk.runs.flags import REPORT, ReportFlags
 from elxpk.shown import shown
 
 
@@ -49,12 +49,12 @@ def report(
     from elxpk.runs.sources import load_source
 
     # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
-    values, problems = read_all((OUTPUT_ROWS["run"], *REPORT), {**flags, "output": output})
-    fmt = values["output"]
+    values, problems = read_record(ReportFlags, (OUTPUT_ROWS["run"], *REPORT), {**flags, "output": output})
+    fmt = values.output
     accelerator, price, billing_problems = read_flags(flags)
     problems += billing_problems
-    png = None if values["png"] is None else Path(values["png"])
-    no_png, incidents = values["no_png"], values["incidents"]
+    png = None if values.png is None else Path(values.png)
+    no_png, incidents = values.no_png, values.incidents
     if png is not None and no_png:
         problems.append("--png: conflicts with --no-png; give one of them")
     if problems:

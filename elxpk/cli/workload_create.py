@@ -9,10 +9,13 @@ as text so that the spec reports every bad value at once. Only typer is imported
 
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elxpk.cli import options
 from elxpk.shown import shown
+
+if TYPE_CHECKING:  # an annotation only: the pipeline is imported when a command runs
+    from elxpk.create.records import Plan
 
 
 @options.with_cluster
@@ -61,10 +64,10 @@ def _create(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | 
     _execute(plan(flags, output, settings, cluster, note=partial(print, file=sys.stderr)), cluster)
 
 
-def _execute(plan: Any, cluster: options.ClusterSelection) -> None:
+def _execute(plan: "Plan", cluster: options.ClusterSelection) -> None:
     """The plan carried out: the manifest written, printed or submitted (then waited for, in gcluster's
     spelling with --await-job-completion)."""
-    spec, run, dialect, target, manifest, text = plan
+    spec, run, dialect, target, manifest, text = plan.spec, plan.run, plan.dialect, plan.target, plan.manifest, plan.text
     if run.output_manifest_file:
         from elxpk.outfile import write_text
 

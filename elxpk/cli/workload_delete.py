@@ -20,7 +20,7 @@ def delete(
     cluster: options.ClusterSelection = options.NO_CLUSTER_FLAGS,
 ) -> None:
     """Delete a workload with foreground propagation (its Jobs and Pods go first)."""
-    values = verb_flags.read(verb_flags.DELETE, flags, verb_flags.delete_rule(name))
+    values = verb_flags.read(verb_flags.DeleteFlags, verb_flags.DELETE, flags, verb_flags.delete_rule(name))
     if name is not None:
         workload_name(name)
     kube, ns = connect(cluster)
@@ -35,7 +35,7 @@ def delete(
         kube.require_namespace(ns)
         print(f"no workloads in namespace {ns}", file=sys.stderr)
         return
-    confirm(values["yes"])(f"delete {len(names)} workloads in namespace {ns} ({shown(', '.join(names))})?")
+    confirm(values.yes)(f"delete {len(names)} workloads in namespace {ns} ({shown(', '.join(names))})?")
     for each in names:
         delete_workload(kube, ns, each)
         print(f"jobset/{shown(each)} deleted")

@@ -33,10 +33,10 @@ def events(
     workload_name(name)
     settings, problems = notify_flags.read_settings(flags, watch=bool(flags.get("watch")))
     # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
-    own = verb_flags.read((*verb_flags.EVENTS, OUTPUT_ROWS["run"]), {**flags, "output": output},
+    own = verb_flags.read(verb_flags.EventsFlags, (*verb_flags.EVENTS, OUTPUT_ROWS["run"]), {**flags, "output": output},
                           problems=tuple(problems))
-    fmt = own["output"]
-    watch, record = own["watch"], own["record"]
+    fmt = own.output
+    watch, record = own.watch, own.record
     if record is not None:
         from elxpk.cluster.records.incident_log import check_record_path
 

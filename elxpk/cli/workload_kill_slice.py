@@ -26,20 +26,21 @@ def kill_slice(
 ) -> None:
     """Fault injection: take slice K down (force delete, eviction or a signal), once or as a soak test."""
     workload_name(name)
-    v = verb_flags.read(verb_flags.KILL_SLICE, flags, verb_flags.kill_slice_rule)
+    v = verb_flags.read(verb_flags.KillSliceFlags, verb_flags.KILL_SLICE, flags, verb_flags.kill_slice_rule)
     kube, ns = connect(cluster)
     from rich.markup import escape
 
     from elxpk.cluster.verbs.kill_slice import Io, KillRequest, run
 
-    request = KillRequest(name, verb_flags.kill_slice_index(v["slice"]), v["vm"], v["mode"], v["exit_code"],
-                          v["repeat"], v["every"], v["seed"], v["watch"], v["timeout"], v["poll"])
+    # --slice is required: `read` refused its absence, so `or ""` never stands in for it
+    request = KillRequest(name, verb_flags.kill_slice_index(v.slice or ""), v.vm, v.mode, v.exit_code,
+                          v.repeat, v.every, v.seed, v.watch, v.timeout, v.poll)
     err = console(stderr=True)
     # lines name pods and quote the cluster: one line each, controls visible, no Rich markup of their own
     from elxpk.piped_text import OncePerChange
 
     # a poll repeats its state every few seconds: each progress line is printed once per change
     io = Io(out=lambda line: print(shown(line), flush=True), tick=OncePerChange(lambda line: err.print(escape(shown(line)))),
-            confirm=confirm(v["yes"]), clock=time.time, sleep=time.sleep)
+            confirm=confirm(v.yes), clock=time.time, sleep=time.sleep)
     if not run(kube, ns, request, io):
         raise typer.Exit(1)

@@ -13,6 +13,8 @@ from elxpk.cluster.verbs import verb_flags
 from elxpk.errors import UsageError
 from elxpk.output_formats import OUTPUT_ROWS
 
+ROWS = (*verb_flags.LIST, OUTPUT_ROWS["status"])  # what `list` reads: its rows, then -o (verb_flags.ListFlags)
+
 
 @options.with_flags("list", verb_flags.LIST)
 @options.with_cluster
@@ -25,12 +27,12 @@ def list_(
     from elxpk.cluster.records.status import STATES
 
     # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
-    values = verb_flags.read((*verb_flags.LIST, OUTPUT_ROWS["status"]), {**flags, "output": output})
-    wanted_state, problems = verb_flags.list_state(values["status"], STATES)
+    values = verb_flags.read(verb_flags.ListFlags, ROWS, {**flags, "output": output})
+    wanted_state, problems = verb_flags.list_state(values.status, STATES)
     matcher, bad_filter = verb_flags.list_matcher(values)
     if problems or bad_filter:
         raise UsageError(*problems, *bad_filter)
-    output = values["output"]
+    output = values.output
     kube, ns = connect(cluster)
     from elxpk.cluster.verbs.observe import fetch_all
     from elxpk.cluster.verbs.status_render import dump, list_record, list_table

@@ -21,16 +21,16 @@ def logs(
 ) -> None:
     """Logs of the head, or of slice K, VM I."""
     workload_name(name)
-    values = verb_flags.read(verb_flags.LOGS, flags, verb_flags.logs_rule)
+    values = verb_flags.read(verb_flags.LogsFlags, verb_flags.LOGS, flags, verb_flags.logs_rule)
     kube, ns = connect(cluster)
     from elxpk.cluster.verbs.ops import log_source, read_logs
 
-    source = log_source(kube, ns, name, head=values["head"], slice_index=values["slice"], vm=values["vm"],
-                        container=values["container"])
+    source = log_source(kube, ns, name, head=values.head, slice_index=values.slice, vm=values.vm,
+                        container=values.container)
     # the header is elxpk's (controls shown); the log lines are the container's, raw as `kubectl logs` gives them
     print(shown(f"# {name} {source.what}: pod {source.pod}, container {source.container}"
-                + (" (previous, terminated)" if values["previous"] else "")), file=sys.stderr)
-    for line in read_logs(kube, ns, source, follow=values["follow"], tail=values["tail"],
-                          previous=values["previous"]):
+                + (" (previous, terminated)" if values.previous else "")), file=sys.stderr)
+    for line in read_logs(kube, ns, source, follow=values.follow, tail=values.tail,
+                          previous=values.previous):
         sys.stdout.write(line + "\n")
         sys.stdout.flush()

@@ -13,6 +13,7 @@ from elxpk.cluster.verbs import verb_flags
 from elxpk.output_formats import OUTPUT_ROWS
 
 FLAGS = verb_flags.STATUS + (accelerators.BY_NAME["chip_hour_price"],)
+ROWS = (*FLAGS, OUTPUT_ROWS["status"])  # what `status` reads: its options, then -o (verb_flags.StatusFlags)
 
 
 @options.with_flags("status", FLAGS)
@@ -27,7 +28,8 @@ def status(
     workload_name(name)
     output = output.lower()
     # -o read with the other flags (its row, elxpk/output_formats.py), in the lower case --watch's rule reads
-    values = verb_flags.read((*FLAGS, OUTPUT_ROWS["status"]), {**flags, "output": output}, verb_flags.status_rules(output))
+    values = verb_flags.read(verb_flags.StatusFlags, ROWS, {**flags, "output": output},
+                             verb_flags.status_rules(output))
     kube, ns = connect(cluster)
     from elxpk.cluster.records.chips import with_chip_hours
     from elxpk.cluster.verbs.observe import fetch_status
@@ -42,11 +44,11 @@ def status(
             read_at[0] = time.time()
             return read_at[0]
 
-        found = fetch_status(kube, ns, name, now=read_at[0], with_progress=True, stuck_after_s=values["stuck_after"],
-                             why=values["why"], on_objects=on_objects, clock=clock)
-        return with_chip_hours(found, values["chip_hour_price"], read_at[0])
+        found = fetch_status(kube, ns, name, now=read_at[0], with_progress=True, stuck_after_s=values.stuck_after,
+                             why=values.why, on_objects=on_objects, clock=clock)
+        return with_chip_hours(found, values.chip_hour_price, read_at[0])
 
-    if values["watch"]:
+    if values.watch:
         from elxpk.cli.status_watch_view import run_watch
 
         run_watch(kube, ns, name, read, json_out=output == "json")
@@ -54,7 +56,7 @@ def status(
     result = read()
     if output == "table":
         shown = console()
-        for renderable in status_renderables(result) + (why_renderables(result) if values["why"] else []):
+        for renderable in status_renderables(result) + (why_renderables(result) if values.why else []):
             shown.print(renderable)
     else:
         print(dump(result.to_dict(), output))

@@ -36,14 +36,16 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS, output: 
     from elxpk.admission.files import validate_files
     from elxpk.create.budget_checks import jobset_budget_findings, read_times
     from elxpk.create.flags import of_command
+    from elxpk.create.records import ValidateFlags
     from elxpk.create.trainer_refusals import trainer_problems
     from elxpk.errors import UsageError
-    from elxpk.flag_rows import read_all
+    from elxpk.flag_records import read_record
     from elxpk.output_formats import OUTPUT_ROWS
 
     # Each row read as `workload create` reads it (the one reader: a bad --step-time is the same line); -o with
     # them, so a bad format is one more line among the problems.
-    values, problems = read_all((*of_command("validate"), OUTPUT_ROWS["run"]), {**flags, "output": output})
+    values, problems = read_record(ValidateFlags, (*of_command("validate"), OUTPUT_ROWS["run"]),
+                                   {**flags, "output": output})
     times, run_problems = read_times(values, flags)
     problems += run_problems
     if problems:
@@ -61,7 +63,7 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS, output: 
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     checked = report.documents - report.skipped
-    if values["output"] == "json":  # one object on stdout, whatever the verdict; the exit code as in text
+    if values.output == "json":  # one object on stdout, whatever the verdict; the exit code as in text
         import json
 
         print(json.dumps({"ok": not report.lines, "files": list(files), "documents": report.documents,
@@ -71,7 +73,7 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS, output: 
     else:
         for line in report.lines:
             print(line)
-    if flags["check_data"]:
+    if values.check_data:
         _check_data(list(files))
     if report.lines:
         why = "the cluster would refuse them"
@@ -79,7 +81,7 @@ def validate(files: Files, flags: Mapping[str, Any] = options.NO_FLAGS, output: 
             why += (f" ({report.budget_lines} of them: timeouts and budgets that cannot work together, or settings "
                     "the trainer refuses at its start)")
         raise CheckFailed(f"{len(report.lines)} violation(s) in {report.documents} document(s); {why}")
-    if values["output"] == "json":
+    if values.output == "json":
         return
     skipped = f"; {report.skipped} skipped (no schema known to elxpk)" if report.skipped else ""
     print(f"OK: {checked} document(s) in {len(files)} file(s) pass the JobSet schema, admission and "

@@ -12,6 +12,8 @@ from elxpk.cluster.verbs import verb_flags
 from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.shown import shown
 
+ROWS = (*verb_flags.WAIT, OUTPUT_ROWS["status"])  # what `wait` reads: its rows, then -o (verb_flags.WaitFlags)
+
 
 @options.with_flags("wait", verb_flags.WAIT)
 @options.with_cluster
@@ -24,9 +26,9 @@ def wait(
     """Wait until the workload completes (or runs). Exit 0 success, 1 failed, 124 timeout."""
     workload_name(name)
     # -o read with the other flags (its row, elxpk/output_formats.py): every problem at once
-    values = verb_flags.read((*verb_flags.WAIT, OUTPUT_ROWS["status"]), {**flags, "output": output})
-    output = values["output"]
-    until = values["until"]
+    values = verb_flags.read(verb_flags.WaitFlags, ROWS, {**flags, "output": output})
+    output = values.output
+    until = values.until
     kube, ns = connect(cluster)
     from rich.markup import escape
 
@@ -49,8 +51,8 @@ def wait(
     try:
         if spinner is not None:
             spinner.start()
-        result = wait_for(kube, ns, name, until=until, timeout_s=values["timeout"], clock=time.time,
-                          sleep=time.sleep, poll_s=values["poll"], on_update=show)
+        result = wait_for(kube, ns, name, until=until, timeout_s=values.timeout, clock=time.time,
+                          sleep=time.sleep, poll_s=values.poll, on_update=show)
     finally:
         if spinner is not None:
             spinner.stop()

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from elxpk.create.failure_policy import slice_restarts
 from elxpk.create.flags import BY_NAME
+from elxpk.create.records import CreateFlags, ValidateFlags
 from elxpk.errors import UsageError
 from elxpk.flag_rows import spelled
 from elxpk_contract.setting_rules import (
@@ -210,20 +211,19 @@ def _retries(b: Budgets, warnings: list[str]) -> None:
 _TIME_ROWS = (("step", "step_time"), ("save", "checkpoint_save_time"), ("replacement", "slice_replacement_time"))
 
 
-def read_times(seconds: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Times, list[str]]:
+def read_times(flags: CreateFlags | ValidateFlags, given: Mapping[str, Any]) -> tuple[Times, list[str]]:
     """The times of the duration flags (`--step-time`, `--checkpoint-save-time`, `--slice-replacement-time`),
-    as their rows read them (`seconds`: name -> seconds or None; `given`: name -> as typed, for the
-    messages), each falling back to what `--from-run RUN_DIR` measured; (times, one error line per problem of
-    the run)."""
+    as their rows read them (`flags`: seconds or None; `given`: name -> as typed, for the messages), each
+    falling back to what `--from-run RUN_DIR` measured; (times, one error line per problem of the run)."""
     errors: list[str] = []
-    values: dict[str, float | None] = {}
+    values: dict[str, float | None] = {
+        "step": flags.step_time, "save": flags.checkpoint_save_time, "replacement": flags.slice_replacement_time}
     labels: dict[str, str] = {}
     for key, name in _TIME_ROWS:
-        values[key] = seconds.get(name)
         if values[key] is not None:
             labels[key] = f"{BY_NAME[name].flag} {given.get(name)}"
     restore = None
-    from_run = given.get("from_run")
+    from_run = flags.from_run  # a text row reads as typed
     if from_run is not None:
         measured, problems = _measured(str(from_run))
         errors += problems

@@ -11,6 +11,7 @@ beside it (`Created`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from elxpk.admission.names import flag_problems
@@ -32,7 +33,8 @@ from elxpk.create.cross_rules import (
 from elxpk.create.dialect import pathways_only
 from elxpk.create.failure_policy import backoff_limit_problem
 from elxpk.create.flag_values import FlagValues
-from elxpk.create.flags import OPTION_KEYS, SPEC_KEYS, TRAINER_SETTINGS, flag
+from elxpk.create.flags import COMMAND_CHECKS, OPTION_KEYS, SPEC_KEYS, TRAINER_SETTINGS, flag
+from elxpk.create.records import CreateFlags
 from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.flag_rows import spelled, typed
@@ -80,6 +82,12 @@ class Containers(NamedTuple):
 class FlagChecker(FlagValues):
     """Collects every error (and warning) over one pass through the flags."""
 
+    def __init__(self, flags: Mapping[str, object]) -> None:
+        super().__init__(flags)
+        # The trainer settings refused, by their reader or by a rule over them (`trainer_settings`): MaxText's
+        # overrides leave them out rather than report them twice.
+        self.refused: set[str] = set()
+
     def given(self, key: str) -> bool:
         value = self.flags.get(key)
         return value is not None and value is not False and value != [] and value != ()
@@ -95,7 +103,7 @@ class FlagChecker(FlagValues):
         slices = self.slices(shape.pathways)
         box = self.containers()
         capacity = self.capacity()
-        num_nodes, docker_name = v["num_nodes"], box.docker_name
+        num_nodes, docker_name = v.num_nodes, box.docker_name
         if self.given("device_type") or self.given("num_nodes"):
             from elxpk.create.gpu import gpu_flag_problems  # lazy: keeps elxpk.create.gpu off a TPU dry-run
 
@@ -107,7 +115,7 @@ class FlagChecker(FlagValues):
         self.errors += flag_problems(dict(
             pathways=shape.pathways, headless=shape.headless, tpu=tpu, gpu=gpu, num_nodes=num_nodes,
             num_slices=slices.num_slices, workload=workload, docker_name=docker_name,
-            max_restarts=v["max_restarts"], ttl_seconds_after_finished=v["ttl_seconds_after_finished"]))
+            max_restarts=v.max_restarts, ttl_seconds_after_finished=v.ttl_seconds_after_finished))
         budget = backoff_limit_problem(elastic=slices.elastic_slices > 0, max_slice_restarts=slices.max_slice_restarts,
                                        vms_per_slice=tpu.vms_per_slice) if tpu is not None and shape.pathways else None
         if budget:  # the Pathways worker Job's backoffLimit, an int32 like the fields above
@@ -134,12 +142,12 @@ class FlagChecker(FlagValues):
         if self.errors:
             raise UsageError(*self.errors)
         spec = WorkloadSpec(
-            workload=workload, tpu=tpu, gpu=gpu, num_nodes=num_nodes, priority=v["priority"], queue=queue,
+            workload=workload, tpu=tpu, gpu=gpu, num_nodes=num_nodes, priority=v.priority, queue=queue,
             namespace=namespace, service_account=account, pathways=shape.pathways, headless=shape.headless,
             trainer=shape.trainer, maxtext=shape.maxtext, command=command, num_slices=slices.num_slices,
             elastic_slices=slices.elastic_slices, max_slice_restarts=slices.max_slice_restarts,
-            max_restarts=v["max_restarts"], termination_grace_period_seconds=v["termination_grace_period_seconds"],
-            ttl_seconds_after_finished=v["ttl_seconds_after_finished"], docker_image=box.docker_image,
+            max_restarts=v.max_restarts, termination_grace_period_seconds=v.termination_grace_period_seconds,
+            ttl_seconds_after_finished=v.ttl_seconds_after_finished, docker_image=box.docker_image,
             docker_name=docker_name, proxy_server_image=box.proxy_server_image, server_image=box.server_image,
             worker_image=box.worker_image, pathways_gcs_location=box.pathways_gcs_location,
             custom_proxy_server_args=box.custom_proxy_server_args, custom_server_args=box.custom_server_args,
@@ -184,7 +192,7 @@ class FlagChecker(FlagValues):
         fmt, problem = OUTPUT_ROWS["manifest"].read(self.text("output_format", "yaml") or "yaml")  # -o's row
         if problem:
             err(problem)
-        dry_run, server = self.values["dry_run"], self.values["dry_run_server"]
+        dry_run, server = self.values.dry_run, self.values.dry_run_server
         if dry_run and server:
             err("--dry-run and --dry-run-server: pick one (client-side print, or a server-side dry run)")
         out_file = self.text("output_manifest_file")
@@ -199,8 +207,8 @@ class FlagChecker(FlagValues):
         times, problems = read_times(self.values, self.flags)
         self.errors.extend(problems)
         return CreateOptions(dry_run="server" if server else ("client" if dry_run else None),
-                             replace=bool(self.values["replace"]), output_format=fmt,
-                             output_manifest_file=out_file, slice_mtbf_seconds=self.values["slice_mtbf"],
+                             replace=bool(self.values.replace), output_format=fmt,
+                             output_manifest_file=out_file, slice_mtbf_seconds=self.values.slice_mtbf,
                              step_time_seconds=times.step_s, times=times), times
 
     def budgets(self, shape: Shape, slices: Slices, settings: Settings, tpu: TpuType | None, times: Times) -> None:
@@ -213,8 +221,8 @@ class FlagChecker(FlagValues):
 
         budgets = Budgets(
             pathways=shape.pathways, elastic=slices.elastic_slices > 0, has_trainer=not shape.headless,
-            grace_s=self.values["termination_grace_period_seconds"], max_slice_restarts=slices.max_slice_restarts,
-            max_restarts=self.values["max_restarts"], elastic_timeout_s=setting("elastic_timeout_seconds"),
+            grace_s=self.values.termination_grace_period_seconds, max_slice_restarts=slices.max_slice_restarts,
+            max_restarts=self.values.max_restarts, elastic_timeout_s=setting("elastic_timeout_seconds"),
             elastic_min_slice_count=setting("elastic_min_slice_count"),
             stall_timeout_s=setting("stall_timeout_seconds"), elastic_max_retries=given.get("elastic_max_retries"),
             vms_per_slice=tpu.vms_per_slice if tpu else 1)
@@ -226,7 +234,7 @@ class FlagChecker(FlagValues):
         """--spot, --flex-start, --reservation NAME or --on-demand, at most one (elxpk/create/capacity.py)."""
         given = {key: self.text(key) if key == "reservation" else self.get(key) for key in CAPACITY_KEYS}
         capacity, problems = read_capacity(given, {key: flag(key) for key in CAPACITY_KEYS},
-                                           self.values["max_run_duration"], flag("max_run_duration"))
+                                           self.values.max_run_duration, flag("max_run_duration"))
         self.errors += problems
         return capacity
 
@@ -234,10 +242,10 @@ class FlagChecker(FlagValues):
         """Pathways or multi-controller, headless or not, user command or bundled trainer."""
         err = self.errors.append
         gpu = self.given("device_type")  # Pathways runs on TPUs only: a GPU workload is multi-controller
-        pathways = not self.values["no_pathways"] and not gpu
+        pathways = not self.values.no_pathways and not gpu
         multi = "--device-type (Pathways runs on TPUs only)" if gpu else "--no-pathways"
-        headless = bool(self.values["headless"])
-        kind = self.values["trainer"]  # None (the user's own --command), "elxpk" or "maxtext"
+        headless = bool(self.values.headless)
+        kind = self.values.trainer  # None (the user's own --command), "elxpk" or "maxtext"
         trainer, maxtext = kind == "elxpk", kind == "maxtext"
         command = self.text("command")
         if command is not None and not command.strip():
@@ -285,8 +293,7 @@ class FlagChecker(FlagValues):
         )
 
         if shape.maxtext and not shape.headless:
-            refused = [name for name, _ in settings if any(
-                e.startswith((flag_name(name) + " ", flag_name(name) + ":")) for e in self.errors)]
+            refused = [name for name, _ in settings if name in self.refused]
             done = launcher.maxtext_command(shape.command, settings, pathways=shape.pathways,
                                             elastic=elastic_slices > 0, refused=refused, env=env)
             self.errors.extend(done.errors)
@@ -307,7 +314,7 @@ class FlagChecker(FlagValues):
     def slices(self, pathways: bool) -> Slices:
         """Slice counts and restart budgets; see docs/launcher.md for how they reach the manifest."""
         counts, errors, warnings = slice_rules(
-            self.values["num_slices"], self.values["elastic_slices"], self.values["max_slice_restarts"],
+            self.values.num_slices, self.values.elastic_slices, self.values.max_slice_restarts,
             pathways=pathways, restarts_given=self.given("max_slice_restarts"),
             elastic_given=self.given("elastic_slices"))
         self.errors += errors
@@ -345,23 +352,32 @@ class FlagChecker(FlagValues):
             value, problem = check_setting(name, raw)  # its row's reader (create/flags.py TRAINER_SETTINGS)
             if problem:
                 err(problem)
+                self.refused.add(name)
             else:
                 values[name] = value
         errors, warnings = min_slice_count_rules(slices, values.get("elastic_min_slice_count"))
+        if errors:  # the minimum against the slice counts: a setting its reader took, refused by the rule
+            self.refused.add("elastic_min_slice_count")
         self.errors += errors
         self.warnings += warnings
         return tuple(values.items())
 
 _SETTING_NAMES = tuple(row.name for row in TRAINER_SETTINGS)
-# The keys parse_create takes: the flag table's (the manifest's and the invocation options) and the
-# trainer settings the contract gives the launcher.
-_KNOWN_KEYS = SPEC_KEYS | OPTION_KEYS | frozenset(_SETTING_NAMES)
+# The keys parse_create takes: the flag table's (the manifest's and the invocation options, and the checks
+# `workload create` runs itself, read with the rest) and the trainer settings the contract gives the launcher.
+_KNOWN_KEYS = SPEC_KEYS | OPTION_KEYS | frozenset(COMMAND_CHECKS) | frozenset(_SETTING_NAMES)
 
 
 def parse_create(**flags: object) -> Created:
     """Every `workload create` flag validated at once: the spec, the invocation options and the warnings
     (`Created`), or UsageError."""
-    return FlagChecker(flags).build()
+    return check_create(flags)[0]
+
+
+def check_create(flags: Mapping[str, object]) -> tuple[Created, CreateFlags]:
+    """`parse_create`, with the flags as read (the stages after it read theirs: --check-data, --check-fit)."""
+    checker = FlagChecker(flags)
+    return checker.build(), checker.values
 
 
 def spec_from_flags(**flags: object) -> WorkloadSpec:

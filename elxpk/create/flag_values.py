@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from elxpk.bounded_read import ENV_FILE_BYTES, decode_text, read_limited
 from elxpk.create.flag_checks import CHECKS
 from elxpk.create.flags import BY_NAME, FLAGS, PATHWAYS_RESERVED_ENV, RESERVED_ENV
-from elxpk.flag_rows import read_all, required_line
+from elxpk.create.records import CreateFlags
+from elxpk.flag_records import read_record
+from elxpk.flag_rows import required_line
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # text that came from undecodable bytes (os.fsdecode)
@@ -28,13 +29,15 @@ _ROWS = tuple(f for f in FLAGS if not f.dialect)
 
 
 class FlagValues:
-    """The flags of one command, each row's value read (`values`), and the errors and warnings found."""
+    """The flags of one command, each row's value read (`values`, a CreateFlags), and the errors and warnings
+    found."""
 
     def __init__(self, flags: Mapping[str, object]) -> None:
         self.flags = dict(flags)
         self.warnings: list[str] = []
-        values, problems = read_all(_ROWS, {**self.flags, "trainer": _trainer_choice(self.flags.get("trainer"))})
-        self.values: dict[str, Any] = values
+        values, problems = read_record(CreateFlags, _ROWS,
+                                       {**self.flags, "trainer": _trainer_choice(self.flags.get("trainer"))})
+        self.values: CreateFlags = values
         self.errors: list[str] = problems
 
     def get(self, key: str, default: object = None) -> object:

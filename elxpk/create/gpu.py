@@ -138,7 +138,7 @@ def gpu_flag_problems(flags: Any, *, maxtext: bool, env: Sequence[tuple[str, str
     FlagChecker of the invocation, whose `values` are its rows read); returns the node count and the
     container name, xpk's `gpu-image` unless --docker-name says."""
     err = flags.errors.append
-    nodes = flags.values["num_nodes"]  # bounds and default: its row in elxpk/create/flags.py
+    nodes = flags.values.num_nodes  # bounds and default: its row in elxpk/create/flags.py
     if not flags.given("device_type"):
         err("--num-nodes: only for GPU workloads (--device-type); TPU slices are sized by --tpu-type and "
             "counted by --num-slices")

@@ -22,41 +22,32 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from elxpk.create.checks import parse_create
-from elxpk.create.dialect import Dialect, resolve
-from elxpk.create.flags import COMMAND_CHECKS
+from elxpk.create.checks import check_create
+from elxpk.create.dialect import resolve
 from elxpk.create.manifest import Manifest
-from elxpk.create.spec import Created, CreateOptions, WorkloadSpec
+from elxpk.create.records import Checked, CreateFlags, Parsed, Plan
+from elxpk.create.spec import WorkloadSpec
 from elxpk.errors import UsageError
 from elxpk.flag_rows import speaking
 
-# Plain tuples between the stages and to the CLI: a NamedTuple class costs its definition (~0.2 ms) on every
-# start, and `workload create --dry-run` has a start-up budget.
-# Stage 1: the flags in elxpk's rows' keys, the dialect, the target, and the dialect's and the target's
-# problems (reported with the check's).
-Parsed = tuple[dict[str, Any], Dialect, Any, list[str], list[str]]
-# Stages 1 and 2: the spec, options and warnings (`Created`), the dialect, the target, and the rows (the
-# command's own checks read theirs).
-Checked = tuple[Created, Dialect, Any, dict[str, Any]]
-# Everything `workload create` does, decided: the spec, how the command runs, the dialect, the target
-# (elxpk.cluster.access.target.ClusterTarget), the admitted manifest, and its text in --output's format (what is
-# printed, written and, as objects, sent).
-Plan = tuple[WorkloadSpec, CreateOptions, Dialect, Any, Manifest, str]
+# What passes between the stages and to the CLI are named records (elxpk/create/records.py): Parsed,
+# Checked, Plan.
 
 
 def plan(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any,
          note: Callable[[str], None]) -> Plan:
     """Every stage, in order; UsageError (exit 2, nothing written) at the first stage that refuses."""
-    (spec, options, warnings), dialect, target, rows = checked(flags, output, settings, cluster)
+    done = checked(flags, output, settings, cluster)
+    spec, options, warnings = done.created
     for line in warnings:
         note(f"warning: {line}")
-    _command_checks(spec, rows, note)
+    _command_checks(spec, done.flags, note)
     from elxpk.create.admit import admit  # lazy: `elxpk translate` (checked) renders nothing
     from elxpk.create.render import draft  # lazy: likewise
 
     manifest = admit(draft(spec))
-    _trainer_checks(manifest, spec, rows, note)
-    return spec, options, dialect, target, manifest, manifest.dump(options.output_format)
+    _trainer_checks(manifest, spec, done.flags, note)
+    return Plan(spec, options, done.dialect, done.target, manifest, manifest.dump(options.output_format))
 
 
 def checked(flags: Mapping[str, Any], output: str, settings: Mapping[str, str | None], cluster: Any, *,
@@ -70,37 +61,39 @@ def _parse(flags: Mapping[str, Any], cluster: Any, *, offline: bool) -> Parsed:
     """gcluster's spellings into elxpk's rows first (elxpk/create/dialect.py), then the one target
     resolution of every verb: flags, then ELXPK_* and the config file (the namespace too). A client-side
     dry run sends nothing, so it needs no complete cluster selection."""
-    rows, dialect, dialect_problems = resolve(flags, namespace_given=cluster.namespace is not None)
+    given, dialect, dialect_problems = resolve(flags, namespace_given=cluster.namespace is not None)
     if dialect.namespace is not None and cluster.namespace is None:
         cluster = cluster._replace(namespace=dialect.namespace)
+    # --dry-run as typed (a BOOL row reads as itself): the check stage, which reads it, comes after the target
+    dry_run = bool(given.get("dry_run"))
     try:
-        target, target_problems = cluster.resolve(require_cluster=not (rows["dry_run"] or offline)), []
+        target, target_problems = cluster.resolve(require_cluster=not (dry_run or offline)), []
     except UsageError as exc:
         target, target_problems = cluster.resolve(require_cluster=False), exc.messages
-    return rows, dialect, target, dialect_problems, target_problems
+    return Parsed(given, dialect, target, dialect_problems, target_problems)
 
 
 def _check(parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> Checked:
     """Every rule of elxpk/create/checks.py over the parsed flags, then the spec; the parse's problems are
     reported with the check's, in one UsageError, each naming its flags as the command typed them."""
-    rows, dialect, target, dialect_problems, target_problems = parsed
-    given = {k: v for k, v in rows.items() if k not in COMMAND_CHECKS}
+    dialect, target, dialect_problems, target_problems = (
+        parsed.dialect, parsed.target, parsed.dialect_problems, parsed.target_problems)
+    given = {**parsed.given, "namespace": target.namespace, "output_format": output, **settings}
     try:  # the messages name each flag as the command spells it (gcluster's --restarts: dialect.spoken)
-        created = speaking(dialect.spoken, lambda: parse_create(**given, namespace=target.namespace,
-                                                                output_format=output, **settings))
+        created, flags = speaking(dialect.spoken, lambda: check_create(given))
     except UsageError as exc:
         raise UsageError(*dialect_problems, *exc.messages, *target_problems) from None
     if dialect_problems or target_problems:
         raise UsageError(*dialect_problems, *target_problems)
-    return created, dialect, target, rows
+    return Checked(created, flags, dialect, target)
 
 
-def _command_checks(spec: WorkloadSpec, rows: Mapping[str, Any], note: Callable[[str], None]) -> None:
+def _command_checks(spec: WorkloadSpec, flags: CreateFlags, note: Callable[[str], None]) -> None:
     """--check-data and --check-fit, the checks that need the spec and were asked for; UsageError when one
     fails."""
-    if rows["check_data"]:
+    if flags.check_data:
         _check_data(spec.command, note)
-    if rows["check_fit"]:
+    if flags.check_fit:
         from elxpk.create.fit_check import check_fit  # lazy: subprocess and a compile, only when asked
         from elxpk.create.render import trainer_env  # lazy: as `plan`'s
 
@@ -108,7 +101,7 @@ def _command_checks(spec: WorkloadSpec, rows: Mapping[str, Any], note: Callable[
             note(line)
 
 
-def _trainer_checks(manifest: Manifest, spec: WorkloadSpec, rows: Mapping[str, Any],
+def _trainer_checks(manifest: Manifest, spec: WorkloadSpec, flags: CreateFlags,
                     note: Callable[[str], None]) -> None:
     """What the trainer of the rendered JobSet would refuse when it starts (UsageError, exit 2), and a hint
     when its memory was not checked: only --check-fit compiles the step (minutes), so only it says that
@@ -118,7 +111,7 @@ def _trainer_checks(manifest: Manifest, spec: WorkloadSpec, rows: Mapping[str, A
     problems = [line for obj in manifest.objects for line in jobset_trainer_problems(obj)]
     if problems:
         raise UsageError(*problems)
-    if spec.trainer and spec.tpu is not None and not rows["check_fit"]:
+    if spec.trainer and spec.tpu is not None and not flags.check_fit:
         note(f"hint: whether the train step fits {spec.tpu.name}'s memory was not checked; add --check-fit to "
              f"compile it for {spec.tpu.jax_topology} first (minutes of CPU; libtpu: elxpk[tpu])")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from elxpk import flag_rows
+from elxpk.flag_records import Record
 from elxpk.flag_rows import BOOL, DURATION, LIST, TEXT, Flag, setting_row
 from elxpk_contract.settings import default as trainer_default
 
@@ -62,6 +63,23 @@ SHARED: tuple[Flag, ...] = (
 )
 # Every row of `local run`, in --help's and the docs table's order: --run-dir, the shared settings, the rest.
 ROWS: tuple[Flag, ...] = FLAGS[:1] + SHARED + FLAGS[1:]
+
+
+class LocalFlags(Record):
+    """ROWS' values as `local run` reads them (elxpk/local/options.py): a refused one is None, so every
+    attribute may be."""
+
+    run_dir: str | None
+    steps: int | None
+    num_slices: int | None
+    checkpoint_period: int | None
+    seed: int | None
+    kill_slice: list[str] | None
+    no_faults: bool | None
+    mode: str | None
+    revive_after: float | None
+    live: bool | None
+    trainer_arg: list[str] | None
 
 
 def default(name: str) -> Any:

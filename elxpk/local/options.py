@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from elxpk.errors import UsageError
-from elxpk.flag_rows import read_all
+from elxpk.flag_records import read_record
 from elxpk.local import flags as table
 from elxpk.local.flags import DEFAULT_CHECKPOINT_PERIOD, DEFAULT_KILL_STEP, DEFAULT_STEPS
 from elxpk_contract.faults import FaultSchedule
@@ -123,16 +123,17 @@ class LocalRunOptions:
                  "seed": seed, "mode": mode, "revive_after": revive_after}
         # Each value alone, by its row (one line naming the flag); a refused one is None: the checks that
         # need it are skipped.
-        own, problems = read_all(table.ROWS, given, refused=None)
-        shared = {row.name: own[row.name] for row in table.SHARED}
-        mode, revive = own["mode"], own["revive_after"]
+        own, problems = read_record(table.LocalFlags, table.ROWS, given, refused=None)
+        # the rows `local run` shares with the trainer, whole (LocalRunOptions has a field of each name)
+        shared = {name: value for name, value in own.as_dict().items() if name in _SHARED}
+        mode, revive = own.mode, own.revive_after
         kills = tuple(k.strip() for k in (kill_slice or ()))
-        if mode == "resize" and shared["num_slices"] is not None and shared["num_slices"] < 2:
+        if mode == "resize" and own.num_slices is not None and own.num_slices < 2:
             problems.append("--mode resize: needs --num-slices 2 or more (it continues on the survivors)")
         if kills and no_faults:
             problems.append("--no-faults: conflicts with --kill-slice; give one of them")
-        problems.extend(_kill_problems(kills, shared["num_slices"], shared["steps"], mode, revive))
-        run_dir_value, run_dir_problem = check_setting("run_dir", own["run_dir"])
+        problems.extend(_kill_problems(kills, own.num_slices, own.steps, mode, revive))
+        run_dir_value, run_dir_problem = check_setting("run_dir", own.run_dir)
         if run_dir_problem:
             problems.append(run_dir_problem)
         elif "://" in str(run_dir_value):  # the supervisor tails and appends to its files: this machine's disk
@@ -141,7 +142,7 @@ class LocalRunOptions:
                             "with `elxpk report`")
         model = dict(LOCAL_MODEL)
         problems.extend(_model_overrides(trainer_args, model))
-        if problems:
+        if problems or mode is None or revive is None:  # a refused value (None) is among the problems
             raise UsageError(*problems)
         opts = cls(run_dir=Path(run_dir_value), kill_slice=kills, no_faults=no_faults, revive_after=revive, mode=mode,
                    live=live, report=report, model=model, revive_given=revive_after is not None, **shared)
@@ -150,6 +151,7 @@ class LocalRunOptions:
         return opts
 
 
+_SHARED = frozenset(row.name for row in table.SHARED)
 # The trainer settings `local run` has a flag for, as it spells them: its rows of the same name, and --kill-slice
 # (the trainer's --fault); the rest of what it sets itself has no flag here.
 _LOCAL_SPELLING = {"fault": "--kill-slice", **{row.name: row.flag for row in table.ROWS if row.name in FIELDS}}
@@ -206,8 +208,8 @@ def config_flags(cfg: TrainerConfig) -> list[str]:
     return flags
 
 
-def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | None, mode: str,
-                   revive_after: float) -> list[str]:
+def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | None, mode: str | None,
+                   revive_after: float | None) -> list[str]:
     """Each kill spec against the slices and steps (None: that flag was refused; its checks are skipped).
     The contract's grammar and rules (elxpk_contract.faults), the same for every fault kind as the
     trainer's; multi-controller kills a process at a step, so it takes K@STEP only."""
@@ -220,7 +222,7 @@ def _kill_problems(kills: tuple[str, ...], num_slices: int | None, steps: int | 
     return problems
 
 
-def _trainer_grammar(spec: str, num_slices: int | None, steps: int | None, revive_after: float) -> list[str]:
+def _trainer_grammar(spec: str, num_slices: int | None, steps: int | None, revive_after: float | None) -> list[str]:
     """The trainer's fault grammar (K@S, K@mid:S, K@save:S, K@data:S, K@hang:S, K@sick:S, K@restore,
     +REVIVE): the contract's checks, named as this command's flag."""
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from elxpk import flag_rows
+from elxpk.flag_records import Record, read_record
 from elxpk.flag_rows import DURATION, LIST, TEXT, Flag
 
 # What a watch can notify about, in the order docs/cluster.md lists them (`--notify-on`).
@@ -65,15 +66,28 @@ class NotifySettings(NamedTuple):
         return self.url is not None or self.command is not None
 
 
+class NotifyFlags(Record):
+    """The rows `read_settings` reads (ROWS): --notify-on, a list of kinds, is read on its own."""
+
+    notify: str | None
+    notify_format: str
+    notify_command: str | None
+    stuck_after: float
+    recovery_within: float | None
+
+
+ROWS = tuple(f for f in FLAGS if f.kind != LIST)
+
+
 def read_settings(given: Mapping[str, Any], *, watch: bool) -> tuple[NotifySettings, list[str]]:
     """The notification flags read and checked together: (settings, one line per problem)."""
-    values, problems = flag_rows.read_all(tuple(f for f in FLAGS if f.kind != LIST), dict(given))
-    url = values["notify"]
+    values, problems = read_record(NotifyFlags, ROWS, dict(given))
+    url = values.notify
     if url is not None:
         problems += url_problems(url)
     command = None
-    if values["notify_command"] is not None:
-        command, problem = _command(values["notify_command"])
+    if values.notify_command is not None:
+        command, problem = _command(values.notify_command)
         problems += [problem] if problem else []
     on, unknown = _kinds(given.get("notify_on") or ())
     problems += [f"--notify-on {k!r}: use one of {', '.join(KINDS)}" for k in unknown]
@@ -85,8 +99,8 @@ def read_settings(given: Mapping[str, Any], *, watch: bool) -> tuple[NotifySetti
         if given.get(name) and url is None and (name == "notify_format" or command is None):
             problems.append(f"{BY_NAME[name].flag}: needs --notify URL" +
                             (" or --notify-command CMD" if name == "notify_on" else ""))
-    return NotifySettings(url, values["notify_format"], command, on, values["stuck_after"],
-                          values["recovery_within"]), problems
+    return NotifySettings(url, values.notify_format, command, on, values.stuck_after,
+                          values.recovery_within), problems
 
 
 def url_problems(url: str) -> list[str]:

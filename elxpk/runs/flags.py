@@ -2,10 +2,12 @@
 (elxpk/flag_rows.py): elxpk/cli/report.py and elxpk/cli/compare.py get their Typer options from them
 (elxpk/cli/options.py `with_flags`) and read them with `flag_rows.read_all`; `path` tells elxpk/cli/arg_checks.py
 which name a file read (--incidents) or written (--png), so a plot never overwrites its own input.
-Standard library and elxpk.flag_rows only."""
+Each command reads -o first, then its rows, into its record (`ReportFlags`, `CompareFlags`:
+elxpk/flag_records.py). Standard library, elxpk.flag_rows and elxpk.flag_records only."""
 
 from __future__ import annotations
 
+from elxpk.flag_records import Record
 from elxpk.flag_rows import BOOL, FLOAT, INPUT, OUTPUT, TEXT, Flag
 
 REPORT: tuple[Flag, ...] = (
@@ -23,3 +25,20 @@ COMPARE: tuple[Flag, ...] = (
     Flag("png", TEXT, "Write an overlay plot of both curves here.", path=OUTPUT, metavar="PATH",
          commands=("compare",)),
 )
+
+
+class ReportFlags(Record):
+    """`report`'s -o, then REPORT."""
+
+    output: str
+    png: str | None
+    no_png: bool
+    incidents: str | None
+
+
+class CompareFlags(Record):
+    """`compare`'s -o, then COMPARE."""
+
+    output: str
+    rtol: float
+    png: str | None

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from elxpk.cli import workload_wait
 from elxpk.cluster.verbs import verb_flags
 from elxpk.errors import UsageError
 from tests.cluster.conftest import run_cli
@@ -121,9 +122,10 @@ def test_help_keeps_every_spelling_and_default(capsys, verb):
 
 
 def test_durations_are_read_by_the_rows_in_seconds():
-    values = verb_flags.read(verb_flags.KILL_SLICE, {"slice": "random", "every": "1h", "poll": "500ms"})
-    assert (values["every"], values["poll"], values["timeout"]) == (3600.0, 0.5, 1800.0)
-    assert verb_flags.read(verb_flags.WAIT, {})["timeout"] is None  # no limit
+    values = verb_flags.read(verb_flags.KillSliceFlags, verb_flags.KILL_SLICE,
+                             {"slice": "random", "every": "1h", "poll": "500ms"})
+    assert (values.every, values.poll, values.timeout) == (3600.0, 0.5, 1800.0)
+    assert verb_flags.read(verb_flags.WaitFlags, workload_wait.ROWS, {}).timeout is None  # no limit
 
 
 @settings(deadline=None)  # a shared machine's load is no failure

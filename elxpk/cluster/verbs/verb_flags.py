@@ -4,7 +4,9 @@ as rows (elxpk/flag_rows.py), and the rules between them: pure functions over th
 elxpk/cli/workload_*.py get each verb's Typer options from its tuple here (elxpk/cli/options.py `with_flags`: help,
 default and bounds from the rows), and `read` turns what was typed into typed values with `flag_rows.read_all`,
 so a bad value gets the same one line as in `plan` or `local run`, and every problem of a command line is
-shown at once (exit 2, before any I/O). Standard library and elxpk.flag_rows only: read on every start.
+shown at once (exit 2, before any I/O), as the verb's record (`StatusFlags`, `KillSliceFlags`, ...: one typed
+attribute per row the verb reads, elxpk/flag_records.py). Standard library, elxpk.flag_rows and
+elxpk.flag_records only: read on every start.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from elxpk.errors import UsageError
-from elxpk.flag_rows import BOOL, DURATION, INT, OUTPUT, TEXT, Flag, docs_table, read_all, seed_row
+from elxpk.flag_records import R, Record, read_record
+from elxpk.flag_rows import BOOL, DURATION, INT, OUTPUT, TEXT, Flag, docs_table, seed_row
 
 KILL_MODES = ("delete", "evict", "exit")  # how kill-slice takes a slice down (elxpk/cluster/verbs/soak.py)
 WAIT_STATES = ("completed", "running")  # what `workload wait --for` waits for (elxpk/cluster/verbs/ops.py wait_for)
@@ -105,16 +108,82 @@ JOB_INSPECT: tuple[Flag, ...] = (
          commands=("job inspect",)),
 )
 
-Rule = Callable[[Mapping[str, Any]], list[str]]
 
 
-def read(rows: tuple[Flag, ...], given: Mapping[str, Any], *rules: Rule,
-         problems: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every row's typed value (`flag_rows.read_all`: kind, bounds, choices, default), then a required row's
-    absence and each rule over the typed values; any problem (`problems`: the command's own, e.g. -o) is
-    UsageError naming every one at once. A poll or timeout of 0 s (a spin, or giving up before looking) is
-    refused by its row (`above=0`)."""
-    values, found = read_all(rows, dict(given))
+# Each verb's record: the rows it reads, in order (its table, then what it reads besides: -o's row,
+# --chip-hour-price); tests/test_flag_records.py holds each to those rows. A duration is in seconds.
+class StatusFlags(Record):
+    why: bool
+    stuck_after: float
+    watch: bool
+    chip_hour_price: float | None
+    output: str
+
+
+class ListFlags(Record):
+    filter: str | None
+    regex: bool
+    status: str | None
+    output: str
+
+
+class DeleteFlags(Record):
+    all: bool
+    yes: bool
+
+
+class LogsFlags(Record):
+    head: bool
+    slice: int | None
+    vm: int | None
+    container: str | None
+    follow: bool
+    tail: int | None
+    previous: bool
+
+
+class WaitFlags(Record):
+    until: str
+    timeout: float | None
+    poll: float
+    output: str
+
+
+class KillSliceFlags(Record):
+    slice: str | None  # K or `random`, as typed: kill_slice_index reads it
+    vm: int | None
+    mode: str
+    exit_code: int
+    repeat: int
+    every: float
+    seed: int | None
+    yes: bool
+    watch: bool
+    timeout: float
+    poll: float
+
+
+class EventsFlags(Record):
+    watch: bool
+    record: str | None
+    output: str
+
+
+class JobInspectFlags(Record):
+    name_option: str | None
+    out: str | None
+
+
+Rule = Callable[[Any], list[str]]  # over the verb's record
+
+
+def read(record: type[R], rows: tuple[Flag, ...], given: Mapping[str, Any], *rules: Rule,
+         problems: tuple[str, ...] = ()) -> R:
+    """Every row's typed value (`flag_rows.read_all`: kind, bounds, choices, default) as `record`, then a
+    required row's absence and each rule over the typed values; any problem (`problems`: the command's own,
+    e.g. -o) is UsageError naming every one at once. A poll or timeout of 0 s (a spin, or giving up before
+    looking) is refused by its row (`above=0`)."""
+    values, found = read_record(record, rows, dict(given))
     found += problems
     found += [f"{row.flag}: required; {row.required}" for row in rows if row.required and given.get(row.name) is None]
     for rule in rules:  # a refused value reads as its row's default, so every value is typed here
@@ -126,11 +195,11 @@ def read(rows: tuple[Flag, ...], given: Mapping[str, Any], *rules: Rule,
 
 def status_rules(output: str) -> Rule:
     """`status`: --watch is a stream, which -o yaml and --why's one-off report are not."""
-    def rule(values: Mapping[str, Any]) -> list[str]:
+    def rule(values: StatusFlags) -> list[str]:
         problems = []
-        if values["watch"] and output == "yaml":
+        if values.watch and output == "yaml":
             problems.append("-o yaml --watch: a stream of changes is -o json (one object a line) or the table view")
-        if values["watch"] and values["why"]:
+        if values.watch and values.why:
             problems.append("--why --watch: the live view shows the why line already; drop --why, or run "
                             "`status --why` once")
         return problems
@@ -145,32 +214,32 @@ def list_state(state: str | None, states: tuple[str, ...]) -> tuple[str | None, 
     return wanted, ([] if wanted else [f"--status {state}: use one of {', '.join(states)}"])
 
 
-def list_matcher(values: Mapping[str, Any]) -> tuple[Any, list[str]]:
+def list_matcher(values: ListFlags) -> tuple[Any, list[str]]:
     """`list --filter [--regex]`: the compiled pattern (None without --filter), or one problem."""
     import re  # lazy: only `list --filter` compiles a pattern
 
-    text = values["filter"]
+    text = values.filter
     if text is None:
         return None, []
     try:
-        return re.compile(text if values["regex"] else re.escape(text)), []
+        return re.compile(text if values.regex else re.escape(text)), []
     except re.error as exc:
         return None, [f"--filter {text!r}: not a valid regular expression ({exc})"]
 
 
 def delete_rule(name: str | None) -> Rule:
     """`delete`: NAME or --all, exactly one."""
-    def rule(values: Mapping[str, Any]) -> list[str]:
-        return ["give a workload NAME or --all (not both)"] if (name is None) == (not values["all"]) else []
+    def rule(values: DeleteFlags) -> list[str]:
+        return ["give a workload NAME or --all (not both)"] if (name is None) == (not values.all) else []
     return rule
 
 
-def logs_rule(values: Mapping[str, Any]) -> list[str]:
+def logs_rule(values: LogsFlags) -> list[str]:
     """`logs`: one pod, and a log that can be followed."""
     problems = []
-    if values["previous"] and values["follow"]:
+    if values.previous and values.follow:
         problems.append("--previous and --follow: a terminated container's log does not grow; give one of them")
-    if values["head"] and (values["slice"] is not None or values["vm"] is not None):
+    if values.head and (values.slice is not None or values.vm is not None):
         problems.append("--head and --slice/--vm select different pods: give one of them")
     return problems
 
@@ -194,15 +263,15 @@ def is_soak(repeat: int, mode: str, random_slice: bool) -> bool:
     return repeat > 1 or mode != "delete" or random_slice
 
 
-def kill_slice_rule(values: Mapping[str, Any]) -> list[str]:
+def kill_slice_rule(values: KillSliceFlags) -> list[str]:
     """`kill-slice`: --slice K or random; --vm only for one force-delete of a given slice."""
     problems = []
     try:
-        if values["slice"] is not None:  # absent: the row's `required` says so
-            kill_slice_index(values["slice"])
+        if values.slice is not None:  # absent: the row's `required` says so
+            kill_slice_index(values.slice)
     except UsageError as exc:
         problems += exc.messages
-    if values["vm"] is not None and is_soak(values["repeat"], values["mode"], values["slice"] == RANDOM_SLICE):
+    if values.vm is not None and is_soak(values.repeat, values.mode, values.slice == RANDOM_SLICE):
         problems.append("--vm: only with --mode delete, one round and a given --slice K; drop --vm to take "
                         "the whole slice down")
     return problems
