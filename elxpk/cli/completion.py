@@ -90,10 +90,11 @@ def workload_names(resolve: Callable[[], Any], incomplete: str) -> list[str]:
     def look() -> None:
         try:
             from elxpk.cluster.access.connect import connect
+            from elxpk.cluster.objects.meta import Meta
 
             target = resolve()
             kube = connect(target, resolved=True)
-            found.extend(sorted(str(j["metadata"]["name"]) for j in kube.list_jobsets(target.namespace)))
+            found.extend(sorted(str(Meta.of(j).name) for j in kube.list_jobsets(target.namespace)))
         except BaseException:  # noqa: BLE001 - completion is silent: no cluster, no names
             found.clear()
 

@@ -24,13 +24,13 @@ def delete(
     if name is not None:
         workload_name(name)
     kube, ns = connect(cluster)
-    from elxpk.cluster.verbs.ops import delete_workload
+    from elxpk.cluster.verbs.ops import delete_workload, workload_names
 
     if name is not None:
         delete_workload(kube, ns, name)
         print(f"jobset/{name} deleted (foreground: its pods stop first)")
         return
-    names = [js["metadata"]["name"] for js in kube.list_jobsets(ns)]
+    names = workload_names(kube, ns)
     if not names:
         kube.require_namespace(ns)
         print(f"no workloads in namespace {ns}", file=sys.stderr)

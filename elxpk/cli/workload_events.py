@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import sys
-import time
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -13,7 +11,6 @@ from elxpk.cli.workload_common import connect, workload_name
 from elxpk.cluster.verbs import verb_flags
 from elxpk.notify import flags as notify_flags
 from elxpk.output_formats import OUTPUT_ROWS
-from elxpk.shown import shown
 
 FLAGS = verb_flags.EVENTS + notify_flags.FLAGS
 
@@ -42,75 +39,15 @@ def events(
 
         check_record_path(record)
     kube, ns = connect(cluster)
-    notifier = None
-    if settings.wanted:
-        from elxpk.notify.watch import NotifyingWatch
+    from elxpk.cluster.verbs.events_command import show_events
 
-        notifier = NotifyingWatch(settings, name, ns, lambda line: print(f"# {shown(line)}", file=sys.stderr, flush=True),
-                                  list_workloads=lambda: kube.list_kueue_workloads(ns),
-                                  list_events=lambda obj: kube.list_events(ns, f"involvedObject.name={obj}"))
-        failed = notifier.test_command()  # a command that cannot take an alert is said first, not at the first fault
-        if failed is not None:
-            print(f"# {shown(failed)}", file=sys.stderr, flush=True)
-    from elxpk.cluster.records.incident_log import record as append_record
-    from elxpk.cluster.verbs.events_feed import follow
-
-    pending = []
-    seen = []
-
-    def emit(incident) -> None:
-        seen.append(incident)
-        if fmt == "json":
-            sys.stdout.write(json.dumps(incident.to_dict(), sort_keys=True) + "\n")
-        else:
-            sys.stdout.write(incident.line() + "\n")
-        sys.stdout.flush()
-        if record is not None:
-            pending.append(incident)
-            if watch:  # while following, each incident is kept as soon as it is seen
-                append_record(record, pending)
-                pending.clear()
-        if notifier is not None:  # after the record: an alert only queues, it never delays the record
-            notifier.incident(incident)
-
-    def following() -> None:
-        print(f"# following {name}: new incidents as they happen, until it finishes (Ctrl-C to stop)",
-              file=sys.stderr, flush=True)
-        if notifier is not None:
-            notifier.started()
-
-    def outage(line: str) -> None:
-        print(f"# {shown(line)}", file=sys.stderr, flush=True)
-
-    try:
-        count = follow(kube, ns, name, emit, watch=watch, clock=time.monotonic, on_following=following,
-                       on_outage=outage, on_objects=notifier.objects if notifier is not None else None,
-                       refresh_s=notifier.refresh_s if notifier is not None else 60.0)
-    finally:
-        if notifier is not None:
-            notifier.close()  # bounded: what the endpoint has not taken by then is named on stderr
-    if record is not None and pending:
-        append_record(record, pending)  # one append (one read-modify-write on gs://) for a snapshot
-    if fmt == "text" and count == 0:
-        print(f"no incidents for workload {name}", file=sys.stderr)
-    if fmt == "text":  # a note beside the record's: stdout stays one line per incident
-        for line in _summary(kube, ns, name, seen):
-            print(f"# {shown(line)}", file=sys.stderr)
-    if record is not None:
-        print(f"# {count} incidents seen; new ones appended to {record}", file=sys.stderr)
+    show_events(kube, ns, name, settings, fmt=fmt, watch=watch, record=record, out=_out, note=_note)
 
 
-def _summary(kube, namespace: str, name: str, incidents: list) -> list[str]:
-    """The failures by cause, and the no-progress ones against the trainer's progress record."""
-    from elxpk.cluster.diagnosis.failure_summary import summary_lines
-    from elxpk.cluster.records.progress import progress_of
-    from elxpk.cluster.verbs.observe import get_workload
-    from elxpk.errors import NotFoundError
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
-    if not any(i.kind == "exit" and i.exit_code for i in incidents):
-        return []
-    try:
-        progress, _ = progress_of(get_workload(kube, namespace, name), time.time())
-    except NotFoundError:  # deleted while it was watched: the causes without the progress
-        progress = None
-    return summary_lines(incidents, progress)
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from elxpk.cluster.objects.labels import HEAD, is_pathways
 from elxpk.create.failure_policy import slice_restarts
 from elxpk.create.flags import BY_NAME
 from elxpk.create.records import CreateFlags, ValidateFlags
@@ -275,7 +276,7 @@ def read_jobset(jobset: dict[str, Any]) -> tuple[Budgets, list[str]]:
     (unchecked unless given). A field that is not a whole number raises ValueError (the schema reports it)."""
     spec = jobset.get("spec") or {}
     rjobs = {str(r.get("name")): (r.get("template") or {}).get("spec") or {} for r in spec.get("replicatedJobs") or []}
-    pathways = "pathways-head" in rjobs
+    pathways = is_pathways(jobset)
     trainer_job, box, where = _trainer_container(spec.get("replicatedJobs") or [])
     pod = ((rjobs.get(trainer_job or "") or {}).get("template") or {}).get("spec") or {}
     values, refused = trainer_env_values(box or {}, where)
@@ -360,7 +361,7 @@ def _trainer_container(replicated: list[Any]) -> tuple[str | None, dict[str, Any
         for j, box in containers(rjob):
             if any(str(e.get("name", "")).startswith("ELXPK_") for e in box.get("env") or [] if isinstance(e, dict)):
                 return str(rjob.get("name")), box, path(i, j)
-    order = sorted(indexed, key=lambda pair: pair[1].get("name") != "pathways-head")  # the head's user container first
+    order = sorted(indexed, key=lambda pair: pair[1].get("name") != HEAD)  # the head's user container first
     for i, rjob in order:
         users = [(j, c) for j, c in containers(rjob) if c.get("name") not in _PATHWAYS_CONTAINERS]
         if users:
@@ -369,6 +370,6 @@ def _trainer_container(replicated: list[Any]) -> tuple[str | None, dict[str, Any
 
 
 def _proxy_args(rjobs: dict[str, dict[str, Any]]) -> list[Any]:
-    pod = ((rjobs.get("pathways-head") or {}).get("template") or {}).get("spec") or {}
+    pod = ((rjobs.get(HEAD) or {}).get("template") or {}).get("spec") or {}
     boxes = (pod.get("initContainers") or []) + (pod.get("containers") or [])
     return [a for c in boxes if isinstance(c, dict) and c.get("name") == "pathways-proxy" for a in c.get("args") or []]

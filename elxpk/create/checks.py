@@ -288,11 +288,11 @@ class FlagChecker(FlagValues):
         Returns the command the container runs."""
         if not (shape.maxtext or settings or elastic_slices):
             return shape.command  # nothing to place (and the render path skips importing the MaxText modules)
-        from elxpk.maxtext import (
-            launcher,  # lazy: keeps elxpk.maxtext, elxpk.maxtext.command ... off `workload create --dry-run`
-        )
-
         if shape.maxtext and not shape.headless:
+            from elxpk.maxtext import (
+                launcher,  # lazy: MaxText's overrides and key table, only for --trainer maxtext
+            )
+
             refused = [name for name, _ in settings if name in self.refused]
             done = launcher.maxtext_command(shape.command, settings, pathways=shape.pathways,
                                             elastic=elastic_slices > 0, refused=refused, env=env)
@@ -300,7 +300,11 @@ class FlagChecker(FlagValues):
             self.warnings.extend(done.warnings)
             return done.command
         if shape.command and not shape.trainer and not shape.headless:
-            self.warnings.extend(launcher.unread_settings_warnings(shape.command, settings, elastic_slices))
+            from elxpk.maxtext.unread_settings import (
+                unread_settings_warnings,  # lazy: elxpk.maxtext.command, only for a --command given settings
+            )
+
+            self.warnings.extend(unread_settings_warnings(shape.command, settings, elastic_slices))
         return shape.command
 
     def pre_start(self, maxtext: bool, settings: Settings) -> str | None:

@@ -19,7 +19,6 @@ from elxpk.create.spec import WorkloadSpec
 from elxpk.create.template_build import template
 from elxpk.errors import ElxpkError
 from elxpk_contract.setting_rules import FIELDS, LAUNCHER_DERIVED, env_name
-from elxpk_storage.run_records import run_dir_beside
 
 # The user command is passed to bash as "$1", never spliced into this script, so it reaches the
 # container byte for byte. SIGTERM is forwarded so the trainer can save before the pod goes.
@@ -79,9 +78,12 @@ def trainer_env(spec: WorkloadSpec) -> tuple[tuple[str, str], ...]:
             pairs.append((env_name(name), env_value(given[name])))
     # The bundled trainer's records beside its checkpoints, so they outlive the pods (its own
     # `--command "--run-dir X"` wins over this env).
-    beside = run_dir_beside(str(given["checkpoint_dir"])) if spec.trainer and given.get("checkpoint_dir") else None
-    if beside is not None:
-        pairs.append((env_name("run_dir"), beside))
+    if spec.trainer and given.get("checkpoint_dir"):
+        from elxpk_storage.run_records import run_dir_beside  # lazy: only the bundled trainer's run
+
+        beside = run_dir_beside(str(given["checkpoint_dir"]))
+        if beside is not None:
+            pairs.append((env_name("run_dir"), beside))
     return tuple(pairs)
 
 

@@ -24,7 +24,7 @@ from elxpk.maxtext.keys import (
     yaml_text,
 )
 from elxpk_contract.compile_cache import cache_dir
-from elxpk_contract.settings import check_setting, flag_name
+from elxpk_contract.setting_rules import check_setting, flag_name
 
 # Launcher settings (elxpk_contract.settings names) that become the MaxText key of the same name.
 DIRECT = ("steps", "checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries", "elastic_min_slice_count",

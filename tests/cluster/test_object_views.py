@@ -12,7 +12,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from elxpk.cluster.objects.labels import is_pathways
 from elxpk.cluster.objects.pods import Event, Node, Pod
+from elxpk.cluster.objects.queues import AdmissionCheckObject, ClusterQueue, LocalQueue
 from elxpk.cluster.objects.workloads import Job, JobSet, ProvisioningRequest, Workload
 
 CORPUS = Path(__file__).parent / "why_corpus"
@@ -111,3 +113,49 @@ def test_the_captured_objects_build_and_read_as_the_api_wrote_them() -> None:
         for raw in objects["nodes"]:
             assert Node.of(raw).labels == raw["metadata"]["labels"]
     assert ProvisioningRequest.of({}).conditions == ()
+
+
+POD_SPEC = {"nodeSelector": {"cloud.google.com/gke-queued": "true"}, "priorityClassName": "high",
+            "serviceAccountName": "sa", "containers": [{"name": "jax-tpu"}, {"name": "sidecar"}]}
+
+
+@given(gaps([{"name": "pathways-head", "template": {"spec": {"template": {"spec": POD_SPEC}}}},
+             {"name": "worker"}]),
+       gaps([{"type": "Suspended", "status": "True"}, {"type": "Failed", "status": "False"},
+             {"type": "Completed", "status": "True"}]))
+def test_a_jobset_says_whether_it_runs_pathways_and_how_it_ended(rjobs, conditions) -> None:
+    """One test of "is Pathways" for the API's answers (the view) and manifests (the dict); the end is the
+    first True Completed or Failed condition; the pod template's fields read as written, or default."""
+    raw = obj(metadata={"name": "w"}, spec=obj(replicatedJobs=rjobs), status=obj(conditions=conditions))
+    jobset = JobSet.of(raw)
+    assert jobset.pathways == is_pathways(raw) == there(rjobs)
+    assert (jobset.end.type if jobset.end else None) == ("Completed" if there(conditions) else None)
+    head = jobset.replicated_job("pathways-head")
+    job = head.job if head is not None else None
+    assert job is None or (job.node_selector, job.priority_class, job.service_account,
+                           [c["name"] for c in job.containers]) == \
+        ({"cloud.google.com/gke-queued": "true"}, "high", "sa", ["jax-tpu", "sidecar"])
+    worker = jobset.replicated_job("worker")
+    assert worker is None or (worker.job.node_selector, worker.job.priority_class, worker.job.containers) == \
+        ({}, None, ())
+
+
+@given(gaps([{"name": "jax-tpu"}, {"name": "sidecar"}]))
+def test_a_pod_names_its_containers_in_order(containers) -> None:
+    pod = Pod.of(obj(metadata={"name": "p"}, spec=obj(containers=containers)))
+    assert pod.container_names == (("jax-tpu", "sidecar") if there(containers) else ())
+
+
+@given(gaps({"clusterQueue": "cq"}), gaps({"pendingWorkloads": 3}),
+       gaps({"admissionChecksStrategy": {"admissionChecks": [{"name": "a"}]}, "admissionChecks": ["b"]}))
+def test_kueue_queues_and_checks_default_every_gap(lq_spec, lq_status, cq_spec) -> None:
+    local = LocalQueue.of(obj(metadata={"name": "lq"}, spec=lq_spec, status=lq_status))
+    assert (local.cluster_queue, local.pending) == ("cq" if there(lq_spec) else None,
+                                                    3 if there(lq_status) else None)
+    cluster = ClusterQueue.of(obj(metadata={"name": "cq"}, spec=cq_spec,
+                                  status={"conditions": [{"type": "Active", "status": "False"}]}))
+    assert cluster.checks == (("a", "b") if there(cq_spec) else ())  # v1beta2's strategy, then v1beta1's names
+    assert [c.type for c in cluster.conditions] == ["Active"]
+    assert AdmissionCheckObject.of({"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}).controller \
+        == "kueue.x-k8s.io/provisioning-request"
+    assert AdmissionCheckObject.of({}).controller is None

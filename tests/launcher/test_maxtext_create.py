@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from elxpk.maxtext.command import find_invocations
 from elxpk.maxtext.keys import KEYS, parse_value
-from elxpk.maxtext.launcher import unread_settings_warnings
+from elxpk.maxtext.unread_settings import unread_settings_warnings
 from elxpk_contract.settings import LAUNCHER_FLAG, env_name, exposed, flag_name
 from tests.launcher.cases import CASES, MAXTEXT_DEMO_COMMAND
 from tests.launcher.conftest import GOLDENS

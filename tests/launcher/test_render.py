@@ -253,6 +253,30 @@ def test_rendering_imports_no_cluster_or_jax_code():
     assert done.stderr.strip().endswith("0 []")
 
 
+# What a render that needs no MaxText loads of elxpk/maxtext/ (issue 53: the launcher module, with MaxText's
+# overrides, key table and the contract's TrainerConfig, came with every create given settings or elastic
+# slices): a `--command` given settings reads only the command parser; the bundled trainer, nothing of it.
+_MAXTEXT_ONLY = ("elxpk.maxtext.launcher", "elxpk.maxtext.overrides", "elxpk.maxtext.keys", "elxpk.maxtext.data_rules",
+                 "elxpk_contract.settings", "elxpk_storage.run_records")
+
+
+@pytest.mark.parametrize(("flags", "unwanted"), [
+    (["--command", "x", "--num-slices", "2", "--elastic-slices", "1"], _MAXTEXT_ONLY),
+    (["--trainer", "elxpk", "--docker-image", "img", "--checkpoint-dir", "gs://my-bucket/run", "--command", "--steps=5"],
+     ("elxpk.maxtext",)),
+], ids=["elastic-command", "bundled-trainer"])
+def test_a_render_without_maxtext_imports_none_of_it(flags, unwanted):
+    code = (
+        "import sys\n"
+        "from elxpk.cli.main import main\n"
+        "rc = main(['workload', 'create', '--workload', 'w', '--tpu-type', 'v5p-8', '--dry-run', *sys.argv[2:]])\n"
+        "print(rc, sorted(m for m in sys.argv[1].split(',') if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, ",".join(unwanted), *flags], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stderr.strip().endswith("0 []"), done.stderr
+
+
 def test_start_up_is_not_spent_in_the_cyclic_collector():
     """elxpk/cli/main.py raises the collector's first threshold for start-up: a dry-run's ~35,000 long-lived
     objects are walked a few times at most (the default walks them ~50 times), and an in-process caller

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from elxpk.cluster.api.answer import RESPONSE_BYTES, NotAnObject, parse_object, too_large
 from elxpk.cluster.api.api_errors import api_error, missing_namespace
 from elxpk.cluster.api.kube_transport import WATCH_MARGIN_S, KubeTransport, api_path, plural_of
+from elxpk.cluster.objects.meta import Meta
 from elxpk.errors import ClusterError, NotFoundError
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -41,19 +42,19 @@ class Kube(KubeTransport):
 
     def create(self, obj: dict, namespace: str, *, dry_run: bool = False) -> dict:
         """POST one object. Not retried here: after an unanswered POST the caller checks what landed."""
-        kind, name = obj.get("kind", ""), obj.get("metadata", {}).get("name", "")
+        kind, name = obj.get("kind", ""), Meta.of(obj).name or ""
         return self.request("POST", api_path(obj["apiVersion"], plural_of(kind), namespace), verb="create",
                             what=f'{kind} "{name}" in namespace "{namespace}"', body=obj, retry=False,
                             query={"dryRun": "All" if dry_run else None, "fieldValidation": "Strict"})
 
     def get_object(self, obj: dict, namespace: str) -> dict:
-        kind, name = obj.get("kind", ""), obj["metadata"]["name"]
+        kind, name = obj.get("kind", ""), str(Meta.of(obj).name)
         return self.get(api_path(obj["apiVersion"], plural_of(kind), namespace, name),
                         what=f'{kind} "{name}" in namespace "{namespace}"')
 
     def delete_object(self, obj: dict, namespace: str, *, uid: str) -> None:
         """Delete exactly the stored object `uid` of `obj`'s kind and name."""
-        kind, name = obj.get("kind", ""), obj["metadata"]["name"]
+        kind, name = obj.get("kind", ""), str(Meta.of(obj).name)
         self.request("DELETE", api_path(obj["apiVersion"], plural_of(kind), namespace, name), verb="delete",
                      what=f'{kind} "{name}" in namespace "{namespace}"',
                      body=_delete_options(uid, propagationPolicy="Foreground"))

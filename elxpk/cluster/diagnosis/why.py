@@ -32,8 +32,9 @@ from elxpk.cluster.objects.labels import (
     REPLICATED_JOB,
     parse_time,
 )
-from elxpk.cluster.objects.meta import EMPTY, Condition, conditions_of, part, true_condition
+from elxpk.cluster.objects.meta import Condition, true_condition
 from elxpk.cluster.objects.pods import Node, Pod, Waiting
+from elxpk.cluster.objects.queues import ClusterQueue, LocalQueue
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records.lost_slice import Fault, restart_attempt
 from elxpk.units import format_duration
@@ -185,15 +186,15 @@ def _eviction(conditions: dict[str | None, Condition], preemptor: str = "") -> l
 
 def _cq_name(context: Context) -> str:
     if context.cluster_queue:
-        return str(context.cluster_queue.get("metadata", {}).get("name", "?"))
+        return str(ClusterQueue.of(context.cluster_queue).meta.name or "?")
     if context.local_queue:
-        return str(part(context.local_queue, "spec").get("clusterQueue", "?"))
+        return str(LocalQueue.of(context.local_queue).cluster_queue or "?")
     return "(of the LocalQueue)"
 
 
 def _condition_message(obj: dict | None, kind: str) -> str:
     """The message of `kind` in a ClusterQueue's conditions, while that condition is not True."""
-    for c in conditions_of(part(obj or EMPTY, "status")):
+    for c in () if obj is None else ClusterQueue.of(obj).conditions:
         if c.type == kind and not c.true:
             return str(c.message or c.reason or "")
     return ""

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
-from elxpk.cluster.objects.labels import COMPLETION_INDEX, parse_time
+from elxpk.cluster.objects.labels import COMPLETION_INDEX, HEAD, parse_time
 from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import Job
 from elxpk.units import format_duration
@@ -212,7 +212,7 @@ def logs_fix(name: str, job: dict | Job, pods: Sequence[dict | Pod]) -> str:
     own = [p for p in map(Pod.of, pods) if p.meta.owned_by(job.meta.uid)]
     failed = [p for p in own if p.phase == "Failed"] or own
     where = ""
-    if job.replicated_job == "pathways-head":
+    if job.replicated_job == HEAD:
         where = " --head"
     elif failed:
         newest = max(failed, key=lambda p: finished_at(p) or 0.0)

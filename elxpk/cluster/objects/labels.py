@@ -4,7 +4,9 @@ fetchers alike, so they live below all of them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -20,6 +22,13 @@ ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 # The JobSet elxpk submitted (submit.py); its renders carry the xpk labels too (xpk's tools read them).
 SUBMISSION_ANNOTATION = "elxpk.dev/submission-id"
+
+
+def is_pathways(jobset: Mapping[str, Any]) -> bool:
+    """Whether a JobSet runs Pathways: it has the head's replicatedJob. The one test, for the API's answers
+    (JobSet.pathways) and for manifests (create's checks, which import no view: this module is all the render
+    path loads of elxpk/cluster/objects/)."""
+    return any(r.get("name") == HEAD for r in (jobset.get("spec") or {}).get("replicatedJobs") or ())
 
 
 def parse_time(text: str | None) -> float | None:

@@ -60,6 +60,7 @@ class Pod(View):
     node_selector: Mapping[str, str]
     tolerations: tuple[Mapping[str, Any], ...]
     limits: tuple[Mapping[str, Any], ...]  # each container's resources.limits
+    container_names: tuple[str, ...]  # spec.containers[].name, in order
     phase: str | None
     reason: str | None  # status.reason: "Evicted" for the kubelet's node-pressure eviction
     message: str | None
@@ -73,7 +74,8 @@ class Pod(View):
     def read(cls, pod: Mapping[str, Any]) -> Pod:
         spec, status = part(pod, "spec"), part(pod, "status")
         return cls(Meta.of(pod), spec.get("nodeName"), part(spec, "nodeSelector"), items(spec, "tolerations"),
-                   tuple(part(part(c, "resources"), "limits") for c in items(spec, "containers")), status.get("phase"),
+                   tuple(part(part(c, "resources"), "limits") for c in items(spec, "containers")),
+                   tuple(c.get("name") for c in items(spec, "containers")), status.get("phase"),
                    status.get("reason"), status.get("message"), status.get("startTime"), conditions_of(status),
                    tuple(ContainerStatus.of(cs) for cs in items(status, "containerStatuses")),
                    tuple(ContainerStatus.of(cs) for cs in items(status, "initContainerStatuses")), pod)

@@ -9,7 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from elxpk.cluster.objects.labels import JOB_INDEX, KUEUE_JOB_UID, REPLICATED_JOB, RESTART_ATTEMPT
+from elxpk.cluster.objects.labels import (
+    JOB_INDEX,
+    KUEUE_JOB_UID,
+    REPLICATED_JOB,
+    RESTART_ATTEMPT,
+    is_pathways,
+)
 from elxpk.cluster.objects.meta import Condition, Meta, View, conditions_of, items, part, true_condition
 
 
@@ -32,6 +38,23 @@ class JobSpec:
     def pods(self) -> int:
         """The pods it runs at once: min of parallelism and completions."""
         return min(self.parallelism, self.completions)
+
+    @property
+    def node_selector(self) -> Mapping[str, str]:
+        return part(self.pod_spec, "nodeSelector")
+
+    @property
+    def priority_class(self) -> str | None:
+        return self.pod_spec.get("priorityClassName")
+
+    @property
+    def service_account(self) -> str | None:
+        return self.pod_spec.get("serviceAccountName")
+
+    @property
+    def containers(self) -> tuple[Mapping[str, Any], ...]:
+        """The pod template's containers, as written."""
+        return items(self.pod_spec, "containers")
 
 
 @dataclass(frozen=True)
@@ -68,6 +91,15 @@ class JobSet(View):
 
     def replicated_job(self, name: str) -> ReplicatedJob | None:
         return next((r for r in self.replicated_jobs if r.name == name), None)
+
+    @property
+    def pathways(self) -> bool:
+        return is_pathways(self.raw)
+
+    @property
+    def end(self) -> Condition | None:
+        """Its Completed or Failed condition while True (the first listed): the JobSet has finished."""
+        return next((c for c in self.conditions if c.true and c.type in ("Completed", "Failed")), None)
 
 
 @dataclass(frozen=True)

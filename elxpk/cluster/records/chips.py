@@ -30,7 +30,6 @@ from elxpk.chip_hours import (
     split,
 )
 from elxpk.cluster.objects.labels import ACCELERATOR, TOPOLOGY
-from elxpk.cluster.objects.meta import part
 from elxpk.cluster.objects.workloads import JobSet
 from elxpk.cluster.records.progress import progress_of
 from elxpk.cluster.records.status import WorkloadStatus, worker_replicated_job
@@ -57,7 +56,7 @@ def workload_accelerator(jobset: dict | JobSet) -> Accelerator | None:
     worker = worker_replicated_job(jobset)
     if worker is None:
         return None
-    selector = part(worker.job.pod_spec, "nodeSelector")
+    selector = worker.job.node_selector
     return from_node_labels(selector.get(ACCELERATOR), selector.get(TOPOLOGY), selector.get(GPU_ACCELERATOR),
                             max(worker.job.pods, 1))
 

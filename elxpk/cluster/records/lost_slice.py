@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from elxpk.cluster.objects.labels import (
     COMPLETION_INDEX,
+    HEAD,
     JOB_INDEX,
     REPLICATED_JOB,
     RESTART_ATTEMPT,
@@ -118,7 +119,7 @@ def restart_attempt(obj: dict | Job | Pod) -> int:
 
 def slice_of(labels: Mapping[str, str]) -> int | None:
     """The slice index a Job's or pod's labels name (None for the Pathways head or without one)."""
-    if labels.get(REPLICATED_JOB) in (None, "pathways-head"):
+    if labels.get(REPLICATED_JOB) in (None, HEAD):
         return None
     try:
         return int(labels[JOB_INDEX])

@@ -57,7 +57,7 @@ def setting_value(jobset: dict, setting: str) -> str | None:
     worker = worker_replicated_job(view)
     ordered = [r for r in view.replicated_jobs if r.name == HEAD] + ([worker] if worker else [])
     for rjob in ordered:
-        for container in rjob.job.pod_spec.get("containers") or []:
+        for container in rjob.job.containers:
             for var in container.get("env") or []:
                 if var.get("name") == env and var.get("value"):
                     return var["value"]

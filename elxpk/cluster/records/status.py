@@ -284,10 +284,8 @@ def finished(jobset: dict | JobSet) -> str | None:
 def ended_at(jobset: dict | JobSet) -> float | None:
     """When the JobSet finished: its Completed or Failed condition's transition (None when it has neither,
     e.g. a terminalState without the condition)."""
-    for c in JobSet.of(jobset).conditions:
-        if c.type in ("Completed", "Failed") and c.true:
-            return c.at
-    return None
+    end = JobSet.of(jobset).end
+    return None if end is None else end.at
 
 
 def _state(jobset: JobSet, slices: list[SliceStatus], head: str | None, restarts: int, admission: str | None,

@@ -31,8 +31,9 @@ from elxpk.cluster.diagnosis.why_recovery import (
     with_recovery,
 )
 from elxpk.cluster.objects.labels import ACCELERATOR, JOBSET_NAME, KUEUE_JOB_UID, KUEUE_QUEUE
-from elxpk.cluster.objects.meta import EMPTY, part
+from elxpk.cluster.objects.meta import EMPTY, Meta
 from elxpk.cluster.objects.pods import Node, Pod
+from elxpk.cluster.objects.queues import LocalQueue
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records import preemptor
 from elxpk.cluster.records.chips import workload_accelerator
@@ -182,7 +183,7 @@ def why_context(kube: Kube, namespace: str, jobset: dict | JobSet, pods: Sequenc
     position = ""
     if queue and mine and not reserved:
         local_queue = kube.get_kueue_object("localqueues", queue, namespace)
-        cq = part(local_queue or EMPTY, "spec").get("clusterQueue")
+        cq = LocalQueue.of(local_queue or EMPTY).cluster_queue
         cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
         position = _position(kube, namespace, queue, str(mine[0].meta.name), local_queue)
     nodes = _unschedulable_nodes(kube, pods)
@@ -250,12 +251,12 @@ def _failed_creates(kube: Kube, namespace: str, jobs: Sequence[dict | Job]) -> l
 
 def _position(kube: Kube, namespace: str, queue: str, workload: str, local_queue: dict | None) -> str:
     pending = kube.pending_workloads(namespace, queue)
-    waiting = part(local_queue or EMPTY, "status").get("pendingWorkloads")
+    waiting = LocalQueue.of(local_queue or EMPTY).pending
     if pending is None:
         return ("queue position unknown: Kueue's visibility API (visibility.kueue.x-k8s.io) is not served on "
                 f"this cluster; LocalQueue {queue} has {waiting if waiting is not None else '?'} pending")
     for item in pending:
-        if item.get("metadata", {}).get("name") == workload:
+        if Meta.of(item).name == workload:
             return (f"position {item.get('positionInLocalQueue')} in LocalQueue {queue}, "
                     f"{item.get('positionInClusterQueue')} in its ClusterQueue")
     return f"not among the {len(pending)} pending workloads Kueue lists for LocalQueue {queue}"

@@ -17,9 +17,8 @@ from elxpk.cluster.objects.labels import (
     JOBSET_NAME,
     REPLICATED_JOB,
 )
-from elxpk.cluster.objects.meta import Meta
 from elxpk.cluster.objects.pods import Pod
-from elxpk.cluster.objects.workloads import ReplicatedJob
+from elxpk.cluster.objects.workloads import JobSet, ReplicatedJob
 from elxpk.cluster.records.status import (
     WorkloadStatus,
     worker_replicated_job,
@@ -33,9 +32,14 @@ def delete_workload(kube: Kube, namespace: str, name: str) -> None:
     """Foreground deletion: the JobSet goes once its Jobs and Pods are gone (nothing is left running)."""
     jobset = get_workload(kube, namespace, name)  # a clear "not found" / "JobSet not installed" first
     try:  # exactly the JobSet just read (get_workload checked its name): its uid is the precondition
-        kube.delete_jobset(namespace, name, uid=jobset["metadata"].get("uid", ""), propagation="Foreground")
+        kube.delete_jobset(namespace, name, uid=JobSet.of(jobset).meta.uid or "", propagation="Foreground")
     except NotFoundError:
         pass  # a retried DELETE whose first attempt went through: the workload is gone, as asked
+
+
+def workload_names(kube: Kube, namespace: str) -> list[str]:
+    """The JobSets of `namespace` by name, as the API lists them (what `workload delete` without a NAME deletes)."""
+    return [str(JobSet.of(js).meta.name) for js in kube.list_jobsets(namespace)]
 
 
 # --- logs -------------------------------------------------------------------------------------------------
@@ -51,12 +55,11 @@ class LogSource:
 def log_source(kube: Kube, namespace: str, name: str, *, head: bool, slice_index: int | None,
                vm: int | None, container: str | None = None) -> LogSource:
     """The pod whose log was asked for: the Pathways head by default, else slice K (default 0), VM I (0)."""
-    jobset = get_workload(kube, namespace, name)
-    rjobs = {r["name"]: r for r in jobset.get("spec", {}).get("replicatedJobs") or []}
+    jobset = JobSet.of(get_workload(kube, namespace, name))
     if head and slice_index is not None:
         raise UsageError("--head and --slice select different pods: give one of them")
-    use_head = head or (slice_index is None and vm is None and HEAD in rjobs)
-    if head and HEAD not in rjobs:
+    use_head = head or (slice_index is None and vm is None and jobset.pathways)
+    if head and not jobset.pathways:
         raise UsageError(f"--head: workload {name} has no {HEAD} (not a Pathways workload); use --slice K --vm I")
     if use_head:
         selector, what = f"{JOBSET_NAME}={name},{REPLICATED_JOB}={HEAD}", "head"
@@ -67,15 +70,15 @@ def log_source(kube: Kube, namespace: str, name: str, *, head: bool, slice_index
         selector = (f"{JOBSET_NAME}={name},{REPLICATED_JOB}={worker.name},{JOB_INDEX}={k},"
                     f"{COMPLETION_INDEX}={i}")
         what = f"slice {k} vm {i}"
-    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")]
+    pods = [p for p in map(Pod.of, kube.list_pods(namespace, selector)) if not p.meta.deleting]
     if not pods:
         raise NotFoundError(f"no pod yet for the {what} of workload {name} (is it still queued? "
                             f"see `elxpk workload status {name}`)")
-    pod = max(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""))
-    containers = [c["name"] for c in pod["spec"].get("containers", [])]
+    pod = max(pods, key=lambda p: p.meta.created or "")
+    containers = list(pod.container_names)
     if container is not None and container not in containers:
-        raise UsageError(f"--container {container}: pod {pod['metadata']['name']} has {', '.join(containers)}")
-    return LogSource(pod["metadata"]["name"], container or containers[0], what)
+        raise UsageError(f"--container {container}: pod {pod.meta.name} has {', '.join(containers)}")
+    return LogSource(str(pod.meta.name), container or containers[0], what)
 
 
 def read_logs(kube: Kube, namespace: str, source: LogSource, *, follow: bool,
@@ -164,7 +167,7 @@ class KillPlan:
 
 
 def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int | None) -> KillPlan:
-    jobset = get_workload(kube, namespace, name)
+    jobset = JobSet.of(get_workload(kube, namespace, name))
     ended = jobset_ended(jobset)
     if ended:  # its pods are what is left of the run (their exits, their logs): nothing runs to kill
         raise CheckFailed(f"workload {name} has {ended}: nothing runs to kill; nothing was deleted")
@@ -174,26 +177,25 @@ def plan_kill(kube: Kube, namespace: str, name: str, slice_index: int, vm: int |
     if vm is not None:
         selector += f",{COMPLETION_INDEX}={vm}"
     # a pod that has ended (Succeeded, Failed) is a record, not a VM at work: never killed
-    pods = [p for p in kube.list_pods(namespace, selector) if not p["metadata"].get("deletionTimestamp")
-            and not Pod.of(p).done
-            and _of_slice(p, name, worker.name or "", slice_index, vm)]
+    pods = [p for p in map(Pod.of, kube.list_pods(namespace, selector)) if not p.meta.deleting
+            and not p.done and _of_slice(p, name, worker.name or "", slice_index, vm)]
     if not pods:
         raise NotFoundError(f"slice {slice_index} of workload {name} has no pods to kill (queued or restarting?)")
     expected = 1 if vm is not None else worker.job.pods
-    pods = sorted(pods, key=lambda p: p["metadata"]["name"])
-    return KillPlan(selector, tuple(p["metadata"]["name"] for p in pods),
-                    frozenset(p["metadata"]["uid"] for p in pods), expected,
-                    tuple(p["metadata"]["uid"] for p in pods))
+    pods = sorted(pods, key=lambda p: str(p.meta.name))  # _of_slice: each has a name
+    return KillPlan(selector, tuple(str(p.meta.name) for p in pods),
+                    frozenset(str(p.meta.uid) for p in pods), expected,
+                    tuple(str(p.meta.uid) for p in pods))
 
 
-def _of_slice(pod: dict, name: str, replicated_job: str, slice_index: int, vm: int | None) -> bool:
+def _of_slice(pod: Pod, name: str, replicated_job: str, slice_index: int, vm: int | None) -> bool:
     """The pod carries exactly the labels of the slice (and VM) named: what the selector asked for, checked
     again on the answer, so a kill never reaches a pod of another workload or slice."""
-    labels = Meta.of(pod).labels
+    labels = pod.meta.labels
     wanted = {JOBSET_NAME: name, REPLICATED_JOB: replicated_job, JOB_INDEX: str(slice_index)}
     if vm is not None:
         wanted[COMPLETION_INDEX] = str(vm)
-    return bool(pod["metadata"].get("name")) and all(labels.get(k) == v for k, v in wanted.items())
+    return bool(pod.meta.name) and all(labels.get(k) == v for k, v in wanted.items())
 
 
 def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
@@ -205,26 +207,26 @@ def kill(kube: Kube, namespace: str, plan: KillPlan) -> None:
             pass
 
 
-def jobset_ended(jobset: dict) -> str:
+def jobset_ended(jobset: dict | JobSet) -> str:
     """"succeeded" or "failed" once the JobSet has its terminal condition; "" while it runs."""
-    for condition in jobset.get("status", {}).get("conditions") or []:
-        if condition.get("status") == "True" and condition.get("type") in ("Completed", "Failed"):
-            return "succeeded" if condition["type"] == "Completed" else "failed"
-    return ""
+    end = JobSet.of(jobset).end
+    if end is None:
+        return ""
+    return "succeeded" if end.type == "Completed" else "failed"
 
 
-def _worker(jobset: dict, name: str) -> ReplicatedJob:
+def _worker(jobset: JobSet, name: str) -> ReplicatedJob:
     worker = worker_replicated_job(jobset)
     if worker is None:
         raise ClusterError(f"workload {name} has no worker replicatedJob")
     return worker
 
 
-def _check_index(jobset: dict, worker: ReplicatedJob, slice_index: int, vm: int | None) -> None:
+def _check_index(jobset: JobSet, worker: ReplicatedJob, slice_index: int, vm: int | None) -> None:
     replicas, vms = worker.replicas, worker.job.parallelism
     problems = []
     if not 0 <= slice_index < replicas:
-        problems.append(f"--slice {slice_index}: workload {jobset['metadata']['name']} has {replicas} slices "
+        problems.append(f"--slice {slice_index}: workload {jobset.meta.name} has {replicas} slices "
                         f"(0..{replicas - 1})")
     if vm is not None and not 0 <= vm < vms:
         problems.append(f"--vm {vm}: each slice has {vms} VMs (0..{vms - 1})")

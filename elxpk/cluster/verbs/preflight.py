@@ -8,8 +8,10 @@ Kueue runs the JobSet directly; with Kueue the workload would sit unadmitted).
 from __future__ import annotations
 
 from elxpk.cluster.api.kube import Kube
-from elxpk.cluster.objects.labels import HEAD, KUEUE_QUEUE
-from elxpk.cluster.objects.meta import Meta, items, part
+from elxpk.cluster.objects.labels import KUEUE_QUEUE
+from elxpk.cluster.objects.meta import EMPTY, Meta
+from elxpk.cluster.objects.queues import AdmissionCheckObject, ClusterQueue, LocalQueue
+from elxpk.cluster.objects.workloads import JobSet, JobSpec
 from elxpk.cluster.verbs.observe import JOBSET_MISSING
 from elxpk.errors import ClusterError
 
@@ -19,44 +21,38 @@ PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
-def _pod_specs(jobset: dict) -> list[dict]:
-    return [r.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
-            for r in jobset.get("spec", {}).get("replicatedJobs") or []]
-
-
-def is_pathways(jobset: dict) -> bool:
-    return any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or [])
+def _jobs(jobsets: list[JobSet]) -> list[JobSpec]:
+    return [r.job for js in jobsets for r in js.replicated_jobs]
 
 
 def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
     """Raise ClusterError on what would make the workload fail; return warnings to print."""
     warnings: list[str] = []
-    jobsets = [o for o in objects if o.get("kind") == "JobSet"]
+    jobsets = [JobSet.of(o) for o in objects if o.get("kind") == "JobSet"]
     if not jobsets:
         return warnings
     if not kube.jobset_crd_served():
         raise ClusterError(JOBSET_MISSING)
-    for each in sorted({o.get("metadata", {}).get("namespace") or namespace for o in objects}):
+    for each in sorted({Meta.of(o).namespace or namespace for o in objects}):
         kube.require_namespace(each)  # exit 2 before anything is created
     problems: list[str] = []
-    priorities = sorted({spec["priorityClassName"] for js in jobsets for spec in _pod_specs(js)
-                         if spec.get("priorityClassName")})
+    priorities = sorted({str(job.priority_class) for job in _jobs(jobsets) if job.priority_class})
     for name in priorities:
         if not kube.priority_class_exists(name):
             problems.append(f'PriorityClass "{name}" does not exist on this cluster: choose an existing one with '
                             "--priority, or create it (xpk's cluster create makes very-low .. very-high)")
     # A missing service account is refused by the API server when the Job controller creates the pods, after
     # Kueue admitted the workload: the workload then holds its quota with no pod, and says so only in Events.
-    made_here = {(o.get("metadata", {}).get("namespace") or namespace, o.get("metadata", {}).get("name"))
+    made_here = {(Meta.of(o).namespace or namespace, Meta.of(o).name)
                  for o in objects if o.get("kind") == "ServiceAccount"}
-    accounts = sorted({(js.get("metadata", {}).get("namespace") or namespace, spec["serviceAccountName"])
-                       for js in jobsets for spec in _pod_specs(js) if spec.get("serviceAccountName")})
+    accounts = sorted({(js.meta.namespace or namespace, str(r.job.service_account))
+                       for js in jobsets for r in js.replicated_jobs if r.job.service_account})
     for each_ns, account in accounts:
         if (each_ns, account) not in made_here and not kube.service_account_exists(each_ns, account):
             problems.append(f'ServiceAccount "{account}" does not exist in namespace "{each_ns}": the Job '
                             f"controller could create no pod; create it (`kubectl create serviceaccount {account} "
                             f"-n {each_ns}`; xpk's cluster create makes xpk-sa), or use a namespace that has it")
-    labels = [Meta.of(js).labels.get(KUEUE_QUEUE) for js in jobsets]
+    labels = [js.meta.labels.get(KUEUE_QUEUE) for js in jobsets]
     queues = sorted({str(queue) for queue in labels if queue is not None})
     for queue in queues:
         found = kube.local_queue_exists(namespace, queue)
@@ -66,10 +62,9 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
         elif not found:
             warnings.append(f'Kueue LocalQueue "{queue}" does not exist in namespace "{namespace}": the workload '
                             "will wait unadmitted until it is created")
-        elif any(spec.get("nodeSelector", {}).get(QUEUED_LABEL) == "true" for js in jobsets
-                 for spec in _pod_specs(js)):
+        elif any(job.node_selector.get(QUEUED_LABEL) == "true" for job in _jobs(jobsets)):
             warnings += _flex_start_queue(kube, namespace, queue)
-    if any(is_pathways(js) for js in jobsets):
+    if any(js.pathways for js in jobsets):
         if not kube.list_nodes(f"{NODE_POOL_LABEL}={CPU_NODE_POOL}", limit=1):
             problems.append(f"Pathways needs a CPU node pool named {CPU_NODE_POOL} (nodes labelled "
                             f"{NODE_POOL_LABEL}={CPU_NODE_POOL}) for its head: create it (xpk's cluster "
@@ -83,17 +78,13 @@ def preflight(kube: Kube, objects: list[dict], namespace: str) -> list[str]:
 def _flex_start_queue(kube: Kube, namespace: str, queue: str) -> list[str]:
     """--flex-start asks Kueue for the capacity: without a ProvisioningRequest admission check on the queue's
     ClusterQueue nothing asks, and the pods wait for flex-start nodes that nobody makes (3 GETs at most)."""
-    local_queue = kube.get_kueue_object("localqueues", queue, namespace) or {}
-    cq = part(local_queue, "spec").get("clusterQueue")
+    cq = LocalQueue.of(kube.get_kueue_object("localqueues", queue, namespace) or EMPTY).cluster_queue
     cluster_queue = kube.get_kueue_object("clusterqueues", cq) if cq else None
     if not cluster_queue:
         return []
-    spec = part(cluster_queue, "spec")
-    names = [c.get("name") for c in items(part(spec, "admissionChecksStrategy"), "admissionChecks")]
-    names += spec.get("admissionChecks") or []  # v1beta1's spelling
-    for name in names:
-        check = kube.get_kueue_object("admissionchecks", str(name)) or {}
-        if part(check, "spec").get("controllerName") == PROVISIONING_CONTROLLER:
+    for name in ClusterQueue.of(cluster_queue).checks:
+        check = kube.get_kueue_object("admissionchecks", str(name)) or EMPTY
+        if AdmissionCheckObject.of(check).controller == PROVISIONING_CONTROLLER:
             return []
     return [f'--flex-start: ClusterQueue "{cq}" (of LocalQueue "{queue}") has no ProvisioningRequest admission '
             "check, so Kueue admits the workload without asking for capacity and its pods wait for flex-start "

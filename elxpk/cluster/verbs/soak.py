@@ -116,8 +116,8 @@ def inject(kube: Kube, namespace: str, plan: KillPlan, mode: str, exit_code: int
     if mode == "delete":
         kill(kube, namespace, plan)
         return
-    containers = {p["metadata"]["name"]: p["spec"]["containers"][0]["name"]
-                  for p in kube.list_pods(namespace, plan.selector)} if mode == "exit" else {}
+    containers = {p.meta.name: p.container_names[0]
+                  for p in map(Pod.of, kube.list_pods(namespace, plan.selector))} if mode == "exit" else {}
     for pod in plan.pods:
         try:
             if mode == "evict":
@@ -171,7 +171,7 @@ def soak(kube: Kube, namespace: str, name: str, *, slice_spec: str, mode: str, r
             result = Round(index + 1, k, mode, 0, False, None, None, str(exc))
         else:
             pods = kube.list_pods(namespace, plan.selector)
-            before = {p["metadata"]["uid"]: _restarts(p) for p in pods}
+            before = {str(Pod.of(p).meta.uid): _restarts(p) for p in pods}
             unread = _unread(kube, namespace, name, clock())
             killed_at = clock()
             try:

@@ -52,7 +52,7 @@ def submit(manifest: Any, target: ClusterTarget, *, server_dry_run: bool = False
         obj.setdefault("metadata", {}).setdefault("annotations", {})[SUBMISSION_ANNOTATION] = sid
     created = []
     for obj in objects:
-        ns = obj["metadata"].get("namespace") or namespace
+        ns = Meta.of(obj).namespace or namespace
         created.append(_create_once(kube, obj, ns, sid, dry_run=server_dry_run, replace=replace, sleep=sleep,
                                     clock=clock, attempts=attempts))
     return created
@@ -64,7 +64,7 @@ def _ours(existing: dict, sid: str) -> bool:
 
 def _create_once(kube: Kube, obj: dict, namespace: str, sid: str, *, dry_run: bool, replace: bool,
                  sleep: Callable[[float], None], clock: Callable[[], float], attempts: int | None) -> dict:
-    name, kind = obj["metadata"]["name"], obj.get("kind", "object")
+    name, kind = str(Meta.of(obj).name), obj.get("kind", "object")
     unanswered = False
     replaced = False
     policy = kube.retry_policy()
@@ -116,7 +116,7 @@ def _delete_and_wait(kube: Kube, obj: dict, namespace: str, *, sleep: Callable[[
         except NotFoundError:
             return
         sleep(2.0)
-    raise Timeout(f'--replace: {obj.get("kind")} "{obj["metadata"]["name"]}" is still being deleted after '
+    raise Timeout(f'--replace: {obj.get("kind")} "{Meta.of(obj).name}" is still being deleted after '
                   f"{timeout_s:.0f}s; retry when it is gone")
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from elxpk.cluster.api.kube import Kube
-from elxpk.cluster.objects.labels import HEAD, parse_time
+from elxpk.cluster.objects.labels import is_pathways, parse_time
 from elxpk.cluster.objects.pods import Pod
 from elxpk.cluster.records.progress import checkpoint_dir, progress_of
 from elxpk.cluster.records.trainer_phase import startup_words
@@ -131,7 +131,7 @@ def _next_step_after(kube: Kube, namespace: str, name: str, killed_at: float, st
         step = int(progress["steps_done"]) if progress.get("step_time") == first else None
         return _NextStep(first - killed_at, step, PROGRESS_SOURCE, True, startup_words(progress) if fresh else "")
     ended = jobset_ended(jobset)  # it finished (failed) with no step after the kill: none will come
-    if any(r.get("name") == HEAD for r in jobset.get("spec", {}).get("replicatedJobs") or []):
+    if is_pathways(jobset):
         seconds = _head_log_step_after(kube, namespace, name, killed_at)
         return _NextStep(seconds, None, "head's log", not ended)
     if ended:
