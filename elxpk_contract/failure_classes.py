@@ -25,7 +25,14 @@ from typing import NamedTuple
 from elxpk_contract.exit_codes import SLICE_LOST, STORAGE_FULL, UNCLASSIFIED, USER_ERROR, ExitCode
 from elxpk_contract.fd_limit import fd_errno
 from elxpk_contract.storage_full import no_space_errno
-from elxpk_contract.transient import ACCESS_DENIED, HOST, OUT_OF_MEMORY, UNAVAILABLE, transient_cause
+from elxpk_contract.transient import (
+    ACCESS_DENIED,
+    HOST,
+    OUT_OF_MEMORY,
+    UNAVAILABLE,
+    http_status,
+    transient_cause,
+)
 
 
 class FailureClass(NamedTuple):
@@ -122,9 +129,11 @@ ELASTIC_CLASSES = (SLICE_DOWN, MAYBE_SLICE_DOWN)  # the events the elastic loop 
 PEERS_GONE = (SLICE_DOWN, MAYBE_SLICE_DOWN, PEER_GONE)  # "slice lost" in the trainer's last line
 
 # An HTTP answer another try may mend: a timeout (408), too many requests (429), or a server's fault (500-599;
-# 999 is no server's transient fault). The launcher's error after its tries exits 1.
-API_UNAVAILABLE = FailureClass("api_unavailable", lambda error: False, UNCLASSIFIED, True, "not answering",
-                               frozenset({408, 429, *range(500, 600)}))
+# 999 is no server's transient fault), as a status or as an HTTP error that carries one (urllib's `.code`). The
+# launcher's error after its tries exits 1.
+_ANSWERS_TO_RETRY = frozenset({408, 429, *range(500, 600)})
+API_UNAVAILABLE = FailureClass("api_unavailable", lambda error: http_status(error) in _ANSWERS_TO_RETRY,
+                               UNCLASSIFIED, True, "not answering", _ANSWERS_TO_RETRY)
 
 
 def failure_class(error: BaseException, classes: tuple[FailureClass, ...] = TRAINER_CLASSES) -> FailureClass:

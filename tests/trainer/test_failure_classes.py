@@ -3,6 +3,9 @@ retry of an HTTP answer all read elxpk_contract.failure_classes."""
 
 from __future__ import annotations
 
+import urllib.error
+from email.message import Message
+
 import jax
 import pytest
 
@@ -53,3 +56,5 @@ def test_the_launcher_retries_the_answers_of_its_row():
     assert [code for code in (200, 404, 408, 429, 499, 500, 507, 599, 600, 999) if transient_status(code)] == \
         [408, 429, 500, 507, 599]
     assert API_UNAVAILABLE.retryable and transient_status(503) is (503 in API_UNAVAILABLE.statuses)
+    answered = urllib.error.HTTPError("https://hook.example", 503, "Service Unavailable", Message(), None)
+    assert API_UNAVAILABLE.recognises(answered) and not API_UNAVAILABLE.recognises(ValueError("503"))
