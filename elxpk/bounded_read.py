@@ -22,6 +22,7 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
+from typing import Literal, overload
 
 from elxpk.errors import UsageError
 
@@ -319,6 +320,21 @@ def decode_text(data: bytes, expected: str = "text") -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ReadRefused(f"is not UTF-8 text (byte {exc.start})") from None
+
+
+@overload
+def read_input(path: str | os.PathLike[str], *, flag: str, limit: int, missing_ok: Literal[False] = False,
+               text: Literal[False]) -> bytes: ...
+
+
+@overload
+def read_input(path: str | os.PathLike[str], *, flag: str, limit: int, missing_ok: Literal[False] = False,
+               text: Literal[True] = True) -> str: ...
+
+
+@overload
+def read_input(path: str | os.PathLike[str], *, flag: str, limit: int, missing_ok: bool = False,
+               text: bool = True) -> str | bytes | None: ...
 
 
 def read_input(path: str | os.PathLike[str], *, flag: str, limit: int, missing_ok: bool = False,

@@ -39,14 +39,16 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
+from elxpk_contract.failure_classes import API_UNAVAILABLE
+
 RETRY_AFTER_STATUS = frozenset({429, 503})  # the answers whose Retry-After is honoured (RFC 6585, RFC 9110)
 RETRY_AFTER_SANE_S = 24 * 3600.0  # a longer (or non-finite) Retry-After is nonsense: the back-off applies
 
 
 def transient_status(code: int) -> bool:
-    """Whether another try may get a better answer than this status: a timeout (408), too many requests
-    (429), or a server's fault (500-599; 999 is no server's transient fault)."""
-    return code in (408, 429) or 500 <= code <= 599
+    """Whether another try may get a better answer than this status: one of the failure class
+    API_UNAVAILABLE's (a timeout 408, too many requests 429, or a server's fault 500-599)."""
+    return code in API_UNAVAILABLE.statuses
 
 
 def retry_after_s(value: str | None) -> float | None:

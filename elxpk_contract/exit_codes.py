@@ -7,7 +7,7 @@ Three classes, and no code inside the shell's and the signals' range (126-165: 1
 - user or deterministic error: retrying reproduces it, so the Job should fail at once (`FailJob`).
   2 bad settings (nothing was written): every setting that can be checked before training is checked
   then, a checkpoint of another configuration included; 70 an error raised through the training code (the
-  model, step, optimizer or data modules: trainer/elastic/outcome.py USER_CODE), or the same failure
+  model, step, optimizer or data modules: elxpk_contract/failure_classes.py USER_CODE), or the same failure
   repeating with no progress (--elastic-stop-on-repeat). Nothing else is 70: an exception the trainer
   cannot classify is 1.
 - retryable infrastructure failure: the group restart is the retry (`Count` against the restart

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from typing import Protocol
 
 
 def _interrupted_at_start(signum: int, frame: object) -> None:
@@ -96,6 +97,18 @@ def bare_trainer(args: list[str]) -> list[str]:
     return out
 
 
+class StreamFailed(ElxpkError):
+    """A write to stdout or stderr failed: `stream` names it (a failed stderr reports on stdout), `exit_code`
+    is the failure's (74 when it ran out of space), and `quiet` when the reader closed the pipe (`status | head`,
+    `| grep -q`): then, as other CLIs, no word and 141."""
+
+    def __init__(self, message: str, *, stream: str, exit_code: int, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.stream = stream
+        self.exit_code = exit_code
+        self.quiet = quiet
+
+
 class _Stream:
     """A standard stream whose write errors (a full disk, a closed pipe) become one ElxpkError naming it:
     StorageFull (exit 74) when it ran out of space, as for any file elxpk writes.
@@ -106,7 +119,7 @@ class _Stream:
 
     def __init__(self, stream, name: str) -> None:
         self._stream, self._name = stream, name
-        self.error: ElxpkError | None = None
+        self.error: StreamFailed | None = None
 
     def write(self, text: str) -> int:
         if self.error is not None and text:
@@ -124,14 +137,15 @@ class _Stream:
         except OSError as exc:
             raise self._failed(exc) from None
 
-    def _failed(self, exc: OSError) -> ElxpkError:
+    def _failed(self, exc: OSError) -> StreamFailed:
         if self.error is None:
-            error = storage_full_error(exc, f"cannot write to {self._name}") or \
-                ElxpkError(f"cannot write to {self._name}: {exc.strerror or exc}")
-            error.stream = self._name  # type: ignore[attr-defined]
-            if isinstance(exc, BrokenPipeError):  # the reader is done (`status | head`, `| grep -q`): as other
-                error.exit_code, error.quiet = CLOSED_PIPE, True  # type: ignore[attr-defined]  # CLIs, no word
-            self.error = error
+            full = storage_full_error(exc, f"cannot write to {self._name}")
+            message = str(full) if full is not None else f"cannot write to {self._name}: {exc.strerror or exc}"
+            if isinstance(exc, BrokenPipeError):  # the reader is done: no word, and the closed pipe's code
+                self.error = StreamFailed(message, stream=self._name, exit_code=CLOSED_PIPE, quiet=True)
+            else:
+                self.error = StreamFailed(message, stream=self._name,
+                                          exit_code=full.exit_code if full is not None else ElxpkError.exit_code)
         return self.error
 
     def quiet_exit(self) -> None:
@@ -150,13 +164,24 @@ class _Stream:
         return getattr(self._stream, name)
 
 
-def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+class ClickProblem(Protocol):
+    """What elxpk reads of a click exception, from whichever click this typer uses (its own copy or click):
+    neither can be named here, so the types found at run time are typed by this."""
+
+    exit_code: int
+
+    def format_message(self) -> str: ...
+
+    def show(self) -> None: ...
+
+
+def _click_exception_types() -> tuple[tuple[type[ClickProblem], ...], tuple[type[ClickProblem], ...]]:
     """(usage errors, other click exceptions) of every click this typer may use: typer >= 0.28 vendors
     click as typer._click (without Abort or Exit, which typer itself defines); older typer uses click."""
     import importlib
 
-    usage: list[type] = []
-    other: list[type] = []
+    usage: list[type[ClickProblem]] = []
+    other: list[type[ClickProblem]] = []
     for name in ("typer._click.exceptions", "click.exceptions"):
         try:
             module = importlib.import_module(name)
@@ -187,10 +212,11 @@ def run_guarded(action: Callable[[], object]) -> int:
     try:
         result = action()
     except ElxpkError as exc:
-        if getattr(exc, "quiet", False):
+        failed_stream = exc.stream if isinstance(exc, StreamFailed) else None
+        if isinstance(exc, StreamFailed) and exc.quiet:
             return exc.exit_code
         for line in str(exc).splitlines() or [type(exc).__name__]:
-            _report(f"error: {line}", stderr_failed=getattr(exc, "stream", None) == "stderr")
+            _report(f"error: {line}", stderr_failed=failed_stream == "stderr")
         return exc.exit_code
     except typer.Exit as exc:  # click's Exit in typer < 0.28, typer's own since
         return int(getattr(exc, "exit_code", 0) or 0)
@@ -213,13 +239,13 @@ def run_guarded(action: Callable[[], object]) -> int:
             path = getattr(getattr(exc, "ctx", None), "command_path", None)
             where = _AFTER_DASHES.get(path or "") if type(exc).__name__ == "NoSuchOption" else None
             where = where or (f" (see {path} --help)" if path else "")
-            message = exc.format_message()  # type: ignore[attr-defined]
+            message = exc.format_message()
             text = "; ".join(line.strip() for line in message.splitlines() if line.strip())
             _report(f"error: {text}{where}")
             return 2
         if isinstance(exc, usage + other):
-            exc.show()  # type: ignore[attr-defined]
-            return 2 if isinstance(exc, usage) else int(getattr(exc, "exit_code", 1))
+            exc.show()
+            return 2 if isinstance(exc, usage) else exc.exit_code
         if os.environ.get(DEBUG_ENV) == "1":
             import traceback
 

@@ -17,6 +17,7 @@ import shlex
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 _SOURCES = {  # what the line starts with -> the elxpk command whose options read it
     ("gcluster", "job", "submit"): ("job", "submit"),
@@ -79,10 +80,15 @@ def _check_values(params: dict[str, Any], *, submit: bool) -> None:
 
 
 def _click_command(path: tuple[str, str]) -> Any:
+    """The click command at `path` (group, command) of elxpk's app, walked group by group."""
     from elxpk.cli.commands import build_app
 
-    group = typer.main.get_command(build_app(path))
-    return group.commands[path[0]].commands[path[1]]  # type: ignore[attr-defined]
+    command = typer.main.get_command(build_app(path))
+    for name in path:
+        if not isinstance(command, TyperGroup):
+            raise AssertionError(f"{name}: no command group above it in elxpk's app")
+        command = command.commands[name]
+    return command
 
 
 def _known_words(command: Any, words: list[str], who: str) -> tuple[list[str], list[str]]:

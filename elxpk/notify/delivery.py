@@ -29,7 +29,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import IO, NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from elxpk.notify.rules import Alert
@@ -163,11 +163,11 @@ def run_command(argv: Sequence[str], body: bytes, timeout_s: float, alert: Alert
             raise DeliveryFailed(f"exit {child.returncode}{_tail(errors)}")
 
 
-def _tail(errors: object) -> str:
+def _tail(errors: IO[bytes]) -> str:
     """The last line of what a command wrote on stderr, as a failure line quotes it ("" if nothing)."""
-    size = errors.seek(0, os.SEEK_END)  # type: ignore[attr-defined]
-    errors.seek(max(size - STDERR_TAIL, 0))  # type: ignore[attr-defined]
-    lines = errors.read().decode("utf-8", "replace").strip().splitlines()  # type: ignore[attr-defined]
+    size = errors.seek(0, os.SEEK_END)
+    errors.seek(max(size - STDERR_TAIL, 0))
+    lines = errors.read().decode("utf-8", "replace").strip().splitlines()
     return f": {shown(lines[-1])}" if lines else ""
 
 

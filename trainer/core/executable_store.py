@@ -145,21 +145,23 @@ class ExecutableStore:
         TPU slice's hosts, which all run one program) instead of for this process alone."""
         self.directory = str(directory) if is_remote(directory) else Path(directory)
         self.ahead_for = ahead_for
-        self._checked: str | None | bool = False  # False: not yet checked; None: usable; str: why not
+        self._checked = False  # whether `usable` has looked, and what it found:
+        self._unusable: str | None = None  # why the store cannot be used; None: usable
         self._lock = threading.Lock()
 
     def usable(self) -> str | None:
         """Why the store cannot be used (said once on stderr), or None."""
         with self._lock:
-            if self._checked is False:
+            if not self._checked:
                 # An object store has no directory to make private: its bucket's access decides, as for jax's
                 # cache and the checkpoints beside it.
-                self._checked = None if isinstance(self.directory, str) else open_trusted_dir(
+                self._unusable = None if isinstance(self.directory, str) else open_trusted_dir(
                     str(self.directory), chosen_by_user=False)  # issue 51's rule for every cache of code
-                if self._checked is not None:
-                    print(f"warning: executable store {self.directory}: {self._checked}; every restart of this "
+                self._checked = True
+                if self._unusable is not None:
+                    print(f"warning: executable store {self.directory}: {self._unusable}; every restart of this "
                           "run compiles its step", file=sys.stderr)
-            return self._checked  # type: ignore[return-value]
+            return self._unusable
 
     def _where(self, name: str) -> str | Path:
         return f"{self.directory.rstrip('/')}/{name}" if isinstance(self.directory, str) else self.directory / name

@@ -25,6 +25,7 @@ import gc
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
@@ -365,20 +366,24 @@ class _QuietExpectedErrors(logging.Filter):
         return "DATA_LOSS" not in record.getMessage()
 
 
+class _QuietClosedLoop:
+    """An unraisable hook that drops "Event loop is closed" and hands every other unraisable exception to
+    `previous`, the hook it replaced."""
+
+    def __init__(self, previous: Callable[[Any], object]) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if not (isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed"):
+            self.previous(unraisable)
+
+
 def _quiet_abandoned_save_callbacks() -> None:
     """After a failed save (a full disk, a lost slice) orbax closes the event loop of its writer while
     tensorstore still holds callbacks for it; each one then reports "Event loop is closed" as an unraisable
     exception, a traceback on stderr after the one-line error. The save is already reported and abandoned,
     so drop exactly those; every other unraisable exception reaches the previous hook. Installed once per
     process: the callbacks may fire after train() has returned."""
-    previous = sys.unraisablehook
-    if getattr(previous, "elxpk_quiet", False):
-        return
-
-    def hook(unraisable: Any) -> None:
-        exc = unraisable.exc_value
-        if not (isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed"):
-            previous(unraisable)
-
-    hook.elxpk_quiet = True  # type: ignore[attr-defined]
-    sys.unraisablehook = hook
+    if not isinstance(sys.unraisablehook, _QuietClosedLoop):
+        sys.unraisablehook = _QuietClosedLoop(sys.unraisablehook)

@@ -11,13 +11,13 @@ resiliency extension stops the same way when a root cause recurs without progres
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from elxpk_contract.errors import Timeout
 from elxpk_contract.exit_codes import SLICE_LOST, STALLED, ExitCode
+from elxpk_contract.failure_classes import ELASTIC_CLASSES, MAYBE_SLICE_DOWN, recognised
 from elxpk_contract.setting_rules import said
 
 if TYPE_CHECKING:
@@ -25,25 +25,14 @@ if TYPE_CHECKING:
     from trainer.clock import Clock
     from trainer.elastic.slices import SliceBackend
 
-SLICE_DOWN = ("DATA_LOSS",)
-MAYBE_SLICE_DOWN = ("DEADLINE_EXCEEDED", "NOT_FOUND", "INTERNAL")
-_STATUS = re.compile(r"^\s*([A-Z_]+):")
 _NO_FAILURE_YET = object()
 
 
 def classify(error: BaseException) -> str | None:
-    """'slice_down', 'maybe_slice_down', or None (not an elastic event: propagate)."""
-    import jax
-
-    if not isinstance(error, jax.errors.JaxRuntimeError):
-        return None
-    match = _STATUS.match(str(error))
-    code = match.group(1) if match else None
-    if code in SLICE_DOWN:
-        return "slice_down"
-    if code in MAYBE_SLICE_DOWN:
-        return "maybe_slice_down"
-    return None
+    """The name of the elastic event `error` is ('slice_down', 'maybe_slice_down': the rows of
+    elxpk_contract.failure_classes.ELASTIC_CLASSES), or None (not an elastic event: propagate)."""
+    row = recognised(error, ELASTIC_CLASSES)
+    return None if row is None else row.name
 
 
 @dataclass(frozen=True)
@@ -117,7 +106,7 @@ class ElasticPolicy:
         self._committed_at_last_failure = latest_committed
         line = first_line(error)
         repeated = self._note(Failure(STALLED if stalled else SLICE_LOST, step, line))
-        if kind == "maybe_slice_down" and not progressed:
+        if kind == MAYBE_SLICE_DOWN.name and not progressed:
             return Verdict(kind, f"elastic: {line!r} again with no new checkpoint since the previous "
                                  "failure; not retrying what looks like a deterministic error", deterministic=True)
         if repeated is not None:

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from elxpk.cluster.api.answer import NotAnObject, parse_object
 from elxpk.errors import ClusterError, ConflictError, ElxpkError, NotFoundError, UsageError
+from elxpk_contract.failure_classes import API_UNAVAILABLE
 
 _GKE_ROLE_HINT = "grant it with a Role/ClusterRole binding, or the GKE role roles/container.developer"
 
@@ -23,6 +24,20 @@ class Answer(NamedTuple):
         return self.data
 
 
+class ApiFailure(ClusterError):
+    """The Kubernetes API failed a request, or answered it with an error no narrower class names (a 403, a 500
+    after the tries): `http_status` is the answer's (0: none came); `retryable` when another call may mend it
+    (the failure class API_UNAVAILABLE: no answer, or a 408, 429 or 5xx, after the tries ran out), with
+    `retry_after`, the seconds the last answer asked to wait (None: the back-off applies)."""
+
+    def __init__(self, message: str, *, http_status: int = 0, retryable: bool = False,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
 class Retry(Exception):
     """An attempt another one may mend: no connection (`cause`), a 408, 429 or 5xx (`answer`, with the
     seconds its Retry-After asked for), or `late`: the request's deadline has passed."""
@@ -31,10 +46,13 @@ class Retry(Exception):
                  late: bool = False, retry_after: float | None = None) -> None:
         self.cause, self.answer, self.late, self.retry_after = cause, answer, late, retry_after
 
-    def error(self, verb: str, what: str, host: str, attempts: int) -> ElxpkError:
+    def error(self, verb: str, what: str, host: str, attempts: int) -> ApiFailure:
+        """The error once the tries ran out: retryable by a caller that may call again (a watch riding an
+        outage, a create read back first)."""
         if self.answer is not None:
-            return api_error(self.answer, verb, what, host, attempts)
-        return ClusterError(unreachable_message(host, self.cause or self, attempts))
+            return _answered(self.answer, verb, what, host, attempts, API_UNAVAILABLE.retryable, self.retry_after)
+        return ApiFailure(unreachable_message(host, self.cause or self, attempts),
+                          retryable=API_UNAVAILABLE.retryable, retry_after=self.retry_after)
 
 
 def _details(body: Any) -> dict:
@@ -57,10 +75,41 @@ def _status_message(body: Any) -> str:
 
 
 def api_error(exc: Any, verb: str, what: str, host: str, attempts: int = 1) -> ElxpkError:
-    """One line for an API error answer, naming what was asked and what to do; `http_status` on it."""
-    error = _api_error(exc, verb, what, host, attempts)
-    error.http_status = exc.status or 0  # type: ignore[attr-defined]
-    return error
+    """One line for an API error answer, naming what was asked and what to do."""
+    status = exc.status or 0
+    message = _status_message(exc.body)
+    if status == 0:
+        return ApiFailure(f"TLS or connection failure talking to the Kubernetes API at {host}: "
+                          f"{str(exc.reason).splitlines()[-1]}")
+    if status == 401:
+        return ApiFailure(f"the Kubernetes API at {host} rejected the credentials (401 Unauthorized) while "
+                          f"trying to {verb} {what}: refresh them (`gcloud auth application-default login`) or check "
+                          "the kubeconfig user", http_status=status)
+    if status == 403:
+        return ApiFailure(f"permission denied (403): you need RBAC permission to {verb} {what}; "
+                          f"{_GKE_ROLE_HINT}" + (f" (server: {message})" if message else ""), http_status=status)
+    if status == 404 and _details(exc.body).get("kind") == "namespaces":  # NamespaceLifecycle on a create
+        return missing_namespace(str(_details(exc.body).get("name") or ""))
+    if status == 404:
+        return NotFoundError(f"{what} not found")
+    if status == 409 and verb == "create":
+        return ConflictError(f"{what} already exists")
+    if status == 409:  # a delete's precondition (another uid now holds the name), or a conflict on a read
+        return ConflictError(f"the Kubernetes API at {host} answered 409 Conflict to {verb} {what}"
+                             + (f": {message}" if message else ""))
+    if status == 422:
+        return ApiFailure(f"the Kubernetes API rejected {what} as invalid (422): {message}", http_status=status)
+    return _answered(exc, verb, what, host, attempts)
+
+
+def _answered(exc: Any, verb: str, what: str, host: str, attempts: int, retryable: bool = False,
+              retry_after: float | None = None) -> ApiFailure:
+    """An answer no narrower line names: its status and reason, and the server's message."""
+    message = _status_message(exc.body)
+    tried = f" after {attempts} attempts" if attempts > 1 else ""
+    return ApiFailure(f"the Kubernetes API at {host} answered {exc.status} {exc.reason or ''} to {verb} {what}"
+                      f"{tried}" + (f": {message}" if message else ""), http_status=exc.status,
+                      retryable=retryable, retry_after=retry_after)
 
 
 def redirected(host: str, status: int, reason: str | None, location: str | None, asked: str) -> ClusterError:
@@ -74,35 +123,6 @@ def redirected(host: str, status: int, reason: str | None, location: str | None,
 def missing_namespace(namespace: str) -> UsageError:
     return UsageError(f'namespace "{namespace}" does not exist on this cluster: create it (kubectl create namespace '
                       f"{namespace}) or pass --namespace/-n with an existing one")
-
-
-def _api_error(exc: Any, verb: str, what: str, host: str, attempts: int) -> ElxpkError:
-    status = exc.status or 0
-    message = _status_message(exc.body)
-    if status == 0:
-        return ClusterError(f"TLS or connection failure talking to the Kubernetes API at {host}: "
-                            f"{str(exc.reason).splitlines()[-1]}")
-    if status == 401:
-        return ClusterError(f"the Kubernetes API at {host} rejected the credentials (401 Unauthorized) while "
-                            f"trying to {verb} {what}: refresh them (`gcloud auth application-default login`) or check "
-                            "the kubeconfig user")
-    if status == 403:
-        return ClusterError(f"permission denied (403): you need RBAC permission to {verb} {what}; "
-                            f"{_GKE_ROLE_HINT}" + (f" (server: {message})" if message else ""))
-    if status == 404 and _details(exc.body).get("kind") == "namespaces":  # NamespaceLifecycle on a create
-        return missing_namespace(str(_details(exc.body).get("name") or ""))
-    if status == 404:
-        return NotFoundError(f"{what} not found")
-    if status == 409 and verb == "create":
-        return ConflictError(f"{what} already exists")
-    if status == 409:  # a delete's precondition (another uid now holds the name), or a conflict on a read
-        return ConflictError(f"the Kubernetes API at {host} answered 409 Conflict to {verb} {what}"
-                             + (f": {message}" if message else ""))
-    if status == 422:
-        return ClusterError(f"the Kubernetes API rejected {what} as invalid (422): {message}")
-    tried = f" after {attempts} attempts" if attempts > 1 else ""
-    return ClusterError(f"the Kubernetes API at {host} answered {status} {exc.reason or ''} to {verb} {what}"
-                        f"{tried}" + (f": {message}" if message else ""))
 
 
 def unreachable_message(host: str, exc: BaseException, attempts: int) -> str:

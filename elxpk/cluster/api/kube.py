@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import nullcontext
 
 from elxpk.cluster.api.answer import RESPONSE_BYTES, NotAnObject, parse_object, too_large
-from elxpk.cluster.api.api_errors import api_error, missing_namespace
+from elxpk.cluster.api.api_errors import ApiFailure, api_error, missing_namespace
 from elxpk.cluster.api.kube_transport import WATCH_MARGIN_S, KubeTransport, api_path, plural_of
 from elxpk.cluster.objects.meta import Meta
 from elxpk.errors import ClusterError, NotFoundError
@@ -22,7 +22,8 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 class Kube(KubeTransport):
     """One cluster's API: the resources elxpk uses, over `KubeTransport`'s requests."""
 
-    _kueue_version: str | None | bool = False  # False: not looked up yet (an instance's own once it is)
+    _kueue_looked_up = False  # an instance's own once it is, with what it found:
+    _kueue_version: str | None = None  # None: Kueue is absent
 
     # --- JobSets and any namespaced object ------------------------------------------------------------
 
@@ -186,8 +187,8 @@ class Kube(KubeTransport):
             self.get(api_path("v1", "namespaces", name=namespace), what=f'namespace "{namespace}"')
         except NotFoundError:
             return False
-        except ClusterError as exc:
-            if getattr(exc, "http_status", None) == 403:
+        except ApiFailure as exc:
+            if exc.http_status == 403:
                 return None
             raise
         return True
@@ -220,13 +221,14 @@ class Kube(KubeTransport):
 
     def kueue_version(self) -> str | None:
         """The served Kueue API version (v1beta2 on Kueue >= 0.15, else v1beta1); None if Kueue is absent."""
-        if self._kueue_version is False:
+        if not self._kueue_looked_up:
             try:
                 group = self.get(f"/apis/{KUEUE_GROUP}", what="the Kueue API group")
             except NotFoundError:
                 group = {}
             self._kueue_version = (group.get("preferredVersion") or {}).get("version")
-        return self._kueue_version  # type: ignore[return-value]
+            self._kueue_looked_up = True
+        return self._kueue_version
 
     def local_queue_exists(self, namespace: str, name: str) -> bool | None:
         version = self.kueue_version()

@@ -31,9 +31,10 @@ from elxpk.cluster.api.answer import (
     shape_problem,
     too_large,
 )
-from elxpk.cluster.api.api_errors import Answer, Retry, api_error, redirected
-from elxpk.errors import ClusterError, ElxpkError, Timeout, UsageError
+from elxpk.cluster.api.api_errors import Answer, ApiFailure, Retry, api_error, redirected
+from elxpk.errors import ElxpkError, Timeout, UsageError
 from elxpk.retry_policy import REQUESTS, RetryPolicy, asked_wait_s, transient_status
+from elxpk_contract.failure_classes import API_UNAVAILABLE
 
 PAGE_SIZE = 500  # list page size: a 1,024-pod workload is 3 pages, never one call per pod
 # The most one request may take, its retries included (a LIST page of 500 pods is ~5 MB): a server that
@@ -134,16 +135,11 @@ class KubeTransport:
                 return self._once(method, path, params, headers, body, deadline, stream, verb, what)
             except Retry as exc:
                 if exc.late:
-                    late = self._late(verb, what, attempt, own)
-                    late.retryable = True  # type: ignore[attr-defined]
-                    raise late from None
+                    raise self._late(verb, what, attempt, own) from None
                 if tries.again(exc.retry_after):
                     continue
-                error = exc.error(verb, what, self.host, attempt)
-                # A read is safe to repeat; after an unanswered create the caller checks what landed.
-                error.retryable = True  # type: ignore[attr-defined]
-                error.retry_after = exc.retry_after  # type: ignore[attr-defined]
-                raise error from None
+                # Retryable: a read is safe to repeat; after an unanswered create the caller checks what landed.
+                raise exc.error(verb, what, self.host, attempt) from None
         raise AssertionError("unreachable")
 
     def _late(self, verb: str, what: str, attempts: int, own: float | None) -> ElxpkError:
@@ -151,9 +147,9 @@ class KubeTransport:
         if self.until is not None and (own is None or self.until <= own):
             return Timeout(f"the Kubernetes API at {self.host} had not answered to {verb} {what} when the time "
                            f"given ran out{tried}")
-        return ClusterError(f"the Kubernetes API at {self.host} did not finish answering to {verb} {what} "
-                            f"within {self.total_s:.0f} s{tried}, retries included: check the endpoint and "
-                            "your network path to it")
+        return ApiFailure(f"the Kubernetes API at {self.host} did not finish answering to {verb} {what} "
+                          f"within {self.total_s:.0f} s{tried}, retries included: check the endpoint and "
+                          "your network path to it", retryable=API_UNAVAILABLE.retryable)
 
     def _once(self, method: str, path: str, params: list, headers: dict, body: dict | None,
               deadline: float | None, stream: bool, verb: str, what: str) -> Any:

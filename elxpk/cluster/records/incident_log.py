@@ -101,7 +101,7 @@ def read_recorded(path: str, flag: str = "--incidents") -> list[dict]:
         if len(content) > INCIDENT_BYTES:
             raise UsageError(f"{flag} {path}: over the {size_text(INCIDENT_BYTES)} an incident record may be")
     else:
-        content = read_input(path, flag=flag, limit=INCIDENT_BYTES, text=False)  # type: ignore[assignment]
+        content = read_input(path, flag=flag, limit=INCIDENT_BYTES, text=False)
     try:
         lines = parse_lines(decode_text(content or b""), strict=True)
     except (ValueError, JsonLinesError) as exc:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from elxpk.cluster.api.api_errors import ApiFailure
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import JOBSET_NAME, RESTART_ATTEMPT
 from elxpk.cluster.objects.pods import Pod
@@ -164,7 +165,7 @@ class Outage:
             return result
 
     def failed(self, exc: ClusterError) -> None:
-        if not getattr(exc, "retryable", False):
+        if not isinstance(exc, ApiFailure) or not exc.retryable:
             raise exc
         now = self.clock()
         if self.since is None:
@@ -175,7 +176,7 @@ class Outage:
                                "run the same command again to resume: incidents already recorded are kept "
                                "once)") from None
         self.failures += 1
-        self.sleep(REQUESTS.pause(self.failures, getattr(exc, "retry_after", None)))
+        self.sleep(REQUESTS.pause(self.failures, exc.retry_after))
 
     def over(self) -> None:
         if self.since is not None:

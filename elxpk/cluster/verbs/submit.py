@@ -19,11 +19,12 @@ from typing import Any
 
 from elxpk.cluster.access.connect import connect
 from elxpk.cluster.access.target import DEFAULT_NAMESPACE, ClusterTarget
+from elxpk.cluster.api.api_errors import ApiFailure
 from elxpk.cluster.api.kube import Kube
 from elxpk.cluster.objects.labels import SUBMISSION_ANNOTATION
 from elxpk.cluster.objects.meta import Meta
 from elxpk.cluster.verbs.preflight import preflight
-from elxpk.errors import ClusterError, ConflictError, NotFoundError, Timeout
+from elxpk.errors import ConflictError, NotFoundError, Timeout
 from elxpk.shown import shown
 
 
@@ -84,8 +85,8 @@ def _create_once(kube: Kube, obj: dict, namespace: str, sid: str, *, dry_run: bo
             raise ConflictError(
                 f'{kind} "{name}" already exists in namespace "{namespace}": delete it first '
                 f"(elxpk workload delete {name}) or pass --replace") from None
-        except ClusterError as exc:
-            if not getattr(exc, "retryable", False) or not tries.again(getattr(exc, "retry_after", None)):
+        except ApiFailure as exc:
+            if not exc.retryable or not tries.again(exc.retry_after):
                 raise
             if dry_run:
                 continue  # nothing was persisted: simply ask again
