@@ -17,6 +17,7 @@ an incident for every one of them (0 missing) and a dated JobSet restart for eve
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,18 @@ def running_pod(cluster: LocalCluster, name: str) -> set[str]:
     return now
 
 
+def created_by_now(cluster: LocalCluster, name: str, made: int, timeout_s: float = 60.0) -> list[str]:
+    """The pods the Job controller made for slice 1, once its `made` SuccessfulCreate Events are written: its
+    event recorder writes them after the pods, asynchronously (one CI run at a load of 12 listed 20 of 21
+    just after the soak's last round had seen the new pod). Returns what is there at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        created = pods_created(cluster, name, f"{name}-slice-job-1")
+        if len(created) >= made or time.monotonic() > deadline:
+            return created
+        time.sleep(0.5)
+
+
 def soak(cluster: LocalCluster, name: str, mode: str, rounds: int) -> str:
     done = elxpk("workload", "kill-slice", name, "--slice", "1", "--mode", mode, "--repeat", str(rounds),
                  "--every", "0s", "--poll", "0.5s", "--timeout", "5m", "--yes", cluster=cluster, timeout=900)
@@ -58,9 +71,9 @@ def test_every_round_of_a_soak_is_in_the_record(testcluster: LocalCluster, tmp_p
         assert wait(testcluster, name, "running") == 0
         recorder = start_recorder(testcluster, name, record)
         soak(testcluster, name, "delete", DELETE_ROUNDS)
-        deleted = set(pods_created(testcluster, name, f"{name}-slice-job-1")) - running_pod(testcluster, name)
+        deleted = set(created_by_now(testcluster, name, 1 + DELETE_ROUNDS)) - running_pod(testcluster, name)
         soak(testcluster, name, "evict", EVICT_ROUNDS)
-        created = pods_created(testcluster, name, f"{name}-slice-job-1")
+        created = created_by_now(testcluster, name, 1 + DELETE_ROUNDS + EVICT_ROUNDS)
         evicted = set(created) - deleted - running_pod(testcluster, name)
         assert testcluster.exit_pods("default", f"jobset.sigs.k8s.io/jobset-name={name}", 0) == 2
         assert wait(testcluster, name, "completed") == 0

@@ -161,12 +161,7 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
     ctx.rejoin = RejoinGate(backend, recorder, clock, recheck_s=policy.poll_s)
     response = StallResponse(ctx)
     ctx.watchdog = StallWatchdog(cfg.stall_timeout_seconds, clock, response, on_stuck=response.stuck)
-    quiet = _QuietExpectedErrors()
-    logging.getLogger("absl").addFilter(quiet)
-    # A failed save's gathered future is collected after train() returns, and asyncio logs its traceback
-    # then ("exception was never retrieved"): kept for the process, it drops only the same expected errors.
-    if quiet.__class__ not in {type(f) for f in logging.getLogger("asyncio").filters}:
-        logging.getLogger("asyncio").addFilter(_QuietExpectedErrors())
+    quiet_expected_errors()
     _quiet_abandoned_save_callbacks()
     state, stopped_why, exit_code = "failed", "", None
     peer_gone = False
@@ -200,7 +195,6 @@ def train(cfg: TrainerConfig, *, faults: FaultSchedule | None = None, observer: 
         if profile is not None:
             profile.close()
         ctx.progress.finish(state, stopped_why, exit_code, ctx.drain)
-        logging.getLogger("absl").removeFilter(quiet)
         recorder.close()
         startup_recorder.close()  # process 0's is `recorder`: closing it twice is a no-op
         if lease is not None:
@@ -364,6 +358,18 @@ class _QuietExpectedErrors(logging.Filter):
         if exc is not None and (classify(exc) is not None or no_space_errno(exc) is not None):
             return False
         return "DATA_LOSS" not in record.getMessage()
+
+
+def quiet_expected_errors() -> None:
+    """`_QuietExpectedErrors` on absl's and asyncio's loggers, once per process and never removed, as each
+    drops only the expected errors: a failed save's gathered future is collected after train() returns, and
+    asyncio logs its traceback then ("exception was never retrieved"); a save's other writer threads (orbax's
+    _SignalingThread) log theirs through absl when their write fails too, after the run's one error line
+    (seen on a file-size limit: a second EFBIG's traceback after the 74 line)."""
+    for name in ("absl", "asyncio"):
+        logger = logging.getLogger(name)
+        if _QuietExpectedErrors not in {type(f) for f in logger.filters}:
+            logger.addFilter(_QuietExpectedErrors())
 
 
 class _QuietClosedLoop:
