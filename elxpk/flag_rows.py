@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from elxpk.units import INT32, INT64
 from elxpk_contract.setting_rules import bounds_text, setting
-from elxpk_contract.spelling import Spelling, current, flag_name, said, spoken_as, typed
+from elxpk_contract.spelling import current, flag_name
 from elxpk_contract.value_rule import (
     BOOL,
     DURATION,
@@ -32,10 +32,10 @@ from elxpk_contract.value_rule import (
     read_value,
 )
 
-# The kinds, the rule and the spelling context are the contract's; a flag table imports them from here.
-__all__ = ["BOOL", "DURATION", "FLOAT", "INT", "LIST", "SIZE", "TEXT", "Alias", "Flag", "Spoken", "alias_pairs",
+# The kinds and the rule are the contract's; a flag table imports them from here.
+__all__ = ["BOOL", "DURATION", "FLOAT", "INT", "LIST", "SIZE", "TEXT", "Alias", "Flag", "alias_pairs",
            "docs_table", "either", "embed", "free_text_flags", "given_value", "merge_aliases", "path_flags",
-           "read_all", "required_line", "seed_row", "setting_row", "speaking", "spelled", "typed"]
+           "read_all", "required_line", "seed_row", "setting_row"]
 # Whether a flag names a file the command reads or one it writes (elxpk/cli/arg_checks.py refuses an output
 # that is also an input of the same command).
 INPUT, OUTPUT = "input", "output"
@@ -177,19 +177,6 @@ class Flag(NamedTuple):
         named = f"{self.short}/{self.flag}" if self.fold_case and self.short else self.flag
         value, problem = read_value(self.rule, raw, named)
         return (self.read(None)[0], problem) if problem else (value, None)
-
-
-# How the command being read spells its rows: the contract's one spelling context (elxpk_contract/spelling.py),
-# set by `workload create` for its reading (`speaking`), by `local run` and `workload validate` for the
-# trainer's checks. The names below are its launcher-side spellings, kept for the rooms that import them.
-Spoken = Spelling
-spelled = said  # the flag of the row `name` (spelled --NAME in its table) as the command being read spells it
-
-
-def speaking(spoken: Spelling, read: Callable[[], Any]) -> Any:
-    """`read()` with its messages made in `spoken`'s spellings."""
-    with spoken_as(spoken):
-        return read()
 
 
 def required_line(row: Flag) -> str:

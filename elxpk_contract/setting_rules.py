@@ -11,13 +11,11 @@ instructions a start). elxpk_contract.settings re-exports every name here. Stand
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 from elxpk_contract.setting_row import Setting
 from elxpk_contract.settings_table import ROWS
-from elxpk_contract.spelling import Spelling, flag_name, said, spoken_as
+from elxpk_contract.spelling import flag_name, said
 from elxpk_contract.value_rule import (
     SECONDS,
     blank_problem,
@@ -32,19 +30,13 @@ from elxpk_contract.value_rule import (
 # Re-exported: the phrases every reader says and the spelling context are imported from here by the launcher.
 __all__ = ["ALL_SLICES", "FIELDS", "LAUNCHER_DERIVED", "LAUNCHER_FLAG", "SECONDS", "Setting", "blank_problem",
            "bounds_problem", "bounds_text", "check_setting", "cross_problems", "default", "env_name", "exposed",
-           "flag_name", "named_by", "not_a_number", "plain_number_text", "range_words", "redundant_min_slice_count",
+           "flag_name", "not_a_number", "plain_number_text", "range_words", "redundant_min_slice_count",
            "said", "setting", "slices_waited_for", "upper_bound"]
 
 ALL_SLICES = -1  # elastic_min_slice_count's "every slice" (pause and resume), as MaxText spells it
 # Who passes a setting besides the trainer's own flags and env (a row's `expose`):
 LAUNCHER_FLAG = "launcher"  # `workload create` has a flag of the same name and renders ELXPK_<NAME>
 LAUNCHER_DERIVED = "derived"  # `workload create` renders ELXPK_<NAME> from its own flags (see render)
-
-
-def named_by(namer: Callable[[str], str]) -> AbstractContextManager[None]:
-    """Within the block, every message names a setting by `namer` (the command's spelling: local run's
-    --trainer-arg=--NAME, a manifest's env var): the one spelling context (elxpk_contract/spelling.py)."""
-    return spoken_as(Spelling(namer=namer))
 
 
 def env_name(name: str) -> str:

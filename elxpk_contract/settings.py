@@ -42,7 +42,6 @@ from elxpk_contract.setting_rules import (
     env_name,
     exposed,
     flag_name,
-    named_by,
     plain_number_text,
     redundant_min_slice_count,
     said,
@@ -55,7 +54,7 @@ __all__ = ["ACTIONS", "ALL_SLICES", "BACKENDS", "COMPUTE_DTYPES", "ATTENTIONS", 
            "LAUNCHER_DERIVED", "LAUNCHER_FLAG", "PROFILERS", "RECOVERIES", "SECONDS", "Setting", "TrainerConfig",
            "bounds_problem", "bounds_text", "check_setting",
            "cross_problems", "default", "env_name", "exposed", "flag_name",
-           "named_by", "plain_number_text", "redundant_min_slice_count", "said", "setting", "slices_waited_for"]
+           "plain_number_text", "redundant_min_slice_count", "said", "setting", "slices_waited_for"]
 
 # jax.experimental.topologies' names of a TPU slice: v5e:4x4, v5p:2x2x2 (ASCII only: \d takes any digit).
 _TPU_SLICE = re.compile(r"[a-z][a-z0-9]{1,9}:[0-9]{1,4}(x[0-9]{1,4}){1,2}", re.ASCII)

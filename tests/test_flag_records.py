@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from elxpk.checkpoints.flags import INSPECT, InspectFlags
-from elxpk.cli import workload_list, workload_status, workload_wait
+from elxpk.cli import translate, workload_list, workload_status, workload_wait
 from elxpk.cluster.verbs import verb_flags
 from elxpk.create.flag_values import _ROWS as CREATE_ROWS
+from elxpk.create.flags import BY_NAME as CREATE_BY_NAME
 from elxpk.create.flags import of_command
 from elxpk.create.records import CreateFlags, ValidateFlags
 from elxpk.flag_records import Record, read_record
@@ -18,12 +19,15 @@ from elxpk.local.flags import ROWS as LOCAL_ROWS
 from elxpk.local.flags import LocalFlags
 from elxpk.notify import flags as notify_flags
 from elxpk.output_formats import OUTPUT_ROWS
+from elxpk.plan import flags as plan_flags
 from elxpk.runs.flags import COMPARE, REPORT, CompareFlags, ReportFlags
 
 RECORDS: list[tuple[type[Record], tuple[Flag, ...]]] = [
     (CreateFlags, CREATE_ROWS),
     (ValidateFlags, (*of_command("validate"), OUTPUT_ROWS["run"])),
+    (translate.Printed, (CREATE_BY_NAME["workload"], CREATE_BY_NAME["no_pathways"])),
     (LocalFlags, LOCAL_ROWS),
+    (plan_flags.PlanValues, plan_flags.READ),
     (verb_flags.StatusFlags, workload_status.ROWS),
     (verb_flags.ListFlags, workload_list.ROWS),
     (verb_flags.DeleteFlags, verb_flags.DELETE),

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 
 from elxpk.admission.identifiers import LABEL_VALUE_MAX
 from elxpk.admission.violation import as_int
-from elxpk.flag_rows import spelled
 from elxpk.units import INT32, INT64
+from elxpk_contract.spelling import said
 
 MAX_INT32, MAX_INT64 = INT32[1], INT64[1]
 POD_SUFFIX = "-xxxxx"  # the Job controller's generateName suffix: 5 random characters
@@ -99,7 +99,7 @@ def workload_name_problem(name: str, *, pathways: bool, num_slices: int, vms_per
         return None
     shape = ("a Pathways workload" if pathways else
              f"a --no-pathways workload of {num_slices} slice(s) x {vms_per_slice} VM(s)")
-    return (f"{spelled('workload')} {name!r} has {len(name)} characters: use at most {limit} for {shape}: JobSet derives "
+    return (f"{said('workload')} {name!r} has {len(name)} characters: use at most {limit} for {shape}: JobSet derives "
             f"{culprit} (63 max)")
 
 
@@ -132,7 +132,7 @@ def flag_problems(fields: Mapping[str, object]) -> list[str]:
         if problem:
             problems.append(problem)
     elif isinstance(name, str) and len(name) > LABEL_VALUE_MAX:  # the shape is unknown: the bound of every shape
-        problems.append(f"{spelled('workload')} {name!r} has {len(name)} characters: use at most {LABEL_VALUE_MAX} (it is a "
+        problems.append(f"{said('workload')} {name!r} has {len(name)} characters: use at most {LABEL_VALUE_MAX} (it is a "
                         f"label value), and fewer for most shapes")
     docker_name = fields.get("docker_name")
     if isinstance(docker_name, str):
@@ -151,7 +151,7 @@ def _int32_problems(fields: Mapping[str, object], vms: int | None, slices: int |
                        ("ttl_seconds_after_finished", "ttlSecondsAfterFinished"), ("num_slices", "replicas")):
         value = as_int(fields.get(key))
         if value is not None and value > MAX_INT32:
-            problems.append(f"{spelled(key)} {value}: must be at most {MAX_INT32} ({field}: {why})")
+            problems.append(f"{said(key)} {value}: must be at most {MAX_INT32} ({field}: {why})")
     if vms and slices and slices <= MAX_INT32 and slices * vms > MAX_INT32:
         problems.append(f"--num-slices {slices}: at most {MAX_INT32 // vms} slices of {vms} VMs (JobSet: replicas x "
                         f"parallelism must not exceed {MAX_INT32})")

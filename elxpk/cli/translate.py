@@ -19,6 +19,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from elxpk.flag_records import Record
+
 _SOURCES = {  # what the line starts with -> the elxpk command whose options read it
     ("gcluster", "job", "submit"): ("job", "submit"),
     ("xpk", "workload", "create"): ("workload", "create"),
@@ -127,11 +129,20 @@ def _known_words(command: Any, words: list[str], who: str) -> tuple[list[str], l
     return known, problems
 
 
+class Printed(Record):
+    """The values of `workload create`'s rows (elxpk/create/flags.py) that the printed lines read besides the
+    table's words: the workload `workload wait` names, and whether the JobSet is plain (--no-pathways)."""
+
+    workload: str | None
+    no_pathways: bool
+
+
 def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
     from elxpk.cli.options import CLUSTER_FLAGS
     from elxpk.create.dialect import resolve
-    from elxpk.create.flags import FLAGS
+    from elxpk.create.flags import BY_NAME, FLAGS
     from elxpk.errors import UsageError
+    from elxpk.flag_records import read_record
     from elxpk.flag_rows import BOOL, LIST
     from elxpk_contract.setting_rules import LAUNCHER_FLAG, exposed, flag_name
 
@@ -140,8 +151,11 @@ def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
     rows, dialect, problems = resolve(flags, namespace_given=params.get("namespace") is not None)
     if problems:
         raise UsageError(*problems)
-    if xpk_plain and not rows.get("no_pathways"):
-        rows["no_pathways"] = True  # xpk's `workload create` renders a plain JobSet; `create-pathways` Pathways
+    # Read by their rows as `workload create` reads them; _check_values has refused every bad value already.
+    printed, _ = read_record(Printed, tuple(BY_NAME[name] for name in Printed.fields()), rows)
+    # xpk's `workload create` renders a plain JobSet, `create-pathways` a Pathways one: the printed line says so.
+    if xpk_plain and not printed.no_pathways:
+        rows = {**rows, "no_pathways": True}
     words = ["elxpk", "workload", "create"]
     for row in FLAGS:  # in the table's order: the name and the machine first
         value = rows.get(row.name)
@@ -166,7 +180,7 @@ def _elxpk_words(params: dict[str, Any], *, xpk_plain: bool) -> list[list[str]]:
         words += ["--output", str(params["output"])]
     if not dialect.await_completion:
         return [words]
-    wait = ["elxpk", "workload", "wait", str(rows["workload"]), "--for", "completed"]
+    wait = ["elxpk", "workload", "wait", str(printed.workload), "--for", "completed"]
     wait += ["--namespace", namespace] if namespace is not None else []
     return [words, wait + (["--timeout", dialect.timeout] if dialect.timeout is not None else [])]
 

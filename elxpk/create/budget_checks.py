@@ -28,7 +28,6 @@ from elxpk.create.failure_policy import slice_restarts
 from elxpk.create.flags import BY_NAME
 from elxpk.create.records import CreateFlags, ValidateFlags
 from elxpk.errors import UsageError
-from elxpk.flag_rows import spelled
 from elxpk_contract.setting_rules import (
     ALL_SLICES,
     FIELDS,
@@ -38,6 +37,7 @@ from elxpk_contract.setting_rules import (
     flag_name,
     upper_bound,
 )
+from elxpk_contract.spelling import said
 
 _TO = "raise {} to {}"  # a warning's fix: the value that leaves the margin
 GRACE_SLACK_S = 10.0  # after the save: the wrapper, jax's shutdown and the container's exit (seconds, not a
@@ -137,12 +137,12 @@ def _elastic_wait(b: Budgets, t: Times, errors: list[str], warnings: list[str]) 
     flag = f"{flag_name(setting)} {b.elastic_timeout_s}"
     if b.elastic_timeout_s < t.replacement_s:
         if b.max_restarts == 0:
-            errors.append(f"{flag} is shorter than {t.label('replacement')} and {spelled('max_restarts')} is 0: the trainer "
+            errors.append(f"{flag} is shorter than {t.label('replacement')} and {said('max_restarts')} is 0: the trainer "
                           f"stops waiting (exit 124) before a lost slice is back, and nothing restarts the "
                           f"JobSet, so the first slice loss ends the run; {fix}")
         else:
             warnings.append(f"{flag} is shorter than {t.label('replacement')}: every slice loss ends in exit 124 "
-                            f"and a whole-JobSet restart ({spelled('max_restarts')} {b.max_restarts}) instead of an "
+                            f"and a whole-JobSet restart ({said('max_restarts')} {b.max_restarts}) instead of an "
                             f"in-process recovery; {fix}")
     elif b.elastic_timeout_s < need:
         warnings.append(f"{flag} leaves {_s(b.elastic_timeout_s - t.replacement_s)} beyond "
@@ -189,15 +189,15 @@ def _retries(b: Budgets, warnings: list[str]) -> None:
         return
     if not b.elastic:
         if r > 1:
-            warnings.append(f"--elastic-max-retries {r}: the trainer retries in process only with {spelled('elastic_slices')} "
-                            f"> 0; here every failure restarts the whole JobSet, up to {spelled('max_restarts')} "
-                            f"{b.max_restarts}: set {spelled('max_restarts')} for the budget you want and drop "
+            warnings.append(f"--elastic-max-retries {r}: the trainer retries in process only with {said('elastic_slices')} "
+                            f"> 0; here every failure restarts the whole JobSet, up to {said('max_restarts')} "
+                            f"{b.max_restarts}: set {said('max_restarts')} for the budget you want and drop "
                             f"--elastic-max-retries")
         return
     m = b.max_slice_restarts
     if r - 1 > m:
-        end = f"ends the run ({spelled('max_restarts')} 0)" if b.max_restarts == 0 else (
-            f"restarts the whole JobSet ({spelled('max_restarts')} {b.max_restarts})")
+        end = f"ends the run ({said('max_restarts')} 0)" if b.max_restarts == 0 else (
+            f"restarts the whole JobSet ({said('max_restarts')} {b.max_restarts})")
         row = BY_NAME["max_slice_restarts"]
         most = slice_restarts(int(row.high or 0), b.vms_per_slice)  # the most whose worker backoffLimit fits the bound
         raise_it = (f"raise {row.flag} to {r - 1} or " if r - 1 <= most else

@@ -37,10 +37,10 @@ from elxpk.create.flags import COMMAND_CHECKS, OPTION_KEYS, SPEC_KEYS, TRAINER_S
 from elxpk.create.records import CreateFlags
 from elxpk.create.spec import TRAINER_COMMAND, Created, CreateOptions, WorkloadSpec
 from elxpk.errors import UsageError
-from elxpk.flag_rows import spelled, typed
 from elxpk.output_formats import OUTPUT_ROWS
 from elxpk_contract.setting_rules import check_setting, flag_name
 from elxpk_contract.setting_rules import default as trainer_default
+from elxpk_contract.spelling import said, typed
 
 # Flags that only mean something for a Pathways workload (xpk's `workload create` refuses them too).
 _PATHWAYS_ONLY = ("proxy_server_image", "server_image", "worker_image", "pathways_gcs_location",
@@ -176,7 +176,7 @@ class FlagChecker(FlagValues):
 
     def namespace(self) -> str:
         namespace = self.text("namespace", DEFAULT_NAMESPACE) or ""
-        problem = namespace_problem(namespace, spelled("namespace"))  # every verb's check, in this spelling
+        problem = namespace_problem(namespace, said("namespace"))  # every verb's check, in this spelling
         if problem:
             self.errors.append(problem)
         return namespace

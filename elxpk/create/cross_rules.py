@@ -10,7 +10,6 @@ from typing import Any, NamedTuple
 
 from elxpk.create.dialect import pathways_only
 from elxpk.create.flags import RESERVED_ENV, flag
-from elxpk.flag_rows import typed
 from elxpk_contract.setting_rules import (
     LAUNCHER_DERIVED,
     cross_problems,
@@ -20,6 +19,7 @@ from elxpk_contract.setting_rules import (
     redundant_min_slice_count,
     slices_waited_for,
 )
+from elxpk_contract.spelling import typed
 
 Settings = tuple[tuple[str, Any], ...]
 Env = tuple[tuple[str, str], ...]

@@ -120,12 +120,12 @@ def _spoken(flags: Mapping[str, Any]) -> Spelling:
     all where a --compute-type given did not resolve (reported already); --no-pathways as implied unless
     typed (resolve said --pathways is needed)."""
     typed_rows = {row.name for row, _ in ALIASES.values() if _given(flags.get(row.name))}
-    rows = {row.name: alias.spelling for key, (row, alias) in ALIASES.items()
-            if _given(flags.get(key)) or row.name not in typed_rows}
-    if _given(flags.get("gke_namespace")):
-        rows["namespace"] = "--gke-namespace"
+    spellings = {row.name: alias.spelling for key, (row, alias) in ALIASES.items()
+                 if _given(flags.get(key)) or row.name not in typed_rows}
+    if _given(flags.get("gke_namespace")):  # the cluster's --namespace (not a row of the table), gcluster's way
+        spellings["namespace"] = "--gke-namespace"
     asked = {"tpu_type": "" if _given(flags.get("compute_type")) else _ASK_MACHINE}
-    return Spelling(rows, asked, frozenset() if flags.get("no_pathways") else frozenset({"no_pathways"}))
+    return Spelling(spellings, asked, frozenset() if flags.get("no_pathways") else frozenset({"no_pathways"}))
 
 
 def pathways_off(spelling: str) -> list[str]:

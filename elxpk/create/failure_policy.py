@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from elxpk.admission.names import MAX_INT32
-from elxpk.flag_rows import spelled
 from elxpk_contract.exit_codes import EXIT_CODES, FAIL_JOB, IGNORE
+from elxpk_contract.spelling import said
 
 DISRUPTION_TARGET = "DisruptionTarget"  # the pod condition preemption, eviction and taint-based deletion set
 # xpk's restartable codes besides the user's (xpk src/xpk/commands/workload.py get_restart_exit_codes):
@@ -110,7 +110,7 @@ def backoff_limit_problem(*, elastic: bool, max_slice_restarts: int, vms_per_sli
     if worker_backoff_limit(elastic=elastic, max_slice_restarts=max_slice_restarts,
                             vms_per_slice=vms_per_slice) <= MAX_INT32:
         return None
-    return (f"{spelled('max_slice_restarts')} {max_slice_restarts}: at most {slice_restarts(MAX_INT32, vms_per_slice)} with "
+    return (f"{said('max_slice_restarts')} {max_slice_restarts}: at most {slice_restarts(MAX_INT32, vms_per_slice)} with "
             f"{vms_per_slice} VMs per slice (the worker Job's backoffLimit = restarts x VMs; JobSet stores it as a "
             f"32-bit integer)")
 

@@ -28,7 +28,7 @@ from elxpk.create.manifest import Manifest
 from elxpk.create.records import Checked, CreateFlags, Parsed, Plan
 from elxpk.create.spec import WorkloadSpec
 from elxpk.errors import UsageError
-from elxpk.flag_rows import speaking
+from elxpk_contract.spelling import spoken_as
 
 # What passes between the stages and to the CLI are named records (elxpk/create/records.py): Parsed,
 # Checked, Plan.
@@ -80,7 +80,8 @@ def _check(parsed: Parsed, output: str, settings: Mapping[str, str | None]) -> C
         parsed.dialect, parsed.target, parsed.dialect_problems, parsed.target_problems)
     given = {**parsed.given, "namespace": target.namespace, "output_format": output, **settings}
     try:  # the messages name each flag as the command spells it (gcluster's --restarts: dialect.spoken)
-        created, flags = speaking(dialect.spoken, lambda: check_create(given))
+        with spoken_as(dialect.spoken):
+            created, flags = check_create(given)
     except UsageError as exc:
         raise UsageError(*dialect_problems, *exc.messages, *target_problems) from None
     if dialect_problems or target_problems:

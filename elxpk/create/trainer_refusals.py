@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from elxpk import catalog
 from elxpk.create.budget_checks import containers, trainer_env_values
 from elxpk_contract.errors import UsageError
-from elxpk_contract.setting_rules import env_name, flag_name, named_by
+from elxpk_contract.setting_rules import env_name, flag_name
+from elxpk_contract.spelling import Spelling, spoken_as
 
 _SHELL_OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&", "\n"})
 _TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
@@ -117,7 +118,11 @@ def trainer_problems(jobset: dict[str, Any], *, by_env: bool = False) -> list[tu
     if box is None:
         return _problems(jobset)
     flags = {word.split("=", 1)[0] for word in box.argv}  # a setting the command line gives is named as a flag
-    with named_by(lambda name: flag_name(name) if flag_name(name) in flags else env_name(name)):
+
+    def named(name: str) -> str:
+        return flag_name(name) if flag_name(name) in flags else env_name(name)
+
+    with spoken_as(Spelling(namer=named)):
         return _problems(jobset)
 
 

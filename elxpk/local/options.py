@@ -27,8 +27,8 @@ from elxpk_contract.settings import (
     check_setting,
     default,
     flag_name,
-    named_by,
 )
+from elxpk_contract.spelling import Spelling, spoken_as
 
 DEFAULT_REVIVE_AFTER: float = table.default("revive_after")
 # The wait for slices probes this often: a short poll keeps the local recovery snappy.
@@ -167,7 +167,7 @@ def local_name(name: str) -> str:
 
 def in_local_words() -> contextlib.AbstractContextManager[None]:
     """The trainer's checks and run within it name their settings as `local run` takes them."""
-    return named_by(local_name)
+    return spoken_as(Spelling(namer=local_name))
 
 
 def _model_overrides(args: tuple[str, ...], model: dict[str, Any]) -> list[str]:

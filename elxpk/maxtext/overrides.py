@@ -12,7 +12,6 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from elxpk.flag_rows import spelled, typed
 from elxpk.maxtext import command as cmd
 from elxpk.maxtext import data_rules
 from elxpk.maxtext.keys import (
@@ -25,6 +24,7 @@ from elxpk.maxtext.keys import (
 )
 from elxpk_contract.compile_cache import cache_dir
 from elxpk_contract.setting_rules import check_setting, flag_name
+from elxpk_contract.spelling import said, typed
 
 # Launcher settings (elxpk_contract.settings names) that become the MaxText key of the same name.
 DIRECT = ("steps", "checkpoint_period", "elastic_timeout_seconds", "elastic_max_retries", "elastic_min_slice_count",
@@ -91,7 +91,7 @@ def maxtext_overrides(settings: Mapping[str, object], *, pathways: bool, elastic
     errors: list[str] = []
     warnings: list[str] = []
     wants, checkpoints = _wanted(settings, pathways=pathways, elastic=elastic, errors=errors)
-    elastic_flag = spelled("elastic_slices")  # as the command spells it (gcluster's --pathways-elastic-slices)
+    elastic_flag = said("elastic_slices")  # as the command spells it (gcluster's --pathways-elastic-slices)
     if elastic and not pathways and typed("no_pathways"):  # else the dialect asked for --pathways already
         errors.append(f"--no-pathways with {elastic_flag}: MaxText trains elastically only on Pathways "
                       "(types.py: elastic training requires enable_single_controller=true); "
@@ -130,7 +130,7 @@ def _wanted(settings: Mapping[str, object], *, pathways: bool, elastic: bool,
     unknown = sorted(set(settings) - set(DIRECT) - set(DERIVED) - {"checkpoint_dir", "compilation_cache_dir"})
     if unknown:
         raise ValueError(f"no MaxText mapping for setting(s) {', '.join(unknown)}")
-    elastic_flag = spelled("elastic_slices")
+    elastic_flag = said("elastic_slices")
     state = f"on ({elastic_flag} >= 1)" if elastic else f"off ({elastic_flag} 0)"
     wants = [_Want("elastic_enabled", elastic, f"elastic training {state}",
                    f"set elasticity with {elastic_flag}, not in --command")]

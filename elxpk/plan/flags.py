@@ -4,7 +4,8 @@ elxpk/cli/plan.py gets its Typer parameters from these rows (`with_flags`), Plan
 reads each value with its row (`Flag.read`: the kind, the bounds, one line naming the flag) and takes the
 defaults from here, and docs/planner.md's flag table is generated from them (`embed`). The settings
 `plan` shares with the trainer (--num-slices, --max-to-keep, --checkpoint-period) are rows of the contract
-table (`SHARED`, `setting_row`: read by the contract's rule, as the trainer reads them).
+table (`SHARED`, `setting_row`: read by the contract's rule, as the trainer reads them). PlanInputs reads
+them into a `PlanValues` record (`READ`: the rows as it reads them).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from elxpk import accelerators, flag_rows
 from elxpk import timing_flags as timing
+from elxpk.flag_records import Record
 from elxpk.flag_rows import DURATION, FLOAT, INT, OUTPUT, SIZE, TEXT, Flag, seed_row, setting_row
 from elxpk_contract.settings import default as trainer_default
 
@@ -96,6 +98,42 @@ SHARED: tuple[Flag, ...] = (
 )
 # Every row of `plan`, in --help's and the docs table's order: the shared settings first.
 ROWS: tuple[Flag, ...] = SHARED + FLAGS
+# The costs a run may also give, flag over run over default (elxpk/plan/inputs.py `pick`): read without their
+# default, so an omitted flag is None and the run's value comes before the default.
+_RUN_BEFORE_DEFAULT = ("slice_replacement_time", "image_pull", "compile")
+# The rows PlanInputs reads into PlanValues; --accelerator and --chip-hour-price are read together
+# (elxpk/accelerators.py read_flags).
+READ: tuple[Flag, ...] = tuple(row._replace(default=None) if row.name in _RUN_BEFORE_DEFAULT else row
+                               for row in ROWS if row not in accelerators.FLAGS)
+
+
+class PlanValues(Record):
+    """`plan`'s values as READ reads them (elxpk/flag_records.py; tests/test_flag_records.py holds it to
+    READ): a duration in seconds, a size in bytes. A row without a default is None when not given or refused
+    (the refusal is its own line); a row with one reads its default then."""
+
+    num_slices: int | None
+    max_to_keep: int | None
+    checkpoint_period: int | None
+    slice_mtbf: float | None
+    step_time: float | None
+    checkpoint_save_time: float | None
+    checkpoint_size: int | None
+    restore: float | None
+    slice_replacement_time: float | None  # given or None: the run's, then the default, come after
+    image_pull: float | None  # given or None: as slice_replacement_time
+    compile: float | None  # given or None: as slice_replacement_time
+    price_per_gib_month: float
+    ttl: float | None
+    periods: str | None
+    job_duration: float
+    from_run: str | None
+    plot: str | None
+    simulate: int
+    weibull_shape: float
+    seed: int
+    job_mtbf: float | None
+    reshard: float
 
 
 def default(name: str) -> Any:

@@ -11,15 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elxpk.accelerators import FLAGS as BILLING_FLAGS
 from elxpk.accelerators import Accelerator, Price, price_of, read_flags
 from elxpk.errors import UsageError
-from elxpk.flag_rows import read_all
+from elxpk.flag_records import read_record
 from elxpk.outfile import output_problem as path_problem
 from elxpk.output_formats import OUTPUT_ROWS
 from elxpk.plan import flags as table
 from elxpk.plan.calibrate import Calibration, calibrate
-from elxpk.plan.flags import DEFAULT_PERIODS
+from elxpk.plan.flags import DEFAULT_PERIODS, READ, PlanValues
 from elxpk.plan.fmt import duration as format_duration
 from elxpk.plan.model import Costs
 from elxpk.plan.simulate import size_problem
@@ -33,9 +32,6 @@ DEFAULTS = {
     # Without --max-to-keep or a run: what the trainer keeps by default (the contract's settings table).
     "max_to_keep": default("max_to_keep"),
 }
-DEFAULT_RESHARD_S: float = table.default("reshard")
-# The rows read here; --accelerator and --chip-hour-price are read together (elxpk/accelerators.py read_flags).
-_READ = tuple(row for row in table.ROWS if row not in BILLING_FLAGS)
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
@@ -106,15 +102,11 @@ class _Resolver:
         self.flags = flags
         self.calibrate = calibrate
         self.sources: dict[str, str] = {}
-        # Every flag read at once by its row (elxpk/plan/flags.py: kind and bounds, a trainer setting's by the
-        # contract's rule), one error line per refused value; a refused value is None.
-        self.values, self.errors = read_all(_READ, {row.name: getattr(flags, row.name) for row in _READ}, refused=None)
-
-    def read(self, name: str, *, or_default: bool = False):
-        """The flag `name` as its row read it; not given (or refused): None, or with `or_default` the row's
-        default."""
-        value = self.values[name] if getattr(self.flags, name) is not None else None
-        return table.default(name) if value is None and or_default else value
+        # Every flag read at once by its row (elxpk/plan/flags.py READ: kind and bounds, a trainer setting's by
+        # the contract's rule), one error line per refused value; refused or not given, a row without a
+        # default reads as None (PlanValues).
+        self.values, self.errors = read_record(PlanValues, READ,
+                                               {name: getattr(flags, name) for name in PlanValues.fields()})
 
     def pick(self, name: str, flag_value, run_value, default=None):
         """Flag over run over default; records where the value came from."""
@@ -125,23 +117,8 @@ class _Resolver:
         return None
 
     def resolve(self) -> PlanInputs:
-        f = self.flags
-        mtbf = self.read("slice_mtbf")
-        step = self.read("step_time")
-        save = self.read("checkpoint_save_time")
-        restore = self.read("restore")
-        replacement = self.read("slice_replacement_time")
-        image_pull = self.read("image_pull")
-        compile_s = self.read("compile")
-        job_mtbf = self.read("job_mtbf")
-        reshard = self.read("reshard")
-        ttl = self.read("ttl")
-        job_duration = self.read("job_duration", or_default=True)
-        size = self.read("checkpoint_size")
-        price = self.read("price_per_gib_month", or_default=True)
-        trials = self.read("simulate", or_default=True)
-        shape = self.read("weibull_shape", or_default=True)
-        seed = self.read("seed", or_default=True)
+        f, v = self.flags, self.values
+        mtbf, job_mtbf, reshard = v.slice_mtbf, v.job_mtbf, v.reshard
         periods = self.parse_periods(f.periods)
         output, problem = OUTPUT_ROWS["plan"].read(f.output)  # -o's row (elxpk/output_formats.py), its one reader
         if problem:
@@ -153,16 +130,17 @@ class _Resolver:
 
         cal = self.read_run(f.from_run)
         run = cal or Calibration.empty()
-        num_slices = self.pick("num_slices", self.read("num_slices"), run.num_slices)
-        step = self.pick("step_time_s", step, run.step_time_s)
-        save = self.pick("save_s", save, run.save_s)
-        restore = self.pick("restore_s", restore, run.restore_s)
-        replacement = self.pick("replacement_s", replacement, run.replacement_s, DEFAULTS["replacement_s"])
-        image_pull = self.pick("image_pull_s", image_pull, None, DEFAULTS["image_pull_s"])
-        compile_s = self.pick("compile_s", compile_s, run.compile_s, DEFAULTS["compile_s"])
-        size = self.pick("checkpoint_size_bytes", size, run.checkpoint_size_bytes)
-        max_to_keep = self.pick("max_to_keep", self.read("max_to_keep"), run.max_to_keep, DEFAULTS["max_to_keep"])
-        current = self.pick("checkpoint_period", self.read("checkpoint_period"), run.checkpoint_period)
+        num_slices = self.pick("num_slices", v.num_slices, run.num_slices)
+        step = self.pick("step_time_s", v.step_time, run.step_time_s)
+        save = self.pick("save_s", v.checkpoint_save_time, run.save_s)
+        restore = self.pick("restore_s", v.restore, run.restore_s)
+        replacement = self.pick("replacement_s", v.slice_replacement_time, run.replacement_s,
+                                DEFAULTS["replacement_s"])
+        image_pull = self.pick("image_pull_s", v.image_pull, None, DEFAULTS["image_pull_s"])
+        compile_s = self.pick("compile_s", v.compile, run.compile_s, DEFAULTS["compile_s"])
+        size = self.pick("checkpoint_size_bytes", v.checkpoint_size, run.checkpoint_size_bytes)
+        max_to_keep = self.pick("max_to_keep", v.max_to_keep, run.max_to_keep, DEFAULTS["max_to_keep"])
+        current = self.pick("checkpoint_period", v.checkpoint_period, run.checkpoint_period)
 
         if f.from_run is None:
             need_run = " (or --from-run RUN_DIR)"
@@ -177,8 +155,7 @@ class _Resolver:
         self.non_negative("--compile", compile_s, "120s", "")
         if job_mtbf is not None:
             self.positive("--job-mtbf", job_mtbf, "90d", "")
-        if reshard is not None:
-            self.non_negative("--reshard", reshard, "10s", "")
+        self.non_negative("--reshard", reshard, "10s", "")  # omitted or refused: its default, 10s
         if num_slices is None:
             if f.num_slices is None:  # a refused one has its line already
                 self.errors.append(f"--num-slices is required{need_run}: give the number of slices, e.g. 32")
@@ -206,7 +183,7 @@ class _Resolver:
         if self.errors:
             raise UsageError(*self.errors)
         # Each of these is checked above (a missing one is an error line), so none is None here.
-        assert mtbf is not None and step is not None and save is not None and job_duration is not None
+        assert mtbf is not None and step is not None and save is not None
         costs = Costs(
             num_slices=num_slices,
             slice_mtbf_s=mtbf,
@@ -217,26 +194,26 @@ class _Resolver:
             image_pull_s=image_pull,
             compile_s=compile_s,
             job_mtbf_s=job_mtbf,
-            reshard_s=DEFAULT_RESHARD_S if reshard is None else reshard,
+            reshard_s=reshard,
         )
-        too_large = size_problem(costs, trials)  # refused before anything is simulated or written
+        too_large = size_problem(costs, v.simulate)  # refused before anything is simulated or written
         if too_large:
             raise UsageError(too_large)
         return PlanInputs(
             costs=costs,
             checkpoint_size_bytes=size,
-            price_per_gib_month=price,
+            price_per_gib_month=v.price_per_gib_month,
             max_to_keep=max_to_keep,
-            ttl_s=ttl,
+            ttl_s=v.ttl,
             periods=periods,
             omitted_periods=omitted,
             checkpoint_period=current,
-            job_duration_s=job_duration,
+            job_duration_s=v.job_duration,
             output=output,
             plot=plot,
-            simulate_trials=trials,
-            weibull_shape=shape,
-            seed=seed,
+            simulate_trials=v.simulate,
+            weibull_shape=v.weibull_shape,
+            seed=v.seed,
             sources=dict(self.sources),
             calibration=cal,
             accelerator=accelerator,
