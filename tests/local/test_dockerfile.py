@@ -118,7 +118,33 @@ def test_image_copies_the_trainer_the_contract_and_of_the_launcher_only_the_chec
     assert _copied(commands) == {"trainer", "elxpk_contract", "elxpk_storage", "elxpk"}
     launcher = {str(src) for src in _sources(commands) if src.parts[0] == "elxpk"}
     assert launcher == {"elxpk/__init__.py", "elxpk/errors.py", "elxpk/units.py", "elxpk/flag_rows.py",
-                        "elxpk/checkpoints"}
+                        "elxpk/flag_records.py", "elxpk/checkpoints"}
+
+
+def test_the_launcher_files_copied_are_the_whole_import_closure_of_the_checkpoint_inspection(commands):
+    """`python -m elxpk.checkpoints` (the pre-start init container) runs in the image: every `elxpk` module it
+    imports, however indirectly, is among the files copied (a new module of the flag rows' once was not, and the
+    init container failed with ModuleNotFoundError only in the process tests' image)."""
+    copied = {str(src) for src in _sources(commands) if src.parts[0] == "elxpk"}
+
+    def in_image(file: str) -> bool:
+        return file in copied or any(file.startswith(folder + "/") for folder in copied)
+
+    todo, seen = ["elxpk/checkpoints/__main__.py"], set()
+    while todo:
+        file = todo.pop()
+        if file in seen:
+            continue
+        seen.add(file)
+        assert in_image(file), f"the image lacks {file}, which `python -m elxpk.checkpoints` imports"
+        for node in ast.walk(ast.parse((ROOT / file).read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in (n for n in names if n.split(".")[0] == "elxpk"):
+                module = ROOT / name.replace(".", "/")
+                for candidate in (module.with_suffix(".py"), module / "__init__.py"):
+                    if candidate.is_file():
+                        todo.append(candidate.relative_to(ROOT).as_posix())
 
 
 def test_copied_sources_cover_trainer_and_contract_imports(commands):

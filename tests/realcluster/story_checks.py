@@ -12,10 +12,14 @@ from pathlib import Path
 
 from elxpk_contract.exit_codes import SLICE_LOST, USER_ERROR
 from tests.realcluster.armed_kill import ArmedKill
-from tests.realcluster.stories import Story, jsonl, timed
+from tests.realcluster.stories import STEPS, Story, jsonl, timed
 from tools.testcluster.kubeapi import PODS
 
 KILL_AFTER_CHECKPOINT = 4  # the kill comes once this checkpoint committed, so the resume has one to restore
+# Story 2's run: the kill must land before it ends, and the wait for checkpoint 4 reads the run's records
+# from gs:// while the trainer steps on. 20 steps to go ran out twice in CI (at loads of 10 to 20: the kill
+# landed after the last step, or restored the last checkpoint with no step left); 44 give twice the margin.
+KILLED_RUN_STEPS = 2 * STEPS
 
 
 def unique(prefix: str) -> str:
@@ -23,13 +27,13 @@ def unique(prefix: str) -> str:
 
 
 def killed_slice_resumes_bitwise(story: Story, reference: Path | str, mode: str) -> str:
-    """Story 2: "a slice" of the shape killed by `kill-slice --mode MODE` once checkpoint 4 committed (20 steps
-    before the run ends: at a CI load of 20, the 16 steps after checkpoint 8 ran out before the kill landed);
-    one JobSet restart, resumed from the newest checkpoint, bitwise equal to `reference` with every example
-    once (`compare`), the kill and the restart in `events --watch --record`, the recovery in `report`."""
+    """Story 2: "a slice" of the shape killed by `kill-slice --mode MODE` once checkpoint 4 committed, with
+    KILLED_RUN_STEPS - 4 steps still to go; one JobSet restart, resumed from the newest checkpoint, bitwise
+    equal to `reference` at every step they share, with every example once (`compare`), the kill and the
+    restart in `events --watch --record`, the recovery in `report`."""
     took = timed()
     name = unique(f"st2{mode[0]}")
-    run = story.create(name, flags=("--max-restarts=3",))
+    run = story.create(name, steps=KILLED_RUN_STEPS, flags=("--max-restarts=3",))
     record = story.root / f"{name}-incidents.jsonl"
     watch = subprocess.Popen([str(story.elxpk_path), "workload", "events", name, "--watch", "--record", str(record),
                               "--kubeconfig", str(story.cluster.kubeconfig)],
