@@ -98,14 +98,19 @@ def with_victims(found: Sequence[RecoveryTimeline], incidents: Sequence[dict],
     lost slice), or only the slice of the writer that heard SIGTERM itself (a `preempted`: with Kueue's
     preemption every slice heard it), and the class of the incidents' fault where the trainer's is unknown
     (a killed writer recorded none): `cause` is a class in every row, the incidents' words are the victim's.
-    A fault of the whole workload (Kueue's) lost `every_slice` (the run's slices)."""
+    A fault of the whole workload (Kueue's) lost `every_slice` (the run's slices), and is `preempted`
+    whichever process heard its SIGTERM first."""
     out = []
     for rec, own in zip(found, incidents_by_recovery(found, incidents), strict=True):
         victim = incident_victim(own)
-        if victim is None or (rec.lost and rec.kind != "preempted"):
+        # Kueue's eviction of the whole workload signals every process: the trainer's record names only the
+        # process that heard it first (process 0's own `preempted`, or a peer's `peer_preempted`, 75 to
+        # process 0), so Kueue's word decides the slices and the class.
+        whole = victim is not None and not victim.slices
+        if victim is None or (rec.lost and rec.kind != "preempted" and not whole):
             out.append(rec)
             continue
         lost = tuple(sorted({*rec.lost, *(victim.slices or every_slice)}))
         out.append(replace(rec, lost=lost, victim=victim.text(), victim_from="incidents",
-                           cause=victim.exit_class if rec.cause in ("", "unknown") else rec.cause))
+                           cause=victim.exit_class if whole or rec.cause in ("", "unknown") else rec.cause))
     return out

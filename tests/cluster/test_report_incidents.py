@@ -141,6 +141,35 @@ def test_a_killed_writers_recovery_takes_its_class_from_the_incidents_and_its_wo
     assert [g["cause"] for g in data["failures_by_cause"]] == ["preempted", "slice_lost"]
 
 
+def test_kueues_preemption_heard_first_by_a_peer_is_still_the_whole_workloads(tmp_path, capsys):
+    """#52, seen in CI's operator replay: Kueue preempted the workload, and process 1 heard its SIGTERM before
+    process 0 did, so process 0 recorded its peer's stop (`peer_preempted`, slice 1, class slice_lost: its own
+    75). Kueue's eviction signalled every process: the recovery lost every slice, class preempted, and the
+    victim is Kueue's word. A peer's SIGTERM with a slice's own eviction stays the trainer's record."""
+    spec = FakeRun(steps=40, step_time=1.0, failures=((15, 10), (33, 30)), wait_s=9.0)
+    run_dir = write_run(tmp_path / "run", spec)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    for e in events:
+        if e["event"] == "failure_detected":
+            e.update(kind="peer_preempted", cause="slice_lost", heard_by=1)
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    evicted, preempted = (float(int(e["time"])) for e in events if e["event"] == "failure_detected")
+    path = tmp_path / "incidents.jsonl"
+    record(str(path), [
+        Incident("e1", _iso(evicted - 1), "disruption", "infra", "EvictionByEvictionAPI", "evicted", slice=1,
+                 pod="train-slice-job-1-0-a", workload="train"),
+        Incident("q", _iso(preempted - 1), "kueue_eviction", "infra", "Preempted/InClusterQueue",
+                 "Kueue Workload jobset-train-1: Preempted to accommodate a workload (UID: u) in the ClusterQueue",
+                 workload="train"),
+    ])
+    code = main(["report", str(run_dir), "--incidents", str(path), "--no-png", "-o", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    told = [(r["lost_slices"], r["victim"], r["victim_from"], r["cause"]) for r in data["recoveries"]]
+    assert told == [([1], None, "trainer", "slice_lost"),
+                    ([0, 1], "the workload preempted by Kueue", "incidents", "preempted")]
+
+
 def test_kueues_eviction_event_names_the_whole_workload_where_its_condition_was_not_seen(tmp_path, capsys):
     """#52, seen in the operator's replay: the workload preempted and admitted again at once (its pods drain
     in a second), so the watch saw Kueue's Evicted condition True never, and recorded only Kueue's Event
