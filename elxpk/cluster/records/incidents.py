@@ -31,8 +31,7 @@ from elxpk.cluster.objects.labels import parse_time
 from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records import incident_merge as merge
-from elxpk.cluster.records.lost_slice import KUEUE_EVICTED_EVENT as KUEUE_EVICTED
-from elxpk.cluster.records.lost_slice import exit_meaning, pod_fault, slice_of
+from elxpk.cluster.records.lost_slice import KUEUE_EVICTED_EVENT, exit_meaning, pod_fault, slice_of
 from elxpk.shown import shown
 from elxpk_contract.exit_codes import BY_CODE
 
@@ -197,12 +196,12 @@ def kueue_incidents(workloads: Iterable[dict | Workload], workload: str = "") ->
 # Normal-type Events that still report an incident (Kueue's and the scheduler's preemptions, evictions).
 # Kueue names each eviction's Event EvictedDueTo<condition reason> (PodsReadyTimeout, Deactivated,
 # AdmissionCheck, ClusterQueueStopped, ...): every one of them is.
-INCIDENT_REASONS = ("Preempted", "Evicted", "TaintManagerEviction")  # and every KUEUE_EVICTED one
+INCIDENT_REASONS = ("Preempted", "Evicted", "TaintManagerEviction")  # and every KUEUE_EVICTED_EVENT one
 
 
 def reports_incident(reason: str) -> bool:
     """A Normal Event's reason that reports an incident."""
-    return reason in INCIDENT_REASONS or reason.startswith(KUEUE_EVICTED)
+    return reason in INCIDENT_REASONS or reason.startswith(KUEUE_EVICTED_EVENT)
 
 
 def kueue_event_incidents(events: Iterable[Event], workloads: Sequence[Workload], workload: str = "") -> list[Incident]:
@@ -217,7 +216,7 @@ def kueue_event_incidents(events: Iterable[Event], workloads: Sequence[Workload]
         name = e.involved.name or ""
         if name not in uids:
             continue
-        reason = (e.reason or "").removeprefix(KUEUE_EVICTED) or "Evicted"
+        reason = (e.reason or "").removeprefix(KUEUE_EVICTED_EVENT) or "Evicted"
         found.append(Incident(_id("kueue", e.involved.uid or uids[name], "Evicted", reason, e.time), e.time,
                               "kueue_eviction", INFRA, reason, f"Kueue Workload {name}: {e.message or ''}",
                               workload=workload))
