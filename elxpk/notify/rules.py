@@ -56,7 +56,6 @@ from elxpk.notify.flags import (
     SUCCEEDED,
 )
 from elxpk.units import format_duration
-from elxpk_contract.exit_codes import SLICE_LOST as SLICE_LOST_EXIT
 
 LOSS_KINDS = ("exit", "disruption", "evicted")
 DEFAULT_RECOVERY_S = 15 * 60.0  # without the workload's elastic timeout
@@ -253,10 +252,7 @@ class Watchman:
         if incident.fault and incident.fault != lost_slice.SLICE_GONE:  # the pod's cause, as lost_slice.py reads it
             what = f"{incident.fault}: {what}"
         where = f" on pod {incident.pod}" if incident.pod else ""
-        # 75: the trainer stopped because its group did (a peer's loss), so the fault is another slice's
-        # a graceful delete's exit: mostly a JobSet restart taking the group down after another slice's loss
-        casualty = incident.kind == "exit" and (incident.exit_code == SLICE_LOST_EXIT.code
-                                                or incident.fault == lost_slice.DELETED)
+        casualty = incident.stopped_with_group  # the fault is another slice's
         if casualty and self.pending is None and not self.alerted:
             self.pending = (incident, what + where)  # the loss itself, if no other slice's shows by the next look
         lost = self._lose(incident.slice, when, now, what + where, incident, casualty=casualty)

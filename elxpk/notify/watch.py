@@ -148,7 +148,7 @@ class NotifyingWatch:
                                   pending_after_s=self.settings.stuck_after_s)
             line = reasons[0].text if reasons else ""
         progress = self._progress_of(jobset, now) or {}
-        fault = lost_slice(pods, workloads, remembered=list(self._gone.values()))
+        fault = lost_slice(pods, workloads, remembered=list(self._gone.values()), jobs=jobs)
         return Observation(
             state=status.state, healthy=tuple(s.healthy for s in status.slices),
             restarts_counted=status.restarts_counted, max_restarts=status.max_restarts,

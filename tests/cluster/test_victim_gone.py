@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from elxpk.cluster.records.lost_slice import DELETED, LOST_VM, SLICE_GONE, VICTIM_GONE, lost_slice
+from elxpk.cluster.records.lost_slice import DELETED, FAILED, LOST_VM, SLICE_GONE, VICTIM_GONE, lost_slice
 from elxpk_contract.exit_codes import SLICE_LOST, TrainerStopped
 from tests.cluster.captured import load, seed_stage
 from tests.cluster.conftest import run_cli
@@ -113,3 +113,77 @@ def test_why_says_the_victim_is_gone_not_that_slice_0_was_lost(fake, capsys, k, 
     assert reasons[0]["cause"] == "recovering", reasons
     assert f"after a slice {VICTIM_GONE}" in reasons[0]["text"], reasons[0]["text"]
     assert "slice 0 lost" not in reasons[0]["text"] and "after slice 0" not in reasons[0]["text"]
+
+
+RESTART_AT = "2026-12-01T21:56:05Z"  # when the JobSet deleted the attempt's Jobs, after slice 1's force delete
+
+
+def restarted_after_a_force_delete() -> tuple[list[dict], list[dict]]:
+    """(the pods the API lists, the Jobs) of the plain story once slice 1's pods were force-deleted (gone at
+    once) and the JobSet's restart deleted the attempt's Jobs: in the foreground, so they stay listed, deleting,
+    and the garbage collector then deleted slice 0's pods with their grace. Two of slice 0's VMs exited 77 from
+    that delete's SIGTERM, two still run; none heard of slice 1's loss first (no 75). CI's replay sampled this."""
+    objects = copy.deepcopy(load("plain"))
+    jobs = objects["jobs"]
+    for job in jobs:
+        job["metadata"].update(deletionTimestamp=RESTART_AT, deletionGracePeriodSeconds=0,
+                               finalizers=["foregroundDeletion"])
+    pods = [p for p in objects["pods"] if _slice(p) == "0"]
+    for n, pod in enumerate(pods):
+        pod["metadata"].update(deletionTimestamp="2026-12-01T21:56:35Z", deletionGracePeriodSeconds=30)
+        if n < 2:
+            pod["status"]["phase"] = "Failed"
+            pod["status"]["containerStatuses"][0]["state"] = {"terminated": {
+                "exitCode": 77, "reason": "Error", "startedAt": "2026-12-01T21:50:00Z",
+                "finishedAt": "2026-12-01T21:56:07Z"}}
+    return pods, jobs
+
+
+def test_pods_the_jobset_restart_deleted_are_no_victim():
+    """CI's operator replay: right after slice 1's force delete, one `--why` sample said "after slice 0
+    deleted": slice 1's pod was gone, and the restart's graceful deletes of slice 0 were all that was left.
+    A pod deleted by its Job's deletion has no fault of its own."""
+    pods, jobs = restarted_after_a_force_delete()
+    fault = lost_slice(pods)  # without the Jobs, the restart's delete looks like a victim's
+    assert fault is not None and (fault.slice, fault.cause) == (0, DELETED)
+    assert lost_slice(pods, jobs=jobs) is None
+    # what a pod did before its Job was deleted still counts: an exit of its own, and a 75 stays a survivor's
+    failed = copy.deepcopy(pods)
+    failed[2]["status"]["containerStatuses"][0]["state"] = {"terminated": {
+        "exitCode": 137, "reason": "Error", "startedAt": "2026-12-01T21:50:00Z", "finishedAt": "2026-12-01T21:56:01Z"}}
+    fault = lost_slice(failed, jobs=jobs)
+    assert fault is not None and (fault.slice, fault.cause) == (0, FAILED), fault
+    stopped = copy.deepcopy(pods)
+    for pod in stopped:
+        pod["status"]["containerStatuses"][0]["state"] = {"terminated": {
+            "exitCode": 75, "reason": "Error", "startedAt": "2026-12-01T21:50:00Z", "finishedAt": "2026-12-01T21:56:03Z"}}
+    fault = lost_slice(stopped, jobs=jobs)
+    assert fault is not None and (fault.cause, fault.survivors) == (VICTIM_GONE, (0,)), fault
+    # the victim's own delete, asked before its Job's, is still the fault whatever the restart deleted after
+    _, victims = group_stopped()
+    for pod in victims:
+        pod["metadata"].update(deletionTimestamp="2026-12-01T21:56:30Z", deletionGracePeriodSeconds=30)
+    fault = lost_slice(pods + victims, jobs=jobs)
+    assert fault is not None and (fault.slice, fault.cause) == (1, DELETED), fault
+    # the watch's memory of the force-deleted pod names it
+    _, remembered = group_stopped()
+    fault = lost_slice(pods, remembered=remembered, jobs=jobs)
+    assert fault is not None and (fault.slice, fault.cause) == (1, LOST_VM), fault
+
+
+def test_why_after_the_restarts_deletes_quotes_the_trainer_not_slice_0(fake, capsys, k, tmp_path):
+    """`status --why` on those objects: recovering, in the trainer's words (which name slice 1), slice 0
+    never named as lost."""
+    name = seed_stage(fake, "plain", tmp_path)
+    pods, jobs = restarted_after_a_force_delete()
+    for pod in load("plain")["pods"]:
+        fake.store.delete(("", "pods"), "default", pod["metadata"]["name"])
+    for obj, kind in [*((p, ("", "pods")) for p in pods), *((j, ("batch", "jobs")) for j in jobs)]:
+        fake.store.put(kind, obj)
+    trainer_ended(tmp_path, TrainerStopped(SLICE_LOST, LOST))
+    code, out, err = run_cli(capsys, "workload", "status", name, "--why", "-o", "json", *k)
+    assert code == 0, err
+    reasons = json.loads(out)["why"]
+    assert reasons[0]["cause"] == "recovering", reasons
+    assert LOST in reasons[0]["text"], reasons[0]["text"]
+    assert "slice 0 deleted" not in reasons[0]["text"] and "after slice 0" not in reasons[0]["text"]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from elxpk.cluster.records import lost_slice
 from elxpk.cluster.records.incidents import Incident
 from elxpk.cluster.records.status import parse_time
-from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST
+from elxpk_contract.exit_codes import BY_CODE
 
 
 def cause_name(code: int) -> str:
@@ -66,7 +66,7 @@ def faults(incidents: Sequence[Incident]) -> tuple[list[Incident], list[Incident
             group.append(incident)
             continue
         if group:
-            own = [n for n, i in enumerate(group) if not _stopped_with_group(i)] or [0]
+            own = [n for n, i in enumerate(group) if not i.stopped_with_group] or [0]
             mine = _one_per_slice([group[n] for n in own])
             taken = {i.slice for i in mine if i.slice is not None}
             lost += mine
@@ -85,10 +85,6 @@ def _one_per_slice(incidents: list[Incident]) -> list[Incident]:
             if i.slice is not None:
                 seen.add(i.slice)
     return out
-
-
-def _stopped_with_group(incident: Incident) -> bool:
-    return incident.kind == "exit" and (incident.exit_code == SLICE_LOST.code or incident.fault == lost_slice.DELETED)
 
 
 def summary_lines(incidents: Sequence[Incident], progress: dict | None) -> list[str]:

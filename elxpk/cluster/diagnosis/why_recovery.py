@@ -53,11 +53,12 @@ EVICTION_RECENT_S = 600.0  # with no step recorded: how old an eviction Event ma
 def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload],
                progress: dict | None,
                now: float, readmitted: float | None = None, preemptor: str = "",
-               evictions: Sequence[Fault] = ()) -> list[Reason]:
+               evictions: Sequence[Fault] = (), jobs: Sequence[dict | Job] = ()) -> list[Reason]:
     """One `recovering` reason when the workload restarts (or runs on fewer slices) after a failure that the
     JobSet's restart budget covers, or starts again after Kueue readmitted it (`readmitted`: readmitted_at;
     `preemptor`: the Workload that preempted it, named; `evictions`: Kueue's eviction Events as faults, which
-    name the whole workload's fault once Kueue's conditions and the pods are gone); none otherwise."""
+    name the whole workload's fault once Kueue's conditions and the pods are gone; `jobs`: the JobSet's Jobs,
+    which tell the pods that a JobSet restart deleted from the victim's); none otherwise."""
     trainer_down = (progress or {}).get("state") in ("failed", "stalled", "preempted") \
         and not (progress or {}).get("gave_up")
     # after a restart, the new processes write `restoring` and `compiling` before their first step: still the
@@ -70,7 +71,7 @@ def recovering(status: WorkloadStatus, pods: Sequence[dict | Pod], workloads: Se
     elif status.state not in ("Admitted", "Running") or not (trainer_down or resuming or status.state == "Admitted"
                                                             and restarted):
         return []  # Running with the trainer's record not stopped: nothing is being recovered
-    fault = lost_slice(pods, workloads) or _this_eviction(evictions, progress, now)
+    fault = lost_slice(pods, workloads, jobs=jobs) or _this_eviction(evictions, progress, now)
     retrying = [s for s in status.slices if s.state == "Restarting"]
     if readmitted is not None:  # a resume, no JobSet restart: the restart count is not this recovery's
         restart = (f"Kueue admitted the workload again at {_utc(readmitted)} after evicting it (a resume, not a "

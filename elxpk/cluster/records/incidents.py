@@ -31,9 +31,9 @@ from elxpk.cluster.objects.labels import parse_time
 from elxpk.cluster.objects.pods import Event, Pod
 from elxpk.cluster.objects.workloads import Job, JobSet, Workload
 from elxpk.cluster.records import incident_merge as merge
-from elxpk.cluster.records.lost_slice import KUEUE_EVICTED_EVENT, exit_meaning, pod_fault, slice_of
+from elxpk.cluster.records.lost_slice import DELETED, KUEUE_EVICTED_EVENT, exit_meaning, pod_fault, slice_of
 from elxpk.shown import shown
-from elxpk_contract.exit_codes import BY_CODE
+from elxpk_contract.exit_codes import BY_CODE, SLICE_LOST
 
 INFRA, USER, UNKNOWN = "infra", "user", "unknown"
 CAUSES = (INFRA, USER, UNKNOWN)
@@ -62,6 +62,12 @@ class Incident:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def stopped_with_group(self) -> bool:
+        """An exit that is a casualty, not a loss: a 75 (the trainer's word for its group stopping), or the exit
+        of a graceful delete (mostly a JobSet restart taking the group down after another slice's loss)."""
+        return self.kind == "exit" and (self.exit_code == SLICE_LOST.code or self.fault == DELETED)
 
     def line(self) -> str:
         where = " ".join(part for part in (

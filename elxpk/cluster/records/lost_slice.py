@@ -12,7 +12,9 @@ words first, strongest first:
 2. a pod the kubelet evicted (`status.reason` Evicted);
 3. a pod being deleted with no grace period (`deletionGracePeriodSeconds` 0: a force delete, as when its
    VM is gone; a SIGTERM still reaches the container, so its 77 is no preemption); one deleted with a grace
-   period (a JobSet restart deletes every pod after a failure) ranks with the 75s below, earliest first;
+   period ranks with the 75s below, earliest first. A pod deleted by its Job's deletion (a JobSet restart
+   deletes the old attempt's Jobs, and the garbage collector their pods) has no fault of its own: what it did
+   before that delete is all that counts, and its exit after it (77, the delete's SIGTERM) is nothing;
 4. the Kueue Workload's Preempted/Evicted condition (the whole workload: no one slice);
 5. a container's exit other than 0 and 75 (77: it heard SIGTERM from what the pod no longer shows; 70 user
    error, 76 stalled, 137 killed, ...);
@@ -138,14 +140,22 @@ def first_exit(pod: dict | Pod) -> tuple[int, float | None] | None:
     return min(found, key=lambda item: item[1] or 0.0) if found else None
 
 
-def pod_fault(pod: dict | Pod) -> tuple[str, Fault] | None:
-    """(evidence kind, Fault) of one pod, or None when nothing went wrong with it."""
+def pod_fault(pod: dict | Pod, by_its_job: bool = False) -> tuple[str, Fault] | None:
+    """(evidence kind, Fault) of one pod, or None when nothing went wrong with it. `by_its_job`: its delete
+    came from its Job's deletion (deleted_by_its_job): no fault, and its exit after that delete none either."""
     pod = Pod.of(pod)
     meta = pod.meta
     name, index, attempt = meta.name, slice_of(meta.labels), restart_attempt(pod)
     vm = meta.labels.get(COMPLETION_INDEX)
     on = f"pod {name}" + (f", vm {vm}" if vm is not None else "")
     exited = first_exit(pod)
+    deleted = parse_time(meta.deletion)
+    if by_its_job and deleted is not None:
+        asked = deleted - meta.grace_s
+        # a 75 stays a survivor's word whenever it came; any other exit from the delete on is the delete's
+        if exited is not None and exited[0] != SLICE_LOST.code and (exited[1] is None or exited[1] >= asked):
+            exited = None
+        deleted = None
     then = "" if exited is None else f"; exit {exited[0]}" + (f" {exit_meaning(exited[0])}" if exit_meaning(exited[0]) else "")
     target = pod.disruption
     if target is not None:
@@ -155,7 +165,6 @@ def pod_fault(pod: dict | Pod) -> tuple[str, Fault] | None:
     if pod.reason == "Evicted":
         return "evicted", Fault(EVICTED, index, exited[1] if exited else parse_time(pod.started),
                                 f"{on}: the kubelet evicted it{then}", name, attempt)
-    deleted = parse_time(meta.deletion)
     if deleted is not None and (exited is None or exited[0] != SLICE_LOST.code):
         grace = meta.grace_s
         forced = grace == 0
@@ -174,13 +183,16 @@ def pod_fault(pod: dict | Pod) -> tuple[str, Fault] | None:
 
 
 def lost_slice(pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload] = (),
-               remembered: Sequence[dict | Pod] = ()) -> Fault | None:
+               remembered: Sequence[dict | Pod] = (), jobs: Sequence[dict | Job] = ()) -> Fault | None:
     """The fault of the newest restart attempt that had one: its victim and cause (see the module's list).
-    `remembered`: pods a watch saw before that the API no longer lists (the victim's, a force delete's)."""
+    `remembered`: pods a watch saw before that the API no longer lists (the victim's, a force delete's);
+    `jobs`: the pods' Jobs, which tell a pod deleted by its Job's deletion (rule 3)."""
     listed = [Pod.of(p) for p in pods]
     names = {p.meta.name for p in listed}
     every = listed + [p for p in map(Pod.of, remembered) if p.meta.name not in names]
-    found = [(said[0], said[1], p) for said, p in ((pod_fault(p), p) for p in every) if said is not None]
+    job_views = [Job.of(j) for j in jobs]
+    found = [(said[0], said[1], p) for said, p in ((pod_fault(p, deleted_by_its_job(p, job_views)), p)
+                                                   for p in every) if said is not None]
     kueue = kueue_fault(workloads)
     if not found:
         return kueue
@@ -199,6 +211,20 @@ def lost_slice(pods: Sequence[dict | Pod], workloads: Sequence[dict | Workload] 
     if kueue is not None and strongest >= _RANK["exit"]:  # Kueue's word beats what the containers did after
         return kueue
     return min((f for kind, f, _ in mine if _RANK[kind] == strongest), key=lambda f: (f.time or 0.0, f.slice or 0))
+
+
+def deleted_by_its_job(pod: dict | Pod, jobs: Sequence[Job]) -> bool:
+    """Whether the pod's delete was asked at or after its own Job's: the garbage collector's, once the Job was
+    deleted (the JobSet deletes an old attempt's Jobs in the foreground, so they stay listed, deleting, until
+    their pods are gone). A pod deleted before its Job (kill-slice, an eviction, a preemption) is not. Both
+    times are whole seconds, and the collector follows the Job's delete within one."""
+    view = Pod.of(pod)
+    deleted = parse_time(view.meta.deletion)
+    if deleted is None:
+        return False
+    owner = next((j for j in jobs if j.meta.uid is not None and view.meta.owned_by(j.meta.uid)), None)
+    job_deleted = None if owner is None else parse_time(owner.meta.deletion)
+    return job_deleted is not None and deleted - view.meta.grace_s >= job_deleted
 
 
 def _slice_lost_exit(pod: Pod) -> bool:

@@ -160,7 +160,7 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
                 healing = [] if any(r.cause in NOT_SELF_HEALING for r in reasons) else \
                     recovering(status, pods, workloads, progress, now, readmitted_at(jobset, jobs, workloads),
                                context.preemptor if context is not None else "",
-                               context.evictions if context is not None else ())
+                               context.evictions if context is not None else (), jobs)
                 reasons = trainer_stopped(progress, name, pods) + with_recovery(healing, reasons)
             status = dataclasses.replace(status, reason=why_mod.stuck_line(status.state, age, reasons, after),
                                          why=tuple(reasons) if why else ())
