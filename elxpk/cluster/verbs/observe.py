@@ -154,7 +154,7 @@ def fetch_status(kube: Kube, namespace: str, name: str, now: float, *, with_prog
             reasons = why_mod.explain(jobset, jobs, pods, workloads, now, context,
                                       pending_after_s=stuck_after_s if stuck_after_s is not None else 120.0)
             if context is not None and context.rejections:  # a Job the API server refused: decisive
-                reasons = rejection_reasons(jobset, list(context.rejections)) + reasons
+                reasons = rejection_reasons(jobset, list(context.rejections), jobs) + reasons
             if why:  # the trainer's own final verdict (--elastic-stop-on-repeat) comes first: it names the cause;
                 # else a failure the JobSet's restart is handling, which needs no fix
                 healing = [] if any(r.cause in NOT_SELF_HEALING for r in reasons) else \
