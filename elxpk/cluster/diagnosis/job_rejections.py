@@ -10,10 +10,11 @@ fewer Jobs than replicas, and names the refused field in the JobSet's own terms
 (spec.replicatedJobs[i].template.spec...), which is where `workload validate` points offline too.
 
 The controller's Events are recorded through client-go's events API, which folds every JobCreationFailed
-of one JobSet into a series of the first and keeps only the first one's words (tools/events: the key has no
-message). Where that first failure was another one (a create retried from a stale cache: "already exists"),
-the refusal is in no Event: the missing replicatedJob's template is then checked by the Job API's own rules
-(elxpk/admission/jobs.py, as `workload validate` checks it), and the field it refuses is named from that.
+of one JobSet into a series of the first and keeps only the first one's words (k8s.io/client-go/tools/events:
+its key has no message). Where that first failure was another one (a create retried from a stale cache:
+"already exists"), the refusal is in no Event: the missing replicatedJob's template is then checked by the
+Job API's own rules (elxpk/admission/jobs.py, as `workload validate` checks it), and the field it refuses is
+named from that.
 """
 
 from __future__ import annotations
