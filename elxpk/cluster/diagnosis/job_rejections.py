@@ -64,15 +64,9 @@ def rejection_reasons(jobset: dict | JobSet, events: Iterable[dict | Event],
     for rjob, (fields, event) in newest.items():
         index = rjobs.index(rjob)
         paths = [f"spec.replicatedJobs[{index}].template.{p}" for p in _FIELD.findall(fields)]
-        running = [r for r in rjobs if r != rjob]
-        alone = f"; {', '.join(running)} may run alone" if running else ""
-        reasons.append(Reason(
-            "job-rejected",
-            f"the JobSet was admitted, but the API server refused the Job of replicatedJob {rjob}: "
-            f"{'; '.join(paths) or fields} ({fields}){alone}",
-            "fix that field of the manifest (`elxpk workload validate FILE` finds it offline), then delete the "
-            f"workload and create it again (`elxpk workload delete {name}`)",
-            f"JobSet controller ({event.count}x): {event.message or ''}"))
+        reasons.append(_rejected(view, rjob, f"the API server refused the Job of replicatedJob {rjob}: "
+                                             f"{'; '.join(paths) or fields} ({fields})",
+                                 f"JobSet controller ({event.count}x): {event.message or ''}"))
     if jobs is not None:
         reasons += _template_refusals(view, jobs, [e for e in read if e.reason == REASON], set(newest))
     return reasons
@@ -85,7 +79,6 @@ def _template_refusals(view: JobSet, jobs: Sequence[dict | Job], failed: list[Ev
     if not failed:  # nothing failed to be created: a Job not there yet is waiting (an in-order startup)
         return []
     have = Counter(j.replicated_job for j in map(Job.of, jobs) if not j.meta.deleting)
-    rjobs = [str(r.name) for r in view.replicated_jobs]
     short = [(i, str(r.name)) for i, r in enumerate(view.replicated_jobs)
              if have[r.name] < r.replicas and str(r.name) not in explained]
     if not short:
@@ -100,17 +93,21 @@ def _template_refusals(view: JobSet, jobs: Sequence[dict | Job], failed: list[Ev
         mine = [v for v in refused if v.path.startswith(f"spec.replicatedJobs[{index}].")]
         if not mine:
             continue
-        running = [r for r in rjobs if r != rjob]
-        alone = f"; {', '.join(running)} may run alone" if running else ""
-        reasons.append(Reason(
-            "job-rejected",
-            f"the JobSet was admitted, but the Job of replicatedJob {rjob} was not created, and the Job API refuses "
-            f"its template: {'; '.join(map(str, mine))}{alone}",
-            "fix that field of the manifest (`elxpk workload validate FILE` finds it offline), then delete the "
-            f"workload and create it again (`elxpk workload delete {view.meta.name or ''}`)",
-            f"found by elxpk's check of the template by the Job API's rules; the JobSet controller's Event "
-            f"({first.count}x) keeps its first failure's words only: {first.message or ''}"))
+        reasons.append(_rejected(view, rjob, f"the Job of replicatedJob {rjob} was not created, and the Job API "
+                                             f"refuses its template: {'; '.join(map(str, mine))}",
+                                 "found by elxpk's check of the template by the Job API's rules; the JobSet "
+                                 f"controller's Event ({first.count}x) keeps its first failure's words only: "
+                                 f"{first.message or ''}"))
     return reasons
+
+
+def _rejected(view: JobSet, rjob: str, what: str, detail: str) -> Reason:
+    """The one `job-rejected` reason of replicatedJob `rjob`: `what` was refused, the others may run alone."""
+    running = [str(r.name) for r in view.replicated_jobs if r.name != rjob]
+    alone = f"; {', '.join(running)} may run alone" if running else ""
+    return Reason("job-rejected", f"the JobSet was admitted, but {what}{alone}",
+                  "fix that field of the manifest (`elxpk workload validate FILE` finds it offline), then delete "
+                  f"the workload and create it again (`elxpk workload delete {view.meta.name or ''}`)", detail)
 
 
 def _replicated_job(job: str, jobset: str, rjobs: list[str]) -> str | None:
